@@ -1,0 +1,19 @@
+# Install rules: the library, the public header, a CMake package (find_package(alpa)) and a
+# pkg-config file.
+include(CMakePackageConfigHelpers)
+install(TARGETS alpa_shared alpa_static EXPORT alpaTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES include/alpa.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS alpa_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT alpaTargets NAMESPACE alpa:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/alpa)
+configure_package_config_file(cmake/alpaConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/alpaConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/alpa)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/alpaConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/alpaConfig.cmake ${PROJECT_BINARY_DIR}/alpaConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/alpa)
+configure_file(cmake/alpa.pc.in ${PROJECT_BINARY_DIR}/alpa.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/alpa.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,46 @@
+// The sharding ILP on a WorkProblem, solved by GLPK's branch-and-cut through its C API:
+// binary s[v][i] per node strategy, binary e[uv][i][j] per finite edge entry with the tight
+// linearization (sum_j e[i][j] = s_u[i], sum_i e[i][j] = s_v[j]), forbidden entries left out,
+// and one row per memory row. GLPK errors are caught through glp_error_hook and reported as
+// kInternal-like failures, never an abort.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "solvers/sharding/solve_control.h"
+#include "solvers/sharding/work_problem.h"
+
+namespace alpa {
+
+struct IlpOptions {
+  double relative_gap = 0.0;
+  // A feasible assignment to start from (may be empty). GLPK gets it as its first incumbent.
+  std::vector<int32_t> incumbent;
+  // Called on the calling thread whenever GLPK improves its incumbent or bound; returning false
+  // stops the search.
+  std::function<bool(long double objective, long double lower_bound)> on_progress;
+};
+
+enum class IlpStatus : int32_t {
+  kOptimal,     // proven within relative_gap
+  kFeasible,    // stopped (time limit / cancel) with an incumbent
+  kInfeasible,  // proven infeasible
+  kNoSolution,  // stopped without any incumbent
+  kError        // GLPK failed; message says why
+};
+
+struct IlpResult {
+  IlpStatus status = IlpStatus::kNoSolution;
+  std::vector<int32_t> assignment;  // one strategy per node of the problem
+  long double objective = 0;        // includes problem.constant
+  long double lower_bound = 0;      // includes problem.constant; -inf if unknown
+  std::string message;
+};
+
+IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
+                       const IlpOptions& options);
+
+}  // namespace alpa

@@ -1,0 +1,64 @@
+// The sharding-problem solver: normalize, reduce, heuristic incumbent, GLPK on the core,
+// expand. Anytime: when the time limit hits it returns the best feasible assignment found.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/sharding_problem.h"
+
+namespace alpa {
+
+// Values pinned to ALPA_SOLVE_* in include/alpa.h.
+enum class SolveStatus : int32_t {
+  kOptimal = 1,       // proven optimal (within relative_gap)
+  kFeasible = 2,      // stopped at the time limit with a feasible assignment
+  kInfeasible = 3,    // proven infeasible
+  kInvalidInput = 4,  // the problem failed validation; message names the element
+  kCancelled = 5,     // cancelled by the caller (assignment holds the best found, if any)
+  kNoSolution = 6     // time limit hit before any feasible assignment was found
+};
+const char* SolveStatusName(SolveStatus status);
+
+struct SolveProgress {
+  double seconds = 0;
+  long double objective = std::numeric_limits<long double>::infinity();  // best feasible so far
+  long double lower_bound = -std::numeric_limits<long double>::infinity();
+  const char* phase = "";  // "reduce", "heuristic", "ilp", ...
+};
+
+struct SolveOptions {
+  double time_limit_seconds = std::numeric_limits<double>::infinity();
+  bool deterministic = false;
+  int32_t threads = 0;  // 0: all hardware threads
+  double relative_gap = 0.0;
+  std::vector<int32_t> warm_start;  // one strategy per node, or empty
+  const std::atomic<bool>* cancel = nullptr;
+  // Runs on the calling thread when the best objective or bound improves; false cancels.
+  std::function<bool(const SolveProgress&)> on_progress;
+};
+
+struct SolveStats {
+  int32_t nodes = 0, edges = 0;            // input
+  int32_t work_nodes = 0, work_edges = 0;  // after normalization
+  int32_t core_nodes = 0, core_edges = 0;  // after reductions
+  int32_t memory_rows = 0;
+};
+
+struct SolveResult {
+  SolveStatus status = SolveStatus::kNoSolution;
+  std::vector<int32_t> assignment;  // one strategy per node; empty if none was found
+  long double objective = std::numeric_limits<long double>::infinity();
+  long double lower_bound = -std::numeric_limits<long double>::infinity();
+  double seconds = 0;
+  std::string message;  // why, for kInvalidInput / kInfeasible / kNoSolution
+  SolveStats stats;
+};
+
+SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& options);
+
+}  // namespace alpa

@@ -1,0 +1,43 @@
+#include "solvers/sharding/work_problem.h"
+
+#include <cstddef>
+
+#include "core/wide_int.h"
+
+namespace alpa {
+
+long double WorkObjective(const WorkProblem& problem, const std::vector<int32_t>& assignment) {
+  long double total = problem.constant;
+  for (size_t v = 0; v < problem.cost.size(); ++v) {
+    total += problem.cost[v][static_cast<size_t>(assignment[v])];
+  }
+  for (const WorkEdge& e : problem.edges) {
+    const size_t kb = problem.cost[static_cast<size_t>(e.b)].size();
+    total += e.cost[static_cast<size_t>(assignment[static_cast<size_t>(e.a)]) * kb +
+                    static_cast<size_t>(assignment[static_cast<size_t>(e.b)])];
+  }
+  return total;
+}
+
+bool WorkMemoryFeasible(const WorkProblem& problem, const std::vector<int32_t>& assignment) {
+  for (const MemoryRow& row : problem.memory_rows) {
+    Int128 used = 0;
+    for (int32_t item_index : row.items) {
+      const MemoryItem& item = problem.memory_items[static_cast<size_t>(item_index)];
+      used += item.usage[static_cast<size_t>(assignment[static_cast<size_t>(item.node)])];
+    }
+    if (used > row.capacity) return false;
+  }
+  return true;
+}
+
+std::vector<std::vector<int32_t>> BuildAdjacency(const WorkProblem& problem) {
+  std::vector<std::vector<int32_t>> adjacency(problem.cost.size());
+  for (size_t e = 0; e < problem.edges.size(); ++e) {
+    adjacency[static_cast<size_t>(problem.edges[e].a)].push_back(static_cast<int32_t>(e));
+    adjacency[static_cast<size_t>(problem.edges[e].b)].push_back(static_cast<int32_t>(e));
+  }
+  return adjacency;
+}
+
+}  // namespace alpa
