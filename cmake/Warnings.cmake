@@ -2,7 +2,7 @@
 function(alpa_set_warnings target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor
-      -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference
+      -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual
       -Wimplicit-fallthrough>
     $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra -Wpedantic -Werror>)
 endfunction()

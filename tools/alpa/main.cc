@@ -1,3 +1,50 @@
-#include "alpa.h"
+// alpa: command-line front end of libalpa.
+//   alpa                                   solve the embedded default problem (IOPDDL G)
+//   alpa solve FILE [TIMEOUT] [--json]     solve a sharding problem (IOPDDL or Alpa JSON)
+//   alpa evaluate FILE "[0, 0, 2, 1, 0]"   cost of an assignment, or the violated constraint
+#include <CLI/CLI.hpp>
 
-int main() { return alpa_version_number() > 0 ? 0 : 1; }
+#include <cstdio>
+
+#include "alpa.h"
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"alpa: automatic parallelization planner (libalpa " +
+               std::string(alpa_version_string()) + ")"};
+  app.set_version_flag("--version", std::string(alpa_version_string()));
+  app.require_subcommand(0, 1);
+
+  alpa_cli::SolveArgs solve_args;
+  CLI::App* solve = app.add_subcommand("solve", "Solve a sharding problem (IOPDDL or Alpa JSON)");
+  solve->add_option("file", solve_args.file, "Problem file (.json or .json.gz)")->required();
+  solve
+      ->add_option("timeout", solve_args.timeout_seconds,
+                   "Wall-clock limit in seconds for the whole run (default: none)")
+      ->check(CLI::NonNegativeNumber);
+  solve->add_flag("--json", solve_args.json, "Print the result as one JSON object (last line)");
+  solve->add_flag("--deterministic", solve_args.deterministic, "Identical answers run to run");
+  solve->add_option("--threads", solve_args.threads, "Threads (0: all)")
+      ->check(CLI::Range(0, 4096));
+  solve->add_option("--gap", solve_args.relative_gap, "Stop within this relative gap")
+      ->check(CLI::Range(0.0, 0.999999));
+  solve->add_flag("-q,--quiet", solve_args.quiet, "No progress lines");
+
+  std::string eval_file, eval_assignment;
+  CLI::App* evaluate =
+      app.add_subcommand("evaluate", "Print the cost of an assignment or the violated constraint");
+  evaluate->add_option("file", eval_file, "Problem file")->required();
+  evaluate->add_option("assignment", eval_assignment, "Strategies, e.g. \"[0, 0, 2, 1, 0]\"")
+      ->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*solve) return alpa_cli::RunSolve(solve_args);
+  if (*evaluate) return alpa_cli::RunEvaluate(eval_file, eval_assignment);
+  // No subcommand: the main job on its embedded default.
+  std::printf("# alpa %s: solving the embedded default problem (IOPDDL benchmark G, 816 nodes)\n",
+              alpa_version_string());
+  alpa_cli::SolveArgs defaults;
+  defaults.timeout_seconds = 60;
+  return alpa_cli::RunSolve(defaults);
+}

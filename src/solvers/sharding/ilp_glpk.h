@@ -1,8 +1,10 @@
 // The sharding ILP on a WorkProblem, solved by GLPK's branch-and-cut through its C API:
-// binary s[v][i] per node strategy, binary e[uv][i][j] per finite edge entry with the tight
+// binary s[v][i] per node strategy, e[uv][i][j] in [0, 1] per finite edge entry with the tight
 // linearization (sum_j e[i][j] = s_u[i], sum_i e[i][j] = s_v[j]), forbidden entries left out,
 // and one row per memory row. GLPK errors are caught through glp_error_hook and reported as
-// kInternal-like failures, never an abort.
+// kError, never an abort. The returned assignment is always re-checked with WorkObjective and
+// WorkMemoryFeasible; a feasible incumbent is returned when GLPK finds nothing better (even with
+// kError). Safe to call from several threads at once (GLPK's environment is thread-local).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,9 @@ struct IlpOptions {
   // Called on the calling thread whenever GLPK improves its incumbent or bound; returning false
   // stops the search.
   std::function<bool(long double objective, long double lower_bound)> on_progress;
+  // Stop after this many branch-and-bound nodes (0: no limit). A deterministic work limit,
+  // unlike the deadline.
+  int64_t node_limit = 0;
 };
 
 enum class IlpStatus : int32_t {
@@ -38,6 +43,7 @@ struct IlpResult {
   long double objective = 0;        // includes problem.constant
   long double lower_bound = 0;      // includes problem.constant; -inf if unknown
   std::string message;
+  int64_t nodes = 0;  // branch-and-bound nodes GLPK created
 };
 
 IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,

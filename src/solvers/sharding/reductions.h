@@ -22,7 +22,10 @@ struct ReductionStats {
   int32_t nodes_after = 0;
   int32_t edges_after = 0;
   int64_t r0 = 0, r1 = 0, r2 = 0, single_strategy = 0, dominated_strategies = 0;
+  int64_t separable_edges = 0;  // edges of the form r[i] + c[j], folded into node costs
 };
+
+class ReductionEngine;  // reductions.cc
 
 class ReducedProblem {
  public:
@@ -39,12 +42,38 @@ class ReducedProblem {
   // Restricts an input assignment to the core (a warm start); strategies removed as dominated
   // map to the strategy that dominated them.
   std::vector<int32_t> Restrict(const std::vector<int32_t>& input_assignment) const;
+  // True when the reductions found a node with no finite-cost strategy left: the input has no
+  // finite assignment (the core keeps that node with +inf costs, so its optimum is +inf too).
+  bool infeasible() const { return infeasible_; }
 
  private:
+  friend class ReductionEngine;
+
+  // An eliminated node: its strategy once its neighbours' strategies are known. Strategy
+  // indices are those current when it was eliminated; the *_strategies lists map them to input
+  // strategies (sorted ascending, as strategies are only ever removed).
+  struct Elimination {
+    int32_t node = 0;   // input node
+    int32_t fixed = -1;  // input strategy when the choice does not depend on neighbours
+    std::vector<int32_t> strategies;
+    std::vector<double> cost;
+    int32_t neighbour_count = 0;  // 1 (R1) or 2 (R2)
+    int32_t neighbour[2] = {-1, -1};
+    std::vector<int32_t> neighbour_strategies[2];
+    std::vector<double> edge[2];  // the edge matrices as they were when the node was eliminated
+    bool node_is_row[2] = {true, true};
+  };
+
   WorkProblem core_;
   ReductionStats stats_;
   std::vector<int32_t> input_node_of_core_;
-  // How to recover eliminated nodes and removed strategies: private to reductions.cc.
+  int32_t input_node_count_ = 0;
+  bool infeasible_ = false;
+  std::vector<std::vector<int32_t>> core_strategies_;  // core node: core strategy -> input
+  std::vector<Elimination> eliminations_;              // in elimination order
+  // Per input node: removed input strategy -> the input strategy that replaced it (-1: removed
+  // as forbidden); identity for strategies never removed. Empty for untouched nodes.
+  std::vector<std::vector<int32_t>> redirect_;
 };
 
 }  // namespace alpa

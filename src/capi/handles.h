@@ -1,0 +1,73 @@
+// The C ABI's handle structs and the exception firewall. Only src/capi includes this.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "alpa.h"
+#include "core/sharding_problem.h"
+#include "core/status.h"
+#include "solvers/sharding/sharding_solver.h"
+
+struct alpa_error {
+  int32_t code = ALPA_ERR_INTERNAL;
+  std::string message;
+};
+
+struct alpa_buffer {
+  std::string bytes;
+};
+
+struct alpa_cancel_token {
+  std::atomic<bool> triggered{false};
+};
+
+struct alpa_problem {
+  alpa::ShardingProblem problem;
+  bool finalized = false;
+};
+
+struct alpa_solve_options {
+  alpa::SolveOptions options;
+  alpa_cancel_token* cancel = nullptr;
+  alpa_progress_fn progress = nullptr;
+  void* progress_user_data = nullptr;
+};
+
+struct alpa_solution {
+  alpa::SolveResult result;
+};
+
+namespace alpa::capi {
+
+// Stores an error for the caller (when err is non-NULL) and returns its code.
+int32_t Fail(alpa_error** err, int32_t code, std::string message);
+// Translates an internal Status (non-ok) into the caller's error.
+int32_t Fail(alpa_error** err, const Status& status);
+int32_t ToCode(StatusCode code);
+
+// Runs body, turning any escaping exception into ALPA_ERR_OUT_OF_MEMORY / ALPA_ERR_INTERNAL.
+template <typename Body>
+int32_t Guard(alpa_error** err, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(err, ALPA_ERR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return Fail(err, ALPA_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return Fail(err, ALPA_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+// Makes a buffer owning `bytes`; nullptr on allocation failure.
+alpa_buffer* MakeBuffer(std::string bytes);
+
+// Builds the SolveOptions for one solve: the caller's options plus the C callback adapters.
+alpa::SolveOptions ToSolveOptions(const alpa_solve_options* options);
+
+}  // namespace alpa::capi

@@ -1,0 +1,339 @@
+// Solve options, solving, solutions and the one-shot JSON call of the C ABI.
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "capi/handles.h"
+#include "core/problem_io.h"
+
+namespace {
+
+using alpa::capi::Fail;
+using alpa::capi::Guard;
+
+// A number for JSON: integral values that fit int64 print exactly as integers; non-finite
+// values (no assignment, no bound) become null.
+nlohmann::json JsonNumber(long double value) {
+  if (!std::isfinite(static_cast<double>(value))) return nullptr;
+  const long double rounded = std::nearbyint(value);
+  if (rounded == value && std::fabs(value) < 9.2e18L) {
+    return static_cast<int64_t>(value);
+  }
+  return static_cast<double>(value);
+}
+
+nlohmann::json SolutionJson(const alpa::SolveResult& r) {
+  nlohmann::json j;
+  j["status"] = alpa::SolveStatusName(r.status);
+  j["objective"] = JsonNumber(r.objective);
+  j["lower_bound"] = JsonNumber(r.lower_bound);
+  j["seconds"] = r.seconds;
+  j["assignment"] = r.assignment;
+  j["message"] = r.message;
+  j["stats"] = {{"nodes", r.stats.nodes},
+                {"edges", r.stats.edges},
+                {"work_nodes", r.stats.work_nodes},
+                {"work_edges", r.stats.work_edges},
+                {"core_nodes", r.stats.core_nodes},
+                {"core_edges", r.stats.core_edges},
+                {"memory_rows", r.stats.memory_rows}};
+  return j;
+}
+
+int32_t SetOption(alpa_solve_options* o, int32_t key, double value, alpa_error** err) {
+  switch (key) {
+    case ALPA_OPT_TIME_LIMIT_SECONDS:
+      if (std::isnan(value)) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "time limit is NaN");
+      o->options.time_limit_seconds = value > 0 ? value : std::numeric_limits<double>::infinity();
+      return ALPA_OK;
+    case ALPA_OPT_DETERMINISTIC:
+      o->options.deterministic = value != 0;
+      return ALPA_OK;
+    case ALPA_OPT_THREADS:
+      if (!(value >= 0 && value <= 4096) || value != std::floor(value)) {
+        return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                    "threads must be an integer in [0, 4096], got " + std::to_string(value));
+      }
+      o->options.threads = static_cast<int32_t>(value);
+      return ALPA_OK;
+    case ALPA_OPT_RELATIVE_GAP:
+      if (!(value >= 0 && value < 1)) {
+        return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                    "relative_gap must be in [0, 1), got " + std::to_string(value));
+      }
+      o->options.relative_gap = value;
+      return ALPA_OK;
+    default:
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "unknown option key " + std::to_string(key));
+  }
+}
+
+int32_t KeyOfName(const std::string& name) {
+  if (name == "time_limit_seconds") return ALPA_OPT_TIME_LIMIT_SECONDS;
+  if (name == "deterministic") return ALPA_OPT_DETERMINISTIC;
+  if (name == "threads") return ALPA_OPT_THREADS;
+  if (name == "relative_gap") return ALPA_OPT_RELATIVE_GAP;
+  return -1;
+}
+
+// Applies the "options" object of a JSON request.
+int32_t ApplyJsonOptions(alpa_solve_options* o, const nlohmann::json& options, alpa_error** err) {
+  if (!options.is_object()) {
+    return Fail(err, ALPA_ERR_PARSE, "request: \"options\" must be an object");
+  }
+  for (auto it = options.begin(); it != options.end(); ++it) {
+    if (it.key() == "warm_start") {
+      if (!it.value().is_array()) {
+        return Fail(err, ALPA_ERR_PARSE, "request: options.warm_start must be an array");
+      }
+      std::vector<int32_t> start;
+      for (const auto& v : it.value()) {
+        if (!v.is_number_integer()) {
+          return Fail(err, ALPA_ERR_PARSE, "request: options.warm_start must hold integers");
+        }
+        const int64_t s = v.get<int64_t>();
+        start.push_back(s < INT32_MIN || s > INT32_MAX ? -1 : static_cast<int32_t>(s));
+      }
+      o->options.warm_start = std::move(start);
+      continue;
+    }
+    const int32_t key = KeyOfName(it.key());
+    if (key < 0) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "request: unknown option \"" + it.key() + "\"");
+    }
+    double value = 0;
+    if (it.value().is_boolean()) {
+      value = it.value().get<bool>() ? 1 : 0;
+    } else if (it.value().is_number()) {
+      value = it.value().get<double>();
+    } else {
+      return Fail(err, ALPA_ERR_PARSE, "request: option \"" + it.key() + "\" must be a number");
+    }
+    if (int32_t s = SetOption(o, key, value, err)) return s;
+  }
+  return ALPA_OK;
+}
+
+}  // namespace
+
+namespace alpa::capi {
+
+SolveOptions ToSolveOptions(const alpa_solve_options* options) {
+  if (options == nullptr) return SolveOptions();
+  SolveOptions out = options->options;
+  if (options->cancel != nullptr) out.cancel = &options->cancel->triggered;
+  if (options->progress != nullptr) {
+    alpa_progress_fn fn = options->progress;
+    void* user = options->progress_user_data;
+    out.on_progress = [fn, user](const SolveProgress& p) {
+      alpa_progress info;
+      info.struct_size = sizeof(alpa_progress);
+      info.version = 1;
+      info.seconds = p.seconds;
+      info.objective = static_cast<double>(p.objective);
+      info.lower_bound = static_cast<double>(p.lower_bound);
+      info.phase = p.phase;
+      return fn(user, &info) == 0;
+    };
+  }
+  return out;
+}
+
+}  // namespace alpa::capi
+
+extern "C" {
+
+ALPA_API int32_t alpa_solve_options_create(alpa_solve_options** out, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = new alpa_solve_options();
+    return ALPA_OK;
+  });
+}
+
+ALPA_API void alpa_solve_options_destroy(alpa_solve_options* options) { delete options; }
+
+ALPA_API int32_t alpa_solve_options_set_double(alpa_solve_options* options, int32_t key,
+                                               double value, alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    return SetOption(options, key, value, err);
+  });
+}
+
+ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t key, int64_t value,
+                                            alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    return SetOption(options, key, static_cast<double>(value), err);
+  });
+}
+
+ALPA_API int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, const char* name,
+                                                const char* value, alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr || name == nullptr || value == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options, name and value must not be NULL");
+    }
+    const int32_t key = KeyOfName(name);
+    if (key < 0) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, std::string("unknown option \"") + name + "\"");
+    }
+    const std::string text = value;
+    double number = 0;
+    if (text == "true") {
+      number = 1;
+    } else if (text == "false") {
+      number = 0;
+    } else {
+      char* end = nullptr;
+      number = std::strtod(text.c_str(), &end);
+      if (text.empty() || end == nullptr || *end != '\0') {
+        return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                    std::string("option \"") + name + "\": \"" + text + "\" is not a number");
+      }
+    }
+    return SetOption(options, key, number, err);
+  });
+}
+
+ALPA_API int32_t alpa_solve_options_set_warm_start(alpa_solve_options* options, int64_t count,
+                                                   const int32_t* assignment, alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (count < 0 || (count > 0 && assignment == nullptr)) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "warm start: bad count or NULL assignment");
+    }
+    options->options.warm_start.assign(assignment, assignment + count);
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_solve_options_set_cancel_token(alpa_solve_options* options,
+                                                     alpa_cancel_token* token, alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    options->cancel = token;
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_solve_options_set_progress(alpa_solve_options* options,
+                                                 alpa_progress_fn callback, void* user_data,
+                                                 alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    options->progress = callback;
+    options->progress_user_data = user_data;
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_solve(alpa_solution** out, const alpa_problem* problem,
+                            const alpa_solve_options* options, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
+    if (problem == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "problem is NULL");
+    if (!problem->finalized) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "problem is not finalized: call alpa_problem_finalize first");
+    }
+    auto solution = std::make_unique<alpa_solution>();
+    solution->result = alpa::SolveSharding(problem->problem, alpa::capi::ToSolveOptions(options));
+    *out = solution.release();
+    return ALPA_OK;
+  });
+}
+
+ALPA_API void alpa_solution_destroy(alpa_solution* solution) { delete solution; }
+
+ALPA_API int32_t alpa_solution_status(const alpa_solution* solution) {
+  return solution == nullptr ? 0 : static_cast<int32_t>(solution->result.status);
+}
+
+ALPA_API double alpa_solution_objective(const alpa_solution* solution) {
+  return solution == nullptr ? std::numeric_limits<double>::infinity()
+                             : static_cast<double>(solution->result.objective);
+}
+
+ALPA_API double alpa_solution_lower_bound(const alpa_solution* solution) {
+  return solution == nullptr ? -std::numeric_limits<double>::infinity()
+                             : static_cast<double>(solution->result.lower_bound);
+}
+
+ALPA_API double alpa_solution_seconds(const alpa_solution* solution) {
+  return solution == nullptr ? 0 : solution->result.seconds;
+}
+
+ALPA_API int64_t alpa_solution_assignment(const alpa_solution* solution, int32_t* out,
+                                          int64_t capacity) {
+  if (solution == nullptr) return 0;
+  const std::vector<int32_t>& a = solution->result.assignment;
+  const int64_t n = static_cast<int64_t>(a.size());
+  if (out != nullptr && capacity > 0) {
+    const int64_t copy = capacity < n ? capacity : n;
+    for (int64_t i = 0; i < copy; ++i) out[i] = a[static_cast<size_t>(i)];
+  }
+  return n;
+}
+
+ALPA_API const char* alpa_solution_message(const alpa_solution* solution) {
+  return solution == nullptr ? "" : solution->result.message.c_str();
+}
+
+ALPA_API int32_t alpa_solution_to_json(alpa_buffer** out, const alpa_solution* solution,
+                                       alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || solution == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and solution must not be NULL");
+    }
+    *out = new alpa_buffer{SolutionJson(solution->result).dump()};
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t size,
+                                 alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || (request == nullptr && size > 0)) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and request must not be NULL");
+    }
+    nlohmann::json j = nlohmann::json::parse(request, request + size, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      return Fail(err, ALPA_ERR_PARSE, "request: not a JSON object");
+    }
+    if (!j.contains("problem")) return Fail(err, ALPA_ERR_PARSE, "request: missing \"problem\"");
+    alpa_solve_options options;
+    if (j.contains("options")) {
+      if (int32_t s = ApplyJsonOptions(&options, j["options"], err)) return s;
+    }
+    // The problem object may be an IOPDDL problem ({"name", "nodes", "edges", ...}) or an Alpa
+    // object; IOPDDL's reader expects it wrapped as {"problem": ...}.
+    nlohmann::json& problem_json = j["problem"];
+    alpa::Result<alpa::ShardingProblem> problem =
+        problem_json.is_object() && problem_json.contains("format") &&
+                problem_json["format"] == "alpa"
+            ? alpa::ProblemFromJson(problem_json, alpa::ProblemFormat::kAlpa)
+            : alpa::ProblemFromJson(nlohmann::json{{"problem", std::move(problem_json)}},
+                                    alpa::ProblemFormat::kIopddl);
+    alpa::SolveResult result;
+    if (!problem.ok()) {
+      if (problem.status().code() != alpa::StatusCode::kInvalidProblem) {
+        return Fail(err, problem.status());
+      }
+      result.status = alpa::SolveStatus::kInvalidInput;
+      result.message = problem.status().message();
+    } else {
+      result = alpa::SolveSharding(problem.value(), alpa::capi::ToSolveOptions(&options));
+    }
+    *out = new alpa_buffer{SolutionJson(result).dump()};
+    return ALPA_OK;
+  });
+}
+
+}  // extern "C"

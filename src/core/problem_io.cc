@@ -1,0 +1,353 @@
+// Entry points of problem_io.h: bytes -> JSON -> problem, the shared JSON helpers, and the
+// assignment text format. The format-specific halves live in problem_io_{iopddl,alpa}.cc.
+#include "core/problem_io.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "core/gzip.h"
+#include "core/problem_io_internal.h"
+
+namespace alpa {
+namespace io_internal {
+
+const char* ConversionMessage(Conversion c) {
+  switch (c) {
+    case Conversion::kOk:
+      return "ok";
+    case Conversion::kNotNumber:
+      return "expected a number";
+    case Conversion::kNotInteger:
+      return "expected an integer";
+    case Conversion::kOutOfRange:
+      return "number out of range";
+    case Conversion::kNotFinite:
+      return "expected a finite number";
+  }
+  return "bad value";
+}
+
+Conversion ToDouble(const Json& j, double* out) {
+  if (!j.is_number()) return Conversion::kNotNumber;
+  *out = j.get<double>();
+  return std::isfinite(*out) ? Conversion::kOk : Conversion::kNotFinite;
+}
+
+Conversion ToInt64(const Json& j, int64_t lo, int64_t hi, int64_t* out) {
+  int64_t v = 0;
+  if (j.is_number_unsigned()) {
+    const uint64_t u = j.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Conversion::kOutOfRange;
+    }
+    v = static_cast<int64_t>(u);
+  } else if (j.is_number_integer()) {
+    v = j.get<int64_t>();
+  } else if (j.is_number_float()) {
+    const double d = j.get<double>();
+    if (!std::isfinite(d)) return Conversion::kNotFinite;
+    if (d != std::floor(d)) return Conversion::kNotInteger;
+    // [-2^63, 2^63): exactly the doubles that convert to int64 without overflow.
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+      return Conversion::kOutOfRange;
+    }
+    v = static_cast<int64_t>(d);
+  } else {
+    return Conversion::kNotNumber;
+  }
+  if (v < lo || v > hi) return Conversion::kOutOfRange;
+  *out = v;
+  return Conversion::kOk;
+}
+
+Conversion FloorToInt64(const Json& j, int64_t* out) {
+  if (j.is_number_float()) {
+    const double d = std::floor(j.get<double>());
+    if (!std::isfinite(d)) return Conversion::kNotFinite;
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+      return Conversion::kOutOfRange;
+    }
+    *out = static_cast<int64_t>(d);
+    return Conversion::kOk;
+  }
+  return ToInt64(j, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), out);
+}
+
+Status ErrorAt(std::string_view format, const std::string& path, const std::string& what) {
+  std::string m(format);
+  m += ": ";
+  if (!path.empty()) m += path + ": ";
+  m += what;
+  return ParseError(std::move(m));
+}
+
+std::string Index(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+Status FindField(std::string_view format, const Json& obj, const std::string& path, const char* key,
+                 bool required, const Json** out) {
+  *out = nullptr;
+  if (!obj.is_object()) {
+    return ErrorAt(format, path.empty() ? "top level" : path,
+                   std::string("expected an object, found ") + obj.type_name());
+  }
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (!required) return Status::Ok();
+    return ErrorAt(format, path.empty() ? "top level" : path,
+                   std::string("missing field \"") + key + "\"");
+  }
+  *out = &*it;
+  return Status::Ok();
+}
+
+void AppendInt(int64_t x, std::string* out) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), x);
+  out->append(buf, r.ptr);
+}
+
+void AppendNumber(double x, std::string* out) {
+  if (!std::isfinite(x)) {
+    x = x > 0 ? std::numeric_limits<double>::max() : -std::numeric_limits<double>::max();
+  }
+  if (x == std::floor(x) && std::fabs(x) < 9223372036854775808.0) {
+    AppendInt(static_cast<int64_t>(x), out);
+    return;
+  }
+  char buf[32];
+  // Shortest form that reads back as the same double (never longer than %.17g).
+  const auto r = std::to_chars(buf, buf + sizeof(buf), x);
+  out->append(buf, r.ptr);
+}
+
+void AppendString(const std::string& s, std::string* out) {
+  *out += Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace io_internal
+
+namespace {
+
+using io_internal::Json;
+
+// Well-formed problems nest at most four levels deep; far deeper input is rejected before
+// parsing so that nothing downstream (parser stacks, recursive visitors of the DOM) can be
+// driven into deep recursion or huge per-level overhead.
+constexpr int kMaxJsonDepth = 256;
+
+Status CheckNesting(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      if (ch == '\\') {
+        ++i;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return ParseError("json: nesting deeper than " + std::to_string(kMaxJsonDepth) +
+                          " levels at byte " + std::to_string(i));
+      }
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  return Status::Ok();
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] ": keep the readable part.
+std::string JsonMessage(const char* what) {
+  std::string m(what);
+  if (!m.empty() && m[0] == '[') {
+    const size_t close = m.find("] ");
+    if (close != std::string::npos) m.erase(0, close + 2);
+  }
+  return "json: " + m;
+}
+
+Result<ShardingProblem> FromJsonUnchecked(const Json& json, ProblemFormat format) {
+  if (format == ProblemFormat::kAuto) {
+    format = ProblemFormat::kIopddl;
+    if (json.is_object()) {
+      const auto it = json.find("format");
+      if (it != json.end()) {
+        if (!it->is_string()) return ParseError("format: expected a string");
+        const std::string& name = it->get_ref<const std::string&>();
+        if (name == "alpa") {
+          format = ProblemFormat::kAlpa;
+        } else if (name != "iopddl") {
+          return ParseError("format: unknown format \"" + name +
+                            "\" (expected \"alpa\" or \"iopddl\")");
+        }
+      }
+    }
+  }
+  Result<ShardingProblem> problem = format == ProblemFormat::kAlpa
+                                        ? io_internal::AlpaFromJson(json)
+                                        : io_internal::IopddlFromJson(json);
+  if (!problem.ok()) return problem;
+  ALPA_RETURN_IF_ERROR(ValidateProblem(problem.value()));
+  return problem;
+}
+
+Status BadFormat(ProblemFormat format) {
+  return InvalidArgument("unknown problem format " + std::to_string(static_cast<int32_t>(format)));
+}
+
+}  // namespace
+
+Result<ShardingProblem> ProblemFromJson(const nlohmann::json& json, ProblemFormat format) {
+  if (format != ProblemFormat::kAuto && format != ProblemFormat::kIopddl &&
+      format != ProblemFormat::kAlpa) {
+    return BadFormat(format);
+  }
+  try {
+    return FromJsonUnchecked(json, format);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory while reading the problem");
+  } catch (const std::exception& e) {
+    return ParseError(JsonMessage(e.what()));
+  }
+}
+
+Result<ShardingProblem> ReadProblemBuffer(std::string_view bytes, ProblemFormat format) {
+  std::string inflated;
+  if (IsGzip(bytes)) {
+    try {
+      Result<std::string> text = Gunzip(bytes);
+      if (!text.ok()) return text.status();
+      inflated = std::move(text).value();
+    } catch (const std::bad_alloc&) {
+      return Status(StatusCode::kOutOfMemory, "out of memory while inflating gzip data");
+    }
+    bytes = inflated;
+  }
+  ALPA_RETURN_IF_ERROR(CheckNesting(bytes));
+  Json json;
+  try {
+    json = Json::parse(bytes.data(), bytes.data() + bytes.size());
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory while parsing JSON");
+  } catch (const std::exception& e) {
+    return ParseError(JsonMessage(e.what()));
+  }
+  std::string().swap(inflated);  // the text is no longer needed: free it before converting
+  return ProblemFromJson(json, format);
+}
+
+Result<ShardingProblem> ReadProblemFile(const std::string& path, ProblemFormat format) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) return IoError("cannot open " + path + ": " + std::strerror(errno));
+  std::string bytes;
+  try {
+    char buf[1 << 16];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) bytes.append(buf, n);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory while reading " + path);
+  }
+  if (std::ferror(file.get())) return IoError("cannot read " + path + ": " + std::strerror(errno));
+  file.reset();
+  Result<ShardingProblem> problem = ReadProblemBuffer(bytes, format);
+  if (!problem.ok()) {
+    return Status(problem.status().code(), path + ": " + problem.status().message());
+  }
+  return problem;
+}
+
+Result<std::string> WriteProblem(const ShardingProblem& problem, ProblemFormat format) {
+  if (format != ProblemFormat::kIopddl && format != ProblemFormat::kAlpa) {
+    return InvalidArgument("WriteProblem needs a concrete format (iopddl or alpa)");
+  }
+  ALPA_RETURN_IF_ERROR(ValidateProblem(problem));
+  try {
+    return format == ProblemFormat::kAlpa ? io_internal::WriteAlpa(problem)
+                                          : io_internal::WriteIopddl(problem);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory while writing the problem");
+  } catch (const std::exception& e) {
+    return InternalError(std::string("writing the problem failed: ") + e.what());
+  }
+}
+
+Result<std::vector<int32_t>> ParseAssignment(std::string_view text) {
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  auto error = [&](size_t pos, const std::string& what) {
+    return ParseError("assignment: " + what + " at character " + std::to_string(pos));
+  };
+  size_t i = 0;
+  auto skip = [&] {
+    while (i < text.size() && is_space(text[i])) ++i;
+  };
+  std::vector<int32_t> out;
+  skip();
+  if (i >= text.size() || text[i] != '[') return error(i, "expected '['");
+  ++i;
+  skip();
+  if (i < text.size() && text[i] == ']') {
+    ++i;
+  } else {
+    while (true) {
+      skip();
+      const size_t start = i;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+      if (i == start) {
+        return error(start,
+                     "entry " + std::to_string(out.size()) + ": expected a non-negative integer");
+      }
+      int32_t value = 0;
+      const auto r = std::from_chars(text.data() + start, text.data() + i, value);
+      if (r.ec != std::errc() || r.ptr != text.data() + i) {
+        return error(start, "entry " + std::to_string(out.size()) + ": " +
+                                std::string(text.substr(start, i - start)) + " is out of range");
+      }
+      try {
+        out.push_back(value);
+      } catch (const std::bad_alloc&) {
+        return Status(StatusCode::kOutOfMemory, "assignment: out of memory");
+      }
+      skip();
+      if (i < text.size() && text[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i < text.size() && text[i] == ']') {
+        ++i;
+        break;
+      }
+      return error(i, "expected ',' or ']' after entry " + std::to_string(out.size() - 1));
+    }
+  }
+  skip();
+  if (i != text.size()) return error(i, "unexpected text after ']'");
+  return out;
+}
+
+std::string FormatAssignment(const std::vector<int32_t>& assignment) {
+  std::string out = "[";
+  for (size_t i = 0; i < assignment.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(assignment[i]);
+  }
+  out += "]";
+  return out;
+}
+
+}  // namespace alpa

@@ -1,0 +1,705 @@
+#include "solvers/sharding/ilp_glpk.h"
+
+#include <glpk.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <csetjmp>
+#include <cstddef>
+#include <cstring>
+#include <cstdlib>  // TUNING
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/wide_int.h"
+
+// Thread safety: Debian's GLPK 5.0 is built with thread-local storage (glp_config("TLS") reports
+// "_Thread_local"), so every thread has its own GLPK environment and concurrent solves on
+// different threads do not share state. Everything installed here (error hook, terminal hook,
+// terminal switch) is per thread and restored before returning. A GLPK built without TLS has one
+// process-wide environment: SolveIlpGlpk then refuses to run (kError) rather than race.
+//
+// Error handling: GLPK calls abort() after an internal error unless the error hook leaves by
+// longjmp. The hook jumps back into RunGlpk, which then must call glp_free_env() (the manual: the
+// environment is unusable after an error). That also frees any other GLPK object the calling
+// thread holds; the library itself keeps none between calls.
+
+namespace alpa {
+namespace {
+
+constexpr long double kInfinity = std::numeric_limits<long double>::infinity();
+
+// The ILP in GLPK's terms, built entirely in C++ before any GLPK call.
+struct IlpModel {
+  // Per node: its single allowed strategy (no column), or -1 when it has columns.
+  std::vector<int32_t> fixed;
+  // Per node and strategy: the GLPK column (1-based) of s[v][i]; 0 when the strategy is
+  // forbidden or the node is fixed.
+  std::vector<std::vector<int32_t>> s_col;
+  // Edges with variables: the work edge and, per entry i * kb + j, the column of e[i][j] or 0.
+  std::vector<int32_t> e_edge;
+  std::vector<std::vector<int32_t>> e_col;
+  int32_t columns = 0;
+  std::vector<double> objective{0.0};  // 1-based, per column
+  std::vector<char> binary{0};    // 1-based, per column: s (binary) or e (continuous)
+  std::vector<int32_t> column_node{-1};  // 1-based: the node of an s column, -1 for e columns
+  std::vector<double> column_upper{0.0};  // 1-based: 1, or 0 when a memory row rules it out
+  int32_t equality_rows = 0;         // rows 1..equality_rows: = 1 (node) or = 0 (edge)
+  std::vector<double> row_rhs{0.0};   // 1-based, per row
+  std::vector<char> row_is_memory{0};  // 1-based: <= rhs instead of = rhs
+  std::vector<int> ia{0}, ja{0};     // triplets, 1-based (GLPK ignores index 0)
+  std::vector<double> ar{0.0};
+  long double offset = 0;  // objective constant kept out of GLPK
+
+  int32_t rows() const { return static_cast<int32_t>(row_rhs.size()) - 1; }
+  int32_t AddRow(double rhs, bool memory) {
+    row_rhs.push_back(rhs);
+    row_is_memory.push_back(memory ? 1 : 0);
+    return rows();
+  }
+  int32_t AddColumn(double cost, int32_t node) {
+    objective.push_back(cost);
+    binary.push_back(node >= 0 ? 1 : 0);
+    column_node.push_back(node);
+    column_upper.push_back(1.0);
+    return ++columns;
+  }
+  void Add(int32_t row, int32_t column, double value) {
+    ia.push_back(row);
+    ja.push_back(column);
+    ar.push_back(value);
+  }
+};
+
+bool Finite(double cost) { return std::isfinite(cost); }
+
+// Removes strategies that no finite assignment can use: forbidden node costs, and strategies
+// with no finite partner on some edge (arc consistency, to a fixpoint). Returns the node left
+// without any strategy, or -1.
+int32_t PropagateForbidden(const WorkProblem& problem, std::vector<std::vector<char>>* allowed) {
+  const size_t n = problem.cost.size();
+  allowed->assign(n, {});
+  for (size_t v = 0; v < n; ++v) {
+    (*allowed)[v].resize(problem.cost[v].size());
+    for (size_t i = 0; i < problem.cost[v].size(); ++i) {
+      (*allowed)[v][i] = Finite(problem.cost[v][i]) ? 1 : 0;
+    }
+  }
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const WorkEdge& edge : problem.edges) {
+      std::vector<char>& in_a = (*allowed)[static_cast<size_t>(edge.a)];
+      std::vector<char>& in_b = (*allowed)[static_cast<size_t>(edge.b)];
+      std::vector<char> support_a(in_a.size(), 0), support_b(in_b.size(), 0);
+      for (size_t i = 0; i < in_a.size(); ++i) {
+        if (!in_a[i]) continue;
+        for (size_t j = 0; j < in_b.size(); ++j) {
+          if (in_b[j] && Finite(edge.cost[i * in_b.size() + j])) support_a[i] = support_b[j] = 1;
+        }
+      }
+      for (size_t i = 0; i < in_a.size(); ++i) changed |= in_a[i] && !support_a[i];
+      for (size_t j = 0; j < in_b.size(); ++j) changed |= in_b[j] && !support_b[j];
+      in_a = support_a;
+      in_b = support_b;
+    }
+  }
+  for (size_t v = 0; v < n; ++v) {
+    if (std::find((*allowed)[v].begin(), (*allowed)[v].end(), 1) == (*allowed)[v].end()) {
+      return static_cast<int32_t>(v);
+    }
+  }
+  return -1;
+}
+
+// True when cost[i][j] = f(i) + g(j) on the allowed block (no forbidden entry there): such an
+// edge folds into the node costs exactly and needs no variables. Fills f and g.
+bool IsAdditive(const WorkEdge& edge, const std::vector<char>& in_a, const std::vector<char>& in_b,
+                std::vector<double>* f, std::vector<double>* g) {
+  const size_t ka = in_a.size(), kb = in_b.size();
+  const size_t i0 = static_cast<size_t>(std::find(in_a.begin(), in_a.end(), 1) - in_a.begin());
+  const size_t j0 = static_cast<size_t>(std::find(in_b.begin(), in_b.end(), 1) - in_b.begin());
+  f->assign(ka, 0.0);
+  g->assign(kb, 0.0);
+  for (size_t j = 0; j < kb; ++j) (*g)[j] = in_b[j] ? edge.cost[i0 * kb + j] : 0.0;
+  for (size_t i = 0; i < ka; ++i) {
+    if (!in_a[i]) continue;
+    (*f)[i] = edge.cost[i * kb + j0] - edge.cost[i0 * kb + j0];
+    for (size_t j = 0; j < kb; ++j) {
+      if (!in_b[j]) continue;
+      const double c = edge.cost[i * kb + j];
+      if (!Finite(c) || static_cast<long double>(c) != static_cast<long double>((*f)[i]) +
+                                                            static_cast<long double>((*g)[j])) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Builds the model. Returns a message when the problem is infeasible before any search.
+std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
+  const size_t n = problem.cost.size();
+  std::vector<std::vector<char>> allowed;
+  const int32_t dead = PropagateForbidden(problem, &allowed);
+  if (dead >= 0) {
+    return "node " + std::to_string(dead) +
+           " has no strategy compatible with its costs and edges";
+  }
+  model->offset = problem.constant;
+  model->fixed.assign(n, -1);
+  model->s_col.assign(n, {});
+  // Node costs, shifted so that each node's cheapest allowed strategy costs 0 (exact: each node
+  // takes exactly one strategy); keeps GLPK's numbers small next to the constant.
+  std::vector<std::vector<long double>> node_cost(n);
+  for (size_t v = 0; v < n; ++v) {
+    node_cost[v].assign(problem.cost[v].begin(), problem.cost[v].end());
+    if (std::count(allowed[v].begin(), allowed[v].end(), 1) == 1) {
+      model->fixed[v] =
+          static_cast<int32_t>(std::find(allowed[v].begin(), allowed[v].end(), 1) -
+                               allowed[v].begin());
+    }
+  }
+  for (const WorkEdge& edge : problem.edges) {
+    const size_t a = static_cast<size_t>(edge.a), b = static_cast<size_t>(edge.b);
+    const size_t kb = allowed[b].size();
+    const int32_t fa = model->fixed[a], fb = model->fixed[b];
+    if (fa >= 0 && fb >= 0) {
+      model->offset += edge.cost[static_cast<size_t>(fa) * kb + static_cast<size_t>(fb)];
+    } else if (fa >= 0) {  // a single-strategy end folds into the other node's costs
+      for (size_t j = 0; j < kb; ++j) {
+        if (allowed[b][j]) node_cost[b][j] += edge.cost[static_cast<size_t>(fa) * kb + j];
+      }
+    } else if (fb >= 0) {
+      for (size_t i = 0; i < allowed[a].size(); ++i) {
+        if (allowed[a][i]) node_cost[a][i] += edge.cost[i * kb + static_cast<size_t>(fb)];
+      }
+    } else {
+      std::vector<double> f, g;
+      if (IsAdditive(edge, allowed[a], allowed[b], &f, &g)) {
+        for (size_t i = 0; i < f.size(); ++i) node_cost[a][i] += f[i];
+        for (size_t j = 0; j < g.size(); ++j) node_cost[b][j] += g[j];
+      } else {
+        model->e_edge.push_back(static_cast<int32_t>(&edge - problem.edges.data()));
+      }
+    }
+  }
+  for (size_t v = 0; v < n; ++v) {
+    long double low = kInfinity;
+    for (size_t i = 0; i < allowed[v].size(); ++i) {
+      if (allowed[v][i]) low = std::min(low, node_cost[v][i]);
+    }
+    model->offset += low;
+    if (model->fixed[v] >= 0) continue;
+    model->s_col[v].assign(allowed[v].size(), 0);
+    for (size_t i = 0; i < allowed[v].size(); ++i) {
+      if (allowed[v][i]) {
+        model->s_col[v][i] = model->AddColumn(static_cast<double>(node_cost[v][i] - low),
+                                                 static_cast<int32_t>(v));
+      }
+    }
+  }
+  // sum_i s[v][i] = 1
+  for (size_t v = 0; v < n; ++v) {
+    if (model->fixed[v] >= 0) continue;
+    const int32_t row = model->AddRow(1.0, false);
+    for (int32_t c : model->s_col[v]) {
+      if (c != 0) model->Add(row, c, 1.0);
+    }
+  }
+  // e[i][j] is continuous in [0, 1]: once the s are integral (one-hot at i*, j*), row i != i*
+  // forces e[i][.] = 0 and column j != j* forces e[.][j] = 0, so e[i*][j*] = 1 and every other
+  // entry is 0 (and a forbidden (i*, j*) has no variable, so the rows are infeasible). GLPK then
+  // branches on the s only. Each edge's entries are shifted by their minimum (exact: exactly one
+  // entry is taken).
+  model->e_col.resize(model->e_edge.size());
+  for (size_t k = 0; k < model->e_edge.size(); ++k) {
+    const WorkEdge& edge = problem.edges[static_cast<size_t>(model->e_edge[k])];
+    const size_t a = static_cast<size_t>(edge.a), b = static_cast<size_t>(edge.b);
+    const size_t ka = allowed[a].size(), kb = allowed[b].size();
+    double low = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < ka; ++i) {
+      for (size_t j = 0; j < kb; ++j) {
+        if (allowed[a][i] && allowed[b][j]) low = std::min(low, edge.cost[i * kb + j]);
+      }
+    }
+    model->offset += low;
+    std::vector<int32_t>& cols = model->e_col[k];
+    cols.assign(ka * kb, 0);
+    std::vector<int32_t> row_a(ka, 0), row_b(kb, 0);
+    for (size_t i = 0; i < ka; ++i) {
+      if (allowed[a][i]) row_a[i] = model->AddRow(0.0, false);
+    }
+    for (size_t j = 0; j < kb; ++j) {
+      if (allowed[b][j]) row_b[j] = model->AddRow(0.0, false);
+    }
+    for (size_t i = 0; i < ka; ++i) {
+      for (size_t j = 0; j < kb; ++j) {
+        const double c = edge.cost[i * kb + j];
+        if (!allowed[a][i] || !allowed[b][j] || !Finite(c)) continue;
+        const int32_t col =
+            model->AddColumn(static_cast<double>(static_cast<long double>(c) - low), -1);
+        cols[i * kb + j] = col;
+        model->Add(row_a[i], col, 1.0);
+        model->Add(row_b[j], col, 1.0);
+      }
+    }
+    for (size_t i = 0; i < ka; ++i) {
+      if (row_a[i] != 0) model->Add(row_a[i], model->s_col[a][i], -1.0);
+    }
+    for (size_t j = 0; j < kb; ++j) {
+      if (row_b[j] != 0) model->Add(row_b[j], model->s_col[b][j], -1.0);
+    }
+  }
+  model->equality_rows = model->rows();
+  // Memory rows: each item's smallest allowed usage (and fixed nodes' usage) moves to the
+  // right-hand side, coefficients of one column combine, and the row is divided by the gcd of
+  // its coefficients (exact for integers, and smaller numbers for GLPK's tolerances).
+  std::vector<int64_t> coef(static_cast<size_t>(model->columns) + 1, 0);
+  for (size_t r = 0; r < problem.memory_rows.size(); ++r) {
+    const MemoryRow& mrow = problem.memory_rows[r];
+    Int128 rhs = mrow.capacity;
+    std::vector<int32_t> touched;
+    for (int32_t item_index : mrow.items) {
+      const MemoryItem& item = problem.memory_items[static_cast<size_t>(item_index)];
+      const size_t v = static_cast<size_t>(item.node);
+      if (model->fixed[v] >= 0) {
+        rhs -= item.usage[static_cast<size_t>(model->fixed[v])];
+        continue;
+      }
+      int64_t low = std::numeric_limits<int64_t>::max();
+      for (size_t i = 0; i < allowed[v].size(); ++i) {
+        if (allowed[v][i]) low = std::min(low, item.usage[i]);
+      }
+      rhs -= low;
+      for (size_t i = 0; i < allowed[v].size(); ++i) {
+        const int32_t c = model->s_col[v][i];
+        if (c == 0 || item.usage[i] == low) continue;
+        if (coef[static_cast<size_t>(c)] == 0) touched.push_back(c);
+        coef[static_cast<size_t>(c)] += item.usage[i] - low;
+      }
+    }
+    if (rhs < 0) {
+      return "memory row " + std::to_string(r) + " cannot hold even the smallest usages";
+    }
+    // Group by node (a node's columns are consecutive) for the largest possible use.
+    std::sort(touched.begin(), touched.end());
+    int64_t divisor = 0;
+    Int128 worst = 0;  // the row is redundant when even this fits
+    for (size_t t = 0; t < touched.size();) {
+      const int32_t node = model->column_node[static_cast<size_t>(touched[t])];
+      int64_t node_max = 0;
+      for (; t < touched.size() && model->column_node[static_cast<size_t>(touched[t])] == node;
+           ++t) {
+        const int64_t value = coef[static_cast<size_t>(touched[t])];
+        node_max = std::max(node_max, value);
+        divisor = std::gcd(divisor, value);
+      }
+      worst += node_max;
+    }
+    if (worst > rhs) {
+      const int32_t row = model->AddRow(static_cast<double>(rhs / divisor), true);
+      for (int32_t c : touched) {
+        const int64_t value = coef[static_cast<size_t>(c)];
+        if (value > rhs) model->column_upper[static_cast<size_t>(c)] = 0.0;
+        model->Add(row, c, static_cast<double>(value / divisor));
+      }
+    }
+    for (int32_t c : touched) coef[static_cast<size_t>(c)] = 0;
+  }
+  return "";
+}
+
+// Everything the GLPK phase reads and writes. RunGlpk and the callbacks keep no other state, so
+// that a longjmp out of GLPK skips no C++ destructor.
+struct GlpkRun {
+  const IlpModel* model = nullptr;
+  const SolveControl* control = nullptr;
+  const IlpOptions* options = nullptr;
+  std::vector<double> incumbent_x;  // 1-based over all columns; empty: none
+  long double offset = 0;           // added to GLPK's objective values when reporting
+  glp_prob* lp = nullptr;
+  std::jmp_buf jump;
+  // Outputs.
+  bool failed = false;  // GLPK raised an error (message holds its text)
+  int simplex_ret = -1, lp_status = GLP_UNDEF, intopt_ret = -1, mip_status = GLP_UNDEF;
+  double root_bound = -std::numeric_limits<double>::infinity();  // LP relaxation, GLPK units
+  double tree_bound = -std::numeric_limits<double>::infinity();  // best active node
+  double reported_objective = std::numeric_limits<double>::infinity();
+  double reported_bound = -std::numeric_limits<double>::infinity();
+  bool heuristic_accepted = false, heuristic_offered = false;
+  bool stopped = false;  // by the deadline, the cancel flag, the node limit or on_progress
+  bool progress_threw = false;
+  int64_t nodes = 0;
+  std::vector<double> column_value;  // 1-based, when mip_status is GLP_OPT or GLP_FEAS
+  char message[512] = {};
+  size_t message_length = 0;
+};
+
+void OnGlpkError(void* info) {
+  std::longjmp(static_cast<GlpkRun*>(info)->jump, 1);
+}
+
+// Keeps GLPK's terminal output (only the text of an error reaches it) for the message and
+// swallows it.
+int CaptureTerminal(void* info, const char* text) {
+  GlpkRun* run = static_cast<GlpkRun*>(info);
+  const size_t room = sizeof(run->message) - 1 - run->message_length;
+  const size_t length = std::min(room, std::strlen(text));
+  std::memcpy(run->message + run->message_length, text, length);
+  run->message_length += length;
+  run->message[run->message_length] = '\0';
+  if (std::getenv("ILP_MSG")) { fputs(text, stderr); return 1; }  // TUNING
+  return 1;
+}
+
+int MillisecondsLeft(const SolveControl& control) {
+  const double seconds = control.remaining_seconds();
+  if (!(seconds < 1e6)) return INT_MAX;
+  return std::max(1, static_cast<int>(seconds * 1000.0));
+}
+
+void Terminate(GlpkRun* run, glp_tree* tree) {
+  run->stopped = true;
+  glp_ios_terminate(tree);
+}
+
+// Reports an improved incumbent or bound through on_progress.
+void ReportProgress(GlpkRun* run, glp_tree* tree) {
+  const int best = glp_ios_best_node(tree);
+  // A fresh root's bound is -DBL_MAX until its LP is solved: not a bound worth keeping.
+  if (best != 0 && glp_ios_node_bound(tree, best) > -1e300) {
+    run->tree_bound = std::max(run->tree_bound, glp_ios_node_bound(tree, best));
+  }
+  glp_prob* mip = glp_ios_get_prob(tree);
+  const double objective = glp_mip_status(mip) == GLP_FEAS ? glp_mip_obj_val(mip)
+                                                             : run->reported_objective;
+  const double bound = std::max(run->tree_bound, run->root_bound);
+  if (!(objective < run->reported_objective) && !(bound > run->reported_bound)) return;
+  run->reported_objective = std::min(objective, run->reported_objective);
+  run->reported_bound = std::max(bound, run->reported_bound);
+  if (!run->options->on_progress) return;
+  bool keep_going = false;
+  try {
+    keep_going = run->options->on_progress(run->reported_objective + run->offset,
+                                           run->reported_bound + run->offset);
+  } catch (...) {  // exceptions must not cross GLPK's C frames
+    run->progress_threw = true;
+  }
+  if (!keep_going) Terminate(run, tree);
+}
+
+void OnTree(glp_tree* tree, void* info) {
+  GlpkRun* run = static_cast<GlpkRun*>(info);
+  if (run->control->expired()) {
+    Terminate(run, tree);
+    return;
+  }
+  int total_nodes = 0;
+  glp_ios_tree_size(tree, nullptr, nullptr, &total_nodes);
+  run->nodes = total_nodes;
+  if (run->options->node_limit > 0 && run->nodes > run->options->node_limit) {
+    Terminate(run, tree);
+    return;
+  }
+  switch (glp_ios_reason(tree)) {
+    case GLP_IHEUR:
+      // Offered once, at the first node: GLPK keeps the better of it and its own solutions.
+      // The intopt presolver is off, so the tree works on our columns (with it, the callback
+      // would see the presolved problem's columns instead).
+      if (!run->heuristic_offered && !run->incumbent_x.empty()) {
+        run->heuristic_offered = true;
+        run->heuristic_accepted = glp_ios_heur_sol(tree, run->incumbent_x.data()) == 0;
+      }
+      break;
+    case GLP_IBINGO:
+    case GLP_ISELECT:
+      ReportProgress(run, tree);
+      break;
+    default:
+      break;
+  }
+}
+
+// The GLPK phase. Only trivially destructible locals: an error longjmps back to the setjmp.
+void RunGlpk(GlpkRun* run) {
+  if (setjmp(run->jump) != 0) {
+    run->failed = true;
+    run->lp = nullptr;
+    glp_free_env();  // the manual: after an error only glp_free_env may be called
+    return;
+  }
+  glp_error_hook(&OnGlpkError, run);
+  glp_term_hook(&CaptureTerminal, run);
+  if (std::getenv("ILP_MSG")) glp_term_out(GLP_ON);  // TUNING
+  if (std::getenv("ILP_MSG")) fprintf(stderr, "rows %d cols %d nnz %zu\n", run->model->rows(), run->model->columns, run->model->ia.size() - 1);  // TUNING
+  const IlpModel& model = *run->model;
+  run->lp = glp_create_prob();
+  glp_prob* lp = run->lp;
+  glp_set_obj_dir(lp, GLP_MIN);
+  glp_add_rows(lp, model.rows());
+  for (int32_t r = 1; r <= model.rows(); ++r) {
+    const double rhs = model.row_rhs[static_cast<size_t>(r)];
+    if (model.row_is_memory[static_cast<size_t>(r)]) {
+      glp_set_row_bnds(lp, r, GLP_UP, 0.0, rhs);
+    } else {
+      glp_set_row_bnds(lp, r, GLP_FX, rhs, rhs);
+    }
+  }
+  glp_add_cols(lp, model.columns);
+  for (int32_t c = 1; c <= model.columns; ++c) {
+    const size_t k = static_cast<size_t>(c);
+    glp_set_col_kind(lp, c, model.binary[k] ? GLP_BV : GLP_CV);
+    if (model.column_upper[k] > 0) {
+      glp_set_col_bnds(lp, c, GLP_DB, 0.0, 1.0);
+    } else {
+      glp_set_col_bnds(lp, c, GLP_FX, 0.0, 0.0);
+    }
+    glp_set_obj_coef(lp, c, model.objective[k]);
+  }
+  glp_load_matrix(lp, static_cast<int>(model.ia.size()) - 1, model.ia.data(), model.ja.data(),
+                  model.ar.data());
+
+  glp_smcp simplex;
+  glp_init_smcp(&simplex);
+  simplex.msg_lev = GLP_MSG_OFF;
+  if (const char* e = std::getenv("ILP_MSG")) simplex.msg_lev = std::atoi(e);  // TUNING
+  simplex.presolve = GLP_ON;
+  simplex.tm_lim = MillisecondsLeft(*run->control);
+  if (const char* e = std::getenv("ILP_SPRESOLVE")) simplex.presolve = std::atoi(e);  // TUNING
+  if (const char* e = std::getenv("ILP_SMETH")) simplex.meth = std::atoi(e);  // TUNING
+  run->simplex_ret = glp_simplex(lp, &simplex);
+  if (run->simplex_ret == 0) run->lp_status = glp_get_status(lp);
+  if (run->simplex_ret != 0 || run->lp_status != GLP_OPT) return;
+  run->root_bound = glp_get_obj_val(lp);
+  if (run->control->expired()) return;
+
+  glp_iocp mip;
+  glp_init_iocp(&mip);
+  mip.msg_lev = GLP_MSG_OFF;
+  mip.presolve = GLP_OFF;  // keeps the callback on our columns; the root LP is solved above
+  mip.tm_lim = MillisecondsLeft(*run->control);
+  mip.mip_gap = run->options->relative_gap;
+  mip.cb_func = &OnTree;
+  mip.cb_info = run;
+  mip.br_tech = GLP_BR_DTH;
+  mip.bt_tech = GLP_BT_BLB;
+  // TUNING-BEGIN
+  if (const char* e = std::getenv("ILP_BR")) mip.br_tech = std::atoi(e);
+  if (const char* e = std::getenv("ILP_BT")) mip.bt_tech = std::atoi(e);
+  if (const char* e = std::getenv("ILP_CUTS")) {
+    const int bits = std::atoi(e);
+    mip.mir_cuts = bits & 1 ? GLP_ON : GLP_OFF;
+    mip.gmi_cuts = bits & 2 ? GLP_ON : GLP_OFF;
+    mip.cov_cuts = bits & 4 ? GLP_ON : GLP_OFF;
+    mip.clq_cuts = bits & 8 ? GLP_ON : GLP_OFF;
+  }
+  if (const char* e = std::getenv("ILP_FP")) mip.fp_heur = std::atoi(e);
+  if (const char* e = std::getenv("ILP_PS")) mip.ps_heur = std::atoi(e);
+  if (const char* e = std::getenv("ILP_SR")) mip.sr_heur = std::atoi(e);
+  if (const char* e = std::getenv("ILP_PP")) mip.pp_tech = std::atoi(e);
+  if (const char* e = std::getenv("ILP_PRESOLVE")) mip.presolve = std::atoi(e);
+  if (const char* e = std::getenv("ILP_MSG")) mip.msg_lev = std::atoi(e);
+  // TUNING-END
+  run->intopt_ret = glp_intopt(lp, &mip);
+  run->mip_status = glp_mip_status(lp);
+  if (run->mip_status == GLP_OPT || run->mip_status == GLP_FEAS) {
+    for (int32_t c = 1; c <= model.columns; ++c) {
+      run->column_value[static_cast<size_t>(c)] = glp_mip_col_val(lp, c);
+    }
+  }
+  glp_delete_prob(lp);
+  run->lp = nullptr;
+}
+
+}  // namespace
+
+namespace {
+
+// The incumbent as GLPK column values (1-based), or empty when it is not a feasible assignment
+// of this model.
+std::vector<double> IncumbentColumns(const WorkProblem& problem, const IlpModel& model,
+                                     const std::vector<int32_t>& incumbent) {
+  const size_t n = problem.cost.size();
+  if (incumbent.size() != n) return {};
+  for (size_t v = 0; v < n; ++v) {
+    if (incumbent[v] < 0 || incumbent[v] >= problem.strategy_count(static_cast<int32_t>(v))) {
+      return {};
+    }
+  }
+  if (!(WorkObjective(problem, incumbent) < kInfinity) || !WorkMemoryFeasible(problem, incumbent)) {
+    return {};
+  }
+  std::vector<double> x(static_cast<size_t>(model.columns) + 1, 0.0);
+  for (size_t v = 0; v < n; ++v) {
+    const size_t s = static_cast<size_t>(incumbent[v]);
+    if (model.fixed[v] >= 0) {
+      if (static_cast<size_t>(model.fixed[v]) != s) return {};
+      continue;
+    }
+    const int32_t c = model.s_col[v][s];
+    if (c == 0 || model.column_upper[static_cast<size_t>(c)] == 0) return {};
+    x[static_cast<size_t>(c)] = 1.0;
+  }
+  for (size_t k = 0; k < model.e_edge.size(); ++k) {
+    const WorkEdge& edge = problem.edges[static_cast<size_t>(model.e_edge[k])];
+    const size_t kb = problem.cost[static_cast<size_t>(edge.b)].size();
+    const int32_t c = model.e_col[k][static_cast<size_t>(incumbent[static_cast<size_t>(edge.a)]) *
+                                         kb +
+                                     static_cast<size_t>(incumbent[static_cast<size_t>(edge.b)])];
+    if (c == 0) return {};
+    x[static_cast<size_t>(c)] = 1.0;
+  }
+  return x;
+}
+
+std::vector<int32_t> AssignmentFromColumns(const IlpModel& model,
+                                           const std::vector<double>& value) {
+  std::vector<int32_t> assignment(model.fixed.size(), 0);
+  for (size_t v = 0; v < model.fixed.size(); ++v) {
+    if (model.fixed[v] >= 0) {
+      assignment[v] = model.fixed[v];
+      continue;
+    }
+    double best = -1.0;
+    for (size_t i = 0; i < model.s_col[v].size(); ++i) {
+      const int32_t c = model.s_col[v][i];
+      if (c != 0 && value[static_cast<size_t>(c)] > best) {
+        best = value[static_cast<size_t>(c)];
+        assignment[v] = static_cast<int32_t>(i);
+      }
+    }
+  }
+  return assignment;
+}
+
+// Serializes GLPK use when the library has one process-wide environment (no TLS).
+std::mutex& GlpkWithoutTlsMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+}  // namespace
+
+IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
+                       const IlpOptions& options) {
+  IlpResult result;
+  result.lower_bound = -kInfinity;
+  if (problem.cost.empty()) {
+    result.status = IlpStatus::kOptimal;
+    result.objective = result.lower_bound = problem.constant;
+    return result;
+  }
+  IlpModel model;
+  const std::string infeasible = BuildModel(problem, &model);
+  if (!infeasible.empty()) {
+    result.status = IlpStatus::kInfeasible;
+    result.lower_bound = kInfinity;
+    result.message = infeasible;
+    return result;
+  }
+  // Best feasible assignment known: the incumbent, if it is one.
+  std::vector<int32_t> best;
+  long double best_objective = kInfinity;
+  GlpkRun run;
+  run.incumbent_x = IncumbentColumns(problem, model, options.incumbent);
+  if (!run.incumbent_x.empty()) {
+    best = options.incumbent;
+    best_objective = WorkObjective(problem, best);
+  }
+  if (model.columns == 0) {  // every node is fixed and every memory row holds
+    result.status = IlpStatus::kOptimal;
+    result.assignment = model.fixed;
+    result.objective = result.lower_bound = WorkObjective(problem, model.fixed);
+    return result;
+  }
+  if (model.ia.size() > static_cast<size_t>(INT_MAX)) {
+    result.status = IlpStatus::kError;
+    result.message = "the ILP has too many nonzeros for GLPK";
+    return result;
+  }
+
+  run.model = &model;
+  run.control = &control;
+  run.options = &options;
+  run.offset = model.offset;
+  run.column_value.assign(static_cast<size_t>(model.columns) + 1, 0.0);
+  if (!control.expired()) {
+    std::unique_lock<std::mutex> lock;
+    if (glp_config("TLS") == nullptr) lock = std::unique_lock<std::mutex>(GlpkWithoutTlsMutex());
+    // Leave the thread's GLPK environment as found: free it if this call created it.
+    const bool created_env = glp_init_env() == 0;
+    const int previous_output = glp_term_out(GLP_OFF);
+    RunGlpk(&run);
+    if (!run.failed) {
+      glp_error_hook(nullptr, nullptr);
+      glp_term_hook(nullptr, nullptr);
+      if (created_env) glp_free_env();
+    }
+    if (!created_env) glp_term_out(previous_output);
+  }
+
+  // GLPK's answer, checked by recomputing it (never trusting GLPK's own objective).
+  bool glpk_feasible = false;
+  if (!run.failed && (run.mip_status == GLP_OPT || run.mip_status == GLP_FEAS)) {
+    std::vector<int32_t> assignment = AssignmentFromColumns(model, run.column_value);
+    const long double objective = WorkObjective(problem, assignment);
+    glpk_feasible = objective < kInfinity && WorkMemoryFeasible(problem, assignment);
+    if (glpk_feasible && objective < best_objective) {
+      best = std::move(assignment);
+      best_objective = objective;
+    }
+  }
+  result.nodes = run.nodes;
+  result.assignment = best;
+  result.objective = best.empty() ? kInfinity : best_objective;
+  const long double bound =
+      static_cast<long double>(std::max(run.root_bound, run.tree_bound)) + model.offset;
+  result.lower_bound = std::min(bound, result.objective);
+  const bool have = !best.empty();
+  if (run.failed) {
+    result.status = IlpStatus::kError;
+    result.message = "GLPK error: " + std::string(run.message, run.message_length);
+    while (!result.message.empty() && result.message.back() == '\n') result.message.pop_back();
+  } else if (run.simplex_ret == GLP_ENOPFS || run.lp_status == GLP_NOFEAS ||
+             (run.intopt_ret == 0 && run.mip_status == GLP_NOFEAS)) {
+    result.status = have ? IlpStatus::kFeasible : IlpStatus::kInfeasible;
+    if (!have) result.lower_bound = kInfinity;
+    result.message = have ? "GLPK reported infeasible, but the incumbent is feasible"
+                          : "GLPK proved the ILP infeasible";
+  } else if ((run.intopt_ret == 0 && run.mip_status == GLP_OPT) ||
+             run.intopt_ret == GLP_EMIPGAP) {
+    if (glpk_feasible) {
+      result.status = IlpStatus::kOptimal;
+      if (run.intopt_ret == 0 && options.relative_gap <= 0) result.lower_bound = result.objective;
+    } else {
+      result.status = have ? IlpStatus::kFeasible : IlpStatus::kNoSolution;
+      result.message = "GLPK's solution violates a constraint after rounding";
+    }
+  } else if (run.stopped || control.expired() || run.simplex_ret == GLP_ETMLIM ||
+             run.intopt_ret == GLP_ETMLIM || run.intopt_ret == GLP_ESTOP ||
+             run.simplex_ret == -1) {
+    result.status = have ? IlpStatus::kFeasible : IlpStatus::kNoSolution;
+    if (control.cancelled()) {
+      result.message = "cancelled";
+    } else if (control.expired()) {
+      result.message = "time limit reached";
+    } else {
+      result.message = "stopped by on_progress or the node limit";
+    }
+  } else {
+    result.status = have ? IlpStatus::kFeasible : IlpStatus::kError;
+    result.message = "GLPK failed: glp_simplex returned " + std::to_string(run.simplex_ret) +
+                     ", glp_intopt returned " + std::to_string(run.intopt_ret);
+  }
+  if (run.progress_threw) result.message += " (on_progress threw an exception)";
+  return result;
+}
+
+}  // namespace alpa

@@ -1,0 +1,269 @@
+#include "solvers/sharding/sharding_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "solvers/sharding/ilp_glpk.h"
+#include "solvers/sharding/local_search.h"
+#include "solvers/sharding/normalize.h"
+#include "solvers/sharding/reductions.h"
+#include "solvers/sharding/solve_control.h"
+
+namespace alpa {
+
+const char* SolveStatusName(SolveStatus status) {
+  switch (status) {
+    case SolveStatus::kOptimal:
+      return "optimal";
+    case SolveStatus::kFeasible:
+      return "feasible";
+    case SolveStatus::kInfeasible:
+      return "infeasible";
+    case SolveStatus::kInvalidInput:
+      return "invalid_input";
+    case SolveStatus::kCancelled:
+      return "cancelled";
+    case SolveStatus::kNoSolution:
+      return "no_solution";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Above this many ILP nonzeros (edge entries plus memory-row terms) GLPK's branch and bound
+// cannot be expected to finish in practical time; the heuristic then gets the whole budget and
+// GLPK only runs when time is left over.
+constexpr int64_t kLargeIlpEntries = 3'000'000;
+
+// Work (move evaluations) the local search may spend in deterministic mode, per core node.
+constexpr int64_t kDeterministicMovesPerNode = 2'000;
+
+int64_t IlpSizeEstimate(const WorkProblem& core) {
+  int64_t entries = 0;
+  for (const WorkEdge& e : core.edges) entries += static_cast<int64_t>(e.cost.size());
+  for (const MemoryRow& row : core.memory_rows) entries += static_cast<int64_t>(row.items.size());
+  return entries;
+}
+
+// Keeps the best feasible core assignment and talks to the caller's progress callback.
+class Incumbent {
+ public:
+  Incumbent(const WorkProblem& core, const SolveControl& control, const SolveOptions& options)
+      : core_(core), control_(control), options_(options) {}
+
+  // Offers a core assignment; keeps it if feasible and better. Returns false if the caller asked
+  // to stop.
+  bool Offer(const std::vector<int32_t>& assignment, const char* phase) {
+    if (assignment.size() != static_cast<size_t>(core_.node_count())) return !stop_;
+    const long double objective = WorkObjective(core_, assignment);
+    if (!std::isfinite(static_cast<double>(objective))) return !stop_;
+    if (!WorkMemoryFeasible(core_, assignment)) return !stop_;
+    if (!found_ || objective < objective_) {
+      found_ = true;
+      objective_ = objective;
+      assignment_ = assignment;
+      Report(phase);
+    }
+    return !stop_;
+  }
+
+  bool OfferBound(long double bound, const char* phase) {
+    if (bound > lower_bound_) {
+      lower_bound_ = bound;
+      Report(phase);
+    }
+    return !stop_;
+  }
+
+  // Notes an objective found by a phase that hands over its assignment only at its end, so
+  // that progress lines show it as it improves.
+  bool Note(long double objective, const char* phase) {
+    if (objective < noted_) {
+      noted_ = objective;
+      Report(phase);
+    }
+    return !stop_;
+  }
+
+  bool Report(const char* phase) {
+    if (options_.on_progress) {
+      SolveProgress p;
+      p.seconds = control_.elapsed_seconds();
+      p.objective = std::min(objective_, noted_);
+      p.lower_bound = lower_bound_;
+      p.phase = phase;
+      if (!options_.on_progress(p)) stop_ = true;
+    }
+    return !stop_;
+  }
+
+  bool found() const { return found_; }
+  bool stopped() const { return stop_; }
+  long double objective() const { return objective_; }
+  long double lower_bound() const { return lower_bound_; }
+  const std::vector<int32_t>& assignment() const { return assignment_; }
+
+ private:
+  const WorkProblem& core_;
+  const SolveControl& control_;
+  const SolveOptions& options_;
+  bool found_ = false;
+  bool stop_ = false;
+  long double objective_ = std::numeric_limits<long double>::infinity();
+  long double noted_ = std::numeric_limits<long double>::infinity();
+  long double lower_bound_ = -std::numeric_limits<long double>::infinity();
+  std::vector<int32_t> assignment_;
+};
+
+// Cancellation that combines the caller's token with "the progress callback said stop".
+class StopFlag {
+ public:
+  explicit StopFlag(const std::atomic<bool>* caller) : caller_(caller) {}
+  const std::atomic<bool>* flag() { return &flag_; }
+  void Sync(bool progress_stop) {
+    if (progress_stop || (caller_ != nullptr && caller_->load(std::memory_order_relaxed))) {
+      flag_.store(true, std::memory_order_relaxed);
+    }
+  }
+  bool set() const { return flag_.load(std::memory_order_relaxed); }
+
+ private:
+  const std::atomic<bool>* caller_;
+  std::atomic<bool> flag_{false};
+};
+
+SolveResult Finish(SolveResult result, const SolveControl& control) {
+  result.seconds = control.elapsed_seconds();
+  return result;
+}
+
+}  // namespace
+
+SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& options) {
+  // The caller's cancel token is polled through `stop`, which the progress callback can also set.
+  StopFlag stop(options.cancel);
+  const SolveControl control(options.time_limit_seconds, stop.flag());
+  SolveResult result;
+  result.stats.nodes = static_cast<int32_t>(problem.nodes.size());
+  result.stats.edges = static_cast<int32_t>(problem.edges.size());
+
+  if (Status valid = ValidateProblem(problem); !valid.ok()) {
+    result.status = SolveStatus::kInvalidInput;
+    result.message = valid.message();
+    return Finish(std::move(result), control);
+  }
+  Result<NormalizedProblem> normalized_or = Normalize(problem);
+  if (!normalized_or.ok()) {
+    result.status = normalized_or.status().code() == StatusCode::kInfeasible
+                        ? SolveStatus::kInfeasible
+                        : SolveStatus::kInvalidInput;
+    result.message = normalized_or.status().message();
+    if (result.status == SolveStatus::kInfeasible) {
+      result.lower_bound = std::numeric_limits<long double>::infinity();
+    }
+    return Finish(std::move(result), control);
+  }
+  const NormalizedProblem& normalized = normalized_or.value();
+  result.stats.work_nodes = normalized.work.node_count();
+  result.stats.work_edges = static_cast<int32_t>(normalized.work.edges.size());
+  result.stats.memory_rows = static_cast<int32_t>(normalized.work.memory_rows.size());
+
+  const ReducedProblem reduced(normalized.work);
+  const WorkProblem& core = reduced.core();
+  result.stats.core_nodes = core.node_count();
+  result.stats.core_edges = static_cast<int32_t>(core.edges.size());
+
+  Incumbent incumbent(core, control, options);
+  auto to_original = [&](const std::vector<int32_t>& core_assignment) {
+    return ToOriginalAssignment(normalized, reduced.Expand(core_assignment));
+  };
+
+  if (!options.warm_start.empty()) {
+    std::optional<std::vector<int32_t>> work_start =
+        ToWorkAssignment(normalized, options.warm_start);
+    if (work_start) incumbent.Offer(reduced.Restrict(*work_start), "warm_start");
+    stop.Sync(incumbent.stopped());
+  }
+
+  bool proven_optimal = false;
+  bool proven_infeasible = false;
+  if (core.node_count() == 0) {
+    incumbent.Offer({}, "reduce");
+    proven_optimal = true;
+  } else {
+    const bool large = IlpSizeEstimate(core) > kLargeIlpEntries;
+    // Heuristic first: an incumbent for GLPK and an anytime answer. On small cores it gets a
+    // short burst; on large ones (where GLPK cannot finish) nearly all of the time.
+    LocalSearchOptions search_options;
+    search_options.seed = 1;
+    if (incumbent.found()) search_options.start = incumbent.assignment();
+    if (options.deterministic) {
+      search_options.max_moves =
+          kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
+    }
+    search_options.on_improve = [&](long double objective) {
+      stop.Sync(!incumbent.Note(objective, "heuristic"));
+      return !stop.set();
+    };
+    double heuristic_seconds = control.remaining_seconds();
+    if (!large) {
+      heuristic_seconds =
+          std::isfinite(heuristic_seconds) ? std::min(2.0, 0.1 * heuristic_seconds) : 2.0;
+    } else if (std::isfinite(heuristic_seconds)) {
+      heuristic_seconds *= 0.9;
+    } else {
+      heuristic_seconds = 60.0;
+    }
+    const SolveControl heuristic_control(heuristic_seconds, stop.flag());
+    LocalSearchResult heuristic = RunLocalSearch(core, heuristic_control, search_options);
+    if (heuristic.found) stop.Sync(!incumbent.Offer(heuristic.assignment, "heuristic"));
+
+    if (!stop.set() && !control.expired()) {
+      IlpOptions ilp_options;
+      ilp_options.relative_gap = options.relative_gap;
+      if (incumbent.found()) ilp_options.incumbent = incumbent.assignment();
+      ilp_options.on_progress = [&](long double objective, long double bound) {
+        incumbent.Note(objective, "ilp");
+        stop.Sync(!incumbent.OfferBound(bound, "ilp"));
+        return !stop.set();
+      };
+      IlpResult ilp = SolveIlpGlpk(core, control, ilp_options);
+      if (!ilp.assignment.empty()) incumbent.Offer(ilp.assignment, "ilp");
+      if (std::isfinite(static_cast<double>(ilp.lower_bound))) {
+        incumbent.OfferBound(ilp.lower_bound, "ilp");
+      }
+      proven_optimal = ilp.status == IlpStatus::kOptimal;
+      proven_infeasible = ilp.status == IlpStatus::kInfeasible;
+      if (ilp.status == IlpStatus::kError) result.message = ilp.message;
+    }
+  }
+
+  if (incumbent.found()) {
+    result.assignment = to_original(incumbent.assignment());
+    result.objective = incumbent.objective();
+  }
+  result.lower_bound = incumbent.lower_bound();
+  const bool cancelled = stop.set();
+  if (proven_optimal && incumbent.found()) {
+    result.status = SolveStatus::kOptimal;
+    if (options.relative_gap <= 0) result.lower_bound = result.objective;
+  } else if (proven_infeasible && !incumbent.found()) {
+    result.status = SolveStatus::kInfeasible;
+    result.lower_bound = std::numeric_limits<long double>::infinity();
+    result.message = "no assignment satisfies the memory limit and the forbidden choices";
+  } else if (cancelled) {
+    result.status = SolveStatus::kCancelled;
+  } else if (incumbent.found()) {
+    result.status = SolveStatus::kFeasible;
+  } else {
+    result.status = SolveStatus::kNoSolution;
+    if (result.message.empty()) {
+      result.message = "the time limit was reached before a feasible assignment was found";
+    }
+  }
+  return Finish(std::move(result), control);
+}
+
+}  // namespace alpa

@@ -1,0 +1,288 @@
+/* The C ABI exercised from C: building, validating, solving, evaluating, serializing, errors. */
+#include <stdio.h>
+#include <string.h>
+
+#include "alpa.h"
+
+static int g_passed = 0;
+static int g_failed = 0;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (cond) {                                                                \
+      ++g_passed;                                                              \
+    } else {                                                                   \
+      ++g_failed;                                                              \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+
+/* True when err holds a message containing `needle`; frees err. */
+static int error_mentions(alpa_error* err, const char* needle) {
+  int found = err != NULL && strstr(alpa_error_message(err), needle) != NULL;
+  if (err != NULL && !found) fprintf(stderr, "  message was: %s\n", alpa_error_message(err));
+  alpa_error_free(err);
+  return found;
+}
+
+/* The IOPDDL example: optimum [0, 0, 2, 1, 0] = 445 with limit 50, 415 without. */
+static alpa_problem* build_example(int with_limit) {
+  static const int32_t counts[5] = {1, 2, 3, 2, 1};
+  static const double costs[9] = {15, 55, 65, 25, 45, 35, 85, 75, 95};
+  static const int64_t usages[9] = {10, 25, 25, 15, 20, 15, 10, 10, 15};
+  static const int64_t intervals[10] = {30, 70, 40, 70, 50, 120, 110, 140, 110, 150};
+  static const int32_t endpoints[10] = {0, 1, 0, 2, 1, 3, 2, 4, 3, 4};
+  static const double edge_costs[14] = {30, 40, 50, 10, 40, 90, 10, 20, 80, 60, 20, 30, 70, 60};
+  alpa_problem* p = NULL;
+  alpa_error* err = NULL;
+  CHECK(alpa_problem_create(&p, &err) == ALPA_OK);
+  CHECK(alpa_problem_add_nodes(p, 5, counts, costs, usages, &err) == ALPA_OK);
+  CHECK(alpa_problem_set_intervals(p, 5, intervals, &err) == ALPA_OK);
+  CHECK(alpa_problem_add_edges(p, 5, endpoints, edge_costs, &err) == ALPA_OK);
+  if (with_limit) CHECK(alpa_problem_set_memory_limit(p, 50, &err) == ALPA_OK);
+  CHECK(alpa_problem_finalize(p, &err) == ALPA_OK);
+  CHECK(err == NULL);
+  return p;
+}
+
+static int32_t count_progress(void* user, const alpa_progress* progress) {
+  int* calls = (int*)user;
+  ++*calls;
+  return progress->struct_size >= sizeof(alpa_progress) ? 0 : 1;
+}
+
+static void test_solve_example(void) {
+  alpa_problem* p = build_example(1);
+  alpa_solve_options* o = NULL;
+  alpa_solution* s = NULL;
+  alpa_error* err = NULL;
+  int progress_calls = 0;
+  int32_t a[5] = {-1, -1, -1, -1, -1};
+  static const int32_t expected[5] = {0, 0, 2, 1, 0};
+  CHECK(alpa_solve_options_create(&o, &err) == ALPA_OK);
+  CHECK(alpa_solve_options_set_double(o, ALPA_OPT_TIME_LIMIT_SECONDS, 10.0, &err) == ALPA_OK);
+  CHECK(alpa_solve_options_set_int(o, ALPA_OPT_DETERMINISTIC, 1, &err) == ALPA_OK);
+  CHECK(alpa_solve_options_set_progress(o, count_progress, &progress_calls, &err) == ALPA_OK);
+  CHECK(alpa_solve(&s, p, o, &err) == ALPA_OK);
+  CHECK(alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL);
+  CHECK(alpa_solution_objective(s) == 445.0);
+  CHECK(alpa_solution_lower_bound(s) == 445.0);
+  CHECK(alpa_solution_assignment(s, NULL, 0) == 5);
+  CHECK(alpa_solution_assignment(s, a, 5) == 5);
+  CHECK(memcmp(a, expected, sizeof(a)) == 0);
+  CHECK(progress_calls >= 1);
+  {
+    alpa_buffer* json = NULL;
+    CHECK(alpa_solution_to_json(&json, s, &err) == ALPA_OK);
+    CHECK(strstr(alpa_buffer_data(json), "\"objective\":445") != NULL);
+    CHECK(strstr(alpa_buffer_data(json), "\"status\":\"optimal\"") != NULL);
+    alpa_buffer_free(json);
+  }
+  alpa_solution_destroy(s);
+  alpa_solve_options_destroy(o);
+  alpa_problem_destroy(p);
+
+  /* Without the limit the optimum is 415, with no options object at all. */
+  p = build_example(0);
+  CHECK(alpa_solve(&s, p, NULL, &err) == ALPA_OK);
+  CHECK(alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL);
+  CHECK(alpa_solution_objective(s) == 415.0);
+  alpa_solution_destroy(s);
+  alpa_problem_destroy(p);
+}
+
+static void test_evaluate(void) {
+  alpa_problem* p = build_example(1);
+  alpa_error* err = NULL;
+  double cost = 0;
+  static const int32_t best[5] = {0, 0, 2, 1, 0};
+  static const int32_t too_big[5] = {0, 0, 1, 1, 0};
+  static const int32_t out_of_range[5] = {0, 0, 3, 1, 0};
+  CHECK(alpa_problem_evaluate(&cost, p, 5, best, &err) == ALPA_OK && cost == 445.0);
+  CHECK(alpa_problem_evaluate(&cost, p, 5, too_big, &err) == ALPA_ERR_INFEASIBLE);
+  CHECK(error_mentions(err, "memory"));
+  err = NULL;
+  CHECK(alpa_problem_evaluate(&cost, p, 5, out_of_range, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "node 2"));
+  err = NULL;
+  CHECK(alpa_problem_evaluate(&cost, p, 4, best, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "5 nodes"));
+  alpa_problem_destroy(p);
+}
+
+static void test_bad_input(void) {
+  alpa_problem* p = NULL;
+  alpa_error* err = NULL;
+  static const int32_t counts[2] = {2, 2};
+  static const double costs[4] = {1, 2, 3, 4};
+  static const int32_t bad_edge[2] = {0, 7};
+  static const double edge_costs[4] = {0, 0, 0, 0};
+  static const int64_t bad_interval[4] = {5, 3, 0, 1};
+  static const int32_t no_strategies[1] = {0};
+  static const double forbidden[2] = {ALPA_FORBIDDEN_COST, 2e18};
+  static const int32_t two[1] = {2};
+
+  /* NULL handles and out-params are errors, never crashes. */
+  CHECK(alpa_problem_create(NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "NULL"));
+  err = NULL;
+  CHECK(alpa_problem_finalize(NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_solve(NULL, NULL, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  alpa_problem_destroy(NULL);
+  alpa_solution_destroy(NULL);
+  alpa_solve_options_destroy(NULL);
+  alpa_buffer_free(NULL);
+  alpa_error_free(NULL);
+  alpa_cancel_token_destroy(NULL);
+
+  CHECK(alpa_problem_create(&p, &err) == ALPA_OK);
+  CHECK(alpa_problem_add_nodes(p, 2, counts, costs, NULL, &err) == ALPA_OK);
+  CHECK(alpa_problem_add_edges(p, 1, bad_edge, edge_costs, &err) == ALPA_ERR_INVALID_PROBLEM);
+  CHECK(error_mentions(err, "edge 0"));
+  err = NULL;
+  CHECK(alpa_problem_set_intervals(p, 2, bad_interval, &err) == ALPA_OK);
+  CHECK(alpa_problem_finalize(p, &err) == ALPA_ERR_INVALID_PROBLEM);
+  CHECK(error_mentions(err, "node 0"));
+  err = NULL;
+  {
+    alpa_solution* s = NULL;
+    CHECK(alpa_solve(&s, p, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions(err, "not finalized"));
+    err = NULL;
+    CHECK(s == NULL);
+  }
+  alpa_problem_destroy(p);
+
+  CHECK(alpa_problem_create(&p, &err) == ALPA_OK);
+  CHECK(alpa_problem_add_nodes(p, 1, no_strategies, costs, NULL, &err) == ALPA_OK);
+  CHECK(alpa_problem_finalize(p, &err) == ALPA_ERR_INVALID_PROBLEM);
+  CHECK(error_mentions(err, "node 0 has no strategies"));
+  err = NULL;
+  alpa_problem_destroy(p);
+
+  CHECK(alpa_problem_create(&p, &err) == ALPA_OK);
+  CHECK(alpa_problem_add_nodes(p, 1, two, forbidden, NULL, &err) == ALPA_OK);
+  CHECK(alpa_problem_finalize(p, &err) == ALPA_ERR_INVALID_PROBLEM);
+  CHECK(error_mentions(err, "forbidden"));
+  err = NULL;
+  alpa_problem_destroy(p);
+
+  CHECK(alpa_problem_read_buffer(&p, "{\"problem\": [", 13, ALPA_FORMAT_AUTO, &err) ==
+        ALPA_ERR_PARSE);
+  CHECK(err != NULL && alpa_error_code(err) == ALPA_ERR_PARSE);
+  alpa_error_free(err);
+  err = NULL;
+  CHECK(alpa_problem_read_file(&p, "/nonexistent/problem.json", ALPA_FORMAT_AUTO, &err) ==
+        ALPA_ERR_IO);
+  CHECK(error_mentions(err, "/nonexistent/problem.json"));
+  err = NULL;
+  {
+    alpa_solve_options* o = NULL;
+    CHECK(alpa_solve_options_create(&o, &err) == ALPA_OK);
+    CHECK(alpa_solve_options_set_by_name(o, "time_limit_seconds", "2.5", &err) == ALPA_OK);
+    CHECK(alpa_solve_options_set_by_name(o, "deterministic", "true", &err) == ALPA_OK);
+    CHECK(alpa_solve_options_set_by_name(o, "speed", "11", &err) == ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions(err, "speed"));
+    err = NULL;
+    CHECK(alpa_solve_options_set_double(o, ALPA_OPT_RELATIVE_GAP, 2.0, &err) ==
+          ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions(err, "relative_gap"));
+    err = NULL;
+    CHECK(alpa_solve_options_set_int(o, 999, 1, &err) == ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions(err, "999"));
+    err = NULL;
+    alpa_solve_options_destroy(o);
+  }
+  CHECK(strcmp(alpa_status_string(ALPA_ERR_INFEASIBLE), "infeasible") == 0);
+}
+
+static void test_serialization(const char* golden_dir) {
+  char path[4096];
+  alpa_problem* p = NULL;
+  alpa_problem* again = NULL;
+  alpa_buffer* text = NULL;
+  alpa_solution* s = NULL;
+  alpa_error* err = NULL;
+  snprintf(path, sizeof(path), "%s/iopddl_example.json", golden_dir);
+  CHECK(alpa_problem_read_file(&p, path, ALPA_FORMAT_AUTO, &err) == ALPA_OK);
+  if (p == NULL) {
+    if (err) fprintf(stderr, "  %s\n", alpa_error_message(err));
+    alpa_error_free(err);
+    return;
+  }
+  CHECK(alpa_problem_node_count(p) == 5);
+  CHECK(alpa_problem_edge_count(p) == 5);
+  CHECK(alpa_problem_strategy_count(p, 2) == 3);
+  CHECK(alpa_problem_strategy_count(p, 5) == -1);
+  CHECK(alpa_problem_write(&text, p, ALPA_FORMAT_ALPA, &err) == ALPA_OK ||
+        (err != NULL && alpa_error_code(err) == ALPA_ERR_UNSUPPORTED));
+  alpa_error_free(err);
+  err = NULL;
+  alpa_buffer_free(text);
+  text = NULL;
+  CHECK(alpa_problem_write(&text, p, ALPA_FORMAT_IOPDDL, &err) == ALPA_OK);
+  CHECK(alpa_problem_read_buffer(&again, alpa_buffer_data(text), alpa_buffer_size(text),
+                                 ALPA_FORMAT_IOPDDL, &err) == ALPA_OK);
+  CHECK(alpa_solve(&s, again, NULL, &err) == ALPA_OK);
+  CHECK(alpa_solution_objective(s) == 445.0);
+  alpa_solution_destroy(s);
+  alpa_problem_destroy(again);
+
+  {
+    /* One-shot JSON: a problem object plus options. */
+    static const char* request =
+        "{\"options\": {\"time_limit_seconds\": 5, \"deterministic\": true},"
+        " \"problem\": {\"name\": \"example\", \"nodes\": {"
+        "\"intervals\": [[30, 70], [40, 70], [50, 120], [110, 140], [110, 150]],"
+        "\"costs\": [[15], [55, 65], [25, 45, 35], [85, 75], [95]],"
+        "\"usages\": [[10], [25, 25], [15, 20, 15], [10, 10], [15]]},"
+        "\"edges\": {\"nodes\": [[0, 1], [0, 2], [1, 3], [2, 4], [3, 4]],"
+        "\"costs\": [[30, 40], [50, 10, 40], [90, 10, 20, 80], [60, 20, 30], [70, 60]]},"
+        "\"usage_limit\": 50}}";
+    alpa_buffer* result = NULL;
+    CHECK(alpa_solve_json(&result, request, strlen(request), &err) == ALPA_OK);
+    if (err) fprintf(stderr, "  %s\n", alpa_error_message(err));
+    CHECK(result != NULL && strstr(alpa_buffer_data(result), "\"assignment\":[0,0,2,1,0]"));
+    alpa_buffer_free(result);
+    result = NULL;
+    CHECK(alpa_solve_json(&result, "[1,2]", 5, &err) == ALPA_ERR_PARSE);
+    alpa_error_free(err);
+    err = NULL;
+  }
+  alpa_buffer_free(text);
+  alpa_problem_destroy(p);
+}
+
+static void test_cancel(void) {
+  alpa_problem* p = build_example(1);
+  alpa_cancel_token* token = NULL;
+  alpa_solve_options* o = NULL;
+  alpa_solution* s = NULL;
+  alpa_error* err = NULL;
+  CHECK(alpa_cancel_token_create(&token, &err) == ALPA_OK);
+  CHECK(alpa_solve_options_create(&o, &err) == ALPA_OK);
+  CHECK(alpa_solve_options_set_cancel_token(o, token, &err) == ALPA_OK);
+  alpa_cancel_token_trigger(token);
+  CHECK(alpa_solve(&s, p, o, &err) == ALPA_OK);
+  /* Cancelled before any search: either nothing was left to search (optimal by reductions) or
+   * the solve reports cancellation; never a crash or a wrong optimum. */
+  CHECK(alpa_solution_status(s) == ALPA_SOLVE_CANCELLED ||
+        (alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL && alpa_solution_objective(s) == 445.0));
+  alpa_solution_destroy(s);
+  alpa_solve_options_destroy(o);
+  alpa_cancel_token_destroy(token);
+  alpa_problem_destroy(p);
+}
+
+int main(int argc, char** argv) {
+  const char* golden_dir = argc > 1 ? argv[1] : "tests/golden";
+  CHECK(strlen(alpa_version_string()) > 0);
+  CHECK(alpa_version_number() == ALPA_VERSION_NUMBER);
+  test_solve_example();
+  test_evaluate();
+  test_bad_input();
+  test_serialization(golden_dir);
+  test_cancel();
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,9 @@
+// alpa.h alone, as C++17: must compile with strict warnings and without a C++ wrapper.
+#include "alpa.h"
+
+int alpa_headertest_cxx();
+int alpa_headertest_cxx() {
+  alpa_progress progress{};
+  progress.struct_size = sizeof(progress);
+  return ALPA_OK + ALPA_SOLVE_OPTIMAL + static_cast<int>(progress.struct_size > 0);
+}
