@@ -81,8 +81,8 @@ Status ReadPair(const Json& row, const char* list, size_t i, int64_t lo, int64_t
 }
 
 Status LengthMismatch(const char* field, size_t got, const char* other, size_t want) {
-  return Fail(field, "has " + std::to_string(got) + " entries, expected " + std::to_string(want) +
-                         " (one per entry of " + other + ")");
+  return Fail("", std::string(field) + " has " + std::to_string(got) + " entries, expected " +
+                      std::to_string(want) + " (one per entry of " + other + ")");
 }
 
 Status ReadNodes(const Json& problem, ShardingProblem* p) {

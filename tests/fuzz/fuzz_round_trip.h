@@ -37,8 +37,8 @@ inline void CheckRoundTrip(const ShardingProblem& p, ProblemFormat source) {
     }
     Result<ShardingProblem> back = ReadProblemBuffer(text.value(), ProblemFormat::kAuto);
     if (!back.ok()) {
-      Fail(std::string("reading back ") + name + " failed: " + back.status().message() +
-           "\n" + text.value().substr(0, 2000));
+      Fail(std::string("reading back ") + name + " failed: " + back.status().message() + "\n" +
+           text.value().substr(0, 2000));
     }
     const bool same_format = format == source;
     if (!same_format && !SmallEnough(p)) continue;

@@ -46,6 +46,9 @@ struct IlpModel {
   std::vector<int32_t> e_edge;
   std::vector<std::vector<int32_t>> e_col;
   int32_t columns = 0;
+  int32_t s_columns = 0;  // columns 1..s_columns are the s, the rest are e
+  // Per e column (index column - s_columns - 1): its two rows and its edge (index into e_edge).
+  std::vector<int32_t> e_row_a, e_row_b, e_edge_of;
   std::vector<double> objective{0.0};  // 1-based, per column
   std::vector<char> binary{0};    // 1-based, per column: s (binary) or e (continuous)
   std::vector<int32_t> column_node{-1};  // 1-based: the node of an s column, -1 for e columns
@@ -53,7 +56,7 @@ struct IlpModel {
   int32_t equality_rows = 0;         // rows 1..equality_rows: = 1 (node) or = 0 (edge)
   std::vector<double> row_rhs{0.0};   // 1-based, per row
   std::vector<char> row_is_memory{0};  // 1-based: <= rhs instead of = rhs
-  std::vector<int> ia{0}, ja{0};     // triplets, 1-based (GLPK ignores index 0)
+  std::vector<int> ia{0}, ja{0};     // triplets of the s columns, 1-based (index 0 unused)
   std::vector<double> ar{0.0};
   long double offset = 0;  // objective constant kept out of GLPK
 
@@ -205,6 +208,7 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
       }
     }
   }
+  model->s_columns = model->columns;
   // sum_i s[v][i] = 1
   for (size_t v = 0; v < n; ++v) {
     if (model->fixed[v] >= 0) continue;
@@ -246,8 +250,9 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
         const int32_t col =
             model->AddColumn(static_cast<double>(static_cast<long double>(c) - low), -1);
         cols[i * kb + j] = col;
-        model->Add(row_a[i], col, 1.0);
-        model->Add(row_b[j], col, 1.0);
+        model->e_row_a.push_back(row_a[i]);
+        model->e_row_b.push_back(row_b[j]);
+        model->e_edge_of.push_back(static_cast<int32_t>(k));
       }
     }
     for (size_t i = 0; i < ka; ++i) {
@@ -322,32 +327,39 @@ struct GlpkRun {
   const IlpModel* model = nullptr;
   const SolveControl* control = nullptr;
   const IlpOptions* options = nullptr;
-  std::vector<double> incumbent_x;  // 1-based over all columns; empty: none
-  long double offset = 0;           // added to GLPK's objective values when reporting
+  std::vector<char> incumbent_uses;  // per model column (1-based); empty: no incumbent
+  long double upper = kInfinity;     // the incumbent's objective, GLPK units (offset removed)
   glp_prob* lp = nullptr;
   std::jmp_buf jump;
+  // Column generation: the e columns live in GLPK only once priced in.
+  std::vector<int32_t> glpk_of;   // model column -> GLPK column (0: not in the LP)
+  std::vector<int32_t> model_of;  // GLPK column -> model column
+  std::vector<int32_t> pending;   // model columns to add next
+  std::vector<double> dual;       // per row, 1-based
+  std::vector<double> incumbent_x;  // per GLPK column, 1-based, for glp_ios_heur_sol
   // Outputs.
   bool failed = false;  // GLPK raised an error (message holds its text)
-  int simplex_ret = -1, lp_status = GLP_UNDEF, intopt_ret = -1, mip_status = GLP_UNDEF;
-  double root_bound = -std::numeric_limits<double>::infinity();  // LP relaxation, GLPK units
+  int simplex_ret = 0, lp_status = GLP_UNDEF, intopt_ret = -1, mip_status = GLP_UNDEF;
+  bool lp_solved = false;        // the root LP over all columns is optimal
+  bool proven_by_bound = false;  // the root bound already meets the incumbent
+  double root_bound = -std::numeric_limits<double>::infinity();  // valid LP bound, GLPK units
   double tree_bound = -std::numeric_limits<double>::infinity();  // best active node
   double reported_objective = std::numeric_limits<double>::infinity();
   double reported_bound = -std::numeric_limits<double>::infinity();
-  bool heuristic_accepted = false, heuristic_offered = false;
+  bool heuristic_offered = false;
   bool stopped = false;  // by the deadline, the cancel flag, the node limit or on_progress
   bool progress_threw = false;
   int64_t nodes = 0;
-  std::vector<double> column_value;  // 1-based, when mip_status is GLP_OPT or GLP_FEAS
+  int32_t pricing_rounds = 0;
+  std::vector<double> column_value;  // per model column, when mip_status is GLP_OPT/GLP_FEAS
   char message[512] = {};
   size_t message_length = 0;
 };
 
-void OnGlpkError(void* info) {
-  std::longjmp(static_cast<GlpkRun*>(info)->jump, 1);
-}
+void OnGlpkError(void* info) { std::longjmp(static_cast<GlpkRun*>(info)->jump, 1); }
 
-// Keeps GLPK's terminal output (only the text of an error reaches it) for the message and
-// swallows it.
+// Keeps GLPK's terminal output (only the text of an error reaches it: output is off otherwise)
+// for the message, and swallows it.
 int CaptureTerminal(void* info, const char* text) {
   GlpkRun* run = static_cast<GlpkRun*>(info);
   const size_t room = sizeof(run->message) - 1 - run->message_length;
@@ -355,7 +367,6 @@ int CaptureTerminal(void* info, const char* text) {
   std::memcpy(run->message + run->message_length, text, length);
   run->message_length += length;
   run->message[run->message_length] = '\0';
-  if (std::getenv("ILP_MSG")) { fputs(text, stderr); return 1; }  // TUNING
   return 1;
 }
 
@@ -363,6 +374,157 @@ int MillisecondsLeft(const SolveControl& control) {
   const double seconds = control.remaining_seconds();
   if (!(seconds < 1e6)) return INT_MAX;
   return std::max(1, static_cast<int>(seconds * 1000.0));
+}
+
+// Relative tolerance on objective comparisons, as GLPK's own tol_obj.
+double ObjectiveTolerance(double value) { return 1e-7 * (1.0 + std::fabs(value)); }
+
+// The first e columns: the incumbent's (so the restricted LP is feasible when there is one) and,
+// per row of an edge, its cheapest entry.
+void SelectInitialColumns(GlpkRun* run) {
+  const IlpModel& model = *run->model;
+  const size_t rows = static_cast<size_t>(model.rows()) + 1;
+  std::vector<int32_t> cheapest(rows, 0);
+  for (size_t e = 0; e < model.e_row_a.size(); ++e) {
+    const int32_t c = model.s_columns + 1 + static_cast<int32_t>(e);
+    const double cost = model.objective[static_cast<size_t>(c)];
+    for (const int32_t row : {model.e_row_a[e], model.e_row_b[e]}) {
+      int32_t& best = cheapest[static_cast<size_t>(row)];
+      if (best == 0 || cost < model.objective[static_cast<size_t>(best)]) best = c;
+    }
+    if (!run->incumbent_uses.empty() && run->incumbent_uses[static_cast<size_t>(c)]) {
+      run->pending.push_back(c);
+    }
+  }
+  for (int32_t c : cheapest) {
+    if (c != 0) run->pending.push_back(c);
+  }
+  std::sort(run->pending.begin(), run->pending.end());
+  run->pending.erase(std::unique(run->pending.begin(), run->pending.end()), run->pending.end());
+}
+
+// Prices the e columns outside the LP against the duals: queues, per row, the column with the
+// most negative reduced cost. Also returns the Lagrangian bound lp_value + sum over edges of
+// min(0, smallest reduced cost), valid because each edge takes exactly one entry.
+double PriceColumns(GlpkRun* run, double lp_value) {
+  const IlpModel& model = *run->model;
+  std::vector<int32_t> best(static_cast<size_t>(model.rows()) + 1, 0);
+  std::vector<double> best_cost(best.size(), 0.0);
+  std::vector<double> edge_min(model.e_edge.size(), 0.0);
+  for (size_t e = 0; e < model.e_row_a.size(); ++e) {
+    const int32_t c = model.s_columns + 1 + static_cast<int32_t>(e);
+    const double cost = model.objective[static_cast<size_t>(c)];
+    const double reduced = cost - run->dual[static_cast<size_t>(model.e_row_a[e])] -
+                           run->dual[static_cast<size_t>(model.e_row_b[e])];
+    double& low = edge_min[static_cast<size_t>(model.e_edge_of[e])];
+    low = std::min(low, reduced);
+    if (run->glpk_of[static_cast<size_t>(c)] != 0 || reduced >= -ObjectiveTolerance(cost)) {
+      continue;
+    }
+    for (const int32_t row : {model.e_row_a[e], model.e_row_b[e]}) {
+      if (reduced < best_cost[static_cast<size_t>(row)]) {
+        best_cost[static_cast<size_t>(row)] = reduced;
+        best[static_cast<size_t>(row)] = c;
+      }
+    }
+  }
+  for (int32_t c : best) {
+    if (c != 0) run->pending.push_back(c);
+  }
+  std::sort(run->pending.begin(), run->pending.end());
+  run->pending.erase(std::unique(run->pending.begin(), run->pending.end()), run->pending.end());
+  long double bound = lp_value;
+  for (double low : edge_min) bound += low;
+  return static_cast<double>(bound);
+}
+
+// Queues every e column outside the LP whose reduced cost is at most `limit`: by reduced-cost
+// fixing, a column above it appears in no solution better than the incumbent.
+void SelectByReducedCost(GlpkRun* run, double limit) {
+  const IlpModel& model = *run->model;
+  for (size_t e = 0; e < model.e_row_a.size(); ++e) {
+    const int32_t c = model.s_columns + 1 + static_cast<int32_t>(e);
+    const double reduced = model.objective[static_cast<size_t>(c)] -
+                           run->dual[static_cast<size_t>(model.e_row_a[e])] -
+                           run->dual[static_cast<size_t>(model.e_row_b[e])];
+    if (run->glpk_of[static_cast<size_t>(c)] == 0 && reduced <= limit) run->pending.push_back(c);
+  }
+}
+
+void SelectAll(GlpkRun* run) {
+  for (int32_t c = run->model->s_columns + 1; c <= run->model->columns; ++c) {
+    if (run->glpk_of[static_cast<size_t>(c)] == 0) run->pending.push_back(c);
+  }
+}
+
+// Adds the queued e columns to the LP: nonbasic at 0, so the basis stays primal feasible.
+void AddPendingColumns(GlpkRun* run) {
+  if (run->pending.empty()) return;
+  const IlpModel& model = *run->model;
+  int32_t next = glp_add_cols(run->lp, static_cast<int>(run->pending.size()));
+  for (int32_t c : run->pending) {
+    const size_t e = static_cast<size_t>(c - model.s_columns - 1);
+    const int ind[3] = {0, model.e_row_a[e], model.e_row_b[e]};
+    const double val[3] = {0.0, 1.0, 1.0};
+    glp_set_col_bnds(run->lp, next, GLP_DB, 0.0, 1.0);
+    glp_set_obj_coef(run->lp, next, model.objective[static_cast<size_t>(c)]);
+    glp_set_mat_col(run->lp, next, 2, ind, val);
+    run->glpk_of[static_cast<size_t>(c)] = next;
+    run->model_of.push_back(c);
+    ++next;
+  }
+  run->pending.clear();
+}
+
+// Loads the rows, the s columns and the first e columns.
+void LoadProblem(GlpkRun* run) {
+  const IlpModel& model = *run->model;
+  glp_prob* lp = run->lp;
+  glp_set_obj_dir(lp, GLP_MIN);
+  glp_add_rows(lp, model.rows());
+  for (int32_t r = 1; r <= model.rows(); ++r) {
+    const double rhs = model.row_rhs[static_cast<size_t>(r)];
+    if (model.row_is_memory[static_cast<size_t>(r)]) {
+      glp_set_row_bnds(lp, r, GLP_UP, 0.0, rhs);
+    } else {
+      glp_set_row_bnds(lp, r, GLP_FX, rhs, rhs);
+    }
+  }
+  glp_add_cols(lp, model.s_columns);
+  for (int32_t c = 1; c <= model.s_columns; ++c) {
+    const size_t k = static_cast<size_t>(c);
+    glp_set_col_kind(lp, c, GLP_BV);
+    if (model.column_upper[k] <= 0) glp_set_col_bnds(lp, c, GLP_FX, 0.0, 0.0);
+    glp_set_obj_coef(lp, c, model.objective[k]);
+    run->glpk_of[k] = c;
+    run->model_of.push_back(c);
+  }
+  glp_load_matrix(lp, static_cast<int>(model.ia.size()) - 1, model.ia.data(), model.ja.data(),
+                  model.ar.data());
+  SelectInitialColumns(run);
+  AddPendingColumns(run);
+  // The API does not scale by itself (glpsol does); memory rows mix byte counts with the 0/1
+  // rows, and the basis is ill-conditioned without scaling. Columns added later keep scale 1,
+  // which suits them: their only entries are 1s in equality rows.
+  glp_scale_prob(lp, GLP_SF_AUTO);
+  if (std::getenv("ILP_MSG")) {  // TUNING
+    std::vector<char> in_mem(model.fixed.size(), 0);
+    for (size_t k = 1; k < model.ia.size(); ++k) if (model.row_is_memory[static_cast<size_t>(model.ia[k])]) in_mem[static_cast<size_t>(model.column_node[static_cast<size_t>(model.ja[k])])] = 1;
+    fprintf(stderr, "nodes in memory rows: %d of %zu; fixed %ld\n", static_cast<int>(std::count(in_mem.begin(), in_mem.end(), 1)), in_mem.size(), static_cast<long>(std::count_if(model.fixed.begin(), model.fixed.end(), [](int32_t f) { return f >= 0; })));
+  }
+}
+
+// Solves the current LP; returns false when GLPK did not reach an optimal basis.
+bool SolveLp(GlpkRun* run, bool presolve) {
+  glp_smcp simplex;
+  glp_init_smcp(&simplex);
+  simplex.msg_lev = GLP_MSG_OFF;
+  simplex.presolve = presolve ? GLP_ON : GLP_OFF;
+  simplex.tm_lim = MillisecondsLeft(*run->control);
+  run->simplex_ret = glp_simplex(run->lp, &simplex);
+  run->lp_status = run->simplex_ret == 0 ? glp_get_status(run->lp) : GLP_UNDEF;
+  if (run->simplex_ret == GLP_ENOPFS) run->lp_status = GLP_NOFEAS;
+  return run->simplex_ret == 0 && run->lp_status == GLP_OPT;
 }
 
 void Terminate(GlpkRun* run, glp_tree* tree) {
@@ -373,22 +535,24 @@ void Terminate(GlpkRun* run, glp_tree* tree) {
 // Reports an improved incumbent or bound through on_progress.
 void ReportProgress(GlpkRun* run, glp_tree* tree) {
   const int best = glp_ios_best_node(tree);
-  // A fresh root's bound is -DBL_MAX until its LP is solved: not a bound worth keeping.
+  // A fresh root's bound is -DBL_MAX until its LP is solved: not worth keeping.
   if (best != 0 && glp_ios_node_bound(tree, best) > -1e300) {
     run->tree_bound = std::max(run->tree_bound, glp_ios_node_bound(tree, best));
   }
   glp_prob* mip = glp_ios_get_prob(tree);
-  const double objective = glp_mip_status(mip) == GLP_FEAS ? glp_mip_obj_val(mip)
-                                                             : run->reported_objective;
-  const double bound = std::max(run->tree_bound, run->root_bound);
+  const double objective =
+      glp_mip_status(mip) == GLP_FEAS ? glp_mip_obj_val(mip) : run->reported_objective;
+  // Over a column subset the tree's bounds hold only for solutions better than the incumbent.
+  const double bound = std::min(std::max(run->tree_bound, run->root_bound),
+                                std::min(objective, static_cast<double>(run->upper)));
   if (!(objective < run->reported_objective) && !(bound > run->reported_bound)) return;
   run->reported_objective = std::min(objective, run->reported_objective);
   run->reported_bound = std::max(bound, run->reported_bound);
   if (!run->options->on_progress) return;
   bool keep_going = false;
   try {
-    keep_going = run->options->on_progress(run->reported_objective + run->offset,
-                                           run->reported_bound + run->offset);
+    keep_going = run->options->on_progress(run->reported_objective + run->model->offset,
+                                           run->reported_bound + run->model->offset);
   } catch (...) {  // exceptions must not cross GLPK's C frames
     run->progress_threw = true;
   }
@@ -410,12 +574,12 @@ void OnTree(glp_tree* tree, void* info) {
   }
   switch (glp_ios_reason(tree)) {
     case GLP_IHEUR:
-      // Offered once, at the first node: GLPK keeps the better of it and its own solutions.
-      // The intopt presolver is off, so the tree works on our columns (with it, the callback
-      // would see the presolved problem's columns instead).
+      // Offered once, at the first node; GLPK keeps the better of it and its own solutions.
+      // glp_ios_heur_sol takes values of the tree's problem columns: with the intopt presolver
+      // on those would be the presolved problem's, hence presolve off below.
       if (!run->heuristic_offered && !run->incumbent_x.empty()) {
         run->heuristic_offered = true;
-        run->heuristic_accepted = glp_ios_heur_sol(tree, run->incumbent_x.data()) == 0;
+        glp_ios_heur_sol(tree, run->incumbent_x.data());
       }
       break;
     case GLP_IBINGO:
@@ -427,7 +591,9 @@ void OnTree(glp_tree* tree, void* info) {
   }
 }
 
-// The GLPK phase. Only trivially destructible locals: an error longjmps back to the setjmp.
+// The GLPK phase: the root LP by column generation over the e columns, then branch and cut on
+// the columns that can still matter. Only trivially destructible locals here and in the
+// functions it calls while GLPK runs: an error longjmps back to the setjmp.
 void RunGlpk(GlpkRun* run) {
   if (setjmp(run->jump) != 0) {
     run->failed = true;
@@ -437,95 +603,81 @@ void RunGlpk(GlpkRun* run) {
   }
   glp_error_hook(&OnGlpkError, run);
   glp_term_hook(&CaptureTerminal, run);
-  if (std::getenv("ILP_MSG")) glp_term_out(GLP_ON);  // TUNING
-  if (std::getenv("ILP_MSG")) fprintf(stderr, "rows %d cols %d nnz %zu\n", run->model->rows(), run->model->columns, run->model->ia.size() - 1);  // TUNING
   const IlpModel& model = *run->model;
   run->lp = glp_create_prob();
-  glp_prob* lp = run->lp;
-  glp_set_obj_dir(lp, GLP_MIN);
-  glp_add_rows(lp, model.rows());
-  for (int32_t r = 1; r <= model.rows(); ++r) {
-    const double rhs = model.row_rhs[static_cast<size_t>(r)];
-    if (model.row_is_memory[static_cast<size_t>(r)]) {
-      glp_set_row_bnds(lp, r, GLP_UP, 0.0, rhs);
+  LoadProblem(run);
+  for (bool first = true;; first = false) {
+    if (run->control->expired()) break;
+    if (!SolveLp(run, first)) {
+      // A restricted LP without the incumbent's columns may be infeasible: retry with all.
+      if (run->lp_status != GLP_NOFEAS || glp_get_num_cols(run->lp) == model.columns) break;
+      SelectAll(run);
+      AddPendingColumns(run);
+      continue;
+    }
+    for (int32_t r = 1; r <= model.rows(); ++r) {
+      run->dual[static_cast<size_t>(r)] = glp_get_row_dual(run->lp, r);
+    }
+    const double lp_value = glp_get_obj_val(run->lp);
+    run->root_bound = std::max(run->root_bound, PriceColumns(run, lp_value));
+    ++run->pricing_rounds;
+    if (std::getenv("ILP_MSG")) fprintf(stderr, "round %d t=%.3f cols %d its %d lp %.4f lagr %.4f pending %zu\n", run->pricing_rounds, run->control->elapsed_seconds(), glp_get_num_cols(run->lp), glp_get_it_cnt(run->lp), lp_value, run->root_bound, run->pending.size());  // TUNING
+    if (run->pending.empty()) {
+      run->root_bound = lp_value;  // the LP over all columns is solved
+      run->lp_solved = true;
+      break;
+    }
+    AddPendingColumns(run);
+  }
+  if (run->lp_solved && !run->control->expired()) {
+    const double gap = static_cast<double>(run->upper) - run->root_bound;
+    if (gap <= ObjectiveTolerance(run->root_bound) ||
+        gap <= run->options->relative_gap * std::fabs(static_cast<double>(run->upper))) {
+      run->proven_by_bound = true;
     } else {
-      glp_set_row_bnds(lp, r, GLP_FX, rhs, rhs);
+      if (run->upper < kInfinity) {
+        SelectByReducedCost(run, gap + ObjectiveTolerance(run->root_bound));
+      } else {
+        SelectAll(run);
+      }
+      const bool added = !run->pending.empty();
+      AddPendingColumns(run);
+      if (!added || SolveLp(run, false)) {
+        const int32_t columns = glp_get_num_cols(run->lp);
+        if (!run->incumbent_uses.empty()) {
+          run->incumbent_x.assign(static_cast<size_t>(columns) + 1, 0.0);
+          for (int32_t k = 1; k <= columns; ++k) {
+            run->incumbent_x[static_cast<size_t>(k)] =
+                run->incumbent_uses[static_cast<size_t>(run->model_of[static_cast<size_t>(k)])];
+          }
+        }
+        glp_iocp mip;
+        glp_init_iocp(&mip);
+        mip.msg_lev = GLP_MSG_OFF;
+        mip.presolve = GLP_OFF;  // keeps the tree on our columns; the root LP is solved above
+        mip.tm_lim = MillisecondsLeft(*run->control);
+        mip.mip_gap = run->options->relative_gap;
+        mip.cb_func = &OnTree;
+        mip.cb_info = run;
+        run->intopt_ret = glp_intopt(run->lp, &mip);
+        run->mip_status = glp_mip_status(run->lp);
+        if (run->mip_status == GLP_OPT || run->mip_status == GLP_FEAS) {
+          for (int32_t k = 1; k <= columns; ++k) {
+            run->column_value[static_cast<size_t>(run->model_of[static_cast<size_t>(k)])] =
+                glp_mip_col_val(run->lp, k);
+          }
+        }
+      }
     }
   }
-  glp_add_cols(lp, model.columns);
-  for (int32_t c = 1; c <= model.columns; ++c) {
-    const size_t k = static_cast<size_t>(c);
-    glp_set_col_kind(lp, c, model.binary[k] ? GLP_BV : GLP_CV);
-    if (model.column_upper[k] > 0) {
-      glp_set_col_bnds(lp, c, GLP_DB, 0.0, 1.0);
-    } else {
-      glp_set_col_bnds(lp, c, GLP_FX, 0.0, 0.0);
-    }
-    glp_set_obj_coef(lp, c, model.objective[k]);
-  }
-  glp_load_matrix(lp, static_cast<int>(model.ia.size()) - 1, model.ia.data(), model.ja.data(),
-                  model.ar.data());
-
-  glp_smcp simplex;
-  glp_init_smcp(&simplex);
-  simplex.msg_lev = GLP_MSG_OFF;
-  if (const char* e = std::getenv("ILP_MSG")) simplex.msg_lev = std::atoi(e);  // TUNING
-  simplex.presolve = GLP_ON;
-  simplex.tm_lim = MillisecondsLeft(*run->control);
-  if (const char* e = std::getenv("ILP_SPRESOLVE")) simplex.presolve = std::atoi(e);  // TUNING
-  if (const char* e = std::getenv("ILP_SMETH")) simplex.meth = std::atoi(e);  // TUNING
-  run->simplex_ret = glp_simplex(lp, &simplex);
-  if (run->simplex_ret == 0) run->lp_status = glp_get_status(lp);
-  if (run->simplex_ret != 0 || run->lp_status != GLP_OPT) return;
-  run->root_bound = glp_get_obj_val(lp);
-  if (run->control->expired()) return;
-
-  glp_iocp mip;
-  glp_init_iocp(&mip);
-  mip.msg_lev = GLP_MSG_OFF;
-  mip.presolve = GLP_OFF;  // keeps the callback on our columns; the root LP is solved above
-  mip.tm_lim = MillisecondsLeft(*run->control);
-  mip.mip_gap = run->options->relative_gap;
-  mip.cb_func = &OnTree;
-  mip.cb_info = run;
-  mip.br_tech = GLP_BR_DTH;
-  mip.bt_tech = GLP_BT_BLB;
-  // TUNING-BEGIN
-  if (const char* e = std::getenv("ILP_BR")) mip.br_tech = std::atoi(e);
-  if (const char* e = std::getenv("ILP_BT")) mip.bt_tech = std::atoi(e);
-  if (const char* e = std::getenv("ILP_CUTS")) {
-    const int bits = std::atoi(e);
-    mip.mir_cuts = bits & 1 ? GLP_ON : GLP_OFF;
-    mip.gmi_cuts = bits & 2 ? GLP_ON : GLP_OFF;
-    mip.cov_cuts = bits & 4 ? GLP_ON : GLP_OFF;
-    mip.clq_cuts = bits & 8 ? GLP_ON : GLP_OFF;
-  }
-  if (const char* e = std::getenv("ILP_FP")) mip.fp_heur = std::atoi(e);
-  if (const char* e = std::getenv("ILP_PS")) mip.ps_heur = std::atoi(e);
-  if (const char* e = std::getenv("ILP_SR")) mip.sr_heur = std::atoi(e);
-  if (const char* e = std::getenv("ILP_PP")) mip.pp_tech = std::atoi(e);
-  if (const char* e = std::getenv("ILP_PRESOLVE")) mip.presolve = std::atoi(e);
-  if (const char* e = std::getenv("ILP_MSG")) mip.msg_lev = std::atoi(e);
-  // TUNING-END
-  run->intopt_ret = glp_intopt(lp, &mip);
-  run->mip_status = glp_mip_status(lp);
-  if (run->mip_status == GLP_OPT || run->mip_status == GLP_FEAS) {
-    for (int32_t c = 1; c <= model.columns; ++c) {
-      run->column_value[static_cast<size_t>(c)] = glp_mip_col_val(lp, c);
-    }
-  }
-  glp_delete_prob(lp);
+  glp_delete_prob(run->lp);
   run->lp = nullptr;
 }
 
-}  // namespace
-
-namespace {
-
-// The incumbent as GLPK column values (1-based), or empty when it is not a feasible assignment
-// of this model.
-std::vector<double> IncumbentColumns(const WorkProblem& problem, const IlpModel& model,
-                                     const std::vector<int32_t>& incumbent) {
+// The incumbent's columns (per model column, 1-based), or empty when it is not a feasible
+// assignment of this model.
+std::vector<char> IncumbentColumns(const WorkProblem& problem, const IlpModel& model,
+                                   const std::vector<int32_t>& incumbent) {
   const size_t n = problem.cost.size();
   if (incumbent.size() != n) return {};
   for (size_t v = 0; v < n; ++v) {
@@ -536,7 +688,7 @@ std::vector<double> IncumbentColumns(const WorkProblem& problem, const IlpModel&
   if (!(WorkObjective(problem, incumbent) < kInfinity) || !WorkMemoryFeasible(problem, incumbent)) {
     return {};
   }
-  std::vector<double> x(static_cast<size_t>(model.columns) + 1, 0.0);
+  std::vector<char> uses(static_cast<size_t>(model.columns) + 1, 0);
   for (size_t v = 0; v < n; ++v) {
     const size_t s = static_cast<size_t>(incumbent[v]);
     if (model.fixed[v] >= 0) {
@@ -544,19 +696,19 @@ std::vector<double> IncumbentColumns(const WorkProblem& problem, const IlpModel&
       continue;
     }
     const int32_t c = model.s_col[v][s];
-    if (c == 0 || model.column_upper[static_cast<size_t>(c)] == 0) return {};
-    x[static_cast<size_t>(c)] = 1.0;
+    if (c == 0 || model.column_upper[static_cast<size_t>(c)] <= 0) return {};
+    uses[static_cast<size_t>(c)] = 1;
   }
   for (size_t k = 0; k < model.e_edge.size(); ++k) {
     const WorkEdge& edge = problem.edges[static_cast<size_t>(model.e_edge[k])];
     const size_t kb = problem.cost[static_cast<size_t>(edge.b)].size();
-    const int32_t c = model.e_col[k][static_cast<size_t>(incumbent[static_cast<size_t>(edge.a)]) *
-                                         kb +
-                                     static_cast<size_t>(incumbent[static_cast<size_t>(edge.b)])];
+    const size_t i = static_cast<size_t>(incumbent[static_cast<size_t>(edge.a)]);
+    const size_t j = static_cast<size_t>(incumbent[static_cast<size_t>(edge.b)]);
+    const int32_t c = model.e_col[k][i * kb + j];
     if (c == 0) return {};
-    x[static_cast<size_t>(c)] = 1.0;
+    uses[static_cast<size_t>(c)] = 1;
   }
-  return x;
+  return uses;
 }
 
 std::vector<int32_t> AssignmentFromColumns(const IlpModel& model,
@@ -579,7 +731,7 @@ std::vector<int32_t> AssignmentFromColumns(const IlpModel& model,
   return assignment;
 }
 
-// Serializes GLPK use when the library has one process-wide environment (no TLS).
+// Serializes GLPK use when the library has one process-wide environment (built without TLS).
 std::mutex& GlpkWithoutTlsMutex() {
   static std::mutex mutex;
   return mutex;
@@ -590,6 +742,7 @@ std::mutex& GlpkWithoutTlsMutex() {
 IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
                        const IlpOptions& options) {
   IlpResult result;
+  result.objective = kInfinity;
   result.lower_bound = -kInfinity;
   if (problem.cost.empty()) {
     result.status = IlpStatus::kOptimal;
@@ -604,36 +757,37 @@ IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
     result.message = infeasible;
     return result;
   }
-  // Best feasible assignment known: the incumbent, if it is one.
-  std::vector<int32_t> best;
-  long double best_objective = kInfinity;
-  GlpkRun run;
-  run.incumbent_x = IncumbentColumns(problem, model, options.incumbent);
-  if (!run.incumbent_x.empty()) {
-    best = options.incumbent;
-    best_objective = WorkObjective(problem, best);
-  }
   if (model.columns == 0) {  // every node is fixed and every memory row holds
     result.status = IlpStatus::kOptimal;
     result.assignment = model.fixed;
     result.objective = result.lower_bound = WorkObjective(problem, model.fixed);
     return result;
   }
-  if (model.ia.size() > static_cast<size_t>(INT_MAX)) {
+  if (model.ia.size() + 2 * model.e_row_a.size() > static_cast<size_t>(INT_MAX / 2)) {
     result.status = IlpStatus::kError;
     result.message = "the ILP has too many nonzeros for GLPK";
     return result;
   }
-
+  GlpkRun run;
   run.model = &model;
   run.control = &control;
   run.options = &options;
-  run.offset = model.offset;
+  run.incumbent_uses = IncumbentColumns(problem, model, options.incumbent);
+  std::vector<int32_t> best;  // best feasible assignment known, checked independently
+  long double best_objective = kInfinity;
+  if (!run.incumbent_uses.empty()) {
+    best = options.incumbent;
+    best_objective = WorkObjective(problem, best);
+    run.upper = best_objective - model.offset;
+  }
+  run.glpk_of.assign(static_cast<size_t>(model.columns) + 1, 0);
+  run.model_of.assign(1, 0);
+  run.dual.assign(static_cast<size_t>(model.rows()) + 1, 0.0);
   run.column_value.assign(static_cast<size_t>(model.columns) + 1, 0.0);
   if (!control.expired()) {
     std::unique_lock<std::mutex> lock;
     if (glp_config("TLS") == nullptr) lock = std::unique_lock<std::mutex>(GlpkWithoutTlsMutex());
-    // Leave the thread's GLPK environment as found: free it if this call created it.
+    // Leave the thread's GLPK environment as found: free it when this call created it.
     const bool created_env = glp_init_env() == 0;
     const int previous_output = glp_term_out(GLP_OFF);
     RunGlpk(&run);
@@ -657,22 +811,25 @@ IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
     }
   }
   result.nodes = run.nodes;
-  result.assignment = best;
-  result.objective = best.empty() ? kInfinity : best_objective;
-  const long double bound =
-      static_cast<long double>(std::max(run.root_bound, run.tree_bound)) + model.offset;
-  result.lower_bound = std::min(bound, result.objective);
+  result.pricing_rounds = run.pricing_rounds;
   const bool have = !best.empty();
+  result.assignment = best;
+  result.objective = best_objective;
+  const long double bound = static_cast<long double>(std::max(run.root_bound, run.tree_bound));
+  result.lower_bound = std::min(bound + model.offset, result.objective);
   if (run.failed) {
     result.status = IlpStatus::kError;
     result.message = "GLPK error: " + std::string(run.message, run.message_length);
     while (!result.message.empty() && result.message.back() == '\n') result.message.pop_back();
-  } else if (run.simplex_ret == GLP_ENOPFS || run.lp_status == GLP_NOFEAS ||
-             (run.intopt_ret == 0 && run.mip_status == GLP_NOFEAS)) {
+  } else if (run.lp_status == GLP_NOFEAS || (run.intopt_ret == 0 && run.mip_status == GLP_NOFEAS)) {
+    // GLPK's infeasibility verdict is numerical; a checked incumbent outranks it.
     result.status = have ? IlpStatus::kFeasible : IlpStatus::kInfeasible;
     if (!have) result.lower_bound = kInfinity;
     result.message = have ? "GLPK reported infeasible, but the incumbent is feasible"
                           : "GLPK proved the ILP infeasible";
+  } else if (run.proven_by_bound) {
+    result.status = IlpStatus::kOptimal;  // the incumbent meets the root bound
+    if (options.relative_gap <= 0) result.lower_bound = result.objective;
   } else if ((run.intopt_ret == 0 && run.mip_status == GLP_OPT) ||
              run.intopt_ret == GLP_EMIPGAP) {
     if (glpk_feasible) {
@@ -683,8 +840,7 @@ IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
       result.message = "GLPK's solution violates a constraint after rounding";
     }
   } else if (run.stopped || control.expired() || run.simplex_ret == GLP_ETMLIM ||
-             run.intopt_ret == GLP_ETMLIM || run.intopt_ret == GLP_ESTOP ||
-             run.simplex_ret == -1) {
+             run.intopt_ret == GLP_ETMLIM || run.intopt_ret == GLP_ESTOP) {
     result.status = have ? IlpStatus::kFeasible : IlpStatus::kNoSolution;
     if (control.cancelled()) {
       result.message = "cancelled";

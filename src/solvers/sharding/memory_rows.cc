@@ -33,10 +33,9 @@ std::string Int128ToString(Int128 value) {
 }
 
 Status MemoryInfeasible(int64_t time, Int128 need, int64_t limit) {
-  return Status(StatusCode::kInfeasible, "memory at time " + std::to_string(time) +
-                                             ": even the smallest usages need " +
-                                             Int128ToString(need) + " > limit " +
-                                             std::to_string(limit));
+  return Status(StatusCode::kInfeasible,
+                "memory at time " + std::to_string(time) + ": even the smallest usages need " +
+                    Int128ToString(need) + " > limit " + std::to_string(limit));
 }
 
 int64_t ClampToInt64(Int128 value) {
@@ -127,8 +126,7 @@ Status BuildFromIntervals(const ShardingProblem& problem, const std::vector<Node
   if (points.size() < 2) return Status::Ok();
   const size_t segments = points.size() - 1;
   auto index_of = [&points](int64_t t) {
-    return static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), t) -
-                                points.begin());
+    return static_cast<int32_t>(std::lower_bound(points.begin(), points.end(), t) - points.begin());
   };
 
   std::vector<Int128> delta_min(segments + 1, 0), delta_spread(segments + 1, 0);
@@ -218,8 +216,8 @@ Status BuildFromIntervals(const ShardingProblem& problem, const std::vector<Node
     row.items.reserve(count);
     for (size_t word = 0; word < live.size(); ++word) {
       for (uint64_t bits = live[word]; bits != 0; bits &= bits - 1) {
-        row.items.push_back(static_cast<int32_t>(word * 64 + static_cast<size_t>(
-                                                                 __builtin_ctzll(bits))));
+        row.items.push_back(
+            static_cast<int32_t>(word * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
       }
     }
     rows->push_back(std::move(row));
@@ -230,10 +228,14 @@ Status BuildFromIntervals(const ShardingProblem& problem, const std::vector<Node
 Status BuildFromLiveSets(const ShardingProblem& problem, const std::vector<NodeUsage>& usage,
                          std::vector<MemoryRow>* rows) {
   const int64_t limit = *problem.usage_limit;
+  // A node listed twice in one live set counts once (it is a set; the evaluator agrees).
+  std::vector<size_t> seen_at(problem.nodes.size(), problem.live_sets.size());
   for (size_t t = 0; t < problem.live_sets.size(); ++t) {
     Int128 sum_min = 0, sum_spread = 0;
     MemoryRow row;
     for (int32_t v : problem.live_sets[t]) {
+      if (seen_at[static_cast<size_t>(v)] == t) continue;
+      seen_at[static_cast<size_t>(v)] = t;
       const NodeUsage& u = usage[static_cast<size_t>(v)];
       sum_min += u.min;
       sum_spread += u.spread;
@@ -259,8 +261,7 @@ uint64_t HashItems(const std::vector<int32_t>& items) {
 }
 
 // Multiset inclusion of sorted lists; `steps` counts comparisons.
-bool Contains(const std::vector<int32_t>& big, const std::vector<int32_t>& small,
-              int64_t* steps) {
+bool Contains(const std::vector<int32_t>& big, const std::vector<int32_t>& small, int64_t* steps) {
   auto pos = big.begin();
   for (int32_t x : small) {
     ++*steps;

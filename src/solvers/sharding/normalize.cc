@@ -26,7 +26,8 @@ std::vector<int32_t> AllRoots(const ShardingProblem& problem) {
   for (size_t v = 0; v < n; ++v) {
     int32_t cur = static_cast<int32_t>(v);
     path.clear();
-    while (root[static_cast<size_t>(cur)] < 0 && problem.nodes[static_cast<size_t>(cur)].follows != -1) {
+    while (root[static_cast<size_t>(cur)] < 0 &&
+           problem.nodes[static_cast<size_t>(cur)].follows != -1) {
       path.push_back(cur);
       cur = problem.nodes[static_cast<size_t>(cur)].follows;
     }
@@ -54,8 +55,8 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
   auto place = [&](int32_t u, int32_t v, bool alias, size_t source) {
     const int32_t gu = work_node_of[static_cast<size_t>(u)];
     const int32_t gv = work_node_of[static_cast<size_t>(v)];
-    pieces.push_back(Piece{std::min(gu, gv), std::max(gu, gv), alias,
-                           static_cast<int32_t>(source), gu > gv});
+    pieces.push_back(
+        Piece{std::min(gu, gv), std::max(gu, gv), alias, static_cast<int32_t>(source), gu > gv});
   };
   for (size_t e = 0; e < problem.edges.size(); ++e) {
     const ShardingEdge& edge = problem.edges[e];
@@ -112,7 +113,8 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
 
 // Removes strategies that every allowed choice of some neighbour forbids, to a fixed point
 // (arc consistency). Only edges with a +inf entry can remove anything.
-Status MakeArcConsistent(const std::vector<WorkEdge>& edges, const std::vector<int32_t>& root_of_work,
+Status MakeArcConsistent(const std::vector<WorkEdge>& edges,
+                         const std::vector<int32_t>& root_of_work,
                          std::vector<std::vector<bool>>* allowed) {
   const size_t n = allowed->size();
   std::vector<std::vector<int32_t>> adjacency(n);
@@ -147,7 +149,8 @@ Status MakeArcConsistent(const std::vector<WorkEdge>& edges, const std::vector<i
         if (!to[j]) continue;
         bool supported = false;
         for (size_t i = 0; i < from.size() && !supported; ++i) {
-          supported = from[i] && !std::isinf(x_is_a ? edge.cost[i * kb + j] : edge.cost[j * kb + i]);
+          supported =
+              from[i] && !std::isinf(x_is_a ? edge.cost[i * kb + j] : edge.cost[j * kb + i]);
         }
         if (!supported) {
           to[j] = false;
@@ -204,9 +207,10 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem) {
   for (const WorkEdge& e : edges) {
     for (double x : e.cost) {
       if (std::isinf(x) && x < 0) {
-        return InvalidProblem("an edge between node " + std::to_string(root_of_work[static_cast<size_t>(e.a)]) +
-                              " and node " + std::to_string(root_of_work[static_cast<size_t>(e.b)]) +
-                              " has a cost of -infinity");
+        return InvalidProblem(
+            "an edge between node " + std::to_string(root_of_work[static_cast<size_t>(e.a)]) +
+            " and node " + std::to_string(root_of_work[static_cast<size_t>(e.b)]) +
+            " has a cost of -infinity");
       }
     }
   }

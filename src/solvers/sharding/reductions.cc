@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <deque>
 #include <limits>
-#include <map>
 #include <utility>
 
 #include "core/wide_int.h"
@@ -16,9 +15,11 @@ namespace {
 
 // R2 costs k_u * k_v * k_w; above this the node stays in the core.
 constexpr double kMaxR2Work = 5e7;
-// Dominance costs about k^2 * (1 + sum of neighbours' k) per node; bounded per node and in all.
-constexpr double kMaxDominanceNodeWork = 3e7;
-constexpr double kMaxDominanceWork = 1e9;
+// Dominance compares strategy pairs (k^2 per node, each pair filtered in O(1), survivors cost the
+// sum of the neighbours' k): nodes with more pairs are skipped, and all of it stops after a
+// total amount of entry comparisons.
+constexpr double kMaxDominancePairs = 1e6;
+constexpr double kMaxDominanceWork = 3e8;
 
 struct DynEdge {
   int32_t a = 0;
@@ -57,7 +58,7 @@ class ReductionEngine {
   int32_t Other(const DynEdge& e, int32_t v) const { return e.a == v ? e.b : e.a; }
   // Cost of e when v takes i and the other end takes j.
   double At(const DynEdge& e, int32_t v, size_t i, size_t j) const {
-    return e.a == v ? e.m[i * k(e.b) + j] : e.m[j * k(e.a) + i];
+    return e.a == v ? e.m[i * k(e.b) + j] : e.m[j * k(e.b) + i];
   }
 
   void Init();
@@ -83,6 +84,7 @@ class ReductionEngine {
   std::vector<DynEdge> edges_;
   std::deque<int32_t> queue_;
   std::vector<std::vector<int32_t>> items_of_node_;  // memory items per node (pinned nodes)
+  std::vector<uint8_t> item_used_;                   // per input item: some row uses it
   long double folded_ = 0;
   double dominance_work_ = 0;
 };
@@ -99,20 +101,28 @@ void ReductionEngine::Init() {
       nodes_[v].strategies[s] = static_cast<int32_t>(s);
     }
   }
-  std::vector<bool> item_used(input_.memory_items.size(), false);
+  item_used_.assign(input_.memory_items.size(), 0);
   for (const MemoryRow& row : input_.memory_rows) {
-    for (int32_t x : row.items) item_used[static_cast<size_t>(x)] = true;
+    for (int32_t x : row.items) item_used_[static_cast<size_t>(x)] = 1;
   }
-  for (size_t x = 0; x < item_used.size(); ++x) {
-    if (!item_used[x]) continue;
+  for (size_t x = 0; x < item_used_.size(); ++x) {
+    if (item_used_[x] == 0) continue;
     const int32_t v = input_.memory_items[x].node;
     node(v).pinned = true;
     items_of_node_[static_cast<size_t>(v)].push_back(static_cast<int32_t>(x));
   }
   // The contract is one edge per pair, a < b; merge anyway so that the invariant holds here.
-  std::map<std::pair<int32_t, int32_t>, int32_t> pair_edge;
-  for (const WorkEdge& we : input_.edges) {
-    const int32_t a = std::min(we.a, we.b), b = std::max(we.a, we.b);
+  std::vector<int32_t> order(input_.edges.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = static_cast<int32_t>(e);
+  auto ends = [this](int32_t e) {
+    const WorkEdge& we = input_.edges[static_cast<size_t>(e)];
+    return std::make_pair(std::min(we.a, we.b), std::max(we.a, we.b));
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&ends](int32_t x, int32_t y) { return ends(x) < ends(y); });
+  for (int32_t index : order) {
+    const WorkEdge& we = input_.edges[static_cast<size_t>(index)];
+    const auto [a, b] = ends(index);
     std::vector<double> m = we.cost;
     if (we.a > we.b) {  // transpose to rows = a
       for (size_t i = 0; i < k(a); ++i) {
@@ -123,14 +133,12 @@ void ReductionEngine::Init() {
       for (size_t s = 0; s < k(a); ++s) node(a).cost[s] += m[s * k(a) + s];
       continue;
     }
-    const auto found = pair_edge.find({a, b});
-    if (found != pair_edge.end()) {
-      std::vector<double>& into = edge(found->second).m;
+    if (!edges_.empty() && edges_.back().a == a && edges_.back().b == b) {
+      std::vector<double>& into = edges_.back().m;
       for (size_t i = 0; i < m.size(); ++i) into[i] += m[i];
       continue;
     }
     const int32_t id = static_cast<int32_t>(edges_.size());
-    pair_edge.emplace(std::make_pair(a, b), id);
     edges_.push_back(DynEdge{a, b, std::move(m), true, true});
     for (int32_t v : {a, b}) {
       node(v).adjacency.push_back(id);
@@ -223,8 +231,8 @@ void ReductionEngine::RemoveStrategies(int32_t v, const std::vector<int32_t>& re
       keep.push_back(s);
       continue;
     }
-    const int32_t target = replacement[s] >= 0 ? nd.strategies[static_cast<size_t>(replacement[s])]
-                                               : -1;
+    const int32_t target =
+        replacement[s] >= 0 ? nd.strategies[static_cast<size_t>(replacement[s])] : -1;
     redirect[static_cast<size_t>(nd.strategies[s])] = target;
   }
   for (size_t i = 0; i < keep.size(); ++i) {
@@ -240,8 +248,9 @@ void ReductionEngine::RemoveStrategies(int32_t v, const std::vector<int32_t>& re
     std::vector<double> m;
     m.reserve(keep.size() * kw);
     if (ed.a == v) {
-      for (size_t i : keep) m.insert(m.end(), ed.m.begin() + static_cast<std::ptrdiff_t>(i * kw),
-                                     ed.m.begin() + static_cast<std::ptrdiff_t>((i + 1) * kw));
+      for (size_t i : keep)
+        m.insert(m.end(), ed.m.begin() + static_cast<std::ptrdiff_t>(i * kw),
+                 ed.m.begin() + static_cast<std::ptrdiff_t>((i + 1) * kw));
     } else {
       for (size_t j = 0; j < kw; ++j) {
         for (size_t i : keep) m.push_back(ed.m[j * old_k + i]);
@@ -344,8 +353,8 @@ void ReductionEngine::ReduceDegreeOne(int32_t u) {
   for (size_t j = 0; j < kv; ++j) node(v).cost[j] += best[j];
   ReducedProblem::Elimination record;
   record.node = u;
-  record.strategies = node(u).strategies;
-  record.cost = cu;
+  record.strategies = std::move(node(u).strategies);  // u is gone: its lists move
+  record.cost = std::move(node(u).cost);
   record.neighbour_count = 1;
   record.neighbour[0] = v;
   record.neighbour_strategies[0] = node(v).strategies;
@@ -387,8 +396,8 @@ void ReductionEngine::ReduceDegreeTwo(int32_t u) {
   }
   ReducedProblem::Elimination record;
   record.node = u;
-  record.strategies = node(u).strategies;
-  record.cost = cu;
+  record.strategies = std::move(node(u).strategies);  // u is gone: its lists move
+  record.cost = std::move(node(u).cost);
   record.neighbour_count = 2;
   const int32_t ends[2] = {e1, e2};
   for (size_t t = 0; t < 2; ++t) {
@@ -443,6 +452,293 @@ void ReductionEngine::Process(int32_t u) {
   } else if (nd.degree == 2) {
     ReduceDegreeTwo(u);
   }
+}
+
+// Strategy i of u is dominated by j when switching i -> j never costs more, whatever the
+// neighbours take: c[j] - c[i] + sum over edges of max_k (E[j][k] - E[i][k]) <= 0 (entries with
+// E[i][k] = +inf never matter), and for memory nodes j uses no more memory in every item.
+size_t ReductionEngine::DominateNode(int32_t u) {
+  const size_t ku = k(u);
+  const std::vector<int32_t>& adj = LiveEdges(u);
+  double row_work = 1;
+  for (int32_t e : adj) row_work += static_cast<double>(k(Other(edge(e), u)));
+  const double pairs = static_cast<double>(ku) * static_cast<double>(ku);
+  if (pairs > kMaxDominancePairs || dominance_work_ > kMaxDominanceWork) return 0;
+  dominance_work_ += pairs + 2 * row_work * static_cast<double>(ku);
+  // Edges as rows of u's strategies, +inf replaced by kBig: an l where i is forbidden counts as
+  // -kBig (ignored); where only j is, the difference is about +kBig (no dominance). A row i that
+  // is all kBig makes i dominated, rightly: it can never be chosen.
+  constexpr double kBig = 1e200;
+  std::vector<std::vector<double>> rows(adj.size());
+  std::vector<size_t> width(adj.size());
+  for (size_t t = 0; t < adj.size(); ++t) {
+    const DynEdge& ed = edge(adj[t]);
+    width[t] = k(Other(ed, u));
+    rows[t].resize(ku * width[t]);
+    for (size_t i = 0; i < ku; ++i) {
+      for (size_t j = 0; j < width[t]; ++j) {
+        const double x = ed.a == u ? ed.m[i * width[t] + j] : ed.m[j * ku + i];
+        rows[t][i * width[t] + j] = std::isinf(x) ? kBig : x;
+      }
+    }
+  }
+  const DynNode& nd = node(u);
+  const std::vector<int32_t>& items = items_of_node_[static_cast<size_t>(u)];
+  auto usage_no_more = [&](size_t j, size_t i) {
+    for (int32_t x : items) {
+      const std::vector<int64_t>& usage = input_.memory_items[static_cast<size_t>(x)].usage;
+      if (usage[static_cast<size_t>(nd.strategies[j])] >
+          usage[static_cast<size_t>(nd.strategies[i])]) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // Filters, all necessary conditions: j must be allowed wherever i is (bitsets of forbidden
+  // entries); and for a few fixed neighbour choices (probes), j with them must cost no more
+  // than i with them. Probe sums are inexact in the last bits: compared with a margin.
+  constexpr size_t kProbes = 8;
+  size_t entries = 0;
+  for (size_t t = 0; t < rows.size(); ++t) entries += width[t];
+  const size_t words = (entries + 63) / 64;
+  std::vector<uint64_t> forbidden(ku * words, 0);
+  std::vector<bool> any_forbidden(ku, false);
+  std::vector<double> probe(ku * kProbes);
+  for (size_t i = 0; i < ku; ++i) {
+    size_t bit = 0;
+    for (size_t t = 0; t < rows.size(); ++t) {
+      for (size_t l = 0; l < width[t]; ++l, ++bit) {
+        if (rows[t][i * width[t] + l] != kBig) continue;
+        forbidden[i * words + bit / 64] |= uint64_t{1} << (bit % 64);
+        any_forbidden[i] = true;
+      }
+    }
+    for (size_t p = 0; p < kProbes; ++p) {
+      double sum = nd.cost[i];
+      for (size_t t = 0; t < rows.size(); ++t) {
+        sum += rows[t][i * width[t] + (p * 7919 + t * 104729 + p * t) % width[t]];
+      }
+      probe[i * kProbes + p] = sum;
+    }
+  }
+  auto dominates = [&](size_t j, size_t i) {
+    for (size_t p = 0; p < kProbes; ++p) {
+      const double vi = probe[i * kProbes + p], vj = probe[j * kProbes + p];
+      if (vi < 0.5 * kBig && vj - vi > 1e-9 * (std::fabs(vi) + std::fabs(vj) + 1)) return false;
+    }
+    if (any_forbidden[i] || any_forbidden[j]) {
+      const uint64_t* fi = &forbidden[i * words];
+      const uint64_t* fj = &forbidden[j * words];
+      for (size_t w = 0; w < words; ++w) {
+        if ((fj[w] & ~fi[w]) != 0) return false;  // j forbidden where i is not
+      }
+    }
+    dominance_work_ += row_work;
+    double total = nd.cost[j] - nd.cost[i];
+    for (size_t t = 0; t < rows.size(); ++t) {
+      const double* ri = &rows[t][i * width[t]];
+      const double* rj = &rows[t][j * width[t]];
+      double worst = -kBig;
+      for (size_t l = 0; l < width[t]; ++l) {
+        const double d = ri[l] == kBig ? -kBig : rj[l] - ri[l];
+        worst = d > worst ? d : worst;
+      }
+      if (worst > 0.5 * kBig) return false;  // j forbidden where i is not
+      total += worst;
+    }
+    return total <= 0 && usage_no_more(j, i);
+  };
+  std::vector<int32_t> replacement(ku, -2);
+  size_t removed = 0;
+  // Highest index first, so that among equal strategies the lowest one survives.
+  for (size_t i = ku; i-- > 0;) {
+    for (size_t j = 0; j < ku; ++j) {
+      if (j == i || replacement[j] >= -1) continue;
+      if (dominates(j, i)) {
+        replacement[i] = static_cast<int32_t>(j);
+        ++removed;
+        break;
+      }
+    }
+  }
+  if (removed > 0) RemoveStrategies(u, replacement);
+  return removed;
+}
+
+bool ReductionEngine::DominancePass() {
+  size_t removed = 0;
+  for (size_t v = 0; v < nodes_.size(); ++v) {
+    DynNode& nd = nodes_[v];
+    if (nd.eliminated || !nd.dominance_dirty) continue;
+    nd.dominance_dirty = false;
+    if (nd.cost.size() < 2) continue;
+    removed += DominateNode(static_cast<int32_t>(v));
+  }
+  out_.stats_.dominated_strategies += static_cast<int64_t>(removed);
+  return removed > 0;
+}
+
+void ReductionEngine::BuildCore() {
+  WorkProblem& core = out_.core_;
+  std::vector<int32_t> core_of(nodes_.size(), -1);
+  for (size_t v = 0; v < nodes_.size(); ++v) {
+    if (nodes_[v].eliminated) continue;
+    core_of[v] = static_cast<int32_t>(core.cost.size());
+    out_.input_node_of_core_.push_back(static_cast<int32_t>(v));
+    core.cost.push_back(std::move(nodes_[v].cost));
+    out_.core_strategies_.push_back(std::move(nodes_[v].strategies));
+  }
+  for (DynEdge& ed : edges_) {
+    if (!ed.alive) continue;
+    const int32_t ca = core_of[static_cast<size_t>(ed.a)], cb = core_of[static_cast<size_t>(ed.b)];
+    if (ca < cb) {
+      core.edges.push_back(WorkEdge{ca, cb, std::move(ed.m)});
+      continue;
+    }
+    const size_t ka = core.cost[static_cast<size_t>(ca)].size();
+    const size_t kb = core.cost[static_cast<size_t>(cb)].size();
+    std::vector<double> t(ka * kb);
+    for (size_t i = 0; i < ka; ++i) {
+      for (size_t j = 0; j < kb; ++j) t[j * ka + i] = ed.m[i * kb + j];
+    }
+    core.edges.push_back(WorkEdge{cb, ca, std::move(t)});
+  }
+  std::sort(core.edges.begin(), core.edges.end(), [](const WorkEdge& x, const WorkEdge& y) {
+    return x.a != y.a ? x.a < y.a : x.b < y.b;
+  });
+  // Memory: items of fixed nodes become constants of their rows. When no memory node lost a
+  // strategy, the rows stay as they were (a plain copy: they can hold tens of millions of
+  // entries); otherwise they are simplified again.
+  std::vector<int32_t> core_item(input_.memory_items.size(), -1);
+  bool memory_changed = false;
+  for (size_t x = 0; x < input_.memory_items.size(); ++x) {
+    if (!item_used_[x]) continue;
+    const MemoryItem& item = input_.memory_items[x];
+    const int32_t c = core_of[static_cast<size_t>(item.node)];
+    memory_changed =
+        memory_changed || c < 0 || !out_.redirect_[static_cast<size_t>(item.node)].empty();
+    if (c < 0) continue;
+    MemoryItem mapped;
+    mapped.node = c;
+    for (int32_t s : out_.core_strategies_[static_cast<size_t>(c)]) {
+      mapped.usage.push_back(item.usage[static_cast<size_t>(s)]);
+    }
+    core_item[x] = static_cast<int32_t>(core.memory_items.size());
+    core.memory_items.push_back(std::move(mapped));
+  }
+  core.memory_rows.reserve(input_.memory_rows.size());
+  for (const MemoryRow& row : input_.memory_rows) {
+    MemoryRow mapped;
+    mapped.items.reserve(row.items.size());
+    Int128 capacity = row.capacity;
+    for (int32_t x : row.items) {
+      const int32_t c = core_item[static_cast<size_t>(x)];
+      if (c >= 0) {
+        mapped.items.push_back(c);
+        continue;
+      }
+      const MemoryItem& item = input_.memory_items[static_cast<size_t>(x)];
+      capacity -= item.usage[static_cast<size_t>(node(item.node).fixed)];
+    }
+    const Int128 lowest = std::numeric_limits<int64_t>::min();
+    mapped.capacity = static_cast<int64_t>(capacity < lowest ? lowest : capacity);
+    core.memory_rows.push_back(std::move(mapped));
+  }
+  if (memory_changed) SimplifyMemoryRows(&core.memory_items, &core.memory_rows, 0);
+  core.constant = input_.constant + folded_;
+}
+
+void ReductionEngine::Run() {
+  Init();
+  out_.input_node_count_ = static_cast<int32_t>(nodes_.size());
+  out_.stats_.nodes_before = static_cast<int32_t>(input_.cost.size());
+  out_.stats_.edges_before = static_cast<int32_t>(input_.edges.size());
+  for (size_t v = 0; v < nodes_.size(); ++v) Touch(static_cast<int32_t>(v));
+  while (!out_.infeasible_) {
+    while (!queue_.empty() && !out_.infeasible_) {
+      const int32_t v = queue_.front();
+      queue_.pop_front();
+      node(v).queued = false;
+      Process(v);
+    }
+    if (out_.infeasible_ || !DominancePass()) break;
+  }
+  BuildCore();
+  out_.stats_.nodes_after = out_.core_.node_count();
+  out_.stats_.edges_after = static_cast<int32_t>(out_.core_.edges.size());
+}
+
+ReducedProblem::ReducedProblem(const WorkProblem& input) {
+  ReductionEngine engine(input, this);
+  engine.Run();
+}
+
+std::vector<int32_t> ReducedProblem::Expand(const std::vector<int32_t>& core_assignment) const {
+  std::vector<int32_t> result(static_cast<size_t>(input_node_count_), 0);
+  for (size_t c = 0; c < core_strategies_.size(); ++c) {
+    result[static_cast<size_t>(input_node_of_core_[c])] =
+        core_strategies_[c][static_cast<size_t>(core_assignment[c])];
+  }
+  // Back-substitution: each record's neighbours were decided after it was eliminated.
+  for (auto rec = eliminations_.rbegin(); rec != eliminations_.rend(); ++rec) {
+    if (rec->fixed >= 0) {
+      result[static_cast<size_t>(rec->node)] = rec->fixed;
+      continue;
+    }
+    const size_t ku = rec->strategies.size();
+    size_t chosen[2] = {0, 0};
+    size_t width[2] = {0, 0};
+    for (size_t t = 0; t < static_cast<size_t>(rec->neighbour_count); ++t) {
+      const std::vector<int32_t>& list = rec->neighbour_strategies[t];
+      const int32_t s = result[static_cast<size_t>(rec->neighbour[t])];
+      const auto it = std::lower_bound(list.begin(), list.end(), s);
+      chosen[t] = it != list.end() && *it == s ? static_cast<size_t>(it - list.begin()) : 0;
+      width[t] = list.size();
+    }
+    auto entry = [&](size_t t, size_t i) {
+      return rec->node_is_row[t] ? rec->edge[t][i * width[t] + chosen[t]]
+                                 : rec->edge[t][chosen[t] * ku + i];
+    };
+    double best = kInfCost;
+    size_t best_i = 0;
+    for (size_t i = 0; i < ku; ++i) {
+      double x = rec->cost[i] + entry(0, i);  // the same sums, in the same order, as the fold
+      if (rec->neighbour_count == 2) x = x + entry(1, i);
+      if (x < best) {
+        best = x;
+        best_i = i;
+      }
+    }
+    result[static_cast<size_t>(rec->node)] = rec->strategies[best_i];
+  }
+  return result;
+}
+
+std::vector<int32_t> ReducedProblem::Restrict(const std::vector<int32_t>& input_assignment) const {
+  std::vector<int32_t> result(core_strategies_.size(), 0);
+  for (size_t c = 0; c < core_strategies_.size(); ++c) {
+    const size_t v = static_cast<size_t>(input_node_of_core_[c]);
+    const std::vector<int32_t>& list = core_strategies_[c];
+    const std::vector<int32_t>& redirect = redirect_[v];
+    int32_t s = v < input_assignment.size() ? input_assignment[v] : -1;
+    bool found = false;
+    // Follow replacements; each points at a strategy that was still there, so this ends.
+    for (size_t step = 0; step <= redirect.size() && s >= 0; ++step) {
+      const auto it = std::lower_bound(list.begin(), list.end(), s);
+      if (it != list.end() && *it == s) {
+        result[c] = static_cast<int32_t>(it - list.begin());
+        found = true;
+        break;
+      }
+      if (static_cast<size_t>(s) >= redirect.size()) break;
+      s = redirect[static_cast<size_t>(s)];
+    }
+    if (!found) {  // unknown or forbidden: the cheapest strategy
+      const std::vector<double>& cost = core_.cost[c];
+      result[c] = static_cast<int32_t>(std::min_element(cost.begin(), cost.end()) - cost.begin());
+    }
+  }
+  return result;
 }
 
 }  // namespace alpa

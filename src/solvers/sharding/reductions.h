@@ -53,7 +53,7 @@ class ReducedProblem {
   // indices are those current when it was eliminated; the *_strategies lists map them to input
   // strategies (sorted ascending, as strategies are only ever removed).
   struct Elimination {
-    int32_t node = 0;   // input node
+    int32_t node = 0;    // input node
     int32_t fixed = -1;  // input strategy when the choice does not depend on neighbours
     std::vector<int32_t> strategies;
     std::vector<double> cost;
