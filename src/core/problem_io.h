@@ -33,9 +33,10 @@ Result<ShardingProblem> ProblemFromJson(const nlohmann::json& json,
                                         ProblemFormat format = ProblemFormat::kAuto);
 
 // Serializes a valid problem. IOPDDL cannot express followers, aliases or explicit live sets:
-// writing such a problem as IOPDDL returns kUnsupported. Alpa cannot express intervals directly:
-// the writer turns them into live sets (one per time step up to the largest hi) and, since
-// Alpa's L has exactly N sets, returns kUnsupported when more time steps than nodes are needed.
+// writing such a problem as IOPDDL returns kUnsupported. Alpa has no intervals: the writer turns
+// them into live sets, one per time step when the largest hi is at most N, else only the maximal
+// sets (those contained in no other), which imply the same memory rows and never number more
+// than N. Explicit live sets with more than N steps return kUnsupported.
 Result<std::string> WriteProblem(const ShardingProblem& problem, ProblemFormat format);
 
 // Parses an assignment written as IOPDDL prints it: "[0, 0, 2, 1, 0]".

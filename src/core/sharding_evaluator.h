@@ -19,7 +19,7 @@ struct Evaluation {
   // Largest memory use over all time steps (0 without usages).
   long double peak_usage = 0;
   // Why the assignment is not feasible, naming the element ("node 3 ...", "alias 0 ...",
-  // "memory at time 52: 60 > limit 50"); empty when feasible.
+  // "memory at time 52: 60 exceeds limit 50"); empty when feasible.
   std::string violation;
 };
 

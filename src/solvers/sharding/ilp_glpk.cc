@@ -44,11 +44,12 @@ struct IlpModel {
   std::vector<std::vector<int32_t>> s_col;
   // Edges with variables: the work edge and, per entry i * kb + j, the column of e[i][j] or 0.
   std::vector<int32_t> e_edge;
+  std::vector<int32_t> e_a, e_b;  // its end nodes
   std::vector<std::vector<int32_t>> e_col;
   int32_t columns = 0;
   int32_t s_columns = 0;  // columns 1..s_columns are the s, the rest are e
-  // Per e column (index column - s_columns - 1): its two rows and its edge (index into e_edge).
-  std::vector<int32_t> e_row_a, e_row_b, e_edge_of;
+  // Per e column (index column - s_columns - 1): its two rows (coefficient 1 in both).
+  std::vector<int32_t> e_row_a, e_row_b;
   std::vector<double> objective{0.0};  // 1-based, per column
   std::vector<char> binary{0};    // 1-based, per column: s (binary) or e (continuous)
   std::vector<int32_t> column_node{-1};  // 1-based: the node of an s column, -1 for e columns
@@ -190,6 +191,8 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
         for (size_t j = 0; j < g.size(); ++j) node_cost[b][j] += g[j];
       } else {
         model->e_edge.push_back(static_cast<int32_t>(&edge - problem.edges.data()));
+        model->e_a.push_back(edge.a);
+        model->e_b.push_back(edge.b);
       }
     }
   }
@@ -252,7 +255,6 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
         cols[i * kb + j] = col;
         model->e_row_a.push_back(row_a[i]);
         model->e_row_b.push_back(row_b[j]);
-        model->e_edge_of.push_back(static_cast<int32_t>(k));
       }
     }
     for (size_t i = 0; i < ka; ++i) {
@@ -328,21 +330,20 @@ struct GlpkRun {
   const SolveControl* control = nullptr;
   const IlpOptions* options = nullptr;
   std::vector<char> incumbent_uses;  // per model column (1-based); empty: no incumbent
-  long double upper = kInfinity;     // the incumbent's objective, GLPK units (offset removed)
+  double upper = std::numeric_limits<double>::infinity();  // incumbent objective, GLPK units
+  // The LP: every s column, and the e columns that can still matter (model_of maps back).
+  std::vector<int32_t> model_of{0};  // GLPK column -> model column
+  std::vector<char> fixed_zero;      // per GLPK column: fixed at 0
+  std::vector<int> ia, ja;           // triplets, 1-based
+  std::vector<double> ar;
+  std::vector<double> incumbent_x;  // per GLPK column, 1-based, for glp_ios_heur_sol
   glp_prob* lp = nullptr;
   std::jmp_buf jump;
-  // Column generation: the e columns live in GLPK only once priced in.
-  std::vector<int32_t> glpk_of;   // model column -> GLPK column (0: not in the LP)
-  std::vector<int32_t> model_of;  // GLPK column -> model column
-  std::vector<int32_t> pending;   // model columns to add next
-  std::vector<double> dual;       // per row, 1-based
-  std::vector<double> incumbent_x;  // per GLPK column, 1-based, for glp_ios_heur_sol
   // Outputs.
   bool failed = false;  // GLPK raised an error (message holds its text)
   int simplex_ret = 0, lp_status = GLP_UNDEF, intopt_ret = -1, mip_status = GLP_UNDEF;
-  bool lp_solved = false;        // the root LP over all columns is optimal
-  bool proven_by_bound = false;  // the root bound already meets the incumbent
-  double root_bound = -std::numeric_limits<double>::infinity();  // valid LP bound, GLPK units
+  bool proven_by_bound = false;  // the root LP bound already meets the incumbent
+  double root_bound = -std::numeric_limits<double>::infinity();  // GLPK units
   double tree_bound = -std::numeric_limits<double>::infinity();  // best active node
   double reported_objective = std::numeric_limits<double>::infinity();
   double reported_bound = -std::numeric_limits<double>::infinity();
@@ -350,7 +351,6 @@ struct GlpkRun {
   bool stopped = false;  // by the deadline, the cancel flag, the node limit or on_progress
   bool progress_threw = false;
   int64_t nodes = 0;
-  int32_t pricing_rounds = 0;
   std::vector<double> column_value;  // per model column, when mip_status is GLP_OPT/GLP_FEAS
   char message[512] = {};
   size_t message_length = 0;
@@ -367,6 +367,7 @@ int CaptureTerminal(void* info, const char* text) {
   std::memcpy(run->message + run->message_length, text, length);
   run->message_length += length;
   run->message[run->message_length] = '\0';
+  if (std::getenv("ILP_MSG")) fputs(text, stderr);  // TUNING
   return 1;
 }
 
@@ -379,105 +380,102 @@ int MillisecondsLeft(const SolveControl& control) {
 // Relative tolerance on objective comparisons, as GLPK's own tol_obj.
 double ObjectiveTolerance(double value) { return 1e-7 * (1.0 + std::fabs(value)); }
 
-// The first e columns: the incumbent's (so the restricted LP is feasible when there is one) and,
-// per row of an edge, its cheapest entry.
-void SelectInitialColumns(GlpkRun* run) {
-  const IlpModel& model = *run->model;
-  const size_t rows = static_cast<size_t>(model.rows()) + 1;
-  std::vector<int32_t> cheapest(rows, 0);
-  for (size_t e = 0; e < model.e_row_a.size(); ++e) {
-    const int32_t c = model.s_columns + 1 + static_cast<int32_t>(e);
-    const double cost = model.objective[static_cast<size_t>(c)];
-    for (const int32_t row : {model.e_row_a[e], model.e_row_b[e]}) {
-      int32_t& best = cheapest[static_cast<size_t>(row)];
-      if (best == 0 || cost < model.objective[static_cast<size_t>(best)]) best = c;
-    }
-    if (!run->incumbent_uses.empty() && run->incumbent_uses[static_cast<size_t>(c)]) {
-      run->pending.push_back(c);
-    }
+// Marks the columns that can appear in a solution costing at most `limit` (GLPK units, where
+// every cost is >= 0). A node strategy costs at least its own cost plus, on each of its edges, the
+// cheapest entry of its row; an edge entry at least its own cost plus both ends' such bounds
+// without this edge. Columns above the limit die, which raises the minima: a few rounds.
+std::vector<char> LiveColumns(const IlpModel& model, double limit) {
+  std::vector<char> live(static_cast<size_t>(model.columns) + 1, 1);
+  if (!(limit < std::numeric_limits<double>::infinity())) return live;
+  const size_t n = model.fixed.size();
+  std::vector<std::vector<int32_t>> edges_at(n);
+  for (size_t k = 0; k < model.e_edge.size(); ++k) {
+    edges_at[static_cast<size_t>(model.e_a[k])].push_back(static_cast<int32_t>(k));
+    edges_at[static_cast<size_t>(model.e_b[k])].push_back(static_cast<int32_t>(k));
   }
-  for (int32_t c : cheapest) {
-    if (c != 0) run->pending.push_back(c);
-  }
-  std::sort(run->pending.begin(), run->pending.end());
-  run->pending.erase(std::unique(run->pending.begin(), run->pending.end()), run->pending.end());
-}
-
-// Prices the e columns outside the LP against the duals: queues, per row, the column with the
-// most negative reduced cost. Also returns the Lagrangian bound lp_value + sum over edges of
-// min(0, smallest reduced cost), valid because each edge takes exactly one entry.
-double PriceColumns(GlpkRun* run, double lp_value) {
-  const IlpModel& model = *run->model;
-  std::vector<int32_t> best(static_cast<size_t>(model.rows()) + 1, 0);
-  std::vector<double> best_cost(best.size(), 0.0);
-  std::vector<double> edge_min(model.e_edge.size(), 0.0);
-  for (size_t e = 0; e < model.e_row_a.size(); ++e) {
-    const int32_t c = model.s_columns + 1 + static_cast<int32_t>(e);
-    const double cost = model.objective[static_cast<size_t>(c)];
-    const double reduced = cost - run->dual[static_cast<size_t>(model.e_row_a[e])] -
-                           run->dual[static_cast<size_t>(model.e_row_b[e])];
-    double& low = edge_min[static_cast<size_t>(model.e_edge_of[e])];
-    low = std::min(low, reduced);
-    if (run->glpk_of[static_cast<size_t>(c)] != 0 || reduced >= -ObjectiveTolerance(cost)) {
-      continue;
+  const double kNone = std::numeric_limits<double>::infinity();
+  auto cost = [&](int32_t c) {
+    return c != 0 && live[static_cast<size_t>(c)] ? model.objective[static_cast<size_t>(c)] : kNone;
+  };
+  // Per e-edge: row minima (a's side) and column minima (b's side) over live entries.
+  std::vector<std::vector<double>> row_min(model.e_edge.size()), col_min(model.e_edge.size());
+  std::vector<std::vector<double>> node_bound(n);
+  for (int round = 0; round < 3; ++round) {
+    for (size_t k = 0; k < model.e_edge.size(); ++k) {
+      const size_t ka = model.s_col[static_cast<size_t>(model.e_a[k])].size();
+      const size_t kb = model.s_col[static_cast<size_t>(model.e_b[k])].size();
+      row_min[k].assign(ka, kNone);
+      col_min[k].assign(kb, kNone);
+      for (size_t i = 0; i < ka; ++i) {
+        for (size_t j = 0; j < kb; ++j) {
+          const double c = cost(model.e_col[k][i * kb + j]);
+          row_min[k][i] = std::min(row_min[k][i], c);
+          col_min[k][j] = std::min(col_min[k][j], c);
+        }
+      }
     }
-    for (const int32_t row : {model.e_row_a[e], model.e_row_b[e]}) {
-      if (reduced < best_cost[static_cast<size_t>(row)]) {
-        best_cost[static_cast<size_t>(row)] = reduced;
-        best[static_cast<size_t>(row)] = c;
+    for (size_t v = 0; v < n; ++v) {
+      node_bound[v].assign(model.s_col[v].size(), kNone);
+      for (size_t i = 0; i < model.s_col[v].size(); ++i) {
+        long double bound = cost(model.s_col[v][i]);
+        for (int32_t k : edges_at[v]) {
+          const size_t e = static_cast<size_t>(k);
+          bound += model.e_a[e] == static_cast<int32_t>(v) ? row_min[e][i] : col_min[e][i];
+        }
+        node_bound[v][i] = static_cast<double>(bound);
+        if (bound > limit && model.s_col[v][i] != 0) live[static_cast<size_t>(model.s_col[v][i])] = 0;
+      }
+    }
+    for (size_t k = 0; k < model.e_edge.size(); ++k) {
+      const size_t a = static_cast<size_t>(model.e_a[k]), b = static_cast<size_t>(model.e_b[k]);
+      const size_t kb = model.s_col[b].size();
+      for (size_t i = 0; i < model.s_col[a].size(); ++i) {
+        for (size_t j = 0; j < kb; ++j) {
+          const int32_t c = model.e_col[k][i * kb + j];
+          if (c == 0 || !live[static_cast<size_t>(c)]) continue;
+          const long double bound = static_cast<long double>(node_bound[a][i]) - row_min[k][i] +
+                                    node_bound[b][j] - col_min[k][j] + cost(c);
+          if (!(bound <= limit)) live[static_cast<size_t>(c)] = 0;
+        }
       }
     }
   }
-  for (int32_t c : best) {
-    if (c != 0) run->pending.push_back(c);
-  }
-  std::sort(run->pending.begin(), run->pending.end());
-  run->pending.erase(std::unique(run->pending.begin(), run->pending.end()), run->pending.end());
-  long double bound = lp_value;
-  for (double low : edge_min) bound += low;
-  return static_cast<double>(bound);
+  return live;
 }
 
-// Queues every e column outside the LP whose reduced cost is at most `limit`: by reduced-cost
-// fixing, a column above it appears in no solution better than the incumbent.
-void SelectByReducedCost(GlpkRun* run, double limit) {
+// Chooses the LP's columns and builds its triplets. Columns that cannot appear in a solution
+// better than the incumbent (LiveColumns) are left out (e) or fixed at 0 (s).
+void PrepareLp(GlpkRun* run) {
   const IlpModel& model = *run->model;
-  for (size_t e = 0; e < model.e_row_a.size(); ++e) {
-    const int32_t c = model.s_columns + 1 + static_cast<int32_t>(e);
-    const double reduced = model.objective[static_cast<size_t>(c)] -
-                           run->dual[static_cast<size_t>(model.e_row_a[e])] -
-                           run->dual[static_cast<size_t>(model.e_row_b[e])];
-    if (run->glpk_of[static_cast<size_t>(c)] == 0 && reduced <= limit) run->pending.push_back(c);
-  }
-}
-
-void SelectAll(GlpkRun* run) {
-  for (int32_t c = run->model->s_columns + 1; c <= run->model->columns; ++c) {
-    if (run->glpk_of[static_cast<size_t>(c)] == 0) run->pending.push_back(c);
-  }
-}
-
-// Adds the queued e columns to the LP: nonbasic at 0, so the basis stays primal feasible.
-void AddPendingColumns(GlpkRun* run) {
-  if (run->pending.empty()) return;
-  const IlpModel& model = *run->model;
-  int32_t next = glp_add_cols(run->lp, static_cast<int>(run->pending.size()));
-  for (int32_t c : run->pending) {
-    const size_t e = static_cast<size_t>(c - model.s_columns - 1);
-    const int ind[3] = {0, model.e_row_a[e], model.e_row_b[e]};
-    const double val[3] = {0.0, 1.0, 1.0};
-    glp_set_col_bnds(run->lp, next, GLP_DB, 0.0, 1.0);
-    glp_set_obj_coef(run->lp, next, model.objective[static_cast<size_t>(c)]);
-    glp_set_mat_col(run->lp, next, 2, ind, val);
-    run->glpk_of[static_cast<size_t>(c)] = next;
+  const std::vector<char> live =
+      LiveColumns(model, run->upper + ObjectiveTolerance(run->upper));
+  run->fixed_zero.assign(1, 0);
+  for (int32_t c = 1; c <= model.columns; ++c) {
+    const bool alive = live[static_cast<size_t>(c)] != 0;
+    if (c > model.s_columns && !alive) continue;
     run->model_of.push_back(c);
-    ++next;
+    run->fixed_zero.push_back(model.column_upper[static_cast<size_t>(c)] <= 0 || !alive);
   }
-  run->pending.clear();
+  run->ia.assign(model.ia.begin(), model.ia.end());  // s columns keep their numbers
+  run->ja.assign(model.ja.begin(), model.ja.end());
+  run->ar.assign(model.ar.begin(), model.ar.end());
+  for (size_t k = static_cast<size_t>(model.s_columns) + 1; k < run->model_of.size(); ++k) {
+    const size_t e = static_cast<size_t>(run->model_of[k] - model.s_columns - 1);
+    for (const int32_t row : {model.e_row_a[e], model.e_row_b[e]}) {
+      run->ia.push_back(row);
+      run->ja.push_back(static_cast<int>(k));
+      run->ar.push_back(1.0);
+    }
+  }
+  if (!run->incumbent_uses.empty()) {
+    run->incumbent_x.assign(run->model_of.size(), 0.0);
+    for (size_t k = 1; k < run->model_of.size(); ++k) {
+      run->incumbent_x[k] = run->incumbent_uses[static_cast<size_t>(run->model_of[k])];
+    }
+  }
 }
 
-// Loads the rows, the s columns and the first e columns.
-void LoadProblem(GlpkRun* run) {
+void LoadLp(GlpkRun* run) {
   const IlpModel& model = *run->model;
   glp_prob* lp = run->lp;
   glp_set_obj_dir(lp, GLP_MIN);
@@ -490,41 +488,24 @@ void LoadProblem(GlpkRun* run) {
       glp_set_row_bnds(lp, r, GLP_FX, rhs, rhs);
     }
   }
-  glp_add_cols(lp, model.s_columns);
-  for (int32_t c = 1; c <= model.s_columns; ++c) {
-    const size_t k = static_cast<size_t>(c);
-    glp_set_col_kind(lp, c, GLP_BV);
-    if (model.column_upper[k] <= 0) glp_set_col_bnds(lp, c, GLP_FX, 0.0, 0.0);
-    glp_set_obj_coef(lp, c, model.objective[k]);
-    run->glpk_of[k] = c;
-    run->model_of.push_back(c);
+  const int columns = static_cast<int>(run->model_of.size()) - 1;
+  glp_add_cols(lp, columns);
+  for (int k = 1; k <= columns; ++k) {
+    const size_t c = static_cast<size_t>(run->model_of[static_cast<size_t>(k)]);
+    // e is continuous, see BuildModel.
+    if (model.binary[c]) glp_set_col_kind(lp, k, GLP_BV);
+    if (run->fixed_zero[static_cast<size_t>(k)]) {
+      glp_set_col_bnds(lp, k, GLP_FX, 0.0, 0.0);
+    } else {
+      glp_set_col_bnds(lp, k, GLP_DB, 0.0, 1.0);
+    }
+    glp_set_obj_coef(lp, k, model.objective[c]);
   }
-  glp_load_matrix(lp, static_cast<int>(model.ia.size()) - 1, model.ia.data(), model.ja.data(),
-                  model.ar.data());
-  SelectInitialColumns(run);
-  AddPendingColumns(run);
+  glp_load_matrix(lp, static_cast<int>(run->ia.size()) - 1, run->ia.data(), run->ja.data(),
+                  run->ar.data());
   // The API does not scale by itself (glpsol does); memory rows mix byte counts with the 0/1
-  // rows, and the basis is ill-conditioned without scaling. Columns added later keep scale 1,
-  // which suits them: their only entries are 1s in equality rows.
+  // rows, and the basis is ill-conditioned without scaling.
   glp_scale_prob(lp, GLP_SF_AUTO);
-  if (std::getenv("ILP_MSG")) {  // TUNING
-    std::vector<char> in_mem(model.fixed.size(), 0);
-    for (size_t k = 1; k < model.ia.size(); ++k) if (model.row_is_memory[static_cast<size_t>(model.ia[k])]) in_mem[static_cast<size_t>(model.column_node[static_cast<size_t>(model.ja[k])])] = 1;
-    fprintf(stderr, "nodes in memory rows: %d of %zu; fixed %ld\n", static_cast<int>(std::count(in_mem.begin(), in_mem.end(), 1)), in_mem.size(), static_cast<long>(std::count_if(model.fixed.begin(), model.fixed.end(), [](int32_t f) { return f >= 0; })));
-  }
-}
-
-// Solves the current LP; returns false when GLPK did not reach an optimal basis.
-bool SolveLp(GlpkRun* run, bool presolve) {
-  glp_smcp simplex;
-  glp_init_smcp(&simplex);
-  simplex.msg_lev = GLP_MSG_OFF;
-  simplex.presolve = presolve ? GLP_ON : GLP_OFF;
-  simplex.tm_lim = MillisecondsLeft(*run->control);
-  run->simplex_ret = glp_simplex(run->lp, &simplex);
-  run->lp_status = run->simplex_ret == 0 ? glp_get_status(run->lp) : GLP_UNDEF;
-  if (run->simplex_ret == GLP_ENOPFS) run->lp_status = GLP_NOFEAS;
-  return run->simplex_ret == 0 && run->lp_status == GLP_OPT;
 }
 
 void Terminate(GlpkRun* run, glp_tree* tree) {
@@ -542,9 +523,10 @@ void ReportProgress(GlpkRun* run, glp_tree* tree) {
   glp_prob* mip = glp_ios_get_prob(tree);
   const double objective =
       glp_mip_status(mip) == GLP_FEAS ? glp_mip_obj_val(mip) : run->reported_objective;
-  // Over a column subset the tree's bounds hold only for solutions better than the incumbent.
-  const double bound = std::min(std::max(run->tree_bound, run->root_bound),
-                                std::min(objective, static_cast<double>(run->upper)));
+  // Without the left-out columns the tree's bounds hold only for solutions better than the
+  // incumbent, hence the min.
+  const double bound =
+      std::min(std::max(run->tree_bound, run->root_bound), std::min(objective, run->upper));
   if (!(objective < run->reported_objective) && !(bound > run->reported_bound)) return;
   run->reported_objective = std::min(objective, run->reported_objective);
   run->reported_bound = std::max(bound, run->reported_bound);
@@ -591,9 +573,9 @@ void OnTree(glp_tree* tree, void* info) {
   }
 }
 
-// The GLPK phase: the root LP by column generation over the e columns, then branch and cut on
-// the columns that can still matter. Only trivially destructible locals here and in the
-// functions it calls while GLPK runs: an error longjmps back to the setjmp.
+// The GLPK phase: the root LP (simplex with presolve), then branch and cut unless the root bound
+// already proves the incumbent optimal. Only trivially destructible locals: an error longjmps
+// back to the setjmp.
 void RunGlpk(GlpkRun* run) {
   if (setjmp(run->jump) != 0) {
     run->failed = true;
@@ -603,69 +585,59 @@ void RunGlpk(GlpkRun* run) {
   }
   glp_error_hook(&OnGlpkError, run);
   glp_term_hook(&CaptureTerminal, run);
-  const IlpModel& model = *run->model;
+  if (std::getenv("ILP_MSG")) glp_term_out(GLP_ON);  // TUNING
   run->lp = glp_create_prob();
-  LoadProblem(run);
-  for (bool first = true;; first = false) {
-    if (run->control->expired()) break;
-    if (!SolveLp(run, first)) {
-      // A restricted LP without the incumbent's columns may be infeasible: retry with all.
-      if (run->lp_status != GLP_NOFEAS || glp_get_num_cols(run->lp) == model.columns) break;
-      SelectAll(run);
-      AddPendingColumns(run);
-      continue;
-    }
-    for (int32_t r = 1; r <= model.rows(); ++r) {
-      run->dual[static_cast<size_t>(r)] = glp_get_row_dual(run->lp, r);
-    }
-    const double lp_value = glp_get_obj_val(run->lp);
-    run->root_bound = std::max(run->root_bound, PriceColumns(run, lp_value));
-    ++run->pricing_rounds;
-    if (std::getenv("ILP_MSG")) fprintf(stderr, "round %d t=%.3f cols %d its %d lp %.4f lagr %.4f pending %zu\n", run->pricing_rounds, run->control->elapsed_seconds(), glp_get_num_cols(run->lp), glp_get_it_cnt(run->lp), lp_value, run->root_bound, run->pending.size());  // TUNING
-    if (run->pending.empty()) {
-      run->root_bound = lp_value;  // the LP over all columns is solved
-      run->lp_solved = true;
-      break;
-    }
-    AddPendingColumns(run);
-  }
-  if (run->lp_solved && !run->control->expired()) {
-    const double gap = static_cast<double>(run->upper) - run->root_bound;
+  LoadLp(run);
+  glp_smcp simplex;
+  glp_init_smcp(&simplex);
+  simplex.msg_lev = GLP_MSG_OFF;
+  simplex.presolve = GLP_ON;
+  simplex.tm_lim = MillisecondsLeft(*run->control);
+  if (const char* e = std::getenv("ILP_SMETH")) simplex.meth = std::atoi(e);  // TUNING
+  if (const char* e = std::getenv("ILP_SPRESOLVE")) simplex.presolve = std::atoi(e);  // TUNING
+  if (const char* e = std::getenv("ILP_SMSG")) simplex.msg_lev = std::atoi(e);  // TUNING
+  run->simplex_ret = glp_simplex(run->lp, &simplex);
+  run->lp_status = run->simplex_ret == 0 ? glp_get_status(run->lp) : GLP_UNDEF;
+  if (run->simplex_ret == GLP_ENOPFS) run->lp_status = GLP_NOFEAS;  // found by the presolver
+  if (std::getenv("ILP_MSG")) fprintf(stderr, "root LP t=%.3f ret %d status %d its %d value %.4f cols %zu\n", run->control->elapsed_seconds(), run->simplex_ret, run->lp_status, glp_get_it_cnt(run->lp), glp_get_obj_val(run->lp), run->model_of.size() - 1);  // TUNING
+  if (run->lp_status == GLP_OPT && !run->control->expired()) {
+    run->root_bound = glp_get_obj_val(run->lp);
+    const double gap = run->upper - run->root_bound;
     if (gap <= ObjectiveTolerance(run->root_bound) ||
-        gap <= run->options->relative_gap * std::fabs(static_cast<double>(run->upper))) {
+        gap <= run->options->relative_gap * std::fabs(run->upper)) {
       run->proven_by_bound = true;
     } else {
-      if (run->upper < kInfinity) {
-        SelectByReducedCost(run, gap + ObjectiveTolerance(run->root_bound));
-      } else {
-        SelectAll(run);
+      glp_iocp mip;
+      glp_init_iocp(&mip);
+      mip.msg_lev = GLP_MSG_OFF;
+      mip.presolve = GLP_OFF;  // keeps the tree on our columns; the root LP is solved above
+      mip.tm_lim = MillisecondsLeft(*run->control);
+      mip.mip_gap = run->options->relative_gap;
+      mip.cb_func = &OnTree;
+      mip.cb_info = run;
+      // TUNING-BEGIN
+      if (const char* e = std::getenv("ILP_BR")) mip.br_tech = std::atoi(e);
+      if (const char* e = std::getenv("ILP_BT")) mip.bt_tech = std::atoi(e);
+      if (const char* e = std::getenv("ILP_CUTS")) {
+        const int bits = std::atoi(e);
+        mip.mir_cuts = bits & 1 ? GLP_ON : GLP_OFF;
+        mip.gmi_cuts = bits & 2 ? GLP_ON : GLP_OFF;
+        mip.cov_cuts = bits & 4 ? GLP_ON : GLP_OFF;
+        mip.clq_cuts = bits & 8 ? GLP_ON : GLP_OFF;
       }
-      const bool added = !run->pending.empty();
-      AddPendingColumns(run);
-      if (!added || SolveLp(run, false)) {
-        const int32_t columns = glp_get_num_cols(run->lp);
-        if (!run->incumbent_uses.empty()) {
-          run->incumbent_x.assign(static_cast<size_t>(columns) + 1, 0.0);
-          for (int32_t k = 1; k <= columns; ++k) {
-            run->incumbent_x[static_cast<size_t>(k)] =
-                run->incumbent_uses[static_cast<size_t>(run->model_of[static_cast<size_t>(k)])];
-          }
-        }
-        glp_iocp mip;
-        glp_init_iocp(&mip);
-        mip.msg_lev = GLP_MSG_OFF;
-        mip.presolve = GLP_OFF;  // keeps the tree on our columns; the root LP is solved above
-        mip.tm_lim = MillisecondsLeft(*run->control);
-        mip.mip_gap = run->options->relative_gap;
-        mip.cb_func = &OnTree;
-        mip.cb_info = run;
-        run->intopt_ret = glp_intopt(run->lp, &mip);
-        run->mip_status = glp_mip_status(run->lp);
-        if (run->mip_status == GLP_OPT || run->mip_status == GLP_FEAS) {
-          for (int32_t k = 1; k <= columns; ++k) {
-            run->column_value[static_cast<size_t>(run->model_of[static_cast<size_t>(k)])] =
-                glp_mip_col_val(run->lp, k);
-          }
+      if (const char* e = std::getenv("ILP_FP")) mip.fp_heur = std::atoi(e);
+      if (const char* e = std::getenv("ILP_PS")) mip.ps_heur = std::atoi(e);
+      if (const char* e = std::getenv("ILP_SR")) mip.sr_heur = std::atoi(e);
+      if (const char* e = std::getenv("ILP_PP")) mip.pp_tech = std::atoi(e);
+      if (const char* e = std::getenv("ILP_PRESOLVE")) mip.presolve = std::atoi(e);
+      if (const char* e = std::getenv("ILP_IMSG")) mip.msg_lev = std::atoi(e);
+      // TUNING-END
+      run->intopt_ret = glp_intopt(run->lp, &mip);
+      run->mip_status = glp_mip_status(run->lp);
+      if (run->mip_status == GLP_OPT || run->mip_status == GLP_FEAS) {
+        for (size_t k = 1; k < run->model_of.size(); ++k) {
+          run->column_value[static_cast<size_t>(run->model_of[k])] =
+              glp_mip_col_val(run->lp, static_cast<int>(k));
         }
       }
     }
@@ -778,11 +750,9 @@ IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
   if (!run.incumbent_uses.empty()) {
     best = options.incumbent;
     best_objective = WorkObjective(problem, best);
-    run.upper = best_objective - model.offset;
+    run.upper = static_cast<double>(best_objective - model.offset);
   }
-  run.glpk_of.assign(static_cast<size_t>(model.columns) + 1, 0);
-  run.model_of.assign(1, 0);
-  run.dual.assign(static_cast<size_t>(model.rows()) + 1, 0.0);
+  PrepareLp(&run);
   run.column_value.assign(static_cast<size_t>(model.columns) + 1, 0.0);
   if (!control.expired()) {
     std::unique_lock<std::mutex> lock;
@@ -811,7 +781,6 @@ IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
     }
   }
   result.nodes = run.nodes;
-  result.pricing_rounds = run.pricing_rounds;
   const bool have = !best.empty();
   result.assignment = best;
   result.objective = best_objective;

@@ -43,8 +43,7 @@ struct IlpResult {
   long double objective = 0;        // includes problem.constant
   long double lower_bound = 0;      // includes problem.constant; -inf if unknown
   std::string message;
-  int64_t nodes = 0;           // branch-and-bound nodes GLPK created
-  int32_t pricing_rounds = 0;  // LP solves of the root's column generation
+  int64_t nodes = 0;  // branch-and-bound nodes GLPK created
 };
 
 IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,

@@ -123,7 +123,7 @@ class Searcher {
   void DrainQueue();
   void Descend();
   bool Perturb();
-  bool TreeMove(int32_t max_nodes, int64_t max_work);
+  bool TreeMove(int32_t max_nodes, int64_t max_work, double price_scale);
   void Lagrangian();
   void DecodeWithinMemory(const MessagePassing& mp, const std::vector<double>& unary,
                           const std::vector<int32_t>& low_memory);
@@ -156,6 +156,8 @@ class Searcher {
 
   std::vector<double> local_;
   std::vector<Int128> slacks_;
+  std::vector<double> run_price_;  // per memory run: sum of the row prices (Lagrangian)
+  bool priced_filter_ = std::getenv("PFILTER") != nullptr;
   // Tree neighbourhood scratch.
   std::vector<int32_t> stamp_;
   int32_t stamp_now_ = 0;
@@ -306,7 +308,7 @@ bool Searcher::RepairForbidden() {
 // with the smallest cost increase per byte freed that creates no new violation and no +inf term.
 bool Searcher::RepairMemory() {
   std::vector<int32_t> seen(static_cast<size_t>(n_), -1);
-  while (!memory_.Feasible()) {
+  for (int32_t step = 0; !memory_.Feasible(); ++step) {
     if (Stopped()) return false;
     const int32_t row = memory_.TightestRow();
     const Int128 deficit = -memory_.RowSlack(row);
@@ -315,8 +317,8 @@ bool Searcher::RepairMemory() {
     double best_score = std::numeric_limits<double>::infinity();
     for (int32_t item : rows_[static_cast<size_t>(row)].items) {
       const int32_t v = problem_.memory_items[static_cast<size_t>(item)].node;
-      if (seen[static_cast<size_t>(v)] == row) continue;
-      seen[static_cast<size_t>(v)] = row;
+      if (seen[static_cast<size_t>(v)] == step) continue;
+      seen[static_cast<size_t>(v)] = step;
       const int32_t cur = x_[static_cast<size_t>(v)];
       Count(1);
       graph_.LocalCosts(v, x_, local_.data());
@@ -357,15 +359,15 @@ bool Searcher::RepairMemory() {
 // all-smallest assignment fits, so this ends feasible whenever that one is.
 bool Searcher::RepairToward(const std::vector<int32_t>& low_memory) {
   std::vector<int32_t> seen(static_cast<size_t>(n_), -1);
-  while (!memory_.Feasible()) {
+  for (int32_t step = 0; !memory_.Feasible(); ++step) {
     if (Stopped()) return false;
     const int32_t row = memory_.TightestRow();
     int32_t best_node = -1;
     double best_score = std::numeric_limits<double>::infinity();
     for (int32_t item : rows_[static_cast<size_t>(row)].items) {
       const int32_t v = problem_.memory_items[static_cast<size_t>(item)].node;
-      if (seen[static_cast<size_t>(v)] == row) continue;
-      seen[static_cast<size_t>(v)] = row;
+      if (seen[static_cast<size_t>(v)] == step) continue;
+      seen[static_cast<size_t>(v)] = step;
       const int32_t cur = x_[static_cast<size_t>(v)];
       const int32_t low = low_memory[static_cast<size_t>(v)];
       if (cur == low) continue;
@@ -384,7 +386,18 @@ bool Searcher::RepairToward(const std::vector<int32_t>& low_memory) {
         best_node = v;
       }
     }
-    if (best_node < 0) return false;
+    if (best_node < 0) {
+      if (std::getenv("LS_DEBUG")) {
+        int at_low = 0, total = 0;
+        for (int32_t item : rows_[static_cast<size_t>(row)].items) {
+          const int32_t v = problem_.memory_items[static_cast<size_t>(item)].node;
+          ++total;
+          if (x_[static_cast<size_t>(v)] == low_memory[static_cast<size_t>(v)]) ++at_low;
+        }
+        std::fprintf(stderr, "toward fail row %d slack %lld: %d/%d items at low\n", row, static_cast<long long>(memory_.RowSlack(row)), at_low, total);
+      }
+      return false;
+    }
     Move(best_node, low_memory[static_cast<size_t>(best_node)]);
   }
   return true;
@@ -510,7 +523,7 @@ bool Searcher::Perturb() {
 // fix everything else, and give the region its exact best joint strategies by dynamic
 // programming over the tree. Each region node only considers strategies that fit memory on
 // their own; the joint result is checked and rolled back if it breaks a row.
-bool Searcher::TreeMove(int32_t max_nodes, int64_t max_work) {
+bool Searcher::TreeMove(int32_t max_nodes, int64_t max_work, double price_scale) {
   if (stamp_.empty()) {
     stamp_.assign(static_cast<size_t>(n_), 0);
     touch_count_.assign(static_cast<size_t>(n_), 0);
@@ -577,13 +590,20 @@ bool Searcher::TreeMove(int32_t max_nodes, int64_t max_work) {
       const double* row = a->cost + static_cast<size_t>(x_[static_cast<size_t>(a->other)]) * k;
       for (size_t s = 0; s < k; ++s) local_[s] += row[s];
     }
-    const bool check = memory_.has_runs(v);
+    const bool check = memory_.has_runs(v) && (price_scale <= 0 || priced_filter_);
     if (check) memory_.LoadSlacks(v, &slacks_);
     for (int32_t s : graph_.domain(v)) {
       if (IsForbidden(local_[static_cast<size_t>(s)])) continue;
       if (check && s != cur && !memory_.FitsWithSlacks(v, cur, s, slacks_)) continue;
+      double priced = local_[static_cast<size_t>(s)];
+      if (price_scale > 0) {
+        for (const MemoryTracker::Run* r = memory_.runs_begin(v); r != memory_.runs_end(v); ++r) {
+          priced += price_scale * run_price_[memory_.run_index(r)] *
+                    static_cast<double>(memory_.RunUsage(*r, s));
+        }
+      }
       cands_.push_back(s);
-      table_.push_back(local_[static_cast<size_t>(s)]);
+      table_.push_back(priced);
     }
     cand_offset_[i + 1] = static_cast<int32_t>(cands_.size());
   }
@@ -688,26 +708,38 @@ void Searcher::Lagrangian() {
   std::vector<double> grad(rows, 0.0);
   std::vector<int32_t> decoded;
   const std::vector<int32_t> low_memory = MinMemoryStart();
+  if (std::getenv("LS_DEBUG")) {
+    Assign(low_memory);
+    std::fprintf(stderr, "low memory start: forbidden %ld min slack %lld\n", static_cast<long>(forbidden_), static_cast<long long>(memory_.MinSlack()));
+  }
   double theta = 1.0;
   long double best_dual = -std::numeric_limits<long double>::infinity();
   int32_t stall = 0;
   const int32_t sweeps = std::getenv("SWEEPS") ? std::atoi(std::getenv("SWEEPS")) : 5;
-  for (int32_t iteration = 0; !Stopped(); ++iteration) {
-    for (size_t r = 0; r < rows; ++r) prefix[r + 1] = prefix[r] + lambda[r];
+  MessagePassing primal_mp(graph_);
+  std::vector<double> primal_unary(mp.unary_size());
+  double inflate = std::getenv("INFL") ? std::atof(std::getenv("INFL")) : 1.0;
+  auto build_unary = [&](double factor, std::vector<double>* out) {
     for (int32_t v = 0; v < n_; ++v) {
       const size_t k = static_cast<size_t>(graph_.strategy_count(v));
-      double* u = unary.data() + mp.unary_offset(v);
+      double* u = out->data() + mp.unary_offset(v);
       std::copy(graph_.node_cost(v), graph_.node_cost(v) + k, u);
       for (const MemoryTracker::Run* run = memory_.runs_begin(v); run != memory_.runs_end(v);
            ++run) {
-        const double price = prefix[static_cast<size_t>(run->row_end)] -
-                             prefix[static_cast<size_t>(run->row_begin)];
+        const double price = factor * (prefix[static_cast<size_t>(run->row_end)] -
+                                       prefix[static_cast<size_t>(run->row_begin)]);
         if (price == 0.0) continue;
         for (size_t s = 0; s < k; ++s) {
           u[s] += price * static_cast<double>(memory_.RunUsage(*run, static_cast<int32_t>(s)));
         }
       }
     }
+  };
+  const double frac = std::getenv("LFRAC") ? std::atof(std::getenv("LFRAC")) : 0.5;
+  for (int32_t iteration = 0; !Stopped(); ++iteration) {
+    if (control_.has_deadline() && control_.elapsed_seconds() > frac * (control_.elapsed_seconds() + control_.remaining_seconds())) break;
+    for (size_t r = 0; r < rows; ++r) prefix[r + 1] = prefix[r] + lambda[r];
+    build_unary(1.0, &unary);
     mp.Iterate(unary, sweeps);
     Count(2 * static_cast<int64_t>(n_) * sweeps);
     mp.Decode(unary, &decoded);
@@ -721,7 +753,16 @@ void Searcher::Lagrangian() {
       grad[r] = (lambda[r] <= 0 && g < 0) ? 0.0 : g;
       norm += grad[r] * grad[r];
     }
-    const bool feasible = Feasible();
+    bool feasible = Feasible();
+    if (inflate != 1.0) {
+      build_unary(inflate, &primal_unary);
+      primal_mp.Iterate(primal_unary, sweeps);
+      primal_mp.Decode(primal_unary, &decoded);
+      Assign(decoded);
+      feasible = Feasible();
+      if (std::getenv("LS_DEBUG")) std::fprintf(stderr, "  inflate %.3f: %s min slack %.3g\n", inflate, feasible ? "feasible" : "infeasible", static_cast<double>(memory_.MinSlack()));
+      if (std::getenv("ADAPT")) inflate = feasible ? std::max(1.0, inflate * 0.97) : inflate * 1.05;
+    }
     if (feasible) {
       Descend();
       Record();
@@ -735,7 +776,7 @@ void Searcher::Lagrangian() {
           }
         }
       } else {
-      DecodeWithinMemory(mp, unary, low_memory);
+      DecodeWithinMemory(inflate != 1.0 ? primal_mp : mp, inflate != 1.0 ? primal_unary : unary, low_memory);
       if (forbidden_ > 0) RepairForbidden();
       if (Feasible()) {
         Descend();
@@ -765,6 +806,14 @@ void Searcher::Lagrangian() {
     const double step = theta * static_cast<double>(gap) / norm;
     for (size_t r = 0; r < rows; ++r) lambda[r] = std::max(0.0, lambda[r] + step * grad[r]);
   }
+  for (size_t r = 0; r < rows; ++r) prefix[r + 1] = prefix[r] + lambda[r];
+  run_price_.assign(memory_.run_count(), 0.0);
+  for (int32_t v = 0; v < n_; ++v) {
+    for (const MemoryTracker::Run* run = memory_.runs_begin(v); run != memory_.runs_end(v); ++run) {
+      run_price_[memory_.run_index(run)] = prefix[static_cast<size_t>(run->row_end)] -
+                                           prefix[static_cast<size_t>(run->row_begin)];
+    }
+  }
 }
 
 std::vector<int32_t> Searcher::Run(const std::vector<int32_t>& start) {
@@ -788,7 +837,9 @@ std::vector<int32_t> Searcher::Run(const std::vector<int32_t>& start) {
       if (rng_.Below(8) == 0) {
         Perturb();
       } else {
-        TreeMove(2 + rng_.Below(60), 2000000);
+        const double pp = std::getenv("PPROB") ? std::atof(std::getenv("PPROB")) : 0.0;
+        const bool priced = !run_price_.empty() && rng_.Unit() < pp;
+        TreeMove(2 + rng_.Below(60), 2000000, priced ? 0.5 + 1.5 * rng_.Unit() : 0.0);
       }
     }
   }

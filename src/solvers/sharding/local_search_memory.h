@@ -37,6 +37,8 @@ class MemoryTracker {
   const Run* runs_end(int32_t v) const {
     return runs_.data() + run_begin_[static_cast<size_t>(v) + 1];
   }
+  size_t run_count() const { return runs_.size(); }
+  size_t run_index(const Run* run) const { return static_cast<size_t>(run - runs_.data()); }
   bool has_runs(int32_t v) const {
     return run_begin_[static_cast<size_t>(v)] != run_begin_[static_cast<size_t>(v) + 1];
   }

@@ -251,12 +251,13 @@ Status BuildFromLiveSets(const ShardingProblem& problem, const std::vector<NodeU
   return Status::Ok();
 }
 
+constexpr uint64_t kHashSeed = 0x9e3779b97f4a7c15ULL;
+uint64_t HashStep(uint64_t h, int32_t x) {
+  return h ^ (static_cast<uint64_t>(static_cast<uint32_t>(x)) + kHashSeed + (h << 6) + (h >> 2));
+}
 uint64_t HashItems(const std::vector<int32_t>& items) {
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ items.size();
-  for (int32_t x : items) {
-    h ^= static_cast<uint64_t>(static_cast<uint32_t>(x)) + 0x9e3779b97f4a7c15ULL + (h << 6) +
-         (h >> 2);
-  }
+  uint64_t h = kHashSeed;
+  for (int32_t x : items) h = HashStep(h, x);
   return h;
 }
 
@@ -368,54 +369,75 @@ void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* 
     shift[i] = *lo;
     spread[i] = *hi - *lo;
     const int64_t s = shift[i];
-    for (int64_t& u : usage) u -= s;
+    if (s != 0) {
+      for (int64_t& u : usage) u -= s;
+    }
   }
+  // One pass over the entries (there can be tens of millions): shift, filter, check the order,
+  // hash, and count references.
+  std::vector<int64_t> references(items->size(), 0);
+  auto release = [&references](const MemoryRow& row) {
+    for (int32_t x : row.items) --references[static_cast<size_t>(x)];
+  };
   std::vector<MemoryRow> kept;
+  std::vector<uint64_t> hashes;
   kept.reserve(rows->size());
   for (MemoryRow& row : *rows) {
     Int128 cap = row.capacity, total_spread = 0;
     size_t out = 0;
+    bool sorted = true;
+    uint64_t hash = kHashSeed;
     for (int32_t x : row.items) {
-      cap -= shift[static_cast<size_t>(x)];
-      if (spread[static_cast<size_t>(x)] == 0) continue;
-      total_spread += spread[static_cast<size_t>(x)];
+      const size_t i = static_cast<size_t>(x);
+      cap -= shift[i];
+      if (spread[i] == 0) continue;
+      total_spread += spread[i];
+      sorted = sorted && (out == 0 || row.items[out - 1] <= x);
+      hash = HashStep(hash, x);
+      ++references[i];
       row.items[out++] = x;
     }
     row.items.resize(out);
-    if (total_spread <= cap) continue;  // holds for every assignment
+    if (total_spread <= cap) {  // holds for every assignment
+      release(row);
+      continue;
+    }
     row.capacity = ClampToInt64(cap);
-    if (!std::is_sorted(row.items.begin(), row.items.end())) {
+    if (!sorted) {
       std::sort(row.items.begin(), row.items.end());
+      hash = HashItems(row.items);
     }
     kept.push_back(std::move(row));
+    hashes.push_back(hash);
   }
   // Identical rows: keep the first, with the smallest capacity. The map only answers lookups,
   // so its iteration order never matters.
   std::vector<bool> removed(kept.size(), false);
   std::unordered_map<uint64_t, std::vector<int32_t>> by_hash;
   for (size_t r = 0; r < kept.size(); ++r) {
-    std::vector<int32_t>& same_hash = by_hash[HashItems(kept[r].items)];
-    bool duplicate = false;
+    std::vector<int32_t>& same_hash = by_hash[hashes[r]];
     for (int32_t other : same_hash) {
       MemoryRow& first = kept[static_cast<size_t>(other)];
       if (first.items == kept[r].items) {
         first.capacity = std::min(first.capacity, kept[r].capacity);
-        duplicate = true;
+        removed[r] = true;
         break;
       }
     }
-    if (duplicate) {
-      removed[r] = true;
-    } else {
-      same_hash.push_back(static_cast<int32_t>(r));
-    }
+    if (!removed[r]) same_hash.push_back(static_cast<int32_t>(r));
   }
   if (subset_budget > 0) MarkDominatedRows(kept, items->size(), subset_budget, &removed);
   rows->clear();
   for (size_t r = 0; r < kept.size(); ++r) {
-    if (!removed[r]) rows->push_back(std::move(kept[r]));
+    if (removed[r]) {
+      release(kept[r]);
+    } else {
+      rows->push_back(std::move(kept[r]));
+    }
   }
-  CompactItems(items, rows);
+  if (std::any_of(references.begin(), references.end(), [](int64_t n) { return n == 0; })) {
+    CompactItems(items, rows);
+  }
 }
 
 }  // namespace alpa

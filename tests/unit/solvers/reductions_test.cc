@@ -199,16 +199,31 @@ TEST(ReductionsTest, ForbiddenEverywhereIsReported) {
 WorkProblem RandomProblem(std::mt19937& rng) {
   auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   WorkProblem p;
-  const int n = pick(1, 7);
+  // Dense small graphs, or sparse bigger ones (a random tree plus a few edges) where R1/R2
+  // chains and merged edges show up.
+  const bool sparse = pick(0, 1) == 1;
+  const int n = sparse ? pick(3, 10) : pick(1, 7);
   for (int v = 0; v < n; ++v) {
     std::vector<double> c;
-    for (int s = pick(1, 4); s > 0; --s) c.push_back(pick(-3, 12));
+    for (int s = pick(1, sparse ? 3 : 4); s > 0; --s) c.push_back(pick(-3, 12));
     p.cost.push_back(c);
+  }
+  std::vector<std::vector<bool>> joined(static_cast<size_t>(n),
+                                        std::vector<bool>(static_cast<size_t>(n)));
+  for (int v = 1; v < n; ++v) {
+    if (sparse) joined[static_cast<size_t>(pick(0, v - 1))][static_cast<size_t>(v)] = true;
+  }
+  for (int extra = sparse ? pick(0, 3) : 0; extra > 0; --extra) {
+    const int a = pick(0, n - 2);
+    joined[static_cast<size_t>(a)][static_cast<size_t>(pick(a + 1, n - 1))] = true;
   }
   const int density = pick(1, 4);
   for (int a = 0; a < n; ++a) {
     for (int b = a + 1; b < n; ++b) {
-      if (pick(0, 4) >= density) continue;
+      if (sparse ? !joined[static_cast<size_t>(a)][static_cast<size_t>(b)]
+                 : pick(0, 4) >= density) {
+        continue;
+      }
       std::vector<double> m;
       const size_t kk =
           p.cost[static_cast<size_t>(a)].size() * p.cost[static_cast<size_t>(b)].size();
