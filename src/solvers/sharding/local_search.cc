@@ -740,12 +740,14 @@ void Searcher::Lagrangian() {
     if (control_.has_deadline() && control_.elapsed_seconds() > frac * (control_.elapsed_seconds() + control_.remaining_seconds())) break;
     for (size_t r = 0; r < rows; ++r) prefix[r + 1] = prefix[r] + lambda[r];
     build_unary(1.0, &unary);
-    mp.Iterate(unary, sweeps);
-    Count(2 * static_cast<int64_t>(n_) * sweeps);
+    const int32_t warm = std::getenv("WARM") ? std::atoi(std::getenv("WARM")) : 0;
+    const int32_t now_sweeps = iteration == 0 ? std::max(sweeps, warm) : sweeps;
+    mp.Iterate(unary, now_sweeps);
+    Count(2 * static_cast<int64_t>(n_) * now_sweeps);
     mp.Decode(unary, &decoded);
     Assign(decoded);
     memory_.RowSlacks(&slack);
-    long double dual = cost_;
+    long double dual = cost_ + problem_.constant;
     double norm = 0;
     for (size_t r = 0; r < rows; ++r) {
       const double g = -static_cast<double>(slack[r]);
@@ -789,6 +791,12 @@ void Searcher::Lagrangian() {
                    feasible ? "feasible" : "infeasible", dual, cost_, best_cost_, theta,
                    control_.elapsed_seconds());
     }
+    if (std::getenv("USELB")) {
+      long double capacity_price = 0;
+      for (size_t r = 0; r < rows; ++r) capacity_price += static_cast<long double>(lambda[r]) * static_cast<long double>(rows_[r].capacity);
+      dual = mp.LowerBound(unary) + problem_.constant - capacity_price;
+      if (std::getenv("LS_DEBUG")) std::fprintf(stderr, "   lb %.5Le\n", dual);
+    }
     if (dual > best_dual) {
       best_dual = dual;
       stall = 0;
@@ -800,7 +808,7 @@ void Searcher::Lagrangian() {
     // Polyak step towards a target between the best dual value and the best feasible cost;
     // a target near the dual keeps early steps small when the incumbent is poor.
     long double target = best_dual + 0.2L * std::fabs(static_cast<double>(best_dual)) + 1;
-    if (found_) target = std::min(target, best_cost_);
+    if (found_) target = std::min(target, best_cost_ + problem_.constant);
     long double gap = target - dual;
     if (gap <= 0) gap = 1e-3L * std::fabs(static_cast<double>(target)) + 1;
     const double step = theta * static_cast<double>(gap) / norm;
@@ -831,7 +839,7 @@ std::vector<int32_t> Searcher::Run(const std::vector<int32_t>& start) {
     Descend();
     Record();
     journal_.clear();
-    if (memory_.has_rows()) Lagrangian();
+    Lagrangian();
     if (found_) Assign(best_x_);
     while (!Stopped()) {
       if (rng_.Below(8) == 0) {
@@ -867,6 +875,7 @@ LocalSearchResult RunLocalSearch(const WorkProblem& problem, const SolveControl&
     contracted = Contract(problem, input_graph);
   }
   const WorkProblem& groups = contracted.problem;
+  if (!std::isfinite(static_cast<double>(groups.constant))) return result;
   const SearchGraph graph(groups);
   if (std::getenv("LS_DEBUG")) {
     size_t arcs = 0, doms = 0, maxdeg = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -112,6 +113,20 @@ ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph)
     if (ga == gb) {
       std::vector<double>& c = cp.cost[static_cast<size_t>(ga)];
       for (size_t s = 0; s < c.size(); ++s) c[s] += entry(s, s);
+      continue;
+    }
+    // A group with one strategy never moves: its edges fold into the other end's costs, so
+    // the search (and message passing) never visits them.
+    if ((pa.size() == 1 || pb.size() == 1) && !std::getenv("NOFOLD")) {
+      if (pa.size() == 1 && pb.size() == 1) {
+        cp.constant += entry(0, 0);
+      } else if (pa.size() == 1) {
+        std::vector<double>& c = cp.cost[static_cast<size_t>(gb)];
+        for (size_t t = 0; t < c.size(); ++t) c[t] += entry(0, t);
+      } else {
+        std::vector<double>& c = cp.cost[static_cast<size_t>(ga)];
+        for (size_t s = 0; s < c.size(); ++s) c[s] += entry(s, 0);
+      }
       continue;
     }
     const bool swap = ga > gb;

@@ -6,8 +6,9 @@
 // Single-node moves cannot cross such ties, so the search runs on a contracted problem where each
 // connected group of tied nodes is one node whose strategies are its first member's allowed
 // strategies; members follow through the bijections. Edges inside a group fold into the group's
-// node costs, parallel edges between groups add up, and memory items keep their rows but index
-// group strategies.
+// node costs, edges touching a group with a single strategy fold into the other end's costs (or
+// the constant), parallel edges between groups add up, and memory items keep their rows but
+// index group strategies.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "solvers/sharding/local_search_trws.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 namespace alpa {
@@ -13,6 +14,9 @@ MessagePassing::MessagePassing(const SearchGraph& graph) : graph_(graph) {
   // Breadth-first order: messages then travel along the graph's structure in each sweep.
   position_.assign(static_cast<size_t>(n), -1);
   order_.reserve(static_cast<size_t>(n));
+  if (std::getenv("IDORDER")) {
+    for (int32_t v = 0; v < n; ++v) { position_[static_cast<size_t>(v)] = v; order_.push_back(v); }
+  }
   for (int32_t root = 0; root < n; ++root) {
     if (position_[static_cast<size_t>(root)] >= 0) continue;
     position_[static_cast<size_t>(root)] = static_cast<int32_t>(order_.size());
@@ -50,6 +54,57 @@ MessagePassing::MessagePassing(const SearchGraph& graph) : graph_(graph) {
   messages_.assign(message_offset_.back(), 0.0);
   belief_.assign(static_cast<size_t>(std::max(1, graph.max_strategy_count())), 0.0);
   scratch_.assign(belief_.size(), 0.0);
+}
+
+long double MessagePassing::LowerBound(const std::vector<double>& unary) const {
+  const int32_t n = graph_.node_count();
+  // share[v][s] = belief_v(s) / degree_v, stored flat like the unary terms.
+  std::vector<double> share(unary.size(), 0.0);
+  long double bound = 0;
+  for (int32_t v = 0; v < n; ++v) {
+    const size_t kv = static_cast<size_t>(graph_.strategy_count(v));
+    const double* u = unary.data() + unary_offset_[static_cast<size_t>(v)];
+    double* sh = share.data() + unary_offset_[static_cast<size_t>(v)];
+    const int32_t degree = graph_.degree(v);
+    if (degree == 0) {
+      double best = kInf;
+      for (int32_t s : graph_.domain(v)) best = std::min(best, u[s]);
+      bound += best;
+      continue;
+    }
+    for (size_t s = 0; s < kv; ++s) {
+      sh[s] = graph_.allowed(v, static_cast<int32_t>(s)) ? u[s] : kInf;
+    }
+    for (const SearchArc* a = graph_.arcs_begin(v); a != graph_.arcs_end(v); ++a) {
+      const double* in = messages_.data() + message_offset_[a->reverse];
+      for (size_t s = 0; s < kv; ++s) sh[s] += in[s];
+    }
+    for (size_t s = 0; s < kv; ++s) sh[s] /= degree;
+  }
+  std::vector<double> left(belief_.size());
+  for (int32_t v = 0; v < n; ++v) {
+    const size_t kv = static_cast<size_t>(graph_.strategy_count(v));
+    for (const SearchArc* a = graph_.arcs_begin(v); a != graph_.arcs_end(v); ++a) {
+      if (a->other < v) continue;  // each edge once
+      const int32_t u = a->other;
+      const size_t ku = static_cast<size_t>(graph_.strategy_count(u));
+      // This edge's share of v minus the message v got over it (left), and the same for u.
+      const double* sv = share.data() + unary_offset_[static_cast<size_t>(v)];
+      const double* in_v = messages_.data() + message_offset_[a->reverse];
+      for (size_t s = 0; s < kv; ++s) left[s] = sv[s] - in_v[s];
+      const double* su = share.data() + unary_offset_[static_cast<size_t>(u)];
+      const double* in_u = messages_.data() + message_offset_[graph_.arc_index(a)];
+      double best = kInf;
+      for (size_t t = 0; t < ku; ++t) {
+        if (!graph_.allowed(u, static_cast<int32_t>(t))) continue;
+        const double base = su[t] - in_u[t];
+        const double* row = a->cost + t * kv;
+        for (size_t s = 0; s < kv; ++s) best = std::min(best, base + left[s] + row[s]);
+      }
+      bound += best;
+    }
+  }
+  return bound;
 }
 
 void MessagePassing::Reset() { std::fill(messages_.begin(), messages_.end(), 0.0); }

@@ -34,6 +34,10 @@ class MessagePassing {
   void Score(int32_t v, const std::vector<double>& unary, const std::vector<int32_t>& x,
              double* score) const;
   void Reset();
+  // A lower bound on min E from the current messages: each node's belief (unary + incoming
+  // messages) is shared equally among its edges, and every edge takes its minimum over both
+  // ends; the shares sum back to E for every labelling, so the sum of minima bounds it.
+  long double LowerBound(const std::vector<double>& unary) const;
 
  private:
   // Sends node v's message along arc a (towards the neighbour), given v's reparametrized unary.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <deque>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -11,6 +12,9 @@
 
 namespace alpa {
 namespace {
+
+// Rounds of memory-driven strategy removal (each rebuilds the rows); usually 1 or 2 suffice.
+constexpr int kMaxMemoryRounds = 8;
 
 double ToWorkCost(double cost) { return IsForbidden(cost) ? kInfCost : cost; }
 
@@ -171,6 +175,48 @@ Status MakeArcConsistent(const std::vector<WorkEdge>& edges,
   return Status::Ok();
 }
 
+std::vector<std::vector<int32_t>> AllowedStrategies(const std::vector<std::vector<bool>>& allowed) {
+  std::vector<std::vector<int32_t>> lists(allowed.size());
+  for (size_t w = 0; w < allowed.size(); ++w) {
+    for (size_t s = 0; s < allowed[w].size(); ++s) {
+      if (allowed[w][s]) lists[w].push_back(static_cast<int32_t>(s));
+    }
+  }
+  return lists;
+}
+
+// Forbids (in `allowed`) every strategy whose usage in some item exceeds the smallest capacity
+// of the rows holding that item.
+Status RemoveOversizedStrategies(const WorkProblem& work,
+                                 const std::vector<std::vector<int32_t>>& original_strategy,
+                                 const std::vector<int32_t>& root_of_work,
+                                 std::vector<std::vector<bool>>* allowed, bool* removed) {
+  std::vector<int64_t> capacity(work.memory_items.size(), std::numeric_limits<int64_t>::max());
+  for (const MemoryRow& row : work.memory_rows) {
+    for (int32_t x : row.items) {
+      capacity[static_cast<size_t>(x)] = std::min(capacity[static_cast<size_t>(x)], row.capacity);
+    }
+  }
+  for (size_t x = 0; x < work.memory_items.size(); ++x) {
+    const MemoryItem& item = work.memory_items[x];
+    const size_t w = static_cast<size_t>(item.node);
+    for (size_t s = 0; s < item.usage.size(); ++s) {
+      if (item.usage[s] <= capacity[x]) continue;
+      (*allowed)[w][static_cast<size_t>(original_strategy[w][s])] = false;
+      *removed = true;
+    }
+  }
+  // Each item keeps its smallest usage (capacities are never negative), but a follower group
+  // has one item per member, and together they can rule out every strategy.
+  for (size_t w = 0; w < allowed->size(); ++w) {
+    if (std::none_of((*allowed)[w].begin(), (*allowed)[w].end(), [](bool b) { return b; })) {
+      return Infeasible("node " + std::to_string(root_of_work[w]) +
+                        " has no strategy left whose memory usage fits the limit");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<NormalizedProblem> Normalize(const ShardingProblem& problem) {
@@ -230,16 +276,26 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem) {
                         "cost, or an edge/alias within its follower group");
     }
   }
-  ALPA_RETURN_IF_ERROR(MakeArcConsistent(edges, root_of_work, &allowed));
+  // A strategy whose own (shifted) usage exceeds the capacity of a row holding it can never be
+  // chosen. Removing it can raise a smallest usage and so lower capacities, and it can make
+  // neighbours' strategies unsupported: repeat with arc consistency until nothing changes.
+  for (int round = 0;; ++round) {
+    ALPA_RETURN_IF_ERROR(MakeArcConsistent(edges, root_of_work, &allowed));
+    out.original_strategy = AllowedStrategies(allowed);
+    if (!problem.usage_limit) break;
+    ALPA_RETURN_IF_ERROR(BuildMemoryRows(problem, out.work_node_of, out.original_strategy,
+                                         &work.memory_items, &work.memory_rows));
+    if (round == kMaxMemoryRounds) break;
+    bool removed = false;
+    ALPA_RETURN_IF_ERROR(
+        RemoveOversizedStrategies(work, out.original_strategy, root_of_work, &allowed, &removed));
+    if (!removed) break;
+  }
 
   // Renumber the allowed strategies; shrink costs and edges; drop edges that are all zero.
-  out.original_strategy.resize(work_nodes);
   for (size_t w = 0; w < work_nodes; ++w) {
     std::vector<double>& c = work.cost[w];
-    std::vector<int32_t>& kept = out.original_strategy[w];
-    for (size_t s = 0; s < c.size(); ++s) {
-      if (allowed[w][s]) kept.push_back(static_cast<int32_t>(s));
-    }
+    const std::vector<int32_t>& kept = out.original_strategy[w];
     for (size_t s = 0; s < kept.size(); ++s) c[s] = c[static_cast<size_t>(kept[s])];
     c.resize(kept.size());
   }
@@ -259,12 +315,6 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem) {
     }
     if (all_zero) continue;
     work.edges.push_back(WorkEdge{e.a, e.b, std::move(m)});
-  }
-  edges.clear();
-
-  if (problem.usage_limit) {
-    ALPA_RETURN_IF_ERROR(BuildMemoryRows(problem, out.work_node_of, out.original_strategy,
-                                         &work.memory_items, &work.memory_rows));
   }
   return out;
 }

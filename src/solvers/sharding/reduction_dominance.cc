@@ -17,8 +17,9 @@ size_t ReductionEngine::DominateNode(int32_t u) {
   for (int32_t e : adj) row_work += static_cast<double>(k(Other(edge(e), u)));
   const double pairs = static_cast<double>(ku) * static_cast<double>(ku);
   if (pairs > reduction_internal::kMaxDominancePairs ||
-      dominance_work_ > reduction_internal::kMaxDominanceWork)
+      dominance_work_ > reduction_internal::kMaxDominanceWork) {
     return 0;
+  }
   dominance_work_ += pairs + 2 * row_work * static_cast<double>(ku);
   // Edges as rows of u's strategies, +inf replaced by kBig: an l where i is forbidden counts as
   // -kBig (ignored); where only j is, the difference is about +kBig (no dominance). A row i that

@@ -125,9 +125,10 @@ void ReductionEngine::RemoveStrategies(int32_t v, const std::vector<int32_t>& re
     std::vector<double> m;
     m.reserve(keep.size() * kw);
     if (ed.a == v) {
-      for (size_t i : keep)
+      for (size_t i : keep) {
         m.insert(m.end(), ed.m.begin() + static_cast<std::ptrdiff_t>(i * kw),
                  ed.m.begin() + static_cast<std::ptrdiff_t>((i + 1) * kw));
+      }
     } else {
       for (size_t j = 0; j < kw; ++j) {
         for (size_t i : keep) m.push_back(ed.m[j * old_k + i]);

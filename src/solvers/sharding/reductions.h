@@ -2,11 +2,19 @@
 //   R0: a node without edges takes its cheapest strategy;
 //   R1: a degree-1 node folds into its neighbour (min over its own choices per neighbour choice);
 //   R2: a degree-2 node becomes an edge between its neighbours (min-plus product), merged with any
-//       edge already joining them;
-//   single-strategy nodes fold into their neighbours' costs;
-//   dominated strategies are removed (for nodes in memory rows only if no row gets worse).
+//       edge already joining them (skipped when k_u * k_v * k_w > 5e7: the node stays);
+//   single-strategy nodes fold into their neighbours' costs; this includes nodes in memory rows,
+//       whose (now constant) usage moves into the capacity of their rows;
+//   edges of the form r[i] + c[j] fold into the two node costs;
+//   strategies that an edge forbids whatever the neighbour takes become forbidden, and forbidden
+//       strategies are removed;
+//   dominated strategies are removed (for nodes in memory rows only if they use no less memory
+//       in every item); this runs on a bounded budget (nodes with more than 1000 strategies are
+//       skipped) and alternates with the rules above until nothing changes.
 // The optimum of the core plus `core.constant` equals the optimum of the input, and any core
-// assignment expands to an input assignment of exactly that cost.
+// assignment expands to an input assignment of exactly that cost. The core's memory rows are the
+// input's, re-indexed and simplified (SimplifyMemoryRows) when a memory node changed.
+// Everything is deterministic: a FIFO worklist seeded in node order.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +33,7 @@ struct ReductionStats {
   int64_t separable_edges = 0;  // edges of the form r[i] + c[j], folded into node costs
 };
 
-class ReductionEngine;  // reductions.cc
+class ReductionEngine;  // reduction_engine.h (internal)
 
 class ReducedProblem {
  public:
@@ -37,10 +45,12 @@ class ReducedProblem {
   // core node id -> input node id
   const std::vector<int32_t>& input_node_of_core() const { return input_node_of_core_; }
 
-  // Expands a core assignment (one strategy per core node) to an input assignment.
+  // Expands a core assignment (one strategy per core node, each in range) to an input
+  // assignment: eliminated nodes are back-substituted in reverse elimination order.
   std::vector<int32_t> Expand(const std::vector<int32_t>& core_assignment) const;
   // Restricts an input assignment to the core (a warm start); strategies removed as dominated
-  // map to the strategy that dominated them.
+  // map to the strategy that dominated them (an optimum stays an optimum); a missing entry or a
+  // strategy removed as forbidden maps to the node's cheapest core strategy.
   std::vector<int32_t> Restrict(const std::vector<int32_t>& input_assignment) const;
   // True when the reductions found a node with no finite-cost strategy left: the input has no
   // finite assignment (the core keeps that node with +inf costs, so its optimum is +inf too).

@@ -312,7 +312,7 @@ TEST(ReductionsTest, LargeChainAndTreeReduceCompletelyAndFast) {
     const long double optimum = TreeOptimum(p, parent);
     EXPECT_EQ(r.core().constant, optimum);
     EXPECT_EQ(WorkObjective(p, r.Expand({})), optimum);
-    EXPECT_LT(seconds, 5.0);
+    EXPECT_LT(seconds, 30.0);  // generous: sanitizer builds; a quadratic blowup takes minutes
   }
 }
 
