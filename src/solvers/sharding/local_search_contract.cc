@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -117,7 +116,7 @@ ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph)
     }
     // A group with one strategy never moves: its edges fold into the other end's costs, so
     // the search (and message passing) never visits them.
-    if ((pa.size() == 1 || pb.size() == 1) && !std::getenv("NOFOLD")) {
+    if (pa.size() == 1 || pb.size() == 1) {
       if (pa.size() == 1 && pb.size() == 1) {
         cp.constant += entry(0, 0);
       } else if (pa.size() == 1) {
@@ -134,7 +133,8 @@ ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph)
     auto [it, inserted] = edge_index.emplace(key, cp.edges.size());
     const size_t rows = cp.cost[static_cast<size_t>(key.first)].size();
     const size_t cols = cp.cost[static_cast<size_t>(key.second)].size();
-    if (inserted) cp.edges.push_back(WorkEdge{key.first, key.second, std::vector<double>(rows * cols, 0.0)});
+    if (inserted)
+      cp.edges.push_back(WorkEdge{key.first, key.second, std::vector<double>(rows * cols, 0.0)});
     std::vector<double>& m = cp.edges[it->second].cost;
     for (size_t s = 0; s < pa.size(); ++s) {
       for (size_t t = 0; t < pb.size(); ++t) {
@@ -181,8 +181,8 @@ std::vector<int32_t> ContractedProblem::Restrict(const std::vector<int32_t>& ass
   }
   std::vector<int32_t> x(groups, 0);
   for (size_t g = 0; g < groups; ++g) {
-    x[g] = static_cast<int32_t>(std::max_element(votes[g].begin(), votes[g].end()) -
-                                votes[g].begin());
+    x[g] =
+        static_cast<int32_t>(std::max_element(votes[g].begin(), votes[g].end()) - votes[g].begin());
   }
   return x;
 }

@@ -13,8 +13,7 @@ struct ItemRun {
 };
 
 // Runs of consecutive rows per item, found in one pass over the rows.
-std::vector<std::vector<ItemRun>> ItemRuns(const std::vector<MemoryRow>& rows,
-                                           size_t item_count) {
+std::vector<std::vector<ItemRun>> ItemRuns(const std::vector<MemoryRow>& rows, size_t item_count) {
   std::vector<std::vector<ItemRun>> runs(item_count);
   std::vector<int32_t> last(item_count, -2);
   std::vector<int32_t> begin(item_count, 0);
@@ -91,7 +90,8 @@ MemoryTracker::MemoryTracker(const std::vector<MemoryItem>& items,
       if (runs_.size() > run_begin_[v]) {
         Run& prev = runs_.back();
         if (prev.row_end == row &&
-            std::equal(active.begin(), active.end(), run_usage_.begin() + static_cast<std::ptrdiff_t>(prev.usage_offset))) {
+            std::equal(active.begin(), active.end(),
+                       run_usage_.begin() + static_cast<std::ptrdiff_t>(prev.usage_offset))) {
           prev.row_end = next;
           continue;
         }
@@ -158,8 +158,8 @@ Int128 MemoryTracker::QueryRec(int32_t node, int32_t nlo, int32_t nhi, int32_t l
   const int32_t mid = nlo + (nhi - nlo) / 2;
   if (hi <= mid) return tree_add_[at] + QueryRec(2 * node, nlo, mid, lo, hi);
   if (lo >= mid) return tree_add_[at] + QueryRec(2 * node + 1, mid, nhi, lo, hi);
-  return tree_add_[at] + std::min(QueryRec(2 * node, nlo, mid, lo, hi),
-                                  QueryRec(2 * node + 1, mid, nhi, lo, hi));
+  return tree_add_[at] +
+         std::min(QueryRec(2 * node, nlo, mid, lo, hi), QueryRec(2 * node + 1, mid, nhi, lo, hi));
 }
 
 void MemoryTracker::RowSlacks(std::vector<Int128>* slacks) const {

@@ -33,7 +33,9 @@ class MemoryTracker {
   // Recomputes every row's usage for assignment x.
   void Reset(const std::vector<int32_t>& x);
 
-  const Run* runs_begin(int32_t v) const { return runs_.data() + run_begin_[static_cast<size_t>(v)]; }
+  const Run* runs_begin(int32_t v) const {
+    return runs_.data() + run_begin_[static_cast<size_t>(v)];
+  }
   const Run* runs_end(int32_t v) const {
     return runs_.data() + run_begin_[static_cast<size_t>(v) + 1];
   }
@@ -53,8 +55,7 @@ class MemoryTracker {
   // run of v, from LoadSlacks) avoids repeated tree queries when many targets are tried.
   bool Fits(int32_t v, int32_t from, int32_t to) const;
   void LoadSlacks(int32_t v, std::vector<Int128>* slacks) const;
-  bool FitsWithSlacks(int32_t v, int32_t from, int32_t to,
-                      const std::vector<Int128>& slacks) const;
+  bool FitsWithSlacks(int32_t v, int32_t from, int32_t to, const std::vector<Int128>& slacks) const;
   // Largest amount by which a row of v would exceed capacity after the move (<= 0: fits).
   Int128 Excess(int32_t v, int32_t from, int32_t to, const std::vector<Int128>& slacks) const;
 

@@ -23,32 +23,20 @@ class MessagePassing {
   size_t unary_offset(int32_t v) const { return unary_offset_[static_cast<size_t>(v)]; }
   size_t unary_size() const { return unary_offset_.back(); }
 
-  // One forward and one backward sweep per iteration. Returns the work done (entries touched).
-  int64_t Iterate(const std::vector<double>& unary, int32_t iterations);
-  // A labelling from the current messages: nodes in sweep order take their best strategy given
-  // the choices already made and the messages from the rest.
+  // One forward and one backward sweep over the nodes per iteration.
+  void Iterate(const std::vector<double>& unary, int32_t iterations);
+  // A labelling from the current messages: nodes in sweep order take their best allowed
+  // strategy given the choices already made and the messages from the rest.
   void Decode(const std::vector<double>& unary, std::vector<int32_t>* x) const;
-  // The sweep order, and the score Decode gives node v's strategies: unary + edge costs to the
-  // neighbours placed before v in that order (at x) + messages from the others.
-  const std::vector<int32_t>& order() const { return order_; }
-  void Score(int32_t v, const std::vector<double>& unary, const std::vector<int32_t>& x,
-             double* score) const;
-  void Reset();
-  // A lower bound on min E from the current messages: each node's belief (unary + incoming
-  // messages) is shared equally among its edges, and every edge takes its minimum over both
-  // ends; the shares sum back to E for every labelling, so the sum of minima bounds it.
-  long double LowerBound(const std::vector<double>& unary) const;
 
  private:
-  // Sends node v's message along arc a (towards the neighbour), given v's reparametrized unary.
-  void Send(int32_t v, size_t arc, const double* belief);
+  // Sends node v's message along arc `arc_index`, given v's belief (unary + incoming messages).
+  void Send(int32_t v, size_t arc_index, const double* belief);
 
   const SearchGraph& graph_;
-  std::vector<int32_t> order_;     // sweep order
-  std::vector<int32_t> position_;  // node -> index in order_
   std::vector<double> gamma_;
   std::vector<size_t> unary_offset_;
-  std::vector<size_t> message_offset_;  // per arc: message into arc.other, over its strategies
+  std::vector<size_t> message_offset_;  // per arc: the message into arc.other, over its strategies
   std::vector<double> messages_;
   std::vector<double> belief_;
   std::vector<double> scratch_;

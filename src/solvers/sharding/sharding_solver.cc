@@ -37,8 +37,12 @@ namespace {
 // GLPK only runs when time is left over.
 constexpr int64_t kLargeIlpEntries = 3'000'000;
 
-// Work (move evaluations) the local search may spend in deterministic mode, per core node.
+// Work (move evaluations) the local search may spend per core node when it is not the last
+// word (small cores, where GLPK follows) or must not depend on timing (deterministic mode).
 constexpr int64_t kDeterministicMovesPerNode = 2'000;
+// Time caps of the heuristic: before GLPK on small cores, and on large cores without a limit.
+constexpr double kSmallHeuristicSeconds = 2.0;
+constexpr double kLargeHeuristicSecondsWithoutLimit = 60.0;
 
 int64_t IlpSizeEstimate(const WorkProblem& core) {
   int64_t entries = 0;
@@ -195,11 +199,12 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   } else {
     const bool large = IlpSizeEstimate(core) > kLargeIlpEntries;
     // Heuristic first: an incumbent for GLPK and an anytime answer. On small cores it gets a
-    // short burst; on large ones (where GLPK cannot finish) nearly all of the time.
+    // bounded burst (GLPK then proves optimality); on large ones, where GLPK's model alone
+    // would take minutes and gigabytes, all of the time.
     LocalSearchOptions search_options;
     search_options.seed = 1;
     if (incumbent.found()) search_options.start = incumbent.assignment();
-    if (options.deterministic) {
+    if (options.deterministic || !large) {
       search_options.max_moves =
           kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
     }
@@ -209,18 +214,17 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
     };
     double heuristic_seconds = control.remaining_seconds();
     if (!large) {
-      heuristic_seconds =
-          std::isfinite(heuristic_seconds) ? std::min(2.0, 0.1 * heuristic_seconds) : 2.0;
-    } else if (std::isfinite(heuristic_seconds)) {
-      heuristic_seconds *= 0.9;
-    } else {
-      heuristic_seconds = 60.0;
+      heuristic_seconds = std::isfinite(heuristic_seconds)
+                              ? std::min(kSmallHeuristicSeconds, 0.1 * heuristic_seconds)
+                              : kSmallHeuristicSeconds;
+    } else if (!std::isfinite(heuristic_seconds)) {
+      heuristic_seconds = kLargeHeuristicSecondsWithoutLimit;
     }
     const SolveControl heuristic_control(heuristic_seconds, stop.flag());
     LocalSearchResult heuristic = RunLocalSearch(core, heuristic_control, search_options);
     if (heuristic.found) stop.Sync(!incumbent.Offer(heuristic.assignment, "heuristic"));
 
-    if (!stop.set() && !control.expired()) {
+    if (!large && !stop.set() && !control.expired()) {
       IlpOptions ilp_options;
       ilp_options.relative_gap = options.relative_gap;
       if (incumbent.found()) ilp_options.incumbent = incumbent.assignment();

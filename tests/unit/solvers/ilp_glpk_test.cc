@@ -2,6 +2,7 @@
 
 #include <glpk.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -95,7 +96,9 @@ WorkProblem RandomWork(uint64_t seed, int32_t n, int32_t k, int32_t degree, int3
     p.edges.push_back(e);
   };
   for (int32_t v = 1; v < n; ++v) add_edge(static_cast<int32_t>(rng.Below(v)), v);
-  while (static_cast<int64_t>(p.edges.size()) * 2 < static_cast<int64_t>(n) * degree) {
+  const int64_t target = std::min<int64_t>(static_cast<int64_t>(n) * degree / 2,
+                                           static_cast<int64_t>(n) * (n - 1) / 2);
+  while (static_cast<int64_t>(p.edges.size()) < target) {
     add_edge(static_cast<int32_t>(rng.Below(n)), static_cast<int32_t>(rng.Below(n)));
   }
   if (rows > 0) {
@@ -207,19 +210,20 @@ TEST(IlpGlpkTest, InfeasibilityFoundByBranching) {
 }
 
 TEST(IlpGlpkTest, MatchesBruteForceOnRandomSmallProblems) {
-  for (uint64_t seed = 1; seed <= 40; ++seed) {
+  int32_t feasible = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
     testing::SplitMix64 rng(seed * 7919);
-    const int32_t n = static_cast<int32_t>(rng.Between(2, 6));
+    const int32_t n = static_cast<int32_t>(rng.Between(2, 7));
     WorkProblem p = RandomWork(seed, n, static_cast<int32_t>(rng.Between(1, 4)), 3,
-                               static_cast<int32_t>(rng.Between(0, 2)));
+                               static_cast<int32_t>(rng.Between(0, 3)));
     // Some forbidden and negative entries, and tighter memory.
     for (auto& c : p.cost) {
-      for (double& x : c) x = rng.Chance(0.1) ? kInf : x - static_cast<double>(rng.Below(50));
+      for (double& x : c) x = rng.Chance(0.05) ? kInf : x - static_cast<double>(rng.Below(50));
     }
     for (auto& e : p.edges) {
-      for (double& x : e.cost) x = rng.Chance(0.2) ? kInf : x;
+      for (double& x : e.cost) x = rng.Chance(0.05) ? kInf : x;
     }
-    for (auto& row : p.memory_rows) row.capacity = rng.Between(0, 40);
+    for (auto& row : p.memory_rows) row.capacity = rng.Between(10, 60);
     p.constant = static_cast<long double>(rng.Below(10));
     const BruteForce expected = Enumerate(p);
     const IlpResult r = Solve(p);
@@ -228,11 +232,13 @@ TEST(IlpGlpkTest, MatchesBruteForceOnRandomSmallProblems) {
       EXPECT_EQ(r.status, IlpStatus::kInfeasible) << r.message;
       continue;
     }
+    ++feasible;
     ASSERT_EQ(r.status, IlpStatus::kOptimal) << r.message;
     EXPECT_EQ(r.objective, expected.optimum);
     EXPECT_EQ(r.lower_bound, expected.optimum);
     ExpectConsistent(p, r);
   }
+  EXPECT_GE(feasible, 30);  // the mix exercises both outcomes
 }
 
 TEST(IlpGlpkTest, IncumbentIsAcceptedAndImprovedOn) {
@@ -241,7 +247,7 @@ TEST(IlpGlpkTest, IncumbentIsAcceptedAndImprovedOn) {
   ASSERT_EQ(plain.status, IlpStatus::kOptimal);
 
   IlpOptions options;
-  options.incumbent = plain.assignment;  // optimal already: the root bound proves it
+  options.incumbent = plain.assignment;  // optimal already
   const IlpResult warm = Solve(p, options);
   EXPECT_EQ(warm.status, IlpStatus::kOptimal);
   EXPECT_EQ(warm.objective, plain.objective);
@@ -268,6 +274,20 @@ TEST(IlpGlpkTest, IncumbentIsAcceptedAndImprovedOn) {
   EXPECT_EQ(Solve(p, options).objective, plain.objective);
   options.incumbent = std::vector<int32_t>(p.cost.size(), 99);
   EXPECT_EQ(Solve(p, options).objective, plain.objective);
+}
+
+TEST(IlpGlpkTest, OptimalIncumbentIsProvenByTheRootLp) {
+  // The example's LP relaxation is integral: with the optimum as incumbent no branching starts.
+  IlpOptions options;
+  options.incumbent = {0, 0, 2, 1, 0};
+  int calls = 0;
+  options.on_progress = [&](long double, long double) { return ++calls > 0; };
+  const IlpResult r = Solve(IopddlExample(true), options);
+  EXPECT_EQ(r.status, IlpStatus::kOptimal);
+  EXPECT_EQ(r.objective, 445);
+  EXPECT_EQ(r.lower_bound, 445);
+  EXPECT_EQ(r.nodes, 0);
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(IlpGlpkTest, NodeLimitStopsWithTheIncumbent) {
