@@ -20,8 +20,9 @@
 // Thread safety: Debian's GLPK 5.0 is built with thread-local storage (glp_config("TLS") reports
 // "_Thread_local"), so every thread has its own GLPK environment and concurrent solves on
 // different threads do not share state. Everything installed here (error hook, terminal hook,
-// terminal switch) is per thread and restored before returning. A GLPK built without TLS has one
-// process-wide environment: calls are then serialized by a mutex.
+// terminal switch) is per thread and undone before returning (GLPK has no getters for the hooks,
+// so they are reset to none). A GLPK built without TLS has one process-wide environment: calls
+// are then serialized by a mutex.
 //
 // Error handling: GLPK calls abort() after an internal error unless the error hook leaves by
 // longjmp. The hook jumps back into RunGlpk, which then must call glp_free_env() (the manual: the
@@ -282,9 +283,13 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
       worst += node_max;
     }
     if (worst > rhs) {
-      const int32_t row = model->AddRow(static_cast<double>(rhs / divisor), true);
+      // Integer division on purpose: the left side is a multiple of divisor, so rounding the
+      // capacity down is exact.
+      const Int128 capacity = rhs / divisor;
+      const int32_t row = model->AddRow(static_cast<double>(capacity), true);
       for (int32_t c : kept) {
-        model->Add(row, c, static_cast<double>(coef[static_cast<size_t>(c)] / divisor));
+        const Int128 value = coef[static_cast<size_t>(c)] / divisor;  // exact
+        model->Add(row, c, static_cast<double>(value));
       }
     }
     for (int32_t c : touched) coef[static_cast<size_t>(c)] = 0;
@@ -316,6 +321,7 @@ struct GlpkRun {
   double tree_bound = -std::numeric_limits<double>::infinity();  // best active node
   double reported_objective = std::numeric_limits<double>::infinity();
   double reported_bound = -std::numeric_limits<double>::infinity();
+  double next_bound_check = 0;  // SolveControl seconds
   bool heuristic_offered = false;
   bool stopped = false;  // by the deadline, the cancel flag, the node limit or on_progress
   bool progress_threw = false;
@@ -423,7 +429,7 @@ void PrepareLp(GlpkRun* run) {
     const bool alive = live[static_cast<size_t>(c)] != 0;
     if (c > model.s_columns && !alive) continue;
     run->model_of.push_back(c);
-    run->fixed_zero.push_back(model.column_upper[static_cast<size_t>(c)] <= 0 || !alive);
+    run->fixed_zero.push_back(model.column_upper[static_cast<size_t>(c)] <= 0 || !alive ? 1 : 0);
   }
   run->ia.assign(model.ia.begin(), model.ia.end());  // s columns keep their numbers
   run->ja.assign(model.ja.begin(), model.ja.end());
@@ -546,8 +552,14 @@ void OnTree(glp_tree* tree, void* info) {
       }
       break;
     case GLP_IBINGO:
-    case GLP_ISELECT:
       ReportProgress(run, tree);
+      break;
+    case GLP_ISELECT:
+      // glp_ios_best_node scans the active list: at most every 20 ms, not at every node.
+      if (run->control->elapsed_seconds() >= run->next_bound_check) {
+        run->next_bound_check = run->control->elapsed_seconds() + 0.02;
+        ReportProgress(run, tree);
+      }
       break;
     default:
       break;
