@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 #include <utility>
 
 #include "solvers/sharding/ilp_glpk.h"
@@ -138,6 +139,15 @@ class StopFlag {
   std::atomic<bool> flag_{false};
 };
 
+// Searches to run side by side on a large core: the caller's choice, else one per hardware
+// thread, at most kMaxSearchThreads (each keeps its own copy of the search state).
+int32_t SearchThreads(int32_t requested) {
+  constexpr int32_t kMaxSearchThreads = 8;
+  int32_t threads =
+      requested > 0 ? requested : static_cast<int32_t>(std::thread::hardware_concurrency());
+  return std::clamp(threads, 1, kMaxSearchThreads);
+}
+
 SolveResult Finish(SolveResult result, const SolveControl& control) {
   result.seconds = control.elapsed_seconds();
   return result;
@@ -221,8 +231,40 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
       heuristic_seconds = kLargeHeuristicSecondsWithoutLimit;
     }
     const SolveControl heuristic_control(heuristic_seconds, stop.flag());
-    LocalSearchResult heuristic = RunLocalSearch(core, heuristic_control, search_options);
-    if (heuristic.found) stop.Sync(!incumbent.Offer(heuristic.assignment, "heuristic"));
+    // Large cores get one search per thread, each with its own seed; the calling thread runs
+    // the first and alone reports progress. The best answer wins, ties to the lowest seed, so
+    // deterministic mode stays deterministic.
+    const int32_t threads = large ? SearchThreads(options.threads) : 1;
+    std::vector<LocalSearchResult> searches(static_cast<size_t>(threads));
+    {
+      std::vector<std::thread> workers;
+      for (int32_t t = 1; t < threads; ++t) {
+        workers.emplace_back([&, t] {
+          LocalSearchOptions worker_options = search_options;
+          worker_options.seed = search_options.seed + static_cast<uint64_t>(t);
+          worker_options.on_improve = [&](long double) { return !stop.set(); };
+          // An exception must not escape a thread (std::terminate); a failed worker simply
+          // contributes no answer.
+          try {
+            searches[static_cast<size_t>(t)] =
+                RunLocalSearch(core, heuristic_control, worker_options);
+          } catch (...) {
+            searches[static_cast<size_t>(t)] = LocalSearchResult();
+          }
+        });
+      }
+      try {
+        searches[0] = RunLocalSearch(core, heuristic_control, search_options);
+      } catch (...) {
+        stop.Sync(true);  // stop the workers before the exception unwinds their threads
+        for (std::thread& worker : workers) worker.join();
+        throw;
+      }
+      for (std::thread& worker : workers) worker.join();
+    }
+    for (const LocalSearchResult& search : searches) {
+      if (search.found) stop.Sync(!incumbent.Offer(search.assignment, "heuristic"));
+    }
 
     if (!large && !stop.set() && !control.expired()) {
       IlpOptions ilp_options;
