@@ -163,8 +163,8 @@ void Searcher::Record() {
   best_cost_ = cost_;
   best_x_ = x_;
   if (!options_.on_improve || cancelled_by_callback_) return;
-  // Rate limit: a 1% improvement always reports; smaller ones at most every 0.2 s (and, in
-  // deterministic mode, not at all until the final report).
+  // Rate limit: a 1% improvement always reports; smaller ones at most every 0.2 s, and in
+  // deterministic mode (no clock) only through the final report of RunLocalSearch.
   const long double objective = best_cost_ + problem_.constant;
   bool report = !std::isfinite(static_cast<double>(reported_)) ||
                 reported_ - objective >= 0.01L * std::fabs(static_cast<double>(reported_));

@@ -12,7 +12,6 @@ namespace {
 
 // For a bijective edge: partner[s] for every allowed strategy of the `from` end (-1 elsewhere).
 struct Tie {
-  int32_t edge = 0;
   int32_t other = 0;
   std::vector<int32_t> partner;
 };
@@ -47,11 +46,10 @@ ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph)
   std::vector<std::vector<Tie>> ties(n);
   std::vector<int32_t> a_to_b;
   std::vector<int32_t> b_to_a;
-  for (size_t i = 0; i < problem.edges.size(); ++i) {
-    const WorkEdge& e = problem.edges[i];
+  for (const WorkEdge& e : problem.edges) {
     if (graph.domain(e.a).size() < 2 || !IsBijection(e, graph, &a_to_b, &b_to_a)) continue;
-    ties[static_cast<size_t>(e.a)].push_back(Tie{static_cast<int32_t>(i), e.b, a_to_b});
-    ties[static_cast<size_t>(e.b)].push_back(Tie{static_cast<int32_t>(i), e.a, b_to_a});
+    ties[static_cast<size_t>(e.a)].push_back(Tie{e.b, a_to_b});
+    ties[static_cast<size_t>(e.b)].push_back(Tie{e.a, b_to_a});
   }
   // Groups by breadth-first search over ties; members' strategies through the bijections.
   out.group_of.assign(n, -1);

@@ -204,19 +204,6 @@ bool MemoryTracker::FitsWithSlacks(int32_t v, int32_t from, int32_t to,
   return true;
 }
 
-Int128 MemoryTracker::Excess(int32_t v, int32_t from, int32_t to,
-                             const std::vector<Int128>& slacks) const {
-  Int128 worst = 0;
-  bool any = false;
-  size_t j = 0;
-  for (const Run* run = runs_begin(v); run != runs_end(v); ++run, ++j) {
-    const Int128 excess = RunUsage(*run, to) - RunUsage(*run, from) - slacks[j];
-    if (!any || excess > worst) worst = excess;
-    any = true;
-  }
-  return any ? worst : Int128(0);
-}
-
 void MemoryTracker::Apply(int32_t v, int32_t from, int32_t to) {
   if (from == to) return;
   for (const Run* run = runs_begin(v); run != runs_end(v); ++run) {

@@ -24,7 +24,8 @@ class MemoryTracker {
     size_t usage_offset = 0;  // run_usage_[usage_offset + s]: the node's usage in these rows
   };
 
-  // `items` index the strategies of nodes 0..node_count-1; `rows` index `items`.
+  // `items` index the strategies of nodes 0..node_count-1; `rows` index `items`, each item at
+  // most once per row (as Normalize builds them). Both must outlive the tracker.
   MemoryTracker(const std::vector<MemoryItem>& items, const std::vector<MemoryRow>& rows,
                 int32_t node_count);
 
@@ -56,8 +57,6 @@ class MemoryTracker {
   bool Fits(int32_t v, int32_t from, int32_t to) const;
   void LoadSlacks(int32_t v, std::vector<Int128>* slacks) const;
   bool FitsWithSlacks(int32_t v, int32_t from, int32_t to, const std::vector<Int128>& slacks) const;
-  // Largest amount by which a row of v would exceed capacity after the move (<= 0: fits).
-  Int128 Excess(int32_t v, int32_t from, int32_t to, const std::vector<Int128>& slacks) const;
 
   void Apply(int32_t v, int32_t from, int32_t to);
 
