@@ -61,6 +61,41 @@ size_t StrategiesOf(const alpa::ShardingProblem& p, int32_t node) {
   return p.nodes[static_cast<size_t>(node)].costs.size();
 }
 
+// Appends `count` pair elements (edges or aliases) with their row-major k_u x k_v matrices taken
+// one after the other from `values`. Nothing is added when any element is bad.
+template <typename Element, typename Value>
+int32_t AppendPairs(alpa_problem* problem, int64_t count, const int32_t* pairs, const Value* values,
+                    const char* kind, std::vector<Element> alpa::ShardingProblem::*list,
+                    std::vector<Value> Element::*matrix, alpa_error** err) {
+  if (int32_t s = CheckBuilding(problem, err)) return s;
+  if (int32_t s = CheckCount(count, (std::string(kind) + " count").c_str(), err)) return s;
+  if (count == 0) return ALPA_OK;
+  if (pairs == nullptr || values == nullptr) {
+    return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                std::string(kind) + "s: the pair and matrix arrays must not be NULL");
+  }
+  const alpa::ShardingProblem& p = problem->problem;
+  const size_t first_id = (p.*list).size();
+  std::vector<Element> added(static_cast<size_t>(count));
+  size_t offset = 0;
+  for (size_t i = 0; i < added.size(); ++i) {
+    added[i].u = pairs[2 * i];
+    added[i].v = pairs[2 * i + 1];
+    const size_t ku = StrategiesOf(p, added[i].u);
+    const size_t kv = StrategiesOf(p, added[i].v);
+    if (ku == 0 || kv == 0) {
+      return Fail(err, ALPA_ERR_INVALID_PROBLEM,
+                  std::string(kind) + " " + std::to_string(first_id + i) + " (" +
+                      std::to_string(added[i].u) + ", " + std::to_string(added[i].v) +
+                      "): endpoint is not a node added so far");
+    }
+    (added[i].*matrix).assign(values + offset, values + offset + ku * kv);
+    offset += ku * kv;
+  }
+  for (Element& element : added) (problem->problem.*list).push_back(std::move(element));
+  return ALPA_OK;
+}
+
 int32_t WrapProblem(alpa_problem** out, alpa::Result<alpa::ShardingProblem> read,
                     alpa_error** err) {
   if (!read.ok()) return Fail(err, read.status());
@@ -167,31 +202,8 @@ ALPA_API int32_t alpa_problem_add_edges(alpa_problem* problem, int64_t count,
                                         const int32_t* endpoints, const double* costs,
                                         alpa_error** err) {
   return Guard(err, [&] {
-    if (int32_t s = CheckBuilding(problem, err)) return s;
-    if (int32_t s = CheckCount(count, "edge count", err)) return s;
-    if (count == 0) return ALPA_OK;
-    if (endpoints == nullptr || costs == nullptr) {
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "endpoints and costs must not be NULL");
-    }
-    const alpa::ShardingProblem& p = problem->problem;
-    std::vector<alpa::ShardingEdge> added(static_cast<size_t>(count));
-    size_t offset = 0;
-    for (size_t e = 0; e < added.size(); ++e) {
-      added[e].u = endpoints[2 * e];
-      added[e].v = endpoints[2 * e + 1];
-      const size_t ku = StrategiesOf(p, added[e].u);
-      const size_t kv = StrategiesOf(p, added[e].v);
-      if (ku == 0 || kv == 0) {
-        return Fail(err, ALPA_ERR_INVALID_PROBLEM,
-                    "edge " + std::to_string(p.edges.size() + e) + " (" +
-                        std::to_string(added[e].u) + ", " + std::to_string(added[e].v) +
-                        "): endpoint is not a node added so far");
-      }
-      added[e].costs.assign(costs + offset, costs + offset + ku * kv);
-      offset += ku * kv;
-    }
-    for (auto& edge : added) problem->problem.edges.push_back(std::move(edge));
-    return ALPA_OK;
+    return AppendPairs(problem, count, endpoints, costs, "edge", &alpa::ShardingProblem::edges,
+                       &alpa::ShardingEdge::costs, err);
   });
 }
 
@@ -215,31 +227,8 @@ ALPA_API int32_t alpa_problem_add_aliases(alpa_problem* problem, int64_t count,
                                           const int32_t* pairs, const uint8_t* forbidden,
                                           alpa_error** err) {
   return Guard(err, [&] {
-    if (int32_t s = CheckBuilding(problem, err)) return s;
-    if (int32_t s = CheckCount(count, "alias count", err)) return s;
-    if (count == 0) return ALPA_OK;
-    if (pairs == nullptr || forbidden == nullptr) {
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "pairs and forbidden must not be NULL");
-    }
-    const alpa::ShardingProblem& p = problem->problem;
-    std::vector<alpa::ShardingAlias> added(static_cast<size_t>(count));
-    size_t offset = 0;
-    for (size_t a = 0; a < added.size(); ++a) {
-      added[a].u = pairs[2 * a];
-      added[a].v = pairs[2 * a + 1];
-      const size_t ku = StrategiesOf(p, added[a].u);
-      const size_t kv = StrategiesOf(p, added[a].v);
-      if (ku == 0 || kv == 0) {
-        return Fail(err, ALPA_ERR_INVALID_PROBLEM,
-                    "alias " + std::to_string(p.aliases.size() + a) + " (" +
-                        std::to_string(added[a].u) + ", " + std::to_string(added[a].v) +
-                        "): endpoint is not a node added so far");
-      }
-      added[a].forbidden.assign(forbidden + offset, forbidden + offset + ku * kv);
-      offset += ku * kv;
-    }
-    for (auto& alias : added) problem->problem.aliases.push_back(std::move(alias));
-    return ALPA_OK;
+    return AppendPairs(problem, count, pairs, forbidden, "alias", &alpa::ShardingProblem::aliases,
+                       &alpa::ShardingAlias::forbidden, err);
   });
 }
 

@@ -25,7 +25,9 @@ struct NormalizedProblem {
 //     parallel edges (either direction) add up;
 //   - forbidden strategies (+inf node cost) are removed and strategies renumbered;
 //   - memory: one row per maximal live set (dominated and duplicate sets dropped), each node's
-//     smallest usage moved to the right-hand side, rows that hold for every assignment dropped.
+//     smallest usage moved to the right-hand side, rows that hold for every assignment or are
+//     implied by another row dropped; strategies whose own usage cannot fit a row they sit in
+//     are removed, alternating with the arc consistency above until nothing changes.
 // Returns kInfeasible (message naming the node or time step) when a node has no allowed strategy
 // left or a time step cannot fit even with the smallest usages.
 Result<NormalizedProblem> Normalize(const ShardingProblem& problem);
