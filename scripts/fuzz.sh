@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan+UBSan) into ./build-fuzz and runs each one for
+# SECONDS (default 30) from its corpus. A crash fails the script and leaves the input in
+# build-fuzz/findings/: add it to tests/fuzz/corpus/<target>/ once fixed.
+#   scripts/fuzz.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+scripts/install-deps.sh
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DALPA_BUILD_FUZZ=ON -DALPA_BUILD_BENCH=OFF >/dev/null
+targets=(fuzz_read_iopddl fuzz_read_alpa fuzz_parse_assignment)
+cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
+mkdir -p build-fuzz/findings
+for t in "${targets[@]}"; do
+  work=$(mktemp -d)
+  echo "fuzz: $t for ${seconds}s"
+  build-fuzz/bin/"$t" -max_total_time="$seconds" -dict=tests/fuzz/json.dict \
+    -artifact_prefix=build-fuzz/findings/"$t"- -print_final_stats=1 "$work" \
+    tests/fuzz/corpus/"$t" 2>&1 | grep -E "^(stat::number_of_executed_units|==|SUMMARY)|ERROR" || true
+  rm -rf "$work"
+  if compgen -G "build-fuzz/findings/$t-*" >/dev/null; then
+    echo "fuzz: $t found a crash: $(ls build-fuzz/findings/"$t"-*)"
+    exit 1
+  fi
+done
+echo "fuzz: no crashes"
