@@ -15,5 +15,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/alpaConfigVersion.cmake
   COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/alpaConfig.cmake ${PROJECT_BINARY_DIR}/alpaConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/alpa)
+# The .pc file finds the prefix relative to its own folder, so the install can be moved.
+file(RELATIVE_PATH ALPA_PC_UP "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/alpa.pc.in ${PROJECT_BINARY_DIR}/alpa.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/alpa.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
