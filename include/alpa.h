@@ -50,7 +50,8 @@ extern "C" {
 #define ALPA_VERSION_MAJOR 0
 #define ALPA_VERSION_MINOR 1
 #define ALPA_VERSION_PATCH 0
-#define ALPA_VERSION_NUMBER (ALPA_VERSION_MAJOR * 10000 + ALPA_VERSION_MINOR * 100 + ALPA_VERSION_PATCH)
+#define ALPA_VERSION_NUMBER \
+  (ALPA_VERSION_MAJOR * 10000 + ALPA_VERSION_MINOR * 100 + ALPA_VERSION_PATCH)
 
 /* The library's version at run time, e.g. "0.1.0". Static storage; never NULL. */
 ALPA_API const char* alpa_version_string(void);
@@ -67,7 +68,7 @@ ALPA_API int32_t alpa_version_number(void);
 #define ALPA_ERR_UNSUPPORTED 6
 #define ALPA_ERR_OUT_OF_MEMORY 7
 #define ALPA_ERR_INTERNAL 8
-#define ALPA_ERR_IO 9    /* a file could not be read or written */
+#define ALPA_ERR_IO 9     /* a file could not be read or written */
 #define ALPA_ERR_PARSE 10 /* bytes are not valid JSON or not the expected format */
 
 /* A short English name for a status code ("ok", "invalid argument", ...). Static storage. */
@@ -161,8 +162,8 @@ ALPA_API int32_t alpa_problem_read_buffer(alpa_problem** out, const char* data, 
                                           int32_t format, alpa_error** err);
 /* Serializes a finalized problem (ALPA_FORMAT_IOPDDL or ALPA_FORMAT_ALPA). Caller frees *out with
  * alpa_buffer_free. ALPA_ERR_UNSUPPORTED when the format cannot express the problem. */
-ALPA_API int32_t alpa_problem_write(alpa_buffer** out, const alpa_problem* problem,
-                                    int32_t format, alpa_error** err);
+ALPA_API int32_t alpa_problem_write(alpa_buffer** out, const alpa_problem* problem, int32_t format,
+                                    alpa_error** err);
 
 /* Counts (0 for NULL). */
 ALPA_API int64_t alpa_problem_node_count(const alpa_problem* problem);
@@ -174,9 +175,8 @@ ALPA_API int32_t alpa_problem_strategy_count(const alpa_problem* problem, int64_
  * the independent evaluator. ALPA_OK: *out_cost is the total cost. ALPA_ERR_INFEASIBLE: the
  * message names the violated constraint (forbidden choice, follower, alias, memory at time t).
  * ALPA_ERR_INVALID_ARGUMENT: wrong length or a strategy out of range. */
-ALPA_API int32_t alpa_problem_evaluate(double* out_cost, const alpa_problem* problem,
-                                       int64_t count, const int32_t* assignment,
-                                       alpa_error** err);
+ALPA_API int32_t alpa_problem_evaluate(double* out_cost, const alpa_problem* problem, int64_t count,
+                                       const int32_t* assignment, alpa_error** err);
 
 /* ---- Solve options ------------------------------------------------------------------------- */
 typedef struct alpa_solve_options alpa_solve_options;
@@ -192,8 +192,8 @@ ALPA_API int32_t alpa_solve_options_create(alpa_solve_options** out, alpa_error*
 ALPA_API void alpa_solve_options_destroy(alpa_solve_options* options);
 ALPA_API int32_t alpa_solve_options_set_double(alpa_solve_options* options, int32_t key,
                                                double value, alpa_error** err);
-ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t key,
-                                            int64_t value, alpa_error** err);
+ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t key, int64_t value,
+                                            alpa_error** err);
 /* By name, for CLIs and config files: "time_limit_seconds", "deterministic", "threads",
  * "relative_gap"; value is parsed as a number ("true"/"false" accepted for deterministic). */
 ALPA_API int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, const char* name,
@@ -208,12 +208,12 @@ ALPA_API int32_t alpa_solve_options_set_cancel_token(alpa_solve_options* options
 
 /* Progress reports, passed to the progress callback. */
 typedef struct alpa_progress {
-  size_t struct_size;      /* sizeof(alpa_progress) of the library that filled it */
-  int32_t version;         /* 1 */
-  double seconds;          /* since the solve started */
-  double objective;        /* best feasible objective so far, +inf if none */
-  double lower_bound;      /* best proven lower bound, -inf if none */
-  const char* phase;       /* "normalize", "reduce", "heuristic", "ilp", ... (static storage) */
+  size_t struct_size; /* sizeof(alpa_progress) of the library that filled it */
+  int32_t version;    /* 1 */
+  double seconds;     /* since the solve started */
+  double objective;   /* best feasible objective so far, +inf if none */
+  double lower_bound; /* best proven lower bound, -inf if none */
+  const char* phase;  /* "normalize", "reduce", "heuristic", "ilp", ... (static storage) */
 } alpa_progress;
 /* Runs on the thread that called alpa_solve. Return non-zero to cancel the solve. */
 typedef int32_t (*alpa_progress_fn)(void* user_data, const alpa_progress* progress);
