@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/problem_io.h"
 #include "core/sharding_evaluator.h"
 #include "core/sharding_problem.h"
 #include "solvers/sharding/normalize.h"
@@ -32,14 +33,6 @@ constexpr int kMaxReportedFailures = 10;
 bool Close(long double a, long double b) {
   if (std::isinf(a) || std::isinf(b)) return a == b;
   return std::fabs(a - b) <= 1e-9L * std::max(1.0L, std::fabs(b));
-}
-
-std::string ToString(const std::vector<int32_t>& a) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < a.size(); ++i) out << (i ? ", " : "") << a[i];
-  out << "]";
-  return out.str();
 }
 
 struct WorkOptimum {
@@ -122,7 +115,7 @@ std::string CheckReductions(const ShardingProblem& problem) {
   if (!Close(core_best.objective, truth.optimum)) {
     why << "core optimum " << static_cast<double>(core_best.objective) << " (constant "
         << static_cast<double>(core.constant) << ") != original optimum "
-        << static_cast<double>(truth.optimum) << " at " << ToString(truth.assignment);
+        << static_cast<double>(truth.optimum) << " at " << FormatAssignment(truth.assignment);
     return why.str();
   }
 
@@ -130,8 +123,8 @@ std::string CheckReductions(const ShardingProblem& problem) {
   const std::vector<int32_t> original = ToOriginalAssignment(norm, work_assignment);
   const Evaluation e = EvaluateAssignment(problem, original);
   if (!e.feasible || !Close(e.cost, truth.optimum)) {
-    why << "core optimum " << ToString(core_best.assignment) << " expands to " << ToString(original)
-        << " which evaluates to " << static_cast<double>(e.cost)
+    why << "core optimum " << FormatAssignment(core_best.assignment) << " expands to "
+        << FormatAssignment(original) << " which evaluates to " << static_cast<double>(e.cost)
         << (e.feasible ? "" : " (infeasible: " + e.violation + ")") << ", optimum "
         << static_cast<double>(truth.optimum);
     return why.str();
@@ -142,13 +135,14 @@ std::string CheckReductions(const ShardingProblem& problem) {
     return why.str();
   }
   if (reduced.Restrict(work_assignment) != core_best.assignment) {
-    why << "Restrict(Expand(" << ToString(core_best.assignment)
-        << ")) = " << ToString(reduced.Restrict(work_assignment));
+    why << "Restrict(Expand(" << FormatAssignment(core_best.assignment)
+        << ")) = " << FormatAssignment(reduced.Restrict(work_assignment));
     return why.str();
   }
   const std::optional<std::vector<int32_t>> back = ToWorkAssignment(norm, original);
   if (!back || *back != work_assignment) {
-    why << "ToWorkAssignment(ToOriginalAssignment(w)) != w for w = " << ToString(work_assignment);
+    why << "ToWorkAssignment(ToOriginalAssignment(w)) != w for w = "
+        << FormatAssignment(work_assignment);
   }
   return why.str();
 }

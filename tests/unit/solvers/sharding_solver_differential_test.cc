@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/problem_io.h"
 #include "core/sharding_evaluator.h"
 #include "core/sharding_problem.h"
 #include "support/brute_force.h"
@@ -37,14 +38,6 @@ std::string Replay(uint64_t seed, const testing::RandomProblemSpec& spec) {
          std::to_string(kMaxStrategies) + "), seed))";
 }
 
-std::string ToString(const std::vector<int32_t>& a) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < a.size(); ++i) out << (i ? ", " : "") << a[i];
-  out << "]";
-  return out.str();
-}
-
 // Checks one instance; returns "" or a description of the mismatch.
 std::string CheckInstance(const ShardingProblem& problem, const testing::BruteForceResult& truth,
                           const SolveResult& result) {
@@ -52,14 +45,14 @@ std::string CheckInstance(const ShardingProblem& problem, const testing::BruteFo
   if (!truth.feasible) {
     if (result.status != SolveStatus::kInfeasible) {
       why << "brute force: infeasible; solver: " << SolveStatusName(result.status) << " ("
-          << result.message << ") assignment " << ToString(result.assignment);
+          << result.message << ") assignment " << FormatAssignment(result.assignment);
     }
     return why.str();
   }
   if (result.status != SolveStatus::kOptimal) {
     why << "brute force: optimum " << static_cast<double>(truth.optimum) << " at "
-        << ToString(truth.assignment) << "; solver: " << SolveStatusName(result.status) << " ("
-        << result.message << ")";
+        << FormatAssignment(truth.assignment) << "; solver: " << SolveStatusName(result.status)
+        << " (" << result.message << ")";
     return why.str();
   }
   const Evaluation e = EvaluateAssignment(problem, result.assignment);
@@ -67,8 +60,8 @@ std::string CheckInstance(const ShardingProblem& problem, const testing::BruteFo
       result.lower_bound > truth.optimum + 1e-9L * std::max(1.0L, std::fabs(truth.optimum))) {
     why.precision(17);
     why << "brute force: optimum " << static_cast<double>(truth.optimum) << " at "
-        << ToString(truth.assignment) << "; solver: assignment " << ToString(result.assignment)
-        << " evaluates to " << static_cast<double>(e.cost)
+        << FormatAssignment(truth.assignment) << "; solver: assignment "
+        << FormatAssignment(result.assignment) << " evaluates to " << static_cast<double>(e.cost)
         << (e.feasible ? " (feasible)" : " (infeasible: " + e.violation + ")")
         << ", reported objective " << static_cast<double>(result.objective) << ", lower bound "
         << static_cast<double>(result.lower_bound);
@@ -117,8 +110,8 @@ TEST(ShardingSolverDifferential, MatchesBruteForceOnRandomSmallProblems) {
     if (mismatch.empty() && seed % 10 == 0) {  // deterministic: the same answer again
       const SolveResult again = SolveSharding(problem, options);
       if (again.status != result.status || again.assignment != result.assignment) {
-        mismatch = "second solve differs: " + ToString(again.assignment) + " vs " +
-                   ToString(result.assignment);
+        mismatch = "second solve differs: " + FormatAssignment(again.assignment) + " vs " +
+                   FormatAssignment(result.assignment);
       }
     }
     if (!mismatch.empty() && ++failures <= kMaxReportedFailures) {
