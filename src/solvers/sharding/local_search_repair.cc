@@ -83,6 +83,18 @@ bool Searcher::RepairForbidden() {
   return forbidden_ == 0;
 }
 
+const std::vector<int32_t>& Searcher::NodesOfRow(int32_t row) {
+  ++seen_stamp_;
+  row_nodes_.clear();
+  for (int32_t item : rows_[static_cast<size_t>(row)].items) {
+    const int32_t v = problem_.memory_items[static_cast<size_t>(item)].node;
+    if (seen_[static_cast<size_t>(v)] == seen_stamp_) continue;
+    seen_[static_cast<size_t>(v)] = seen_stamp_;
+    row_nodes_.push_back(v);
+  }
+  return row_nodes_;
+}
+
 // Frees memory in the tightest row until every row fits: among that row's nodes, the move with
 // the smallest cost increase per byte freed there that keeps fitting rows fitting, creates no
 // +inf term and leaves no violated row worse than the one being repaired. The general fallback.
@@ -91,14 +103,10 @@ bool Searcher::RepairMemory() {
     if (Stopped()) return false;
     const int32_t row = memory_.TightestRow();
     const Int128 deficit = -memory_.RowSlack(row);
-    ++seen_stamp_;
     int32_t best_node = -1;
     int32_t best_s = -1;
     double best_score = std::numeric_limits<double>::infinity();
-    for (int32_t item : rows_[static_cast<size_t>(row)].items) {
-      const int32_t v = problem_.memory_items[static_cast<size_t>(item)].node;
-      if (seen_[static_cast<size_t>(v)] == seen_stamp_) continue;
-      seen_[static_cast<size_t>(v)] = seen_stamp_;
+    for (int32_t v : NodesOfRow(row)) {
       const int32_t cur = x_[static_cast<size_t>(v)];
       Count(1);
       graph_.LocalCosts(v, x_, local_.data());
@@ -139,13 +147,9 @@ bool Searcher::RepairToward(const std::vector<int32_t>& low_memory) {
   while (!memory_.Feasible()) {
     if (Stopped()) return false;
     const int32_t row = memory_.TightestRow();
-    ++seen_stamp_;
     int32_t best_node = -1;
     double best_score = std::numeric_limits<double>::infinity();
-    for (int32_t item : rows_[static_cast<size_t>(row)].items) {
-      const int32_t v = problem_.memory_items[static_cast<size_t>(item)].node;
-      if (seen_[static_cast<size_t>(v)] == seen_stamp_) continue;
-      seen_[static_cast<size_t>(v)] = seen_stamp_;
+    for (int32_t v : NodesOfRow(row)) {
       const int32_t cur = x_[static_cast<size_t>(v)];
       const int32_t low = low_memory[static_cast<size_t>(v)];
       if (cur == low) continue;

@@ -64,6 +64,8 @@ class Searcher {
   void Record();
 
   // --- starting points and repairs (local_search_repair.cc) -------------------------------
+  // The distinct nodes with an item in `row` (a node may hold several items of one row).
+  const std::vector<int32_t>& NodesOfRow(int32_t row);
   std::vector<int32_t> MinMemoryAssignment() const;
   bool RepairForbidden();
   bool RepairMemory();
@@ -119,6 +121,7 @@ class Searcher {
   std::vector<uint8_t> in_queue_;
   std::vector<int32_t> seen_;
   int32_t seen_stamp_ = 0;
+  std::vector<int32_t> row_nodes_;
 
   // Per memory run: the sum of the Lagrangian row prices over its rows (empty before the
   // Lagrangian phase). Priced tree moves trade memory at these prices.

@@ -22,6 +22,18 @@ ShardingProblem Example() {
   return p.ok() ? p.value() : ShardingProblem();
 }
 
+// A grid with memory intervals: a core that reductions cannot remove, for the anytime tests.
+ShardingProblem GridWithMemory(int32_t nodes, int32_t max_strategies, double tightness,
+                               uint64_t seed) {
+  testing::RandomProblemSpec spec;
+  spec.nodes = nodes;
+  spec.max_strategies = max_strategies;
+  spec.shape = testing::GraphShape::kGrid;
+  spec.memory = testing::MemoryMode::kIntervals;
+  spec.limit_tightness = tightness;
+  return testing::RandomProblem(spec, seed);
+}
+
 // The evaluator's verdict must match the solver's claim.
 void ExpectConsistent(const ShardingProblem& problem, const SolveResult& result) {
   ASSERT_FALSE(result.assignment.empty());
@@ -106,13 +118,7 @@ TEST(ShardingSolverTest, WarmStartAndProgressAndDeterminism) {
 }
 
 TEST(ShardingSolverTest, ProgressCallbackCanCancel) {
-  testing::RandomProblemSpec spec;
-  spec.nodes = 400;
-  spec.max_strategies = 6;
-  spec.shape = testing::GraphShape::kGrid;
-  spec.memory = testing::MemoryMode::kIntervals;
-  spec.limit_tightness = 0.5;
-  const ShardingProblem problem = testing::RandomProblem(spec, 7);
+  const ShardingProblem problem = GridWithMemory(400, 6, 0.5, 7);
   SolveOptions options;
   options.on_progress = [](const SolveProgress&) { return false; };
   const SolveResult result = SolveSharding(problem, options);
@@ -123,13 +129,7 @@ TEST(ShardingSolverTest, ProgressCallbackCanCancel) {
 }
 
 TEST(ShardingSolverTest, CancelTokenStopsTheSolve) {
-  testing::RandomProblemSpec spec;
-  spec.nodes = 2500;
-  spec.max_strategies = 8;
-  spec.shape = testing::GraphShape::kGrid;
-  spec.memory = testing::MemoryMode::kIntervals;
-  spec.limit_tightness = 0.6;
-  const ShardingProblem problem = testing::RandomProblem(spec, 11);
+  const ShardingProblem problem = GridWithMemory(2500, 8, 0.6, 11);
   std::atomic<bool> cancel{true};
   SolveOptions options;
   options.cancel = &cancel;
@@ -143,13 +143,7 @@ TEST(ShardingSolverTest, CancelTokenStopsTheSolve) {
 }
 
 TEST(ShardingSolverTest, TimeLimitGivesTheBestFeasibleAnswer) {
-  testing::RandomProblemSpec spec;
-  spec.nodes = 2500;
-  spec.max_strategies = 8;
-  spec.shape = testing::GraphShape::kGrid;
-  spec.memory = testing::MemoryMode::kIntervals;
-  spec.limit_tightness = 0.4;
-  const ShardingProblem problem = testing::RandomProblem(spec, 5);
+  const ShardingProblem problem = GridWithMemory(2500, 8, 0.4, 5);
   SolveOptions options;
   options.time_limit_seconds = 1.0;
   const SolveResult result = SolveSharding(problem, options);
