@@ -70,6 +70,7 @@ ALPA_API int32_t alpa_version_number(void);
 #define ALPA_ERR_INTERNAL 8
 #define ALPA_ERR_IO 9     /* a file could not be read or written */
 #define ALPA_ERR_PARSE 10 /* bytes are not valid JSON or not the expected format */
+#define ALPA_ERR_INVALID_GRAPH 11 /* inconsistent operator graph; the message names the op */
 
 /* A short English name for a status code ("ok", "invalid argument", ...). Static storage. */
 ALPA_API const char* alpa_status_string(int32_t status);
@@ -265,6 +266,12 @@ ALPA_API int32_t alpa_solution_to_json(alpa_buffer** out, const alpa_solution* s
  * "status": "invalid_input" and "message". Malformed requests give ALPA_ERR_PARSE. */
 ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t size,
                                  alpa_error** err);
+
+/* ---- Operator graphs ----------------------------------------------------------------------- */
+
+/* ---- Model zoo ----------------------------------------------------------------------------- */
+
+/* ---- Clusters and the cost model ----------------------------------------------------------- */
 
 #ifdef __cplusplus
 } /* extern "C" */

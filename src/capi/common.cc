@@ -37,6 +37,7 @@ alpa_buffer* MakeBuffer(std::string bytes) {
 static_assert(static_cast<int32_t>(alpa::StatusCode::kInvalidProblem) == ALPA_ERR_INVALID_PROBLEM);
 static_assert(static_cast<int32_t>(alpa::StatusCode::kParse) == ALPA_ERR_PARSE);
 static_assert(static_cast<int32_t>(alpa::StatusCode::kIo) == ALPA_ERR_IO);
+static_assert(static_cast<int32_t>(alpa::StatusCode::kInvalidGraph) == ALPA_ERR_INVALID_GRAPH);
 static_assert(static_cast<int32_t>(alpa::SolveStatus::kNoSolution) == ALPA_SOLVE_NO_SOLUTION);
 static_assert(static_cast<int32_t>(alpa::SolveStatus::kInvalidInput) == ALPA_SOLVE_INVALID_INPUT);
 
@@ -76,6 +77,8 @@ ALPA_API const char* alpa_status_string(int32_t status) {
       return "i/o error";
     case ALPA_ERR_PARSE:
       return "parse error";
+    case ALPA_ERR_INVALID_GRAPH:
+      return "invalid graph";
     default:
       return "unknown status";
   }

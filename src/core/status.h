@@ -20,7 +20,8 @@ enum class StatusCode : int32_t {
   kOutOfMemory = 7,
   kInternal = 8,
   kIo = 9,     // a file could not be opened, read or written
-  kParse = 10  // bytes are not valid JSON / not the expected format
+  kParse = 10,        // bytes are not valid JSON / not the expected format
+  kInvalidGraph = 11  // the operator graph is inconsistent (the message names the op)
 };
 
 class Status {
@@ -43,6 +44,9 @@ inline Status InvalidArgument(std::string m) {
 }
 inline Status InvalidProblem(std::string m) {
   return Status(StatusCode::kInvalidProblem, std::move(m));
+}
+inline Status InvalidGraph(std::string m) {
+  return Status(StatusCode::kInvalidGraph, std::move(m));
 }
 inline Status ParseError(std::string m) { return Status(StatusCode::kParse, std::move(m)); }
 inline Status IoError(std::string m) { return Status(StatusCode::kIo, std::move(m)); }

@@ -1,0 +1,51 @@
+// The model zoo: training graphs of the benchmark models (REFERENCE §6), built through the IR
+// and autodiff (never a hand-written backward pass).
+//
+// Specs: a preset name ("gpt-39b", "moe-380m", "wresnet-13b", ...) or a family with explicit
+// keys ("gpt:hidden=2560,layers=32,heads=32,seq=1024,vocab=51200,batch=1024",
+// "mlp:layers=6,batch=256,hidden=32"). A preset may be refined by keys too
+// ("gpt-350m:batch=8,layers=2"). Keys common to every family: batch, dtype (f32/f16/bf16),
+// optimizer (sgd/momentum/adam), lr, master_weights (0/1), training (0: forward + loss only).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/autodiff.h"
+#include "core/graph.h"
+#include "core/status.h"
+
+namespace alpa {
+
+struct ModelPreset {
+  std::string name;         // "gpt-39b"
+  std::string family;       // "gpt"
+  std::string spec;         // the explicit spec it stands for: "gpt:hidden=8192,layers=48,..."
+  int64_t nominal_params;   // the size the name claims (39e9)
+  int32_t benchmark_gpus;   // the GPU count REFERENCE §6 pairs it with (0: none)
+  std::string description;  // one line
+};
+
+// Every preset, in a stable order (family, then size).
+const std::vector<ModelPreset>& ModelPresets();
+// The families with their keys and defaults, one line each (for `alpa models`).
+std::vector<std::string> ModelFamilyHelp();
+
+// A parsed spec: family plus every key with its value (defaults filled in).
+struct ModelSpec {
+  std::string family;
+  std::string preset;  // "" for explicit specs
+  std::map<std::string, std::string> keys;
+};
+// Errors (kInvalidArgument) name the unknown family / key / bad value.
+Result<ModelSpec> ParseModelSpec(const std::string& spec);
+
+// Builds the training graph (or the forward graph with training=0) of a spec. The graph's
+// outputs[0] is the scalar loss. Ops carry layer indices (0 .. layers + 1: embedding, one per
+// block, head) for the pipeline planner.
+Result<Graph> BuildModel(const std::string& spec);
+Result<Graph> BuildModel(const ModelSpec& spec);
+
+}  // namespace alpa
