@@ -15,7 +15,10 @@ namespace alpa {
 // Backward ops get Phase::kBackward and the layer of the forward op they differentiate; the
 // returned gradient ops get TensorRole::kGradient. An op in `wrt` that the loss does not
 // depend on gets a zero constant. Returns one gradient op id per entry of `wrt`.
-// Errors: loss not a floating scalar; an op kind with no VJP rule (kUnsupported, naming it).
+// Errors: loss not a floating scalar, a wrt op that is not floating (kInvalidArgument); an op
+// kind with no VJP rule (kUnsupported, naming it). The builder's phase and layer are restored.
+// Non-smooth points: abs' (0) = +1, relu' (0) = 0, max / min ties go to x, reduce_max ties share
+// the cotangent equally, reduce_window max / select_and_scatter follow the first maximum.
 Result<std::vector<int32_t>> AppendBackward(GraphBuilder& builder, int32_t loss,
                                             const std::vector<int32_t>& wrt);
 
@@ -23,6 +26,10 @@ Result<std::vector<int32_t>> AppendBackward(GraphBuilder& builder, int32_t loss,
 // cotangent per operand (-1 where the operand is not differentiable, e.g. integer indices or
 // predicates). Exposed for the per-op gradient checks.
 Result<std::vector<int32_t>> AppendVjp(GraphBuilder& builder, int32_t id, int32_t grad);
+// The same, appending cotangents only for the operands with needed[i] (one flag per operand);
+// the others come back -1. AppendBackward uses it to skip e.g. the gradient of data inputs.
+Result<std::vector<int32_t>> AppendVjp(GraphBuilder& builder, int32_t id, int32_t grad,
+                                       const std::vector<bool>& needed);
 
 enum class OptimizerKind : int32_t { kSgd = 0, kMomentum = 1, kAdam = 2 };
 
@@ -38,9 +45,18 @@ struct OptimizerConfig {
 };
 
 // Appends update ops (Phase::kUpdate) for each (parameter, gradient) pair: optimizer-state
-// parameters (TensorRole::kOptimizerState, named "<param>.m" etc.) and, for every state and
-// every parameter, an op with alias_of = the parameter op it replaces. Every update op and new
-// state op is added to the graph outputs.
+// parameters (TensorRole::kOptimizerState) and, for every state and every parameter, an op with
+// alias_of = the parameter op it replaces. Every update op is added to the graph outputs (the
+// new state parameters themselves are inputs of the step, not outputs).
+//   sgd:       w' = w - lr g
+//   momentum:  state "<p>.momentum" v (fed 0): v' = momentum v + g; w' = w - lr v'
+//   adam:      states "<p>.m", "<p>.v" (fed 0) and one shared f32 scalar "optimizer.step" t
+//              (fed 0; layer -1, as every layer uses it): t' = t + 1,
+//              m' = b1 m + (1 - b1) g, v' = b2 v + (1 - b2) g^2,
+//              w' = w - lr (m' / (1 - b1^t')) / (sqrt(v' / (1 - b2^t')) + eps)
+//   master weights (f16 / bf16 parameters only): state "<p>.master" (f32, fed p's value); the
+//              rule above runs on it in f32 and p' = convert(master', p's dtype).
+// Update and state ops take the parameter's layer; update ops are named "<target>.next".
 Status AppendOptimizer(GraphBuilder& builder, const std::vector<int32_t>& parameters,
                        const std::vector<int32_t>& gradients, const OptimizerConfig& config);
 
