@@ -146,15 +146,15 @@ struct OpAttrs {
   int64_t axis = 0;           // iota, concatenate, gather, scatter_add
   double value = 0.0;         // constant, pad
   Comparison comparison = Comparison::kEq;
-  ReduceKind reduce = ReduceKind::kSum;                       // reduce_window
-  DotDims dot;                                                // dot_general
-  std::vector<int64_t> starts, limits;                        // slice
-  std::vector<int64_t> strides;                               // slice, convolution, windows
-  std::vector<int64_t> padding_lo, padding_hi;                // pad, convolution, windows
-  std::vector<int64_t> padding_interior;                      // pad
-  std::vector<int64_t> lhs_dilation, rhs_dilation;            // convolution
-  int64_t feature_group_count = 1;                            // convolution
-  std::vector<int64_t> window;                                // reduce_window, select_and_scatter
+  ReduceKind reduce = ReduceKind::kSum;             // reduce_window
+  DotDims dot;                                      // dot_general
+  std::vector<int64_t> starts, limits;              // slice
+  std::vector<int64_t> strides;                     // slice, convolution, windows
+  std::vector<int64_t> padding_lo, padding_hi;      // pad, convolution, windows
+  std::vector<int64_t> padding_interior;            // pad
+  std::vector<int64_t> lhs_dilation, rhs_dilation;  // convolution
+  int64_t feature_group_count = 1;                  // convolution
+  std::vector<int64_t> window;                      // reduce_window, select_and_scatter
 
   bool operator==(const OpAttrs& o) const;
 };

@@ -85,8 +85,8 @@ class GraphBuilder {
   int32_t ReduceMax(int32_t x, Dims dims);
   int32_t ReduceWindow(ReduceKind kind, int32_t x, Dims window, Dims strides, Dims padding_lo,
                        Dims padding_hi);
-  int32_t SelectAndScatter(int32_t x, int32_t source, Dims window, Dims strides,
-                           Dims padding_lo, Dims padding_hi);
+  int32_t SelectAndScatter(int32_t x, int32_t source, Dims window, Dims strides, Dims padding_lo,
+                           Dims padding_hi);
 
   // ---- Indexing ----
   int32_t Gather(int32_t x, int32_t indices, int64_t axis);

@@ -22,8 +22,8 @@ struct GraphStats {
   int64_t num_ops = 0;
   std::map<std::string, int64_t> ops_by_kind;  // by OpKindName, sorted
   std::map<std::string, int64_t> ops_by_phase;
-  int64_t num_layers = 0;          // max layer index + 1
-  int64_t parameter_count = 0;     // elements of parameter ops with role kParameter
+  int64_t num_layers = 0;       // max layer index + 1
+  int64_t parameter_count = 0;  // elements of parameter ops with role kParameter
   int64_t parameter_bytes = 0;
   int64_t optimizer_state_bytes = 0;  // parameter ops with role kOptimizerState
   int64_t input_bytes = 0;            // parameter ops with role kInput

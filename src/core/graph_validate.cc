@@ -60,8 +60,7 @@ Status ValidateGraph(const Graph& graph) {
       if (o < 0 || o >= n) {
         return InvalidGraph(DescribeOp(graph, id) + ": operand " + std::to_string(i) +
                             " refers to op " + std::to_string(o) +
-                            ", which does not exist (the graph has " + std::to_string(n) +
-                            " ops)");
+                            ", which does not exist (the graph has " + std::to_string(n) + " ops)");
       }
     }
   }
@@ -95,16 +94,15 @@ Status ValidateGraph(const Graph& graph) {
     }
     if (op.layer < -1) return InvalidGraph(DescribeOp(graph, id) + ": layer must be >= -1");
     if (op.alias_of != -1) {
-      if (op.alias_of < 0 || op.alias_of >= n ||
-          graph.op(op.alias_of).kind != OpKind::kParameter) {
+      if (op.alias_of < 0 || op.alias_of >= n || graph.op(op.alias_of).kind != OpKind::kParameter) {
         return InvalidGraph(DescribeOp(graph, id) + ": alias_of " + std::to_string(op.alias_of) +
                             " is not a parameter op");
       }
       const Op& target = graph.op(op.alias_of);
       if (target.shape != op.shape || target.dtype != op.dtype) {
-        return InvalidGraph(DescribeOp(graph, id) + ": aliases " +
-                            DescribeOp(graph, op.alias_of) + " of a different type (" +
-                            DTypeName(target.dtype) + ShapeString(target.shape) + ")");
+        return InvalidGraph(DescribeOp(graph, id) + ": aliases " + DescribeOp(graph, op.alias_of) +
+                            " of a different type (" + DTypeName(target.dtype) +
+                            ShapeString(target.shape) + ")");
       }
       int32_t& previous = replaced_by[static_cast<size_t>(op.alias_of)];
       if (previous != -1) {

@@ -112,8 +112,8 @@ Status OpChecker::Source() {
     }
   }
   if (op_.kind == OpKind::kIota) {
-    ALPA_RETURN_IF_ERROR(DimList({op_.attrs.axis}, static_cast<int64_t>(op_.shape.size()),
-                                 "iota axis"));
+    ALPA_RETURN_IF_ERROR(
+        DimList({op_.attrs.axis}, static_cast<int64_t>(op_.shape.size()), "iota axis"));
     if (op_.dtype == DType::kPred) return Fail("iota cannot have dtype pred");
   }
   return Status::Ok();
@@ -153,10 +153,9 @@ Status OpChecker::DotGeneral() {
     int64_t x = a[static_cast<size_t>(d.lhs_contracting[i])];
     int64_t y = b[static_cast<size_t>(d.rhs_contracting[i])];
     if (x != y) {
-      return Fail("contracting dim sizes differ: lhs dim " +
-                  std::to_string(d.lhs_contracting[i]) + " is " + std::to_string(x) +
-                  ", rhs dim " + std::to_string(d.rhs_contracting[i]) + " is " +
-                  std::to_string(y));
+      return Fail("contracting dim sizes differ: lhs dim " + std::to_string(d.lhs_contracting[i]) +
+                  " is " + std::to_string(x) + ", rhs dim " + std::to_string(d.rhs_contracting[i]) +
+                  " is " + std::to_string(y));
     }
   }
   for (int64_t i = 0; i < Rank(0); ++i) {
@@ -200,8 +199,8 @@ Status OpChecker::Convolution() {
                 std::to_string(x[1]) + " and output features " + std::to_string(w[0]));
   }
   if (w[1] * g != x[1]) {
-    return Fail("kernel input features " + std::to_string(w[1]) + " x groups " +
-                std::to_string(g) + " != input features " + std::to_string(x[1]));
+    return Fail("kernel input features " + std::to_string(w[1]) + " x groups " + std::to_string(g) +
+                " != input features " + std::to_string(x[1]));
   }
   Dims out = {x[0], w[0]};
   for (size_t i = 0; i < static_cast<size_t>(k); ++i) {
@@ -330,8 +329,8 @@ Status OpChecker::Pad() {
   for (size_t i = 0; i < at.padding_lo.size(); ++i) {
     int64_t s = InShape(0)[i];
     if (at.padding_interior[i] < 0) return Fail("padding_interior must be >= 0");
-    int64_t size = s + (s > 0 ? (s - 1) * at.padding_interior[i] : 0) + at.padding_lo[i] +
-                   at.padding_hi[i];
+    int64_t size =
+        s + (s > 0 ? (s - 1) * at.padding_interior[i] : 0) + at.padding_lo[i] + at.padding_hi[i];
     if (size < 0) return Fail("dim " + std::to_string(i) + " would have negative size");
     out.push_back(size);
   }
@@ -364,8 +363,7 @@ Status OpChecker::Window(const Dims& in, Dims& out) const {
   out.clear();
   for (size_t i = 0; i < in.size(); ++i) {
     if (at.window[i] < 1 || at.strides[i] < 1 || at.padding_lo[i] < 0 || at.padding_hi[i] < 0) {
-      return Fail("dim " + std::to_string(i) +
-                  ": window and strides must be >= 1, padding >= 0");
+      return Fail("dim " + std::to_string(i) + ": window and strides must be >= 1, padding >= 0");
     }
     int64_t padded = in[i] + at.padding_lo[i] + at.padding_hi[i];
     if (padded < at.window[i]) {

@@ -19,7 +19,7 @@ enum class StatusCode : int32_t {
   kUnsupported = 6,
   kOutOfMemory = 7,
   kInternal = 8,
-  kIo = 9,     // a file could not be opened, read or written
+  kIo = 9,            // a file could not be opened, read or written
   kParse = 10,        // bytes are not valid JSON / not the expected format
   kInvalidGraph = 11  // the operator graph is inconsistent (the message names the op)
 };

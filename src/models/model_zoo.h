@@ -4,8 +4,22 @@
 // Specs: a preset name ("gpt-39b", "moe-380m", "wresnet-13b", ...) or a family with explicit
 // keys ("gpt:hidden=2560,layers=32,heads=32,seq=1024,vocab=51200,batch=1024",
 // "mlp:layers=6,batch=256,hidden=32"). A preset may be refined by keys too
-// ("gpt-350m:batch=8,layers=2"). Keys common to every family: batch, dtype (f32/f16/bf16),
-// optimizer (sgd/momentum/adam), lr, master_weights (0/1), training (0: forward + loss only).
+// ("gpt-350m:batch=8,layers=2"). Keys common to every family: batch, dtype (f32/f16/bf16;
+// default f16 for gpt/bert/moe, f32 for mlp/wresnet), optimizer (sgd/momentum/adam, default
+// adam), lr (0.001), master_weights (0/1; default 1 for half dtypes), training (0: forward +
+// loss only). ModelFamilyHelp() lists each family's keys and defaults.
+//
+// Families (details in each src/models/<family>.cc):
+//   mlp      dense + relu layers, MSE or cross-entropy (Alpa's auto-sharding test MLP).
+//   gpt      pre-LN causal transformer LM, LM head tied to the token embedding. Parameters and
+//            training dot FLOPs match REFERENCE §6's closed forms (< 0.5 % / < 1 %).
+//   bert     post-LN bidirectional transformer, tied MLM head, loss on every token.
+//   moe      Alpa's MoE LM: post-LN, GShard top-2 MoE in every other layer (moe_every=2) and
+//            mlp_ratio=8 (Alpa's intermediate size); the presets match their names within 4 %.
+//            moe_every=1,mlp_ratio=4 gives MoE in every layer with [E, h, 4h] experts.
+//   wresnet  Alpa's Wide-ResNet (bottleneck stages, 3x3 conv widened by `width`), NCHW.
+//            `image`, `classes` and `stages` ("1-1") shrink it for tests.
+// Layer indices: embedding / stem 0, blocks 1..L, head L + 1.
 #pragma once
 
 #include <cstdint>
@@ -47,5 +61,10 @@ Result<ModelSpec> ParseModelSpec(const std::string& spec);
 // block, head) for the pipeline planner.
 Result<Graph> BuildModel(const std::string& spec);
 Result<Graph> BuildModel(const ModelSpec& spec);
+
+// The forward graph alone (outputs[0] = scalar loss), whatever the spec's `training` says.
+Result<Graph> BuildForwardModel(const ModelSpec& spec);
+// The optimizer the spec asks for (optimizer, lr, master_weights keys).
+Result<OptimizerConfig> ModelOptimizerConfig(const ModelSpec& spec);
 
 }  // namespace alpa

@@ -1,0 +1,36 @@
+// BERT as in Alpa's benchmark (HF Flax BERT): token + position embeddings followed by a layer
+// norm, post-LN bidirectional blocks (x = LN(x + attn(x)); x = LN(x + mlp(x))), an MLM head tied
+// to the token embedding with a bias. Simplifications: no token-type embedding, no head
+// transform (dense + gelu + LN) and the loss covers every token (no 15 % masking), which keeps
+// the graph's shapes and op mix while needing no mask input.
+#include "models/layers.h"
+
+namespace alpa {
+namespace models {
+
+Result<Graph> BuildBertForward(const ModelSpec& spec) {
+  SpecReader r(spec);
+  const TransformerShape t = ReadTransformerShape(r);
+  if (!r.ok()) return r.status();
+
+  GraphBuilder b;
+  b.set_layer(0);
+  int32_t tokens = Input(b, {t.batch, t.seq}, DType::kS32, "tokens");
+  int32_t labels = Input(b, {t.batch, t.seq}, DType::kS32, "labels");
+  Embedding emb = TokenAndPositionEmbedding(b, tokens, t.vocab, t.hidden, t.dtype);
+  int32_t x = LayerNorm(b, emb.output, "emb.ln");
+  for (int64_t i = 0; i < t.layers; ++i) {
+    b.set_layer(static_cast<int32_t>(i + 1));
+    const std::string p = "h" + std::to_string(i);
+    x = LayerNorm(b, b.Add(x, SelfAttention(b, x, t.heads, false, p + ".attn")), p + ".ln1");
+    x = LayerNorm(b, b.Add(x, GeluMlp(b, x, 4 * t.hidden, p + ".mlp")), p + ".ln2");
+  }
+  b.set_layer(static_cast<int32_t>(t.layers + 1));
+  int32_t loss = TiedLmLoss(b, x, emb.token_table, labels, true);
+  b.SetName(loss, "loss");
+  b.AddOutput(loss);
+  return std::move(b).Finish();
+}
+
+}  // namespace models
+}  // namespace alpa

@@ -1,0 +1,35 @@
+// GPT (Alpa's benchmark model): learned token + position embeddings, pre-LN causal transformer
+// blocks, final layer norm, LM head tied to the token embedding, mean cross-entropy over tokens.
+// Parameters: 12 l h^2 + 13 l h + (V + s) h + 2 h; training dot FLOPs:
+// 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)) (REFERENCE §6).
+#include "models/layers.h"
+
+namespace alpa {
+namespace models {
+
+Result<Graph> BuildGptForward(const ModelSpec& spec) {
+  SpecReader r(spec);
+  const TransformerShape t = ReadTransformerShape(r);
+  if (!r.ok()) return r.status();
+
+  GraphBuilder b;
+  b.set_layer(0);
+  int32_t tokens = Input(b, {t.batch, t.seq}, DType::kS32, "tokens");
+  int32_t labels = Input(b, {t.batch, t.seq}, DType::kS32, "labels");
+  Embedding emb = TokenAndPositionEmbedding(b, tokens, t.vocab, t.hidden, t.dtype);
+  int32_t x = emb.output;
+  for (int64_t i = 0; i < t.layers; ++i) {
+    b.set_layer(static_cast<int32_t>(i + 1));
+    const std::string p = "h" + std::to_string(i);
+    x = b.Add(x, SelfAttention(b, LayerNorm(b, x, p + ".ln1"), t.heads, true, p + ".attn"));
+    x = b.Add(x, GeluMlp(b, LayerNorm(b, x, p + ".ln2"), 4 * t.hidden, p + ".mlp"));
+  }
+  b.set_layer(static_cast<int32_t>(t.layers + 1));
+  int32_t loss = TiedLmLoss(b, LayerNorm(b, x, "ln_f"), emb.token_table, labels, false);
+  b.SetName(loss, "loss");
+  b.AddOutput(loss);
+  return std::move(b).Finish();
+}
+
+}  // namespace models
+}  // namespace alpa
