@@ -1,7 +1,8 @@
 // Building the training graphs of the largest presets (forward + autodiff + optimizer): time,
 // op count and the graph's own memory (the capacities of its vectors), next to the forward-only
-// build of the same spec as the in-run baseline.
+// build of the same spec as the in-run baseline, and the process's peak RSS.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <string>
 #include <type_traits>
@@ -44,6 +45,11 @@ void BM_BuildModel(benchmark::State& state, const std::string& spec) {
   state.counters["ops"] = ops;
   state.counters["graph_MiB"] = bytes / (1024.0 * 1024.0);
   state.counters["bytes_per_op"] = ops > 0 ? bytes / ops : 0;
+  // The process's peak resident set so far (benchmarks run in order, so it is an upper bound
+  // for this one and everything before it).
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
 BENCHMARK_CAPTURE(BM_BuildModel, gpt_39b_forward, std::string("gpt-39b:training=0"))

@@ -68,8 +68,8 @@ ALPA_API int32_t alpa_version_number(void);
 #define ALPA_ERR_UNSUPPORTED 6
 #define ALPA_ERR_OUT_OF_MEMORY 7
 #define ALPA_ERR_INTERNAL 8
-#define ALPA_ERR_IO 9     /* a file could not be read or written */
-#define ALPA_ERR_PARSE 10 /* bytes are not valid JSON or not the expected format */
+#define ALPA_ERR_IO 9             /* a file could not be read or written */
+#define ALPA_ERR_PARSE 10         /* bytes are not valid JSON or not the expected format */
 #define ALPA_ERR_INVALID_GRAPH 11 /* inconsistent operator graph; the message names the op */
 
 /* A short English name for a status code ("ok", "invalid argument", ...). Static storage. */
@@ -268,10 +268,345 @@ ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t 
                                  alpa_error** err);
 
 /* ---- Operator graphs ----------------------------------------------------------------------- */
+/* A training step as an HLO-like operator graph (semantics: docs/graph-format.md). Every op
+ * produces one tensor and refers to its operands by op id (its index); ops are added in
+ * topological order. Lifecycle:
+ *
+ *   alpa_graph* g;  alpa_graph_create(&g, &err);
+ *   alpa_graph_add_ops(g, n, kinds, dtypes, ...);   types are inferred and checked op by op
+ *   alpa_graph_set_alias(g, update_op, parameter_op, &err);  alpa_graph_set_outputs(...);
+ *   alpa_graph_finalize(g, &err);                   validates; the graph is now immutable
+ *   alpa_graph_write_json / alpa_graph_stats_json / queries ...;  alpa_graph_destroy(g);
+ *
+ * Or read one (finalized) with alpa_graph_read_file / alpa_graph_read_buffer, or build a model
+ * of the zoo with alpa_graph_from_model. Errors about ops are ALPA_ERR_INVALID_GRAPH and name
+ * the op: "op 12 'attn.qkv' (dot_general): contracting dim sizes differ: ...". A finalized graph
+ * may be shared between threads; building needs exclusive access. */
+
+/* Element types (pinned values). */
+#define ALPA_DTYPE_F32 0
+#define ALPA_DTYPE_F16 1
+#define ALPA_DTYPE_BF16 2
+#define ALPA_DTYPE_F64 3
+#define ALPA_DTYPE_S8 4
+#define ALPA_DTYPE_S32 5
+#define ALPA_DTYPE_S64 6
+#define ALPA_DTYPE_PRED 7 /* boolean, one byte */
+
+/* Op kinds (pinned values). The int64 attribute words each kind takes in alpa_graph_add_ops
+ * are given in brackets; r is the operand's rank, k the number of spatial dims. */
+#define ALPA_OP_PARAMETER 0 /* []; shape and dtype given */
+#define ALPA_OP_CONSTANT 1  /* []; splat of values[i]; shape and dtype given */
+#define ALPA_OP_IOTA 2      /* [axis]; shape and dtype given */
+#define ALPA_OP_NEG 10      /* unary ops 10..19: [] */
+#define ALPA_OP_ABS 11
+#define ALPA_OP_EXP 12
+#define ALPA_OP_LOG 13
+#define ALPA_OP_TANH 14
+#define ALPA_OP_SQRT 15
+#define ALPA_OP_RSQRT 16
+#define ALPA_OP_GELU 17
+#define ALPA_OP_RELU 18
+#define ALPA_OP_CONVERT 19 /* []; the target dtype given */
+#define ALPA_OP_ADD 30     /* binary ops 30..36: [] */
+#define ALPA_OP_SUB 31
+#define ALPA_OP_MUL 32
+#define ALPA_OP_DIV 33
+#define ALPA_OP_MAX 34
+#define ALPA_OP_MIN 35
+#define ALPA_OP_POW 36
+#define ALPA_OP_COMPARE 37 /* [ALPA_CMP_*] */
+#define ALPA_OP_SELECT 38  /* []; operands (pred, x, y) */
+/* [nb, lhs_batch[nb], rhs_batch[nb], nc, lhs_contracting[nc], rhs_contracting[nc]] */
+#define ALPA_OP_DOT_GENERAL 50
+/* [k, strides[k], padding_lo[k], padding_hi[k], lhs_dilation[k], rhs_dilation[k],
+ *  feature_group_count]; operands (input [N, C, S..], kernel [O, C/groups, K..]) */
+#define ALPA_OP_CONVOLUTION 51
+#define ALPA_OP_BROADCAST_IN_DIM 60 /* [dims[r]]: operand dim i -> output dim; shape given */
+#define ALPA_OP_RESHAPE 61          /* []; shape given */
+#define ALPA_OP_TRANSPOSE 62        /* [permutation[r]] */
+#define ALPA_OP_SLICE 63            /* [r, starts[r], limits[r], strides[r]] */
+#define ALPA_OP_CONCATENATE 64      /* [axis]; any number (>= 1) of operands */
+#define ALPA_OP_PAD 65 /* [r, padding_lo[r], padding_hi[r], padding_interior[r]]; fill values[i] \
+                        */
+#define ALPA_OP_REVERSE 66    /* [dims...] */
+#define ALPA_OP_REDUCE_SUM 80 /* [dims...] (reduced away) */
+#define ALPA_OP_REDUCE_MAX 81 /* [dims...] */
+/* [ALPA_REDUCE_*, r, window[r], strides[r], padding_lo[r], padding_hi[r]] */
+#define ALPA_OP_REDUCE_WINDOW 82
+/* [r, window[r], strides[r], padding_lo[r], padding_hi[r]]; operands (x, source) */
+#define ALPA_OP_SELECT_AND_SCATTER 83
+#define ALPA_OP_GATHER 90      /* [axis]; operands (x, indices) */
+#define ALPA_OP_SCATTER_ADD 91 /* [axis]; operands (base, indices, updates) */
+
+/* Tensor roles (pinned values): what a tensor is, for memory accounting and planning. */
+#define ALPA_ROLE_ACTIVATION 0      /* computed inside the step (the default) */
+#define ALPA_ROLE_PARAMETER 1       /* trainable weight */
+#define ALPA_ROLE_GRADIENT 2        /* gradient of a weight */
+#define ALPA_ROLE_OPTIMIZER_STATE 3 /* momentum, Adam moments, master weights, step counter */
+#define ALPA_ROLE_INPUT 4           /* data fed each step */
+
+/* Phases of the training step (pinned values). */
+#define ALPA_PHASE_FORWARD 0
+#define ALPA_PHASE_BACKWARD 1
+#define ALPA_PHASE_UPDATE 2
+
+/* Comparisons of ALPA_OP_COMPARE (pinned values). */
+#define ALPA_CMP_EQ 0
+#define ALPA_CMP_NE 1
+#define ALPA_CMP_LT 2
+#define ALPA_CMP_LE 3
+#define ALPA_CMP_GT 4
+#define ALPA_CMP_GE 5
+
+/* Reductions of ALPA_OP_REDUCE_WINDOW (pinned values). */
+#define ALPA_REDUCE_SUM 0
+#define ALPA_REDUCE_MAX 1
+
+typedef struct alpa_graph alpa_graph;
+
+/* An empty graph in the building state. Caller frees with alpa_graph_destroy. */
+ALPA_API int32_t alpa_graph_create(alpa_graph** out, alpa_error** err);
+/* Frees a graph; NULL is allowed. */
+ALPA_API void alpa_graph_destroy(alpa_graph* graph);
+
+/* Appends `count` ops (ids continue from the current op count). Per op i:
+ *   kinds[i]   ALPA_OP_*.
+ *   dtypes[i]  ALPA_DTYPE_*: required for parameter, constant, iota and convert; -1 (infer)
+ *              for the other kinds, where a given dtype is checked against the inferred one.
+ *              dtypes may be NULL: all -1.
+ *   roles[i], phases[i], layers[i]: ALPA_ROLE_*, ALPA_PHASE_*, pipeline layer (>= 0, or -1 for
+ *              none); each array may be NULL for ACTIVATION, FORWARD, 0.
+ *   operands[operand_offsets[i] .. operand_offsets[i+1]): operand op ids, each smaller than i's
+ *              own id (added before it, in this call or an earlier one).
+ *   shape_dims[shape_offsets[i] .. shape_offsets[i+1]): for parameter, constant, iota,
+ *              broadcast_in_dim and reshape the result shape (empty range: a scalar); for the
+ *              other kinds the shape is inferred, and a non-empty range is checked against it.
+ *   attrs[attr_offsets[i] .. attr_offsets[i+1]): the kind's int64 attribute words, laid out
+ *              as documented at its ALPA_OP_* constant; the length must match exactly.
+ *   values[i]  the splat value of constant and the fill value of pad (ignored for other kinds);
+ *              values may be NULL: 0.0.
+ *   names[i]   a UTF-8 name or NULL; names may be NULL (no names).
+ * Each *_offsets array has count + 1 non-decreasing, non-negative entries and may be NULL when
+ * every range is empty (then its data array may be NULL too). Arrays are copied.
+ * Errors: ALPA_ERR_INVALID_ARGUMENT for a NULL graph, a finalized graph, NULL arrays or bad
+ * offsets; ALPA_ERR_INVALID_GRAPH naming the first bad op ("op 7 'fc1' (dot_general): ...").
+ * All or nothing: on failure no op of the batch is added. */
+ALPA_API int32_t alpa_graph_add_ops(alpa_graph* graph, int64_t count, const int32_t* kinds,
+                                    const int32_t* dtypes, const int32_t* roles,
+                                    const int32_t* phases, const int32_t* layers,
+                                    const int64_t* operand_offsets, const int32_t* operands,
+                                    const int64_t* shape_offsets, const int64_t* shape_dims,
+                                    const int64_t* attr_offsets, const int64_t* attrs,
+                                    const double* values, const char* const* names,
+                                    alpa_error** err);
+
+/* Marks op `op` (an update result) as the new value of parameter op `parameter` after the
+ * step; parameter = -1 removes the mark. The parameter must be a parameter op of the same
+ * shape and dtype, replaced by no other op (ALPA_ERR_INVALID_GRAPH naming both ops). */
+ALPA_API int32_t alpa_graph_set_alias(alpa_graph* graph, int32_t op, int32_t parameter,
+                                      alpa_error** err);
+/* Sets the graph's outputs (ids[count], loss first by convention), replacing earlier ones. */
+ALPA_API int32_t alpa_graph_set_outputs(alpa_graph* graph, int64_t count, const int32_t* ids,
+                                        alpa_error** err);
+/* Validates the whole graph and freezes it (ALPA_ERR_INVALID_GRAPH naming the op; the graph
+ * then stays in the building state). Idempotent. */
+ALPA_API int32_t alpa_graph_finalize(alpa_graph* graph, alpa_error** err);
+
+/* Reads a graph in the JSON graph format (docs/graph-format.md; gzip accepted) from a file or
+ * from bytes; the result is finalized. ALPA_ERR_IO: the file cannot be read (the message
+ * starts with the path); ALPA_ERR_PARSE: malformed JSON, a wrong type or an unknown name or
+ * field, with its JSON path ("graph.ops[3] 'w1': shape[1]: expected an integer");
+ * ALPA_ERR_INVALID_GRAPH: an inconsistent graph ("graph.ops[12] 'attn.qkv' (dot_general): ...").
+ * Caller frees *out with alpa_graph_destroy. */
+ALPA_API int32_t alpa_graph_read_file(alpa_graph** out, const char* path, alpa_error** err);
+ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size_t size,
+                                        alpa_error** err);
+/* Serializes a finalized graph as JSON (one op per line; reading it back gives the same
+ * graph). Caller frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_graph_write_json(alpa_buffer** out, const alpa_graph* graph,
+                                       alpa_error** err);
+
+/* Queries (building or finalized graphs). Op counts: 0 for NULL. */
+ALPA_API int64_t alpa_graph_op_count(const alpa_graph* graph);
+/* ALPA_OP_*, ALPA_DTYPE_*, ALPA_ROLE_*, ALPA_PHASE_* of one op; -1 for a NULL graph or an op
+ * id out of range. */
+ALPA_API int32_t alpa_graph_op_kind(const alpa_graph* graph, int32_t op);
+ALPA_API int32_t alpa_graph_op_dtype(const alpa_graph* graph, int32_t op);
+ALPA_API int32_t alpa_graph_op_role(const alpa_graph* graph, int32_t op);
+ALPA_API int32_t alpa_graph_op_phase(const alpa_graph* graph, int32_t op);
+/* The op's pipeline layer, -1 when it has none, and also -1 for an id out of range. */
+ALPA_API int32_t alpa_graph_op_layer(const alpa_graph* graph, int32_t op);
+/* The parameter op this op's result replaces after the step, or -1 (also for a bad id). */
+ALPA_API int32_t alpa_graph_op_alias(const alpa_graph* graph, int32_t op);
+/* The constant / pad value of the op (0.0 for other kinds and bad ids). */
+ALPA_API double alpa_graph_op_value(const alpa_graph* graph, int32_t op);
+/* Count-then-fill: return the rank / operand count / attribute word count (-1 for a bad id)
+ * and copy min(count, capacity) entries to out (out may be NULL when capacity is 0). The
+ * attribute words use alpa_graph_add_ops's layout, so queried ops can be added to another
+ * graph unchanged. */
+ALPA_API int64_t alpa_graph_op_shape(const alpa_graph* graph, int32_t op, int64_t* out,
+                                     int64_t capacity);
+ALPA_API int64_t alpa_graph_op_operands(const alpa_graph* graph, int32_t op, int32_t* out,
+                                        int64_t capacity);
+ALPA_API int64_t alpa_graph_op_attrs(const alpa_graph* graph, int32_t op, int64_t* out,
+                                     int64_t capacity);
+/* The op's name ("" if none or for a bad id); valid until the graph changes or is destroyed. */
+ALPA_API const char* alpa_graph_op_name(const alpa_graph* graph, int32_t op);
+/* Count-then-fill over the graph's outputs. */
+ALPA_API int64_t alpa_graph_outputs(const alpa_graph* graph, int32_t* out, int64_t capacity);
+/* Statistics of a finalized graph as one JSON object (FLOPs are numbers, integral values
+ * exact below 2^63): {"ops", "layers", "parameters", "flops", "dot_flops", "conv_flops",
+ * "parameter_bytes", "gradient_bytes", "optimizer_state_bytes", "input_bytes",
+ * "activation_bytes", "ops_by_kind": {...}, "ops_by_phase": {...}, "flops_by_phase": {...}}.
+ * flops counts one training step (every op of the graph; a multiply-add is 2). Caller frees
+ * *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_graph_stats_json(alpa_buffer** out, const alpa_graph* graph,
+                                       alpa_error** err);
 
 /* ---- Model zoo ----------------------------------------------------------------------------- */
+/* Training graphs of the benchmark models (REFERENCE §6: GPT, MoE, Wide-ResNet, ...) built
+ * through the graph IR and autodiff. A spec is a preset name ("gpt-39b"), a family with keys
+ * ("gpt:hidden=1024,layers=2,heads=16,seq=128,vocab=1000,batch=8", "mlp:layers=6,hidden=32"),
+ * or a preset refined by keys ("gpt-350m:batch=8,layers=2"). */
+
+/* Number of presets; presets are indexed 0 .. count-1 in a stable order (family, then size). */
+ALPA_API int64_t alpa_model_count(void);
+/* Preset name ("gpt-39b") and family ("gpt"); static storage; "" for an index out of range. */
+ALPA_API const char* alpa_model_name(int64_t index);
+ALPA_API const char* alpa_model_family(int64_t index);
+/* The parameter count the name claims (39e9 for gpt-39b); -1 for an index out of range. */
+ALPA_API int64_t alpa_model_nominal_params(int64_t index);
+/* The GPU count the Alpa benchmark pairs the preset with (0: none); -1 out of range. */
+ALPA_API int32_t alpa_model_benchmark_gpus(int64_t index);
+/* Builds the (finalized) graph of a spec. ALPA_ERR_INVALID_ARGUMENT for a bad spec, the message
+ * naming the unknown family, key or bad value. Caller frees *out with alpa_graph_destroy. */
+ALPA_API int32_t alpa_graph_from_model(alpa_graph** out, const char* spec, alpa_error** err);
+/* Every preset and the family keys as JSON: {"presets": [{"name", "family", "spec",
+ * "nominal_params", "benchmark_gpus", "description"}, ...], "families": ["<family>: <keys and
+ * defaults>", ...]}. Caller frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_models_json(alpa_buffer** out, alpa_error** err);
 
 /* ---- Clusters and the cost model ----------------------------------------------------------- */
+/*
+ * A cluster is hosts x devices-per-host identical devices (peak FLOP/s per dtype, memory, memory
+ * bandwidth), a link inside a host and a link between hosts (bandwidth in bytes/s, latency in
+ * seconds), and the efficiency factors of the roofline compute model. A logical mesh views a
+ * submesh (hosts x devices each) as a 1-D or 2-D device array with a latency alpha and an
+ * inverse bandwidth beta per dimension; collective costs are computed on it. Formats, units and
+ * the bandwidth model: docs/cluster-format.md. Cluster and mesh handles are immutable once
+ * created and may be shared between threads.
+ */
+
+/* Collective kinds (pinned values). */
+#define ALPA_COLLECTIVE_ALL_GATHER 0
+#define ALPA_COLLECTIVE_ALL_REDUCE 1
+#define ALPA_COLLECTIVE_REDUCE_SCATTER 2
+#define ALPA_COLLECTIVE_ALL_TO_ALL 3
+#define ALPA_COLLECTIVE_SEND_RECV 4
+/* Cost modes: Alpa's formulas with its tie-breaking constants (+0.1 all-gather, +0.01
+ * all-reduce, +0.001 reduce-scatter and all-to-all), or the pure formulas (seconds). */
+#define ALPA_COST_MODE_ALPA 0
+#define ALPA_COST_MODE_REAL_UNITS 1
+/* The mesh_dim meaning "all mesh dimensions at once" (the flattened mesh). */
+#define ALPA_MESH_DIM_FLATTENED (-1)
+/* Compute classes of the roofline model (pinned values). */
+#define ALPA_COMPUTE_MATMUL 0
+#define ALPA_COMPUTE_CONVOLUTION 1
+#define ALPA_COMPUTE_ELEMENTWISE 2
+#define ALPA_COMPUTE_OTHER 3
+
+typedef struct alpa_cluster alpa_cluster;
+typedef struct alpa_mesh alpa_mesh;
+
+/* The built-in presets: their number, and the canonical name of preset `index` (static storage;
+ * NULL when index is out of range). Names: "p3.16xlarge", "dgx-a100-80g", "dgx-a100-40g",
+ * "dgx-h100"; aliases such as "dgx-a100" and "h100" are accepted too. */
+ALPA_API int32_t alpa_cluster_preset_count(void);
+ALPA_API const char* alpa_cluster_preset_name(int32_t index);
+
+/* A preset cluster. spec is a preset name (case-insensitive), optionally with options:
+ * "p3.16xlarge:hosts=8" or "dgx-h100:hosts=2,devices_per_host=4". hosts > 0 sets the host count
+ * (overriding the spec's); hosts == 0 keeps the spec's (default 1); hosts < 0 is an error.
+ * ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad option. Caller frees *out with
+ * alpa_cluster_destroy. */
+ALPA_API int32_t alpa_cluster_create_preset(alpa_cluster** out, const char* spec, int64_t hosts,
+                                            alpa_error** err);
+/* Reads a cluster JSON file / buffer (data[size], need not be NUL-terminated). ALPA_ERR_IO when
+ * the file cannot be read, ALPA_ERR_PARSE for malformed JSON or fields of the wrong type,
+ * ALPA_ERR_INVALID_ARGUMENT for out-of-range values; the message names the field
+ * ("cluster.device.memory_bytes: ..."). Caller frees *out with alpa_cluster_destroy. */
+ALPA_API int32_t alpa_cluster_read_file(alpa_cluster** out, const char* path, alpa_error** err);
+ALPA_API int32_t alpa_cluster_read_buffer(alpa_cluster** out, const char* data, size_t size,
+                                          alpa_error** err);
+/* A copy of `cluster` whose calibration is overridden by a calibration JSON document (data[size];
+ * keys it leaves out keep the cluster's values). Errors as for alpa_cluster_read_buffer. Caller
+ * frees *out with alpa_cluster_destroy. */
+ALPA_API int32_t alpa_cluster_with_calibration(alpa_cluster** out, const alpa_cluster* cluster,
+                                               const char* data, size_t size, alpa_error** err);
+/* The cluster as a JSON document (every field; reading it back gives the same cluster). Caller
+ * frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_cluster_write(alpa_buffer** out, const alpa_cluster* cluster,
+                                    alpa_error** err);
+/* Frees a cluster; NULL is allowed. Meshes created from it stay valid. */
+ALPA_API void alpa_cluster_destroy(alpa_cluster* cluster);
+
+/* Getters: 0 (or "") for a NULL cluster. The name is valid while the cluster lives. */
+ALPA_API const char* alpa_cluster_name(const alpa_cluster* cluster);
+ALPA_API int64_t alpa_cluster_hosts(const alpa_cluster* cluster);
+ALPA_API int64_t alpa_cluster_devices_per_host(const alpa_cluster* cluster);
+ALPA_API int64_t alpa_cluster_device_memory_bytes(const alpa_cluster* cluster);
+/* Bytes per second of one device's memory. */
+ALPA_API double alpa_cluster_device_memory_bandwidth(const alpa_cluster* cluster);
+/* Peak FLOP/s of one device for an ALPA_DTYPE_* (0 for an unknown dtype). */
+ALPA_API double alpa_cluster_peak_flops(const alpa_cluster* cluster, int32_t dtype);
+
+/* Roofline time in seconds of one op on one device of the cluster: max(flops / (peak(dtype) *
+ * efficiency(compute_class)), bytes_accessed / (memory bandwidth * memory efficiency)) plus the
+ * calibration's per-op overhead. ALPA_ERR_INVALID_ARGUMENT for an unknown dtype or class, or
+ * negative / non-finite flops or bytes. */
+ALPA_API int32_t alpa_cluster_op_seconds(double* out_seconds, const alpa_cluster* cluster,
+                                         double flops, double bytes_accessed, int32_t dtype,
+                                         int32_t compute_class, alpa_error** err);
+
+/* Alpha (seconds) and beta (seconds per byte) of the logical mesh that views the submesh
+ * `submesh_hosts` x `submesh_devices_per_host` of the cluster as logical_shape[ndim] (ndim 1 or
+ * 2, product = the submesh's device count). out_alpha[ndim] and out_beta[ndim] receive one value
+ * per dimension; out_flat[2] (may be NULL) receives alpha and beta of the flattened mesh. A
+ * dimension whose device groups span hosts uses the inter-host link, its bandwidth shared by the
+ * groups that cross hosts at once (docs/cluster-format.md). ALPA_ERR_INVALID_ARGUMENT for a
+ * submesh larger than the cluster or a shape that does not match it. */
+ALPA_API int32_t alpa_cluster_logical_mesh(double* out_alpha, double* out_beta, double* out_flat,
+                                           const alpa_cluster* cluster, int64_t submesh_hosts,
+                                           int64_t submesh_devices_per_host, int32_t ndim,
+                                           const int64_t* logical_shape, alpa_error** err);
+
+/* A logical mesh derived from a cluster as in alpa_cluster_logical_mesh. Caller frees *out with
+ * alpa_mesh_destroy; it does not refer to the cluster afterwards. */
+ALPA_API int32_t alpa_mesh_create(alpa_mesh** out, const alpa_cluster* cluster,
+                                  int64_t submesh_hosts, int64_t submesh_devices_per_host,
+                                  int32_t ndim, const int64_t* logical_shape, alpa_error** err);
+/* A logical mesh in Alpa's abstract units: shape[ndim], alpha[ndim], beta[ndim] (alpha / beta
+ * NULL: Alpa's defaults alpha = (1, 1), beta = (1, 0.1)). The flattened mesh takes the largest
+ * alpha and beta, as Alpa does. Caller frees *out with alpa_mesh_destroy. */
+ALPA_API int32_t alpa_mesh_create_abstract(alpa_mesh** out, int32_t ndim, const int64_t* shape,
+                                           const double* alpha, const double* beta,
+                                           alpa_error** err);
+ALPA_API void alpa_mesh_destroy(alpa_mesh* mesh);
+/* Number of dimensions (0 for NULL) and the size of one (0 when out of range). */
+ALPA_API int32_t alpa_mesh_ndim(const alpa_mesh* mesh);
+ALPA_API int64_t alpa_mesh_dim_size(const alpa_mesh* mesh, int32_t dim);
+/* Alpha / beta of a dimension or of ALPA_MESH_DIM_FLATTENED; NaN when out of range or NULL. */
+ALPA_API double alpa_mesh_alpha(const alpa_mesh* mesh, int32_t dim);
+ALPA_API double alpa_mesh_beta(const alpa_mesh* mesh, int32_t dim);
+/* The cost of an ALPA_COLLECTIVE_* of `bytes` bytes (the full tensor: all-gather output,
+ * all-reduce operand, reduce-scatter input; for send/recv the bytes moved) on mesh dimension
+ * mesh_dim (or ALPA_MESH_DIM_FLATTENED) in an ALPA_COST_MODE_*. One device on the dimension
+ * costs 0. ALPA_ERR_INVALID_ARGUMENT for an unknown kind, mode or dimension, or negative or
+ * non-finite bytes. */
+ALPA_API int32_t alpa_mesh_collective_cost(double* out_cost, const alpa_mesh* mesh, int32_t kind,
+                                           int32_t mesh_dim, double bytes, int32_t mode,
+                                           alpa_error** err);
 
 #ifdef __cplusplus
 } /* extern "C" */

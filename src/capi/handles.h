@@ -9,9 +9,25 @@
 #include <vector>
 
 #include "alpa.h"
+#include "core/graph.h"
+#include "core/logical_mesh.h"
 #include "core/sharding_problem.h"
 #include "core/status.h"
 #include "solvers/sharding/sharding_solver.h"
+
+// Clusters and logical meshes (src/capi/cluster.cc); immutable once created.
+struct alpa_cluster {
+  alpa::Cluster cluster;
+};
+struct alpa_mesh {
+  alpa::LogicalMesh mesh;
+};
+
+// Operator graphs (src/capi/graph.cc): built op batch by op batch, immutable once finalized.
+struct alpa_graph {
+  alpa::Graph graph;
+  bool finalized = false;
+};
 
 struct alpa_error {
   int32_t code = ALPA_ERR_INTERNAL;

@@ -173,8 +173,25 @@ Status OpChecker::DotGeneral() {
   return Status::Ok();
 }
 
+// int64 arithmetic that remembers overflow (attribute values come from untrusted files).
+struct CheckedInt {
+  int64_t value;
+  bool overflow = false;
+  CheckedInt& Add(int64_t x) {
+    overflow |= __builtin_add_overflow(value, x, &value);
+    return *this;
+  }
+  CheckedInt& Mul(int64_t x) {
+    overflow |= __builtin_mul_overflow(value, x, &value);
+    return *this;
+  }
+};
+
 // Size after dilation by `dil` (>= 1); 0 stays 0.
-int64_t Dilated(int64_t size, int64_t dil) { return size == 0 ? 0 : (size - 1) * dil + 1; }
+CheckedInt Dilated(int64_t size, int64_t dil) {
+  if (size == 0) return CheckedInt{0};
+  return CheckedInt{size - 1}.Mul(dil).Add(1);
+}
 
 Status OpChecker::Convolution() {
   ALPA_RETURN_IF_ERROR(Arity(2));
@@ -207,8 +224,13 @@ Status OpChecker::Convolution() {
     if (at.strides[i] < 1 || at.lhs_dilation[i] < 1 || at.rhs_dilation[i] < 1) {
       return Fail("spatial dim " + std::to_string(i) + ": strides and dilations must be >= 1");
     }
-    int64_t in = Dilated(x[i + 2], at.lhs_dilation[i]) + at.padding_lo[i] + at.padding_hi[i];
-    int64_t kd = Dilated(w[i + 2], at.rhs_dilation[i]);
+    CheckedInt padded = Dilated(x[i + 2], at.lhs_dilation[i]);
+    padded.Add(at.padding_lo[i]).Add(at.padding_hi[i]);
+    CheckedInt dilated_kernel = Dilated(w[i + 2], at.rhs_dilation[i]);
+    if (padded.overflow || dilated_kernel.overflow) {
+      return Fail("spatial dim " + std::to_string(i) + ": dilated or padded size overflows int64");
+    }
+    int64_t in = padded.value, kd = dilated_kernel.value;
     if (in < kd) {
       return Fail("spatial dim " + std::to_string(i) + ": padded input " + std::to_string(in) +
                   " is smaller than the dilated kernel " + std::to_string(kd));
@@ -284,7 +306,7 @@ Status OpChecker::Slice() {
                   " does not fit size " + std::to_string(size));
     }
     int64_t len = at.limits[i] - at.starts[i];
-    out.push_back((len + at.strides[i] - 1) / at.strides[i]);
+    out.push_back(len == 0 ? 0 : (len - 1) / at.strides[i] + 1);
   }
   op_.shape = out;
   op_.dtype = In(0).dtype;
@@ -329,8 +351,15 @@ Status OpChecker::Pad() {
   for (size_t i = 0; i < at.padding_lo.size(); ++i) {
     int64_t s = InShape(0)[i];
     if (at.padding_interior[i] < 0) return Fail("padding_interior must be >= 0");
-    int64_t size =
-        s + (s > 0 ? (s - 1) * at.padding_interior[i] : 0) + at.padding_lo[i] + at.padding_hi[i];
+    if (at.padding_interior[i] == std::numeric_limits<int64_t>::max()) {
+      return Fail("dim " + std::to_string(i) + ": padded size overflows int64");
+    }
+    CheckedInt checked = Dilated(s, at.padding_interior[i] + 1);
+    checked.Add(at.padding_lo[i]).Add(at.padding_hi[i]);
+    if (checked.overflow) {
+      return Fail("dim " + std::to_string(i) + ": padded size overflows int64");
+    }
+    int64_t size = checked.value;
     if (size < 0) return Fail("dim " + std::to_string(i) + " would have negative size");
     out.push_back(size);
   }
@@ -365,7 +394,10 @@ Status OpChecker::Window(const Dims& in, Dims& out) const {
     if (at.window[i] < 1 || at.strides[i] < 1 || at.padding_lo[i] < 0 || at.padding_hi[i] < 0) {
       return Fail("dim " + std::to_string(i) + ": window and strides must be >= 1, padding >= 0");
     }
-    int64_t padded = in[i] + at.padding_lo[i] + at.padding_hi[i];
+    CheckedInt checked{in[i]};
+    checked.Add(at.padding_lo[i]).Add(at.padding_hi[i]);
+    if (checked.overflow) return Fail("dim " + std::to_string(i) + ": padded size overflows int64");
+    int64_t padded = checked.value;
     if (padded < at.window[i]) {
       return Fail("dim " + std::to_string(i) + ": window " + std::to_string(at.window[i]) +
                   " exceeds the padded size " + std::to_string(padded));

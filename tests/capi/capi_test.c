@@ -1,5 +1,6 @@
 /* The C ABI exercised from C: building, validating, solving, evaluating, serializing, errors. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alpa.h"
@@ -274,6 +275,132 @@ static void test_cancel(void) {
   alpa_problem_destroy(p);
 }
 
+/* Operator graphs: the MLP of tests/golden/graph_mlp.json built by arrays, queries, errors that
+ * name the op, reading and the model zoo. */
+static char* read_text(const char* path) {
+  FILE* f = fopen(path, "rb");
+  char* text = NULL;
+  long size = 0;
+  if (f == NULL) return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+    text = (char*)calloc((size_t)size + 1, 1);
+    if (text != NULL && fread(text, 1, (size_t)size, f) != (size_t)size) {
+      free(text);
+      text = NULL;
+    }
+  }
+  fclose(f);
+  return text;
+}
+
+static void test_graph(const char* golden_dir) {
+  static const int32_t kinds[14] = {ALPA_OP_PARAMETER,
+                                    ALPA_OP_PARAMETER,
+                                    ALPA_OP_PARAMETER,
+                                    ALPA_OP_DOT_GENERAL,
+                                    ALPA_OP_BROADCAST_IN_DIM,
+                                    ALPA_OP_ADD,
+                                    ALPA_OP_RELU,
+                                    ALPA_OP_PARAMETER,
+                                    ALPA_OP_DOT_GENERAL,
+                                    ALPA_OP_MUL,
+                                    ALPA_OP_REDUCE_SUM,
+                                    ALPA_OP_CONSTANT,
+                                    ALPA_OP_MUL,
+                                    ALPA_OP_SUB};
+  static const int32_t dtypes[14] = {0, 0, 0, -1, -1, -1, -1, 0, -1, -1, -1, 0, -1, -1};
+  static const int32_t roles[14] = {ALPA_ROLE_INPUT, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+  static const int32_t phases[14] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2};
+  static const int32_t layers[14] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+  static const int64_t operand_offsets[15] = {0, 0, 0, 0, 2, 3, 5, 6, 6, 8, 10, 11, 11, 13, 15};
+  static const int32_t operands[15] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 7, 11, 7, 12};
+  static const int64_t shape_offsets[15] = {0, 2, 4, 5, 5, 7, 7, 7, 9, 9, 9, 9, 11, 11, 11};
+  static const int64_t shape_dims[11] = {8, 4, 4, 16, 16, 8, 16, 16, 2, 16, 2};
+  /* dot_general: [nb, lhs_batch.., rhs_batch.., nc, lhs_contracting.., rhs_contracting..] */
+  static const int64_t attr_offsets[15] = {0, 0, 0, 0, 4, 5, 5, 5, 5, 9, 9, 11, 11, 11, 11};
+  static const int64_t attrs[11] = {0, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1};
+  static const double values[14] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.01, 0, 0};
+  static const char* const names[14] = {"x",  "w1", "b1", NULL,   NULL, NULL, NULL,
+                                        "w2", NULL, NULL, "loss", NULL, NULL, "w2.new"};
+  static const int32_t outputs[2] = {10, 13};
+  static const int32_t bad_kind[1] = {ALPA_OP_DOT_GENERAL};
+  static const int64_t bad_operand_offsets[2] = {0, 2};
+  static const int32_t bad_operands[2] = {0, 0}; /* x [8, 4] . x [8, 4] over dims 1 and 0 */
+  static const int64_t bad_attr_offsets[2] = {0, 4};
+  static const char* const bad_names[1] = {"attn.qkv"};
+  char path[4096];
+  char* golden = NULL;
+  alpa_graph* g = NULL;
+  alpa_buffer* buf = NULL;
+  alpa_error* err = NULL;
+  int64_t shape[2] = {0, 0};
+  int64_t i;
+  int64_t model_count;
+  int found = 0;
+
+  CHECK(alpa_graph_create(&g, &err) == ALPA_OK);
+  CHECK(alpa_graph_add_ops(g, 14, kinds, dtypes, roles, phases, layers, operand_offsets, operands,
+                           shape_offsets, shape_dims, attr_offsets, attrs, values, names,
+                           &err) == ALPA_OK);
+  if (err) fprintf(stderr, "  %s\n", alpa_error_message(err));
+  CHECK(alpa_graph_add_ops(g, 1, bad_kind, NULL, NULL, NULL, NULL, bad_operand_offsets,
+                           bad_operands, NULL, NULL, bad_attr_offsets, attrs, NULL, bad_names,
+                           &err) == ALPA_ERR_INVALID_GRAPH);
+  CHECK(error_mentions(err, "op 14 'attn.qkv' (dot_general): contracting dim sizes differ"));
+  err = NULL;
+  CHECK(alpa_graph_op_count(g) == 14);
+  CHECK(alpa_graph_set_alias(g, 13, 7, &err) == ALPA_OK);
+  CHECK(alpa_graph_set_alias(g, 13, 12, &err) == ALPA_ERR_INVALID_GRAPH);
+  CHECK(error_mentions(err, "not a parameter op"));
+  err = NULL;
+  CHECK(alpa_graph_set_outputs(g, 2, outputs, &err) == ALPA_OK);
+  CHECK(alpa_graph_finalize(g, &err) == ALPA_OK);
+  CHECK(alpa_graph_op_kind(g, 8) == ALPA_OP_DOT_GENERAL);
+  CHECK(alpa_graph_op_kind(g, 14) == -1);
+  CHECK(alpa_graph_op_shape(g, 8, shape, 2) == 2 && shape[0] == 8 && shape[1] == 2);
+  CHECK(strcmp(alpa_graph_op_name(g, 10), "loss") == 0);
+  CHECK(alpa_graph_write_json(&buf, g, &err) == ALPA_OK);
+  snprintf(path, sizeof(path), "%s/graph_mlp.json", golden_dir);
+  golden = read_text(path);
+  CHECK(golden != NULL && buf != NULL && strcmp(golden, alpa_buffer_data(buf)) == 0);
+  free(golden);
+  alpa_buffer_free(buf);
+  buf = NULL;
+  CHECK(alpa_graph_stats_json(&buf, g, &err) == ALPA_OK);
+  CHECK(buf != NULL && strstr(alpa_buffer_data(buf), "\"parameters\":112") != NULL);
+  CHECK(buf != NULL && strstr(alpa_buffer_data(buf), "\"dot_flops\":1536") != NULL);
+  alpa_buffer_free(buf);
+  buf = NULL;
+  alpa_graph_destroy(g);
+  g = NULL;
+
+  CHECK(alpa_graph_read_buffer(&g, "{\"ops\": [", 9, &err) == ALPA_ERR_PARSE);
+  CHECK(err != NULL && alpa_error_code(err) == ALPA_ERR_PARSE);
+  alpa_error_free(err);
+  err = NULL;
+  CHECK(alpa_graph_read_file(&g, path, &err) == ALPA_OK);
+  CHECK(alpa_graph_op_count(g) == 14 && alpa_graph_op_alias(g, 13) == 7);
+  alpa_graph_destroy(g);
+  g = NULL;
+
+  model_count = alpa_model_count();
+  for (i = 0; i < model_count; ++i) {
+    if (strcmp(alpa_model_name(i), "gpt-39b") == 0) {
+      found = alpa_model_benchmark_gpus(i) == 64 && alpa_model_nominal_params(i) == 39000000000LL;
+    }
+  }
+  CHECK(found);
+  CHECK(alpa_graph_from_model(&g, "mlp:layers=1", &err) == ALPA_OK);
+  CHECK(alpa_graph_stats_json(&buf, g, &err) == ALPA_OK);
+  CHECK(buf != NULL && strstr(alpa_buffer_data(buf), "\"parameters\":1056") != NULL);
+  alpa_buffer_free(buf);
+  alpa_graph_destroy(g);
+  g = NULL;
+  CHECK(alpa_graph_from_model(&g, "mlp:layers=zero", &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "layers"));
+  CHECK(g == NULL);
+}
+
 int main(int argc, char** argv) {
   const char* golden_dir = argc > 1 ? argv[1] : "tests/golden";
   CHECK(strlen(alpa_version_string()) > 0);
@@ -283,6 +410,7 @@ int main(int argc, char** argv) {
   test_bad_input();
   test_serialization(golden_dir);
   test_cancel();
+  test_graph(golden_dir);
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -77,5 +77,26 @@ expect_last_line infeasible_last_line "[]" -- "$alpa" solve "$tmp/infeasible.jso
 expect bad_timeout nz 'timeout' -- "$alpa" solve "$example" -- -3
 expect usage nz 'not expected|--help' -- "$alpa" frobnicate
 
+# Operator graphs and the model zoo.
+expect models_lists_gpt39b 0 '^gpt-39b +gpt +39B +64' -- "$alpa" models
+expect models_families 0 '^  mlp: .*layers=6' -- "$alpa" models
+expect models_json 0 '"name":"gpt-39b"' -- "$alpa" models --json
+# mlp: 6 dense layers of 32 x 32 plus bias = 6 * 1056 parameters.
+expect graph_mlp_json 0 '^\{.*"parameters":6336[,}]' -- "$alpa" graph --model mlp --json
+expect graph_mlp_text 0 '^parameters: 6,336' -- "$alpa" graph --model mlp
+expect graph_mlp_small 0 '"parameters":1056[,}]' -- "$alpa" graph --model mlp:layers=1 --json
+expect graph_bad_spec 1 'widht' -- "$alpa" graph --model mlp:widht=3
+expect graph_bad_family 1 'nosuchnet' -- "$alpa" graph --model nosuchnet
+expect graph_no_source 1 'model' -- "$alpa" graph
+expect graph_write 0 'wrote' -- "$alpa" graph --model mlp:layers=2 -o "$tmp/mlp.json"
+expect graph_read_back 0 '"ops":[0-9]+' -- "$alpa" graph --file "$tmp/mlp.json" --json
+expect graph_golden 0 '^parameters: 59 ' -- "$alpa" graph --file "$golden/graph_all_kinds.json"
+expect graph_to_stdout 0 '"format": "alpa-graph"' -- "$alpa" graph --file "$golden/graph_mlp.json" -o -
+printf '{"ops": [{"kind": "neg", "name": "n", "operands": [4]}]}' > "$tmp/dangling.json"
+expect graph_dangling 1 "graph.ops\[0\] 'n' \(neg\): operand 0 refers to op 4" -- "$alpa" graph --file "$tmp/dangling.json"
+printf '{"ops": [' > "$tmp/truncated_graph.json"
+expect graph_truncated 1 'error: .*truncated_graph.json' -- "$alpa" graph --file "$tmp/truncated_graph.json"
+expect graph_missing 1 'nope.json' -- "$alpa" graph --file "$tmp/nope.json"
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -22,4 +22,17 @@ int RunSolve(const SolveArgs& args);
 // Prints the cost, or the violated constraint and exit code 1.
 int RunEvaluate(const std::string& file, const std::string& assignment);
 
+struct GraphArgs {
+  std::string model;   // a model-zoo spec, or
+  std::string file;    // a graph JSON file
+  bool json = false;   // statistics as one JSON object (alpa_graph_stats_json)
+  std::string output;  // write the graph JSON here instead of printing statistics ("-": stdout)
+};
+// Statistics of a model or graph file (text or JSON), or its graph JSON with -o.
+// Exit code 0, or 1 with the message on stderr.
+int RunGraph(const GraphArgs& args);
+
+// Lists the model-zoo presets (name, family, nominal size, GPUs) and each family's keys.
+int RunModels(bool json);
+
 }  // namespace alpa_cli

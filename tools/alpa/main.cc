@@ -2,6 +2,8 @@
 //   alpa                                   solve the embedded default problem (IOPDDL G)
 //   alpa solve FILE [TIMEOUT] [--json]     solve a sharding problem (IOPDDL or Alpa JSON)
 //   alpa evaluate FILE "[0, 0, 2, 1, 0]"   cost of an assignment, or the violated constraint
+//   alpa graph --model SPEC | --file F     graph statistics [--json] or the graph JSON [-o F]
+//   alpa models [--json]                   model-zoo presets and family keys
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -37,10 +39,27 @@ int main(int argc, char** argv) {
   evaluate->add_option("assignment", eval_assignment, "Strategies, e.g. \"[0, 0, 2, 1, 0]\"")
       ->required();
 
+  alpa_cli::GraphArgs graph_args;
+  CLI::App* graph = app.add_subcommand(
+      "graph", "Statistics of a training-step graph (a model spec or a graph JSON file)");
+  CLI::Option* graph_model =
+      graph->add_option("--model", graph_args.model, "Model spec, e.g. gpt-350m or mlp:layers=2");
+  CLI::Option* graph_file = graph->add_option("--file", graph_args.file, "Graph JSON file");
+  graph_model->excludes(graph_file);
+  graph->add_flag("--json", graph_args.json, "Print the statistics as one JSON object");
+  graph->add_option("-o,--output", graph_args.output,
+                    "Write the graph JSON to this file instead (- for stdout)");
+
+  bool models_json = false;
+  CLI::App* models = app.add_subcommand("models", "List the model-zoo presets and family keys");
+  models->add_flag("--json", models_json, "Print alpa_models_json's object");
+
   CLI11_PARSE(app, argc, argv);
 
   if (*solve) return alpa_cli::RunSolve(solve_args);
   if (*evaluate) return alpa_cli::RunEvaluate(eval_file, eval_assignment);
+  if (*graph) return alpa_cli::RunGraph(graph_args);
+  if (*models) return alpa_cli::RunModels(models_json);
   // No subcommand: the main job on its embedded default.
   std::printf("# alpa %s: solving the embedded default problem (IOPDDL benchmark G, 816 nodes)\n",
               alpa_version_string());

@@ -135,6 +135,24 @@ TEST(ShapeInferenceTest, OverflowingSizesAreErrors) {
   GraphBuilder d;
   Param(d, {3, -1});
   EXPECT_THAT(d.status().message(), HasSubstr("negative"));
+  // Attribute arithmetic (dilation, padding) must not overflow on the way to a size.
+  GraphBuilder e;
+  int32_t x = Param(e, {1, 1, 4});
+  int32_t w = Param(e, {1, 1, 2});
+  int64_t huge = int64_t{1} << 62;
+  e.Convolution(x, w, {1}, {0}, {0}, {huge}, {1});
+  EXPECT_THAT(e.status().message(), HasSubstr("overflows int64"));
+  GraphBuilder f;
+  int32_t y = Param(f, {5});
+  f.Pad(y, 0, {huge}, {huge});
+  EXPECT_THAT(f.status().message(), HasSubstr("overflows int64"));
+  GraphBuilder h;
+  int32_t z = Param(h, {5});
+  h.ReduceWindow(ReduceKind::kSum, z, {1}, {1}, {huge}, {huge});
+  EXPECT_THAT(h.status().message(), HasSubstr("overflows int64"));
+  GraphBuilder k;
+  int32_t v = Param(k, {5});
+  EXPECT_EQ(k.shape(k.Slice(v, {1}, {5}, {std::numeric_limits<int64_t>::max()})), (Dims{1}));
 }
 
 Graph SmallGraph() {

@@ -1,0 +1,142 @@
+// `alpa graph`: statistics of a model-zoo graph or a graph file, or the graph as JSON.
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "alpa.h"
+#include "commands.h"
+
+namespace alpa_cli {
+namespace {
+
+int Error(alpa_error* err) {
+  std::fprintf(stderr, "alpa: error: %s\n", alpa_error_message(err));
+  alpa_error_free(err);
+  return 1;
+}
+
+// 1234567 -> "1,234,567".
+std::string Grouped(long long n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+// 354823168 -> "354.8M"; 2.4e17 -> "240.0P".
+std::string Scaled(double x, const char* const* units, double base) {
+  int u = 0;
+  while (std::fabs(x) >= base && units[u + 1] != nullptr) {
+    x /= base;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f%s" : "%.1f%s", x, units[u]);
+  return buf;
+}
+
+std::string Count(double x) {
+  static const char* const kUnits[] = {"", "K", "M", "B", "T", "P", "E", nullptr};
+  return Scaled(x, kUnits, 1000);
+}
+
+std::string Bytes(double x) {
+  static const char* const kUnits[] = {" B", " KiB", " MiB", " GiB", " TiB", " PiB", nullptr};
+  return Scaled(x, kUnits, 1024);
+}
+
+void PrintStats(const std::string& what, const nlohmann::json& s) {
+  const double flops = s["flops"].get<double>();
+  const double dot = s["dot_flops"].get<double>();
+  std::printf("graph: %s\n", what.c_str());
+  std::printf("ops: %s in %lld layers\n", Grouped(s["ops"].get<long long>()).c_str(),
+              s["layers"].get<long long>());
+  const long long params = s["parameters"].get<long long>();
+  std::printf("parameters: %s (%s)\n", Grouped(params).c_str(),
+              Count(static_cast<double>(params)).c_str());
+  std::printf("FLOPs of one step: %.4g (%s), dot_general %.4g (%.1f%%)\n", flops,
+              Count(flops).c_str(), dot, flops > 0 ? 100 * dot / flops : 0.0);
+  std::printf("bytes: parameters %s, gradients %s, optimizer state %s, inputs %s\n",
+              Bytes(s["parameter_bytes"].get<double>()).c_str(),
+              Bytes(s["gradient_bytes"].get<double>()).c_str(),
+              Bytes(s["optimizer_state_bytes"].get<double>()).c_str(),
+              Bytes(s["input_bytes"].get<double>()).c_str());
+  std::printf("activations: %s (forward results, an upper bound without rematerialization)\n",
+              Bytes(s["activation_bytes"].get<double>()).c_str());
+  std::string phases;
+  for (const auto& [phase, n] : s["ops_by_phase"].items()) {
+    phases += (phases.empty() ? "" : ", ") + phase + " " + Grouped(n.get<long long>());
+  }
+  std::printf("ops by phase: %s\n", phases.c_str());
+  std::printf("ops by kind:\n");
+  for (const auto& [kind, n] : s["ops_by_kind"].items()) {
+    std::printf("  %-20s %s\n", kind.c_str(), Grouped(n.get<long long>()).c_str());
+  }
+}
+
+int WriteGraph(const alpa_graph* graph, const std::string& path) {
+  alpa_buffer* text = nullptr;
+  alpa_error* err = nullptr;
+  if (alpa_graph_write_json(&text, graph, &err) != ALPA_OK) return Error(err);
+  const bool to_stdout = path == "-";
+  std::FILE* f = to_stdout ? stdout : std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    std::fprintf(stderr, "alpa: error: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    alpa_buffer_free(text);
+    return 1;
+  }
+  const size_t size = alpa_buffer_size(text);
+  const bool ok = std::fwrite(alpa_buffer_data(text), 1, size, f) == size &&
+                  (to_stdout ? std::fflush(f) : std::fclose(f)) == 0;
+  alpa_buffer_free(text);
+  if (!ok) {
+    std::fprintf(stderr, "alpa: error: cannot write %s\n", path.c_str());
+    return 1;
+  }
+  if (!to_stdout) {
+    std::printf("wrote %s (%lld ops)\n", path.c_str(),
+                static_cast<long long>(alpa_graph_op_count(graph)));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunGraph(const GraphArgs& args) {
+  if (args.model.empty() == args.file.empty()) {
+    std::fprintf(stderr, "alpa: error: give either --model SPEC or --file graph.json\n");
+    return 1;
+  }
+  alpa_graph* graph = nullptr;
+  alpa_error* err = nullptr;
+  const int32_t status = args.model.empty()
+                             ? alpa_graph_read_file(&graph, args.file.c_str(), &err)
+                             : alpa_graph_from_model(&graph, args.model.c_str(), &err);
+  if (status != ALPA_OK) return Error(err);
+  int rc = 0;
+  if (!args.output.empty()) {
+    rc = WriteGraph(graph, args.output);
+  } else {
+    alpa_buffer* stats = nullptr;
+    if (alpa_graph_stats_json(&stats, graph, &err) != ALPA_OK) {
+      rc = Error(err);
+    } else if (args.json) {
+      std::printf("%s\n", alpa_buffer_data(stats));
+    } else {
+      PrintStats(args.model.empty() ? args.file : args.model,
+                 nlohmann::json::parse(alpa_buffer_data(stats)));
+    }
+    alpa_buffer_free(stats);
+  }
+  alpa_graph_destroy(graph);
+  return rc;
+}
+
+}  // namespace alpa_cli
