@@ -327,8 +327,8 @@ ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t 
 #define ALPA_OP_TRANSPOSE 62        /* [permutation[r]] */
 #define ALPA_OP_SLICE 63            /* [r, starts[r], limits[r], strides[r]] */
 #define ALPA_OP_CONCATENATE 64      /* [axis]; any number (>= 1) of operands */
-#define ALPA_OP_PAD 65 /* [r, padding_lo[r], padding_hi[r], padding_interior[r]]; fill values[i] \
-                        */
+/* [r, padding_lo[r], padding_hi[r], padding_interior[r]]; filled with values[i] */
+#define ALPA_OP_PAD 65
 #define ALPA_OP_REVERSE 66    /* [dims...] */
 #define ALPA_OP_REDUCE_SUM 80 /* [dims...] (reduced away) */
 #define ALPA_OP_REDUCE_MAX 81 /* [dims...] */
