@@ -9,7 +9,7 @@ seconds=${1:-30}
 scripts/install-deps.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DALPA_BUILD_FUZZ=ON -DALPA_BUILD_BENCH=OFF >/dev/null
-targets=(fuzz_read_iopddl fuzz_read_alpa fuzz_parse_assignment fuzz_read_graph)
+targets=(fuzz_read_iopddl fuzz_read_alpa fuzz_parse_assignment fuzz_read_graph fuzz_read_cluster)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
 mkdir -p build-fuzz/findings
 for t in "${targets[@]}"; do
