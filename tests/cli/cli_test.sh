@@ -84,6 +84,11 @@ expect models_json 0 '"name":"gpt-39b"' -- "$alpa" models --json
 # mlp: 6 dense layers of 32 x 32 plus bias = 6 * 1056 parameters.
 expect graph_mlp_json 0 '^\{.*"parameters":6336[,}]' -- "$alpa" graph --model mlp --json
 expect graph_mlp_text 0 '^parameters: 6,336' -- "$alpa" graph --model mlp
+# The acceptance figures: gpt-39b parameters (12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)) =
+# 39,087,636,480; the graph also has the final layer norm) and dot_general FLOPs of one step
+# (72 B s l h^2 (1 + s/(6h) + V/(12 l h)) = 2.50899757e17).
+expect graph_gpt39b_params 0 '"parameters":39087652864[,}]' -- "$alpa" graph --model gpt-39b --json
+expect graph_gpt39b_dot_flops 0 '"dot_flops":2\.5089975[0-9]*e\+17[,}]|"dot_flops":2508997[0-9]{11}[,}]' -- "$alpa" graph --model gpt-39b --json
 expect graph_mlp_small 0 '"parameters":1056[,}]' -- "$alpa" graph --model mlp:layers=1 --json
 expect graph_bad_spec 1 'widht' -- "$alpa" graph --model mlp:widht=3
 expect graph_bad_family 1 'nosuchnet' -- "$alpa" graph --model nosuchnet
