@@ -1,15 +1,13 @@
 // Cluster files and calibration files (docs/cluster-format.md): JSON in, JSON out.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <limits>
-#include <memory>
 #include <new>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/cluster.h"
+#include "core/file_bytes.h"
+#include "core/json_util.h"
 #include "core/problem_io_internal.h"
 
 namespace alpa {
@@ -220,62 +218,18 @@ Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
   return c;
 }
 
-// nlohmann's messages start with "[json.exception.parse_error.101] ": keep the readable part.
-std::string JsonMessage(const char* what) {
-  std::string m(what);
-  if (!m.empty() && m[0] == '[') {
-    const size_t close = m.find("] ");
-    if (close != std::string::npos) m.erase(0, close + 2);
-  }
-  return m;
-}
-
 // Cluster and calibration files are tiny; anything nested this deep is not one.
 constexpr int kMaxDepth = 64;
 
 Result<Json> Parse(std::string_view bytes, const char* what) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    const char ch = bytes[i];
-    if (in_string) {
-      if (ch == '\\') {
-        ++i;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if ((ch == '[' || ch == '{') && ++depth > kMaxDepth) {
-      return ParseError(std::string(what) + ": JSON nested deeper than " +
-                        std::to_string(kMaxDepth) + " levels");
-    } else if (ch == ']' || ch == '}') {
-      --depth;
-    }
-  }
+  ALPA_RETURN_IF_ERROR(CheckJsonNesting(bytes, kMaxDepth, what));
   try {
     return Json::parse(bytes.data(), bytes.data() + bytes.size());
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, std::string("out of memory while parsing ") + what);
   } catch (const std::exception& e) {
-    return ParseError(std::string(what) + ": invalid JSON: " + JsonMessage(e.what()));
+    return ParseError(std::string(what) + ": invalid JSON: " + JsonErrorMessage(e.what()));
   }
-}
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) return IoError("cannot open " + path + ": " + std::strerror(errno));
-  std::string bytes;
-  try {
-    char buf[1 << 14];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) bytes.append(buf, n);
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory while reading " + path);
-  }
-  if (std::ferror(file.get())) return IoError("cannot read " + path + ": " + std::strerror(errno));
-  return bytes;
 }
 
 template <typename T>
@@ -303,7 +257,7 @@ Result<Cluster> ClusterFromJson(const nlohmann::json& json) {
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, "out of memory while reading the cluster");
   } catch (const std::exception& e) {
-    return ParseError("cluster: " + JsonMessage(e.what()));
+    return ParseError("cluster: " + JsonErrorMessage(e.what()));
   }
 }
 
@@ -314,7 +268,7 @@ Result<Cluster> ReadClusterBuffer(std::string_view bytes) {
 }
 
 Result<Cluster> ReadClusterFile(const std::string& path) {
-  Result<std::string> bytes = ReadWholeFile(path);
+  Result<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) return bytes.status();
   return Prefixed(ReadClusterBuffer(bytes.value()), path);
 }
@@ -368,7 +322,7 @@ Result<Calibration> CalibrationFromJson(const nlohmann::json& json, const Calibr
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, "out of memory while reading the calibration");
   } catch (const std::exception& e) {
-    return ParseError(where + ": " + JsonMessage(e.what()));
+    return ParseError(where + ": " + JsonErrorMessage(e.what()));
   }
 }
 
@@ -379,7 +333,7 @@ Result<Calibration> ReadCalibrationBuffer(std::string_view bytes, const Calibrat
 }
 
 Result<Calibration> ReadCalibrationFile(const std::string& path, const Calibration& base) {
-  Result<std::string> bytes = ReadWholeFile(path);
+  Result<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) return bytes.status();
   return Prefixed(ReadCalibrationBuffer(bytes.value(), base), path);
 }

@@ -1,13 +1,7 @@
-// Reading and writing the JSON graph format (core/graph_json.h).
+// Reading the JSON graph format (core/graph_json.h); the writer is graph_json_writer.cc.
 #include "core/graph_json.h"
 
-#include <cerrno>
-#include <charconv>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <limits>
-#include <memory>
 #include <new>
 #include <string>
 #include <utility>
@@ -15,25 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/file_bytes.h"
+#include "core/graph_json_internal.h"
 #include "core/gzip.h"
+#include "core/json_util.h"
 
 namespace alpa {
-namespace {
-
-using Json = nlohmann::json;
-
-constexpr const char* kFormatName = "alpa-graph";
-constexpr int64_t kFormatVersion = 1;
-// A graph nests four levels deep (top, ops, op, attrs, list); anything far deeper is rejected
-// before parsing so that nothing downstream recurses without bound.
-constexpr int kMaxJsonDepth = 64;
-
-// ---- Attribute table: one place that knows every attribute's JSON name ----
-
-constexpr const char* kListAttrs[] = {
-    "dims",       "lhs_batch",        "rhs_batch",    "lhs_contracting", "rhs_contracting",
-    "starts",     "limits",           "strides",      "window",          "padding_lo",
-    "padding_hi", "padding_interior", "lhs_dilation", "rhs_dilation"};
+namespace graph_json_internal {
 
 const std::vector<int64_t>* ListAttr(const OpAttrs& a, const std::string& name) {
   if (name == "dims") return &a.dims;
@@ -57,165 +39,18 @@ std::vector<int64_t>* ListAttr(OpAttrs& a, const std::string& name) {
   return const_cast<std::vector<int64_t>*>(ListAttr(static_cast<const OpAttrs&>(a), name));
 }
 
-// The attributes a kind reads (graph.h); the writer always writes these, even at defaults.
-bool KindUses(OpKind kind, const std::string& attr) {
-  auto any = [&](std::initializer_list<const char*> names) {
-    for (const char* n : names) {
-      if (attr == n) return true;
-    }
-    return false;
-  };
-  switch (kind) {
-    case OpKind::kConstant:
-      return attr == "value";
-    case OpKind::kIota:
-    case OpKind::kConcatenate:
-    case OpKind::kGather:
-    case OpKind::kScatterAdd:
-      return attr == "axis";
-    case OpKind::kCompare:
-      return attr == "comparison";
-    case OpKind::kDotGeneral:
-      return any({"lhs_batch", "rhs_batch", "lhs_contracting", "rhs_contracting"});
-    case OpKind::kConvolution:
-      return any({"strides", "padding_lo", "padding_hi", "lhs_dilation", "rhs_dilation",
-                  "feature_group_count"});
-    case OpKind::kBroadcastInDim:
-    case OpKind::kTranspose:
-    case OpKind::kReverse:
-    case OpKind::kReduceSum:
-    case OpKind::kReduceMax:
-      return attr == "dims";
-    case OpKind::kSlice:
-      return any({"starts", "limits", "strides"});
-    case OpKind::kPad:
-      return any({"value", "padding_lo", "padding_hi", "padding_interior"});
-    case OpKind::kReduceWindow:
-      return any({"reduce", "window", "strides", "padding_lo", "padding_hi"});
-    case OpKind::kSelectAndScatter:
-      return any({"window", "strides", "padding_lo", "padding_hi"});
-    default:
-      return false;
-  }
-}
+}  // namespace graph_json_internal
 
-const char* ReduceName(ReduceKind r) { return r == ReduceKind::kMax ? "max" : "sum"; }
+namespace {
 
-// ---- Writing ----
+using graph_json_internal::kFormatName;
+using graph_json_internal::kFormatVersion;
+using graph_json_internal::ListAttr;
+using Json = nlohmann::json;
 
-void AppendInt(int64_t x, std::string* out) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), x);
-  out->append(buf, r.ptr);
-}
-
-// Shortest text that reads back as the same double; non-finite values as strings.
-void AppendDouble(double x, std::string* out) {
-  if (std::isnan(x)) {
-    *out += "\"nan\"";
-  } else if (std::isinf(x)) {
-    *out += x > 0 ? "\"inf\"" : "\"-inf\"";
-  } else if (x == 0 && std::signbit(x)) {
-    *out += "-0.0";  // "-0" would read back as the integer 0
-  } else {
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof(buf), x);
-    out->append(buf, r.ptr);
-  }
-}
-
-void AppendString(const std::string& s, std::string* out) {
-  *out += Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-void AppendInts(const std::vector<int64_t>& v, std::string* out) {
-  *out += '[';
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) *out += ", ";
-    AppendInt(v[i], out);
-  }
-  *out += ']';
-}
-
-void AppendAttrs(const Op& op, std::string* out) {
-  const OpAttrs defaults = DefaultAttrs(op.kind);
-  const OpAttrs& a = op.attrs;
-  std::string body;
-  auto key = [&](const char* name) {
-    body += body.empty() ? "\"" : ", \"";
-    body += name;
-    body += "\": ";
-  };
-  // Kind's own attributes always; any other one only when it differs from its default, so
-  // that stray values survive a round trip too.
-  auto wanted = [&](const char* name, bool differs) { return KindUses(op.kind, name) || differs; };
-  if (wanted("axis", a.axis != defaults.axis)) {
-    key("axis");
-    AppendInt(a.axis, &body);
-  }
-  if (wanted("value", !(a.value == defaults.value &&
-                        std::signbit(a.value) == std::signbit(defaults.value)))) {
-    key("value");
-    AppendDouble(a.value, &body);
-  }
-  if (wanted("comparison", a.comparison != defaults.comparison)) {
-    key("comparison");
-    AppendString(ComparisonName(a.comparison), &body);
-  }
-  if (wanted("reduce", a.reduce != defaults.reduce)) {
-    key("reduce");
-    AppendString(ReduceName(a.reduce), &body);
-  }
-  if (wanted("feature_group_count", a.feature_group_count != defaults.feature_group_count)) {
-    key("feature_group_count");
-    AppendInt(a.feature_group_count, &body);
-  }
-  for (const char* name : kListAttrs) {
-    const std::vector<int64_t>& v = *ListAttr(a, name);
-    if (wanted(name, v != *ListAttr(defaults, name))) {
-      key(name);
-      AppendInts(v, &body);
-    }
-  }
-  if (!body.empty()) *out += ", \"attrs\": {" + body + "}";
-}
-
-void AppendOp(const Op& op, int32_t id, std::string* out) {
-  *out += "{\"id\": ";
-  AppendInt(id, out);
-  *out += ", \"kind\": ";
-  AppendString(OpKindName(op.kind), out);
-  if (!op.name.empty()) {
-    *out += ", \"name\": ";
-    AppendString(op.name, out);
-  }
-  if (!op.operands.empty()) {
-    *out += ", \"operands\": [";
-    for (size_t i = 0; i < op.operands.size(); ++i) {
-      if (i) *out += ", ";
-      AppendInt(op.operands[i], out);
-    }
-    *out += ']';
-  }
-  *out += ", \"dtype\": ";
-  AppendString(DTypeName(op.dtype), out);
-  *out += ", \"shape\": ";
-  AppendInts(op.shape, out);
-  *out += ", \"role\": ";
-  AppendString(TensorRoleName(op.role), out);
-  *out += ", \"phase\": ";
-  AppendString(PhaseName(op.phase), out);
-  *out += ", \"layer\": ";
-  AppendInt(op.layer, out);
-  if (op.alias_of != -1) {
-    *out += ", \"alias_of\": ";
-    AppendInt(op.alias_of, out);
-  }
-  AppendAttrs(op, out);
-  *out += '}';
-}
-
-// ---- Reading ----
+// A graph nests four levels deep (top, ops, op, attrs, list); anything far deeper is rejected
+// before parsing so that nothing downstream recurses without bound.
+constexpr int kMaxJsonDepth = 64;
 
 // "op 12 'x' (add): ..." (how ValidateGraph names ops) -> "graph.ops[12] 'x' (add): ...".
 Status WithJsonPath(const Status& s) {
@@ -225,31 +60,6 @@ Status WithJsonPath(const Status& s) {
   while (i < m.size() && m[i] >= '0' && m[i] <= '9') ++i;
   if (i == 3) return s;
   return Status(s.code(), "graph.ops[" + m.substr(3, i - 3) + "]" + m.substr(i));
-}
-
-Status CheckNesting(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') {
-        ++i;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      if (++depth > kMaxJsonDepth) {
-        return ParseError("graph: JSON nesting deeper than " + std::to_string(kMaxJsonDepth) +
-                          " levels at byte " + std::to_string(i));
-      }
-    } else if (ch == ']' || ch == '}') {
-      --depth;
-    }
-  }
-  return Status::Ok();
 }
 
 // Reads one op's fields; `where` names the op in messages ("graph.ops[3] 'w1'").
@@ -529,14 +339,7 @@ Result<Graph> FromJsonUnchecked(const Json& root) {
   return g;
 }
 
-std::string JsonMessage(const char* what) {
-  std::string m(what);
-  if (!m.empty() && m[0] == '[') {
-    const size_t close = m.find("] ");
-    if (close != std::string::npos) m.erase(0, close + 2);
-  }
-  return "graph: JSON: " + m;
-}
+std::string JsonMessage(const char* what) { return "graph: JSON: " + JsonErrorMessage(what); }
 
 }  // namespace
 
@@ -575,7 +378,7 @@ Result<Graph> ReadGraphBuffer(std::string_view bytes) {
       inflated = std::move(text).value();
       bytes = inflated;
     }
-    ALPA_RETURN_IF_ERROR(CheckNesting(bytes));
+    ALPA_RETURN_IF_ERROR(CheckJsonNesting(bytes, kMaxJsonDepth, "graph"));
     Json json = Json::parse(bytes.data(), bytes.data() + bytes.size());
     std::string().swap(inflated);
     return GraphFromJson(json);
@@ -587,47 +390,11 @@ Result<Graph> ReadGraphBuffer(std::string_view bytes) {
 }
 
 Result<Graph> ReadGraphFile(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) return IoError("cannot open " + path + ": " + std::strerror(errno));
-  std::string bytes;
-  try {
-    char buf[1 << 16];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) bytes.append(buf, n);
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory while reading " + path);
-  }
-  if (std::ferror(file.get())) return IoError("cannot read " + path + ": " + std::strerror(errno));
-  file.reset();
-  Result<Graph> graph = ReadGraphBuffer(bytes);
+  Result<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  Result<Graph> graph = ReadGraphBuffer(bytes.value());
   if (!graph.ok()) return Status(graph.status().code(), path + ": " + graph.status().message());
   return graph;
-}
-
-Result<std::string> WriteGraphJson(const Graph& graph) {
-  ALPA_RETURN_IF_ERROR(ValidateGraph(graph));
-  try {
-    std::string out = "{\"format\": \"";
-    out += kFormatName;
-    out += "\", \"version\": ";
-    AppendInt(kFormatVersion, &out);
-    out += ",\n \"ops\": [";
-    for (int32_t id = 0; id < graph.size(); ++id) {
-      out += id ? ",\n  " : "\n  ";
-      AppendOp(graph.op(id), id, &out);
-    }
-    out += graph.ops.empty() ? "],\n" : "\n ],\n";
-    out += " \"outputs\": [";
-    for (size_t i = 0; i < graph.outputs.size(); ++i) {
-      if (i) out += ", ";
-      AppendInt(graph.outputs[i], &out);
-    }
-    out += "]}\n";
-    return out;
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory while writing the graph");
-  }
 }
 
 }  // namespace alpa

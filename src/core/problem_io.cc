@@ -2,17 +2,15 @@
 // assignment text format. The format-specific halves live in problem_io_{iopddl,alpa}.cc.
 #include "core/problem_io.h"
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <limits>
-#include <memory>
 #include <new>
 #include <string>
 
+#include "core/file_bytes.h"
 #include "core/gzip.h"
+#include "core/json_util.h"
 #include "core/problem_io_internal.h"
 
 namespace alpa {
@@ -144,42 +142,8 @@ using io_internal::Json;
 // driven into deep recursion or huge per-level overhead.
 constexpr int kMaxJsonDepth = 256;
 
-Status CheckNesting(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') {
-        ++i;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      if (++depth > kMaxJsonDepth) {
-        return ParseError("json: nesting deeper than " + std::to_string(kMaxJsonDepth) +
-                          " levels at byte " + std::to_string(i));
-      }
-    } else if (ch == ']' || ch == '}') {
-      --depth;
-    }
-  }
-  return Status::Ok();
-}
-
 // nlohmann's messages start with "[json.exception.parse_error.101] ": keep the readable part.
-std::string JsonMessage(const char* what) {
-  std::string m(what);
-  if (!m.empty() && m[0] == '[') {
-    const size_t close = m.find("] ");
-    if (close != std::string::npos) m.erase(0, close + 2);
-  }
-  return "json: " + m;
-}
+std::string JsonMessage(const char* what) { return "json: " + JsonErrorMessage(what); }
 
 Result<ShardingProblem> FromJsonUnchecked(const Json& json, ProblemFormat format) {
   if (format == ProblemFormat::kAuto) {
@@ -238,7 +202,7 @@ Result<ShardingProblem> ReadProblemBuffer(std::string_view bytes, ProblemFormat 
     }
     bytes = inflated;
   }
-  ALPA_RETURN_IF_ERROR(CheckNesting(bytes));
+  ALPA_RETURN_IF_ERROR(CheckJsonNesting(bytes, kMaxJsonDepth, "problem"));
   Json json;
   try {
     json = Json::parse(bytes.data(), bytes.data() + bytes.size());
@@ -252,20 +216,9 @@ Result<ShardingProblem> ReadProblemBuffer(std::string_view bytes, ProblemFormat 
 }
 
 Result<ShardingProblem> ReadProblemFile(const std::string& path, ProblemFormat format) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) return IoError("cannot open " + path + ": " + std::strerror(errno));
-  std::string bytes;
-  try {
-    char buf[1 << 16];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) bytes.append(buf, n);
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory while reading " + path);
-  }
-  if (std::ferror(file.get())) return IoError("cannot read " + path + ": " + std::strerror(errno));
-  file.reset();
-  Result<ShardingProblem> problem = ReadProblemBuffer(bytes, format);
+  Result<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  Result<ShardingProblem> problem = ReadProblemBuffer(bytes.value(), format);
   if (!problem.ok()) {
     return Status(problem.status().code(), path + ": " + problem.status().message());
   }

@@ -1,4 +1,5 @@
-// Shared pieces of the problem readers and writers (problem_io*.cc); not part of any API.
+// Shared pieces of the problem readers and writers (problem_io*.cc), also used by the cluster
+// and graph JSON code; not part of any API.
 #pragma once
 
 #include <cstdint>
