@@ -1,0 +1,133 @@
+// Auto-sharding a graph on one logical mesh (Alpa's intra-op pass, REFERENCE §2, §3, §7):
+// strategies per op (op_strategies.h), resharding costs per edge (resharding.h), liveness from
+// a memory-aware schedule, the sharding problem solved by the foundation's solver, and the
+// result read back as per-op strategies, per-tensor specs and the collectives to insert.
+//
+// Problem construction (auto_sharding_problem.h has the details):
+//   - constant and iota ops, and ops computed from them alone, are free: every device makes its
+//     piece locally in whatever layout the consumer wants (no node, no cost, no memory);
+//   - broadcast_in_dim is fused into its consumers (XLA does): the consumer's edge runs from the
+//     broadcast's operand, with the wanted layout projected back onto the operand's dims;
+//   - elementwise, layout, slice / pad / concatenate / reverse, windowed and reduce ops follow
+//     their first non-free operand (they share its decision; their strategy is derived from the
+//     operand's spec, with partial sums passed through ops linear in them);
+//   - dot_general, convolution, gather, scatter_add and parameters (weights, inputs, optimizer
+//     state) enumerate their own strategies;
+//   - ZeRO off: optimizer-state parameters and the update ops of a weight follow the weight
+//     (same spec); ZeRO search: they choose freely, aliased updates follow their parameter, so
+//     the solver may pick reduce-scatter + sharded update + all-gather; ZeRO force: as search,
+//     and optimizer-state parameters must be sharded on every mesh dim that can split them.
+// Liveness: a greedy topological schedule that runs first the ready op that frees the most
+// bytes (ties: graph order); persistent tensors (parameters, optimizer state, inputs, updated
+// values and outputs) stay live to the end.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/cost_model.h"
+#include "core/graph.h"
+#include "core/logical_mesh.h"
+#include "core/sharding_spec.h"
+#include "core/status.h"
+#include "solvers/sharding/sharding_solver.h"
+
+namespace alpa {
+
+enum class ZeroMode : int32_t { kOff = 0, kSearch = 1, kForce = 2 };
+const char* ZeroModeName(ZeroMode mode);  // "off", "search", "force"
+
+// The mesh dim(s) the batch dim of every input is forced onto.
+inline constexpr int32_t kBatchDimFree = -2;  // no constraint
+inline constexpr int32_t kBatchDimAllMeshDims = -1;
+
+struct AutoShardOptions {
+  CostMode cost_mode = CostMode::kRealUnits;
+  // Every weight replicated and every input split on its batch dim over all mesh dims.
+  bool force_data_parallel = false;
+  // Inputs' dim 0 split over this mesh dim (or all of them), when not kBatchDimFree.
+  int32_t batch_mesh_dim = kBatchDimFree;
+  ZeroMode zero = ZeroMode::kOff;
+  bool allow_all_gather = true;   // resharding may use all-gathers
+  bool allow_all_to_all = true;   // resharding may use all-to-alls
+  std::optional<int64_t> memory_budget_bytes;  // per device; none: no memory constraint
+  SolveOptions solve;                          // time limit, threads, cancel, progress
+};
+
+// One collective to insert, in execution order.
+struct PlannedCollective {
+  CollectiveKind kind = CollectiveKind::kAllReduce;  // never kSendRecv here
+  std::vector<int32_t> mesh_dims;
+  double bytes = 0;           // the cost model's b
+  double cost = 0;            // in the run's cost units
+  int32_t tensor = -1;        // the op whose result it moves
+  int32_t consumer = -1;      // the op that needs it (== tensor for a collective inside an op)
+  int32_t operand = -1;       // which operand of `consumer` it feeds (-1 inside an op)
+  bool inside_op = false;     // part of the op's strategy, not a resharding
+  bool gradient_sync = false; // moves a gradient into the optimizer update (combinable)
+  std::string description;
+};
+
+// Counts by kind; gradient synchronisations over the same mesh dims and kind are one bucket
+// in `combined` (what a runtime does: one fused all-reduce / reduce-scatter per mesh dims).
+struct CollectiveCounts {
+  int64_t all_reduce = 0, all_gather = 0, reduce_scatter = 0, all_to_all = 0;
+  int64_t total() const { return all_reduce + all_gather + reduce_scatter + all_to_all; }
+};
+
+struct OpSharding {
+  bool free = false;  // computed locally in any layout (constants and what they feed alone)
+  bool fused = false; // a broadcast fused into its consumers
+  int32_t strategy = -1;    // index into the op's strategy list (-1 for free / fused ops)
+  int32_t node = -1;        // sharding-problem node
+  int32_t follows = -1;     // the op whose decision it shares, -1 when it decides itself
+  std::string strategy_name;
+  ShardingSpec result;                 // meaningful unless free / fused
+  std::vector<ShardingSpec> operands;  // the layouts the op reads (after resharding)
+  double compute_cost = 0, communication_cost = 0;
+  int64_t memory_bytes = 0;
+};
+
+struct AutoShardStats {
+  int32_t ops = 0, free_ops = 0, fused_ops = 0, follower_ops = 0, deciding_ops = 0;
+  int64_t strategies = 0;  // summed over nodes
+  int64_t edges = 0;       // after merging parallel edges
+  double build_seconds = 0, solve_seconds = 0;
+  SolveStats solver;  // nodes / edges before and after normalization and reductions
+};
+
+struct AutoShardResult {
+  SolveStatus status = SolveStatus::kNoSolution;
+  std::string message;
+  std::vector<int32_t> mesh_shape;  // of the logical mesh solved on
+  std::vector<OpSharding> ops;      // one per graph op
+  std::vector<int32_t> schedule;    // op ids in execution order
+  std::vector<PlannedCollective> collectives;
+  CollectiveCounts counts;           // gradient syncs combined
+  CollectiveCounts counts_uncombined;
+  long double objective = 0;  // compute + communication + resharding
+  long double lower_bound = 0;
+  long double compute_cost = 0, communication_cost = 0, resharding_cost = 0;
+  int64_t peak_memory_bytes = 0;  // per device, over the schedule
+  int64_t peak_memory_time = 0;   // schedule position of the peak
+  AutoShardStats stats;
+};
+
+// Auto-shards a validated graph on `mesh`. `cluster` supplies the device for the roofline and
+// may be null only with CostMode::kAlpaCompatible (then compute costs are Alpa's penalties).
+// Errors: an invalid graph or mesh, a bad option (kInvalidArgument naming it). A memory budget
+// that no plan meets gives status kInfeasible in the result (not an error), with the smallest
+// peak found without the budget in the message.
+Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
+                                  const Cluster* cluster, const AutoShardOptions& options);
+
+// The result as JSON (docs/auto-sharding.md): objective and its split, collectives (counts by
+// kind, combined and not, and the ordered list), peak_memory_bytes, tensors (name, role, spec),
+// ops (name, kind, strategy), stats.
+std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& result);
+
+}  // namespace alpa
