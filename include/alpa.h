@@ -187,16 +187,49 @@ typedef struct alpa_solve_options alpa_solve_options;
 #define ALPA_OPT_DETERMINISTIC 2      /* int 0/1, default 0: identical answers run to run */
 #define ALPA_OPT_THREADS 3            /* int, default 0 = all hardware threads */
 #define ALPA_OPT_RELATIVE_GAP 4       /* double in [0, 1), default 0: stop within this gap */
+/* Auto-sharding options (alpa_graph_auto_shard; alpa_solve ignores them). Integers; set them
+ * with alpa_solve_options_set_int (set_double accepts integral values). */
+/* ALPA_COST_MODE_REAL_UNITS (1, default: seconds; needs a cluster) or ALPA_COST_MODE_ALPA (0:
+ * Alpa's abstract formulas and tie-breakers; the cluster is optional). */
+#define ALPA_OPT_COST_MODEL 5
+#define ALPA_OPT_ZERO 6                /* ALPA_ZERO_*, default ALPA_ZERO_OFF */
+#define ALPA_OPT_FORCE_DATA_PARALLEL 7 /* 0/1, default 0: weights replicated, batch split */
+/* The mesh dim every input's batch dim (dim 0) is split over: ALPA_BATCH_MESH_DIM_FREE (-2,
+ * default: no constraint), ALPA_BATCH_MESH_DIM_ALL (-1: all mesh dims) or a mesh dim k >= 0
+ * (checked against the mesh at alpa_graph_auto_shard). */
+#define ALPA_OPT_BATCH_MESH_DIM 8
+#define ALPA_OPT_ALLOW_ALL_GATHER 9  /* 0/1, default 1: resharding may use all-gathers */
+#define ALPA_OPT_ALLOW_ALL_TO_ALL 10 /* 0/1, default 1: resharding may use all-to-alls */
+/* int64 bytes per device, default: none; a negative value removes the budget. A budget no plan
+ * meets gives ALPA_SOLVE_INFEASIBLE, not an error. */
+#define ALPA_OPT_MEMORY_BUDGET_BYTES 11
+
+/* ZeRO modes of ALPA_OPT_ZERO (pinned values): off (optimizer state and updates follow their
+ * weight's layout), search (the solver may shard them: reduce-scatter, sharded update,
+ * all-gather), force (as search, and optimizer state must be sharded where it can be). */
+#define ALPA_ZERO_OFF 0
+#define ALPA_ZERO_SEARCH 1
+#define ALPA_ZERO_FORCE 2
+/* Special values of ALPA_OPT_BATCH_MESH_DIM. */
+#define ALPA_BATCH_MESH_DIM_FREE (-2)
+#define ALPA_BATCH_MESH_DIM_ALL (-1)
 
 /* Defaults as above. Caller frees with alpa_solve_options_destroy. */
 ALPA_API int32_t alpa_solve_options_create(alpa_solve_options** out, alpa_error** err);
 ALPA_API void alpa_solve_options_destroy(alpa_solve_options* options);
+/* Sets option `key` (ALPA_OPT_*). ALPA_ERR_INVALID_ARGUMENT for a NULL options, an unknown key
+ * or a value out of range (the message names the option); the option then keeps its value. An
+ * options object needs exclusive access while it is changed; a solve only reads it. */
 ALPA_API int32_t alpa_solve_options_set_double(alpa_solve_options* options, int32_t key,
                                                double value, alpa_error** err);
 ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t key, int64_t value,
                                             alpa_error** err);
 /* By name, for CLIs and config files: "time_limit_seconds", "deterministic", "threads",
- * "relative_gap"; value is parsed as a number ("true"/"false" accepted for deterministic). */
+ * "relative_gap", "cost_model", "zero", "force_data_parallel", "batch_mesh_dim",
+ * "allow_all_gather", "allow_all_to_all", "memory_budget_bytes". value is parsed as a number
+ * ("true"/"false" accepted for the 0/1 options); cost_model also accepts "alpa" / "real", zero
+ * "off" / "search" / "force", batch_mesh_dim "free" / "all", memory_budget_bytes "none" and
+ * exact integers up to 2^63-1. */
 ALPA_API int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, const char* name,
                                                 const char* value, alpa_error** err);
 /* A starting assignment (assignment[count], one strategy per node); count 0 clears it. Invalid
@@ -607,6 +640,121 @@ ALPA_API double alpa_mesh_beta(const alpa_mesh* mesh, int32_t dim);
 ALPA_API int32_t alpa_mesh_collective_cost(double* out_cost, const alpa_mesh* mesh, int32_t kind,
                                            int32_t mesh_dim, double bytes, int32_t mode,
                                            alpa_error** err);
+
+/* ---- Auto-sharding ------------------------------------------------------------------------- */
+/*
+ * Alpa's intra-op pass: one sharding strategy per operator of a finalized graph on one logical
+ * mesh, chosen by the sharding solver to minimize compute + communication + resharding cost
+ * (docs/auto-sharding.md). Lifecycle:
+ *
+ *   alpa_graph* g;  alpa_graph_from_model(&g, "mlp:layers=6,batch=256,hidden=32", &err);
+ *   alpa_mesh* m;   alpa_mesh_create_abstract(&m, 2, shape, NULL, NULL, &err);  (or
+ * alpa_mesh_create) alpa_solve_options* o;  alpa_solve_options_create(&o, &err);
+ *   alpa_solve_options_set_int(o, ALPA_OPT_COST_MODEL, ALPA_COST_MODE_ALPA, &err);
+ *   alpa_sharding_plan* plan;  alpa_graph_auto_shard(&plan, g, m, NULL, o, &err);
+ *   alpa_sharding_plan_status(plan), _objective, _collective_counts, _op_spec, _to_json ...
+ *   alpa_sharding_plan_destroy(plan); alpa_solve_options_destroy(o); alpa_mesh_destroy(m); ...
+ *
+ * A plan is immutable and may be shared between threads; it keeps its own copy of the graph,
+ * so the graph, mesh, cluster and options may be destroyed right after the call.
+ */
+
+/* Which cost of alpa_sharding_plan_cost (pinned values); the three add up to the objective. */
+#define ALPA_PLAN_COST_COMPUTE 0       /* operators' compute (roofline, or Alpa's penalties) */
+#define ALPA_PLAN_COST_COMMUNICATION 1 /* collectives inside operators' strategies */
+#define ALPA_PLAN_COST_RESHARDING 2    /* collectives between operators (layout changes) */
+
+/* Flags of alpa_collective (bits). */
+#define ALPA_COLLECTIVE_FLAG_INSIDE_OP 1     /* part of an operator's strategy, not a resharding */
+#define ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC 2 /* moves a gradient into the update (combinable) */
+
+/* One collective the plan inserts (version 1). */
+typedef struct alpa_collective {
+  size_t struct_size; /* bytes of this element the library wrote */
+  int32_t version;    /* 1 */
+  int32_t kind;       /* ALPA_COLLECTIVE_ALL_GATHER .. ALPA_COLLECTIVE_ALL_TO_ALL */
+  uint32_t mesh_dims; /* bit k set: the collective runs over mesh dimension k */
+  uint32_t flags;     /* ALPA_COLLECTIVE_FLAG_* */
+  double bytes;       /* the cost model's b: the full tensor (see alpa_mesh_collective_cost) */
+  double cost;        /* in the plan's cost units (seconds with the real cost model) */
+  int32_t tensor;     /* the op whose result it moves */
+  int32_t consumer;   /* the op that needs it (== tensor for a collective inside an op) */
+  int32_t operand;    /* which operand of consumer it feeds; -1 inside an op */
+  int32_t reserved;   /* 0 */
+} alpa_collective;
+
+typedef struct alpa_sharding_plan alpa_sharding_plan;
+
+/* Auto-shards a finalized graph on a logical mesh. cluster supplies the device for compute
+ * times and may be NULL only with ALPA_OPT_COST_MODEL = ALPA_COST_MODE_ALPA; options may be NULL
+ * (defaults: real cost model, ZeRO off, no memory budget, no time limit). The options' time
+ * limit, threads, cancel token and progress callback (on the calling thread; a non-zero return
+ * cancels) apply to the solve. Returns ALPA_OK whenever a plan object is produced, whatever its
+ * status (infeasible memory budget, time limit, cancellation included: check
+ * alpa_sharding_plan_status). Errors: ALPA_ERR_INVALID_ARGUMENT for a NULL out, a NULL or
+ * unfinalized graph, a NULL mesh, a NULL cluster with the real cost model, an option that does
+ * not fit the mesh (batch_mesh_dim >= its rank); ALPA_ERR_INVALID_GRAPH for a graph the pass
+ * cannot shard (the message names the op). Inputs are copied. Caller frees *out with
+ * alpa_sharding_plan_destroy. Thread-safe for distinct options objects (or a shared one that no
+ * thread changes meanwhile). */
+ALPA_API int32_t alpa_graph_auto_shard(alpa_sharding_plan** out, const alpa_graph* graph,
+                                       const alpa_mesh* mesh, const alpa_cluster* cluster,
+                                       const alpa_solve_options* options, alpa_error** err);
+/* Frees a plan; NULL is allowed. */
+ALPA_API void alpa_sharding_plan_destroy(alpa_sharding_plan* plan);
+
+/* ALPA_SOLVE_* (OPTIMAL, FEASIBLE, INFEASIBLE, CANCELLED, NO_SOLUTION); 0 for NULL. A plan has
+ * strategies (and the getters below are meaningful) when the status is OPTIMAL or FEASIBLE, or
+ * CANCELLED after a first assignment was found (alpa_sharding_plan_op_strategies > 0). */
+ALPA_API int32_t alpa_sharding_plan_status(const alpa_sharding_plan* plan);
+/* Objective (compute + communication + resharding; +inf when there is no assignment) and the
+ * solver's best proven lower bound (-inf if none), in the plan's cost units; NaN for NULL. */
+ALPA_API double alpa_sharding_plan_objective(const alpa_sharding_plan* plan);
+ALPA_API double alpa_sharding_plan_lower_bound(const alpa_sharding_plan* plan);
+/* One part of the objective: which = ALPA_PLAN_COST_*; NaN for NULL or an unknown `which`. */
+ALPA_API double alpa_sharding_plan_cost(const alpa_sharding_plan* plan, int32_t which);
+/* Peak bytes live on one device over the plan's schedule; 0 for NULL or without assignment. */
+ALPA_API int64_t alpa_sharding_plan_peak_memory_bytes(const alpa_sharding_plan* plan);
+/* Why there is no plan (infeasible budget: the smallest peak found without it; time limit...),
+ * "" otherwise. Valid while the plan lives. */
+ALPA_API const char* alpa_sharding_plan_message(const alpa_sharding_plan* plan);
+
+/* Collective counts by kind: out[4] is indexed by ALPA_COLLECTIVE_*
+ * (out[ALPA_COLLECTIVE_ALL_GATHER], out[ALPA_COLLECTIVE_ALL_REDUCE],
+ * out[ALPA_COLLECTIVE_REDUCE_SCATTER], out[ALPA_COLLECTIVE_ALL_TO_ALL]). combined != 0: gradient
+ * synchronizations of one kind over the same mesh dims count once (one fused bucket, as a runtime
+ * issues them); combined == 0: every tensor's collective counts. ALPA_ERR_INVALID_ARGUMENT for a
+ * NULL plan or out. */
+ALPA_API int32_t alpa_sharding_plan_collective_counts(const alpa_sharding_plan* plan,
+                                                      int32_t combined, int64_t* out);
+/* Count-then-fill: the strategy index each op chose (one entry per graph op, in op order; -1 for
+ * free ops (constants and what they feed alone) and broadcasts fused into their consumers).
+ * Returns the graph's op count, or 0 when the plan has no assignment or is NULL; copies
+ * min(count, capacity) entries to out (out may be NULL when capacity is 0). */
+ALPA_API int64_t alpa_sharding_plan_op_strategies(const alpa_sharding_plan* plan, int32_t* out,
+                                                  int64_t capacity);
+/* Count-then-fill over the collectives to insert, in execution order. out[capacity] holds
+ * elements of element_size bytes each (pass sizeof(alpa_collective)); the library writes the
+ * first min(element_size, its own sizeof(alpa_collective)) bytes of each, struct_size set to
+ * that number, so programs built against an older or newer header both work. Returns the
+ * number of collectives (0 for NULL or without assignment), or -1 when capacity > 0 and out is
+ * NULL or element_size is smaller than version 1's struct. */
+ALPA_API int64_t alpa_sharding_plan_collectives(const alpa_sharding_plan* plan,
+                                                alpa_collective* out, int64_t capacity,
+                                                size_t element_size);
+/* The layout of op `op`'s result as text: per tensor dim "R" or "S" and its mesh dims, then
+ * " partial(...)" for a partial sum ("S0 R", "R S01", "scalar"); "" for free and fused ops and
+ * for a plan without assignment. ALPA_ERR_INVALID_ARGUMENT for NULL arguments or an op id out
+ * of range. Caller frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_sharding_plan_op_spec(alpa_buffer** out, const alpa_sharding_plan* plan,
+                                            int32_t op, alpa_error** err);
+/* The plan as one JSON object (docs/auto-sharding.md): status, message, objective and its split,
+ * lower_bound, peak_memory_bytes, collectives (counts by kind, combined and per tensor, and the
+ * ordered list), tensors (name, role, spec of parameters, optimizer state and inputs), ops
+ * (name, kind, strategy), stats (sharding-problem size before and after reductions). Caller
+ * frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_sharding_plan_to_json(alpa_buffer** out, const alpa_sharding_plan* plan,
+                                            alpa_error** err);
 
 #ifdef __cplusplus
 } /* extern "C" */

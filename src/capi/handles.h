@@ -13,6 +13,7 @@
 #include "core/logical_mesh.h"
 #include "core/sharding_problem.h"
 #include "core/status.h"
+#include "solvers/auto_sharding/auto_sharding.h"
 #include "solvers/sharding/sharding_solver.h"
 
 // Clusters and logical meshes (src/capi/cluster.cc); immutable once created.
@@ -49,6 +50,9 @@ struct alpa_problem {
 
 struct alpa_solve_options {
   alpa::SolveOptions options;
+  // The auto-sharding keys (ALPA_OPT_COST_MODEL ...). Its `solve` member stays default: the
+  // solve part comes from `options` plus the C callbacks (ToSolveOptions) at each call.
+  alpa::AutoShardOptions auto_shard;
   alpa_cancel_token* cancel = nullptr;
   alpa_progress_fn progress = nullptr;
   void* progress_user_data = nullptr;
@@ -56,6 +60,13 @@ struct alpa_solve_options {
 
 struct alpa_solution {
   alpa::SolveResult result;
+};
+
+// An auto-sharding plan (src/capi/shard.cc): the result and a copy of the graph it describes
+// (for names in the JSON form; the library keeps no caller pointer). Immutable once made.
+struct alpa_sharding_plan {
+  alpa::Graph graph;
+  alpa::AutoShardResult result;
 };
 
 namespace alpa::capi {
@@ -85,5 +96,18 @@ alpa_buffer* MakeBuffer(std::string bytes);
 
 // Builds the SolveOptions for one solve: the caller's options plus the C callback adapters.
 alpa::SolveOptions ToSolveOptions(const alpa_solve_options* options);
+
+// The auto-sharding option keys (ALPA_OPT_COST_MODEL .. ALPA_OPT_MEMORY_BUDGET_BYTES) live in
+// src/capi/shard.cc; solve.cc's setters hand them over. Whether `key` is one; the key of a name
+// (-1 if none); setting one from an integer, a double (integral values only) or text ("alpa",
+// "search", "16e9", ...).
+bool IsAutoShardOption(int32_t key);
+int32_t AutoShardOptionKey(const std::string& name);
+int32_t SetAutoShardOption(alpa_solve_options* options, int32_t key, int64_t value,
+                           alpa_error** err);
+int32_t SetAutoShardOptionDouble(alpa_solve_options* options, int32_t key, double value,
+                                 alpa_error** err);
+int32_t SetAutoShardOptionText(alpa_solve_options* options, int32_t key, const std::string& text,
+                               alpa_error** err);
 
 }  // namespace alpa::capi

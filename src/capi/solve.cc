@@ -162,6 +162,9 @@ ALPA_API int32_t alpa_solve_options_set_double(alpa_solve_options* options, int3
                                                double value, alpa_error** err) {
   return Guard(err, [&] {
     if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (alpa::capi::IsAutoShardOption(key)) {
+      return alpa::capi::SetAutoShardOptionDouble(options, key, value, err);
+    }
     return SetOption(options, key, value, err);
   });
 }
@@ -170,6 +173,9 @@ ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t
                                             alpa_error** err) {
   return Guard(err, [&] {
     if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (alpa::capi::IsAutoShardOption(key)) {
+      return alpa::capi::SetAutoShardOption(options, key, value, err);
+    }
     return SetOption(options, key, static_cast<double>(value), err);
   });
 }
@@ -180,6 +186,8 @@ ALPA_API int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, con
     if (options == nullptr || name == nullptr || value == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options, name and value must not be NULL");
     }
+    const int32_t shard_key = alpa::capi::AutoShardOptionKey(name);
+    if (shard_key >= 0) return alpa::capi::SetAutoShardOptionText(options, shard_key, value, err);
     const int32_t key = KeyOfName(name);
     if (key < 0) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, std::string("unknown option \"") + name + "\"");

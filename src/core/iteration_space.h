@@ -42,6 +42,12 @@ struct IterationSpace {
   // Per operand: whether the op is linear in it (a partial sum in gives a partial sum out when
   // every other operand is not partial, or for add/sub when all are partial on the same dims).
   std::vector<bool> linear_operand;
+  // Whether partial sums pass through every linear operand at once (add, sub, concatenate)
+  // rather than through exactly one of them (mul, div, dot-like ops).
+  bool partial_all_operands = false;
+  // Per operand: whether it must be partial over the mesh dims of split sum-reduced loops
+  // (scatter_add's base: each device adds its share of the updates into its own addend).
+  std::vector<bool> partial_with_reduced;
 
   int32_t num_loops() const { return static_cast<int32_t>(kinds.size()); }
   int32_t AddLoop(LoopKind kind, int64_t size);

@@ -10,7 +10,9 @@
 //                     are partial over pass_partial (the others are not partial);
 //   in-op collectives an all-reduce over every mesh dim of a split max-reduced loop, and with
 //                     reduce_in_op one over every mesh dim of a split sum-reduced loop (Alpa's
-//                     "SR = SS x SR" with its all-reduce), on the result shard;
+//                     "SR = SS x SR" with its all-reduce), on the result shard, or a
+//                     reduce-scatter onto scatter_dim (Alpa's prefer_reduce_scatter; what
+//                     ZeRO does to gradients);
 //   compute cost      real units: the roofline time of the op's FLOPs and bytes divided by the
 //                     work split (product of the split mesh dims); Alpa units: 0, except that
 //                     dot_general and convolution left redundant on a mesh dim of size > 1 pay
@@ -20,8 +22,9 @@
 // on it.
 //
 // Enumeration (EnumerateOpStrategies) tries every assignment of the mesh dims of size > 1 to a
-// loop dim or to none (several mesh dims on one loop in increasing order), with a reduce-in-op
-// twin for each assignment that splits a sum-reduced loop, and drops duplicates. Followers
+// loop dim or to none (several mesh dims on one loop in increasing order), with reduce-in-op
+// twins for each assignment that splits a sum-reduced loop (an all-reduce, and when one mesh dim
+// is reduced, a reduce-scatter onto each result dim it divides). Followers
 // (FollowStrategy) derive one strategy from a neighbour's spec instead, so that the follower can
 // share the neighbour's decision (XLA auto-sharding's follow rule).
 #pragma once
@@ -43,10 +46,17 @@ namespace alpa {
 struct LoopAssignment {
   std::vector<std::vector<int32_t>> loop_mesh_dims;  // per loop dim, major first
   std::vector<int32_t> pass_partial;                 // increasing
+  // With pass_partial: the one operand that is partial (mul, div, ...), or -1 for every linear
+  // operand at once (add, sub, concatenate: a sum of partial sums).
+  int32_t partial_operand = -1;
   bool reduce_in_op = false;
+  // With reduce_in_op and exactly one split sum-reduced mesh dim: reduce-scatter onto this
+  // result dim (the mesh dim appended, minor-most) instead of all-reducing; -1: all-reduce.
+  int32_t scatter_dim = -1;
   bool operator==(const LoopAssignment& o) const {
     return loop_mesh_dims == o.loop_mesh_dims && pass_partial == o.pass_partial &&
-           reduce_in_op == o.reduce_in_op;
+           partial_operand == o.partial_operand && reduce_in_op == o.reduce_in_op &&
+           scatter_dim == o.scatter_dim;
   }
 };
 
@@ -59,7 +69,9 @@ struct OpCollective {
 };
 
 struct OpStrategy {
-  std::string name;  // "S0 R S1 = S0 R x R S1", or the result spec alone for one-operand ops
+  // "S0 R S1 = S0 R x R S1" (StrategyName); filled by EnumerateOpStrategies, not by
+  // MakeOpStrategy (followers build many strategies and name only the chosen one).
+  std::string name;
   LoopAssignment assignment;
   ShardingSpec result;
   std::vector<ShardingSpec> operands;  // one per operand

@@ -3,6 +3,9 @@
 // to the token embedding with a bias. Simplifications: no token-type embedding, no head
 // transform (dense + gelu + LN) and the loss covers every token (no 15 % masking), which keeps
 // the graph's shapes and op mix while needing no mask input.
+// embed=0 drops the embedding, its layer norm and the MLM head: the input is hidden states
+// x [B, s, h] and the loss the mean squared error against y [B, s, h] (Alpa's BERT layer-stack
+// auto-sharding test).
 #include "models/layers.h"
 
 namespace alpa {
@@ -15,10 +18,8 @@ Result<Graph> BuildBertForward(const ModelSpec& spec) {
 
   GraphBuilder b;
   b.set_layer(0);
-  int32_t tokens = Input(b, {t.batch, t.seq}, DType::kS32, "tokens");
-  int32_t labels = Input(b, {t.batch, t.seq}, DType::kS32, "labels");
-  Embedding emb = TokenAndPositionEmbedding(b, tokens, t.vocab, t.hidden, t.dtype);
-  int32_t x = LayerNorm(b, emb.output, "emb.ln");
+  LayerStackInput in = TransformerInput(b, t);
+  int32_t x = t.embed ? LayerNorm(b, in.x, "emb.ln") : in.x;
   for (int64_t i = 0; i < t.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
@@ -26,7 +27,7 @@ Result<Graph> BuildBertForward(const ModelSpec& spec) {
     x = LayerNorm(b, b.Add(x, GeluMlp(b, x, 4 * t.hidden, p + ".mlp")), p + ".ln2");
   }
   b.set_layer(static_cast<int32_t>(t.layers + 1));
-  int32_t loss = TiedLmLoss(b, x, emb.token_table, labels, true);
+  int32_t loss = TransformerLoss(b, t, in, x, true);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

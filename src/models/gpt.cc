@@ -2,6 +2,8 @@
 // blocks, final layer norm, LM head tied to the token embedding, mean cross-entropy over tokens.
 // Parameters: 12 l h^2 + 13 l h + (V + s) h + 2 h; training dot FLOPs:
 // 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)) (REFERENCE §6).
+// embed=0 drops the embeddings, the final layer norm and the LM head: the input is hidden
+// states x [B, s, h] and the loss the mean squared error against y [B, s, h].
 #include "models/layers.h"
 
 namespace alpa {
@@ -14,10 +16,8 @@ Result<Graph> BuildGptForward(const ModelSpec& spec) {
 
   GraphBuilder b;
   b.set_layer(0);
-  int32_t tokens = Input(b, {t.batch, t.seq}, DType::kS32, "tokens");
-  int32_t labels = Input(b, {t.batch, t.seq}, DType::kS32, "labels");
-  Embedding emb = TokenAndPositionEmbedding(b, tokens, t.vocab, t.hidden, t.dtype);
-  int32_t x = emb.output;
+  LayerStackInput in = TransformerInput(b, t);
+  int32_t x = in.x;
   for (int64_t i = 0; i < t.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
@@ -25,7 +25,8 @@ Result<Graph> BuildGptForward(const ModelSpec& spec) {
     x = b.Add(x, GeluMlp(b, LayerNorm(b, x, p + ".ln2"), 4 * t.hidden, p + ".mlp"));
   }
   b.set_layer(static_cast<int32_t>(t.layers + 1));
-  int32_t loss = TiedLmLoss(b, LayerNorm(b, x, "ln_f"), emb.token_table, labels, false);
+  if (t.embed) x = LayerNorm(b, x, "ln_f");
+  int32_t loss = TransformerLoss(b, t, in, x, false);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

@@ -72,9 +72,11 @@ int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, bool causal,
   const int64_t batch = shape[0], seq = shape[1], hidden = shape[2];
   const int64_t head_dim = hidden / heads;
   int32_t qkv = Dense(b, x, 3 * hidden, true, name + ".qkv");
-  qkv = b.Reshape(qkv, {batch, seq, 3, heads, head_dim});
+  // Head-major columns (Megatron's layout): splitting the fused weight's columns into n pieces
+  // splits the heads, so tensor parallelism needs no communication before the attention.
+  qkv = b.Reshape(qkv, {batch, seq, heads, 3, head_dim});
   auto part = [&](int64_t i) {
-    int32_t p = b.Slice(qkv, {0, 0, i, 0, 0}, {batch, seq, i + 1, heads, head_dim});
+    int32_t p = b.Slice(qkv, {0, 0, 0, i, 0}, {batch, seq, heads, i + 1, head_dim});
     return b.Reshape(p, {batch, seq, heads, head_dim});
   };
   int32_t q = part(0), k = part(1), v = part(2);
@@ -168,6 +170,27 @@ int32_t TiedLmLoss(GraphBuilder& b, int32_t x, int32_t token_table, int32_t labe
   if (bias) logits = AddBias(b, logits, Weight(b, {vocab}, b.dtype(x), "lm.b"));
   logits = b.Reshape(logits, {shape[0] * shape[1], vocab});
   return SoftmaxCrossEntropy(b, logits, b.Reshape(labels, {shape[0] * shape[1]}));
+}
+
+LayerStackInput TransformerInput(GraphBuilder& b, const TransformerShape& t) {
+  LayerStackInput in;
+  if (!t.embed) {
+    in.x = Input(b, {t.batch, t.seq, t.hidden}, t.dtype, "x");
+    in.labels = Input(b, {t.batch, t.seq, t.hidden}, t.dtype, "y");
+    return in;
+  }
+  int32_t tokens = Input(b, {t.batch, t.seq}, DType::kS32, "tokens");
+  in.labels = Input(b, {t.batch, t.seq}, DType::kS32, "labels");
+  Embedding emb = TokenAndPositionEmbedding(b, tokens, t.vocab, t.hidden, t.dtype);
+  in.x = emb.output;
+  in.token_table = emb.token_table;
+  return in;
+}
+
+int32_t TransformerLoss(GraphBuilder& b, const TransformerShape& t, const LayerStackInput& in,
+                        int32_t x, bool lm_bias) {
+  if (!t.embed) return MeanSquaredError(b, x, in.labels);
+  return TiedLmLoss(b, x, in.token_table, in.labels, lm_bias);
 }
 
 // ---- SpecReader ----
@@ -272,6 +295,7 @@ TransformerShape ReadTransformerShape(SpecReader& r) {
   t.heads = r.NonNegativeInt("heads");
   t.vocab = r.PositiveInt("vocab");
   t.dtype = r.Dtype("dtype");
+  t.embed = r.Bool("embed");
   if (t.heads == 0) t.heads = std::max<int64_t>(1, t.hidden / 64);
   if (r.ok() && t.hidden % t.heads != 0) {
     r.Fail("hidden (" + std::to_string(t.hidden) + ") must be divisible by heads (" +

@@ -79,11 +79,28 @@ class SpecReader {
 };
 
 // The common keys of the transformer families (gpt, bert, moe); heads = 0 means hidden / 64.
+// embed = false: a bare layer stack (hidden states in, mean squared error out), as the
+// layer-level auto-sharding tests of Alpa use.
 struct TransformerShape {
   int64_t batch = 1, seq = 1, hidden = 1, layers = 1, heads = 1, vocab = 1;
   DType dtype = DType::kF32;
+  bool embed = true;
 };
 TransformerShape ReadTransformerShape(SpecReader& r);
+
+// The inputs of a transformer and what the first block reads (layer 0 ops).
+struct LayerStackInput {
+  int32_t x = -1;            // [B, s, h]: the embedding output, or the input "x" when !embed
+  int32_t token_table = -1;  // wte (embed only)
+  int32_t labels = -1;       // integer labels [B, s] (embed), or the target "y" [B, s, h]
+};
+// embed: inputs "tokens" and "labels" [B, s] (s32) and the token + position embedding;
+// else inputs "x" and "y" [B, s, h] of the model dtype.
+LayerStackInput TransformerInput(GraphBuilder& b, const TransformerShape& t);
+// embed: the tied LM loss of x (with the "lm.b" bias when `lm_bias`); else the mean squared
+// error of x against y.
+int32_t TransformerLoss(GraphBuilder& b, const TransformerShape& t, const LayerStackInput& in,
+                        int32_t x, bool lm_bias);
 
 // "model spec \"gpt:...\": " (or the preset name), the prefix of every spec error.
 std::string SpecLabel(const ModelSpec& spec);

@@ -45,26 +45,34 @@ const std::vector<FamilyInfo>& Families() {
           {"loss", "mse", KeyType::kChoice, "mse|ce"}}},
         {"gpt",
          "pre-LN causal transformer LM, learned token + position embeddings, LM head tied to "
-         "the token embedding; heads=0 means hidden/64",
+         "the token embedding; heads=0 means hidden/64; embed=0: the blocks alone (no "
+         "embeddings, final LN or LM head) on hidden states x [batch, seq, hidden], mean "
+         "squared error against y",
          {{"hidden", "1024", KeyType::kPositiveInt, nullptr},
           {"layers", "24", KeyType::kPositiveInt, nullptr},
           {"heads", "16", KeyType::kNonNegativeInt, nullptr},
           {"seq", "1024", KeyType::kPositiveInt, nullptr},
           {"vocab", "51200", KeyType::kPositiveInt, nullptr},
-          {"batch", "1024", KeyType::kPositiveInt, nullptr}}},
+          {"batch", "1024", KeyType::kPositiveInt, nullptr},
+          {"embed", "1", KeyType::kBool, nullptr}}},
         {"bert",
          "post-LN bidirectional transformer (as Alpa's / HF BERT), tied MLM head with bias, "
-         "loss on every token (no masking); heads=0 means hidden/64",
+         "loss on every token (no masking); heads=0 means hidden/64; embed=0: the blocks alone "
+         "(no embeddings or MLM head) on hidden states x [batch, seq, hidden], mean squared "
+         "error against y (Alpa's BERT layer test)",
          {{"hidden", "768", KeyType::kPositiveInt, nullptr},
           {"layers", "12", KeyType::kPositiveInt, nullptr},
           {"heads", "0", KeyType::kNonNegativeInt, nullptr},
           {"seq", "512", KeyType::kPositiveInt, nullptr},
           {"vocab", "30522", KeyType::kPositiveInt, nullptr},
-          {"batch", "256", KeyType::kPositiveInt, nullptr}}},
+          {"batch", "256", KeyType::kPositiveInt, nullptr},
+          {"embed", "1", KeyType::kBool, nullptr}}},
         {"moe",
          "Alpa's MoE LM: post-LN bidirectional transformer, GShard top-2 MoE (experts "
          "[E, h, mlp_ratio*h], relu) in every moe_every-th layer starting with the first, "
-         "dense gelu MLP elsewhere; tokens routed in groups of `group`",
+         "dense gelu MLP elsewhere; tokens routed in groups of `group`; embed=0: the blocks "
+         "alone (no embeddings or LM head) on hidden states x [batch, seq, hidden], mean "
+         "squared error against y (Alpa's MoE layer test)",
          {{"hidden", "768", KeyType::kPositiveInt, nullptr},
           {"layers", "8", KeyType::kPositiveInt, nullptr},
           {"experts", "8", KeyType::kPositiveInt, nullptr},
@@ -75,7 +83,8 @@ const std::vector<FamilyInfo>& Families() {
           {"group", "2048", KeyType::kPositiveInt, nullptr},
           {"capacity_factor", "1", KeyType::kPositiveFloat, nullptr},
           {"moe_every", "2", KeyType::kPositiveInt, nullptr},
-          {"mlp_ratio", "8", KeyType::kPositiveInt, nullptr}}},
+          {"mlp_ratio", "8", KeyType::kPositiveInt, nullptr},
+          {"embed", "1", KeyType::kBool, nullptr}}},
         {"wresnet",
          "Wide-ResNet (Alpa's): bottleneck blocks, stage i has filters channels*2^i, the 3x3 "
          "conv widened by `width`, output 4*filters; batch-norm with batch statistics",

@@ -19,6 +19,9 @@
 //            moe_every=1,mlp_ratio=4 gives MoE in every layer with [E, h, 4h] experts.
 //   wresnet  Alpa's Wide-ResNet (bottleneck stages, 3x3 conv widened by `width`), NCHW.
 //            `image`, `classes` and `stages` ("1-1") shrink it for tests.
+// gpt, bert and moe take embed (default 1); embed=0 builds the blocks alone on hidden states
+// x [batch, seq, hidden] with the mean squared error against y of that shape as the loss
+// (Alpa's layer-level auto-sharding tests).
 // Layer indices: embedding / stem 0, blocks 1..L, head L + 1.
 #pragma once
 

@@ -9,6 +9,9 @@
 // each expert's buffer by a cumulative sum (reduce_window sum, no dot_general), tokens past the
 // capacity C = ceil(capacity_factor * 2 * S / E) dropped. The dispatch and combine tensors are
 // [G, S, E, C]; the expert einsums are dot_generals with the expert dim as a batch dim.
+// embed=0 drops the embedding, its layer norm and the LM head: the input is hidden states
+// x [B, s, h] and the loss the mean squared error against y [B, s, h] (Alpa's MoE layer
+// auto-sharding test).
 #include <cmath>
 
 #include "models/layers.h"
@@ -147,10 +150,8 @@ Result<Graph> BuildMoeForward(const ModelSpec& spec) {
 
   GraphBuilder b;
   b.set_layer(0);
-  int32_t tok = Input(b, {t.batch, t.seq}, DType::kS32, "tokens");
-  int32_t labels = Input(b, {t.batch, t.seq}, DType::kS32, "labels");
-  Embedding emb = TokenAndPositionEmbedding(b, tok, t.vocab, t.hidden, t.dtype);
-  int32_t x = LayerNorm(b, emb.output, "emb.ln");
+  LayerStackInput in = TransformerInput(b, t);
+  int32_t x = t.embed ? LayerNorm(b, in.x, "emb.ln") : in.x;
   for (int64_t i = 0; i < t.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
@@ -159,7 +160,7 @@ Result<Graph> BuildMoeForward(const ModelSpec& spec) {
     x = LayerNorm(b, b.Add(x, y), p + ".ln2");
   }
   b.set_layer(static_cast<int32_t>(t.layers + 1));
-  int32_t loss = TiedLmLoss(b, x, emb.token_table, labels, true);
+  int32_t loss = TransformerLoss(b, t, in, x, true);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

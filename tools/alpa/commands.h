@@ -32,6 +32,28 @@ struct GraphArgs {
 // Exit code 0, or 1 with the message on stderr.
 int RunGraph(const GraphArgs& args);
 
+struct ShardArgs {
+  std::string model;           // a model-zoo spec, or
+  std::string file;            // a graph JSON file
+  std::string mesh;            // "8" or "2x4"
+  std::string cluster;         // preset spec ("p3.16xlarge:hosts=2") or cluster JSON file
+  std::string alpha, beta;     // comma lists per mesh dim: an abstract mesh
+  std::string cost_model;      // "alpa" | "real"; empty: alpa with --alpha/--beta, else real
+  std::string zero;            // "" (off), "off", "search", "force"
+  bool force_dp = false;       // force data parallelism
+  std::string batch_mesh_dim;  // "" (free), "free", "all" or a mesh dim
+  bool no_all_gather = false;
+  bool no_all_to_all = false;
+  std::string memory_budget;  // bytes per device: "16e9", "16GB", "16GiB"; empty: none
+  double time_limit_seconds = 0;
+  int threads = 0;
+  bool json = false;
+  bool quiet = false;
+};
+// Auto-shards a graph on one logical mesh and prints the plan (or one JSON object with --json,
+// last line). Exit code: 0 a plan was found, 2 infeasible / none found, 1 bad input (stderr).
+int RunShard(const ShardArgs& args);
+
 // Lists the model-zoo presets (name, family, nominal size, GPUs) and each family's keys.
 int RunModels(bool json);
 

@@ -4,6 +4,7 @@
 //   alpa evaluate FILE "[0, 0, 2, 1, 0]"   cost of an assignment, or the violated constraint
 //   alpa graph --model SPEC | --file F     graph statistics [--json] or the graph JSON [-o F]
 //   alpa models [--json]                   model-zoo presets and family keys
+//   alpa shard --model SPEC --mesh 2x4     auto-shard a graph on one logical mesh
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -54,12 +55,50 @@ int main(int argc, char** argv) {
   CLI::App* models = app.add_subcommand("models", "List the model-zoo presets and family keys");
   models->add_flag("--json", models_json, "Print alpa_models_json's object");
 
+  alpa_cli::ShardArgs shard_args;
+  CLI::App* shard = app.add_subcommand(
+      "shard", "Auto-shard a training-step graph on one logical mesh (Alpa's intra-op pass)");
+  CLI::Option* shard_model =
+      shard->add_option("--model", shard_args.model, "Model spec, e.g. gpt-350m or mlp:layers=2");
+  CLI::Option* shard_file = shard->add_option("--file", shard_args.file, "Graph JSON file");
+  shard_model->excludes(shard_file);
+  shard->add_option("--mesh", shard_args.mesh, "Logical mesh shape: 8 or 2x4")->required();
+  shard->add_option("--cluster", shard_args.cluster,
+                    "Cluster preset (p3.16xlarge, dgx-a100, ...; :hosts=N) or cluster JSON file "
+                    "(default p3.16xlarge with enough hosts)");
+  shard->add_option("--alpha", shard_args.alpha,
+                    "Abstract mesh: latency per mesh dim, e.g. 1,1 (implies --cost-model alpa)");
+  shard->add_option("--beta", shard_args.beta,
+                    "Abstract mesh: inverse bandwidth per mesh dim, e.g. 1,0.1");
+  shard->add_option("--cost-model", shard_args.cost_model,
+                    "alpa (abstract units, Alpa's tie-breakers) or real (seconds; default)");
+  shard->add_flag("--zero{search}", shard_args.zero,
+                  "ZeRO: shard optimizer state and updates; --zero means search, --zero=force "
+                  "requires it");
+  shard->add_flag("--force-dp", shard_args.force_dp,
+                  "Force data parallelism: weights replicated, batch split over the mesh");
+  shard->add_option("--batch-mesh-dim", shard_args.batch_mesh_dim,
+                    "Split inputs' batch dim over this mesh dim (all: every mesh dim)");
+  shard->add_flag("--no-all-gather", shard_args.no_all_gather, "Resharding without all-gathers");
+  shard->add_flag("--no-all-to-all", shard_args.no_all_to_all, "Resharding without all-to-alls");
+  shard->add_option("--memory-budget", shard_args.memory_budget,
+                    "Bytes per device: 16e9, 16GB, 16GiB (default: none)");
+  shard
+      ->add_option("--time-limit", shard_args.time_limit_seconds,
+                   "Solver time limit in seconds (default: none)")
+      ->check(CLI::NonNegativeNumber);
+  shard->add_option("--threads", shard_args.threads, "Threads (0: all)")
+      ->check(CLI::Range(0, 4096));
+  shard->add_flag("--json", shard_args.json, "Print the plan as one JSON object (last line)");
+  shard->add_flag("-q,--quiet", shard_args.quiet, "No progress lines");
+
   CLI11_PARSE(app, argc, argv);
 
   if (*solve) return alpa_cli::RunSolve(solve_args);
   if (*evaluate) return alpa_cli::RunEvaluate(eval_file, eval_assignment);
   if (*graph) return alpa_cli::RunGraph(graph_args);
   if (*models) return alpa_cli::RunModels(models_json);
+  if (*shard) return alpa_cli::RunShard(shard_args);
   // No subcommand: the main job on its embedded default.
   std::printf("# alpa %s: solving the embedded default problem (IOPDDL benchmark G, 816 nodes)\n",
               alpa_version_string());

@@ -68,7 +68,10 @@ struct PlannedCollective {
   int32_t consumer = -1;      // the op that needs it (== tensor for a collective inside an op)
   int32_t operand = -1;       // which operand of `consumer` it feeds (-1 inside an op)
   bool inside_op = false;     // part of the op's strategy, not a resharding
-  bool gradient_sync = false; // moves a gradient into the optimizer update (combinable)
+  // Part of the gradient synchronisation or the optimizer update: reduces a gradient (or a
+  // value that becomes one through layout ops and accumulation), or feeds an update-phase op
+  // (ZeRO's all-gather of the new weights). Combinable into one bucket per kind and mesh dims.
+  bool gradient_sync = false;
   std::string description;
 };
 

@@ -148,7 +148,7 @@ TEST(ModelSpecTest, ErrorsNameTheOffendingPart) {
                   "model spec \"gpt:hidden=abc\": hidden must be a positive integer");
   ExpectSpecError("gpt-40b", "unknown model \"gpt-40b\" (try `alpa models`)");
   ExpectSpecError("gpt:foo=1", "unknown key \"foo\"");
-  ExpectSpecError("gpt:foo=1", "valid keys: batch, dtype, heads, hidden");
+  ExpectSpecError("gpt:foo=1", "valid keys: batch, dtype, embed, heads, hidden");
   ExpectSpecError("gpt:layers=0", "layers must be a positive integer");
   ExpectSpecError("gpt:layers=-3", "layers must be a positive integer");
   ExpectSpecError("gpt:layers", "expected key=value");
@@ -159,6 +159,8 @@ TEST(ModelSpecTest, ErrorsNameTheOffendingPart) {
   ExpectSpecError("wresnet:stages=3-x", "stages must be positive integers");
   ExpectSpecError("moe:capacity_factor=-1", "capacity_factor must be a positive number");
   ExpectSpecError("mlp:training=2", "training must be 0 or 1");
+  ExpectSpecError("bert:embed=2", "embed must be 0 or 1");
+  ExpectSpecError("mlp:embed=0", "unknown key \"embed\" for family mlp");
 }
 
 TEST(ModelSpecTest, BuildErrorsNameTheKey) {
@@ -230,6 +232,78 @@ TEST(ModelZooTest, MoeUsesExpertBatchedDots) {
   bool found = false;
   for (const Op& op : g.ops) found = found || op.shape == Dims{1, 16, 4, 8};
   EXPECT_TRUE(found);
+}
+
+int64_t CountKind(const Graph& g, OpKind kind) {
+  int64_t n = 0;
+  for (const Op& op : g.ops) n += op.kind == kind ? 1 : 0;
+  return n;
+}
+
+// embed=0 (Alpa's layer-level auto-sharding tests): hidden states x and target y [B, s, h] are
+// the only inputs, the loss is their mean squared error, and nothing is gathered.
+void ExpectBareLayerStack(const Graph& g, const Dims& shape) {
+  std::vector<std::string> inputs;
+  for (const Op& op : g.ops) {
+    if (op.kind == OpKind::kParameter && op.role == TensorRole::kInput) {
+      inputs.push_back(op.name);
+      EXPECT_EQ(op.shape, shape) << op.name;
+      EXPECT_EQ(op.layer, 0) << op.name;
+    }
+    EXPECT_NE(op.name, "wte");
+    EXPECT_NE(op.name, "wpe");
+    EXPECT_NE(op.name, "lm.b");
+  }
+  EXPECT_EQ(inputs, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(CountKind(g, OpKind::kGather), 0);
+  EXPECT_EQ(CountKind(g, OpKind::kScatterAdd), 0);
+  ASSERT_FALSE(g.outputs.empty());
+  EXPECT_EQ(g.op(g.outputs[0]).name, "loss");
+  EXPECT_TRUE(g.op(g.outputs[0]).shape.empty());
+}
+
+TEST(ModelZooTest, BertLayerStackWithoutEmbedding) {
+  const std::string spec = "bert:layers=2,batch=8,seq=8,hidden=128,heads=2,embed=0";
+  EXPECT_EQ(ParseModelSpec("bert").value().keys.at("embed"), "1");
+  Graph g = MustBuild(spec);
+  ASSERT_TRUE(ValidateGraph(g).ok()) << ValidateGraph(g).message();
+  ExpectBareLayerStack(g, {8, 8, 128});
+  // Per block: qkv, q.k, probs.v, attention out, fc1, fc2; no LM head.
+  EXPECT_EQ(CountKind(g, OpKind::kDotGeneral, Phase::kForward), 12);
+  // Two backward dots each, less the gradient of the input x (nothing needs it).
+  EXPECT_EQ(CountKind(g, OpKind::kDotGeneral, Phase::kBackward), 2 * 12 - 1);
+  // Per block 12 h^2 + 13 h weights (qkv, out, fc1, fc2 with biases; two layer norms).
+  const int64_t h = 128;
+  EXPECT_EQ(ComputeGraphStats(g).parameter_count, 2 * (12 * h * h + 13 * h));
+  std::set<int32_t> layers;
+  for (const Op& op : g.ops) {
+    if (op.phase == Phase::kForward) layers.insert(op.layer);
+  }
+  EXPECT_EQ(layers, (std::set<int32_t>{0, 1, 2, 3}));
+  // The same blocks as the embedded model (which adds the LM head's dot).
+  Graph embedded = MustBuild("bert:layers=2,batch=8,seq=8,hidden=128,heads=2");
+  EXPECT_EQ(CountKind(embedded, OpKind::kDotGeneral, Phase::kForward), 13);
+  EXPECT_EQ(CountKind(embedded, OpKind::kGather, Phase::kForward), 1);
+}
+
+TEST(ModelZooTest, MoeAndGptLayerStacksWithoutEmbedding) {
+  Graph moe = MustBuild(
+      "moe:layers=1,batch=64,seq=16,hidden=64,heads=4,experts=16,group=32,moe_every=1,"
+      "embed=0");
+  ASSERT_TRUE(ValidateGraph(moe).ok()) << ValidateGraph(moe).message();
+  ExpectBareLayerStack(moe, {64, 16, 64});
+  // Attention (4 dots); router, dispatch, two expert einsums, combine (5).
+  EXPECT_EQ(CountKind(moe, OpKind::kDotGeneral, Phase::kForward), 4 + 5);
+  bool expert_weights = false;
+  for (const Op& op : moe.ops) {
+    expert_weights = expert_weights || (op.name == "h0.moe.wi" && op.shape == Dims{16, 64, 512});
+  }
+  EXPECT_TRUE(expert_weights);
+
+  Graph gpt = MustBuild("gpt:layers=2,batch=2,seq=8,hidden=32,heads=2,dtype=f32,embed=0");
+  ASSERT_TRUE(ValidateGraph(gpt).ok()) << ValidateGraph(gpt).message();
+  ExpectBareLayerStack(gpt, {2, 8, 32});
+  EXPECT_EQ(CountKind(gpt, OpKind::kDotGeneral, Phase::kForward), 12);
 }
 
 TEST(ModelZooTest, BigPresetsBuildQuickly) {

@@ -1,0 +1,250 @@
+// AutoShard: build, solve, read the plan back (see auto_sharding.h).
+#include "solvers/auto_sharding/auto_sharding.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "core/sharding_evaluator.h"
+#include "solvers/auto_sharding/auto_sharding_problem.h"
+
+namespace alpa {
+namespace {
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Count(CollectiveCounts& c, CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      ++c.all_reduce;
+      break;
+    case CollectiveKind::kAllGather:
+      ++c.all_gather;
+      break;
+    case CollectiveKind::kReduceScatter:
+      ++c.reduce_scatter;
+      break;
+    case CollectiveKind::kAllToAll:
+      ++c.all_to_all;
+      break;
+    case CollectiveKind::kSendRecv:
+      break;
+  }
+}
+
+Status CheckOptions(const Graph& graph, const LogicalMesh& mesh, const Cluster* cluster,
+                    const AutoShardOptions& o) {
+  if (mesh.shape.empty() || mesh.alpha.size() != mesh.shape.size() ||
+      mesh.beta.size() != mesh.shape.size()) {
+    return InvalidArgument("auto-sharding: the logical mesh needs a shape, alpha and beta per dim");
+  }
+  for (int64_t d : mesh.shape) {
+    if (d < 1) return InvalidArgument("auto-sharding: mesh dims must be >= 1");
+  }
+  if (cluster == nullptr && o.cost_mode == CostMode::kRealUnits) {
+    return InvalidArgument(
+        "auto-sharding: the real-units cost model needs a cluster (its device prices compute); "
+        "pass one or use the Alpa-compatible cost model");
+  }
+  if (o.batch_mesh_dim < kBatchDimFree || o.batch_mesh_dim >= mesh.ndim()) {
+    return InvalidArgument("auto-sharding: batch_mesh_dim " + std::to_string(o.batch_mesh_dim) +
+                           " is not a mesh dim of " + MeshShapeString(mesh.shape) +
+                           " (-1: all, -2: free)");
+  }
+  if (o.memory_budget_bytes && *o.memory_budget_bytes < 0) {
+    return InvalidArgument("auto-sharding: negative memory budget");
+  }
+  return ValidateGraph(graph);
+}
+
+// The smallest memory any plan needs at its worst time step (each live tensor at its smallest
+// shard): a lower bound on the peak, for the infeasibility message.
+int64_t PeakLowerBound(const ShardingProblem& p, int64_t& at) {
+  std::vector<int64_t> delta;
+  for (const ShardingNode& node : p.nodes) {
+    if (node.interval.hi <= node.interval.lo) continue;
+    int64_t least = INT64_MAX;
+    for (size_t s = 0; s < node.costs.size(); ++s) {
+      least = std::min(least, node.usage(static_cast<int32_t>(s)));
+    }
+    if (static_cast<size_t>(node.interval.hi) >= delta.size()) {
+      delta.resize(static_cast<size_t>(node.interval.hi) + 1, 0);
+    }
+    delta[static_cast<size_t>(node.interval.lo)] += least;
+    delta[static_cast<size_t>(node.interval.hi)] -= least;
+  }
+  int64_t live = 0, best = 0;
+  at = 0;
+  for (size_t t = 0; t < delta.size(); ++t) {
+    live += delta[t];
+    if (live > best) {
+      best = live;
+      at = static_cast<int64_t>(t);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+const char* ZeroModeName(ZeroMode mode) {
+  switch (mode) {
+    case ZeroMode::kOff:
+      return "off";
+    case ZeroMode::kSearch:
+      return "search";
+    case ZeroMode::kForce:
+      return "force";
+  }
+  return "?";
+}
+
+Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
+                                  const Cluster* cluster, const AutoShardOptions& options) {
+  ALPA_RETURN_IF_ERROR(CheckOptions(graph, mesh, cluster, options));
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<AutoShardModel>> built =
+      BuildAutoShardModel(graph, mesh, cluster, options);
+  if (!built.ok()) return built.status();
+  const AutoShardModel& m = *built.value();
+
+  AutoShardResult r;
+  r.mesh_shape.assign(mesh.shape.begin(), mesh.shape.end());
+  r.schedule = m.schedule;
+  r.stats.ops = graph.size();
+  for (OpTreatment t : m.treatment) {
+    r.stats.free_ops += t == OpTreatment::kFree;
+    r.stats.fused_ops += t == OpTreatment::kFused;
+    r.stats.follower_ops += t == OpTreatment::kFollow;
+    r.stats.deciding_ops += t == OpTreatment::kDecide;
+  }
+  for (const ShardingNode& node : m.problem.nodes) r.stats.strategies += node.strategy_count();
+  r.stats.edges = static_cast<int64_t>(m.problem.edges.size());
+  r.stats.build_seconds = Since(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  SolveResult solved = SolveSharding(m.problem, options.solve);
+  r.stats.solve_seconds = Since(t1);
+  r.stats.solver = solved.stats;
+  r.status = solved.status;
+  r.message = solved.message;
+  r.lower_bound = solved.lower_bound;
+  if (solved.status == SolveStatus::kInfeasible && m.problem.usage_limit) {
+    int64_t at = 0;
+    const int64_t need = PeakLowerBound(m.problem, at);
+    r.message = "no sharding plan fits the memory budget of " +
+                std::to_string(*m.problem.usage_limit) + " bytes per device";
+    if (need > *m.problem.usage_limit) {
+      r.message += "; every plan needs at least " + std::to_string(need) +
+                   " bytes at schedule step " + std::to_string(at);
+    }
+  }
+  r.ops.assign(static_cast<size_t>(graph.size()), {});
+  if (solved.assignment.empty()) return r;
+
+  // Per-op strategies.
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    OpSharding& o = r.ops[static_cast<size_t>(v)];
+    const OpTreatment t = m.treatment[static_cast<size_t>(v)];
+    o.free = t == OpTreatment::kFree;
+    o.fused = t == OpTreatment::kFused;
+    o.node = m.node[static_cast<size_t>(v)];
+    if (o.node < 0) continue;
+    o.follows = m.leader[static_cast<size_t>(v)];
+    o.strategy = solved.assignment[static_cast<size_t>(o.node)];
+    Result<OpStrategy> s = ModelStrategy(m, v, o.strategy);
+    if (!s.ok()) return s.status();
+    o.strategy_name = StrategyName(graph, v, s.value());
+    o.result = s.value().result;
+    o.operands = s.value().operands;
+    o.compute_cost = s.value().compute_cost;
+    o.communication_cost = s.value().communication_cost;
+    o.memory_bytes = graph.op(v).alias_of >= 0 ? 0 : s.value().memory_bytes;
+    r.compute_cost += o.compute_cost;
+    r.communication_cost += o.communication_cost;
+  }
+
+  // Collectives in schedule order: the reshardings into each op, then the op's own.
+  for (int32_t v : m.schedule) {
+    const OpSharding& o = r.ops[static_cast<size_t>(v)];
+    if (o.node < 0) continue;
+    const Op& op = graph.op(v);
+    const auto& srcs = m.sources[static_cast<size_t>(v)];
+    for (size_t k = 0; k < srcs.size(); ++k) {
+      const int32_t u = srcs[k].op;
+      if (u < 0) continue;
+      const int32_t from = m.result_spec[static_cast<size_t>(u)][static_cast<size_t>(
+          r.ops[static_cast<size_t>(u)].strategy)];
+      const int32_t want =
+          m.wanted_spec[static_cast<size_t>(v)][static_cast<size_t>(o.strategy) * srcs.size() + k];
+      if (from == want) continue;
+      Result<ReshardPlan> plan = m.reshard->Plan(m.tensor_type[static_cast<size_t>(u)], from, want);
+      if (!plan.ok()) return plan.status();
+      r.resharding_cost += m.reshard->Allowed(plan.value()) ? plan.value().cost : kForbiddenCost;
+      const Op& src = graph.op(u);
+      for (const ReshardStep& step : plan.value().Collectives()) {
+        PlannedCollective c;
+        c.kind = step.collective;
+        c.mesh_dims = step.mesh_dims;
+        c.bytes = step.bytes;
+        c.cost = step.cost;
+        c.tensor = u;
+        c.consumer = v;
+        c.operand = static_cast<int32_t>(k);
+        c.gradient_sync = m.gradient_like[static_cast<size_t>(u)] || op.phase == Phase::kUpdate;
+        c.description = step.description + " for " + DescribeOp(graph, v);
+        r.collectives.push_back(std::move(c));
+      }
+    }
+    Result<OpStrategy> s = ModelStrategy(m, v, o.strategy);
+    if (!s.ok()) return s.status();
+    for (const OpCollective& oc : s.value().collectives) {
+      PlannedCollective c;
+      c.kind = oc.kind;
+      c.mesh_dims = {oc.mesh_dim};
+      c.bytes = oc.bytes;
+      c.cost = oc.cost;
+      c.tensor = v;
+      c.consumer = v;
+      c.inside_op = true;
+      c.gradient_sync = m.gradient_like[static_cast<size_t>(v)];
+      c.description = std::string(CollectiveName(oc.kind)) + " over mesh dim " +
+                      std::to_string(oc.mesh_dim) + " inside " + DescribeOp(graph, v);
+      r.collectives.push_back(std::move(c));
+    }
+  }
+  std::map<std::pair<int32_t, std::vector<int32_t>>, bool> buckets;
+  for (const PlannedCollective& c : r.collectives) {
+    Count(r.counts_uncombined, c.kind);
+    if (c.gradient_sync) {
+      auto key = std::make_pair(static_cast<int32_t>(c.kind), c.mesh_dims);
+      if (buckets.count(key) != 0) continue;
+      buckets[key] = true;
+    }
+    Count(r.counts, c.kind);
+  }
+
+  // Objective (re-evaluated from the problem) and peak memory.
+  const Evaluation eval = EvaluateAssignment(m.problem, solved.assignment);
+  r.objective = eval.cost;
+  std::vector<int64_t> delta(m.schedule.size() + 1, 0);
+  for (size_t nd = 0; nd < m.problem.nodes.size(); ++nd) {
+    const ShardingNode& node = m.problem.nodes[nd];
+    const int64_t use = node.usage(solved.assignment[nd]);
+    delta[static_cast<size_t>(node.interval.lo)] += use;
+    delta[static_cast<size_t>(node.interval.hi)] -= use;
+  }
+  int64_t live = 0;
+  for (size_t t = 0; t < m.schedule.size(); ++t) {
+    live += delta[t];
+    if (live > r.peak_memory_bytes) {
+      r.peak_memory_bytes = live;
+      r.peak_memory_time = static_cast<int64_t>(t);
+    }
+  }
+  return r;
+}
+
+}  // namespace alpa

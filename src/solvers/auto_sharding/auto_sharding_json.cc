@@ -1,0 +1,115 @@
+// The auto-sharding result as JSON (docs/auto-sharding.md).
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "solvers/auto_sharding/auto_sharding.h"
+
+namespace alpa {
+namespace {
+
+nlohmann::json Number(long double v) {
+  if (std::isfinite(static_cast<double>(v))) return static_cast<double>(v);
+  return v > 0 ? "inf" : (v < 0 ? "-inf" : "nan");
+}
+
+nlohmann::json Counts(const CollectiveCounts& c) {
+  return {{"all_reduce", c.all_reduce},
+          {"all_gather", c.all_gather},
+          {"reduce_scatter", c.reduce_scatter},
+          {"all_to_all", c.all_to_all},
+          {"total", c.total()}};
+}
+
+const char* CollectiveKey(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kSendRecv:
+      return "send_recv";
+  }
+  return "?";
+}
+
+std::string OpName(const Graph& g, int32_t id) {
+  const std::string& n = g.op(id).name;
+  return n.empty() ? "op" + std::to_string(id) : n;
+}
+
+}  // namespace
+
+std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& r) {
+  nlohmann::json j;
+  j["status"] = SolveStatusName(r.status);
+  j["message"] = r.message;
+  j["mesh_shape"] = r.mesh_shape;
+  j["objective"] = Number(r.objective);
+  j["lower_bound"] = Number(r.lower_bound);
+  j["cost"] = {{"compute", Number(r.compute_cost)},
+               {"communication", Number(r.communication_cost)},
+               {"resharding", Number(r.resharding_cost)}};
+  nlohmann::json collectives = Counts(r.counts);
+  collectives["uncombined"] = Counts(r.counts_uncombined);
+  nlohmann::json list = nlohmann::json::array();
+  for (const PlannedCollective& c : r.collectives) {
+    list.push_back({{"kind", CollectiveKey(c.kind)},
+                    {"mesh_dims", c.mesh_dims},
+                    {"bytes", c.bytes},
+                    {"cost", c.cost},
+                    {"tensor", OpName(graph, c.tensor)},
+                    {"tensor_op", c.tensor},
+                    {"consumer_op", c.consumer},
+                    {"operand", c.operand},
+                    {"inside_op", c.inside_op},
+                    {"gradient_sync", c.gradient_sync}});
+  }
+  collectives["list"] = std::move(list);
+  j["collectives"] = std::move(collectives);
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  nlohmann::json tensors = nlohmann::json::array();
+  nlohmann::json ops = nlohmann::json::array();
+  for (int32_t v = 0; v < graph.size() && static_cast<size_t>(v) < r.ops.size(); ++v) {
+    const Op& op = graph.op(v);
+    const OpSharding& o = r.ops[static_cast<size_t>(v)];
+    if (o.node < 0) continue;
+    if (op.kind == OpKind::kParameter || op.role == TensorRole::kGradient || op.alias_of >= 0) {
+      tensors.push_back({{"name", OpName(graph, v)},
+                         {"op", v},
+                         {"role", TensorRoleName(op.role)},
+                         {"shape", op.shape},
+                         {"spec", ToString(o.result)}});
+    }
+    if (op.kind != OpKind::kParameter && o.follows < 0) {
+      ops.push_back({{"name", OpName(graph, v)},
+                     {"op", v},
+                     {"kind", OpKindName(op.kind)},
+                     {"strategy", o.strategy_name}});
+    }
+  }
+  j["tensors"] = std::move(tensors);
+  j["ops"] = std::move(ops);
+  j["stats"] = {{"ops", r.stats.ops},
+                {"free_ops", r.stats.free_ops},
+                {"fused_ops", r.stats.fused_ops},
+                {"follower_ops", r.stats.follower_ops},
+                {"deciding_ops", r.stats.deciding_ops},
+                {"strategies", r.stats.strategies},
+                {"edges", r.stats.edges},
+                {"problem_nodes", r.stats.solver.nodes},
+                {"problem_edges", r.stats.solver.edges},
+                {"normalized_nodes", r.stats.solver.work_nodes},
+                {"normalized_edges", r.stats.solver.work_edges},
+                {"core_nodes", r.stats.solver.core_nodes},
+                {"core_edges", r.stats.solver.core_edges},
+                {"build_seconds", r.stats.build_seconds},
+                {"solve_seconds", r.stats.solve_seconds}};
+  return j.dump();
+}
+
+}  // namespace alpa

@@ -1,0 +1,422 @@
+// Graph -> sharding problem (see auto_sharding_problem.h and the rules in auto_sharding.h).
+#include "solvers/auto_sharding/auto_sharding_problem.h"
+
+#include <algorithm>
+
+#include "solvers/auto_sharding/schedule.h"
+
+namespace alpa {
+namespace {
+
+bool Decides(OpKind kind) {
+  return kind == OpKind::kParameter || kind == OpKind::kDotGeneral ||
+         kind == OpKind::kConvolution || kind == OpKind::kGather || kind == OpKind::kScatterAdd;
+}
+
+// For each op: the weight (a parameter with role kParameter) whose optimizer update it belongs
+// to, or -1. Walks back from every update that replaces a weight through update-phase ops and
+// optimizer-state parameters.
+std::vector<int32_t> WeightOfUpdateOps(const Graph& g) {
+  std::vector<int32_t> weight(static_cast<size_t>(g.size()), -1);
+  for (int32_t v = 0; v < g.size(); ++v) {
+    const Op& op = g.op(v);
+    if (op.alias_of < 0 || g.op(op.alias_of).role != TensorRole::kParameter) continue;
+    std::vector<int32_t> stack = {v};
+    while (!stack.empty()) {
+      const int32_t u = stack.back();
+      stack.pop_back();
+      if (weight[static_cast<size_t>(u)] >= 0) continue;
+      weight[static_cast<size_t>(u)] = op.alias_of;
+      for (int32_t x : g.op(u).operands) {
+        const Op& xo = g.op(x);
+        if (xo.phase == Phase::kUpdate ||
+            (xo.kind == OpKind::kParameter && xo.role == TensorRole::kOptimizerState)) {
+          stack.push_back(x);
+        }
+      }
+    }
+  }
+  return weight;
+}
+
+std::vector<bool> GradientLike(const Graph& g) {
+  const size_t n = static_cast<size_t>(g.size());
+  std::vector<int32_t> users(n, 0), only_user(n, -1);
+  for (int32_t v = 0; v < g.size(); ++v) {
+    for (int32_t x : g.op(v).operands) {
+      ++users[static_cast<size_t>(x)];
+      only_user[static_cast<size_t>(x)] = v;
+    }
+  }
+  std::vector<bool> like(n, false);
+  for (int32_t v = g.size() - 1; v >= 0; --v) {
+    const Op& op = g.op(v);
+    if (op.role == TensorRole::kGradient) {
+      like[static_cast<size_t>(v)] = true;
+      continue;
+    }
+    const int32_t u = only_user[static_cast<size_t>(v)];
+    if (op.phase != Phase::kBackward || users[static_cast<size_t>(v)] != 1 ||
+        !like[static_cast<size_t>(u)]) {
+      continue;
+    }
+    const OpKind k = g.op(u).kind;
+    like[static_cast<size_t>(v)] = k == OpKind::kTranspose || k == OpKind::kReshape ||
+                                   k == OpKind::kConvert || k == OpKind::kAdd ||
+                                   k == OpKind::kNeg || k == OpKind::kMul;
+  }
+  return like;
+}
+
+// A spec on a source's result as the operand dims see it (source dim i -> operand dim map[i]).
+ShardingSpec SourceToOperand(const ShardingSpec& spec, const OperandSource& src, size_t rank) {
+  if (!src.through_broadcast) return spec;
+  ShardingSpec out = ShardingSpec::Replicated(rank);
+  for (size_t i = 0; i < src.dim_map.size(); ++i) {
+    if (src.dim_map[i] >= 0) out.dims[static_cast<size_t>(src.dim_map[i])] = spec.dims[i];
+  }
+  out.partial = spec.partial;
+  return out;
+}
+
+// The operand layout `spec` as a layout of the source's result (dims that do not exist there
+// dropped: slicing a replicated value is free).
+ShardingSpec OperandToSource(const ShardingSpec& spec, const OperandSource& src) {
+  if (!src.through_broadcast) return spec;
+  ShardingSpec out = ShardingSpec::Replicated(src.dim_map.size());
+  for (size_t i = 0; i < src.dim_map.size(); ++i) {
+    if (src.dim_map[i] >= 0) out.dims[i] = spec.dims[static_cast<size_t>(src.dim_map[i])];
+  }
+  out.partial = spec.partial;
+  return out;
+}
+
+// Keeps the decider strategies that satisfy the options; kInvalidArgument when none does.
+Result<std::vector<int32_t>> KeptStrategies(const Graph& g, int32_t id,
+                                            const std::vector<OpStrategy>& all,
+                                            const LogicalMesh& mesh,
+                                            const AutoShardOptions& options) {
+  const Op& op = g.op(id);
+  std::vector<int32_t> keep;
+  std::vector<int32_t> split_dims;
+  for (int32_t m = 0; m < mesh.ndim(); ++m) {
+    if (mesh.shape[static_cast<size_t>(m)] > 1) split_dims.push_back(m);
+  }
+  auto keep_if = [&](auto pred) {
+    for (size_t s = 0; s < all.size(); ++s) {
+      if (pred(all[s].result)) keep.push_back(static_cast<int32_t>(s));
+    }
+  };
+  if (op.kind != OpKind::kParameter) {
+    keep_if([](const ShardingSpec&) { return true; });
+    return keep;
+  }
+  const bool input = op.role == TensorRole::kInput;
+  if (input && !op.shape.empty() &&
+      (options.force_data_parallel || options.batch_mesh_dim != kBatchDimFree)) {
+    std::vector<int32_t> want = split_dims;
+    if (!options.force_data_parallel && options.batch_mesh_dim >= 0) {
+      want = {options.batch_mesh_dim};
+    }
+    keep_if([&](const ShardingSpec& s) {
+      if (s.dims[0] != want) return false;
+      for (size_t d = 1; d < s.dims.size(); ++d) {
+        if (!s.dims[d].empty()) return false;
+      }
+      return true;
+    });
+    if (keep.empty()) {
+      return InvalidArgument(DescribeOp(g, id) + " " + ShapeString(op.shape) +
+                             ": its batch dim cannot be split over mesh dims " +
+                             MeshShapeString(mesh.shape) + " as forced");
+    }
+    return keep;
+  }
+  if (op.role == TensorRole::kParameter && options.force_data_parallel) {
+    keep_if([](const ShardingSpec& s) { return s.IsReplicated(); });
+    return keep;
+  }
+  if (op.role == TensorRole::kOptimizerState && options.zero == ZeroMode::kForce) {
+    int64_t best = INT64_MAX;
+    for (const OpStrategy& s : all) best = std::min(best, ReplicationFactor(s.result, mesh.shape));
+    keep_if([&](const ShardingSpec& s) { return ReplicationFactor(s, mesh.shape) == best; });
+    return keep;
+  }
+  keep_if([](const ShardingSpec&) { return true; });
+  return keep;
+}
+
+}  // namespace
+
+Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s) {
+  const Graph& g = *m.graph;
+  const IterationSpace& space = m.spaces[static_cast<size_t>(id)];
+  if (m.treatment[static_cast<size_t>(id)] == OpTreatment::kDecide) {
+    Result<std::vector<OpStrategy>> all = EnumerateOpStrategies(m.context, id, space);
+    if (!all.ok()) return all.status();
+    return all.value()[static_cast<size_t>(m.kept[static_cast<size_t>(id)][static_cast<size_t>(s)])];
+  }
+  const int32_t leader = m.leader[static_cast<size_t>(id)];
+  const int32_t slot = m.leader_operand[static_cast<size_t>(id)];
+  const ShardingSpec& lead =
+      m.specs.spec(m.result_spec[static_cast<size_t>(leader)][static_cast<size_t>(s)]);
+  LoopAssignment a;
+  if (slot < 0) {
+    a = AssignmentFromSpec(space, space.result_dims, lead, m.mesh, false);
+  } else {
+    const OperandSource& src = m.sources[static_cast<size_t>(id)][static_cast<size_t>(slot)];
+    const size_t rank = g.op(g.op(id).operands[static_cast<size_t>(slot)]).shape.size();
+    const bool linear = space.linear_operand[static_cast<size_t>(slot)];
+    a = AssignmentFromSpec(space, space.operand_dims[static_cast<size_t>(slot)],
+                           SourceToOperand(lead, src, rank), m.mesh, linear);
+    a.partial_operand = space.partial_all_operands ? -1 : slot;
+  }
+  a.reduce_in_op = m.readers[static_cast<size_t>(id)] != 1;
+  Result<OpStrategy> made = MakeOpStrategy(m.context, id, space, a);
+  if (made.ok()) return made;
+  LoopAssignment replicated;  // always valid
+  replicated.loop_mesh_dims.assign(static_cast<size_t>(space.num_loops()), {});
+  return MakeOpStrategy(m.context, id, space, replicated);
+}
+
+Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g,
+                                                            const LogicalMesh& mesh,
+                                                            const Cluster* cluster,
+                                                            const AutoShardOptions& options) {
+  auto model = std::make_unique<AutoShardModel>();
+  AutoShardModel& m = *model;
+  m.graph = &g;
+  m.mesh = mesh;
+  m.context.graph = &g;
+  m.context.mesh = &m.mesh;
+  m.context.cluster = cluster;
+  m.context.cost_mode = options.cost_mode;
+  ReshardPolicy policy;
+  policy.options.cost_mode = options.cost_mode;
+  policy.options.alpa_compatible = options.cost_mode == CostMode::kAlpaCompatible;
+  policy.allow_all_gather = options.allow_all_gather;
+  policy.allow_all_to_all = options.allow_all_to_all;
+  m.reshard = std::make_unique<ReshardCostCache>(m.specs, m.mesh, policy);
+
+  const int32_t n = g.size();
+  const size_t un = static_cast<size_t>(n);
+  m.treatment.assign(un, OpTreatment::kFollow);
+  m.node.assign(un, -1);
+  m.leader.assign(un, -1);
+  m.leader_operand.assign(un, -1);
+  m.sources.assign(un, {});
+  m.spaces.assign(un, {});
+  m.kept.assign(un, {});
+  m.result_spec.assign(un, {});
+  m.wanted_spec.assign(un, {});
+  m.tensor_type.assign(un, -1);
+  const std::vector<int32_t> weight_of =
+      options.zero == ZeroMode::kOff ? WeightOfUpdateOps(g) : std::vector<int32_t>(un, -1);
+
+  m.gradient_like = GradientLike(g);
+
+  // 1. Treatment and operand sources, in graph (topological) order.
+  for (int32_t v = 0; v < n; ++v) {
+    const Op& op = g.op(v);
+    auto& srcs = m.sources[static_cast<size_t>(v)];
+    bool all_free = !op.operands.empty();
+    for (int32_t x : op.operands) {
+      OperandSource s;
+      const OpTreatment t = m.treatment[static_cast<size_t>(x)];
+      if (t == OpTreatment::kFused) {
+        const OperandSource& inner = m.sources[static_cast<size_t>(x)][0];
+        const Op& b = g.op(x);
+        const Op& y = g.op(b.operands[0]);
+        s.op = inner.op;
+        s.through_broadcast = true;
+        const size_t src_rank = g.op(inner.op).shape.size();
+        s.dim_map.assign(src_rank, -1);
+        for (size_t j = 0; j < src_rank; ++j) {
+          const int32_t ydim =
+              inner.through_broadcast ? inner.dim_map[j] : static_cast<int32_t>(j);
+          if (ydim < 0) continue;
+          const size_t to = static_cast<size_t>(b.attrs.dims[static_cast<size_t>(ydim)]);
+          if (y.shape[static_cast<size_t>(ydim)] == b.shape[to]) {
+            s.dim_map[j] = static_cast<int32_t>(to);
+          }
+        }
+      } else if (t != OpTreatment::kFree) {
+        s.op = x;
+      }
+      all_free = all_free && s.op < 0;
+      srcs.push_back(std::move(s));
+    }
+    OpTreatment t;
+    if (op.kind == OpKind::kConstant || op.kind == OpKind::kIota) {
+      t = OpTreatment::kFree;
+    } else if (op.kind != OpKind::kParameter && all_free) {
+      t = OpTreatment::kFree;
+    } else if (op.kind == OpKind::kBroadcastInDim) {
+      t = OpTreatment::kFused;
+    } else if (Decides(op.kind) ||
+               (options.zero != ZeroMode::kOff && op.kind == OpKind::kReduceSum &&
+                m.gradient_like[static_cast<size_t>(v)])) {
+      // With ZeRO, a reduction that makes a gradient (a bias's) chooses between all-reduce and
+      // reduce-scatter itself.
+      t = OpTreatment::kDecide;
+    } else {
+      t = OpTreatment::kFollow;
+    }
+    // Followers by position rather than by operand.
+    const int32_t w = weight_of[static_cast<size_t>(v)];
+    const bool zero_off_follow = w >= 0 && w != v && g.op(w).shape == op.shape &&
+                                 op.kind != OpKind::kBroadcastInDim &&
+                                 (op.phase == Phase::kUpdate || op.kind == OpKind::kParameter);
+    if (t != OpTreatment::kFree && zero_off_follow) {
+      t = OpTreatment::kFollow;
+      m.leader[static_cast<size_t>(v)] = w;
+    } else if (t != OpTreatment::kFree && options.zero != ZeroMode::kOff && op.alias_of >= 0) {
+      t = OpTreatment::kFollow;  // an updated value keeps its parameter's layout
+      m.leader[static_cast<size_t>(v)] = op.alias_of;
+    } else if (t == OpTreatment::kFollow) {
+      int32_t slot = -1;
+      for (size_t k = 0; k < srcs.size() && slot < 0; ++k) {
+        if (srcs[k].op >= 0 && !srcs[k].through_broadcast) slot = static_cast<int32_t>(k);
+      }
+      for (size_t k = 0; k < srcs.size() && slot < 0; ++k) {
+        if (srcs[k].op >= 0) slot = static_cast<int32_t>(k);
+      }
+      m.leader_operand[static_cast<size_t>(v)] = slot;
+      m.leader[static_cast<size_t>(v)] = srcs[static_cast<size_t>(slot)].op;
+    }
+    m.treatment[static_cast<size_t>(v)] = t;
+  }
+
+  m.readers.assign(un, 0);
+  for (int32_t v = 0; v < n; ++v) {
+    const OpTreatment t = m.treatment[static_cast<size_t>(v)];
+    if (t == OpTreatment::kFree || t == OpTreatment::kFused) continue;
+    for (const OperandSource& s : m.sources[static_cast<size_t>(v)]) {
+      if (s.op >= 0) ++m.readers[static_cast<size_t>(s.op)];
+    }
+  }
+
+  // 2. Strategies of node ops.
+  for (int32_t v = 0; v < n; ++v) {
+    const OpTreatment t = m.treatment[static_cast<size_t>(v)];
+    if (t == OpTreatment::kFree || t == OpTreatment::kFused) continue;
+    const Op& op = g.op(v);
+    Result<IterationSpace> space = OpIterationSpace(g, v);
+    if (!space.ok()) return space.status();
+    m.spaces[static_cast<size_t>(v)] = std::move(space).value();
+    m.node[static_cast<size_t>(v)] = static_cast<int32_t>(m.op_of_node.size());
+    m.op_of_node.push_back(v);
+    m.tensor_type[static_cast<size_t>(v)] = m.reshard->TensorType(op.shape, DTypeBytes(op.dtype));
+
+    std::vector<OpStrategy> strategies;
+    if (t == OpTreatment::kDecide) {
+      Result<std::vector<OpStrategy>> all =
+          EnumerateOpStrategies(m.context, v, m.spaces[static_cast<size_t>(v)]);
+      if (!all.ok()) return all.status();
+      Result<std::vector<int32_t>> kept = KeptStrategies(g, v, all.value(), mesh, options);
+      if (!kept.ok()) return kept.status();
+      m.kept[static_cast<size_t>(v)] = kept.value();
+      for (int32_t s : kept.value()) strategies.push_back(all.value()[static_cast<size_t>(s)]);
+    } else {
+      const size_t count = m.result_spec[static_cast<size_t>(m.leader[static_cast<size_t>(v)])].size();
+      for (size_t s = 0; s < count; ++s) {
+        Result<OpStrategy> st = ModelStrategy(m, v, static_cast<int32_t>(s));
+        if (!st.ok()) return st.status();
+        strategies.push_back(std::move(st).value());
+      }
+    }
+    ShardingNode node;
+    auto& results = m.result_spec[static_cast<size_t>(v)];
+    auto& wanted = m.wanted_spec[static_cast<size_t>(v)];
+    const auto& srcs = m.sources[static_cast<size_t>(v)];
+    const bool donated = op.alias_of >= 0;  // the update writes into its parameter's buffer
+    for (const OpStrategy& s : strategies) {
+      results.push_back(m.specs.Intern(s.result));
+      for (size_t k = 0; k < srcs.size(); ++k) {
+        wanted.push_back(srcs[k].op < 0 ? -1 : m.specs.Intern(OperandToSource(s.operands[k], srcs[k])));
+      }
+      node.costs.push_back(s.compute_cost + s.communication_cost);
+      node.usages.push_back(donated ? 0 : s.memory_bytes);
+    }
+    if (t == OpTreatment::kFollow) {
+      node.follows = m.node[static_cast<size_t>(m.leader[static_cast<size_t>(v)])];
+    }
+    m.problem.nodes.push_back(std::move(node));
+  }
+
+  // 3. Schedule and liveness.
+  std::vector<int64_t> bytes(un, 0);
+  for (int32_t v = 0; v < n; ++v) {
+    if (m.node[static_cast<size_t>(v)] >= 0 && g.op(v).alias_of < 0) bytes[static_cast<size_t>(v)] = TensorBytes(g.op(v));
+  }
+  m.schedule = MemoryAwareSchedule(g, bytes);
+  m.position.assign(un, 0);
+  for (size_t p = 0; p < m.schedule.size(); ++p) {
+    m.position[static_cast<size_t>(m.schedule[p])] = static_cast<int32_t>(p);
+  }
+  const int64_t end = static_cast<int64_t>(m.schedule.size());
+  std::vector<int64_t> last(un, -1);
+  for (int32_t v = 0; v < n; ++v) {
+    if (m.node[static_cast<size_t>(v)] < 0) continue;
+    for (const OperandSource& s : m.sources[static_cast<size_t>(v)]) {
+      if (s.op >= 0) {
+        last[static_cast<size_t>(s.op)] =
+            std::max<int64_t>(last[static_cast<size_t>(s.op)], m.position[static_cast<size_t>(v)]);
+      }
+    }
+  }
+  std::vector<bool> persistent(un, false);
+  for (int32_t out : g.outputs) persistent[static_cast<size_t>(out)] = true;
+  for (int32_t v = 0; v < n; ++v) {
+    const int32_t nd = m.node[static_cast<size_t>(v)];
+    if (nd < 0) continue;
+    UsageInterval& iv = m.problem.nodes[static_cast<size_t>(nd)].interval;
+    const bool param = g.op(v).kind == OpKind::kParameter;
+    iv.lo = param ? 0 : m.position[static_cast<size_t>(v)];
+    iv.hi = (param || persistent[static_cast<size_t>(v)])
+                ? end
+                : std::max<int64_t>(iv.lo + 1, last[static_cast<size_t>(v)] + 1);
+  }
+  if (options.memory_budget_bytes) m.problem.usage_limit = *options.memory_budget_bytes;
+
+  // 4. Resharding edges.
+  for (int32_t v = 0; v < n; ++v) {
+    const int32_t nv = m.node[static_cast<size_t>(v)];
+    if (nv < 0) continue;
+    const auto& srcs = m.sources[static_cast<size_t>(v)];
+    const size_t kv = m.result_spec[static_cast<size_t>(v)].size();
+    for (size_t k = 0; k < srcs.size(); ++k) {
+      const int32_t u = srcs[k].op;
+      if (u < 0) continue;
+      const int32_t nu = m.node[static_cast<size_t>(u)];
+      const auto& from = m.result_spec[static_cast<size_t>(u)];
+      const size_t ku = from.size();
+      const int32_t type = m.tensor_type[static_cast<size_t>(u)];
+      ShardingEdge e;
+      e.u = nu;
+      e.v = nv;
+      e.costs.assign(ku * kv, 0.0);
+      const bool same_root = FollowRoot(m.problem, nu) == FollowRoot(m.problem, nv);
+      for (size_t i = 0; i < ku; ++i) {
+        for (size_t j = 0; j < kv; ++j) {
+          if (same_root && i != j) continue;  // only the diagonal can apply
+          const int32_t want = m.wanted_spec[static_cast<size_t>(v)][j * srcs.size() + k];
+          Result<double> c = m.reshard->Cost(type, from[i], want);
+          if (!c.ok()) {
+            return InternalError(DescribeOp(g, v) + " operand " + std::to_string(k) + ": " +
+                                 c.status().message());
+          }
+          e.costs[i * kv + j] = c.value();
+        }
+      }
+      bool any = false;
+      for (double c : e.costs) any = any || c != 0.0;
+      if (!any) continue;
+      m.problem.edges.push_back(std::move(e));
+      m.edge_origin.push_back({v, static_cast<int32_t>(k)});
+    }
+  }
+  return model;
+}
+
+}  // namespace alpa

@@ -1,0 +1,62 @@
+// Greedy memory-aware list scheduling (see schedule.h).
+#include "solvers/auto_sharding/schedule.h"
+
+#include <cstdint>
+#include <queue>
+#include <utility>
+
+namespace alpa {
+
+std::vector<int32_t> MemoryAwareSchedule(const Graph& graph, const std::vector<int64_t>& bytes) {
+  const int32_t n = graph.size();
+  std::vector<int32_t> last_reader(static_cast<size_t>(n), -1);
+  std::vector<int32_t> pending(static_cast<size_t>(n), 0);
+  std::vector<std::vector<int32_t>> users(static_cast<size_t>(n));
+  for (int32_t v = 0; v < n; ++v) {
+    for (int32_t x : graph.op(v).operands) {
+      last_reader[static_cast<size_t>(x)] = v;
+      users[static_cast<size_t>(x)].push_back(v);
+      ++pending[static_cast<size_t>(v)];
+    }
+  }
+  std::vector<bool> persistent(static_cast<size_t>(n), false);
+  for (int32_t out : graph.outputs) persistent[static_cast<size_t>(out)] = true;
+  // Static priority: result bytes minus the bytes of operands this op reads last.
+  std::vector<int64_t> delta(static_cast<size_t>(n), 0);
+  for (int32_t v = 0; v < n; ++v) {
+    const Op& op = graph.op(v);
+    if (op.kind == OpKind::kParameter) {  // live all step anyway: ready at once
+      delta[static_cast<size_t>(v)] = INT64_MIN;
+      continue;
+    }
+    int64_t d = bytes[static_cast<size_t>(v)];
+    for (size_t k = 0; k < op.operands.size(); ++k) {
+      const int32_t x = op.operands[k];
+      bool first = true;  // count an operand read twice once
+      for (size_t j = 0; j < k; ++j) first = first && op.operands[j] != x;
+      if (first && last_reader[static_cast<size_t>(x)] == v &&
+          graph.op(x).kind != OpKind::kParameter && !persistent[static_cast<size_t>(x)]) {
+        d -= bytes[static_cast<size_t>(x)];
+      }
+    }
+    delta[static_cast<size_t>(v)] = d;
+  }
+  using Entry = std::pair<int64_t, int32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+  for (int32_t v = 0; v < n; ++v) {
+    if (pending[static_cast<size_t>(v)] == 0) ready.push({delta[static_cast<size_t>(v)], v});
+  }
+  std::vector<int32_t> order;
+  order.reserve(static_cast<size_t>(n));
+  while (!ready.empty()) {
+    const int32_t v = ready.top().second;
+    ready.pop();
+    order.push_back(v);
+    for (int32_t u : users[static_cast<size_t>(v)]) {
+      if (--pending[static_cast<size_t>(u)] == 0) ready.push({delta[static_cast<size_t>(u)], u});
+    }
+  }
+  return order;
+}
+
+}  // namespace alpa

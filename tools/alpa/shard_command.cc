@@ -1,0 +1,455 @@
+// `alpa shard`: auto-shards a model-zoo graph or a graph file on one logical mesh and prints the
+// plan (objective and its split, collectives, peak memory, the layouts of weights and inputs).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "alpa.h"
+#include "commands.h"
+
+namespace alpa_cli {
+namespace {
+
+// Owns the handles of one run; frees them on every path.
+struct Handles {
+  alpa_graph* graph = nullptr;
+  alpa_cluster* cluster = nullptr;
+  alpa_mesh* mesh = nullptr;
+  alpa_solve_options* options = nullptr;
+  alpa_sharding_plan* plan = nullptr;
+  ~Handles() {
+    alpa_sharding_plan_destroy(plan);
+    alpa_solve_options_destroy(options);
+    alpa_mesh_destroy(mesh);
+    alpa_cluster_destroy(cluster);
+    alpa_graph_destroy(graph);
+  }
+};
+
+int BadInput(const std::string& message) {
+  std::fprintf(stderr, "alpa: error: %s\n", message.c_str());
+  return 1;
+}
+
+// A library error, optionally prefixed with the command-line option it came from.
+int LibraryError(alpa_error* err, const std::string& option = "") {
+  std::string message = err != nullptr ? alpa_error_message(err) : "unknown error";
+  alpa_error_free(err);
+  return BadInput(option.empty() ? message : option + ": " + message);
+}
+
+std::string FormatNumber(double value) {
+  if (std::isnan(value)) return "nan";
+  if (!std::isfinite(value)) return value > 0 ? "inf" : "-inf";
+  char text[64];
+  if (std::fabs(value) < 9e15 && value == std::floor(value)) {
+    std::snprintf(text, sizeof(text), "%.0f", value);
+  } else {
+    std::snprintf(text, sizeof(text), "%.6g", value);
+  }
+  return text;
+}
+
+std::string HumanBytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  char text[64];
+  std::snprintf(text, sizeof(text), u == 0 ? "%.0f %s" : "%.2f %s", bytes, kUnits[u]);
+  return text;
+}
+
+const char* StatusName(int32_t status) {
+  switch (status) {
+    case ALPA_SOLVE_OPTIMAL:
+      return "optimal";
+    case ALPA_SOLVE_FEASIBLE:
+      return "feasible";
+    case ALPA_SOLVE_INFEASIBLE:
+      return "infeasible";
+    case ALPA_SOLVE_CANCELLED:
+      return "cancelled";
+    case ALPA_SOLVE_INVALID_INPUT:
+      return "invalid_input";
+    default:
+      return "no_solution";
+  }
+}
+
+int32_t PrintProgress(void* /*user*/, const alpa_progress* p) {
+  std::printf("# %8.3fs  %-10s objective %s  bound %s\n", p->seconds, p->phase,
+              FormatNumber(p->objective).c_str(), FormatNumber(p->lower_bound).c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+// "2x4" -> {2, 4}; "8" -> {8}. Rank 1 or 2, every dim >= 1.
+bool ParseMesh(const std::string& text, std::vector<int64_t>* shape) {
+  shape->clear();
+  size_t start = 0;
+  while (true) {
+    const size_t x = text.find_first_of("xX", start);
+    const std::string part = text.substr(start, x == std::string::npos ? x : x - start);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
+        part.size() > 9) {
+      return false;
+    }
+    const int64_t dim = std::stoll(part);
+    if (dim < 1) return false;
+    shape->push_back(dim);
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return shape->size() == 1 || shape->size() == 2;
+}
+
+// "1,0.1" -> {1, 0.1}: finite, non-negative numbers.
+bool ParseNumbers(const std::string& text, std::vector<double>* out) {
+  out->clear();
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    char* end = nullptr;
+    const double value = std::strtod(part.c_str(), &end);
+    if (part.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) || value < 0) {
+      return false;
+    }
+    out->push_back(value);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+// "16GiB" -> 17179869184, "1e9" -> 1000000000, "512MB" -> 512000000. Suffixes (any case):
+// KB MB GB TB are powers of 1000; K M G T, KiB MiB GiB TiB powers of 1024; B is bytes.
+bool ParseBytes(const std::string& text, int64_t* out) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || end == text.c_str() || !std::isfinite(value) || value < 0) {
+    return false;
+  }
+  std::string suffix(end);
+  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!suffix.empty() && suffix[0] == ' ') suffix.erase(0, 1);
+  static const struct {
+    const char* suffix;
+    double scale;
+  } kScales[] = {{"", 1},
+                 {"b", 1},
+                 {"k", 1024.0},
+                 {"kib", 1024.0},
+                 {"kb", 1e3},
+                 {"m", 1048576.0},
+                 {"mib", 1048576.0},
+                 {"mb", 1e6},
+                 {"g", 1073741824.0},
+                 {"gib", 1073741824.0},
+                 {"gb", 1e9},
+                 {"t", 1099511627776.0},
+                 {"tib", 1099511627776.0},
+                 {"tb", 1e12}};
+  for (const auto& s : kScales) {
+    if (suffix == s.suffix) {
+      const double bytes = std::floor(value * s.scale);
+      if (!(bytes < 9.2233720368547758e18)) return false;
+      *out = static_cast<int64_t>(bytes);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  std::fclose(f);
+  return true;
+}
+
+// The cluster of --cluster (a preset spec or a JSON file), with enough hosts for `devices`
+// when the spec leaves the host count open.
+int MakeCluster(const ShardArgs& args, int64_t devices, alpa_cluster** out) {
+  alpa_error* err = nullptr;
+  const std::string spec = args.cluster.empty() ? "p3.16xlarge" : args.cluster;
+  const bool file = spec.find('/') != std::string::npos ||
+                    spec.find(".json") != std::string::npos || IsFile(spec);
+  if (file) {
+    if (alpa_cluster_read_file(out, spec.c_str(), &err) != ALPA_OK) {
+      return LibraryError(err, "--cluster");
+    }
+    return 0;
+  }
+  if (alpa_cluster_create_preset(out, spec.c_str(), 0, &err) != ALPA_OK) {
+    return LibraryError(err, "--cluster");
+  }
+  const int64_t per_host = alpa_cluster_devices_per_host(*out);
+  const int64_t hosts_needed = devices <= per_host ? 1 : (devices + per_host - 1) / per_host;
+  if (alpa_cluster_hosts(*out) < hosts_needed && spec.find("hosts=") == std::string::npos) {
+    alpa_cluster_destroy(*out);
+    *out = nullptr;
+    if (alpa_cluster_create_preset(out, spec.c_str(), hosts_needed, &err) != ALPA_OK) {
+      return LibraryError(err, "--cluster");
+    }
+  }
+  return 0;
+}
+
+// The logical mesh of a cluster: d0 x d1 <= devices per host uses one host's first d0 * d1
+// devices; larger meshes use whole hosts (devices / devices_per_host of them).
+int MakeClusterMesh(const std::vector<int64_t>& shape, const alpa_cluster* cluster, alpa_mesh** out,
+                    std::string* where) {
+  int64_t devices = 1;
+  for (int64_t d : shape) devices *= d;
+  const int64_t per_host = alpa_cluster_devices_per_host(cluster);
+  int64_t hosts = 1, used_per_host = devices;
+  if (devices > per_host) {
+    if (devices % per_host != 0) {
+      return BadInput("--mesh: " + std::to_string(devices) + " devices are more than one host's " +
+                      std::to_string(per_host) + " but not a whole number of hosts");
+    }
+    hosts = devices / per_host;
+    used_per_host = per_host;
+  }
+  if (hosts > alpa_cluster_hosts(cluster)) {
+    return BadInput("--mesh: needs " + std::to_string(hosts) + " hosts of " +
+                    std::to_string(per_host) + " devices; the cluster has " +
+                    std::to_string(alpa_cluster_hosts(cluster)));
+  }
+  alpa_error* err = nullptr;
+  if (alpa_mesh_create(out, cluster, hosts, used_per_host, static_cast<int32_t>(shape.size()),
+                       shape.data(), &err) != ALPA_OK) {
+    return LibraryError(err, "--mesh");
+  }
+  *where = std::string(alpa_cluster_name(cluster)) + ", " + std::to_string(hosts) +
+           (hosts == 1 ? " host" : " hosts") + " x " + std::to_string(used_per_host) + " devices";
+  return 0;
+}
+
+// Applies the auto-sharding options through the by-name path of the C ABI.
+int SetOption(alpa_solve_options* options, const char* name, const std::string& value,
+              const std::string& flag) {
+  alpa_error* err = nullptr;
+  if (alpa_solve_options_set_by_name(options, name, value.c_str(), &err) != ALPA_OK) {
+    return LibraryError(err, flag);
+  }
+  return 0;
+}
+
+std::string JoinNumbers(const std::vector<double>& values) {
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? "," : "") + FormatNumber(values[i]);
+  return s;
+}
+
+std::string MeshString(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+std::string CountsLine(const alpa_sharding_plan* plan, int32_t combined) {
+  int64_t c[4] = {0, 0, 0, 0};
+  alpa_sharding_plan_collective_counts(plan, combined, c);
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "all-reduce %lld, all-gather %lld, reduce-scatter %lld, "
+                "all-to-all %lld",
+                static_cast<long long>(c[ALPA_COLLECTIVE_ALL_REDUCE]),
+                static_cast<long long>(c[ALPA_COLLECTIVE_ALL_GATHER]),
+                static_cast<long long>(c[ALPA_COLLECTIVE_REDUCE_SCATTER]),
+                static_cast<long long>(c[ALPA_COLLECTIVE_ALL_TO_ALL]));
+  return text;
+}
+
+// A JSON value as an integer, or -1 when absent or of another type.
+long long IntAt(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return -1;
+  return j[key].get<long long>();
+}
+
+void PrintProblemSize(const nlohmann::json& stats) {
+  if (!stats.is_object()) return;
+  std::printf(
+      "sharding problem: %lld nodes, %lld edges; after normalization %lld nodes, %lld edges; "
+      "after reductions %lld nodes, %lld edges\n",
+      IntAt(stats, "problem_nodes"), IntAt(stats, "problem_edges"),
+      IntAt(stats, "normalized_nodes"), IntAt(stats, "normalized_edges"),
+      IntAt(stats, "core_nodes"), IntAt(stats, "core_edges"));
+  std::printf("ops: %lld (%lld deciding, %lld following, %lld free, %lld fused)\n",
+              IntAt(stats, "ops"), IntAt(stats, "deciding_ops"), IntAt(stats, "follower_ops"),
+              IntAt(stats, "free_ops"), IntAt(stats, "fused_ops"));
+}
+
+void PrintTensors(const nlohmann::json& tensors) {
+  if (!tensors.is_array() || tensors.empty()) return;
+  size_t name_width = 6;
+  for (const auto& t : tensors) {
+    if (t.contains("name") && t["name"].is_string()) {
+      name_width = std::max(name_width, t["name"].get<std::string>().size());
+    }
+  }
+  std::printf("tensors:\n  %-*s  %-15s  %s\n", static_cast<int>(name_width), "name", "role",
+              "spec");
+  for (const auto& t : tensors) {
+    auto text = [&](const char* key) {
+      return t.contains(key) && t[key].is_string() ? t[key].get<std::string>() : std::string();
+    };
+    std::printf("  %-*s  %-15s  %s\n", static_cast<int>(name_width), text("name").c_str(),
+                text("role").c_str(), text("spec").c_str());
+  }
+}
+
+void PrintPlan(const alpa_sharding_plan* plan, const nlohmann::json& json) {
+  const int32_t status = alpa_sharding_plan_status(plan);
+  std::printf("status: %s\n", StatusName(status));
+  const char* message = alpa_sharding_plan_message(plan);
+  if (message[0] != '\0') std::printf("message: %s\n", message);
+  std::printf("objective: %s (compute %s, communication %s, resharding %s); lower bound %s\n",
+              FormatNumber(alpa_sharding_plan_objective(plan)).c_str(),
+              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMPUTE)).c_str(),
+              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMMUNICATION)).c_str(),
+              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_RESHARDING)).c_str(),
+              FormatNumber(alpa_sharding_plan_lower_bound(plan)).c_str());
+  std::printf("collectives (gradient syncs combined): %s\n", CountsLine(plan, 1).c_str());
+  std::printf("collectives (per tensor): %s\n", CountsLine(plan, 0).c_str());
+  const int64_t peak = alpa_sharding_plan_peak_memory_bytes(plan);
+  std::printf("peak memory per device: %lld bytes (%s)\n", static_cast<long long>(peak),
+              HumanBytes(static_cast<double>(peak)).c_str());
+  if (json.contains("stats")) PrintProblemSize(json["stats"]);
+  if (json.contains("tensors")) PrintTensors(json["tensors"]);
+}
+
+}  // namespace
+
+int RunShard(const ShardArgs& args) {
+  if (args.model.empty() == args.file.empty()) {
+    return BadInput("give either --model SPEC or --file graph.json");
+  }
+  std::vector<int64_t> shape;
+  if (!ParseMesh(args.mesh, &shape)) {
+    return BadInput("--mesh: \"" + args.mesh + "\" is not a mesh shape such as 8 or 2x4");
+  }
+  const bool abstract_units = !args.alpha.empty() || !args.beta.empty();
+  std::string cost_model = args.cost_model;
+  if (cost_model.empty()) cost_model = abstract_units ? "alpa" : "real";
+  if (cost_model != "alpa" && cost_model != "real") {
+    return BadInput("--cost-model: \"" + cost_model + "\" is neither alpa nor real");
+  }
+  std::vector<double> alpha = {1, 1}, beta = {1, 0.1};
+  if (!args.alpha.empty() && !ParseNumbers(args.alpha, &alpha)) {
+    return BadInput("--alpha: \"" + args.alpha + "\" is not a list of numbers >= 0 such as 1,1");
+  }
+  if (!args.beta.empty() && !ParseNumbers(args.beta, &beta)) {
+    return BadInput("--beta: \"" + args.beta + "\" is not a list of numbers >= 0 such as 1,0.1");
+  }
+  if (alpha.size() < shape.size() || beta.size() < shape.size()) {
+    return BadInput("--alpha/--beta: give one value per mesh dimension (" +
+                    std::to_string(shape.size()) + ")");
+  }
+  int64_t budget = -1;
+  if (!args.memory_budget.empty() && !ParseBytes(args.memory_budget, &budget)) {
+    return BadInput("--memory-budget: \"" + args.memory_budget +
+                    "\" is not a byte count such as 16e9, 16GB or 16GiB");
+  }
+  int64_t devices = 1;
+  for (int64_t d : shape) devices *= d;
+
+  Handles h;
+  alpa_error* err = nullptr;
+  const int32_t read = args.model.empty()
+                           ? alpa_graph_read_file(&h.graph, args.file.c_str(), &err)
+                           : alpa_graph_from_model(&h.graph, args.model.c_str(), &err);
+  if (read != ALPA_OK) return LibraryError(err, args.model.empty() ? "--file" : "--model");
+
+  // The real cost model always needs a cluster (compute times); the Alpa one only when given.
+  const bool need_cluster = cost_model == "real" || !args.cluster.empty();
+  if (need_cluster) {
+    if (int rc = MakeCluster(args, devices, &h.cluster)) return rc;
+  }
+  std::string where;
+  if (abstract_units || h.cluster == nullptr) {
+    alpha.resize(shape.size());
+    beta.resize(shape.size());
+    if (alpa_mesh_create_abstract(&h.mesh, static_cast<int32_t>(shape.size()), shape.data(),
+                                  alpha.data(), beta.data(), &err) != ALPA_OK) {
+      return LibraryError(err, "--mesh");
+    }
+    where = "abstract, alpha " + JoinNumbers(alpha) + " beta " + JoinNumbers(beta);
+  } else {
+    if (int rc = MakeClusterMesh(shape, h.cluster, &h.mesh, &where)) return rc;
+  }
+
+  if (alpa_solve_options_create(&h.options, &err) != ALPA_OK) return LibraryError(err);
+  if (int rc = SetOption(h.options, "cost_model", cost_model, "--cost-model")) return rc;
+  if (!args.zero.empty()) {
+    if (int rc = SetOption(h.options, "zero", args.zero, "--zero")) return rc;
+  }
+  if (args.force_dp) {
+    if (int rc = SetOption(h.options, "force_data_parallel", "1", "--force-dp")) return rc;
+  }
+  if (!args.batch_mesh_dim.empty()) {
+    if (int rc = SetOption(h.options, "batch_mesh_dim", args.batch_mesh_dim, "--batch-mesh-dim")) {
+      return rc;
+    }
+  }
+  if (args.no_all_gather) {
+    if (int rc = SetOption(h.options, "allow_all_gather", "0", "--no-all-gather")) return rc;
+  }
+  if (args.no_all_to_all) {
+    if (int rc = SetOption(h.options, "allow_all_to_all", "0", "--no-all-to-all")) return rc;
+  }
+  if (budget >= 0) {
+    if (alpa_solve_options_set_int(h.options, ALPA_OPT_MEMORY_BUDGET_BYTES, budget, &err)) {
+      return LibraryError(err, "--memory-budget");
+    }
+  }
+  if (args.time_limit_seconds > 0 &&
+      alpa_solve_options_set_double(h.options, ALPA_OPT_TIME_LIMIT_SECONDS, args.time_limit_seconds,
+                                    &err) != ALPA_OK) {
+    return LibraryError(err, "--time-limit");
+  }
+  if (alpa_solve_options_set_int(h.options, ALPA_OPT_THREADS, args.threads, &err) != ALPA_OK) {
+    return LibraryError(err, "--threads");
+  }
+  if (!args.quiet) {
+    alpa_solve_options_set_progress(h.options, PrintProgress, nullptr, nullptr);
+    std::printf("# %s: %lld ops; mesh %s (%s); cost model %s\n",
+                args.model.empty() ? args.file.c_str() : args.model.c_str(),
+                static_cast<long long>(alpa_graph_op_count(h.graph)), MeshString(shape).c_str(),
+                where.c_str(), cost_model.c_str());
+    std::fflush(stdout);
+  }
+
+  if (alpa_graph_auto_shard(&h.plan, h.graph, h.mesh, h.cluster, h.options, &err) != ALPA_OK) {
+    return LibraryError(err);
+  }
+  const bool found = alpa_sharding_plan_op_strategies(h.plan, nullptr, 0) > 0;
+  alpa_buffer* json = nullptr;
+  if (alpa_sharding_plan_to_json(&json, h.plan, &err) != ALPA_OK) return LibraryError(err);
+  if (args.json) {
+    std::printf("%s\n", alpa_buffer_data(json));
+  } else {
+    PrintPlan(h.plan, nlohmann::json::parse(alpa_buffer_data(json), nullptr, false));
+  }
+  alpa_buffer_free(json);
+  std::fflush(stdout);
+  if (!found) {
+    const char* message = alpa_sharding_plan_message(h.plan);
+    std::fprintf(stderr, "alpa: no plan (%s)%s%s\n", StatusName(alpa_sharding_plan_status(h.plan)),
+                 message[0] != '\0' ? ": " : "", message);
+  }
+  return found ? 0 : 2;
+}
+
+}  // namespace alpa_cli
