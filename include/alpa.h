@@ -249,7 +249,8 @@ typedef struct alpa_progress {
   double lower_bound; /* best proven lower bound, -inf if none */
   const char* phase;  /* "normalize", "reduce", "heuristic", "ilp", ... (static storage) */
 } alpa_progress;
-/* Runs on the thread that called alpa_solve. Return non-zero to cancel the solve. */
+/* Runs on the thread that called alpa_solve (or alpa_graph_auto_shard). Return non-zero to
+ * cancel the solve. */
 typedef int32_t (*alpa_progress_fn)(void* user_data, const alpa_progress* progress);
 ALPA_API int32_t alpa_solve_options_set_progress(alpa_solve_options* options,
                                                  alpa_progress_fn callback, void* user_data,

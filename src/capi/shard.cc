@@ -35,34 +35,40 @@ namespace {
 using alpa::capi::Fail;
 using alpa::capi::Guard;
 
+// Name and accepted values of each option, for set_by_name and for messages.
 struct OptionName {
   int32_t key;
   const char* name;
+  const char* allowed;
 };
 constexpr OptionName kOptionNames[] = {
-    {ALPA_OPT_COST_MODEL, "cost_model"},
-    {ALPA_OPT_ZERO, "zero"},
-    {ALPA_OPT_FORCE_DATA_PARALLEL, "force_data_parallel"},
-    {ALPA_OPT_BATCH_MESH_DIM, "batch_mesh_dim"},
-    {ALPA_OPT_ALLOW_ALL_GATHER, "allow_all_gather"},
-    {ALPA_OPT_ALLOW_ALL_TO_ALL, "allow_all_to_all"},
-    {ALPA_OPT_MEMORY_BUDGET_BYTES, "memory_budget_bytes"},
+    {ALPA_OPT_COST_MODEL, "cost_model",
+     "ALPA_COST_MODE_ALPA (0, \"alpa\") or ALPA_COST_MODE_REAL_UNITS (1, \"real\")"},
+    {ALPA_OPT_ZERO, "zero", "a ZeRO mode: 0 \"off\", 1 \"search\" or 2 \"force\""},
+    {ALPA_OPT_FORCE_DATA_PARALLEL, "force_data_parallel", "0 or 1"},
+    {ALPA_OPT_BATCH_MESH_DIM, "batch_mesh_dim",
+     "-2 (\"free\"), -1 (\"all\" mesh dims) or a mesh dim 0..9"},
+    {ALPA_OPT_ALLOW_ALL_GATHER, "allow_all_gather", "0 or 1"},
+    {ALPA_OPT_ALLOW_ALL_TO_ALL, "allow_all_to_all", "0 or 1"},
+    {ALPA_OPT_MEMORY_BUDGET_BYTES, "memory_budget_bytes",
+     "an integer byte count (negative or \"none\": no budget)"},
 };
 
-const char* NameOf(int32_t key) {
+const OptionName& Option(int32_t key) {
   for (const OptionName& o : kOptionNames) {
-    if (o.key == key) return o.name;
+    if (o.key == key) return o;
   }
-  return "?";
+  return kOptionNames[0];  // unreachable: callers pass auto-sharding keys only
 }
 
-int32_t BadValue(alpa_error** err, int32_t key, const std::string& value, const char* allowed) {
+int32_t BadValue(alpa_error** err, int32_t key, const std::string& value) {
+  const OptionName& o = Option(key);
   return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-              std::string("option \"") + NameOf(key) + "\": " + value + " is not " + allowed);
+              std::string("option \"") + o.name + "\": " + value + " is not " + o.allowed);
 }
 
 int32_t SetFlag(bool* flag, int32_t key, int64_t value, alpa_error** err) {
-  if (value != 0 && value != 1) return BadValue(err, key, std::to_string(value), "0 or 1");
+  if (value != 0 && value != 1) return BadValue(err, key, std::to_string(value));
   *flag = value == 1;
   return ALPA_OK;
 }
@@ -185,15 +191,13 @@ int32_t SetAutoShardOption(alpa_solve_options* options, int32_t key, int64_t val
   switch (key) {
     case ALPA_OPT_COST_MODEL:
       if (value != ALPA_COST_MODE_ALPA && value != ALPA_COST_MODE_REAL_UNITS) {
-        return BadValue(err, key, std::to_string(value),
-                        "ALPA_COST_MODE_ALPA (0, \"alpa\") or ALPA_COST_MODE_REAL_UNITS (1, "
-                        "\"real\")");
+        return BadValue(err, key, std::to_string(value));
       }
       o.cost_mode = static_cast<CostMode>(value);
       return ALPA_OK;
     case ALPA_OPT_ZERO:
       if (value < ALPA_ZERO_OFF || value > ALPA_ZERO_FORCE) {
-        return BadValue(err, key, std::to_string(value), "a ZeRO mode: 0 off, 1 search or 2 force");
+        return BadValue(err, key, std::to_string(value));
       }
       o.zero = static_cast<ZeroMode>(value);
       return ALPA_OK;
@@ -202,8 +206,7 @@ int32_t SetAutoShardOption(alpa_solve_options* options, int32_t key, int64_t val
     case ALPA_OPT_BATCH_MESH_DIM:
       // Mesh dims are single digits in the spec notation; the mesh's rank is checked per call.
       if (value < ALPA_BATCH_MESH_DIM_FREE || value > 9) {
-        return BadValue(err, key, std::to_string(value),
-                        "-2 (free), -1 (all mesh dims) or a mesh dim 0..9");
+        return BadValue(err, key, std::to_string(value));
       }
       o.batch_mesh_dim = static_cast<int32_t>(value);
       return ALPA_OK;
@@ -228,7 +231,7 @@ int32_t SetAutoShardOptionDouble(alpa_solve_options* options, int32_t key, doubl
   // 2^63 itself is out of range.
   if (!(value == std::floor(value) && value >= -9.2233720368547758e18 &&
         value < 9.2233720368547758e18)) {
-    return BadValue(err, key, std::to_string(value), "an integer");
+    return BadValue(err, key, std::to_string(value));
   }
   return SetAutoShardOption(options, key, static_cast<int64_t>(value), err);
 }
@@ -237,7 +240,7 @@ int32_t SetAutoShardOptionText(alpa_solve_options* options, int32_t key, const s
                                alpa_error** err) {
   int64_t value = 0;
   if (!SymbolicValue(key, text, &value) && !ParseInteger(text, &value)) {
-    return BadValue(err, key, "\"" + text + "\"", "a valid value");
+    return BadValue(err, key, "\"" + text + "\"");
   }
   return SetAutoShardOption(options, key, value, err);
 }

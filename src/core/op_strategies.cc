@@ -11,7 +11,8 @@ namespace {
 ShardingSpec SpecOf(const std::vector<int32_t>& dims_to_loops, const LoopAssignment& a) {
   ShardingSpec spec = ShardingSpec::Replicated(dims_to_loops.size());
   for (size_t d = 0; d < dims_to_loops.size(); ++d) {
-    if (dims_to_loops[d] >= 0) spec.dims[d] = a.loop_mesh_dims[static_cast<size_t>(dims_to_loops[d])];
+    if (dims_to_loops[d] >= 0)
+      spec.dims[d] = a.loop_mesh_dims[static_cast<size_t>(dims_to_loops[d])];
   }
   return spec;
 }
@@ -145,8 +146,8 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
     for (size_t k = 0; k < op.operands.size(); ++k) {
       bytes += static_cast<double>(ShardBytes(g.op(op.operands[k]), s.operands[k], mesh.shape));
     }
-    const double flops =
-        static_cast<double>(OpFlops(g, id)) / static_cast<double>(std::max<int64_t>(1, s.work_split));
+    const double flops = static_cast<double>(OpFlops(g, id)) /
+                         static_cast<double>(std::max<int64_t>(1, s.work_split));
     s.compute_cost = OpComputeSeconds(flops, bytes, op.dtype, ClassOf(op.kind), *ctx.cluster);
   }
   return s;

@@ -103,5 +103,73 @@ printf '{"ops": [' > "$tmp/truncated_graph.json"
 expect graph_truncated 1 'error: .*truncated_graph.json' -- "$alpa" graph --file "$tmp/truncated_graph.json"
 expect graph_missing 1 'nope.json' -- "$alpa" graph --file "$tmp/nope.json"
 
+# Auto-sharding.
+# expect_json_keys NAME KEY... -- command: stdout's last line is one JSON object holding each key.
+expect_json_keys() {
+  local name=$1
+  shift
+  local keys=()
+  while [[ $1 != -- ]]; do keys+=("$1"); shift; done
+  shift
+  local last rc
+  last=$("$@" 2>/dev/null | tail -n 1)
+  rc=${PIPESTATUS[0]}
+  if [[ $rc -ne 0 || $last != \{*\} ]]; then
+    echo "FAIL $name: exit $rc, last line '${last:0:200}'"; failed=$((failed + 1)); return
+  fi
+  for key in "${keys[@]}"; do
+    if [[ $last != *"\"$key\":"* ]]; then
+      echo "FAIL $name: no \"$key\" in '${last:0:200}'"; failed=$((failed + 1)); return
+    fi
+  done
+  passed=$((passed + 1))
+}
+# expect_no NAME PATTERN -- command: the output (stdout and stderr) never matches PATTERN.
+expect_no() {
+  local name=$1 pattern=$2
+  shift 3
+  if "$@" 2>&1 | grep -q -E -- "$pattern"; then
+    echo "FAIL $name: output matches /$pattern/"; failed=$((failed + 1)); return
+  fi
+  passed=$((passed + 1))
+}
+mlp=mlp:layers=6,batch=256,hidden=32
+dp=(--model "$mlp" --mesh 4x1 --alpha 1,1 --beta 1,1)
+expect_json_keys shard_json objective collectives all_reduce all_gather reduce_scatter all_to_all \
+  peak_memory_bytes tensors name role spec -- "$alpa" shard "${dp[@]}" --json
+# Data parallelism on 4 devices: one (combined) all-reduce of the gradients and nothing else.
+expect shard_dp_counts 0 '"collectives":\{"all_gather":0,"all_reduce":1,"all_to_all":0,.*"reduce_scatter":0' -- "$alpa" shard "${dp[@]}" --json -q
+expect shard_dp_weights 0 '^  fc0\.w +parameter +\[32, 32\] +R R$' -- "$alpa" shard "${dp[@]}"
+expect shard_text_status 0 '^status: optimal' -- "$alpa" shard "${dp[@]}"
+expect shard_text_counts 0 '^collectives \(gradient syncs combined\): all-reduce 1, all-gather 0' -- "$alpa" shard "${dp[@]}"
+expect shard_text_memory 0 '^peak memory per device: [0-9]+ bytes \([0-9.]+ KiB\)' -- "$alpa" shard "${dp[@]}"
+expect shard_text_problem 0 '^sharding problem: [0-9]+ nodes, .*after reductions' -- "$alpa" shard "${dp[@]}"
+expect shard_progress 0 '^# .*objective' -- "$alpa" shard "${dp[@]}"
+expect_no shard_quiet '^#' -- "$alpa" shard "${dp[@]}" -q
+expect shard_real_cluster 0 'p3\.16xlarge, 2 hosts x 8 devices' -- "$alpa" shard --model mlp:layers=2 --mesh 2x8
+expect shard_real_status 0 '"status":"(optimal|feasible)"' -- "$alpa" shard --model mlp:layers=2 --mesh 2x4 --json
+expect shard_zero 0 '^status: ' -- "$alpa" shard "${dp[@]}" --zero -q
+expect shard_zero_force 0 '^status: ' -- "$alpa" shard "${dp[@]}" --zero=force --no-all-to-all -q
+expect shard_force_dp 0 '^status: ' -- "$alpa" shard --model mlp:layers=2 --mesh 2x2 --force-dp --batch-mesh-dim all -q
+expect shard_budget_suffix 0 '^status: optimal' -- "$alpa" shard "${dp[@]}" --memory-budget 16GiB -q
+expect shard_file 0 '^status: ' -- "$alpa" shard --file "$tmp/mlp.json" --mesh 2 --cost-model alpa -q
+printf '{"preset": "dgx-a100-80g", "hosts": 2}' > "$tmp/cluster.json"
+expect shard_cluster_file 0 'dgx-a100-80g, 2 hosts x 8 devices' -- "$alpa" shard --model mlp:layers=2 --mesh 2x8 --cluster "$tmp/cluster.json"
+printf '{"preset": "dgx-a100-80g", "hosts": 0}' > "$tmp/bad_cluster.json"
+expect shard_bad_cluster_file 1 'error: --cluster: .*hosts' -- "$alpa" shard --model mlp:layers=2 --mesh 2 --cluster "$tmp/bad_cluster.json"
+expect shard_infeasible 2 'memory budget' -- "$alpa" shard "${dp[@]}" --memory-budget 1000 -q
+expect shard_bad_mesh 1 'error: --mesh: "2x"' -- "$alpa" shard --model "$mlp" --mesh 2x
+expect shard_no_mesh 1 'error: --mesh' -- "$alpa" shard --model "$mlp"
+expect shard_no_model 1 'error: .*--model' -- "$alpa" shard --mesh 2
+expect shard_bad_model 1 'error: --model: .*nosuchnet' -- "$alpa" shard --model nosuchnet --mesh 2
+expect shard_bad_zero 1 'error: --zero: .*sometimes' -- "$alpa" shard "${dp[@]}" --zero=sometimes
+expect shard_bad_budget 1 'error: --memory-budget' -- "$alpa" shard "${dp[@]}" --memory-budget 12parsecs
+expect shard_bad_cost_model 1 'error: --cost-model' -- "$alpa" shard "${dp[@]}" --cost-model fast
+expect shard_bad_cluster 1 'error: --cluster: .*nosuch' -- "$alpa" shard --model "$mlp" --mesh 2 --cluster nosuch
+expect shard_bad_batch_dim 1 'error: --batch-mesh-dim' -- "$alpa" shard "${dp[@]}" --batch-mesh-dim 2
+expect shard_bad_alpha 1 'error: --alpha: "1,x"' -- "$alpa" shard --model "$mlp" --mesh 4x1 --alpha 1,x
+expect shard_mesh_too_big 1 'error: --mesh: .*hosts' -- "$alpa" shard --model "$mlp" --mesh 4x4 --cluster p3.16xlarge:hosts=1
+expect shard_bad_threads 1 'threads' -- "$alpa" shard "${dp[@]}" --threads -1
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

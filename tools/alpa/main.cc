@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
       shard->add_option("--model", shard_args.model, "Model spec, e.g. gpt-350m or mlp:layers=2");
   CLI::Option* shard_file = shard->add_option("--file", shard_args.file, "Graph JSON file");
   shard_model->excludes(shard_file);
-  shard->add_option("--mesh", shard_args.mesh, "Logical mesh shape: 8 or 2x4")->required();
+  // Required, but checked by RunShard so that its absence exits 1 like other bad input.
+  shard->add_option("--mesh", shard_args.mesh, "Logical mesh shape: 8 or 2x4 (required)");
   shard->add_option("--cluster", shard_args.cluster,
                     "Cluster preset (p3.16xlarge, dgx-a100, ...; :hosts=N) or cluster JSON file "
                     "(default p3.16xlarge with enough hosts)");
@@ -92,7 +93,12 @@ int main(int argc, char** argv) {
   shard->add_flag("--json", shard_args.json, "Print the plan as one JSON object (last line)");
   shard->add_flag("-q,--quiet", shard_args.quiet, "No progress lines");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every usage error exits 1, like other bad input.
+    return app.exit(e) == 0 ? 0 : 1;
+  }
 
   if (*solve) return alpa_cli::RunSolve(solve_args);
   if (*evaluate) return alpa_cli::RunEvaluate(eval_file, eval_assignment);

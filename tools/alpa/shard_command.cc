@@ -170,6 +170,16 @@ bool ParseBytes(const std::string& text, int64_t* out) {
   return false;
 }
 
+// A plain non-negative mesh dim ("0", "1"); other values ("all", "-1") go to the library.
+bool ParseMeshDim(const std::string& text, int64_t* out) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *out = std::stoll(text);
+  return true;
+}
+
 bool IsFile(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return false;
@@ -291,22 +301,39 @@ void PrintProblemSize(const nlohmann::json& stats) {
               IntAt(stats, "free_ops"), IntAt(stats, "fused_ops"));
 }
 
+// The weights, optimizer state and inputs of the plan (the JSON also lists gradients and
+// updated values).
 void PrintTensors(const nlohmann::json& tensors) {
-  if (!tensors.is_array() || tensors.empty()) return;
-  size_t name_width = 6;
-  for (const auto& t : tensors) {
-    if (t.contains("name") && t["name"].is_string()) {
-      name_width = std::max(name_width, t["name"].get<std::string>().size());
-    }
-  }
-  std::printf("tensors:\n  %-*s  %-15s  %s\n", static_cast<int>(name_width), "name", "role",
-              "spec");
+  if (!tensors.is_array()) return;
+  struct Row {
+    std::string name, role, shape, spec;
+  };
+  std::vector<Row> rows;
+  size_t widths[3] = {4, 4, 5};
   for (const auto& t : tensors) {
     auto text = [&](const char* key) {
       return t.contains(key) && t[key].is_string() ? t[key].get<std::string>() : std::string();
     };
-    std::printf("  %-*s  %-15s  %s\n", static_cast<int>(name_width), text("name").c_str(),
-                text("role").c_str(), text("spec").c_str());
+    Row row{text("name"), text("role"), "[", text("spec")};
+    if (row.role != "parameter" && row.role != "optimizer_state" && row.role != "input") continue;
+    if (t.contains("shape") && t["shape"].is_array()) {
+      for (size_t k = 0; k < t["shape"].size(); ++k) {
+        row.shape += (k ? ", " : "") + t["shape"][k].dump();
+      }
+    }
+    row.shape += "]";
+    widths[0] = std::max(widths[0], row.name.size());
+    widths[1] = std::max(widths[1], row.role.size());
+    widths[2] = std::max(widths[2], row.shape.size());
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) return;
+  const int w0 = static_cast<int>(widths[0]), w1 = static_cast<int>(widths[1]),
+            w2 = static_cast<int>(widths[2]);
+  std::printf("tensors:\n  %-*s  %-*s  %-*s  %s\n", w0, "name", w1, "role", w2, "shape", "spec");
+  for (const Row& r : rows) {
+    std::printf("  %-*s  %-*s  %-*s  %s\n", w0, r.name.c_str(), w1, r.role.c_str(), w2,
+                r.shape.c_str(), r.spec.c_str());
   }
 }
 
@@ -336,6 +363,7 @@ int RunShard(const ShardArgs& args) {
   if (args.model.empty() == args.file.empty()) {
     return BadInput("give either --model SPEC or --file graph.json");
   }
+  if (args.mesh.empty()) return BadInput("--mesh is required (a shape such as 8 or 2x4)");
   std::vector<int64_t> shape;
   if (!ParseMesh(args.mesh, &shape)) {
     return BadInput("--mesh: \"" + args.mesh + "\" is not a mesh shape such as 8 or 2x4");
@@ -356,6 +384,13 @@ int RunShard(const ShardArgs& args) {
   if (alpha.size() < shape.size() || beta.size() < shape.size()) {
     return BadInput("--alpha/--beta: give one value per mesh dimension (" +
                     std::to_string(shape.size()) + ")");
+  }
+  int64_t batch_dim = 0;
+  if (!args.batch_mesh_dim.empty() && ParseMeshDim(args.batch_mesh_dim, &batch_dim) &&
+      batch_dim >= static_cast<int64_t>(shape.size())) {
+    return BadInput("--batch-mesh-dim: mesh dim " + args.batch_mesh_dim +
+                    " does not exist on the " + args.mesh + " mesh (dims 0.." +
+                    std::to_string(shape.size() - 1) + ", or all)");
   }
   int64_t budget = -1;
   if (!args.memory_budget.empty() && !ParseBytes(args.memory_budget, &budget)) {

@@ -175,15 +175,15 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
     for (size_t k = 0; k < srcs.size(); ++k) {
       const int32_t u = srcs[k].op;
       if (u < 0) continue;
-      const int32_t from = m.result_spec[static_cast<size_t>(u)][static_cast<size_t>(
-          r.ops[static_cast<size_t>(u)].strategy)];
+      const int32_t from =
+          m.result_spec[static_cast<size_t>(u)]
+                       [static_cast<size_t>(r.ops[static_cast<size_t>(u)].strategy)];
       const int32_t want =
           m.wanted_spec[static_cast<size_t>(v)][static_cast<size_t>(o.strategy) * srcs.size() + k];
       if (from == want) continue;
       Result<ReshardPlan> plan = m.reshard->Plan(m.tensor_type[static_cast<size_t>(u)], from, want);
       if (!plan.ok()) return plan.status();
       r.resharding_cost += m.reshard->Allowed(plan.value()) ? plan.value().cost : kForbiddenCost;
-      const Op& src = graph.op(u);
       for (const ReshardStep& step : plan.value().Collectives()) {
         PlannedCollective c;
         c.kind = step.collective;

@@ -52,8 +52,8 @@ struct AutoShardOptions {
   // Inputs' dim 0 split over this mesh dim (or all of them), when not kBatchDimFree.
   int32_t batch_mesh_dim = kBatchDimFree;
   ZeroMode zero = ZeroMode::kOff;
-  bool allow_all_gather = true;   // resharding may use all-gathers
-  bool allow_all_to_all = true;   // resharding may use all-to-alls
+  bool allow_all_gather = true;                // resharding may use all-gathers
+  bool allow_all_to_all = true;                // resharding may use all-to-alls
   std::optional<int64_t> memory_budget_bytes;  // per device; none: no memory constraint
   SolveOptions solve;                          // time limit, threads, cancel, progress
 };
@@ -62,12 +62,12 @@ struct AutoShardOptions {
 struct PlannedCollective {
   CollectiveKind kind = CollectiveKind::kAllReduce;  // never kSendRecv here
   std::vector<int32_t> mesh_dims;
-  double bytes = 0;           // the cost model's b
-  double cost = 0;            // in the run's cost units
-  int32_t tensor = -1;        // the op whose result it moves
-  int32_t consumer = -1;      // the op that needs it (== tensor for a collective inside an op)
-  int32_t operand = -1;       // which operand of `consumer` it feeds (-1 inside an op)
-  bool inside_op = false;     // part of the op's strategy, not a resharding
+  double bytes = 0;        // the cost model's b
+  double cost = 0;         // in the run's cost units
+  int32_t tensor = -1;     // the op whose result it moves
+  int32_t consumer = -1;   // the op that needs it (== tensor for a collective inside an op)
+  int32_t operand = -1;    // which operand of `consumer` it feeds (-1 inside an op)
+  bool inside_op = false;  // part of the op's strategy, not a resharding
   // Part of the gradient synchronisation or the optimizer update: reduces a gradient (or a
   // value that becomes one through layout ops and accumulation), or feeds an update-phase op
   // (ZeRO's all-gather of the new weights). Combinable into one bucket per kind and mesh dims.
@@ -83,11 +83,11 @@ struct CollectiveCounts {
 };
 
 struct OpSharding {
-  bool free = false;  // computed locally in any layout (constants and what they feed alone)
-  bool fused = false; // a broadcast fused into its consumers
-  int32_t strategy = -1;    // index into the op's strategy list (-1 for free / fused ops)
-  int32_t node = -1;        // sharding-problem node
-  int32_t follows = -1;     // the op whose decision it shares, -1 when it decides itself
+  bool free = false;      // computed locally in any layout (constants and what they feed alone)
+  bool fused = false;     // a broadcast fused into its consumers
+  int32_t strategy = -1;  // index into the op's strategy list (-1 for free / fused ops)
+  int32_t node = -1;      // sharding-problem node
+  int32_t follows = -1;   // the op whose decision it shares, -1 when it decides itself
   std::string strategy_name;
   ShardingSpec result;                 // meaningful unless free / fused
   std::vector<ShardingSpec> operands;  // the layouts the op reads (after resharding)
@@ -110,7 +110,7 @@ struct AutoShardResult {
   std::vector<OpSharding> ops;      // one per graph op
   std::vector<int32_t> schedule;    // op ids in execution order
   std::vector<PlannedCollective> collectives;
-  CollectiveCounts counts;           // gradient syncs combined
+  CollectiveCounts counts;  // gradient syncs combined
   CollectiveCounts counts_uncombined;
   long double objective = 0;  // compute + communication + resharding
   long double lower_bound = 0;

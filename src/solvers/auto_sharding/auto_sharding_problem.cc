@@ -154,7 +154,8 @@ Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s)
   if (m.treatment[static_cast<size_t>(id)] == OpTreatment::kDecide) {
     Result<std::vector<OpStrategy>> all = EnumerateOpStrategies(m.context, id, space);
     if (!all.ok()) return all.status();
-    return all.value()[static_cast<size_t>(m.kept[static_cast<size_t>(id)][static_cast<size_t>(s)])];
+    return all
+        .value()[static_cast<size_t>(m.kept[static_cast<size_t>(id)][static_cast<size_t>(s)])];
   }
   const int32_t leader = m.leader[static_cast<size_t>(id)];
   const int32_t slot = m.leader_operand[static_cast<size_t>(id)];
@@ -179,8 +180,7 @@ Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s)
   return MakeOpStrategy(m.context, id, space, replicated);
 }
 
-Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g,
-                                                            const LogicalMesh& mesh,
+Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, const LogicalMesh& mesh,
                                                             const Cluster* cluster,
                                                             const AutoShardOptions& options) {
   auto model = std::make_unique<AutoShardModel>();
@@ -232,8 +232,7 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g,
         const size_t src_rank = g.op(inner.op).shape.size();
         s.dim_map.assign(src_rank, -1);
         for (size_t j = 0; j < src_rank; ++j) {
-          const int32_t ydim =
-              inner.through_broadcast ? inner.dim_map[j] : static_cast<int32_t>(j);
+          const int32_t ydim = inner.through_broadcast ? inner.dim_map[j] : static_cast<int32_t>(j);
           if (ydim < 0) continue;
           const size_t to = static_cast<size_t>(b.attrs.dims[static_cast<size_t>(ydim)]);
           if (y.shape[static_cast<size_t>(ydim)] == b.shape[to]) {
@@ -318,7 +317,8 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g,
       m.kept[static_cast<size_t>(v)] = kept.value();
       for (int32_t s : kept.value()) strategies.push_back(all.value()[static_cast<size_t>(s)]);
     } else {
-      const size_t count = m.result_spec[static_cast<size_t>(m.leader[static_cast<size_t>(v)])].size();
+      const size_t count =
+          m.result_spec[static_cast<size_t>(m.leader[static_cast<size_t>(v)])].size();
       for (size_t s = 0; s < count; ++s) {
         Result<OpStrategy> st = ModelStrategy(m, v, static_cast<int32_t>(s));
         if (!st.ok()) return st.status();
@@ -333,7 +333,8 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g,
     for (const OpStrategy& s : strategies) {
       results.push_back(m.specs.Intern(s.result));
       for (size_t k = 0; k < srcs.size(); ++k) {
-        wanted.push_back(srcs[k].op < 0 ? -1 : m.specs.Intern(OperandToSource(s.operands[k], srcs[k])));
+        wanted.push_back(srcs[k].op < 0 ? -1
+                                        : m.specs.Intern(OperandToSource(s.operands[k], srcs[k])));
       }
       node.costs.push_back(s.compute_cost + s.communication_cost);
       node.usages.push_back(donated ? 0 : s.memory_bytes);
@@ -347,7 +348,8 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g,
   // 3. Schedule and liveness.
   std::vector<int64_t> bytes(un, 0);
   for (int32_t v = 0; v < n; ++v) {
-    if (m.node[static_cast<size_t>(v)] >= 0 && g.op(v).alias_of < 0) bytes[static_cast<size_t>(v)] = TensorBytes(g.op(v));
+    if (m.node[static_cast<size_t>(v)] >= 0 && g.op(v).alias_of < 0)
+      bytes[static_cast<size_t>(v)] = TensorBytes(g.op(v));
   }
   m.schedule = MemoryAwareSchedule(g, bytes);
   m.position.assign(un, 0);

@@ -22,7 +22,7 @@ enum class OpTreatment : int8_t { kFree, kFused, kDecide, kFollow };
 // Where an operand's value comes from: the node op that produces it (through fused broadcasts),
 // and, per dim of that op's result, the operand dim it becomes (-1: broadcast from size 1).
 struct OperandSource {
-  int32_t op = -1;  // -1: a free value, made locally in any layout
+  int32_t op = -1;                 // -1: a free value, made locally in any layout
   bool through_broadcast = false;  // false: the operand is `op`'s result itself
   std::vector<int32_t> dim_map;    // with through_broadcast
 };
@@ -31,14 +31,14 @@ struct AutoShardModel {
   const Graph* graph = nullptr;
   LogicalMesh mesh;
   StrategyContext context;
-  std::vector<OpTreatment> treatment;             // per op
-  std::vector<int32_t> node;                      // per op: problem node, or -1
-  std::vector<int32_t> op_of_node;                // per node
-  std::vector<int32_t> leader;                    // per op: the op it follows, or -1
-  std::vector<int32_t> leader_operand;            // its operand slot, -1: same-shaped follow
+  std::vector<OpTreatment> treatment;               // per op
+  std::vector<int32_t> node;                        // per op: problem node, or -1
+  std::vector<int32_t> op_of_node;                  // per node
+  std::vector<int32_t> leader;                      // per op: the op it follows, or -1
+  std::vector<int32_t> leader_operand;              // its operand slot, -1: same-shaped follow
   std::vector<std::vector<OperandSource>> sources;  // per op, per operand
-  std::vector<IterationSpace> spaces;             // per op (node ops)
-  std::vector<std::vector<int32_t>> kept;         // deciders: enumeration indices kept
+  std::vector<IterationSpace> spaces;               // per op (node ops)
+  std::vector<std::vector<int32_t>> kept;           // deciders: enumeration indices kept
   // Per op: how many operand slots of node ops read it (through fused broadcasts). A follower
   // that reduces reduces inside the op (all-reduce) unless exactly one slot reads it, so that a
   // partial sum is never resolved twice.

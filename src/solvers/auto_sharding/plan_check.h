@@ -16,8 +16,10 @@
 //      producer's result spec, transformed by the edge's collectives in list order, differs from
 //      what the consumer reads only by local work (free slices at the minor end of a dim,
 //      zero-filled partial sums); every non-inside collective belongs to a real edge;
-//   4. memory: peak per-device bytes over result.schedule equals result.peak_memory_bytes (and
-//      is reached at result.peak_memory_time), and is within the budget when one is given;
+//   4. memory: peak per-device bytes over result.schedule (RecomputePlanMemory: liveness, with
+//      updates donated into their parameters' buffers where that is possible) equals
+//      result.peak_memory_bytes (and is reached at result.peak_memory_time), and is within the
+//      budget when one is given;
 //   5. objective: sum of ops' compute + communication costs plus the costs of the resharding
 //      (non-inside) collectives equals result.objective within 1e-6 relative.
 //
@@ -27,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/graph.h"
@@ -45,12 +48,18 @@ Status CheckShardingPlan(const Graph& graph, const std::vector<int64_t>& mesh_sh
 // is neither free nor fused holds TensorBytes / ShardCount(result spec) bytes from its schedule
 // position (0 for parameters) to the last position of an op reading it (through fused
 // broadcasts); parameters, graph outputs and updates (alias_of >= 0) stay to the end of the
-// schedule. peak_time is the first position where the peak is reached. Errors
-// (kInvalidArgument): a schedule that is not a topological order of every such op, an invalid
-// result spec.
+// schedule. An update is donated (writes into its parameter's buffer, as JAX's donated train
+// state and Alpa do) and holds no bytes of its own when that is physically possible: no op
+// reads the parameter at a later position, the update's shard is no larger than the
+// parameter's, and no other update of that parameter was donated; otherwise it holds its bytes
+// like any other value (and copied_updates says why). peak_time is the first position where
+// the peak is reached. The graph must be valid. Errors (kInvalidArgument): a schedule that is
+// not a topological order of every such op, an invalid result spec.
 struct PlanMemory {
   int64_t peak_bytes = 0;
   int64_t peak_time = 0;
+  std::vector<int64_t> usage;               // bytes per device at each schedule position
+  std::vector<std::string> copied_updates;  // updates that could not be donated, and why
 };
 Result<PlanMemory> RecomputePlanMemory(const Graph& graph, const std::vector<int64_t>& mesh_shape,
                                        const AutoShardResult& result);

@@ -19,6 +19,28 @@ std::vector<int32_t> MemoryAwareSchedule(const Graph& graph, const std::vector<i
       ++pending[static_cast<size_t>(v)];
     }
   }
+  // An update written into its parameter's buffer (alias_of) runs after every other reader of
+  // that parameter.
+  for (int32_t v = 0; v < n; ++v) {
+    const int32_t p = graph.op(v).alias_of;
+    if (p < 0) continue;
+    // Readers through broadcasts too (a broadcast is fused into the ops that read it).
+    std::vector<int32_t> stack = users[static_cast<size_t>(p)];
+    std::vector<int32_t> readers;
+    while (!stack.empty()) {
+      const int32_t r = stack.back();
+      stack.pop_back();
+      if (r == v) continue;
+      readers.push_back(r);
+      if (graph.op(r).kind == OpKind::kBroadcastInDim) {
+        for (int32_t u : users[static_cast<size_t>(r)]) stack.push_back(u);
+      }
+    }
+    for (int32_t r : readers) {
+      users[static_cast<size_t>(r)].push_back(v);
+      ++pending[static_cast<size_t>(v)];
+    }
+  }
   std::vector<bool> persistent(static_cast<size_t>(n), false);
   for (int32_t out : graph.outputs) persistent[static_cast<size_t>(out)] = true;
   // Static priority: result bytes minus the bytes of operands this op reads last.
@@ -55,6 +77,12 @@ std::vector<int32_t> MemoryAwareSchedule(const Graph& graph, const std::vector<i
     for (int32_t u : users[static_cast<size_t>(v)]) {
       if (--pending[static_cast<size_t>(u)] == 0) ready.push({delta[static_cast<size_t>(u)], u});
     }
+  }
+  if (order.size() != static_cast<size_t>(n)) {
+    // The in-place constraints closed a cycle (an update read by its own inputs): fall back to
+    // graph order, which is topological.
+    order.clear();
+    for (int32_t v = 0; v < n; ++v) order.push_back(v);
   }
   return order;
 }

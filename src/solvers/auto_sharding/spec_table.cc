@@ -64,8 +64,8 @@ Result<ReshardPlan> ReshardCostCache::Plan(int32_t type, int32_t src, int32_t ds
 
 Result<double> ReshardCostCache::Cost(int32_t type, int32_t src, int32_t dst) {
   if (src == dst) return 0.0;
-  const uint64_t key = (static_cast<uint64_t>(type) << 42) |
-                       (static_cast<uint64_t>(src) << 21) | static_cast<uint64_t>(dst);
+  const uint64_t key = (static_cast<uint64_t>(type) << 42) | (static_cast<uint64_t>(src) << 21) |
+                       static_cast<uint64_t>(dst);
   auto it = costs_.find(key);
   if (it != costs_.end()) return it->second;
   Result<ReshardPlan> plan = Plan(type, src, dst);

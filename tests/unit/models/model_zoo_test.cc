@@ -184,6 +184,9 @@ TEST(ModelZooTest, TinyTrainingGraphsHaveLayersAndValidate) {
       {"mlp:layers=3,hidden=8,batch=4", 3},
       {"gpt:layers=2,hidden=32,heads=2,seq=8,vocab=16,batch=2,dtype=f32", 2},
       {"bert:layers=2,batch=8,seq=8,hidden=128,heads=2", 2},
+      {"bert:layers=2,batch=8,seq=8,hidden=128,heads=2,embed=0", 2},
+      {"moe:layers=1,batch=64,seq=16,hidden=64,heads=4,experts=16,group=32,moe_every=1,embed=0", 1},
+      {"gpt:layers=1,hidden=32,heads=2,seq=8,batch=2,dtype=f32,embed=0", 1},
       {"moe:layers=2,hidden=16,heads=2,experts=4,seq=8,vocab=16,batch=2", 2},
       {"wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=2", 2}};
   for (const auto& [spec, blocks] : cases) {

@@ -129,6 +129,16 @@ TEST(TrainingStepTest, MoeLearns) {
       16, 4, 0.95);
 }
 
+// embed=0: the bare layer stacks of Alpa's layer-level tests (hidden states in, MSE out).
+TEST(TrainingStepTest, LayerStacksWithoutEmbeddingLearn) {
+  ExpectLearns("bert:layers=1,hidden=16,heads=2,seq=8,batch=2,dtype=f32,lr=0.01,embed=0", 1, 4,
+               0.95);
+  ExpectLearns(
+      "moe:layers=1,hidden=16,heads=2,experts=4,seq=8,batch=2,group=8,moe_every=1,dtype=f32,"
+      "lr=0.01,embed=0",
+      1, 4, 0.95);
+}
+
 TEST(TrainingStepTest, WideResNetLearns) {
   ExpectLearns(
       "wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=4,optimizer=momentum,"
