@@ -800,8 +800,9 @@ Status PlanChecker::CheckStructure() {
     const PlannedCollective& c = result_.collectives[i];
     const std::string name = "collective " + std::to_string(i) + " (" + CollectiveName(c.kind) +
                              (c.description.empty() ? "" : ", " + c.description) + ")";
-    if (c.kind == CollectiveKind::kSendRecv)
+    if (c.kind == CollectiveKind::kSendRecv) {
       return InvalidArgument(name + ": send-recv inside a mesh");
+    }
     if (c.mesh_dims.empty()) return InvalidArgument(name + ": no mesh dims");
     for (size_t j = 0; j < c.mesh_dims.size(); ++j) {
       if (c.mesh_dims[j] < 0 || c.mesh_dims[j] >= ndim) {

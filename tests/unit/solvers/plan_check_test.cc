@@ -107,8 +107,9 @@ AutoShardResult Assemble(const Graph& g, std::vector<int32_t> mesh,
     const OpPlan& p = plan[static_cast<size_t>(id)];
     if (p.result.empty()) continue;
     r.ops[static_cast<size_t>(id)].result = Spec(p.result);
-    for (const std::string& o : p.operands)
+    for (const std::string& o : p.operands) {
       r.ops[static_cast<size_t>(id)].operands.push_back(Spec(o));
+    }
   }
   return r;
 }
