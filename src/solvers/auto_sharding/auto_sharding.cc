@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 
 #include "core/sharding_evaluator.h"
@@ -142,7 +143,10 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
     }
   }
   r.ops.assign(static_cast<size_t>(graph.size()), {});
-  if (solved.assignment.empty()) return r;
+  if (solved.assignment.empty()) {
+    r.objective = std::numeric_limits<long double>::infinity();
+    return r;
+  }
 
   // Per-op strategies.
   for (int32_t v = 0; v < graph.size(); ++v) {
