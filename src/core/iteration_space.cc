@@ -277,13 +277,7 @@ Result<IterationSpace> OpIterationSpace(const Graph& graph, int32_t id) {
     }
     case OpKind::kPad:
       s = ResultLoops(op, 1);
-      {
-        std::vector<size_t> touched = TouchedDims(op.attrs, op.shape.size());
-        for (size_t d : touched) {
-          s.result_dims[d] = -1;
-          s.operand_dims[0][d] = -1;
-        }
-      }
+      Unsplittable(s, TouchedDims(op.attrs, op.shape.size()));
       s.linear_operand = {op.attrs.value == 0.0};
       break;
     case OpKind::kConcatenate:
@@ -314,15 +308,8 @@ Result<IterationSpace> OpIterationSpace(const Graph& graph, int32_t id) {
       break;
     case OpKind::kSelectAndScatter:
       s = ResultLoops(op, 2);
-      {
-        // y has the window op's output shape: only untouched dims line up with x's.
-        std::vector<size_t> touched = TouchedDims(op.attrs, op.shape.size());
-        for (size_t d : touched) {
-          s.result_dims[d] = -1;
-          s.operand_dims[0][d] = -1;
-          s.operand_dims[1][d] = -1;
-        }
-      }
+      // y has the window op's output shape: only untouched dims line up with x's.
+      Unsplittable(s, TouchedDims(op.attrs, op.shape.size()));
       break;
     case OpKind::kGather:
       s = GatherSpace(graph, op);

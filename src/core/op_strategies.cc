@@ -184,19 +184,16 @@ Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx
       Result<OpStrategy> s = MakeOpStrategy(ctx, id, space, a);
       if (!s.ok()) return s.status();
       out.push_back(std::move(s).value());
-      out.back().name = StrategyName(ctx.graph[0], id, out.back());
       if (reduces) {
         a.reduce_in_op = true;
         Result<OpStrategy> twin = MakeOpStrategy(ctx, id, space, a);
         if (!twin.ok()) return twin.status();
         out.push_back(std::move(twin).value());
-        out.back().name = StrategyName(ctx.graph[0], id, out.back());
         for (size_t d = 0; d < space.result_dims.size(); ++d) {
           a.scatter_dim = static_cast<int32_t>(d);
           Result<OpStrategy> rs = MakeOpStrategy(ctx, id, space, a);
           if (!rs.ok()) continue;  // one reduced mesh dim only, and it must divide the dim
           out.push_back(std::move(rs).value());
-          out.back().name = StrategyName(ctx.graph[0], id, out.back());
         }
       }
     }

@@ -69,9 +69,6 @@ struct OpCollective {
 };
 
 struct OpStrategy {
-  // "S0 R S1 = S0 R x R S1" (StrategyName); filled by EnumerateOpStrategies, not by
-  // MakeOpStrategy (followers build many strategies and name only the chosen one).
-  std::string name;
   LoopAssignment assignment;
   ShardingSpec result;
   std::vector<ShardingSpec> operands;  // one per operand
@@ -109,7 +106,8 @@ LoopAssignment AssignmentFromSpec(const IterationSpace& space,
                                   const ShardingSpec& spec, const LogicalMesh& mesh,
                                   bool keep_partial);
 
-// Short name of a loop assignment's mesh use per loop, for strategy names and messages.
+// "S0 R S1 = S0 R x R S1 @all-reduce(1)": the result spec, the operand specs of ops with two or
+// more operands (and of dot_general), and the in-op collectives.
 std::string StrategyName(const Graph& graph, int32_t id, const OpStrategy& strategy);
 
 }  // namespace alpa

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <map>
+#include <set>
 
 #include "core/sharding_evaluator.h"
 #include "solvers/auto_sharding/auto_sharding_problem.h"
@@ -60,32 +60,29 @@ Status CheckOptions(const Graph& graph, const LogicalMesh& mesh, const Cluster* 
   return ValidateGraph(graph);
 }
 
-// The smallest memory any plan needs at its worst time step (each live tensor at its smallest
-// shard): a lower bound on the peak, for the infeasibility message.
-int64_t PeakLowerBound(const ShardingProblem& p, int64_t& at) {
+struct PeakUsage {
+  int64_t bytes = 0;
+  int64_t at = 0;  // the first time step reaching it
+};
+
+// The largest sum of usage(node) over the nodes live at one time step.
+template <typename Usage>
+PeakUsage PeakOverTime(const ShardingProblem& p, Usage usage) {
   std::vector<int64_t> delta;
-  for (const ShardingNode& node : p.nodes) {
-    if (node.interval.hi <= node.interval.lo) continue;
-    int64_t least = INT64_MAX;
-    for (size_t s = 0; s < node.costs.size(); ++s) {
-      least = std::min(least, node.usage(static_cast<int32_t>(s)));
-    }
-    if (static_cast<size_t>(node.interval.hi) >= delta.size()) {
-      delta.resize(static_cast<size_t>(node.interval.hi) + 1, 0);
-    }
-    delta[static_cast<size_t>(node.interval.lo)] += least;
-    delta[static_cast<size_t>(node.interval.hi)] -= least;
+  for (size_t nd = 0; nd < p.nodes.size(); ++nd) {
+    const UsageInterval& iv = p.nodes[nd].interval;
+    if (static_cast<size_t>(iv.hi) >= delta.size()) delta.resize(static_cast<size_t>(iv.hi) + 1, 0);
+    const int64_t use = usage(nd);
+    delta[static_cast<size_t>(iv.lo)] += use;
+    delta[static_cast<size_t>(iv.hi)] -= use;
   }
-  int64_t live = 0, best = 0;
-  at = 0;
+  PeakUsage peak;
+  int64_t live = 0;
   for (size_t t = 0; t < delta.size(); ++t) {
     live += delta[t];
-    if (live > best) {
-      best = live;
-      at = static_cast<int64_t>(t);
-    }
+    if (live > peak.bytes) peak = {live, static_cast<int64_t>(t)};
   }
-  return best;
+  return peak;
 }
 
 }  // namespace
@@ -133,13 +130,18 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
   r.message = solved.message;
   r.lower_bound = solved.lower_bound;
   if (solved.status == SolveStatus::kInfeasible && m.problem.usage_limit) {
-    int64_t at = 0;
-    const int64_t need = PeakLowerBound(m.problem, at);
+    // Each live tensor at its smallest shard: a lower bound on any plan's peak.
+    const PeakUsage need = PeakOverTime(m.problem, [&](size_t nd) {
+      const ShardingNode& node = m.problem.nodes[nd];
+      int64_t least = INT64_MAX;
+      for (int32_t k = 0; k < node.strategy_count(); ++k) least = std::min(least, node.usage(k));
+      return least;
+    });
     r.message = "no sharding plan fits the memory budget of " +
                 std::to_string(*m.problem.usage_limit) + " bytes per device";
-    if (need > *m.problem.usage_limit) {
-      r.message += "; every plan needs at least " + std::to_string(need) +
-                   " bytes at schedule step " + std::to_string(at);
+    if (need.bytes > *m.problem.usage_limit) {
+      r.message += "; every plan needs at least " + std::to_string(need.bytes) +
+                   " bytes at schedule step " + std::to_string(need.at);
     }
   }
   r.ops.assign(static_cast<size_t>(graph.size()), {});
@@ -148,7 +150,8 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
     return r;
   }
 
-  // Per-op strategies.
+  // Per-op strategies, and the collectives inside each op.
+  std::vector<std::vector<OpCollective>> in_op(static_cast<size_t>(graph.size()));
   for (int32_t v = 0; v < graph.size(); ++v) {
     OpSharding& o = r.ops[static_cast<size_t>(v)];
     const OpTreatment t = m.treatment[static_cast<size_t>(v)];
@@ -168,6 +171,7 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
     o.memory_bytes = graph.op(v).alias_of >= 0 ? 0 : s.value().memory_bytes;
     r.compute_cost += o.compute_cost;
     r.communication_cost += o.communication_cost;
+    in_op[static_cast<size_t>(v)] = std::move(s).value().collectives;
   }
 
   // Collectives in schedule order: the reshardings into each op, then the op's own.
@@ -202,9 +206,7 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
         r.collectives.push_back(std::move(c));
       }
     }
-    Result<OpStrategy> s = ModelStrategy(m, v, o.strategy);
-    if (!s.ok()) return s.status();
-    for (const OpCollective& oc : s.value().collectives) {
+    for (const OpCollective& oc : in_op[static_cast<size_t>(v)]) {
       PlannedCollective c;
       c.kind = oc.kind;
       c.mesh_dims = {oc.mesh_dim};
@@ -219,13 +221,11 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
       r.collectives.push_back(std::move(c));
     }
   }
-  std::map<std::pair<int32_t, std::vector<int32_t>>, bool> buckets;
+  std::set<std::pair<int32_t, std::vector<int32_t>>> buckets;  // gradient syncs: kind, dims
   for (const PlannedCollective& c : r.collectives) {
     Count(r.counts_uncombined, c.kind);
-    if (c.gradient_sync) {
-      auto key = std::make_pair(static_cast<int32_t>(c.kind), c.mesh_dims);
-      if (buckets.count(key) != 0) continue;
-      buckets[key] = true;
+    if (c.gradient_sync && !buckets.insert({static_cast<int32_t>(c.kind), c.mesh_dims}).second) {
+      continue;
     }
     Count(r.counts, c.kind);
   }
@@ -233,21 +233,10 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
   // Objective (re-evaluated from the problem) and peak memory.
   const Evaluation eval = EvaluateAssignment(m.problem, solved.assignment);
   r.objective = eval.cost;
-  std::vector<int64_t> delta(m.schedule.size() + 1, 0);
-  for (size_t nd = 0; nd < m.problem.nodes.size(); ++nd) {
-    const ShardingNode& node = m.problem.nodes[nd];
-    const int64_t use = node.usage(solved.assignment[nd]);
-    delta[static_cast<size_t>(node.interval.lo)] += use;
-    delta[static_cast<size_t>(node.interval.hi)] -= use;
-  }
-  int64_t live = 0;
-  for (size_t t = 0; t < m.schedule.size(); ++t) {
-    live += delta[t];
-    if (live > r.peak_memory_bytes) {
-      r.peak_memory_bytes = live;
-      r.peak_memory_time = static_cast<int64_t>(t);
-    }
-  }
+  const PeakUsage peak = PeakOverTime(
+      m.problem, [&](size_t nd) { return m.problem.nodes[nd].usage(solved.assignment[nd]); });
+  r.peak_memory_bytes = peak.bytes;
+  r.peak_memory_time = peak.at;
   return r;
 }
 

@@ -152,10 +152,8 @@ Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s)
   const Graph& g = *m.graph;
   const IterationSpace& space = m.spaces[static_cast<size_t>(id)];
   if (m.treatment[static_cast<size_t>(id)] == OpTreatment::kDecide) {
-    Result<std::vector<OpStrategy>> all = EnumerateOpStrategies(m.context, id, space);
-    if (!all.ok()) return all.status();
-    return all
-        .value()[static_cast<size_t>(m.kept[static_cast<size_t>(id)][static_cast<size_t>(s)])];
+    return MakeOpStrategy(m.context, id, space,
+                          m.decisions[static_cast<size_t>(id)][static_cast<size_t>(s)]);
   }
   const int32_t leader = m.leader[static_cast<size_t>(id)];
   const int32_t slot = m.leader_operand[static_cast<size_t>(id)];
@@ -206,7 +204,7 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
   m.leader_operand.assign(un, -1);
   m.sources.assign(un, {});
   m.spaces.assign(un, {});
-  m.kept.assign(un, {});
+  m.decisions.assign(un, {});
   m.result_spec.assign(un, {});
   m.wanted_spec.assign(un, {});
   m.tensor_type.assign(un, -1);
@@ -314,8 +312,10 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
       if (!all.ok()) return all.status();
       Result<std::vector<int32_t>> kept = KeptStrategies(g, v, all.value(), mesh, options);
       if (!kept.ok()) return kept.status();
-      m.kept[static_cast<size_t>(v)] = kept.value();
-      for (int32_t s : kept.value()) strategies.push_back(all.value()[static_cast<size_t>(s)]);
+      for (int32_t s : kept.value()) {
+        strategies.push_back(all.value()[static_cast<size_t>(s)]);
+        m.decisions[static_cast<size_t>(v)].push_back(strategies.back().assignment);
+      }
     } else {
       const size_t count =
           m.result_spec[static_cast<size_t>(m.leader[static_cast<size_t>(v)])].size();

@@ -38,7 +38,8 @@ struct AutoShardModel {
   std::vector<int32_t> leader_operand;              // its operand slot, -1: same-shaped follow
   std::vector<std::vector<OperandSource>> sources;  // per op, per operand
   std::vector<IterationSpace> spaces;               // per op (node ops)
-  std::vector<std::vector<int32_t>> kept;           // deciders: enumeration indices kept
+  // Deciders: the loop assignment of each strategy kept (after the options' restrictions).
+  std::vector<std::vector<LoopAssignment>> decisions;
   // Per op: how many operand slots of node ops read it (through fused broadcasts). A follower
   // that reduces reduces inside the op (all-reduce) unless exactly one slot reads it, so that a
   // partial sum is never resolved twice.
