@@ -4,27 +4,7 @@
 #include <string.h>
 
 #include "alpa.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (cond) {                                                                \
-      ++g_passed;                                                              \
-    } else {                                                                   \
-      ++g_failed;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-/* True when err holds a message containing `needle`; frees err. */
-static int error_mentions(alpa_error* err, const char* needle) {
-  int found = err != NULL && strstr(alpa_error_message(err), needle) != NULL;
-  if (err != NULL && !found) fprintf(stderr, "  message was: %s\n", alpa_error_message(err));
-  alpa_error_free(err);
-  return found;
-}
+#include "check.h"
 
 /* The IOPDDL example: optimum [0, 0, 2, 1, 0] = 445 with limit 50, 415 without. */
 static alpa_problem* build_example(int with_limit) {
@@ -411,6 +391,5 @@ int main(int argc, char** argv) {
   test_serialization(golden_dir);
   test_cancel();
   test_graph(golden_dir);
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return check_summary();
 }

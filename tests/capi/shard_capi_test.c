@@ -6,28 +6,7 @@
 #include <string.h>
 
 #include "alpa.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (cond) {                                                                \
-      ++g_passed;                                                              \
-    } else {                                                                   \
-      ++g_failed;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-/* True when err holds a message containing `needle`; frees err. */
-static int error_mentions(alpa_error* err, const char* needle) {
-  int found = err != NULL && strstr(alpa_error_message(err), needle) != NULL;
-  if (err != NULL && !found) fprintf(stderr, "  message was: %s\n", alpa_error_message(err));
-  if (err == NULL) fprintf(stderr, "  no error message\n");
-  alpa_error_free(err);
-  return found;
-}
+#include "check.h"
 
 static void print_error(alpa_error* err) {
   if (err != NULL) fprintf(stderr, "  error: %s\n", alpa_error_message(err));
@@ -421,6 +400,5 @@ int main(void) {
   test_infeasible_budget();
   test_real_cost_model();
   test_progress_and_cancel();
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return check_summary();
 }

@@ -8,16 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "alpa.h"
+#include "cli_output.h"
 #include "commands.h"
 
 namespace alpa_cli {
 namespace {
-
-int Error(alpa_error* err) {
-  std::fprintf(stderr, "alpa: error: %s\n", alpa_error_message(err));
-  alpa_error_free(err);
-  return 1;
-}
 
 // 1234567 -> "1,234,567".
 std::string Grouped(long long n) {
@@ -30,26 +25,9 @@ std::string Grouped(long long n) {
   return (n < 0 ? "-" : "") + out;
 }
 
-// 354823168 -> "354.8M"; 2.4e17 -> "240.0P".
-std::string Scaled(double x, const char* const* units, double base) {
-  int u = 0;
-  while (std::fabs(x) >= base && units[u + 1] != nullptr) {
-    x /= base;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f%s" : "%.1f%s", x, units[u]);
-  return buf;
-}
-
 std::string Count(double x) {
   static const char* const kUnits[] = {"", "K", "M", "B", "T", "P", "E", nullptr};
-  return Scaled(x, kUnits, 1000);
-}
-
-std::string Bytes(double x) {
-  static const char* const kUnits[] = {" B", " KiB", " MiB", " GiB", " TiB", " PiB", nullptr};
-  return Scaled(x, kUnits, 1024);
+  return ScaledNumber(x, kUnits, 1000, 1);
 }
 
 void PrintStats(const std::string& what, const nlohmann::json& s) {
@@ -64,12 +42,12 @@ void PrintStats(const std::string& what, const nlohmann::json& s) {
   std::printf("FLOPs of one step: %.4g (%s), dot_general %.4g (%.1f%%)\n", flops,
               Count(flops).c_str(), dot, flops > 0 ? 100 * dot / flops : 0.0);
   std::printf("bytes: parameters %s, gradients %s, optimizer state %s, inputs %s\n",
-              Bytes(s["parameter_bytes"].get<double>()).c_str(),
-              Bytes(s["gradient_bytes"].get<double>()).c_str(),
-              Bytes(s["optimizer_state_bytes"].get<double>()).c_str(),
-              Bytes(s["input_bytes"].get<double>()).c_str());
+              Bytes(s["parameter_bytes"].get<double>(), 1).c_str(),
+              Bytes(s["gradient_bytes"].get<double>(), 1).c_str(),
+              Bytes(s["optimizer_state_bytes"].get<double>(), 1).c_str(),
+              Bytes(s["input_bytes"].get<double>(), 1).c_str());
   std::printf("activations: %s (forward results, an upper bound without rematerialization)\n",
-              Bytes(s["activation_bytes"].get<double>()).c_str());
+              Bytes(s["activation_bytes"].get<double>(), 1).c_str());
   std::string phases;
   for (const auto& [phase, n] : s["ops_by_phase"].items()) {
     phases += (phases.empty() ? "" : ", ") + phase + " " + Grouped(n.get<long long>());
@@ -84,7 +62,7 @@ void PrintStats(const std::string& what, const nlohmann::json& s) {
 int WriteGraph(const alpa_graph* graph, const std::string& path) {
   alpa_buffer* text = nullptr;
   alpa_error* err = nullptr;
-  if (alpa_graph_write_json(&text, graph, &err) != ALPA_OK) return Error(err);
+  if (alpa_graph_write_json(&text, graph, &err) != ALPA_OK) return ReportError(err);
   const bool to_stdout = path == "-";
   std::FILE* f = to_stdout ? stdout : std::fopen(path.c_str(), "wb");
   if (f == nullptr) {
@@ -119,14 +97,14 @@ int RunGraph(const GraphArgs& args) {
   const int32_t status = args.model.empty()
                              ? alpa_graph_read_file(&graph, args.file.c_str(), &err)
                              : alpa_graph_from_model(&graph, args.model.c_str(), &err);
-  if (status != ALPA_OK) return Error(err);
+  if (status != ALPA_OK) return ReportError(err);
   int rc = 0;
   if (!args.output.empty()) {
     rc = WriteGraph(graph, args.output);
   } else {
     alpa_buffer* stats = nullptr;
     if (alpa_graph_stats_json(&stats, graph, &err) != ALPA_OK) {
-      rc = Error(err);
+      rc = ReportError(err);
     } else if (args.json) {
       std::printf("%s\n", alpa_buffer_data(stats));
     } else {

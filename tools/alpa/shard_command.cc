@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "alpa.h"
+#include "cli_output.h"
 #include "commands.h"
 
 namespace alpa_cli {
@@ -32,62 +33,9 @@ struct Handles {
   }
 };
 
-int BadInput(const std::string& message) {
-  std::fprintf(stderr, "alpa: error: %s\n", message.c_str());
-  return 1;
-}
-
-// A library error, optionally prefixed with the command-line option it came from.
-int LibraryError(alpa_error* err, const std::string& option = "") {
-  std::string message = err != nullptr ? alpa_error_message(err) : "unknown error";
-  alpa_error_free(err);
-  return BadInput(option.empty() ? message : option + ": " + message);
-}
-
-std::string FormatNumber(double value) {
-  if (std::isnan(value)) return "nan";
-  if (!std::isfinite(value)) return value > 0 ? "inf" : "-inf";
-  char text[64];
-  if (std::fabs(value) < 9e15 && value == std::floor(value)) {
-    std::snprintf(text, sizeof(text), "%.0f", value);
-  } else {
-    std::snprintf(text, sizeof(text), "%.6g", value);
-  }
-  return text;
-}
-
-std::string HumanBytes(double bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (std::fabs(bytes) >= 1024 && u < 5) {
-    bytes /= 1024;
-    ++u;
-  }
-  char text[64];
-  std::snprintf(text, sizeof(text), u == 0 ? "%.0f %s" : "%.2f %s", bytes, kUnits[u]);
-  return text;
-}
-
-const char* StatusName(int32_t status) {
-  switch (status) {
-    case ALPA_SOLVE_OPTIMAL:
-      return "optimal";
-    case ALPA_SOLVE_FEASIBLE:
-      return "feasible";
-    case ALPA_SOLVE_INFEASIBLE:
-      return "infeasible";
-    case ALPA_SOLVE_CANCELLED:
-      return "cancelled";
-    case ALPA_SOLVE_INVALID_INPUT:
-      return "invalid_input";
-    default:
-      return "no_solution";
-  }
-}
-
 int32_t PrintProgress(void* /*user*/, const alpa_progress* p) {
   std::printf("# %8.3fs  %-10s objective %s  bound %s\n", p->seconds, p->phase,
-              FormatNumber(p->objective).c_str(), FormatNumber(p->lower_bound).c_str());
+              FormatNumber(p->objective, 6).c_str(), FormatNumber(p->lower_bound, 6).c_str());
   std::fflush(stdout);
   return 0;
 }
@@ -196,12 +144,12 @@ int MakeCluster(const ShardArgs& args, int64_t devices, alpa_cluster** out) {
                     spec.find(".json") != std::string::npos || IsFile(spec);
   if (file) {
     if (alpa_cluster_read_file(out, spec.c_str(), &err) != ALPA_OK) {
-      return LibraryError(err, "--cluster");
+      return ReportError(err, "--cluster");
     }
     return 0;
   }
   if (alpa_cluster_create_preset(out, spec.c_str(), 0, &err) != ALPA_OK) {
-    return LibraryError(err, "--cluster");
+    return ReportError(err, "--cluster");
   }
   const int64_t per_host = alpa_cluster_devices_per_host(*out);
   const int64_t hosts_needed = devices <= per_host ? 1 : (devices + per_host - 1) / per_host;
@@ -209,7 +157,7 @@ int MakeCluster(const ShardArgs& args, int64_t devices, alpa_cluster** out) {
     alpa_cluster_destroy(*out);
     *out = nullptr;
     if (alpa_cluster_create_preset(out, spec.c_str(), hosts_needed, &err) != ALPA_OK) {
-      return LibraryError(err, "--cluster");
+      return ReportError(err, "--cluster");
     }
   }
   return 0;
@@ -225,21 +173,22 @@ int MakeClusterMesh(const std::vector<int64_t>& shape, const alpa_cluster* clust
   int64_t hosts = 1, used_per_host = devices;
   if (devices > per_host) {
     if (devices % per_host != 0) {
-      return BadInput("--mesh: " + std::to_string(devices) + " devices are more than one host's " +
-                      std::to_string(per_host) + " but not a whole number of hosts");
+      return ReportBadInput("--mesh: " + std::to_string(devices) +
+                            " devices are more than one host's " + std::to_string(per_host) +
+                            " but not a whole number of hosts");
     }
     hosts = devices / per_host;
     used_per_host = per_host;
   }
   if (hosts > alpa_cluster_hosts(cluster)) {
-    return BadInput("--mesh: needs " + std::to_string(hosts) + " hosts of " +
-                    std::to_string(per_host) + " devices; the cluster has " +
-                    std::to_string(alpa_cluster_hosts(cluster)));
+    return ReportBadInput("--mesh: needs " + std::to_string(hosts) + " hosts of " +
+                          std::to_string(per_host) + " devices; the cluster has " +
+                          std::to_string(alpa_cluster_hosts(cluster)));
   }
   alpa_error* err = nullptr;
   if (alpa_mesh_create(out, cluster, hosts, used_per_host, static_cast<int32_t>(shape.size()),
                        shape.data(), &err) != ALPA_OK) {
-    return LibraryError(err, "--mesh");
+    return ReportError(err, "--mesh");
   }
   *where = std::string(alpa_cluster_name(cluster)) + ", " + std::to_string(hosts) +
            (hosts == 1 ? " host" : " hosts") + " x " + std::to_string(used_per_host) + " devices";
@@ -251,14 +200,14 @@ int SetOption(alpa_solve_options* options, const char* name, const std::string& 
               const std::string& flag) {
   alpa_error* err = nullptr;
   if (alpa_solve_options_set_by_name(options, name, value.c_str(), &err) != ALPA_OK) {
-    return LibraryError(err, flag);
+    return ReportError(err, flag);
   }
   return 0;
 }
 
 std::string JoinNumbers(const std::vector<double>& values) {
   std::string s;
-  for (size_t i = 0; i < values.size(); ++i) s += (i ? "," : "") + FormatNumber(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? "," : "") + FormatNumber(values[i], 6);
   return s;
 }
 
@@ -339,20 +288,20 @@ void PrintTensors(const nlohmann::json& tensors) {
 
 void PrintPlan(const alpa_sharding_plan* plan, const nlohmann::json& json) {
   const int32_t status = alpa_sharding_plan_status(plan);
-  std::printf("status: %s\n", StatusName(status));
+  std::printf("status: %s\n", SolveStatusName(status));
   const char* message = alpa_sharding_plan_message(plan);
   if (message[0] != '\0') std::printf("message: %s\n", message);
   std::printf("objective: %s (compute %s, communication %s, resharding %s); lower bound %s\n",
-              FormatNumber(alpa_sharding_plan_objective(plan)).c_str(),
-              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMPUTE)).c_str(),
-              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMMUNICATION)).c_str(),
-              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_RESHARDING)).c_str(),
-              FormatNumber(alpa_sharding_plan_lower_bound(plan)).c_str());
+              FormatNumber(alpa_sharding_plan_objective(plan), 6).c_str(),
+              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMPUTE), 6).c_str(),
+              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMMUNICATION), 6).c_str(),
+              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_RESHARDING), 6).c_str(),
+              FormatNumber(alpa_sharding_plan_lower_bound(plan), 6).c_str());
   std::printf("collectives (gradient syncs combined): %s\n", CountsLine(plan, 1).c_str());
   std::printf("collectives (per tensor): %s\n", CountsLine(plan, 0).c_str());
   const int64_t peak = alpa_sharding_plan_peak_memory_bytes(plan);
   std::printf("peak memory per device: %lld bytes (%s)\n", static_cast<long long>(peak),
-              HumanBytes(static_cast<double>(peak)).c_str());
+              Bytes(static_cast<double>(peak), 2).c_str());
   if (json.contains("stats")) PrintProblemSize(json["stats"]);
   if (json.contains("tensors")) PrintTensors(json["tensors"]);
 }
@@ -361,41 +310,43 @@ void PrintPlan(const alpa_sharding_plan* plan, const nlohmann::json& json) {
 
 int RunShard(const ShardArgs& args) {
   if (args.model.empty() == args.file.empty()) {
-    return BadInput("give either --model SPEC or --file graph.json");
+    return ReportBadInput("give either --model SPEC or --file graph.json");
   }
-  if (args.mesh.empty()) return BadInput("--mesh is required (a shape such as 8 or 2x4)");
+  if (args.mesh.empty()) return ReportBadInput("--mesh is required (a shape such as 8 or 2x4)");
   std::vector<int64_t> shape;
   if (!ParseMesh(args.mesh, &shape)) {
-    return BadInput("--mesh: \"" + args.mesh + "\" is not a mesh shape such as 8 or 2x4");
+    return ReportBadInput("--mesh: \"" + args.mesh + "\" is not a mesh shape such as 8 or 2x4");
   }
   const bool abstract_units = !args.alpha.empty() || !args.beta.empty();
   std::string cost_model = args.cost_model;
   if (cost_model.empty()) cost_model = abstract_units ? "alpa" : "real";
   if (cost_model != "alpa" && cost_model != "real") {
-    return BadInput("--cost-model: \"" + cost_model + "\" is neither alpa nor real");
+    return ReportBadInput("--cost-model: \"" + cost_model + "\" is neither alpa nor real");
   }
   std::vector<double> alpha = {1, 1}, beta = {1, 0.1};
   if (!args.alpha.empty() && !ParseNumbers(args.alpha, &alpha)) {
-    return BadInput("--alpha: \"" + args.alpha + "\" is not a list of numbers >= 0 such as 1,1");
+    return ReportBadInput("--alpha: \"" + args.alpha +
+                          "\" is not a list of numbers >= 0 such as 1,1");
   }
   if (!args.beta.empty() && !ParseNumbers(args.beta, &beta)) {
-    return BadInput("--beta: \"" + args.beta + "\" is not a list of numbers >= 0 such as 1,0.1");
+    return ReportBadInput("--beta: \"" + args.beta +
+                          "\" is not a list of numbers >= 0 such as 1,0.1");
   }
   if (alpha.size() < shape.size() || beta.size() < shape.size()) {
-    return BadInput("--alpha/--beta: give one value per mesh dimension (" +
-                    std::to_string(shape.size()) + ")");
+    return ReportBadInput("--alpha/--beta: give one value per mesh dimension (" +
+                          std::to_string(shape.size()) + ")");
   }
   int64_t batch_dim = 0;
   if (!args.batch_mesh_dim.empty() && ParseMeshDim(args.batch_mesh_dim, &batch_dim) &&
       batch_dim >= static_cast<int64_t>(shape.size())) {
-    return BadInput("--batch-mesh-dim: mesh dim " + args.batch_mesh_dim +
-                    " does not exist on the " + args.mesh + " mesh (dims 0.." +
-                    std::to_string(shape.size() - 1) + ", or all)");
+    return ReportBadInput("--batch-mesh-dim: mesh dim " + args.batch_mesh_dim +
+                          " does not exist on the " + args.mesh + " mesh (dims 0.." +
+                          std::to_string(shape.size() - 1) + ", or all)");
   }
   int64_t budget = -1;
   if (!args.memory_budget.empty() && !ParseBytes(args.memory_budget, &budget)) {
-    return BadInput("--memory-budget: \"" + args.memory_budget +
-                    "\" is not a byte count such as 16e9, 16GB or 16GiB");
+    return ReportBadInput("--memory-budget: \"" + args.memory_budget +
+                          "\" is not a byte count such as 16e9, 16GB or 16GiB");
   }
   int64_t devices = 1;
   for (int64_t d : shape) devices *= d;
@@ -405,7 +356,7 @@ int RunShard(const ShardArgs& args) {
   const int32_t read = args.model.empty()
                            ? alpa_graph_read_file(&h.graph, args.file.c_str(), &err)
                            : alpa_graph_from_model(&h.graph, args.model.c_str(), &err);
-  if (read != ALPA_OK) return LibraryError(err, args.model.empty() ? "--file" : "--model");
+  if (read != ALPA_OK) return ReportError(err, args.model.empty() ? "--file" : "--model");
 
   // The real cost model always needs a cluster (compute times); the Alpa one only when given.
   const bool need_cluster = cost_model == "real" || !args.cluster.empty();
@@ -418,14 +369,14 @@ int RunShard(const ShardArgs& args) {
     beta.resize(shape.size());
     if (alpa_mesh_create_abstract(&h.mesh, static_cast<int32_t>(shape.size()), shape.data(),
                                   alpha.data(), beta.data(), &err) != ALPA_OK) {
-      return LibraryError(err, "--mesh");
+      return ReportError(err, "--mesh");
     }
     where = "abstract, alpha " + JoinNumbers(alpha) + " beta " + JoinNumbers(beta);
   } else {
     if (int rc = MakeClusterMesh(shape, h.cluster, &h.mesh, &where)) return rc;
   }
 
-  if (alpa_solve_options_create(&h.options, &err) != ALPA_OK) return LibraryError(err);
+  if (alpa_solve_options_create(&h.options, &err) != ALPA_OK) return ReportError(err);
   if (int rc = SetOption(h.options, "cost_model", cost_model, "--cost-model")) return rc;
   if (!args.zero.empty()) {
     if (int rc = SetOption(h.options, "zero", args.zero, "--zero")) return rc;
@@ -446,16 +397,16 @@ int RunShard(const ShardArgs& args) {
   }
   if (budget >= 0) {
     if (alpa_solve_options_set_int(h.options, ALPA_OPT_MEMORY_BUDGET_BYTES, budget, &err)) {
-      return LibraryError(err, "--memory-budget");
+      return ReportError(err, "--memory-budget");
     }
   }
   if (args.time_limit_seconds > 0 &&
       alpa_solve_options_set_double(h.options, ALPA_OPT_TIME_LIMIT_SECONDS, args.time_limit_seconds,
                                     &err) != ALPA_OK) {
-    return LibraryError(err, "--time-limit");
+    return ReportError(err, "--time-limit");
   }
   if (alpa_solve_options_set_int(h.options, ALPA_OPT_THREADS, args.threads, &err) != ALPA_OK) {
-    return LibraryError(err, "--threads");
+    return ReportError(err, "--threads");
   }
   if (!args.quiet) {
     alpa_solve_options_set_progress(h.options, PrintProgress, nullptr, nullptr);
@@ -467,11 +418,11 @@ int RunShard(const ShardArgs& args) {
   }
 
   if (alpa_graph_auto_shard(&h.plan, h.graph, h.mesh, h.cluster, h.options, &err) != ALPA_OK) {
-    return LibraryError(err);
+    return ReportError(err);
   }
   const bool found = alpa_sharding_plan_op_strategies(h.plan, nullptr, 0) > 0;
   alpa_buffer* json = nullptr;
-  if (alpa_sharding_plan_to_json(&json, h.plan, &err) != ALPA_OK) return LibraryError(err);
+  if (alpa_sharding_plan_to_json(&json, h.plan, &err) != ALPA_OK) return ReportError(err);
   if (args.json) {
     std::printf("%s\n", alpa_buffer_data(json));
   } else {
@@ -481,8 +432,9 @@ int RunShard(const ShardArgs& args) {
   std::fflush(stdout);
   if (!found) {
     const char* message = alpa_sharding_plan_message(h.plan);
-    std::fprintf(stderr, "alpa: no plan (%s)%s%s\n", StatusName(alpa_sharding_plan_status(h.plan)),
-                 message[0] != '\0' ? ": " : "", message);
+    std::fprintf(stderr, "alpa: no plan (%s)%s%s\n",
+                 SolveStatusName(alpa_sharding_plan_status(h.plan)), message[0] != '\0' ? ": " : "",
+                 message);
   }
   return found ? 0 : 2;
 }

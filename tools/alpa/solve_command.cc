@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "alpa.h"
+#include "cli_output.h"
 #include "commands.h"
 
 extern const unsigned char alpa_default_problem[];
@@ -18,26 +19,9 @@ using Clock = std::chrono::steady_clock;
 // Share of the wall-clock limit kept back for reading, expanding and printing.
 constexpr double kTimeoutMargin = 0.03;
 
-int Report(alpa_error* err) {
-  std::fprintf(stderr, "alpa: error: %s\n", err != nullptr ? alpa_error_message(err) : "unknown");
-  alpa_error_free(err);
-  return 1;
-}
-
-std::string FormatNumber(double value) {
-  if (!std::isfinite(value)) return value > 0 ? "inf" : "-inf";
-  char text[64];
-  if (std::fabs(value) < 9e15 && value == std::floor(value)) {
-    std::snprintf(text, sizeof(text), "%.0f", value);
-  } else {
-    std::snprintf(text, sizeof(text), "%.10g", value);
-  }
-  return text;
-}
-
 int32_t PrintProgress(void* /*user*/, const alpa_progress* p) {
   std::printf("# %8.3fs  %-10s objective %s  bound %s\n", p->seconds, p->phase,
-              FormatNumber(p->objective).c_str(), FormatNumber(p->lower_bound).c_str());
+              FormatNumber(p->objective, 10).c_str(), FormatNumber(p->lower_bound, 10).c_str());
   std::fflush(stdout);
   return 0;
 }
@@ -62,7 +46,7 @@ int RunSolve(const SolveArgs& args) {
           ? alpa_problem_read_buffer(&problem, reinterpret_cast<const char*>(alpa_default_problem),
                                      alpa_default_problem_size, ALPA_FORMAT_AUTO, &err)
           : alpa_problem_read_file(&problem, args.file.c_str(), ALPA_FORMAT_AUTO, &err);
-  if (read != ALPA_OK) return Report(err);
+  if (read != ALPA_OK) return ReportError(err);
   const double read_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (!args.quiet) {
     std::printf("# read %lld nodes, %lld edges in %.3fs\n",
@@ -73,7 +57,7 @@ int RunSolve(const SolveArgs& args) {
   alpa_solve_options* options = nullptr;
   if (alpa_solve_options_create(&options, &err) != ALPA_OK) {
     alpa_problem_destroy(problem);
-    return Report(err);
+    return ReportError(err);
   }
   if (args.timeout_seconds > 0) {
     // The limit is for the whole run, as the IOPDDL harness measures it.
@@ -90,7 +74,7 @@ int RunSolve(const SolveArgs& args) {
   const int32_t solved = alpa_solve(&solution, problem, options, &err);
   alpa_solve_options_destroy(options);
   alpa_problem_destroy(problem);
-  if (solved != ALPA_OK) return Report(err);
+  if (solved != ALPA_OK) return ReportError(err);
 
   const int32_t status = alpa_solution_status(solution);
   std::vector<int32_t> assignment(
@@ -105,19 +89,15 @@ int RunSolve(const SolveArgs& args) {
     alpa_buffer* json = nullptr;
     if (alpa_solution_to_json(&json, solution, &err) != ALPA_OK) {
       alpa_solution_destroy(solution);
-      return Report(err);
+      return ReportError(err);
     }
     std::printf("%s\n", alpa_buffer_data(json));
     alpa_buffer_free(json);
   } else {
     std::printf("# status %s  objective %s  lower bound %s  %.3fs (solve %.3fs)\n",
-                status == ALPA_SOLVE_OPTIMAL      ? "optimal"
-                : status == ALPA_SOLVE_FEASIBLE   ? "feasible"
-                : status == ALPA_SOLVE_INFEASIBLE ? "infeasible"
-                : status == ALPA_SOLVE_CANCELLED  ? "cancelled"
-                                                  : "no_solution",
-                FormatNumber(alpa_solution_objective(solution)).c_str(),
-                FormatNumber(alpa_solution_lower_bound(solution)).c_str(),
+                SolveStatusName(status),
+                FormatNumber(alpa_solution_objective(solution), 10).c_str(),
+                FormatNumber(alpa_solution_lower_bound(solution), 10).c_str(),
                 std::chrono::duration<double>(Clock::now() - start).count(),
                 alpa_solution_seconds(solution));
     std::printf("%s\n", FormatAssignment(assignment).c_str());

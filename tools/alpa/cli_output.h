@@ -1,0 +1,29 @@
+// Output helpers shared by the `alpa` subcommands: error reporting and number formatting.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "alpa.h"
+
+namespace alpa_cli {
+
+// Prints "alpa: error: MESSAGE" on stderr and returns exit code 1.
+int ReportBadInput(const std::string& message);
+// The same for a library error (freed here), prefixed with "OPTION: " when `option` is given.
+int ReportError(alpa_error* err, const std::string& option = "");
+
+// Integers below 9e15 in full, other values with `significant_digits` digits; inf, -inf, nan.
+std::string FormatNumber(double value, int significant_digits);
+
+// x divided by `base` while it stays >= base, with the matching entry of `units` (a list ending
+// in nullptr): integers without decimals, scaled values with `decimals` decimals.
+// ScaledNumber(354823168, {"", "K", "M", ...}, 1000, 1) = "354.8M".
+std::string ScaledNumber(double x, const char* const* units, double base, int decimals);
+// Bytes in B, KiB, MiB, ... ("1.50 GiB" with 2 decimals).
+std::string Bytes(double bytes, int decimals);
+
+// "optimal", "feasible", "infeasible", "cancelled", "invalid_input", "no_solution".
+const char* SolveStatusName(int32_t status);
+
+}  // namespace alpa_cli
