@@ -12,6 +12,18 @@
 #include "alpa.h"
 #include "commands.h"
 
+namespace {
+
+// The graph a subcommand works on: --model SPEC or --file graph.json, not both.
+void AddGraphSource(CLI::App* command, std::string* model, std::string* file) {
+  CLI::Option* from_model =
+      command->add_option("--model", *model, "Model spec, e.g. gpt-350m or mlp:layers=2");
+  CLI::Option* from_file = command->add_option("--file", *file, "Graph JSON file");
+  from_model->excludes(from_file);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"alpa: automatic parallelization planner (libalpa " +
                std::string(alpa_version_string()) + ")"};
@@ -43,10 +55,7 @@ int main(int argc, char** argv) {
   alpa_cli::GraphArgs graph_args;
   CLI::App* graph = app.add_subcommand(
       "graph", "Statistics of a training-step graph (a model spec or a graph JSON file)");
-  CLI::Option* graph_model =
-      graph->add_option("--model", graph_args.model, "Model spec, e.g. gpt-350m or mlp:layers=2");
-  CLI::Option* graph_file = graph->add_option("--file", graph_args.file, "Graph JSON file");
-  graph_model->excludes(graph_file);
+  AddGraphSource(graph, &graph_args.model, &graph_args.file);
   graph->add_flag("--json", graph_args.json, "Print the statistics as one JSON object");
   graph->add_option("-o,--output", graph_args.output,
                     "Write the graph JSON to this file instead (- for stdout)");
@@ -58,10 +67,7 @@ int main(int argc, char** argv) {
   alpa_cli::ShardArgs shard_args;
   CLI::App* shard = app.add_subcommand(
       "shard", "Auto-shard a training-step graph on one logical mesh (Alpa's intra-op pass)");
-  CLI::Option* shard_model =
-      shard->add_option("--model", shard_args.model, "Model spec, e.g. gpt-350m or mlp:layers=2");
-  CLI::Option* shard_file = shard->add_option("--file", shard_args.file, "Graph JSON file");
-  shard_model->excludes(shard_file);
+  AddGraphSource(shard, &shard_args.model, &shard_args.file);
   // Required, but checked by RunShard so that its absence exits 1 like other bad input.
   shard->add_option("--mesh", shard_args.mesh, "Logical mesh shape: 8 or 2x4 (required)");
   shard->add_option("--cluster", shard_args.cluster,

@@ -40,13 +40,22 @@ int32_t PrintProgress(void* /*user*/, const alpa_progress* p) {
   return 0;
 }
 
+// "a,b,,c" -> {"a", "b", "", "c"}: the pieces between any of `separators`.
+std::vector<std::string> SplitOn(const std::string& text, const char* separators) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t at = text.find_first_of(separators, start);
+    parts.push_back(text.substr(start, at == std::string::npos ? at : at - start));
+    if (at == std::string::npos) return parts;
+    start = at + 1;
+  }
+}
+
 // "2x4" -> {2, 4}; "8" -> {8}. Rank 1 or 2, every dim >= 1.
 bool ParseMesh(const std::string& text, std::vector<int64_t>* shape) {
   shape->clear();
-  size_t start = 0;
-  while (true) {
-    const size_t x = text.find_first_of("xX", start);
-    const std::string part = text.substr(start, x == std::string::npos ? x : x - start);
+  for (const std::string& part : SplitOn(text, "xX")) {
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
         part.size() > 9) {
       return false;
@@ -54,8 +63,6 @@ bool ParseMesh(const std::string& text, std::vector<int64_t>* shape) {
     const int64_t dim = std::stoll(part);
     if (dim < 1) return false;
     shape->push_back(dim);
-    if (x == std::string::npos) break;
-    start = x + 1;
   }
   return shape->size() == 1 || shape->size() == 2;
 }
@@ -63,18 +70,13 @@ bool ParseMesh(const std::string& text, std::vector<int64_t>* shape) {
 // "1,0.1" -> {1, 0.1}: finite, non-negative numbers.
 bool ParseNumbers(const std::string& text, std::vector<double>* out) {
   out->clear();
-  size_t start = 0;
-  while (true) {
-    const size_t comma = text.find(',', start);
-    const std::string part = text.substr(start, comma == std::string::npos ? comma : comma - start);
+  for (const std::string& part : SplitOn(text, ",")) {
     char* end = nullptr;
     const double value = std::strtod(part.c_str(), &end);
     if (part.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) || value < 0) {
       return false;
     }
     out->push_back(value);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return true;
 }
