@@ -126,13 +126,9 @@ bool SymbolicValue(int32_t key, const std::string& text, int64_t* out) {
   return false;
 }
 
-// Whether the result carries strategies: always for optimal and feasible results, and for a
-// cancelled one when the solver had found an assignment (then its ops have problem nodes).
+// Whether the result carries strategies: AutoShard fills the ops' problem nodes exactly when
+// the solver returned an assignment (optimal, feasible, or cancelled after finding one).
 bool HasAssignment(const alpa::AutoShardResult& r) {
-  if (r.status == alpa::SolveStatus::kOptimal || r.status == alpa::SolveStatus::kFeasible) {
-    return true;
-  }
-  if (r.status != alpa::SolveStatus::kCancelled) return false;
   return std::any_of(r.ops.begin(), r.ops.end(),
                      [](const alpa::OpSharding& o) { return o.node >= 0; });
 }
