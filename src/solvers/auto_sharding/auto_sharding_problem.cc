@@ -171,11 +171,9 @@ Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s)
     a.partial_operand = space.partial_all_operands ? -1 : slot;
   }
   a.reduce_in_op = m.readers[static_cast<size_t>(id)] != 1;
-  Result<OpStrategy> made = MakeOpStrategy(m.context, id, space, a);
-  if (made.ok()) return made;
-  LoopAssignment replicated;  // always valid
-  replicated.loop_mesh_dims.assign(static_cast<size_t>(space.num_loops()), {});
-  return MakeOpStrategy(m.context, id, space, replicated);
+  // AssignmentFromSpec keeps only splits that divide their loops, so this cannot fail for a
+  // valid leader spec.
+  return MakeOpStrategy(m.context, id, space, a);
 }
 
 Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, const LogicalMesh& mesh,
