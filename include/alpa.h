@@ -679,8 +679,10 @@ typedef struct alpa_collective {
   double bytes;       /* the cost model's b: the full tensor (see alpa_mesh_collective_cost) */
   double cost;        /* in the plan's cost units (seconds with the real cost model) */
   int32_t tensor;     /* the op whose result it moves */
-  int32_t consumer;   /* the op that needs it (== tensor for a collective inside an op) */
-  int32_t operand;    /* which operand of consumer it feeds; -1 inside an op */
+  int32_t consumer;   /* the op that needs it (== tensor for a collective inside an op; -1 when
+                       * it lays the tensor out once for all its readers, which reshard further
+                       * from there if they must) */
+  int32_t operand;    /* which operand of consumer it feeds; -1 inside an op or for all readers */
   int32_t reserved;   /* 0 */
 } alpa_collective;
 

@@ -87,20 +87,7 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
   }
 
   s.result = SpecOf(space.result_dims, a);
-  if (!a.reduce_in_op) AddPartial(s.result, reduced_dims);
-  const int64_t unscattered_shard = ShardBytes(op, s.result, mesh.shape);
-  const bool scatter = a.reduce_in_op && a.scatter_dim >= 0;
-  if (scatter) {
-    const size_t d = static_cast<size_t>(a.scatter_dim);
-    if (reduced_dims.size() != 1 || d >= s.result.dims.size()) {
-      return InvalidArgument(DescribeOp(g, id) + ": reduce-scatter needs one reduced mesh dim");
-    }
-    s.result.dims[d].push_back(reduced_dims[0]);
-    if (op.shape[d] % TensorDimShards(s.result, d, mesh.shape) != 0) {
-      return InvalidArgument(DescribeOp(g, id) + ": reduce-scatter does not divide dim " +
-                             std::to_string(d));
-    }
-  }
+  AddPartial(s.result, reduced_dims);
   AddPartial(s.result, a.pass_partial);
   for (size_t k = 0; k < op.operands.size(); ++k) {
     ShardingSpec spec = SpecOf(space.operand_dims[k], a);
@@ -114,16 +101,12 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
   const CollectiveCostModel comm(mesh, ctx.cost_mode);
   const int64_t result_shard = ShardBytes(op, s.result, mesh.shape);
   s.memory_bytes = result_shard;
-  std::vector<int32_t> in_op = max_dims;
-  if (a.reduce_in_op) in_op.insert(in_op.end(), reduced_dims.begin(), reduced_dims.end());
-  std::sort(in_op.begin(), in_op.end());
-  for (int32_t m : in_op) {
+  for (int32_t m : max_dims) {  // partial maxima: all-reduce (max) inside the op
     OpCollective c;
-    const bool rs = scatter && m == reduced_dims[0];
-    c.kind = rs ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+    c.kind = CollectiveKind::kAllReduce;
     c.mesh_dim = m;
-    c.bytes = static_cast<double>(rs ? unscattered_shard : result_shard);
-    c.cost = comm.Cost(c.kind, m, c.bytes);
+    c.bytes = static_cast<double>(result_shard);
+    c.cost = comm.AllReduce(m, c.bytes);
     s.communication_cost += c.cost;
     s.collectives.push_back(c);
   }
@@ -166,11 +149,8 @@ Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx
   while (true) {
     LoopAssignment a;
     a.loop_mesh_dims.assign(static_cast<size_t>(loops), {});
-    bool reduces = false;
     for (size_t i = 0; i < split_dims.size(); ++i) {
-      if (choice[i] < 0) continue;
-      a.loop_mesh_dims[static_cast<size_t>(choice[i])].push_back(split_dims[i]);
-      reduces = reduces || space.kinds[static_cast<size_t>(choice[i])] == LoopKind::kSumReduced;
+      if (choice[i] >= 0) a.loop_mesh_dims[static_cast<size_t>(choice[i])].push_back(split_dims[i]);
     }
     bool fits = true;
     for (int32_t loop = 0; loop < loops && fits; ++loop) {
@@ -184,18 +164,6 @@ Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx
       Result<OpStrategy> s = MakeOpStrategy(ctx, id, space, a);
       if (!s.ok()) return s.status();
       out.push_back(std::move(s).value());
-      if (reduces) {
-        a.reduce_in_op = true;
-        Result<OpStrategy> twin = MakeOpStrategy(ctx, id, space, a);
-        if (!twin.ok()) return twin.status();
-        out.push_back(std::move(twin).value());
-        for (size_t d = 0; d < space.result_dims.size(); ++d) {
-          a.scatter_dim = static_cast<int32_t>(d);
-          Result<OpStrategy> rs = MakeOpStrategy(ctx, id, space, a);
-          if (!rs.ok()) continue;  // one reduced mesh dim only, and it must divide the dim
-          out.push_back(std::move(rs).value());
-        }
-      }
     }
     // Next assignment (odometer over -1 .. loops - 1 per split mesh dim).
     size_t i = 0;

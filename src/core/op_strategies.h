@@ -5,14 +5,13 @@
 // plus `pass_partial`, the mesh dims over which a partial-sum operand flows through a linear op
 // unreduced. From it follow
 //   the result spec   each result dim takes its loop's mesh dims; partial over the mesh dims of
-//                     split sum-reduced loops (unless `reduce_in_op`) and over pass_partial;
+//                     split sum-reduced loops and over pass_partial (a partial sum is resolved by
+//                     resharding, once per tensor: all-reduce, or reduce-scatter onto a split
+//                     that the readers want, which is what ZeRO does to gradients);
 //   operand specs     each operand dim takes its loop's mesh dims; operands the op is linear in
 //                     are partial over pass_partial (the others are not partial);
-//   in-op collectives an all-reduce over every mesh dim of a split max-reduced loop, and with
-//                     reduce_in_op one over every mesh dim of a split sum-reduced loop (Alpa's
-//                     "SR = SS x SR" with its all-reduce), on the result shard, or a
-//                     reduce-scatter onto scatter_dim (Alpa's prefer_reduce_scatter; what
-//                     ZeRO does to gradients);
+//   in-op collectives an all-reduce (max) over every mesh dim of a split max-reduced loop, on
+//                     the result shard;
 //   compute cost      real units: the roofline time of the op's FLOPs and bytes divided by the
 //                     work split (product of the split mesh dims); Alpa units: 0, except that
 //                     dot_general and convolution left redundant on a mesh dim of size > 1 pay
@@ -22,10 +21,8 @@
 // on it.
 //
 // Enumeration (EnumerateOpStrategies) tries every assignment of the mesh dims of size > 1 to a
-// loop dim or to none (several mesh dims on one loop in increasing order), with reduce-in-op
-// twins for each assignment that splits a sum-reduced loop (an all-reduce, and when one mesh dim
-// is reduced, a reduce-scatter onto each result dim it divides). Followers
-// (FollowStrategy) derive one strategy from a neighbour's spec instead, so that the follower can
+// loop dim or to none (several mesh dims on one loop in increasing order). Followers
+// derive their assignment from a neighbour's spec instead (AssignmentFromSpec), so that they can
 // share the neighbour's decision (XLA auto-sharding's follow rule).
 #pragma once
 
@@ -49,14 +46,9 @@ struct LoopAssignment {
   // With pass_partial: the one operand that is partial (mul, div, ...), or -1 for every linear
   // operand at once (add, sub, concatenate: a sum of partial sums).
   int32_t partial_operand = -1;
-  bool reduce_in_op = false;
-  // With reduce_in_op and exactly one split sum-reduced mesh dim: reduce-scatter onto this
-  // result dim (the mesh dim appended, minor-most) instead of all-reducing; -1: all-reduce.
-  int32_t scatter_dim = -1;
   bool operator==(const LoopAssignment& o) const {
     return loop_mesh_dims == o.loop_mesh_dims && pass_partial == o.pass_partial &&
-           partial_operand == o.partial_operand && reduce_in_op == o.reduce_in_op &&
-           scatter_dim == o.scatter_dim;
+           partial_operand == o.partial_operand;
   }
 };
 

@@ -114,7 +114,8 @@ static void test_data_parallel_mlp(void) {
     CHECK((list[i].flags & ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC) != 0);
     CHECK(list[i].bytes > 0 && list[i].cost > 0);
     CHECK(list[i].tensor >= 0 && list[i].tensor < ops);
-    CHECK(list[i].consumer >= 0 && list[i].consumer < ops);
+    CHECK(list[i].consumer >= -1 && list[i].consumer < ops);
+    CHECK(list[i].consumer >= 0 || list[i].operand == -1); /* -1: for all its readers */
     if (list[i].kind == ALPA_COLLECTIVE_ALL_REDUCE) ++all_reduces;
   }
   CHECK(all_reduces == per_tensor[ALPA_COLLECTIVE_ALL_REDUCE]);

@@ -174,7 +174,39 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
     in_op[static_cast<size_t>(v)] = std::move(s).value().collectives;
   }
 
-  // Collectives in schedule order: the reshardings into each op, then the op's own.
+  // Collectives in schedule order: the reshardings into each op (a tensor's shared one into its
+  // reader layout before its first reader), then the op's own.
+  auto add_reshard = [&](int32_t u, int32_t from, int32_t to, int32_t consumer, int32_t operand,
+                         bool into_update) -> Status {
+    if (from == to) return Status::Ok();
+    Result<ReshardPlan> plan = m.reshard->Plan(m.tensor_type[static_cast<size_t>(u)], from, to);
+    if (!plan.ok()) return plan.status();
+    r.resharding_cost += m.reshard->Allowed(plan.value()) ? plan.value().cost : kForbiddenCost;
+    const std::string whom = consumer >= 0 ? " for " + DescribeOp(graph, consumer)
+                                           : " of " + DescribeOp(graph, u) + " for its readers";
+    for (const ReshardStep& step : plan.value().Collectives()) {
+      PlannedCollective c;
+      c.kind = step.collective;
+      c.mesh_dims = step.mesh_dims;
+      c.bytes = step.bytes;
+      c.cost = step.cost;
+      c.tensor = u;
+      c.consumer = consumer;
+      c.operand = operand;
+      c.gradient_sync = m.gradient_like[static_cast<size_t>(u)] || into_update;
+      c.description = step.description + whom;
+      r.collectives.push_back(std::move(c));
+    }
+    return Status::Ok();
+  };
+  std::vector<bool> laid_out(static_cast<size_t>(graph.size()), false);
+  std::vector<bool> reader_update(static_cast<size_t>(graph.size()), false);
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    if (graph.op(v).phase != Phase::kUpdate || m.node[static_cast<size_t>(v)] < 0) continue;
+    for (const OperandSource& s : m.sources[static_cast<size_t>(v)]) {
+      if (s.op >= 0) reader_update[static_cast<size_t>(s.op)] = true;
+    }
+  }
   for (int32_t v : m.schedule) {
     const OpSharding& o = r.ops[static_cast<size_t>(v)];
     if (o.node < 0) continue;
@@ -183,28 +215,25 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
     for (size_t k = 0; k < srcs.size(); ++k) {
       const int32_t u = srcs[k].op;
       if (u < 0) continue;
-      const int32_t from =
-          m.result_spec[static_cast<size_t>(u)]
-                       [static_cast<size_t>(r.ops[static_cast<size_t>(u)].strategy)];
+      int32_t from = m.result_spec[static_cast<size_t>(u)]
+                                  [static_cast<size_t>(r.ops[static_cast<size_t>(u)].strategy)];
+      const int32_t nl = m.layout_node[static_cast<size_t>(u)];
+      if (nl >= 0) {
+        const int32_t layout =
+            m.layout_specs[static_cast<size_t>(u)]
+                          [static_cast<size_t>(solved.assignment[static_cast<size_t>(nl)])];
+        if (!laid_out[static_cast<size_t>(u)]) {  // before the first reader
+          laid_out[static_cast<size_t>(u)] = true;
+          r.ops[static_cast<size_t>(u)].reader_layout = m.specs.spec(layout);
+          ALPA_RETURN_IF_ERROR(
+              add_reshard(u, from, layout, -1, -1, reader_update[static_cast<size_t>(u)]));
+        }
+        from = layout;
+      }
       const int32_t want =
           m.wanted_spec[static_cast<size_t>(v)][static_cast<size_t>(o.strategy) * srcs.size() + k];
-      if (from == want) continue;
-      Result<ReshardPlan> plan = m.reshard->Plan(m.tensor_type[static_cast<size_t>(u)], from, want);
-      if (!plan.ok()) return plan.status();
-      r.resharding_cost += m.reshard->Allowed(plan.value()) ? plan.value().cost : kForbiddenCost;
-      for (const ReshardStep& step : plan.value().Collectives()) {
-        PlannedCollective c;
-        c.kind = step.collective;
-        c.mesh_dims = step.mesh_dims;
-        c.bytes = step.bytes;
-        c.cost = step.cost;
-        c.tensor = u;
-        c.consumer = v;
-        c.operand = static_cast<int32_t>(k);
-        c.gradient_sync = m.gradient_like[static_cast<size_t>(u)] || op.phase == Phase::kUpdate;
-        c.description = step.description + " for " + DescribeOp(graph, v);
-        r.collectives.push_back(std::move(c));
-      }
+      ALPA_RETURN_IF_ERROR(
+          add_reshard(u, from, want, v, static_cast<int32_t>(k), op.phase == Phase::kUpdate));
     }
     for (const OpCollective& oc : in_op[static_cast<size_t>(v)]) {
       PlannedCollective c;

@@ -61,11 +61,13 @@ struct AutoShardOptions {
 struct PlannedCollective {
   CollectiveKind kind = CollectiveKind::kAllReduce;  // never kSendRecv here
   std::vector<int32_t> mesh_dims;
-  double bytes = 0;        // the cost model's b
-  double cost = 0;         // in the run's cost units
-  int32_t tensor = -1;     // the op whose result it moves
-  int32_t consumer = -1;   // the op that needs it (== tensor for a collective inside an op)
-  int32_t operand = -1;    // which operand of `consumer` it feeds (-1 inside an op)
+  double bytes = 0;     // the cost model's b
+  double cost = 0;      // in the run's cost units
+  int32_t tensor = -1;  // the op whose result it moves
+  // The op that needs it (== tensor for a collective inside an op; -1 when it lays the tensor
+  // out for all its readers, see OpSharding::reader_layout).
+  int32_t consumer = -1;
+  int32_t operand = -1;    // which operand of `consumer` it feeds (-1 otherwise)
   bool inside_op = false;  // part of the op's strategy, not a resharding
   // Part of the gradient synchronisation or the optimizer update: reduces a gradient (or a
   // value that becomes one through layout ops and accumulation), or feeds an update-phase op
@@ -90,6 +92,9 @@ struct OpSharding {
   std::string strategy_name;
   ShardingSpec result;                 // meaningful unless free / fused
   std::vector<ShardingSpec> operands;  // the layouts the op reads (after resharding)
+  // For a result read by several operand slots: the layout it is resharded into once (by the
+  // collectives with consumer -1), from which each reader reshards further if it must.
+  std::optional<ShardingSpec> reader_layout;
   double compute_cost = 0, communication_cost = 0;
   int64_t memory_bytes = 0;
 };

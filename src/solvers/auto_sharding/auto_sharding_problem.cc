@@ -68,6 +68,36 @@ std::vector<bool> GradientLike(const Graph& g) {
   return like;
 }
 
+// Every layout a tensor's readers may read it in: each mesh dim of size > 1 splits one tensor
+// dim (after the mesh dims before it on that dim) or is unused; splits must divide the dim. No
+// partial sums: readers read a fully reduced value, so a partial sum is reduced once for all of
+// them (all-reduce, or reduce-scatter onto a split they read). Reductions staged across mesh
+// dims (reduce-scatter on one, all-reduce on the other, all-gather back) are not modelled, as in
+// Alpa.
+std::vector<ShardingSpec> TensorLayouts(const Dims& shape, const LogicalMesh& mesh) {
+  std::vector<int32_t> split_dims;
+  for (int32_t d = 0; d < mesh.ndim(); ++d) {
+    if (mesh.shape[static_cast<size_t>(d)] > 1) split_dims.push_back(d);
+  }
+  const int32_t rank = static_cast<int32_t>(shape.size());
+  std::vector<int32_t> choice(split_dims.size(), -1);  // per split mesh dim: tensor dim or -1
+  std::vector<ShardingSpec> out;
+  while (true) {
+    ShardingSpec spec = ShardingSpec::Replicated(shape.size());
+    for (size_t i = 0; i < split_dims.size(); ++i) {
+      if (choice[i] >= 0) spec.dims[static_cast<size_t>(choice[i])].push_back(split_dims[i]);
+    }
+    if (ValidateShardingSpec(spec, shape, mesh.shape).ok()) out.push_back(std::move(spec));
+    size_t i = 0;
+    for (; i < choice.size(); ++i) {
+      if (++choice[i] < rank) break;
+      choice[i] = -1;
+    }
+    if (i == choice.size()) break;
+  }
+  return out;
+}
+
 // A spec on a source's result as the operand dims see it (source dim i -> operand dim map[i]).
 ShardingSpec SourceToOperand(const ShardingSpec& spec, const OperandSource& src, size_t rank) {
   if (!src.through_broadcast) return spec;
@@ -148,6 +178,17 @@ Result<std::vector<int32_t>> KeptStrategies(const Graph& g, int32_t id,
 
 }  // namespace
 
+bool ReadsLeaderLayout(const AutoShardModel& m, int32_t id) {
+  const int32_t leader = m.leader[static_cast<size_t>(id)];
+  return m.leader_operand[static_cast<size_t>(id)] >= 0 &&
+         m.layout_node[static_cast<size_t>(leader)] >= 0;
+}
+
+const std::vector<int32_t>& LeaderSpecs(const AutoShardModel& m, int32_t id) {
+  const size_t leader = static_cast<size_t>(m.leader[static_cast<size_t>(id)]);
+  return ReadsLeaderLayout(m, id) ? m.layout_specs[leader] : m.result_spec[leader];
+}
+
 Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s) {
   const Graph& g = *m.graph;
   const IterationSpace& space = m.spaces[static_cast<size_t>(id)];
@@ -155,10 +196,8 @@ Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s)
     return MakeOpStrategy(m.context, id, space,
                           m.decisions[static_cast<size_t>(id)][static_cast<size_t>(s)]);
   }
-  const int32_t leader = m.leader[static_cast<size_t>(id)];
   const int32_t slot = m.leader_operand[static_cast<size_t>(id)];
-  const ShardingSpec& lead =
-      m.specs.spec(m.result_spec[static_cast<size_t>(leader)][static_cast<size_t>(s)]);
+  const ShardingSpec& lead = m.specs.spec(LeaderSpecs(m, id)[static_cast<size_t>(s)]);
   LoopAssignment a;
   if (slot < 0) {
     a = AssignmentFromSpec(space, space.result_dims, lead, m.mesh, false);
@@ -170,7 +209,6 @@ Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s)
                            SourceToOperand(lead, src, rank), m.mesh, linear);
     a.partial_operand = space.partial_all_operands ? -1 : slot;
   }
-  a.reduce_in_op = m.readers[static_cast<size_t>(id)] != 1;
   // AssignmentFromSpec keeps only splits that divide their loops, so this cannot fail for a
   // valid leader spec.
   return MakeOpStrategy(m.context, id, space, a);
@@ -248,11 +286,7 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
       t = OpTreatment::kFree;
     } else if (op.kind == OpKind::kBroadcastInDim) {
       t = OpTreatment::kFused;
-    } else if (Decides(op.kind) ||
-               (options.zero != ZeroMode::kOff && op.kind == OpKind::kReduceSum &&
-                m.gradient_like[static_cast<size_t>(v)])) {
-      // With ZeRO, a reduction that makes a gradient (a bias's) chooses between all-reduce and
-      // reduce-scatter itself.
+    } else if (Decides(op.kind)) {
       t = OpTreatment::kDecide;
     } else {
       t = OpTreatment::kFollow;
@@ -291,7 +325,13 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
     }
   }
 
-  // 2. Strategies of node ops.
+  // 2. Strategies of node ops, each followed by its reader layout node when several operand
+  // slots read it: the tensor is resharded once, into that layout, and every reader reads it
+  // (reshards on separate edges would each be paid, although a runtime moves the data once).
+  // Followers that read a tensor follow its reader layout.
+  m.layout_node.assign(un, -1);
+  m.layout_specs.assign(un, {});
+  m.node_count_of_ops = 0;
   for (int32_t v = 0; v < n; ++v) {
     const OpTreatment t = m.treatment[static_cast<size_t>(v)];
     if (t == OpTreatment::kFree || t == OpTreatment::kFused) continue;
@@ -299,8 +339,8 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
     Result<IterationSpace> space = OpIterationSpace(g, v);
     if (!space.ok()) return space.status();
     m.spaces[static_cast<size_t>(v)] = std::move(space).value();
-    m.node[static_cast<size_t>(v)] = static_cast<int32_t>(m.op_of_node.size());
-    m.op_of_node.push_back(v);
+    m.node[static_cast<size_t>(v)] = static_cast<int32_t>(m.problem.nodes.size());
+    ++m.node_count_of_ops;
     m.tensor_type[static_cast<size_t>(v)] = m.reshard->TensorType(op.shape, DTypeBytes(op.dtype));
 
     std::vector<OpStrategy> strategies;
@@ -315,8 +355,7 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
         m.decisions[static_cast<size_t>(v)].push_back(strategies.back().assignment);
       }
     } else {
-      const size_t count =
-          m.result_spec[static_cast<size_t>(m.leader[static_cast<size_t>(v)])].size();
+      const size_t count = LeaderSpecs(m, v).size();
       for (size_t s = 0; s < count; ++s) {
         Result<OpStrategy> st = ModelStrategy(m, v, static_cast<int32_t>(s));
         if (!st.ok()) return st.status();
@@ -338,9 +377,25 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
       node.usages.push_back(donated ? 0 : s.memory_bytes);
     }
     if (t == OpTreatment::kFollow) {
-      node.follows = m.node[static_cast<size_t>(m.leader[static_cast<size_t>(v)])];
+      const int32_t leader = m.leader[static_cast<size_t>(v)];
+      node.follows = ReadsLeaderLayout(m, v) ? m.layout_node[static_cast<size_t>(leader)]
+                                             : m.node[static_cast<size_t>(leader)];
     }
     m.problem.nodes.push_back(std::move(node));
+
+    // Not for parameters: a weight gathered for several readers would be kept gathered between
+    // them at no memory cost; a runtime gathers it per use (as FSDP does), which is what
+    // per-edge resharding charges.
+    if (m.readers[static_cast<size_t>(v)] >= 2 && op.kind != OpKind::kParameter) {
+      auto& specs = m.layout_specs[static_cast<size_t>(v)];
+      for (const ShardingSpec& spec : TensorLayouts(op.shape, mesh)) {
+        specs.push_back(m.specs.Intern(spec));
+      }
+      m.layout_node[static_cast<size_t>(v)] = static_cast<int32_t>(m.problem.nodes.size());
+      ShardingNode layout;
+      layout.costs.assign(specs.size(), 0.0);  // no usage: resharded values are transient
+      m.problem.nodes.push_back(std::move(layout));
+    }
   }
 
   // 3. Schedule and liveness.
@@ -379,41 +434,70 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
   }
   if (options.memory_budget_bytes) m.problem.usage_limit = *options.memory_budget_bytes;
 
-  // 4. Resharding edges.
+  // 4. Resharding edges: producer -> reader layout -> readers, or producer -> reader.
+  // Without ZeRO, a weight is read in the layout it is stored in (gathering it per use is
+  // ZeRO-3 / FSDP), and gradients are all-reduced (reduce-scattering them is the ZeRO rewrite).
+  using Restriction = ReshardCostCache::Restriction;
+  auto restriction = [&](int32_t u) {
+    if (options.zero != ZeroMode::kOff) return Restriction::kNone;
+    const Op& op = g.op(u);
+    if (op.kind == OpKind::kParameter && op.role == TensorRole::kParameter) {
+      return Restriction::kLocalOnly;
+    }
+    return m.gradient_like[static_cast<size_t>(u)] ? Restriction::kNoReduceScatter
+                                                   : Restriction::kNone;
+  };
+  auto add_edge = [&](int32_t nu, const std::vector<int32_t>& from, int32_t type, int32_t nv,
+                      size_t kv, auto wanted, Restriction limit) -> Status {
+    const size_t ku = from.size();
+    ShardingEdge e;
+    e.u = nu;
+    e.v = nv;
+    e.costs.assign(ku * kv, 0.0);
+    const bool same_root = FollowRoot(m.problem, nu) == FollowRoot(m.problem, nv);
+    bool any = false;
+    for (size_t i = 0; i < ku; ++i) {
+      for (size_t j = 0; j < kv; ++j) {
+        if (same_root && i != j) continue;  // only the diagonal can apply
+        Result<double> c = m.reshard->Cost(type, from[i], wanted(j), limit);
+        if (!c.ok()) return c.status();
+        e.costs[i * kv + j] = c.value();
+        any = any || c.value() != 0.0;
+      }
+    }
+    if (any) m.problem.edges.push_back(std::move(e));
+    return Status::Ok();
+  };
+  for (int32_t u = 0; u < n; ++u) {
+    const int32_t nl = m.layout_node[static_cast<size_t>(u)];
+    if (nl < 0) continue;
+    const auto& layouts = m.layout_specs[static_cast<size_t>(u)];
+    Status st = add_edge(
+        m.node[static_cast<size_t>(u)], m.result_spec[static_cast<size_t>(u)],
+        m.tensor_type[static_cast<size_t>(u)], nl, layouts.size(),
+        [&](size_t j) { return layouts[j]; }, restriction(u));
+    if (!st.ok()) return InternalError(DescribeOp(g, u) + " reader layout: " + st.message());
+  }
   for (int32_t v = 0; v < n; ++v) {
     const int32_t nv = m.node[static_cast<size_t>(v)];
     if (nv < 0) continue;
     const auto& srcs = m.sources[static_cast<size_t>(v)];
-    const size_t kv = m.result_spec[static_cast<size_t>(v)].size();
+    const auto& wanted = m.wanted_spec[static_cast<size_t>(v)];
     for (size_t k = 0; k < srcs.size(); ++k) {
       const int32_t u = srcs[k].op;
       if (u < 0) continue;
-      const int32_t nu = m.node[static_cast<size_t>(u)];
-      const auto& from = m.result_spec[static_cast<size_t>(u)];
-      const size_t ku = from.size();
-      const int32_t type = m.tensor_type[static_cast<size_t>(u)];
-      ShardingEdge e;
-      e.u = nu;
-      e.v = nv;
-      e.costs.assign(ku * kv, 0.0);
-      const bool same_root = FollowRoot(m.problem, nu) == FollowRoot(m.problem, nv);
-      for (size_t i = 0; i < ku; ++i) {
-        for (size_t j = 0; j < kv; ++j) {
-          if (same_root && i != j) continue;  // only the diagonal can apply
-          const int32_t want = m.wanted_spec[static_cast<size_t>(v)][j * srcs.size() + k];
-          Result<double> c = m.reshard->Cost(type, from[i], want);
-          if (!c.ok()) {
-            return InternalError(DescribeOp(g, v) + " operand " + std::to_string(k) + ": " +
-                                 c.status().message());
-          }
-          e.costs[i * kv + j] = c.value();
-        }
+      const int32_t nl = m.layout_node[static_cast<size_t>(u)];
+      const bool via_layout = nl >= 0;
+      Status st = add_edge(
+          via_layout ? nl : m.node[static_cast<size_t>(u)],
+          via_layout ? m.layout_specs[static_cast<size_t>(u)]
+                     : m.result_spec[static_cast<size_t>(u)],
+          m.tensor_type[static_cast<size_t>(u)], nv, m.result_spec[static_cast<size_t>(v)].size(),
+          [&](size_t j) { return wanted[j * srcs.size() + k]; }, restriction(u));
+      if (!st.ok()) {
+        return InternalError(DescribeOp(g, v) + " operand " + std::to_string(k) + ": " +
+                             st.message());
       }
-      bool any = false;
-      for (double c : e.costs) any = any || c != 0.0;
-      if (!any) continue;
-      m.problem.edges.push_back(std::move(e));
-      m.edge_origin.push_back({v, static_cast<int32_t>(k)});
     }
   }
   return model;

@@ -31,19 +31,22 @@ struct AutoShardModel {
   const Graph* graph = nullptr;
   LogicalMesh mesh;
   StrategyContext context;
-  std::vector<OpTreatment> treatment;               // per op
-  std::vector<int32_t> node;                        // per op: problem node, or -1
-  std::vector<int32_t> op_of_node;                  // per node
-  std::vector<int32_t> leader;                      // per op: the op it follows, or -1
-  std::vector<int32_t> leader_operand;              // its operand slot, -1: same-shaped follow
+  std::vector<OpTreatment> treatment;   // per op
+  std::vector<int32_t> node;            // per op: problem node, or -1
+  int32_t node_count_of_ops = 0;        // problem nodes standing for ops (the rest are layouts)
+  std::vector<int32_t> leader;          // per op: the op it follows, or -1
+  std::vector<int32_t> leader_operand;  // its operand slot, -1: same-shaped follow
   std::vector<std::vector<OperandSource>> sources;  // per op, per operand
   std::vector<IterationSpace> spaces;               // per op (node ops)
   // Deciders: the loop assignment of each strategy kept (after the options' restrictions).
   std::vector<std::vector<LoopAssignment>> decisions;
-  // Per op: how many operand slots of node ops read it (through fused broadcasts). A follower
-  // that reduces reduces inside the op (all-reduce) unless exactly one slot reads it, so that a
-  // partial sum is never resolved twice.
+  // Per op: how many operand slots of node ops read it (through fused broadcasts).
   std::vector<int32_t> readers;
+  // Per op read by two or more slots: the problem node choosing the layout its readers read
+  // (the tensor is resharded once, into it), and that node's interned specs; -1 / empty
+  // otherwise.
+  std::vector<int32_t> layout_node;
+  std::vector<std::vector<int32_t>> layout_specs;
   // Per op: a gradient, or a value that becomes one through layout ops and accumulation only
   // (its reductions are gradient synchronisations).
   std::vector<bool> gradient_like;
@@ -58,13 +61,17 @@ struct AutoShardModel {
   SpecTable specs;
   std::unique_ptr<ReshardCostCache> reshard;
   ShardingProblem problem;
-  std::vector<std::pair<int32_t, int32_t>> edge_origin;  // per edge: (consumer op, operand)
 };
 
 Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& graph,
                                                             const LogicalMesh& mesh,
                                                             const Cluster* cluster,
                                                             const AutoShardOptions& options);
+
+// Whether follower `id` reads its leader through the leader's reader layout (and so follows
+// that layout node), and the specs its strategies are derived from, index by index.
+bool ReadsLeaderLayout(const AutoShardModel& model, int32_t id);
+const std::vector<int32_t>& LeaderSpecs(const AutoShardModel& model, int32_t id);
 
 // The full strategy `s` of node op `id` (recomputed from the same rules as the build).
 Result<OpStrategy> ModelStrategy(const AutoShardModel& model, int32_t id, int32_t s);

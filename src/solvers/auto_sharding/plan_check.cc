@@ -814,9 +814,17 @@ Status PlanChecker::CheckStructure() {
       }
     }
     if (!std::isfinite(c.cost)) return InvalidArgument(name + ": cost is not finite");
-    if (c.tensor < 0 || c.tensor >= graph_.size() || c.consumer < 0 ||
-        c.consumer >= graph_.size()) {
+    if (c.tensor < 0 || c.tensor >= graph_.size() || c.consumer < -1 ||
+        c.consumer >= graph_.size() || (c.consumer == -1 && c.inside_op)) {
       return InvalidArgument(name + ": tensor or consumer op out of range");
+    }
+    if (c.consumer == -1) {  // lays the tensor out for all its readers
+      if (c.operand != -1 || !sharding(c.tensor).reader_layout) {
+        return InvalidArgument(name + ": shared by the readers of " + DescribeOp(graph_, c.tensor) +
+                               ", which has no reader layout (or names an operand)");
+      }
+      edge_collectives_[{c.tensor, -1, -1}].push_back(i);
+      continue;
     }
     if (c.inside_op) {
       if (c.consumer != c.tensor) {
@@ -948,6 +956,31 @@ Status PlanChecker::CheckEdges() {
       if (sharding(src).free) continue;
       Layout have;
       have.spec = Canonical(sharding(src).result, mesh_);
+      if (sharding(src).reader_layout) {
+        // Every reader reads the reader layout: check the shared resharding into it, then go on
+        // from there.
+        const ShardingSpec layout = Canonical(*sharding(src).reader_layout, mesh_);
+        auto shared = edge_collectives_.find({src, -1, -1});
+        if (shared != edge_collectives_.end()) {
+          for (size_t i : shared->second) {
+            used[i] = true;
+            const PlannedCollective& c = result_.collectives[i];
+            std::string e = ApplyCollective(have, c, layout, mesh_);
+            if (!e.empty()) {
+              return InvalidArgument("reader layout of " + DescribeOp(graph_, src) + ": its " +
+                                     CollectiveName(c.kind) + " over " + MeshDimsText(c.mesh_dims) +
+                                     " (collective " + std::to_string(i) +
+                                     ") does not apply: " + e);
+            }
+          }
+        }
+        std::string e = LocalDifference(have.spec, layout);
+        if (!e.empty()) {
+          return InvalidArgument("reader layout of " + DescribeOp(graph_, src) + ": " + e);
+        }
+        have = Layout();
+        have.spec = layout;
+      }
       auto it = edge_collectives_.find({src, id, static_cast<int32_t>(k)});
       if (it != edge_collectives_.end()) {
         for (size_t i : it->second) {
@@ -973,6 +1006,10 @@ Status PlanChecker::CheckEdges() {
   for (size_t i = 0; i < result_.collectives.size(); ++i) {
     const PlannedCollective& c = result_.collectives[i];
     if (c.inside_op || used[i]) continue;
+    if (c.consumer < 0) {
+      return InvalidArgument("collective " + std::to_string(i) + " lays out " +
+                             DescribeOp(graph_, c.tensor) + " for readers it does not have");
+    }
     return InvalidArgument("collective " + std::to_string(i) + " (" + CollectiveName(c.kind) +
                            ") moves " + DescribeOp(graph_, c.tensor) + " into operand " +
                            std::to_string(c.operand) + " of " + DescribeOp(graph_, c.consumer) +

@@ -15,7 +15,9 @@
 //   3. per edge (producer -> operand k of a consumer, looking through fused broadcasts): the
 //      producer's result spec, transformed by the edge's collectives in list order, differs from
 //      what the consumer reads only by local work (free slices at the minor end of a dim,
-//      zero-filled partial sums); every non-inside collective belongs to a real edge;
+//      zero-filled partial sums); every non-inside collective belongs to a real edge. A tensor
+//      with a reader layout is first taken into it by its shared collectives (consumer -1), with
+//      only local work left over, and each edge starts from that layout;
 //   4. memory: peak per-device bytes over result.schedule (RecomputePlanMemory: liveness, with
 //      updates donated into their parameters' buffers where that is possible) equals
 //      result.peak_memory_bytes (and is reached at result.peak_memory_time), and is within the

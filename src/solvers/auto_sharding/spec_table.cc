@@ -62,17 +62,28 @@ Result<ReshardPlan> ReshardCostCache::Plan(int32_t type, int32_t src, int32_t ds
                      policy_.options);
 }
 
-Result<double> ReshardCostCache::Cost(int32_t type, int32_t src, int32_t dst) {
+Result<double> ReshardCostCache::Cost(int32_t type, int32_t src, int32_t dst,
+                                      Restriction restriction) {
   if (src == dst) return 0.0;
   const uint64_t key = (static_cast<uint64_t>(type) << 42) | (static_cast<uint64_t>(src) << 21) |
                        static_cast<uint64_t>(dst);
   auto it = costs_.find(key);
-  if (it != costs_.end()) return it->second;
-  Result<ReshardPlan> plan = Plan(type, src, dst);
-  if (!plan.ok()) return plan.status();
-  const double cost = Allowed(plan.value()) ? plan.value().cost : kForbiddenCost;
-  costs_.emplace(key, cost);
-  return cost;
+  if (it == costs_.end()) {
+    Result<ReshardPlan> plan = Plan(type, src, dst);
+    if (!plan.ok()) return plan.status();
+    Priced priced{Allowed(plan.value()) ? plan.value().cost : kForbiddenCost,
+                  plan.value().NumCollectives() == 0, false};
+    for (const ReshardStep& step : plan.value().steps) {
+      priced.reduce_scatter = priced.reduce_scatter || step.kind == ReshardStepKind::kReduceScatter;
+    }
+    it = costs_.emplace(key, priced).first;
+  }
+  const Priced& p = it->second;
+  if ((restriction == Restriction::kLocalOnly && !p.local) ||
+      (restriction == Restriction::kNoReduceScatter && p.reduce_scatter)) {
+    return kForbiddenCost;
+  }
+  return p.cost;
 }
 
 }  // namespace alpa

@@ -43,8 +43,15 @@ class ReshardCostCache {
 
   // An id for a tensor type (shape and element size).
   int32_t TensorType(const std::vector<int64_t>& shape, int64_t element_bytes);
+  // Moves a caller may rule out for one edge (they then cost kForbiddenCost).
+  enum class Restriction : int32_t {
+    kNone = 0,
+    kLocalOnly = 1,        // no collective at all
+    kNoReduceScatter = 2,  // partial sums are all-reduced
+  };
   // The cost of src -> dst for a tensor of `type` (an error when a spec does not fit it).
-  Result<double> Cost(int32_t type, int32_t src, int32_t dst);
+  Result<double> Cost(int32_t type, int32_t src, int32_t dst,
+                      Restriction restriction = Restriction::kNone);
   // The full plan (not cached): for reporting the chosen collectives.
   Result<ReshardPlan> Plan(int32_t type, int32_t src, int32_t dst) const;
   bool Allowed(const ReshardPlan& plan) const;
@@ -65,7 +72,12 @@ class ReshardCostCache {
   ReshardPolicy policy_;
   std::vector<TypeKey> types_;
   std::unordered_map<TypeKey, int32_t, TypeHash> type_ids_;
-  std::unordered_map<uint64_t, double> costs_;
+  struct Priced {
+    double cost;
+    bool local;           // no collective
+    bool reduce_scatter;  // uses a reduce-scatter
+  };
+  std::unordered_map<uint64_t, Priced> costs_;
 };
 
 }  // namespace alpa
