@@ -10,13 +10,16 @@
 //     broadcast's operand, with the wanted layout projected back onto the operand's dims;
 //   - elementwise, layout, slice / pad / concatenate / reverse, windowed and reduce ops follow
 //     their first non-free operand (they share its decision; their strategy is derived from the
-//     operand's spec, with partial sums passed through ops linear in them);
+//     operand's spec or reader layout, with partial sums passed through ops linear in them);
 //   - dot_general, convolution, gather, scatter_add and parameters (weights, inputs, optimizer
 //     state) enumerate their own strategies;
+//   - a tensor (not a weight) read by several operand slots is resharded once, into a layout
+//     chosen by a reader-layout node, which its readers read (and its followers follow);
 //   - ZeRO off: optimizer-state parameters and the update ops of a weight follow the weight
-//     (same spec); ZeRO search: they choose freely, aliased updates follow their parameter, so
-//     the solver may pick reduce-scatter + sharded update + all-gather; ZeRO force: as search,
-//     and optimizer-state parameters must be sharded on every mesh dim that can split them.
+//     (same spec), weights are read as stored and gradients all-reduced; ZeRO search: they choose
+//     freely, aliased updates follow their parameter, so the solver may pick reduce-scatter +
+//     sharded update + all-gather; ZeRO force: as search, and optimizer-state parameters must be
+//     sharded on every mesh dim that can split them.
 // Liveness: a greedy topological schedule that runs first the ready op that frees the most
 // bytes (ties: graph order); persistent tensors (parameters, optimizer state, inputs, updated
 // values and outputs) stay live to the end.
