@@ -79,9 +79,12 @@ int main(int argc, char** argv) {
                     "Abstract mesh: inverse bandwidth per mesh dim, e.g. 1,0.1");
   shard->add_option("--cost-model", shard_args.cost_model,
                     "alpa (abstract units, Alpa's tie-breakers) or real (seconds; default)");
-  shard->add_flag("--zero{search}", shard_args.zero,
-                  "ZeRO: shard optimizer state and updates; --zero means search, --zero=force "
-                  "requires it");
+  shard
+      ->add_option("--zero", shard_args.zero,
+                   "ZeRO: off, search (the solver may shard optimizer state and updates; the "
+                   "default of a bare --zero) or force")
+      ->expected(0, 1)
+      ->default_str("search");
   shard->add_flag("--force-dp", shard_args.force_dp,
                   "Force data parallelism: weights replicated, batch split over the mesh");
   shard->add_option("--batch-mesh-dim", shard_args.batch_mesh_dim,
