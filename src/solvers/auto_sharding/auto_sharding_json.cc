@@ -79,11 +79,13 @@ std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& r) {
     const OpSharding& o = r.ops[static_cast<size_t>(v)];
     if (o.node < 0) continue;
     if (op.kind == OpKind::kParameter || op.role == TensorRole::kGradient || op.alias_of >= 0) {
-      tensors.push_back({{"name", OpName(graph, v)},
-                         {"op", v},
-                         {"role", TensorRoleName(op.role)},
-                         {"shape", op.shape},
-                         {"spec", ToString(o.result)}});
+      nlohmann::json t = {{"name", OpName(graph, v)},
+                          {"op", v},
+                          {"role", TensorRoleName(op.role)},
+                          {"shape", op.shape},
+                          {"spec", ToString(o.result)}};
+      if (o.reader_layout) t["reader_layout"] = ToString(*o.reader_layout);
+      tensors.push_back(std::move(t));
     }
     if (op.kind != OpKind::kParameter && o.follows < 0) {
       ops.push_back({{"name", OpName(graph, v)},
