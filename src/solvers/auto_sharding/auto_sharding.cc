@@ -57,6 +57,10 @@ Status CheckOptions(const Graph& graph, const LogicalMesh& mesh, const Cluster* 
   if (o.memory_budget_bytes && *o.memory_budget_bytes < 0) {
     return InvalidArgument("auto-sharding: negative memory budget");
   }
+  if (!(o.iteration_weight > 0 && o.iteration_weight <= 1)) {
+    return InvalidArgument("auto-sharding: iteration_weight must be in (0, 1] (got " +
+                           std::to_string(o.iteration_weight) + ")");
+  }
   return ValidateGraph(graph);
 }
 
@@ -262,6 +266,7 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
   // Objective (re-evaluated from the problem) and peak memory.
   const Evaluation eval = EvaluateAssignment(m.problem, solved.assignment);
   r.objective = eval.cost;
+  r.iteration_weight = options.iteration_weight;
   const PeakUsage peak = PeakOverTime(
       m.problem, [&](size_t nd) { return m.problem.nodes[nd].usage(solved.assignment[nd]); });
   r.peak_memory_bytes = peak.bytes;

@@ -57,7 +57,13 @@ struct AutoShardOptions {
   bool allow_all_gather = true;                // resharding may use all-gathers
   bool allow_all_to_all = true;                // resharding may use all-to-alls
   std::optional<int64_t> memory_budget_bytes;  // per device; none: no memory constraint
-  SolveOptions solve;                          // time limit, threads, cancel, progress
+  // Weight of the once-per-iteration costs (the update phase, and every collective on a
+  // gradient-like value: with gradient accumulation over B microbatches they run once while
+  // the rest runs B times) against the per-microbatch ones. The pipeline planner passes 1 / B;
+  // 1 (the default) prices one step of a graph that is the whole batch. The result's objective
+  // is the weighted one; its per-op costs and collectives are not weighted.
+  double iteration_weight = 1.0;
+  SolveOptions solve;  // time limit, threads, cancel, progress
 };
 
 // One collective to insert, in execution order.
@@ -119,7 +125,10 @@ struct AutoShardResult {
   std::vector<PlannedCollective> collectives;
   CollectiveCounts counts;  // gradient syncs combined
   CollectiveCounts counts_uncombined;
-  long double objective = 0;  // compute + communication + resharding
+  // compute + communication + resharding, the once-per-iteration part weighted by
+  // iteration_weight (the options' value, kept here).
+  long double objective = 0;
+  double iteration_weight = 1.0;
   long double lower_bound = 0;
   long double compute_cost = 0, communication_cost = 0, resharding_cost = 0;
   int64_t peak_memory_bytes = 0;  // per device, over the schedule

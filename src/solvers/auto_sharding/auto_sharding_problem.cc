@@ -248,6 +248,7 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
       options.zero == ZeroMode::kOff ? WeightOfUpdateOps(g) : std::vector<int32_t>(un, -1);
 
   m.gradient_like = GradientLike(g);
+  const double once = options.iteration_weight;  // see AutoShardOptions::iteration_weight
 
   // 1. Treatment and operand sources, in graph (topological) order.
   for (int32_t v = 0; v < n; ++v) {
@@ -373,7 +374,10 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
         wanted.push_back(srcs[k].op < 0 ? -1
                                         : m.specs.Intern(OperandToSource(s.operands[k], srcs[k])));
       }
-      node.costs.push_back(s.compute_cost + s.communication_cost);
+      const bool update = op.phase == Phase::kUpdate;
+      node.costs.push_back(s.compute_cost * (update ? once : 1.0) +
+                           s.communication_cost *
+                               (update || m.gradient_like[static_cast<size_t>(v)] ? once : 1.0));
       node.usages.push_back(donated ? 0 : s.memory_bytes);
     }
     if (t == OpTreatment::kFollow) {
@@ -448,7 +452,7 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
                                                    : Restriction::kNone;
   };
   auto add_edge = [&](int32_t nu, const std::vector<int32_t>& from, int32_t type, int32_t nv,
-                      size_t kv, auto wanted, Restriction limit) -> Status {
+                      size_t kv, auto wanted, Restriction limit, double weight) -> Status {
     const size_t ku = from.size();
     ShardingEdge e;
     e.u = nu;
@@ -461,13 +465,21 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
         if (same_root && i != j) continue;  // only the diagonal can apply
         Result<double> c = m.reshard->Cost(type, from[i], wanted(j), limit);
         if (!c.ok()) return c.status();
-        e.costs[i * kv + j] = c.value();
+        e.costs[i * kv + j] = c.value() * weight;
         any = any || c.value() != 0.0;
       }
     }
     if (any) m.problem.edges.push_back(std::move(e));
     return Status::Ok();
   };
+  // A shared resharding counts once per iteration when it moves a gradient or feeds an update.
+  std::vector<bool> read_by_update(un, false);
+  for (int32_t v = 0; v < n; ++v) {
+    if (g.op(v).phase != Phase::kUpdate || m.node[static_cast<size_t>(v)] < 0) continue;
+    for (const OperandSource& src : m.sources[static_cast<size_t>(v)]) {
+      if (src.op >= 0) read_by_update[static_cast<size_t>(src.op)] = true;
+    }
+  }
   for (int32_t u = 0; u < n; ++u) {
     const int32_t nl = m.layout_node[static_cast<size_t>(u)];
     if (nl < 0) continue;
@@ -475,7 +487,9 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
     Status st = add_edge(
         m.node[static_cast<size_t>(u)], m.result_spec[static_cast<size_t>(u)],
         m.tensor_type[static_cast<size_t>(u)], nl, layouts.size(),
-        [&](size_t j) { return layouts[j]; }, restriction(u));
+        [&](size_t j) { return layouts[j]; }, restriction(u),
+        m.gradient_like[static_cast<size_t>(u)] || read_by_update[static_cast<size_t>(u)] ? once
+                                                                                          : 1.0);
     if (!st.ok()) return InternalError(DescribeOp(g, u) + " reader layout: " + st.message());
   }
   for (int32_t v = 0; v < n; ++v) {
@@ -493,7 +507,9 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
           via_layout ? m.layout_specs[static_cast<size_t>(u)]
                      : m.result_spec[static_cast<size_t>(u)],
           m.tensor_type[static_cast<size_t>(u)], nv, m.result_spec[static_cast<size_t>(v)].size(),
-          [&](size_t j) { return wanted[j * srcs.size() + k]; }, restriction(u));
+          [&](size_t j) { return wanted[j * srcs.size() + k]; }, restriction(u),
+          (m.gradient_like[static_cast<size_t>(u)] || g.op(v).phase == Phase::kUpdate) ? once
+                                                                                       : 1.0);
       if (!st.ok()) {
         return InternalError(DescribeOp(g, v) + " operand " + std::to_string(k) + ": " +
                              st.message());

@@ -317,17 +317,22 @@ Status PlanChecker::CheckEdges() {
 }
 
 Status PlanChecker::CheckObjective() {
+  // Once-per-iteration work (AutoShardOptions::iteration_weight): the update phase's compute,
+  // and every collective that synchronises a gradient or runs inside an update op.
+  const long double once = result_.iteration_weight;
   long double sum = 0;
   for (int32_t id = 0; id < graph_.size(); ++id) {
     const OpSharding& s = sharding(id);
     if (!std::isfinite(s.compute_cost) || !std::isfinite(s.communication_cost)) {
       return OpError(graph_, id, "its cost is not finite");
     }
-    sum +=
-        static_cast<long double>(s.compute_cost) + static_cast<long double>(s.communication_cost);
+    sum += static_cast<long double>(s.compute_cost) *
+           (graph_.op(id).phase == Phase::kUpdate ? once : 1.0L);
   }
   for (const PlannedCollective& c : result_.collectives) {
-    if (!c.inside_op) sum += static_cast<long double>(c.cost);
+    const bool in_update =
+        c.inside_op && c.consumer >= 0 && graph_.op(c.consumer).phase == Phase::kUpdate;
+    sum += static_cast<long double>(c.cost) * (c.gradient_sync || in_update ? once : 1.0L);
   }
   const long double obj = result_.objective;
   const long double tol = 1e-6L * std::max(std::fabs(sum), std::fabs(obj)) + 1e-15L;

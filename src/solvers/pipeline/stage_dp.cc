@@ -1,0 +1,505 @@
+// The stage DP (REFERENCE §4); see stage_dp.h for the contract.
+//
+// The t_max search. Let G(t) be the least sum of (t_i + o_i) over the plans whose stages all have
+// latency <= t, so T*(t) = G(t) + (B - 1) t and the optimum is the least T*(t) over the distinct
+// latencies. G is a non-increasing step function (more candidates, smaller minimum). This holds
+// for the computed doubles too: rounding is monotone, so the DP returns exactly the least
+// computed path sum over the candidates it may use. T* is least at the first latency of a step,
+// so rather than running the DP at every latency in ascending order (Alpa), we bisect: when
+// G(a) == G(b), no step starts in (a, b]. Leaves come in ascending order, and Alpa's early stop
+// prunes every latency t whose bound (B - 1) t + max(G(+inf), t) cannot beat the best T* (the
+// second term only when no overhead is negative: a plan's sum then is at least its max), and
+// every interval (a, b] with G(b) + (B - 1) t_{a+1} >= the best. The answer is the one the plain
+// enumeration finds; the DP runs O(steps * log(latencies)) times.
+//
+// The DP for one t_max: F(s, k, d) over rows (s, k) of device counts in units of the gcd of the
+// candidates' submesh sizes; only s <= L - k stages fit in layers k..L-1. A group is the
+// candidates of one (first layer, last layer, device count); per s its best cost is the least
+// t + o over the members with latency <= t_max and max_stages_after >= s - 1.
+#include "solvers/pipeline/stage_dp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+
+namespace alpa {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// DP table limit in doubles (256 MiB); bigger problems get kUnsupported.
+constexpr int64_t kMaxTableEntries = int64_t{1} << 25;
+// The brute force recurses once per stage.
+constexpr int32_t kMaxBruteForceLayers = 64;
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string Range(int64_t lo, int64_t hi) { return std::to_string(lo) + ".." + std::to_string(hi); }
+
+Status ValidateInput(const StageDpInput& in) {
+  if (in.num_layers < 1) {
+    return InvalidArgument("num_layers must be >= 1 (got " + std::to_string(in.num_layers) + ")");
+  }
+  if (in.microbatches < 1) {
+    return InvalidArgument("microbatches must be >= 1 (got " + std::to_string(in.microbatches) +
+                           ")");
+  }
+  if (in.max_stages < 0) {
+    return InvalidArgument("max_stages must be >= 0 (got " + std::to_string(in.max_stages) + ")");
+  }
+  ALPA_RETURN_IF_ERROR(SubmeshShapesTile(in.hosts, in.devices_per_host, in.submeshes));
+  const int32_t last = in.num_layers - 1;
+  const int64_t num_submeshes = static_cast<int64_t>(in.submeshes.size());
+  if (in.candidates.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return InvalidArgument("more than 2^31 - 1 stage candidates");
+  }
+  for (size_t j = 0; j < in.candidates.size(); ++j) {
+    const StageCandidate& c = in.candidates[j];
+    // Built on error only: this loop runs over tens of thousands of candidates.
+    auto name = [j] { return "stage candidate " + std::to_string(j) + ": "; };
+    if (c.first_layer < 0 || c.first_layer > last) {
+      return InvalidArgument(name() + "first_layer " + std::to_string(c.first_layer) +
+                             " is outside " + Range(0, last));
+    }
+    if (c.last_layer < c.first_layer || c.last_layer > last) {
+      return InvalidArgument(name() + "last_layer " + std::to_string(c.last_layer) +
+                             " is outside " + Range(c.first_layer, last));
+    }
+    if (c.submesh < 0 || c.submesh >= num_submeshes) {
+      return InvalidArgument(name() + "submesh " + std::to_string(c.submesh) +
+                             (num_submeshes == 0 ? " given, but there are no submeshes"
+                                                 : " is outside " + Range(0, num_submeshes - 1)));
+    }
+    if (!std::isfinite(c.latency) || c.latency < 0) {
+      return InvalidArgument(name() + "latency " + Num(c.latency) + " is not a finite number >= 0");
+    }
+    if (!std::isfinite(c.iteration_overhead)) {
+      return InvalidArgument(name() + "iteration_overhead " + Num(c.iteration_overhead) +
+                             " is not finite");
+    }
+  }
+  return Status::Ok();
+}
+
+int64_t CandidateDevices(const StageDpInput& in, const StageCandidate& c) {
+  return in.submeshes[static_cast<size_t>(c.submesh)].num_devices();
+}
+
+// T of a plan, summed in pipeline order; also its max latency.
+double PlanObjective(const StageDpInput& in, const std::vector<int32_t>& stages,
+                     double* max_latency) {
+  double sum = 0, worst = 0;
+  for (int32_t j : stages) {
+    const StageCandidate& c = in.candidates[static_cast<size_t>(j)];
+    sum += c.latency + c.iteration_overhead;
+    worst = std::max(worst, c.latency);
+  }
+  *max_latency = worst;
+  return sum + static_cast<double>(in.microbatches - 1) * worst;
+}
+
+void FillPlan(const StageDpInput& in, std::vector<int32_t> stages, StageDpResult* r) {
+  r->feasible = true;
+  r->objective = PlanObjective(in, stages, &r->max_latency);
+  r->stages = std::move(stages);
+}
+
+// Candidates that may appear in a plan.
+bool Usable(const StageCandidate& c) { return c.max_stages_after >= 0; }
+
+int64_t DistinctLatencies(const StageDpInput& in, std::vector<double>* out) {
+  std::vector<double> t;
+  for (const StageCandidate& c : in.candidates) {
+    if (Usable(c)) t.push_back(c.latency);
+  }
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  const auto n = static_cast<int64_t>(t.size());
+  if (out != nullptr) *out = std::move(t);
+  return n;
+}
+
+struct Group {
+  int32_t last = 0;
+  int64_t units = 0;           // devices / unit
+  int32_t begin = 0, end = 0;  // into Prepared::order, sorted by (latency, index)
+  int64_t max_reach = 0;       // the largest max_stages_after + 1 of the members
+};
+
+struct Prepared {
+  const StageDpInput* in = nullptr;
+  int32_t layers = 0, max_stages = 0;
+  int64_t slots = 0;           // device counts 0, unit, 2 unit, ..., total
+  std::vector<int64_t> units;  // per candidate
+  std::vector<double> cost;    // t + o per candidate
+  std::vector<int32_t> order;  // usable candidates by (first, last, units, latency, index)
+  // Along `order`, for locality in the DP's inner loops: latency, t + o, max_stages_after + 1.
+  std::vector<double> order_latency, order_cost;
+  std::vector<int64_t> order_reach;
+  std::vector<Group> groups;
+  std::vector<int32_t> groups_from;    // groups of first layer k: [groups_from[k], [k + 1])
+  std::vector<int32_t> by_first;       // usable candidates by (first, index) ...
+  std::vector<int32_t> by_first_from;  // ... first layer k: [by_first_from[k], [k + 1])
+  std::vector<double> latencies;       // sorted distinct
+  bool overheads_nonnegative = true;
+};
+
+// Fills `p`; false when no plan can exist (no usable candidate, device counts that cannot sum to
+// the cluster). kUnsupported when the DP table would be too big.
+Result<bool> Prepare(const StageDpInput& in, Prepared* p) {
+  p->in = &in;
+  p->layers = in.num_layers;
+  DistinctLatencies(in, &p->latencies);
+  const int64_t total = in.hosts * in.devices_per_host;
+  int64_t unit = 0, min_devices = total;
+  for (const StageCandidate& c : in.candidates) {
+    if (!Usable(c)) continue;
+    unit = std::gcd(unit, CandidateDevices(in, c));
+    min_devices = std::min(min_devices, CandidateDevices(in, c));
+  }
+  if (unit == 0 || total % unit != 0) return false;
+  p->slots = total / unit + 1;
+  const int64_t layers = in.num_layers;
+  int64_t smax = layers;
+  if (in.max_stages > 0) smax = std::min<int64_t>(smax, in.max_stages);
+  smax = std::min(smax, total / min_devices);
+  p->max_stages = static_cast<int32_t>(smax);
+  // Rows (s, k) with s <= min(smax, L - k), k = 0..L: sum over r = L - k of min(smax, r) + 1.
+  const int64_t rows = (layers + 1) + smax * (smax + 1) / 2 + (layers - smax) * smax;
+  if (rows > kMaxTableEntries / p->slots) {
+    return Status(StatusCode::kUnsupported,
+                  "stage DP table of " + std::to_string(rows) + " x " + std::to_string(p->slots) +
+                      " entries is too large (limit " + std::to_string(kMaxTableEntries) + ")");
+  }
+  const size_t n = in.candidates.size();
+  p->units.resize(n);
+  p->cost.resize(n);
+  for (size_t j = 0; j < n; ++j) {
+    const StageCandidate& c = in.candidates[j];
+    p->units[j] = CandidateDevices(in, c) / unit;
+    p->cost[j] = c.latency + c.iteration_overhead;
+    if (c.iteration_overhead < 0) p->overheads_nonnegative = false;
+    if (Usable(c)) p->by_first.push_back(static_cast<int32_t>(j));
+  }
+  auto cand = [&](int32_t j) -> const StageCandidate& {
+    return in.candidates[static_cast<size_t>(j)];
+  };
+  std::stable_sort(p->by_first.begin(), p->by_first.end(),
+                   [&](int32_t a, int32_t b) { return cand(a).first_layer < cand(b).first_layer; });
+  p->order = p->by_first;
+  std::stable_sort(p->order.begin(), p->order.end(), [&](int32_t a, int32_t b) {
+    const StageCandidate &x = cand(a), &y = cand(b);
+    if (x.first_layer != y.first_layer) return x.first_layer < y.first_layer;
+    if (x.last_layer != y.last_layer) return x.last_layer < y.last_layer;
+    const int64_t ua = p->units[static_cast<size_t>(a)], ub = p->units[static_cast<size_t>(b)];
+    if (ua != ub) return ua < ub;
+    return x.latency < y.latency;
+  });
+  p->groups_from.assign(static_cast<size_t>(layers) + 1, 0);
+  p->by_first_from.assign(static_cast<size_t>(layers) + 1, 0);
+  for (int32_t j : p->by_first) ++p->by_first_from[static_cast<size_t>(cand(j).first_layer) + 1];
+  for (size_t k = 0; k < static_cast<size_t>(layers); ++k) {
+    p->by_first_from[k + 1] += p->by_first_from[k];
+  }
+  for (int32_t j : p->order) {
+    p->order_latency.push_back(cand(j).latency);
+    p->order_cost.push_back(p->cost[static_cast<size_t>(j)]);
+    p->order_reach.push_back(int64_t{cand(j).max_stages_after} + 1);
+  }
+  for (size_t x = 0; x < p->order.size(); ++x) {
+    const int32_t j = p->order[x];
+    const auto pos = static_cast<int32_t>(x);
+    if (x > 0) {
+      const Group& g = p->groups.back();
+      const StageCandidate& prev = cand(p->order[x - 1]);
+      if (prev.first_layer == cand(j).first_layer && g.last == cand(j).last_layer &&
+          g.units == p->units[static_cast<size_t>(j)]) {
+        p->groups.back().end = pos + 1;
+        p->groups.back().max_reach = std::max(g.max_reach, p->order_reach[static_cast<size_t>(x)]);
+        continue;
+      }
+    }
+    p->groups.push_back({cand(j).last_layer, p->units[static_cast<size_t>(j)], pos, pos + 1,
+                         p->order_reach[static_cast<size_t>(x)]});
+    ++p->groups_from[static_cast<size_t>(cand(j).first_layer) + 1];
+  }
+  for (size_t k = 0; k < static_cast<size_t>(layers); ++k) {
+    p->groups_from[k + 1] += p->groups_from[k];
+  }
+  return true;
+}
+
+class DpTable {
+ public:
+  explicit DpTable(const Prepared& p) : p_(p), row_start_(static_cast<size_t>(p.layers) + 1) {
+    int64_t r = 0;
+    for (int32_t k = 0; k <= p.layers; ++k) {
+      row_start_[static_cast<size_t>(k)] = r;
+      r += MaxStages(k) + 1;
+    }
+    f_.assign(static_cast<size_t>(r * p.slots), kInf);
+    lo_.assign(static_cast<size_t>(r), p.slots);
+    hi_.assign(static_cast<size_t>(r), -1);
+    w_.resize(static_cast<size_t>(p.max_stages) + 2);
+    const int64_t end = Row(0, p.layers);  // F(0, L, 0) = 0
+    f_[static_cast<size_t>(end * p.slots)] = 0;
+    lo_[static_cast<size_t>(end)] = hi_[static_cast<size_t>(end)] = 0;
+  }
+
+  // G(t_max); best_stages() is then its fewest number of stages.
+  double Evaluate(double t_max) {
+    const int32_t layers = p_.layers;
+    for (int32_t k = layers - 1; k >= 0; --k) {
+      for (int32_t s = 0; s <= MaxStages(k); ++s) ResetRow(Row(s, k));
+      for (int32_t gi = p_.groups_from[static_cast<size_t>(k)];
+           gi < p_.groups_from[static_cast<size_t>(k) + 1]; ++gi) {
+        Relax(k, p_.groups[static_cast<size_t>(gi)], t_max);
+      }
+    }
+    double best = kInf;
+    best_stages_ = 0;
+    for (int32_t s = 1; s <= MaxStages(0); ++s) {
+      const double v = At(Row(s, 0), p_.slots - 1);
+      if (v < best) best = v, best_stages_ = s;
+    }
+    return best;
+  }
+  int32_t best_stages() const { return best_stages_; }
+
+  // The plan behind the last Evaluate(t_max): at each step the lowest-index candidate that
+  // attains the table entry.
+  Result<std::vector<int32_t>> Plan(double t_max) const {
+    const StageDpInput& in = *p_.in;
+    std::vector<int32_t> stages;
+    int32_t k = 0, s = best_stages_;
+    int64_t d = p_.slots - 1;
+    while (k < p_.layers) {
+      const double target = At(Row(s, k), d);
+      int32_t found = -1;
+      for (int32_t x = p_.by_first_from[static_cast<size_t>(k)];
+           x < p_.by_first_from[static_cast<size_t>(k) + 1] && found < 0; ++x) {
+        const int32_t j = p_.by_first[static_cast<size_t>(x)];
+        const StageCandidate& c = in.candidates[static_cast<size_t>(j)];
+        const int64_t u = p_.units[static_cast<size_t>(j)];
+        const int32_t next = c.last_layer + 1;
+        if (c.latency > t_max || c.max_stages_after < s - 1 || u > d) continue;
+        if ((next == p_.layers) != (s == 1) || s - 1 > MaxStages(next)) continue;
+        if (p_.cost[static_cast<size_t>(j)] + At(Row(s - 1, next), d - u) == target) found = j;
+      }
+      if (found < 0) return InternalError("stage DP: no candidate attains the table entry");
+      stages.push_back(found);
+      const StageCandidate& c = in.candidates[static_cast<size_t>(found)];
+      k = c.last_layer + 1;
+      --s;
+      d -= p_.units[static_cast<size_t>(found)];
+    }
+    return stages;
+  }
+
+ private:
+  int32_t MaxStages(int32_t k) const { return std::min(p_.max_stages, p_.layers - k); }
+  int64_t Row(int32_t s, int32_t k) const { return row_start_[static_cast<size_t>(k)] + s; }
+  double At(int64_t row, int64_t d) const { return f_[static_cast<size_t>(row * p_.slots + d)]; }
+
+  void ResetRow(int64_t row) {
+    const auto r = static_cast<size_t>(row);
+    if (hi_[r] >= lo_[r]) {
+      double* f = &f_[static_cast<size_t>(row * p_.slots)];
+      std::fill(f + lo_[r], f + hi_[r] + 1, kInf);
+    }
+    lo_[r] = p_.slots;
+    hi_[r] = -1;
+  }
+
+  // F(s, k, .) = min(F(s, k, .), w_s + F(s - 1, last + 1, . - units)) for the group's w_s.
+  void Relax(int32_t k, const Group& g, double t_max) {
+    const int32_t next = g.last + 1;
+    const int32_t s_lo = next == p_.layers ? 1 : 2;
+    if (p_.order_latency[static_cast<size_t>(g.begin)] > t_max) return;
+    const int32_t s_hi = next == p_.layers
+                             ? 1
+                             : static_cast<int32_t>(std::min<int64_t>(
+                                   std::min(p_.max_stages, p_.layers - g.last), g.max_reach));
+    if (s_lo > s_hi) return;
+    std::fill(w_.begin() + s_lo, w_.begin() + s_hi + 1, kInf);
+    bool any = false;
+    for (int32_t x = g.begin; x < g.end; ++x) {
+      const auto xs = static_cast<size_t>(x);
+      if (p_.order_latency[xs] > t_max) break;
+      const int64_t reach = p_.order_reach[xs];  // the most stages from k on
+      if (reach < s_lo) continue;
+      double& w = w_[static_cast<size_t>(std::min<int64_t>(reach, s_hi))];
+      w = std::min(w, p_.order_cost[xs]);
+      any = true;
+    }
+    if (!any) return;
+    for (int32_t s = s_hi - 1; s >= s_lo; --s) {
+      w_[static_cast<size_t>(s)] =
+          std::min(w_[static_cast<size_t>(s)], w_[static_cast<size_t>(s) + 1]);
+    }
+    for (int32_t s = s_lo; s <= s_hi; ++s) {
+      const double w = w_[static_cast<size_t>(s)];
+      if (w == kInf) break;  // w_s never decreases with s
+      const int64_t src = Row(s - 1, next), dst = Row(s, k);
+      const int64_t a = lo_[static_cast<size_t>(src)];
+      const int64_t b = std::min(hi_[static_cast<size_t>(src)], p_.slots - 1 - g.units);
+      if (a > b) continue;
+      const double* from = &f_[static_cast<size_t>(src * p_.slots)];
+      double* to = &f_[static_cast<size_t>(dst * p_.slots + g.units)];
+      for (int64_t d = a; d <= b; ++d) to[d] = std::min(to[d], w + from[d]);
+      lo_[static_cast<size_t>(dst)] = std::min(lo_[static_cast<size_t>(dst)], a + g.units);
+      hi_[static_cast<size_t>(dst)] = std::max(hi_[static_cast<size_t>(dst)], b + g.units);
+    }
+  }
+
+  const Prepared& p_;
+  std::vector<int64_t> row_start_;
+  std::vector<double> f_;
+  std::vector<int64_t> lo_, hi_;  // per row: bounds of the entries that may be finite
+  std::vector<double> w_;
+  int32_t best_stages_ = 0;
+};
+
+// The bisection over latency indices (see the top of the file).
+class TMaxSearch {
+ public:
+  explicit TMaxSearch(const Prepared& p)
+      : p_(p), table_(p), bm1_(static_cast<double>(p.in->microbatches - 1)) {}
+
+  // The index of the best t_max, -1 when no plan exists.
+  int64_t Run() {
+    const int64_t n = static_cast<int64_t>(p_.latencies.size());
+    if (n == 0) return -1;
+    stop_ = n - 1;
+    g_all_ = Eval(n - 1);
+    if (g_all_ == kInf) return -1;
+    Explore(-1, n - 1, kInf, g_all_);
+    return best_index_;
+  }
+  int64_t tried() const { return tried_; }
+  DpTable& table() { return table_; }
+
+ private:
+  double Latency(int64_t q) const { return p_.latencies[static_cast<size_t>(q)]; }
+  double Eval(int64_t q) {
+    ++tried_;
+    return table_.Evaluate(Latency(q));
+  }
+  // No plan whose max latency is >= Latency(q) has a T* below this.
+  double LowerBound(int64_t q) const {
+    const double sum = p_.overheads_nonnegative ? std::max(g_all_, Latency(q)) : g_all_;
+    return bm1_ * Latency(q) + sum;
+  }
+
+  // Finds the step starts in (a, b] up to stop_; G(a) = ga, G(b) = gb.
+  void Explore(int64_t a, int64_t b, double ga, double gb) {
+    if (a >= stop_ || ga == gb) return;
+    // Every step start q in (a, b] has G(q) >= G(b) and latency >= Latency(a + 1).
+    if (gb + bm1_ * Latency(a + 1) >= best_) return;
+    if (b > stop_) {
+      const int64_t m = stop_;
+      Explore(a, m, ga, Eval(m));
+      return;
+    }
+    if (b == a + 1) {
+      const double t = gb + bm1_ * Latency(b);
+      if (t < best_) {
+        best_ = t;
+        best_index_ = b;
+        while (stop_ >= 0 && LowerBound(stop_) >= best_) --stop_;
+      }
+      return;
+    }
+    const int64_t m = a + (b - a) / 2;
+    const double gm = Eval(m);
+    Explore(a, m, ga, gm);
+    Explore(m, b, gm, gb);
+  }
+
+  const Prepared& p_;
+  DpTable table_;
+  const double bm1_;
+  double g_all_ = kInf, best_ = kInf;
+  int64_t stop_ = -1, best_index_ = -1, tried_ = 0;
+};
+
+void BruteForce(const StageDpInput& in, int64_t total, int32_t max_stages, int32_t k, int64_t used,
+                std::vector<int32_t>* stages, std::vector<int32_t>* best, double* best_t) {
+  if (k == in.num_layers) {
+    if (used != total) return;
+    const auto n = static_cast<int32_t>(stages->size());
+    for (int32_t x = 0; x < n; ++x) {
+      if (in.candidates[static_cast<size_t>((*stages)[static_cast<size_t>(x)])].max_stages_after <
+          n - 1 - x) {
+        return;
+      }
+    }
+    double worst = 0;
+    const double t = PlanObjective(in, *stages, &worst);
+    if (t < *best_t || (t == *best_t && stages->size() < best->size())) {
+      *best_t = t;
+      *best = *stages;
+    }
+    return;
+  }
+  if (static_cast<int32_t>(stages->size()) == max_stages) return;
+  for (size_t j = 0; j < in.candidates.size(); ++j) {
+    const StageCandidate& c = in.candidates[j];
+    if (c.first_layer != k || !Usable(c)) continue;
+    const int64_t devices = CandidateDevices(in, c);
+    if (devices > total - used) continue;
+    stages->push_back(static_cast<int32_t>(j));
+    BruteForce(in, total, max_stages, c.last_layer + 1, used + devices, stages, best, best_t);
+    stages->pop_back();
+  }
+}
+
+}  // namespace
+
+Result<StageDpResult> SolveStageDp(const StageDpInput& input) {
+  ALPA_RETURN_IF_ERROR(ValidateInput(input));
+  StageDpResult result;
+  Prepared p;
+  Result<bool> possible = Prepare(input, &p);
+  if (!possible.ok()) return possible.status();
+  result.t_max_values = static_cast<int64_t>(p.latencies.size());
+  if (!possible.value()) return result;
+  TMaxSearch search(p);
+  const int64_t q = search.Run();
+  result.t_max_tried = search.tried();
+  if (q < 0) return result;
+  // The table holds a later evaluation: run the winner again to read its plan.
+  const double t_max = p.latencies[static_cast<size_t>(q)];
+  search.table().Evaluate(t_max);
+  Result<std::vector<int32_t>> plan = search.table().Plan(t_max);
+  if (!plan.ok()) return plan.status();
+  FillPlan(input, std::move(plan).value(), &result);
+  return result;
+}
+
+Result<StageDpResult> SolveStageDpBruteForce(const StageDpInput& input) {
+  ALPA_RETURN_IF_ERROR(ValidateInput(input));
+  if (input.num_layers > kMaxBruteForceLayers) {
+    return Status(StatusCode::kUnsupported, "stage DP brute force: num_layers " +
+                                                std::to_string(input.num_layers) + " exceeds " +
+                                                std::to_string(kMaxBruteForceLayers));
+  }
+  StageDpResult result;
+  result.t_max_values = DistinctLatencies(input, nullptr);
+  const int32_t max_stages = input.max_stages > 0 ? input.max_stages : input.num_layers;
+  std::vector<int32_t> stages, best;
+  double best_t = kInf;
+  BruteForce(input, input.hosts * input.devices_per_host, max_stages, 0, 0, &stages, &best,
+             &best_t);
+  if (best_t < kInf) FillPlan(input, std::move(best), &result);
+  return result;
+}
+
+}  // namespace alpa

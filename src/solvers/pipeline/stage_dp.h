@@ -1,0 +1,91 @@
+// The stage DP of the inter-op pass (REFERENCE §4): given the latency and memory fit of every
+// stage candidate (a layer range on a submesh with one logical mesh / option set), choose the
+// pipeline stages, in order, that cover all layers once, use submeshes whose device counts sum
+// to the cluster's exactly, and minimise
+//     T = sum_i (t_i + o_i) + (B - 1) * max_j t_j
+// where t is the latency of one microbatch (forward + backward) and o a once-per-iteration
+// overhead charged in full (gradient synchronisation and the optimizer update; 0 gives Alpa's
+// formula exactly). Solved by Alpa's enumeration of t_max over the sorted distinct candidate
+// latencies with a DP per t_max, stopping as soon as B * t_max can no longer beat the best; exact
+// bisection skips the t_max values where the DP's optimum cannot change (stage_dp.cc).
+//
+// Knows nothing about graphs or meshes beyond submesh shapes (solvers/ are flat).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/logical_mesh.h"
+#include "core/status.h"
+
+namespace alpa {
+
+struct StageCandidate {
+  int32_t first_layer = 0, last_layer = 0;  // inclusive range of layers
+  int32_t submesh = 0;                      // index into StageDpInput::submeshes
+  int32_t config = 0;                       // the caller's id for the logical mesh / options
+  double latency = 0;                       // t: seconds per microbatch, forward + backward
+  double iteration_overhead = 0;            // o: seconds once per iteration
+  // The most stages that may come after this one: 1F1B keeps min(B, stages after + 1)
+  // microbatches of activations in flight, so a memory-hungry stage must sit late in the
+  // pipeline. Negative: the candidate never fits.
+  int32_t max_stages_after = 0;
+};
+
+struct StageDpInput {
+  int32_t num_layers = 0;
+  int64_t hosts = 0, devices_per_host = 0;
+  // The submesh shapes stages may use. Validity (see SubmeshShapesTile): each is (1, k) with k
+  // dividing devices_per_host or (n, devices_per_host); the within-host sizes form a
+  // divisibility chain, so any multiset of them whose device counts sum to hosts *
+  // devices_per_host tiles the cluster (PlaceSubmeshes finds the placement).
+  std::vector<SubmeshShape> submeshes;
+  std::vector<StageCandidate> candidates;
+  int64_t microbatches = 1;  // B >= 1
+  int32_t max_stages = 0;    // 0: up to num_layers
+};
+
+struct StageDpResult {
+  bool feasible = false;
+  double objective = 0;         // T above
+  double max_latency = 0;       // max_j t_j of the chosen stages
+  std::vector<int32_t> stages;  // candidate indices, pipeline order (first layer first)
+  int64_t t_max_values = 0;     // distinct latencies of candidates with max_stages_after >= 0
+  int64_t t_max_tried = 0;      // how many of them the DP ran at (SolveStageDp only)
+};
+
+// Errors (kInvalidArgument, naming the element): num_layers < 1, hosts / devices_per_host < 1
+// (or above kMaxHosts / kMaxDevicesPerHost / kMaxDevices), microbatches < 1, max_stages < 0, a
+// candidate with a bad range / submesh index / negative or non-finite latency / non-finite
+// overhead (negative overheads are allowed), a submesh shape that breaks the tiling rule above.
+// kUnsupported when the DP table (about layers x stages x device counts / gcd of the submesh
+// sizes) would exceed 2^25 entries. No feasible plan is not an error (feasible = false).
+// Ties: the smallest max latency, then the fewest stages, then, stage by stage from the first,
+// the lowest candidate index.
+Result<StageDpResult> SolveStageDp(const StageDpInput& input);
+
+// The same objective by enumerating every partition of the layers into consecutive ranges and
+// every choice of candidate per range (exponential; for tests on small instances; kUnsupported
+// above 64 layers). Ties: the fewest stages, then the first plan found.
+Result<StageDpResult> SolveStageDpBruteForce(const StageDpInput& input);
+
+// The submesh shapes of REFERENCE §4 for a cluster: (1, k) for k in the longest divisibility
+// chain 1 = k_0 | k_1 | ... | devices_per_host of divisors of devices_per_host (preferring powers
+// of two: 1, 2, 4, ... when devices_per_host is a power of two), then (n, devices_per_host) for
+// n = 2..hosts. For 8 devices per host: (1,1), (1,2), (1,4), (1,8), (2,8), ... Empty when hosts
+// or devices_per_host is out of range (see SubmeshShapesTile).
+std::vector<SubmeshShape> EnumerateSubmeshShapes(int64_t hosts, int64_t devices_per_host);
+
+// Checks the tiling rule of StageDpInput::submeshes; the message names the offending shape.
+Status SubmeshShapesTile(int64_t hosts, int64_t devices_per_host,
+                         const std::vector<SubmeshShape>& submeshes);
+
+// Physical placement of stages whose submeshes sum to the cluster: per stage, its device ids
+// (host * devices_per_host + local index), hosts whole for multi-host submeshes and
+// consecutive local indices inside one host otherwise. Packs largest first, which always
+// succeeds under the tiling rule. Error when the shapes do not sum to the cluster or break the
+// rule.
+Result<std::vector<std::vector<int64_t>>> PlaceSubmeshes(int64_t hosts, int64_t devices_per_host,
+                                                         const std::vector<SubmeshShape>& stages);
+
+}  // namespace alpa

@@ -1,0 +1,144 @@
+// The pipeline plan as JSON (plan_json.h).
+#include "solvers/planner/plan_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/cost_model.h"
+#include "core/sharding_spec.h"
+#include "solvers/pipeline/pipeline_schedule.h"
+
+namespace alpa {
+namespace {
+
+using nlohmann::json;
+
+json CollectiveCountsJson(const CollectiveCounts& c) {
+  return {{"all_reduce", c.all_reduce},
+          {"all_gather", c.all_gather},
+          {"reduce_scatter", c.reduce_scatter},
+          {"all_to_all", c.all_to_all}};
+}
+
+json StageOpsJson(const PipelinePlan& plan, const PlannedStage& stage, int32_t index,
+                  const std::vector<PlanOpSite>& sites) {
+  json ops = json::array();
+  for (int32_t v = 0; v < plan.graph.size(); ++v) {
+    const PlanOpSite& site = sites[static_cast<size_t>(v)];
+    if (site.stage != index) continue;
+    const OpSharding& o = stage.pieces[static_cast<size_t>(site.piece)]
+                              .sharding->ops[static_cast<size_t>(site.local)];
+    if (o.free || o.fused) continue;
+    ops.push_back({{"op", v},
+                   {"name", plan.graph.op(v).name},
+                   {"strategy", o.strategy_name},
+                   {"spec", ToString(o.result)}});
+  }
+  json collectives = json::array();
+  for (const StagePiece& piece : stage.pieces) {
+    for (const PlannedCollective& c : piece.sharding->collectives) {
+      const int32_t tensor = piece.subgraph->origin[static_cast<size_t>(c.tensor)];
+      collectives.push_back({{"kind", CollectiveName(c.kind)},
+                             {"mesh_dims", c.mesh_dims},
+                             {"bytes", c.bytes},
+                             {"seconds", c.cost},
+                             {"tensor", tensor},
+                             {"gradient_sync", c.gradient_sync},
+                             {"description", c.description}});
+    }
+  }
+  return {{"ops", std::move(ops)}, {"collectives", std::move(collectives)}};
+}
+
+}  // namespace
+
+std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
+                             const std::string& model, int32_t detail) {
+  json j;
+  j["format"] = "alpa-plan";
+  j["version"] = 1;
+  j["model"] = model;
+  j["cluster"] = {{"name", cluster.name},
+                  {"hosts", cluster.hosts},
+                  {"devices_per_host", cluster.devices_per_host},
+                  {"device_memory_bytes", cluster.device.memory_bytes}};
+  j["microbatches"] = plan.microbatches;
+  j["iteration_seconds"] = plan.iteration_seconds;
+  j["max_stage_latency_seconds"] = plan.max_stage_latency;
+  j["compile_seconds"] = plan.stats.total_seconds;
+  j["peak_memory_bytes"] = plan.peak_memory_bytes;
+  j["flops_per_iteration"] = static_cast<double>(plan.flops_per_iteration);
+  j["tflops_per_device"] = plan.tflops_per_device;
+  j["schedule"] = "1f1b";
+
+  json layers = json::array();
+  for (int32_t g = 0; g < plan.clustering.num_layers; ++g) {
+    layers.push_back(
+        {{"first_unit", plan.clustering.first_unit[static_cast<size_t>(g)]},
+         {"forward_flops", static_cast<double>(plan.clustering.flops[static_cast<size_t>(g)])}});
+  }
+  j["layers"] = std::move(layers);
+  j["layers_from_markers"] = plan.clustering.from_markers;
+
+  const std::vector<PlanOpSite> sites = detail > 0 ? PlanOpSites(plan) : std::vector<PlanOpSite>();
+  json stages = json::array();
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlannedStage& st = plan.stages[s];
+    json pieces = json::array();
+    CollectiveCounts counts;
+    for (const StagePiece& p : st.pieces) {
+      pieces.push_back({{"layer_marker", p.piece},
+                        {"ops", p.subgraph->graph.size()},
+                        {"solve_status", SolveStatusName(p.sharding->status)}});
+      counts.all_reduce += p.sharding->counts.all_reduce;
+      counts.all_gather += p.sharding->counts.all_gather;
+      counts.reduce_scatter += p.sharding->counts.reduce_scatter;
+      counts.all_to_all += p.sharding->counts.all_to_all;
+    }
+    json stage = {{"layers", {st.first_layer, st.last_layer}},
+                  {"submesh", {st.submesh.hosts, st.submesh.devices_per_host}},
+                  {"logical_mesh", st.logical_mesh},
+                  {"devices", st.devices},
+                  {"data_parallel", st.data_parallel},
+                  {"tensor_parallel", st.tensor_parallel},
+                  {"zero", st.zero},
+                  {"remat", st.remat},
+                  {"memory_level", st.memory_level},
+                  {"latency_seconds", st.latency},
+                  {"iteration_overhead_seconds", st.iteration_overhead},
+                  {"memory_bytes", st.memory_bytes},
+                  {"in_flight", st.in_flight},
+                  {"collectives", CollectiveCountsJson(counts)},
+                  {"pieces", std::move(pieces)}};
+    if (detail > 0) stage["sharding"] = StageOpsJson(plan, st, static_cast<int32_t>(s), sites);
+    stages.push_back(std::move(stage));
+  }
+  j["stages"] = std::move(stages);
+
+  json transfers = json::array();
+  for (const CrossStageTransfer& t : plan.transfers) {
+    transfers.push_back({{"from_stage", t.from_stage},
+                         {"to_stage", t.to_stage},
+                         {"tensor", t.tensor},
+                         {"name", plan.graph.op(t.tensor).name},
+                         {"bytes", t.bytes},
+                         {"from_spec", ToString(t.from_spec)},
+                         {"to_spec", ToString(t.to_spec)},
+                         {"seconds", t.seconds}});
+  }
+  j["transfers"] = std::move(transfers);
+
+  const PlannerStats& st = plan.stats;
+  j["compile"] = {{"clustering_seconds", st.clustering_seconds},
+                  {"intra_op_seconds", st.intra_op_seconds},
+                  {"dp_seconds", st.dp_seconds},
+                  {"total_seconds", st.total_seconds},
+                  {"pieces", st.pieces},
+                  {"distinct_pieces", st.distinct_pieces},
+                  {"intra_op_solves", st.intra_op_solves},
+                  {"intra_op_proven", st.intra_op_proven},
+                  {"stage_candidates", st.candidates},
+                  {"microbatches_tried", st.microbatches_tried}};
+  return j.dump();
+}
+
+}  // namespace alpa

@@ -1,0 +1,420 @@
+// The pipeline planner's driver (planner.h): microbatch search, clustering, the stage cost
+// table, the stage DP, and the plan read back.
+#include "solvers/planner/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "core/graph_stats.h"
+#include "core/sharding_spec.h"
+#include "models/model_zoo.h"
+#include "solvers/pipeline/stage_dp.h"
+#include "solvers/planner/stage_costs.h"
+
+namespace alpa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The data-parallel degree of a piece: the mesh dims its first batched input is split over
+// on dim 0 (an input of the data or a boundary activation).
+int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
+                           const std::vector<int64_t>& mesh_shape) {
+  for (int32_t v = 0; v < sub.graph.size(); ++v) {
+    const Op& op = sub.graph.op(v);
+    if (op.kind != OpKind::kParameter || op.role != TensorRole::kInput || op.shape.empty() ||
+        op.phase != Phase::kForward) {
+      continue;
+    }
+    int64_t degree = 1;
+    for (int32_t d : r.ops[static_cast<size_t>(v)].result.dims[0]) {
+      degree *= mesh_shape[static_cast<size_t>(d)];
+    }
+    return degree;
+  }
+  return 1;
+}
+
+// Whether some optimizer state is split over a mesh dim that also splits the batch.
+bool ShardsOptimizerState(const Subgraph& sub, const AutoShardResult& r) {
+  std::vector<int32_t> batch_dims;
+  for (int32_t v = 0; v < sub.graph.size() && batch_dims.empty(); ++v) {
+    const Op& op = sub.graph.op(v);
+    if (op.kind == OpKind::kParameter && op.role == TensorRole::kInput && !op.shape.empty() &&
+        op.phase == Phase::kForward) {
+      batch_dims = r.ops[static_cast<size_t>(v)].result.dims[0];
+      if (batch_dims.empty()) return false;
+    }
+  }
+  for (int32_t v = 0; v < sub.graph.size(); ++v) {
+    const Op& op = sub.graph.op(v);
+    if (op.kind != OpKind::kParameter || op.role != TensorRole::kOptimizerState) continue;
+    for (const auto& dims : r.ops[static_cast<size_t>(v)].result.dims) {
+      for (int32_t d : dims) {
+        if (std::find(batch_dims.begin(), batch_dims.end(), d) != batch_dims.end()) return true;
+      }
+    }
+  }
+  return false;
+}
+
+struct Attempt {
+  bool feasible = false;
+  PipelinePlan plan;
+  int64_t smallest_fitting_memory = -1;  // when infeasible: the least device memory that fits
+};
+
+// The smallest device memory under which the DP finds a plan (binary search over bytes).
+int64_t SmallestFittingMemory(StageDpInput input, const StageCostTable& t, int32_t groups) {
+  int64_t lo = 0, hi = 0;
+  for (const StageMemory& m : t.candidate_memory) hi = std::max(hi, m.With(t.microbatches));
+  auto fits = [&](int64_t memory) {
+    for (size_t k = 0; k < input.candidates.size(); ++k) {
+      input.candidates[k].max_stages_after =
+          MaxStagesAfter(t.candidate_memory[k], memory, t.microbatches, groups);
+    }
+    Result<StageDpResult> r = SolveStageDp(input);
+    return r.ok() && r.value().feasible;
+  };
+  if (!fits(hi)) return -1;
+  while (hi - lo > std::max<int64_t>(1, hi / 1000)) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
+                                    const PlannerOptions& options, int64_t microbatches,
+                                    int64_t device_memory, Clock::time_point t0,
+                                    PlannerStats& stats) {
+  PlannerProgress base;
+  base.microbatches = microbatches;
+  auto report = [&](const char* phase) {
+    if (!options.on_progress) return true;
+    base.phase = phase;
+    base.seconds = Since(t0);
+    return options.on_progress(base);
+  };
+  if (!report("build")) return Status(StatusCode::kCancelled, "planning cancelled");
+  Result<Graph> built = model.build(microbatches);
+  if (!built.ok()) return built.status();
+  Graph graph = std::move(built).value();
+  ALPA_RETURN_IF_ERROR(ValidateGraph(graph));
+
+  if (!report("cluster")) return Status(StatusCode::kCancelled, "planning cancelled");
+  Clock::time_point phase = Clock::now();
+  LayerClusteringOptions co;
+  co.num_layers = options.num_layers;
+  co.delta = options.clustering_delta;
+  Result<LayerClustering> clustered = ClusterLayers(graph, co);
+  if (!clustered.ok()) return clustered.status();
+  const LayerClustering& clustering = clustered.value();
+  stats.clustering_seconds += Since(phase);
+
+  phase = Clock::now();
+  base.seconds = Since(t0);
+  Result<StageCostTable> table =
+      BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, base);
+  if (!table.ok()) return table.status();
+  const StageCostTable& t = table.value();
+  stats.intra_op_seconds += Since(phase);
+  stats.intra_op_solves += t.solves;
+  stats.intra_op_proven += t.proven;
+
+  if (!report("dp")) return Status(StatusCode::kCancelled, "planning cancelled");
+  phase = Clock::now();
+  StageDpInput input;
+  input.num_layers = clustering.num_layers;
+  input.hosts = cluster.hosts;
+  input.devices_per_host = cluster.devices_per_host;
+  input.submeshes = t.submeshes;
+  input.candidates = t.candidates;
+  input.microbatches = microbatches;
+  Result<StageDpResult> solved = SolveStageDp(input);
+  if (!solved.ok()) return solved.status();
+  const StageDpResult& dp = solved.value();
+  Attempt attempt;
+  if (!dp.feasible) {
+    attempt.smallest_fitting_memory = SmallestFittingMemory(input, t, clustering.num_layers);
+    stats.dp_seconds += Since(phase);
+    return attempt;
+  }
+  stats.dp_seconds += Since(phase);
+
+  PipelinePlan& plan = attempt.plan;
+  plan.microbatches = microbatches;
+  std::vector<SubmeshShape> shapes;
+  for (int32_t k : dp.stages) {
+    shapes.push_back(
+        t.submeshes[static_cast<size_t>(t.candidates[static_cast<size_t>(k)].submesh)]);
+  }
+  Result<std::vector<std::vector<int64_t>>> placed =
+      PlaceSubmeshes(cluster.hosts, cluster.devices_per_host, shapes);
+  if (!placed.ok()) return placed.status();
+  const int32_t stage_count = static_cast<int32_t>(dp.stages.size());
+  std::vector<int32_t> stage_of_piece(t.piece_marker.size(), -1);
+  for (int32_t s = 0; s < stage_count; ++s) {
+    const size_t k = static_cast<size_t>(dp.stages[static_cast<size_t>(s)]);
+    const StageCandidate& c = t.candidates[k];
+    const StageMeshConfig& config = t.configs[static_cast<size_t>(c.config)];
+    PlannedStage st;
+    st.first_layer = c.first_layer;
+    st.last_layer = c.last_layer;
+    st.submesh = t.submeshes[static_cast<size_t>(c.submesh)];
+    st.logical_mesh = config.mesh.shape;
+    st.devices = placed.value()[static_cast<size_t>(s)];
+    st.memory_level = config.level;
+    st.remat = config.remat;
+    st.latency = c.latency;
+    st.iteration_overhead = c.iteration_overhead;
+    st.in_flight = std::min<int64_t>(microbatches, stage_count - s);
+    st.memory_bytes = t.candidate_memory[k].With(st.in_flight);
+    const int32_t p0 = t.group_first_piece[static_cast<size_t>(c.first_layer)];
+    const int32_t p1 = t.group_first_piece[static_cast<size_t>(c.last_layer) + 1];
+    for (int32_t p = p0; p < p1; ++p) {
+      stage_of_piece[static_cast<size_t>(p)] = s;
+      st.pieces.push_back({t.piece_marker[static_cast<size_t>(p)],
+                           t.piece_graph[static_cast<size_t>(p)],
+                           t.Solution(p, c.config).sharding});
+    }
+    const StagePiece& lead = st.pieces.front();
+    st.data_parallel = DataParallelDegree(*lead.subgraph, *lead.sharding, st.logical_mesh);
+    st.tensor_parallel = st.submesh.num_devices() / std::max<int64_t>(1, st.data_parallel);
+    st.zero = std::any_of(st.pieces.begin(), st.pieces.end(), [](const StagePiece& sp) {
+      return ShardsOptimizerState(*sp.subgraph, *sp.sharding);
+    });
+    plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
+    plan.stages.push_back(std::move(st));
+  }
+
+  // Transfers between stages: every boundary input whose producer sits on another stage.
+  for (int32_t b = 0; b < static_cast<int32_t>(t.piece_graph.size()); ++b) {
+    const Subgraph& sub = *t.piece_graph[static_cast<size_t>(b)];
+    const int32_t sb = stage_of_piece[static_cast<size_t>(b)];
+    for (int32_t l : sub.boundary_inputs) {
+      const int32_t u = sub.origin[static_cast<size_t>(l)];
+      const int32_t a = t.op_piece[static_cast<size_t>(u)];
+      if (a < 0 || stage_of_piece[static_cast<size_t>(a)] == sb) continue;
+      const int32_t sa = stage_of_piece[static_cast<size_t>(a)];
+      const PlannedStage& from = plan.stages[static_cast<size_t>(sa)];
+      const PlannedStage& to = plan.stages[static_cast<size_t>(sb)];
+      CrossStageTransfer tr;
+      tr.from_stage = sa;
+      tr.to_stage = sb;
+      tr.tensor = u;
+      tr.bytes = TensorBytes(graph.op(u));
+      const StagePiece& producer = from.pieces[static_cast<size_t>(
+          a - t.group_first_piece[static_cast<size_t>(from.first_layer)])];
+      for (int32_t pl = 0; pl < producer.subgraph->graph.size(); ++pl) {
+        if (producer.subgraph->origin[static_cast<size_t>(pl)] == u) {
+          tr.from_spec = producer.sharding->ops[static_cast<size_t>(pl)].result;
+        }
+      }
+      const StagePiece& reader = to.pieces[static_cast<size_t>(
+          b - t.group_first_piece[static_cast<size_t>(to.first_layer)])];
+      tr.to_spec = reader.sharding->ops[static_cast<size_t>(l)].result;
+      const bool same_host = from.devices.front() / cluster.devices_per_host ==
+                                 to.devices.front() / cluster.devices_per_host &&
+                             from.submesh.hosts == 1 && to.submesh.hosts == 1;
+      const LinkSpec& link = same_host ? cluster.intra_host_link : cluster.inter_host_link;
+      tr.seconds = link.latency + static_cast<double>(tr.bytes) / link.bandwidth;
+      plan.transfers.push_back(std::move(tr));
+    }
+  }
+
+  plan.iteration_seconds = dp.objective;
+  plan.max_stage_latency = dp.max_latency;
+  // Hardware FLOPs: a rematerialized stage runs its forward twice.
+  std::vector<char> remat_piece(t.piece_marker.size(), 0);
+  for (size_t p = 0; p < remat_piece.size(); ++p) {
+    remat_piece[p] = plan.stages[static_cast<size_t>(stage_of_piece[p])].remat;
+  }
+  long double per_microbatch = 0, per_iteration = 0;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const Op& op = graph.op(v);
+    const long double flops = OpFlops(graph, v);
+    (op.phase == Phase::kUpdate ? per_iteration : per_microbatch) += flops;
+    const int32_t p = t.op_piece[static_cast<size_t>(v)];
+    if (op.phase == Phase::kForward && p >= 0 && remat_piece[static_cast<size_t>(p)]) {
+      per_microbatch += flops;
+    }
+  }
+  plan.flops_per_iteration =
+      per_microbatch * static_cast<long double>(microbatches) + per_iteration;
+  plan.tflops_per_device =
+      static_cast<double>(plan.flops_per_iteration / plan.iteration_seconds /
+                          static_cast<long double>(cluster.num_devices()) / 1e12L);
+  plan.stats.pieces = static_cast<int64_t>(t.piece_marker.size());
+  plan.stats.distinct_pieces = static_cast<int64_t>(t.solutions.size());
+  plan.stats.candidates = static_cast<int64_t>(t.candidates.size());
+  plan.graph = std::move(graph);
+  plan.clustering = clustering;
+  attempt.feasible = true;
+  return attempt;
+}
+
+std::string GiB(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+}  // namespace
+
+std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
+  std::vector<PlanOpSite> sites(static_cast<size_t>(plan.graph.size()));
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlannedStage& stage = plan.stages[s];
+    for (size_t p = 0; p < stage.pieces.size(); ++p) {
+      const StagePiece& piece = stage.pieces[p];
+      const Subgraph& sub = *piece.subgraph;
+      std::vector<char> boundary(static_cast<size_t>(sub.graph.size()), 0);
+      for (int32_t l : sub.boundary_inputs) boundary[static_cast<size_t>(l)] = 1;
+      for (int32_t l = 0; l < sub.graph.size(); ++l) {
+        const int32_t v = sub.origin[static_cast<size_t>(l)];
+        const int32_t group = plan.clustering.op_layer[static_cast<size_t>(v)];
+        const int32_t unit = plan.clustering.from_markers ? plan.graph.op(v).layer : group;
+        if (boundary[static_cast<size_t>(l)] || group < stage.first_layer ||
+            group > stage.last_layer || unit != piece.piece) {
+          continue;
+        }
+        sites[static_cast<size_t>(v)] = {static_cast<int32_t>(s), static_cast<int32_t>(p), l};
+      }
+    }
+  }
+  return sites;
+}
+
+const char* RematModeName(RematMode mode) {
+  switch (mode) {
+    case RematMode::kSearch:
+      return "search";
+    case RematMode::kOff:
+      return "off";
+    case RematMode::kOn:
+      return "on";
+  }
+  return "?";
+}
+
+Result<PlannerModel> PlannerModelFromSpec(const std::string& spec) {
+  Result<ModelSpec> parsed = ParseModelSpec(spec);
+  if (!parsed.ok()) return parsed.status();
+  ModelSpec ms = std::move(parsed).value();
+  auto it = ms.keys.find("batch");
+  if (it == ms.keys.end()) {
+    return InvalidArgument("model '" + spec + "' has no batch key to split into microbatches");
+  }
+  PlannerModel model;
+  try {
+    model.global_batch = std::stoll(it->second);
+  } catch (...) {
+    return InvalidArgument("model '" + spec + "': batch '" + it->second + "' is not an integer");
+  }
+  model.build = [ms](int64_t microbatches) -> Result<Graph> {
+    ModelSpec one = ms;
+    const int64_t batch = std::stoll(ms.keys.at("batch"));
+    if (microbatches < 1 || batch % microbatches != 0) {
+      return InvalidArgument("microbatches " + std::to_string(microbatches) +
+                             " does not divide the batch " + std::to_string(batch));
+    }
+    one.keys["batch"] = std::to_string(batch / microbatches);
+    return BuildModel(one);
+  };
+  return model;
+}
+
+Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,
+                                  const PlannerOptions& options) {
+  const Clock::time_point t0 = Clock::now();
+  ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+  if (!model.build) return InvalidArgument("planner: the model has no graph builder");
+  if (options.microbatches < 0) {
+    return InvalidArgument("planner: microbatches must be >= 1 (got " +
+                           std::to_string(options.microbatches) + ")");
+  }
+  if (model.global_batch < 0) return InvalidArgument("planner: negative global batch");
+  if (options.microbatches > 0 && model.global_batch > 0 &&
+      model.global_batch % options.microbatches != 0) {
+    return InvalidArgument("planner: " + std::to_string(options.microbatches) +
+                           " microbatches do not divide the batch of " +
+                           std::to_string(model.global_batch));
+  }
+  if (options.num_layers < 0) {
+    return InvalidArgument("planner: num_layers must be >= 0 (got " +
+                           std::to_string(options.num_layers) + ")");
+  }
+  if (options.max_microbatches < 1) {
+    return InvalidArgument("planner: max_microbatches must be >= 1");
+  }
+  if (options.memory_levels < 0) return InvalidArgument("planner: memory_levels must be >= 0");
+  if (!(options.intra_op_time_limit_seconds > 0)) {
+    return InvalidArgument("planner: intra_op_time_limit_seconds must be > 0");
+  }
+  if (!(options.intra_op_relative_gap >= 0) || !std::isfinite(options.intra_op_relative_gap)) {
+    return InvalidArgument("planner: intra_op_relative_gap must be >= 0");
+  }
+  const int64_t device_memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+  if (device_memory <= 0) return InvalidArgument("planner: device memory must be > 0 bytes");
+
+  std::vector<int64_t> choices;
+  if (options.microbatches > 0) {
+    choices.push_back(options.microbatches);
+  } else if (model.global_batch == 0) {
+    choices.push_back(1);
+  } else {
+    for (int64_t b = 1; b <= std::min(model.global_batch, options.max_microbatches); b *= 2) {
+      if (model.global_batch % b == 0) choices.push_back(b);
+    }
+    std::reverse(choices.begin(), choices.end());
+  }
+
+  PlannerStats stats;
+  std::optional<PipelinePlan> best;
+  int64_t smallest_fitting = -1;
+  for (int64_t b : choices) {
+    stats.microbatches_tried.push_back(b);
+    Result<Attempt> attempt =
+        PlanForMicrobatches(model, cluster, options, b, device_memory, t0, stats);
+    if (!attempt.ok()) return attempt.status();
+    Attempt& a = attempt.value();
+    if (!a.feasible) {
+      if (a.smallest_fitting_memory > 0 &&
+          (smallest_fitting < 0 || a.smallest_fitting_memory < smallest_fitting)) {
+        smallest_fitting = a.smallest_fitting_memory;
+      }
+      if (best) break;  // fewer microbatches hold more activations each
+      continue;
+    }
+    if (best && a.plan.iteration_seconds >= best->iteration_seconds) break;
+    best = std::move(a.plan);
+  }
+  if (!best) {
+    std::string message = "no plan fits in " + GiB(device_memory) + " per device";
+    if (smallest_fitting > 0) {
+      message += "; the smallest device memory that fits a plan is " + GiB(smallest_fitting) +
+                 " (" + std::to_string(smallest_fitting) + " bytes)";
+    } else {
+      message += "; no plan fits at any memory size with these layer groups";
+    }
+    return Status(StatusCode::kInfeasible, message);
+  }
+  best->stats.clustering_seconds = stats.clustering_seconds;
+  best->stats.intra_op_seconds = stats.intra_op_seconds;
+  best->stats.dp_seconds = stats.dp_seconds;
+  best->stats.intra_op_solves = stats.intra_op_solves;
+  best->stats.intra_op_proven = stats.intra_op_proven;
+  best->stats.microbatches_tried = stats.microbatches_tried;
+  best->stats.total_seconds = Since(t0);
+  return std::move(*best);
+}
+
+}  // namespace alpa

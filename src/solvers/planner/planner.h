@@ -1,0 +1,139 @@
+// The pipeline planner: Alpa's two-level search (REFERENCE §4). For a number of microbatches B
+// it builds the training graph of one microbatch, clusters it into layers, auto-shards every
+// distinct layer piece on every logical mesh of every submesh shape (stage_costs.h), composes
+// stage candidates from those pieces, and runs the stage DP (stage_dp.h). Without a fixed B it
+// searches the powers of two that divide the global batch, from the largest allowed down,
+// while the plan improves.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/logical_mesh.h"
+#include "core/sharding_spec.h"
+#include "core/status.h"
+#include "solvers/auto_sharding/auto_sharding.h"
+#include "solvers/pipeline/layer_clustering.h"
+#include "solvers/planner/subgraph.h"
+
+namespace alpa {
+
+struct PlannerProgress {
+  const char* phase = "";  // "build", "cluster", "intra-op", "dp"
+  int64_t microbatches = 0;
+  int64_t done = 0, total = 0;  // intra-op solves finished / scheduled for this B
+  double seconds = 0;           // since the planner started
+};
+
+enum class RematMode : int32_t { kSearch = 0, kOff = 1, kOn = 2 };
+const char* RematModeName(RematMode mode);  // "search", "off", "on"
+
+struct PlannerOptions {
+  int32_t num_layers = 0;  // layer groups L (0: as many as the graph has layers, at most 16)
+  double clustering_delta = 0.5;
+  int64_t microbatches = 0;         // B; 0: search
+  int64_t max_microbatches = 1024;  // the search's largest B
+  int32_t threads = 0;              // 0: all hardware threads
+  // Each intra-op solve: its time limit and relative optimality gap.
+  double intra_op_time_limit_seconds = 0.5;
+  double intra_op_relative_gap = 0.01;
+  // Memory levels per (piece, logical mesh) beyond the unconstrained solve: each halves the
+  // previous level's peak as a budget (stage_costs.h says when they are skipped).
+  int32_t memory_levels = 3;
+  // Rematerialization (gradient checkpointing per layer piece) per stage: searched, or fixed.
+  RematMode remat = RematMode::kSearch;
+  // Device memory the plan must fit in; none: the cluster's.
+  std::optional<int64_t> device_memory_bytes;
+  std::function<bool(const PlannerProgress&)> on_progress;  // false cancels
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// The model to plan: a builder of the microbatch graph for a microbatch count.
+struct PlannerModel {
+  std::function<Result<Graph>(int64_t microbatches)> build;
+  // The batch the microbatches split; 0: the graph is fixed (one microbatch is what `build`
+  // returns whatever B is), so B is options.microbatches or 1.
+  int64_t global_batch = 0;
+};
+
+// A zoo spec as a PlannerModel (its `batch` key is the global batch).
+Result<PlannerModel> PlannerModelFromSpec(const std::string& spec);
+
+// One layer piece of a stage: its subgraph and its auto-sharding on the stage's mesh.
+struct StagePiece {
+  int32_t piece = 0;  // the graph's layer marker (or layer group when the graph has none)
+  std::shared_ptr<const Subgraph> subgraph;
+  std::shared_ptr<const AutoShardResult> sharding;
+};
+
+struct PlannedStage {
+  int32_t first_layer = 0, last_layer = 0;  // layer groups, inclusive
+  SubmeshShape submesh;
+  std::vector<int64_t> logical_mesh;
+  std::vector<int64_t> devices;   // physical ids: host * devices_per_host + local index
+  int32_t memory_level = 0;       // 0: unconstrained intra-op solves
+  bool remat = false;             // forward recomputed in the backward
+  double latency = 0;             // seconds per microbatch, forward + backward
+  double iteration_overhead = 0;  // seconds per iteration: gradient sync and update
+  int64_t in_flight = 0;          // microbatches whose activations it holds (1F1B)
+  int64_t memory_bytes = 0;       // per device, at its peak
+  int64_t data_parallel = 1, tensor_parallel = 1;  // degrees (product = devices)
+  bool zero = false;  // optimizer state sharded over the data-parallel devices
+  std::vector<StagePiece> pieces;
+};
+
+// A tensor one stage sends another per microbatch (activations forward, gradients backward).
+struct CrossStageTransfer {
+  int32_t from_stage = 0, to_stage = 0;
+  int32_t tensor = -1;              // op id in the plan's graph
+  int64_t bytes = 0;                // the whole tensor
+  ShardingSpec from_spec, to_spec;  // on the two stages' logical meshes
+  double seconds = 0;  // estimate: bytes over the slower link between the two submeshes
+};
+
+struct PlannerStats {
+  double clustering_seconds = 0, intra_op_seconds = 0, dp_seconds = 0, total_seconds = 0;
+  int64_t pieces = 0, distinct_pieces = 0;  // of the chosen B's graph
+  int64_t intra_op_solves = 0;              // all B tried
+  int64_t intra_op_proven = 0;              // of those, proven optimal within the gap
+  int64_t candidates = 0;                   // stage candidates given to the DP (chosen B)
+  std::vector<int64_t> microbatches_tried;
+};
+
+struct PipelinePlan {
+  int64_t microbatches = 1;
+  Graph graph;  // the microbatch graph planned
+  LayerClustering clustering;
+  std::vector<PlannedStage> stages;  // pipeline order
+  std::vector<CrossStageTransfer> transfers;
+  // sum_i (t_i + o_i) + (B - 1) * max_j t_j: the DP's objective.
+  double iteration_seconds = 0;
+  double max_stage_latency = 0;
+  int64_t peak_memory_bytes = 0;  // max over stages
+  long double flops_per_iteration = 0;
+  double tflops_per_device = 0;  // flops_per_iteration / iteration_seconds / devices / 1e12
+  PlannerStats stats;
+};
+
+// Where each op of plan.graph is computed: its stage, the piece within the stage, and its id in
+// that piece's subgraph; all -1 for ops of no layer (copied into every piece that reads them).
+struct PlanOpSite {
+  int32_t stage = -1, piece = -1, local = -1;
+};
+std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan);
+
+// Errors: kInvalidArgument (bad options: microbatches < 0 or not dividing the global batch,
+// num_layers < 0, ...; a bad cluster), the builder's errors, kInfeasible when no plan fits
+// the device memory (the message gives the smallest device memory that would fit, when one
+// exists), kCancelled.
+Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,
+                                  const PlannerOptions& options = {});
+
+}  // namespace alpa

@@ -1,0 +1,329 @@
+// The stage cost table (stage_costs.h).
+#include "solvers/planner/stage_costs.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "core/resharding.h"
+
+namespace alpa {
+namespace {
+
+// Pieces: layer markers when the clustering used them, else the layer groups.
+void AssignPieces(const Graph& graph, const LayerClustering& clustering, StageCostTable& t) {
+  const size_t n = static_cast<size_t>(graph.size());
+  t.op_piece.assign(n, -1);
+  if (!clustering.from_markers) {
+    t.op_piece = clustering.op_layer;
+    for (int32_t g = 0; g < clustering.num_layers; ++g) {
+      t.piece_marker.push_back(g);
+      t.group_first_piece.push_back(g);
+    }
+    t.group_first_piece.push_back(clustering.num_layers);
+    return;
+  }
+  std::vector<int32_t> markers;
+  for (const Op& op : graph.ops) {
+    if (op.layer >= 0) markers.push_back(op.layer);
+  }
+  std::sort(markers.begin(), markers.end());
+  markers.erase(std::unique(markers.begin(), markers.end()), markers.end());
+  t.piece_marker = markers;
+  for (size_t v = 0; v < n; ++v) {
+    if (clustering.op_layer[v] < 0) continue;
+    const int32_t layer = graph.ops[v].layer;
+    t.op_piece[v] = static_cast<int32_t>(std::lower_bound(markers.begin(), markers.end(), layer) -
+                                         markers.begin());
+  }
+  for (int32_t g = 0; g < clustering.num_layers; ++g) {
+    const int32_t first = clustering.first_unit[static_cast<size_t>(g)];
+    t.group_first_piece.push_back(static_cast<int32_t>(
+        std::lower_bound(markers.begin(), markers.end(), first) - markers.begin()));
+  }
+  t.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
+}
+
+// One edge between two pieces: `producer` (local op of piece a) read as boundary input
+// `reader` of piece b.
+struct PieceEdge {
+  int32_t a = 0, b = 0;
+  int32_t producer = 0, reader = 0;
+};
+
+// Runs fn(task) for tasks 0..count-1 on `threads` threads; stops early when fn fails.
+Status RunParallel(int64_t count, int32_t threads, const std::function<Status(int64_t)>& fn) {
+  std::atomic<int64_t> next{0};
+  std::mutex mu;
+  Status first_error = Status::Ok();
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    while (!failed.load()) {
+      const int64_t task = next.fetch_add(1);
+      if (task >= count) return;
+      Status st = fn(task);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failed.exchange(true)) first_error = st;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const int32_t extra =
+      std::max<int32_t>(0, std::min<int32_t>(threads, static_cast<int32_t>(count)) - 1);
+  for (int32_t k = 0; k < extra; ++k) pool.emplace_back(worker);
+  worker();
+  for (std::thread& th : pool) th.join();
+  return first_error;
+}
+
+int64_t UnitPeak(const UnitProfile& p) {
+  return p.persistent_bytes + p.activation_bytes + p.working_bytes;
+}
+
+}  // namespace
+
+int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
+                       int32_t cap) {
+  if (memory.With(1) > device_memory) return -1;
+  if (memory.activation == 0) return cap;
+  const int64_t in_flight =
+      (device_memory - memory.persistent - memory.working) / memory.activation;
+  if (in_flight >= microbatches) return cap;
+  return static_cast<int32_t>(std::min<int64_t>(cap, in_flight - 1));
+}
+
+const UnitProfile& StageCostTable::Solution(int32_t piece, int32_t config) const {
+  const auto& levels = solutions[static_cast<size_t>(piece_type[static_cast<size_t>(piece)])]
+                                [static_cast<size_t>(mesh_of_config[static_cast<size_t>(config)])];
+  const size_t level = static_cast<size_t>(configs[static_cast<size_t>(config)].level);
+  return levels[std::min(level, levels.size() - 1)];
+}
+
+Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering& clustering,
+                                       const Cluster& cluster, const PlannerOptions& options,
+                                       int64_t microbatches, int64_t device_memory,
+                                       const PlannerProgress& progress_base) {
+  StageCostTable t;
+  t.microbatches = microbatches;
+  t.device_memory = device_memory;
+  AssignPieces(graph, clustering, t);
+  const int32_t pieces = static_cast<int32_t>(t.piece_marker.size());
+
+  // Subgraphs and their types.
+  std::map<std::string, int32_t> type_of_key;
+  std::vector<int32_t> type_rep;               // per type: its first piece
+  std::vector<std::vector<int32_t>> local_of;  // per piece: full-graph op -> local op
+  for (int32_t p = 0; p < pieces; ++p) {
+    Result<Subgraph> sub = ExtractSubgraph(graph, t.op_piece, p, p);
+    if (!sub.ok()) return sub.status();
+    std::vector<int32_t> local(static_cast<size_t>(graph.size()), -1);
+    const Subgraph& s = sub.value();
+    for (int32_t l = 0; l < s.graph.size(); ++l) {
+      const int32_t o = s.origin[static_cast<size_t>(l)];
+      if (t.op_piece[static_cast<size_t>(o)] == p) local[static_cast<size_t>(o)] = l;
+    }
+    local_of.push_back(std::move(local));
+    auto [it, inserted] =
+        type_of_key.emplace(StructuralKey(s.graph), static_cast<int32_t>(type_rep.size()));
+    if (inserted) type_rep.push_back(p);
+    t.piece_type.push_back(it->second);
+    t.piece_graph.push_back(std::make_shared<const Subgraph>(std::move(sub).value()));
+  }
+  const int32_t types = static_cast<int32_t>(type_rep.size());
+
+  // Meshes: every logical shape of every submesh shape.
+  t.submeshes = EnumerateSubmeshShapes(cluster.hosts, cluster.devices_per_host);
+  std::vector<LogicalMesh> meshes;
+  std::vector<int32_t> mesh_submesh;
+  for (size_t s = 0; s < t.submeshes.size(); ++s) {
+    for (const std::vector<int64_t>& shape : EnumerateLogicalShapes(t.submeshes[s])) {
+      Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster, t.submeshes[s], shape);
+      if (!mesh.ok()) return mesh.status();
+      meshes.push_back(std::move(mesh).value());
+      mesh_submesh.push_back(static_cast<int32_t>(s));
+    }
+  }
+
+  // Intra-op solves: one task per (type, mesh), its memory levels in sequence.
+  int32_t most_pieces_per_group = 1;
+  for (int32_t g = 0; g < clustering.num_layers; ++g) {
+    most_pieces_per_group =
+        std::max(most_pieces_per_group, t.group_first_piece[static_cast<size_t>(g) + 1] -
+                                            t.group_first_piece[static_cast<size_t>(g)]);
+  }
+  t.solutions.assign(static_cast<size_t>(types),
+                     std::vector<std::vector<UnitProfile>>(meshes.size()));
+  const int64_t tasks = static_cast<int64_t>(types) * static_cast<int64_t>(meshes.size());
+  std::atomic<int64_t> done{0}, solves{0}, proven{0};
+  std::mutex progress_mu;
+  std::atomic<bool> cancelled{false};
+  const int32_t threads =
+      options.threads > 0
+          ? options.threads
+          : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+  Status st = RunParallel(tasks, threads, [&](int64_t task) -> Status {
+    if (cancelled.load() || (options.cancel && options.cancel->load())) {
+      cancelled = true;
+      return Status(StatusCode::kCancelled, "planning cancelled");
+    }
+    const int32_t type = static_cast<int32_t>(task / static_cast<int64_t>(meshes.size()));
+    const size_t m = static_cast<size_t>(task % static_cast<int64_t>(meshes.size()));
+    const Graph& g = t.piece_graph[static_cast<size_t>(type_rep[static_cast<size_t>(type)])]->graph;
+    AutoShardOptions o;
+    o.iteration_weight = 1.0 / static_cast<double>(microbatches);
+    o.solve.threads = 1;
+    o.solve.deterministic = true;
+    o.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
+    o.solve.relative_gap = options.intra_op_relative_gap;
+    o.solve.cancel = options.cancel;
+    auto& levels = t.solutions[static_cast<size_t>(type)][m];
+    for (int32_t level = 0; level <= options.memory_levels; ++level) {
+      if (level > 0) {
+        const int64_t peak = UnitPeak(levels.back());
+        if (peak * most_pieces_per_group <= cluster.device.memory_bytes) break;
+        o.memory_budget_bytes = peak / 2;
+        o.zero = ZeroMode::kSearch;  // sharding optimizer state is one way to meet it
+      }
+      Result<UnitProfile> p = ProfileUnit(g, meshes[m], cluster, o);
+      solves.fetch_add(1);
+      if (!p.ok()) {
+        if (level > 0 && p.status().code() == StatusCode::kInfeasible) break;
+        if (options.cancel && options.cancel->load()) {
+          return Status(StatusCode::kCancelled, "planning cancelled");
+        }
+        return Status(
+            p.status().code(),
+            "layer piece " +
+                std::to_string(
+                    t.piece_marker[static_cast<size_t>(type_rep[static_cast<size_t>(type)])]) +
+                " on mesh " + MeshShapeString(meshes[m].shape) + ": " + p.status().message());
+      }
+      if (p.value().sharding->status == SolveStatus::kOptimal) proven.fetch_add(1);
+      if (level > 0 && UnitPeak(p.value()) * 10 >= UnitPeak(levels.back()) * 9) break;
+      levels.push_back(std::move(p).value());
+    }
+    const int64_t finished = done.fetch_add(1) + 1;
+    if (options.on_progress) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      PlannerProgress pr = progress_base;
+      pr.phase = "intra-op";
+      pr.microbatches = microbatches;
+      pr.done = finished;
+      pr.total = tasks;
+      if (!options.on_progress(pr)) cancelled = true;
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  if (cancelled.load()) return Status(StatusCode::kCancelled, "planning cancelled");
+  t.solves = solves.load();
+  t.proven = proven.load();
+
+  // Configs: (mesh, level) for every level some type reached.
+  for (size_t m = 0; m < meshes.size(); ++m) {
+    size_t most = 1;
+    for (int32_t type = 0; type < types; ++type) {
+      most = std::max(most, t.solutions[static_cast<size_t>(type)][m].size());
+    }
+    for (size_t level = 0; level < most; ++level) {
+      for (bool remat : {false, true}) {
+        if ((remat && options.remat == RematMode::kOff) ||
+            (!remat && options.remat == RematMode::kOn)) {
+          continue;
+        }
+        t.configs.push_back({mesh_submesh[m], meshes[m], static_cast<int32_t>(level), remat});
+        t.mesh_of_config.push_back(static_cast<int32_t>(m));
+      }
+    }
+  }
+
+  // Edges between pieces and their resharding cost per config.
+  std::vector<PieceEdge> edges;
+  for (int32_t b = 0; b < pieces; ++b) {
+    const Subgraph& s = *t.piece_graph[static_cast<size_t>(b)];
+    for (int32_t l : s.boundary_inputs) {
+      const int32_t u = s.origin[static_cast<size_t>(l)];
+      const int32_t a = t.op_piece[static_cast<size_t>(u)];
+      if (a < 0 || a == b) continue;
+      edges.push_back({a, b, local_of[static_cast<size_t>(a)][static_cast<size_t>(u)], l});
+    }
+  }
+  const size_t nc = t.configs.size();
+  std::vector<double> edge_cost(edges.size() * nc, 0.0);
+  std::map<std::tuple<int32_t, int32_t, int32_t, int32_t, const UnitProfile*, const UnitProfile*>,
+           double>
+      memo;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    const PieceEdge& pe = edges[e];
+    const Op& op = t.piece_graph[static_cast<size_t>(pe.b)]->graph.op(pe.reader);
+    for (size_t c = 0; c < nc; ++c) {
+      const UnitProfile& pa = t.Solution(pe.a, static_cast<int32_t>(c));
+      const UnitProfile& pb = t.Solution(pe.b, static_cast<int32_t>(c));
+      const auto key = std::make_tuple(t.piece_type[static_cast<size_t>(pe.a)],
+                                       t.piece_type[static_cast<size_t>(pe.b)], pe.producer,
+                                       pe.reader, &pa, &pb);
+      auto it = memo.find(key);
+      if (it == memo.end()) {
+        const OpSharding& from = pa.sharding->ops[static_cast<size_t>(pe.producer)];
+        const OpSharding& to = pb.sharding->ops[static_cast<size_t>(pe.reader)];
+        ReshardOptions ro;
+        ro.cost_mode = CostMode::kRealUnits;
+        ro.alpa_compatible = false;
+        Result<ReshardPlan> plan =
+            PlanReshard(from.reader_layout ? *from.reader_layout : from.result, to.result, op.shape,
+                        DTypeBytes(op.dtype), t.configs[c].mesh, ro);
+        if (!plan.ok()) return plan.status();
+        it = memo.emplace(key, plan.value().cost).first;
+      }
+      edge_cost[e * nc + c] = it->second;
+    }
+  }
+
+  // Candidates.
+  const int32_t groups = clustering.num_layers;
+  for (size_t c = 0; c < nc; ++c) {
+    for (int32_t i = 0; i < groups; ++i) {
+      for (int32_t j = i; j < groups; ++j) {
+        const int32_t p0 = t.group_first_piece[static_cast<size_t>(i)];
+        const int32_t p1 = t.group_first_piece[static_cast<size_t>(j) + 1];  // exclusive
+        double latency = 0, overhead = 0;
+        int64_t persistent = 0, activation = 0, working = 0;
+        const bool remat = t.configs[c].remat;
+        for (int32_t p = p0; p < p1; ++p) {
+          const UnitProfile& u = t.Solution(p, static_cast<int32_t>(c));
+          latency += u.latency + (remat ? u.forward_latency : 0.0);
+          overhead += u.iteration_overhead;
+          persistent += u.persistent_bytes;
+          activation += remat ? u.checkpoint_bytes : u.activation_bytes;
+          working = std::max(working, u.working_bytes + (remat ? u.activation_bytes : 0));
+        }
+        for (size_t e = 0; e < edges.size(); ++e) {
+          const PieceEdge& pe = edges[e];
+          if (std::min(pe.a, pe.b) >= p0 && std::max(pe.a, pe.b) < p1) {
+            latency += edge_cost[e * nc + c];
+          }
+        }
+        StageCandidate cand;
+        cand.first_layer = i;
+        cand.last_layer = j;
+        cand.submesh = t.configs[c].submesh;
+        cand.config = static_cast<int32_t>(c);
+        cand.latency = latency;
+        cand.iteration_overhead = overhead;
+        const StageMemory memory{persistent, activation, working};
+        cand.max_stages_after = MaxStagesAfter(memory, device_memory, microbatches, groups);
+        t.candidates.push_back(cand);
+        t.candidate_memory.push_back(memory);
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace alpa

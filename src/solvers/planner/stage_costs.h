@@ -1,0 +1,94 @@
+// The stage cost table of the planner (REFERENCE §4) for one microbatch count B.
+//
+// Pieces: the graph's layer markers (or the layer groups when it has none). Each piece is cut
+// out as a subgraph (subgraph.h); pieces that are the same computation (StructuralKey) form
+// one type and are auto-sharded once per logical mesh, on all threads (unit_profile.h), with
+// iteration_weight 1 / B so that gradient synchronisation is priced once per iteration.
+//
+// Memory levels: level 0 solves without a memory budget; level l + 1 solves with half of
+// level l's peak as the budget and the ZeRO rewrite as a searched choice, and is only tried while
+// level l's peak times the most pieces in one layer group exceeds the cluster's device memory (a
+// stage of the largest group would not fit; the cluster's and not the planner's device memory
+// option, so that the cost table, and with it the smallest memory reported for an infeasible model,
+// does not depend on the option). A type that stops early uses its last level at higher ones.
+//
+// A stage candidate is (layer groups i..j, submesh, logical mesh, level): its latency sums the
+// pieces' per-microbatch latencies plus the resharding between consecutive pieces inside it
+// (the producer's layout into the layout the reader's solve chose); its memory is
+//     sum persistent + min(B, stages after + 1) * sum activations + max working.
+// With rematerialization (a config flag, searched both ways unless the options fix it) the
+// latency adds the pieces' forward latencies again, activations are the pieces' checkpoints
+// (their forward inputs), and the working memory is the largest piece's activations plus
+// temporaries, live while that piece is recomputed.
+// This composition is a feasible plan whose cost is exact for that plan; it is not proven
+// optimal across piece boundaries (each piece is solved with its boundary layouts free).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/logical_mesh.h"
+#include "core/status.h"
+#include "solvers/pipeline/layer_clustering.h"
+#include "solvers/pipeline/stage_dp.h"
+#include "solvers/planner/planner.h"
+#include "solvers/planner/subgraph.h"
+#include "solvers/planner/unit_profile.h"
+
+namespace alpa {
+
+struct StageMeshConfig {
+  int32_t submesh = 0;  // index into StageCostTable::submeshes
+  LogicalMesh mesh;
+  int32_t level = 0;
+  // Rematerialization: the stage keeps only its pieces' forward inputs per microbatch and
+  // recomputes each piece's forward before its backward.
+  bool remat = false;
+};
+
+// Memory of a stage per device: persistent + in flight * activation + working.
+struct StageMemory {
+  int64_t persistent = 0, activation = 0, working = 0;
+  int64_t With(int64_t in_flight) const { return persistent + in_flight * activation + working; }
+};
+
+// The most stages that may follow a stage of this memory on devices of `device_memory` bytes
+// when B microbatches run (1F1B keeps min(B, after + 1) in flight), capped at `cap`; -1 when
+// none.
+int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
+                       int32_t cap);
+
+struct StageCostTable {
+  int64_t microbatches = 1;
+  int64_t device_memory = 0;
+  std::vector<SubmeshShape> submeshes;
+  std::vector<StageMeshConfig> configs;    // StageCandidate::config indexes this
+  std::vector<int32_t> piece_marker;       // per piece: its layer marker (or group)
+  std::vector<int32_t> op_piece;           // per op: its piece, or -1
+  std::vector<int32_t> group_first_piece;  // per layer group, plus one past the end
+  std::vector<std::shared_ptr<const Subgraph>> piece_graph;
+  std::vector<int32_t> piece_type;
+  // [type][mesh index][level]; a mesh index is a config index at level 0 divided out (see
+  // Solution()).
+  std::vector<std::vector<std::vector<UnitProfile>>> solutions;
+  std::vector<int32_t> mesh_of_config;  // per config: its mesh index
+  // Every (layer group range, config); max_stages_after < 0 where it never fits.
+  std::vector<StageCandidate> candidates;
+  std::vector<StageMemory> candidate_memory;  // aligned with candidates
+  int64_t solves = 0, proven = 0;
+
+  // The profile piece p uses under config c.
+  const UnitProfile& Solution(int32_t piece, int32_t config) const;
+};
+
+// Errors: cancellation (kCancelled), an intra-op solve error. `progress_base` carries the
+// planner's phase / timing fields for progress reports.
+Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering& clustering,
+                                       const Cluster& cluster, const PlannerOptions& options,
+                                       int64_t microbatches, int64_t device_memory,
+                                       const PlannerProgress& progress_base);
+
+}  // namespace alpa

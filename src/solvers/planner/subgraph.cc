@@ -1,0 +1,124 @@
+// Subgraph extraction for the planner (subgraph.h).
+#include "solvers/planner/subgraph.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/graph_json.h"
+
+namespace alpa {
+namespace {
+
+bool IsConstantLike(const Op& op) {
+  return op.kind == OpKind::kConstant || op.kind == OpKind::kIota;
+}
+
+}  // namespace
+
+Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>& op_group,
+                                 int32_t first, int32_t last) {
+  if (op_group.size() != static_cast<size_t>(graph.size())) {
+    return InvalidArgument("subgraph: op_group has " + std::to_string(op_group.size()) +
+                           " entries for " + std::to_string(graph.size()) + " ops");
+  }
+  if (first > last) {
+    return InvalidArgument("subgraph: empty group range " + std::to_string(first) + ".." +
+                           std::to_string(last));
+  }
+  const size_t n = static_cast<size_t>(graph.size());
+  auto selected = [&](int32_t id) {
+    const int32_t g = op_group[static_cast<size_t>(id)];
+    return g >= first && g <= last;
+  };
+  // What is copied: the selection, plus (walking backwards, so users come before operands)
+  // parameters, constants and ungrouped ops that a copied op reads.
+  std::vector<char> copy(n, 0);
+  for (int32_t id = graph.size() - 1; id >= 0; --id) {
+    if (selected(id)) copy[static_cast<size_t>(id)] = 1;
+    if (!copy[static_cast<size_t>(id)]) continue;
+    for (int32_t u : graph.op(id).operands) {
+      const Op& operand = graph.op(u);
+      if (operand.kind == OpKind::kParameter || IsConstantLike(operand) ||
+          op_group[static_cast<size_t>(u)] < 0) {
+        copy[static_cast<size_t>(u)] = 1;
+      }
+    }
+  }
+
+  Subgraph sub;
+  std::vector<int32_t> local(n, -1);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    if (!copy[static_cast<size_t>(id)]) continue;
+    Op op = graph.op(id);
+    for (int32_t& u : op.operands) {
+      if (local[static_cast<size_t>(u)] < 0) {  // computed elsewhere: an input here
+        const Op& src = graph.op(u);
+        Op in;
+        in.kind = OpKind::kParameter;
+        in.shape = src.shape;
+        in.dtype = src.dtype;
+        in.role = TensorRole::kInput;
+        in.phase = src.phase;
+        in.layer = op.layer;
+        in.name = src.name;
+        local[static_cast<size_t>(u)] = sub.graph.size();
+        sub.boundary_inputs.push_back(sub.graph.size());
+        sub.origin.push_back(u);
+        sub.graph.ops.push_back(std::move(in));
+      }
+      u = local[static_cast<size_t>(u)];
+    }
+    if (op.alias_of >= 0) {
+      op.alias_of = local[static_cast<size_t>(op.alias_of)];  // an operand, so copied
+      if (op.alias_of < 0) {
+        return InvalidArgument("subgraph: " + DescribeOp(graph, id) +
+                               " updates a parameter it does not read");
+      }
+    }
+    local[static_cast<size_t>(id)] = sub.graph.size();
+    sub.origin.push_back(id);
+    sub.graph.ops.push_back(std::move(op));
+  }
+  if (sub.graph.ops.empty() || std::none_of(sub.origin.begin(), sub.origin.end(), selected)) {
+    return InvalidArgument("subgraph: groups " + std::to_string(first) + ".." +
+                           std::to_string(last) + " hold no op");
+  }
+
+  std::vector<char> is_output(static_cast<size_t>(sub.graph.size()), 0);
+  for (int32_t out : graph.outputs) {
+    const int32_t l = local[static_cast<size_t>(out)];
+    if (l >= 0 && selected(out) && !is_output[static_cast<size_t>(l)]) {
+      is_output[static_cast<size_t>(l)] = 1;
+      sub.graph.outputs.push_back(l);
+    }
+  }
+  std::vector<char> read_outside(n, 0);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    if (selected(id)) continue;
+    for (int32_t u : graph.op(id).operands) {
+      if (selected(u)) read_outside[static_cast<size_t>(u)] = 1;
+    }
+  }
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const int32_t l = local[static_cast<size_t>(id)];
+    if (!read_outside[static_cast<size_t>(id)] || l < 0) continue;
+    sub.boundary_outputs.push_back(l);
+    if (!is_output[static_cast<size_t>(l)]) {
+      is_output[static_cast<size_t>(l)] = 1;
+      sub.graph.outputs.push_back(l);
+    }
+  }
+  return sub;
+}
+
+std::string StructuralKey(const Graph& graph) {
+  Graph g = graph;
+  for (Op& op : g.ops) {
+    op.name.clear();
+    op.layer = 0;
+  }
+  Result<std::string> json = WriteGraphJson(g);
+  return json.ok() ? std::move(json).value() : std::string();
+}
+
+}  // namespace alpa

@@ -1,0 +1,42 @@
+// Cutting a training graph into pieces the planner solves on their own: the ops of a set of
+// layer groups as a standalone graph, with what they read from elsewhere turned into inputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/status.h"
+
+namespace alpa {
+
+struct Subgraph {
+  Graph graph;
+  std::vector<int32_t> origin;  // per op of `graph`: its op id in the full graph
+  // Ops of `graph` that stand for tensors computed outside the selection (activations and
+  // gradients of other groups): parameters with role kInput, in first-use order.
+  std::vector<int32_t> boundary_inputs;
+  // Ops of `graph` whose results the rest of the full graph reads (besides the full graph's
+  // own outputs, which stay outputs here).
+  std::vector<int32_t> boundary_outputs;
+};
+
+// The ops with op_group[id] in [first, last], in graph order, plus:
+//   - parameters they read from other groups, copied as they are (a tied weight is held by every
+//     group that reads it, as Megatron keeps the embedding on the first and the last stage);
+//   - constants and iotas they read, copied;
+//   - ops of no group (op_group -1: global optimizer state such as Adam's step counter) that
+//     they read, directly or through other such ops, copied;
+//   - any other tensor they read becomes a kInput parameter of the same shape and dtype.
+// Outputs: the full graph's outputs that were selected, then every selected op read outside the
+// selection. op_group must have one entry per op. Errors: kInvalidArgument when the range is
+// empty or selects no op.
+Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>& op_group,
+                                 int32_t first, int32_t last);
+
+// A key equal for two graphs exactly when they are the same computation: every field but op
+// names and layer markers (a byte string; compare keys, do not parse them).
+std::string StructuralKey(const Graph& graph);
+
+}  // namespace alpa

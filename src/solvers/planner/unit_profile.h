@@ -1,0 +1,43 @@
+// One piece of a pipeline stage (a layer group's subgraph) auto-sharded on one logical mesh,
+// reduced to what the stage DP needs: time per microbatch, time once per iteration, and
+// memory per device split by how it scales with the microbatches in flight.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/logical_mesh.h"
+#include "core/status.h"
+#include "solvers/auto_sharding/auto_sharding.h"
+
+namespace alpa {
+
+struct UnitProfile {
+  // Seconds per microbatch: forward and backward compute, their collectives and reshardings.
+  double latency = 0;
+  // The forward part of `latency` (what rematerialization runs again in the backward).
+  double forward_latency = 0;
+  // Seconds once per iteration: gradient synchronisation (all-reduce / reduce-scatter of
+  // gradients, ZeRO's all-gathers of new weights) and the optimizer update.
+  double iteration_overhead = 0;
+  // Bytes per device: weights, optimizer state and gradient accumulators (held all iteration).
+  int64_t persistent_bytes = 0;
+  // Bytes per device per microbatch in flight: forward results the backward reads.
+  int64_t activation_bytes = 0;
+  // Bytes per device at the peak beyond the two above (temporaries of one microbatch).
+  int64_t working_bytes = 0;
+  // Bytes per device per microbatch in flight under rematerialization: the forward inputs of
+  // the piece (activations from other pieces and data), from which its forward is recomputed.
+  int64_t checkpoint_bytes = 0;
+  std::shared_ptr<const AutoShardResult> sharding;
+};
+
+// Auto-shards `graph` (a subgraph from ExtractSubgraph) on `mesh` and profiles the result.
+// Errors as AutoShard's; kInfeasible when a memory budget cannot be met, kInternal naming
+// the mesh for any other result without an assignment.
+Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, const Cluster& cluster,
+                                const AutoShardOptions& options);
+
+}  // namespace alpa

@@ -1,0 +1,122 @@
+// Cutting layer pieces out of a training graph: inputs, outputs, copies, structural keys.
+#include "solvers/planner/subgraph.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "models/model_zoo.h"
+
+namespace alpa {
+namespace {
+
+Graph SmallGpt() {
+  Result<Graph> g = BuildModel("gpt:layers=3,hidden=64,heads=2,seq=16,vocab=128,batch=4");
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return std::move(g).value();
+}
+
+std::vector<int32_t> Markers(const Graph& g) {
+  std::vector<int32_t> m;
+  for (const Op& op : g.ops) m.push_back(op.layer);
+  return m;
+}
+
+TEST(Subgraph, BlockIsValidStandaloneGraphWithBoundaryInputsAndOutputs) {
+  const Graph g = SmallGpt();
+  const std::vector<int32_t> markers = Markers(g);
+  Result<Subgraph> sub = ExtractSubgraph(g, markers, 2, 2);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  const Subgraph& s = sub.value();
+  EXPECT_TRUE(ValidateGraph(s.graph).ok());
+  // Every op of marker 2 is there, once.
+  std::set<int32_t> origins;
+  for (size_t l = 0; l < s.origin.size(); ++l) {
+    if (g.op(s.origin[l]).layer == 2) {
+      EXPECT_TRUE(origins.insert(s.origin[l]).second);
+    }
+  }
+  int64_t expected = 0;
+  for (const Op& op : g.ops) expected += op.layer == 2 ? 1 : 0;
+  EXPECT_EQ(static_cast<int64_t>(origins.size()), expected);
+  // Block 2 reads the residual stream of block 1 (forward) and the gradient from block 3
+  // (backward): both are inputs of the piece, of the producer's shape and dtype.
+  ASSERT_EQ(s.boundary_inputs.size(), 2u);
+  bool forward = false, backward = false;
+  for (int32_t l : s.boundary_inputs) {
+    const Op& in = s.graph.op(l);
+    const Op& src = g.op(s.origin[static_cast<size_t>(l)]);
+    EXPECT_EQ(in.kind, OpKind::kParameter);
+    EXPECT_EQ(in.role, TensorRole::kInput);
+    EXPECT_EQ(in.shape, src.shape);
+    EXPECT_EQ(in.dtype, src.dtype);
+    EXPECT_NE(src.layer, 2);
+    forward = forward || src.phase == Phase::kForward;
+    backward = backward || src.phase == Phase::kBackward;
+  }
+  EXPECT_TRUE(forward && backward);
+  // Its outputs: the residual for block 3, the gradient for block 1, and its weight updates.
+  ASSERT_EQ(s.boundary_outputs.size(), 2u);
+  int64_t updates = 0;
+  for (int32_t out : s.graph.outputs) updates += s.graph.op(out).alias_of >= 0 ? 1 : 0;
+  EXPECT_GT(updates, 0);
+}
+
+TEST(Subgraph, IdenticalBlocksShareAStructuralKey) {
+  const Graph g = SmallGpt();
+  const std::vector<int32_t> markers = Markers(g);
+  std::vector<std::string> keys;
+  for (int32_t m = 0; m <= 4; ++m) {
+    Result<Subgraph> sub = ExtractSubgraph(g, markers, m, m);
+    ASSERT_TRUE(sub.ok()) << sub.status().message();
+    keys.push_back(StructuralKey(sub.value().graph));
+  }
+  EXPECT_EQ(keys[1], keys[2]);
+  EXPECT_EQ(keys[2], keys[3]);
+  EXPECT_NE(keys[0], keys[1]);  // the embedding
+  EXPECT_NE(keys[4], keys[1]);  // the head
+  EXPECT_NE(keys[0], keys[4]);
+}
+
+TEST(Subgraph, TiedEmbeddingIsCopiedIntoTheHead) {
+  const Graph g = SmallGpt();
+  const std::vector<int32_t> markers = Markers(g);
+  Result<Subgraph> head = ExtractSubgraph(g, markers, 4, 4);
+  ASSERT_TRUE(head.ok());
+  bool embedding_weight = false;
+  for (size_t l = 0; l < head.value().origin.size(); ++l) {
+    const Op& op = g.op(head.value().origin[l]);
+    if (op.layer == 0 && op.kind == OpKind::kParameter && op.role == TensorRole::kParameter) {
+      embedding_weight = true;
+      EXPECT_EQ(head.value().graph.op(static_cast<int32_t>(l)).role, TensorRole::kParameter);
+    }
+  }
+  EXPECT_TRUE(embedding_weight);
+}
+
+TEST(Subgraph, RangesCoverSeveralMarkers) {
+  const Graph g = SmallGpt();
+  const std::vector<int32_t> markers = Markers(g);
+  Result<Subgraph> all = ExtractSubgraph(g, markers, 0, 4);
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all.value().boundary_inputs.empty());
+  EXPECT_TRUE(all.value().boundary_outputs.empty());
+  EXPECT_TRUE(ValidateGraph(all.value().graph).ok());
+}
+
+TEST(Subgraph, BadRangesAreErrors) {
+  const Graph g = SmallGpt();
+  const std::vector<int32_t> markers = Markers(g);
+  Result<Subgraph> empty = ExtractSubgraph(g, markers, 3, 2);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  Result<Subgraph> none = ExtractSubgraph(g, markers, 7, 9);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("hold no op"), std::string::npos);
+  Result<Subgraph> short_groups = ExtractSubgraph(g, {0, 1}, 0, 0);
+  ASSERT_FALSE(short_groups.ok());
+  EXPECT_NE(short_groups.status().message().find("op_group"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace alpa
