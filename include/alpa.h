@@ -759,6 +759,176 @@ ALPA_API int32_t alpa_sharding_plan_op_spec(alpa_buffer** out, const alpa_shardi
 ALPA_API int32_t alpa_sharding_plan_to_json(alpa_buffer** out, const alpa_sharding_plan* plan,
                                             alpa_error** err);
 
+/* ---- Pipeline planning --------------------------------------------------------------------- */
+/*
+ * Alpa's two-level search (docs/planner.md): layers clustered from the graph's layer markers,
+ * every distinct layer auto-sharded on every logical mesh of every submesh shape, stage
+ * candidates composed from them, and the stage DP choosing stages, submeshes and logical meshes
+ * that minimise the iteration time of a 1F1B pipeline within the device memory. Lifecycle:
+ *
+ *   alpa_cluster* c;  alpa_cluster_create_preset(&c, "p3.16xlarge", 2, &err);
+ *   alpa_plan* plan;  alpa_plan_model(&plan, "gpt-2.6b", c, NULL, &err);
+ *   alpa_plan_iteration_seconds(plan), alpa_plan_stage_count(plan), alpa_plan_stage(...), ...
+ *   alpa_plan_to_json(&buffer, plan, 0, &err);
+ *   alpa_plan_destroy(plan); alpa_cluster_destroy(c);
+ *
+ * A plan is immutable and may be shared between threads. It keeps its own copy of the planned
+ * graph (one microbatch; alpa_plan_graph_copy), whose op ids the per-op accessors use.
+ */
+typedef struct alpa_plan_options alpa_plan_options;
+
+/* Planner option keys (pinned values). */
+#define ALPA_PLAN_OPT_NUM_LAYERS 1          /* int >= 0, default 0: the graph's layers, <= 16 */
+#define ALPA_PLAN_OPT_MICROBATCHES 2        /* int >= 0, default 0: searched (powers of two) */
+#define ALPA_PLAN_OPT_MAX_MICROBATCHES 3    /* int >= 1, default 1024: the search's largest */
+#define ALPA_PLAN_OPT_THREADS 4             /* int 0..4096, default 0: all hardware threads */
+#define ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT 5 /* double > 0 seconds per intra-op solve, 0.5 */
+#define ALPA_PLAN_OPT_INTRA_OP_GAP 6        /* double >= 0, default 0.01 (relative) */
+#define ALPA_PLAN_OPT_MEMORY_LEVELS 7       /* int >= 0, default 3 (docs/planner.md) */
+#define ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES 8 /* int >= 0, default 0: the cluster's device memory */
+#define ALPA_PLAN_OPT_CLUSTERING_DELTA 9    /* double >= 0, default 0.5: FLOPs balance slack */
+#define ALPA_PLAN_OPT_REMAT 10              /* ALPA_REMAT_*, default ALPA_REMAT_SEARCH */
+#define ALPA_PLAN_OPT_INTRA_OP_EXACT 11     /* 0/1, default 0: local search only; 1: GLPK proves */
+
+#define ALPA_REMAT_SEARCH 0 /* per stage: rematerialize (recompute the forward) or not */
+#define ALPA_REMAT_OFF 1
+#define ALPA_REMAT_ON 2
+
+/* Defaults as listed above. Caller frees *out with alpa_plan_options_destroy. */
+ALPA_API int32_t alpa_plan_options_create(alpa_plan_options** out, alpa_error** err);
+ALPA_API void alpa_plan_options_destroy(alpa_plan_options* options);
+/* Sets one option; ALPA_ERR_INVALID_ARGUMENT (naming the key: "plan option microbatches: must be
+ * >= 0 (got -1)") for an unknown key or a value out of range, leaving the option unchanged.
+ * set_double accepts integral values for integer keys; set_int accepts any key. */
+ALPA_API int32_t alpa_plan_options_set_int(alpa_plan_options* options, int32_t key, int64_t value,
+                                           alpa_error** err);
+ALPA_API int32_t alpa_plan_options_set_double(alpa_plan_options* options, int32_t key, double value,
+                                              alpa_error** err);
+/* By name: "num_layers", "microbatches", "max_microbatches", "threads",
+ * "intra_op_time_limit_seconds", "intra_op_gap", "memory_levels", "device_memory_bytes",
+ * "clustering_delta", "intra_op_exact" (0/1/true/false), "remat" ("search" / "off" / "on" or the
+ * number). Integer options take an integer in any strtod form ("16e9"). Errors as for set_int, and
+ * for an unknown name or text that is not a number. */
+ALPA_API int32_t alpa_plan_options_set_by_name(alpa_plan_options* options, const char* name,
+                                               const char* value, alpa_error** err);
+/* Cancel token (may be NULL to remove); it must outlive every planning call using it. */
+ALPA_API int32_t alpa_plan_options_set_cancel_token(alpa_plan_options* options,
+                                                    alpa_cancel_token* token, alpa_error** err);
+
+/* Progress of a planning call (version 1). */
+typedef struct alpa_plan_progress {
+  size_t struct_size;   /* sizeof(alpa_plan_progress) of the library that filled it */
+  int32_t version;      /* 1 */
+  double seconds;       /* since the call started */
+  const char* phase;    /* "build", "cluster", "intra-op", "dp" (static storage) */
+  int64_t microbatches; /* the microbatch count being planned */
+  int64_t done, total;  /* intra-op solves finished / scheduled for it */
+} alpa_plan_progress;
+/* Runs on the calling thread only (intra-op solves run on worker threads too; the calling
+ * thread reports the count of all finished ones as it finishes its own, and once at the end).
+ * A non-zero return cancels the call (ALPA_ERR_CANCELLED). */
+typedef int32_t (*alpa_plan_progress_fn)(void* user_data, const alpa_plan_progress* progress);
+ALPA_API int32_t alpa_plan_options_set_progress(alpa_plan_options* options,
+                                                alpa_plan_progress_fn fn, void* user_data,
+                                                alpa_error** err);
+
+typedef struct alpa_plan alpa_plan;
+
+/* Plans a model-zoo spec (alpa_graph_from_model's; its batch is the global batch the
+ * microbatches split) on a cluster. options may be NULL (defaults). Errors:
+ * ALPA_ERR_INVALID_ARGUMENT (NULL out / spec / cluster, a bad spec or option, microbatches that
+ * do not divide the batch), ALPA_ERR_INFEASIBLE (no plan fits the device memory; the message
+ * gives the smallest device memory that fits, when one does), ALPA_ERR_CANCELLED. Caller frees
+ * *out with alpa_plan_destroy. */
+ALPA_API int32_t alpa_plan_model(alpa_plan** out, const char* model_spec,
+                                 const alpa_cluster* cluster, const alpa_plan_options* options,
+                                 alpa_error** err);
+/* Plans a finalized graph of one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when 0). Its
+ * ops' layer markers (alpa_graph_add_ops) are the layers; without them ops are clustered. Same
+ * errors, plus ALPA_ERR_INVALID_GRAPH. */
+ALPA_API int32_t alpa_plan_graph(alpa_plan** out, const alpa_graph* graph,
+                                 const alpa_cluster* cluster, const alpa_plan_options* options,
+                                 alpa_error** err);
+ALPA_API void alpa_plan_destroy(alpa_plan* plan);
+
+/* Scalars (NaN / 0 for NULL). Iteration time: sum over stages of (latency + once-per-iteration
+ * overhead) + (microbatches - 1) * the largest stage latency. */
+ALPA_API double alpa_plan_iteration_seconds(const alpa_plan* plan);
+ALPA_API double alpa_plan_compile_seconds(const alpa_plan* plan);
+ALPA_API int64_t alpa_plan_microbatches(const alpa_plan* plan);
+ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan); /* max over stages */
+ALPA_API double alpa_plan_tflops_per_device(const alpa_plan* plan);
+ALPA_API int32_t alpa_plan_stage_count(const alpa_plan* plan);
+/* The planned microbatch graph (a finalized copy). Caller frees *out with alpa_graph_destroy. */
+ALPA_API int32_t alpa_plan_graph_copy(alpa_graph** out, const alpa_plan* plan, alpa_error** err);
+
+/* One pipeline stage (version 1). */
+typedef struct alpa_stage_info {
+  size_t struct_size;              /* bytes the library wrote */
+  int32_t version;                 /* 1 */
+  int32_t first_layer, last_layer; /* layer groups, inclusive */
+  int64_t submesh_hosts, submesh_devices_per_host;
+  int32_t logical_ndim;                   /* 1 or 2 */
+  int64_t logical_mesh[2];                /* unused entries 1 */
+  int64_t devices;                        /* submesh_hosts * submesh_devices_per_host */
+  int64_t data_parallel, tensor_parallel; /* degrees; product = devices */
+  int32_t zero;                      /* 1: optimizer state sharded over data-parallel devices */
+  int32_t remat;                     /* 1: forward recomputed in the backward */
+  double latency_seconds;            /* one microbatch, forward + backward */
+  double iteration_overhead_seconds; /* gradient synchronisation and update, once */
+  int64_t memory_bytes;              /* per device at its peak */
+  int64_t in_flight;                 /* microbatches of activations it holds (1F1B) */
+} alpa_stage_info;
+/* Fills *out (element_size = sizeof(alpa_stage_info); the library writes the first
+ * min(element_size, its own size) bytes). ALPA_ERR_INVALID_ARGUMENT for NULLs, a stage out of
+ * range or element_size below version 1's size. */
+ALPA_API int32_t alpa_plan_stage(alpa_stage_info* out, size_t element_size, const alpa_plan* plan,
+                                 int32_t stage, alpa_error** err);
+/* Count-then-fill: the stage's physical device ids (host * devices_per_host + local index).
+ * Returns the count (0 for NULL or a stage out of range). */
+ALPA_API int64_t alpa_plan_stage_devices(const alpa_plan* plan, int32_t stage, int64_t* out,
+                                         int64_t capacity);
+/* Count-then-fill: per op of the planned graph, the stage that computes it (-1 for ops of no
+ * layer, such as a global step counter, which every stage that needs them computes). */
+ALPA_API int64_t alpa_plan_op_stages(const alpa_plan* plan, int32_t* out, int64_t capacity);
+/* The layout and strategy of op `op` on its stage's logical mesh as text, e.g.
+ * "S0 R S1  (strategy: S0 = S0 x R @ {0})"; "" for ops of no stage and free / fused ops.
+ * Caller frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_plan_op_spec(alpa_buffer** out, const alpa_plan* plan, int32_t op,
+                                   alpa_error** err);
+/* Count-then-fill over the collectives a stage inserts, piece (layer) after piece, each in
+ * execution order (element_size and return values as alpa_sharding_plan_collectives; 0 for a
+ * stage out of range). tensor / consumer are op ids of the planned graph: a tensor the stage
+ * receives from another stage (or a parameter it shares) is named by the op that computes it
+ * there; consumer -1 as in alpa_collective. */
+ALPA_API int64_t alpa_plan_stage_collectives(const alpa_plan* plan, int32_t stage,
+                                             alpa_collective* out, int64_t capacity,
+                                             size_t element_size);
+
+/* A tensor one stage sends another each microbatch (version 1). */
+typedef struct alpa_transfer {
+  size_t struct_size;
+  int32_t version; /* 1 */
+  int32_t from_stage, to_stage;
+  int32_t tensor; /* op id in the planned graph */
+  int64_t bytes;  /* the whole tensor */
+  double seconds; /* estimate: bytes over the slower link between the two submeshes */
+} alpa_transfer;
+/* Count-then-fill over the cross-stage transfers (element_size as for alpa_plan_stage; -1 when
+ * capacity > 0 and out is NULL or element_size too small). */
+ALPA_API int64_t alpa_plan_transfers(const alpa_plan* plan, alpa_transfer* out, int64_t capacity,
+                                     size_t element_size);
+/* Count-then-fill over a stage's 1F1B schedule: out[2*i] = 0 forward / 1 backward, out[2*i+1] =
+ * microbatch (0..B-1). Returns the number of ints (2 * tasks = 4 * microbatches: each microbatch
+ * once forward, later once backward); 0 for NULL or a stage out of range. */
+ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out,
+                                          int64_t capacity);
+/* The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers,
+ * compile time split); detail 1: also each stage's per-op strategies and collectives; other
+ * values: ALPA_ERR_INVALID_ARGUMENT. Caller frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
+                                   alpa_error** err);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

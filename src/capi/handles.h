@@ -14,6 +14,7 @@
 #include "core/sharding_problem.h"
 #include "core/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
+#include "solvers/planner/planner.h"
 #include "solvers/sharding/sharding_solver.h"
 
 // Clusters and logical meshes (src/capi/cluster.cc); immutable once created.
@@ -67,6 +68,25 @@ struct alpa_solution {
 struct alpa_sharding_plan {
   alpa::Graph graph;
   alpa::AutoShardResult result;
+};
+
+// Pipeline-planner options (src/capi/plan.cc). `options` never holds callbacks: on_progress and
+// cancel are built from the C callback and token at each call.
+struct alpa_plan_options {
+  alpa::PlannerOptions options;
+  alpa_cancel_token* cancel = nullptr;
+  alpa_plan_progress_fn progress = nullptr;
+  void* progress_user_data = nullptr;
+};
+
+// A pipeline plan (src/capi/plan.cc): the plan (which owns its microbatch graph), a copy of the
+// cluster and the model name (for the JSON form), and where each op of the graph is computed.
+// Immutable once made.
+struct alpa_plan {
+  alpa::PipelinePlan plan;
+  alpa::Cluster cluster;
+  std::string model;
+  std::vector<alpa::PlanOpSite> sites;  // PlanOpSites(plan)
 };
 
 namespace alpa::capi {

@@ -171,5 +171,26 @@ expect shard_bad_alpha 1 'error: --alpha: "1,x"' -- "$alpa" shard --model "$mlp"
 expect shard_mesh_too_big 1 'error: --mesh: .*hosts' -- "$alpa" shard --model "$mlp" --mesh 4x4 --cluster p3.16xlarge:hosts=1
 expect shard_bad_threads 1 'threads' -- "$alpa" shard "${dp[@]}" --threads -1
 
+# alpa plan: pipeline stages on a cluster.
+gpt=gpt:layers=2,hidden=128,heads=2,seq=64,vocab=512,batch=8
+plan=(--model "$gpt" --cluster p3.16xlarge:1 --intra-op-time-limit 60)
+expect plan_json 0 '^\{"cluster".*"iteration_seconds":[0-9.e+-]+.*"stages":\[\{.*"layers":\[0,' -- "$alpa" plan "${plan[@]}" --json
+expect plan_json_fields 0 '"compile_seconds".*"microbatches".*"peak_memory_bytes"' -- "$alpa" plan "${plan[@]}" --json
+expect plan_text_time 0 '^predicted iteration time +[0-9.]+ (s|ms|us)' -- "$alpa" plan "${plan[@]}"
+expect plan_text_stages 0 '^Plan: [0-9]+ pipeline stages?, [0-9]+ microbatches' -- "$alpa" plan "${plan[@]}"
+expect plan_text_memory 0 '^peak memory per device +[0-9.]+ [KMG]iB of 16.00 GiB' -- "$alpa" plan "${plan[@]}"
+expect plan_progress 0 '^# .*intra-op solves [0-9]+/[0-9]+' -- "$alpa" plan "${plan[@]}"
+expect_no plan_quiet '^#' -- "$alpa" plan "${plan[@]}" -q
+expect plan_fixed_b 0 '^Plan: .*, 4 microbatches' -- "$alpa" plan "${plan[@]}" -B 4
+expect plan_output 0 "wrote $tmp/plan.json" -- "$alpa" plan "${plan[@]}" -o "$tmp/plan.json" -q
+expect plan_output_detail 0 '"strategy"' -- cat "$tmp/plan.json"
+expect plan_six_per_host 0 '^Plan: ' -- "$alpa" plan --model "$gpt" --cluster p3.16xlarge:hosts=1,devices_per_host=6 -q
+expect plan_bad_b 1 'error: .*divide' -- "$alpa" plan "${plan[@]}" -B 3
+expect plan_zero_b 1 'error: --microbatches' -- "$alpa" plan "${plan[@]}" -B -1
+expect plan_infeasible 2 'smallest device memory that fits a plan is' -- "$alpa" plan "${plan[@]}" --device-memory 1000 -B 4
+expect plan_bad_cluster 1 'error: --cluster' -- "$alpa" plan --model "$gpt" --cluster nosuch:2
+expect plan_bad_model 1 'error: .*nosuchnet' -- "$alpa" plan --model nosuchnet
+expect plan_bad_remat 1 'error: --remat' -- "$alpa" plan "${plan[@]}" --remat sometimes
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -1,8 +1,10 @@
 // Output helpers shared by the `alpa` subcommands (see cli_output.h).
 #include "cli_output.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace alpa_cli {
 
@@ -60,6 +62,52 @@ const char* SolveStatusName(int32_t status) {
     default:
       return "no_solution";
   }
+}
+
+// "16GiB" -> 17179869184, "1e9" -> 1000000000, "512MB" -> 512000000. Suffixes (any case):
+// KB MB GB TB are powers of 1000; K M G T, KiB MiB GiB TiB powers of 1024; B is bytes.
+bool ParseBytes(const std::string& text, int64_t* out) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || end == text.c_str() || !std::isfinite(value) || value < 0) {
+    return false;
+  }
+  std::string suffix(end);
+  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!suffix.empty() && suffix[0] == ' ') suffix.erase(0, 1);
+  static const struct {
+    const char* suffix;
+    double scale;
+  } kScales[] = {{"", 1},
+                 {"b", 1},
+                 {"k", 1024.0},
+                 {"kib", 1024.0},
+                 {"kb", 1e3},
+                 {"m", 1048576.0},
+                 {"mib", 1048576.0},
+                 {"mb", 1e6},
+                 {"g", 1073741824.0},
+                 {"gib", 1073741824.0},
+                 {"gb", 1e9},
+                 {"t", 1099511627776.0},
+                 {"tib", 1099511627776.0},
+                 {"tb", 1e12}};
+  for (const auto& s : kScales) {
+    if (suffix == s.suffix) {
+      const double bytes = std::floor(value * s.scale);
+      if (!(bytes < 9.2233720368547758e18)) return false;
+      *out = static_cast<int64_t>(bytes);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  std::fclose(f);
+  return true;
 }
 
 }  // namespace alpa_cli

@@ -26,4 +26,11 @@ std::string Bytes(double bytes, int decimals);
 // "optimal", "feasible", "infeasible", "cancelled", "invalid_input", "no_solution".
 const char* SolveStatusName(int32_t status);
 
+// "16GiB" -> 17179869184, "1e9" -> 1000000000, "512MB" -> 512000000. Suffixes (any case):
+// KB MB GB TB are powers of 1000; K M G T, KiB MiB GiB TiB powers of 1024; B is bytes.
+bool ParseBytes(const std::string& text, int64_t* out);
+
+// Whether `path` names a file that can be opened for reading.
+bool IsFile(const std::string& path);
+
 }  // namespace alpa_cli

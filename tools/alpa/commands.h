@@ -1,6 +1,7 @@
 // The `alpa` command-line program: one function per subcommand. A thin client of alpa.h.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace alpa_cli {
@@ -53,6 +54,26 @@ struct ShardArgs {
 // Auto-shards a graph on one logical mesh and prints the plan (or one JSON object with --json,
 // last line). Exit code: 0 a plan was found, 2 infeasible / none found, 1 bad input (stderr).
 int RunShard(const ShardArgs& args);
+
+struct PlanArgs {
+  std::string model;               // a model-zoo spec (default gpt-2.6b when no --file), or
+  std::string file;                // a graph JSON file (one microbatch)
+  std::string cluster;             // "PRESET:HOSTS", a preset spec or a cluster JSON file
+  int64_t microbatches = 0;        // 0: searched
+  int32_t layers = 0;              // layer groups; 0: the graph's layers, at most 16
+  std::string remat;               // "", "search", "off", "on"
+  std::string device_memory;       // bytes per device ("16GiB"); empty: the cluster's
+  double intra_op_time_limit = 0;  // <= 0: the library's default
+  bool exact = false;              // intra-op solves proven by GLPK
+  int threads = 0;
+  std::string output;  // write the detailed plan JSON here
+  bool json = false;   // print the summary JSON as the last line
+  bool quiet = false;
+};
+// Plans a model on a cluster (Alpa's two-level search) and prints a readable summary, or one
+// JSON object with --json (last line). Exit code: 0 a plan was found, 2 no plan fits the
+// device memory, 1 bad input (stderr).
+int RunPlan(const PlanArgs& args);
 
 // Lists the model-zoo presets (name, family, nominal size, GPUs) and each family's keys.
 int RunModels(bool json);

@@ -1,10 +1,11 @@
 // alpa: command-line front end of libalpa.
-//   alpa                                   solve the embedded default problem (IOPDDL G)
+//   alpa                                   the main job: alpa plan on its embedded default
 //   alpa solve FILE [TIMEOUT] [--json]     solve a sharding problem (IOPDDL or Alpa JSON)
 //   alpa evaluate FILE "[0, 0, 2, 1, 0]"   cost of an assignment, or the violated constraint
 //   alpa graph --model SPEC | --file F     graph statistics [--json] or the graph JSON [-o F]
 //   alpa models [--json]                   model-zoo presets and family keys
 //   alpa shard --model SPEC --mesh 2x4     auto-shard a graph on one logical mesh
+//   alpa plan [--model SPEC] [--cluster P:N] pipeline stages + sharding (Alpa's two levels)
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -102,6 +103,32 @@ int main(int argc, char** argv) {
   shard->add_flag("--json", shard_args.json, "Print the plan as one JSON object (last line)");
   shard->add_flag("-q,--quiet", shard_args.quiet, "No progress lines");
 
+  alpa_cli::PlanArgs plan_args;
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Plan pipeline stages and their sharding on a cluster (the default job)");
+  plan->add_option("--model", plan_args.model, "Model-zoo spec or preset (default gpt-2.6b)");
+  plan->add_option("--file", plan_args.file, "Graph JSON file (one microbatch)")
+      ->excludes(plan->get_option("--model"));
+  plan->add_option("--cluster", plan_args.cluster,
+                   "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
+                   "(default p3.16xlarge:2)");
+  plan->add_option("--microbatches,-B", plan_args.microbatches,
+                   "Microbatches (default: searched over powers of two)");
+  plan->add_option("--layers", plan_args.layers, "Layer groups (default: the graph's, <= 16)")
+      ->check(CLI::Range(0, 1 << 20));
+  plan->add_option("--remat", plan_args.remat, "Rematerialization: search (default), off, on");
+  plan->add_option("--device-memory", plan_args.device_memory,
+                   "Device memory to fit (e.g. 16GiB; default: the cluster's)");
+  plan->add_flag("--exact", plan_args.exact,
+                 "Prove every intra-op solve with GLPK (default: local search alone)");
+  plan->add_option("--intra-op-time-limit", plan_args.intra_op_time_limit,
+                   "Seconds per intra-op solve with --exact (default 0.5)")
+      ->check(CLI::NonNegativeNumber);
+  plan->add_option("--threads", plan_args.threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
+  plan->add_option("-o,--output", plan_args.output, "Write the detailed plan JSON to this file");
+  plan->add_flag("--json", plan_args.json, "Print the plan summary as one JSON object (last line)");
+  plan->add_flag("-q,--quiet", plan_args.quiet, "No progress lines");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -114,10 +141,7 @@ int main(int argc, char** argv) {
   if (*graph) return alpa_cli::RunGraph(graph_args);
   if (*models) return alpa_cli::RunModels(models_json);
   if (*shard) return alpa_cli::RunShard(shard_args);
-  // No subcommand: the main job on its embedded default.
-  std::printf("# alpa %s: solving the embedded default problem (IOPDDL benchmark G, 816 nodes)\n",
-              alpa_version_string());
-  alpa_cli::SolveArgs defaults;
-  defaults.timeout_seconds = 60;
-  return alpa_cli::RunSolve(defaults);
+  // `alpa plan` with its embedded default (gpt-2.6b on two p3.16xlarge hosts) is the main job;
+  // `alpa` alone runs it too.
+  return alpa_cli::RunPlan(plan_args);
 }

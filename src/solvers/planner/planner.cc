@@ -185,7 +185,11 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
                            t.piece_graph[static_cast<size_t>(p)],
                            t.Solution(p, c.config).sharding});
     }
-    const StagePiece& lead = st.pieces.front();
+    // Degrees as the stage's heaviest piece shards (an embedding may not split the batch).
+    const StagePiece& lead = *std::max_element(
+        st.pieces.begin(), st.pieces.end(), [](const StagePiece& a, const StagePiece& b) {
+          return a.sharding->compute_cost < b.sharding->compute_cost;
+        });
     st.data_parallel = DataParallelDegree(*lead.subgraph, *lead.sharding, st.logical_mesh);
     st.tensor_parallel = st.submesh.num_devices() / std::max<int64_t>(1, st.data_parallel);
     st.zero = std::any_of(st.pieces.begin(), st.pieces.end(), [](const StagePiece& sp) {
@@ -214,8 +218,9 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
       const StagePiece& producer = from.pieces[static_cast<size_t>(
           a - t.group_first_piece[static_cast<size_t>(from.first_layer)])];
       for (int32_t pl = 0; pl < producer.subgraph->graph.size(); ++pl) {
-        if (producer.subgraph->origin[static_cast<size_t>(pl)] == u) {
-          tr.from_spec = producer.sharding->ops[static_cast<size_t>(pl)].result;
+        const OpSharding& o = producer.sharding->ops[static_cast<size_t>(pl)];
+        if (producer.subgraph->origin[static_cast<size_t>(pl)] == u && !o.free && !o.fused) {
+          tr.from_spec = o.reader_layout ? *o.reader_layout : o.result;
         }
       }
       const StagePiece& reader = to.pieces[static_cast<size_t>(

@@ -109,6 +109,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
                                        const Cluster& cluster, const PlannerOptions& options,
                                        int64_t microbatches, int64_t device_memory,
                                        const PlannerProgress& progress_base) {
+  const auto start = std::chrono::steady_clock::now();
   StageCostTable t;
   t.microbatches = microbatches;
   t.device_memory = device_memory;
@@ -167,6 +168,9 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
       options.threads > 0
           ? options.threads
           : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+  // Progress is reported from the calling thread only (it runs tasks too): at each of its own
+  // finished tasks, with the count of all finished ones.
+  const std::thread::id caller = std::this_thread::get_id();
   Status st = RunParallel(tasks, threads, [&](int64_t task) -> Status {
     if (cancelled.load() || (options.cancel && options.cancel->load())) {
       cancelled = true;
@@ -179,6 +183,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
     o.iteration_weight = 1.0 / static_cast<double>(microbatches);
     o.solve.threads = 1;
     o.solve.deterministic = true;
+    o.solve.heuristic_only = !options.intra_op_exact;
     o.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
     o.solve.relative_gap = options.intra_op_relative_gap;
     o.solve.cancel = options.cancel;
@@ -209,9 +214,10 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
       levels.push_back(std::move(p).value());
     }
     const int64_t finished = done.fetch_add(1) + 1;
-    if (options.on_progress) {
+    if (options.on_progress && std::this_thread::get_id() == caller) {
       std::lock_guard<std::mutex> lock(progress_mu);
       PlannerProgress pr = progress_base;
+      pr.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       pr.phase = "intra-op";
       pr.microbatches = microbatches;
       pr.done = finished;
@@ -222,6 +228,14 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   });
   if (!st.ok()) return st;
   if (cancelled.load()) return Status(StatusCode::kCancelled, "planning cancelled");
+  if (options.on_progress) {
+    PlannerProgress pr = progress_base;
+    pr.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    pr.phase = "intra-op";
+    pr.microbatches = microbatches;
+    pr.done = pr.total = tasks;
+    if (!options.on_progress(pr)) return Status(StatusCode::kCancelled, "planning cancelled");
+  }
   t.solves = solves.load();
   t.proven = proven.load();
 
@@ -269,8 +283,12 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
                                        t.piece_type[static_cast<size_t>(pe.b)], pe.producer,
                                        pe.reader, &pa, &pb);
       auto it = memo.find(key);
+      const OpSharding& from = pa.sharding->ops[static_cast<size_t>(pe.producer)];
+      if (from.free || from.fused) {  // made locally in any layout: nothing to move
+        edge_cost[e * nc + c] = 0;
+        continue;
+      }
       if (it == memo.end()) {
-        const OpSharding& from = pa.sharding->ops[static_cast<size_t>(pe.producer)];
         const OpSharding& to = pb.sharding->ops[static_cast<size_t>(pe.reader)];
         ReshardOptions ro;
         ro.cost_mode = CostMode::kRealUnits;

@@ -214,7 +214,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
     LocalSearchOptions search_options;
     search_options.seed = 1;
     if (incumbent.found()) search_options.start = incumbent.assignment();
-    if (options.deterministic || !large) {
+    if (options.deterministic || (!large && !options.heuristic_only)) {
       search_options.max_moves =
           kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
     }
@@ -223,7 +223,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
       return !stop.set();
     };
     double heuristic_seconds = control.remaining_seconds();
-    if (!large) {
+    if (!large && !options.heuristic_only) {
       heuristic_seconds = std::isfinite(heuristic_seconds)
                               ? std::min(kSmallHeuristicSeconds, 0.1 * heuristic_seconds)
                               : kSmallHeuristicSeconds;
@@ -266,7 +266,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
       if (search.found) stop.Sync(!incumbent.Offer(search.assignment, "heuristic"));
     }
 
-    if (!large && !stop.set() && !control.expired()) {
+    if (!large && !options.heuristic_only && !stop.set() && !control.expired()) {
       IlpOptions ilp_options;
       ilp_options.relative_gap = options.relative_gap;
       if (incumbent.found()) ilp_options.incumbent = incumbent.assignment();

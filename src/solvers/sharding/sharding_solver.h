@@ -36,6 +36,9 @@ struct SolveOptions {
   bool deterministic = false;
   int32_t threads = 0;  // 0: all hardware threads
   double relative_gap = 0.0;
+  // The local search alone, without GLPK's proof: much faster on cores of a few dozen nodes
+  // with wide edges (the LP is the cost), never proven optimal (status kFeasible).
+  bool heuristic_only = false;
   std::vector<int32_t> warm_start;  // one strategy per node, or empty
   const std::atomic<bool>* cancel = nullptr;
   // Runs on the calling thread when the best objective or bound improves; false cancels.

@@ -29,6 +29,8 @@ PipelinePlan PlanOrDie(const std::string& spec, const Cluster& cluster,
   Result<PlannerModel> model = PlannerModelFromSpec(spec);
   EXPECT_TRUE(model.ok()) << model.status().message();
   options.threads = 2;
+  // Solves proven (not cut by the clock), so that plans do not depend on the machine's load.
+  options.intra_op_time_limit_seconds = 600;
   Result<PipelinePlan> plan = PlanPipeline(model.value(), cluster, options);
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   return plan.ok() ? std::move(plan).value() : PipelinePlan{};
@@ -134,6 +136,7 @@ TEST(Planner, CannotFitReportsTheSmallestMemoryThatDoes) {
   PlannerOptions options;
   options.microbatches = 4;
   options.threads = 2;
+  options.intra_op_time_limit_seconds = 600;  // deterministic cost table in both calls
   options.device_memory_bytes = 1000;
   Result<PipelinePlan> plan = PlanPipeline(model.value(), cluster, options);
   ASSERT_FALSE(plan.ok());

@@ -1,0 +1,650 @@
+// The pipeline planner through the C ABI: alpa_plan_options, alpa_plan_model / alpa_plan_graph
+// and the plan's getters (count-then-fill, versioned structs, JSON).
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "capi/handles.h"
+#include "core/sharding_spec.h"
+#include "solvers/pipeline/pipeline_schedule.h"
+#include "solvers/planner/plan_json.h"
+
+static_assert(ALPA_REMAT_SEARCH == static_cast<int32_t>(alpa::RematMode::kSearch));
+static_assert(ALPA_REMAT_OFF == static_cast<int32_t>(alpa::RematMode::kOff));
+static_assert(ALPA_REMAT_ON == static_cast<int32_t>(alpa::RematMode::kOn));
+static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kForward) == 0);
+static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kBackward) == 1);
+
+namespace {
+
+using alpa::capi::Fail;
+using alpa::capi::Guard;
+
+// Each option's name (set_by_name, messages) and whether it takes an integer.
+struct PlanOptionName {
+  int32_t key;
+  const char* name;
+  bool integer;
+};
+constexpr PlanOptionName kPlanOptions[] = {
+    {ALPA_PLAN_OPT_NUM_LAYERS, "num_layers", true},
+    {ALPA_PLAN_OPT_MICROBATCHES, "microbatches", true},
+    {ALPA_PLAN_OPT_MAX_MICROBATCHES, "max_microbatches", true},
+    {ALPA_PLAN_OPT_THREADS, "threads", true},
+    {ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT, "intra_op_time_limit_seconds", false},
+    {ALPA_PLAN_OPT_INTRA_OP_GAP, "intra_op_gap", false},
+    {ALPA_PLAN_OPT_MEMORY_LEVELS, "memory_levels", true},
+    {ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, "device_memory_bytes", true},
+    {ALPA_PLAN_OPT_CLUSTERING_DELTA, "clustering_delta", false},
+    {ALPA_PLAN_OPT_REMAT, "remat", true},
+    {ALPA_PLAN_OPT_INTRA_OP_EXACT, "intra_op_exact", true},
+};
+
+const PlanOptionName* FindOption(int32_t key) {
+  for (const PlanOptionName& o : kPlanOptions) {
+    if (o.key == key) return &o;
+  }
+  return nullptr;
+}
+
+const PlanOptionName* FindOption(const std::string& name) {
+  for (const PlanOptionName& o : kPlanOptions) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
+std::string FormatDouble(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return buf;
+}
+
+// "plan option NAME: REQUIREMENT (got VALUE)".
+int32_t BadValue(alpa_error** err, const PlanOptionName& o, const std::string& requirement,
+                 const std::string& got) {
+  return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+              std::string("plan option ") + o.name + ": " + requirement + " (got " + got + ")");
+}
+
+int32_t UnknownKey(alpa_error** err, int32_t key) {
+  return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "unknown plan option key " + std::to_string(key));
+}
+
+// An int32 option in [lo, hi].
+int32_t SetInt32(int32_t* field, const PlanOptionName& o, int64_t value, int64_t lo, int64_t hi,
+                 alpa_error** err) {
+  if (value < lo)
+    return BadValue(err, o, "must be >= " + std::to_string(lo), std::to_string(value));
+  if (value > hi)
+    return BadValue(err, o, "must be <= " + std::to_string(hi), std::to_string(value));
+  *field = static_cast<int32_t>(value);
+  return ALPA_OK;
+}
+
+int32_t SetDoubleOption(alpa_plan_options* options, const PlanOptionName& o, double value,
+                        alpa_error** err);
+
+int32_t SetIntOption(alpa_plan_options* options, const PlanOptionName& o, int64_t value,
+                     alpa_error** err) {
+  alpa::PlannerOptions& p = options->options;
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  switch (o.key) {
+    case ALPA_PLAN_OPT_NUM_LAYERS:
+      return SetInt32(&p.num_layers, o, value, 0, kInt32Max, err);
+    case ALPA_PLAN_OPT_MICROBATCHES:
+      if (value < 0) return BadValue(err, o, "must be >= 0", std::to_string(value));
+      p.microbatches = value;
+      return ALPA_OK;
+    case ALPA_PLAN_OPT_MAX_MICROBATCHES:
+      if (value < 1) return BadValue(err, o, "must be >= 1", std::to_string(value));
+      p.max_microbatches = value;
+      return ALPA_OK;
+    case ALPA_PLAN_OPT_THREADS:
+      return SetInt32(&p.threads, o, value, 0, 4096, err);
+    case ALPA_PLAN_OPT_MEMORY_LEVELS:
+      return SetInt32(&p.memory_levels, o, value, 0, kInt32Max, err);
+    case ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES:
+      if (value < 0) {
+        return BadValue(err, o, "must be >= 0 (0: the cluster's device memory)",
+                        std::to_string(value));
+      }
+      if (value == 0) {
+        p.device_memory_bytes.reset();
+      } else {
+        p.device_memory_bytes = value;
+      }
+      return ALPA_OK;
+    case ALPA_PLAN_OPT_INTRA_OP_EXACT:
+      if (value != 0 && value != 1)
+        return BadValue(err, o, "must be 0 or 1", std::to_string(value));
+      p.intra_op_exact = value == 1;
+      return ALPA_OK;
+    case ALPA_PLAN_OPT_REMAT:
+      if (value < ALPA_REMAT_SEARCH || value > ALPA_REMAT_ON) {
+        return BadValue(err, o,
+                        "must be ALPA_REMAT_SEARCH (0, \"search\"), ALPA_REMAT_OFF (1, \"off\") "
+                        "or ALPA_REMAT_ON (2, \"on\")",
+                        std::to_string(value));
+      }
+      p.remat = static_cast<alpa::RematMode>(value);
+      return ALPA_OK;
+    default:
+      // A double key given as an integer.
+      return SetDoubleOption(options, o, static_cast<double>(value), err);
+  }
+}
+
+int32_t SetDoubleOption(alpa_plan_options* options, const PlanOptionName& o, double value,
+                        alpa_error** err) {
+  if (o.integer) {
+    // 2^63 itself is out of range.
+    if (!(value == std::floor(value) && value >= -9.2233720368547758e18 &&
+          value < 9.2233720368547758e18)) {
+      return BadValue(err, o, "must be an integer", FormatDouble(value));
+    }
+    return SetIntOption(options, o, static_cast<int64_t>(value), err);
+  }
+  alpa::PlannerOptions& p = options->options;
+  switch (o.key) {
+    case ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT:
+      if (!(value > 0)) return BadValue(err, o, "must be > 0 seconds", FormatDouble(value));
+      p.intra_op_time_limit_seconds = value;
+      return ALPA_OK;
+    case ALPA_PLAN_OPT_INTRA_OP_GAP:
+      if (!(value >= 0) || !std::isfinite(value)) {
+        return BadValue(err, o, "must be finite and >= 0", FormatDouble(value));
+      }
+      p.intra_op_relative_gap = value;
+      return ALPA_OK;
+    case ALPA_PLAN_OPT_CLUSTERING_DELTA:
+      if (!(value >= 0) || !std::isfinite(value)) {
+        return BadValue(err, o, "must be finite and >= 0", FormatDouble(value));
+      }
+      p.clustering_delta = value;
+      return ALPA_OK;
+    default:
+      return UnknownKey(err, o.key);  // unreachable: every key is in kPlanOptions
+  }
+}
+
+// The exact integer a text spells: an int64 literal, or a number in any strtod form ("16e9")
+// whose value is integral and fits int64.
+bool ParseInteger(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long exact = std::strtoll(text.c_str(), &end, 10);
+  if (errno == 0 && end != nullptr && *end == '\0') {
+    *out = static_cast<int64_t>(exact);
+    return true;
+  }
+  end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  if (end == nullptr || *end != '\0' || number != std::floor(number) ||
+      !(number >= -9.2233720368547758e18 && number < 9.2233720368547758e18)) {
+    return false;
+  }
+  *out = static_cast<int64_t>(number);
+  return true;
+}
+
+bool ParseDouble(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  if (end == nullptr || *end != '\0') return false;
+  *out = number;
+  return true;
+}
+
+// The planner's options for one call: the caller's plus adapters of the C token and callback.
+alpa::PlannerOptions ToPlannerOptions(const alpa_plan_options* options) {
+  if (options == nullptr) return alpa::PlannerOptions();
+  alpa::PlannerOptions out = options->options;
+  if (options->cancel != nullptr) out.cancel = &options->cancel->triggered;
+  if (options->progress != nullptr) {
+    alpa_plan_progress_fn fn = options->progress;
+    void* user = options->progress_user_data;
+    out.on_progress = [fn, user](const alpa::PlannerProgress& p) {
+      alpa_plan_progress info;
+      std::memset(&info, 0, sizeof(info));
+      info.struct_size = sizeof(alpa_plan_progress);
+      info.version = 1;
+      info.seconds = p.seconds;
+      info.phase = p.phase != nullptr ? p.phase : "";
+      info.microbatches = p.microbatches;
+      info.done = p.done;
+      info.total = p.total;
+      return fn(user, &info) == 0;
+    };
+  }
+  return out;
+}
+
+int32_t RunPlanner(alpa_plan** out, const alpa::PlannerModel& model, const alpa_cluster* cluster,
+                   const alpa_plan_options* options, std::string model_name, alpa_error** err) {
+  alpa::Result<alpa::PipelinePlan> planned =
+      alpa::PlanPipeline(model, cluster->cluster, ToPlannerOptions(options));
+  if (!planned.ok()) return Fail(err, planned.status());
+  auto plan = std::make_unique<alpa_plan>();
+  plan->plan = std::move(planned).value();
+  plan->cluster = cluster->cluster;
+  plan->model = std::move(model_name);
+  plan->sites = alpa::PlanOpSites(plan->plan);
+  *out = plan.release();
+  return ALPA_OK;
+}
+
+const alpa::PlannedStage* StageOf(const alpa_plan* plan, int32_t stage) {
+  if (plan == nullptr || stage < 0 || static_cast<size_t>(stage) >= plan->plan.stages.size()) {
+    return nullptr;
+  }
+  return &plan->plan.stages[static_cast<size_t>(stage)];
+}
+
+uint32_t MeshDimBits(const std::vector<int32_t>& dims) {
+  uint32_t bits = 0;
+  for (int32_t d : dims) {
+    if (d >= 0 && d < 32) bits |= uint32_t{1} << d;
+  }
+  return bits;
+}
+
+// A piece's collective with its op ids mapped to the planned graph (as src/capi/shard.cc's
+// ToCollective, plus the mapping through Subgraph::origin).
+alpa_collective ToCollective(const alpa::PlannedCollective& c, const alpa::Subgraph& sub) {
+  auto origin = [&sub](int32_t local) {
+    return local >= 0 && static_cast<size_t>(local) < sub.origin.size()
+               ? sub.origin[static_cast<size_t>(local)]
+               : -1;
+  };
+  alpa_collective out;
+  std::memset(&out, 0, sizeof(out));
+  out.struct_size = sizeof(alpa_collective);
+  out.version = 1;
+  out.kind = static_cast<int32_t>(c.kind);
+  out.mesh_dims = MeshDimBits(c.mesh_dims);
+  out.flags = (c.inside_op ? ALPA_COLLECTIVE_FLAG_INSIDE_OP : 0u) |
+              (c.gradient_sync ? ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC : 0u);
+  out.bytes = c.bytes;
+  out.cost = c.cost;
+  out.tensor = origin(c.tensor);
+  out.consumer = origin(c.consumer);
+  out.operand = c.operand;
+  return out;
+}
+
+// The ends of the version-1 structs: the smallest elements a caller may pass.
+constexpr size_t kCollectiveV1Size = offsetof(alpa_collective, reserved) + sizeof(int32_t);
+constexpr size_t kStageV1Size = offsetof(alpa_stage_info, in_flight) + sizeof(int64_t);
+constexpr size_t kTransferV1Size = offsetof(alpa_transfer, seconds) + sizeof(double);
+
+// Writes the first min(element_size, sizeof(T)) bytes of `value` to element `index` of `out`,
+// with struct_size set to that count.
+template <typename T>
+void WriteElement(void* out, size_t element_size, int64_t index, T value) {
+  const size_t written = std::min(element_size, sizeof(T));
+  value.struct_size = written;
+  std::memcpy(static_cast<unsigned char*>(out) + static_cast<size_t>(index) * element_size, &value,
+              written);
+}
+
+}  // namespace
+
+extern "C" {
+
+ALPA_API int32_t alpa_plan_options_create(alpa_plan_options** out, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = new alpa_plan_options();
+    return ALPA_OK;
+  });
+}
+
+ALPA_API void alpa_plan_options_destroy(alpa_plan_options* options) { delete options; }
+
+ALPA_API int32_t alpa_plan_options_set_int(alpa_plan_options* options, int32_t key, int64_t value,
+                                           alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    const PlanOptionName* o = FindOption(key);
+    if (o == nullptr) return UnknownKey(err, key);
+    return SetIntOption(options, *o, value, err);
+  });
+}
+
+ALPA_API int32_t alpa_plan_options_set_double(alpa_plan_options* options, int32_t key, double value,
+                                              alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    const PlanOptionName* o = FindOption(key);
+    if (o == nullptr) return UnknownKey(err, key);
+    return SetDoubleOption(options, *o, value, err);
+  });
+}
+
+ALPA_API int32_t alpa_plan_options_set_by_name(alpa_plan_options* options, const char* name,
+                                               const char* value, alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr || name == nullptr || value == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options, name and value must not be NULL");
+    }
+    const PlanOptionName* o = FindOption(std::string(name));
+    if (o == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  std::string("unknown plan option \"") + name + "\"");
+    }
+    const std::string text = value;
+    if (o->key == ALPA_PLAN_OPT_INTRA_OP_EXACT) {
+      if (text == "true") return SetIntOption(options, *o, 1, err);
+      if (text == "false") return SetIntOption(options, *o, 0, err);
+    }
+    if (o->key == ALPA_PLAN_OPT_REMAT) {
+      if (text == "search") return SetIntOption(options, *o, ALPA_REMAT_SEARCH, err);
+      if (text == "off") return SetIntOption(options, *o, ALPA_REMAT_OFF, err);
+      if (text == "on") return SetIntOption(options, *o, ALPA_REMAT_ON, err);
+    }
+    if (o->integer) {
+      int64_t number = 0;
+      if (!ParseInteger(text, &number)) {
+        return BadValue(err, *o,
+                        o->key == ALPA_PLAN_OPT_REMAT
+                            ? "must be \"search\", \"off\", \"on\" or 0..2"
+                            : "must be an integer",
+                        "\"" + text + "\"");
+      }
+      return SetIntOption(options, *o, number, err);
+    }
+    double number = 0;
+    if (!ParseDouble(text, &number)) {
+      return BadValue(err, *o, "must be a number", "\"" + text + "\"");
+    }
+    return SetDoubleOption(options, *o, number, err);
+  });
+}
+
+ALPA_API int32_t alpa_plan_options_set_cancel_token(alpa_plan_options* options,
+                                                    alpa_cancel_token* token, alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    options->cancel = token;
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_plan_options_set_progress(alpa_plan_options* options,
+                                                alpa_plan_progress_fn fn, void* user_data,
+                                                alpa_error** err) {
+  return Guard(err, [&] {
+    if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
+    options->progress = fn;
+    options->progress_user_data = user_data;
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_plan_model(alpa_plan** out, const char* model_spec,
+                                 const alpa_cluster* cluster, const alpa_plan_options* options,
+                                 alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
+    if (model_spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "model_spec is NULL");
+    if (cluster == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "cluster is NULL");
+    const std::string spec = model_spec;
+    alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromSpec(spec);
+    if (!model.ok()) {
+      // Name the spec (once), as alpa_graph_from_model does.
+      const std::string& m = model.status().message();
+      return Fail(err, alpa::capi::ToCode(model.status().code()),
+                  m.find(spec) != std::string::npos ? m : "model \"" + spec + "\": " + m);
+    }
+    return RunPlanner(out, model.value(), cluster, options, spec, err);
+  });
+}
+
+ALPA_API int32_t alpa_plan_graph(alpa_plan** out, const alpa_graph* graph,
+                                 const alpa_cluster* cluster, const alpa_plan_options* options,
+                                 alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
+    if (graph == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "graph is NULL");
+    if (!graph->finalized) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "graph is not finalized: call alpa_graph_finalize first");
+    }
+    if (cluster == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "cluster is NULL");
+    // The graph is fixed: one microbatch whatever B is (global_batch 0).
+    auto copy = std::make_shared<const alpa::Graph>(graph->graph);
+    alpa::PlannerModel model;
+    model.global_batch = 0;
+    model.build = [copy](int64_t) -> alpa::Result<alpa::Graph> { return *copy; };
+    return RunPlanner(out, model, cluster, options, "", err);
+  });
+}
+
+ALPA_API void alpa_plan_destroy(alpa_plan* plan) { delete plan; }
+
+ALPA_API double alpa_plan_iteration_seconds(const alpa_plan* plan) {
+  return plan == nullptr ? std::numeric_limits<double>::quiet_NaN() : plan->plan.iteration_seconds;
+}
+
+ALPA_API double alpa_plan_compile_seconds(const alpa_plan* plan) {
+  return plan == nullptr ? std::numeric_limits<double>::quiet_NaN()
+                         : plan->plan.stats.total_seconds;
+}
+
+ALPA_API int64_t alpa_plan_microbatches(const alpa_plan* plan) {
+  return plan == nullptr ? 0 : plan->plan.microbatches;
+}
+
+ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan) {
+  return plan == nullptr ? 0 : plan->plan.peak_memory_bytes;
+}
+
+ALPA_API double alpa_plan_tflops_per_device(const alpa_plan* plan) {
+  return plan == nullptr ? std::numeric_limits<double>::quiet_NaN() : plan->plan.tflops_per_device;
+}
+
+ALPA_API int32_t alpa_plan_stage_count(const alpa_plan* plan) {
+  return plan == nullptr ? 0 : static_cast<int32_t>(plan->plan.stages.size());
+}
+
+ALPA_API int32_t alpa_plan_graph_copy(alpa_graph** out, const alpa_plan* plan, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || plan == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and plan must not be NULL");
+    }
+    auto graph = std::make_unique<alpa_graph>();
+    graph->graph = plan->plan.graph;
+    graph->finalized = true;
+    *out = graph.release();
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_plan_stage(alpa_stage_info* out, size_t element_size, const alpa_plan* plan,
+                                 int32_t stage, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || plan == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and plan must not be NULL");
+    }
+    if (element_size < kStageV1Size) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "element_size " + std::to_string(element_size) +
+                      " is smaller than version 1 of alpa_stage_info (" +
+                      std::to_string(kStageV1Size) + " bytes)");
+    }
+    const alpa::PlannedStage* st = StageOf(plan, stage);
+    if (st == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "stage " + std::to_string(stage) + " is out of range (the plan has " +
+                      std::to_string(plan->plan.stages.size()) + " stages)");
+    }
+    alpa_stage_info info;
+    std::memset(&info, 0, sizeof(info));
+    info.version = 1;
+    info.first_layer = st->first_layer;
+    info.last_layer = st->last_layer;
+    info.submesh_hosts = st->submesh.hosts;
+    info.submesh_devices_per_host = st->submesh.devices_per_host;
+    const size_t ndim = std::min<size_t>(2, st->logical_mesh.size());
+    info.logical_ndim = static_cast<int32_t>(ndim);
+    info.logical_mesh[0] = info.logical_mesh[1] = 1;
+    for (size_t d = 0; d < ndim; ++d) info.logical_mesh[d] = st->logical_mesh[d];
+    info.devices = st->submesh.hosts * st->submesh.devices_per_host;
+    info.data_parallel = st->data_parallel;
+    info.tensor_parallel = st->tensor_parallel;
+    info.zero = st->zero ? 1 : 0;
+    info.remat = st->remat ? 1 : 0;
+    info.latency_seconds = st->latency;
+    info.iteration_overhead_seconds = st->iteration_overhead;
+    info.memory_bytes = st->memory_bytes;
+    info.in_flight = st->in_flight;
+    WriteElement(out, element_size, 0, info);
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int64_t alpa_plan_stage_devices(const alpa_plan* plan, int32_t stage, int64_t* out,
+                                         int64_t capacity) {
+  const alpa::PlannedStage* st = StageOf(plan, stage);
+  if (st == nullptr) return 0;
+  const int64_t n = static_cast<int64_t>(st->devices.size());
+  if (out != nullptr && capacity > 0) {
+    const int64_t copy = std::min(capacity, n);
+    for (int64_t i = 0; i < copy; ++i) out[i] = st->devices[static_cast<size_t>(i)];
+  }
+  return n;
+}
+
+ALPA_API int64_t alpa_plan_op_stages(const alpa_plan* plan, int32_t* out, int64_t capacity) {
+  if (plan == nullptr) return 0;
+  const int64_t n = static_cast<int64_t>(plan->sites.size());
+  if (out != nullptr && capacity > 0) {
+    const int64_t copy = std::min(capacity, n);
+    for (int64_t i = 0; i < copy; ++i) out[i] = plan->sites[static_cast<size_t>(i)].stage;
+  }
+  return n;
+}
+
+ALPA_API int32_t alpa_plan_op_spec(alpa_buffer** out, const alpa_plan* plan, int32_t op,
+                                   alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || plan == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and plan must not be NULL");
+    }
+    if (op < 0 || static_cast<size_t>(op) >= plan->sites.size()) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "op " + std::to_string(op) + " is out of range (the planned graph has " +
+                      std::to_string(plan->sites.size()) + " ops)");
+    }
+    std::string text;
+    const alpa::PlanOpSite& site = plan->sites[static_cast<size_t>(op)];
+    if (const alpa::PlannedStage* st = StageOf(plan, site.stage)) {
+      const alpa::OpSharding& s = st->pieces[static_cast<size_t>(site.piece)]
+                                      .sharding->ops[static_cast<size_t>(site.local)];
+      if (!s.free && !s.fused) {
+        text = alpa::ToString(s.result) + "  (strategy: " + s.strategy_name + ")";
+      }
+    }
+    alpa_buffer* buffer = alpa::capi::MakeBuffer(std::move(text));
+    if (buffer == nullptr) return Fail(err, ALPA_ERR_OUT_OF_MEMORY, "out of memory");
+    *out = buffer;
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int64_t alpa_plan_stage_collectives(const alpa_plan* plan, int32_t stage,
+                                             alpa_collective* out, int64_t capacity,
+                                             size_t element_size) {
+  const alpa::PlannedStage* st = StageOf(plan, stage);
+  if (st == nullptr) return 0;
+  int64_t n = 0;
+  for (const alpa::StagePiece& piece : st->pieces) {
+    n += static_cast<int64_t>(piece.sharding->collectives.size());
+  }
+  if (capacity <= 0) return n;
+  if (out == nullptr || element_size < kCollectiveV1Size) return -1;
+  int64_t i = 0;
+  for (const alpa::StagePiece& piece : st->pieces) {
+    for (const alpa::PlannedCollective& c : piece.sharding->collectives) {
+      if (i >= capacity) return n;
+      WriteElement(out, element_size, i++, ToCollective(c, *piece.subgraph));
+    }
+  }
+  return n;
+}
+
+ALPA_API int64_t alpa_plan_transfers(const alpa_plan* plan, alpa_transfer* out, int64_t capacity,
+                                     size_t element_size) {
+  if (plan == nullptr) return 0;
+  const std::vector<alpa::CrossStageTransfer>& list = plan->plan.transfers;
+  const int64_t n = static_cast<int64_t>(list.size());
+  if (capacity <= 0) return n;
+  if (out == nullptr || element_size < kTransferV1Size) return -1;
+  const int64_t copy = std::min(capacity, n);
+  for (int64_t i = 0; i < copy; ++i) {
+    const alpa::CrossStageTransfer& t = list[static_cast<size_t>(i)];
+    alpa_transfer tr;
+    std::memset(&tr, 0, sizeof(tr));
+    tr.version = 1;
+    tr.from_stage = t.from_stage;
+    tr.to_stage = t.to_stage;
+    tr.tensor = t.tensor;
+    tr.bytes = t.bytes;
+    tr.seconds = t.seconds;
+    WriteElement(out, element_size, i, tr);
+  }
+  return n;
+}
+
+ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out,
+                                          int64_t capacity) {
+  if (StageOf(plan, stage) == nullptr) return 0;
+  try {
+    const std::vector<alpa::PipelineTask> tasks = alpa::StageSchedule(
+        alpa::PipelineScheduleKind::kOneFOneB, static_cast<int32_t>(plan->plan.stages.size()),
+        stage, plan->plan.microbatches);
+    const int64_t n = 2 * static_cast<int64_t>(tasks.size());
+    if (out != nullptr && capacity > 0) {
+      const int64_t copy = std::min(capacity, n);
+      for (int64_t i = 0; i < copy; ++i) {
+        const alpa::PipelineTask& t = tasks[static_cast<size_t>(i / 2)];
+        out[i] = i % 2 == 0 ? static_cast<int32_t>(t.kind) : static_cast<int32_t>(t.microbatch);
+      }
+    }
+    return n;
+  } catch (...) {
+    return 0;  // out of memory for the schedule: nothing to report
+  }
+}
+
+ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
+                                   alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || plan == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and plan must not be NULL");
+    }
+    if (detail != 0 && detail != 1) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "detail must be 0 or 1 (got " + std::to_string(detail) + ")");
+    }
+    alpa_buffer* buffer = alpa::capi::MakeBuffer(
+        alpa::PipelinePlanJson(plan->plan, plan->cluster, plan->model, detail));
+    if (buffer == nullptr) return Fail(err, ALPA_ERR_OUT_OF_MEMORY, "out of memory");
+    *out = buffer;
+    return ALPA_OK;
+  });
+}
+
+}  // extern "C"
