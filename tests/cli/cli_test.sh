@@ -186,7 +186,8 @@ expect plan_output 0 "wrote $tmp/plan.json" -- "$alpa" plan "${plan[@]}" -o "$tm
 expect plan_output_detail 0 '"strategy"' -- cat "$tmp/plan.json"
 expect plan_six_per_host 0 '^Plan: ' -- "$alpa" plan --model "$gpt" --cluster p3.16xlarge:hosts=1,devices_per_host=6 -q
 expect plan_bad_b 1 'error: .*divide' -- "$alpa" plan "${plan[@]}" -B 3
-expect plan_zero_b 1 'error: --microbatches' -- "$alpa" plan "${plan[@]}" -B -1
+expect plan_negative_b 1 'error: --microbatches' -- "$alpa" plan "${plan[@]}" -B -1
+expect plan_zero_b 1 'error: --microbatches: must be >= 1' -- "$alpa" plan "${plan[@]}" -B 0
 expect plan_infeasible 2 'smallest device memory that fits a plan is' -- "$alpa" plan "${plan[@]}" --device-memory 1000 -B 4
 expect plan_bad_cluster 1 'error: --cluster' -- "$alpa" plan --model "$gpt" --cluster nosuch:2
 expect plan_bad_model 1 'error: .*nosuchnet' -- "$alpa" plan --model nosuchnet

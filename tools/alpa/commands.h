@@ -56,10 +56,11 @@ struct ShardArgs {
 int RunShard(const ShardArgs& args);
 
 struct PlanArgs {
-  std::string model;               // a model-zoo spec (default gpt-2.6b when no --file), or
-  std::string file;                // a graph JSON file (one microbatch)
-  std::string cluster;             // "PRESET:HOSTS", a preset spec or a cluster JSON file
-  int64_t microbatches = 0;        // 0: searched
+  std::string model;         // a model-zoo spec (default gpt-2.6b when no --file), or
+  std::string file;          // a graph JSON file (one microbatch)
+  std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
+  int64_t microbatches = 0;  // searched unless given
+  bool microbatches_given = false;
   int32_t layers = 0;              // layer groups; 0: the graph's layers, at most 16
   std::string remat;               // "", "search", "off", "on"
   std::string device_memory;       // bytes per device ("16GiB"); empty: the cluster's

@@ -112,8 +112,9 @@ int main(int argc, char** argv) {
   plan->add_option("--cluster", plan_args.cluster,
                    "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
                    "(default p3.16xlarge:2)");
-  plan->add_option("--microbatches,-B", plan_args.microbatches,
-                   "Microbatches (default: searched over powers of two)");
+  CLI::Option* microbatches =
+      plan->add_option("--microbatches,-B", plan_args.microbatches,
+                       "Microbatches (default: searched over powers of two)");
   plan->add_option("--layers", plan_args.layers, "Layer groups (default: the graph's, <= 16)")
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--remat", plan_args.remat, "Rematerialization: search (default), off, on");
@@ -141,6 +142,7 @@ int main(int argc, char** argv) {
   if (*graph) return alpa_cli::RunGraph(graph_args);
   if (*models) return alpa_cli::RunModels(models_json);
   if (*shard) return alpa_cli::RunShard(shard_args);
+  plan_args.microbatches_given = microbatches->count() > 0;
   // `alpa plan` with its embedded default (gpt-2.6b on two p3.16xlarge hosts) is the main job;
   // `alpa` alone runs it too.
   return alpa_cli::RunPlan(plan_args);

@@ -156,9 +156,9 @@ int RunPlan(const PlanArgs& args) {
                ? 0
                : ReportError(err, option);
   };
-  if (args.microbatches < 0) {
+  if (args.microbatches_given && args.microbatches < 1) {
     return ReportBadInput("--microbatches: must be >= 1 (got " + std::to_string(args.microbatches) +
-                          ")");
+                          "; leave it out to search)");
   }
   if (args.microbatches > 0) {
     if (int rc = set_int(ALPA_PLAN_OPT_MICROBATCHES, args.microbatches, "--microbatches")) {

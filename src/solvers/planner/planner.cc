@@ -382,10 +382,16 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     std::reverse(choices.begin(), choices.end());
   }
 
+  // The microbatch search. Each count costs every intra-op solve again, so the search is
+  // bounded: from the largest count down in steps of 4 (1024, 256, 64, ...) while the plan
+  // improves (or none fits yet), at most kMicrobatchSolves counts.
+  constexpr size_t kMicrobatchSolves = 3;
   PlannerStats stats;
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
-  for (int64_t b : choices) {
+  for (size_t k = 0; k < choices.size() && stats.microbatches_tried.size() < kMicrobatchSolves;
+       k += 2) {
+    const int64_t b = choices[k];
     stats.microbatches_tried.push_back(b);
     Result<Attempt> attempt =
         PlanForMicrobatches(model, cluster, options, b, device_memory, t0, stats);
@@ -396,7 +402,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
           (smallest_fitting < 0 || a.smallest_fitting_memory < smallest_fitting)) {
         smallest_fitting = a.smallest_fitting_memory;
       }
-      if (best) break;  // fewer microbatches hold more activations each
+      if (best) break;
       continue;
     }
     if (best && a.plan.iteration_seconds >= best->iteration_seconds) break;

@@ -1,9 +1,9 @@
 // The pipeline planner: Alpa's two-level search (REFERENCE §4). For a number of microbatches B
 // it builds the training graph of one microbatch, clusters it into layers, auto-shards every
 // distinct layer piece on every logical mesh of every submesh shape (stage_costs.h), composes
-// stage candidates from those pieces, and runs the stage DP (stage_dp.h). Without a fixed B it
-// searches the powers of two that divide the global batch, from the largest allowed down,
-// while the plan improves.
+// stage candidates from those pieces, and runs the stage DP (stage_dp.h). Without a fixed B
+// it tries powers of two that divide the global batch, from the largest allowed down in steps
+// of 4 while the plan improves, at most three of them (each costs every intra-op solve again).
 #pragma once
 
 #include <atomic>
