@@ -918,14 +918,49 @@ typedef struct alpa_transfer {
  * capacity > 0 and out is NULL or element_size too small). */
 ALPA_API int64_t alpa_plan_transfers(const alpa_plan* plan, alpa_transfer* out, int64_t capacity,
                                      size_t element_size);
+
+/* The most tensor dims an alpa_slice_move describes. */
+#define ALPA_SLICE_MOVE_MAX_RANK 8
+
+/* One slice of a transfer's tensor that one device sends another (cross-mesh resharding,
+ * docs/planner.md; version 1). */
+typedef struct alpa_slice_move {
+  size_t struct_size;
+  int32_t version;    /* 1 */
+  int32_t reserved;   /* 0 */
+  int64_t src_device; /* physical id, a device of the transfer's from_stage */
+  int64_t dst_device; /* physical id, a device of the transfer's to_stage */
+  int32_t rank;       /* the tensor's dims, 0..ALPA_SLICE_MOVE_MAX_RANK (4 padding bytes follow) */
+  int64_t offsets[ALPA_SLICE_MOVE_MAX_RANK]; /* the box, in elements; entries past rank: 0 */
+  int64_t sizes[ALPA_SLICE_MOVE_MAX_RANK];   /* entries past rank: 1 */
+  int64_t bytes;                             /* product of sizes * element bytes */
+} alpa_slice_move;
+/* Count-then-fill over the slice moves of transfer `transfer` (0 .. alpa_plan_transfers - 1):
+ * every device of to_stage receives its whole tile of the tensor (its layout on to_stage's
+ * logical mesh), cut along the tiles of from_stage's layout, each element exactly once; a slice
+ * that several from_stage devices hold (replication) is sent by one of them, chosen to balance
+ * the bytes each sends. A partial-sum source is all-reduced on from_stage first (not included
+ * here); a partial-sum destination is received by the devices at partial coordinate 0 only (the
+ * others hold zeros). So the bytes of all moves sum to the transfer's bytes times the number of
+ * to_stage devices holding each element (1 when the destination layout is not replicated).
+ * Moves are listed by receiving device (logical order), then slice (row-major). element_size:
+ * sizeof(alpa_slice_move); the library writes the first min(element_size, its own size) bytes
+ * of each. Returns the count; 0 for a NULL plan or a transfer out of range; -1
+ * (-ALPA_ERR_INVALID_ARGUMENT) when capacity > 0 and out is NULL or element_size is below
+ * version 1's size; -ALPA_ERR_UNSUPPORTED (-6), also when counting, when the tensor has more
+ * than ALPA_SLICE_MOVE_MAX_RANK dims (the plan JSON at detail 1 lists those moves). */
+ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfer,
+                                          alpa_slice_move* out, int64_t capacity,
+                                          size_t element_size);
 /* Count-then-fill over a stage's 1F1B schedule: out[2*i] = 0 forward / 1 backward, out[2*i+1] =
  * microbatch (0..B-1). Returns the number of ints (2 * tasks = 4 * microbatches: each microbatch
  * once forward, later once backward); 0 for NULL or a stage out of range. */
 ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out,
                                           int64_t capacity);
-/* The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers,
- * compile time split); detail 1: also each stage's per-op strategies and collectives; other
- * values: ALPA_ERR_INVALID_ARGUMENT. Caller frees *out with alpa_buffer_free. */
+/* The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with
+ * their move counts, compile time split); detail 1: also each stage's per-op strategies and
+ * collectives and each transfer's slice moves; other values: ALPA_ERR_INVALID_ARGUMENT. Caller
+ * frees *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
                                    alpa_error** err);
 

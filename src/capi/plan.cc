@@ -23,6 +23,8 @@ static_assert(ALPA_REMAT_OFF == static_cast<int32_t>(alpa::RematMode::kOff));
 static_assert(ALPA_REMAT_ON == static_cast<int32_t>(alpa::RematMode::kOn));
 static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kForward) == 0);
 static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kBackward) == 1);
+// alpa_plan_transfer_moves returns -1 for misuse, as alpa_plan_transfers does.
+static_assert(ALPA_ERR_INVALID_ARGUMENT == 1);
 
 namespace {
 
@@ -288,6 +290,7 @@ alpa_collective ToCollective(const alpa::PlannedCollective& c, const alpa::Subgr
 constexpr size_t kCollectiveV1Size = offsetof(alpa_collective, reserved) + sizeof(int32_t);
 constexpr size_t kStageV1Size = offsetof(alpa_stage_info, in_flight) + sizeof(int64_t);
 constexpr size_t kTransferV1Size = offsetof(alpa_transfer, seconds) + sizeof(double);
+constexpr size_t kSliceMoveV1Size = offsetof(alpa_slice_move, bytes) + sizeof(int64_t);
 
 // Writes the first min(element_size, sizeof(T)) bytes of `value` to element `index` of `out`,
 // with struct_size set to that count.
@@ -604,6 +607,39 @@ ALPA_API int64_t alpa_plan_transfers(const alpa_plan* plan, alpa_transfer* out, 
     tr.bytes = t.bytes;
     tr.seconds = t.seconds;
     WriteElement(out, element_size, i, tr);
+  }
+  return n;
+}
+
+ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfer,
+                                          alpa_slice_move* out, int64_t capacity,
+                                          size_t element_size) {
+  if (plan == nullptr || transfer < 0 ||
+      transfer >= static_cast<int64_t>(plan->plan.transfers.size())) {
+    return 0;
+  }
+  const alpa::CrossStageTransfer& t = plan->plan.transfers[static_cast<size_t>(transfer)];
+  if (plan->plan.graph.op(t.tensor).shape.size() > ALPA_SLICE_MOVE_MAX_RANK) {
+    return -ALPA_ERR_UNSUPPORTED;
+  }
+  const int64_t n = static_cast<int64_t>(t.moves.size());
+  if (capacity <= 0) return n;
+  if (out == nullptr || element_size < kSliceMoveV1Size) return -ALPA_ERR_INVALID_ARGUMENT;
+  const int64_t copy = std::min(capacity, n);
+  for (int64_t i = 0; i < copy; ++i) {
+    const alpa::SliceMove& m = t.moves[static_cast<size_t>(i)];
+    alpa_slice_move sm;
+    std::memset(&sm, 0, sizeof(sm));
+    sm.version = 1;
+    sm.src_device = m.src_device;
+    sm.dst_device = m.dst_device;
+    sm.rank = static_cast<int32_t>(m.offsets.size());
+    for (size_t d = 0; d < ALPA_SLICE_MOVE_MAX_RANK; ++d) {
+      sm.offsets[d] = d < m.offsets.size() ? m.offsets[d] : 0;
+      sm.sizes[d] = d < m.sizes.size() ? m.sizes[d] : 1;
+    }
+    sm.bytes = m.bytes;
+    WriteElement(out, element_size, i, sm);
   }
   return n;
 }

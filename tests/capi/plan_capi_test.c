@@ -4,6 +4,7 @@
  * backward), JSON, errors, cancellation. Small GPT cases: each planning call takes about a
  * second on two threads. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,120 @@ static int32_t on_progress(void* user_data, const alpa_plan_progress* p) {
     log->bad = 1;
   }
   return log->cancel_after > 0 && log->calls >= log->cancel_after ? 1 : 0;
+}
+
+/* Whether two boxes of `rank` dims share no element. */
+static int boxes_disjoint(const int64_t* a_off, const int64_t* a_size, const int64_t* b_off,
+                          const int64_t* b_size, int32_t rank) {
+  int32_t d;
+  for (d = 0; d < rank; ++d) {
+    if (a_off[d] + a_size[d] <= b_off[d] || b_off[d] + b_size[d] <= a_off[d]) return 1;
+  }
+  return 0;
+}
+
+static int64_t box_volume(const int64_t* size, int32_t rank) {
+  int64_t v = 1;
+  int32_t d;
+  for (d = 0; d < rank; ++d) v *= size[d];
+  return v;
+}
+
+/* The slice moves of transfer t: senders are devices of from_stage, receivers of to_stage; the
+ * boxes a receiver gets are disjoint and fill its tile (their bounding box); receivers' tiles
+ * coincide or are disjoint and the distinct ones cover the tensor once (their bytes sum to the
+ * transfer's bytes); all moves' bytes sum to that times the destination's replication (every
+ * receiver gets its whole tile). Returns that replication (0 on failure). */
+static int64_t check_transfer_moves(const alpa_plan* plan, int64_t t, const alpa_transfer* tr) {
+  int64_t from[64], to[64], lo[64][ALPA_SLICE_MOVE_MAX_RANK], hi[64][ALPA_SLICE_MOVE_MAX_RANK];
+  int64_t received[64], receivers = 0, distinct = 0, distinct_bytes = 0, total = 0, elem = 0;
+  int32_t rank = -1;
+  int64_t nf = alpa_plan_stage_devices(plan, tr->from_stage, from, 64);
+  int64_t nt = alpa_plan_stage_devices(plan, tr->to_stage, to, 64);
+  int64_t n = alpa_plan_transfer_moves(plan, t, NULL, 0, sizeof(alpa_slice_move));
+  int64_t i, j, r;
+  int32_t d;
+  alpa_slice_move* moves = NULL;
+  CHECK(nf >= 1 && nf <= 64 && nt >= 1 && nt <= 64);
+  CHECK(n >= 1);
+  if (n < 1 || nf > 64 || nt > 64) return 0;
+  CHECK(alpa_plan_transfer_moves(plan, t, NULL, 1, sizeof(alpa_slice_move)) == -1);
+  moves = (alpa_slice_move*)malloc((size_t)n * sizeof(alpa_slice_move));
+  if (moves == NULL) return 0;
+  memset(moves, 0xab, (size_t)n * sizeof(alpa_slice_move));
+  CHECK(alpa_plan_transfer_moves(plan, t, moves, n, 8) == -1);
+  CHECK(alpa_plan_transfer_moves(plan, t, moves, n, sizeof(alpa_slice_move)) == n);
+  memset(received, 0, sizeof received);
+  for (r = 0; r < nt; ++r) {
+    for (d = 0; d < ALPA_SLICE_MOVE_MAX_RANK; ++d) {
+      lo[r][d] = INT64_MAX;
+      hi[r][d] = -1;
+    }
+  }
+  for (i = 0; i < n; ++i) {
+    const alpa_slice_move* m = &moves[i];
+    int sender = 0;
+    CHECK(m->struct_size == sizeof(alpa_slice_move));
+    CHECK(m->version == 1 && m->reserved == 0);
+    CHECK(m->rank >= 0 && m->rank <= ALPA_SLICE_MOVE_MAX_RANK);
+    if (m->rank < 0 || m->rank > ALPA_SLICE_MOVE_MAX_RANK) break;
+    if (rank < 0) rank = m->rank;
+    CHECK(m->rank == rank);
+    for (j = 0; j < nf; ++j) sender |= from[j] == m->src_device;
+    CHECK(sender);
+    for (r = 0; r < nt && to[r] != m->dst_device; ++r) {
+    }
+    CHECK(r < nt);
+    if (r == nt) continue;
+    for (d = 0; d < ALPA_SLICE_MOVE_MAX_RANK; ++d) {
+      if (d >= m->rank) {
+        CHECK(m->offsets[d] == 0 && m->sizes[d] == 1);
+        continue;
+      }
+      CHECK(m->offsets[d] >= 0 && m->sizes[d] >= 1);
+      if (m->offsets[d] < lo[r][d]) lo[r][d] = m->offsets[d];
+      if (m->offsets[d] + m->sizes[d] > hi[r][d]) hi[r][d] = m->offsets[d] + m->sizes[d];
+    }
+    /* One element size for the whole tensor. */
+    CHECK(m->bytes > 0 && m->bytes % box_volume(m->sizes, m->rank) == 0);
+    if (elem == 0) elem = m->bytes / box_volume(m->sizes, m->rank);
+    CHECK(m->bytes == elem * box_volume(m->sizes, m->rank));
+    /* Disjoint from the earlier boxes this receiver got. */
+    for (j = 0; j < i; ++j) {
+      if (moves[j].dst_device == m->dst_device) {
+        CHECK(boxes_disjoint(moves[j].offsets, moves[j].sizes, m->offsets, m->sizes, m->rank));
+      }
+    }
+    received[r] += m->bytes;
+    total += m->bytes;
+  }
+  for (r = 0; r < nt && rank >= 0; ++r) {
+    int64_t size[ALPA_SLICE_MOVE_MAX_RANK];
+    int first = 1;
+    if (received[r] == 0) continue; /* zero-filled (partial destination) */
+    ++receivers;
+    for (d = 0; d < rank; ++d) size[d] = hi[r][d] - lo[r][d];
+    CHECK(received[r] == elem * box_volume(size, rank)); /* the boxes fill the tile */
+    for (j = 0; j < r; ++j) {
+      int64_t other[ALPA_SLICE_MOVE_MAX_RANK];
+      int same = 1;
+      if (received[j] == 0) continue;
+      for (d = 0; d < rank; ++d) {
+        other[d] = hi[j][d] - lo[j][d];
+        same &= lo[j][d] == lo[r][d] && hi[j][d] == hi[r][d];
+      }
+      if (same) first = 0;
+      CHECK(same || boxes_disjoint(lo[j], other, lo[r], size, rank));
+    }
+    if (first) {
+      ++distinct;
+      distinct_bytes += received[r];
+    }
+  }
+  CHECK(distinct >= 1 && distinct_bytes == tr->bytes);
+  CHECK(distinct >= 1 && total * distinct == tr->bytes * receivers);
+  free(moves);
+  return distinct >= 1 && receivers % distinct == 0 ? receivers / distinct : 0;
 }
 
 /* Every invariant of a plan that the C ABI exposes. global_batch 0: a fixed graph. */
@@ -301,6 +416,24 @@ static void check_plan(const alpa_plan* plan, const alpa_cluster* cluster, int64
       CHECK(transfers[i].tensor >= 0 && transfers[i].tensor < ops);
       CHECK(transfers[i].bytes > 0 && transfers[i].seconds > 0);
     }
+    /* Cross-mesh resharding: the slice moves of every transfer. */
+    {
+      int64_t replicated = 0, moves = 0;
+      for (i = 0; i < n; ++i) {
+        const int64_t replication = check_transfer_moves(plan, i, &transfers[i]);
+        CHECK(replication >= 1);
+        replicated += replication > 1;
+        moves += alpa_plan_transfer_moves(plan, i, NULL, 0, sizeof(alpa_slice_move));
+      }
+      printf("    %lld transfers, %lld slice moves, %lld to a replicated layout\n", (long long)n,
+             (long long)moves, (long long)replicated);
+    }
+    CHECK(alpa_plan_transfer_moves(plan, n, NULL, 0, sizeof(alpa_slice_move)) == 0);
+    CHECK(alpa_plan_transfer_moves(plan, -1, NULL, 0, sizeof(alpa_slice_move)) == 0);
+    CHECK(alpa_plan_transfer_moves(NULL, 0, NULL, 0, sizeof(alpa_slice_move)) == 0);
+    CHECK(detailed != NULL && strstr(alpa_buffer_data(detailed), "\"moves\":[{\"") != NULL);
+    CHECK(strstr(alpa_buffer_data(json), "\"move_count\"") != NULL &&
+          strstr(alpa_buffer_data(json), "\"moves\"") == NULL);
   }
 
 done:

@@ -116,14 +116,27 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
 
   json transfers = json::array();
   for (const CrossStageTransfer& t : plan.transfers) {
-    transfers.push_back({{"from_stage", t.from_stage},
-                         {"to_stage", t.to_stage},
-                         {"tensor", t.tensor},
-                         {"name", plan.graph.op(t.tensor).name},
-                         {"bytes", t.bytes},
-                         {"from_spec", ToString(t.from_spec)},
-                         {"to_spec", ToString(t.to_spec)},
-                         {"seconds", t.seconds}});
+    json transfer = {{"from_stage", t.from_stage},
+                     {"to_stage", t.to_stage},
+                     {"tensor", t.tensor},
+                     {"name", plan.graph.op(t.tensor).name},
+                     {"bytes", t.bytes},
+                     {"from_spec", ToString(t.from_spec)},
+                     {"to_spec", ToString(t.to_spec)},
+                     {"seconds", t.seconds},
+                     {"move_count", t.moves.size()}};
+    if (detail > 0) {
+      json moves = json::array();
+      for (const SliceMove& m : t.moves) {
+        moves.push_back({{"src", m.src_device},
+                         {"dst", m.dst_device},
+                         {"offsets", m.offsets},
+                         {"sizes", m.sizes},
+                         {"bytes", m.bytes}});
+      }
+      transfer["moves"] = std::move(moves);
+    }
+    transfers.push_back(std::move(transfer));
   }
   j["transfers"] = std::move(transfers);
 
@@ -137,6 +150,7 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
                   {"intra_op_solves", st.intra_op_solves},
                   {"intra_op_proven", st.intra_op_proven},
                   {"stage_candidates", st.candidates},
+                  {"pruned_candidates", st.pruned_candidates},
                   {"microbatches_tried", st.microbatches_tried}};
   return j.dump();
 }

@@ -9,8 +9,9 @@
 
 namespace alpa {
 
-// detail 0: summary (stages, transfers, compile split); detail >= 1: also every stage's per-op
-// strategies and collectives. `model` names the model ("" when unknown).
+// detail 0: summary (stages, transfers with their move counts, compile split); detail >= 1:
+// also every stage's per-op strategies and collectives and every transfer's slice moves.
+// `model` names the model ("" when unknown).
 std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
                              const std::string& model, int32_t detail);
 

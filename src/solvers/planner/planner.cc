@@ -8,6 +8,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/cross_mesh.h"
 #include "core/graph_stats.h"
 #include "core/sharding_spec.h"
 #include "models/model_zoo.h"
@@ -226,6 +227,24 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
       const StagePiece& reader = to.pieces[static_cast<size_t>(
           b - t.group_first_piece[static_cast<size_t>(to.first_layer)])];
       tr.to_spec = reader.sharding->ops[static_cast<size_t>(l)].result;
+      const Op& tensor_op = graph.op(u);
+      // A free or fused producer has no layout (a default spec of rank 0): its stage holds the
+      // whole tensor on every device.
+      const ShardingSpec from_layout = tr.from_spec.rank() == tensor_op.shape.size()
+                                           ? tr.from_spec
+                                           : ShardingSpec::Replicated(tensor_op.shape.size());
+      const ShardingSpec to_layout = tr.to_spec.rank() == tensor_op.shape.size()
+                                         ? tr.to_spec
+                                         : ShardingSpec::Replicated(tensor_op.shape.size());
+      Result<std::vector<SliceMove>> moves = PlanCrossMeshTransfer(
+          tensor_op.shape, DTypeBytes(tensor_op.dtype), from_layout, from.logical_mesh,
+          from.devices, to_layout, to.logical_mesh, to.devices);
+      if (!moves.ok()) {
+        return InternalError("cross-mesh transfer of " + DescribeOp(graph, u) + " from stage " +
+                             std::to_string(sa) + " to stage " + std::to_string(sb) + ": " +
+                             moves.status().message());
+      }
+      tr.moves = std::move(moves).value();
       const bool same_host = from.devices.front() / cluster.devices_per_host ==
                                  to.devices.front() / cluster.devices_per_host &&
                              from.submesh.hosts == 1 && to.submesh.hosts == 1;
@@ -260,6 +279,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   plan.stats.pieces = static_cast<int64_t>(t.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(t.solutions.size());
   plan.stats.candidates = static_cast<int64_t>(t.candidates.size());
+  plan.stats.pruned_candidates = t.pruned;
   plan.graph = std::move(graph);
   plan.clustering = clustering;
   attempt.feasible = true;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/cross_mesh.h"
 #include "core/graph.h"
 #include "core/logical_mesh.h"
 #include "core/sharding_spec.h"
@@ -100,6 +101,12 @@ struct CrossStageTransfer {
   int64_t bytes = 0;                // the whole tensor
   ShardingSpec from_spec, to_spec;  // on the two stages' logical meshes
   double seconds = 0;  // estimate: bytes over the slower link between the two submeshes
+  // Cross-mesh resharding (cross_mesh.h): which device of from_stage sends which slice to which
+  // device of to_stage (physical ids). Every device of to_stage receives its whole tile, so the
+  // bytes sum to `bytes` times the destination's replication. A producer that is free or fused
+  // has no layout of its own (from_spec default-constructed): its stage holds the tensor whole
+  // on every device, and the moves are planned from R...R.
+  std::vector<SliceMove> moves;
 };
 
 struct PlannerStats {
@@ -108,6 +115,7 @@ struct PlannerStats {
   int64_t intra_op_solves = 0;              // all B tried
   int64_t intra_op_proven = 0;              // of those, proven optimal within the gap
   int64_t candidates = 0;                   // stage candidates given to the DP (chosen B)
+  int64_t pruned_candidates = 0;            // dropped as dominated (chosen B)
   std::vector<int64_t> microbatches_tried;
 };
 

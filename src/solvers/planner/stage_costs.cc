@@ -86,7 +86,51 @@ int64_t UnitPeak(const UnitProfile& p) {
   return p.persistent_bytes + p.activation_bytes + p.working_bytes;
 }
 
+// Whether candidate a is at least as good as b in every respect: latency, overhead, and
+// memory at any number of microbatches in flight and any device memory.
+bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCandidate& b,
+                   const StageMemory& mb) {
+  return a.latency <= b.latency && a.iteration_overhead <= b.iteration_overhead &&
+         ma.persistent + ma.working <= mb.persistent + mb.working && ma.activation <= mb.activation;
+}
+
 }  // namespace
+
+void PruneDominatedCandidates(StageCostTable& t) {
+  using Group = std::tuple<int32_t, int32_t, int32_t>;
+  std::map<Group, std::vector<size_t>> groups;
+  for (size_t k = 0; k < t.candidates.size(); ++k) {
+    const StageCandidate& c = t.candidates[k];
+    groups[Group{c.first_layer, c.last_layer, c.submesh}].push_back(k);
+  }
+  std::vector<char> keep(t.candidates.size(), 1);
+  for (const auto& [group, members] : groups) {
+    for (size_t x : members) {
+      for (size_t y : members) {
+        if (x == y || !keep[y]) continue;
+        const bool y_dominates = AtLeastAsGood(t.candidates[y], t.candidate_memory[y],
+                                               t.candidates[x], t.candidate_memory[x]) &&
+                                 (!AtLeastAsGood(t.candidates[x], t.candidate_memory[x],
+                                                 t.candidates[y], t.candidate_memory[y]) ||
+                                  y < x);
+        if (y_dominates) {
+          keep[x] = 0;
+          break;
+        }
+      }
+    }
+  }
+  size_t out = 0;
+  for (size_t k = 0; k < t.candidates.size(); ++k) {
+    if (!keep[k]) continue;
+    t.candidates[out] = t.candidates[k];
+    t.candidate_memory[out] = t.candidate_memory[k];
+    ++out;
+  }
+  t.pruned = static_cast<int64_t>(t.candidates.size() - out);
+  t.candidates.resize(out);
+  t.candidate_memory.resize(out);
+}
 
 int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
                        int32_t cap) {
@@ -341,6 +385,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
       }
     }
   }
+  PruneDominatedCandidates(t);
   return t;
 }
 

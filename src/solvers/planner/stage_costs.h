@@ -75,14 +75,23 @@ struct StageCostTable {
   // Solution()).
   std::vector<std::vector<std::vector<UnitProfile>>> solutions;
   std::vector<int32_t> mesh_of_config;  // per config: its mesh index
-  // Every (layer group range, config); max_stages_after < 0 where it never fits.
+  // Every (layer group range, config) that no other one of the same range and submesh
+  // dominates (latency, overhead, persistent + working and activation memory all at least as
+  // good); max_stages_after < 0 where it never fits.
   std::vector<StageCandidate> candidates;
+  int64_t pruned = 0;                         // dominated candidates dropped
   std::vector<StageMemory> candidate_memory;  // aligned with candidates
   int64_t solves = 0, proven = 0;
 
   // The profile piece p uses under config c.
   const UnitProfile& Solution(int32_t piece, int32_t config) const;
 };
+
+// Drops the candidates that another one of the same layer range and submesh dominates (the
+// first of equal ones stays), setting `pruned`: replacing a dominated stage by its dominator
+// never makes a plan slower or infeasible, whatever the device memory, so the DP's optimum is
+// unchanged.
+void PruneDominatedCandidates(StageCostTable& t);
 
 // Errors: cancellation (kCancelled), an intra-op solve error. `progress_base` carries the
 // planner's phase / timing fields for progress reports.

@@ -1,0 +1,85 @@
+// Dominance pruning of stage candidates keeps the stage DP's optimum, at any device memory.
+#include "solvers/planner/stage_costs.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace alpa {
+namespace {
+
+TEST(StageCosts, PruningDominatedCandidatesKeepsTheOptimum) {
+  std::mt19937_64 rng(7);
+  int64_t pruned_total = 0;
+  for (int round = 0; round < 300; ++round) {
+    const int32_t layers = 1 + static_cast<int32_t>(rng() % 4);
+    const int64_t microbatches = 1 + static_cast<int64_t>(rng() % 6);
+    StageCostTable t;
+    t.microbatches = microbatches;
+    t.submeshes = EnumerateSubmeshShapes(1, 4);
+    std::uniform_real_distribution<double> seconds(0.5, 2.0);
+    for (int32_t i = 0; i < layers; ++i) {
+      for (int32_t j = i; j < layers; ++j) {
+        for (int32_t s = 0; s < static_cast<int32_t>(t.submeshes.size()); ++s) {
+          const int configs = 1 + static_cast<int>(rng() % 5);
+          for (int c = 0; c < configs; ++c) {
+            StageCandidate cand;
+            cand.first_layer = i;
+            cand.last_layer = j;
+            cand.submesh = s;
+            cand.config = c;
+            // Coarse values so that ties and exact dominance happen often.
+            cand.latency = std::round(seconds(rng) * 4) / 4;
+            cand.iteration_overhead = static_cast<double>(rng() % 3) / 4;
+            StageMemory m{static_cast<int64_t>(rng() % 4) * 100,
+                          static_cast<int64_t>(rng() % 3) * 50,
+                          static_cast<int64_t>(rng() % 2) * 100};
+            t.candidates.push_back(cand);
+            t.candidate_memory.push_back(m);
+          }
+        }
+      }
+    }
+    StageCostTable pruned = t;
+    PruneDominatedCandidates(pruned);
+    pruned_total += pruned.pruned;
+    EXPECT_EQ(pruned.candidates.size() + static_cast<size_t>(pruned.pruned), t.candidates.size());
+    for (int64_t memory : {300, 450, 600, 900}) {
+      auto solve = [&](const StageCostTable& table) {
+        StageDpInput input;
+        input.num_layers = layers;
+        input.hosts = 1;
+        input.devices_per_host = 4;
+        input.submeshes = table.submeshes;
+        input.microbatches = microbatches;
+        input.candidates = table.candidates;
+        for (size_t k = 0; k < input.candidates.size(); ++k) {
+          input.candidates[k].max_stages_after =
+              MaxStagesAfter(table.candidate_memory[k], memory, microbatches, layers);
+        }
+        Result<StageDpResult> r = SolveStageDp(input);
+        EXPECT_TRUE(r.ok()) << r.status().message();
+        return r.ok() ? r.value() : StageDpResult{};
+      };
+      const StageDpResult full = solve(t);
+      const StageDpResult kept = solve(pruned);
+      ASSERT_EQ(full.feasible, kept.feasible) << "round " << round << " memory " << memory;
+      if (full.feasible) {
+        EXPECT_NEAR(full.objective, kept.objective, 1e-12) << "round " << round;
+      }
+    }
+  }
+  EXPECT_GT(pruned_total, 0);  // the instances do exercise the pruning
+}
+
+TEST(StageCosts, MaxStagesAfterFollowsInFlightMicrobatches) {
+  const StageMemory m{100, 10, 20};  // 120 + 10 per microbatch in flight
+  EXPECT_EQ(MaxStagesAfter(m, 129, 8, 16), -1);
+  EXPECT_EQ(MaxStagesAfter(m, 130, 8, 16), 0);   // one in flight
+  EXPECT_EQ(MaxStagesAfter(m, 150, 8, 16), 2);   // three in flight
+  EXPECT_EQ(MaxStagesAfter(m, 200, 8, 16), 16);  // all 8 fit: any depth
+  EXPECT_EQ(MaxStagesAfter(StageMemory{100, 0, 0}, 100, 8, 5), 5);
+}
+
+}  // namespace
+}  // namespace alpa
