@@ -964,6 +964,97 @@ ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, 
 ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
                                    alpa_error** err);
 
+/*
+ * Simulation of a plan (docs/planner.md, "Simulation"): one training iteration run event by
+ * event, every stage its forward / backward tasks in the schedule's order (a forward of
+ * latency_seconds' forward part, a backward of the rest), activations and gradients sent between
+ * stages as the plan's slice moves over the cluster's links (FIFO contention on each device's
+ * intra-host link and each host's NICs), then each stage's gradient synchronisation and update.
+ * It checks the planner's closed-form iteration time and adds what that leaves out (transfers,
+ * contention, the schedule's real dependencies). Lifecycle:
+ *
+ *   alpa_simulation* sim;  alpa_plan_simulate(&sim, plan, ALPA_SCHEDULE_1F1B, &err);
+ *   alpa_simulation_iteration_seconds(sim), alpa_simulation_stage(&stats, sizeof stats, sim,
+ *   s, &err), alpa_simulation_timeline_svg(&buffer, sim, 0, &err), ...
+ *   alpa_simulation_destroy(sim);
+ *
+ * A simulation is immutable and may be shared between threads; it keeps no pointer to the plan.
+ */
+typedef struct alpa_simulation alpa_simulation;
+
+/* Pipeline schedules (pinned values). */
+#define ALPA_SCHEDULE_GPIPE 0 /* every forward, then every backward */
+#define ALPA_SCHEDULE_1F1B 1  /* one forward one backward, as the planner assumes */
+
+/* Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:
+ * ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the two above, a plan the
+ * simulator cannot run: more than 2^20 microbatches). Caller frees *out with
+ * alpa_simulation_destroy. */
+ALPA_API int32_t alpa_plan_simulate(alpa_simulation** out, const alpa_plan* plan, int32_t schedule,
+                                    alpa_error** err);
+/* The same from a plan JSON of `size` bytes (alpa_plan_to_json, `alpa plan -o` / `--json`; not
+ * NUL-terminated necessarily). At detail 1 the transfers' slice moves are simulated; at detail
+ * 0 each transfer's bytes are spread evenly over min(senders, receivers) device pairs. The
+ * plan's "schedule" is not read: `schedule` decides. Errors, each naming the field ("plan JSON:
+ * stages[1].forward_latency_seconds: missing"): ALPA_ERR_PARSE (not JSON, not a plan, a missing
+ * field or a field of the wrong type; plans written by libalpa before simulation existed lack
+ * fields and need planning again), ALPA_ERR_INVALID_ARGUMENT (NULL out / json, a bad schedule,
+ * values out of range: negative times, a device outside the cluster, a transfer whose direction
+ * contradicts its stages, a move from a device outside its stage, ...). Caller frees *out with
+ * alpa_simulation_destroy. */
+ALPA_API int32_t alpa_simulate_plan_json(alpa_simulation** out, const char* json, size_t size,
+                                         int32_t schedule, alpa_error** err);
+ALPA_API void alpa_simulation_destroy(alpa_simulation* simulation);
+
+/* Scalars (NaN / 0 for NULL). The simulated iteration time (every stage's update finished). */
+ALPA_API double alpa_simulation_iteration_seconds(const alpa_simulation* simulation);
+/* The planner's closed form on the simulated stages: sum over stages of (latency + overhead) +
+ * (microbatches - 1) * the largest latency; equals alpa_plan_iteration_seconds up to rounding. */
+ALPA_API double alpa_simulation_closed_form_seconds(const alpa_simulation* simulation);
+/* The plan's predicted iteration time (its JSON's "iteration_seconds"); NaN when unknown. */
+ALPA_API double alpa_simulation_planner_seconds(const alpa_simulation* simulation);
+ALPA_API int32_t alpa_simulation_stage_count(const alpa_simulation* simulation);
+
+/* One stage of a simulated iteration (version 1). busy + communication wait + idle = the
+ * iteration time. */
+typedef struct alpa_simulated_stage {
+  size_t struct_size;  /* bytes the library wrote */
+  int32_t version;     /* 1 */
+  int32_t reserved;    /* 0 */
+  double busy_seconds; /* forward + backward + gradient synchronisation + update */
+  /* Blocked on inputs already sent but not yet arrived (transfers on the links). */
+  double communication_wait_seconds;
+  /* Nothing to run: waiting for upstream compute (the pipeline bubble), before the first task
+   * and after the update. */
+  double idle_seconds;
+  double bubble_fraction; /* idle / iteration */
+  double finish_seconds;  /* when its update ended */
+  /* The most microbatches between their forward's start and their backward's end at once. */
+  int64_t peak_in_flight;
+  int64_t peak_memory_bytes; /* per device: persistent + peak_in_flight x activations */
+} alpa_simulated_stage;
+/* Fills *out (element_size = sizeof(alpa_simulated_stage); the library writes the first
+ * min(element_size, its own size) bytes). ALPA_ERR_INVALID_ARGUMENT for NULLs, a stage out of
+ * range or element_size below version 1's size. */
+ALPA_API int32_t alpa_simulation_stage(alpa_simulated_stage* out, size_t element_size,
+                                       const alpa_simulation* simulation, int32_t stage,
+                                       alpa_error** err);
+/* The iteration's timeline as a self-contained SVG picture `width` pixels wide (0: 1600; else
+ * 200..20000): a row per stage (its devices and layers), forward / backward / communication
+ * wait / synchronisation / update / idle in distinct colours, a legend and a time axis. The
+ * simulation is run again with its timeline recorded (deterministic: the same iteration).
+ * ALPA_ERR_INVALID_ARGUMENT for NULLs or a width out of range. Caller frees *out with
+ * alpa_buffer_free. */
+ALPA_API int32_t alpa_simulation_timeline_svg(alpa_buffer** out, const alpa_simulation* simulation,
+                                              int32_t width, alpa_error** err);
+/* The simulation as one JSON object (docs/planner.md, "Simulation JSON"): "schedule",
+ * "microbatches", "iteration_seconds", "closed_form_seconds", "planner_iteration_seconds" and
+ * "relative_error" ((simulated - planned) / planned; both null when unknown), per stage its
+ * times and the statistics above, and the transfers' totals. Caller frees *out with
+ * alpa_buffer_free. */
+ALPA_API int32_t alpa_simulation_to_json(alpa_buffer** out, const alpa_simulation* simulation,
+                                         alpa_error** err);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -193,5 +193,30 @@ expect plan_bad_cluster 1 'error: --cluster' -- "$alpa" plan --model "$gpt" --cl
 expect plan_bad_model 1 'error: .*nosuchnet' -- "$alpa" plan --model nosuchnet
 expect plan_bad_remat 1 'error: --remat' -- "$alpa" plan "${plan[@]}" --remat sometimes
 
+# alpa simulate: one simulated iteration of the plan written above with -o (detail 1) and of a
+# summary (--json); alpa plan --svg.
+sim_plan=$tmp/plan.json
+expect simulate_time 0 '^simulated iteration time +[0-9.]+ (s|ms|us)' -- "$alpa" simulate "$sim_plan"
+expect simulate_prediction 0 "^planner's prediction +[0-9.]+ (s|ms|us) +\(relative error [+-][0-9.]+ %" -- "$alpa" simulate "$sim_plan"
+expect simulate_table 0 '^0 +[0-9]+(-[0-9]+)? +[0-9]+(-[0-9]+)? +[0-9.]+ (s|ms|us) ' -- "$alpa" simulate "$sim_plan"
+expect simulate_json 0 '^\{.*"iteration_seconds":[0-9.e+-]+.*"relative_error":-?[0-9]' -- "$alpa" simulate "$sim_plan" --json
+expect simulate_json_stats 0 '"bubble_fraction".*"communication_wait_seconds".*"peak_memory_bytes"' -- "$alpa" simulate "$sim_plan" --json
+expect simulate_gpipe 0 'GPipe schedule' -- "$alpa" simulate "$sim_plan" --schedule gpipe
+expect simulate_svg 0 "wrote $tmp/sim.svg" -- "$alpa" simulate "$sim_plan" --svg "$tmp/sim.svg" --width 800
+expect simulate_svg_file 0 '^<svg' -- head -c 200 "$tmp/sim.svg"
+"$alpa" plan "${plan[@]}" --json 2>/dev/null | tail -n 1 > "$tmp/plan_summary.json"
+expect simulate_summary 0 '^simulated iteration time' -- "$alpa" simulate "$tmp/plan_summary.json"
+expect plan_svg 0 "wrote $tmp/plan.svg" -- "$alpa" plan "${plan[@]}" -q --svg "$tmp/plan.svg"
+expect plan_svg_file 0 '^<svg' -- head -c 200 "$tmp/plan.svg"
+expect simulate_missing 1 'error: cannot read .*nope.json' -- "$alpa" simulate "$tmp/nope.json"
+printf '{"format": "alpa-plan"' > "$tmp/truncated_plan.json"
+expect simulate_bad_json 1 'error: .*plan JSON: invalid JSON' -- "$alpa" simulate "$tmp/truncated_plan.json"
+expect simulate_not_a_plan 1 'error: .*plan JSON: format' -- "$alpa" simulate "$example"
+sed 's/"forward_latency_seconds"/"old_field"/' "$sim_plan" > "$tmp/old_plan.json"
+expect simulate_missing_field 1 'error: .*stages\[0\]\.forward_latency_seconds: missing' -- "$alpa" simulate "$tmp/old_plan.json"
+expect simulate_bad_schedule 1 'error: --schedule' -- "$alpa" simulate "$sim_plan" --schedule zigzag
+expect simulate_bad_width 1 'error: --width' -- "$alpa" simulate "$sim_plan" --svg "$tmp/w.svg" --width 10
+expect simulate_no_file 1 'required' -- "$alpa" simulate
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -110,4 +110,11 @@ bool IsFile(const std::string& path) {
   return true;
 }
 
+bool WriteFile(const std::string& path, const char* data, size_t size) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  const bool written = std::fwrite(data, 1, size, f) == size;
+  return std::fclose(f) == 0 && written;
+}
+
 }  // namespace alpa_cli

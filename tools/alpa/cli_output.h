@@ -1,6 +1,7 @@
 // Output helpers shared by the `alpa` subcommands: error reporting and number formatting.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -32,5 +33,8 @@ bool ParseBytes(const std::string& text, int64_t* out);
 
 // Whether `path` names a file that can be opened for reading.
 bool IsFile(const std::string& path);
+
+// Writes `size` bytes to the file `path` (replacing it); false when it cannot.
+bool WriteFile(const std::string& path, const char* data, size_t size);
 
 }  // namespace alpa_cli

@@ -68,6 +68,7 @@ struct PlanArgs {
   bool exact = false;              // intra-op solves proven by GLPK
   int threads = 0;
   std::string output;  // write the detailed plan JSON here
+  std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
   bool json = false;   // print the summary JSON as the last line
   bool quiet = false;
 };
@@ -75,6 +76,18 @@ struct PlanArgs {
 // JSON object with --json (last line). Exit code: 0 a plan was found, 2 no plan fits the
 // device memory, 1 bad input (stderr).
 int RunPlan(const PlanArgs& args);
+
+struct SimulateArgs {
+  std::string file;               // a plan JSON file (alpa plan -o / --json)
+  std::string schedule = "1f1b";  // or "gpipe"
+  std::string svg;                // write the timeline SVG here
+  int32_t width = 0;              // SVG width in pixels; 0: the library's default
+  bool json = false;              // print alpa_simulation_to_json's object as the last line
+};
+// Simulates one iteration of a plan and prints the simulated iteration time, the planner's
+// prediction and the relative error, and per stage its busy / communication-wait / idle time,
+// bubble fraction and peak memory. Exit code 0, or 1 for bad input (stderr).
+int RunSimulate(const SimulateArgs& args);
 
 // Lists the model-zoo presets (name, family, nominal size, GPUs) and each family's keys.
 int RunModels(bool json);

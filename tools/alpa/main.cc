@@ -6,6 +6,7 @@
 //   alpa models [--json]                   model-zoo presets and family keys
 //   alpa shard --model SPEC --mesh 2x4     auto-shard a graph on one logical mesh
 //   alpa plan [--model SPEC] [--cluster P:N] pipeline stages + sharding (Alpa's two levels)
+//   alpa simulate PLAN.json [--svg F]      one simulated iteration of a plan vs the prediction
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -127,8 +128,23 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   plan->add_option("--threads", plan_args.threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
   plan->add_option("-o,--output", plan_args.output, "Write the detailed plan JSON to this file");
+  plan->add_option("--svg", plan_args.svg,
+                   "Write the timeline of the plan's simulated iteration (SVG) to this file");
   plan->add_flag("--json", plan_args.json, "Print the plan summary as one JSON object (last line)");
   plan->add_flag("-q,--quiet", plan_args.quiet, "No progress lines");
+
+  alpa_cli::SimulateArgs simulate_args;
+  CLI::App* simulate = app.add_subcommand(
+      "simulate", "Simulate one training iteration of a plan and compare it with the prediction");
+  simulate->add_option("plan", simulate_args.file, "Plan JSON file (alpa plan -o or --json)")
+      ->required();
+  simulate->add_option("--schedule", simulate_args.schedule,
+                       "Pipeline schedule: 1f1b (default, the planner's) or gpipe");
+  simulate->add_option("--svg", simulate_args.svg, "Write the timeline (SVG) to this file");
+  simulate->add_option("--width", simulate_args.width,
+                       "SVG width in pixels (default 1600; 200..20000)");
+  simulate->add_flag("--json", simulate_args.json,
+                     "Print the simulation as one JSON object (last line)");
 
   try {
     app.parse(argc, argv);
@@ -142,6 +158,7 @@ int main(int argc, char** argv) {
   if (*graph) return alpa_cli::RunGraph(graph_args);
   if (*models) return alpa_cli::RunModels(models_json);
   if (*shard) return alpa_cli::RunShard(shard_args);
+  if (*simulate) return alpa_cli::RunSimulate(simulate_args);
   plan_args.microbatches_given = microbatches->count() > 0;
   // `alpa plan` with its embedded default (gpt-2.6b on two p3.16xlarge hosts) is the main job;
   // `alpa` alone runs it too.

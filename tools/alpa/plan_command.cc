@@ -226,6 +226,20 @@ int RunPlan(const PlanArgs& args) {
     alpa_buffer_free(buffer);
     if (!ok || f == nullptr) return ReportBadInput("-o: cannot write " + args.output);
   }
+  if (!args.svg.empty()) {
+    // The timeline of the plan's simulated iteration (1F1B, the slice moves as planned).
+    alpa_simulation* sim = nullptr;
+    if (alpa_plan_simulate(&sim, h.plan, ALPA_SCHEDULE_1F1B, &err) != ALPA_OK) {
+      return ReportError(err, "--svg");
+    }
+    alpa_buffer* svg = nullptr;
+    const int32_t rc_svg = alpa_simulation_timeline_svg(&svg, sim, 0, &err);
+    alpa_simulation_destroy(sim);
+    if (rc_svg != ALPA_OK) return ReportError(err, "--svg");
+    const bool ok = WriteFile(args.svg, alpa_buffer_data(svg), alpa_buffer_size(svg));
+    alpa_buffer_free(svg);
+    if (!ok) return ReportBadInput("--svg: cannot write " + args.svg);
+  }
   if (args.json) {
     alpa_buffer* buffer = nullptr;
     if (alpa_plan_to_json(&buffer, h.plan, 0, &err) != ALPA_OK) return ReportError(err);
@@ -235,6 +249,7 @@ int RunPlan(const PlanArgs& args) {
   }
   PrintSummary(h.plan, h.cluster);
   if (!args.output.empty()) std::printf("wrote %s\n", args.output.c_str());
+  if (!args.svg.empty()) std::printf("wrote %s\n", args.svg.c_str());
   return 0;
 }
 

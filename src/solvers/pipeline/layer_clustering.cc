@@ -373,7 +373,8 @@ Split ChooseSplit(const std::vector<long double>& flops,
 }
 
 // Without markers: forward ops take their unit's group; sources their first forward reader's.
-// A backward / update op joins the latest group among the forward tensors it reads, where a
+// An update op that replaces a parameter joins that parameter's group. Another backward /
+// update op joins the latest group among the forward tensors it reads, where a
 // tensor counts in the group of its earliest forward reader (a tensor at a cut belongs to the
 // group that reads it: the weight gradient of a group's first matmul reads the previous
 // group's output), else the latest group among its operands; what is left (sources and ops
@@ -417,6 +418,12 @@ std::vector<int32_t> AssignOpGroups(const Graph& graph, const Units& units,
   for (size_t id = 0; id < n; ++id) {
     const Op& op = graph.ops[id];
     if (group[id] != kUnresolved || op.phase == Phase::kForward) continue;
+    // An update goes with the weight it replaces (its forward readers' group), so that a stage
+    // holds, reads and updates its own weights.
+    if (op.alias_of >= 0 && group[static_cast<size_t>(op.alias_of)] >= 0) {
+      group[id] = group[static_cast<size_t>(op.alias_of)];
+      continue;
+    }
     int32_t from_forward = -1, from_any = -1;
     for (int32_t p : op.operands) {
       const size_t ps = static_cast<size_t>(p);

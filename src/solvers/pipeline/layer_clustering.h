@@ -18,8 +18,9 @@
 // group's output and do not count.
 //
 // Backward and update ops follow their forward unit: with markers they keep their marker's
-// group; without, a backward / update op joins the latest group among the forward tensors it
-// reads directly, a tensor counting in the group of its earliest forward reader (so the weight
+// group; without, an update op that replaces a parameter joins the parameter's group, and
+// another backward / update op joins the latest group among the forward tensors it reads
+// directly, a tensor counting in the group of its earliest forward reader (so the weight
 // gradient of a group's first matmul, which reads the previous group's output, stays with its
 // matmul), else the latest group among its operands; sources and ops fed by sources alone
 // join their first reader's group, else group 0. Ops with marker -1 (global state such as

@@ -57,10 +57,11 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
   j["format"] = "alpa-plan";
   j["version"] = 1;
   j["model"] = model;
-  j["cluster"] = {{"name", cluster.name},
-                  {"hosts", cluster.hosts},
-                  {"devices_per_host", cluster.devices_per_host},
-                  {"device_memory_bytes", cluster.device.memory_bytes}};
+  // The whole cluster (ClusterToJson: name, hosts, devices_per_host, device, links,
+  // calibration), so that the plan can be simulated from its JSON alone, plus the device memory
+  // at the top of it as before.
+  j["cluster"] = ClusterToJson(cluster);
+  j["cluster"]["device_memory_bytes"] = cluster.device.memory_bytes;
   j["microbatches"] = plan.microbatches;
   j["iteration_seconds"] = plan.iteration_seconds;
   j["max_stage_latency_seconds"] = plan.max_stage_latency;
@@ -104,8 +105,10 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
                   {"remat", st.remat},
                   {"memory_level", st.memory_level},
                   {"latency_seconds", st.latency},
+                  {"forward_latency_seconds", st.forward_latency},
                   {"iteration_overhead_seconds", st.iteration_overhead},
                   {"memory_bytes", st.memory_bytes},
+                  {"activation_bytes", st.activation_bytes},
                   {"in_flight", st.in_flight},
                   {"collectives", CollectiveCountsJson(counts)},
                   {"pieces", std::move(pieces)}};
@@ -118,6 +121,9 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
   for (const CrossStageTransfer& t : plan.transfers) {
     json transfer = {{"from_stage", t.from_stage},
                      {"to_stage", t.to_stage},
+                     // Activations go to a later stage, gradients to an earlier one.
+                     {"direction", t.to_stage > t.from_stage ? "forward" : "backward"},
+                     {"once_per_iteration", t.once_per_iteration},
                      {"tensor", t.tensor},
                      {"name", plan.graph.op(t.tensor).name},
                      {"bytes", t.bytes},

@@ -175,9 +175,11 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
     st.memory_level = config.level;
     st.remat = config.remat;
     st.latency = c.latency;
+    st.forward_latency = t.candidate_forward_latency[k];
     st.iteration_overhead = c.iteration_overhead;
     st.in_flight = std::min<int64_t>(microbatches, stage_count - s);
     st.memory_bytes = t.candidate_memory[k].With(st.in_flight);
+    st.activation_bytes = t.candidate_memory[k].activation;
     const int32_t p0 = t.group_first_piece[static_cast<size_t>(c.first_layer)];
     const int32_t p1 = t.group_first_piece[static_cast<size_t>(c.last_layer) + 1];
     for (int32_t p = p0; p < p1; ++p) {
@@ -216,6 +218,15 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
       tr.to_stage = sb;
       tr.tensor = u;
       tr.bytes = TensorBytes(graph.op(u));
+      tr.once_per_iteration = graph.op(u).role == TensorRole::kGradient;
+      for (const Op& reader : sub.graph.ops) {
+        // An addition into a weight's gradient of the tensor's own shape: accumulation.
+        if (reader.kind == OpKind::kAdd && reader.role == TensorRole::kGradient &&
+            reader.shape == graph.op(u).shape &&
+            std::find(reader.operands.begin(), reader.operands.end(), l) != reader.operands.end()) {
+          tr.once_per_iteration = true;
+        }
+      }
       const StagePiece& producer = from.pieces[static_cast<size_t>(
           a - t.group_first_piece[static_cast<size_t>(from.first_layer)])];
       for (int32_t pl = 0; pl < producer.subgraph->graph.size(); ++pl) {
@@ -254,7 +265,14 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
     }
   }
 
+  // Accumulated gradient contributions cross once per iteration, before the receiver's
+  // gradient synchronisation: charged there.
   plan.iteration_seconds = dp.objective;
+  for (const CrossStageTransfer& tr : plan.transfers) {
+    if (!tr.once_per_iteration) continue;
+    plan.stages[static_cast<size_t>(tr.to_stage)].iteration_overhead += tr.seconds;
+    plan.iteration_seconds += tr.seconds;
+  }
   plan.max_stage_latency = dp.max_latency;
   // Hardware FLOPs: a rematerialized stage runs its forward twice.
   std::vector<char> remat_piece(t.piece_marker.size(), 0);

@@ -86,9 +86,11 @@ struct PlannedStage {
   int32_t memory_level = 0;       // 0: unconstrained intra-op solves
   bool remat = false;             // forward recomputed in the backward
   double latency = 0;             // seconds per microbatch, forward + backward
+  double forward_latency = 0;     // its forward part (with remat: the forward once)
   double iteration_overhead = 0;  // seconds per iteration: gradient sync and update
   int64_t in_flight = 0;          // microbatches whose activations it holds (1F1B)
   int64_t memory_bytes = 0;       // per device, at its peak
+  int64_t activation_bytes = 0;   // of memory_bytes: per device per microbatch in flight
   int64_t data_parallel = 1, tensor_parallel = 1;  // degrees (product = devices)
   bool zero = false;  // optimizer state sharded over the data-parallel devices
   std::vector<StagePiece> pieces;
@@ -107,6 +109,10 @@ struct CrossStageTransfer {
   // has no layout of its own (from_spec default-constructed): its stage holds the tensor whole
   // on every device, and the moves are planned from R...R.
   std::vector<SliceMove> moves;
+  // A gradient contribution the receiver accumulates (the head's part of a tied embedding's
+  // gradient): summed locally over the microbatches and sent once per iteration, before the
+  // receiver's gradient synchronisation, rather than per microbatch.
+  bool once_per_iteration = false;
 };
 
 struct PlannerStats {

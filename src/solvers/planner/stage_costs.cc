@@ -16,7 +16,7 @@ namespace alpa {
 namespace {
 
 // Pieces: layer markers when the clustering used them, else the layer groups.
-void AssignPieces(const Graph& graph, const LayerClustering& clustering, StageCostTable& t) {
+void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePieces& t) {
   const size_t n = static_cast<size_t>(graph.size());
   t.op_piece.assign(n, -1);
   if (!clustering.from_markers) {
@@ -48,13 +48,6 @@ void AssignPieces(const Graph& graph, const LayerClustering& clustering, StageCo
   }
   t.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
 }
-
-// One edge between two pieces: `producer` (local op of piece a) read as boundary input
-// `reader` of piece b.
-struct PieceEdge {
-  int32_t a = 0, b = 0;
-  int32_t producer = 0, reader = 0;
-};
 
 // Runs fn(task) for tasks 0..count-1 on `threads` threads; stops early when fn fails.
 Status RunParallel(int64_t count, int32_t threads, const std::function<Status(int64_t)>& fn) {
@@ -96,6 +89,81 @@ bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCa
 
 }  // namespace
 
+Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering) {
+  StagePieces t;
+  AssignPieces(graph, clustering, t);
+  const int32_t pieces = static_cast<int32_t>(t.piece_marker.size());
+
+  // Subgraphs and their types.
+  std::map<std::string, int32_t> type_of_key;
+  for (int32_t p = 0; p < pieces; ++p) {
+    Result<Subgraph> sub = ExtractSubgraph(graph, t.op_piece, p, p);
+    if (!sub.ok()) return sub.status();
+    std::vector<int32_t> local(static_cast<size_t>(graph.size()), -1);
+    const Subgraph& s = sub.value();
+    for (int32_t l = 0; l < s.graph.size(); ++l) {
+      const int32_t o = s.origin[static_cast<size_t>(l)];
+      if (t.op_piece[static_cast<size_t>(o)] == p) local[static_cast<size_t>(o)] = l;
+    }
+    t.local_of.push_back(std::move(local));
+    auto [it, inserted] =
+        type_of_key.emplace(StructuralKey(s.graph), static_cast<int32_t>(t.type_rep.size()));
+    if (inserted) t.type_rep.push_back(p);
+    t.piece_type.push_back(it->second);
+    t.piece_graph.push_back(std::make_shared<const Subgraph>(std::move(sub).value()));
+  }
+
+  // Edges between pieces.
+  for (int32_t b = 0; b < pieces; ++b) {
+    const Subgraph& s = *t.piece_graph[static_cast<size_t>(b)];
+    for (int32_t l : s.boundary_inputs) {
+      const int32_t u = s.origin[static_cast<size_t>(l)];
+      const int32_t a = t.op_piece[static_cast<size_t>(u)];
+      if (a < 0 || a == b) continue;
+      t.edges.push_back({a, b, t.local_of[static_cast<size_t>(a)][static_cast<size_t>(u)], l,
+                         graph.op(u).phase == Phase::kForward});
+    }
+  }
+  return t;
+}
+
+Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdge& e,
+                                       const UnitProfile& producer, const UnitProfile& reader,
+                                       const LogicalMesh& mesh) {
+  const OpSharding& from = producer.sharding->ops[static_cast<size_t>(e.producer)];
+  if (from.free || from.fused) return 0.0;  // made locally in any layout: nothing to move
+  const Op& op = pieces.piece_graph[static_cast<size_t>(e.b)]->graph.op(e.reader);
+  const OpSharding& to = reader.sharding->ops[static_cast<size_t>(e.reader)];
+  ReshardOptions ro;
+  ro.cost_mode = CostMode::kRealUnits;
+  ro.alpa_compatible = false;
+  Result<ReshardPlan> plan = PlanReshard(from.reader_layout ? *from.reader_layout : from.result,
+                                         to.result, op.shape, DTypeBytes(op.dtype), mesh, ro);
+  if (!plan.ok()) return plan.status();
+  return plan.value().cost;
+}
+
+ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
+                           const std::vector<StageEdgeCost>& edges, bool remat) {
+  ComposedStage c;
+  int64_t persistent = 0, activation = 0, working = 0;
+  for (const UnitProfile* pu : pieces) {
+    const UnitProfile& u = *pu;
+    c.latency += u.latency + (remat ? u.forward_latency : 0.0);
+    c.forward_latency += u.forward_latency;
+    c.iteration_overhead += u.iteration_overhead;
+    persistent += u.persistent_bytes;
+    activation += remat ? u.checkpoint_bytes : u.activation_bytes;
+    working = std::max(working, u.working_bytes + (remat ? u.activation_bytes : 0));
+  }
+  for (const StageEdgeCost& e : edges) {
+    c.latency += e.seconds;
+    if (e.forward) c.forward_latency += e.seconds;
+  }
+  c.memory = StageMemory{persistent, activation, working};
+  return c;
+}
+
 void PruneDominatedCandidates(StageCostTable& t) {
   using Group = std::tuple<int32_t, int32_t, int32_t>;
   std::map<Group, std::vector<size_t>> groups;
@@ -104,6 +172,7 @@ void PruneDominatedCandidates(StageCostTable& t) {
     groups[Group{c.first_layer, c.last_layer, c.submesh}].push_back(k);
   }
   std::vector<char> keep(t.candidates.size(), 1);
+  const bool has_forward = t.candidate_forward_latency.size() == t.candidates.size();
   for (const auto& [group, members] : groups) {
     for (size_t x : members) {
       for (size_t y : members) {
@@ -125,11 +194,13 @@ void PruneDominatedCandidates(StageCostTable& t) {
     if (!keep[k]) continue;
     t.candidates[out] = t.candidates[k];
     t.candidate_memory[out] = t.candidate_memory[k];
+    if (has_forward) t.candidate_forward_latency[out] = t.candidate_forward_latency[k];
     ++out;
   }
   t.pruned = static_cast<int64_t>(t.candidates.size() - out);
   t.candidates.resize(out);
   t.candidate_memory.resize(out);
+  if (has_forward) t.candidate_forward_latency.resize(out);
 }
 
 int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
@@ -157,29 +228,15 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   StageCostTable t;
   t.microbatches = microbatches;
   t.device_memory = device_memory;
-  AssignPieces(graph, clustering, t);
-  const int32_t pieces = static_cast<int32_t>(t.piece_marker.size());
-
-  // Subgraphs and their types.
-  std::map<std::string, int32_t> type_of_key;
-  std::vector<int32_t> type_rep;               // per type: its first piece
-  std::vector<std::vector<int32_t>> local_of;  // per piece: full-graph op -> local op
-  for (int32_t p = 0; p < pieces; ++p) {
-    Result<Subgraph> sub = ExtractSubgraph(graph, t.op_piece, p, p);
-    if (!sub.ok()) return sub.status();
-    std::vector<int32_t> local(static_cast<size_t>(graph.size()), -1);
-    const Subgraph& s = sub.value();
-    for (int32_t l = 0; l < s.graph.size(); ++l) {
-      const int32_t o = s.origin[static_cast<size_t>(l)];
-      if (t.op_piece[static_cast<size_t>(o)] == p) local[static_cast<size_t>(o)] = l;
-    }
-    local_of.push_back(std::move(local));
-    auto [it, inserted] =
-        type_of_key.emplace(StructuralKey(s.graph), static_cast<int32_t>(type_rep.size()));
-    if (inserted) type_rep.push_back(p);
-    t.piece_type.push_back(it->second);
-    t.piece_graph.push_back(std::make_shared<const Subgraph>(std::move(sub).value()));
-  }
+  Result<StagePieces> cut = CutStagePieces(graph, clustering);
+  if (!cut.ok()) return cut.status();
+  StagePieces& sp = cut.value();
+  t.piece_marker = sp.piece_marker;
+  t.op_piece = sp.op_piece;
+  t.group_first_piece = sp.group_first_piece;
+  t.piece_graph = sp.piece_graph;
+  t.piece_type = sp.piece_type;
+  const std::vector<int32_t>& type_rep = sp.type_rep;  // per type: its first piece
   const int32_t types = static_cast<int32_t>(type_rep.size());
 
   // Meshes: every logical shape of every submesh shape.
@@ -231,13 +288,24 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
     o.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
     o.solve.relative_gap = options.intra_op_relative_gap;
     o.solve.cancel = options.cancel;
+    // ZeRO is a choice in every solve: sharding the optimizer state and its update over the
+    // data-parallel devices costs the same collectives as an all-reduce and divides the update
+    // and the state's memory.
+    o.zero = ZeroMode::kSearch;
     auto& levels = t.solutions[static_cast<size_t>(type)][m];
     for (int32_t level = 0; level <= options.memory_levels; ++level) {
       if (level > 0) {
         const int64_t peak = UnitPeak(levels.back());
-        if (peak * most_pieces_per_group <= cluster.device.memory_bytes) break;
+        // The pieces a stage on this mesh holds in a balanced pipeline (its share of the
+        // devices), or at least the largest layer group.
+        const int64_t share =
+            (static_cast<int64_t>(t.piece_marker.size()) * meshes[m].num_devices() +
+             cluster.num_devices() - 1) /
+            cluster.num_devices();
+        if (peak * std::max<int64_t>(most_pieces_per_group, share) <= cluster.device.memory_bytes) {
+          break;
+        }
         o.memory_budget_bytes = peak / 2;
-        o.zero = ZeroMode::kSearch;  // sharding optimizer state is one way to meet it
       }
       Result<UnitProfile> p = ProfileUnit(g, meshes[m], cluster, o);
       solves.fetch_add(1);
@@ -302,16 +370,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   }
 
   // Edges between pieces and their resharding cost per config.
-  std::vector<PieceEdge> edges;
-  for (int32_t b = 0; b < pieces; ++b) {
-    const Subgraph& s = *t.piece_graph[static_cast<size_t>(b)];
-    for (int32_t l : s.boundary_inputs) {
-      const int32_t u = s.origin[static_cast<size_t>(l)];
-      const int32_t a = t.op_piece[static_cast<size_t>(u)];
-      if (a < 0 || a == b) continue;
-      edges.push_back({a, b, local_of[static_cast<size_t>(a)][static_cast<size_t>(u)], l});
-    }
-  }
+  const std::vector<PieceEdge>& edges = sp.edges;
   const size_t nc = t.configs.size();
   std::vector<double> edge_cost(edges.size() * nc, 0.0);
   std::map<std::tuple<int32_t, int32_t, int32_t, int32_t, const UnitProfile*, const UnitProfile*>,
@@ -319,7 +378,6 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
       memo;
   for (size_t e = 0; e < edges.size(); ++e) {
     const PieceEdge& pe = edges[e];
-    const Op& op = t.piece_graph[static_cast<size_t>(pe.b)]->graph.op(pe.reader);
     for (size_t c = 0; c < nc; ++c) {
       const UnitProfile& pa = t.Solution(pe.a, static_cast<int32_t>(c));
       const UnitProfile& pb = t.Solution(pe.b, static_cast<int32_t>(c));
@@ -333,15 +391,9 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
         continue;
       }
       if (it == memo.end()) {
-        const OpSharding& to = pb.sharding->ops[static_cast<size_t>(pe.reader)];
-        ReshardOptions ro;
-        ro.cost_mode = CostMode::kRealUnits;
-        ro.alpa_compatible = false;
-        Result<ReshardPlan> plan =
-            PlanReshard(from.reader_layout ? *from.reader_layout : from.result, to.result, op.shape,
-                        DTypeBytes(op.dtype), t.configs[c].mesh, ro);
-        if (!plan.ok()) return plan.status();
-        it = memo.emplace(key, plan.value().cost).first;
+        Result<double> cost = PieceEdgeReshardSeconds(sp, pe, pa, pb, t.configs[c].mesh);
+        if (!cost.ok()) return cost.status();
+        it = memo.emplace(key, cost.value()).first;
       }
       edge_cost[e * nc + c] = it->second;
     }
@@ -349,39 +401,37 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
 
   // Candidates.
   const int32_t groups = clustering.num_layers;
+  std::vector<const UnitProfile*> stage_pieces;
+  std::vector<StageEdgeCost> stage_edges;
   for (size_t c = 0; c < nc; ++c) {
     for (int32_t i = 0; i < groups; ++i) {
       for (int32_t j = i; j < groups; ++j) {
         const int32_t p0 = t.group_first_piece[static_cast<size_t>(i)];
         const int32_t p1 = t.group_first_piece[static_cast<size_t>(j) + 1];  // exclusive
-        double latency = 0, overhead = 0;
-        int64_t persistent = 0, activation = 0, working = 0;
-        const bool remat = t.configs[c].remat;
+        stage_pieces.clear();
         for (int32_t p = p0; p < p1; ++p) {
-          const UnitProfile& u = t.Solution(p, static_cast<int32_t>(c));
-          latency += u.latency + (remat ? u.forward_latency : 0.0);
-          overhead += u.iteration_overhead;
-          persistent += u.persistent_bytes;
-          activation += remat ? u.checkpoint_bytes : u.activation_bytes;
-          working = std::max(working, u.working_bytes + (remat ? u.activation_bytes : 0));
+          stage_pieces.push_back(&t.Solution(p, static_cast<int32_t>(c)));
         }
+        stage_edges.clear();
         for (size_t e = 0; e < edges.size(); ++e) {
           const PieceEdge& pe = edges[e];
           if (std::min(pe.a, pe.b) >= p0 && std::max(pe.a, pe.b) < p1) {
-            latency += edge_cost[e * nc + c];
+            stage_edges.push_back({edge_cost[e * nc + c], pe.forward});
           }
         }
+        const ComposedStage composed = ComposeStage(stage_pieces, stage_edges, t.configs[c].remat);
         StageCandidate cand;
         cand.first_layer = i;
         cand.last_layer = j;
         cand.submesh = t.configs[c].submesh;
         cand.config = static_cast<int32_t>(c);
-        cand.latency = latency;
-        cand.iteration_overhead = overhead;
-        const StageMemory memory{persistent, activation, working};
+        cand.latency = composed.latency;
+        cand.iteration_overhead = composed.iteration_overhead;
+        const StageMemory& memory = composed.memory;
         cand.max_stages_after = MaxStagesAfter(memory, device_memory, microbatches, groups);
         t.candidates.push_back(cand);
         t.candidate_memory.push_back(memory);
+        t.candidate_forward_latency.push_back(composed.forward_latency);
       }
     }
   }

@@ -5,12 +5,14 @@
 // one type and are auto-sharded once per logical mesh, on all threads (unit_profile.h), with
 // iteration_weight 1 / B so that gradient synchronisation is priced once per iteration.
 //
-// Memory levels: level 0 solves without a memory budget; level l + 1 solves with half of
-// level l's peak as the budget and the ZeRO rewrite as a searched choice, and is only tried while
-// level l's peak times the most pieces in one layer group exceeds the cluster's device memory (a
-// stage of the largest group would not fit; the cluster's and not the planner's device memory
-// option, so that the cost table, and with it the smallest memory reported for an infeasible model,
-// does not depend on the option). A type that stops early uses its last level at higher ones.
+// ZeRO (optimizer state and update sharded over the data-parallel devices) is a searched
+// choice in every solve. Memory levels: level 0 solves without a memory budget; level l + 1
+// solves with half of level l's peak as the budget, and is only tried while level l's peak
+// times the pieces a stage on that mesh holds (its share of the devices times all pieces, at
+// least the largest layer group) exceeds the cluster's device memory (the cluster's and not the
+// planner's device memory option, so that the cost table, and with it the smallest memory
+// reported for an infeasible model, does not depend on the option). A type that stops early
+// uses its last level at higher ones.
 //
 // A stage candidate is (layer groups i..j, submesh, logical mesh, level): its latency sums the
 // pieces' per-microbatch latencies plus the resharding between consecutive pieces inside it
@@ -55,6 +57,52 @@ struct StageMemory {
   int64_t With(int64_t in_flight) const { return persistent + in_flight * activation + working; }
 };
 
+// One edge between two pieces: `producer` (local op of piece a) read as boundary input
+// `reader` of piece b.
+struct PieceEdge {
+  int32_t a = 0, b = 0;
+  int32_t producer = 0, reader = 0;
+  bool forward = false;  // a forward tensor (its resharding is part of the forward)
+};
+
+// The pieces of a graph under a layer clustering (the layer markers when the clustering used
+// them, else the layer groups), cut out as subgraphs and grouped into types, with the edges
+// between them. BuildStageCosts and the manual-plan evaluator (manual_plan.h) share it.
+struct StagePieces {
+  std::vector<int32_t> piece_marker;       // per piece: its layer marker (or group)
+  std::vector<int32_t> op_piece;           // per op: its piece, or -1
+  std::vector<int32_t> group_first_piece;  // per layer group, plus one past the end
+  std::vector<std::shared_ptr<const Subgraph>> piece_graph;
+  std::vector<int32_t> piece_type;             // per piece
+  std::vector<int32_t> type_rep;               // per type: its first piece
+  std::vector<std::vector<int32_t>> local_of;  // per piece: full-graph op -> local op, or -1
+  std::vector<PieceEdge> edges;                // in reader order
+};
+
+// Errors: ExtractSubgraph's.
+Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering);
+
+// The resharding cost (seconds per microbatch) of edge `e` on `mesh`: the producer's layout
+// (its reader layout when it has one) into the layout the reader's solve chose; 0 when the
+// producer is free or fused (made locally in any layout). Errors: PlanReshard's.
+Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdge& e,
+                                       const UnitProfile& producer, const UnitProfile& reader,
+                                       const LogicalMesh& mesh);
+
+// A stage composed of pieces (their profiles in order, all on one mesh) and the resharding
+// between them (each edge inside the stage: its cost and whether it is a forward tensor), as
+// the header comment says; exactly what BuildStageCosts gives a candidate.
+struct StageEdgeCost {
+  double seconds = 0;
+  bool forward = false;
+};
+struct ComposedStage {
+  double latency = 0, forward_latency = 0, iteration_overhead = 0;
+  StageMemory memory;
+};
+ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
+                           const std::vector<StageEdgeCost>& edges, bool remat);
+
 // The most stages that may follow a stage of this memory on devices of `device_memory` bytes
 // when B microbatches run (1F1B keeps min(B, after + 1) in flight), capped at `cap`; -1 when
 // none.
@@ -81,6 +129,9 @@ struct StageCostTable {
   std::vector<StageCandidate> candidates;
   int64_t pruned = 0;                         // dominated candidates dropped
   std::vector<StageMemory> candidate_memory;  // aligned with candidates
+  // Aligned with candidates: the forward part of their latency (the pieces' forward latencies
+  // plus the resharding of forward tensors between them; with remat the forward counted once).
+  std::vector<double> candidate_forward_latency;
   int64_t solves = 0, proven = 0;
 
   // The profile piece p uses under config c.

@@ -36,6 +36,9 @@ Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>&
   for (int32_t id = graph.size() - 1; id >= 0; --id) {
     if (selected(id)) copy[static_cast<size_t>(id)] = 1;
     if (!copy[static_cast<size_t>(id)]) continue;
+    // The parameter an update replaces comes along even when the update does not read it
+    // (an optimizer that computes the new value from master weights or moments).
+    if (graph.op(id).alias_of >= 0) copy[static_cast<size_t>(graph.op(id).alias_of)] = 1;
     for (int32_t u : graph.op(id).operands) {
       const Op& operand = graph.op(u);
       if (operand.kind == OpKind::kParameter || IsConstantLike(operand) ||
@@ -69,10 +72,10 @@ Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>&
       u = local[static_cast<size_t>(u)];
     }
     if (op.alias_of >= 0) {
-      op.alias_of = local[static_cast<size_t>(op.alias_of)];  // an operand, so copied
+      op.alias_of = local[static_cast<size_t>(op.alias_of)];  // copied above
       if (op.alias_of < 0) {
-        return InvalidArgument("subgraph: " + DescribeOp(graph, id) +
-                               " updates a parameter it does not read");
+        return InternalError("subgraph: the parameter " + DescribeOp(graph, id) +
+                             " updates was not copied");
       }
     }
     local[static_cast<size_t>(id)] = sub.graph.size();

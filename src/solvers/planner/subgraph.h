@@ -23,7 +23,8 @@ struct Subgraph {
 };
 
 // The ops with op_group[id] in [first, last], in graph order, plus:
-//   - parameters they read from other groups, copied as they are (a tied weight is held by every
+//   - parameters they read (or, for update ops, replace) from other groups, copied as they are (a
+//   tied weight is held by every
 //     group that reads it, as Megatron keeps the embedding on the first and the last stage);
 //   - constants and iotas they read, copied;
 //   - ops of no group (op_group -1: global optimizer state such as Adam's step counter) that

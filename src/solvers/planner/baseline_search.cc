@@ -1,0 +1,195 @@
+// The Megatron-LM baseline grid search (baseline_search.h).
+#include "solvers/planner/baseline_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+
+namespace alpa {
+namespace {
+
+std::string GiB(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+}  // namespace
+
+Result<std::vector<ManualPlanSpec>> MegatronBaselineGrid(ManualPlanEvaluator& evaluator,
+                                                         const PlannerModel& model,
+                                                         const Cluster& cluster,
+                                                         const PlannerOptions& options) {
+  ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+  if (options.microbatches < 0) {
+    return InvalidArgument("baseline: microbatches must be >= 1 (got " +
+                           std::to_string(options.microbatches) + ")");
+  }
+  if (options.max_microbatches < 1) {
+    return InvalidArgument("baseline: max_microbatches must be >= 1");
+  }
+  const int64_t batch = model.global_batch;
+  if (options.microbatches > 0 && batch > 0 && batch % options.microbatches != 0) {
+    return InvalidArgument("baseline: " + std::to_string(options.microbatches) +
+                           " microbatches do not divide the batch of " + std::to_string(batch));
+  }
+  std::vector<int64_t> counts;
+  if (options.microbatches > 0) {
+    counts.push_back(options.microbatches);
+  } else if (batch == 0) {
+    counts.push_back(1);
+  } else {
+    for (int64_t b = 1; b <= std::min(batch, options.max_microbatches); b *= 2) {
+      if (batch % b == 0) counts.push_back(b);
+    }
+  }
+  Result<int64_t> layers = evaluator.Layers(counts.front());
+  if (!layers.ok()) return layers.status();
+
+  const int64_t devices = cluster.num_devices();
+  const int64_t per_host = cluster.devices_per_host;
+  std::vector<ManualPlanSpec> grid;
+  for (int64_t tp = 1; tp <= per_host; tp *= 2) {
+    if (per_host % tp != 0) continue;
+    for (int64_t pp = 1; pp <= devices / tp; ++pp) {
+      if ((devices / tp) % pp != 0 || pp > layers.value() || layers.value() % pp != 0) continue;
+      const int64_t dp = devices / tp / pp;
+      const int64_t stage = dp * tp;
+      if ((stage >= per_host && stage % per_host != 0) ||
+          (stage < per_host && per_host % stage != 0)) {
+        continue;
+      }
+      for (int64_t b : counts) {
+        if (b < pp && options.microbatches == 0) continue;
+        if (batch > 0 && (batch / b) % dp != 0) continue;
+        for (int32_t zero = 0; zero <= (dp > 1 ? 1 : 0); ++zero) {
+          for (bool remat : {false, true}) {
+            if ((remat && options.remat == RematMode::kOff) ||
+                (!remat && options.remat == RematMode::kOn)) {
+              continue;
+            }
+            ManualPlanSpec spec;
+            spec.data_parallel = dp;
+            spec.tensor_parallel = tp;
+            spec.pipeline_parallel = pp;
+            spec.microbatches = b;
+            spec.zero_stage = zero;
+            spec.remat = remat;
+            grid.push_back(spec);
+          }
+        }
+      }
+    }
+  }
+  return grid;
+}
+
+Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
+                                                    const Cluster& cluster,
+                                                    const PlannerOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ManualPlanEvaluator evaluator(model, cluster, options);
+  Result<std::vector<ManualPlanSpec>> grid =
+      MegatronBaselineGrid(evaluator, model, cluster, options);
+  if (!grid.ok()) return grid.status();
+  if (grid.value().empty()) {
+    return InvalidArgument("baseline: no Megatron-LM configuration (dp x tp x pp = " +
+                           std::to_string(cluster.num_devices()) +
+                           " devices, tp inside a host, pp dividing the layers) fits this model "
+                           "and batch");
+  }
+  const std::vector<ManualPlanSpec>& specs = grid.value();
+
+  // Microbatch counts from the largest down: a configuration that does not fit with B
+  // microbatches is not tried with fewer (larger microbatches hold more activations).
+  std::vector<int64_t> counts;
+  for (const ManualPlanSpec& spec : specs) counts.push_back(spec.microbatches);
+  std::sort(counts.begin(), counts.end(), std::greater<int64_t>());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  using Config = std::tuple<int64_t, int64_t, int64_t, int32_t, bool>;
+  auto config_of = [](const ManualPlanSpec& s) {
+    return Config{s.data_parallel, s.tensor_parallel, s.pipeline_parallel, s.zero_stage, s.remat};
+  };
+  std::set<Config> dead;
+  std::vector<std::optional<ManualPlanCost>> costs(specs.size());
+  BaselineSearchResult result;
+  for (int64_t b : counts) {
+    std::vector<size_t> level;
+    std::vector<ManualPlanSpec> level_specs;
+    for (size_t k = 0; k < specs.size(); ++k) {
+      if (specs[k].microbatches != b) continue;
+      if (dead.count(config_of(specs[k]))) {
+        ++result.pruned;
+        continue;
+      }
+      level.push_back(k);
+      level_specs.push_back(specs[k]);
+    }
+    ALPA_RETURN_IF_ERROR(evaluator.Prepare(level_specs));
+    for (size_t k : level) {
+      Result<ManualPlanCost> cost = evaluator.Cost(specs[k]);
+      if (!cost.ok()) {
+        // A point the solver cannot shard as stated (a batch dim it cannot split): skipped.
+        if (cost.status().code() == StatusCode::kInvalidArgument ||
+            cost.status().code() == StatusCode::kInfeasible) {
+          continue;
+        }
+        return cost.status();
+      }
+      if (!cost.value().feasible) dead.insert(config_of(specs[k]));
+      costs[k] = cost.value();
+    }
+  }
+
+  const double inf = std::numeric_limits<double>::infinity();
+  int64_t best = -1;
+  double best_seconds = inf;
+  int64_t lightest = -1, lightest_bytes = std::numeric_limits<int64_t>::max();
+  for (size_t k = 0; k < specs.size(); ++k) {
+    if (!costs[k]) continue;
+    ++result.evaluated;
+    const ManualPlanCost& c = *costs[k];
+    if (c.peak_memory_bytes < lightest_bytes) {
+      lightest_bytes = c.peak_memory_bytes;
+      lightest = static_cast<int64_t>(k);
+    }
+    result.table.emplace_back(specs[k], c.feasible ? c.iteration_seconds : inf);
+    if (!c.feasible) continue;
+    ++result.feasible;
+    if (c.iteration_seconds < best_seconds) {
+      best_seconds = c.iteration_seconds;
+      best = static_cast<int64_t>(k);
+    }
+  }
+  if (best < 0) {
+    if (lightest < 0) {
+      return InvalidArgument("baseline: no Megatron-LM configuration could be evaluated");
+    }
+    const int64_t memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+    return Status(StatusCode::kInfeasible,
+                  "baseline: no Megatron-LM configuration fits in " + GiB(memory) +
+                      " per device; the least memory-hungry, " +
+                      ManualPlanSpecString(specs[static_cast<size_t>(lightest)]) + ", needs " +
+                      GiB(lightest_bytes) + " (" + std::to_string(lightest_bytes) + " bytes)");
+  }
+  std::stable_sort(result.table.begin(), result.table.end(),
+                   [](const auto& a, const auto& b) { return a.second < b.second; });
+  result.spec = specs[static_cast<size_t>(best)];
+  Result<PipelinePlan> plan = evaluator.Plan(result.spec);
+  if (!plan.ok()) return plan.status();
+  result.best = std::move(plan).value();
+  result.intra_op_solves = evaluator.solves();
+  result.search_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.best.stats.intra_op_solves = result.intra_op_solves;
+  result.best.stats.total_seconds = result.search_seconds;
+  return result;
+}
+
+}  // namespace alpa

@@ -1,0 +1,771 @@
+// Manual plans (manual_plan.h): a Megatron-style spec evaluated with the planner's pieces,
+// intra-op solves and stage composition.
+#include "solvers/planner/manual_plan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "core/cross_mesh.h"
+#include "core/graph_stats.h"
+#include "solvers/pipeline/layer_clustering.h"
+#include "solvers/planner/stage_costs.h"
+#include "solvers/planner/unit_profile.h"
+
+namespace alpa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string GiB(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+// The mesh a spec's stages run on and how the solves are constrained there.
+struct MeshKey {
+  int64_t hosts = 1, per_host = 1;  // the submesh
+  int64_t d0 = 1, d1 = 1;           // the logical shape
+  int32_t batch_dim = kBatchDimFree;
+  ZeroMode zero = ZeroMode::kOff;
+  auto Tie() const { return std::make_tuple(hosts, per_host, d0, d1, batch_dim, zero); }
+  bool operator<(const MeshKey& o) const { return Tie() < o.Tie(); }
+};
+
+// A piece set: (microbatches, pp for graphs without markers whose pieces depend on it, else 0).
+using SetKey = std::pair<int64_t, int64_t>;
+using SolveKey = std::tuple<SetKey, int32_t, MeshKey>;  // set, piece type, mesh
+using EdgeKey = std::tuple<SetKey, MeshKey, int32_t, int32_t, int32_t, int32_t>;
+
+// Runs fn(task) for tasks 0..count-1 on `threads` threads; stops early when fn fails.
+Status RunParallel(int64_t count, int32_t threads, const std::function<Status(int64_t)>& fn) {
+  std::atomic<int64_t> next{0};
+  std::mutex mu;
+  Status first_error = Status::Ok();
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    while (!failed.load()) {
+      const int64_t task = next.fetch_add(1);
+      if (task >= count) return;
+      Status st = fn(task);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failed.exchange(true)) first_error = st;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const int32_t extra =
+      std::max<int32_t>(0, std::min<int32_t>(threads, static_cast<int32_t>(count)) - 1);
+  for (int32_t k = 0; k < extra; ++k) pool.emplace_back(worker);
+  worker();
+  for (std::thread& th : pool) th.join();
+  return first_error;
+}
+
+// The data-parallel degree of a piece as the planner reports it: the mesh dims its first
+// batched forward input is split over on dim 0.
+int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
+                           const std::vector<int64_t>& mesh_shape) {
+  for (int32_t v = 0; v < sub.graph.size(); ++v) {
+    const Op& op = sub.graph.op(v);
+    if (op.kind != OpKind::kParameter || op.role != TensorRole::kInput || op.shape.empty() ||
+        op.phase != Phase::kForward) {
+      continue;
+    }
+    int64_t degree = 1;
+    for (int32_t d : r.ops[static_cast<size_t>(v)].result.dims[0]) {
+      degree *= mesh_shape[static_cast<size_t>(d)];
+    }
+    return degree;
+  }
+  return 1;
+}
+
+// The submesh and mesh of a spec (checked by CheckSpec).
+MeshKey MeshOf(const ManualPlanSpec& spec, const Cluster& cluster) {
+  MeshKey k;
+  const int64_t n = spec.data_parallel * spec.tensor_parallel;
+  if (n >= cluster.devices_per_host) {
+    k.hosts = n / cluster.devices_per_host;
+    k.per_host = cluster.devices_per_host;
+  } else {
+    k.per_host = n;
+  }
+  k.d0 = spec.tensor_inside_host ? spec.data_parallel : spec.tensor_parallel;
+  k.d1 = spec.tensor_inside_host ? spec.tensor_parallel : spec.data_parallel;
+  if (spec.data_parallel > 1) k.batch_dim = spec.tensor_inside_host ? 0 : 1;
+  k.zero = spec.zero_stage >= 1 && spec.data_parallel > 1 ? ZeroMode::kForce : ZeroMode::kOff;
+  return k;
+}
+
+Status CheckSpec(const ManualPlanSpec& spec, const Cluster& cluster, int64_t global_batch) {
+  const std::pair<const char*, int64_t> positive[] = {{"data_parallel", spec.data_parallel},
+                                                      {"tensor_parallel", spec.tensor_parallel},
+                                                      {"pipeline_parallel", spec.pipeline_parallel},
+                                                      {"microbatches", spec.microbatches}};
+  for (const auto& [name, value] : positive) {
+    if (value < 1) {
+      return InvalidArgument(std::string("manual plan: ") + name + " must be >= 1 (got " +
+                             std::to_string(value) + ")");
+    }
+  }
+  if (spec.zero_stage < 0 || spec.zero_stage > 2) {
+    return InvalidArgument("manual plan: zero_stage must be 0, 1 or 2 (got " +
+                           std::to_string(spec.zero_stage) + "; ZeRO-3 is not modelled)");
+  }
+  const int64_t devices = cluster.num_devices();
+  if (spec.data_parallel > devices || spec.tensor_parallel > devices ||
+      spec.pipeline_parallel > devices ||
+      spec.data_parallel * spec.tensor_parallel * spec.pipeline_parallel != devices) {
+    return InvalidArgument("manual plan: data_parallel x tensor_parallel x pipeline_parallel = " +
+                           std::to_string(spec.data_parallel) + " x " +
+                           std::to_string(spec.tensor_parallel) + " x " +
+                           std::to_string(spec.pipeline_parallel) + " must equal the cluster's " +
+                           std::to_string(devices) + " devices");
+  }
+  const int64_t per_host = cluster.devices_per_host;
+  if (spec.tensor_inside_host && per_host % spec.tensor_parallel != 0) {
+    return InvalidArgument("manual plan: tensor_parallel " + std::to_string(spec.tensor_parallel) +
+                           " does not divide the " + std::to_string(per_host) +
+                           " devices per host (tensor_inside_host keeps it inside one host)");
+  }
+  const int64_t n = spec.data_parallel * spec.tensor_parallel;
+  if ((n >= per_host && n % per_host != 0) || (n < per_host && per_host % n != 0)) {
+    return InvalidArgument(
+        "manual plan: a stage of data_parallel x tensor_parallel = " + std::to_string(n) +
+        " devices would straddle hosts of " + std::to_string(per_host) +
+        " devices unevenly (pipeline_parallel " + std::to_string(spec.pipeline_parallel) + ")");
+  }
+  if (global_batch > 0) {
+    if (global_batch % spec.microbatches != 0) {
+      return InvalidArgument("manual plan: microbatches " + std::to_string(spec.microbatches) +
+                             " do not divide the batch of " + std::to_string(global_batch));
+    }
+    const int64_t size = global_batch / spec.microbatches;
+    if (size % spec.data_parallel != 0) {
+      return InvalidArgument("manual plan: data_parallel " + std::to_string(spec.data_parallel) +
+                             " does not divide the microbatch size " + std::to_string(size) +
+                             " (batch " + std::to_string(global_batch) + " / " +
+                             std::to_string(spec.microbatches) + " microbatches)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ManualPlanSpecString(const ManualPlanSpec& spec) {
+  std::string s =
+      "dp=" + std::to_string(spec.data_parallel) + " tp=" + std::to_string(spec.tensor_parallel) +
+      " pp=" + std::to_string(spec.pipeline_parallel) + " B=" + std::to_string(spec.microbatches) +
+      " zero=" + std::to_string(spec.zero_stage) + " remat=" + (spec.remat ? "on" : "off");
+  if (!spec.tensor_inside_host) s += " tp-across-hosts";
+  return s;
+}
+
+struct ManualPlanEvaluator::Impl {
+  PlannerModel model;
+  Cluster cluster;
+  PlannerOptions options;
+  int64_t solves = 0;
+  double solve_seconds = 0;
+
+  // One piece set: a clustering of the microbatch graph and its pieces.
+  struct PieceSet {
+    LayerClustering clustering;
+    StagePieces pieces;
+  };
+  // Per microbatch count.
+  struct GraphCtx {
+    Graph graph;
+    bool markers = false;
+    int32_t layers = 0;                  // transformer layers (markers) or units
+    int32_t prologue = 0, epilogue = 0;  // marker units before / after the layers (0 or 1)
+    PieceSet marker_set;                 // one layer group per marker (markers)
+    std::map<int64_t, std::unique_ptr<PieceSet>> by_pp;  // ClusterLayers(pp) (no markers)
+  };
+  std::map<int64_t, std::unique_ptr<GraphCtx>> graphs;
+  std::map<SolveKey, Result<UnitProfile>> profiles;
+  std::map<EdgeKey, double> edge_costs;
+
+  // A spec resolved against the graph: its piece set and stage ranges of layer groups.
+  struct Resolved {
+    GraphCtx* ctx = nullptr;
+    const PieceSet* set = nullptr;
+    SetKey set_key;
+    std::vector<std::pair<int32_t, int32_t>> stage_groups;  // inclusive
+    MeshKey mesh;
+  };
+
+  Status CheckInputs() const {
+    ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+    if (!model.build) return InvalidArgument("manual plan: the model has no graph builder");
+    if (model.global_batch < 0) return InvalidArgument("manual plan: negative global batch");
+    if (options.device_memory_bytes && *options.device_memory_bytes <= 0) {
+      return InvalidArgument("manual plan: device memory must be > 0 bytes");
+    }
+    if (!(options.intra_op_time_limit_seconds > 0)) {
+      return InvalidArgument("manual plan: intra_op_time_limit_seconds must be > 0");
+    }
+    if (!(options.intra_op_relative_gap >= 0) || !std::isfinite(options.intra_op_relative_gap)) {
+      return InvalidArgument("manual plan: intra_op_relative_gap must be >= 0");
+    }
+    return Status::Ok();
+  }
+
+  int64_t DeviceMemory() const {
+    return options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+  }
+
+  int32_t Threads() const {
+    return options.threads > 0
+               ? options.threads
+               : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+  }
+
+  Result<GraphCtx*> GraphFor(int64_t microbatches) {
+    auto it = graphs.find(microbatches);
+    if (it != graphs.end()) return it->second.get();
+    Result<Graph> built = model.build(microbatches);
+    if (!built.ok()) return built.status();
+    auto ctx = std::make_unique<GraphCtx>();
+    ctx->graph = std::move(built).value();
+    ALPA_RETURN_IF_ERROR(ValidateGraph(ctx->graph));
+    std::vector<int32_t> markers;
+    for (const Op& op : ctx->graph.ops) {
+      if (op.phase == Phase::kForward && op.layer >= 0) markers.push_back(op.layer);
+    }
+    std::sort(markers.begin(), markers.end());
+    markers.erase(std::unique(markers.begin(), markers.end()), markers.end());
+    ctx->markers = markers.size() >= 2;
+    LayerClusteringOptions co;
+    co.delta = options.clustering_delta;
+    if (ctx->markers) {
+      // One layer group per marker.
+      co.num_layers = static_cast<int32_t>(markers.size());
+      Result<LayerClustering> clustered = ClusterLayers(ctx->graph, co);
+      if (!clustered.ok()) return clustered.status();
+      ctx->marker_set.clustering = std::move(clustered).value();
+      Result<StagePieces> cut = CutStagePieces(ctx->graph, ctx->marker_set.clustering);
+      if (!cut.ok()) return cut.status();
+      ctx->marker_set.pieces = std::move(cut).value();
+      // The embedding and the head: a first / last piece of a type no other piece has, as long
+      // as a layer remains between them.
+      const std::vector<int32_t>& type = ctx->marker_set.pieces.piece_type;
+      const int32_t m = static_cast<int32_t>(type.size());
+      auto unique = [&](int32_t p) {
+        return std::count(type.begin(), type.end(), type[static_cast<size_t>(p)]) == 1;
+      };
+      if (m >= 3 && unique(0)) ctx->prologue = 1;
+      if (m - ctx->prologue >= 2 && unique(m - 1)) ctx->epilogue = 1;
+      ctx->layers = m - ctx->prologue - ctx->epilogue;
+    } else {
+      co.num_layers = std::numeric_limits<int32_t>::max();
+      Result<LayerClustering> clustered = ClusterLayers(ctx->graph, co);
+      if (!clustered.ok()) return clustered.status();
+      ctx->layers = clustered.value().num_layers;
+    }
+    GraphCtx* raw = ctx.get();
+    graphs.emplace(microbatches, std::move(ctx));
+    return raw;
+  }
+
+  // The stages' layer groups for pp stages (errors name pipeline_parallel).
+  Result<Resolved> Resolve(const ManualPlanSpec& spec) {
+    ALPA_RETURN_IF_ERROR(CheckSpec(spec, cluster, model.global_batch));
+    Result<GraphCtx*> got = GraphFor(spec.microbatches);
+    if (!got.ok()) return got.status();
+    Resolved r;
+    r.ctx = got.value();
+    r.mesh = MeshOf(spec, cluster);
+    GraphCtx& ctx = *r.ctx;
+    const int64_t pp = spec.pipeline_parallel;
+    if (pp > ctx.layers) {
+      return InvalidArgument("manual plan: pipeline_parallel " + std::to_string(pp) +
+                             " exceeds the model's " + std::to_string(ctx.layers) +
+                             (ctx.markers ? " layers" : " clustering units"));
+    }
+    if (ctx.markers) {
+      r.set = &ctx.marker_set;
+      r.set_key = {spec.microbatches, 0};
+      const int32_t m = static_cast<int32_t>(ctx.marker_set.pieces.piece_type.size());
+      if (ctx.layers % pp == 0) {
+        const int32_t k = static_cast<int32_t>(ctx.layers / pp);
+        for (int32_t s = 0; s < pp; ++s) {
+          const int32_t first = s == 0 ? 0 : ctx.prologue + s * k;
+          const int32_t last = s == pp - 1 ? m - 1 : ctx.prologue + (s + 1) * k - 1;
+          r.stage_groups.emplace_back(first, last);
+        }
+      } else {
+        // Alpa's clustering into pp groups of markers (balanced forward FLOPs).
+        LayerClusteringOptions co;
+        co.num_layers = static_cast<int32_t>(pp);
+        co.delta = options.clustering_delta;
+        Result<LayerClustering> clustered = ClusterLayers(ctx.graph, co);
+        if (!clustered.ok()) return clustered.status();
+        const LayerClustering& c = clustered.value();
+        if (c.num_layers != pp || !c.from_markers) {
+          return InternalError("manual plan: layer clustering gave " +
+                               std::to_string(c.num_layers) + " groups for pipeline_parallel " +
+                               std::to_string(pp));
+        }
+        const std::vector<int32_t>& markers = ctx.marker_set.pieces.piece_marker;
+        auto piece_of = [&](int32_t marker) {
+          return static_cast<int32_t>(std::lower_bound(markers.begin(), markers.end(), marker) -
+                                      markers.begin());
+        };
+        for (int32_t s = 0; s < pp; ++s) {
+          const int32_t first = piece_of(c.first_unit[static_cast<size_t>(s)]);
+          const int32_t last =
+              s == pp - 1 ? m - 1 : piece_of(c.first_unit[static_cast<size_t>(s) + 1]) - 1;
+          r.stage_groups.emplace_back(first, last);
+        }
+      }
+      return r;
+    }
+    auto it = ctx.by_pp.find(pp);
+    if (it == ctx.by_pp.end()) {
+      LayerClusteringOptions co;
+      co.num_layers = static_cast<int32_t>(pp);
+      co.delta = options.clustering_delta;
+      Result<LayerClustering> clustered = ClusterLayers(ctx.graph, co);
+      if (!clustered.ok()) return clustered.status();
+      auto set = std::make_unique<PieceSet>();
+      set->clustering = std::move(clustered).value();
+      if (set->clustering.num_layers != pp) {
+        return InvalidArgument("manual plan: pipeline_parallel " + std::to_string(pp) +
+                               " exceeds the model's " +
+                               std::to_string(set->clustering.num_layers) + " clustering units");
+      }
+      Result<StagePieces> cut = CutStagePieces(ctx.graph, set->clustering);
+      if (!cut.ok()) return cut.status();
+      set->pieces = std::move(cut).value();
+      it = ctx.by_pp.emplace(pp, std::move(set)).first;
+    }
+    r.set = it->second.get();
+    r.set_key = {spec.microbatches, pp};
+    for (int32_t s = 0; s < pp; ++s) r.stage_groups.emplace_back(s, s);
+    return r;
+  }
+
+  Result<LogicalMesh> MeshFor(const MeshKey& k) const {
+    return DeriveLogicalMesh(cluster, SubmeshShape{k.hosts, k.per_host}, {k.d0, k.d1});
+  }
+
+  // The piece types a resolved spec needs solved.
+  std::vector<int32_t> TypesOf(const Resolved& r) const {
+    std::vector<char> used(r.set->pieces.type_rep.size(), 0);
+    for (const auto& [first, last] : r.stage_groups) {
+      const int32_t p0 = r.set->pieces.group_first_piece[static_cast<size_t>(first)];
+      const int32_t p1 = r.set->pieces.group_first_piece[static_cast<size_t>(last) + 1];
+      for (int32_t p = p0; p < p1; ++p) {
+        used[static_cast<size_t>(r.set->pieces.piece_type[static_cast<size_t>(p)])] = 1;
+      }
+    }
+    std::vector<int32_t> types;
+    for (size_t t = 0; t < used.size(); ++t) {
+      if (used[t]) types.push_back(static_cast<int32_t>(t));
+    }
+    return types;
+  }
+
+  Result<UnitProfile> Solve(const PieceSet& set, int64_t microbatches, int32_t type,
+                            const MeshKey& key) const {
+    Result<LogicalMesh> mesh = MeshFor(key);
+    if (!mesh.ok()) return mesh.status();
+    AutoShardOptions o;
+    o.iteration_weight = 1.0 / static_cast<double>(microbatches);
+    o.batch_mesh_dim = key.batch_dim;
+    o.zero = key.zero;
+    o.solve.threads = 1;
+    o.solve.deterministic = true;
+    o.solve.heuristic_only = !options.intra_op_exact;
+    o.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
+    o.solve.relative_gap = options.intra_op_relative_gap;
+    o.solve.cancel = options.cancel;
+    const int32_t rep = set.pieces.type_rep[static_cast<size_t>(type)];
+    Result<UnitProfile> p = ProfileUnit(set.pieces.piece_graph[static_cast<size_t>(rep)]->graph,
+                                        mesh.value(), cluster, o);
+    if (!p.ok()) {
+      if (options.cancel && options.cancel->load()) {
+        return Status(StatusCode::kCancelled, "planning cancelled");
+      }
+      return Status(
+          p.status().code(),
+          "layer piece " + std::to_string(set.pieces.piece_marker[static_cast<size_t>(rep)]) +
+              " on mesh " + MeshShapeString(mesh.value().shape) + ": " + p.status().message());
+    }
+    return p;
+  }
+
+  Status Prepare(const std::vector<ManualPlanSpec>& specs) {
+    ALPA_RETURN_IF_ERROR(CheckInputs());
+    struct Task {
+      SolveKey key;
+      const PieceSet* set;
+    };
+    std::vector<Task> tasks;
+    std::map<SolveKey, size_t> seen;
+    for (const ManualPlanSpec& spec : specs) {
+      if (!CheckSpec(spec, cluster, model.global_batch).ok()) continue;
+      Result<Resolved> r = Resolve(spec);
+      if (!r.ok()) {
+        if (r.status().code() == StatusCode::kInvalidArgument) continue;  // Cost reports it
+        return r.status();
+      }
+      for (int32_t type : TypesOf(r.value())) {
+        SolveKey key{r.value().set_key, type, r.value().mesh};
+        if (profiles.count(key) || seen.count(key)) continue;
+        seen.emplace(key, tasks.size());
+        tasks.push_back({key, r.value().set});
+      }
+    }
+    return SolveAll(tasks.size(),
+                    [&](size_t k) { return std::make_pair(tasks[k].key, tasks[k].set); });
+  }
+
+  // Solves `count` tasks (key and piece set per index) on the threads, recording each result
+  // (errors too) in `profiles`; reports progress from the calling thread.
+  Status SolveAll(size_t count,
+                  const std::function<std::pair<SolveKey, const PieceSet*>(size_t)>& task_of) {
+    if (count == 0) return Status::Ok();
+    const Clock::time_point t0 = Clock::now();
+    std::vector<std::optional<Result<UnitProfile>>> results(count);
+    std::atomic<int64_t> done{0};
+    std::atomic<bool> cancelled{false};
+    const std::thread::id caller = std::this_thread::get_id();
+    Status st = RunParallel(static_cast<int64_t>(count), Threads(), [&](int64_t k) -> Status {
+      if (cancelled.load() || (options.cancel && options.cancel->load())) {
+        cancelled = true;
+        return Status(StatusCode::kCancelled, "planning cancelled");
+      }
+      const auto [key, set] = task_of(static_cast<size_t>(k));
+      Result<UnitProfile> p =
+          Solve(*set, std::get<0>(key).first, std::get<1>(key), std::get<2>(key));
+      if (!p.ok() && p.status().code() == StatusCode::kCancelled) return p.status();
+      results[static_cast<size_t>(k)] = std::move(p);
+      const int64_t finished = done.fetch_add(1) + 1;
+      if (options.on_progress && std::this_thread::get_id() == caller) {
+        PlannerProgress pr;
+        pr.phase = "intra-op";
+        pr.microbatches = std::get<0>(key).first;
+        pr.done = finished;
+        pr.total = static_cast<int64_t>(count);
+        pr.seconds = Since(t0);
+        if (!options.on_progress(pr)) cancelled = true;
+      }
+      return Status::Ok();
+    });
+    solve_seconds += Since(t0);
+    for (size_t k = 0; k < count; ++k) {
+      if (!results[k]) continue;
+      ++solves;
+      profiles.emplace(task_of(k).first, std::move(*results[k]));
+    }
+    if (!st.ok()) return st;
+    if (cancelled.load()) return Status(StatusCode::kCancelled, "planning cancelled");
+    return Status::Ok();
+  }
+
+  // The profiles of a resolved spec's types, solving the missing ones.
+  Status EnsureSolved(const Resolved& r) {
+    std::vector<SolveKey> missing;
+    for (int32_t type : TypesOf(r)) {
+      SolveKey key{r.set_key, type, r.mesh};
+      if (!profiles.count(key)) missing.push_back(key);
+    }
+    return SolveAll(missing.size(), [&](size_t k) { return std::make_pair(missing[k], r.set); });
+  }
+
+  // Per stage: its composition on the spec's mesh.
+  struct StageEval {
+    ComposedStage composed;
+    std::vector<const UnitProfile*> profiles;  // per piece of the stage
+  };
+  Result<std::vector<StageEval>> Compose(const Resolved& r, bool remat) {
+    ALPA_RETURN_IF_ERROR(EnsureSolved(r));
+    const StagePieces& sp = r.set->pieces;
+    std::vector<StageEval> out;
+    Result<LogicalMesh> mesh = MeshFor(r.mesh);
+    if (!mesh.ok()) return mesh.status();
+    auto profile = [&](int32_t p) -> Result<const UnitProfile*> {
+      const auto it =
+          profiles.find(SolveKey{r.set_key, sp.piece_type[static_cast<size_t>(p)], r.mesh});
+      if (it == profiles.end()) return InternalError("manual plan: a piece was not solved");
+      if (!it->second.ok()) return it->second.status();
+      return &it->second.value();
+    };
+    for (const auto& [first, last] : r.stage_groups) {
+      const int32_t p0 = sp.group_first_piece[static_cast<size_t>(first)];
+      const int32_t p1 = sp.group_first_piece[static_cast<size_t>(last) + 1];
+      StageEval ev;
+      for (int32_t p = p0; p < p1; ++p) {
+        Result<const UnitProfile*> u = profile(p);
+        if (!u.ok()) return u.status();
+        ev.profiles.push_back(u.value());
+      }
+      std::vector<StageEdgeCost> edges;
+      for (const PieceEdge& pe : sp.edges) {
+        if (std::min(pe.a, pe.b) < p0 || std::max(pe.a, pe.b) >= p1) continue;
+        const EdgeKey key{r.set_key,
+                          r.mesh,
+                          sp.piece_type[static_cast<size_t>(pe.a)],
+                          sp.piece_type[static_cast<size_t>(pe.b)],
+                          pe.producer,
+                          pe.reader};
+        auto it = edge_costs.find(key);
+        if (it == edge_costs.end()) {
+          Result<double> cost =
+              PieceEdgeReshardSeconds(sp, pe, *ev.profiles[static_cast<size_t>(pe.a - p0)],
+                                      *ev.profiles[static_cast<size_t>(pe.b - p0)], mesh.value());
+          if (!cost.ok()) return cost.status();
+          it = edge_costs.emplace(key, cost.value()).first;
+        }
+        edges.push_back({it->second, pe.forward});
+      }
+      ev.composed = ComposeStage(ev.profiles, edges, remat);
+      out.push_back(std::move(ev));
+    }
+    return out;
+  }
+
+  static ManualPlanCost CostOf(const std::vector<StageEval>& stages, int64_t microbatches,
+                               int64_t device_memory) {
+    ManualPlanCost c;
+    const int64_t n = static_cast<int64_t>(stages.size());
+    double sum = 0;
+    int64_t worst_over = std::numeric_limits<int64_t>::min();
+    for (int64_t s = 0; s < n; ++s) {
+      const ComposedStage& st = stages[static_cast<size_t>(s)].composed;
+      sum += st.latency + st.iteration_overhead;
+      c.max_stage_latency = std::max(c.max_stage_latency, st.latency);
+      const int64_t bytes = st.memory.With(std::min<int64_t>(microbatches, n - s));
+      c.peak_memory_bytes = std::max(c.peak_memory_bytes, bytes);
+      if (bytes > device_memory && bytes - device_memory > worst_over) {
+        worst_over = bytes - device_memory;
+        c.worst_stage = static_cast<int32_t>(s);
+        c.worst_stage_bytes = bytes;
+      }
+    }
+    c.iteration_seconds = sum + static_cast<double>(microbatches - 1) * c.max_stage_latency;
+    c.feasible = c.worst_stage < 0;
+    return c;
+  }
+
+  Result<ManualPlanCost> Cost(const ManualPlanSpec& spec) {
+    ALPA_RETURN_IF_ERROR(CheckInputs());
+    Result<Resolved> r = Resolve(spec);
+    if (!r.ok()) return r.status();
+    Result<std::vector<StageEval>> stages = Compose(r.value(), spec.remat);
+    if (!stages.ok()) return stages.status();
+    return CostOf(stages.value(), spec.microbatches, DeviceMemory());
+  }
+
+  Result<PipelinePlan> Plan(const ManualPlanSpec& spec);
+};
+
+Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec) {
+  const Clock::time_point t0 = Clock::now();
+  const int64_t solves_before = solves;
+  const double solve_seconds_before = solve_seconds;
+  ALPA_RETURN_IF_ERROR(CheckInputs());
+  Result<Resolved> resolved = Resolve(spec);
+  if (!resolved.ok()) return resolved.status();
+  const Resolved& r = resolved.value();
+  Result<std::vector<StageEval>> evaluated = Compose(r, spec.remat);
+  if (!evaluated.ok()) return evaluated.status();
+  const std::vector<StageEval>& evals = evaluated.value();
+  const int64_t device_memory = DeviceMemory();
+  const int64_t B = spec.microbatches;
+  const ManualPlanCost cost = CostOf(evals, B, device_memory);
+  if (!cost.feasible) {
+    return Status(
+        StatusCode::kInfeasible,
+        "manual plan " + ManualPlanSpecString(spec) + ": stage " +
+            std::to_string(cost.worst_stage) + " needs " + GiB(cost.worst_stage_bytes) + " (" +
+            std::to_string(cost.worst_stage_bytes) + " bytes) per device with " +
+            std::to_string(std::min<int64_t>(B, spec.pipeline_parallel - cost.worst_stage)) +
+            " microbatches in flight; the device memory is " + GiB(device_memory));
+  }
+
+  const StagePieces& sp = r.set->pieces;
+  const Graph& graph = r.ctx->graph;
+  PipelinePlan plan;
+  plan.microbatches = B;
+  const int32_t stage_count = static_cast<int32_t>(evals.size());
+  const int64_t per_stage = spec.data_parallel * spec.tensor_parallel;
+  std::vector<int32_t> stage_of_piece(sp.piece_marker.size(), -1);
+  for (int32_t s = 0; s < stage_count; ++s) {
+    const StageEval& ev = evals[static_cast<size_t>(s)];
+    PlannedStage st;
+    st.first_layer = r.stage_groups[static_cast<size_t>(s)].first;
+    st.last_layer = r.stage_groups[static_cast<size_t>(s)].second;
+    st.submesh = SubmeshShape{r.mesh.hosts, r.mesh.per_host};
+    st.logical_mesh = {r.mesh.d0, r.mesh.d1};
+    for (int64_t d = 0; d < per_stage; ++d) st.devices.push_back(s * per_stage + d);
+    st.remat = spec.remat;
+    st.latency = ev.composed.latency;
+    st.forward_latency = ev.composed.forward_latency;
+    st.iteration_overhead = ev.composed.iteration_overhead;
+    st.in_flight = std::min<int64_t>(B, stage_count - s);
+    st.memory_bytes = ev.composed.memory.With(st.in_flight);
+    st.activation_bytes = ev.composed.memory.activation;
+    const int32_t p0 = sp.group_first_piece[static_cast<size_t>(st.first_layer)];
+    const int32_t p1 = sp.group_first_piece[static_cast<size_t>(st.last_layer) + 1];
+    for (int32_t p = p0; p < p1; ++p) {
+      stage_of_piece[static_cast<size_t>(p)] = s;
+      st.pieces.push_back({sp.piece_marker[static_cast<size_t>(p)],
+                           sp.piece_graph[static_cast<size_t>(p)],
+                           ev.profiles[static_cast<size_t>(p - p0)]->sharding});
+    }
+    // The spec's degrees; where dp = 1 and the solver split the batch over the tensor-parallel
+    // dim anyway, the degrees it realised (as the planner reports them).
+    st.data_parallel = spec.data_parallel;
+    if (spec.data_parallel == 1) {
+      const StagePiece& lead = *std::max_element(
+          st.pieces.begin(), st.pieces.end(), [](const StagePiece& a, const StagePiece& b) {
+            return a.sharding->compute_cost < b.sharding->compute_cost;
+          });
+      st.data_parallel = DataParallelDegree(*lead.subgraph, *lead.sharding, st.logical_mesh);
+    }
+    st.tensor_parallel = per_stage / std::max<int64_t>(1, st.data_parallel);
+    st.zero = r.mesh.zero == ZeroMode::kForce;
+    plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
+    plan.stages.push_back(std::move(st));
+  }
+
+  // Transfers between stages (as the planner lists them): every boundary input whose producer
+  // sits on another stage.
+  for (int32_t b = 0; b < static_cast<int32_t>(sp.piece_graph.size()); ++b) {
+    const Subgraph& sub = *sp.piece_graph[static_cast<size_t>(b)];
+    const int32_t sb = stage_of_piece[static_cast<size_t>(b)];
+    for (int32_t l : sub.boundary_inputs) {
+      const int32_t u = sub.origin[static_cast<size_t>(l)];
+      const int32_t a = sp.op_piece[static_cast<size_t>(u)];
+      if (a < 0 || stage_of_piece[static_cast<size_t>(a)] == sb) continue;
+      const int32_t sa = stage_of_piece[static_cast<size_t>(a)];
+      const PlannedStage& from = plan.stages[static_cast<size_t>(sa)];
+      const PlannedStage& to = plan.stages[static_cast<size_t>(sb)];
+      CrossStageTransfer tr;
+      tr.from_stage = sa;
+      tr.to_stage = sb;
+      tr.tensor = u;
+      tr.bytes = TensorBytes(graph.op(u));
+      const StagePiece& producer = from.pieces[static_cast<size_t>(
+          a - sp.group_first_piece[static_cast<size_t>(from.first_layer)])];
+      for (int32_t pl = 0; pl < producer.subgraph->graph.size(); ++pl) {
+        const OpSharding& o = producer.sharding->ops[static_cast<size_t>(pl)];
+        if (producer.subgraph->origin[static_cast<size_t>(pl)] == u && !o.free && !o.fused) {
+          tr.from_spec = o.reader_layout ? *o.reader_layout : o.result;
+        }
+      }
+      const StagePiece& reader = to.pieces[static_cast<size_t>(
+          b - sp.group_first_piece[static_cast<size_t>(to.first_layer)])];
+      tr.to_spec = reader.sharding->ops[static_cast<size_t>(l)].result;
+      const Op& tensor_op = graph.op(u);
+      const ShardingSpec from_layout = tr.from_spec.rank() == tensor_op.shape.size()
+                                           ? tr.from_spec
+                                           : ShardingSpec::Replicated(tensor_op.shape.size());
+      const ShardingSpec to_layout = tr.to_spec.rank() == tensor_op.shape.size()
+                                         ? tr.to_spec
+                                         : ShardingSpec::Replicated(tensor_op.shape.size());
+      Result<std::vector<SliceMove>> moves = PlanCrossMeshTransfer(
+          tensor_op.shape, DTypeBytes(tensor_op.dtype), from_layout, from.logical_mesh,
+          from.devices, to_layout, to.logical_mesh, to.devices);
+      if (!moves.ok()) {
+        return InternalError("cross-mesh transfer of " + DescribeOp(graph, u) + " from stage " +
+                             std::to_string(sa) + " to stage " + std::to_string(sb) + ": " +
+                             moves.status().message());
+      }
+      tr.moves = std::move(moves).value();
+      const bool same_host = from.devices.front() / cluster.devices_per_host ==
+                                 to.devices.front() / cluster.devices_per_host &&
+                             from.submesh.hosts == 1 && to.submesh.hosts == 1;
+      const LinkSpec& link = same_host ? cluster.intra_host_link : cluster.inter_host_link;
+      tr.seconds = link.latency + static_cast<double>(tr.bytes) / link.bandwidth;
+      plan.transfers.push_back(std::move(tr));
+    }
+  }
+
+  plan.iteration_seconds = cost.iteration_seconds;
+  plan.max_stage_latency = cost.max_stage_latency;
+  // Hardware FLOPs: a rematerialized stage runs its forward twice.
+  long double per_microbatch = 0, per_iteration = 0;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const Op& op = graph.op(v);
+    const long double flops = OpFlops(graph, v);
+    (op.phase == Phase::kUpdate ? per_iteration : per_microbatch) += flops;
+    if (op.phase == Phase::kForward && spec.remat && sp.op_piece[static_cast<size_t>(v)] >= 0) {
+      per_microbatch += flops;
+    }
+  }
+  plan.flops_per_iteration = per_microbatch * static_cast<long double>(B) + per_iteration;
+  plan.tflops_per_device =
+      static_cast<double>(plan.flops_per_iteration / plan.iteration_seconds /
+                          static_cast<long double>(cluster.num_devices()) / 1e12L);
+  plan.stats.pieces = static_cast<int64_t>(sp.piece_marker.size());
+  plan.stats.distinct_pieces = static_cast<int64_t>(sp.type_rep.size());
+  plan.stats.intra_op_solves = solves - solves_before;
+  plan.stats.intra_op_seconds = solve_seconds - solve_seconds_before;
+  plan.stats.microbatches_tried = {B};
+  plan.graph = graph;
+  plan.clustering = r.set->clustering;
+  plan.stats.total_seconds = Since(t0);
+  return plan;
+}
+
+ManualPlanEvaluator::ManualPlanEvaluator(PlannerModel model, Cluster cluster,
+                                         PlannerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->model = std::move(model);
+  impl_->cluster = std::move(cluster);
+  impl_->options = std::move(options);
+}
+
+ManualPlanEvaluator::~ManualPlanEvaluator() = default;
+
+Result<int64_t> ManualPlanEvaluator::Layers(int64_t microbatches) {
+  ALPA_RETURN_IF_ERROR(impl_->CheckInputs());
+  if (microbatches < 1) return InvalidArgument("manual plan: microbatches must be >= 1");
+  Result<Impl::GraphCtx*> ctx = impl_->GraphFor(microbatches);
+  if (!ctx.ok()) return ctx.status();
+  return static_cast<int64_t>(ctx.value()->layers);
+}
+
+Status ManualPlanEvaluator::Prepare(const std::vector<ManualPlanSpec>& specs) {
+  return impl_->Prepare(specs);
+}
+
+Result<ManualPlanCost> ManualPlanEvaluator::Cost(const ManualPlanSpec& spec) {
+  return impl_->Cost(spec);
+}
+
+Result<PipelinePlan> ManualPlanEvaluator::Plan(const ManualPlanSpec& spec) {
+  return impl_->Plan(spec);
+}
+
+int64_t ManualPlanEvaluator::solves() const { return impl_->solves; }
+
+Result<PipelinePlan> EvaluateManualPlan(const PlannerModel& model, const Cluster& cluster,
+                                        const ManualPlanSpec& spec, const PlannerOptions& options) {
+  ManualPlanEvaluator evaluator(model, cluster, options);
+  return evaluator.Plan(spec);
+}
+
+}  // namespace alpa

@@ -1,0 +1,108 @@
+// Manual plans: a pipeline plan stated the way a practitioner states one (Megatron-LM style:
+// data, tensor and pipeline degrees, microbatches, ZeRO stage, which mesh dim is which),
+// predicted with the planner's own cost model so that it compares with PlanPipeline on equal
+// terms; baseline_search.h searches a grid of them (the Megatron-LM baseline).
+//
+// How a spec becomes a plan:
+//   - Graph: the model's microbatch graph for `microbatches` (global batch / microbatches).
+//   - Stages: with layer markers, the units are the markers; a leading unit whose piece type
+//     occurs once (the embedding) and a trailing one (the head) are not layers, the rest are
+//     (the transformer blocks). pp stages get layers / pp consecutive layers each, the
+//     embedding joining the first stage and the head the last. When pp does not divide the
+//     layers, Alpa's layer clustering (ClusterLayers with num_layers = pp) splits the markers
+//     by forward FLOPs instead. A graph without markers is always split by ClusterLayers.
+//   - Devices: stage s gets devices s * D / pp .. (s + 1) * D / pp - 1: whole hosts when a stage
+//     has at least a host's devices, else a slice of one host (stages that would straddle hosts
+//     unevenly are rejected). Its logical mesh is (dp, tp) with tensor_inside_host (tp on mesh
+//     dim 1, which stays inside a host; the batch on dim 0), else (tp, dp) (the batch on dim 1).
+//   - Sharding: every distinct layer piece is auto-sharded on that mesh (unit_profile.h) with
+//     the batch dim of its inputs forced onto the data-parallel dim (free when dp = 1), ZeRO
+//     forced (optimizer state sharded over every mesh dim that can split it) for zero_stage >= 1
+//     and dp > 1, else off, and iteration_weight 1 / microbatches. The solver then picks the
+//     layout on the tensor-parallel dim: Megatron's hand partitioning, or whatever the cost
+//     model says is cheaper there (with dp = 1 that may include splitting the batch; the
+//     stage then reports the degrees the solver realised, as the planner does).
+//   - Costs: pieces composed into stages exactly as the planner composes a stage candidate
+//     (ComposeStage, stage_costs.h); iteration time T = sum (t_s + o_s) + (B - 1) max t_s;
+//     stage s holds min(B, pp - s) microbatches of activations (1F1B).
+// Options used: threads, intra_op_exact / time limit / gap, device_memory_bytes,
+// clustering_delta (the ClusterLayers fallback), cancel and on_progress. The spec's remat wins
+// over options.remat; memory levels and num_layers do not apply (memory is the spec's business:
+// ZeRO and remat are in it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/status.h"
+#include "solvers/planner/planner.h"
+
+namespace alpa {
+
+struct ManualPlanSpec {
+  int64_t data_parallel = 1, tensor_parallel = 1, pipeline_parallel = 1;
+  int64_t microbatches = 1;
+  // 0: off; 1 or 2: optimizer state (and with it the update) sharded over the data-parallel
+  // devices (AutoShard's ZeroMode::kForce; gradients are reduce-scattered where the solver
+  // finds that cheaper). No effect when data_parallel == 1. ZeRO-3 is not modelled.
+  int32_t zero_stage = 0;
+  bool tensor_inside_host = true;  // tp on the fast mesh dim (dim 1); else dp there
+  bool remat = false;              // per-layer activation checkpointing in every stage
+};
+
+// "dp=2 tp=2 pp=2 B=8 zero=1 remat=off" (plus " tp-across-hosts" when not tensor_inside_host).
+std::string ManualPlanSpecString(const ManualPlanSpec& spec);
+
+// Predicted time and memory of a spec without building the plan.
+struct ManualPlanCost {
+  bool feasible = false;  // every stage fits the device memory
+  double iteration_seconds = 0, max_stage_latency = 0;
+  int64_t peak_memory_bytes = 0;  // max over stages, at their in-flight counts
+  int32_t worst_stage = -1;       // when infeasible: the stage most over the device memory
+  int64_t worst_stage_bytes = 0;  // and the bytes it needs per device
+};
+
+// Evaluates specs of one model on one cluster, caching across specs what they share: the
+// microbatch graph and its pieces per microbatch count, each piece type's intra-op solve per
+// (microbatch count, mesh, batch dim, ZeRO), and the resharding between pieces. Not
+// thread-safe; Prepare solves on options.threads threads.
+class ManualPlanEvaluator {
+ public:
+  ManualPlanEvaluator(PlannerModel model, Cluster cluster, PlannerOptions options);
+  ~ManualPlanEvaluator();
+  ManualPlanEvaluator(const ManualPlanEvaluator&) = delete;
+  ManualPlanEvaluator& operator=(const ManualPlanEvaluator&) = delete;
+
+  // The number of layers pipeline stages split (transformer layers with markers, else the
+  // clustering units) in the graph of `microbatches`.
+  Result<int64_t> Layers(int64_t microbatches);
+  // Solves in parallel every intra-op problem the specs need that is not cached yet. Specs that
+  // are invalid are skipped (Cost / Plan report them); errors: cancellation, a graph build error.
+  Status Prepare(const std::vector<ManualPlanSpec>& specs);
+  // kInvalidArgument naming the field for a bad spec; a solve's error; not an error when the
+  // plan does not fit (feasible = false).
+  Result<ManualPlanCost> Cost(const ManualPlanSpec& spec);
+  // The plan; kInfeasible (naming the stage and the bytes it needs) when it does not fit.
+  Result<PipelinePlan> Plan(const ManualPlanSpec& spec);
+  int64_t solves() const;  // intra-op solves run so far
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One manual plan. Errors (kInvalidArgument, the message naming the field): a degree or
+// microbatches < 1, data_parallel x tensor_parallel x pipeline_parallel != the cluster's devices,
+// tensor_parallel not dividing the devices per host (tensor_inside_host), a stage that would
+// straddle hosts unevenly, microbatches not dividing the global batch, data_parallel not
+// dividing the microbatch size, zero_stage outside 0..2, pipeline_parallel above the layers;
+// kInfeasible when a stage does not fit the device memory (the message names the stage and the
+// bytes it needs); the builder's and the solves' errors; kCancelled.
+Result<PipelinePlan> EvaluateManualPlan(const PlannerModel& model, const Cluster& cluster,
+                                        const ManualPlanSpec& spec,
+                                        const PlannerOptions& options = {});
+
+}  // namespace alpa
