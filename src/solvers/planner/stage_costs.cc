@@ -296,16 +296,26 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
     for (int32_t level = 0; level <= options.memory_levels; ++level) {
       if (level > 0) {
         const int64_t peak = UnitPeak(levels.back());
-        // The pieces a stage on this mesh holds in a balanced pipeline (its share of the
-        // devices), or at least the largest layer group.
+        // The pieces a stage holds: at least the largest layer group, and in a balanced
+        // pipeline a one-host stage's share of the devices (capped at one host so that the
+        // big multi-host meshes, rarely memory-bound, do not multiply the solves).
+        const int64_t devices = std::min(meshes[m].num_devices(), cluster.devices_per_host);
         const int64_t share =
-            (static_cast<int64_t>(t.piece_marker.size()) * meshes[m].num_devices() +
-             cluster.num_devices() - 1) /
+            (static_cast<int64_t>(t.piece_marker.size()) * devices + cluster.num_devices() - 1) /
             cluster.num_devices();
-        if (peak * std::max<int64_t>(most_pieces_per_group, share) <= cluster.device.memory_bytes) {
+        const int64_t held = std::max<int64_t>(most_pieces_per_group, share);
+        // Such a stage's memory with one microbatch in flight: the pieces' persistent and
+        // activation bytes add up, working memory does not.
+        const UnitProfile& last = levels.back();
+        if ((last.persistent_bytes + last.activation_bytes) * held + last.working_bytes <=
+            cluster.device.memory_bytes) {
           break;
         }
-        o.memory_budget_bytes = peak / 2;
+        // Aim straight at the budget that makes such a stage fit, cutting the peak by at
+        // most 8x per level.
+        const int64_t target =
+            (cluster.device.memory_bytes - last.working_bytes) / held + last.working_bytes;
+        o.memory_budget_bytes = std::max<int64_t>(std::min<int64_t>(target, peak - 1), peak / 8);
       }
       Result<UnitProfile> p = ProfileUnit(g, meshes[m], cluster, o);
       solves.fetch_add(1);

@@ -7,12 +7,14 @@
 //
 // ZeRO (optimizer state and update sharded over the data-parallel devices) is a searched
 // choice in every solve. Memory levels: level 0 solves without a memory budget; level l + 1
-// solves with half of level l's peak as the budget, and is only tried while level l's peak
-// times the pieces a stage on that mesh holds (its share of the devices times all pieces, at
-// least the largest layer group) exceeds the cluster's device memory (the cluster's and not the
-// planner's device memory option, so that the cost table, and with it the smallest memory
-// reported for an infeasible model, does not depend on the option). A type that stops early
-// uses its last level at higher ones.
+// is tried while a stage holding the pieces a stage on that mesh would hold (at least the
+// largest layer group, and for meshes up to one host their share of the devices times all
+// pieces) would exceed the cluster's device memory at level l (persistent and activation bytes
+// times the pieces, plus the working bytes); its budget aims at making that stage fit (never
+// cutting the peak by more than 8x per level). The cluster's and not the planner's device
+// memory option is used, so that the cost table, and with it the smallest memory reported for
+// an infeasible model, does not depend on the option. A type that stops early uses its last
+// level at higher ones.
 //
 // A stage candidate is (layer groups i..j, submesh, logical mesh, level): its latency sums the
 // pieces' per-microbatch latencies plus the resharding between consecutive pieces inside it
