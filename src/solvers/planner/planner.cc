@@ -421,15 +421,15 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   }
 
   // The microbatch search. Each count costs every intra-op solve again, so the search is
-  // bounded: from the largest count down in steps of 4 (1024, 256, 64, ...) while the plan
-  // improves (or none fits yet), at most kMicrobatchSolves counts.
+  // bounded to kMicrobatchSolves counts: from the largest count down in steps of 4 (1024, 256,
+  // 64, ...) while the plan improves (or none fits yet); when the walk stops early, the counts
+  // next to the best one (half, then twice) fill the remaining solves.
   constexpr size_t kMicrobatchSolves = 3;
   PlannerStats stats;
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
-  for (size_t k = 0; k < choices.size() && stats.microbatches_tried.size() < kMicrobatchSolves;
-       k += 2) {
-    const int64_t b = choices[k];
+  // Solves count b; false when the plan got no better (or none fits while one already does).
+  auto solve = [&](int64_t b) -> Result<bool> {
     stats.microbatches_tried.push_back(b);
     Result<Attempt> attempt =
         PlanForMicrobatches(model, cluster, options, b, device_memory, t0, stats);
@@ -440,11 +440,32 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
           (smallest_fitting < 0 || a.smallest_fitting_memory < smallest_fitting)) {
         smallest_fitting = a.smallest_fitting_memory;
       }
-      if (best) break;
-      continue;
+      return !best;
     }
-    if (best && a.plan.iteration_seconds >= best->iteration_seconds) break;
+    if (best && a.plan.iteration_seconds >= best->iteration_seconds) return false;
     best = std::move(a.plan);
+    return true;
+  };
+  for (size_t k = 0; k < choices.size() && stats.microbatches_tried.size() < kMicrobatchSolves;
+       k += 2) {
+    Result<bool> improved = solve(choices[k]);
+    if (!improved.ok()) return improved.status();
+    if (!improved.value()) break;
+  }
+  while (best && stats.microbatches_tried.size() < kMicrobatchSolves) {
+    const auto at = std::find(choices.begin(), choices.end(), best->microbatches);
+    int64_t next = 0;
+    for (auto it : {at + 1, at - 1}) {  // half the best count, then twice it
+      if (it < choices.begin() || it >= choices.end()) continue;
+      if (std::find(stats.microbatches_tried.begin(), stats.microbatches_tried.end(), *it) ==
+          stats.microbatches_tried.end()) {
+        next = *it;
+        break;
+      }
+    }
+    if (next == 0) break;
+    Result<bool> improved = solve(next);
+    if (!improved.ok()) return improved.status();
   }
   if (!best) {
     std::string message = "no plan fits in " + GiB(device_memory) + " per device";

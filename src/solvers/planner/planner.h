@@ -3,7 +3,8 @@
 // distinct layer piece on every logical mesh of every submesh shape (stage_costs.h), composes
 // stage candidates from those pieces, and runs the stage DP (stage_dp.h). Without a fixed B
 // it tries powers of two that divide the global batch, from the largest allowed down in steps
-// of 4 while the plan improves, at most three of them (each costs every intra-op solve again).
+// of 4 while the plan improves, then the neighbours (half, twice) of the best, at most three
+// counts in all (each costs every intra-op solve again).
 #pragma once
 
 #include <atomic>
