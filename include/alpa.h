@@ -851,9 +851,16 @@ ALPA_API int32_t alpa_plan_graph(alpa_plan** out, const alpa_graph* graph,
                                  alpa_error** err);
 ALPA_API void alpa_plan_destroy(alpa_plan* plan);
 
-/* Scalars (NaN / 0 for NULL). Iteration time: sum over stages of (latency + once-per-iteration
- * overhead) + (microbatches - 1) * the largest stage latency. */
+/* Scalars (NaN / 0 for NULL). The predicted iteration time: one microbatch through every stage
+ * and transfer and back, then (microbatches - 1) steady-state periods of the 1F1B schedule with
+ * the transfers between stages, plus the once-per-iteration overheads (docs/planner.md,
+ * "Prediction"). What the planner ranks plans by. */
 ALPA_API double alpa_plan_iteration_seconds(const alpa_plan* plan);
+/* The steady-state seconds per microbatch of that prediction (at least the largest latency). */
+ALPA_API double alpa_plan_period_seconds(const alpa_plan* plan);
+/* The stage DP's objective, without the transfers: sum over stages of (latency +
+ * once-per-iteration overhead) + (microbatches - 1) * the largest stage latency. */
+ALPA_API double alpa_plan_schedule_seconds(const alpa_plan* plan);
 ALPA_API double alpa_plan_compile_seconds(const alpa_plan* plan);
 ALPA_API int64_t alpa_plan_microbatches(const alpa_plan* plan);
 ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan); /* max over stages */
@@ -959,10 +966,116 @@ ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, 
                                           int64_t capacity);
 /* The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with
  * their move counts, compile time split); detail 1: also each stage's per-op strategies and
- * collectives and each transfer's slice moves; other values: ALPA_ERR_INVALID_ARGUMENT. Caller
- * frees *out with alpa_buffer_free. */
+ * collectives and each transfer's slice moves; other values: ALPA_ERR_INVALID_ARGUMENT. A plan
+ * of alpa_plan_manual / alpa_plan_baseline adds a "baseline" object (its configuration; for a
+ * search the grid counts, and at detail 1 the grid table). Caller frees *out with
+ * alpa_buffer_free. */
 ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
                                    alpa_error** err);
+
+/* ---- Manual plans and the Megatron-LM baseline --------------------------------------------- */
+/*
+ * A pipeline plan stated the way a practitioner states one (Megatron-LM style: data, tensor and
+ * pipeline degrees, microbatches, ZeRO stage), predicted with the planner's own cost model so
+ * that it compares with alpa_plan_model on equal terms; and the grid search over such plans
+ * that the planner is measured against (docs/planner.md, "Baseline"). Both return an ordinary
+ * alpa_plan: every alpa_plan_* accessor, alpa_plan_to_json (with a "baseline" object) and
+ * alpa_plan_simulate work on it. Lifecycle:
+ *
+ *   alpa_manual_plan spec = ALPA_MANUAL_PLAN_INIT;
+ *   spec.data_parallel = 2; spec.tensor_parallel = 4; spec.pipeline_parallel = 2;
+ *   spec.microbatches = 64;
+ *   alpa_plan* plan;  alpa_plan_manual(&plan, "gpt-2.6b", c, &spec, NULL, &err);
+ *   alpa_plan* best;  alpa_plan_baseline(&best, "gpt-2.6b", c, NULL, &err);
+ *   alpa_plan_manual_spec(&spec, sizeof spec, best, &err);   the configuration it found
+ *   alpa_plan_destroy(best); alpa_plan_destroy(plan);
+ */
+
+/* One manual configuration (version 1). As input the caller sets struct_size to
+ * sizeof(alpa_manual_plan) and version to 1 (ALPA_MANUAL_PLAN_INIT does both and sets the
+ * defaults); the library reads the first min(struct_size, its own size) bytes. As output
+ * (alpa_plan_manual_spec) struct_size is the bytes the library wrote. */
+typedef struct alpa_manual_plan {
+  size_t struct_size;
+  int32_t version; /* 1 */
+  /* 0: off; 1 or 2: optimizer state (and with it the update) sharded over the data-parallel
+   * devices; no effect when data_parallel is 1. ZeRO-3 is not modelled (3 is an error). */
+  int32_t zero_stage;
+  /* Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's
+   * devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or
+   * an even slice of one) and consecutive layers (layers / pp each when pp divides them, else
+   * split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel). */
+  int64_t data_parallel, tensor_parallel, pipeline_parallel;
+  int64_t microbatches; /* >= 1, dividing the batch; data_parallel divides batch / microbatches */
+  int32_t remat;        /* 0/1: per-layer activation checkpointing in every stage */
+  /* 1 (default): tensor parallelism on mesh dim 1, inside a host (tensor_parallel must divide
+   * the devices per host); 0: data parallelism there, tensor parallelism across hosts. */
+  int32_t tensor_inside_host;
+} alpa_manual_plan;
+/* dp = tp = pp = 1, 1 microbatch, ZeRO off, remat off, tensor parallelism inside a host. */
+#define ALPA_MANUAL_PLAN_INIT \
+  { sizeof(alpa_manual_plan), 1, 0, 1, 1, 1, 1, 0, 1 }
+
+/* Evaluates one manual plan of a model-zoo spec (as alpa_plan_model's) on a cluster. options
+ * may be NULL; used: threads, intra_op_exact / time limit / gap, device_memory_bytes,
+ * clustering_delta (the fallback split), cancel token and progress ("intra-op" reports);
+ * spec->remat wins over ALPA_PLAN_OPT_REMAT and spec->microbatches over
+ * ALPA_PLAN_OPT_MICROBATCHES. Errors: ALPA_ERR_INVALID_ARGUMENT for NULL out / model_spec /
+ * cluster / spec, struct_size below version 1's size, a bad model spec and a bad configuration,
+ * the message naming the field ("manual plan: data_parallel x tensor_parallel x
+ * pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat and
+ * tensor_inside_host must be 0 or 1, zero_stage 0..2, microbatches must divide the batch,
+ * pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
+ * fit the device memory (the message names the stage and the bytes it needs);
+ * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
+ALPA_API int32_t alpa_plan_manual(alpa_plan** out, const char* model_spec,
+                                  const alpa_cluster* cluster, const alpa_manual_plan* spec,
+                                  const alpa_plan_options* options, alpa_error** err);
+/* The Megatron-LM baseline: the fastest feasible manual plan of a grid (tp: powers of two
+ * dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
+ * give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
+ * of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
+ * ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off and on, or as
+ * ALPA_PLAN_OPT_REMAT fixes it). Options used otherwise as for alpa_plan_manual;
+ * alpa_plan_compile_seconds is the search's time. Errors: ALPA_ERR_INVALID_ARGUMENT (NULL
+ * arguments, a bad model spec or option, an empty grid), ALPA_ERR_INFEASIBLE (no grid point
+ * fits the device memory; the message names the least memory-hungry one and what it needs),
+ * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
+ALPA_API int32_t alpa_plan_baseline(alpa_plan** out, const char* model_spec,
+                                    const alpa_cluster* cluster, const alpa_plan_options* options,
+                                    alpa_error** err);
+/* The configuration of a plan made by alpa_plan_manual or alpa_plan_baseline (size =
+ * sizeof(alpa_manual_plan); the library writes the first min(size, its own size) bytes).
+ * ALPA_ERR_INVALID_ARGUMENT for NULLs, size below version 1's size, or a plan of
+ * alpa_plan_model / alpa_plan_graph (which has no such configuration). */
+ALPA_API int32_t alpa_plan_manual_spec(alpa_manual_plan* out, size_t size, const alpa_plan* plan,
+                                       alpa_error** err);
+
+/* One grid point of an alpa_plan_baseline search (version 1). */
+typedef struct alpa_baseline_point {
+  size_t struct_size; /* bytes the library wrote */
+  int32_t version;    /* 1 */
+  int32_t zero_stage;
+  int64_t data_parallel, tensor_parallel, pipeline_parallel, microbatches;
+  int32_t remat, tensor_inside_host; /* 0/1 */
+  int32_t feasible;                  /* 1: fits the device memory */
+  int32_t reserved;                  /* 0 */
+  double iteration_seconds;          /* predicted; +inf when it does not fit */
+} alpa_baseline_point;
+/* Count-then-fill over the grid points an alpa_plan_baseline search evaluated, fastest first
+ * (the points that do not fit last; ties in grid order). Points skipped because the same
+ * configuration did not fit with more microbatches are not listed. element_size:
+ * sizeof(alpa_baseline_point); the library writes the first min(element_size, its own size)
+ * bytes of each. Returns the count; 0 for a NULL plan or a plan not made by alpa_plan_baseline;
+ * -1 when capacity > 0 and out is NULL or element_size is below version 1's size. */
+ALPA_API int64_t alpa_plan_baseline_table(const alpa_plan* plan, alpa_baseline_point* out,
+                                          int64_t capacity, size_t element_size);
+/* Search statistics of a plan made by alpa_plan_baseline (0 for other plans and NULL): grid
+ * points evaluated, of those feasible, and pruned (not evaluated: the configuration did not fit
+ * with more microbatches). */
+ALPA_API int64_t alpa_plan_baseline_evaluated(const alpa_plan* plan);
+ALPA_API int64_t alpa_plan_baseline_feasible(const alpa_plan* plan);
+ALPA_API int64_t alpa_plan_baseline_pruned(const alpa_plan* plan);
 
 /*
  * Simulation of a plan (docs/planner.md, "Simulation"): one training iteration run event by
@@ -1008,8 +1121,8 @@ ALPA_API void alpa_simulation_destroy(alpa_simulation* simulation);
 
 /* Scalars (NaN / 0 for NULL). The simulated iteration time (every stage's update finished). */
 ALPA_API double alpa_simulation_iteration_seconds(const alpa_simulation* simulation);
-/* The planner's closed form on the simulated stages: sum over stages of (latency + overhead) +
- * (microbatches - 1) * the largest latency; equals alpa_plan_iteration_seconds up to rounding. */
+/* The stage DP's closed form on the simulated stages: sum over stages of (latency + overhead) +
+ * (microbatches - 1) * the largest latency; equals alpa_plan_schedule_seconds up to rounding. */
 ALPA_API double alpa_simulation_closed_form_seconds(const alpa_simulation* simulation);
 /* The plan's predicted iteration time (its JSON's "iteration_seconds"); NaN when unknown. */
 ALPA_API double alpa_simulation_planner_seconds(const alpa_simulation* simulation);

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,8 @@
 #include "core/sharding_problem.h"
 #include "core/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
+#include "solvers/planner/baseline_search.h"
+#include "solvers/planner/manual_plan.h"
 #include "solvers/planner/planner.h"
 #include "solvers/sharding/sharding_solver.h"
 
@@ -87,6 +91,12 @@ struct alpa_plan {
   alpa::Cluster cluster;
   std::string model;
   std::vector<alpa::PlanOpSite> sites;  // PlanOpSites(plan)
+  // The configuration of a plan made by alpa_plan_manual / alpa_plan_baseline
+  // (src/capi/baseline.cc); none for alpa_plan_model / alpa_plan_graph.
+  std::optional<alpa::ManualPlanSpec> manual_spec;
+  // alpa_plan_baseline's search: counts, timing and the table (its `best` is moved into `plan`
+  // and left empty here); none for other plans.
+  std::optional<alpa::BaselineSearchResult> baseline;
 };
 
 namespace alpa::capi {
@@ -110,6 +120,19 @@ int32_t Guard(alpa_error** err, Body&& body) noexcept {
     return Fail(err, ALPA_ERR_INTERNAL, "internal error: unknown exception");
   }
 }
+
+// Pipeline plans (src/capi/plan.cc), shared with src/capi/baseline.cc.
+// The planner's options for one call: the caller's (defaults for NULL) plus adapters of the C
+// cancel token and progress callback.
+alpa::PlannerOptions ToPlannerOptions(const alpa_plan_options* options);
+// The zoo model of `spec` (non-NULL); on failure the error names the spec.
+int32_t PlannerModelOf(const char* spec, alpa::PlannerModel* out, alpa_error** err);
+// A plan handle owning `plan`, with a copy of the cluster and the model name.
+std::unique_ptr<alpa_plan> MakePlan(alpa::PipelinePlan plan, const alpa::Cluster& cluster,
+                                    std::string model);
+// alpa_plan_to_json's text: PipelinePlanJson plus, for a manual or baseline plan, its
+// "baseline" object (src/capi/baseline.cc).
+std::string PlanJson(const alpa_plan& plan, int32_t detail);
 
 // Makes a buffer owning `bytes`; nullptr on allocation failure.
 alpa_buffer* MakeBuffer(std::string bytes);

@@ -16,7 +16,6 @@
 #include "capi/handles.h"
 #include "core/sharding_spec.h"
 #include "solvers/pipeline/pipeline_schedule.h"
-#include "solvers/planner/plan_json.h"
 
 static_assert(ALPA_REMAT_SEARCH == static_cast<int32_t>(alpa::RematMode::kSearch));
 static_assert(ALPA_REMAT_OFF == static_cast<int32_t>(alpa::RematMode::kOff));
@@ -209,41 +208,13 @@ bool ParseDouble(const std::string& text, double* out) {
   return true;
 }
 
-// The planner's options for one call: the caller's plus adapters of the C token and callback.
-alpa::PlannerOptions ToPlannerOptions(const alpa_plan_options* options) {
-  if (options == nullptr) return alpa::PlannerOptions();
-  alpa::PlannerOptions out = options->options;
-  if (options->cancel != nullptr) out.cancel = &options->cancel->triggered;
-  if (options->progress != nullptr) {
-    alpa_plan_progress_fn fn = options->progress;
-    void* user = options->progress_user_data;
-    out.on_progress = [fn, user](const alpa::PlannerProgress& p) {
-      alpa_plan_progress info;
-      std::memset(&info, 0, sizeof(info));
-      info.struct_size = sizeof(alpa_plan_progress);
-      info.version = 1;
-      info.seconds = p.seconds;
-      info.phase = p.phase != nullptr ? p.phase : "";
-      info.microbatches = p.microbatches;
-      info.done = p.done;
-      info.total = p.total;
-      return fn(user, &info) == 0;
-    };
-  }
-  return out;
-}
-
 int32_t RunPlanner(alpa_plan** out, const alpa::PlannerModel& model, const alpa_cluster* cluster,
                    const alpa_plan_options* options, std::string model_name, alpa_error** err) {
   alpa::Result<alpa::PipelinePlan> planned =
-      alpa::PlanPipeline(model, cluster->cluster, ToPlannerOptions(options));
+      alpa::PlanPipeline(model, cluster->cluster, alpa::capi::ToPlannerOptions(options));
   if (!planned.ok()) return Fail(err, planned.status());
-  auto plan = std::make_unique<alpa_plan>();
-  plan->plan = std::move(planned).value();
-  plan->cluster = cluster->cluster;
-  plan->model = std::move(model_name);
-  plan->sites = alpa::PlanOpSites(plan->plan);
-  *out = plan.release();
+  *out = alpa::capi::MakePlan(std::move(planned).value(), cluster->cluster, std::move(model_name))
+             .release();
   return ALPA_OK;
 }
 
@@ -303,6 +274,56 @@ void WriteElement(void* out, size_t element_size, int64_t index, T value) {
 }
 
 }  // namespace
+
+namespace alpa::capi {
+
+alpa::PlannerOptions ToPlannerOptions(const alpa_plan_options* options) {
+  if (options == nullptr) return alpa::PlannerOptions();
+  alpa::PlannerOptions out = options->options;
+  if (options->cancel != nullptr) out.cancel = &options->cancel->triggered;
+  if (options->progress != nullptr) {
+    alpa_plan_progress_fn fn = options->progress;
+    void* user = options->progress_user_data;
+    out.on_progress = [fn, user](const alpa::PlannerProgress& p) {
+      alpa_plan_progress info;
+      std::memset(&info, 0, sizeof(info));
+      info.struct_size = sizeof(alpa_plan_progress);
+      info.version = 1;
+      info.seconds = p.seconds;
+      info.phase = p.phase != nullptr ? p.phase : "";
+      info.microbatches = p.microbatches;
+      info.done = p.done;
+      info.total = p.total;
+      return fn(user, &info) == 0;
+    };
+  }
+  return out;
+}
+
+int32_t PlannerModelOf(const char* spec, alpa::PlannerModel* out, alpa_error** err) {
+  const std::string text = spec;
+  alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromSpec(text);
+  if (!model.ok()) {
+    // Name the spec (once), as alpa_graph_from_model does.
+    const std::string& m = model.status().message();
+    return Fail(err, ToCode(model.status().code()),
+                m.find(text) != std::string::npos ? m : "model \"" + text + "\": " + m);
+  }
+  *out = std::move(model).value();
+  return ALPA_OK;
+}
+
+std::unique_ptr<alpa_plan> MakePlan(alpa::PipelinePlan plan, const alpa::Cluster& cluster,
+                                    std::string model) {
+  auto out = std::make_unique<alpa_plan>();
+  out->plan = std::move(plan);
+  out->cluster = cluster;
+  out->model = std::move(model);
+  out->sites = alpa::PlanOpSites(out->plan);
+  return out;
+}
+
+}  // namespace alpa::capi
 
 extern "C" {
 
@@ -403,15 +424,9 @@ ALPA_API int32_t alpa_plan_model(alpa_plan** out, const char* model_spec,
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (model_spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "model_spec is NULL");
     if (cluster == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "cluster is NULL");
-    const std::string spec = model_spec;
-    alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromSpec(spec);
-    if (!model.ok()) {
-      // Name the spec (once), as alpa_graph_from_model does.
-      const std::string& m = model.status().message();
-      return Fail(err, alpa::capi::ToCode(model.status().code()),
-                  m.find(spec) != std::string::npos ? m : "model \"" + spec + "\": " + m);
-    }
-    return RunPlanner(out, model.value(), cluster, options, spec, err);
+    alpa::PlannerModel model;
+    if (int32_t rc = alpa::capi::PlannerModelOf(model_spec, &model, err)) return rc;
+    return RunPlanner(out, model, cluster, options, model_spec, err);
   });
 }
 
@@ -439,6 +454,14 @@ ALPA_API void alpa_plan_destroy(alpa_plan* plan) { delete plan; }
 
 ALPA_API double alpa_plan_iteration_seconds(const alpa_plan* plan) {
   return plan == nullptr ? std::numeric_limits<double>::quiet_NaN() : plan->plan.iteration_seconds;
+}
+
+ALPA_API double alpa_plan_period_seconds(const alpa_plan* plan) {
+  return plan == nullptr ? std::numeric_limits<double>::quiet_NaN() : plan->plan.period_seconds;
+}
+
+ALPA_API double alpa_plan_schedule_seconds(const alpa_plan* plan) {
+  return plan == nullptr ? std::numeric_limits<double>::quiet_NaN() : plan->plan.schedule_seconds;
 }
 
 ALPA_API double alpa_plan_compile_seconds(const alpa_plan* plan) {
@@ -675,8 +698,7 @@ ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
                   "detail must be 0 or 1 (got " + std::to_string(detail) + ")");
     }
-    alpa_buffer* buffer = alpa::capi::MakeBuffer(
-        alpa::PipelinePlanJson(plan->plan, plan->cluster, plan->model, detail));
+    alpa_buffer* buffer = alpa::capi::MakeBuffer(alpa::capi::PlanJson(*plan, detail));
     if (buffer == nullptr) return Fail(err, ALPA_ERR_OUT_OF_MEMORY, "out of memory");
     *out = buffer;
     return ALPA_OK;

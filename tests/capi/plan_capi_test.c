@@ -318,8 +318,12 @@ static void check_plan(const alpa_plan* plan, const alpa_cluster* cluster, int64
   CHECK(total_devices == cluster_devices);
   for (i = 0; i < cluster_devices; ++i) CHECK(device_seen[i] == 1);
   CHECK(peak == alpa_plan_peak_memory_bytes(plan));
-  /* Iteration time: sum (t_i + o_i) + (B - 1) max t_j. */
-  CHECK(fabs(iteration - (sum + (double)(b - 1) * max_latency)) <= 1e-9 * iteration);
+  /* The DP's objective: sum (t_i + o_i) + (B - 1) max t_j; the prediction adds the transfers
+   * (never less, and its period is at least the largest latency). */
+  CHECK(fabs(alpa_plan_schedule_seconds(plan) - (sum + (double)(b - 1) * max_latency)) <=
+        1e-9 * iteration);
+  CHECK(iteration >= alpa_plan_schedule_seconds(plan) * (1 - 1e-12));
+  CHECK(alpa_plan_period_seconds(plan) >= max_latency * (1 - 1e-12));
 
   /* Out-of-range stages and small elements. */
   CHECK(alpa_plan_stage(&info, sizeof(info), plan, stages, &err) == ALPA_ERR_INVALID_ARGUMENT);

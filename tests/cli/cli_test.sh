@@ -218,5 +218,37 @@ expect simulate_bad_schedule 1 'error: --schedule' -- "$alpa" simulate "$sim_pla
 expect simulate_bad_width 1 'error: --width' -- "$alpa" simulate "$sim_plan" --svg "$tmp/w.svg" --width 10
 expect simulate_no_file 1 'required' -- "$alpa" simulate
 
+# alpa baseline: the Megatron-LM grid search and manual plans (four devices, a small GPT).
+bgpt=gpt:layers=4,hidden=256,heads=4,seq=64,batch=16,vocab=1024
+bl=(--model "$bgpt" --cluster p3.16xlarge:hosts=1,devices_per_host=4 --threads 2)
+expect baseline_config 0 '^Best configuration: dp=[0-9]+ tp=[0-9]+ pp=[0-9]+ B=[0-9]+ zero=[01] remat=(on|off)$' -- "$alpa" baseline "${bl[@]}"
+expect baseline_table 0 '^predicted iteration time +[0-9.]+ (s|ms|us)' -- "$alpa" baseline "${bl[@]}" -q
+expect baseline_grid 0 '^grid +[0-9]+ points evaluated, [0-9]+ fit the device memory, [0-9]+ pruned' -- "$alpa" baseline "${bl[@]}" -q
+expect baseline_top 0 '^3 +dp=.* [0-9.]+ (s|ms|us) +[0-9.]+x$' -- "$alpa" baseline "${bl[@]}" -q --top 3
+expect baseline_progress 0 '^# .*intra-op solves [0-9]+/[0-9]+' -- "$alpa" baseline "${bl[@]}"
+expect_no baseline_quiet '^#' -- "$alpa" baseline "${bl[@]}" -q
+expect baseline_fixed 0 '^Best configuration: .* B=4 zero=[01] remat=on$' -- "$alpa" baseline "${bl[@]}" -q -B 4 --remat on
+expect_json_keys baseline_json iteration_seconds stages baseline kind evaluated feasible pruned search_seconds -- "$alpa" baseline "${bl[@]}" --json
+# A manual plan: one stage of 2 x 2 on the four devices; two stages of two.
+expect baseline_manual 0 '^Manual configuration: dp=2 tp=2 pp=1 B=2 zero=0 remat=off$' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1 -B 2 -q
+expect baseline_manual_degrees 0 '^0 +0-5 +\(1,4\) +\(2,2\) +0-3 +2 x 2 ' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1 -B 2 -q
+expect baseline_manual_stages 0 '^Plan: 2 pipeline stages, 4 microbatches' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 1 --pp 2 -B 4 --zero 1 --remat on -q
+expect baseline_manual_json 0 '"baseline":\{[^}]*"kind":"manual"' -- "$alpa" baseline "${bl[@]}" --dp 4 --tp 1 --pp 1 -B 4 --json
+expect baseline_bad_split 1 'error: manual plan: data_parallel x tensor_parallel x pipeline_parallel = 2 x 2 x 2 must equal' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 2 -B 2
+expect baseline_missing_pp 1 'error: --pp: a manual plan needs all of --dp, --tp and --pp' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 -B 2
+expect baseline_manual_no_b 1 'error: --microbatches: a manual plan' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1
+expect baseline_bad_zero 1 'error: manual plan: zero_stage' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1 -B 2 --zero 3
+expect baseline_zero_search 1 'error: --zero: applies to a manual plan' -- "$alpa" baseline "${bl[@]}" --zero 1
+expect baseline_bad_remat 1 'error: --remat: must be on or off' -- "$alpa" baseline "${bl[@]}" --remat sometimes
+expect baseline_bad_model 1 'error: .*nosuchnet' -- "$alpa" baseline --model nosuchnet
+expect baseline_infeasible 2 'least memory-hungry' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000
+expect baseline_manual_infeasible 2 'stage 0 needs' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000 --dp 4 --tp 1 --pp 1 -B 4
+expect baseline_output 0 "wrote $tmp/baseline.json" -- "$alpa" baseline "${bl[@]}" -q -o "$tmp/baseline.json" --svg "$tmp/baseline.svg"
+expect baseline_output_table 0 '"baseline":\{.*"table":\[\{' -- cat "$tmp/baseline.json"
+expect baseline_simulate 0 '^simulated iteration time +[0-9.]+ (s|ms|us)' -- "$alpa" simulate "$tmp/baseline.json"
+expect baseline_svg_file 0 '^<svg' -- head -c 200 "$tmp/baseline.svg"
+expect baseline_manual_output 0 "wrote $tmp/manual.json" -- "$alpa" baseline "${bl[@]}" -q --dp 2 --tp 1 --pp 2 -B 4 -o "$tmp/manual.json"
+expect baseline_manual_simulate 0 "^planner's prediction" -- "$alpa" simulate "$tmp/manual.json"
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -55,18 +55,23 @@ struct ShardArgs {
 // last line). Exit code: 0 a plan was found, 2 infeasible / none found, 1 bad input (stderr).
 int RunShard(const ShardArgs& args);
 
+// The planner options `alpa plan` and `alpa baseline` share.
+struct PlannerOptionArgs {
+  std::string device_memory;       // bytes per device ("16GiB"); empty: the cluster's
+  double intra_op_time_limit = 0;  // <= 0: the library's default
+  bool exact = false;              // intra-op solves proven by GLPK
+  int threads = 0;
+};
+
 struct PlanArgs {
   std::string model;         // a model-zoo spec (default gpt-2.6b when no --file), or
   std::string file;          // a graph JSON file (one microbatch)
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
-  int32_t layers = 0;              // layer groups; 0: the graph's layers, at most 16
-  std::string remat;               // "", "search", "off", "on"
-  std::string device_memory;       // bytes per device ("16GiB"); empty: the cluster's
-  double intra_op_time_limit = 0;  // <= 0: the library's default
-  bool exact = false;              // intra-op solves proven by GLPK
-  int threads = 0;
+  int32_t layers = 0;  // layer groups; 0: the graph's layers, at most 16
+  std::string remat;   // "", "search", "off", "on"
+  PlannerOptionArgs planner;
   std::string output;  // write the detailed plan JSON here
   std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
   bool json = false;   // print the summary JSON as the last line
@@ -76,6 +81,32 @@ struct PlanArgs {
 // JSON object with --json (last line). Exit code: 0 a plan was found, 2 no plan fits the
 // device memory, 1 bad input (stderr).
 int RunPlan(const PlanArgs& args);
+
+struct BaselineArgs {
+  std::string model;    // a model-zoo spec (default gpt-2.6b)
+  std::string cluster;  // as PlanArgs::cluster (default p3.16xlarge:2)
+  // A manual plan: all three degrees given (each *_given), else the grid search.
+  int64_t dp = 0, tp = 0, pp = 0;
+  bool dp_given = false, tp_given = false, pp_given = false;
+  int64_t microbatches = 0;  // required for a manual plan; fixes B in the search
+  bool microbatches_given = false;
+  int32_t zero = 0;  // ZeRO stage of a manual plan (0..2)
+  bool zero_given = false;
+  std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
+  bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
+  PlannerOptionArgs planner;
+  int64_t top = 5;     // grid points listed after a search
+  std::string output;  // write the detailed plan JSON here
+  std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
+  bool json = false;   // print the summary JSON (with the "baseline" object) as the last line
+  bool quiet = false;
+};
+// The Megatron-LM baseline of a model on a cluster: the grid search over manual 3-D parallel
+// configurations (or one manual plan with --dp/--tp/--pp), predicted with the planner's cost
+// model, printed as `alpa plan` prints a plan plus the configuration (and the search's grid
+// counts and fastest points). Exit code: 0 a plan, 2 nothing fits the device memory, 1 bad
+// input (stderr).
+int RunBaseline(const BaselineArgs& args);
 
 struct SimulateArgs {
   std::string file;               // a plan JSON file (alpa plan -o / --json)

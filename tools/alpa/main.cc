@@ -6,6 +6,9 @@
 //   alpa models [--json]                   model-zoo presets and family keys
 //   alpa shard --model SPEC --mesh 2x4     auto-shard a graph on one logical mesh
 //   alpa plan [--model SPEC] [--cluster P:N] pipeline stages + sharding (Alpa's two levels)
+//   alpa baseline [--model SPEC] [--cluster P:N] [--dp N --tp N --pp N -B N]
+//                                          the Megatron-LM baseline: the grid search over manual
+//                                          dp x tp x pp plans, or one manual plan
 //   alpa simulate PLAN.json [--svg F]      one simulated iteration of a plan vs the prediction
 #include <CLI/CLI.hpp>
 
@@ -119,19 +122,66 @@ int main(int argc, char** argv) {
   plan->add_option("--layers", plan_args.layers, "Layer groups (default: the graph's, <= 16)")
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--remat", plan_args.remat, "Rematerialization: search (default), off, on");
-  plan->add_option("--device-memory", plan_args.device_memory,
+  plan->add_option("--device-memory", plan_args.planner.device_memory,
                    "Device memory to fit (e.g. 16GiB; default: the cluster's)");
-  plan->add_flag("--exact", plan_args.exact,
+  plan->add_flag("--exact", plan_args.planner.exact,
                  "Prove every intra-op solve with GLPK (default: local search alone)");
-  plan->add_option("--intra-op-time-limit", plan_args.intra_op_time_limit,
+  plan->add_option("--intra-op-time-limit", plan_args.planner.intra_op_time_limit,
                    "Seconds per intra-op solve with --exact (default 0.5)")
       ->check(CLI::NonNegativeNumber);
-  plan->add_option("--threads", plan_args.threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
+  plan->add_option("--threads", plan_args.planner.threads, "Threads (0: all)")
+      ->check(CLI::Range(0, 4096));
   plan->add_option("-o,--output", plan_args.output, "Write the detailed plan JSON to this file");
   plan->add_option("--svg", plan_args.svg,
                    "Write the timeline of the plan's simulated iteration (SVG) to this file");
   plan->add_flag("--json", plan_args.json, "Print the plan summary as one JSON object (last line)");
   plan->add_flag("-q,--quiet", plan_args.quiet, "No progress lines");
+
+  alpa_cli::BaselineArgs baseline_args;
+  CLI::App* baseline = app.add_subcommand(
+      "baseline",
+      "The Megatron-LM baseline: search manual data x tensor x pipeline parallel plans (or "
+      "evaluate one with --dp/--tp/--pp) with the planner's cost model");
+  baseline->add_option("--model", baseline_args.model,
+                       "Model-zoo spec or preset (default gpt-2.6b)");
+  baseline->add_option("--cluster", baseline_args.cluster,
+                       "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
+                       "(default p3.16xlarge:2)");
+  CLI::Option* baseline_dp = baseline->add_option(
+      "--dp", baseline_args.dp, "Manual plan: data-parallel degree (with --tp, --pp and -B)");
+  CLI::Option* baseline_tp =
+      baseline->add_option("--tp", baseline_args.tp, "Manual plan: tensor-parallel degree");
+  CLI::Option* baseline_pp =
+      baseline->add_option("--pp", baseline_args.pp, "Manual plan: pipeline stages");
+  CLI::Option* baseline_b = baseline->add_option(
+      "--microbatches,-B", baseline_args.microbatches,
+      "Microbatches (required for a manual plan; default for the search: powers of two)");
+  CLI::Option* baseline_zero = baseline->add_option("--zero", baseline_args.zero,
+                                                    "Manual plan: ZeRO stage 0 (default), 1 or 2");
+  baseline->add_option("--remat", baseline_args.remat,
+                       "Rematerialization on or off (manual plan: default off; search: both)");
+  baseline->add_flag("--tp-across-hosts", baseline_args.tp_across_hosts,
+                     "Manual plan: tensor parallelism across hosts, data parallelism inside");
+  baseline->add_option("--device-memory", baseline_args.planner.device_memory,
+                       "Device memory to fit (e.g. 16GiB; default: the cluster's)");
+  baseline->add_flag("--exact", baseline_args.planner.exact,
+                     "Prove every intra-op solve with GLPK (default: local search alone)");
+  baseline
+      ->add_option("--intra-op-time-limit", baseline_args.planner.intra_op_time_limit,
+                   "Seconds per intra-op solve with --exact (default 0.5)")
+      ->check(CLI::NonNegativeNumber);
+  baseline->add_option("--threads", baseline_args.planner.threads, "Threads (0: all)")
+      ->check(CLI::Range(0, 4096));
+  baseline->add_option("--top", baseline_args.top, "Grid points listed after a search (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  baseline->add_option("-o,--output", baseline_args.output,
+                       "Write the detailed plan JSON to this file");
+  baseline->add_option("--svg", baseline_args.svg,
+                       "Write the timeline of the plan's simulated iteration (SVG) to this file");
+  baseline->add_flag("--json", baseline_args.json,
+                     "Print the plan summary (with its \"baseline\" object) as one JSON object "
+                     "(last line)");
+  baseline->add_flag("-q,--quiet", baseline_args.quiet, "No progress lines");
 
   alpa_cli::SimulateArgs simulate_args;
   CLI::App* simulate = app.add_subcommand(
@@ -159,6 +209,14 @@ int main(int argc, char** argv) {
   if (*models) return alpa_cli::RunModels(models_json);
   if (*shard) return alpa_cli::RunShard(shard_args);
   if (*simulate) return alpa_cli::RunSimulate(simulate_args);
+  if (*baseline) {
+    baseline_args.dp_given = baseline_dp->count() > 0;
+    baseline_args.tp_given = baseline_tp->count() > 0;
+    baseline_args.pp_given = baseline_pp->count() > 0;
+    baseline_args.microbatches_given = baseline_b->count() > 0;
+    baseline_args.zero_given = baseline_zero->count() > 0;
+    return alpa_cli::RunBaseline(baseline_args);
+  }
   plan_args.microbatches_given = microbatches->count() > 0;
   // `alpa plan` with its embedded default (gpt-2.6b on two p3.16xlarge hosts) is the main job;
   // `alpa` alone runs it too.

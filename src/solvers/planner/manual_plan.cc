@@ -16,9 +16,9 @@
 #include <tuple>
 #include <utility>
 
-#include "core/cross_mesh.h"
 #include "core/graph_stats.h"
 #include "solvers/pipeline/layer_clustering.h"
+#include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
 #include "solvers/planner/unit_profile.h"
 
@@ -650,61 +650,13 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
     plan.stages.push_back(std::move(st));
   }
 
-  // Transfers between stages (as the planner lists them): every boundary input whose producer
-  // sits on another stage.
-  for (int32_t b = 0; b < static_cast<int32_t>(sp.piece_graph.size()); ++b) {
-    const Subgraph& sub = *sp.piece_graph[static_cast<size_t>(b)];
-    const int32_t sb = stage_of_piece[static_cast<size_t>(b)];
-    for (int32_t l : sub.boundary_inputs) {
-      const int32_t u = sub.origin[static_cast<size_t>(l)];
-      const int32_t a = sp.op_piece[static_cast<size_t>(u)];
-      if (a < 0 || stage_of_piece[static_cast<size_t>(a)] == sb) continue;
-      const int32_t sa = stage_of_piece[static_cast<size_t>(a)];
-      const PlannedStage& from = plan.stages[static_cast<size_t>(sa)];
-      const PlannedStage& to = plan.stages[static_cast<size_t>(sb)];
-      CrossStageTransfer tr;
-      tr.from_stage = sa;
-      tr.to_stage = sb;
-      tr.tensor = u;
-      tr.bytes = TensorBytes(graph.op(u));
-      const StagePiece& producer = from.pieces[static_cast<size_t>(
-          a - sp.group_first_piece[static_cast<size_t>(from.first_layer)])];
-      for (int32_t pl = 0; pl < producer.subgraph->graph.size(); ++pl) {
-        const OpSharding& o = producer.sharding->ops[static_cast<size_t>(pl)];
-        if (producer.subgraph->origin[static_cast<size_t>(pl)] == u && !o.free && !o.fused) {
-          tr.from_spec = o.reader_layout ? *o.reader_layout : o.result;
-        }
-      }
-      const StagePiece& reader = to.pieces[static_cast<size_t>(
-          b - sp.group_first_piece[static_cast<size_t>(to.first_layer)])];
-      tr.to_spec = reader.sharding->ops[static_cast<size_t>(l)].result;
-      const Op& tensor_op = graph.op(u);
-      const ShardingSpec from_layout = tr.from_spec.rank() == tensor_op.shape.size()
-                                           ? tr.from_spec
-                                           : ShardingSpec::Replicated(tensor_op.shape.size());
-      const ShardingSpec to_layout = tr.to_spec.rank() == tensor_op.shape.size()
-                                         ? tr.to_spec
-                                         : ShardingSpec::Replicated(tensor_op.shape.size());
-      Result<std::vector<SliceMove>> moves = PlanCrossMeshTransfer(
-          tensor_op.shape, DTypeBytes(tensor_op.dtype), from_layout, from.logical_mesh,
-          from.devices, to_layout, to.logical_mesh, to.devices);
-      if (!moves.ok()) {
-        return InternalError("cross-mesh transfer of " + DescribeOp(graph, u) + " from stage " +
-                             std::to_string(sa) + " to stage " + std::to_string(sb) + ": " +
-                             moves.status().message());
-      }
-      tr.moves = std::move(moves).value();
-      const bool same_host = from.devices.front() / cluster.devices_per_host ==
-                                 to.devices.front() / cluster.devices_per_host &&
-                             from.submesh.hosts == 1 && to.submesh.hosts == 1;
-      const LinkSpec& link = same_host ? cluster.intra_host_link : cluster.inter_host_link;
-      tr.seconds = link.latency + static_cast<double>(tr.bytes) / link.bandwidth;
-      plan.transfers.push_back(std::move(tr));
-    }
-  }
-
-  plan.iteration_seconds = cost.iteration_seconds;
-  plan.max_stage_latency = cost.max_stage_latency;
+  // Transfers between stages, and the prediction with them, as the planner makes them.
+  Result<std::vector<CrossStageTransfer>> transfers =
+      ListCrossStageTransfers(graph, sp.piece_graph, sp.op_piece, sp.group_first_piece,
+                              stage_of_piece, plan.stages, cluster);
+  if (!transfers.ok()) return transfers.status();
+  plan.transfers = std::move(transfers).value();
+  PredictPlanIteration(plan);
   // Hardware FLOPs: a rematerialized stage runs its forward twice.
   long double per_microbatch = 0, per_iteration = 0;
   for (int32_t v = 0; v < graph.size(); ++v) {

@@ -23,7 +23,9 @@
 //     model says is cheaper there (with dp = 1 that may include splitting the batch; the
 //     stage then reports the degrees the solver realised, as the planner does).
 //   - Costs: pieces composed into stages exactly as the planner composes a stage candidate
-//     (ComposeStage, stage_costs.h); iteration time T = sum (t_s + o_s) + (B - 1) max t_s;
+//     (ComposeStage, stage_costs.h); iteration time T = sum (t_s + o_s) + (B - 1) max t_s
+//     for Cost, and for Plan the planner's prediction with the transfers between stages
+//     (PredictPlanIteration, plan_transfers.h);
 //     stage s holds min(B, pp - s) microbatches of activations (1F1B).
 // Options used: threads, intra_op_exact / time limit / gap, device_memory_bytes,
 // clustering_delta (the ClusterLayers fallback), cancel and on_progress. The spec's remat wins
@@ -59,6 +61,8 @@ std::string ManualPlanSpecString(const ManualPlanSpec& spec);
 // Predicted time and memory of a spec without building the plan.
 struct ManualPlanCost {
   bool feasible = false;  // every stage fits the device memory
+  // sum (t_s + o_s) + (B - 1) max t_s: the stage DP's formula, without the transfers between
+  // stages (Plan's iteration_seconds adds them: PredictPlanIteration, plan_transfers.h).
   double iteration_seconds = 0, max_stage_latency = 0;
   int64_t peak_memory_bytes = 0;  // max over stages, at their in-flight counts
   int32_t worst_stage = -1;       // when infeasible: the stage most over the device memory

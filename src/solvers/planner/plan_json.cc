@@ -64,6 +64,8 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
   j["cluster"]["device_memory_bytes"] = cluster.device.memory_bytes;
   j["microbatches"] = plan.microbatches;
   j["iteration_seconds"] = plan.iteration_seconds;
+  j["period_seconds"] = plan.period_seconds;
+  j["schedule_seconds"] = plan.schedule_seconds;
   j["max_stage_latency_seconds"] = plan.max_stage_latency;
   j["compile_seconds"] = plan.stats.total_seconds;
   j["peak_memory_bytes"] = plan.peak_memory_bytes;

@@ -6,13 +6,14 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
-#include "core/cross_mesh.h"
 #include "core/graph_stats.h"
 #include "core/sharding_spec.h"
 #include "models/model_zoo.h"
 #include "solvers/pipeline/stage_dp.h"
+#include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
 
 namespace alpa {
@@ -92,6 +93,90 @@ int64_t SmallestFittingMemory(StageDpInput input, const StageCostTable& t, int32
   return hi;
 }
 
+// The plan of one DP answer: stages placed, pieces, transfers, the prediction and FLOPs (not
+// the graph, clustering or statistics: the caller's).
+Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, const Cluster& cluster,
+                                const StageDpResult& dp, int64_t microbatches) {
+  PipelinePlan plan;
+  plan.microbatches = microbatches;
+  std::vector<SubmeshShape> shapes;
+  for (int32_t k : dp.stages) {
+    shapes.push_back(
+        t.submeshes[static_cast<size_t>(t.candidates[static_cast<size_t>(k)].submesh)]);
+  }
+  Result<std::vector<std::vector<int64_t>>> placed =
+      PlaceSubmeshes(cluster.hosts, cluster.devices_per_host, shapes);
+  if (!placed.ok()) return placed.status();
+  const int32_t stage_count = static_cast<int32_t>(dp.stages.size());
+  std::vector<int32_t> stage_of_piece(t.piece_marker.size(), -1);
+  for (int32_t s = 0; s < stage_count; ++s) {
+    const size_t k = static_cast<size_t>(dp.stages[static_cast<size_t>(s)]);
+    const StageCandidate& c = t.candidates[k];
+    const StageMeshConfig& config = t.configs[static_cast<size_t>(c.config)];
+    PlannedStage st;
+    st.first_layer = c.first_layer;
+    st.last_layer = c.last_layer;
+    st.submesh = t.submeshes[static_cast<size_t>(c.submesh)];
+    st.logical_mesh = config.mesh.shape;
+    st.devices = placed.value()[static_cast<size_t>(s)];
+    st.memory_level = config.level;
+    st.remat = config.remat;
+    st.latency = c.latency;
+    st.forward_latency = t.candidate_forward_latency[k];
+    st.iteration_overhead = c.iteration_overhead;
+    st.in_flight = std::min<int64_t>(microbatches, stage_count - s);
+    st.memory_bytes = t.candidate_memory[k].With(st.in_flight);
+    st.activation_bytes = t.candidate_memory[k].activation;
+    const int32_t p0 = t.group_first_piece[static_cast<size_t>(c.first_layer)];
+    const int32_t p1 = t.group_first_piece[static_cast<size_t>(c.last_layer) + 1];
+    for (int32_t p = p0; p < p1; ++p) {
+      stage_of_piece[static_cast<size_t>(p)] = s;
+      st.pieces.push_back({t.piece_marker[static_cast<size_t>(p)],
+                           t.piece_graph[static_cast<size_t>(p)],
+                           t.Solution(p, c.config).sharding});
+    }
+    // Degrees as the stage's heaviest piece shards (an embedding may not split the batch).
+    const StagePiece& lead = *std::max_element(
+        st.pieces.begin(), st.pieces.end(), [](const StagePiece& a, const StagePiece& b) {
+          return a.sharding->compute_cost < b.sharding->compute_cost;
+        });
+    st.data_parallel = DataParallelDegree(*lead.subgraph, *lead.sharding, st.logical_mesh);
+    st.tensor_parallel = st.submesh.num_devices() / std::max<int64_t>(1, st.data_parallel);
+    st.zero = std::any_of(st.pieces.begin(), st.pieces.end(), [](const StagePiece& sp) {
+      return ShardsOptimizerState(*sp.subgraph, *sp.sharding);
+    });
+    plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
+    plan.stages.push_back(std::move(st));
+  }
+
+  Result<std::vector<CrossStageTransfer>> transfers = ListCrossStageTransfers(
+      graph, t.piece_graph, t.op_piece, t.group_first_piece, stage_of_piece, plan.stages, cluster);
+  if (!transfers.ok()) return transfers.status();
+  plan.transfers = std::move(transfers).value();
+  PredictPlanIteration(plan);
+  // Hardware FLOPs: a rematerialized stage runs its forward twice.
+  std::vector<char> remat_piece(t.piece_marker.size(), 0);
+  for (size_t p = 0; p < remat_piece.size(); ++p) {
+    remat_piece[p] = plan.stages[static_cast<size_t>(stage_of_piece[p])].remat;
+  }
+  long double per_microbatch = 0, per_iteration = 0;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const Op& op = graph.op(v);
+    const long double flops = OpFlops(graph, v);
+    (op.phase == Phase::kUpdate ? per_iteration : per_microbatch) += flops;
+    const int32_t p = t.op_piece[static_cast<size_t>(v)];
+    if (op.phase == Phase::kForward && p >= 0 && remat_piece[static_cast<size_t>(p)]) {
+      per_microbatch += flops;
+    }
+  }
+  plan.flops_per_iteration =
+      per_microbatch * static_cast<long double>(microbatches) + per_iteration;
+  plan.tflops_per_device =
+      static_cast<double>(plan.flops_per_iteration / plan.iteration_seconds /
+                          static_cast<long double>(cluster.num_devices()) / 1e12L);
+  return plan;
+}
+
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
                                     const PlannerOptions& options, int64_t microbatches,
                                     int64_t device_memory, Clock::time_point t0,
@@ -150,150 +235,33 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   }
   stats.dp_seconds += Since(phase);
 
+  // The DP's answer, and its best answers with fewer stages, ranked by the prediction with
+  // the transfers between stages (which the DP's objective leaves out): fewer stages cut fewer
+  // activations at stage boundaries.
+  phase = Clock::now();
+  std::optional<PipelinePlan> chosen;
+  const int32_t dp_stages = static_cast<int32_t>(dp.stages.size());
+  for (int32_t limit = dp_stages; limit >= 1; --limit) {
+    StageDpResult alternative;
+    if (limit == dp_stages) {
+      alternative = dp;
+    } else {
+      input.max_stages = limit;
+      Result<StageDpResult> r = SolveStageDp(input);
+      if (!r.ok()) return r.status();
+      if (!r.value().feasible) break;
+      alternative = std::move(r).value();
+      if (static_cast<int32_t>(alternative.stages.size()) != limit) continue;
+    }
+    Result<PipelinePlan> plan = PlanFromDp(graph, t, cluster, alternative, microbatches);
+    if (!plan.ok()) return plan.status();
+    if (!chosen || plan.value().iteration_seconds < chosen->iteration_seconds) {
+      chosen = std::move(plan).value();
+    }
+  }
+  stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
-  plan.microbatches = microbatches;
-  std::vector<SubmeshShape> shapes;
-  for (int32_t k : dp.stages) {
-    shapes.push_back(
-        t.submeshes[static_cast<size_t>(t.candidates[static_cast<size_t>(k)].submesh)]);
-  }
-  Result<std::vector<std::vector<int64_t>>> placed =
-      PlaceSubmeshes(cluster.hosts, cluster.devices_per_host, shapes);
-  if (!placed.ok()) return placed.status();
-  const int32_t stage_count = static_cast<int32_t>(dp.stages.size());
-  std::vector<int32_t> stage_of_piece(t.piece_marker.size(), -1);
-  for (int32_t s = 0; s < stage_count; ++s) {
-    const size_t k = static_cast<size_t>(dp.stages[static_cast<size_t>(s)]);
-    const StageCandidate& c = t.candidates[k];
-    const StageMeshConfig& config = t.configs[static_cast<size_t>(c.config)];
-    PlannedStage st;
-    st.first_layer = c.first_layer;
-    st.last_layer = c.last_layer;
-    st.submesh = t.submeshes[static_cast<size_t>(c.submesh)];
-    st.logical_mesh = config.mesh.shape;
-    st.devices = placed.value()[static_cast<size_t>(s)];
-    st.memory_level = config.level;
-    st.remat = config.remat;
-    st.latency = c.latency;
-    st.forward_latency = t.candidate_forward_latency[k];
-    st.iteration_overhead = c.iteration_overhead;
-    st.in_flight = std::min<int64_t>(microbatches, stage_count - s);
-    st.memory_bytes = t.candidate_memory[k].With(st.in_flight);
-    st.activation_bytes = t.candidate_memory[k].activation;
-    const int32_t p0 = t.group_first_piece[static_cast<size_t>(c.first_layer)];
-    const int32_t p1 = t.group_first_piece[static_cast<size_t>(c.last_layer) + 1];
-    for (int32_t p = p0; p < p1; ++p) {
-      stage_of_piece[static_cast<size_t>(p)] = s;
-      st.pieces.push_back({t.piece_marker[static_cast<size_t>(p)],
-                           t.piece_graph[static_cast<size_t>(p)],
-                           t.Solution(p, c.config).sharding});
-    }
-    // Degrees as the stage's heaviest piece shards (an embedding may not split the batch).
-    const StagePiece& lead = *std::max_element(
-        st.pieces.begin(), st.pieces.end(), [](const StagePiece& a, const StagePiece& b) {
-          return a.sharding->compute_cost < b.sharding->compute_cost;
-        });
-    st.data_parallel = DataParallelDegree(*lead.subgraph, *lead.sharding, st.logical_mesh);
-    st.tensor_parallel = st.submesh.num_devices() / std::max<int64_t>(1, st.data_parallel);
-    st.zero = std::any_of(st.pieces.begin(), st.pieces.end(), [](const StagePiece& sp) {
-      return ShardsOptimizerState(*sp.subgraph, *sp.sharding);
-    });
-    plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
-    plan.stages.push_back(std::move(st));
-  }
-
-  // Transfers between stages: every boundary input whose producer sits on another stage.
-  for (int32_t b = 0; b < static_cast<int32_t>(t.piece_graph.size()); ++b) {
-    const Subgraph& sub = *t.piece_graph[static_cast<size_t>(b)];
-    const int32_t sb = stage_of_piece[static_cast<size_t>(b)];
-    for (int32_t l : sub.boundary_inputs) {
-      const int32_t u = sub.origin[static_cast<size_t>(l)];
-      const int32_t a = t.op_piece[static_cast<size_t>(u)];
-      if (a < 0 || stage_of_piece[static_cast<size_t>(a)] == sb) continue;
-      const int32_t sa = stage_of_piece[static_cast<size_t>(a)];
-      const PlannedStage& from = plan.stages[static_cast<size_t>(sa)];
-      const PlannedStage& to = plan.stages[static_cast<size_t>(sb)];
-      CrossStageTransfer tr;
-      tr.from_stage = sa;
-      tr.to_stage = sb;
-      tr.tensor = u;
-      tr.bytes = TensorBytes(graph.op(u));
-      tr.once_per_iteration = graph.op(u).role == TensorRole::kGradient;
-      for (const Op& reader : sub.graph.ops) {
-        // An addition into a weight's gradient of the tensor's own shape: accumulation.
-        if (reader.kind == OpKind::kAdd && reader.role == TensorRole::kGradient &&
-            reader.shape == graph.op(u).shape &&
-            std::find(reader.operands.begin(), reader.operands.end(), l) != reader.operands.end()) {
-          tr.once_per_iteration = true;
-        }
-      }
-      const StagePiece& producer = from.pieces[static_cast<size_t>(
-          a - t.group_first_piece[static_cast<size_t>(from.first_layer)])];
-      for (int32_t pl = 0; pl < producer.subgraph->graph.size(); ++pl) {
-        const OpSharding& o = producer.sharding->ops[static_cast<size_t>(pl)];
-        if (producer.subgraph->origin[static_cast<size_t>(pl)] == u && !o.free && !o.fused) {
-          tr.from_spec = o.reader_layout ? *o.reader_layout : o.result;
-        }
-      }
-      const StagePiece& reader = to.pieces[static_cast<size_t>(
-          b - t.group_first_piece[static_cast<size_t>(to.first_layer)])];
-      tr.to_spec = reader.sharding->ops[static_cast<size_t>(l)].result;
-      const Op& tensor_op = graph.op(u);
-      // A free or fused producer has no layout (a default spec of rank 0): its stage holds the
-      // whole tensor on every device.
-      const ShardingSpec from_layout = tr.from_spec.rank() == tensor_op.shape.size()
-                                           ? tr.from_spec
-                                           : ShardingSpec::Replicated(tensor_op.shape.size());
-      const ShardingSpec to_layout = tr.to_spec.rank() == tensor_op.shape.size()
-                                         ? tr.to_spec
-                                         : ShardingSpec::Replicated(tensor_op.shape.size());
-      Result<std::vector<SliceMove>> moves = PlanCrossMeshTransfer(
-          tensor_op.shape, DTypeBytes(tensor_op.dtype), from_layout, from.logical_mesh,
-          from.devices, to_layout, to.logical_mesh, to.devices);
-      if (!moves.ok()) {
-        return InternalError("cross-mesh transfer of " + DescribeOp(graph, u) + " from stage " +
-                             std::to_string(sa) + " to stage " + std::to_string(sb) + ": " +
-                             moves.status().message());
-      }
-      tr.moves = std::move(moves).value();
-      const bool same_host = from.devices.front() / cluster.devices_per_host ==
-                                 to.devices.front() / cluster.devices_per_host &&
-                             from.submesh.hosts == 1 && to.submesh.hosts == 1;
-      const LinkSpec& link = same_host ? cluster.intra_host_link : cluster.inter_host_link;
-      tr.seconds = link.latency + static_cast<double>(tr.bytes) / link.bandwidth;
-      plan.transfers.push_back(std::move(tr));
-    }
-  }
-
-  // Accumulated gradient contributions cross once per iteration, before the receiver's
-  // gradient synchronisation: charged there.
-  plan.iteration_seconds = dp.objective;
-  for (const CrossStageTransfer& tr : plan.transfers) {
-    if (!tr.once_per_iteration) continue;
-    plan.stages[static_cast<size_t>(tr.to_stage)].iteration_overhead += tr.seconds;
-    plan.iteration_seconds += tr.seconds;
-  }
-  plan.max_stage_latency = dp.max_latency;
-  // Hardware FLOPs: a rematerialized stage runs its forward twice.
-  std::vector<char> remat_piece(t.piece_marker.size(), 0);
-  for (size_t p = 0; p < remat_piece.size(); ++p) {
-    remat_piece[p] = plan.stages[static_cast<size_t>(stage_of_piece[p])].remat;
-  }
-  long double per_microbatch = 0, per_iteration = 0;
-  for (int32_t v = 0; v < graph.size(); ++v) {
-    const Op& op = graph.op(v);
-    const long double flops = OpFlops(graph, v);
-    (op.phase == Phase::kUpdate ? per_iteration : per_microbatch) += flops;
-    const int32_t p = t.op_piece[static_cast<size_t>(v)];
-    if (op.phase == Phase::kForward && p >= 0 && remat_piece[static_cast<size_t>(p)]) {
-      per_microbatch += flops;
-    }
-  }
-  plan.flops_per_iteration =
-      per_microbatch * static_cast<long double>(microbatches) + per_iteration;
-  plan.tflops_per_device =
-      static_cast<double>(plan.flops_per_iteration / plan.iteration_seconds /
-                          static_cast<long double>(cluster.num_devices()) / 1e12L);
+  plan = std::move(*chosen);
   plan.stats.pieces = static_cast<int64_t>(t.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(t.solutions.size());
   plan.stats.candidates = static_cast<int64_t>(t.candidates.size());

@@ -132,8 +132,13 @@ struct PipelinePlan {
   LayerClustering clustering;
   std::vector<PlannedStage> stages;  // pipeline order
   std::vector<CrossStageTransfer> transfers;
-  // sum_i (t_i + o_i) + (B - 1) * max_j t_j: the DP's objective.
+  // The prediction: 1F1B with the per-microbatch transfers between stages
+  // (EstimateOneFOneB, pipeline_estimate.h); what the planner ranks plans by.
   double iteration_seconds = 0;
+  double period_seconds = 0;  // its steady-state seconds per microbatch
+  // sum_i (t_i + o_i) + (B - 1) * max_j t_j: the stage DP's objective (no transfers), with
+  // once-per-iteration transfers in the o_i.
+  double schedule_seconds = 0;
   double max_stage_latency = 0;
   int64_t peak_memory_bytes = 0;  // max over stages
   long double flops_per_iteration = 0;

@@ -10,6 +10,7 @@
 
 #include "core/cluster.h"
 #include "solvers/auto_sharding/plan_check.h"
+#include "support/pipeline_prediction.h"
 
 namespace alpa {
 namespace {
@@ -79,7 +80,13 @@ void ExpectValidPlan(const PipelinePlan& plan, const Cluster& cluster, int64_t d
   EXPECT_EQ(next_layer, plan.clustering.num_layers);
   EXPECT_EQ(static_cast<int64_t>(devices.size()), cluster.num_devices());
   const double formula = sum + static_cast<double>(plan.microbatches - 1) * max_latency;
-  EXPECT_NEAR(plan.iteration_seconds, formula, 1e-9 * formula);
+  EXPECT_NEAR(plan.schedule_seconds, formula, 1e-9 * formula);
+  // The prediction with the transfers, recomputed independently.
+  double period = 0;
+  const double predicted = alpa::testing::PredictPlanByBisection(plan, &period);
+  EXPECT_NEAR(plan.iteration_seconds, predicted, 1e-9 * predicted);
+  EXPECT_NEAR(plan.period_seconds, period, 1e-9 * period);
+  EXPECT_GE(plan.iteration_seconds, plan.schedule_seconds * (1 - 1e-12));
   EXPECT_GT(plan.tflops_per_device, 0);
 }
 

@@ -1,0 +1,42 @@
+// The 1F1B closed form with transfers (pipeline_estimate.h).
+#include "solvers/pipeline/pipeline_estimate.h"
+
+#include <algorithm>
+
+namespace alpa {
+
+PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stages,
+                                  int64_t microbatches) {
+  PipelineEstimate e;
+  const int64_t n = static_cast<int64_t>(stages.size());
+  if (n == 0 || microbatches < 1) return e;
+  auto in_flight = [&](int64_t s) { return std::min<int64_t>(microbatches, n - s); };
+  double first_pass = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    const PipelineEstimateStage& st = stages[static_cast<size_t>(s)];
+    first_pass += st.forward + st.backward + st.iteration_overhead;
+    if (s + 1 < n) first_pass += st.to_next + st.from_next;
+  }
+  for (int64_t a = 0; a < n; ++a) {
+    double weight = 0;
+    for (int64_t z = a; z < n; ++z) {
+      const PipelineEstimateStage& st = stages[static_cast<size_t>(z)];
+      weight += st.forward + st.backward;
+      if (z > a) {
+        const PipelineEstimateStage& prev = stages[static_cast<size_t>(z - 1)];
+        weight += prev.to_next + prev.from_next;
+      }
+      const double slots = static_cast<double>(1 + in_flight(a) - in_flight(z));
+      const double ratio = weight / slots;
+      if (ratio > e.period_seconds || e.bottleneck_first < 0) {
+        e.period_seconds = ratio;
+        e.bottleneck_first = static_cast<int32_t>(a);
+        e.bottleneck_last = static_cast<int32_t>(z);
+      }
+    }
+  }
+  e.iteration_seconds = first_pass + static_cast<double>(microbatches - 1) * e.period_seconds;
+  return e;
+}
+
+}  // namespace alpa

@@ -1,0 +1,47 @@
+// A closed-form prediction of one 1F1B iteration that counts the transfers between consecutive
+// stages (the stage DP's objective, stage_dp.h, leaves them out, as Alpa's does).
+//
+// The schedule (pipeline_schedule.h) as a timed event graph: per stage s two events per slot j,
+// F_s(j + k_s - 1) then B_s(j), with k_s = min(B, S - s) microbatches in flight. Its edges:
+//   F_s -> B_s       f_s, same slot              (the stage runs the backward after the forward)
+//   B_s -> F_s       b_s, next slot              (and the next forward after the backward)
+//   F_s -> F_{s+1}   f_s + c_s, k_s - k_{s+1} slots later   (the activation, then its transfer)
+//   B_{s+1} -> B_s   b_{s+1} + d_s, same slot    (the gradient, then its transfer)
+// with f, b the forward and backward seconds per microbatch and c, d the forward and backward
+// transfer seconds between s and s + 1. Its steady-state period (seconds per microbatch) is the
+// largest cycle ratio (weight / slots). Every simple cycle is a range a..z of stages (forward
+// along the F row, back along the B row), so
+//     P = max over a <= z of [sum_{a..z} (f + b) + sum_{a..z-1} (c + d)] / (1 + k_a - k_z)
+// (a = z: f_a + b_a, the stage itself; 1 + k_a - k_z = z - a + 1 when B >= S). The iteration
+// then takes
+//     T = sum_s (f_s + b_s + o_s) + sum_s (c_s + d_s) + (B - 1) P
+// (the first microbatch through and back, B - 1 periods, and the once-per-iteration overheads o).
+// With no transfers P = max_s (f_s + b_s) and T is the DP's objective exactly. Link contention
+// between transfers and the exact fill and drain are the simulator's business
+// (solvers/simulator); this form is what the planner ranks plans by and reports.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace alpa {
+
+struct PipelineEstimateStage {
+  double forward = 0, backward = 0;  // seconds per microbatch
+  double iteration_overhead = 0;     // seconds once per iteration (gradient sync, update)
+  // Transfers to the next stage per microbatch: activations forward, gradients back.
+  double to_next = 0, from_next = 0;
+};
+
+struct PipelineEstimate {
+  double iteration_seconds = 0;  // T
+  double period_seconds = 0;     // P
+  // The range a..z of stages whose cycle sets P (a == z: one stage's own latency).
+  int32_t bottleneck_first = -1, bottleneck_last = -1;
+};
+
+// All zeros when `stages` is empty or microbatches < 1.
+PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stages,
+                                  int64_t microbatches);
+
+}  // namespace alpa

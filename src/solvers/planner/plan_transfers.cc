@@ -1,0 +1,112 @@
+// Cross-stage transfers and the iteration prediction of a plan (plan_transfers.h).
+#include "solvers/planner/plan_transfers.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/cross_mesh.h"
+#include "core/sharding_spec.h"
+#include "solvers/pipeline/pipeline_estimate.h"
+
+namespace alpa {
+
+Result<std::vector<CrossStageTransfer>> ListCrossStageTransfers(
+    const Graph& graph, const std::vector<std::shared_ptr<const Subgraph>>& piece_graph,
+    const std::vector<int32_t>& op_piece, const std::vector<int32_t>& group_first_piece,
+    const std::vector<int32_t>& stage_of_piece, const std::vector<PlannedStage>& stages,
+    const Cluster& cluster) {
+  std::vector<CrossStageTransfer> transfers;
+  for (int32_t b = 0; b < static_cast<int32_t>(piece_graph.size()); ++b) {
+    const Subgraph& sub = *piece_graph[static_cast<size_t>(b)];
+    const int32_t sb = stage_of_piece[static_cast<size_t>(b)];
+    for (int32_t l : sub.boundary_inputs) {
+      const int32_t u = sub.origin[static_cast<size_t>(l)];
+      const int32_t a = op_piece[static_cast<size_t>(u)];
+      if (a < 0 || stage_of_piece[static_cast<size_t>(a)] == sb) continue;
+      const int32_t sa = stage_of_piece[static_cast<size_t>(a)];
+      const PlannedStage& from = stages[static_cast<size_t>(sa)];
+      const PlannedStage& to = stages[static_cast<size_t>(sb)];
+      const Op& tensor_op = graph.op(u);
+      CrossStageTransfer tr;
+      tr.from_stage = sa;
+      tr.to_stage = sb;
+      tr.tensor = u;
+      tr.bytes = TensorBytes(tensor_op);
+      tr.once_per_iteration = tensor_op.role == TensorRole::kGradient;
+      for (const Op& reader : sub.graph.ops) {
+        // An addition into a weight's gradient of the tensor's own shape: accumulation.
+        if (reader.kind == OpKind::kAdd && reader.role == TensorRole::kGradient &&
+            reader.shape == tensor_op.shape &&
+            std::find(reader.operands.begin(), reader.operands.end(), l) != reader.operands.end()) {
+          tr.once_per_iteration = true;
+        }
+      }
+      const StagePiece& producer = from.pieces[static_cast<size_t>(
+          a - group_first_piece[static_cast<size_t>(from.first_layer)])];
+      for (int32_t pl = 0; pl < producer.subgraph->graph.size(); ++pl) {
+        const OpSharding& o = producer.sharding->ops[static_cast<size_t>(pl)];
+        if (producer.subgraph->origin[static_cast<size_t>(pl)] == u && !o.free && !o.fused) {
+          tr.from_spec = o.reader_layout ? *o.reader_layout : o.result;
+        }
+      }
+      const StagePiece& reader = to.pieces[static_cast<size_t>(
+          b - group_first_piece[static_cast<size_t>(to.first_layer)])];
+      tr.to_spec = reader.sharding->ops[static_cast<size_t>(l)].result;
+      // A free or fused producer has no layout (a default spec of rank 0): its stage holds the
+      // whole tensor on every device.
+      const size_t rank = tensor_op.shape.size();
+      const ShardingSpec from_layout =
+          tr.from_spec.rank() == rank ? tr.from_spec : ShardingSpec::Replicated(rank);
+      const ShardingSpec to_layout =
+          tr.to_spec.rank() == rank ? tr.to_spec : ShardingSpec::Replicated(rank);
+      Result<std::vector<SliceMove>> moves = PlanCrossMeshTransfer(
+          tensor_op.shape, DTypeBytes(tensor_op.dtype), from_layout, from.logical_mesh,
+          from.devices, to_layout, to.logical_mesh, to.devices);
+      if (!moves.ok()) {
+        return InternalError("cross-mesh transfer of " + DescribeOp(graph, u) + " from stage " +
+                             std::to_string(sa) + " to stage " + std::to_string(sb) + ": " +
+                             moves.status().message());
+      }
+      tr.moves = std::move(moves).value();
+      const bool same_host = from.devices.front() / cluster.devices_per_host ==
+                                 to.devices.front() / cluster.devices_per_host &&
+                             from.submesh.hosts == 1 && to.submesh.hosts == 1;
+      const LinkSpec& link = same_host ? cluster.intra_host_link : cluster.inter_host_link;
+      tr.seconds = link.latency + static_cast<double>(tr.bytes) / link.bandwidth;
+      transfers.push_back(std::move(tr));
+    }
+  }
+  return transfers;
+}
+
+void PredictPlanIteration(PipelinePlan& plan) {
+  const size_t n = plan.stages.size();
+  std::vector<PipelineEstimateStage> est(n);
+  for (const CrossStageTransfer& tr : plan.transfers) {
+    const size_t from = static_cast<size_t>(tr.from_stage), to = static_cast<size_t>(tr.to_stage);
+    if (from >= n || to >= n || from == to) continue;
+    if (tr.once_per_iteration) {
+      plan.stages[to].iteration_overhead += tr.seconds;
+    } else if (to > from) {
+      est[to - 1].to_next += tr.seconds;
+    } else {
+      est[to].from_next += tr.seconds;
+    }
+  }
+  double sum = 0;
+  plan.max_stage_latency = 0;
+  for (size_t s = 0; s < n; ++s) {
+    const PlannedStage& st = plan.stages[s];
+    est[s].forward = st.forward_latency;
+    est[s].backward = st.latency - st.forward_latency;
+    est[s].iteration_overhead = st.iteration_overhead;
+    sum += st.latency + st.iteration_overhead;
+    plan.max_stage_latency = std::max(plan.max_stage_latency, st.latency);
+  }
+  plan.schedule_seconds = sum + static_cast<double>(plan.microbatches - 1) * plan.max_stage_latency;
+  const PipelineEstimate e = EstimateOneFOneB(est, plan.microbatches);
+  plan.iteration_seconds = e.iteration_seconds;
+  plan.period_seconds = e.period_seconds;
+}
+
+}  // namespace alpa

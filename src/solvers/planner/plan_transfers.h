@@ -1,0 +1,40 @@
+// What the planner and the manual-plan evaluator (manual_plan.h) both do once a plan's stages
+// are known: list the tensors that cross between stages, and predict the iteration time from
+// the stages and those transfers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/status.h"
+#include "solvers/planner/planner.h"
+#include "solvers/planner/subgraph.h"
+
+namespace alpa {
+
+// Every boundary input of a piece whose producer sits on another stage, with the cross-mesh
+// slice moves between the two stages' layouts and a time estimate (bytes over the intra-host
+// link when both stages sit on one host, else over the inter-host link). A gradient
+// contribution the receiver accumulates into a weight's gradient (an add of the tensor's own
+// shape) is marked once_per_iteration. `stages` must have their devices, logical meshes and
+// pieces (pieces p of stage s: group_first_piece[first_layer] .. [last_layer + 1] - 1);
+// stage_of_piece gives each piece's stage. Errors: kInternal when a transfer cannot be planned.
+Result<std::vector<CrossStageTransfer>> ListCrossStageTransfers(
+    const Graph& graph, const std::vector<std::shared_ptr<const Subgraph>>& piece_graph,
+    const std::vector<int32_t>& op_piece, const std::vector<int32_t>& group_first_piece,
+    const std::vector<int32_t>& stage_of_piece, const std::vector<PlannedStage>& stages,
+    const Cluster& cluster);
+
+// Given plan.stages (latency, forward_latency, iteration_overhead) and plan.transfers: charges
+// each once-per-iteration transfer to its receiver's iteration_overhead (it crosses before the
+// receiver's gradient synchronisation), then sets schedule_seconds (the DP's objective:
+// sum (t + o) + (B - 1) max t), max_stage_latency, and iteration_seconds / period_seconds from
+// EstimateOneFOneB (pipeline_estimate.h) with the per-microbatch transfers: between stages s
+// and s + 1 their seconds add up per direction; a transfer that skips stages is charged to the
+// link into its receiver (forward) or into its receiver from the next stage (backward).
+void PredictPlanIteration(PipelinePlan& plan);
+
+}  // namespace alpa

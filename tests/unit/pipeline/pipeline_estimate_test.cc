@@ -1,0 +1,74 @@
+// The 1F1B prediction with transfers (pipeline_estimate.h): hand-computed cases, the DP's
+// formula when nothing crosses, and the independent bisection over the event graph
+// (tests/support/pipeline_prediction.h) on random pipelines.
+#include "solvers/pipeline/pipeline_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "support/pipeline_prediction.h"
+
+namespace alpa {
+namespace {
+
+TEST(PipelineEstimate, NoTransfersIsTheDpFormula) {
+  // t = 3, 5, 2; o = 1, 0, 0.5; B = 8: T = (3 + 5 + 2) + 1.5 + 7 * 5 = 46.5.
+  std::vector<PipelineEstimateStage> s(3);
+  s[0] = {1, 2, 1, 0, 0};
+  s[1] = {2, 3, 0, 0, 0};
+  s[2] = {0.5, 1.5, 0.5, 0, 0};
+  const PipelineEstimate e = EstimateOneFOneB(s, 8);
+  EXPECT_DOUBLE_EQ(e.period_seconds, 5);
+  EXPECT_DOUBLE_EQ(e.iteration_seconds, 46.5);
+  EXPECT_EQ(e.bottleneck_first, 1);
+  EXPECT_EQ(e.bottleneck_last, 1);
+}
+
+TEST(PipelineEstimate, SlowLinkBoundsThePeriod) {
+  // Two equal stages, f = 1, b = 2, and 1.5 s each way between them: the loop through both
+  // stages takes 3 + 3 + 3 = 9 s for 2 microbatches in flight, P = 4.5 > 3.
+  std::vector<PipelineEstimateStage> s(2);
+  s[0] = {1, 2, 0, 1.5, 1.5};
+  s[1] = {1, 2, 0, 0, 0};
+  const PipelineEstimate e = EstimateOneFOneB(s, 4);
+  EXPECT_DOUBLE_EQ(e.period_seconds, 4.5);
+  EXPECT_DOUBLE_EQ(e.iteration_seconds, 6 + 3 + 3 * 4.5);
+  EXPECT_EQ(e.bottleneck_first, 0);
+  EXPECT_EQ(e.bottleneck_last, 1);
+  // One microbatch: no steady state, the first pass only.
+  EXPECT_DOUBLE_EQ(EstimateOneFOneB(s, 1).iteration_seconds, 9);
+}
+
+TEST(PipelineEstimate, EmptyOrNoMicrobatches) {
+  EXPECT_EQ(EstimateOneFOneB({}, 4).iteration_seconds, 0);
+  EXPECT_EQ(EstimateOneFOneB(std::vector<PipelineEstimateStage>(2), 0).iteration_seconds, 0);
+}
+
+TEST(PipelineEstimate, AgreesWithBisectionOnRandomPipelines) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 8);
+    const long long b = 1 + static_cast<long long>(rng() % 12);
+    std::vector<PipelineEstimateStage> s(static_cast<size_t>(n));
+    std::vector<testing::PredictionStage> t(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) {
+      const bool link = k + 1 < n && rng() % 2 == 0;
+      s[static_cast<size_t>(k)] = {u(rng), u(rng), u(rng) * 0.1, link ? u(rng) : 0,
+                                   link ? u(rng) : 0};
+      const PipelineEstimateStage& x = s[static_cast<size_t>(k)];
+      t[static_cast<size_t>(k)] = {x.forward, x.backward, x.iteration_overhead, x.to_next,
+                                   x.from_next};
+    }
+    double period = 0;
+    const double expected = testing::PredictIterationByBisection(t, b, &period);
+    const PipelineEstimate e = EstimateOneFOneB(s, b);
+    EXPECT_NEAR(e.period_seconds, period, 1e-9 * period) << "trial " << trial;
+    EXPECT_NEAR(e.iteration_seconds, expected, 1e-9 * expected) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace alpa

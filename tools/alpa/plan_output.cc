@@ -1,0 +1,219 @@
+// What `alpa plan` and `alpa baseline` share (see plan_output.h).
+#include "plan_output.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_output.h"
+
+namespace alpa_cli {
+namespace {
+
+// "0-7", "0-3,8-11": the device ids as runs.
+std::string DeviceRuns(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(ids[i]);
+    if (j > i) s += "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+}  // namespace
+
+PlanHandles::~PlanHandles() {
+  alpa_plan_destroy(plan);
+  alpa_plan_options_destroy(options);
+  alpa_graph_destroy(graph);
+  alpa_cluster_destroy(cluster);
+}
+
+int MakePlanCluster(const std::string& text, alpa_cluster** out) {
+  alpa_error* err = nullptr;
+  if (IsFile(text)) {
+    return alpa_cluster_read_file(out, text.c_str(), &err) == ALPA_OK
+               ? 0
+               : ReportError(err, "--cluster");
+  }
+  std::string spec = text;
+  int64_t hosts = 0;
+  const size_t colon = text.find(':');
+  if (colon != std::string::npos) {
+    const std::string tail = text.substr(colon + 1);
+    if (!tail.empty() && tail.size() <= 9 &&
+        tail.find_first_not_of("0123456789") == std::string::npos) {
+      hosts = std::stoll(tail);
+      if (hosts < 1) return ReportBadInput("--cluster: \"" + text + "\" needs at least one host");
+      spec = text.substr(0, colon);
+    }
+  }
+  return alpa_cluster_create_preset(out, spec.c_str(), hosts, &err) == ALPA_OK
+             ? 0
+             : ReportError(err, "--cluster");
+}
+
+int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args) {
+  alpa_error* err = nullptr;
+  auto set_int = [&](int32_t key, int64_t value, const char* option) {
+    return alpa_plan_options_set_int(options, key, value, &err) == ALPA_OK
+               ? 0
+               : ReportError(err, option);
+  };
+  if (int rc = set_int(ALPA_PLAN_OPT_THREADS, args.threads, "--threads")) return rc;
+  if (!args.device_memory.empty()) {
+    int64_t bytes = 0;
+    if (!ParseBytes(args.device_memory, &bytes) || bytes < 1) {
+      return ReportBadInput("--device-memory: \"" + args.device_memory +
+                            "\" is not a positive byte count (e.g. 16GiB)");
+    }
+    if (int rc = set_int(ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, bytes, "--device-memory")) return rc;
+  }
+  if (args.exact) {
+    if (int rc = set_int(ALPA_PLAN_OPT_INTRA_OP_EXACT, 1, "--exact")) return rc;
+  }
+  if (args.intra_op_time_limit > 0 &&
+      alpa_plan_options_set_double(options, ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT,
+                                   args.intra_op_time_limit, &err) != ALPA_OK) {
+    return ReportError(err, "--intra-op-time-limit");
+  }
+  return 0;
+}
+
+int32_t PrintPlanProgress(void* /*user*/, const alpa_plan_progress* p) {
+  const std::string phase = p->phase;
+  if (phase == "intra-op") {
+    // One line per tenth of the solves (and the last), not one per solve.
+    const int64_t step = std::max<int64_t>(1, p->total / 10);
+    if (p->done % step != 0 && p->done != p->total) return 0;
+    std::printf("# %7.2fs  B=%-5lld intra-op solves %lld/%lld\n", p->seconds,
+                static_cast<long long>(p->microbatches), static_cast<long long>(p->done),
+                static_cast<long long>(p->total));
+  } else {
+    std::printf("# %7.2fs  B=%-5lld %s\n", p->seconds, static_cast<long long>(p->microbatches),
+                p->phase);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+void PrintPlanHeader(const std::string& doing, const std::string& what,
+                     const alpa_cluster* cluster) {
+  std::printf("# alpa %s: %s %s on %s (%lld hosts x %lld devices)\n", alpa_version_string(),
+              doing.c_str(), what.c_str(), alpa_cluster_name(cluster),
+              static_cast<long long>(alpa_cluster_hosts(cluster)),
+              static_cast<long long>(alpa_cluster_devices_per_host(cluster)));
+  std::fflush(stdout);
+}
+
+int ReportPlanFailure(int32_t status, alpa_error* err) {
+  if (status == ALPA_ERR_INFEASIBLE) {
+    std::fprintf(stderr, "alpa: %s\n", err != nullptr ? alpa_error_message(err) : "infeasible");
+    alpa_error_free(err);
+    return 2;
+  }
+  return ReportError(err);
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  }
+  return buf;
+}
+
+void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
+                      const std::string& time_label) {
+  const int32_t stages = alpa_plan_stage_count(plan);
+  const int64_t b = alpa_plan_microbatches(plan);
+  std::printf("\nPlan: %d pipeline stage%s, %lld microbatches, 1F1B schedule\n", stages,
+              stages == 1 ? "" : "s", static_cast<long long>(b));
+  std::printf("%-5s %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", "stage", "layers",
+              "submesh", "mesh", "devices", "dp x tp", "zero", "remat", "latency/mb", "sync+update",
+              "memory/device");
+  double max_latency = 0;
+  for (int32_t s = 0; s < stages; ++s) {
+    alpa_stage_info info;
+    if (alpa_plan_stage(&info, sizeof info, plan, s, nullptr) != ALPA_OK) continue;
+    std::vector<int64_t> ids(static_cast<size_t>(alpa_plan_stage_devices(plan, s, nullptr, 0)));
+    alpa_plan_stage_devices(plan, s, ids.data(), static_cast<int64_t>(ids.size()));
+    const std::string layers =
+        std::to_string(info.first_layer) + "-" + std::to_string(info.last_layer);
+    const std::string submesh = "(" + std::to_string(info.submesh_hosts) + "," +
+                                std::to_string(info.submesh_devices_per_host) + ")";
+    std::string mesh = "(" + std::to_string(info.logical_mesh[0]);
+    if (info.logical_ndim > 1) mesh += "," + std::to_string(info.logical_mesh[1]);
+    mesh += ")";
+    const std::string degrees =
+        std::to_string(info.data_parallel) + " x " + std::to_string(info.tensor_parallel);
+    std::printf("%-5d %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", s, layers.c_str(),
+                submesh.c_str(), mesh.c_str(), DeviceRuns(ids).c_str(), degrees.c_str(),
+                info.zero ? "yes" : "no", info.remat ? "yes" : "no",
+                Seconds(info.latency_seconds).c_str(),
+                Seconds(info.iteration_overhead_seconds).c_str(),
+                Bytes(static_cast<double>(info.memory_bytes), 2).c_str());
+    max_latency = std::max(max_latency, info.latency_seconds);
+  }
+  std::printf(
+      "\npredicted iteration time  %s  (%lld microbatches; slowest stage %s per microbatch)\n",
+      Seconds(alpa_plan_iteration_seconds(plan)).c_str(), static_cast<long long>(b),
+      Seconds(max_latency).c_str());
+  std::printf("throughput                %.1f TFLOP/s per device\n",
+              alpa_plan_tflops_per_device(plan));
+  std::printf("peak memory per device    %s of %s\n",
+              Bytes(static_cast<double>(alpa_plan_peak_memory_bytes(plan)), 2).c_str(),
+              Bytes(static_cast<double>(alpa_cluster_device_memory_bytes(cluster)), 2).c_str());
+  std::printf("%-25s %s\n", time_label.c_str(), Seconds(alpa_plan_compile_seconds(plan)).c_str());
+}
+
+int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::string& svg) {
+  alpa_error* err = nullptr;
+  if (!output.empty()) {
+    alpa_buffer* buffer = nullptr;
+    if (alpa_plan_to_json(&buffer, plan, 1, &err) != ALPA_OK) return ReportError(err, "-o");
+    const bool ok = WriteFile(output, alpa_buffer_data(buffer), alpa_buffer_size(buffer));
+    alpa_buffer_free(buffer);
+    if (!ok) return ReportBadInput("-o: cannot write " + output);
+  }
+  if (!svg.empty()) {
+    // The timeline of the plan's simulated iteration (1F1B, the slice moves as planned).
+    alpa_simulation* sim = nullptr;
+    if (alpa_plan_simulate(&sim, plan, ALPA_SCHEDULE_1F1B, &err) != ALPA_OK) {
+      return ReportError(err, "--svg");
+    }
+    alpa_buffer* picture = nullptr;
+    const int32_t rc = alpa_simulation_timeline_svg(&picture, sim, 0, &err);
+    alpa_simulation_destroy(sim);
+    if (rc != ALPA_OK) return ReportError(err, "--svg");
+    const bool ok = WriteFile(svg, alpa_buffer_data(picture), alpa_buffer_size(picture));
+    alpa_buffer_free(picture);
+    if (!ok) return ReportBadInput("--svg: cannot write " + svg);
+  }
+  return 0;
+}
+
+int PrintPlanJson(const alpa_plan* plan) {
+  alpa_error* err = nullptr;
+  alpa_buffer* buffer = nullptr;
+  if (alpa_plan_to_json(&buffer, plan, 0, &err) != ALPA_OK) return ReportError(err);
+  std::printf("%s\n", alpa_buffer_data(buffer));
+  alpa_buffer_free(buffer);
+  return 0;
+}
+
+void PrintWrote(const std::string& output, const std::string& svg) {
+  if (!output.empty()) std::printf("wrote %s\n", output.c_str());
+  if (!svg.empty()) std::printf("wrote %s\n", svg.c_str());
+}
+
+}  // namespace alpa_cli

@@ -1,0 +1,66 @@
+// What `alpa plan` and `alpa baseline` share: the cluster argument, the planner options, the
+// progress lines, the plan summary (stage table, iteration time, throughput, memory) and the
+// plan's outputs (-o plan JSON, --svg timeline, --json summary).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "alpa.h"
+#include "commands.h"
+
+namespace alpa_cli {
+
+constexpr const char* kDefaultPlanModel = "gpt-2.6b";
+constexpr const char* kDefaultPlanCluster = "p3.16xlarge:2";
+
+// Owns the handles of one planning run; frees them on every path.
+struct PlanHandles {
+  alpa_cluster* cluster = nullptr;
+  alpa_graph* graph = nullptr;
+  alpa_plan_options* options = nullptr;
+  alpa_plan* plan = nullptr;
+  PlanHandles() = default;
+  PlanHandles(const PlanHandles&) = delete;
+  PlanHandles& operator=(const PlanHandles&) = delete;
+  ~PlanHandles();
+};
+
+// "p3.16xlarge:8" (preset and host count), "p3.16xlarge:hosts=8,..." (preset spec) or a file.
+// 0, or the exit code after reporting the error (naming --cluster).
+int MakePlanCluster(const std::string& text, alpa_cluster** out);
+
+// Sets --device-memory, --exact, --intra-op-time-limit and --threads on `options`; 0, or the
+// exit code after reporting the error (naming the option).
+int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args);
+
+// Progress callback printing "# SECONDS  B=N PHASE" lines (intra-op solves one line per tenth).
+int32_t PrintPlanProgress(void* user, const alpa_plan_progress* progress);
+
+// "# alpa VERSION: DOING WHAT on CLUSTER (H hosts x D devices)".
+void PrintPlanHeader(const std::string& doing, const std::string& what,
+                     const alpa_cluster* cluster);
+
+// The exit code of a failed planning call: 2 (message on stderr) when nothing fits the device
+// memory, else 1 as ReportError. Frees err.
+int ReportPlanFailure(int32_t status, alpa_error* err);
+
+// "12.3 us", "4.56 ms", "7.89 s".
+std::string Seconds(double seconds);
+
+// The stage table, predicted iteration time, TFLOP/s per device, peak memory per device and
+// alpa_plan_compile_seconds labelled `time_label` ("compile time").
+void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
+                      const std::string& time_label);
+
+// Writes the detailed plan JSON to `output` and the timeline SVG of its simulated iteration
+// (1F1B) to `svg` (each when non-empty); 0, or the exit code after reporting the error.
+int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::string& svg);
+
+// Prints the plan's summary JSON (alpa_plan_to_json, detail 0) as one line; 0 or the exit code.
+int PrintPlanJson(const alpa_plan* plan);
+
+// "wrote FILE" for each non-empty name.
+void PrintWrote(const std::string& output, const std::string& svg);
+
+}  // namespace alpa_cli
