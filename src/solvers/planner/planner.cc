@@ -391,8 +391,11 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   // The microbatch search. Each count costs every intra-op solve again, so the search is
   // bounded to kMicrobatchSolves counts: from the largest count down in steps of 4 (1024, 256,
   // 64, ...) while the plan improves (or none fits yet); when the walk stops early, the counts
-  // next to the best one (half, then twice) fill the remaining solves.
+  // next to the best one (half, then twice) fill the remaining solves. One more neighbour is
+  // tried when the counts so far took at most kExtraCountSolves intra-op solves (a count that
+  // is cheap to solve; deterministic, unlike a time budget).
   constexpr size_t kMicrobatchSolves = 3;
+  constexpr int64_t kExtraCountSolves = 600;
   PlannerStats stats;
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
@@ -420,7 +423,11 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     if (!improved.ok()) return improved.status();
     if (!improved.value()) break;
   }
-  while (best && stats.microbatches_tried.size() < kMicrobatchSolves) {
+  auto budget = [&] {
+    return stats.microbatches_tried.size() <
+           kMicrobatchSolves + (stats.intra_op_solves <= kExtraCountSolves ? 1 : 0);
+  };
+  while (best && budget()) {
     const auto at = std::find(choices.begin(), choices.end(), best->microbatches);
     int64_t next = 0;
     for (auto it : {at + 1, at - 1}) {  // half the best count, then twice it
