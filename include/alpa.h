@@ -919,7 +919,7 @@ typedef struct alpa_transfer {
   int32_t from_stage, to_stage;
   int32_t tensor; /* op id in the planned graph */
   int64_t bytes;  /* the whole tensor */
-  double seconds; /* estimate: bytes over the slower link between the two submeshes */
+  double seconds; /* estimate: its slice moves' busiest link (bytes / bandwidth) + latency */
 } alpa_transfer;
 /* Count-then-fill over the cross-stage transfers (element_size as for alpa_plan_stage; -1 when
  * capacity > 0 and out is NULL or element_size too small). */

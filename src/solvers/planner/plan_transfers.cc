@@ -2,13 +2,44 @@
 #include "solvers/planner/plan_transfers.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "core/cross_mesh.h"
 #include "core/sharding_spec.h"
 #include "solvers/pipeline/pipeline_estimate.h"
 
 namespace alpa {
+
+double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& cluster) {
+  // Bytes per server: a device's intra-host link out and in, a host's NIC out and in.
+  std::map<std::pair<int64_t, int>, int64_t> device_bytes, host_bytes;
+  bool any_intra = false, any_inter = false;
+  for (const SliceMove& mv : moves) {
+    const int64_t src_host = mv.src_device / cluster.devices_per_host;
+    const int64_t dst_host = mv.dst_device / cluster.devices_per_host;
+    if (src_host == dst_host) {
+      any_intra = true;
+      device_bytes[{mv.src_device, 0}] += mv.bytes;
+      device_bytes[{mv.dst_device, 1}] += mv.bytes;
+    } else {
+      any_inter = true;
+      host_bytes[{src_host, 0}] += mv.bytes;
+      host_bytes[{dst_host, 1}] += mv.bytes;
+    }
+  }
+  double busiest = 0, latency = 0;
+  for (const auto& [server, bytes] : device_bytes) {
+    busiest = std::max(busiest, static_cast<double>(bytes) / cluster.intra_host_link.bandwidth);
+  }
+  for (const auto& [server, bytes] : host_bytes) {
+    busiest = std::max(busiest, static_cast<double>(bytes) / cluster.inter_host_link.bandwidth);
+  }
+  if (any_intra) latency = std::max(latency, cluster.intra_host_link.latency);
+  if (any_inter) latency = std::max(latency, cluster.inter_host_link.latency);
+  return latency + busiest;
+}
 
 Result<std::vector<CrossStageTransfer>> ListCrossStageTransfers(
     const Graph& graph, const std::vector<std::shared_ptr<const Subgraph>>& piece_graph,
@@ -68,11 +99,7 @@ Result<std::vector<CrossStageTransfer>> ListCrossStageTransfers(
                              moves.status().message());
       }
       tr.moves = std::move(moves).value();
-      const bool same_host = from.devices.front() / cluster.devices_per_host ==
-                                 to.devices.front() / cluster.devices_per_host &&
-                             from.submesh.hosts == 1 && to.submesh.hosts == 1;
-      const LinkSpec& link = same_host ? cluster.intra_host_link : cluster.inter_host_link;
-      tr.seconds = link.latency + static_cast<double>(tr.bytes) / link.bandwidth;
+      tr.seconds = TransferSeconds(tr.moves, cluster);
       transfers.push_back(std::move(tr));
     }
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/cross_mesh.h"
 #include "core/graph.h"
 #include "core/status.h"
 #include "solvers/planner/planner.h"
@@ -15,9 +16,15 @@
 
 namespace alpa {
 
+// The time of one transfer's slice moves when nothing else uses the links, as the simulator
+// runs them: every device's intra-host link and every host's NIC serves its outgoing and its
+// incoming moves one after another, so the busiest of those servers (its bytes over its
+// bandwidth) plus the slower link's latency. A destination that holds its tile replicated
+// receives it once per replica, which a plain bytes / bandwidth misses.
+double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& cluster);
+
 // Every boundary input of a piece whose producer sits on another stage, with the cross-mesh
-// slice moves between the two stages' layouts and a time estimate (bytes over the intra-host
-// link when both stages sit on one host, else over the inter-host link). A gradient
+// slice moves between the two stages' layouts and their time (TransferSeconds). A gradient
 // contribution the receiver accumulates into a weight's gradient (an add of the tensor's own
 // shape) is marked once_per_iteration. `stages` must have their devices, logical meshes and
 // pieces (pieces p of stage s: group_first_piece[first_layer] .. [last_layer + 1] - 1);

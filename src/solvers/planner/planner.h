@@ -105,7 +105,7 @@ struct CrossStageTransfer {
   int32_t tensor = -1;              // op id in the plan's graph
   int64_t bytes = 0;                // the whole tensor
   ShardingSpec from_spec, to_spec;  // on the two stages' logical meshes
-  double seconds = 0;  // estimate: bytes over the slower link between the two submeshes
+  double seconds = 0;  // estimate: TransferSeconds (plan_transfers.h) of its moves
   // Cross-mesh resharding (cross_mesh.h): which device of from_stage sends which slice to which
   // device of to_stage (physical ids). Every device of to_stage receives its whole tile, so the
   // bytes sum to `bytes` times the destination's replication. A producer that is free or fused
