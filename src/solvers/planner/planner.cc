@@ -177,6 +177,27 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, con
   return plan;
 }
 
+// The vertex (in log2 B) of the parabola through the tried count `best` and the two tried
+// counts nearest to it, of time against log2 B; false when fewer than three counts were tried
+// or the parabola does not open upwards.
+bool LogTimeVertex(std::vector<std::pair<double, double>> points, int64_t best, double* vertex) {
+  if (points.size() < 3) return false;
+  const double bx = std::log2(static_cast<double>(best));
+  std::sort(points.begin(), points.end(), [&](const auto& p, const auto& q) {
+    return std::abs(p.first - bx) < std::abs(q.first - bx);
+  });
+  const auto [x1, y1] = points[0];
+  const auto [x2, y2] = points[1];
+  const auto [x3, y3] = points[2];
+  if (x1 == x2 || x2 == x3 || x1 == x3) return false;
+  // Divided differences: y = y1 + d1 (x - x1) + a (x - x1)(x - x2).
+  const double d1 = (y2 - y1) / (x2 - x1);
+  const double a = ((y3 - y2) / (x3 - x2) - d1) / (x3 - x1);
+  if (!(a > 0)) return false;
+  *vertex = (x1 + x2) / 2 - d1 / (2 * a);
+  return std::isfinite(*vertex);
+}
+
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
                                     const PlannerOptions& options, int64_t microbatches,
                                     int64_t device_memory, Clock::time_point t0,
@@ -400,6 +421,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
   // Solves count b; false when the plan got no better (or none fits while one already does).
+  std::vector<std::pair<double, double>> tried_times;  // (log2 B, seconds) of feasible counts
   auto solve = [&](int64_t b) -> Result<bool> {
     stats.microbatches_tried.push_back(b);
     Result<Attempt> attempt =
@@ -413,6 +435,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
       }
       return !best;
     }
+    tried_times.emplace_back(std::log2(static_cast<double>(b)), a.plan.iteration_seconds);
     if (best && a.plan.iteration_seconds >= best->iteration_seconds) return false;
     best = std::move(a.plan);
     return true;
@@ -429,14 +452,21 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   };
   while (best && budget()) {
     const auto at = std::find(choices.begin(), choices.end(), best->microbatches);
-    int64_t next = 0;
+    std::vector<int64_t> untried;
     for (auto it : {at + 1, at - 1}) {  // half the best count, then twice it
       if (it < choices.begin() || it >= choices.end()) continue;
       if (std::find(stats.microbatches_tried.begin(), stats.microbatches_tried.end(), *it) ==
           stats.microbatches_tried.end()) {
-        next = *it;
-        break;
+        untried.push_back(*it);
       }
+    }
+    int64_t next = untried.empty() ? 0 : untried.front();
+    double vertex = 0;
+    if (untried.size() == 2 && LogTimeVertex(tried_times, best->microbatches, &vertex)) {
+      // Both untried: the one nearer the vertex of the parabola through the best count and
+      // its two nearest tried counts (time against log2 B).
+      const double best_x = std::log2(static_cast<double>(best->microbatches));
+      next = vertex > best_x ? untried[1] : untried[0];
     }
     if (next == 0) break;
     Result<bool> improved = solve(next);
