@@ -2,7 +2,7 @@
 # Installs the Debian packages libalpa needs to build and test, skipping those already present.
 set -euo pipefail
 packages=(cmake make g++ clang clang-format pkg-config zlib1g-dev libglpk-dev nlohmann-json3-dev
-          libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev chromium)
+          libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev chromium python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
