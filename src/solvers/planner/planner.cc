@@ -177,27 +177,6 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, con
   return plan;
 }
 
-// The vertex (in log2 B) of the parabola through the tried count `best` and the two tried
-// counts nearest to it, of time against log2 B; false when fewer than three counts were tried
-// or the parabola does not open upwards.
-bool LogTimeVertex(std::vector<std::pair<double, double>> points, int64_t best, double* vertex) {
-  if (points.size() < 3) return false;
-  const double bx = std::log2(static_cast<double>(best));
-  std::sort(points.begin(), points.end(), [&](const auto& p, const auto& q) {
-    return std::abs(p.first - bx) < std::abs(q.first - bx);
-  });
-  const auto [x1, y1] = points[0];
-  const auto [x2, y2] = points[1];
-  const auto [x3, y3] = points[2];
-  if (x1 == x2 || x2 == x3 || x1 == x3) return false;
-  // Divided differences: y = y1 + d1 (x - x1) + a (x - x1)(x - x2).
-  const double d1 = (y2 - y1) / (x2 - x1);
-  const double a = ((y3 - y2) / (x3 - x2) - d1) / (x3 - x1);
-  if (!(a > 0)) return false;
-  *vertex = (x1 + x2) / 2 - d1 / (2 * a);
-  return std::isfinite(*vertex);
-}
-
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
                                     const PlannerOptions& options, int64_t microbatches,
                                     int64_t device_memory, Clock::time_point t0,
@@ -412,16 +391,15 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   // The microbatch search. Each count costs every intra-op solve again, so the search is
   // bounded to kMicrobatchSolves counts: from the largest count down in steps of 4 (1024, 256,
   // 64, ...) while the plan improves (or none fits yet); when the walk stops early, the counts
-  // next to the best one (half, then twice) fill the remaining solves. One more neighbour is
-  // tried when the counts so far took at most kExtraCountSolves intra-op solves (a count that
-  // is cheap to solve; deterministic, unlike a time budget).
-  constexpr size_t kMicrobatchSolves = 3;
+  // next to the best one (half, then twice) fill the remaining solves. Up to kExtraCounts more
+  // neighbours are tried while the counts so far took at most kExtraCountSolves intra-op
+  // solves (counts that are cheap to solve; deterministic, unlike a time budget).
+  constexpr size_t kMicrobatchSolves = 3, kExtraCounts = 2;
   constexpr int64_t kExtraCountSolves = 600;
   PlannerStats stats;
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
   // Solves count b; false when the plan got no better (or none fits while one already does).
-  std::vector<std::pair<double, double>> tried_times;  // (log2 B, seconds) of feasible counts
   auto solve = [&](int64_t b) -> Result<bool> {
     stats.microbatches_tried.push_back(b);
     Result<Attempt> attempt =
@@ -435,7 +413,6 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
       }
       return !best;
     }
-    tried_times.emplace_back(std::log2(static_cast<double>(b)), a.plan.iteration_seconds);
     if (best && a.plan.iteration_seconds >= best->iteration_seconds) return false;
     best = std::move(a.plan);
     return true;
@@ -447,8 +424,9 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     if (!improved.value()) break;
   }
   auto budget = [&] {
-    return stats.microbatches_tried.size() <
-           kMicrobatchSolves + (stats.intra_op_solves <= kExtraCountSolves ? 1 : 0);
+    return stats.microbatches_tried.size() < kMicrobatchSolves ||
+           (stats.microbatches_tried.size() < kMicrobatchSolves + kExtraCounts &&
+            stats.intra_op_solves <= kExtraCountSolves);
   };
   while (best && budget()) {
     const auto at = std::find(choices.begin(), choices.end(), best->microbatches);
@@ -460,14 +438,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
         untried.push_back(*it);
       }
     }
-    int64_t next = untried.empty() ? 0 : untried.front();
-    double vertex = 0;
-    if (untried.size() == 2 && LogTimeVertex(tried_times, best->microbatches, &vertex)) {
-      // Both untried: the one nearer the vertex of the parabola through the best count and
-      // its two nearest tried counts (time against log2 B).
-      const double best_x = std::log2(static_cast<double>(best->microbatches));
-      next = vertex > best_x ? untried[1] : untried[0];
-    }
+    const int64_t next = untried.empty() ? 0 : untried.front();
     if (next == 0) break;
     Result<bool> improved = solve(next);
     if (!improved.ok()) return improved.status();

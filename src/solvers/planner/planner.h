@@ -4,8 +4,8 @@
 // stage candidates from those pieces, and runs the stage DP (stage_dp.h). Without a fixed B
 // it tries powers of two that divide the global batch, from the largest allowed down in steps
 // of 4 while the plan improves, then the neighbours (half, twice) of the best, at most three
-// counts in all (each costs every intra-op solve again; a fourth when the three took at most
-// 600 intra-op solves). The DP's answer and its best answers with fewer stages are ranked by
+// counts in all (each costs every intra-op solve again; up to two more while the counts so far
+// took at most 600 intra-op solves). The DP's answer and its best answers with fewer stages are ranked by
 // the prediction with the transfers between stages (plan_transfers.h).
 #pragma once
 
