@@ -395,7 +395,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   // neighbours are tried while the counts so far took at most kExtraCountSolves intra-op
   // solves (counts that are cheap to solve; deterministic, unlike a time budget).
   constexpr size_t kMicrobatchSolves = 3, kExtraCounts = 2;
-  constexpr int64_t kExtraCountSolves = 600;
+  constexpr int64_t kExtraCountSolves = 1000;
   PlannerStats stats;
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;

@@ -5,8 +5,8 @@
 // it tries powers of two that divide the global batch, from the largest allowed down in steps
 // of 4 while the plan improves, then the neighbours (half, twice) of the best, at most three
 // counts in all (each costs every intra-op solve again; up to two more while the counts so far
-// took at most 600 intra-op solves). The DP's answer and its best answers with fewer stages are ranked by
-// the prediction with the transfers between stages (plan_transfers.h).
+// took at most 1,000 intra-op solves). The DP's answer and its best answers with fewer stages are
+// ranked by the prediction with the transfers between stages (plan_transfers.h).
 #pragma once
 
 #include <atomic>
@@ -105,7 +105,7 @@ struct CrossStageTransfer {
   int32_t tensor = -1;              // op id in the plan's graph
   int64_t bytes = 0;                // the whole tensor
   ShardingSpec from_spec, to_spec;  // on the two stages' logical meshes
-  double seconds = 0;  // estimate: TransferSeconds (plan_transfers.h) of its moves
+  double seconds = 0;               // estimate: TransferSeconds (plan_transfers.h) of its moves
   // Cross-mesh resharding (cross_mesh.h): which device of from_stage sends which slice to which
   // device of to_stage (physical ids). Every device of to_stage receives its whole tile, so the
   // bytes sum to `bytes` times the destination's replication. A producer that is free or fused
