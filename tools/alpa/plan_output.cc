@@ -136,8 +136,8 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
                       const std::string& time_label) {
   const int32_t stages = alpa_plan_stage_count(plan);
   const int64_t b = alpa_plan_microbatches(plan);
-  std::printf("\nPlan: %d pipeline stage%s, %lld microbatches, 1F1B schedule\n", stages,
-              stages == 1 ? "" : "s", static_cast<long long>(b));
+  std::printf("\nPlan: %d pipeline stage%s, %lld microbatch%s, 1F1B schedule\n", stages,
+              stages == 1 ? "" : "s", static_cast<long long>(b), b == 1 ? "" : "es");
   std::printf("%-5s %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", "stage", "layers",
               "submesh", "mesh", "devices", "dp x tp", "zero", "remat", "latency/mb", "sync+update",
               "memory/device");
@@ -165,9 +165,11 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
     max_latency = std::max(max_latency, info.latency_seconds);
   }
   std::printf(
-      "\npredicted iteration time  %s  (%lld microbatches; slowest stage %s per microbatch)\n",
+      "\npredicted iteration time  %s  (%lld microbatch%s; slowest stage %s, with the transfers "
+      "between stages %s per microbatch)\n",
       Seconds(alpa_plan_iteration_seconds(plan)).c_str(), static_cast<long long>(b),
-      Seconds(max_latency).c_str());
+      b == 1 ? "" : "es", Seconds(max_latency).c_str(),
+      Seconds(alpa_plan_period_seconds(plan)).c_str());
   std::printf("throughput                %.1f TFLOP/s per device\n",
               alpa_plan_tflops_per_device(plan));
   std::printf("peak memory per device    %s of %s\n",
