@@ -177,7 +177,7 @@ plan=(--model "$gpt" --cluster p3.16xlarge:1 --intra-op-time-limit 60)
 expect plan_json 0 '^\{"cluster".*"iteration_seconds":[0-9.e+-]+.*"stages":\[\{.*"layers":\[0,' -- "$alpa" plan "${plan[@]}" --json
 expect plan_json_fields 0 '"compile_seconds".*"microbatches".*"peak_memory_bytes"' -- "$alpa" plan "${plan[@]}" --json
 expect plan_text_time 0 '^predicted iteration time +[0-9.]+ (s|ms|us)' -- "$alpa" plan "${plan[@]}"
-expect plan_text_stages 0 '^Plan: [0-9]+ pipeline stages?, [0-9]+ microbatches' -- "$alpa" plan "${plan[@]}"
+expect plan_text_stages 0 '^Plan: [0-9]+ pipeline stages?, [0-9]+ microbatch(es)?' -- "$alpa" plan "${plan[@]}"
 expect plan_text_memory 0 '^peak memory per device +[0-9.]+ [KMG]iB of 16.00 GiB' -- "$alpa" plan "${plan[@]}"
 expect plan_progress 0 '^# .*intra-op solves [0-9]+/[0-9]+' -- "$alpa" plan "${plan[@]}"
 expect_no plan_quiet '^#' -- "$alpa" plan "${plan[@]}" -q
