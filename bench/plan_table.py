@@ -76,12 +76,12 @@ def error_text(proc):
     return message
 
 
-def run_row(alpa, model, cluster, timeout):
-    """(plan summary or None, error message or None, wall seconds)."""
+def run_json(cmd, timeout):
+    """Runs an `alpa` command whose last stdout line is JSON: (that JSON or None, error message
+    or None, wall seconds)."""
     start = time.monotonic()
     try:
-        proc = subprocess.run([alpa, "plan", "--model", model, "--cluster", cluster, "--json",
-                               "-q"], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout:g} s", time.monotonic() - start
     wall = time.monotonic() - start
@@ -91,7 +91,13 @@ def run_row(alpa, model, cluster, timeout):
     try:
         return json.loads(lines[-1]), None, wall
     except json.JSONDecodeError as e:
-        return None, f"bad JSON from alpa plan: {e}", wall
+        return None, f"bad JSON from alpa {cmd[1]}: {e}", wall
+
+
+def run_row(alpa, model, cluster, timeout):
+    """(plan summary or None, error message or None, wall seconds)."""
+    return run_json([alpa, "plan", "--model", model, "--cluster", cluster, "--json", "-q"],
+                    timeout)
 
 
 def main():

@@ -20,33 +20,14 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plan_table import FAMILIES, cluster_spec, error_text, preset_rows, stages_text  # noqa: E402
+from plan_table import FAMILIES, cluster_spec, preset_rows, run_json, stages_text  # noqa: E402
 
 SYSTEMS = (("planner", "libalpa planner", "#1f77b4"),
            ("baseline", "Megatron-LM-style baseline", "#d62728"))
-
-
-def run_json(cmd, timeout):
-    """(last stdout line as JSON or None, error message or None, wall seconds)."""
-    start = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout:g} s", time.monotonic() - start
-    wall = time.monotonic() - start
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return None, error_text(proc), wall
-    try:
-        return json.loads(lines[-1]), None, wall
-    except json.JSONDecodeError as e:
-        return None, f"bad JSON from {cmd[1]}: {e}", wall
 
 
 def run_system(alpa, command, model, cluster, workdir, timeout):

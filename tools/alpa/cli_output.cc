@@ -117,4 +117,17 @@ bool WriteFile(const std::string& path, const char* data, size_t size) {
   return std::fclose(f) == 0 && written;
 }
 
+std::string DeviceRuns(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(ids[i]);
+    if (j > i) s += "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
 }  // namespace alpa_cli

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "alpa.h"
 
@@ -23,6 +24,9 @@ std::string FormatNumber(double value, int significant_digits);
 std::string ScaledNumber(double x, const char* const* units, double base, int decimals);
 // Bytes in B, KiB, MiB, ... ("1.50 GiB" with 2 decimals).
 std::string Bytes(double bytes, int decimals);
+
+// Device ids as runs: "0-7", "0-3,8-11".
+std::string DeviceRuns(const std::vector<int64_t>& ids);
 
 // "optimal", "feasible", "infeasible", "cancelled", "invalid_input", "no_solution".
 const char* SolveStatusName(int32_t status);

@@ -9,24 +9,6 @@
 #include "cli_output.h"
 
 namespace alpa_cli {
-namespace {
-
-// "0-7", "0-3,8-11": the device ids as runs.
-std::string DeviceRuns(const std::vector<int64_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size();) {
-    size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(ids[i]);
-    if (j > i) s += "-" + std::to_string(ids[j]);
-    i = j + 1;
-  }
-  return s;
-}
-
-}  // namespace
-
 PlanHandles::~PlanHandles() {
   alpa_plan_destroy(plan);
   alpa_plan_options_destroy(options);

@@ -50,22 +50,6 @@ std::string Seconds(double s) {
   return buf;
 }
 
-// "0-7", "0-3,8-11".
-std::string DeviceRuns(const nlohmann::json& ids) {
-  std::vector<int64_t> v;
-  for (const auto& id : ids) v.push_back(id.get<int64_t>());
-  std::string s;
-  for (size_t i = 0; i < v.size();) {
-    size_t j = i;
-    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(v[i]);
-    if (j > i) s += "-" + std::to_string(v[j]);
-    i = j + 1;
-  }
-  return s;
-}
-
 void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
   const double simulated = alpa_simulation_iteration_seconds(sim);
   const double planned = alpa_simulation_planner_seconds(sim);
@@ -91,7 +75,7 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
     char bubble[32];
     std::snprintf(bubble, sizeof bubble, "%.1f %%", st.bubble_fraction * 100);
     std::printf("%-5d %-11s %-7s %-11s %-11s %-11s %-11s %-11s %-9s %s (%lld)\n", s,
-                DeviceRuns(js["devices"]).c_str(), layers.c_str(),
+                DeviceRuns(js["devices"].get<std::vector<int64_t>>()).c_str(), layers.c_str(),
                 Seconds(js.value("forward_seconds", 0.0)).c_str(),
                 Seconds(js.value("backward_seconds", 0.0)).c_str(),
                 Seconds(st.busy_seconds).c_str(), Seconds(st.communication_wait_seconds).c_str(),

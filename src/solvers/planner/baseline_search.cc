@@ -150,8 +150,6 @@ Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
   }
 
   const double inf = std::numeric_limits<double>::infinity();
-  int64_t best = -1;
-  double best_seconds = inf;
   int64_t lightest = -1, lightest_bytes = std::numeric_limits<int64_t>::max();
   for (size_t k = 0; k < specs.size(); ++k) {
     if (!costs[k]) continue;
@@ -162,14 +160,9 @@ Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
       lightest = static_cast<int64_t>(k);
     }
     result.table.emplace_back(specs[k], c.feasible ? c.iteration_seconds : inf);
-    if (!c.feasible) continue;
-    ++result.feasible;
-    if (c.iteration_seconds < best_seconds) {
-      best_seconds = c.iteration_seconds;
-      best = static_cast<int64_t>(k);
-    }
+    if (c.feasible) ++result.feasible;
   }
-  if (best < 0) {
+  if (result.feasible == 0) {
     if (lightest < 0) {
       return InvalidArgument("baseline: no Megatron-LM configuration could be evaluated");
     }
@@ -195,7 +188,6 @@ Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
       result.spec = result.table[k].first;
     }
   }
-  (void)best;
   std::stable_sort(result.table.begin(), result.table.end(),
                    [](const auto& a, const auto& b) { return a.second < b.second; });
   result.best = std::move(*chosen);

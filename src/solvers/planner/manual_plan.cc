@@ -52,51 +52,6 @@ using SetKey = std::pair<int64_t, int64_t>;
 using SolveKey = std::tuple<SetKey, int32_t, MeshKey>;  // set, piece type, mesh
 using EdgeKey = std::tuple<SetKey, MeshKey, int32_t, int32_t, int32_t, int32_t>;
 
-// Runs fn(task) for tasks 0..count-1 on `threads` threads; stops early when fn fails.
-Status RunParallel(int64_t count, int32_t threads, const std::function<Status(int64_t)>& fn) {
-  std::atomic<int64_t> next{0};
-  std::mutex mu;
-  Status first_error = Status::Ok();
-  std::atomic<bool> failed{false};
-  auto worker = [&] {
-    while (!failed.load()) {
-      const int64_t task = next.fetch_add(1);
-      if (task >= count) return;
-      Status st = fn(task);
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failed.exchange(true)) first_error = st;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const int32_t extra =
-      std::max<int32_t>(0, std::min<int32_t>(threads, static_cast<int32_t>(count)) - 1);
-  for (int32_t k = 0; k < extra; ++k) pool.emplace_back(worker);
-  worker();
-  for (std::thread& th : pool) th.join();
-  return first_error;
-}
-
-// The data-parallel degree of a piece as the planner reports it: the mesh dims its first
-// batched forward input is split over on dim 0.
-int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
-                           const std::vector<int64_t>& mesh_shape) {
-  for (int32_t v = 0; v < sub.graph.size(); ++v) {
-    const Op& op = sub.graph.op(v);
-    if (op.kind != OpKind::kParameter || op.role != TensorRole::kInput || op.shape.empty() ||
-        op.phase != Phase::kForward) {
-      continue;
-    }
-    int64_t degree = 1;
-    for (int32_t d : r.ops[static_cast<size_t>(v)].result.dims[0]) {
-      degree *= mesh_shape[static_cast<size_t>(d)];
-    }
-    return degree;
-  }
-  return 1;
-}
-
 // The submesh and mesh of a spec (checked by CheckSpec).
 MeshKey MeshOf(const ManualPlanSpec& spec, const Cluster& cluster) {
   MeshKey k;

@@ -25,25 +25,6 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// The data-parallel degree of a piece: the mesh dims its first batched input is split over
-// on dim 0 (an input of the data or a boundary activation).
-int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
-                           const std::vector<int64_t>& mesh_shape) {
-  for (int32_t v = 0; v < sub.graph.size(); ++v) {
-    const Op& op = sub.graph.op(v);
-    if (op.kind != OpKind::kParameter || op.role != TensorRole::kInput || op.shape.empty() ||
-        op.phase != Phase::kForward) {
-      continue;
-    }
-    int64_t degree = 1;
-    for (int32_t d : r.ops[static_cast<size_t>(v)].result.dims[0]) {
-      degree *= mesh_shape[static_cast<size_t>(d)];
-    }
-    return degree;
-  }
-  return 1;
-}
-
 // Whether some optimizer state is split over a mesh dim that also splits the batch.
 bool ShardsOptimizerState(const Subgraph& sub, const AutoShardResult& r) {
   std::vector<int32_t> batch_dims;
@@ -93,8 +74,8 @@ int64_t SmallestFittingMemory(StageDpInput input, const StageCostTable& t, int32
   return hi;
 }
 
-// The plan of one DP answer: stages placed, pieces, transfers, the prediction and FLOPs (not
-// the graph, clustering or statistics: the caller's).
+// The plan of one DP answer: stages placed, pieces, transfers and the prediction (not the
+// FLOPs, graph, clustering or statistics: the caller's, for the plan it keeps).
 Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, const Cluster& cluster,
                                 const StageDpResult& dp, int64_t microbatches) {
   PipelinePlan plan;
@@ -154,10 +135,18 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, con
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
   PredictPlanIteration(plan);
-  // Hardware FLOPs: a rematerialized stage runs its forward twice.
+  return plan;
+}
+
+// The chosen plan's hardware FLOPs per iteration and per device per second.
+void SetPlanFlops(PipelinePlan& plan, const Graph& graph, const StageCostTable& t,
+                  const Cluster& cluster) {
+  // A rematerialized stage runs its forward twice.
   std::vector<char> remat_piece(t.piece_marker.size(), 0);
-  for (size_t p = 0; p < remat_piece.size(); ++p) {
-    remat_piece[p] = plan.stages[static_cast<size_t>(stage_of_piece[p])].remat;
+  for (const PlannedStage& st : plan.stages) {
+    const int32_t p0 = t.group_first_piece[static_cast<size_t>(st.first_layer)];
+    const int32_t p1 = t.group_first_piece[static_cast<size_t>(st.last_layer) + 1];
+    for (int32_t p = p0; p < p1; ++p) remat_piece[static_cast<size_t>(p)] = st.remat;
   }
   long double per_microbatch = 0, per_iteration = 0;
   for (int32_t v = 0; v < graph.size(); ++v) {
@@ -170,11 +159,10 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, con
     }
   }
   plan.flops_per_iteration =
-      per_microbatch * static_cast<long double>(microbatches) + per_iteration;
+      per_microbatch * static_cast<long double>(plan.microbatches) + per_iteration;
   plan.tflops_per_device =
       static_cast<double>(plan.flops_per_iteration / plan.iteration_seconds /
                           static_cast<long double>(cluster.num_devices()) / 1e12L);
-  return plan;
 }
 
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
@@ -262,6 +250,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
   plan = std::move(*chosen);
+  SetPlanFlops(plan, graph, t, cluster);
   plan.stats.pieces = static_cast<int64_t>(t.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(t.solutions.size());
   plan.stats.candidates = static_cast<int64_t>(t.candidates.size());

@@ -49,7 +49,20 @@ void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePi
   t.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
 }
 
-// Runs fn(task) for tasks 0..count-1 on `threads` threads; stops early when fn fails.
+int64_t UnitPeak(const UnitProfile& p) {
+  return p.persistent_bytes + p.activation_bytes + p.working_bytes;
+}
+
+// Whether candidate a is at least as good as b in every respect: latency, overhead, and
+// memory at any number of microbatches in flight and any device memory.
+bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCandidate& b,
+                   const StageMemory& mb) {
+  return a.latency <= b.latency && a.iteration_overhead <= b.iteration_overhead &&
+         ma.persistent + ma.working <= mb.persistent + mb.working && ma.activation <= mb.activation;
+}
+
+}  // namespace
+
 Status RunParallel(int64_t count, int32_t threads, const std::function<Status(int64_t)>& fn) {
   std::atomic<int64_t> next{0};
   std::mutex mu;
@@ -75,19 +88,22 @@ Status RunParallel(int64_t count, int32_t threads, const std::function<Status(in
   return first_error;
 }
 
-int64_t UnitPeak(const UnitProfile& p) {
-  return p.persistent_bytes + p.activation_bytes + p.working_bytes;
+int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
+                           const std::vector<int64_t>& mesh_shape) {
+  for (int32_t v = 0; v < sub.graph.size(); ++v) {
+    const Op& op = sub.graph.op(v);
+    if (op.kind != OpKind::kParameter || op.role != TensorRole::kInput || op.shape.empty() ||
+        op.phase != Phase::kForward) {
+      continue;
+    }
+    int64_t degree = 1;
+    for (int32_t d : r.ops[static_cast<size_t>(v)].result.dims[0]) {
+      degree *= mesh_shape[static_cast<size_t>(d)];
+    }
+    return degree;
+  }
+  return 1;
 }
-
-// Whether candidate a is at least as good as b in every respect: latency, overhead, and
-// memory at any number of microbatches in flight and any device memory.
-bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCandidate& b,
-                   const StageMemory& mb) {
-  return a.latency <= b.latency && a.iteration_overhead <= b.iteration_overhead &&
-         ma.persistent + ma.working <= mb.persistent + mb.working && ma.activation <= mb.activation;
-}
-
-}  // namespace
 
 Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering) {
   StagePieces t;

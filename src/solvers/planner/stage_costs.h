@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -110,6 +111,16 @@ ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
 // none.
 int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
                        int32_t cap);
+
+// Runs fn(task) for tasks 0..count-1 on `threads` threads (the caller's among them); stops
+// handing out tasks once fn fails and returns the first failure.
+Status RunParallel(int64_t count, int32_t threads, const std::function<Status(int64_t)>& fn);
+
+// The data-parallel degree of a piece as plans report it: the product of the mesh dims its
+// first batched forward input (data or a boundary activation) is split over on dim 0; 1 when
+// it has none.
+int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
+                           const std::vector<int64_t>& mesh_shape);
 
 struct StageCostTable {
   int64_t microbatches = 1;

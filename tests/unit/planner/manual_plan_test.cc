@@ -13,6 +13,7 @@
 #include "solvers/auto_sharding/plan_check.h"
 #include "solvers/planner/baseline_search.h"
 #include "solvers/planner/plan_json.h"
+#include "support/clusters.h"
 #include "support/pipeline_prediction.h"
 
 namespace alpa {
@@ -20,13 +21,7 @@ namespace {
 
 constexpr const char* kSmallGpt = "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1024,batch=16";
 
-Cluster P3(int64_t hosts, int64_t devices_per_host = 8) {
-  Result<Cluster> c = MakePresetCluster("p3.16xlarge", hosts);
-  EXPECT_TRUE(c.ok());
-  Cluster cluster = std::move(c).value();
-  cluster.devices_per_host = devices_per_host;
-  return cluster;
-}
+using testing::P3;
 
 PlannerModel SmallGpt() {
   Result<PlannerModel> model = PlannerModelFromSpec(kSmallGpt);

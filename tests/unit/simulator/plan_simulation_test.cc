@@ -12,6 +12,7 @@
 
 #include "core/cluster.h"
 #include "solvers/planner/plan_json.h"
+#include "support/clusters.h"
 
 namespace alpa {
 namespace {
@@ -20,11 +21,7 @@ using nlohmann::json;
 
 constexpr const char* kSmallGpt = "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1024,batch=16";
 
-Cluster P3(int64_t hosts) {
-  Result<Cluster> c = MakePresetCluster("p3.16xlarge", hosts);
-  EXPECT_TRUE(c.ok());
-  return std::move(c).value();
-}
+using testing::P3;
 
 PipelinePlan PlanOrDie(const std::string& spec, const Cluster& cluster, int64_t microbatches) {
   Result<PlannerModel> model = PlannerModelFromSpec(spec);
