@@ -52,7 +52,7 @@ void PrintGrid(const alpa_plan* plan, int64_t top) {
       continue;
     }
     std::printf("%-5lld %-44s %-12s %.3fx\n", static_cast<long long>(i + 1),
-                ConfigString(p).c_str(), Seconds(p.iteration_seconds).c_str(),
+                ConfigString(p).c_str(), Seconds(p.iteration_seconds, 2).c_str(),
                 p.iteration_seconds / best);
   }
 }

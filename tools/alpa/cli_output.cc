@@ -130,4 +130,17 @@ std::string DeviceRuns(const std::vector<int64_t>& ids) {
   return s;
 }
 
+std::string Seconds(double s, int decimals) {
+  char buf[48];
+  if (!std::isfinite(s)) return "n/a";
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.*f ms", decimals, s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.*f s", decimals, s);
+  }
+  return buf;
+}
+
 }  // namespace alpa_cli

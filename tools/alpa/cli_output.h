@@ -25,6 +25,10 @@ std::string ScaledNumber(double x, const char* const* units, double base, int de
 // Bytes in B, KiB, MiB, ... ("1.50 GiB" with 2 decimals).
 std::string Bytes(double bytes, int decimals);
 
+// Seconds with a unit: "12.3 us" below 1 ms, else `decimals` digits in ms or s ("1.234 s");
+// "n/a" when not finite.
+std::string Seconds(double seconds, int decimals);
+
 // Device ids as runs: "0-7", "0-3,8-11".
 std::string DeviceRuns(const std::vector<int64_t>& ids);
 

@@ -102,18 +102,6 @@ int ReportPlanFailure(int32_t status, alpa_error* err) {
   return ReportError(err);
 }
 
-std::string Seconds(double s) {
-  char buf[32];
-  if (s < 1e-3) {
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  } else if (s < 1) {
-    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f s", s);
-  }
-  return buf;
-}
-
 void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
                       const std::string& time_label) {
   const int32_t stages = alpa_plan_stage_count(plan);
@@ -141,23 +129,24 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
     std::printf("%-5d %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", s, layers.c_str(),
                 submesh.c_str(), mesh.c_str(), DeviceRuns(ids).c_str(), degrees.c_str(),
                 info.zero ? "yes" : "no", info.remat ? "yes" : "no",
-                Seconds(info.latency_seconds).c_str(),
-                Seconds(info.iteration_overhead_seconds).c_str(),
+                Seconds(info.latency_seconds, 2).c_str(),
+                Seconds(info.iteration_overhead_seconds, 2).c_str(),
                 Bytes(static_cast<double>(info.memory_bytes), 2).c_str());
     max_latency = std::max(max_latency, info.latency_seconds);
   }
   std::printf(
       "\npredicted iteration time  %s  (%lld microbatch%s; slowest stage %s, with the transfers "
       "between stages %s per microbatch)\n",
-      Seconds(alpa_plan_iteration_seconds(plan)).c_str(), static_cast<long long>(b),
-      b == 1 ? "" : "es", Seconds(max_latency).c_str(),
-      Seconds(alpa_plan_period_seconds(plan)).c_str());
+      Seconds(alpa_plan_iteration_seconds(plan), 2).c_str(), static_cast<long long>(b),
+      b == 1 ? "" : "es", Seconds(max_latency, 2).c_str(),
+      Seconds(alpa_plan_period_seconds(plan), 2).c_str());
   std::printf("throughput                %.1f TFLOP/s per device\n",
               alpa_plan_tflops_per_device(plan));
   std::printf("peak memory per device    %s of %s\n",
               Bytes(static_cast<double>(alpa_plan_peak_memory_bytes(plan)), 2).c_str(),
               Bytes(static_cast<double>(alpa_cluster_device_memory_bytes(cluster)), 2).c_str());
-  std::printf("%-25s %s\n", time_label.c_str(), Seconds(alpa_plan_compile_seconds(plan)).c_str());
+  std::printf("%-25s %s\n", time_label.c_str(),
+              Seconds(alpa_plan_compile_seconds(plan), 2).c_str());
 }
 
 int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::string& svg) {

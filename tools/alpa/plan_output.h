@@ -45,9 +45,6 @@ void PrintPlanHeader(const std::string& doing, const std::string& what,
 // memory, else 1 as ReportError. Frees err.
 int ReportPlanFailure(int32_t status, alpa_error* err);
 
-// "12.3 us", "4.56 ms", "7.89 s".
-std::string Seconds(double seconds);
-
 // The stage table, predicted iteration time, TFLOP/s per device, peak memory per device and
 // alpa_plan_compile_seconds labelled `time_label` ("compile time").
 void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,

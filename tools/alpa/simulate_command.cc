@@ -37,19 +37,6 @@ bool ReadWholeFile(const std::string& path, std::string* out) {
   return true;
 }
 
-std::string Seconds(double s) {
-  char buf[48];
-  if (!std::isfinite(s)) return "n/a";
-  if (s < 1e-3) {
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  } else if (s < 1) {
-    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3f s", s);
-  }
-  return buf;
-}
-
 void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
   const double simulated = alpa_simulation_iteration_seconds(sim);
   const double planned = alpa_simulation_planner_seconds(sim);
@@ -74,24 +61,24 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
     }
     char bubble[32];
     std::snprintf(bubble, sizeof bubble, "%.1f %%", st.bubble_fraction * 100);
-    std::printf("%-5d %-11s %-7s %-11s %-11s %-11s %-11s %-11s %-9s %s (%lld)\n", s,
-                DeviceRuns(js["devices"].get<std::vector<int64_t>>()).c_str(), layers.c_str(),
-                Seconds(js.value("forward_seconds", 0.0)).c_str(),
-                Seconds(js.value("backward_seconds", 0.0)).c_str(),
-                Seconds(st.busy_seconds).c_str(), Seconds(st.communication_wait_seconds).c_str(),
-                Seconds(st.idle_seconds).c_str(), bubble,
-                Bytes(static_cast<double>(st.peak_memory_bytes), 2).c_str(),
-                static_cast<long long>(st.peak_in_flight));
+    std::printf(
+        "%-5d %-11s %-7s %-11s %-11s %-11s %-11s %-11s %-9s %s (%lld)\n", s,
+        DeviceRuns(js["devices"].get<std::vector<int64_t>>()).c_str(), layers.c_str(),
+        Seconds(js.value("forward_seconds", 0.0), 3).c_str(),
+        Seconds(js.value("backward_seconds", 0.0), 3).c_str(), Seconds(st.busy_seconds, 3).c_str(),
+        Seconds(st.communication_wait_seconds, 3).c_str(), Seconds(st.idle_seconds, 3).c_str(),
+        bubble, Bytes(static_cast<double>(st.peak_memory_bytes), 2).c_str(),
+        static_cast<long long>(st.peak_in_flight));
   }
-  std::printf("\nsimulated iteration time  %s\n", Seconds(simulated).c_str());
+  std::printf("\nsimulated iteration time  %s\n", Seconds(simulated, 3).c_str());
   if (std::isfinite(planned) && planned > 0) {
     std::printf("planner's prediction      %s  (relative error %+.2f %%: simulated vs planned)\n",
-                Seconds(planned).c_str(), (simulated - planned) / planned * 100);
+                Seconds(planned, 3).c_str(), (simulated - planned) / planned * 100);
   } else {
     std::printf("planner's prediction      unknown\n");
   }
   std::printf("closed form               %s  (the planner's formula: no transfers)\n",
-              Seconds(alpa_simulation_closed_form_seconds(sim)).c_str());
+              Seconds(alpa_simulation_closed_form_seconds(sim), 3).c_str());
   const nlohmann::json& t = report["transfers"];
   std::printf("transfers per microbatch  %lld forward, %lld backward, %lld moves, %s\n",
               static_cast<long long>(t.value("forward", int64_t{0})),
