@@ -127,7 +127,17 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
   r.stats.build_seconds = Since(t0);
 
   const auto t1 = std::chrono::steady_clock::now();
-  SolveResult solved = SolveSharding(m.problem, options.solve);
+  SolveOptions solve = options.solve;
+  if (solve.node_groups.empty()) {
+    // The graph's layers: identical layers are solved once by the exact elimination.
+    solve.node_groups.assign(m.problem.nodes.size(), -1);
+    for (size_t op = 0; op < m.node.size(); ++op) {
+      for (int32_t node : {m.node[op], m.layout_node[op]}) {
+        if (node >= 0) solve.node_groups[static_cast<size_t>(node)] = graph.ops[op].layer;
+      }
+    }
+  }
+  SolveResult solved = SolveSharding(m.problem, solve);
   r.stats.solve_seconds = Since(t1);
   r.stats.solver = solved.stats;
   r.status = solved.status;

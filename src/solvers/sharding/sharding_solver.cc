@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "solvers/sharding/block_elimination.h"
 #include "solvers/sharding/ilp_glpk.h"
 #include "solvers/sharding/local_search.h"
 #include "solvers/sharding/normalize.h"
@@ -44,6 +45,8 @@ constexpr int64_t kDeterministicMovesPerNode = 2'000;
 // Time caps of the heuristic: before GLPK on small cores, and on large cores without a limit.
 constexpr double kSmallHeuristicSeconds = 2.0;
 constexpr double kLargeHeuristicSecondsWithoutLimit = 60.0;
+// The share of the time left that the exact block elimination may take.
+constexpr double kEliminationShareOfTimeLimit = 0.5;
 
 int64_t IlpSizeEstimate(const WorkProblem& core) {
   int64_t entries = 0;
@@ -148,6 +151,25 @@ int32_t SearchThreads(int32_t requested) {
   return std::clamp(threads, 1, kMaxSearchThreads);
 }
 
+// The caller's groups on the core's nodes (a work node takes the group of its first original
+// node; followers share their leader's layer).
+std::vector<int32_t> CoreGroups(const std::vector<int32_t>& node_groups,
+                                const NormalizedProblem& normalized,
+                                const ReducedProblem& reduced) {
+  if (node_groups.size() != normalized.work_node_of.size()) return {};
+  std::vector<int32_t> work_group(static_cast<size_t>(normalized.work.node_count()), -1);
+  std::vector<bool> set(work_group.size(), false);
+  for (size_t v = 0; v < node_groups.size(); ++v) {
+    const int32_t w = normalized.work_node_of[v];
+    if (w < 0 || set[static_cast<size_t>(w)]) continue;
+    set[static_cast<size_t>(w)] = true;
+    work_group[static_cast<size_t>(w)] = node_groups[v];
+  }
+  std::vector<int32_t> groups;
+  for (int32_t w : reduced.input_node_of_core()) groups.push_back(work_group[static_cast<size_t>(w)]);
+  return groups;
+}
+
 SolveResult Finish(SolveResult result, const SolveControl& control) {
   result.seconds = control.elapsed_seconds();
   return result;
@@ -206,7 +228,38 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   if (core.node_count() == 0) {
     incumbent.Offer({}, "reduce");
     proven_optimal = true;
-  } else {
+  } else if (!options.heuristic_only && options.exact_elimination) {
+    // Exact when the core's elimination width is small (layers joined through a few nodes):
+    // the optimum of the costs, which is the answer unless it breaks a memory row (then it is
+    // a lower bound).
+    // Under a time limit it gets half of what is left, so that a stopped elimination leaves
+    // the heuristic time for an answer. It polls the caller's cancel token itself (nothing
+    // reports progress while it runs).
+    const double remaining = control.remaining_seconds();
+    const SolveControl elimination_control(
+        std::isfinite(remaining) ? std::max(1e-3, kEliminationShareOfTimeLimit * remaining) : 0,
+        options.cancel);
+    const BlockEliminationResult exact = SolveByBlockElimination(
+        core, CoreGroups(options.node_groups, normalized, reduced), elimination_control,
+        SearchThreads(options.threads), EliminationLimits{});
+    result.stats.elimination_blocks = exact.stats.blocks;
+    result.stats.elimination_distinct_blocks = exact.stats.distinct_blocks;
+    if (exact.status == BlockEliminationStatus::kSolved) {
+      result.stats.elimination_solved = true;
+      const long double optimum = WorkObjective(core, exact.assignment);
+      if (!std::isfinite(static_cast<double>(optimum))) {
+        proven_infeasible = true;  // every assignment takes a forbidden choice
+      } else if (WorkMemoryFeasible(core, exact.assignment)) {
+        stop.Sync(!incumbent.Offer(exact.assignment, "elimination"));
+        proven_optimal = incumbent.found();
+      }
+      if (!proven_optimal && !proven_infeasible) {
+        stop.Sync(!incumbent.OfferBound(optimum, "elimination"));
+      }
+    }
+    stop.Sync(false);
+  }
+  if (!proven_optimal && !proven_infeasible && !stop.set()) {
     const bool large = IlpSizeEstimate(core) > kLargeIlpEntries;
     // Heuristic first: an incumbent for GLPK and an anytime answer. On small cores it gets a
     // bounded burst (GLPK then proves optimality); on large ones, where GLPK's model alone

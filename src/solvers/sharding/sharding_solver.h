@@ -40,6 +40,12 @@ struct SolveOptions {
   // with wide edges (the LP is the cost), never proven optimal (status kFeasible).
   bool heuristic_only = false;
   std::vector<int32_t> warm_start;  // one strategy per node, or empty
+  // One group per node (a network layer; -1: none), or empty. Nodes of a group that repeats
+  // bit for bit (the same costs, edges and layout) are eliminated once by the exact
+  // block elimination (block_elimination.h), which then proves optimality without GLPK.
+  std::vector<int32_t> node_groups;
+  // false: skip the exact block elimination (GLPK and the local search only), for comparisons.
+  bool exact_elimination = true;
   const std::atomic<bool>* cancel = nullptr;
   // Runs on the calling thread when the best objective or bound improves; false cancels.
   std::function<bool(const SolveProgress&)> on_progress;
@@ -50,6 +56,10 @@ struct SolveStats {
   int32_t work_nodes = 0, work_edges = 0;  // after normalization
   int32_t core_nodes = 0, core_edges = 0;  // after reductions
   int32_t memory_rows = 0;
+  // The exact block elimination: blocks of the core, how many distinct, and whether it ran to
+  // the end (it is skipped when its planned work is too large).
+  int32_t elimination_blocks = 0, elimination_distinct_blocks = 0;
+  bool elimination_solved = false;
 };
 
 struct SolveResult {

@@ -72,6 +72,7 @@ std::string CheckInstance(const ShardingProblem& problem, const testing::BruteFo
 TEST(ShardingSolverDifferential, MatchesBruteForceOnRandomSmallProblems) {
   int failures = 0;
   int infeasible = 0, memory_binding = 0, with_followers = 0, with_aliases = 0, with_core = 0;
+  int eliminated = 0, in_blocks = 0;
   for (uint64_t seed = 1; seed <= kInstances; ++seed) {
     const testing::RandomProblemSpec spec =
         testing::RandomSmallSpec(seed, kMaxNodes, kMaxStrategies);
@@ -104,8 +105,20 @@ TEST(ShardingSolverDifferential, MatchesBruteForceOnRandomSmallProblems) {
         options.warm_start.push_back(static_cast<int32_t>(rng.Below(n.strategy_count())));
       }
     }
+    // Three paths to the optimum, by seed: the exact elimination over the whole core, the
+    // elimination by blocks of random groups, and GLPK after the local search.
+    const int path = static_cast<int>(seed % 3);
+    if (path == 1) {
+      testing::SplitMix64 rng(seed * 104729);
+      for (size_t v = 0; v < problem.nodes.size(); ++v) {
+        options.node_groups.push_back(static_cast<int32_t>(rng.Between(-1, 3)));
+      }
+    }
+    options.exact_elimination = path != 2;
     const SolveResult result = SolveSharding(problem, options);
     with_core += result.stats.core_nodes > 0 ? 1 : 0;
+    eliminated += result.stats.elimination_solved ? 1 : 0;
+    in_blocks += result.stats.elimination_blocks > 0 ? 1 : 0;
     std::string mismatch = CheckInstance(problem, truth, result);
     if (mismatch.empty() && seed % 10 == 0) {  // deterministic: the same answer again
       const SolveResult again = SolveSharding(problem, options);
@@ -128,11 +141,13 @@ TEST(ShardingSolverDifferential, MatchesBruteForceOnRandomSmallProblems) {
   EXPECT_GE(with_followers, n / 10);
   EXPECT_GE(with_aliases, n / 10);
   EXPECT_GE(with_core, n / 10);  // instances that reach the search after reductions
+  EXPECT_GE(eliminated, n / 20);  // solved by the exact elimination
+  EXPECT_GE(in_blocks, n / 60);   // of which by blocks
   std::printf(
       "instances %llu: infeasible %d, memory binding %d, followers %d, aliases %d, "
-      "non-empty core %d\n",
+      "non-empty core %d, eliminated %d (in blocks %d)\n",
       static_cast<unsigned long long>(kInstances), infeasible, memory_binding, with_followers,
-      with_aliases, with_core);
+      with_aliases, with_core, eliminated, in_blocks);
 }
 
 // The example of REFERENCE §2, as a fixed anchor next to the random instances.
