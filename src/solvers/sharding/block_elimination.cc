@@ -275,8 +275,8 @@ BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
   }
   const EliminationPlan plan = PlanElimination(domain, separator_factors, separators, limits);
   if (!plan.within_limits) return result;
-  const EliminationOutcome top = Eliminate(domain, std::move(separator_factors), plan.order,
-                                           control);
+  const EliminationOutcome top =
+      Eliminate(domain, std::move(separator_factors), plan.order, control);
   if (!top.completed) {
     result.status = BlockEliminationStatus::kStopped;
     return result;

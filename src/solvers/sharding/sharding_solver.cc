@@ -166,7 +166,8 @@ std::vector<int32_t> CoreGroups(const std::vector<int32_t>& node_groups,
     work_group[static_cast<size_t>(w)] = node_groups[v];
   }
   std::vector<int32_t> groups;
-  for (int32_t w : reduced.input_node_of_core()) groups.push_back(work_group[static_cast<size_t>(w)]);
+  for (int32_t w : reduced.input_node_of_core())
+    groups.push_back(work_group[static_cast<size_t>(w)]);
   return groups;
 }
 

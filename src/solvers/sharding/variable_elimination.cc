@@ -153,9 +153,9 @@ EliminationPlan PlanElimination(const std::vector<int32_t>& domain,
       merged.clear();
       std::set_union(list.begin(), list.end(), around.begin(), around.end(),
                      std::back_inserter(merged));
-      merged.erase(std::remove_if(merged.begin(), merged.end(),
-                                  [&](int32_t x) { return x == u || x == v; }),
-                   merged.end());
+      merged.erase(
+          std::remove_if(merged.begin(), merged.end(), [&](int32_t x) { return x == u || x == v; }),
+          merged.end());
       list.swap(merged);
       if (pending[static_cast<size_t>(u)]) {
         queue.erase({current[static_cast<size_t>(u)], u});
@@ -186,8 +186,8 @@ EliminationOutcome Eliminate(const std::vector<int32_t>& domain, std::vector<Fac
   std::vector<std::vector<int32_t>> mentions(n);  // per variable: factor indices
   std::vector<bool> alive;
   auto add_factor = [&](Factor f) {
-    for (int32_t v : f.vars) mentions[static_cast<size_t>(v)].push_back(
-        static_cast<int32_t>(factors.size()));
+    for (int32_t v : f.vars)
+      mentions[static_cast<size_t>(v)].push_back(static_cast<int32_t>(factors.size()));
     alive.push_back(true);
     factors.push_back(std::move(f));
   };
@@ -203,6 +203,7 @@ EliminationOutcome Eliminate(const std::vector<int32_t>& domain, std::vector<Fac
 
   std::vector<double> sum;
   for (int32_t v : order) {
+    if (control.expired()) return outcome;
     const int32_t kv = domain[static_cast<size_t>(v)];
     // The factors mentioning v, largest first; one whose variables another one holds is added
     // into it (cheaper than visiting it once per entry of the new table).
@@ -264,25 +265,27 @@ EliminationOutcome Eliminate(const std::vector<int32_t>& domain, std::vector<Fac
       double* out = result.table.data();
       uint16_t* best = step.best.data();
       const size_t count = tables.size();
-      const bool finished = ForEachJointValue(
-          result.vars, domain, strides, count, &control, [&](size_t row, const int64_t* offset) {
-            const double* first = tables[0] + offset[0];
-            for (int32_t s = 0; s < kv; ++s) sum[static_cast<size_t>(s)] = first[s];
-            for (size_t t = 1; t < count; ++t) {
-              const double* p = tables[t] + offset[t];
-              for (int32_t s = 0; s < kv; ++s) sum[static_cast<size_t>(s)] += p[s];
-            }
-            double lowest = sum[0];
-            int32_t arg = 0;
-            for (int32_t s = 1; s < kv; ++s) {
-              if (sum[static_cast<size_t>(s)] < lowest) {
-                lowest = sum[static_cast<size_t>(s)];
-                arg = s;
-              }
-            }
-            out[row] = lowest;
-            best[row] = static_cast<uint16_t>(arg);
-          });
+      const bool finished = ForEachJointValue(result.vars, domain, strides, count, &control,
+                                              [&](size_t row, const int64_t* offset) {
+                                                const double* first = tables[0] + offset[0];
+                                                for (int32_t s = 0; s < kv; ++s)
+                                                  sum[static_cast<size_t>(s)] = first[s];
+                                                for (size_t t = 1; t < count; ++t) {
+                                                  const double* p = tables[t] + offset[t];
+                                                  for (int32_t s = 0; s < kv; ++s)
+                                                    sum[static_cast<size_t>(s)] += p[s];
+                                                }
+                                                double lowest = sum[0];
+                                                int32_t arg = 0;
+                                                for (int32_t s = 1; s < kv; ++s) {
+                                                  if (sum[static_cast<size_t>(s)] < lowest) {
+                                                    lowest = sum[static_cast<size_t>(s)];
+                                                    arg = s;
+                                                  }
+                                                }
+                                                out[row] = lowest;
+                                                best[row] = static_cast<uint16_t>(arg);
+                                              });
       if (!finished) return outcome;
       for (int32_t id : kept) factors[static_cast<size_t>(id)] = Factor();
     }

@@ -50,8 +50,8 @@ struct EliminatedVariable {
 };
 
 struct EliminationOutcome {
-  bool completed = false;           // false: stopped by the control, or a domain above 65535
-  std::vector<Factor> remaining;    // over variables not eliminated (empty vars: constants)
+  bool completed = false;                 // false: stopped by the control, or a domain above 65535
+  std::vector<Factor> remaining;          // over variables not eliminated (empty vars: constants)
   std::vector<EliminatedVariable> steps;  // in elimination order
 };
 

@@ -252,5 +252,49 @@ TEST(AutoShardingTest, MoeLayerSplitsExpertWeightsOnTheExpertAxis) {
   EXPECT_EQ(run.result.counts.total(), 5);
 }
 
+// The run of AutoShard behind the two tests below: `spec` on a 2x4 mesh of one p3.16xlarge,
+// real units, with or without the exact block elimination.
+AutoShardResult ShardOnOneHost(const Graph& g, bool exact_elimination) {
+  Result<Cluster> cluster = MakePresetCluster("p3.16xlarge", 1);
+  EXPECT_TRUE(cluster.ok());
+  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster.value(), SubmeshShape{1, 8}, {2, 4});
+  EXPECT_TRUE(mesh.ok());
+  AutoShardOptions o;
+  o.solve.deterministic = true;
+  o.solve.exact_elimination = exact_elimination;
+  Result<AutoShardResult> r = AutoShard(g, mesh.value(), &cluster.value(), o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().status, SolveStatus::kOptimal) << r.value().message;
+  EXPECT_EQ(r.value().stats.solver.elimination_solved, exact_elimination);
+  Status check = CheckShardingPlan(g, {2, 4}, r.value(), std::nullopt);
+  EXPECT_TRUE(check.ok()) << check.message();
+  return std::move(r).value();
+}
+
+// A GPT's identical layers are eliminated once: the exact block elimination proves the optimum
+// without GLPK, on fewer distinct blocks than blocks.
+TEST(AutoShardingTest, IdenticalGptLayersAreSolvedOnceByTheExactElimination) {
+  Result<Graph> g = BuildModel("gpt-2.6b:layers=6");
+  ASSERT_TRUE(g.ok());
+  const AutoShardResult exact = ShardOnOneHost(g.value(), true);
+  // Each layer is cut in two blocks (attention and MLP) between the residual stream and its
+  // gradient; the first and last layers differ from the middle ones.
+  EXPECT_GE(exact.stats.solver.elimination_blocks, 12);
+  EXPECT_LE(exact.stats.solver.elimination_distinct_blocks, 6);
+  EXPECT_NEAR(static_cast<double>(exact.lower_bound), static_cast<double>(exact.objective),
+              1e-12 * static_cast<double>(exact.objective));
+}
+
+// The elimination's optimum is GLPK's (after the local search; 2 layers: GLPK needs about a
+// minute for 6).
+TEST(AutoShardingTest, ExactEliminationAgreesWithGlpk) {
+  Result<Graph> g = BuildModel("gpt-2.6b:layers=2");
+  ASSERT_TRUE(g.ok());
+  const AutoShardResult exact = ShardOnOneHost(g.value(), true);
+  const AutoShardResult glpk = ShardOnOneHost(g.value(), false);
+  EXPECT_NEAR(static_cast<double>(glpk.objective), static_cast<double>(exact.objective),
+              1e-9 * static_cast<double>(exact.objective));
+}
+
 }  // namespace
 }  // namespace alpa

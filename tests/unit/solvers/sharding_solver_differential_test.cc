@@ -140,7 +140,7 @@ TEST(ShardingSolverDifferential, MatchesBruteForceOnRandomSmallProblems) {
   EXPECT_GE(memory_binding, n / 10);
   EXPECT_GE(with_followers, n / 10);
   EXPECT_GE(with_aliases, n / 10);
-  EXPECT_GE(with_core, n / 10);  // instances that reach the search after reductions
+  EXPECT_GE(with_core, n / 10);   // instances that reach the search after reductions
   EXPECT_GE(eliminated, n / 20);  // solved by the exact elimination
   EXPECT_GE(in_blocks, n / 60);   // of which by blocks
   std::printf(
