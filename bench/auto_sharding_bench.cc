@@ -1,7 +1,9 @@
 // Auto-sharding time (problem construction + solve) for one GPT layer and the whole gpt-2.6b and
 // gpt-39b training graphs on 2x4 and 8x8 meshes of p3.16xlarge hosts (real units), next to the
-// size of the sharding problem before and after normalization and reductions. The in-run
-// baseline is the time to build the graph itself (BM_BuildGraph).
+// size of the sharding problem before and after normalization and reductions, the blocks of the
+// exact block elimination (blocks, distinct) and whether the optimum is proven (optimal, gap).
+// In-run baselines: the time to build the graph itself (BM_BuildGraph), and the solver without
+// the block elimination (*_glpk: local search, then GLPK) on one and three GPT layers.
 //   build/bin/auto_sharding_bench [--benchmark_filter=gpt-39b] [ALPA_SHARD_TIME_LIMIT=60]
 #include <benchmark/benchmark.h>
 
@@ -27,8 +29,8 @@ void BM_BuildGraph(benchmark::State& state, const std::string& spec) {
   }
 }
 
-void BM_AutoShard(benchmark::State& state, const std::string& spec,
-                  std::vector<int64_t> mesh_shape) {
+void BM_AutoShard(benchmark::State& state, const std::string& spec, std::vector<int64_t> mesh_shape,
+                  bool exact_elimination = true) {
   alpa::Result<alpa::Graph> g = alpa::BuildModel(spec);
   const int64_t devices = mesh_shape[0] * mesh_shape[1];
   alpa::Result<alpa::Cluster> cluster =
@@ -45,6 +47,7 @@ void BM_AutoShard(benchmark::State& state, const std::string& spec,
   }
   alpa::AutoShardOptions options;
   options.solve.time_limit_seconds = TimeLimit();
+  options.solve.exact_elimination = exact_elimination;
   alpa::AutoShardResult last;
   for (auto _ : state) {
     alpa::Result<alpa::AutoShardResult> r =
@@ -64,6 +67,8 @@ void BM_AutoShard(benchmark::State& state, const std::string& spec,
   state.counters["strategies"] = static_cast<double>(last.stats.strategies);
   state.counters["build_s"] = last.stats.build_seconds;
   state.counters["solve_s"] = last.stats.solve_seconds;
+  state.counters["blocks"] = last.stats.solver.elimination_blocks;
+  state.counters["distinct"] = last.stats.solver.elimination_distinct_blocks;
   state.counters["optimal"] = last.status == alpa::SolveStatus::kOptimal ? 1 : 0;
   state.counters["gap"] =
       last.objective > 0 ? static_cast<double>((last.objective - last.lower_bound) / last.objective)
@@ -79,6 +84,22 @@ BENCHMARK_CAPTURE(BM_AutoShard, gpt_layer_2x4, std::string(kGptLayer), std::vect
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AutoShard, gpt_layer_8x8, std::string(kGptLayer), std::vector<int64_t>{8, 8})
     ->Unit(benchmark::kMillisecond);
+// The same without the exact block elimination (the local search, then GLPK proves): the
+// in-run baseline of the solver itself.
+BENCHMARK_CAPTURE(BM_AutoShard, gpt_layer_2x4_glpk, std::string(kGptLayer),
+                  std::vector<int64_t>{2, 4}, false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AutoShard, gpt_layer_8x8_glpk, std::string(kGptLayer),
+                  std::vector<int64_t>{8, 8}, false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AutoShard, gpt_3_layers_2x4, std::string("gpt-2.6b:layers=3"),
+                  std::vector<int64_t>{2, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_AutoShard, gpt_3_layers_2x4_glpk, std::string("gpt-2.6b:layers=3"),
+                  std::vector<int64_t>{2, 4}, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_BuildGraph, gpt_2_6b, std::string("gpt-2.6b"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AutoShard, gpt_2_6b_2x4, std::string("gpt-2.6b"), std::vector<int64_t>{2, 4})
     ->Unit(benchmark::kMillisecond)

@@ -41,7 +41,10 @@ nlohmann::json SolutionJson(const alpa::SolveResult& r) {
                 {"work_edges", r.stats.work_edges},
                 {"core_nodes", r.stats.core_nodes},
                 {"core_edges", r.stats.core_edges},
-                {"memory_rows", r.stats.memory_rows}};
+                {"memory_rows", r.stats.memory_rows},
+                {"elimination_solved", r.stats.elimination_solved},
+                {"elimination_blocks", r.stats.elimination_blocks},
+                {"elimination_distinct_blocks", r.stats.elimination_distinct_blocks}};
   return j;
 }
 

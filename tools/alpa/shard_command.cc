@@ -201,6 +201,11 @@ void PrintProblemSize(const nlohmann::json& stats) {
       IntAt(stats, "problem_nodes"), IntAt(stats, "problem_edges"),
       IntAt(stats, "normalized_nodes"), IntAt(stats, "normalized_edges"),
       IntAt(stats, "core_nodes"), IntAt(stats, "core_edges"));
+  if (stats.contains("elimination_solved") && stats["elimination_solved"].is_boolean() &&
+      stats["elimination_solved"].get<bool>()) {
+    std::printf("solved exactly by block elimination: %lld blocks, %lld distinct\n",
+                IntAt(stats, "elimination_blocks"), IntAt(stats, "elimination_distinct_blocks"));
+  }
   std::printf("ops: %lld (%lld deciding, %lld following, %lld free, %lld fused)\n",
               IntAt(stats, "ops"), IntAt(stats, "deciding_ops"), IntAt(stats, "follower_ops"),
               IntAt(stats, "free_ops"), IntAt(stats, "fused_ops"));

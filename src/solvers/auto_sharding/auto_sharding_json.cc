@@ -109,6 +109,9 @@ std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& r) {
                 {"normalized_edges", r.stats.solver.work_edges},
                 {"core_nodes", r.stats.solver.core_nodes},
                 {"core_edges", r.stats.solver.core_edges},
+                {"elimination_solved", r.stats.solver.elimination_solved},
+                {"elimination_blocks", r.stats.solver.elimination_blocks},
+                {"elimination_distinct_blocks", r.stats.solver.elimination_distinct_blocks},
                 {"build_seconds", r.stats.build_seconds},
                 {"solve_seconds", r.stats.solve_seconds}};
   return j.dump();

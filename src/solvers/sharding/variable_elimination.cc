@@ -79,6 +79,31 @@ void AddInto(Factor* into, const Factor& from, const std::vector<int32_t>& domai
                     [&](size_t row, const int64_t* offset) { out[row] += in[offset[0]]; });
 }
 
+// min over s < kv of sum over t < count of tables[t][offset[t] + s]: its value (into *lowest)
+// and the first s that attains it. The sums are formed in `scratch` first, in loops the
+// compiler vectorizes.
+int32_t MinOfSum(const double* const* tables, const int64_t* offset, size_t count, int32_t kv,
+                 double* __restrict scratch, double* lowest) {
+  const size_t k = static_cast<size_t>(kv);
+  const double* __restrict first = tables[0] + offset[0];
+  if (count == 1) {
+    for (size_t s = 0; s < k; ++s) scratch[s] = first[s];
+  } else {
+    const double* __restrict second = tables[1] + offset[1];
+    for (size_t s = 0; s < k; ++s) scratch[s] = first[s] + second[s];
+    for (size_t t = 2; t < count; ++t) {
+      const double* __restrict next = tables[t] + offset[t];
+      for (size_t s = 0; s < k; ++s) scratch[s] += next[s];
+    }
+  }
+  double m = scratch[0];
+  for (size_t s = 1; s < k; ++s) m = scratch[s] < m ? scratch[s] : m;
+  *lowest = m;
+  size_t arg = 0;
+  while (!(scratch[arg] <= m)) ++arg;  // +inf rows: m is +inf and arg 0
+  return static_cast<int32_t>(arg);
+}
+
 bool IsSubset(const std::vector<int32_t>& small, const std::vector<int32_t>& large) {
   return std::all_of(small.begin(), small.end(), [&](int32_t v) {
     return std::find(large.begin(), large.end(), v) != large.end();
@@ -265,27 +290,11 @@ EliminationOutcome Eliminate(const std::vector<int32_t>& domain, std::vector<Fac
       double* out = result.table.data();
       uint16_t* best = step.best.data();
       const size_t count = tables.size();
-      const bool finished = ForEachJointValue(result.vars, domain, strides, count, &control,
-                                              [&](size_t row, const int64_t* offset) {
-                                                const double* first = tables[0] + offset[0];
-                                                for (int32_t s = 0; s < kv; ++s)
-                                                  sum[static_cast<size_t>(s)] = first[s];
-                                                for (size_t t = 1; t < count; ++t) {
-                                                  const double* p = tables[t] + offset[t];
-                                                  for (int32_t s = 0; s < kv; ++s)
-                                                    sum[static_cast<size_t>(s)] += p[s];
-                                                }
-                                                double lowest = sum[0];
-                                                int32_t arg = 0;
-                                                for (int32_t s = 1; s < kv; ++s) {
-                                                  if (sum[static_cast<size_t>(s)] < lowest) {
-                                                    lowest = sum[static_cast<size_t>(s)];
-                                                    arg = s;
-                                                  }
-                                                }
-                                                out[row] = lowest;
-                                                best[row] = static_cast<uint16_t>(arg);
-                                              });
+      const bool finished = ForEachJointValue(
+          result.vars, domain, strides, count, &control, [&](size_t row, const int64_t* offset) {
+            best[row] = static_cast<uint16_t>(
+                MinOfSum(tables.data(), offset, count, kv, sum.data(), &out[row]));
+          });
       if (!finished) return outcome;
       for (int32_t id : kept) factors[static_cast<size_t>(id)] = Factor();
     }
