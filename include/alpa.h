@@ -247,7 +247,7 @@ typedef struct alpa_progress {
   double seconds;     /* since the solve started */
   double objective;   /* best feasible objective so far, +inf if none */
   double lower_bound; /* best proven lower bound, -inf if none */
-  const char* phase;  /* "normalize", "reduce", "heuristic", "ilp", ... (static storage) */
+  const char* phase;  /* "reduce", "elimination", "heuristic", "ilp", "warm_start" (static) */
 } alpa_progress;
 /* Runs on the thread that called alpa_solve (or alpa_graph_auto_shard). Return non-zero to
  * cancel the solve. */

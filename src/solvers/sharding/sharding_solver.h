@@ -28,7 +28,7 @@ struct SolveProgress {
   double seconds = 0;
   long double objective = std::numeric_limits<long double>::infinity();  // best feasible so far
   long double lower_bound = -std::numeric_limits<long double>::infinity();
-  const char* phase = "";  // "reduce", "heuristic", "ilp", ...
+  const char* phase = "";  // "reduce", "elimination", "heuristic", "ilp", "warm_start"
 };
 
 struct SolveOptions {
