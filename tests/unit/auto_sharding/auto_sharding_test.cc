@@ -118,6 +118,27 @@ TEST(AutoShardingTest, TwoByTwoMeshIsDataParallelOnDim0) {
   }
 }
 
+// With Alpa's moves but no all-to-all resharding, the optimum is Alpa's pattern: data parallel
+// on mesh dim 0 (the first dot reads its batch split on dim 0, gradients are all-reduced over
+// dim 0 only) and tensor parallel on dim 1 (every weight split on dim 1). It costs more than the
+// optimum with all-to-alls above (20,887 against 19,936).
+TEST(AutoShardingTest, TwoByTwoMeshWithoutAllToAllIsTensorParallelOnDim1) {
+  AutoShardOptions o;
+  o.allow_all_to_all = false;
+  ShardRun run = Shard(kDpMlp, {2, 2}, {1, 0.1}, o);
+  EXPECT_EQ(FirstDotLhs(run).substr(0, 2), "S0");
+  EXPECT_GT(run.result.objective, 20000);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(SpecOf(run, "fc" + std::to_string(i) + ".w"), "R S1") << "layer " << i;
+  }
+  EXPECT_EQ(run.result.counts.all_to_all, 0);
+  for (const PlannedCollective& col : run.result.collectives) {
+    if (col.gradient_sync && col.kind == CollectiveKind::kAllReduce) {
+      EXPECT_EQ(col.mesh_dims, std::vector<int32_t>{0}) << col.description;
+    }
+  }
+}
+
 TEST(AutoShardingTest, ZeroForceTurnsTheAllReduceIntoReduceScatterAndAllGather) {
   AutoShardOptions o;
   o.zero = ZeroMode::kForce;
