@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <queue>
 #include <thread>
 #include <utility>
 
@@ -26,28 +27,35 @@ std::vector<bool> ChooseSeparators(const WorkProblem& core, const std::vector<in
     crossing[a].push_back(e.b);
     crossing[b].push_back(e.a);
   }
-  auto uncovered = [&](size_t v) {
-    int32_t count = 0;
-    for (int32_t u : crossing[v]) count += separator[static_cast<size_t>(u)] ? 0 : 1;
-    return count;
+  // Picks the best node by score, ties to the lowest id, from a heap whose entries go stale
+  // when a neighbour is picked (scores only fall, so a stale entry is simply skipped).
+  std::vector<int32_t> uncovered(n);
+  auto score = [&](size_t v) {
+    return uncovered[v] / std::log2(1.0 + core.strategy_count(static_cast<int32_t>(v)));
   };
+  auto worse = [](const std::pair<double, int32_t>& x, const std::pair<double, int32_t>& y) {
+    return x.first != y.first ? x.first < y.first : x.second > y.second;
+  };
+  std::priority_queue<std::pair<double, int32_t>, std::vector<std::pair<double, int32_t>>,
+                      decltype(worse)>
+      heap(worse);
+  for (size_t v = 0; v < n; ++v) {
+    uncovered[v] = static_cast<int32_t>(crossing[v].size());
+    if (uncovered[v] > 0) heap.emplace(score(v), static_cast<int32_t>(v));
+  }
   std::vector<int32_t> chosen;
-  for (;;) {
-    int32_t best = -1;
-    double best_score = 0;
-    for (size_t v = 0; v < n; ++v) {
-      if (separator[v] || crossing[v].empty()) continue;
-      const int32_t count = uncovered(v);
-      if (count == 0) continue;
-      const double score = count / std::log2(1.0 + core.strategy_count(static_cast<int32_t>(v)));
-      if (best < 0 || score > best_score) {
-        best = static_cast<int32_t>(v);
-        best_score = score;
-      }
-    }
-    if (best < 0) break;
-    separator[static_cast<size_t>(best)] = true;
+  while (!heap.empty()) {
+    const auto [entry_score, best] = heap.top();
+    heap.pop();
+    const size_t v = static_cast<size_t>(best);
+    if (separator[v] || uncovered[v] == 0 || entry_score != score(v)) continue;
+    separator[v] = true;
     chosen.push_back(best);
+    for (int32_t u : crossing[v]) {
+      const size_t w = static_cast<size_t>(u);
+      if (separator[w]) continue;
+      if (--uncovered[w] > 0) heap.emplace(score(w), u);
+    }
   }
   std::stable_sort(chosen.begin(), chosen.end(), [&](int32_t a, int32_t b) {
     return core.strategy_count(a) > core.strategy_count(b);
@@ -229,7 +237,8 @@ BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
     }
   }
   {
-    std::vector<Factor> outline = separator_factors;
+    std::vector<Factor> outline;  // the plan reads scopes only
+    for (const Factor& f : separator_factors) outline.push_back(Factor{f.vars, {}});
     for (const BlockInstance& block : blocks) outline.push_back(Factor{block.boundary, {}});
     EliminationLimits left = limits;
     left.max_work = limits.max_work - result.stats.work;
