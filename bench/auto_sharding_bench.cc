@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cluster.h"
+#include "core/cluster/cluster.h"
 #include "models/model_zoo.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 

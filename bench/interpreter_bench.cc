@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "exec/interpreter.h"
+#include "exec/cpu/interpreter.h"
 #include "models/model_zoo.h"
 
 namespace {

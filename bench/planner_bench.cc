@@ -15,8 +15,9 @@
 #include <string>
 #include <utility>
 
-#include "core/cluster.h"
+#include "core/cluster/cluster.h"
 #include "models/model_zoo.h"
+#include "models/planner_model.h"
 #include "solvers/planner/planner.h"
 
 namespace {

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/sharding_problem.h"
+#include "core/problem/sharding_problem.h"
 #include "solvers/sharding/sharding_solver.h"
 #include "support/random_problem.h"
 

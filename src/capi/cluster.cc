@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "capi/handles.h"
-#include "core/cluster.h"
-#include "core/cost_model.h"
-#include "core/logical_mesh.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/cost_model.h"
+#include "core/cluster/logical_mesh.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 
 #include "capi/graph_attr_words.h"
 #include "capi/handles.h"
-#include "core/graph_json.h"
-#include "core/graph_stats.h"
+#include "core/ir/graph_json.h"
+#include "core/ir/graph_stats.h"
 
 // The ALPA_* constants are the C++ enum values.
 static_assert(ALPA_DTYPE_F32 == static_cast<int32_t>(alpa::DType::kF32));

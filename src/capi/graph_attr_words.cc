@@ -1,7 +1,7 @@
 // Per-kind layouts of the C ABI's int64 attribute words (see alpa.h at ALPA_OP_*).
 #include "capi/graph_attr_words.h"
 
-#include "core/graph_json.h"
+#include "core/ir/graph_json.h"
 
 namespace alpa::capi {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/status.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 
 namespace alpa::capi {
 

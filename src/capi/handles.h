@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "alpa.h"
-#include "core/graph.h"
-#include "core/logical_mesh.h"
-#include "core/sharding_problem.h"
-#include "core/status.h"
+#include "core/cluster/logical_mesh.h"
+#include "core/ir/graph.h"
+#include "core/problem/sharding_problem.h"
+#include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 #include "solvers/planner/baseline_search.h"
 #include "solvers/planner/manual_plan.h"

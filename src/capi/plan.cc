@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "capi/handles.h"
-#include "core/sharding_spec.h"
+#include "core/cluster/sharding_spec.h"
+#include "models/planner_model.h"
 #include "solvers/pipeline/pipeline_schedule.h"
 
 static_assert(ALPA_REMAT_SEARCH == static_cast<int32_t>(alpa::RematMode::kSearch));

@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "capi/handles.h"
-#include "core/problem_io.h"
-#include "core/sharding_evaluator.h"
+#include "core/problem/problem_io.h"
+#include "core/problem/sharding_evaluator.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "capi/handles.h"
-#include "core/sharding_spec.h"
+#include "core/cluster/sharding_spec.h"
 
 // The ALPA_* constants are the C++ enum values.
 static_assert(ALPA_COLLECTIVE_ALL_GATHER == static_cast<int32_t>(alpa::CollectiveKind::kAllGather));

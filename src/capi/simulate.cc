@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "capi/handles.h"
-#include "solvers/simulator/pipeline_simulator.h"
-#include "solvers/simulator/plan_simulation.h"
-#include "solvers/simulator/timeline_svg.h"
+#include "exec/sim/pipeline_simulator.h"
+#include "exec/sim/plan_simulation.h"
+#include "exec/sim/timeline_svg.h"
 
 static_assert(ALPA_SCHEDULE_GPIPE == static_cast<int32_t>(alpa::PipelineScheduleKind::kGPipe));
 static_assert(ALPA_SCHEDULE_1F1B == static_cast<int32_t>(alpa::PipelineScheduleKind::kOneFOneB));

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/handles.h"
-#include "core/problem_io.h"
+#include "core/problem/problem_io.h"
 
 namespace {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/graph_builder.h"
-#include "core/status.h"
+#include "core/ir/graph.h"
+#include "core/ir/graph_builder.h"
+#include "core/util/status.h"
 #include "models/model_zoo.h"
 
 namespace alpa {

@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "core/autodiff.h"
-#include "core/graph.h"
-#include "core/status.h"
+#include "core/autodiff/autodiff.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 
 namespace alpa {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/problem_io.h"
+#include "core/problem/problem_io.h"
 #include "fuzz_round_trip.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

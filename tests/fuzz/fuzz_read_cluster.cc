@@ -1,12 +1,12 @@
-// libFuzzer target: the cluster and calibration file readers (core/cluster.h). Whatever parses
-// must be a valid cluster that writes, reads back equal, and writes the same bytes again.
+// libFuzzer target: the cluster and calibration file readers (core/cluster/cluster.h). Whatever
+// parses must be a valid cluster that writes, reads back equal, and writes the same bytes again.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
 
-#include "core/cluster.h"
+#include "core/cluster/cluster.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the JSON graph reader (core/graph_json.h). Whatever parses must be a valid
+// libFuzzer target: the JSON graph reader (core/ir/graph_json.h). Whatever parses must be a valid
 // graph that writes, reads back equal, and writes the same bytes again.
 #include <cstddef>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/graph_json.h"
+#include "core/ir/graph_json.h"
 
 namespace {
 

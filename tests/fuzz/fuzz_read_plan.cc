@@ -1,4 +1,4 @@
-// libFuzzer target: the plan JSON reader of the simulator (solvers/simulator/plan_simulation.h).
+// libFuzzer target: the plan JSON reader of the simulator (exec/sim/plan_simulation.h).
 // Whatever it accepts must be a valid simulator input that simulates (when small enough to be
 // quick) with a finite closed form and a report that is JSON; every rejection has a message
 // naming the plan JSON.
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "solvers/simulator/plan_simulation.h"
+#include "exec/sim/plan_simulation.h"
 
 namespace {
 

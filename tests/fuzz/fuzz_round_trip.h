@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "core/problem_io.h"
-#include "core/sharding_problem.h"
+#include "core/problem/problem_io.h"
+#include "core/problem/sharding_problem.h"
 #include "problem_compare.h"
 
 namespace alpa::fuzz {

@@ -1,5 +1,5 @@
 // Comparing sharding problems after a write/read round trip: used by the fuzz targets and by
-// tests/unit/core/problem_io_test.cc. Header-only so that both can use it without another
+// tests/unit/core/problem/problem_io_test.cc. Header-only so that both can use it without another
 // library.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sharding_problem.h"
+#include "core/problem/sharding_problem.h"
 
 namespace alpa::testing {
 

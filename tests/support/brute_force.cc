@@ -2,7 +2,7 @@
 
 #include <cstddef>
 
-#include "core/sharding_evaluator.h"
+#include "core/problem/sharding_evaluator.h"
 
 namespace alpa::testing {
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/sharding_problem.h"
+#include "core/problem/sharding_problem.h"
 
 namespace alpa::testing {
 

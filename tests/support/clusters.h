@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "core/cluster.h"
+#include "core/cluster/cluster.h"
 
 namespace alpa::testing {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/wide_int.h"
+#include "core/util/wide_int.h"
 
 namespace alpa::testing {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/sharding_problem.h"
+#include "core/problem/sharding_problem.h"
 
 namespace alpa::testing {
 

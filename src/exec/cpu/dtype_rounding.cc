@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "exec/interpreter.h"
+#include "exec/cpu/interpreter.h"
 
 namespace alpa {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/interpreter.h"
+#include "exec/cpu/interpreter.h"
 
 namespace alpa {
 namespace cpu {

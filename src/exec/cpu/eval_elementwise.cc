@@ -12,7 +12,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double Gelu(double x) {
-  // The tanh approximation, as documented in core/graph.h.
+  // The tanh approximation, as documented in core/ir/graph.h.
   const double k = std::sqrt(2.0 / 3.14159265358979323846);
   return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }

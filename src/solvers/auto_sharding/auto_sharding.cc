@@ -6,7 +6,7 @@
 #include <limits>
 #include <set>
 
-#include "core/sharding_evaluator.h"
+#include "core/problem/sharding_evaluator.h"
 #include "solvers/auto_sharding/auto_sharding_problem.h"
 
 namespace alpa {

@@ -30,12 +30,12 @@
 #include <string>
 #include <vector>
 
-#include "core/cluster.h"
-#include "core/cost_model.h"
-#include "core/graph.h"
-#include "core/logical_mesh.h"
-#include "core/sharding_spec.h"
-#include "core/status.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/cost_model.h"
+#include "core/cluster/logical_mesh.h"
+#include "core/cluster/sharding_spec.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 #include "solvers/sharding/sharding_solver.h"
 
 namespace alpa {

@@ -7,12 +7,12 @@
 #include <memory>
 #include <vector>
 
-#include "core/cluster.h"
-#include "core/graph.h"
-#include "core/logical_mesh.h"
-#include "core/op_strategies.h"
-#include "core/sharding_problem.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/logical_mesh.h"
+#include "core/ir/graph.h"
+#include "core/problem/sharding_problem.h"
 #include "solvers/auto_sharding/auto_sharding.h"
+#include "solvers/auto_sharding/op_strategies.h"
 #include "solvers/auto_sharding/spec_table.h"
 
 namespace alpa {

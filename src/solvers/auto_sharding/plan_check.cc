@@ -1,5 +1,5 @@
 // The independent plan checker (plan_check.h). Everything here is derived from the op semantics
-// in core/graph.h; nothing is taken from the strategy enumeration or the resharding planner.
+// in core/ir/graph.h; nothing is taken from the strategy enumeration or the resharding planner.
 // The layout rules per op kind are at the top of plan_check_rules.cc.
 #include "solvers/auto_sharding/plan_check.h"
 
@@ -11,9 +11,9 @@
 #include <tuple>
 #include <utility>
 
-#include "core/dtype.h"
-#include "core/sharding_spec.h"
-#include "core/wide_int.h"
+#include "core/cluster/sharding_spec.h"
+#include "core/util/dtype.h"
+#include "core/util/wide_int.h"
 
 #include "solvers/auto_sharding/plan_check_internal.h"
 

@@ -1,7 +1,7 @@
 // An independent checker for auto-sharding plans (CONVENTIONS, Tests: every solver result is
 // checked by an independent evaluator). It re-derives everything from the op semantics of
-// core/graph.h and the sharding-spec meaning of core/sharding_spec.h, and shares no code with
-// the strategy enumeration (core/op_strategies*, core/iteration_space*) or with resharding
+// core/ir/graph.h and the sharding-spec meaning of core/cluster/sharding_spec.h, and shares no code
+// with the strategy enumeration (core/op_strategies*, core/iteration_space*) or with resharding
 // (core/resharding*): a bug there cannot hide itself here.
 //
 // What CheckShardingPlan checks, in this order (the first violation is returned):
@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/status.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 
 namespace alpa {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/sharding_spec.h"
-#include "core/status.h"
+#include "core/cluster/sharding_spec.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 
 namespace alpa::plan_check {

@@ -1,5 +1,5 @@
 // The plan checker's layout rules per op kind (plan_check_internal.h). Everything here is
-// derived from the op semantics in core/graph.h; nothing is taken from the strategy enumeration.
+// derived from the op semantics in core/ir/graph.h; nothing is taken from the strategy enumeration.
 //
 // Layout rules per op kind (after dropping size-1 mesh dims). "Equal" means the same mesh-dim
 // list on that tensor dim; P(x) is the set of mesh dims over which x is a partial sum.
@@ -55,8 +55,8 @@
 #include <algorithm>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/wide_int.h"
+#include "core/util/dtype.h"
+#include "core/util/wide_int.h"
 #include "solvers/auto_sharding/plan_check_internal.h"
 
 namespace alpa::plan_check {

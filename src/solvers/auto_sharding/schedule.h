@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/graph.h"
+#include "core/ir/graph.h"
 
 namespace alpa {
 

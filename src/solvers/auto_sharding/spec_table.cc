@@ -1,7 +1,7 @@
 // Spec interning and the resharding cost cache (see spec_table.h).
 #include "solvers/auto_sharding/spec_table.h"
 
-#include "core/sharding_problem.h"
+#include "core/problem/sharding_problem.h"
 
 namespace alpa {
 namespace {

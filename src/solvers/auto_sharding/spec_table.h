@@ -6,10 +6,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/logical_mesh.h"
-#include "core/resharding.h"
-#include "core/sharding_spec.h"
-#include "core/status.h"
+#include "core/cluster/logical_mesh.h"
+#include "core/cluster/resharding.h"
+#include "core/cluster/sharding_spec.h"
+#include "core/util/status.h"
 
 namespace alpa {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <utility>
 
-#include "core/graph_stats.h"
+#include "core/ir/graph_stats.h"
 
 namespace alpa {
 namespace {

@@ -30,8 +30,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/status.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 
 namespace alpa {
 

@@ -18,7 +18,7 @@
 // (the first microbatch through and back, B - 1 periods, and the once-per-iteration overheads o).
 // With no transfers P = max_s (f_s + b_s) and T is the DP's objective exactly. Link contention
 // between transfers and the exact fill and drain are the simulator's business
-// (solvers/simulator); this form is what the planner ranks plans by and reports.
+// (exec/sim); this form is what the planner ranks plans by and reports.
 #pragma once
 
 #include <cstdint>

@@ -32,8 +32,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // DP table limit in doubles (256 MiB); bigger problems get kUnsupported.
 constexpr int64_t kMaxTableEntries = int64_t{1} << 25;
-// The brute force recurses once per stage.
-constexpr int32_t kMaxBruteForceLayers = 64;
 
 std::string Num(double v) {
   char buf[32];
@@ -43,7 +41,9 @@ std::string Num(double v) {
 
 std::string Range(int64_t lo, int64_t hi) { return std::to_string(lo) + ".." + std::to_string(hi); }
 
-Status ValidateInput(const StageDpInput& in) {
+}  // namespace
+
+Status ValidateStageDpInput(const StageDpInput& in) {
   if (in.num_layers < 1) {
     return InvalidArgument("num_layers must be >= 1 (got " + std::to_string(in.num_layers) + ")");
   }
@@ -87,6 +87,8 @@ Status ValidateInput(const StageDpInput& in) {
   }
   return Status::Ok();
 }
+
+namespace {
 
 int64_t CandidateDevices(const StageDpInput& in, const StageCandidate& c) {
   return in.submeshes[static_cast<size_t>(c.submesh)].num_devices();
@@ -430,41 +432,10 @@ class TMaxSearch {
   int64_t stop_ = -1, best_index_ = -1, tried_ = 0;
 };
 
-void BruteForce(const StageDpInput& in, int64_t total, int32_t max_stages, int32_t k, int64_t used,
-                std::vector<int32_t>* stages, std::vector<int32_t>* best, double* best_t) {
-  if (k == in.num_layers) {
-    if (used != total) return;
-    const auto n = static_cast<int32_t>(stages->size());
-    for (int32_t x = 0; x < n; ++x) {
-      if (in.candidates[static_cast<size_t>((*stages)[static_cast<size_t>(x)])].max_stages_after <
-          n - 1 - x) {
-        return;
-      }
-    }
-    double worst = 0;
-    const double t = PlanObjective(in, *stages, &worst);
-    if (t < *best_t || (t == *best_t && stages->size() < best->size())) {
-      *best_t = t;
-      *best = *stages;
-    }
-    return;
-  }
-  if (static_cast<int32_t>(stages->size()) == max_stages) return;
-  for (size_t j = 0; j < in.candidates.size(); ++j) {
-    const StageCandidate& c = in.candidates[j];
-    if (c.first_layer != k || !Usable(c)) continue;
-    const int64_t devices = CandidateDevices(in, c);
-    if (devices > total - used) continue;
-    stages->push_back(static_cast<int32_t>(j));
-    BruteForce(in, total, max_stages, c.last_layer + 1, used + devices, stages, best, best_t);
-    stages->pop_back();
-  }
-}
-
 }  // namespace
 
 Result<StageDpResult> SolveStageDp(const StageDpInput& input) {
-  ALPA_RETURN_IF_ERROR(ValidateInput(input));
+  ALPA_RETURN_IF_ERROR(ValidateStageDpInput(input));
   StageDpResult result;
   Prepared p;
   Result<bool> possible = Prepare(input, &p);
@@ -481,24 +452,6 @@ Result<StageDpResult> SolveStageDp(const StageDpInput& input) {
   Result<std::vector<int32_t>> plan = search.table().Plan(t_max);
   if (!plan.ok()) return plan.status();
   FillPlan(input, std::move(plan).value(), &result);
-  return result;
-}
-
-Result<StageDpResult> SolveStageDpBruteForce(const StageDpInput& input) {
-  ALPA_RETURN_IF_ERROR(ValidateInput(input));
-  if (input.num_layers > kMaxBruteForceLayers) {
-    return Status(StatusCode::kUnsupported, "stage DP brute force: num_layers " +
-                                                std::to_string(input.num_layers) + " exceeds " +
-                                                std::to_string(kMaxBruteForceLayers));
-  }
-  StageDpResult result;
-  result.t_max_values = DistinctLatencies(input, nullptr);
-  const int32_t max_stages = input.max_stages > 0 ? input.max_stages : input.num_layers;
-  std::vector<int32_t> stages, best;
-  double best_t = kInf;
-  BruteForce(input, input.hosts * input.devices_per_host, max_stages, 0, 0, &stages, &best,
-             &best_t);
-  if (best_t < kInf) FillPlan(input, std::move(best), &result);
   return result;
 }
 

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/logical_mesh.h"
-#include "core/status.h"
+#include "core/cluster/logical_mesh.h"
+#include "core/util/status.h"
 
 namespace alpa {
 
@@ -64,10 +64,8 @@ struct StageDpResult {
 // the lowest candidate index.
 Result<StageDpResult> SolveStageDp(const StageDpInput& input);
 
-// The same objective by enumerating every partition of the layers into consecutive ranges and
-// every choice of candidate per range (exponential; for tests on small instances; kUnsupported
-// above 64 layers). Ties: the fewest stages, then the first plan found.
-Result<StageDpResult> SolveStageDpBruteForce(const StageDpInput& input);
+// The input checks of SolveStageDp alone (the errors listed above but kUnsupported).
+Status ValidateStageDpInput(const StageDpInput& input);
 
 // The submesh shapes of REFERENCE §4 for a cluster: (1, k) for k in the longest divisibility
 // chain 1 = k_0 | k_1 | ... | devices_per_host of divisors of devices_per_host (preferring powers

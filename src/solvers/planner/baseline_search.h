@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/cluster.h"
-#include "core/status.h"
+#include "core/cluster/cluster.h"
+#include "core/util/status.h"
 #include "solvers/planner/manual_plan.h"
 #include "solvers/planner/planner.h"
 

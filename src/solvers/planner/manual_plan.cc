@@ -16,7 +16,8 @@
 #include <tuple>
 #include <utility>
 
-#include "core/graph_stats.h"
+#include "core/ir/graph_stats.h"
+#include "core/util/parallel.h"
 #include "solvers/pipeline/layer_clustering.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
@@ -188,11 +189,7 @@ struct ManualPlanEvaluator::Impl {
     return options.device_memory_bytes.value_or(cluster.device.memory_bytes);
   }
 
-  int32_t Threads() const {
-    return options.threads > 0
-               ? options.threads
-               : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
-  }
+  int32_t Threads() const { return ResolveThreadCount(options.threads); }
 
   Result<GraphCtx*> GraphFor(int64_t microbatches) {
     auto it = graphs.find(microbatches);

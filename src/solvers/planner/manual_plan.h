@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "core/cluster.h"
-#include "core/status.h"
+#include "core/cluster/cluster.h"
+#include "core/util/status.h"
 #include "solvers/planner/planner.h"
 
 namespace alpa {

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/cost_model.h"
-#include "core/sharding_spec.h"
+#include "core/cluster/cost_model.h"
+#include "core/cluster/sharding_spec.h"
 #include "solvers/pipeline/pipeline_schedule.h"
 
 namespace alpa {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/cluster.h"
+#include "core/cluster/cluster.h"
 #include "solvers/planner/planner.h"
 
 namespace alpa {

@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
-#include "core/cross_mesh.h"
-#include "core/sharding_spec.h"
+#include "core/cluster/cross_mesh.h"
+#include "core/cluster/sharding_spec.h"
 #include "solvers/pipeline/pipeline_estimate.h"
 
 namespace alpa {

@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "core/cluster.h"
-#include "core/cross_mesh.h"
-#include "core/graph.h"
-#include "core/status.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/cross_mesh.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 #include "solvers/planner/planner.h"
 #include "solvers/planner/subgraph.h"
 

@@ -9,9 +9,8 @@
 #include <optional>
 #include <utility>
 
-#include "core/graph_stats.h"
-#include "core/sharding_spec.h"
-#include "models/model_zoo.h"
+#include "core/cluster/sharding_spec.h"
+#include "core/ir/graph_stats.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
@@ -303,33 +302,6 @@ const char* RematModeName(RematMode mode) {
       return "on";
   }
   return "?";
-}
-
-Result<PlannerModel> PlannerModelFromSpec(const std::string& spec) {
-  Result<ModelSpec> parsed = ParseModelSpec(spec);
-  if (!parsed.ok()) return parsed.status();
-  ModelSpec ms = std::move(parsed).value();
-  auto it = ms.keys.find("batch");
-  if (it == ms.keys.end()) {
-    return InvalidArgument("model '" + spec + "' has no batch key to split into microbatches");
-  }
-  PlannerModel model;
-  try {
-    model.global_batch = std::stoll(it->second);
-  } catch (...) {
-    return InvalidArgument("model '" + spec + "': batch '" + it->second + "' is not an integer");
-  }
-  model.build = [ms](int64_t microbatches) -> Result<Graph> {
-    ModelSpec one = ms;
-    const int64_t batch = std::stoll(ms.keys.at("batch"));
-    if (microbatches < 1 || batch % microbatches != 0) {
-      return InvalidArgument("microbatches " + std::to_string(microbatches) +
-                             " does not divide the batch " + std::to_string(batch));
-    }
-    one.keys["batch"] = std::to_string(batch / microbatches);
-    return BuildModel(one);
-  };
-  return model;
 }
 
 Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,

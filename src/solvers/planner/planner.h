@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "core/cluster.h"
-#include "core/cross_mesh.h"
-#include "core/graph.h"
-#include "core/logical_mesh.h"
-#include "core/sharding_spec.h"
-#include "core/status.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/cross_mesh.h"
+#include "core/cluster/logical_mesh.h"
+#include "core/cluster/sharding_spec.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 #include "solvers/pipeline/layer_clustering.h"
 #include "solvers/planner/subgraph.h"
@@ -70,9 +70,6 @@ struct PlannerModel {
   // returns whatever B is), so B is options.microbatches or 1.
   int64_t global_batch = 0;
 };
-
-// A zoo spec as a PlannerModel (its `batch` key is the global batch).
-Result<PlannerModel> PlannerModelFromSpec(const std::string& spec);
 
 // One layer piece of a stage: its subgraph and its auto-sharding on the stage's mesh.
 struct StagePiece {

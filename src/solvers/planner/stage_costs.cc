@@ -10,7 +10,8 @@
 #include <tuple>
 #include <utility>
 
-#include "core/resharding.h"
+#include "core/cluster/resharding.h"
+#include "core/util/parallel.h"
 
 namespace alpa {
 namespace {
@@ -62,31 +63,6 @@ bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCa
 }
 
 }  // namespace
-
-Status RunParallel(int64_t count, int32_t threads, const std::function<Status(int64_t)>& fn) {
-  std::atomic<int64_t> next{0};
-  std::mutex mu;
-  Status first_error = Status::Ok();
-  std::atomic<bool> failed{false};
-  auto worker = [&] {
-    while (!failed.load()) {
-      const int64_t task = next.fetch_add(1);
-      if (task >= count) return;
-      Status st = fn(task);
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failed.exchange(true)) first_error = st;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const int32_t extra =
-      std::max<int32_t>(0, std::min<int32_t>(threads, static_cast<int32_t>(count)) - 1);
-  for (int32_t k = 0; k < extra; ++k) pool.emplace_back(worker);
-  worker();
-  for (std::thread& th : pool) th.join();
-  return first_error;
-}
 
 int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
                            const std::vector<int64_t>& mesh_shape) {
@@ -281,10 +257,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   std::atomic<int64_t> done{0}, solves{0}, proven{0};
   std::mutex progress_mu;
   std::atomic<bool> cancelled{false};
-  const int32_t threads =
-      options.threads > 0
-          ? options.threads
-          : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+  const int32_t threads = ResolveThreadCount(options.threads);
   // Progress is reported from the calling thread only (it runs tasks too): at each of its own
   // finished tasks, with the count of all finished ones.
   const std::thread::id caller = std::this_thread::get_id();

@@ -33,10 +33,10 @@
 #include <memory>
 #include <vector>
 
-#include "core/cluster.h"
-#include "core/graph.h"
-#include "core/logical_mesh.h"
-#include "core/status.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/logical_mesh.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 #include "solvers/pipeline/layer_clustering.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/planner.h"
@@ -111,10 +111,6 @@ ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
 // none.
 int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
                        int32_t cap);
-
-// Runs fn(task) for tasks 0..count-1 on `threads` threads (the caller's among them); stops
-// handing out tasks once fn fails and returns the first failure.
-Status RunParallel(int64_t count, int32_t threads, const std::function<Status(int64_t)>& fn);
 
 // The data-parallel degree of a piece as plans report it: the product of the mesh dims its
 // first batched forward input (data or a boundary activation) is split over on dim 0; 1 when

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/graph_json.h"
+#include "core/ir/graph_json.h"
 
 namespace alpa {
 namespace {

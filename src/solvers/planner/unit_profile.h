@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/cluster.h"
-#include "core/graph.h"
-#include "core/logical_mesh.h"
-#include "core/status.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/logical_mesh.h"
+#include "core/ir/graph.h"
+#include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 
 namespace alpa {

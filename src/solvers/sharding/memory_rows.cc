@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/wide_int.h"
+#include "core/util/wide_int.h"
 
 namespace alpa {
 namespace {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/sharding_problem.h"
-#include "core/status.h"
+#include "core/problem/sharding_problem.h"
+#include "core/util/status.h"
 #include "solvers/sharding/work_problem.h"
 
 namespace alpa {

@@ -5,11 +5,12 @@
 #include <thread>
 #include <utility>
 
-#include "solvers/sharding/block_elimination.h"
-#include "solvers/sharding/ilp_glpk.h"
-#include "solvers/sharding/local_search.h"
+#include "core/util/parallel.h"
+#include "solvers/sharding/elimination/block_elimination.h"
+#include "solvers/sharding/ilp/ilp_glpk.h"
+#include "solvers/sharding/local_search/local_search.h"
 #include "solvers/sharding/normalize.h"
-#include "solvers/sharding/reductions.h"
+#include "solvers/sharding/reductions/reductions.h"
 #include "solvers/sharding/solve_control.h"
 
 namespace alpa {
@@ -146,9 +147,7 @@ class StopFlag {
 // thread, at most kMaxSearchThreads (each keeps its own copy of the search state).
 int32_t SearchThreads(int32_t requested) {
   constexpr int32_t kMaxSearchThreads = 8;
-  int32_t threads =
-      requested > 0 ? requested : static_cast<int32_t>(std::thread::hardware_concurrency());
-  return std::clamp(threads, 1, kMaxSearchThreads);
+  return std::clamp(ResolveThreadCount(requested), 1, kMaxSearchThreads);
 }
 
 // The caller's groups on the core's nodes (a work node takes the group of its first original

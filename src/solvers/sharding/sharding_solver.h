@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sharding_problem.h"
+#include "core/problem/sharding_problem.h"
 
 namespace alpa {
 

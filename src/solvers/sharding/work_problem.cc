@@ -2,7 +2,7 @@
 
 #include <cstddef>
 
-#include "core/wide_int.h"
+#include "core/util/wide_int.h"
 
 namespace alpa {
 

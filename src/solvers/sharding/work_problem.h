@@ -46,7 +46,7 @@ struct WorkProblem {
   }
 };
 
-// The solver's own bookkeeping (the independent check is src/core/sharding_evaluator.h).
+// The solver's own bookkeeping (the independent check is src/core/problem/sharding_evaluator.h).
 // Objective including `constant`; +inf if any chosen entry is forbidden.
 long double WorkObjective(const WorkProblem& problem, const std::vector<int32_t>& assignment);
 // True when every memory row holds.

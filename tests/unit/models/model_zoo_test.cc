@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "core/graph_stats.h"
+#include "core/ir/graph_stats.h"
 #include "models/model_zoo.h"
 
 namespace alpa {

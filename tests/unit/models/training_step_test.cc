@@ -7,7 +7,7 @@
 #include <random>
 #include <string>
 
-#include "exec/interpreter.h"
+#include "exec/cpu/interpreter.h"
 #include "models/model_zoo.h"
 
 namespace alpa {

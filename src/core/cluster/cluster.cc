@@ -1,0 +1,110 @@
+// Validation and comparison of cluster descriptions.
+#include "core/cluster/cluster.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace alpa {
+namespace {
+
+std::string Num(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+// A positive finite number (bandwidths, FLOP/s).
+Status CheckPositive(double v, const std::string& where) {
+  if (!std::isfinite(v) || v <= 0) {
+    return InvalidArgument(where + ": must be a positive finite number (got " + Num(v) + ")");
+  }
+  return Status::Ok();
+}
+
+Status CheckNonNegative(double v, const std::string& where) {
+  if (!std::isfinite(v) || v < 0) {
+    return InvalidArgument(where + ": must be a finite number >= 0 (got " + Num(v) + ")");
+  }
+  return Status::Ok();
+}
+
+Status CheckEfficiency(double v, const std::string& where) {
+  if (!std::isfinite(v) || v <= 0 || v > 1) {
+    return InvalidArgument(where + ": must be in (0, 1] (got " + Num(v) + ")");
+  }
+  return Status::Ok();
+}
+
+Status CheckLink(const LinkSpec& link, const std::string& where) {
+  ALPA_RETURN_IF_ERROR(CheckPositive(link.bandwidth, where + ".bandwidth"));
+  return CheckNonNegative(link.latency, where + ".latency");
+}
+
+}  // namespace
+
+bool Calibration::operator==(const Calibration& o) const {
+  return matmul_efficiency == o.matmul_efficiency &&
+         convolution_efficiency == o.convolution_efficiency &&
+         elementwise_efficiency == o.elementwise_efficiency &&
+         other_efficiency == o.other_efficiency && memory_efficiency == o.memory_efficiency &&
+         op_overhead_seconds == o.op_overhead_seconds;
+}
+
+bool operator==(const DeviceSpec& a, const DeviceSpec& b) {
+  return a.name == b.name && a.peak_flops == b.peak_flops && a.memory_bytes == b.memory_bytes &&
+         a.memory_bandwidth == b.memory_bandwidth;
+}
+
+bool operator==(const LinkSpec& a, const LinkSpec& b) {
+  return a.bandwidth == b.bandwidth && a.latency == b.latency;
+}
+
+bool operator==(const Cluster& a, const Cluster& b) {
+  return a.name == b.name && a.hosts == b.hosts && a.devices_per_host == b.devices_per_host &&
+         a.device == b.device && a.intra_host_link == b.intra_host_link &&
+         a.inter_host_link == b.inter_host_link && a.calibration == b.calibration;
+}
+
+Status ValidateCalibration(const Calibration& c, const std::string& where) {
+  ALPA_RETURN_IF_ERROR(CheckEfficiency(c.matmul_efficiency, where + ".efficiency.matmul"));
+  ALPA_RETURN_IF_ERROR(
+      CheckEfficiency(c.convolution_efficiency, where + ".efficiency.convolution"));
+  ALPA_RETURN_IF_ERROR(
+      CheckEfficiency(c.elementwise_efficiency, where + ".efficiency.elementwise"));
+  ALPA_RETURN_IF_ERROR(CheckEfficiency(c.other_efficiency, where + ".efficiency.other"));
+  ALPA_RETURN_IF_ERROR(CheckEfficiency(c.memory_efficiency, where + ".efficiency.memory"));
+  return CheckNonNegative(c.op_overhead_seconds, where + ".op_overhead_seconds");
+}
+
+Status ValidateCluster(const Cluster& c) {
+  if (c.hosts < 1 || c.hosts > kMaxHosts) {
+    return InvalidArgument("cluster: hosts must be >= 1 and <= " + std::to_string(kMaxHosts) +
+                           " (got " + std::to_string(c.hosts) + ")");
+  }
+  if (c.devices_per_host < 1 || c.devices_per_host > kMaxDevicesPerHost) {
+    return InvalidArgument(
+        "cluster: devices_per_host must be >= 1 and <= " + std::to_string(kMaxDevicesPerHost) +
+        " (got " + std::to_string(c.devices_per_host) + ")");
+  }
+  if (c.hosts * c.devices_per_host > kMaxDevices) {
+    return InvalidArgument(
+        "cluster: hosts * devices_per_host = " + std::to_string(c.hosts * c.devices_per_host) +
+        " exceeds " + std::to_string(kMaxDevices) + " devices");
+  }
+  if (c.device.memory_bytes < 1) {
+    return InvalidArgument("cluster.device.memory_bytes: must be >= 1 (got " +
+                           std::to_string(c.device.memory_bytes) + ")");
+  }
+  ALPA_RETURN_IF_ERROR(CheckPositive(c.device.memory_bandwidth, "cluster.device.memory_bandwidth"));
+  for (int32_t i = 0; i < kNumDTypes; ++i) {
+    ALPA_RETURN_IF_ERROR(CheckPositive(
+        c.device.peak_flops[static_cast<size_t>(i)],
+        std::string("cluster.device.peak_flops.") + DTypeName(static_cast<DType>(i))));
+  }
+  ALPA_RETURN_IF_ERROR(CheckLink(c.intra_host_link, "cluster.intra_host_link"));
+  ALPA_RETURN_IF_ERROR(CheckLink(c.inter_host_link, "cluster.inter_host_link"));
+  return ValidateCalibration(c.calibration, "cluster.calibration");
+}
+
+}  // namespace alpa

@@ -1,0 +1,122 @@
+// The physical cluster: hosts x devices-per-host of identical devices, a link inside a host and a
+// link between hosts, plus the efficiency factors (calibration) the roofline cost model applies.
+//
+// Units are SI throughout: bytes, bytes per second, seconds, FLOP/s. Link semantics (these decide
+// what alpha and beta mean, see logical_mesh.h):
+//   intra_host_link.bandwidth  the bytes per second ONE device can push to its ring neighbour in
+//                              its host at the same time as every other device does (NVLink
+//                              one-direction bandwidth: 300 GB/s "bidirectional" -> 150 GB/s).
+//   inter_host_link.bandwidth  the aggregate bytes per second ONE host can send to other hosts
+//                              (sum over its NICs, one direction). All devices of a host that talk
+//                              across hosts at once share it.
+//   latency                    the fixed cost of one collective step on that link (alpha).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/util/dtype.h"
+#include "core/util/status.h"
+
+namespace alpa {
+
+struct DeviceSpec {
+  std::string name;  // e.g. "V100-SXM2-16GB"; informational
+  // Peak FLOP/s per dtype, indexed by static_cast<int32_t>(DType). Matmul-class peaks (tensor
+  // cores where the dtype has them); integer entries count integer ops.
+  std::array<double, kNumDTypes> peak_flops{};
+  int64_t memory_bytes = 0;     // device memory (HBM)
+  double memory_bandwidth = 0;  // bytes per second (HBM)
+
+  double PeakFlops(DType dtype) const { return peak_flops[static_cast<size_t>(dtype)]; }
+};
+
+struct LinkSpec {
+  double bandwidth = 0;  // bytes per second, see the top of this file
+  double latency = 0;    // seconds
+};
+
+// Efficiency factors of the roofline model (cost_model.h): achievable / peak. Defaults are
+// typical of cuBLAS / cuDNN on large problems and of streaming kernels on HBM; a calibration file
+// (docs/cluster-format.md) replaces them with measured values.
+struct Calibration {
+  double matmul_efficiency = 0.6;
+  double convolution_efficiency = 0.6;
+  // Elementwise and other ops do not run on tensor cores while peak_flops holds tensor-core
+  // peaks: V100 f16 vector math is 31.4 of 125 TFLOP/s, hence 0.25. Such ops are almost always
+  // memory-bound anyway.
+  double elementwise_efficiency = 0.25;
+  double other_efficiency = 0.25;
+  double memory_efficiency = 0.8;
+  // Added once per op (kernel launch and framework overhead); 0 keeps the pure roofline.
+  double op_overhead_seconds = 0;
+
+  bool operator==(const Calibration& o) const;
+};
+
+struct Cluster {
+  std::string name;  // preset name or the file's "name"
+  int64_t hosts = 0;
+  int64_t devices_per_host = 0;
+  DeviceSpec device;
+  LinkSpec intra_host_link;
+  LinkSpec inter_host_link;
+  Calibration calibration;
+
+  int64_t num_devices() const { return hosts * devices_per_host; }
+};
+
+// Bounds that keep every derived count far from int64 overflow and mesh enumeration cheap.
+inline constexpr int64_t kMaxHosts = int64_t{1} << 20;
+inline constexpr int64_t kMaxDevicesPerHost = int64_t{1} << 12;
+inline constexpr int64_t kMaxDevices = int64_t{1} << 24;
+
+// Checks every field ("cluster: hosts must be >= 1 (got 0)", "cluster.device.memory_bytes: ...").
+Status ValidateCluster(const Cluster& cluster);
+Status ValidateCalibration(const Calibration& calibration,
+                           const std::string& where = "calibration");
+
+// ---- Presets (cluster_presets.cc)
+// ----------------------------------------------------------------
+struct ClusterPresetInfo {
+  const char* name;         // canonical name, e.g. "p3.16xlarge"
+  const char* aliases;      // comma-separated other names accepted, e.g. "p3,aws-p3.16xlarge"
+  const char* description;  // one line
+};
+// Every preset, in a fixed order.
+const std::vector<ClusterPresetInfo>& ClusterPresets();
+// The preset `name` (canonical or alias, case-insensitive) with `hosts` hosts.
+Result<Cluster> MakePresetCluster(std::string_view name, int64_t hosts = 1);
+// A spec string: "<preset>[:key=value[,key=value...]]" with keys hosts (>= 1, default 1) and
+// devices_per_host (1..the preset's count; fewer devices per host, same links),
+// e.g. "p3.16xlarge:hosts=8" or "dgx-h100:hosts=2,devices_per_host=4".
+Result<Cluster> ParseClusterSpec(std::string_view spec);
+
+// ---- JSON (cluster_json.cc; docs/cluster-format.md)
+// ----------------------------------------------
+Result<Cluster> ClusterFromJson(const nlohmann::json& json);
+Result<Cluster> ReadClusterBuffer(std::string_view bytes);
+Result<Cluster> ReadClusterFile(const std::string& path);
+// Writes every field (so that reading it back gives an equal cluster), pretty-printed.
+Result<std::string> WriteCluster(const Cluster& cluster);
+nlohmann::json ClusterToJson(const Cluster& cluster);
+
+// Calibration files: {"format": "alpa-calibration", "version": 1, "efficiency": {...},
+// "op_overhead_seconds": ...}. Keys left out keep the values of `base`.
+Result<Calibration> CalibrationFromJson(const nlohmann::json& json, const Calibration& base = {},
+                                        const std::string& where = "calibration");
+Result<Calibration> ReadCalibrationBuffer(std::string_view bytes, const Calibration& base = {});
+Result<Calibration> ReadCalibrationFile(const std::string& path, const Calibration& base = {});
+std::string WriteCalibration(const Calibration& calibration);
+nlohmann::json CalibrationToJson(const Calibration& calibration);
+
+bool operator==(const DeviceSpec& a, const DeviceSpec& b);
+bool operator==(const LinkSpec& a, const LinkSpec& b);
+bool operator==(const Cluster& a, const Cluster& b);
+
+}  // namespace alpa

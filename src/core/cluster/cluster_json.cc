@@ -1,0 +1,351 @@
+// Cluster files and calibration files (docs/cluster-format.md): JSON in, JSON out.
+#include <limits>
+#include <new>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cluster/cluster.h"
+#include "core/util/file_bytes.h"
+#include "core/util/json_util.h"
+
+namespace alpa {
+namespace {
+
+using json_util::Json;
+
+constexpr const char* kClusterFormat = "alpa-cluster";
+constexpr const char* kCalibrationFormat = "alpa-calibration";
+constexpr int64_t kVersion = 1;
+
+Status Bad(const std::string& path, const std::string& what) {
+  return ParseError(path + ": " + what);
+}
+
+// Reads the fields of one JSON object at `path`, and rejects keys nobody asked for (typos in a
+// hand-written cluster file must not silently fall back to defaults).
+class ObjectReader {
+ public:
+  ObjectReader(const Json& obj, std::string path) : obj_(obj), path_(std::move(path)) {}
+
+  Status CheckObject() const {
+    if (!obj_.is_object()) return ParseError(path_ + ": expected an object");
+    return Status::Ok();
+  }
+
+  // nullptr when absent; a missing required key is an error.
+  Status Find(const char* key, bool required, const Json** out) {
+    seen_.insert(key);
+    *out = nullptr;
+    const auto it = obj_.find(key);
+    if (it == obj_.end()) {
+      if (required) return ParseError(path_ + ": missing required key \"" + key + "\"");
+      return Status::Ok();
+    }
+    *out = &*it;
+    return Status::Ok();
+  }
+
+  Status Double(const char* key, bool required, double* out) {
+    const Json* j = nullptr;
+    ALPA_RETURN_IF_ERROR(Find(key, required, &j));
+    if (j == nullptr) return Status::Ok();
+    const json_util::Conversion c = json_util::ToDouble(*j, out);
+    if (c != json_util::Conversion::kOk) return Bad(Sub(key), ConversionMessage(c));
+    return Status::Ok();
+  }
+
+  Status Int(const char* key, bool required, int64_t* out) {
+    const Json* j = nullptr;
+    ALPA_RETURN_IF_ERROR(Find(key, required, &j));
+    if (j == nullptr) return Status::Ok();
+    const json_util::Conversion c = json_util::ToInt64(*j, std::numeric_limits<int64_t>::min(),
+                                                       std::numeric_limits<int64_t>::max(), out);
+    if (c != json_util::Conversion::kOk) return Bad(Sub(key), ConversionMessage(c));
+    return Status::Ok();
+  }
+
+  Status String(const char* key, bool required, std::string* out) {
+    const Json* j = nullptr;
+    ALPA_RETURN_IF_ERROR(Find(key, required, &j));
+    if (j == nullptr) return Status::Ok();
+    if (!j->is_string()) return Bad(Sub(key), "expected a string");
+    *out = j->get<std::string>();
+    return Status::Ok();
+  }
+
+  // "format" must name `format` when present; "version" must be 1 when present.
+  Status Header(const char* format) {
+    std::string name = format;
+    ALPA_RETURN_IF_ERROR(String("format", false, &name));
+    if (name != format) {
+      return Bad(Sub("format"), "expected \"" + std::string(format) + "\" (got \"" + name + "\")");
+    }
+    int64_t version = kVersion;
+    ALPA_RETURN_IF_ERROR(Int("version", false, &version));
+    if (version != kVersion) {
+      return Bad(Sub("version"), "unsupported version " + std::to_string(version) +
+                                     " (this library reads version 1)");
+    }
+    return Status::Ok();
+  }
+
+  Status CheckNoUnknownKeys() const {
+    for (auto it = obj_.begin(); it != obj_.end(); ++it) {
+      if (seen_.count(it.key()) == 0) {
+        return ParseError(path_ + ": unknown key \"" + it.key() + "\"");
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::string Sub(const std::string& key) const { return path_ + "." + key; }
+
+ private:
+  const Json& obj_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+Status ReadLink(const Json& j, const std::string& path, bool required, LinkSpec* link) {
+  ObjectReader r(j, path);
+  ALPA_RETURN_IF_ERROR(r.CheckObject());
+  ALPA_RETURN_IF_ERROR(r.Double("bandwidth", required, &link->bandwidth));
+  ALPA_RETURN_IF_ERROR(r.Double("latency", required, &link->latency));
+  return r.CheckNoUnknownKeys();
+}
+
+Status ReadPeakFlops(const Json& j, const std::string& path, bool from_preset, DeviceSpec* d) {
+  ObjectReader r(j, path);
+  ALPA_RETURN_IF_ERROR(r.CheckObject());
+  // Without a preset, f32 is required and dtypes left out take its value.
+  std::array<bool, kNumDTypes> given{};
+  for (int32_t i = 0; i < kNumDTypes; ++i) {
+    const DType dt = static_cast<DType>(i);
+    const size_t k = static_cast<size_t>(i);
+    const Json* v = nullptr;
+    ALPA_RETURN_IF_ERROR(r.Find(DTypeName(dt), !from_preset && dt == DType::kF32, &v));
+    if (v == nullptr) continue;
+    ALPA_RETURN_IF_ERROR(r.Double(DTypeName(dt), true, &d->peak_flops[k]));
+    given[k] = true;
+  }
+  if (!from_preset) {
+    for (size_t k = 0; k < given.size(); ++k) {
+      if (!given[k]) d->peak_flops[k] = d->peak_flops[static_cast<size_t>(DType::kF32)];
+    }
+  }
+  return r.CheckNoUnknownKeys();
+}
+
+Status ReadDevice(const Json& j, const std::string& path, bool from_preset, DeviceSpec* d) {
+  ObjectReader r(j, path);
+  ALPA_RETURN_IF_ERROR(r.CheckObject());
+  ALPA_RETURN_IF_ERROR(r.String("name", false, &d->name));
+  ALPA_RETURN_IF_ERROR(r.Int("memory_bytes", !from_preset, &d->memory_bytes));
+  ALPA_RETURN_IF_ERROR(r.Double("memory_bandwidth", !from_preset, &d->memory_bandwidth));
+  const Json* peaks = nullptr;
+  ALPA_RETURN_IF_ERROR(r.Find("peak_flops", !from_preset, &peaks));
+  if (peaks != nullptr) {
+    ALPA_RETURN_IF_ERROR(ReadPeakFlops(*peaks, r.Sub("peak_flops"), from_preset, d));
+  }
+  return r.CheckNoUnknownKeys();
+}
+
+// The calibration keys of one object (a calibration file's top level, or a cluster's
+// "calibration"), on top of the values already in *c.
+Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
+  const Json* eff = nullptr;
+  ALPA_RETURN_IF_ERROR(r.Find("efficiency", false, &eff));
+  if (eff != nullptr) {
+    ObjectReader e(*eff, r.Sub("efficiency"));
+    ALPA_RETURN_IF_ERROR(e.CheckObject());
+    ALPA_RETURN_IF_ERROR(e.Double("matmul", false, &c->matmul_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("convolution", false, &c->convolution_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("elementwise", false, &c->elementwise_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("other", false, &c->other_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("memory", false, &c->memory_efficiency));
+    ALPA_RETURN_IF_ERROR(e.CheckNoUnknownKeys());
+  }
+  ALPA_RETURN_IF_ERROR(r.Double("op_overhead_seconds", false, &c->op_overhead_seconds));
+  // Free-text provenance ("measured on p3.16xlarge with cuBLAS 11"), kept out of the struct.
+  std::string ignored;
+  ALPA_RETURN_IF_ERROR(r.String("comment", false, &ignored));
+  return Status::Ok();
+}
+
+Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
+  ObjectReader r(json, "cluster");
+  ALPA_RETURN_IF_ERROR(r.CheckObject());
+  ALPA_RETURN_IF_ERROR(r.Header(kClusterFormat));
+  Cluster c;
+  std::string preset;
+  ALPA_RETURN_IF_ERROR(r.String("preset", false, &preset));
+  const bool from_preset = !preset.empty();
+  if (from_preset) {
+    Result<Cluster> base = MakePresetCluster(preset, 1);
+    if (!base.ok()) return Bad(r.Sub("preset"), base.status().message());
+    c = std::move(base).value();
+  } else {
+    c.hosts = 1;
+  }
+  ALPA_RETURN_IF_ERROR(r.String("name", false, &c.name));
+  ALPA_RETURN_IF_ERROR(r.Int("hosts", false, &c.hosts));
+  ALPA_RETURN_IF_ERROR(r.Int("devices_per_host", !from_preset, &c.devices_per_host));
+  const Json* sub = nullptr;
+  ALPA_RETURN_IF_ERROR(r.Find("device", !from_preset, &sub));
+  if (sub != nullptr)
+    ALPA_RETURN_IF_ERROR(ReadDevice(*sub, r.Sub("device"), from_preset, &c.device));
+  ALPA_RETURN_IF_ERROR(r.Find("intra_host_link", !from_preset, &sub));
+  if (sub != nullptr) {
+    ALPA_RETURN_IF_ERROR(
+        ReadLink(*sub, r.Sub("intra_host_link"), !from_preset, &c.intra_host_link));
+  }
+  ALPA_RETURN_IF_ERROR(r.Find("inter_host_link", !from_preset, &sub));
+  if (sub != nullptr) {
+    ALPA_RETURN_IF_ERROR(
+        ReadLink(*sub, r.Sub("inter_host_link"), !from_preset, &c.inter_host_link));
+  }
+  ALPA_RETURN_IF_ERROR(r.Find("calibration", false, &sub));
+  if (sub != nullptr) {
+    ObjectReader cr(*sub, r.Sub("calibration"));
+    ALPA_RETURN_IF_ERROR(cr.CheckObject());
+    ALPA_RETURN_IF_ERROR(ReadCalibrationFields(cr, &c.calibration));
+    ALPA_RETURN_IF_ERROR(cr.CheckNoUnknownKeys());
+  }
+  ALPA_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+  ALPA_RETURN_IF_ERROR(ValidateCluster(c));
+  return c;
+}
+
+// Cluster and calibration files are tiny; anything nested this deep is not one.
+constexpr int kMaxDepth = 64;
+
+Result<Json> Parse(std::string_view bytes, const char* what) {
+  ALPA_RETURN_IF_ERROR(CheckJsonNesting(bytes, kMaxDepth, what));
+  try {
+    return Json::parse(bytes.data(), bytes.data() + bytes.size());
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, std::string("out of memory while parsing ") + what);
+  } catch (const std::exception& e) {
+    return ParseError(std::string(what) + ": invalid JSON: " + JsonErrorMessage(e.what()));
+  }
+}
+
+template <typename T>
+Result<T> Prefixed(Result<T> r, const std::string& path) {
+  if (r.ok()) return r;
+  return Status(r.status().code(), path + ": " + r.status().message());
+}
+
+Json CalibrationFields(const Calibration& c) {
+  Json j = Json::object();
+  j["efficiency"] = {{"matmul", c.matmul_efficiency},
+                     {"convolution", c.convolution_efficiency},
+                     {"elementwise", c.elementwise_efficiency},
+                     {"other", c.other_efficiency},
+                     {"memory", c.memory_efficiency}};
+  j["op_overhead_seconds"] = c.op_overhead_seconds;
+  return j;
+}
+
+}  // namespace
+
+Result<Cluster> ClusterFromJson(const nlohmann::json& json) {
+  try {
+    return ClusterFromJsonUnchecked(json);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory while reading the cluster");
+  } catch (const std::exception& e) {
+    return ParseError("cluster: " + JsonErrorMessage(e.what()));
+  }
+}
+
+Result<Cluster> ReadClusterBuffer(std::string_view bytes) {
+  Result<Json> json = Parse(bytes, "cluster");
+  if (!json.ok()) return json.status();
+  return ClusterFromJson(json.value());
+}
+
+Result<Cluster> ReadClusterFile(const std::string& path) {
+  Result<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  return Prefixed(ReadClusterBuffer(bytes.value()), path);
+}
+
+nlohmann::json ClusterToJson(const Cluster& c) {
+  Json peaks = Json::object();
+  for (int32_t i = 0; i < kNumDTypes; ++i) {
+    peaks[DTypeName(static_cast<DType>(i))] = c.device.peak_flops[static_cast<size_t>(i)];
+  }
+  Json j = Json::object();
+  j["format"] = kClusterFormat;
+  j["version"] = kVersion;
+  j["name"] = c.name;
+  j["hosts"] = c.hosts;
+  j["devices_per_host"] = c.devices_per_host;
+  j["device"] = {{"name", c.device.name},
+                 {"memory_bytes", c.device.memory_bytes},
+                 {"memory_bandwidth", c.device.memory_bandwidth},
+                 {"peak_flops", peaks}};
+  j["intra_host_link"] = {{"bandwidth", c.intra_host_link.bandwidth},
+                          {"latency", c.intra_host_link.latency}};
+  j["inter_host_link"] = {{"bandwidth", c.inter_host_link.bandwidth},
+                          {"latency", c.inter_host_link.latency}};
+  j["calibration"] = CalibrationFields(c.calibration);
+  return j;
+}
+
+Result<std::string> WriteCluster(const Cluster& cluster) {
+  ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+  try {
+    // Invalid UTF-8 in a name is replaced rather than thrown on.
+    return ClusterToJson(cluster).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory while writing the cluster");
+  } catch (const std::exception& e) {
+    return InternalError(std::string("writing the cluster: ") + e.what());
+  }
+}
+
+Result<Calibration> CalibrationFromJson(const nlohmann::json& json, const Calibration& base,
+                                        const std::string& where) {
+  try {
+    ObjectReader r(json, where);
+    ALPA_RETURN_IF_ERROR(r.CheckObject());
+    ALPA_RETURN_IF_ERROR(r.Header(kCalibrationFormat));
+    Calibration c = base;
+    ALPA_RETURN_IF_ERROR(ReadCalibrationFields(r, &c));
+    ALPA_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
+    ALPA_RETURN_IF_ERROR(ValidateCalibration(c, where));
+    return c;
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory while reading the calibration");
+  } catch (const std::exception& e) {
+    return ParseError(where + ": " + JsonErrorMessage(e.what()));
+  }
+}
+
+Result<Calibration> ReadCalibrationBuffer(std::string_view bytes, const Calibration& base) {
+  Result<Json> json = Parse(bytes, "calibration");
+  if (!json.ok()) return json.status();
+  return CalibrationFromJson(json.value(), base);
+}
+
+Result<Calibration> ReadCalibrationFile(const std::string& path, const Calibration& base) {
+  Result<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  return Prefixed(ReadCalibrationBuffer(bytes.value(), base), path);
+}
+
+nlohmann::json CalibrationToJson(const Calibration& calibration) {
+  Json j = CalibrationFields(calibration);
+  j["format"] = kCalibrationFormat;
+  j["version"] = kVersion;
+  return j;
+}
+
+std::string WriteCalibration(const Calibration& calibration) {
+  return CalibrationToJson(calibration).dump(2) + "\n";
+}
+
+}  // namespace alpa

@@ -1,0 +1,261 @@
+// Resharding plans: a shortest-path search over sharding specs (rules in resharding.h).
+#include "core/cluster/resharding.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+
+namespace alpa {
+namespace {
+
+// A partial plan: its cost, tie-breaking keys and steps.
+struct Label {
+  double cost = 0;
+  int32_t collectives = 0;
+  std::vector<std::array<int32_t, 4>> keys;  // (kind, mesh dim, from dim, to dim) per step
+  std::vector<ReshardStep> steps;
+};
+
+bool NearlyEqual(double a, double b) {
+  return std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b));
+}
+
+// Cheaper first; ties: fewer collectives, fewer steps, canonical order.
+bool Better(const Label& a, const Label& b) {
+  if (!NearlyEqual(a.cost, b.cost)) return a.cost < b.cost;
+  if (a.collectives != b.collectives) return a.collectives < b.collectives;
+  if (a.keys.size() != b.keys.size()) return a.keys.size() < b.keys.size();
+  return a.keys < b.keys;
+}
+
+bool Contains(const std::vector<int32_t>& v, int32_t k) {
+  return std::find(v.begin(), v.end(), k) != v.end();
+}
+
+// Whether appending mesh dim k to cur.dims[i] moves it toward dst.dims[i].
+bool AppendsTowardDst(const ShardingSpec& cur, const ShardingSpec& dst, size_t i, int32_t k) {
+  const auto& c = cur.dims[i];
+  const auto& d = dst.dims[i];
+  return c.size() < d.size() && std::equal(c.begin(), c.end(), d.begin()) && d[c.size()] == k;
+}
+
+double LocalBytes(const ShardingSpec& spec, const std::vector<int64_t>& shape, int64_t elem,
+                  const std::vector<int64_t>& mesh_shape) {
+  long double b = static_cast<long double>(elem);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    b *= static_cast<long double>(shape[i] / TensorDimShards(spec, i, mesh_shape));
+  }
+  return static_cast<double>(b);
+}
+
+double ReceivedBytes(CollectiveKind kind, int64_t n, double b) {
+  const double nd = static_cast<double>(n);
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2 * (nd - 1) / nd * b;
+    case CollectiveKind::kAllToAll:
+      return (nd - 1) / (nd * nd) * b;
+    default:
+      return (nd - 1) / nd * b;
+  }
+}
+
+struct Planner {
+  const ShardingSpec& dst;
+  const std::vector<int64_t>& shape;
+  int64_t elem;
+  const LogicalMesh& mesh;
+  CostMode mode;
+
+  // Appends to `out` every move from `cur` (labelled `base`); an error from the cost model ends
+  // the search.
+  Status Expand(const ShardingSpec& cur, const Label& base,
+                std::vector<std::pair<ShardingSpec, Label>>& out) const {
+    const double local = LocalBytes(cur, shape, elem, mesh.shape);
+    const int32_t ndim = mesh.ndim();
+    auto add = [&](ReshardStepKind kind, int32_t k, int32_t from, int32_t to, ShardingSpec next,
+                   double bytes, const std::string& what) -> Status {
+      ReshardStep s;
+      s.kind = kind;
+      s.mesh_dims = {k};
+      s.is_collective = kind != ReshardStepKind::kSlice && kind != ReshardStepKind::kZeroFill;
+      if (s.is_collective) {
+        s.collective = kind == ReshardStepKind::kAllReduce       ? CollectiveKind::kAllReduce
+                       : kind == ReshardStepKind::kReduceScatter ? CollectiveKind::kReduceScatter
+                       : kind == ReshardStepKind::kAllToAll      ? CollectiveKind::kAllToAll
+                                                                 : CollectiveKind::kAllGather;
+        const int64_t n = mesh.shape[static_cast<size_t>(k)];
+        Result<double> c = MeshCollectiveCost(mesh, s.collective, k, bytes, mode);
+        ALPA_RETURN_IF_ERROR(c.status());
+        s.bytes = bytes;
+        s.bytes_per_device = n > 1 ? ReceivedBytes(s.collective, n, bytes) : 0.0;
+        s.cost = c.value();
+      }
+      s.description = std::string(ReshardStepName(kind)) + " " + what + " over mesh dim " +
+                      std::to_string(k) + ": " + ToString(cur) + " -> " + ToString(next);
+      s.after = next;
+      Label l = base;
+      l.cost += s.cost;
+      l.collectives += s.is_collective ? 1 : 0;
+      l.keys.push_back({static_cast<int32_t>(kind), k, from, to});
+      l.steps.push_back(std::move(s));
+      out.emplace_back(std::move(next), std::move(l));
+      return Status::Ok();
+    };
+    const size_t rank = cur.rank();
+    // Partial sums not wanted by dst: all-reduce, or reduce-scatter onto a dim dst splits on k.
+    for (int32_t k : cur.partial) {
+      if (Contains(dst.partial, k)) continue;
+      ShardingSpec reduced = cur;
+      reduced.partial.erase(std::find(reduced.partial.begin(), reduced.partial.end(), k));
+      ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kAllReduce, k, -1, -1, reduced, local, "partial"));
+      for (size_t i = 0; i < rank; ++i) {
+        if (!AppendsTowardDst(cur, dst, i, k)) continue;
+        ShardingSpec next = reduced;
+        next.dims[i].push_back(k);
+        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kReduceScatter, k, -1, static_cast<int32_t>(i),
+                                 next, local, "partial onto tensor dim " + std::to_string(i)));
+      }
+    }
+    // The minor-most mesh dim of each tensor dim: all-gather, or all-to-all onto another dim.
+    for (size_t i = 0; i < rank; ++i) {
+      if (cur.dims[i].empty()) continue;
+      const int32_t k = cur.dims[i].back();
+      const double group = local * static_cast<double>(mesh.shape[static_cast<size_t>(k)]);
+      ShardingSpec gathered = cur;
+      gathered.dims[i].pop_back();
+      for (size_t j = 0; j < rank; ++j) {
+        if (j == i || !AppendsTowardDst(cur, dst, j, k)) continue;
+        ShardingSpec next = gathered;
+        next.dims[j].push_back(k);
+        ALPA_RETURN_IF_ERROR(add(
+            ReshardStepKind::kAllToAll, k, static_cast<int32_t>(i), static_cast<int32_t>(j), next,
+            group, "tensor dim " + std::to_string(i) + " to tensor dim " + std::to_string(j)));
+      }
+      ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kAllGather, k, static_cast<int32_t>(i), -1,
+                               gathered, group, "tensor dim " + std::to_string(i)));
+    }
+    // Unused mesh dims: slice toward dst, or zero-fill where dst is partial.
+    for (int32_t k = 0; k < ndim; ++k) {
+      bool used = Contains(cur.partial, k);
+      for (const auto& d : cur.dims) used = used || Contains(d, k);
+      if (used) continue;
+      for (size_t i = 0; i < rank; ++i) {
+        if (!AppendsTowardDst(cur, dst, i, k)) continue;
+        ShardingSpec next = cur;
+        next.dims[i].push_back(k);
+        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kSlice, k, -1, static_cast<int32_t>(i), next, 0,
+                                 "tensor dim " + std::to_string(i)));
+      }
+      if (Contains(dst.partial, k)) {
+        ShardingSpec next = cur;
+        next.partial.insert(std::lower_bound(next.partial.begin(), next.partial.end(), k), k);
+        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kZeroFill, k, -1, -1, next, 0, "partial"));
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+const char* ReshardStepName(ReshardStepKind kind) {
+  switch (kind) {
+    case ReshardStepKind::kAllReduce:
+      return "all-reduce";
+    case ReshardStepKind::kReduceScatter:
+      return "reduce-scatter";
+    case ReshardStepKind::kAllToAll:
+      return "all-to-all";
+    case ReshardStepKind::kAllGather:
+      return "all-gather";
+    case ReshardStepKind::kSlice:
+      return "slice";
+    case ReshardStepKind::kZeroFill:
+      return "zero-fill";
+  }
+  return "?";
+}
+
+int32_t ReshardPlan::NumCollectives() const {
+  int32_t n = 0;
+  for (const auto& s : steps) n += s.is_collective ? 1 : 0;
+  return n;
+}
+
+std::vector<ReshardStep> ReshardPlan::Collectives() const {
+  std::vector<ReshardStep> out;
+  for (const auto& s : steps) {
+    if (s.is_collective) out.push_back(s);
+  }
+  return out;
+}
+
+bool IsAlpaForbiddenReshard(const ShardingSpec& src, const ShardingSpec& dst) {
+  const size_t rank = std::min(src.rank(), dst.rank());
+  for (size_t i = 0; i < rank; ++i) {
+    const auto& s = src.dims[i];
+    const auto& d = dst.dims[i];
+    size_t p = 0;
+    while (p < s.size() && p < d.size() && s[p] == d[p]) ++p;
+    if (p < s.size() && p < d.size()) return true;
+  }
+  return false;
+}
+
+Result<ReshardPlan> PlanReshard(const ShardingSpec& src, const ShardingSpec& dst,
+                                const std::vector<int64_t>& tensor_shape, int64_t element_bytes,
+                                const LogicalMesh& mesh, const ReshardOptions& options) {
+  if (element_bytes < 1) {
+    return InvalidArgument("reshard: element_bytes is " + std::to_string(element_bytes) +
+                           " (must be >= 1)");
+  }
+  Status s = ValidateShardingSpec(src, tensor_shape, mesh.shape);
+  if (!s.ok()) return Status(s.code(), "reshard source: " + s.message());
+  s = ValidateShardingSpec(dst, tensor_shape, mesh.shape);
+  if (!s.ok()) return Status(s.code(), "reshard destination: " + s.message());
+
+  const Planner planner{dst, tensor_shape, element_bytes, mesh, options.cost_mode};
+  // Dijkstra over specs; the state space is small (each tensor dim's list is a prefix of its
+  // src or dst list), so a lazy-deletion heap over stored labels is plenty.
+  std::vector<std::pair<ShardingSpec, Label>> entries;
+  std::map<ShardingSpec, size_t> best;
+  auto worse = [&](size_t a, size_t b) { return Better(entries[b].second, entries[a].second); };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(worse)> heap(worse);
+  entries.emplace_back(src, Label{});
+  best[src] = 0;
+  heap.push(0);
+  std::map<ShardingSpec, bool> settled;
+  std::vector<std::pair<ShardingSpec, Label>> next;
+  while (!heap.empty()) {
+    const size_t e = heap.top();
+    heap.pop();
+    if (best[entries[e].first] != e || settled[entries[e].first]) continue;
+    settled[entries[e].first] = true;
+    if (entries[e].first == dst) {
+      ReshardPlan plan;
+      plan.steps = entries[e].second.steps;
+      plan.plan_cost = entries[e].second.cost;
+      plan.forbidden = options.alpa_compatible && IsAlpaForbiddenReshard(src, dst);
+      plan.cost = plan.forbidden ? std::numeric_limits<double>::infinity() : plan.plan_cost;
+      return plan;
+    }
+    next.clear();
+    ALPA_RETURN_IF_ERROR(planner.Expand(entries[e].first, entries[e].second, next));
+    for (auto& [spec, label] : next) {
+      auto it = best.find(spec);
+      if (it != best.end() && (settled[spec] || !Better(label, entries[it->second].second))) {
+        continue;
+      }
+      entries.emplace_back(spec, std::move(label));
+      best[spec] = entries.size() - 1;
+      heap.push(entries.size() - 1);
+    }
+  }
+  return InternalError("reshard: no plan from '" + ToString(src) + "' to '" + ToString(dst) + "'");
+}
+
+}  // namespace alpa

@@ -1,0 +1,135 @@
+#include "core/problem/sharding_problem.h"
+
+#include <cmath>
+#include <string>
+
+namespace alpa {
+namespace {
+
+std::string NodeName(size_t i) { return "node " + std::to_string(i); }
+
+Status CheckEndpoint(const ShardingProblem& p, const char* what, size_t index, int32_t node) {
+  if (node < 0 || static_cast<size_t>(node) >= p.nodes.size()) {
+    return InvalidProblem(std::string(what) + " " + std::to_string(index) + ": endpoint " +
+                          std::to_string(node) + " is not a node id (there are " +
+                          std::to_string(p.nodes.size()) + " nodes)");
+  }
+  return Status::Ok();
+}
+
+Status ValidateNodes(const ShardingProblem& p) {
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const ShardingNode& n = p.nodes[i];
+    if (n.costs.empty()) return InvalidProblem(NodeName(i) + " has no strategies");
+    bool any_allowed = false;
+    for (size_t s = 0; s < n.costs.size(); ++s) {
+      if (std::isnan(n.costs[s])) {
+        return InvalidProblem(NodeName(i) + " strategy " + std::to_string(s) + ": cost is NaN");
+      }
+      if (!IsForbidden(n.costs[s])) any_allowed = true;
+    }
+    if (!any_allowed) {
+      return InvalidProblem(NodeName(i) + ": every strategy is forbidden (cost >= 1e18)");
+    }
+    if (!n.usages.empty() && n.usages.size() != n.costs.size()) {
+      return InvalidProblem(NodeName(i) + " has " + std::to_string(n.costs.size()) +
+                            " strategies but " + std::to_string(n.usages.size()) + " usages");
+    }
+    for (size_t s = 0; s < n.usages.size(); ++s) {
+      if (n.usages[s] < 0) {
+        return InvalidProblem(NodeName(i) + " strategy " + std::to_string(s) + ": negative usage " +
+                              std::to_string(n.usages[s]));
+      }
+    }
+    if (n.interval.lo < 0 || n.interval.hi < n.interval.lo) {
+      return InvalidProblem(NodeName(i) + ": usage interval [" + std::to_string(n.interval.lo) +
+                            ", " + std::to_string(n.interval.hi) +
+                            ") is invalid (need 0 <= lo <= hi)");
+    }
+    if (n.follows != -1) {
+      if (n.follows < 0 || static_cast<size_t>(n.follows) >= p.nodes.size()) {
+        return InvalidProblem(NodeName(i) + " follows " + std::to_string(n.follows) +
+                              ", which is not a node id");
+      }
+      if (p.nodes[static_cast<size_t>(n.follows)].costs.size() != n.costs.size()) {
+        return InvalidProblem(NodeName(i) + " follows node " + std::to_string(n.follows) +
+                              " but has " + std::to_string(n.costs.size()) +
+                              " strategies where the followed node has " +
+                              std::to_string(p.nodes[static_cast<size_t>(n.follows)].costs.size()));
+      }
+    }
+  }
+  // Follower cycles: walk each chain with a step bound.
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    int32_t cur = static_cast<int32_t>(i);
+    size_t steps = 0;
+    while (p.nodes[static_cast<size_t>(cur)].follows != -1) {
+      cur = p.nodes[static_cast<size_t>(cur)].follows;
+      if (++steps > p.nodes.size()) {
+        return InvalidProblem(NodeName(i) + ": its follows chain has a cycle");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateProblem(const ShardingProblem& p) {
+  if (p.nodes.size() > static_cast<size_t>(INT32_MAX)) {
+    return InvalidProblem("too many nodes: " + std::to_string(p.nodes.size()));
+  }
+  ALPA_RETURN_IF_ERROR(ValidateNodes(p));
+  for (size_t e = 0; e < p.edges.size(); ++e) {
+    const ShardingEdge& edge = p.edges[e];
+    ALPA_RETURN_IF_ERROR(CheckEndpoint(p, "edge", e, edge.u));
+    ALPA_RETURN_IF_ERROR(CheckEndpoint(p, "edge", e, edge.v));
+    const size_t want = p.nodes[static_cast<size_t>(edge.u)].costs.size() *
+                        p.nodes[static_cast<size_t>(edge.v)].costs.size();
+    if (edge.costs.size() != want) {
+      return InvalidProblem("edge " + std::to_string(e) + " (" + std::to_string(edge.u) + ", " +
+                            std::to_string(edge.v) + ") has " + std::to_string(edge.costs.size()) +
+                            " costs, expected " + std::to_string(want));
+    }
+    for (size_t k = 0; k < edge.costs.size(); ++k) {
+      if (std::isnan(edge.costs[k])) {
+        return InvalidProblem("edge " + std::to_string(e) + " cost " + std::to_string(k) +
+                              " is NaN");
+      }
+    }
+  }
+  for (size_t a = 0; a < p.aliases.size(); ++a) {
+    const ShardingAlias& alias = p.aliases[a];
+    ALPA_RETURN_IF_ERROR(CheckEndpoint(p, "alias", a, alias.u));
+    ALPA_RETURN_IF_ERROR(CheckEndpoint(p, "alias", a, alias.v));
+    const size_t want = p.nodes[static_cast<size_t>(alias.u)].costs.size() *
+                        p.nodes[static_cast<size_t>(alias.v)].costs.size();
+    if (alias.forbidden.size() != want) {
+      return InvalidProblem("alias " + std::to_string(a) + " (" + std::to_string(alias.u) + ", " +
+                            std::to_string(alias.v) + ") has " +
+                            std::to_string(alias.forbidden.size()) + " entries, expected " +
+                            std::to_string(want));
+    }
+  }
+  for (size_t t = 0; t < p.live_sets.size(); ++t) {
+    for (int32_t node : p.live_sets[t]) {
+      if (node < 0 || static_cast<size_t>(node) >= p.nodes.size()) {
+        return InvalidProblem("live set of time step " + std::to_string(t) + " names node " +
+                              std::to_string(node) + ", which does not exist");
+      }
+    }
+  }
+  if (p.usage_limit && *p.usage_limit < 0) {
+    return InvalidProblem("usage limit " + std::to_string(*p.usage_limit) + " is negative");
+  }
+  return Status::Ok();
+}
+
+int32_t FollowRoot(const ShardingProblem& problem, int32_t node) {
+  while (problem.nodes[static_cast<size_t>(node)].follows != -1) {
+    node = problem.nodes[static_cast<size_t>(node)].follows;
+  }
+  return node;
+}
+
+}  // namespace alpa

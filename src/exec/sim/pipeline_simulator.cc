@@ -1,0 +1,347 @@
+// The pipeline simulator's event loop (pipeline_simulator.h has the model).
+#include "exec/sim/pipeline_simulator.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace alpa {
+
+const char* SimEventKindName(SimEventKind kind) {
+  switch (kind) {
+    case SimEventKind::kForward:
+      return "forward";
+    case SimEventKind::kBackward:
+      return "backward";
+    case SimEventKind::kSend:
+      return "send";
+    case SimEventKind::kRecv:
+      return "recv";
+    case SimEventKind::kSync:
+      return "sync";
+    case SimEventKind::kUpdate:
+      return "update";
+    case SimEventKind::kIdle:
+      return "idle";
+  }
+  return "unknown";
+}
+
+namespace {
+
+struct Move {
+  int64_t src = 0, dst = 0, bytes = 0;
+};
+
+// The moves of a transfer: its slices, or its bytes spread over min(#src, #dst) device pairs.
+std::vector<Move> TransferMoves(const PipelineSimInput& in, const PipelineSimTransfer& tr) {
+  std::vector<Move> moves;
+  if (!tr.slices.empty()) {
+    for (const SimSliceMove& s : tr.slices) moves.push_back({s.src_device, s.dst_device, s.bytes});
+    return moves;
+  }
+  const std::vector<int64_t>& from = in.stages[static_cast<size_t>(tr.from_stage)].devices;
+  const std::vector<int64_t>& to = in.stages[static_cast<size_t>(tr.to_stage)].devices;
+  const size_t pairs = std::min(from.size(), to.size());
+  const int64_t n = static_cast<int64_t>(pairs);
+  for (size_t k = 0; k < pairs; ++k) {
+    const int64_t extra = static_cast<int64_t>(k) < tr.bytes % n ? 1 : 0;
+    moves.push_back({from[k], to[k], tr.bytes / n + extra});
+  }
+  return moves;
+}
+
+int32_t DirectionOf(PipelineTaskKind kind) { return kind == PipelineTaskKind::kForward ? 0 : 1; }
+
+// A pending happening: a stage's task ends, or a move arrives at its receiving stage.
+struct QueuedEvent {
+  double time = 0;
+  int64_t seq = 0;  // creation order: breaks ties between equal times deterministically
+  bool is_arrival = false;
+  int32_t stage = 0;   // the stage whose task ends / the receiving stage
+  int64_t input = 0;   // arrival: index of the input slot (stage, direction, microbatch)
+  double sent_at = 0;  // arrival: when the sender finished its task
+  bool operator>(const QueuedEvent& o) const {
+    return time != o.time ? time > o.time : seq > o.seq;
+  }
+};
+
+struct StageState {
+  std::vector<PipelineTask> tasks;
+  size_t next = 0;        // index of the task running or to run next
+  bool running = false;   // a task is running
+  double free_since = 0;  // end of the previous task (0 before the first)
+  double task_start = 0;  // of the running task
+  int64_t in_flight = 0;
+  bool finished = false;
+};
+
+// Inputs of one (stage, direction, microbatch): moves still to arrive, and the latest time one
+// of them was sent and arrived.
+struct InputSlot {
+  int64_t pending = 0;
+  double last_sent = 0, last_arrival = 0;
+};
+
+class Simulator {
+ public:
+  explicit Simulator(const PipelineSimInput& in) : in_(in) {}
+
+  Result<PipelineSimResult> Run();
+
+ private:
+  int64_t Slot(int32_t stage, int32_t direction, int64_t microbatch) const {
+    return (int64_t{stage} * 2 + direction) * in_.microbatches + microbatch;
+  }
+  void Push(QueuedEvent e) {
+    e.seq = seq_++;
+    queue_.push(e);
+  }
+  void Record(int32_t stage, SimEventKind kind, int64_t microbatch, double start, double end) {
+    if (!in_.record_timeline) return;
+    SimEvent e;
+    e.stage = stage;
+    e.devices = in_.stages[static_cast<size_t>(stage)].devices;
+    e.kind = kind;
+    e.microbatch = microbatch;
+    e.start = start;
+    e.end = end;
+    result_.timeline.push_back(std::move(e));
+  }
+  void Setup();
+  double Reserve(const Move& mv, double ready, double* start);
+  void TryStart(int32_t s, double now);
+  void TaskEnd(int32_t s, double now);
+  void Arrival(const QueuedEvent& e);
+
+  const PipelineSimInput& in_;
+  PipelineSimResult result_;
+  std::vector<StageState> stages_;
+  std::vector<InputSlot> slots_;
+  std::vector<std::vector<Move>> moves_;  // per transfer
+  // outgoing_[stage][direction]: transfers the stage sends after its tasks of that direction.
+  std::vector<std::array<std::vector<int32_t>, 2>> outgoing_;
+  // FIFO resources: busy-until times of device links (egress, ingress) and host NICs.
+  std::map<int64_t, int32_t> device_index_, host_index_;
+  std::vector<double> device_out_, device_in_, nic_out_, nic_in_;
+  std::priority_queue<QueuedEvent, std::vector<QueuedEvent>, std::greater<QueuedEvent>> queue_;
+  int64_t seq_ = 0;
+};
+
+void Simulator::Setup() {
+  const int32_t num_stages = static_cast<int32_t>(in_.stages.size());
+  stages_.resize(static_cast<size_t>(num_stages));
+  result_.stages.resize(static_cast<size_t>(num_stages));
+  outgoing_.resize(static_cast<size_t>(num_stages));
+  slots_.assign(static_cast<size_t>(Slot(num_stages, 0, 0)), InputSlot{});
+  for (int32_t s = 0; s < num_stages; ++s) {
+    stages_[static_cast<size_t>(s)].tasks =
+        StageSchedule(in_.schedule, num_stages, s, in_.microbatches);
+    for (int64_t d : in_.stages[static_cast<size_t>(s)].devices) {
+      device_index_.emplace(d, static_cast<int32_t>(device_index_.size()));
+      host_index_.emplace(d / in_.devices_per_host, static_cast<int32_t>(host_index_.size()));
+    }
+  }
+  device_out_.assign(device_index_.size(), 0.0);
+  device_in_.assign(device_index_.size(), 0.0);
+  nic_out_.assign(host_index_.size(), 0.0);
+  nic_in_.assign(host_index_.size(), 0.0);
+  for (size_t t = 0; t < in_.transfers.size(); ++t) {
+    const PipelineSimTransfer& tr = in_.transfers[t];
+    moves_.push_back(TransferMoves(in_, tr));
+    const int32_t dir = tr.direction == SimTransferDirection::kForward ? 0 : 1;
+    outgoing_[static_cast<size_t>(tr.from_stage)][static_cast<size_t>(dir)].push_back(
+        static_cast<int32_t>(t));
+    for (int64_t m = 0; m < in_.microbatches; ++m) {
+      slots_[static_cast<size_t>(Slot(tr.to_stage, dir, m))].pending +=
+          static_cast<int64_t>(moves_.back().size());
+    }
+  }
+}
+
+// Reserves the move's links from `ready` on (FIFO); returns its arrival time, *start when it
+// begins to occupy them.
+double Simulator::Reserve(const Move& mv, double ready, double* start) {
+  const bool same_host = mv.src / in_.devices_per_host == mv.dst / in_.devices_per_host;
+  const SimLink& link = same_host ? in_.intra_host : in_.inter_host;
+  if (mv.bytes == 0) {
+    *start = ready;
+    return ready + link.latency;
+  }
+  double* out = nullptr;
+  double* in = nullptr;
+  if (same_host) {
+    out = &device_out_[static_cast<size_t>(device_index_.at(mv.src))];
+    in = &device_in_[static_cast<size_t>(device_index_.at(mv.dst))];
+  } else {
+    out = &nic_out_[static_cast<size_t>(host_index_.at(mv.src / in_.devices_per_host))];
+    in = &nic_in_[static_cast<size_t>(host_index_.at(mv.dst / in_.devices_per_host))];
+  }
+  *start = std::max({ready, *out, *in});
+  const double end = *start + static_cast<double>(mv.bytes) / link.bandwidth;
+  *out = end;
+  *in = end;
+  return end + link.latency;
+}
+
+void Simulator::TryStart(int32_t s, double now) {
+  StageState& st = stages_[static_cast<size_t>(s)];
+  if (st.running || st.next >= st.tasks.size()) return;
+  const PipelineTask task = st.tasks[st.next];
+  const InputSlot& slot =
+      slots_[static_cast<size_t>(Slot(s, DirectionOf(task.kind), task.microbatch))];
+  if (slot.pending > 0) return;  // an arrival will call again
+  // The stage waited [free_since, now): idle until the last input was sent, then blocked on
+  // communication until it arrived.
+  SimStageStats& stats = result_.stages[static_cast<size_t>(s)];
+  const double wait = now - st.free_since;
+  if (wait > 0) {
+    const double idle = std::min(wait, std::max(0.0, slot.last_sent - st.free_since));
+    stats.communication_wait_seconds += wait - idle;
+    if (idle > 0) Record(s, SimEventKind::kIdle, -1, st.free_since, st.free_since + idle);
+    if (wait > idle) Record(s, SimEventKind::kRecv, task.microbatch, st.free_since + idle, now);
+  }
+  const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
+  const bool forward = task.kind == PipelineTaskKind::kForward;
+  if (forward) {
+    ++st.in_flight;
+    stats.peak_in_flight = std::max(stats.peak_in_flight, st.in_flight);
+  }
+  st.running = true;
+  st.task_start = now;
+  QueuedEvent e;
+  e.time = now + (forward ? spec.forward_seconds : spec.backward_seconds);
+  e.stage = s;
+  Push(e);
+}
+
+void Simulator::TaskEnd(int32_t s, double now) {
+  StageState& st = stages_[static_cast<size_t>(s)];
+  SimStageStats& stats = result_.stages[static_cast<size_t>(s)];
+  const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
+  const PipelineTask task = st.tasks[st.next];
+  const bool forward = task.kind == PipelineTaskKind::kForward;
+  if (!forward) --st.in_flight;
+  stats.busy_seconds += forward ? spec.forward_seconds : spec.backward_seconds;
+  Record(s, forward ? SimEventKind::kForward : SimEventKind::kBackward, task.microbatch,
+         st.task_start, now);
+  // Sends are asynchronous: reserve the links now, deliver later.
+  const int32_t dir = DirectionOf(task.kind);
+  for (int32_t t : outgoing_[static_cast<size_t>(s)][static_cast<size_t>(dir)]) {
+    const PipelineSimTransfer& tr = in_.transfers[static_cast<size_t>(t)];
+    for (const Move& mv : moves_[static_cast<size_t>(t)]) {
+      double start = 0;
+      const double arrival = Reserve(mv, now, &start);
+      QueuedEvent e;
+      e.time = arrival;
+      e.is_arrival = true;
+      e.stage = tr.to_stage;
+      e.input = Slot(tr.to_stage, dir, task.microbatch);
+      e.sent_at = now;
+      Push(e);
+      if (in_.record_timeline) {
+        SimEvent ev;
+        ev.stage = s;
+        ev.devices = {mv.src, mv.dst};
+        ev.kind = SimEventKind::kSend;
+        ev.microbatch = task.microbatch;
+        ev.start = start;
+        ev.end = arrival;
+        ev.peer_stage = tr.to_stage;
+        ev.transfer = t;
+        result_.timeline.push_back(std::move(ev));
+      }
+    }
+  }
+  st.running = false;
+  st.free_since = now;
+  ++st.next;
+  if (st.next < st.tasks.size()) {
+    TryStart(s, now);
+    return;
+  }
+  // Gradient synchronisation and the update: nothing waits on them but the iteration's end.
+  const double sync_end = now + spec.gradient_sync_seconds;
+  stats.finish_seconds = sync_end + spec.update_seconds;
+  stats.busy_seconds += spec.gradient_sync_seconds + spec.update_seconds;
+  Record(s, SimEventKind::kSync, -1, now, sync_end);
+  Record(s, SimEventKind::kUpdate, -1, sync_end, stats.finish_seconds);
+  st.finished = true;
+}
+
+void Simulator::Arrival(const QueuedEvent& e) {
+  InputSlot& slot = slots_[static_cast<size_t>(e.input)];
+  --slot.pending;
+  slot.last_sent = std::max(slot.last_sent, e.sent_at);
+  slot.last_arrival = std::max(slot.last_arrival, e.time);
+  if (slot.pending == 0) TryStart(e.stage, e.time);
+}
+
+Result<PipelineSimResult> Simulator::Run() {
+  Setup();
+  const int32_t num_stages = static_cast<int32_t>(in_.stages.size());
+  for (int32_t s = 0; s < num_stages; ++s) TryStart(s, 0.0);
+  while (!queue_.empty()) {
+    const QueuedEvent e = queue_.top();
+    queue_.pop();
+    if (e.is_arrival) {
+      Arrival(e);
+    } else {
+      TaskEnd(e.stage, e.time);
+    }
+  }
+  for (int32_t s = 0; s < num_stages; ++s) {
+    const StageState& st = stages_[static_cast<size_t>(s)];
+    if (st.finished) continue;
+    const PipelineTask& task = st.tasks[st.next];
+    return InvalidArgument("the schedule cannot finish: stages[" + std::to_string(s) +
+                           "] waits forever for the " + "inputs of its " +
+                           (task.kind == PipelineTaskKind::kForward ? "forward" : "backward") +
+                           " of microbatch " + std::to_string(task.microbatch));
+  }
+
+  double max_latency = 0;
+  for (int32_t s = 0; s < num_stages; ++s) {
+    const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
+    const double latency = spec.forward_seconds + spec.backward_seconds;
+    max_latency = std::max(max_latency, latency);
+    result_.closed_form_seconds += latency + spec.gradient_sync_seconds + spec.update_seconds;
+    result_.iteration_seconds =
+        std::max(result_.iteration_seconds, result_.stages[static_cast<size_t>(s)].finish_seconds);
+  }
+  result_.closed_form_seconds += static_cast<double>(in_.microbatches - 1) * max_latency;
+  const double total = result_.iteration_seconds;
+  for (int32_t s = 0; s < num_stages; ++s) {
+    SimStageStats& stats = result_.stages[static_cast<size_t>(s)];
+    const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
+    stats.idle_seconds =
+        std::max(0.0, total - stats.busy_seconds - stats.communication_wait_seconds);
+    stats.bubble_fraction = total > 0 ? stats.idle_seconds / total : 0.0;
+    stats.peak_memory_bytes = spec.persistent_bytes + stats.peak_in_flight * spec.activation_bytes;
+    if (total > stats.finish_seconds) {
+      Record(s, SimEventKind::kIdle, -1, stats.finish_seconds, total);
+    }
+  }
+  // A stage records its events in the order they happen, so a stable sort keeps zero-length
+  // tasks at one instant in their run order.
+  std::stable_sort(result_.timeline.begin(), result_.timeline.end(),
+                   [](const SimEvent& a, const SimEvent& b) {
+                     return a.start != b.start ? a.start < b.start : a.stage < b.stage;
+                   });
+  return std::move(result_);
+}
+
+}  // namespace
+
+Result<PipelineSimResult> SimulatePipeline(const PipelineSimInput& input) {
+  ALPA_RETURN_IF_ERROR(ValidatePipelineSimInput(input));
+  return Simulator(input).Run();
+}
+
+}  // namespace alpa

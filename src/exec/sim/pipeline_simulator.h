@@ -1,0 +1,162 @@
+// An event-by-event simulator of one pipeline-parallel training iteration: every stage runs its
+// schedule (pipeline_schedule.h) task by task, stages exchange activations and gradients over a
+// modelled network, and the iteration ends when every stage has run its gradient
+// synchronisation and update. It checks the planner's closed form
+//     T = sum_i (t_i + o_i) + (B - 1) * max_j t_j      (REFERENCE §4, docs/planner.md)
+// independently, and adds what the closed form leaves out: transfers between stages, link
+// contention, and stages that overlap their gradient synchronisation.
+//
+// The input is flat (no graph, no plan): a later step converts a PipelinePlan into it.
+//
+// Semantics
+//   Compute. A stage is one unit: its tasks (forward / backward of one microbatch, each one
+//     block of forward_seconds / backward_seconds that includes the stage's own intra-stage
+//     collectives) run one at a time in the order StageSchedule gives. A task starts as soon as
+//     the stage has finished its previous task and every input of the task has arrived.
+//   Inputs. A forward transfer (activation) of microbatch m is sent when the sender finishes
+//     its forward of m and is an input of the receiver's forward of m; a backward transfer
+//     (gradient) is sent when the sender finishes its backward of m and is an input of the
+//     receiver's backward of m. Sends are asynchronous (the sender goes on computing); a
+//     receive blocks the receiving task.
+//   Moves. A transfer is a set of device-to-device moves: its `slices` when given, else its
+//     bytes spread evenly over min(#src, #dst) pairs (sender device k -> receiver device k, in
+//     the stages' device order; the first bytes % pairs moves carry one byte more).
+//   Links and contention (FIFO reservation, deterministic). A move inside one host reserves the
+//     source device's intra-host egress and the destination device's intra-host ingress; a
+//     move between hosts reserves the source host's NIC egress and the destination host's NIC
+//     ingress (the device-to-NIC hop is not modelled). Each resource is a single FIFO server:
+//     a move starts when it is ready and all its resources are free, holds them all for
+//     bytes / bandwidth, and arrives `latency` later (latency does not hold the resources, so
+//     back-to-back moves pipeline). Moves reserve in event order: by the time their sender
+//     finished, ties broken by event creation order, then by transfer index and move index. A
+//     zero-byte move reserves nothing and arrives after the latency alone.
+//   Iteration end. After its last task a stage runs gradient_sync_seconds and then
+//     update_seconds; the iteration ends when every stage has finished its update.
+//   Accounting per stage: busy = forward + backward + sync + update seconds; a stage that
+//     waits for a task's inputs is idle until the last of those inputs was sent (upstream
+//     compute: the pipeline bubble) and in communication wait from then until they arrive;
+//     idle also counts the time before the first task and after the update.
+//     busy + communication_wait + idle == iteration_seconds.
+//   Memory: a microbatch is in flight on a stage from the start of its forward to the end of
+//     its backward; memory = persistent_bytes + in flight * activation_bytes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/util/status.h"
+#include "solvers/pipeline/pipeline_schedule.h"
+
+namespace alpa {
+
+struct SimLink {
+  // Intra-host: bytes per second of one device's link (each direction separately); inter-host:
+  // the aggregate bytes per second of one host's NICs (each direction separately).
+  double bandwidth = 0;
+  double latency = 0;  // seconds added to every move on the link
+};
+
+struct PipelineSimStage {
+  std::vector<int64_t> devices;      // physical ids: host * devices_per_host + local index
+  double forward_seconds = 0;        // per microbatch, compute plus intra-stage collectives
+  double backward_seconds = 0;       // per microbatch
+  double gradient_sync_seconds = 0;  // once per iteration, after the last backward
+  double update_seconds = 0;         // once per iteration, after the gradient sync
+  int64_t activation_bytes = 0;      // per device, per microbatch in flight
+  int64_t persistent_bytes = 0;      // per device, all iteration
+};
+
+enum class SimTransferDirection : int32_t {
+  kForward = 0,   // activation: after the sender's forward, before the receiver's forward
+  kBackward = 1,  // gradient: after the sender's backward, before the receiver's backward
+};
+
+// One device-to-device piece of a transfer.
+struct SimSliceMove {
+  int64_t src_device = 0;  // a device of the sending stage
+  int64_t dst_device = 0;  // a device of the receiving stage
+  int64_t bytes = 0;
+};
+
+// Bytes one stage sends another per microbatch. Forward transfers go to a later stage
+// (from_stage < to_stage), backward transfers to an earlier one; the stages need not be
+// adjacent.
+struct PipelineSimTransfer {
+  int32_t from_stage = 0, to_stage = 0;
+  int64_t bytes = 0;  // the tensor's bytes; what is spread when `slices` is empty
+  SimTransferDirection direction = SimTransferDirection::kForward;
+  // Optional: the moves (e.g. core/cluster/cross_mesh.h's PlanCrossMeshTransfer). When given they
+  // alone decide the traffic and `bytes` is not used: their sum exceeds it when the receiver holds
+  // replicas (every receiving device gets its whole tile).
+  std::vector<SimSliceMove> slices;
+};
+
+struct PipelineSimInput {
+  int32_t hosts = 1;
+  int32_t devices_per_host = 1;
+  SimLink intra_host;  // per device
+  SimLink inter_host;  // per host NIC
+  PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
+  int64_t microbatches = 1;              // B, 1 .. kMaxSimMicrobatches
+  std::vector<PipelineSimStage> stages;  // pipeline order
+  std::vector<PipelineSimTransfer> transfers;
+  bool record_timeline = true;  // false: leave PipelineSimResult::timeline empty
+};
+
+// The largest B the simulator accepts (its state grows with stages x B).
+constexpr int64_t kMaxSimMicrobatches = int64_t{1} << 20;
+
+enum class SimEventKind : int32_t {
+  kForward = 0,
+  kBackward = 1,
+  kSend = 2,  // one move, from the moment it holds its links to its arrival
+  kRecv = 3,  // the receiving stage blocked on inputs already sent but not yet arrived
+  kSync = 4,
+  kUpdate = 5,
+  kIdle = 6,  // the stage has nothing to run (bubble, waiting for upstream compute, finished)
+};
+
+// "forward", "backward", "send", "recv", "sync", "update", "idle".
+const char* SimEventKindName(SimEventKind kind);
+
+struct SimEvent {
+  int32_t stage = 0;  // for kSend: the sending stage
+  // The stage's devices; for kSend the move's {source, destination}.
+  std::vector<int64_t> devices;
+  SimEventKind kind = SimEventKind::kIdle;
+  int64_t microbatch = -1;  // -1 for sync, update and idle
+  double start = 0, end = 0;
+  int32_t peer_stage = -1;  // kSend: the receiving stage
+  int32_t transfer = -1;    // kSend: index into PipelineSimInput::transfers
+};
+
+struct SimStageStats {
+  double busy_seconds = 0;                // forward + backward + sync + update
+  double communication_wait_seconds = 0;  // blocked on inputs sent but not yet arrived
+  double idle_seconds = 0;                // iteration - busy - communication wait
+  double bubble_fraction = 0;             // idle / iteration
+  double finish_seconds = 0;              // end of its update
+  int64_t peak_in_flight = 0;             // microbatches
+  int64_t peak_memory_bytes = 0;          // per device: persistent + peak in flight * activation
+};
+
+struct PipelineSimResult {
+  double iteration_seconds = 0;
+  // The planner's closed form for the same input: sum_i (f_i + b_i + sync_i + update_i) +
+  // (B - 1) * max_j (f_j + b_j). Transfers are not part of it.
+  double closed_form_seconds = 0;
+  std::vector<SimStageStats> stages;
+  // Per stage its forward / backward / sync / update, idle and recv intervals (they tile
+  // [0, iteration_seconds]), and every move as a send of its sending stage; sorted by start,
+  // then stage, then the order they happened. Zero-length idle and recv intervals are left out.
+  std::vector<SimEvent> timeline;
+};
+
+// Checks the input; kInvalidArgument names the element ("stages[2].forward_seconds ...").
+Status ValidatePipelineSimInput(const PipelineSimInput& input);
+
+// Validates, then simulates one iteration. Errors: kInvalidArgument from validation, or when
+// the schedule cannot finish (a stage waits for an input that is never sent).
+Result<PipelineSimResult> SimulatePipeline(const PipelineSimInput& input);
+
+}  // namespace alpa

@@ -1,0 +1,167 @@
+// Input checks of the pipeline simulator (pipeline_simulator.h): every message names the
+// element at fault, e.g. "stages[1].devices[0] = 3 is already used by stages[0]".
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "exec/sim/pipeline_simulator.h"
+
+namespace alpa {
+namespace {
+
+std::string Num(double v) {
+  // Enough digits to tell values apart; std::to_string would print 6 decimals.
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+Status CheckSeconds(const std::string& name, double v) {
+  if (!std::isfinite(v) || v < 0) {
+    return InvalidArgument(name + " must be finite and non-negative, got " + Num(v));
+  }
+  return Status::Ok();
+}
+
+Status CheckLink(const std::string& name, const SimLink& link) {
+  if (!std::isfinite(link.bandwidth) || link.bandwidth <= 0) {
+    return InvalidArgument(name + ".bandwidth must be finite and positive, got " +
+                           Num(link.bandwidth));
+  }
+  return CheckSeconds(name + ".latency", link.latency);
+}
+
+Status CheckBytes(const std::string& name, int64_t v) {
+  if (v < 0) return InvalidArgument(name + " is negative (" + std::to_string(v) + ")");
+  return Status::Ok();
+}
+
+bool Contains(const std::vector<int64_t>& v, int64_t x) {
+  for (int64_t y : v) {
+    if (y == x) return true;
+  }
+  return false;
+}
+
+Status CheckStages(const PipelineSimInput& in, int64_t num_devices) {
+  if (in.stages.empty()) return InvalidArgument("stages is empty");
+  if (in.stages.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return InvalidArgument("too many stages (" + std::to_string(in.stages.size()) + ")");
+  }
+  std::map<int64_t, int32_t> owner;  // device -> stage (a map: hosts x devices may be huge)
+  for (size_t s = 0; s < in.stages.size(); ++s) {
+    const PipelineSimStage& st = in.stages[s];
+    const std::string name = "stages[" + std::to_string(s) + "]";
+    if (st.devices.empty()) return InvalidArgument(name + ".devices is empty");
+    for (size_t k = 0; k < st.devices.size(); ++k) {
+      const int64_t d = st.devices[k];
+      const std::string dname = name + ".devices[" + std::to_string(k) + "] = " + std::to_string(d);
+      if (d < 0 || d >= num_devices) {
+        return InvalidArgument(dname + " is out of range (" + std::to_string(num_devices) +
+                               " devices: hosts x devices_per_host)");
+      }
+      const auto [it, inserted] = owner.emplace(d, static_cast<int32_t>(s));
+      if (!inserted && it->second == static_cast<int32_t>(s)) {
+        return InvalidArgument(dname + " is listed twice");
+      }
+      if (!inserted) {
+        return InvalidArgument(dname + " is already used by stages[" + std::to_string(it->second) +
+                               "]");
+      }
+    }
+    ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".forward_seconds", st.forward_seconds));
+    ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".backward_seconds", st.backward_seconds));
+    ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".gradient_sync_seconds", st.gradient_sync_seconds));
+    ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".update_seconds", st.update_seconds));
+    ALPA_RETURN_IF_ERROR(CheckBytes(name + ".activation_bytes", st.activation_bytes));
+    ALPA_RETURN_IF_ERROR(CheckBytes(name + ".persistent_bytes", st.persistent_bytes));
+    // Peak memory persistent + B * activation must fit in int64.
+    if (st.activation_bytes > 0 &&
+        in.microbatches >
+            (std::numeric_limits<int64_t>::max() - st.persistent_bytes) / st.activation_bytes) {
+      return InvalidArgument(name + ": persistent_bytes + microbatches * activation_bytes " +
+                             "overflows int64");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckTransfers(const PipelineSimInput& in) {
+  const int64_t num_stages = static_cast<int64_t>(in.stages.size());
+  for (size_t t = 0; t < in.transfers.size(); ++t) {
+    const PipelineSimTransfer& tr = in.transfers[t];
+    const std::string name = "transfers[" + std::to_string(t) + "]";
+    const auto bad_stage = [&](const char* field, int32_t v) {
+      return InvalidArgument(name + "." + field + " = " + std::to_string(v) +
+                             " is not a stage index (" + std::to_string(num_stages) + " stages)");
+    };
+    if (tr.from_stage < 0 || tr.from_stage >= num_stages)
+      return bad_stage("from_stage", tr.from_stage);
+    if (tr.to_stage < 0 || tr.to_stage >= num_stages) return bad_stage("to_stage", tr.to_stage);
+    if (tr.direction != SimTransferDirection::kForward &&
+        tr.direction != SimTransferDirection::kBackward) {
+      return InvalidArgument(name + ".direction " +
+                             std::to_string(static_cast<int32_t>(tr.direction)) +
+                             " is neither forward (0) nor backward (1)");
+    }
+    if (tr.direction == SimTransferDirection::kForward && tr.from_stage >= tr.to_stage) {
+      return InvalidArgument(name + " is forward but goes from stage " +
+                             std::to_string(tr.from_stage) + " to stage " +
+                             std::to_string(tr.to_stage) + " (must go to a later stage)");
+    }
+    if (tr.direction == SimTransferDirection::kBackward && tr.from_stage <= tr.to_stage) {
+      return InvalidArgument(name + " is backward but goes from stage " +
+                             std::to_string(tr.from_stage) + " to stage " +
+                             std::to_string(tr.to_stage) + " (must go to an earlier stage)");
+    }
+    ALPA_RETURN_IF_ERROR(CheckBytes(name + ".bytes", tr.bytes));
+    if (tr.slices.empty()) continue;
+    const PipelineSimStage& from = in.stages[static_cast<size_t>(tr.from_stage)];
+    const PipelineSimStage& to = in.stages[static_cast<size_t>(tr.to_stage)];
+    for (size_t k = 0; k < tr.slices.size(); ++k) {
+      const SimSliceMove& mv = tr.slices[k];
+      const std::string sname = name + ".slices[" + std::to_string(k) + "]";
+      if (!Contains(from.devices, mv.src_device)) {
+        return InvalidArgument(sname + ".src_device " + std::to_string(mv.src_device) +
+                               " is not a device of stages[" + std::to_string(tr.from_stage) + "]");
+      }
+      if (!Contains(to.devices, mv.dst_device)) {
+        return InvalidArgument(sname + ".dst_device " + std::to_string(mv.dst_device) +
+                               " is not a device of stages[" + std::to_string(tr.to_stage) + "]");
+      }
+      ALPA_RETURN_IF_ERROR(CheckBytes(sname + ".bytes", mv.bytes));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidatePipelineSimInput(const PipelineSimInput& in) {
+  if (in.hosts < 1) return InvalidArgument("hosts must be >= 1, got " + std::to_string(in.hosts));
+  if (in.devices_per_host < 1) {
+    return InvalidArgument("devices_per_host must be >= 1, got " +
+                           std::to_string(in.devices_per_host));
+  }
+  ALPA_RETURN_IF_ERROR(CheckLink("intra_host", in.intra_host));
+  ALPA_RETURN_IF_ERROR(CheckLink("inter_host", in.inter_host));
+  if (in.schedule != PipelineScheduleKind::kGPipe &&
+      in.schedule != PipelineScheduleKind::kOneFOneB) {
+    return InvalidArgument("schedule " + std::to_string(static_cast<int32_t>(in.schedule)) +
+                           " is neither GPipe (0) nor 1F1B (1)");
+  }
+  if (in.microbatches < 1 || in.microbatches > kMaxSimMicrobatches) {
+    return InvalidArgument("microbatches must be in 1.." + std::to_string(kMaxSimMicrobatches) +
+                           ", got " + std::to_string(in.microbatches));
+  }
+  // Both factors are int32, so the product fits in int64.
+  const int64_t num_devices = int64_t{in.hosts} * in.devices_per_host;
+  ALPA_RETURN_IF_ERROR(CheckStages(in, num_devices));
+  return CheckTransfers(in);
+}
+
+}  // namespace alpa

@@ -1,0 +1,155 @@
+// A pipeline plan as the simulator's input, and the names a report of it uses
+// (plan_simulation.h; the JSON halves are in plan_simulation_json.cc).
+#include "exec/sim/plan_simulation.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <utility>
+
+namespace alpa {
+
+const char* PipelineScheduleName(PipelineScheduleKind schedule) {
+  return schedule == PipelineScheduleKind::kGPipe ? "gpipe" : "1f1b";
+}
+
+PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,
+                                     double forward_latency, double iteration_overhead,
+                                     int64_t memory_bytes, int64_t in_flight,
+                                     int64_t activation_bytes) {
+  PipelineSimStage s;
+  s.devices = std::move(devices);
+  s.forward_seconds = forward_latency;
+  s.backward_seconds = latency - forward_latency;
+  // The planner charges gradient synchronisation and the update together, once.
+  s.gradient_sync_seconds = iteration_overhead;
+  s.update_seconds = 0;
+  s.activation_bytes = activation_bytes;
+  // Working memory folded in: the planner's peak holds it once, beside in_flight activations.
+  s.persistent_bytes = memory_bytes - in_flight * activation_bytes;
+  return s;
+}
+
+Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluster& cluster,
+                                          PipelineScheduleKind schedule) {
+  if (cluster.hosts < 1 || cluster.hosts > std::numeric_limits<int32_t>::max() ||
+      cluster.devices_per_host < 1 ||
+      cluster.devices_per_host > std::numeric_limits<int32_t>::max()) {
+    return InvalidArgument("cluster: " + std::to_string(cluster.hosts) + " hosts x " +
+                           std::to_string(cluster.devices_per_host) +
+                           " devices per host is out of the simulator's range");
+  }
+  PipelineSimInput in;
+  in.hosts = static_cast<int32_t>(cluster.hosts);
+  in.devices_per_host = static_cast<int32_t>(cluster.devices_per_host);
+  in.intra_host = {cluster.intra_host_link.bandwidth, cluster.intra_host_link.latency};
+  in.inter_host = {cluster.inter_host_link.bandwidth, cluster.inter_host_link.latency};
+  in.schedule = schedule;
+  in.microbatches = plan.microbatches;
+  for (const PlannedStage& st : plan.stages) {
+    in.stages.push_back(SimStageFromPlanned(st.devices, st.latency, st.forward_latency,
+                                            st.iteration_overhead, st.memory_bytes, st.in_flight,
+                                            st.activation_bytes));
+  }
+  for (const CrossStageTransfer& t : plan.transfers) {
+    // Accumulated and sent once before the receiver's sync: the planner already charges it in
+    // the receiver's iteration overhead.
+    if (t.once_per_iteration) continue;
+    PipelineSimTransfer tr;
+    tr.from_stage = t.from_stage;
+    tr.to_stage = t.to_stage;
+    tr.bytes = t.bytes;
+    tr.direction = t.to_stage > t.from_stage ? SimTransferDirection::kForward
+                                             : SimTransferDirection::kBackward;
+    tr.slices.reserve(t.moves.size());
+    for (const SliceMove& m : t.moves) tr.slices.push_back({m.src_device, m.dst_device, m.bytes});
+    in.transfers.push_back(std::move(tr));
+  }
+  ALPA_RETURN_IF_ERROR(ValidatePipelineSimInput(in));
+  return in;
+}
+
+PlanSimulationContext PlanSimulationContextOf(const PipelinePlan& plan, const Cluster& cluster,
+                                              const std::string& model) {
+  PlanSimulationContext c;
+  c.model = model;
+  c.cluster = cluster.name;
+  c.planner_iteration_seconds = plan.iteration_seconds;
+  for (const PlannedStage& st : plan.stages) {
+    c.first_layer.push_back(st.first_layer);
+    c.last_layer.push_back(st.last_layer);
+  }
+  return c;
+}
+
+namespace {
+
+// "0-7", "0-3,8-11".
+std::string DeviceRuns(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(ids[i]);
+    if (j > i) s += "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+std::string Seconds(double s) {
+  char buf[48];
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  } else if (s < 1) {
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> PlanStageLabels(const PipelineSimInput& input,
+                                         const PlanSimulationContext& context) {
+  std::vector<std::string> labels;
+  for (size_t s = 0; s < input.stages.size(); ++s) {
+    std::string label =
+        "stage " + std::to_string(s) + ": devices " + DeviceRuns(input.stages[s].devices);
+    if (s < context.first_layer.size() && s < context.last_layer.size()) {
+      const int32_t a = context.first_layer[s], b = context.last_layer[s];
+      label += a == b ? ", layer " + std::to_string(a)
+                      : ", layers " + std::to_string(a) + "-" + std::to_string(b);
+    }
+    labels.push_back(std::move(label));
+  }
+  return labels;
+}
+
+double PlanPredictionError(const PipelineSimResult& result, const PlanSimulationContext& context) {
+  const double planned = context.planner_iteration_seconds;
+  if (!std::isfinite(planned) || planned <= 0) return std::numeric_limits<double>::quiet_NaN();
+  return (result.iteration_seconds - planned) / planned;
+}
+
+std::string PlanTimelineTitle(const PipelineSimInput& input, const PipelineSimResult& result,
+                              const PlanSimulationContext& context) {
+  std::string title = context.model.empty() ? "plan" : context.model;
+  title += " on " + (context.cluster.empty() ? std::string("cluster") : context.cluster) + " (" +
+           std::to_string(input.hosts) + " x " + std::to_string(input.devices_per_host) + "), " +
+           (input.schedule == PipelineScheduleKind::kGPipe ? "GPipe" : "1F1B") + ", " +
+           std::to_string(input.microbatches) + " microbatch" +
+           (input.microbatches == 1 ? "" : "es") + ": " + Seconds(result.iteration_seconds) +
+           " simulated";
+  const double error = PlanPredictionError(result, context);
+  if (std::isfinite(error)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%+.1f %%", error * 100);
+    title += ", " + Seconds(context.planner_iteration_seconds) + " planned (" + buf + ")";
+  }
+  return title;
+}
+
+}  // namespace alpa

@@ -1,0 +1,92 @@
+// A pipeline plan (planner.h, or its JSON from plan_json.h) as the simulator's input
+// (pipeline_simulator.h), and a simulation's report as JSON. docs/planner.md, "Simulation".
+//
+// Conversion, stage by stage:
+//   forward_seconds        PlannedStage::forward_latency (the pieces' forward latencies plus the
+//                          resharding of forward tensors between them)
+//   backward_seconds       latency - forward_latency (with rematerialization this includes the
+//                          recomputed forward)
+//   gradient_sync_seconds  iteration_overhead (gradient synchronisation and the optimizer
+//                          update together); update_seconds 0
+//   activation_bytes       PlannedStage::activation_bytes
+//   persistent_bytes       memory_bytes - in_flight * activation_bytes: weights, optimizer state
+//                          and gradients plus the working memory (the planner's peak counts it
+//                          once, so under 1F1B the simulated peak equals memory_bytes)
+// Every CrossStageTransfer becomes one transfer: forward (an activation) when it goes to a later
+// stage, backward (a gradient) otherwise; its slice moves (when known) are the moves. Links are
+// the cluster's intra_host_link (per device) and inter_host_link (per host).
+// So the simulator's closed form equals the plan's iteration_seconds; the simulated time adds
+// the transfers, link contention and the schedule's real dependencies.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cluster/cluster.h"
+#include "core/util/status.h"
+#include "exec/sim/pipeline_simulator.h"
+#include "solvers/pipeline/pipeline_schedule.h"
+#include "solvers/planner/planner.h"
+
+namespace alpa {
+
+// What a report or a picture of a plan's simulation names beyond the simulator's input.
+struct PlanSimulationContext {
+  std::string model;    // "" when unknown
+  std::string cluster;  // the cluster's name
+  // The planner's prediction (PipelinePlan::iteration_seconds); NaN when unknown.
+  double planner_iteration_seconds = std::numeric_limits<double>::quiet_NaN();
+  std::vector<int32_t> first_layer, last_layer;  // per stage: its layer groups (inclusive)
+};
+
+// The simulator's input for `plan` on `cluster` (the one it was planned for) under `schedule`;
+// record_timeline stays true. Errors: kInvalidArgument when the plan does not fit the cluster
+// (a device out of range, ...) or has an invalid stage (ValidatePipelineSimInput's message).
+Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluster& cluster,
+                                          PipelineScheduleKind schedule);
+PlanSimulationContext PlanSimulationContextOf(const PipelinePlan& plan, const Cluster& cluster,
+                                              const std::string& model);
+
+// The same from a plan JSON (PipelinePlanJson at any detail; docs/planner.md): the summary
+// (detail 0) spreads each transfer's bytes evenly, detail 1 gives its slice moves. The plan's
+// "schedule" is not read: `schedule` decides. Fills *context when non-null. Errors, each naming
+// the field ("plan JSON: stages[1].forward_latency_seconds: missing ..."): kParse for text
+// that is not JSON, not a plan ("format") or a missing field or one of the wrong type (plans
+// written before forward_latency_seconds existed need planning again); kInvalidArgument for
+// values out of range (negative times, a transfer whose direction contradicts its stages, a
+// move between devices of other stages, an invalid cluster, ...).
+Result<PipelineSimInput> SimInputFromPlanJson(
+    std::string_view plan_json, PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB,
+    PlanSimulationContext* context = nullptr);
+
+// "1f1b" / "gpipe".
+const char* PipelineScheduleName(PipelineScheduleKind schedule);
+
+// One stage of either conversion (the same arithmetic for both, so that they agree exactly):
+// the table at the top of this file. Negative results are left for ValidatePipelineSimInput.
+PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,
+                                     double forward_latency, double iteration_overhead,
+                                     int64_t memory_bytes, int64_t in_flight,
+                                     int64_t activation_bytes);
+
+// Row labels for TimelineSvg: "stage 0: devices 0-7, layers 0-3" (layers when known).
+std::vector<std::string> PlanStageLabels(const PipelineSimInput& input,
+                                         const PlanSimulationContext& context);
+// A title for TimelineSvg: "gpt-2.6b on p3.16xlarge (2 x 8), 1F1B, 32 microbatches: 1.234 s
+// simulated, 1.200 s planned (+2.8 %)".
+std::string PlanTimelineTitle(const PipelineSimInput& input, const PipelineSimResult& result,
+                              const PlanSimulationContext& context);
+
+// (simulated - planned) / planned; NaN when the planner's prediction is unknown or not positive.
+double PlanPredictionError(const PipelineSimResult& result, const PlanSimulationContext& context);
+
+// One JSON object (docs/planner.md, "Simulation JSON"): schedule, microbatches,
+// iteration_seconds, closed_form_seconds, planner_iteration_seconds and relative_error (null
+// when unknown), per stage its times, statistics and memory, and the transfers' totals.
+std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResult& result,
+                           const PlanSimulationContext& context);
+
+}  // namespace alpa

@@ -1,0 +1,215 @@
+// Strategies from loop assignments (see op_strategies.h).
+#include "solvers/auto_sharding/op_strategies.h"
+
+#include <algorithm>
+
+#include "core/ir/graph_stats.h"
+
+namespace alpa {
+namespace {
+
+ShardingSpec SpecOf(const std::vector<int32_t>& dims_to_loops, const LoopAssignment& a) {
+  ShardingSpec spec = ShardingSpec::Replicated(dims_to_loops.size());
+  for (size_t d = 0; d < dims_to_loops.size(); ++d) {
+    if (dims_to_loops[d] >= 0)
+      spec.dims[d] = a.loop_mesh_dims[static_cast<size_t>(dims_to_loops[d])];
+  }
+  return spec;
+}
+
+void AddPartial(ShardingSpec& spec, const std::vector<int32_t>& dims) {
+  for (int32_t m : dims) {
+    if (std::find(spec.partial.begin(), spec.partial.end(), m) == spec.partial.end()) {
+      spec.partial.push_back(m);
+    }
+  }
+  std::sort(spec.partial.begin(), spec.partial.end());
+}
+
+ComputeClass ClassOf(OpKind kind) {
+  if (kind == OpKind::kDotGeneral) return ComputeClass::kMatmul;
+  if (kind == OpKind::kConvolution) return ComputeClass::kConvolution;
+  if (IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect) {
+    return ComputeClass::kElementwise;
+  }
+  return ComputeClass::kOther;
+}
+
+int64_t ShardBytes(const Op& op, const ShardingSpec& spec, const std::vector<int64_t>& mesh) {
+  return TensorBytes(op) / ShardCount(spec, mesh);
+}
+
+}  // namespace
+
+Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
+                                  const IterationSpace& space, const LoopAssignment& a) {
+  const Graph& g = *ctx.graph;
+  const LogicalMesh& mesh = *ctx.mesh;
+  const Op& op = g.op(id);
+  if (a.loop_mesh_dims.size() != static_cast<size_t>(space.num_loops())) {
+    return InvalidArgument(DescribeOp(g, id) + ": loop assignment has " +
+                           std::to_string(a.loop_mesh_dims.size()) + " loops, the op " +
+                           std::to_string(space.num_loops()));
+  }
+  std::vector<bool> used(static_cast<size_t>(mesh.ndim()), false);
+  auto use = [&](int32_t m) -> Status {
+    if (m < 0 || m >= mesh.ndim() || used[static_cast<size_t>(m)]) {
+      return InvalidArgument(DescribeOp(g, id) + ": mesh dim " + std::to_string(m) +
+                             " out of range or used twice");
+    }
+    used[static_cast<size_t>(m)] = true;
+    return Status::Ok();
+  };
+  OpStrategy s;
+  s.assignment = a;
+  std::vector<int32_t> reduced_dims, max_dims;
+  for (int32_t loop = 0; loop < space.num_loops(); ++loop) {
+    const auto& dims = a.loop_mesh_dims[static_cast<size_t>(loop)];
+    int64_t pieces = 1;
+    for (int32_t m : dims) {
+      ALPA_RETURN_IF_ERROR(use(m));
+      pieces *= mesh.shape[static_cast<size_t>(m)];
+    }
+    if (!space.Divides(loop, pieces)) {
+      return InvalidArgument(DescribeOp(g, id) + ": loop " + std::to_string(loop) +
+                             " cannot be split into " + std::to_string(pieces));
+    }
+    s.work_split *= pieces;
+    const LoopKind kind = space.kinds[static_cast<size_t>(loop)];
+    for (int32_t m : dims) {
+      if (kind == LoopKind::kSumReduced) reduced_dims.push_back(m);
+      if (kind == LoopKind::kMaxReduced) max_dims.push_back(m);
+    }
+  }
+  for (int32_t m : a.pass_partial) {
+    ALPA_RETURN_IF_ERROR(use(m));
+    s.work_split *= mesh.shape[static_cast<size_t>(m)];
+  }
+
+  s.result = SpecOf(space.result_dims, a);
+  AddPartial(s.result, reduced_dims);
+  AddPartial(s.result, a.pass_partial);
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    ShardingSpec spec = SpecOf(space.operand_dims[k], a);
+    const bool passes = a.partial_operand < 0 ? space.linear_operand[k]
+                                              : static_cast<size_t>(a.partial_operand) == k;
+    if (!a.pass_partial.empty() && passes) AddPartial(spec, a.pass_partial);
+    if (space.partial_with_reduced[k]) AddPartial(spec, reduced_dims);
+    s.operands.push_back(std::move(spec));
+  }
+
+  const CollectiveCostModel comm(mesh, ctx.cost_mode);
+  const int64_t result_shard = ShardBytes(op, s.result, mesh.shape);
+  s.memory_bytes = result_shard;
+  for (int32_t m : max_dims) {  // partial maxima: all-reduce (max) inside the op
+    OpCollective c;
+    c.kind = CollectiveKind::kAllReduce;
+    c.mesh_dim = m;
+    c.bytes = static_cast<double>(result_shard);
+    c.cost = comm.AllReduce(m, c.bytes);
+    s.communication_cost += c.cost;
+    s.collectives.push_back(c);
+  }
+
+  const bool heavy = op.kind == OpKind::kDotGeneral || op.kind == OpKind::kConvolution;
+  if (ctx.cost_mode == CostMode::kAlpaCompatible || ctx.cluster == nullptr) {
+    // Alpa's recompute penalty: a heavy op left redundant on a mesh dim pays an all-reduce of
+    // its operands there (XLA auto-sharding's DotCost).
+    if (heavy) {
+      double operand_bytes = 0;
+      for (int32_t x : op.operands) operand_bytes += static_cast<double>(TensorBytes(g.op(x)));
+      for (int32_t m = 0; m < mesh.ndim(); ++m) {
+        if (!used[static_cast<size_t>(m)] && mesh.shape[static_cast<size_t>(m)] > 1) {
+          s.compute_cost += comm.AllReduce(m, operand_bytes);
+        }
+      }
+    }
+  } else {
+    double bytes = static_cast<double>(result_shard);
+    for (size_t k = 0; k < op.operands.size(); ++k) {
+      bytes += static_cast<double>(ShardBytes(g.op(op.operands[k]), s.operands[k], mesh.shape));
+    }
+    const double flops = static_cast<double>(OpFlops(g, id)) /
+                         static_cast<double>(std::max<int64_t>(1, s.work_split));
+    s.compute_cost = OpComputeSeconds(flops, bytes, op.dtype, ClassOf(op.kind), *ctx.cluster);
+  }
+  return s;
+}
+
+Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx, int32_t id,
+                                                      const IterationSpace& space) {
+  const LogicalMesh& mesh = *ctx.mesh;
+  std::vector<int32_t> split_dims;  // mesh dims of size > 1
+  for (int32_t m = 0; m < mesh.ndim(); ++m) {
+    if (mesh.shape[static_cast<size_t>(m)] > 1) split_dims.push_back(m);
+  }
+  const int32_t loops = space.num_loops();
+  std::vector<int32_t> choice(split_dims.size(), -1);  // per split mesh dim: loop or -1
+  std::vector<OpStrategy> out;
+  while (true) {
+    LoopAssignment a;
+    a.loop_mesh_dims.assign(static_cast<size_t>(loops), {});
+    for (size_t i = 0; i < split_dims.size(); ++i) {
+      if (choice[i] >= 0) a.loop_mesh_dims[static_cast<size_t>(choice[i])].push_back(split_dims[i]);
+    }
+    bool fits = true;
+    for (int32_t loop = 0; loop < loops && fits; ++loop) {
+      int64_t pieces = 1;
+      for (int32_t m : a.loop_mesh_dims[static_cast<size_t>(loop)]) {
+        pieces *= mesh.shape[static_cast<size_t>(m)];
+      }
+      fits = pieces == 1 || space.Divides(loop, pieces);
+    }
+    if (fits) {
+      Result<OpStrategy> s = MakeOpStrategy(ctx, id, space, a);
+      if (!s.ok()) return s.status();
+      out.push_back(std::move(s).value());
+    }
+    // Next assignment (odometer over -1 .. loops - 1 per split mesh dim).
+    size_t i = 0;
+    for (; i < choice.size(); ++i) {
+      if (++choice[i] < loops) break;
+      choice[i] = -1;
+    }
+    if (i == choice.size()) break;
+  }
+  return out;
+}
+
+LoopAssignment AssignmentFromSpec(const IterationSpace& space,
+                                  const std::vector<int32_t>& dims_to_loops,
+                                  const ShardingSpec& spec, const LogicalMesh& mesh,
+                                  bool keep_partial) {
+  LoopAssignment a;
+  a.loop_mesh_dims.assign(static_cast<size_t>(space.num_loops()), {});
+  for (size_t d = 0; d < dims_to_loops.size() && d < spec.dims.size(); ++d) {
+    const int32_t loop = dims_to_loops[d];
+    if (loop < 0) continue;
+    int64_t pieces = 1;
+    for (int32_t m : spec.dims[d]) {  // the longest prefix that divides the loop
+      const int64_t next = pieces * mesh.shape[static_cast<size_t>(m)];
+      if (!space.Divides(loop, next)) break;
+      pieces = next;
+      a.loop_mesh_dims[static_cast<size_t>(loop)].push_back(m);
+    }
+  }
+  if (keep_partial) a.pass_partial = spec.partial;
+  return a;
+}
+
+std::string StrategyName(const Graph& graph, int32_t id, const OpStrategy& strategy) {
+  std::string name = ToString(strategy.result);
+  const Op& op = graph.op(id);
+  if (op.operands.size() >= 2 || op.kind == OpKind::kDotGeneral) {
+    name += " =";
+    for (size_t k = 0; k < strategy.operands.size(); ++k) {
+      name += (k == 0 ? " " : " x ") + ToString(strategy.operands[k]);
+    }
+  }
+  for (const OpCollective& c : strategy.collectives) {
+    name += std::string(" @") + CollectiveName(c.kind) + "(" + std::to_string(c.mesh_dim) + ")";
+  }
+  return name;
+}
+
+}  // namespace alpa

@@ -1,0 +1,313 @@
+#include "solvers/sharding/elimination/block_elimination.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <queue>
+#include <thread>
+#include <utility>
+
+namespace alpa {
+namespace {
+
+// Separators: every node without a group, plus a greedy cover of the edges between groups
+// (most uncovered edges per bit of domain first), less the nodes the others make redundant.
+std::vector<bool> ChooseSeparators(const WorkProblem& core, const std::vector<int32_t>& groups) {
+  const size_t n = static_cast<size_t>(core.node_count());
+  std::vector<bool> separator(n, groups.size() != n);
+  if (groups.size() != n) return separator;
+  for (size_t v = 0; v < n; ++v) separator[v] = groups[v] < 0;
+  std::vector<std::vector<int32_t>> crossing(n);  // per node: neighbours across a group border
+  for (const WorkEdge& e : core.edges) {
+    const size_t a = static_cast<size_t>(e.a);
+    const size_t b = static_cast<size_t>(e.b);
+    if (groups[a] == groups[b] || separator[a] || separator[b]) continue;
+    crossing[a].push_back(e.b);
+    crossing[b].push_back(e.a);
+  }
+  // Picks the best node by score, ties to the lowest id, from a heap whose entries go stale
+  // when a neighbour is picked (scores only fall, so a stale entry is simply skipped).
+  std::vector<int32_t> uncovered(n);
+  auto score = [&](size_t v) {
+    return uncovered[v] / std::log2(1.0 + core.strategy_count(static_cast<int32_t>(v)));
+  };
+  auto worse = [](const std::pair<double, int32_t>& x, const std::pair<double, int32_t>& y) {
+    return x.first != y.first ? x.first < y.first : x.second > y.second;
+  };
+  std::priority_queue<std::pair<double, int32_t>, std::vector<std::pair<double, int32_t>>,
+                      decltype(worse)>
+      heap(worse);
+  for (size_t v = 0; v < n; ++v) {
+    uncovered[v] = static_cast<int32_t>(crossing[v].size());
+    if (uncovered[v] > 0) heap.emplace(score(v), static_cast<int32_t>(v));
+  }
+  std::vector<int32_t> chosen;
+  while (!heap.empty()) {
+    const auto [entry_score, best] = heap.top();
+    heap.pop();
+    const size_t v = static_cast<size_t>(best);
+    if (separator[v] || uncovered[v] == 0 || entry_score != score(v)) continue;
+    separator[v] = true;
+    chosen.push_back(best);
+    for (int32_t u : crossing[v]) {
+      const size_t w = static_cast<size_t>(u);
+      if (separator[w]) continue;
+      if (--uncovered[w] > 0) heap.emplace(score(w), u);
+    }
+  }
+  std::stable_sort(chosen.begin(), chosen.end(), [&](int32_t a, int32_t b) {
+    return core.strategy_count(a) > core.strategy_count(b);
+  });
+  for (int32_t v : chosen) {
+    const std::vector<int32_t>& around = crossing[static_cast<size_t>(v)];
+    if (std::all_of(around.begin(), around.end(),
+                    [&](int32_t u) { return separator[static_cast<size_t>(u)]; })) {
+      separator[static_cast<size_t>(v)] = false;
+    }
+  }
+  return separator;
+}
+
+uint64_t Bits(double x) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+// A block as an elimination problem over local variables: interior nodes 0..ni-1, then its
+// separators. `key` is its content (domains, costs, edges, all bit-exact): equal keys mean the
+// same problem.
+struct BlockProblem {
+  int32_t interior = 0;
+  std::vector<int32_t> domain;
+  std::vector<Factor> factors;
+  std::vector<uint64_t> key;
+};
+
+struct BlockInstance {
+  int32_t distinct = 0;
+  std::vector<int32_t> interior;  // core nodes, ascending
+  std::vector<int32_t> boundary;  // separator core nodes, ascending
+};
+
+BlockProblem MakeBlockProblem(const WorkProblem& core,
+                              const std::vector<std::vector<int32_t>>& adjacency,
+                              const BlockInstance& block) {
+  BlockProblem p;
+  p.interior = static_cast<int32_t>(block.interior.size());
+  auto local = [&](int32_t node) {
+    auto it = std::lower_bound(block.interior.begin(), block.interior.end(), node);
+    if (it != block.interior.end() && *it == node) {
+      return static_cast<int32_t>(it - block.interior.begin());
+    }
+    it = std::lower_bound(block.boundary.begin(), block.boundary.end(), node);
+    return p.interior + static_cast<int32_t>(it - block.boundary.begin());
+  };
+  p.key.push_back(block.interior.size());
+  p.key.push_back(block.boundary.size());
+  for (const std::vector<int32_t>* list : {&block.interior, &block.boundary}) {
+    for (int32_t v : *list) {
+      p.domain.push_back(core.strategy_count(v));
+      p.key.push_back(static_cast<uint64_t>(core.strategy_count(v)));
+    }
+  }
+  for (int32_t v : block.interior) {
+    Factor unary;
+    unary.vars = {local(v)};
+    unary.table = core.cost[static_cast<size_t>(v)];
+    for (double c : unary.table) p.key.push_back(Bits(c));
+    p.factors.push_back(std::move(unary));
+  }
+  std::vector<int32_t> edges;
+  for (int32_t v : block.interior) {
+    for (int32_t e : adjacency[static_cast<size_t>(v)]) edges.push_back(e);
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  std::vector<std::pair<std::pair<int32_t, int32_t>, int32_t>> local_edges;
+  for (int32_t e : edges) {
+    const WorkEdge& edge = core.edges[static_cast<size_t>(e)];
+    local_edges.push_back({{local(edge.a), local(edge.b)}, e});
+  }
+  std::sort(local_edges.begin(), local_edges.end());
+  for (const auto& [ends, e] : local_edges) {
+    Factor f;
+    f.vars = {ends.first, ends.second};
+    f.table = core.edges[static_cast<size_t>(e)].cost;
+    p.key.push_back(static_cast<uint64_t>(ends.first));
+    p.key.push_back(static_cast<uint64_t>(ends.second));
+    for (double c : f.table) p.key.push_back(Bits(c));
+    p.factors.push_back(std::move(f));
+  }
+  return p;
+}
+
+}  // namespace
+
+BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
+                                               const std::vector<int32_t>& groups,
+                                               const SolveControl& control, int32_t threads,
+                                               const EliminationLimits& limits) {
+  BlockEliminationResult result;
+  const int32_t n = core.node_count();
+  for (int32_t v = 0; v < n; ++v) {
+    if (core.strategy_count(v) == 0) return result;
+  }
+  const std::vector<bool> separator = ChooseSeparators(core, groups);
+  const std::vector<std::vector<int32_t>> adjacency = BuildAdjacency(core);
+
+  // Blocks: connected components of the non-separator nodes.
+  std::vector<BlockInstance> blocks;
+  {
+    std::vector<bool> seen(static_cast<size_t>(n), false);
+    for (int32_t start = 0; start < n; ++start) {
+      if (separator[static_cast<size_t>(start)] || seen[static_cast<size_t>(start)]) continue;
+      BlockInstance block;
+      std::vector<int32_t> stack = {start};
+      seen[static_cast<size_t>(start)] = true;
+      while (!stack.empty()) {
+        const int32_t v = stack.back();
+        stack.pop_back();
+        block.interior.push_back(v);
+        for (int32_t e : adjacency[static_cast<size_t>(v)]) {
+          const WorkEdge& edge = core.edges[static_cast<size_t>(e)];
+          const int32_t u = edge.a == v ? edge.b : edge.a;
+          if (separator[static_cast<size_t>(u)]) {
+            block.boundary.push_back(u);
+          } else if (!seen[static_cast<size_t>(u)]) {
+            seen[static_cast<size_t>(u)] = true;
+            stack.push_back(u);
+          }
+        }
+      }
+      std::sort(block.interior.begin(), block.interior.end());
+      std::sort(block.boundary.begin(), block.boundary.end());
+      block.boundary.erase(std::unique(block.boundary.begin(), block.boundary.end()),
+                           block.boundary.end());
+      blocks.push_back(std::move(block));
+    }
+  }
+
+  // Identical blocks share one problem.
+  std::vector<BlockProblem> distinct;
+  {
+    std::map<std::vector<uint64_t>, int32_t> by_key;
+    for (BlockInstance& block : blocks) {
+      BlockProblem p = MakeBlockProblem(core, adjacency, block);
+      auto [it, inserted] = by_key.emplace(p.key, static_cast<int32_t>(distinct.size()));
+      block.distinct = it->second;
+      if (inserted) {
+        p.key.clear();
+        p.key.shrink_to_fit();
+        distinct.push_back(std::move(p));
+      }
+    }
+  }
+  result.stats.blocks = static_cast<int32_t>(blocks.size());
+  result.stats.distinct_blocks = static_cast<int32_t>(distinct.size());
+  result.stats.separator_nodes =
+      static_cast<int32_t>(std::count(separator.begin(), separator.end(), true));
+
+  // Plan everything before computing anything: the blocks, then the separators over one table
+  // per block spanning all its separators (an upper bound of what the blocks leave).
+  std::vector<EliminationPlan> plans;
+  for (const BlockProblem& p : distinct) {
+    std::vector<int32_t> interior(static_cast<size_t>(p.interior));
+    for (int32_t i = 0; i < p.interior; ++i) interior[static_cast<size_t>(i)] = i;
+    EliminationLimits left = limits;
+    left.max_work = limits.max_work - result.stats.work;
+    plans.push_back(PlanElimination(p.domain, p.factors, interior, left));
+    if (!plans.back().within_limits) return result;
+    result.stats.work += plans.back().work;
+  }
+  std::vector<int32_t> domain(static_cast<size_t>(n));
+  for (int32_t v = 0; v < n; ++v) domain[static_cast<size_t>(v)] = core.strategy_count(v);
+  std::vector<Factor> separator_factors;
+  std::vector<int32_t> separators;
+  for (int32_t v = 0; v < n; ++v) {
+    if (!separator[static_cast<size_t>(v)]) continue;
+    separators.push_back(v);
+    separator_factors.push_back(Factor{{v}, core.cost[static_cast<size_t>(v)]});
+  }
+  for (const WorkEdge& e : core.edges) {
+    if (separator[static_cast<size_t>(e.a)] && separator[static_cast<size_t>(e.b)]) {
+      separator_factors.push_back(Factor{{e.a, e.b}, e.cost});
+    }
+  }
+  {
+    std::vector<Factor> outline;  // the plan reads scopes only
+    for (const Factor& f : separator_factors) outline.push_back(Factor{f.vars, {}});
+    for (const BlockInstance& block : blocks) outline.push_back(Factor{block.boundary, {}});
+    EliminationLimits left = limits;
+    left.max_work = limits.max_work - result.stats.work;
+    const EliminationPlan plan = PlanElimination(domain, outline, separators, left);
+    if (!plan.within_limits) return result;
+    result.stats.work += plan.work;
+  }
+
+  // The distinct blocks, side by side.
+  std::vector<EliminationOutcome> outcomes(distinct.size());
+  {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < distinct.size(); i = next++) {
+        outcomes[i] = Eliminate(distinct[i].domain, distinct[i].factors, plans[i].order, control);
+        if (!outcomes[i].completed) return;
+      }
+    };
+    const size_t workers =
+        std::min(distinct.size(), static_cast<size_t>(std::max<int32_t>(1, threads)));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+  }
+  for (const EliminationOutcome& o : outcomes) {
+    if (!o.completed) {
+      result.status = BlockEliminationStatus::kStopped;
+      return result;
+    }
+  }
+
+  // The separators, over what the blocks left.
+  for (const BlockInstance& block : blocks) {
+    const BlockProblem& p = distinct[static_cast<size_t>(block.distinct)];
+    for (const Factor& f : outcomes[static_cast<size_t>(block.distinct)].remaining) {
+      Factor mapped{{}, f.table};
+      for (int32_t local : f.vars) {
+        mapped.vars.push_back(block.boundary[static_cast<size_t>(local - p.interior)]);
+      }
+      separator_factors.push_back(std::move(mapped));
+    }
+  }
+  const EliminationPlan plan = PlanElimination(domain, separator_factors, separators, limits);
+  if (!plan.within_limits) return result;
+  const EliminationOutcome top =
+      Eliminate(domain, std::move(separator_factors), plan.order, control);
+  if (!top.completed) {
+    result.status = BlockEliminationStatus::kStopped;
+    return result;
+  }
+
+  std::vector<int32_t> assignment(static_cast<size_t>(n), 0);
+  BackSubstitute(top.steps, &assignment);
+  for (const BlockInstance& block : blocks) {
+    const BlockProblem& p = distinct[static_cast<size_t>(block.distinct)];
+    std::vector<int32_t> local(p.domain.size(), 0);
+    for (size_t j = 0; j < block.boundary.size(); ++j) {
+      local[static_cast<size_t>(p.interior) + j] =
+          assignment[static_cast<size_t>(block.boundary[j])];
+    }
+    BackSubstitute(outcomes[static_cast<size_t>(block.distinct)].steps, &local);
+    for (size_t i = 0; i < block.interior.size(); ++i) {
+      assignment[static_cast<size_t>(block.interior[i])] = local[i];
+    }
+  }
+  result.assignment = std::move(assignment);
+  result.status = BlockEliminationStatus::kSolved;
+  return result;
+}
+
+}  // namespace alpa

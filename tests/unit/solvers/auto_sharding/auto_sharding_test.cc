@@ -1,0 +1,321 @@
+// Auto-sharding acceptance cases (REFERENCE §7, Alpa cost units, alpha = beta = 1 per mesh dim
+// unless stated, 4 devices). Every plan is re-checked by the independent plan checker and its
+// objective by the sharding-problem evaluator.
+#include "solvers/auto_sharding/auto_sharding.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/cluster/cluster.h"
+#include "models/model_zoo.h"
+#include "solvers/auto_sharding/plan_check.h"
+
+namespace alpa {
+namespace {
+
+struct ShardRun {
+  Graph graph;
+  AutoShardResult result;
+};
+
+ShardRun Shard(const std::string& spec, std::vector<int64_t> shape,
+               std::vector<double> beta = {1, 1}, AutoShardOptions options = {},
+               bool alpa_units = true) {
+  Result<Graph> g = BuildModel(spec);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  Result<LogicalMesh> mesh = AbstractLogicalMesh(shape, {1, 1}, beta);
+  EXPECT_TRUE(mesh.ok()) << mesh.status().message();
+  if (alpa_units) options.cost_mode = CostMode::kAlpaCompatible;
+  options.solve.deterministic = true;
+  Result<AutoShardResult> r = AutoShard(g.value(), mesh.value(), nullptr, options);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  ShardRun run{std::move(g).value(), std::move(r).value()};
+  EXPECT_EQ(run.result.status, SolveStatus::kOptimal) << run.result.message;
+  Status check = CheckShardingPlan(run.graph, shape, run.result, options.memory_budget_bytes);
+  EXPECT_TRUE(check.ok()) << check.message();
+  return run;
+}
+
+// The spec of the parameter op named `name`.
+std::string SpecOf(const ShardRun& run, const std::string& name) {
+  for (int32_t v = 0; v < run.graph.size(); ++v) {
+    if (run.graph.op(v).name == name)
+      return ToString(run.result.ops[static_cast<size_t>(v)].result);
+  }
+  ADD_FAILURE() << "no op named " << name;
+  return "";
+}
+
+// The layout in which the first dot_general reads its lhs (the batch of activations).
+std::string FirstDotLhs(const ShardRun& run) {
+  for (int32_t v = 0; v < run.graph.size(); ++v) {
+    if (run.graph.op(v).kind == OpKind::kDotGeneral) {
+      return ToString(run.result.ops[static_cast<size_t>(v)].operands[0]);
+    }
+  }
+  ADD_FAILURE() << "no dot_general";
+  return "";
+}
+
+const char* kDpMlp = "mlp:layers=6,batch=256,hidden=32";
+const char* kMegatronMlp = "mlp:layers=6,batch=32,hidden=256";
+
+TEST(AutoShardingTest, DataParallelMlpHasOneCombinedGradientAllReduce) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 1}, std::vector<int64_t>{1, 4}}) {
+    ShardRun run = Shard(kDpMlp, shape);
+    const CollectiveCounts& c = run.result.counts;
+    EXPECT_EQ(c.all_reduce, 1);
+    EXPECT_EQ(c.total(), 1);
+    // Uncombined: one all-reduce per gradient (6 weights and 6 biases), all gradient syncs.
+    EXPECT_EQ(run.result.counts_uncombined.all_reduce, 12);
+    EXPECT_EQ(run.result.counts_uncombined.total(), 12);
+    for (const PlannedCollective& col : run.result.collectives) EXPECT_TRUE(col.gradient_sync);
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(SpecOf(run, "fc" + std::to_string(i) + ".w"), "R R");
+      EXPECT_EQ(SpecOf(run, "fc" + std::to_string(i) + ".b"), "R");
+    }
+    const std::string batch_split = shape[0] == 4 ? "S0 R" : "S1 R";
+    EXPECT_EQ(FirstDotLhs(run), batch_split);
+  }
+}
+
+TEST(AutoShardingTest, WideMlpIsMegatronStyle) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 1}, std::vector<int64_t>{1, 4}}) {
+    ShardRun run = Shard(kMegatronMlp, shape);
+    const std::string m = shape[0] == 4 ? "0" : "1";
+    EXPECT_EQ(run.result.counts.all_reduce, 5);
+    EXPECT_EQ(run.result.counts.total(), 5);
+    EXPECT_EQ(run.result.counts_uncombined.total(), 5);
+    for (const PlannedCollective& col : run.result.collectives) {
+      EXPECT_FALSE(col.gradient_sync) << col.description;  // activations only
+    }
+    for (int i = 0; i < 6; ++i) {
+      const std::string w = SpecOf(run, "fc" + std::to_string(i) + ".w");
+      EXPECT_EQ(w, i % 2 == 0 ? "R S" + m : "S" + m + " R") << "layer " << i;
+    }
+  }
+}
+
+// Alpa expects data parallelism on mesh dim 0 and Megatron tensor parallelism on dim 1 here.
+// With resharding priced once per tensor (not once per reader), cheaper plans exist in the same
+// units (Alpa's layer pattern costs about 21,100 by REFERENCE §3's formulas, the optimum
+// found 19,936): dim 0 stays purely
+// data parallel, dim 1 mixes a tensor-parallel first layer with batch splitting.
+TEST(AutoShardingTest, TwoByTwoMeshIsDataParallelOnDim0) {
+  ShardRun run = Shard(kDpMlp, {2, 2}, {1, 0.1});
+  EXPECT_EQ(FirstDotLhs(run).substr(0, 2), "S0");
+  EXPECT_LT(run.result.objective, 20000);
+  for (int i = 0; i < 6; ++i) {  // no weight is split over the data-parallel dim
+    const std::string w = SpecOf(run, "fc" + std::to_string(i) + ".w");
+    EXPECT_EQ(w.find('0'), std::string::npos) << "layer " << i << ": " << w;
+  }
+  // Gradients are all-reduced over mesh dim 0 (data parallel) only.
+  for (const PlannedCollective& col : run.result.collectives) {
+    if (col.gradient_sync && col.kind == CollectiveKind::kAllReduce) {
+      EXPECT_EQ(col.mesh_dims, std::vector<int32_t>{0}) << col.description;
+    }
+  }
+}
+
+// With Alpa's moves but no all-to-all resharding, the optimum is Alpa's pattern: data parallel
+// on mesh dim 0 (the first dot reads its batch split on dim 0, gradients are all-reduced over
+// dim 0 only) and tensor parallel on dim 1 (every weight split on dim 1). It costs more than the
+// optimum with all-to-alls above (20,887 against 19,936).
+TEST(AutoShardingTest, TwoByTwoMeshWithoutAllToAllIsTensorParallelOnDim1) {
+  AutoShardOptions o;
+  o.allow_all_to_all = false;
+  ShardRun run = Shard(kDpMlp, {2, 2}, {1, 0.1}, o);
+  EXPECT_EQ(FirstDotLhs(run).substr(0, 2), "S0");
+  EXPECT_GT(run.result.objective, 20000);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(SpecOf(run, "fc" + std::to_string(i) + ".w"), "R S1") << "layer " << i;
+  }
+  EXPECT_EQ(run.result.counts.all_to_all, 0);
+  for (const PlannedCollective& col : run.result.collectives) {
+    if (col.gradient_sync && col.kind == CollectiveKind::kAllReduce) {
+      EXPECT_EQ(col.mesh_dims, std::vector<int32_t>{0}) << col.description;
+    }
+  }
+}
+
+TEST(AutoShardingTest, ZeroForceTurnsTheAllReduceIntoReduceScatterAndAllGather) {
+  AutoShardOptions o;
+  o.zero = ZeroMode::kForce;
+  ShardRun run = Shard(kDpMlp, {4, 1}, {1, 1}, o);
+  EXPECT_EQ(run.result.counts.reduce_scatter, 1);
+  EXPECT_EQ(run.result.counts.all_gather, 1);
+  EXPECT_EQ(run.result.counts.all_reduce, 0);
+  EXPECT_EQ(run.result.counts.all_to_all, 0);
+  for (int32_t v = 0; v < run.graph.size(); ++v) {
+    const Op& op = run.graph.op(v);
+    if (op.kind != OpKind::kParameter || op.role != TensorRole::kOptimizerState) continue;
+    if (op.shape.empty()) continue;  // the step counter
+    EXPECT_EQ(ReplicationFactor(run.result.ops[static_cast<size_t>(v)].result, {4, 1}), 1)
+        << op.name << " is not sharded";
+  }
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(SpecOf(run, "fc" + std::to_string(i) + ".w"), "R R");
+}
+
+TEST(AutoShardingTest, ZeroSearchPicksShardedStateOnlyUnderMemoryPressure) {
+  AutoShardOptions search;
+  search.zero = ZeroMode::kSearch;
+  ShardRun free_run = Shard(kDpMlp, {4, 1}, {1, 1}, search);
+  EXPECT_EQ(free_run.result.counts.reduce_scatter, 0);  // all-reduce is cheaper
+  ShardRun forced = Shard(kDpMlp, {4, 1}, {1, 1}, [] {
+    AutoShardOptions o;
+    o.zero = ZeroMode::kForce;
+    return o;
+  }());
+  ASSERT_LT(forced.result.peak_memory_bytes, free_run.result.peak_memory_bytes);
+  search.memory_budget_bytes = forced.result.peak_memory_bytes;
+  ShardRun tight = Shard(kDpMlp, {4, 1}, {1, 1}, search);
+  EXPECT_LE(tight.result.peak_memory_bytes, forced.result.peak_memory_bytes);
+  EXPECT_GE(tight.result.counts.reduce_scatter, 1);
+  EXPECT_GT(tight.result.objective, free_run.result.objective);
+}
+
+TEST(AutoShardingTest, ImpossibleBudgetIsInfeasibleWithTheNeededBytes) {
+  Result<Graph> g = BuildModel(kDpMlp);
+  ASSERT_TRUE(g.ok());
+  Result<LogicalMesh> mesh = AbstractLogicalMesh({4, 1}, {1, 1}, {1, 1});
+  ASSERT_TRUE(mesh.ok());
+  AutoShardOptions o;
+  o.cost_mode = CostMode::kAlpaCompatible;
+  o.memory_budget_bytes = 1000;
+  Result<AutoShardResult> r = AutoShard(g.value(), mesh.value(), nullptr, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().status, SolveStatus::kInfeasible);
+  EXPECT_NE(r.value().message.find("at least"), std::string::npos) << r.value().message;
+}
+
+TEST(AutoShardingTest, RealUnitsOnADerivedMesh) {
+  Result<Graph> g = BuildModel("mlp:layers=4,batch=1024,hidden=1024");
+  ASSERT_TRUE(g.ok());
+  Result<Cluster> cluster = MakePresetCluster("p3.16xlarge", 2);
+  ASSERT_TRUE(cluster.ok());
+  SubmeshShape sub{2, 8};
+  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster.value(), sub, {2, 8});
+  ASSERT_TRUE(mesh.ok());
+  AutoShardOptions o;  // real units by default
+  Result<AutoShardResult> r = AutoShard(g.value(), mesh.value(), &cluster.value(), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().status, SolveStatus::kOptimal);
+  // Seconds: positive and far below a second for this small step.
+  EXPECT_GT(r.value().objective, 0);
+  EXPECT_LT(r.value().objective, 1.0);
+  EXPECT_NEAR(static_cast<double>(r.value().objective),
+              static_cast<double>(r.value().compute_cost + r.value().communication_cost +
+                                  r.value().resharding_cost),
+              1e-9);
+  Status check = CheckShardingPlan(g.value(), {2, 8}, r.value(), std::nullopt);
+  EXPECT_TRUE(check.ok()) << check.message();
+}
+
+TEST(AutoShardingTest, ForceDataParallelReplicatesWeights) {
+  AutoShardOptions o;
+  o.force_data_parallel = true;
+  ShardRun run = Shard(kMegatronMlp, {4, 1}, {1, 1}, o);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(SpecOf(run, "fc" + std::to_string(i) + ".w"), "R R");
+  EXPECT_EQ(SpecOf(run, "x"), "S0 R");
+}
+
+TEST(AutoShardingTest, BadOptionsAreErrorsNamingTheProblem) {
+  Result<Graph> g = BuildModel("mlp:layers=2,batch=6,hidden=8");
+  ASSERT_TRUE(g.ok());
+  Result<LogicalMesh> mesh = AbstractLogicalMesh({4, 1}, {1, 1}, {1, 1});
+  ASSERT_TRUE(mesh.ok());
+  AutoShardOptions o;  // real units, no cluster
+  Result<AutoShardResult> r = AutoShard(g.value(), mesh.value(), nullptr, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cluster"), std::string::npos);
+  o.cost_mode = CostMode::kAlpaCompatible;
+  o.batch_mesh_dim = 5;
+  r = AutoShard(g.value(), mesh.value(), nullptr, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("batch_mesh_dim 5"), std::string::npos);
+  o.batch_mesh_dim = 0;  // batch 6 does not split into 4
+  r = AutoShard(g.value(), mesh.value(), nullptr, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'x'"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace alpa
+
+namespace alpa {
+namespace {
+
+TEST(AutoShardingTest, BertLayersAreMegatronStyleWithSevenAllReduces) {
+  // Alpa's BERT test: 2 layers, batch 8, seq 8, hidden 128 (8 heads, so that 4 devices split
+  // the heads), the layer stack alone (embed=0) with a mean-squared-error loss.
+  ShardRun run = Shard("bert:layers=2,batch=8,seq=8,hidden=128,heads=8,embed=0", {4, 1});
+  EXPECT_EQ(run.result.counts.all_reduce, 7);  // 4L - 1
+  EXPECT_EQ(run.result.counts.total(), 7);
+  for (int l = 0; l < 2; ++l) {
+    const std::string h = "h" + std::to_string(l);
+    EXPECT_EQ(SpecOf(run, h + ".attn.qkv.w"), "R S0");  // column split
+    EXPECT_EQ(SpecOf(run, h + ".mlp.fc1.w"), "R S0");
+    EXPECT_EQ(SpecOf(run, h + ".attn.out.w"), "S0 R");  // row split
+    EXPECT_EQ(SpecOf(run, h + ".mlp.fc2.w"), "S0 R");
+  }
+}
+
+TEST(AutoShardingTest, MoeLayerSplitsExpertWeightsOnTheExpertAxis) {
+  ShardRun run = Shard(
+      "moe:layers=1,batch=64,seq=16,hidden=64,heads=4,experts=16,group=32,moe_every=1,embed=0",
+      {4, 1});
+  EXPECT_EQ(SpecOf(run, "h0.moe.wi"), "S0 R R");
+  EXPECT_EQ(SpecOf(run, "h0.moe.wo"), "S0 R R");
+  // Dispatch and combine, forward and backward; the data-parallel gradients in one bucket.
+  EXPECT_EQ(run.result.counts.all_to_all, 4);
+  EXPECT_EQ(run.result.counts.all_reduce, 1);
+  EXPECT_EQ(run.result.counts.total(), 5);
+}
+
+// The run of AutoShard behind the two tests below: `spec` on a 2x4 mesh of one p3.16xlarge,
+// real units, with or without the exact block elimination.
+AutoShardResult ShardOnOneHost(const Graph& g, bool exact_elimination) {
+  Result<Cluster> cluster = MakePresetCluster("p3.16xlarge", 1);
+  EXPECT_TRUE(cluster.ok());
+  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster.value(), SubmeshShape{1, 8}, {2, 4});
+  EXPECT_TRUE(mesh.ok());
+  AutoShardOptions o;
+  o.solve.deterministic = true;
+  o.solve.exact_elimination = exact_elimination;
+  Result<AutoShardResult> r = AutoShard(g, mesh.value(), &cluster.value(), o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().status, SolveStatus::kOptimal) << r.value().message;
+  EXPECT_EQ(r.value().stats.solver.elimination_solved, exact_elimination);
+  Status check = CheckShardingPlan(g, {2, 4}, r.value(), std::nullopt);
+  EXPECT_TRUE(check.ok()) << check.message();
+  return std::move(r).value();
+}
+
+// A GPT's identical layers are eliminated once: the exact block elimination proves the optimum
+// without GLPK, on fewer distinct blocks than blocks.
+TEST(AutoShardingTest, IdenticalGptLayersAreSolvedOnceByTheExactElimination) {
+  Result<Graph> g = BuildModel("gpt-2.6b:layers=6");
+  ASSERT_TRUE(g.ok());
+  const AutoShardResult exact = ShardOnOneHost(g.value(), true);
+  // Each layer is cut in two blocks (attention and MLP) between the residual stream and its
+  // gradient; the first and last layers differ from the middle ones.
+  EXPECT_GE(exact.stats.solver.elimination_blocks, 12);
+  EXPECT_LE(exact.stats.solver.elimination_distinct_blocks, 6);
+  EXPECT_NEAR(static_cast<double>(exact.lower_bound), static_cast<double>(exact.objective),
+              1e-12 * static_cast<double>(exact.objective));
+}
+
+// The elimination's optimum is GLPK's (after the local search; 2 layers: GLPK needs about a
+// minute for 6).
+TEST(AutoShardingTest, ExactEliminationAgreesWithGlpk) {
+  Result<Graph> g = BuildModel("gpt-2.6b:layers=2");
+  ASSERT_TRUE(g.ok());
+  const AutoShardResult exact = ShardOnOneHost(g.value(), true);
+  const AutoShardResult glpk = ShardOnOneHost(g.value(), false);
+  EXPECT_NEAR(static_cast<double>(glpk.objective), static_cast<double>(exact.objective),
+              1e-9 * static_cast<double>(exact.objective));
+}
+
+}  // namespace
+}  // namespace alpa
