@@ -89,6 +89,198 @@ PeakUsage PeakOverTime(const ShardingProblem& p, Usage usage) {
   return peak;
 }
 
+// The model's size: ops by treatment, strategies and edges.
+AutoShardStats ModelStats(const Graph& graph, const AutoShardModel& model) {
+  AutoShardStats stats;
+  stats.ops = graph.size();
+  for (OpTreatment treatment : model.treatment) {
+    stats.free_ops += treatment == OpTreatment::kFree;
+    stats.fused_ops += treatment == OpTreatment::kFused;
+    stats.follower_ops += treatment == OpTreatment::kFollow;
+    stats.deciding_ops += treatment == OpTreatment::kDecide;
+  }
+  for (const ShardingNode& node : model.problem.nodes) stats.strategies += node.strategy_count();
+  stats.edges = static_cast<int64_t>(model.problem.edges.size());
+  return stats;
+}
+
+// The solve options, with the graph's layers as node groups unless the caller gave groups:
+// identical layers are solved once by the exact elimination.
+SolveOptions WithLayerGroups(const Graph& graph, const AutoShardModel& model,
+                             const SolveOptions& options) {
+  SolveOptions solve = options;
+  if (!solve.node_groups.empty()) return solve;
+  solve.node_groups.assign(model.problem.nodes.size(), -1);
+  for (size_t op = 0; op < model.node.size(); ++op) {
+    for (int32_t node : {model.node[op], model.layout_node[op]}) {
+      if (node >= 0) solve.node_groups[static_cast<size_t>(node)] = graph.ops[op].layer;
+    }
+  }
+  return solve;
+}
+
+// Why no plan fits the memory budget, with the peak every plan reaches when that exceeds it.
+std::string MemoryInfeasibleMessage(const ShardingProblem& problem) {
+  // Each live tensor at its smallest shard: a lower bound on any plan's peak.
+  const PeakUsage need = PeakOverTime(problem, [&](size_t nd) {
+    const ShardingNode& node = problem.nodes[nd];
+    int64_t least = INT64_MAX;
+    for (int32_t k = 0; k < node.strategy_count(); ++k) least = std::min(least, node.usage(k));
+    return least;
+  });
+  std::string message = "no sharding plan fits the memory budget of " +
+                        std::to_string(*problem.usage_limit) + " bytes per device";
+  if (need.bytes > *problem.usage_limit) {
+    message += "; every plan needs at least " + std::to_string(need.bytes) +
+               " bytes at schedule step " + std::to_string(need.at);
+  }
+  return message;
+}
+
+// Fills result.ops with each op's chosen strategy and sums its costs; returns the collectives
+// inside each op.
+Result<std::vector<std::vector<OpCollective>>> ReadOpStrategies(
+    const Graph& graph, const AutoShardModel& model, const std::vector<int32_t>& assignment,
+    AutoShardResult& result) {
+  std::vector<std::vector<OpCollective>> in_op(static_cast<size_t>(graph.size()));
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    OpSharding& sharding = result.ops[static_cast<size_t>(v)];
+    const OpTreatment treatment = model.treatment[static_cast<size_t>(v)];
+    sharding.free = treatment == OpTreatment::kFree;
+    sharding.fused = treatment == OpTreatment::kFused;
+    sharding.node = model.node[static_cast<size_t>(v)];
+    if (sharding.node < 0) continue;
+    sharding.follows = model.leader[static_cast<size_t>(v)];
+    sharding.strategy = assignment[static_cast<size_t>(sharding.node)];
+    Result<OpStrategy> strategy = ModelStrategy(model, v, sharding.strategy);
+    if (!strategy.ok()) return strategy.status();
+    sharding.strategy_name = StrategyName(graph, v, strategy.value());
+    sharding.result = strategy.value().result;
+    sharding.operands = strategy.value().operands;
+    sharding.compute_cost = strategy.value().compute_cost;
+    sharding.communication_cost = strategy.value().communication_cost;
+    sharding.memory_bytes = graph.op(v).alias_of >= 0 ? 0 : strategy.value().memory_bytes;
+    result.compute_cost += sharding.compute_cost;
+    result.communication_cost += sharding.communication_cost;
+    in_op[static_cast<size_t>(v)] = std::move(strategy).value().collectives;
+  }
+  return in_op;
+}
+
+// One resharding of tensor `tensor` from spec `from` to spec `to`, for operand slot `operand`
+// of `consumer` (both -1: into the tensor's reader layout).
+struct ReshardMove {
+  int32_t tensor;
+  int32_t from, to;
+  int32_t consumer, operand;
+  bool into_update;  // it feeds the update phase (a gradient synchronisation)
+};
+
+// Appends the collectives of `move` to result.collectives and adds its cost.
+Status AddReshardCollectives(const Graph& graph, const AutoShardModel& model,
+                             const ReshardMove& move, AutoShardResult& result) {
+  if (move.from == move.to) return Status::Ok();
+  const int32_t u = move.tensor;
+  Result<ReshardPlan> plan =
+      model.reshard->Plan(model.tensor_type[static_cast<size_t>(u)], move.from, move.to);
+  if (!plan.ok()) return plan.status();
+  result.resharding_cost +=
+      model.reshard->Allowed(plan.value()) ? plan.value().cost : kForbiddenCost;
+  const std::string whom = move.consumer >= 0 ? " for " + DescribeOp(graph, move.consumer)
+                                              : " of " + DescribeOp(graph, u) + " for its readers";
+  for (const ReshardStep& step : plan.value().Collectives()) {
+    PlannedCollective collective;
+    collective.kind = step.collective;
+    collective.mesh_dims = step.mesh_dims;
+    collective.bytes = step.bytes;
+    collective.cost = step.cost;
+    collective.tensor = u;
+    collective.consumer = move.consumer;
+    collective.operand = move.operand;
+    collective.gradient_sync = model.gradient_like[static_cast<size_t>(u)] || move.into_update;
+    collective.description = step.description + whom;
+    result.collectives.push_back(std::move(collective));
+  }
+  return Status::Ok();
+}
+
+void AddInOpCollectives(const Graph& graph, const AutoShardModel& model, int32_t v,
+                        const std::vector<OpCollective>& in_op, AutoShardResult& result) {
+  for (const OpCollective& oc : in_op) {
+    PlannedCollective collective;
+    collective.kind = oc.kind;
+    collective.mesh_dims = {oc.mesh_dim};
+    collective.bytes = oc.bytes;
+    collective.cost = oc.cost;
+    collective.tensor = v;
+    collective.consumer = v;
+    collective.inside_op = true;
+    collective.gradient_sync = model.gradient_like[static_cast<size_t>(v)];
+    collective.description = std::string(CollectiveName(oc.kind)) + " over mesh dim " +
+                             std::to_string(oc.mesh_dim) + " inside " + DescribeOp(graph, v);
+    result.collectives.push_back(std::move(collective));
+  }
+}
+
+// Collectives in schedule order: the reshardings into each op (a tensor's shared one into its
+// reader layout before its first reader), then the op's own.
+Status AddCollectivesInScheduleOrder(const Graph& graph, const AutoShardModel& model,
+                                     const std::vector<int32_t>& assignment,
+                                     const std::vector<std::vector<OpCollective>>& in_op,
+                                     AutoShardResult& result) {
+  std::vector<bool> laid_out(static_cast<size_t>(graph.size()), false);
+  const std::vector<bool> reader_update = ReadByUpdate(model);
+  for (int32_t v : model.schedule) {
+    const OpSharding& sharding = result.ops[static_cast<size_t>(v)];
+    if (sharding.node < 0) continue;
+    const Op& op = graph.op(v);
+    const auto& srcs = model.sources[static_cast<size_t>(v)];
+    for (size_t k = 0; k < srcs.size(); ++k) {
+      const int32_t u = srcs[k].op;
+      if (u < 0) continue;
+      int32_t from =
+          model.result_spec[static_cast<size_t>(u)]
+                           [static_cast<size_t>(result.ops[static_cast<size_t>(u)].strategy)];
+      const int32_t layout_node = model.layout_node[static_cast<size_t>(u)];
+      if (layout_node >= 0) {
+        const int32_t layout =
+            model.layout_specs[static_cast<size_t>(u)]
+                              [static_cast<size_t>(assignment[static_cast<size_t>(layout_node)])];
+        if (!laid_out[static_cast<size_t>(u)]) {  // before the first reader
+          laid_out[static_cast<size_t>(u)] = true;
+          result.ops[static_cast<size_t>(u)].reader_layout = model.specs.spec(layout);
+          ALPA_RETURN_IF_ERROR(AddReshardCollectives(
+              graph, model,
+              ReshardMove{u, from, layout, -1, -1, reader_update[static_cast<size_t>(u)]}, result));
+        }
+        from = layout;
+      }
+      const int32_t want =
+          model.wanted_spec[static_cast<size_t>(v)]
+                           [static_cast<size_t>(sharding.strategy) * srcs.size() + k];
+      ALPA_RETURN_IF_ERROR(AddReshardCollectives(
+          graph, model,
+          ReshardMove{u, from, want, v, static_cast<int32_t>(k), op.phase == Phase::kUpdate},
+          result));
+    }
+    AddInOpCollectives(graph, model, v, in_op[static_cast<size_t>(v)], result);
+  }
+  return Status::Ok();
+}
+
+// Counts the collectives by kind, with and without combining the gradient syncs of one kind
+// over the same mesh dims into one bucket.
+void CountCollectives(AutoShardResult& result) {
+  std::set<std::pair<int32_t, std::vector<int32_t>>> buckets;  // gradient syncs: kind, dims
+  for (const PlannedCollective& c : result.collectives) {
+    Count(result.counts_uncombined, c.kind);
+    if (c.gradient_sync && !buckets.insert({static_cast<int32_t>(c.kind), c.mesh_dims}).second) {
+      continue;
+    }
+    Count(result.counts, c.kind);
+  }
+}
+
 }  // namespace
 
 const char* ZeroModeName(ZeroMode mode) {
@@ -106,182 +298,51 @@ const char* ZeroModeName(ZeroMode mode) {
 Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
                                   const Cluster* cluster, const AutoShardOptions& options) {
   ALPA_RETURN_IF_ERROR(CheckOptions(graph, mesh, cluster, options));
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto build_start = std::chrono::steady_clock::now();
   Result<std::unique_ptr<AutoShardModel>> built =
       BuildAutoShardModel(graph, mesh, cluster, options);
   if (!built.ok()) return built.status();
-  const AutoShardModel& m = *built.value();
+  const AutoShardModel& model = *built.value();
 
-  AutoShardResult r;
-  r.mesh_shape.assign(mesh.shape.begin(), mesh.shape.end());
-  r.schedule = m.schedule;
-  r.stats.ops = graph.size();
-  for (OpTreatment t : m.treatment) {
-    r.stats.free_ops += t == OpTreatment::kFree;
-    r.stats.fused_ops += t == OpTreatment::kFused;
-    r.stats.follower_ops += t == OpTreatment::kFollow;
-    r.stats.deciding_ops += t == OpTreatment::kDecide;
-  }
-  for (const ShardingNode& node : m.problem.nodes) r.stats.strategies += node.strategy_count();
-  r.stats.edges = static_cast<int64_t>(m.problem.edges.size());
-  r.stats.build_seconds = Since(t0);
+  AutoShardResult result;
+  result.mesh_shape.assign(mesh.shape.begin(), mesh.shape.end());
+  result.schedule = model.schedule;
+  result.stats = ModelStats(graph, model);
+  result.stats.build_seconds = Since(build_start);
 
-  const auto t1 = std::chrono::steady_clock::now();
-  SolveOptions solve = options.solve;
-  if (solve.node_groups.empty()) {
-    // The graph's layers: identical layers are solved once by the exact elimination.
-    solve.node_groups.assign(m.problem.nodes.size(), -1);
-    for (size_t op = 0; op < m.node.size(); ++op) {
-      for (int32_t node : {m.node[op], m.layout_node[op]}) {
-        if (node >= 0) solve.node_groups[static_cast<size_t>(node)] = graph.ops[op].layer;
-      }
-    }
+  const auto solve_start = std::chrono::steady_clock::now();
+  SolveResult solved = SolveSharding(model.problem, WithLayerGroups(graph, model, options.solve));
+  result.stats.solve_seconds = Since(solve_start);
+  result.stats.solver = solved.stats;
+  result.status = solved.status;
+  result.message = solved.message;
+  result.lower_bound = solved.lower_bound;
+  if (solved.status == SolveStatus::kInfeasible && model.problem.usage_limit) {
+    result.message = MemoryInfeasibleMessage(model.problem);
   }
-  SolveResult solved = SolveSharding(m.problem, solve);
-  r.stats.solve_seconds = Since(t1);
-  r.stats.solver = solved.stats;
-  r.status = solved.status;
-  r.message = solved.message;
-  r.lower_bound = solved.lower_bound;
-  if (solved.status == SolveStatus::kInfeasible && m.problem.usage_limit) {
-    // Each live tensor at its smallest shard: a lower bound on any plan's peak.
-    const PeakUsage need = PeakOverTime(m.problem, [&](size_t nd) {
-      const ShardingNode& node = m.problem.nodes[nd];
-      int64_t least = INT64_MAX;
-      for (int32_t k = 0; k < node.strategy_count(); ++k) least = std::min(least, node.usage(k));
-      return least;
-    });
-    r.message = "no sharding plan fits the memory budget of " +
-                std::to_string(*m.problem.usage_limit) + " bytes per device";
-    if (need.bytes > *m.problem.usage_limit) {
-      r.message += "; every plan needs at least " + std::to_string(need.bytes) +
-                   " bytes at schedule step " + std::to_string(need.at);
-    }
-  }
-  r.ops.assign(static_cast<size_t>(graph.size()), {});
+  result.ops.assign(static_cast<size_t>(graph.size()), {});
   if (solved.assignment.empty()) {
-    r.objective = std::numeric_limits<long double>::infinity();
-    return r;
+    result.objective = std::numeric_limits<long double>::infinity();
+    return result;
   }
 
-  // Per-op strategies, and the collectives inside each op.
-  std::vector<std::vector<OpCollective>> in_op(static_cast<size_t>(graph.size()));
-  for (int32_t v = 0; v < graph.size(); ++v) {
-    OpSharding& o = r.ops[static_cast<size_t>(v)];
-    const OpTreatment t = m.treatment[static_cast<size_t>(v)];
-    o.free = t == OpTreatment::kFree;
-    o.fused = t == OpTreatment::kFused;
-    o.node = m.node[static_cast<size_t>(v)];
-    if (o.node < 0) continue;
-    o.follows = m.leader[static_cast<size_t>(v)];
-    o.strategy = solved.assignment[static_cast<size_t>(o.node)];
-    Result<OpStrategy> s = ModelStrategy(m, v, o.strategy);
-    if (!s.ok()) return s.status();
-    o.strategy_name = StrategyName(graph, v, s.value());
-    o.result = s.value().result;
-    o.operands = s.value().operands;
-    o.compute_cost = s.value().compute_cost;
-    o.communication_cost = s.value().communication_cost;
-    o.memory_bytes = graph.op(v).alias_of >= 0 ? 0 : s.value().memory_bytes;
-    r.compute_cost += o.compute_cost;
-    r.communication_cost += o.communication_cost;
-    in_op[static_cast<size_t>(v)] = std::move(s).value().collectives;
-  }
-
-  // Collectives in schedule order: the reshardings into each op (a tensor's shared one into its
-  // reader layout before its first reader), then the op's own.
-  auto add_reshard = [&](int32_t u, int32_t from, int32_t to, int32_t consumer, int32_t operand,
-                         bool into_update) -> Status {
-    if (from == to) return Status::Ok();
-    Result<ReshardPlan> plan = m.reshard->Plan(m.tensor_type[static_cast<size_t>(u)], from, to);
-    if (!plan.ok()) return plan.status();
-    r.resharding_cost += m.reshard->Allowed(plan.value()) ? plan.value().cost : kForbiddenCost;
-    const std::string whom = consumer >= 0 ? " for " + DescribeOp(graph, consumer)
-                                           : " of " + DescribeOp(graph, u) + " for its readers";
-    for (const ReshardStep& step : plan.value().Collectives()) {
-      PlannedCollective c;
-      c.kind = step.collective;
-      c.mesh_dims = step.mesh_dims;
-      c.bytes = step.bytes;
-      c.cost = step.cost;
-      c.tensor = u;
-      c.consumer = consumer;
-      c.operand = operand;
-      c.gradient_sync = m.gradient_like[static_cast<size_t>(u)] || into_update;
-      c.description = step.description + whom;
-      r.collectives.push_back(std::move(c));
-    }
-    return Status::Ok();
-  };
-  std::vector<bool> laid_out(static_cast<size_t>(graph.size()), false);
-  std::vector<bool> reader_update(static_cast<size_t>(graph.size()), false);
-  for (int32_t v = 0; v < graph.size(); ++v) {
-    if (graph.op(v).phase != Phase::kUpdate || m.node[static_cast<size_t>(v)] < 0) continue;
-    for (const OperandSource& s : m.sources[static_cast<size_t>(v)]) {
-      if (s.op >= 0) reader_update[static_cast<size_t>(s.op)] = true;
-    }
-  }
-  for (int32_t v : m.schedule) {
-    const OpSharding& o = r.ops[static_cast<size_t>(v)];
-    if (o.node < 0) continue;
-    const Op& op = graph.op(v);
-    const auto& srcs = m.sources[static_cast<size_t>(v)];
-    for (size_t k = 0; k < srcs.size(); ++k) {
-      const int32_t u = srcs[k].op;
-      if (u < 0) continue;
-      int32_t from = m.result_spec[static_cast<size_t>(u)]
-                                  [static_cast<size_t>(r.ops[static_cast<size_t>(u)].strategy)];
-      const int32_t nl = m.layout_node[static_cast<size_t>(u)];
-      if (nl >= 0) {
-        const int32_t layout =
-            m.layout_specs[static_cast<size_t>(u)]
-                          [static_cast<size_t>(solved.assignment[static_cast<size_t>(nl)])];
-        if (!laid_out[static_cast<size_t>(u)]) {  // before the first reader
-          laid_out[static_cast<size_t>(u)] = true;
-          r.ops[static_cast<size_t>(u)].reader_layout = m.specs.spec(layout);
-          ALPA_RETURN_IF_ERROR(
-              add_reshard(u, from, layout, -1, -1, reader_update[static_cast<size_t>(u)]));
-        }
-        from = layout;
-      }
-      const int32_t want =
-          m.wanted_spec[static_cast<size_t>(v)][static_cast<size_t>(o.strategy) * srcs.size() + k];
-      ALPA_RETURN_IF_ERROR(
-          add_reshard(u, from, want, v, static_cast<int32_t>(k), op.phase == Phase::kUpdate));
-    }
-    for (const OpCollective& oc : in_op[static_cast<size_t>(v)]) {
-      PlannedCollective c;
-      c.kind = oc.kind;
-      c.mesh_dims = {oc.mesh_dim};
-      c.bytes = oc.bytes;
-      c.cost = oc.cost;
-      c.tensor = v;
-      c.consumer = v;
-      c.inside_op = true;
-      c.gradient_sync = m.gradient_like[static_cast<size_t>(v)];
-      c.description = std::string(CollectiveName(oc.kind)) + " over mesh dim " +
-                      std::to_string(oc.mesh_dim) + " inside " + DescribeOp(graph, v);
-      r.collectives.push_back(std::move(c));
-    }
-  }
-  std::set<std::pair<int32_t, std::vector<int32_t>>> buckets;  // gradient syncs: kind, dims
-  for (const PlannedCollective& c : r.collectives) {
-    Count(r.counts_uncombined, c.kind);
-    if (c.gradient_sync && !buckets.insert({static_cast<int32_t>(c.kind), c.mesh_dims}).second) {
-      continue;
-    }
-    Count(r.counts, c.kind);
-  }
+  Result<std::vector<std::vector<OpCollective>>> in_op =
+      ReadOpStrategies(graph, model, solved.assignment, result);
+  if (!in_op.ok()) return in_op.status();
+  ALPA_RETURN_IF_ERROR(
+      AddCollectivesInScheduleOrder(graph, model, solved.assignment, in_op.value(), result));
+  CountCollectives(result);
 
   // Objective (re-evaluated from the problem) and peak memory.
-  const Evaluation eval = EvaluateAssignment(m.problem, solved.assignment);
-  r.objective = eval.cost;
-  r.iteration_weight = options.iteration_weight;
-  const PeakUsage peak = PeakOverTime(
-      m.problem, [&](size_t nd) { return m.problem.nodes[nd].usage(solved.assignment[nd]); });
-  r.peak_memory_bytes = peak.bytes;
-  r.peak_memory_time = peak.at;
-  return r;
+  const Evaluation eval = EvaluateAssignment(model.problem, solved.assignment);
+  result.objective = eval.cost;
+  result.iteration_weight = options.iteration_weight;
+  const PeakUsage peak = PeakOverTime(model.problem, [&](size_t nd) {
+    return model.problem.nodes[nd].usage(solved.assignment[nd]);
+  });
+  result.peak_memory_bytes = peak.bytes;
+  result.peak_memory_time = peak.at;
+  return result;
 }
 
 }  // namespace alpa

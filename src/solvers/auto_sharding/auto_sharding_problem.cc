@@ -178,132 +178,154 @@ Result<std::vector<int32_t>> KeptStrategies(const Graph& g, int32_t id,
 
 }  // namespace
 
-bool ReadsLeaderLayout(const AutoShardModel& m, int32_t id) {
-  const int32_t leader = m.leader[static_cast<size_t>(id)];
-  return m.leader_operand[static_cast<size_t>(id)] >= 0 &&
-         m.layout_node[static_cast<size_t>(leader)] >= 0;
+bool ReadsLeaderLayout(const AutoShardModel& model, int32_t id) {
+  const int32_t leader = model.leader[static_cast<size_t>(id)];
+  return model.leader_operand[static_cast<size_t>(id)] >= 0 &&
+         model.layout_node[static_cast<size_t>(leader)] >= 0;
 }
 
-const std::vector<int32_t>& LeaderSpecs(const AutoShardModel& m, int32_t id) {
-  const size_t leader = static_cast<size_t>(m.leader[static_cast<size_t>(id)]);
-  return ReadsLeaderLayout(m, id) ? m.layout_specs[leader] : m.result_spec[leader];
+const std::vector<int32_t>& LeaderSpecs(const AutoShardModel& model, int32_t id) {
+  const size_t leader = static_cast<size_t>(model.leader[static_cast<size_t>(id)]);
+  return ReadsLeaderLayout(model, id) ? model.layout_specs[leader] : model.result_spec[leader];
 }
 
-Result<OpStrategy> ModelStrategy(const AutoShardModel& m, int32_t id, int32_t s) {
-  const Graph& g = *m.graph;
-  const IterationSpace& space = m.spaces[static_cast<size_t>(id)];
-  if (m.treatment[static_cast<size_t>(id)] == OpTreatment::kDecide) {
-    return MakeOpStrategy(m.context, id, space,
-                          m.decisions[static_cast<size_t>(id)][static_cast<size_t>(s)]);
+Result<OpStrategy> ModelStrategy(const AutoShardModel& model, int32_t id, int32_t s) {
+  const Graph& graph = *model.graph;
+  const IterationSpace& space = model.spaces[static_cast<size_t>(id)];
+  if (model.treatment[static_cast<size_t>(id)] == OpTreatment::kDecide) {
+    return MakeOpStrategy(model.context, id, space,
+                          model.decisions[static_cast<size_t>(id)][static_cast<size_t>(s)]);
   }
-  const int32_t slot = m.leader_operand[static_cast<size_t>(id)];
-  const ShardingSpec& lead = m.specs.spec(LeaderSpecs(m, id)[static_cast<size_t>(s)]);
-  LoopAssignment a;
+  const int32_t slot = model.leader_operand[static_cast<size_t>(id)];
+  const ShardingSpec& lead = model.specs.spec(LeaderSpecs(model, id)[static_cast<size_t>(s)]);
+  LoopAssignment assignment;
   if (slot < 0) {
-    a = AssignmentFromSpec(space, space.result_dims, lead, m.mesh, false);
+    assignment = AssignmentFromSpec(space, space.result_dims, lead, model.mesh, PartialSums::kDrop);
   } else {
-    const OperandSource& src = m.sources[static_cast<size_t>(id)][static_cast<size_t>(slot)];
-    const size_t rank = g.op(g.op(id).operands[static_cast<size_t>(slot)]).shape.size();
+    const OperandSource& src = model.sources[static_cast<size_t>(id)][static_cast<size_t>(slot)];
+    const size_t rank = graph.op(graph.op(id).operands[static_cast<size_t>(slot)]).shape.size();
     const bool linear = space.linear_operand[static_cast<size_t>(slot)];
-    a = AssignmentFromSpec(space, space.operand_dims[static_cast<size_t>(slot)],
-                           SourceToOperand(lead, src, rank), m.mesh, linear);
-    a.partial_operand = space.partial_all_operands ? -1 : slot;
+    assignment = AssignmentFromSpec(space, space.operand_dims[static_cast<size_t>(slot)],
+                                    SourceToOperand(lead, src, rank), model.mesh,
+                                    linear ? PartialSums::kPass : PartialSums::kDrop);
+    assignment.partial_operand = space.partial_all_operands ? -1 : slot;
   }
   // AssignmentFromSpec keeps only splits that divide their loops, so this cannot fail for a
   // valid leader spec.
-  return MakeOpStrategy(m.context, id, space, a);
+  return MakeOpStrategy(model.context, id, space, assignment);
 }
 
-Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, const LogicalMesh& mesh,
-                                                            const Cluster* cluster,
-                                                            const AutoShardOptions& options) {
-  auto model = std::make_unique<AutoShardModel>();
-  AutoShardModel& m = *model;
-  m.graph = &g;
-  m.mesh = mesh;
-  m.context.graph = &g;
-  m.context.mesh = &m.mesh;
-  m.context.cluster = cluster;
-  m.context.cost_mode = options.cost_mode;
+std::vector<bool> ReadByUpdate(const AutoShardModel& model) {
+  const Graph& graph = *model.graph;
+  std::vector<bool> read_by_update(static_cast<size_t>(graph.size()), false);
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    if (graph.op(v).phase != Phase::kUpdate || model.node[static_cast<size_t>(v)] < 0) continue;
+    for (const OperandSource& src : model.sources[static_cast<size_t>(v)]) {
+      if (src.op >= 0) read_by_update[static_cast<size_t>(src.op)] = true;
+    }
+  }
+  return read_by_update;
+}
+
+namespace {
+
+// The model's strategy context, reshard cache and per-op tables, sized for the graph.
+void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mesh,
+               const Cluster* cluster, const AutoShardOptions& options) {
+  model.graph = &graph;
+  model.mesh = mesh;
+  model.context.graph = &graph;
+  model.context.mesh = &model.mesh;
+  model.context.cluster = cluster;
+  model.context.cost_mode = options.cost_mode;
   ReshardPolicy policy;
   policy.options.cost_mode = options.cost_mode;
   policy.options.alpa_compatible = options.cost_mode == CostMode::kAlpaCompatible;
   policy.allow_all_gather = options.allow_all_gather;
   policy.allow_all_to_all = options.allow_all_to_all;
-  m.reshard = std::make_unique<ReshardCostCache>(m.specs, m.mesh, policy);
+  model.reshard = std::make_unique<ReshardCostCache>(model.specs, model.mesh, policy);
 
-  const int32_t n = g.size();
-  const size_t un = static_cast<size_t>(n);
-  m.treatment.assign(un, OpTreatment::kFollow);
-  m.node.assign(un, -1);
-  m.leader.assign(un, -1);
-  m.leader_operand.assign(un, -1);
-  m.sources.assign(un, {});
-  m.spaces.assign(un, {});
-  m.decisions.assign(un, {});
-  m.result_spec.assign(un, {});
-  m.wanted_spec.assign(un, {});
-  m.tensor_type.assign(un, -1);
+  const size_t op_count = static_cast<size_t>(graph.size());
+  model.treatment.assign(op_count, OpTreatment::kFollow);
+  model.node.assign(op_count, -1);
+  model.leader.assign(op_count, -1);
+  model.leader_operand.assign(op_count, -1);
+  model.sources.assign(op_count, {});
+  model.spaces.assign(op_count, {});
+  model.decisions.assign(op_count, {});
+  model.result_spec.assign(op_count, {});
+  model.wanted_spec.assign(op_count, {});
+  model.tensor_type.assign(op_count, -1);
+  model.gradient_like = GradientLike(graph);
+}
+
+// The source of an operand that reads fused broadcast `fused`: the broadcast's own source, with
+// each of its dims mapped through the broadcast (dims broadcast from size 1 map to -1).
+OperandSource SourceThroughBroadcast(const AutoShardModel& model, int32_t fused) {
+  const Graph& graph = *model.graph;
+  const OperandSource& inner = model.sources[static_cast<size_t>(fused)][0];
+  const Op& broadcast = graph.op(fused);
+  const Op& broadcast_operand = graph.op(broadcast.operands[0]);
+  OperandSource source;
+  source.op = inner.op;
+  source.through_broadcast = true;
+  const size_t src_rank = graph.op(inner.op).shape.size();
+  source.dim_map.assign(src_rank, -1);
+  for (size_t j = 0; j < src_rank; ++j) {
+    const int32_t ydim = inner.through_broadcast ? inner.dim_map[j] : static_cast<int32_t>(j);
+    if (ydim < 0) continue;
+    const size_t to = static_cast<size_t>(broadcast.attrs.dims[static_cast<size_t>(ydim)]);
+    if (broadcast_operand.shape[static_cast<size_t>(ydim)] == broadcast.shape[to]) {
+      source.dim_map[j] = static_cast<int32_t>(to);
+    }
+  }
+  return source;
+}
+
+// The treatment an op's kind and operands give it, before any follow-by-position rule.
+OpTreatment TreatmentOfKind(const Op& op, bool all_operands_free) {
+  if (op.kind == OpKind::kConstant || op.kind == OpKind::kIota) return OpTreatment::kFree;
+  if (op.kind != OpKind::kParameter && all_operands_free) return OpTreatment::kFree;
+  if (op.kind == OpKind::kBroadcastInDim) return OpTreatment::kFused;
+  if (Decides(op.kind)) return OpTreatment::kDecide;
+  return OpTreatment::kFollow;
+}
+
+// Phase 1: each op's treatment, operand sources and leader, in graph (topological) order.
+void AssignTreatments(AutoShardModel& model, const AutoShardOptions& options) {
+  const Graph& graph = *model.graph;
   const std::vector<int32_t> weight_of =
-      options.zero == ZeroMode::kOff ? WeightOfUpdateOps(g) : std::vector<int32_t>(un, -1);
-
-  m.gradient_like = GradientLike(g);
-  const double once = options.iteration_weight;  // see AutoShardOptions::iteration_weight
-
-  // 1. Treatment and operand sources, in graph (topological) order.
-  for (int32_t v = 0; v < n; ++v) {
-    const Op& op = g.op(v);
-    auto& srcs = m.sources[static_cast<size_t>(v)];
+      options.zero == ZeroMode::kOff ? WeightOfUpdateOps(graph)
+                                     : std::vector<int32_t>(static_cast<size_t>(graph.size()), -1);
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const Op& op = graph.op(v);
+    auto& srcs = model.sources[static_cast<size_t>(v)];
     bool all_free = !op.operands.empty();
     for (int32_t x : op.operands) {
-      OperandSource s;
-      const OpTreatment t = m.treatment[static_cast<size_t>(x)];
-      if (t == OpTreatment::kFused) {
-        const OperandSource& inner = m.sources[static_cast<size_t>(x)][0];
-        const Op& b = g.op(x);
-        const Op& y = g.op(b.operands[0]);
-        s.op = inner.op;
-        s.through_broadcast = true;
-        const size_t src_rank = g.op(inner.op).shape.size();
-        s.dim_map.assign(src_rank, -1);
-        for (size_t j = 0; j < src_rank; ++j) {
-          const int32_t ydim = inner.through_broadcast ? inner.dim_map[j] : static_cast<int32_t>(j);
-          if (ydim < 0) continue;
-          const size_t to = static_cast<size_t>(b.attrs.dims[static_cast<size_t>(ydim)]);
-          if (y.shape[static_cast<size_t>(ydim)] == b.shape[to]) {
-            s.dim_map[j] = static_cast<int32_t>(to);
-          }
-        }
-      } else if (t != OpTreatment::kFree) {
-        s.op = x;
+      OperandSource source;
+      const OpTreatment operand_treatment = model.treatment[static_cast<size_t>(x)];
+      if (operand_treatment == OpTreatment::kFused) {
+        source = SourceThroughBroadcast(model, x);
+      } else if (operand_treatment != OpTreatment::kFree) {
+        source.op = x;
       }
-      all_free = all_free && s.op < 0;
-      srcs.push_back(std::move(s));
+      all_free = all_free && source.op < 0;
+      srcs.push_back(std::move(source));
     }
-    OpTreatment t;
-    if (op.kind == OpKind::kConstant || op.kind == OpKind::kIota) {
-      t = OpTreatment::kFree;
-    } else if (op.kind != OpKind::kParameter && all_free) {
-      t = OpTreatment::kFree;
-    } else if (op.kind == OpKind::kBroadcastInDim) {
-      t = OpTreatment::kFused;
-    } else if (Decides(op.kind)) {
-      t = OpTreatment::kDecide;
-    } else {
-      t = OpTreatment::kFollow;
-    }
+    OpTreatment treatment = TreatmentOfKind(op, all_free);
     // Followers by position rather than by operand.
-    const int32_t w = weight_of[static_cast<size_t>(v)];
-    const bool zero_off_follow = w >= 0 && w != v && g.op(w).shape == op.shape &&
+    const int32_t weight = weight_of[static_cast<size_t>(v)];
+    const bool zero_off_follow = weight >= 0 && weight != v && graph.op(weight).shape == op.shape &&
                                  op.kind != OpKind::kBroadcastInDim &&
                                  (op.phase == Phase::kUpdate || op.kind == OpKind::kParameter);
-    if (t != OpTreatment::kFree && zero_off_follow) {
-      t = OpTreatment::kFollow;
-      m.leader[static_cast<size_t>(v)] = w;
-    } else if (t != OpTreatment::kFree && options.zero != ZeroMode::kOff && op.alias_of >= 0) {
-      t = OpTreatment::kFollow;  // an updated value keeps its parameter's layout
-      m.leader[static_cast<size_t>(v)] = op.alias_of;
-    } else if (t == OpTreatment::kFollow) {
+    if (treatment != OpTreatment::kFree && zero_off_follow) {
+      treatment = OpTreatment::kFollow;
+      model.leader[static_cast<size_t>(v)] = weight;
+    } else if (treatment != OpTreatment::kFree && options.zero != ZeroMode::kOff &&
+               op.alias_of >= 0) {
+      treatment = OpTreatment::kFollow;  // an updated value keeps its parameter's layout
+      model.leader[static_cast<size_t>(v)] = op.alias_of;
+    } else if (treatment == OpTreatment::kFollow) {
       int32_t slot = -1;
       for (size_t k = 0; k < srcs.size() && slot < 0; ++k) {
         if (srcs[k].op >= 0 && !srcs[k].through_broadcast) slot = static_cast<int32_t>(k);
@@ -311,211 +333,300 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& g, cons
       for (size_t k = 0; k < srcs.size() && slot < 0; ++k) {
         if (srcs[k].op >= 0) slot = static_cast<int32_t>(k);
       }
-      m.leader_operand[static_cast<size_t>(v)] = slot;
-      m.leader[static_cast<size_t>(v)] = srcs[static_cast<size_t>(slot)].op;
+      model.leader_operand[static_cast<size_t>(v)] = slot;
+      model.leader[static_cast<size_t>(v)] = srcs[static_cast<size_t>(slot)].op;
     }
-    m.treatment[static_cast<size_t>(v)] = t;
+    model.treatment[static_cast<size_t>(v)] = treatment;
   }
+}
 
-  m.readers.assign(un, 0);
-  for (int32_t v = 0; v < n; ++v) {
-    const OpTreatment t = m.treatment[static_cast<size_t>(v)];
-    if (t == OpTreatment::kFree || t == OpTreatment::kFused) continue;
-    for (const OperandSource& s : m.sources[static_cast<size_t>(v)]) {
-      if (s.op >= 0) ++m.readers[static_cast<size_t>(s.op)];
+bool IsNodeTreatment(OpTreatment treatment) {
+  return treatment != OpTreatment::kFree && treatment != OpTreatment::kFused;
+}
+
+void CountReaders(AutoShardModel& model) {
+  const int32_t op_count = model.graph->size();
+  model.readers.assign(static_cast<size_t>(op_count), 0);
+  for (int32_t v = 0; v < op_count; ++v) {
+    if (!IsNodeTreatment(model.treatment[static_cast<size_t>(v)])) continue;
+    for (const OperandSource& s : model.sources[static_cast<size_t>(v)]) {
+      if (s.op >= 0) ++model.readers[static_cast<size_t>(s.op)];
     }
   }
+}
 
-  // 2. Strategies of node ops, each followed by its reader layout node when several operand
-  // slots read it: the tensor is resharded once, into that layout, and every reader reads it
-  // (reshards on separate edges would each be paid, although a runtime moves the data once).
-  // Followers that read a tensor follow its reader layout.
-  m.layout_node.assign(un, -1);
-  m.layout_specs.assign(un, {});
-  m.node_count_of_ops = 0;
-  for (int32_t v = 0; v < n; ++v) {
-    const OpTreatment t = m.treatment[static_cast<size_t>(v)];
-    if (t == OpTreatment::kFree || t == OpTreatment::kFused) continue;
-    const Op& op = g.op(v);
-    Result<IterationSpace> space = OpIterationSpace(g, v);
+// The strategies of node op `v`: a decider's enumerated ones that the options keep (their loop
+// assignments recorded in `decisions`), or a follower's, one per spec of its leader.
+Result<std::vector<OpStrategy>> NodeStrategies(AutoShardModel& model, int32_t v,
+                                               const AutoShardOptions& options) {
+  std::vector<OpStrategy> strategies;
+  if (model.treatment[static_cast<size_t>(v)] == OpTreatment::kDecide) {
+    Result<std::vector<OpStrategy>> all =
+        EnumerateOpStrategies(model.context, v, model.spaces[static_cast<size_t>(v)]);
+    if (!all.ok()) return all.status();
+    Result<std::vector<int32_t>> kept =
+        KeptStrategies(*model.graph, v, all.value(), model.mesh, options);
+    if (!kept.ok()) return kept.status();
+    for (int32_t s : kept.value()) {
+      strategies.push_back(all.value()[static_cast<size_t>(s)]);
+      model.decisions[static_cast<size_t>(v)].push_back(strategies.back().assignment);
+    }
+    return strategies;
+  }
+  const size_t count = LeaderSpecs(model, v).size();
+  for (size_t s = 0; s < count; ++s) {
+    Result<OpStrategy> strategy = ModelStrategy(model, v, static_cast<int32_t>(s));
+    if (!strategy.ok()) return strategy.status();
+    strategies.push_back(std::move(strategy).value());
+  }
+  return strategies;
+}
+
+// The problem node of op `v` over `strategies` (costs, usages, follow link); interns each
+// strategy's result spec and the operand layouts it wants.
+ShardingNode StrategyNode(AutoShardModel& model, int32_t v,
+                          const std::vector<OpStrategy>& strategies,
+                          const AutoShardOptions& options) {
+  const Op& op = model.graph->op(v);
+  const double once = options.iteration_weight;  // see AutoShardOptions::iteration_weight
+  ShardingNode node;
+  auto& results = model.result_spec[static_cast<size_t>(v)];
+  auto& wanted = model.wanted_spec[static_cast<size_t>(v)];
+  const auto& srcs = model.sources[static_cast<size_t>(v)];
+  const bool donated = op.alias_of >= 0;  // the update writes into its parameter's buffer
+  for (const OpStrategy& s : strategies) {
+    results.push_back(model.specs.Intern(s.result));
+    for (size_t k = 0; k < srcs.size(); ++k) {
+      wanted.push_back(
+          srcs[k].op < 0 ? -1 : model.specs.Intern(OperandToSource(s.operands[k], srcs[k])));
+    }
+    const bool update = op.phase == Phase::kUpdate;
+    node.costs.push_back(s.compute_cost * (update ? once : 1.0) +
+                         s.communication_cost *
+                             (update || model.gradient_like[static_cast<size_t>(v)] ? once : 1.0));
+    node.usages.push_back(donated ? 0 : s.memory_bytes);
+  }
+  if (model.treatment[static_cast<size_t>(v)] == OpTreatment::kFollow) {
+    const int32_t leader = model.leader[static_cast<size_t>(v)];
+    node.follows = ReadsLeaderLayout(model, v) ? model.layout_node[static_cast<size_t>(leader)]
+                                               : model.node[static_cast<size_t>(leader)];
+  }
+  return node;
+}
+
+// The reader layout node of op `v`: one choice per layout its readers may read it in.
+void AddReaderLayoutNode(AutoShardModel& model, int32_t v) {
+  auto& specs = model.layout_specs[static_cast<size_t>(v)];
+  for (const ShardingSpec& spec : TensorLayouts(model.graph->op(v).shape, model.mesh)) {
+    specs.push_back(model.specs.Intern(spec));
+  }
+  model.layout_node[static_cast<size_t>(v)] = static_cast<int32_t>(model.problem.nodes.size());
+  ShardingNode layout;
+  layout.costs.assign(specs.size(), 0.0);  // no usage: resharded values are transient
+  model.problem.nodes.push_back(std::move(layout));
+}
+
+// Phase 2: strategies of node ops, each followed by its reader layout node when several operand
+// slots read it: the tensor is resharded once, into that layout, and every reader reads it
+// (reshards on separate edges would each be paid, although a runtime moves the data once).
+// Followers that read a tensor follow its reader layout.
+Status AddStrategyNodes(AutoShardModel& model, const AutoShardOptions& options) {
+  const Graph& graph = *model.graph;
+  const size_t op_count = static_cast<size_t>(graph.size());
+  model.layout_node.assign(op_count, -1);
+  model.layout_specs.assign(op_count, {});
+  model.node_count_of_ops = 0;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    if (!IsNodeTreatment(model.treatment[static_cast<size_t>(v)])) continue;
+    const Op& op = graph.op(v);
+    Result<IterationSpace> space = OpIterationSpace(graph, v);
     if (!space.ok()) return space.status();
-    m.spaces[static_cast<size_t>(v)] = std::move(space).value();
-    m.node[static_cast<size_t>(v)] = static_cast<int32_t>(m.problem.nodes.size());
-    ++m.node_count_of_ops;
-    m.tensor_type[static_cast<size_t>(v)] = m.reshard->TensorType(op.shape, DTypeBytes(op.dtype));
+    model.spaces[static_cast<size_t>(v)] = std::move(space).value();
+    model.node[static_cast<size_t>(v)] = static_cast<int32_t>(model.problem.nodes.size());
+    ++model.node_count_of_ops;
+    model.tensor_type[static_cast<size_t>(v)] =
+        model.reshard->TensorType(op.shape, DTypeBytes(op.dtype));
 
-    std::vector<OpStrategy> strategies;
-    if (t == OpTreatment::kDecide) {
-      Result<std::vector<OpStrategy>> all =
-          EnumerateOpStrategies(m.context, v, m.spaces[static_cast<size_t>(v)]);
-      if (!all.ok()) return all.status();
-      Result<std::vector<int32_t>> kept = KeptStrategies(g, v, all.value(), mesh, options);
-      if (!kept.ok()) return kept.status();
-      for (int32_t s : kept.value()) {
-        strategies.push_back(all.value()[static_cast<size_t>(s)]);
-        m.decisions[static_cast<size_t>(v)].push_back(strategies.back().assignment);
-      }
-    } else {
-      const size_t count = LeaderSpecs(m, v).size();
-      for (size_t s = 0; s < count; ++s) {
-        Result<OpStrategy> st = ModelStrategy(m, v, static_cast<int32_t>(s));
-        if (!st.ok()) return st.status();
-        strategies.push_back(std::move(st).value());
-      }
-    }
-    ShardingNode node;
-    auto& results = m.result_spec[static_cast<size_t>(v)];
-    auto& wanted = m.wanted_spec[static_cast<size_t>(v)];
-    const auto& srcs = m.sources[static_cast<size_t>(v)];
-    const bool donated = op.alias_of >= 0;  // the update writes into its parameter's buffer
-    for (const OpStrategy& s : strategies) {
-      results.push_back(m.specs.Intern(s.result));
-      for (size_t k = 0; k < srcs.size(); ++k) {
-        wanted.push_back(srcs[k].op < 0 ? -1
-                                        : m.specs.Intern(OperandToSource(s.operands[k], srcs[k])));
-      }
-      const bool update = op.phase == Phase::kUpdate;
-      node.costs.push_back(s.compute_cost * (update ? once : 1.0) +
-                           s.communication_cost *
-                               (update || m.gradient_like[static_cast<size_t>(v)] ? once : 1.0));
-      node.usages.push_back(donated ? 0 : s.memory_bytes);
-    }
-    if (t == OpTreatment::kFollow) {
-      const int32_t leader = m.leader[static_cast<size_t>(v)];
-      node.follows = ReadsLeaderLayout(m, v) ? m.layout_node[static_cast<size_t>(leader)]
-                                             : m.node[static_cast<size_t>(leader)];
-    }
-    m.problem.nodes.push_back(std::move(node));
+    Result<std::vector<OpStrategy>> strategies = NodeStrategies(model, v, options);
+    if (!strategies.ok()) return strategies.status();
+    model.problem.nodes.push_back(StrategyNode(model, v, strategies.value(), options));
 
     // Not for parameters: a weight gathered for several readers would be kept gathered between
     // them at no memory cost; a runtime gathers it per use (as FSDP does), which is what
     // per-edge resharding charges.
-    if (m.readers[static_cast<size_t>(v)] >= 2 && op.kind != OpKind::kParameter) {
-      auto& specs = m.layout_specs[static_cast<size_t>(v)];
-      for (const ShardingSpec& spec : TensorLayouts(op.shape, mesh)) {
-        specs.push_back(m.specs.Intern(spec));
-      }
-      m.layout_node[static_cast<size_t>(v)] = static_cast<int32_t>(m.problem.nodes.size());
-      ShardingNode layout;
-      layout.costs.assign(specs.size(), 0.0);  // no usage: resharded values are transient
-      m.problem.nodes.push_back(std::move(layout));
+    if (model.readers[static_cast<size_t>(v)] >= 2 && op.kind != OpKind::kParameter) {
+      AddReaderLayoutNode(model, v);
     }
   }
+  return Status::Ok();
+}
 
-  // 3. Schedule and liveness.
-  std::vector<int64_t> bytes(un, 0);
-  for (int32_t v = 0; v < n; ++v) {
-    if (m.node[static_cast<size_t>(v)] >= 0 && g.op(v).alias_of < 0)
-      bytes[static_cast<size_t>(v)] = TensorBytes(g.op(v));
+// Phase 3a: the memory-aware schedule of the ops and each op's position in it.
+void ScheduleOps(AutoShardModel& model) {
+  const Graph& graph = *model.graph;
+  const size_t op_count = static_cast<size_t>(graph.size());
+  std::vector<int64_t> bytes(op_count, 0);
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    if (model.node[static_cast<size_t>(v)] >= 0 && graph.op(v).alias_of < 0)
+      bytes[static_cast<size_t>(v)] = TensorBytes(graph.op(v));
   }
-  m.schedule = MemoryAwareSchedule(g, bytes);
-  m.position.assign(un, 0);
-  for (size_t p = 0; p < m.schedule.size(); ++p) {
-    m.position[static_cast<size_t>(m.schedule[p])] = static_cast<int32_t>(p);
+  model.schedule = MemoryAwareSchedule(graph, bytes);
+  model.position.assign(op_count, 0);
+  for (size_t p = 0; p < model.schedule.size(); ++p) {
+    model.position[static_cast<size_t>(model.schedule[p])] = static_cast<int32_t>(p);
   }
-  const int64_t end = static_cast<int64_t>(m.schedule.size());
-  std::vector<int64_t> last(un, -1);
-  for (int32_t v = 0; v < n; ++v) {
-    if (m.node[static_cast<size_t>(v)] < 0) continue;
-    for (const OperandSource& s : m.sources[static_cast<size_t>(v)]) {
+}
+
+// Phase 3b: each node's live interval in the schedule (parameters and outputs live to the end)
+// and the memory budget.
+void SetUsageIntervals(AutoShardModel& model, const AutoShardOptions& options) {
+  const Graph& graph = *model.graph;
+  const size_t op_count = static_cast<size_t>(graph.size());
+  const int64_t end = static_cast<int64_t>(model.schedule.size());
+  std::vector<int64_t> last(op_count, -1);
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    if (model.node[static_cast<size_t>(v)] < 0) continue;
+    for (const OperandSource& s : model.sources[static_cast<size_t>(v)]) {
       if (s.op >= 0) {
-        last[static_cast<size_t>(s.op)] =
-            std::max<int64_t>(last[static_cast<size_t>(s.op)], m.position[static_cast<size_t>(v)]);
+        last[static_cast<size_t>(s.op)] = std::max<int64_t>(last[static_cast<size_t>(s.op)],
+                                                            model.position[static_cast<size_t>(v)]);
       }
     }
   }
-  std::vector<bool> persistent(un, false);
-  for (int32_t out : g.outputs) persistent[static_cast<size_t>(out)] = true;
-  for (int32_t v = 0; v < n; ++v) {
-    const int32_t nd = m.node[static_cast<size_t>(v)];
+  std::vector<bool> persistent(op_count, false);
+  for (int32_t out : graph.outputs) persistent[static_cast<size_t>(out)] = true;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const int32_t nd = model.node[static_cast<size_t>(v)];
     if (nd < 0) continue;
-    UsageInterval& iv = m.problem.nodes[static_cast<size_t>(nd)].interval;
-    const bool param = g.op(v).kind == OpKind::kParameter;
-    iv.lo = param ? 0 : m.position[static_cast<size_t>(v)];
+    UsageInterval& iv = model.problem.nodes[static_cast<size_t>(nd)].interval;
+    const bool param = graph.op(v).kind == OpKind::kParameter;
+    iv.lo = param ? 0 : model.position[static_cast<size_t>(v)];
     iv.hi = (param || persistent[static_cast<size_t>(v)])
                 ? end
                 : std::max<int64_t>(iv.lo + 1, last[static_cast<size_t>(v)] + 1);
   }
-  if (options.memory_budget_bytes) m.problem.usage_limit = *options.memory_budget_bytes;
+  if (options.memory_budget_bytes) model.problem.usage_limit = *options.memory_budget_bytes;
+}
 
-  // 4. Resharding edges: producer -> reader layout -> readers, or producer -> reader.
-  // Without ZeRO, a weight is read in the layout it is stored in (gathering it per use is
-  // ZeRO-3 / FSDP), and gradients are all-reduced (reduce-scattering them is the ZeRO rewrite).
-  using Restriction = ReshardCostCache::Restriction;
-  auto restriction = [&](int32_t u) {
-    if (options.zero != ZeroMode::kOff) return Restriction::kNone;
-    const Op& op = g.op(u);
-    if (op.kind == OpKind::kParameter && op.role == TensorRole::kParameter) {
-      return Restriction::kLocalOnly;
-    }
-    return m.gradient_like[static_cast<size_t>(u)] ? Restriction::kNoReduceScatter
-                                                   : Restriction::kNone;
-  };
-  auto add_edge = [&](int32_t nu, const std::vector<int32_t>& from, int32_t type, int32_t nv,
-                      size_t kv, auto wanted, Restriction limit, double weight) -> Status {
-    const size_t ku = from.size();
-    ShardingEdge e;
-    e.u = nu;
-    e.v = nv;
-    e.costs.assign(ku * kv, 0.0);
-    const bool same_root = FollowRoot(m.problem, nu) == FollowRoot(m.problem, nv);
-    bool any = false;
-    for (size_t i = 0; i < ku; ++i) {
-      for (size_t j = 0; j < kv; ++j) {
-        if (same_root && i != j) continue;  // only the diagonal can apply
-        Result<double> c = m.reshard->Cost(type, from[i], wanted(j), limit);
-        if (!c.ok()) return c.status();
-        e.costs[i * kv + j] = c.value() * weight;
-        any = any || c.value() != 0.0;
-      }
-    }
-    if (any) m.problem.edges.push_back(std::move(e));
-    return Status::Ok();
-  };
-  // A shared resharding counts once per iteration when it moves a gradient or feeds an update.
-  std::vector<bool> read_by_update(un, false);
-  for (int32_t v = 0; v < n; ++v) {
-    if (g.op(v).phase != Phase::kUpdate || m.node[static_cast<size_t>(v)] < 0) continue;
-    for (const OperandSource& src : m.sources[static_cast<size_t>(v)]) {
-      if (src.op >= 0) read_by_update[static_cast<size_t>(src.op)] = true;
+using Restriction = ReshardCostCache::Restriction;
+
+// Without ZeRO, a weight is read in the layout it is stored in (gathering it per use is
+// ZeRO-3 / FSDP), and gradients are all-reduced (reduce-scattering them is the ZeRO rewrite).
+Restriction ReshardRestriction(const AutoShardModel& model, int32_t u,
+                               const AutoShardOptions& options) {
+  if (options.zero != ZeroMode::kOff) return Restriction::kNone;
+  const Op& op = model.graph->op(u);
+  if (op.kind == OpKind::kParameter && op.role == TensorRole::kParameter) {
+    return Restriction::kLocalOnly;
+  }
+  return model.gradient_like[static_cast<size_t>(u)] ? Restriction::kNoReduceScatter
+                                                     : Restriction::kNone;
+}
+
+// One end of a resharding edge: a problem node and the interned spec of each of its choices.
+struct EdgeSource {
+  int32_t node;
+  const std::vector<int32_t>& specs;
+};
+
+// Adds the edge from `from` to node `to_node` (with `to_count` choices, choice j wanting spec
+// wanted(j)) of tensor type `type`, costs scaled by `weight`; an edge of zero costs is left out.
+template <typename WantedSpec>
+Status AddReshardEdge(AutoShardModel& model, const EdgeSource& from, int32_t type, int32_t to_node,
+                      size_t to_count, WantedSpec wanted, Restriction limit, double weight) {
+  const size_t from_count = from.specs.size();
+  ShardingEdge edge;
+  edge.u = from.node;
+  edge.v = to_node;
+  edge.costs.assign(from_count * to_count, 0.0);
+  const bool same_root = FollowRoot(model.problem, from.node) == FollowRoot(model.problem, to_node);
+  bool any = false;
+  for (size_t i = 0; i < from_count; ++i) {
+    for (size_t j = 0; j < to_count; ++j) {
+      if (same_root && i != j) continue;  // only the diagonal can apply
+      Result<double> cost = model.reshard->Cost(type, from.specs[i], wanted(j), limit);
+      if (!cost.ok()) return cost.status();
+      edge.costs[i * to_count + j] = cost.value() * weight;
+      any = any || cost.value() != 0.0;
     }
   }
-  for (int32_t u = 0; u < n; ++u) {
-    const int32_t nl = m.layout_node[static_cast<size_t>(u)];
-    if (nl < 0) continue;
-    const auto& layouts = m.layout_specs[static_cast<size_t>(u)];
-    Status st = add_edge(
-        m.node[static_cast<size_t>(u)], m.result_spec[static_cast<size_t>(u)],
-        m.tensor_type[static_cast<size_t>(u)], nl, layouts.size(),
-        [&](size_t j) { return layouts[j]; }, restriction(u),
-        m.gradient_like[static_cast<size_t>(u)] || read_by_update[static_cast<size_t>(u)] ? once
-                                                                                          : 1.0);
-    if (!st.ok()) return InternalError(DescribeOp(g, u) + " reader layout: " + st.message());
+  if (any) model.problem.edges.push_back(std::move(edge));
+  return Status::Ok();
+}
+
+// Phase 4a: producer -> reader layout edges. A shared resharding counts once per iteration
+// when it moves a gradient or feeds an update.
+Status AddReaderLayoutEdges(AutoShardModel& model, const AutoShardOptions& options) {
+  const Graph& graph = *model.graph;
+  const double once = options.iteration_weight;
+  const std::vector<bool> read_by_update = ReadByUpdate(model);
+  for (int32_t u = 0; u < graph.size(); ++u) {
+    const int32_t layout_node = model.layout_node[static_cast<size_t>(u)];
+    if (layout_node < 0) continue;
+    const auto& layouts = model.layout_specs[static_cast<size_t>(u)];
+    const bool counted_once =
+        model.gradient_like[static_cast<size_t>(u)] || read_by_update[static_cast<size_t>(u)];
+    Status st = AddReshardEdge(
+        model,
+        EdgeSource{model.node[static_cast<size_t>(u)], model.result_spec[static_cast<size_t>(u)]},
+        model.tensor_type[static_cast<size_t>(u)], layout_node, layouts.size(),
+        [&](size_t j) { return layouts[j]; }, ReshardRestriction(model, u, options),
+        counted_once ? once : 1.0);
+    if (!st.ok()) return InternalError(DescribeOp(graph, u) + " reader layout: " + st.message());
   }
-  for (int32_t v = 0; v < n; ++v) {
-    const int32_t nv = m.node[static_cast<size_t>(v)];
+  return Status::Ok();
+}
+
+// Phase 4b: edges into each reader, from its operand's reader layout node or its producer.
+Status AddOperandEdges(AutoShardModel& model, const AutoShardOptions& options) {
+  const Graph& graph = *model.graph;
+  const double once = options.iteration_weight;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const int32_t nv = model.node[static_cast<size_t>(v)];
     if (nv < 0) continue;
-    const auto& srcs = m.sources[static_cast<size_t>(v)];
-    const auto& wanted = m.wanted_spec[static_cast<size_t>(v)];
+    const auto& srcs = model.sources[static_cast<size_t>(v)];
+    const auto& wanted = model.wanted_spec[static_cast<size_t>(v)];
     for (size_t k = 0; k < srcs.size(); ++k) {
       const int32_t u = srcs[k].op;
       if (u < 0) continue;
-      const int32_t nl = m.layout_node[static_cast<size_t>(u)];
-      const bool via_layout = nl >= 0;
-      Status st = add_edge(
-          via_layout ? nl : m.node[static_cast<size_t>(u)],
-          via_layout ? m.layout_specs[static_cast<size_t>(u)]
-                     : m.result_spec[static_cast<size_t>(u)],
-          m.tensor_type[static_cast<size_t>(u)], nv, m.result_spec[static_cast<size_t>(v)].size(),
-          [&](size_t j) { return wanted[j * srcs.size() + k]; }, restriction(u),
-          (m.gradient_like[static_cast<size_t>(u)] || g.op(v).phase == Phase::kUpdate) ? once
-                                                                                       : 1.0);
+      const int32_t layout_node = model.layout_node[static_cast<size_t>(u)];
+      const bool via_layout = layout_node >= 0;
+      const EdgeSource from =
+          via_layout ? EdgeSource{layout_node, model.layout_specs[static_cast<size_t>(u)]}
+                     : EdgeSource{model.node[static_cast<size_t>(u)],
+                                  model.result_spec[static_cast<size_t>(u)]};
+      const bool counted_once =
+          model.gradient_like[static_cast<size_t>(u)] || graph.op(v).phase == Phase::kUpdate;
+      Status st = AddReshardEdge(
+          model, from, model.tensor_type[static_cast<size_t>(u)], nv,
+          model.result_spec[static_cast<size_t>(v)].size(),
+          [&](size_t j) { return wanted[j * srcs.size() + k]; },
+          ReshardRestriction(model, u, options), counted_once ? once : 1.0);
       if (!st.ok()) {
-        return InternalError(DescribeOp(g, v) + " operand " + std::to_string(k) + ": " +
+        return InternalError(DescribeOp(graph, v) + " operand " + std::to_string(k) + ": " +
                              st.message());
       }
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& graph,
+                                                            const LogicalMesh& mesh,
+                                                            const Cluster* cluster,
+                                                            const AutoShardOptions& options) {
+  auto model = std::make_unique<AutoShardModel>();
+  InitModel(*model, graph, mesh, cluster, options);
+  AssignTreatments(*model, options);
+  CountReaders(*model);
+  ALPA_RETURN_IF_ERROR(AddStrategyNodes(*model, options));
+  ScheduleOps(*model);
+  SetUsageIntervals(*model, options);
+  // Resharding edges: producer -> reader layout -> readers, or producer -> reader.
+  ALPA_RETURN_IF_ERROR(AddReaderLayoutEdges(*model, options));
+  ALPA_RETURN_IF_ERROR(AddOperandEdges(*model, options));
   return model;
 }
 

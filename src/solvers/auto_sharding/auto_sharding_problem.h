@@ -73,6 +73,9 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& graph,
 bool ReadsLeaderLayout(const AutoShardModel& model, int32_t id);
 const std::vector<int32_t>& LeaderSpecs(const AutoShardModel& model, int32_t id);
 
+// Per op: whether a node op of the update phase reads it (through fused broadcasts).
+std::vector<bool> ReadByUpdate(const AutoShardModel& model);
+
 // The full strategy `s` of node op `id` (recomputed from the same rules as the build).
 Result<OpStrategy> ModelStrategy(const AutoShardModel& model, int32_t id, int32_t s);
 

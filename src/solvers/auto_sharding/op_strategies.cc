@@ -179,7 +179,7 @@ Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx
 LoopAssignment AssignmentFromSpec(const IterationSpace& space,
                                   const std::vector<int32_t>& dims_to_loops,
                                   const ShardingSpec& spec, const LogicalMesh& mesh,
-                                  bool keep_partial) {
+                                  PartialSums partial_sums) {
   LoopAssignment a;
   a.loop_mesh_dims.assign(static_cast<size_t>(space.num_loops()), {});
   for (size_t d = 0; d < dims_to_loops.size() && d < spec.dims.size(); ++d) {
@@ -193,7 +193,7 @@ LoopAssignment AssignmentFromSpec(const IterationSpace& space,
       a.loop_mesh_dims[static_cast<size_t>(loop)].push_back(m);
     }
   }
-  if (keep_partial) a.pass_partial = spec.partial;
+  if (partial_sums == PartialSums::kPass) a.pass_partial = spec.partial;
   return a;
 }
 

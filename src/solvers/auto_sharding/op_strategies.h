@@ -92,11 +92,12 @@ Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx
 // Loop assignment that makes tensor `dims_to_loops` (a result_dims or operand_dims map of
 // `space`) laid out as `spec`: each split tensor dim's mesh dims go to its loop; mesh dims that
 // cannot be carried (dim mapped to -1, or the split does not divide the loop) are dropped; the
-// spec's partial dims become pass_partial when `keep_partial`. Used by followers.
+// spec's partial dims become pass_partial with PartialSums::kPass. Used by followers.
+enum class PartialSums { kDrop, kPass };
 LoopAssignment AssignmentFromSpec(const IterationSpace& space,
                                   const std::vector<int32_t>& dims_to_loops,
                                   const ShardingSpec& spec, const LogicalMesh& mesh,
-                                  bool keep_partial);
+                                  PartialSums partial_sums);
 
 // "S0 R S1 = S0 R x R S1 @all-reduce(1)": the result spec, the operand specs of ops with two or
 // more operands (and of dot_general), and the in-op collectives.
