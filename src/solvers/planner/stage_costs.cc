@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -212,49 +213,157 @@ const UnitProfile& StageCostTable::Solution(int32_t piece, int32_t config) const
   return levels[std::min(level, levels.size() - 1)];
 }
 
-Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering& clustering,
-                                       const Cluster& cluster, const PlannerOptions& options,
-                                       int64_t microbatches, int64_t device_memory,
-                                       const PlannerProgress& progress_base) {
-  const auto start = std::chrono::steady_clock::now();
-  StageCostTable t;
-  t.microbatches = microbatches;
-  t.device_memory = device_memory;
-  Result<StagePieces> cut = CutStagePieces(graph, clustering);
-  if (!cut.ok()) return cut.status();
-  StagePieces& sp = cut.value();
-  t.piece_marker = sp.piece_marker;
-  t.op_piece = sp.op_piece;
-  t.group_first_piece = sp.group_first_piece;
-  t.piece_graph = sp.piece_graph;
-  t.piece_type = sp.piece_type;
-  const std::vector<int32_t>& type_rep = sp.type_rep;  // per type: its first piece
-  const int32_t types = static_cast<int32_t>(type_rep.size());
+namespace {
 
-  // Meshes: every logical shape of every submesh shape.
-  t.submeshes = EnumerateSubmeshShapes(cluster.hosts, cluster.devices_per_host);
+// Every logical mesh of every submesh shape, with the submesh each one is on.
+struct StageMeshes {
   std::vector<LogicalMesh> meshes;
-  std::vector<int32_t> mesh_submesh;
-  for (size_t s = 0; s < t.submeshes.size(); ++s) {
-    for (const std::vector<int64_t>& shape : EnumerateLogicalShapes(t.submeshes[s])) {
-      Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster, t.submeshes[s], shape);
+  std::vector<int32_t> submesh;  // per mesh: index into StageCostTable::submeshes
+};
+
+Result<StageMeshes> EnumerateStageMeshes(const Cluster& cluster,
+                                         const std::vector<SubmeshShape>& submeshes) {
+  StageMeshes out;
+  for (size_t s = 0; s < submeshes.size(); ++s) {
+    for (const std::vector<int64_t>& shape : EnumerateLogicalShapes(submeshes[s])) {
+      Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster, submeshes[s], shape);
       if (!mesh.ok()) return mesh.status();
-      meshes.push_back(std::move(mesh).value());
-      mesh_submesh.push_back(static_cast<int32_t>(s));
+      out.meshes.push_back(std::move(mesh).value());
+      out.submesh.push_back(static_cast<int32_t>(s));
     }
   }
+  return out;
+}
 
-  // Intra-op solves: one task per (type, mesh), its memory levels in sequence.
+// The auto-sharding options of every intra-op solve (before its memory budget).
+AutoShardOptions IntraOpOptions(const PlannerOptions& options, int64_t microbatches) {
+  AutoShardOptions shard;
+  shard.iteration_weight = 1.0 / static_cast<double>(microbatches);
+  shard.solve.threads = 1;
+  shard.solve.deterministic = true;
+  shard.solve.heuristic_only = !options.intra_op_exact;
+  shard.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
+  shard.solve.relative_gap = options.intra_op_relative_gap;
+  shard.solve.cancel = options.cancel;
+  // ZeRO is a choice in every solve: sharding the optimizer state and its update over the
+  // data-parallel devices costs the same collectives as an all-reduce and divides the update
+  // and the state's memory.
+  shard.zero = ZeroMode::kSearch;
+  return shard;
+}
+
+// What every intra-op solve task of one table shares.
+struct IntraOpContext {
+  const StageCostTable& table;           // its pieces (solutions are written by the tasks)
+  const std::vector<int32_t>& type_rep;  // per type: its first piece
+  const std::vector<LogicalMesh>& meshes;
+  const Cluster& cluster;
+  const PlannerOptions& options;
+  int64_t microbatches = 1;
   int32_t most_pieces_per_group = 1;
-  for (int32_t g = 0; g < clustering.num_layers; ++g) {
-    most_pieces_per_group =
-        std::max(most_pieces_per_group, t.group_first_piece[static_cast<size_t>(g) + 1] -
-                                            t.group_first_piece[static_cast<size_t>(g)]);
+};
+
+int32_t MostPiecesPerGroup(const StageCostTable& table, int32_t groups) {
+  int32_t most = 1;
+  for (int32_t g = 0; g < groups; ++g) {
+    most = std::max(most, table.group_first_piece[static_cast<size_t>(g) + 1] -
+                              table.group_first_piece[static_cast<size_t>(g)]);
   }
-  t.solutions.assign(static_cast<size_t>(types),
-                     std::vector<std::vector<UnitProfile>>(meshes.size()));
-  const int64_t tasks = static_cast<int64_t>(types) * static_cast<int64_t>(meshes.size());
-  std::atomic<int64_t> done{0}, solves{0}, proven{0};
+  return most;
+}
+
+// The memory budget of the next level after `last` (at a peak of `peak` bytes) on `mesh`, or
+// nullopt when a stage of such pieces already fits the device.
+std::optional<int64_t> NextLevelBudget(const IntraOpContext& ctx, const LogicalMesh& mesh,
+                                       const UnitProfile& last) {
+  const Cluster& cluster = ctx.cluster;
+  const int64_t peak = UnitPeak(last);
+  // The pieces a stage holds: at least the largest layer group, and in a balanced pipeline a
+  // one-host stage's share of the devices (capped at one host so that the big multi-host
+  // meshes, rarely memory-bound, do not multiply the solves).
+  const int64_t devices = std::min(mesh.num_devices(), cluster.devices_per_host);
+  const int64_t share =
+      (static_cast<int64_t>(ctx.table.piece_marker.size()) * devices + cluster.num_devices() - 1) /
+      cluster.num_devices();
+  const int64_t held = std::max<int64_t>(ctx.most_pieces_per_group, share);
+  // Such a stage's memory with one microbatch in flight: the pieces' persistent and
+  // activation bytes add up, working memory does not.
+  if ((last.persistent_bytes + last.activation_bytes) * held + last.working_bytes <=
+      cluster.device.memory_bytes) {
+    return std::nullopt;
+  }
+  // Aim straight at the budget that makes such a stage fit, cutting the peak by at most 8x
+  // per level.
+  const int64_t target =
+      (cluster.device.memory_bytes - last.working_bytes) / held + last.working_bytes;
+  return std::max<int64_t>(std::min<int64_t>(target, peak - 1), peak / 8);
+}
+
+struct SolveCounters {
+  std::atomic<int64_t> solves{0}, proven{0};
+};
+
+// The memory levels of piece type `type` on mesh `mesh_index`: solves at shrinking budgets
+// until a stage fits, a budget is infeasible or the peak stops falling by 10%.
+Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_index,
+                         std::vector<UnitProfile>& levels, SolveCounters& counters) {
+  const int32_t rep = ctx.type_rep[static_cast<size_t>(type)];
+  const Graph& piece = ctx.table.piece_graph[static_cast<size_t>(rep)]->graph;
+  const LogicalMesh& mesh = ctx.meshes[mesh_index];
+  AutoShardOptions shard = IntraOpOptions(ctx.options, ctx.microbatches);
+  for (int32_t level = 0; level <= ctx.options.memory_levels; ++level) {
+    if (level > 0) {
+      const std::optional<int64_t> budget = NextLevelBudget(ctx, mesh, levels.back());
+      if (!budget) break;
+      shard.memory_budget_bytes = *budget;
+    }
+    Result<UnitProfile> profile = ProfileUnit(piece, mesh, ctx.cluster, shard);
+    counters.solves.fetch_add(1);
+    if (!profile.ok()) {
+      if (level > 0 && profile.status().code() == StatusCode::kInfeasible) break;
+      if (ctx.options.cancel && ctx.options.cancel->load()) {
+        return Status(StatusCode::kCancelled, "planning cancelled");
+      }
+      return Status(
+          profile.status().code(),
+          "layer piece " + std::to_string(ctx.table.piece_marker[static_cast<size_t>(rep)]) +
+              " on mesh " + MeshShapeString(mesh.shape) + ": " + profile.status().message());
+    }
+    if (profile.value().sharding->status == SolveStatus::kOptimal) counters.proven.fetch_add(1);
+    if (level > 0 && UnitPeak(profile.value()) * 10 >= UnitPeak(levels.back()) * 9) break;
+    levels.push_back(std::move(profile).value());
+  }
+  return Status::Ok();
+}
+
+// Reports intra-op progress (done of total solves at this B); false when the callback asks to
+// cancel.
+bool ReportIntraOpProgress(const PlannerOptions& options, const PlannerProgress& progress_base,
+                           std::chrono::steady_clock::time_point start, int64_t microbatches,
+                           int64_t done, int64_t total) {
+  PlannerProgress progress = progress_base;
+  progress.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  progress.phase = "intra-op";
+  progress.microbatches = microbatches;
+  progress.done = done;
+  progress.total = total;
+  return options.on_progress(progress);
+}
+
+// The intra-op solves: one task per (type, mesh), its memory levels in sequence; fills
+// table.solutions, solves and proven.
+Status SolveIntraOp(const IntraOpContext& ctx, StageCostTable& table,
+                    const PlannerProgress& progress_base,
+                    std::chrono::steady_clock::time_point start) {
+  const PlannerOptions& options = ctx.options;
+  const int32_t types = static_cast<int32_t>(ctx.type_rep.size());
+  const int64_t mesh_count = static_cast<int64_t>(ctx.meshes.size());
+  table.solutions.assign(static_cast<size_t>(types),
+                         std::vector<std::vector<UnitProfile>>(ctx.meshes.size()));
+  const int64_t tasks = static_cast<int64_t>(types) * mesh_count;
+  std::atomic<int64_t> done{0};
+  SolveCounters counters;
   std::mutex progress_mu;
   std::atomic<bool> cancelled{false};
   const int32_t threads = ResolveThreadCount(options.threads);
@@ -266,111 +375,55 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
       cancelled = true;
       return Status(StatusCode::kCancelled, "planning cancelled");
     }
-    const int32_t type = static_cast<int32_t>(task / static_cast<int64_t>(meshes.size()));
-    const size_t m = static_cast<size_t>(task % static_cast<int64_t>(meshes.size()));
-    const Graph& g = t.piece_graph[static_cast<size_t>(type_rep[static_cast<size_t>(type)])]->graph;
-    AutoShardOptions o;
-    o.iteration_weight = 1.0 / static_cast<double>(microbatches);
-    o.solve.threads = 1;
-    o.solve.deterministic = true;
-    o.solve.heuristic_only = !options.intra_op_exact;
-    o.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
-    o.solve.relative_gap = options.intra_op_relative_gap;
-    o.solve.cancel = options.cancel;
-    // ZeRO is a choice in every solve: sharding the optimizer state and its update over the
-    // data-parallel devices costs the same collectives as an all-reduce and divides the update
-    // and the state's memory.
-    o.zero = ZeroMode::kSearch;
-    auto& levels = t.solutions[static_cast<size_t>(type)][m];
-    for (int32_t level = 0; level <= options.memory_levels; ++level) {
-      if (level > 0) {
-        const int64_t peak = UnitPeak(levels.back());
-        // The pieces a stage holds: at least the largest layer group, and in a balanced
-        // pipeline a one-host stage's share of the devices (capped at one host so that the
-        // big multi-host meshes, rarely memory-bound, do not multiply the solves).
-        const int64_t devices = std::min(meshes[m].num_devices(), cluster.devices_per_host);
-        const int64_t share =
-            (static_cast<int64_t>(t.piece_marker.size()) * devices + cluster.num_devices() - 1) /
-            cluster.num_devices();
-        const int64_t held = std::max<int64_t>(most_pieces_per_group, share);
-        // Such a stage's memory with one microbatch in flight: the pieces' persistent and
-        // activation bytes add up, working memory does not.
-        const UnitProfile& last = levels.back();
-        if ((last.persistent_bytes + last.activation_bytes) * held + last.working_bytes <=
-            cluster.device.memory_bytes) {
-          break;
-        }
-        // Aim straight at the budget that makes such a stage fit, cutting the peak by at
-        // most 8x per level.
-        const int64_t target =
-            (cluster.device.memory_bytes - last.working_bytes) / held + last.working_bytes;
-        o.memory_budget_bytes = std::max<int64_t>(std::min<int64_t>(target, peak - 1), peak / 8);
-      }
-      Result<UnitProfile> p = ProfileUnit(g, meshes[m], cluster, o);
-      solves.fetch_add(1);
-      if (!p.ok()) {
-        if (level > 0 && p.status().code() == StatusCode::kInfeasible) break;
-        if (options.cancel && options.cancel->load()) {
-          return Status(StatusCode::kCancelled, "planning cancelled");
-        }
-        return Status(
-            p.status().code(),
-            "layer piece " +
-                std::to_string(
-                    t.piece_marker[static_cast<size_t>(type_rep[static_cast<size_t>(type)])]) +
-                " on mesh " + MeshShapeString(meshes[m].shape) + ": " + p.status().message());
-      }
-      if (p.value().sharding->status == SolveStatus::kOptimal) proven.fetch_add(1);
-      if (level > 0 && UnitPeak(p.value()) * 10 >= UnitPeak(levels.back()) * 9) break;
-      levels.push_back(std::move(p).value());
-    }
+    const int32_t type = static_cast<int32_t>(task / mesh_count);
+    const size_t mesh_index = static_cast<size_t>(task % mesh_count);
+    ALPA_RETURN_IF_ERROR(SolveMemoryLevels(
+        ctx, type, mesh_index, table.solutions[static_cast<size_t>(type)][mesh_index], counters));
     const int64_t finished = done.fetch_add(1) + 1;
     if (options.on_progress && std::this_thread::get_id() == caller) {
       std::lock_guard<std::mutex> lock(progress_mu);
-      PlannerProgress pr = progress_base;
-      pr.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      pr.phase = "intra-op";
-      pr.microbatches = microbatches;
-      pr.done = finished;
-      pr.total = tasks;
-      if (!options.on_progress(pr)) cancelled = true;
+      if (!ReportIntraOpProgress(options, progress_base, start, ctx.microbatches, finished,
+                                 tasks)) {
+        cancelled = true;
+      }
     }
     return Status::Ok();
   });
   if (!st.ok()) return st;
   if (cancelled.load()) return Status(StatusCode::kCancelled, "planning cancelled");
-  if (options.on_progress) {
-    PlannerProgress pr = progress_base;
-    pr.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    pr.phase = "intra-op";
-    pr.microbatches = microbatches;
-    pr.done = pr.total = tasks;
-    if (!options.on_progress(pr)) return Status(StatusCode::kCancelled, "planning cancelled");
+  if (options.on_progress &&
+      !ReportIntraOpProgress(options, progress_base, start, ctx.microbatches, tasks, tasks)) {
+    return Status(StatusCode::kCancelled, "planning cancelled");
   }
-  t.solves = solves.load();
-  t.proven = proven.load();
+  table.solves = counters.solves.load();
+  table.proven = counters.proven.load();
+  return Status::Ok();
+}
 
-  // Configs: (mesh, level) for every level some type reached.
-  for (size_t m = 0; m < meshes.size(); ++m) {
+// Configs: (mesh, level) for every level some type reached, with and without remat as the
+// options allow.
+void AddConfigs(StageCostTable& table, const StageMeshes& meshes, RematMode remat_mode) {
+  for (size_t m = 0; m < meshes.meshes.size(); ++m) {
     size_t most = 1;
-    for (int32_t type = 0; type < types; ++type) {
-      most = std::max(most, t.solutions[static_cast<size_t>(type)][m].size());
-    }
+    for (const auto& per_mesh : table.solutions) most = std::max(most, per_mesh[m].size());
     for (size_t level = 0; level < most; ++level) {
       for (bool remat : {false, true}) {
-        if ((remat && options.remat == RematMode::kOff) ||
-            (!remat && options.remat == RematMode::kOn)) {
+        if ((remat && remat_mode == RematMode::kOff) || (!remat && remat_mode == RematMode::kOn)) {
           continue;
         }
-        t.configs.push_back({mesh_submesh[m], meshes[m], static_cast<int32_t>(level), remat});
-        t.mesh_of_config.push_back(static_cast<int32_t>(m));
+        table.configs.push_back(
+            {meshes.submesh[m], meshes.meshes[m], static_cast<int32_t>(level), remat});
+        table.mesh_of_config.push_back(static_cast<int32_t>(m));
       }
     }
   }
+}
 
-  // Edges between pieces and their resharding cost per config.
-  const std::vector<PieceEdge>& edges = sp.edges;
-  const size_t nc = t.configs.size();
+// The resharding cost of every edge between pieces under every config, [edge * configs +
+// config]; equal (types, ops, profiles) are priced once.
+Result<std::vector<double>> PieceEdgeCosts(const StageCostTable& table, const StagePieces& pieces) {
+  const std::vector<PieceEdge>& edges = pieces.edges;
+  const size_t nc = table.configs.size();
   std::vector<double> edge_cost(edges.size() * nc, 0.0);
   std::map<std::tuple<int32_t, int32_t, int32_t, int32_t, const UnitProfile*, const UnitProfile*>,
            double>
@@ -378,10 +431,10 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   for (size_t e = 0; e < edges.size(); ++e) {
     const PieceEdge& pe = edges[e];
     for (size_t c = 0; c < nc; ++c) {
-      const UnitProfile& pa = t.Solution(pe.a, static_cast<int32_t>(c));
-      const UnitProfile& pb = t.Solution(pe.b, static_cast<int32_t>(c));
-      const auto key = std::make_tuple(t.piece_type[static_cast<size_t>(pe.a)],
-                                       t.piece_type[static_cast<size_t>(pe.b)], pe.producer,
+      const UnitProfile& pa = table.Solution(pe.a, static_cast<int32_t>(c));
+      const UnitProfile& pb = table.Solution(pe.b, static_cast<int32_t>(c));
+      const auto key = std::make_tuple(table.piece_type[static_cast<size_t>(pe.a)],
+                                       table.piece_type[static_cast<size_t>(pe.b)], pe.producer,
                                        pe.reader, &pa, &pb);
       auto it = memo.find(key);
       const OpSharding& from = pa.sharding->ops[static_cast<size_t>(pe.producer)];
@@ -390,26 +443,30 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
         continue;
       }
       if (it == memo.end()) {
-        Result<double> cost = PieceEdgeReshardSeconds(sp, pe, pa, pb, t.configs[c].mesh);
+        Result<double> cost = PieceEdgeReshardSeconds(pieces, pe, pa, pb, table.configs[c].mesh);
         if (!cost.ok()) return cost.status();
         it = memo.emplace(key, cost.value()).first;
       }
       edge_cost[e * nc + c] = it->second;
     }
   }
+  return edge_cost;
+}
 
-  // Candidates.
-  const int32_t groups = clustering.num_layers;
+// One candidate per (layer group range, config), composed from its pieces and inner edges.
+void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
+                   const std::vector<double>& edge_cost, int32_t groups) {
+  const size_t nc = table.configs.size();
   std::vector<const UnitProfile*> stage_pieces;
   std::vector<StageEdgeCost> stage_edges;
   for (size_t c = 0; c < nc; ++c) {
     for (int32_t i = 0; i < groups; ++i) {
       for (int32_t j = i; j < groups; ++j) {
-        const int32_t p0 = t.group_first_piece[static_cast<size_t>(i)];
-        const int32_t p1 = t.group_first_piece[static_cast<size_t>(j) + 1];  // exclusive
+        const int32_t p0 = table.group_first_piece[static_cast<size_t>(i)];
+        const int32_t p1 = table.group_first_piece[static_cast<size_t>(j) + 1];  // exclusive
         stage_pieces.clear();
         for (int32_t p = p0; p < p1; ++p) {
-          stage_pieces.push_back(&t.Solution(p, static_cast<int32_t>(c)));
+          stage_pieces.push_back(&table.Solution(p, static_cast<int32_t>(c)));
         }
         stage_edges.clear();
         for (size_t e = 0; e < edges.size(); ++e) {
@@ -418,24 +475,64 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
             stage_edges.push_back({edge_cost[e * nc + c], pe.forward});
           }
         }
-        const ComposedStage composed = ComposeStage(stage_pieces, stage_edges, t.configs[c].remat);
+        const ComposedStage composed =
+            ComposeStage(stage_pieces, stage_edges, table.configs[c].remat);
         StageCandidate cand;
         cand.first_layer = i;
         cand.last_layer = j;
-        cand.submesh = t.configs[c].submesh;
+        cand.submesh = table.configs[c].submesh;
         cand.config = static_cast<int32_t>(c);
         cand.latency = composed.latency;
         cand.iteration_overhead = composed.iteration_overhead;
         const StageMemory& memory = composed.memory;
-        cand.max_stages_after = MaxStagesAfter(memory, device_memory, microbatches, groups);
-        t.candidates.push_back(cand);
-        t.candidate_memory.push_back(memory);
-        t.candidate_forward_latency.push_back(composed.forward_latency);
+        cand.max_stages_after =
+            MaxStagesAfter(memory, table.device_memory, table.microbatches, groups);
+        table.candidates.push_back(cand);
+        table.candidate_memory.push_back(memory);
+        table.candidate_forward_latency.push_back(composed.forward_latency);
       }
     }
   }
-  PruneDominatedCandidates(t);
-  return t;
+}
+
+}  // namespace
+
+Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering& clustering,
+                                       const Cluster& cluster, const PlannerOptions& options,
+                                       int64_t microbatches, int64_t device_memory,
+                                       const PlannerProgress& progress_base) {
+  const auto start = std::chrono::steady_clock::now();
+  StageCostTable table;
+  table.microbatches = microbatches;
+  table.device_memory = device_memory;
+  Result<StagePieces> cut = CutStagePieces(graph, clustering);
+  if (!cut.ok()) return cut.status();
+  const StagePieces& pieces = cut.value();
+  table.piece_marker = pieces.piece_marker;
+  table.op_piece = pieces.op_piece;
+  table.group_first_piece = pieces.group_first_piece;
+  table.piece_graph = pieces.piece_graph;
+  table.piece_type = pieces.piece_type;
+
+  table.submeshes = EnumerateSubmeshShapes(cluster.hosts, cluster.devices_per_host);
+  Result<StageMeshes> meshes = EnumerateStageMeshes(cluster, table.submeshes);
+  if (!meshes.ok()) return meshes.status();
+
+  const IntraOpContext ctx{table,
+                           pieces.type_rep,
+                           meshes.value().meshes,
+                           cluster,
+                           options,
+                           microbatches,
+                           MostPiecesPerGroup(table, clustering.num_layers)};
+  ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
+
+  AddConfigs(table, meshes.value(), options.remat);
+  Result<std::vector<double>> edge_cost = PieceEdgeCosts(table, pieces);
+  if (!edge_cost.ok()) return edge_cost.status();
+  AddCandidates(table, pieces.edges, edge_cost.value(), clustering.num_layers);
+  PruneDominatedCandidates(table);
+  return table;
 }
 
 }  // namespace alpa
