@@ -131,11 +131,14 @@ class StopFlag {
  public:
   explicit StopFlag(const std::atomic<bool>* caller) : caller_(caller) {}
   const std::atomic<bool>* flag() { return &flag_; }
+  // Sets the flag when the progress callback said stop or the caller's token is set.
   void Sync(bool progress_stop) {
     if (progress_stop || (caller_ != nullptr && caller_->load(std::memory_order_relaxed))) {
       flag_.store(true, std::memory_order_relaxed);
     }
   }
+  void PollCaller() { Sync(false); }
+  void StopNow() { flag_.store(true, std::memory_order_relaxed); }
   bool set() const { return flag_.load(std::memory_order_relaxed); }
 
  private:
@@ -175,6 +178,164 @@ SolveResult Finish(SolveResult result, const SolveControl& control) {
   return result;
 }
 
+// What the phases proved about the core.
+struct Proof {
+  bool optimal = false;
+  bool infeasible = false;
+  bool any() const { return optimal || infeasible; }
+};
+
+// The exact block elimination: exact when the core's elimination width is small (layers
+// joined through a few nodes): the optimum of the costs, which is the answer unless it breaks
+// a memory row (then it is a lower bound).
+Proof RunBlockElimination(const NormalizedProblem& normalized, const ReducedProblem& reduced,
+                          const SolveOptions& options, const SolveControl& control,
+                          Incumbent& incumbent, StopFlag& stop, SolveStats& stats) {
+  const WorkProblem& core = reduced.core();
+  // Under a time limit it gets half of what is left, so that a stopped elimination leaves the
+  // heuristic time for an answer. It polls the caller's cancel token itself (nothing reports
+  // progress while it runs).
+  const double remaining = control.remaining_seconds();
+  const SolveControl elimination_control(
+      std::isfinite(remaining) ? std::max(1e-3, kEliminationShareOfTimeLimit * remaining) : 0,
+      options.cancel);
+  const BlockEliminationResult exact = SolveByBlockElimination(
+      core, CoreGroups(options.node_groups, normalized, reduced), elimination_control,
+      SearchThreads(options.threads), EliminationLimits{});
+  stats.elimination_blocks = exact.stats.blocks;
+  stats.elimination_distinct_blocks = exact.stats.distinct_blocks;
+  Proof proof;
+  if (exact.status == BlockEliminationStatus::kSolved) {
+    stats.elimination_solved = true;
+    const long double optimum = WorkObjective(core, exact.assignment);
+    if (!std::isfinite(static_cast<double>(optimum))) {
+      proof.infeasible = true;  // every assignment takes a forbidden choice
+    } else if (WorkMemoryFeasible(core, exact.assignment)) {
+      stop.Sync(!incumbent.Offer(exact.assignment, "elimination"));
+      proof.optimal = incumbent.found();
+    }
+    if (!proof.any()) stop.Sync(!incumbent.OfferBound(optimum, "elimination"));
+  }
+  stop.PollCaller();
+  return proof;
+}
+
+// The local search's time: a bounded burst before GLPK on small cores, else all that is left
+// (a fixed cap without a limit).
+double HeuristicSeconds(const SolveControl& control, bool exact_follows) {
+  double seconds = control.remaining_seconds();
+  if (exact_follows) {
+    return std::isfinite(seconds) ? std::min(kSmallHeuristicSeconds, 0.1 * seconds)
+                                  : kSmallHeuristicSeconds;
+  }
+  return std::isfinite(seconds) ? seconds : kLargeHeuristicSecondsWithoutLimit;
+}
+
+// Runs `threads` local searches side by side, search t with seed + t; the calling thread runs
+// the first and alone reports progress (through options.on_improve).
+std::vector<LocalSearchResult> RunSearches(const WorkProblem& core,
+                                           const SolveControl& heuristic_control,
+                                           const LocalSearchOptions& search_options,
+                                           int32_t threads, StopFlag& stop) {
+  std::vector<LocalSearchResult> searches(static_cast<size_t>(threads));
+  std::vector<std::thread> workers;
+  for (int32_t t = 1; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      LocalSearchOptions worker_options = search_options;
+      worker_options.seed = search_options.seed + static_cast<uint64_t>(t);
+      worker_options.on_improve = [&](long double) { return !stop.set(); };
+      // An exception must not escape a thread (std::terminate); a failed worker simply
+      // contributes no answer.
+      try {
+        searches[static_cast<size_t>(t)] = RunLocalSearch(core, heuristic_control, worker_options);
+      } catch (...) {
+        searches[static_cast<size_t>(t)] = LocalSearchResult();
+      }
+    });
+  }
+  try {
+    searches[0] = RunLocalSearch(core, heuristic_control, search_options);
+  } catch (...) {
+    stop.StopNow();  // stop the workers before the exception unwinds their threads
+    for (std::thread& worker : workers) worker.join();
+    throw;
+  }
+  for (std::thread& worker : workers) worker.join();
+  return searches;
+}
+
+// The heuristic: an incumbent for GLPK and an anytime answer. On small cores it gets a bounded
+// burst (GLPK then proves optimality); on large ones, where GLPK's model alone would take
+// minutes and gigabytes, all of the time.
+void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool large,
+                  const SolveControl& control, Incumbent& incumbent, StopFlag& stop) {
+  const bool exact_follows = !large && !options.heuristic_only;
+  LocalSearchOptions search_options;
+  search_options.seed = 1;
+  if (incumbent.found()) search_options.start = incumbent.assignment();
+  if (options.deterministic || exact_follows) {
+    search_options.max_moves = kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
+  }
+  search_options.on_improve = [&](long double objective) {
+    stop.Sync(!incumbent.Note(objective, "heuristic"));
+    return !stop.set();
+  };
+  const SolveControl heuristic_control(HeuristicSeconds(control, exact_follows), stop.flag());
+  // Large cores get one search per thread, each with its own seed. The best answer wins, ties
+  // to the lowest seed, so deterministic mode stays deterministic.
+  const int32_t threads = large ? SearchThreads(options.threads) : 1;
+  for (const LocalSearchResult& search :
+       RunSearches(core, heuristic_control, search_options, threads, stop)) {
+    if (search.found) stop.Sync(!incumbent.Offer(search.assignment, "heuristic"));
+  }
+}
+
+// GLPK's branch and bound from the incumbent; sets `message` on a GLPK error.
+Proof RunIlp(const WorkProblem& core, const SolveOptions& options, const SolveControl& control,
+             Incumbent& incumbent, StopFlag& stop, std::string& message) {
+  IlpOptions ilp_options;
+  ilp_options.relative_gap = options.relative_gap;
+  if (incumbent.found()) ilp_options.incumbent = incumbent.assignment();
+  ilp_options.on_progress = [&](long double objective, long double bound) {
+    incumbent.Note(objective, "ilp");
+    stop.Sync(!incumbent.OfferBound(bound, "ilp"));
+    return !stop.set();
+  };
+  IlpResult ilp = SolveIlpGlpk(core, control, ilp_options);
+  if (!ilp.assignment.empty()) incumbent.Offer(ilp.assignment, "ilp");
+  if (std::isfinite(static_cast<double>(ilp.lower_bound))) {
+    incumbent.OfferBound(ilp.lower_bound, "ilp");
+  }
+  if (ilp.status == IlpStatus::kError) message = ilp.message;
+  Proof proof;
+  proof.optimal = ilp.status == IlpStatus::kOptimal;
+  proof.infeasible = ilp.status == IlpStatus::kInfeasible;
+  return proof;
+}
+
+// The status, objective, bound and message of the answer the phases leave.
+void SetOutcome(const Proof& proof, const Incumbent& incumbent, bool cancelled,
+                const SolveOptions& options, SolveResult& result) {
+  result.lower_bound = incumbent.lower_bound();
+  if (proof.optimal && incumbent.found()) {
+    result.status = SolveStatus::kOptimal;
+    if (options.relative_gap <= 0) result.lower_bound = result.objective;
+  } else if (proof.infeasible && !incumbent.found()) {
+    result.status = SolveStatus::kInfeasible;
+    result.lower_bound = std::numeric_limits<long double>::infinity();
+    result.message = "no assignment satisfies the memory limit and the forbidden choices";
+  } else if (cancelled) {
+    result.status = SolveStatus::kCancelled;
+  } else if (incumbent.found()) {
+    result.status = SolveStatus::kFeasible;
+  } else {
+    result.status = SolveStatus::kNoSolution;
+    if (result.message.empty()) {
+      result.message = "the time limit was reached before a feasible assignment was found";
+    }
+  }
+}
+
 }  // namespace
 
 SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& options) {
@@ -212,10 +373,6 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   result.stats.core_edges = static_cast<int32_t>(core.edges.size());
 
   Incumbent incumbent(core, control, options);
-  auto to_original = [&](const std::vector<int32_t>& core_assignment) {
-    return ToOriginalAssignment(normalized, reduced.Expand(core_assignment));
-  };
-
   if (!options.warm_start.empty()) {
     std::optional<std::vector<int32_t>> work_start =
         ToWorkAssignment(normalized, options.warm_start);
@@ -223,145 +380,27 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
     stop.Sync(incumbent.stopped());
   }
 
-  bool proven_optimal = false;
-  bool proven_infeasible = false;
+  Proof proof;
   if (core.node_count() == 0) {
     incumbent.Offer({}, "reduce");
-    proven_optimal = true;
+    proof.optimal = true;
   } else if (!options.heuristic_only && options.exact_elimination) {
-    // Exact when the core's elimination width is small (layers joined through a few nodes):
-    // the optimum of the costs, which is the answer unless it breaks a memory row (then it is
-    // a lower bound).
-    // Under a time limit it gets half of what is left, so that a stopped elimination leaves
-    // the heuristic time for an answer. It polls the caller's cancel token itself (nothing
-    // reports progress while it runs).
-    const double remaining = control.remaining_seconds();
-    const SolveControl elimination_control(
-        std::isfinite(remaining) ? std::max(1e-3, kEliminationShareOfTimeLimit * remaining) : 0,
-        options.cancel);
-    const BlockEliminationResult exact = SolveByBlockElimination(
-        core, CoreGroups(options.node_groups, normalized, reduced), elimination_control,
-        SearchThreads(options.threads), EliminationLimits{});
-    result.stats.elimination_blocks = exact.stats.blocks;
-    result.stats.elimination_distinct_blocks = exact.stats.distinct_blocks;
-    if (exact.status == BlockEliminationStatus::kSolved) {
-      result.stats.elimination_solved = true;
-      const long double optimum = WorkObjective(core, exact.assignment);
-      if (!std::isfinite(static_cast<double>(optimum))) {
-        proven_infeasible = true;  // every assignment takes a forbidden choice
-      } else if (WorkMemoryFeasible(core, exact.assignment)) {
-        stop.Sync(!incumbent.Offer(exact.assignment, "elimination"));
-        proven_optimal = incumbent.found();
-      }
-      if (!proven_optimal && !proven_infeasible) {
-        stop.Sync(!incumbent.OfferBound(optimum, "elimination"));
-      }
-    }
-    stop.Sync(false);
+    proof =
+        RunBlockElimination(normalized, reduced, options, control, incumbent, stop, result.stats);
   }
-  if (!proven_optimal && !proven_infeasible && !stop.set()) {
+  if (!proof.any() && !stop.set()) {
     const bool large = IlpSizeEstimate(core) > kLargeIlpEntries;
-    // Heuristic first: an incumbent for GLPK and an anytime answer. On small cores it gets a
-    // bounded burst (GLPK then proves optimality); on large ones, where GLPK's model alone
-    // would take minutes and gigabytes, all of the time.
-    LocalSearchOptions search_options;
-    search_options.seed = 1;
-    if (incumbent.found()) search_options.start = incumbent.assignment();
-    if (options.deterministic || (!large && !options.heuristic_only)) {
-      search_options.max_moves =
-          kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
-    }
-    search_options.on_improve = [&](long double objective) {
-      stop.Sync(!incumbent.Note(objective, "heuristic"));
-      return !stop.set();
-    };
-    double heuristic_seconds = control.remaining_seconds();
-    if (!large && !options.heuristic_only) {
-      heuristic_seconds = std::isfinite(heuristic_seconds)
-                              ? std::min(kSmallHeuristicSeconds, 0.1 * heuristic_seconds)
-                              : kSmallHeuristicSeconds;
-    } else if (!std::isfinite(heuristic_seconds)) {
-      heuristic_seconds = kLargeHeuristicSecondsWithoutLimit;
-    }
-    const SolveControl heuristic_control(heuristic_seconds, stop.flag());
-    // Large cores get one search per thread, each with its own seed; the calling thread runs
-    // the first and alone reports progress. The best answer wins, ties to the lowest seed, so
-    // deterministic mode stays deterministic.
-    const int32_t threads = large ? SearchThreads(options.threads) : 1;
-    std::vector<LocalSearchResult> searches(static_cast<size_t>(threads));
-    {
-      std::vector<std::thread> workers;
-      for (int32_t t = 1; t < threads; ++t) {
-        workers.emplace_back([&, t] {
-          LocalSearchOptions worker_options = search_options;
-          worker_options.seed = search_options.seed + static_cast<uint64_t>(t);
-          worker_options.on_improve = [&](long double) { return !stop.set(); };
-          // An exception must not escape a thread (std::terminate); a failed worker simply
-          // contributes no answer.
-          try {
-            searches[static_cast<size_t>(t)] =
-                RunLocalSearch(core, heuristic_control, worker_options);
-          } catch (...) {
-            searches[static_cast<size_t>(t)] = LocalSearchResult();
-          }
-        });
-      }
-      try {
-        searches[0] = RunLocalSearch(core, heuristic_control, search_options);
-      } catch (...) {
-        stop.Sync(true);  // stop the workers before the exception unwinds their threads
-        for (std::thread& worker : workers) worker.join();
-        throw;
-      }
-      for (std::thread& worker : workers) worker.join();
-    }
-    for (const LocalSearchResult& search : searches) {
-      if (search.found) stop.Sync(!incumbent.Offer(search.assignment, "heuristic"));
-    }
-
+    RunHeuristic(core, options, large, control, incumbent, stop);
     if (!large && !options.heuristic_only && !stop.set() && !control.expired()) {
-      IlpOptions ilp_options;
-      ilp_options.relative_gap = options.relative_gap;
-      if (incumbent.found()) ilp_options.incumbent = incumbent.assignment();
-      ilp_options.on_progress = [&](long double objective, long double bound) {
-        incumbent.Note(objective, "ilp");
-        stop.Sync(!incumbent.OfferBound(bound, "ilp"));
-        return !stop.set();
-      };
-      IlpResult ilp = SolveIlpGlpk(core, control, ilp_options);
-      if (!ilp.assignment.empty()) incumbent.Offer(ilp.assignment, "ilp");
-      if (std::isfinite(static_cast<double>(ilp.lower_bound))) {
-        incumbent.OfferBound(ilp.lower_bound, "ilp");
-      }
-      proven_optimal = ilp.status == IlpStatus::kOptimal;
-      proven_infeasible = ilp.status == IlpStatus::kInfeasible;
-      if (ilp.status == IlpStatus::kError) result.message = ilp.message;
+      proof = RunIlp(core, options, control, incumbent, stop, result.message);
     }
   }
 
   if (incumbent.found()) {
-    result.assignment = to_original(incumbent.assignment());
+    result.assignment = ToOriginalAssignment(normalized, reduced.Expand(incumbent.assignment()));
     result.objective = incumbent.objective();
   }
-  result.lower_bound = incumbent.lower_bound();
-  const bool cancelled = stop.set();
-  if (proven_optimal && incumbent.found()) {
-    result.status = SolveStatus::kOptimal;
-    if (options.relative_gap <= 0) result.lower_bound = result.objective;
-  } else if (proven_infeasible && !incumbent.found()) {
-    result.status = SolveStatus::kInfeasible;
-    result.lower_bound = std::numeric_limits<long double>::infinity();
-    result.message = "no assignment satisfies the memory limit and the forbidden choices";
-  } else if (cancelled) {
-    result.status = SolveStatus::kCancelled;
-  } else if (incumbent.found()) {
-    result.status = SolveStatus::kFeasible;
-  } else {
-    result.status = SolveStatus::kNoSolution;
-    if (result.message.empty()) {
-      result.message = "the time limit was reached before a feasible assignment was found";
-    }
-  }
+  SetOutcome(proof, incumbent, stop.set(), options, result);
   return Finish(std::move(result), control);
 }
 
