@@ -504,102 +504,123 @@ std::string ScheduleName(PipelineScheduleKind k) {
   return k == PipelineScheduleKind::kGPipe ? "GPipe" : "1F1B";
 }
 
-}  // namespace
-
-std::string TimelineSvg(const PipelineSimInput& input, const PipelineSimResult& result,
-                        const TimelineSvgOptions& options) {
-  const int64_t width = std::max(options.width, kMinWidth);
-  const auto num_stages = static_cast<int64_t>(input.stages.size());
-
-  // Per stage its events, in time order.
-  std::vector<std::vector<const SimEvent*>> tasks(static_cast<size_t>(num_stages));
-  std::vector<std::vector<const SimEvent*>> sends(static_cast<size_t>(num_stages));
-  double t_last = 0;
+// Per stage its task events in time order and its sends that moved something, with the time
+// the drawing spans.
+struct StageEvents {
+  std::vector<std::vector<const SimEvent*>> tasks, sends;
   bool any_send = false;
+  double t_end = 1;
+};
+
+StageEvents CollectStageEvents(const PipelineSimResult& result, int64_t num_stages) {
+  StageEvents events;
+  events.tasks.resize(static_cast<size_t>(num_stages));
+  events.sends.resize(static_cast<size_t>(num_stages));
+  double t_last = 0;
   for (const SimEvent& e : result.timeline) {
     if (e.stage < 0 || e.stage >= num_stages) continue;
     t_last = std::max(t_last, e.end);
     if (e.kind == SimEventKind::kSend) {
       if (!(e.end > e.start)) continue;  // zero bytes and no latency: nothing moved
-      sends[static_cast<size_t>(e.stage)].push_back(&e);
-      any_send = true;
+      events.sends[static_cast<size_t>(e.stage)].push_back(&e);
+      events.any_send = true;
     } else {
-      tasks[static_cast<size_t>(e.stage)].push_back(&e);
+      events.tasks[static_cast<size_t>(e.stage)].push_back(&e);
     }
   }
-  for (auto& v : tasks) {
+  for (auto& v : events.tasks) {
     std::stable_sort(v.begin(), v.end(),
                      [](const SimEvent* a, const SimEvent* b) { return a->start < b->start; });
   }
   double t_end = result.iteration_seconds > 0 ? result.iteration_seconds : t_last;
   if (!(t_end > 0) || !std::isfinite(t_end)) t_end = 1;
+  events.t_end = t_end;
+  return events;
+}
 
-  // Row labels: the caller's or "stage k", with the devices on a second line.
+// Row labels: the caller's or "stage k", with the devices on a second line; `left` is the
+// plot's left edge, wide enough for the longest label (within bounds).
+struct RowLabels {
+  std::vector<std::u32string> names;
+  std::vector<std::string> devices;
+  int64_t left = 0;
+};
+
+RowLabels LayOutRowLabels(const PipelineSimInput& input, const TimelineSvgOptions& options,
+                          int64_t width) {
+  const auto num_stages = static_cast<int64_t>(input.stages.size());
   const int64_t max_left = std::max<int64_t>(90, width * 3 / 10);
   const auto max_label_chars = static_cast<int64_t>((max_left - 16) / kLabelCharWidth);
   const auto max_dev_chars = static_cast<int64_t>((max_left - 16) / kSmallCharWidth);
-  std::vector<std::u32string> labels;
-  std::vector<std::string> device_labels;
+  RowLabels labels;
   double label_px = 0;
   for (int64_t s = 0; s < num_stages; ++s) {
     const auto us = static_cast<size_t>(s);
-    std::u32string l = us < options.stage_labels.size() && !options.stage_labels[us].empty()
-                           ? DecodeLabel(options.stage_labels[us])
-                           : DecodeLabel("stage " + Int(s));
-    l = Ellipsize(std::move(l), max_label_chars);
-    device_labels.push_back(DeviceRuns(input.stages[us].devices, max_dev_chars));
-    label_px =
-        std::max({label_px, kLabelCharWidth * static_cast<double>(l.size()),
-                  kSmallCharWidth * static_cast<double>(DecodeLabel(device_labels.back()).size())});
-    labels.push_back(std::move(l));
+    std::u32string name = us < options.stage_labels.size() && !options.stage_labels[us].empty()
+                              ? DecodeLabel(options.stage_labels[us])
+                              : DecodeLabel("stage " + Int(s));
+    name = Ellipsize(std::move(name), max_label_chars);
+    labels.devices.push_back(DeviceRuns(input.stages[us].devices, max_dev_chars));
+    label_px = std::max(
+        {label_px, kLabelCharWidth * static_cast<double>(name.size()),
+         kSmallCharWidth * static_cast<double>(DecodeLabel(labels.devices.back()).size())});
+    labels.names.push_back(std::move(name));
   }
-  const int64_t left =
-      std::clamp<int64_t>(static_cast<int64_t>(std::ceil(label_px)) + 16, 90, max_left);
-  const int64_t plot_width = width - left - kRightMargin;
-  const TimeScale ts{t_end, plot_width};
+  labels.left = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(label_px)) + 16, 90, max_left);
+  return labels;
+}
 
-  // Vertical layout.
+// Where everything goes, top to bottom, in pixels.
+struct PageLayout {
+  int64_t width = 0, height = 0;
+  int64_t left = 0, plot_width = 0;
+  int64_t title_y = 0, info_y = 0;
+  int64_t legend_top = 0;
+  std::vector<LegendItem> legend;
+  int64_t rows_top = 0, rows_bottom = 0, axis_y = 0;
+};
+
+PageLayout LayOutPage(int64_t width, int64_t left, bool has_title, int64_t num_stages,
+                      const std::vector<DrawKind>& legend_kinds) {
+  PageLayout page;
+  page.width = width;
+  page.left = left;
+  page.plot_width = width - left - kRightMargin;
   int64_t y = 8;
-  const int64_t title_y = y + 16;
-  if (!options.title.empty()) y += 26;
-  const int64_t info_y = y + 13;
+  page.title_y = y + 16;
+  if (has_title) y += 26;
+  page.info_y = y + 13;
   y += 22;
-  std::vector<StageRow> rows(static_cast<size_t>(num_stages));
-  std::vector<std::vector<Block>> send_rows(static_cast<size_t>(num_stages));
-  bool any_dense = false;
-  for (int64_t s = 0; s < num_stages; ++s) {
-    const auto us = static_cast<size_t>(s);
-    rows[us] = BuildStageRow(tasks[us], ts);
-    send_rows[us] = SendBlocks(sends[us], ts);
-    any_dense |= !rows[us].dense.empty();
-  }
-  std::vector<DrawKind> legend_kinds = {DrawKind::kForward, DrawKind::kBackward, DrawKind::kRecv,
-                                        DrawKind::kSync,    DrawKind::kUpdate,   DrawKind::kIdle};
-  if (any_send) legend_kinds.push_back(DrawKind::kSend);
-  if (any_dense) legend_kinds.push_back(DrawKind::kDense);
-  const std::vector<LegendItem> legend = LayoutLegend(legend_kinds, left, width - 8);
-  const int64_t legend_top = y;
-  y += (legend.empty() ? 0 : legend.back().line + 1) * 18 + 8;
-  const int64_t rows_top = y;
-  const int64_t rows_bottom = rows_top + num_stages * kRowPitch;
-  const int64_t axis_y = rows_bottom + 2;
-  const int64_t height = axis_y + 40;
+  page.legend = LayoutLegend(legend_kinds, left, width - 8);
+  page.legend_top = y;
+  y += (page.legend.empty() ? 0 : page.legend.back().line + 1) * 18 + 8;
+  page.rows_top = y;
+  page.rows_bottom = page.rows_top + num_stages * kRowPitch;
+  page.axis_y = page.rows_bottom + 2;
+  page.height = page.axis_y + 40;
+  return page;
+}
 
-  std::string svg;
-  svg.reserve(8192);
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Int(width) + "\" height=\"" +
-         Int(height) + "\" viewBox=\"0 0 " + Int(width) + " " + Int(height) +
-         "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n";
-  svg += "<title>";
-  svg += options.title.empty() ? std::string("pipeline timeline") : Escaped(options.title, 400);
-  svg += "</title>\n";
-  svg += "<rect width=\"" + Int(width) + "\" height=\"" + Int(height) + "\" fill=\"#ffffff\"/>\n";
+// The document's opening: the svg element, its title and the white background.
+void AppendDocumentStart(std::string* svg, const PageLayout& page, const std::string& title) {
+  *svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Int(page.width) + "\" height=\"" +
+          Int(page.height) + "\" viewBox=\"0 0 " + Int(page.width) + " " + Int(page.height) +
+          "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n";
+  *svg += "<title>";
+  *svg += title.empty() ? std::string("pipeline timeline") : Escaped(title, 400);
+  *svg += "</title>\n";
+  *svg += "<rect width=\"" + Int(page.width) + "\" height=\"" + Int(page.height) +
+          "\" fill=\"#ffffff\"/>\n";
+}
 
-  // Header: title, then the iteration time and the shape of the run.
-  if (!options.title.empty()) {
-    svg += "<text x=\"" + Int(left) + "\" y=\"" + Int(title_y) +
-           "\" font-size=\"16\" font-weight=\"bold\">" +
-           Escaped(options.title, static_cast<int64_t>((width - left - 8) / 9.5)) + "</text>\n";
+// Header: title, then the iteration time and the shape of the run.
+void AppendHeader(std::string* svg, const PageLayout& page, const PipelineSimInput& input,
+                  const PipelineSimResult& result, const std::string& title) {
+  const auto num_stages = static_cast<int64_t>(input.stages.size());
+  if (!title.empty()) {
+    *svg += "<text x=\"" + Int(page.left) + "\" y=\"" + Int(page.title_y) +
+            "\" font-size=\"16\" font-weight=\"bold\">" +
+            Escaped(title, static_cast<int64_t>((page.width - page.left - 8) / 9.5)) + "</text>\n";
   }
   std::string info = "iteration " + Duration(result.iteration_seconds);
   if (result.closed_form_seconds > 0) {
@@ -609,130 +630,194 @@ std::string TimelineSvg(const PipelineSimInput& input, const PipelineSimResult& 
           (num_stages == 1 ? " stage" : " stages") + "  \u00b7  " + Int(input.microbatches) +
           (input.microbatches == 1 ? " microbatch" : " microbatches");
   if (result.timeline.empty()) info += "  \u00b7  no timeline recorded";
-  svg += "<text x=\"" + Int(left) + "\" y=\"" + Int(info_y) + "\" font-size=\"12\">" +
-         Escaped(info, 400) + "</text>\n";
+  *svg += "<text x=\"" + Int(page.left) + "\" y=\"" + Int(page.info_y) + "\" font-size=\"12\">" +
+          Escaped(info, 400) + "</text>\n";
+}
 
-  // Legend.
-  svg += "<g font-size=\"11\">\n";
-  for (const LegendItem& it : legend) {
-    const int64_t ly = legend_top + it.line * 18;
+void AppendLegend(std::string* svg, const PageLayout& page) {
+  *svg += "<g font-size=\"11\">\n";
+  for (const LegendItem& it : page.legend) {
+    const int64_t ly = page.legend_top + it.line * 18;
     if (it.kind == DrawKind::kDense) {  // a small stack: forward, backward, wait
       for (int64_t k = 0; k < 3; ++k) {
-        svg += "<rect x=\"" + Int(it.x) + "\" y=\"" + Int(ly + 10 - 4 * k) +
-               "\" width=\"12\" height=\"4\" fill=\"" + Style(static_cast<DrawKind>(k)).fill +
-               "\"/>";
+        *svg += "<rect x=\"" + Int(it.x) + "\" y=\"" + Int(ly + 10 - 4 * k) +
+                "\" width=\"12\" height=\"4\" fill=\"" + Style(static_cast<DrawKind>(k)).fill +
+                "\"/>";
       }
     } else {
-      svg += "<rect x=\"" + Int(it.x) + "\" y=\"" + Int(ly + 2) +
-             "\" width=\"12\" height=\"12\" stroke=\"#999999\" stroke-width=\"0.5\" fill=\"" +
-             Style(it.kind).fill + "\"/>";
+      *svg += "<rect x=\"" + Int(it.x) + "\" y=\"" + Int(ly + 2) +
+              "\" width=\"12\" height=\"12\" stroke=\"#999999\" stroke-width=\"0.5\" fill=\"" +
+              Style(it.kind).fill + "\"/>";
     }
-    svg += "<text x=\"" + Int(it.x + 16) + "\" y=\"" + Int(ly + 12) + "\">" +
-           Escaped(Style(it.kind).legend, 100) + "</text>\n";
+    *svg += "<text x=\"" + Int(it.x + 16) + "\" y=\"" + Int(ly + 12) + "\">" +
+            Escaped(Style(it.kind).legend, 100) + "</text>\n";
   }
-  svg += "</g>\n";
+  *svg += "</g>\n";
+}
 
-  // Row backgrounds (idle), then the time grid, then the blocks on top.
-  svg += "<g fill=\"" + std::string(Style(DrawKind::kIdle).fill) + "\">";
+// Row backgrounds (idle), then the vertical grid lines at the ticks.
+void AppendBackgroundAndGrid(std::string* svg, const PageLayout& page, int64_t num_stages,
+                             const std::vector<int64_t>& tick_x) {
+  *svg += "<g fill=\"" + std::string(Style(DrawKind::kIdle).fill) + "\">";
   for (int64_t s = 0; s < num_stages; ++s) {
-    AppendRect(&svg, left, rows_top + s * kRowPitch, plot_width, kBarHeight);
+    AppendRect(svg, page.left, page.rows_top + s * kRowPitch, page.plot_width, kBarHeight);
   }
-  svg += "</g>\n";
-  const TimeAxis axis = ChooseTimeAxis(t_end, static_cast<double>(plot_width), kMinTickSpacing);
+  *svg += "</g>\n";
+  *svg += "<g stroke=\"#bbbbbb\" stroke-width=\"1\">";
+  for (int64_t x : tick_x) {
+    *svg += "<line x1=\"" + Int(x) + ".5\" y1=\"" + Int(page.rows_top) + "\" x2=\"" + Int(x) +
+            ".5\" y2=\"" + Int(page.rows_bottom) + "\"/>";
+  }
+  *svg += "</g>\n";
+}
+
+// Blocks by kind: one group per fill; tasks wide enough get a white outline so that
+// neighbours stay apart.
+void AppendBlocks(std::string* svg, const StageRow& row, int64_t left, int64_t ry) {
+  for (int k = 0; k < kNumDrawKinds; ++k) {
+    const auto kind = static_cast<DrawKind>(k);
+    if (kind == DrawKind::kIdle || kind == DrawKind::kSend || kind == DrawKind::kDense) continue;
+    for (int outlined = 0; outlined < 2; ++outlined) {
+      std::string group;
+      for (const Block& b : row.blocks) {
+        const bool wide_task = IsCompute(b.kind) && b.parts == 1 && b.width() >= kNarrow;
+        if (b.kind != kind || wide_task != (outlined == 1)) continue;
+        AppendRect(&group, left + b.x0, ry, b.width(), kBarHeight);
+      }
+      if (group.empty()) continue;
+      *svg += "<g fill=\"" + std::string(Style(kind).fill) + "\"";
+      if (outlined) *svg += " stroke=\"#ffffff\" stroke-width=\"1\"";
+      *svg += ">" + group + "</g>\n";
+    }
+  }
+}
+
+// Microbatch numbers, centred on the blocks wide enough to hold them.
+void AppendMicrobatchNumbers(std::string* svg, const StageRow& row, int64_t left, int64_t ry) {
+  std::string numbers;
+  for (const Block& b : row.blocks) {
+    if (!IsCompute(b.kind) || b.parts != 1 || b.microbatch < 0) continue;
+    const std::string number = Int(b.microbatch);
+    const double need =
+        std::max(kLabelMinWidth, kNumberCharWidth * static_cast<double>(number.size()) + 4);
+    if (static_cast<double>(b.width()) < need) continue;
+    numbers += "<text x=\"" +
+               Fixed(static_cast<double>(left) + 0.5 * static_cast<double>(b.x0 + b.x1), 1) +
+               "\" y=\"" + Int(ry + 16) + "\">" + number + "</text>";
+  }
+  if (!numbers.empty()) {
+    *svg += "<g font-size=\"10\" text-anchor=\"middle\" fill=\"#000000\">" + numbers + "</g>\n";
+  }
+}
+
+// Right margin: the stage's idle and communication wait shares.
+void AppendStageShares(std::string* svg, const PageLayout& page, const SimStageStats& stats,
+                       double t_end, int64_t ry) {
+  const double idle = 100 * stats.idle_seconds / t_end;
+  const double wait = 100 * stats.communication_wait_seconds / t_end;
+  const int64_t x = page.left + page.plot_width + 6;
+  *svg += "<text x=\"" + Int(x) + "\" y=\"" + Int(ry + 11) +
+          "\" font-size=\"10\" fill=\"#555555\">idle " + Fixed(idle, 1) + "%</text>";
+  if (stats.communication_wait_seconds > 0) {
+    *svg += "<text x=\"" + Int(x) + "\" y=\"" + Int(ry + 23) + "\" font-size=\"10\" fill=\"" +
+            Style(DrawKind::kRecv).fill + "\">wait " + Fixed(wait, 1) + "%</text>";
+  }
+  *svg += "\n";
+}
+
+// One stage's group: its label and devices, blocks, dense stretches, sends, microbatch
+// numbers and shares.
+void AppendStage(std::string* svg, const PageLayout& page, int64_t s, const RowLabels& labels,
+                 const StageRow& row, const std::vector<Block>& send_row,
+                 const PipelineSimResult& result, double t_end) {
+  const auto us = static_cast<size_t>(s);
+  const int64_t left = page.left;
+  const int64_t ry = page.rows_top + s * kRowPitch;
+  *svg += "<g id=\"stage" + Int(s) + "\">\n";
+  // Row label: name, then devices in grey.
+  *svg += "<text x=\"" + Int(left - 8) + "\" y=\"" + Int(ry + 11) +
+          "\" font-size=\"12\" text-anchor=\"end\">";
+  AppendEscaped(svg, labels.names[us]);
+  *svg += "</text><text x=\"" + Int(left - 8) + "\" y=\"" + Int(ry + 23) +
+          "\" font-size=\"10\" fill=\"#555555\" text-anchor=\"end\">" +
+          Escaped(labels.devices[us], 400) + "</text>\n";
+  AppendBlocks(svg, row, left, ry);
+  for (const DenseStretch& d : row.dense) AppendDense(svg, d, left, ry + kBarHeight);
+  if (!send_row.empty()) {
+    *svg += "<g fill=\"" + std::string(Style(DrawKind::kSend).fill) + "\">";
+    for (const Block& b : send_row) {
+      AppendRect(svg, left + b.x0, ry + kSendTop, b.width(), kSendHeight);
+    }
+    *svg += "</g>\n";
+  }
+  AppendMicrobatchNumbers(svg, row, left, ry);
+  if (us < result.stages.size()) AppendStageShares(svg, page, result.stages[us], t_end, ry);
+  *svg += "</g>\n";
+}
+
+void AppendTimeAxis(std::string* svg, const PageLayout& page, const TimeAxis& axis,
+                    const std::vector<int64_t>& tick_x) {
+  const int64_t axis_y = page.axis_y;
+  *svg += "<g stroke=\"#333333\" stroke-width=\"1\"><line x1=\"" + Int(page.left) + "\" y1=\"" +
+          Int(axis_y) + ".5\" x2=\"" + Int(page.left + page.plot_width) + "\" y2=\"" + Int(axis_y) +
+          ".5\"/>";
+  for (int64_t x : tick_x) {
+    *svg += "<line x1=\"" + Int(x) + ".5\" y1=\"" + Int(axis_y) + "\" x2=\"" + Int(x) +
+            ".5\" y2=\"" + Int(axis_y + 6) + "\"/>";
+  }
+  *svg += "</g>\n<g font-size=\"11\" text-anchor=\"middle\">";
+  for (size_t k = 0; k < tick_x.size(); ++k) {
+    const double v = static_cast<double>(k) * axis.step / axis.unit;
+    *svg += "<text x=\"" + Int(tick_x[k]) + "\" y=\"" + Int(axis_y + 19) + "\">" +
+            Fixed(v, axis.decimals) + " " + axis.unit_name + "</text>";
+  }
+  *svg += "</g>\n<text x=\"" + Int(page.left + page.plot_width / 2) + "\" y=\"" + Int(axis_y + 35) +
+          "\" font-size=\"11\" fill=\"#555555\" text-anchor=\"middle\">time</text>\n";
+}
+
+}  // namespace
+
+std::string TimelineSvg(const PipelineSimInput& input, const PipelineSimResult& result,
+                        const TimelineSvgOptions& options) {
+  const int64_t width = std::max(options.width, kMinWidth);
+  const auto num_stages = static_cast<int64_t>(input.stages.size());
+  const StageEvents events = CollectStageEvents(result, num_stages);
+  const double t_end = events.t_end;
+  const RowLabels labels = LayOutRowLabels(input, options, width);
+  const TimeScale ts{t_end, width - labels.left - kRightMargin};
+
+  std::vector<StageRow> rows(static_cast<size_t>(num_stages));
+  std::vector<std::vector<Block>> send_rows(static_cast<size_t>(num_stages));
+  bool any_dense = false;
+  for (size_t s = 0; s < rows.size(); ++s) {
+    rows[s] = BuildStageRow(events.tasks[s], ts);
+    send_rows[s] = SendBlocks(events.sends[s], ts);
+    any_dense |= !rows[s].dense.empty();
+  }
+  std::vector<DrawKind> legend_kinds = {DrawKind::kForward, DrawKind::kBackward, DrawKind::kRecv,
+                                        DrawKind::kSync,    DrawKind::kUpdate,   DrawKind::kIdle};
+  if (events.any_send) legend_kinds.push_back(DrawKind::kSend);
+  if (any_dense) legend_kinds.push_back(DrawKind::kDense);
+  const PageLayout page =
+      LayOutPage(width, labels.left, !options.title.empty(), num_stages, legend_kinds);
+
+  const TimeAxis axis =
+      ChooseTimeAxis(t_end, static_cast<double>(page.plot_width), kMinTickSpacing);
   const auto num_ticks = static_cast<int64_t>(std::floor(t_end / axis.step + 1e-9)) + 1;
   std::vector<int64_t> tick_x;
-  for (int64_t k = 0; k < num_ticks; ++k) tick_x.push_back(left + ts.Px(axis.step * k));
-  svg += "<g stroke=\"#bbbbbb\" stroke-width=\"1\">";
-  for (int64_t x : tick_x) {
-    svg += "<line x1=\"" + Int(x) + ".5\" y1=\"" + Int(rows_top) + "\" x2=\"" + Int(x) +
-           ".5\" y2=\"" + Int(rows_bottom) + "\"/>";
-  }
-  svg += "</g>\n";
+  for (int64_t k = 0; k < num_ticks; ++k) tick_x.push_back(page.left + ts.Px(axis.step * k));
 
+  std::string svg;
+  svg.reserve(8192);
+  AppendDocumentStart(&svg, page, options.title);
+  AppendHeader(&svg, page, input, result, options.title);
+  AppendLegend(&svg, page);
+  AppendBackgroundAndGrid(&svg, page, num_stages, tick_x);
   for (int64_t s = 0; s < num_stages; ++s) {
     const auto us = static_cast<size_t>(s);
-    const int64_t ry = rows_top + s * kRowPitch;
-    svg += "<g id=\"stage" + Int(s) + "\">\n";
-    // Row label: name, then devices in grey.
-    svg += "<text x=\"" + Int(left - 8) + "\" y=\"" + Int(ry + 11) +
-           "\" font-size=\"12\" text-anchor=\"end\">";
-    AppendEscaped(&svg, labels[us]);
-    svg += "</text><text x=\"" + Int(left - 8) + "\" y=\"" + Int(ry + 23) +
-           "\" font-size=\"10\" fill=\"#555555\" text-anchor=\"end\">" +
-           Escaped(device_labels[us], 400) + "</text>\n";
-    // Blocks by kind: one group per fill; tasks wide enough get a white outline so that
-    // neighbours stay apart.
-    for (int k = 0; k < kNumDrawKinds; ++k) {
-      const auto kind = static_cast<DrawKind>(k);
-      if (kind == DrawKind::kIdle || kind == DrawKind::kSend || kind == DrawKind::kDense) continue;
-      for (int outlined = 0; outlined < 2; ++outlined) {
-        std::string group;
-        for (const Block& b : rows[us].blocks) {
-          const bool o = IsCompute(b.kind) && b.parts == 1 && b.width() >= kNarrow;
-          if (b.kind != kind || o != (outlined == 1)) continue;
-          AppendRect(&group, left + b.x0, ry, b.width(), kBarHeight);
-        }
-        if (group.empty()) continue;
-        svg += "<g fill=\"" + std::string(Style(kind).fill) + "\"";
-        if (outlined) svg += " stroke=\"#ffffff\" stroke-width=\"1\"";
-        svg += ">" + group + "</g>\n";
-      }
-    }
-    for (const DenseStretch& d : rows[us].dense) AppendDense(&svg, d, left, ry + kBarHeight);
-    if (!send_rows[us].empty()) {
-      svg += "<g fill=\"" + std::string(Style(DrawKind::kSend).fill) + "\">";
-      for (const Block& b : send_rows[us]) {
-        AppendRect(&svg, left + b.x0, ry + kSendTop, b.width(), kSendHeight);
-      }
-      svg += "</g>\n";
-    }
-    // Microbatch numbers, centred on the blocks wide enough to hold them.
-    std::string numbers;
-    for (const Block& b : rows[us].blocks) {
-      if (!IsCompute(b.kind) || b.parts != 1 || b.microbatch < 0) continue;
-      const std::string n = Int(b.microbatch);
-      const double need =
-          std::max(kLabelMinWidth, kNumberCharWidth * static_cast<double>(n.size()) + 4);
-      if (static_cast<double>(b.width()) < need) continue;
-      numbers += "<text x=\"" +
-                 Fixed(static_cast<double>(left) + 0.5 * static_cast<double>(b.x0 + b.x1), 1) +
-                 "\" y=\"" + Int(ry + 16) + "\">" + n + "</text>";
-    }
-    if (!numbers.empty()) {
-      svg += "<g font-size=\"10\" text-anchor=\"middle\" fill=\"#000000\">" + numbers + "</g>\n";
-    }
-    // Right margin: the stage's idle and communication wait shares.
-    if (us < result.stages.size()) {
-      const SimStageStats& st = result.stages[us];
-      const double idle = 100 * st.idle_seconds / t_end;
-      const double wait = 100 * st.communication_wait_seconds / t_end;
-      svg += "<text x=\"" + Int(left + plot_width + 6) + "\" y=\"" + Int(ry + 11) +
-             "\" font-size=\"10\" fill=\"#555555\">idle " + Fixed(idle, 1) + "%</text>";
-      if (st.communication_wait_seconds > 0) {
-        svg += "<text x=\"" + Int(left + plot_width + 6) + "\" y=\"" + Int(ry + 23) +
-               "\" font-size=\"10\" fill=\"" + Style(DrawKind::kRecv).fill + "\">wait " +
-               Fixed(wait, 1) + "%</text>";
-      }
-      svg += "\n";
-    }
-    svg += "</g>\n";
+    AppendStage(&svg, page, s, labels, rows[us], send_rows[us], result, t_end);
   }
-
-  // Time axis.
-  svg += "<g stroke=\"#333333\" stroke-width=\"1\"><line x1=\"" + Int(left) + "\" y1=\"" +
-         Int(axis_y) + ".5\" x2=\"" + Int(left + plot_width) + "\" y2=\"" + Int(axis_y) + ".5\"/>";
-  for (int64_t x : tick_x) {
-    svg += "<line x1=\"" + Int(x) + ".5\" y1=\"" + Int(axis_y) + "\" x2=\"" + Int(x) +
-           ".5\" y2=\"" + Int(axis_y + 6) + "\"/>";
-  }
-  svg += "</g>\n<g font-size=\"11\" text-anchor=\"middle\">";
-  for (int64_t k = 0; k < num_ticks; ++k) {
-    const double v = static_cast<double>(k) * axis.step / axis.unit;
-    svg += "<text x=\"" + Int(tick_x[static_cast<size_t>(k)]) + "\" y=\"" + Int(axis_y + 19) +
-           "\">" + Fixed(v, axis.decimals) + " " + axis.unit_name + "</text>";
-  }
-  svg += "</g>\n<text x=\"" + Int(left + plot_width / 2) + "\" y=\"" + Int(axis_y + 35) +
-         "\" font-size=\"11\" fill=\"#555555\" text-anchor=\"middle\">time</text>\n";
+  AppendTimeAxis(&svg, page, axis, tick_x);
   svg += "</svg>";
   return svg;
 }
