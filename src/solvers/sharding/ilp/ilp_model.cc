@@ -56,19 +56,15 @@ int32_t PropagateForbidden(const WorkProblem& problem, std::vector<std::vector<c
   return -1;
 }
 
-// Fills *model. Returns a message when the problem is infeasible before any search.
-std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
+using Allowed = std::vector<std::vector<char>>;  // per node, per strategy
+
+// Marks the nodes with one allowed strategy as fixed; returns each node's costs, to which the
+// edges to fixed nodes are then folded.
+std::vector<std::vector<long double>> FixSingleStrategyNodes(const WorkProblem& problem,
+                                                             const Allowed& allowed,
+                                                             IlpModel* model) {
   const size_t n = problem.cost.size();
-  std::vector<std::vector<char>> allowed;
-  const int32_t dead = PropagateForbidden(problem, &allowed);
-  if (dead >= 0) {
-    return "node " + std::to_string(dead) + " has no strategy compatible with its costs and edges";
-  }
-  model->offset = problem.constant;
   model->fixed.assign(n, -1);
-  model->s_col.assign(n, {});
-  // Node costs, shifted so that each node's cheapest allowed strategy costs 0 (exact: each node
-  // takes exactly one strategy); keeps the solver's numbers small next to the constant.
   std::vector<std::vector<long double>> node_cost(n);
   for (size_t v = 0; v < n; ++v) {
     node_cost[v].assign(problem.cost[v].begin(), problem.cost[v].end());
@@ -77,6 +73,13 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
                                              allowed[v].begin());
     }
   }
+  return node_cost;
+}
+
+// An edge with a fixed end folds into the offset (both fixed) or the other node's costs; the
+// others are kept as model edges.
+void FoldFixedEdges(const WorkProblem& problem, const Allowed& allowed,
+                    std::vector<std::vector<long double>>& node_cost, IlpModel* model) {
   for (const WorkEdge& edge : problem.edges) {
     const size_t a = static_cast<size_t>(edge.a), b = static_cast<size_t>(edge.b);
     const size_t kb = allowed[b].size();
@@ -97,6 +100,15 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
       model->e_b.push_back(edge.b);
     }
   }
+}
+
+// Node columns s[v][i], costs shifted so that each node's cheapest allowed strategy costs 0
+// (exact: each node takes exactly one strategy; keeps the solver's numbers small next to the
+// constant), and the rows sum_i s[v][i] = 1.
+void AddNodeColumns(const Allowed& allowed, const std::vector<std::vector<long double>>& node_cost,
+                    IlpModel* model) {
+  const size_t n = allowed.size();
+  model->s_col.assign(n, {});
   for (size_t v = 0; v < n; ++v) {
     long double low = kInfinity;
     for (size_t i = 0; i < allowed[v].size(); ++i) {
@@ -113,19 +125,21 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
     }
   }
   model->s_columns = model->columns;
-  // sum_i s[v][i] = 1
   for (size_t v = 0; v < n; ++v) {
     if (model->fixed[v] >= 0) continue;
-    const int32_t row = model->AddRow(1.0, false);
+    const int32_t row = model->AddRow(1.0, RowSense::kEqual);
     for (int32_t c : model->s_col[v]) {
       if (c != 0) model->Add(row, c, 1.0);
     }
   }
-  // e[i][j] is continuous in [0, 1]: once the s are integral (one-hot at i*, j*), row i != i*
-  // forces e[i][.] = 0 and column j != j* forces e[.][j] = 0, so e[i*][j*] = 1 and every other
-  // entry is 0 (and a forbidden (i*, j*) has no variable, so the rows are infeasible). The solver
-  // then branches on the s only. Each edge's entries are shifted by their minimum (exact: exactly
-  // one entry is taken).
+}
+
+// e[i][j] is continuous in [0, 1]: once the s are integral (one-hot at i*, j*), row i != i*
+// forces e[i][.] = 0 and column j != j* forces e[.][j] = 0, so e[i*][j*] = 1 and every other
+// entry is 0 (and a forbidden (i*, j*) has no variable, so the rows are infeasible). The solver
+// then branches on the s only. Each edge's entries are shifted by their minimum (exact: exactly
+// one entry is taken).
+void AddEdgeColumns(const WorkProblem& problem, const Allowed& allowed, IlpModel* model) {
   model->e_col.resize(model->e_edge.size());
   for (size_t k = 0; k < model->e_edge.size(); ++k) {
     const WorkEdge& edge = problem.edges[static_cast<size_t>(model->e_edge[k])];
@@ -142,10 +156,10 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
     cols.assign(ka * kb, 0);
     std::vector<int32_t> row_a(ka, 0), row_b(kb, 0);
     for (size_t i = 0; i < ka; ++i) {
-      if (allowed[a][i]) row_a[i] = model->AddRow(0.0, false);
+      if (allowed[a][i]) row_a[i] = model->AddRow(0.0, RowSense::kEqual);
     }
     for (size_t j = 0; j < kb; ++j) {
-      if (allowed[b][j]) row_b[j] = model->AddRow(0.0, false);
+      if (allowed[b][j]) row_b[j] = model->AddRow(0.0, RowSense::kEqual);
     }
     for (size_t i = 0; i < ka; ++i) {
       for (size_t j = 0; j < kb; ++j) {
@@ -165,70 +179,93 @@ std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
       if (row_b[j] != 0) model->Add(row_b[j], model->s_col[b][j], -1.0);
     }
   }
-  // Memory rows: each item's smallest allowed usage (and fixed nodes' usage) moves to the
-  // right-hand side and coefficients of one column combine. A column whose coefficient exceeds
-  // the right-hand side is fixed at 0 and leaves the row; the rest is divided by the gcd of its
-  // coefficients (exact for integers, and smaller numbers for LP tolerances).
+}
+
+// Memory row `r`: each item's smallest allowed usage (and fixed nodes' usage) moves to the
+// right-hand side and coefficients of one column combine. A column whose coefficient exceeds
+// the right-hand side is fixed at 0 and leaves the row; the rest is divided by the gcd of its
+// coefficients (exact for integers, and smaller numbers for LP tolerances). `coef` is scratch,
+// one zero per column, left zero. Returns a message when the row cannot hold the smallest
+// usages.
+std::string AddMemoryRow(const WorkProblem& problem, const Allowed& allowed, size_t r,
+                         std::vector<Int128>& coef, IlpModel* model) {
+  const MemoryRow& mrow = problem.memory_rows[r];
+  Int128 rhs = mrow.capacity;
+  std::vector<int32_t> touched;
+  for (int32_t item_index : mrow.items) {
+    const MemoryItem& item = problem.memory_items[static_cast<size_t>(item_index)];
+    const size_t v = static_cast<size_t>(item.node);
+    if (model->fixed[v] >= 0) {
+      rhs -= item.usage[static_cast<size_t>(model->fixed[v])];
+      continue;
+    }
+    int64_t low = std::numeric_limits<int64_t>::max();
+    for (size_t i = 0; i < allowed[v].size(); ++i) {
+      if (allowed[v][i]) low = std::min(low, item.usage[i]);
+    }
+    rhs -= low;
+    for (size_t i = 0; i < allowed[v].size(); ++i) {
+      const int32_t c = model->s_col[v][i];
+      if (c == 0 || item.usage[i] == low) continue;
+      if (coef[static_cast<size_t>(c)] == 0) touched.push_back(c);
+      coef[static_cast<size_t>(c)] += item.usage[i] - low;
+    }
+  }
+  if (rhs < 0) {
+    return "memory row " + std::to_string(r) + " cannot hold even the smallest usages";
+  }
+  std::vector<int32_t> kept;  // coefficients <= rhs, so they fit in int64
+  for (int32_t c : touched) {
+    if (coef[static_cast<size_t>(c)] > rhs) {
+      model->column_upper[static_cast<size_t>(c)] = 0.0;
+    } else {
+      kept.push_back(c);
+    }
+  }
+  // Group by node (a node's columns are consecutive) for the largest possible use.
+  std::sort(kept.begin(), kept.end());
+  int64_t divisor = 0;
+  Int128 worst = 0;  // the row is redundant when even this fits
+  for (size_t t = 0; t < kept.size();) {
+    const int32_t node = model->column_node[static_cast<size_t>(kept[t])];
+    int64_t node_max = 0;
+    for (; t < kept.size() && model->column_node[static_cast<size_t>(kept[t])] == node; ++t) {
+      const int64_t value = static_cast<int64_t>(coef[static_cast<size_t>(kept[t])]);
+      node_max = std::max(node_max, value);
+      divisor = std::gcd(divisor, value);
+    }
+    worst += node_max;
+  }
+  if (worst > rhs) {
+    // Integer division on purpose: the left side is a multiple of divisor, so rounding the
+    // capacity down is exact.
+    const Int128 capacity = rhs / divisor;
+    const int32_t row = model->AddRow(static_cast<double>(capacity), RowSense::kAtMost);
+    for (int32_t c : kept) {
+      const Int128 value = coef[static_cast<size_t>(c)] / divisor;  // exact
+      model->Add(row, c, static_cast<double>(value));
+    }
+  }
+  for (int32_t c : touched) coef[static_cast<size_t>(c)] = 0;
+  return "";
+}
+
+// Fills *model. Returns a message when the problem is infeasible before any search.
+std::string BuildModel(const WorkProblem& problem, IlpModel* model) {
+  Allowed allowed;
+  const int32_t dead = PropagateForbidden(problem, &allowed);
+  if (dead >= 0) {
+    return "node " + std::to_string(dead) + " has no strategy compatible with its costs and edges";
+  }
+  model->offset = problem.constant;
+  std::vector<std::vector<long double>> node_cost = FixSingleStrategyNodes(problem, allowed, model);
+  FoldFixedEdges(problem, allowed, node_cost, model);
+  AddNodeColumns(allowed, node_cost, model);
+  AddEdgeColumns(problem, allowed, model);
   std::vector<Int128> coef(static_cast<size_t>(model->columns) + 1, 0);
   for (size_t r = 0; r < problem.memory_rows.size(); ++r) {
-    const MemoryRow& mrow = problem.memory_rows[r];
-    Int128 rhs = mrow.capacity;
-    std::vector<int32_t> touched;
-    for (int32_t item_index : mrow.items) {
-      const MemoryItem& item = problem.memory_items[static_cast<size_t>(item_index)];
-      const size_t v = static_cast<size_t>(item.node);
-      if (model->fixed[v] >= 0) {
-        rhs -= item.usage[static_cast<size_t>(model->fixed[v])];
-        continue;
-      }
-      int64_t low = std::numeric_limits<int64_t>::max();
-      for (size_t i = 0; i < allowed[v].size(); ++i) {
-        if (allowed[v][i]) low = std::min(low, item.usage[i]);
-      }
-      rhs -= low;
-      for (size_t i = 0; i < allowed[v].size(); ++i) {
-        const int32_t c = model->s_col[v][i];
-        if (c == 0 || item.usage[i] == low) continue;
-        if (coef[static_cast<size_t>(c)] == 0) touched.push_back(c);
-        coef[static_cast<size_t>(c)] += item.usage[i] - low;
-      }
-    }
-    if (rhs < 0) {
-      return "memory row " + std::to_string(r) + " cannot hold even the smallest usages";
-    }
-    std::vector<int32_t> kept;  // coefficients <= rhs, so they fit in int64
-    for (int32_t c : touched) {
-      if (coef[static_cast<size_t>(c)] > rhs) {
-        model->column_upper[static_cast<size_t>(c)] = 0.0;
-      } else {
-        kept.push_back(c);
-      }
-    }
-    // Group by node (a node's columns are consecutive) for the largest possible use.
-    std::sort(kept.begin(), kept.end());
-    int64_t divisor = 0;
-    Int128 worst = 0;  // the row is redundant when even this fits
-    for (size_t t = 0; t < kept.size();) {
-      const int32_t node = model->column_node[static_cast<size_t>(kept[t])];
-      int64_t node_max = 0;
-      for (; t < kept.size() && model->column_node[static_cast<size_t>(kept[t])] == node; ++t) {
-        const int64_t value = static_cast<int64_t>(coef[static_cast<size_t>(kept[t])]);
-        node_max = std::max(node_max, value);
-        divisor = std::gcd(divisor, value);
-      }
-      worst += node_max;
-    }
-    if (worst > rhs) {
-      // Integer division on purpose: the left side is a multiple of divisor, so rounding the
-      // capacity down is exact.
-      const Int128 capacity = rhs / divisor;
-      const int32_t row = model->AddRow(static_cast<double>(capacity), true);
-      for (int32_t c : kept) {
-        const Int128 value = coef[static_cast<size_t>(c)] / divisor;  // exact
-        model->Add(row, c, static_cast<double>(value));
-      }
-    }
-    for (int32_t c : touched) coef[static_cast<size_t>(c)] = 0;
+    std::string infeasible = AddMemoryRow(problem, allowed, r, coef, model);
+    if (!infeasible.empty()) return infeasible;
   }
   return "";
 }

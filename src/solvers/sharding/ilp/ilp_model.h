@@ -15,6 +15,9 @@
 
 namespace alpa {
 
+// A row's sense: = rhs (one-hot and linearization rows) or <= rhs (memory rows).
+enum class RowSense { kEqual, kAtMost };
+
 // The ILP in a solver's terms (1-based rows and columns, as GLPK's API).
 struct IlpModel {
   // Per node: its single allowed strategy (no column), or -1 when it has columns.
@@ -41,9 +44,9 @@ struct IlpModel {
   long double offset = 0;  // objective constant kept out of GLPK
 
   int32_t rows() const { return static_cast<int32_t>(row_rhs.size()) - 1; }
-  int32_t AddRow(double rhs, bool memory) {
+  int32_t AddRow(double rhs, RowSense sense) {
     row_rhs.push_back(rhs);
-    row_is_memory.push_back(memory ? 1 : 0);
+    row_is_memory.push_back(sense == RowSense::kAtMost ? 1 : 0);
     return rows();
   }
   int32_t AddColumn(double cost, int32_t node) {
