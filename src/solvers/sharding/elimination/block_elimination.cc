@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <queue>
 #include <thread>
 #include <utility>
@@ -144,6 +145,173 @@ BlockProblem MakeBlockProblem(const WorkProblem& core,
   return p;
 }
 
+// Blocks: connected components of the non-separator nodes, each with its separator
+// neighbours.
+std::vector<BlockInstance> FindBlocks(const WorkProblem& core,
+                                      const std::vector<std::vector<int32_t>>& adjacency,
+                                      const std::vector<bool>& separator) {
+  const int32_t n = core.node_count();
+  std::vector<BlockInstance> blocks;
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  for (int32_t start = 0; start < n; ++start) {
+    if (separator[static_cast<size_t>(start)] || seen[static_cast<size_t>(start)]) continue;
+    BlockInstance block;
+    std::vector<int32_t> stack = {start};
+    seen[static_cast<size_t>(start)] = true;
+    while (!stack.empty()) {
+      const int32_t v = stack.back();
+      stack.pop_back();
+      block.interior.push_back(v);
+      for (int32_t e : adjacency[static_cast<size_t>(v)]) {
+        const WorkEdge& edge = core.edges[static_cast<size_t>(e)];
+        const int32_t u = edge.a == v ? edge.b : edge.a;
+        if (separator[static_cast<size_t>(u)]) {
+          block.boundary.push_back(u);
+        } else if (!seen[static_cast<size_t>(u)]) {
+          seen[static_cast<size_t>(u)] = true;
+          stack.push_back(u);
+        }
+      }
+    }
+    std::sort(block.interior.begin(), block.interior.end());
+    std::sort(block.boundary.begin(), block.boundary.end());
+    block.boundary.erase(std::unique(block.boundary.begin(), block.boundary.end()),
+                         block.boundary.end());
+    blocks.push_back(std::move(block));
+  }
+  return blocks;
+}
+
+// The distinct block problems: identical blocks share one (each block's `distinct` set).
+std::vector<BlockProblem> DistinctBlockProblems(const WorkProblem& core,
+                                                const std::vector<std::vector<int32_t>>& adjacency,
+                                                std::vector<BlockInstance>& blocks) {
+  std::vector<BlockProblem> distinct;
+  std::map<std::vector<uint64_t>, int32_t> by_key;
+  for (BlockInstance& block : blocks) {
+    BlockProblem problem = MakeBlockProblem(core, adjacency, block);
+    auto [it, inserted] = by_key.emplace(problem.key, static_cast<int32_t>(distinct.size()));
+    block.distinct = it->second;
+    if (inserted) {
+      problem.key.clear();
+      problem.key.shrink_to_fit();
+      distinct.push_back(std::move(problem));
+    }
+  }
+  return distinct;
+}
+
+// The separators (ascending) and the factors among them alone: their costs and the edges
+// between two separators.
+struct SeparatorProblem {
+  std::vector<int32_t> separators;
+  std::vector<Factor> factors;
+};
+
+SeparatorProblem SeparatorFactors(const WorkProblem& core, const std::vector<bool>& separator) {
+  SeparatorProblem out;
+  for (int32_t v = 0; v < core.node_count(); ++v) {
+    if (!separator[static_cast<size_t>(v)]) continue;
+    out.separators.push_back(v);
+    out.factors.push_back(Factor{{v}, core.cost[static_cast<size_t>(v)]});
+  }
+  for (const WorkEdge& e : core.edges) {
+    if (separator[static_cast<size_t>(e.a)] && separator[static_cast<size_t>(e.b)]) {
+      out.factors.push_back(Factor{{e.a, e.b}, e.cost});
+    }
+  }
+  return out;
+}
+
+// Plans everything before computing anything: the blocks, then the separators over one table
+// per block spanning all its separators (an upper bound of what the blocks leave). Returns the
+// block plans, or nullopt when the work exceeds the limits; adds the planned work to `work`.
+std::optional<std::vector<EliminationPlan>> PlanBlocksAndSeparators(
+    const std::vector<BlockProblem>& distinct, const std::vector<BlockInstance>& blocks,
+    const std::vector<int32_t>& domain, const SeparatorProblem& top,
+    const EliminationLimits& limits, double& work) {
+  std::vector<EliminationPlan> plans;
+  for (const BlockProblem& problem : distinct) {
+    std::vector<int32_t> interior(static_cast<size_t>(problem.interior));
+    for (int32_t i = 0; i < problem.interior; ++i) interior[static_cast<size_t>(i)] = i;
+    EliminationLimits left = limits;
+    left.max_work = limits.max_work - work;
+    plans.push_back(PlanElimination(problem.domain, problem.factors, interior, left));
+    if (!plans.back().within_limits) return std::nullopt;
+    work += plans.back().work;
+  }
+  std::vector<Factor> outline;  // the plan reads scopes only
+  for (const Factor& f : top.factors) outline.push_back(Factor{f.vars, {}});
+  for (const BlockInstance& block : blocks) outline.push_back(Factor{block.boundary, {}});
+  EliminationLimits left = limits;
+  left.max_work = limits.max_work - work;
+  const EliminationPlan plan = PlanElimination(domain, outline, top.separators, left);
+  if (!plan.within_limits) return std::nullopt;
+  work += plan.work;
+  return plans;
+}
+
+// The distinct blocks, side by side; a worker stops at its first incomplete elimination.
+std::vector<EliminationOutcome> EliminateBlocks(const std::vector<BlockProblem>& distinct,
+                                                const std::vector<EliminationPlan>& plans,
+                                                const SolveControl& control, int32_t threads) {
+  std::vector<EliminationOutcome> outcomes(distinct.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < distinct.size(); i = next++) {
+      outcomes[i] = Eliminate(distinct[i].domain, distinct[i].factors, plans[i].order, control);
+      if (!outcomes[i].completed) return;
+    }
+  };
+  const size_t workers =
+      std::min(distinct.size(), static_cast<size_t>(std::max<int32_t>(1, threads)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& worker : pool) worker.join();
+  return outcomes;
+}
+
+// What each block left over its separators, as factors on core nodes, appended to `factors`.
+void AddBlockRemainders(const std::vector<BlockInstance>& blocks,
+                        const std::vector<BlockProblem>& distinct,
+                        const std::vector<EliminationOutcome>& outcomes,
+                        std::vector<Factor>& factors) {
+  for (const BlockInstance& block : blocks) {
+    const BlockProblem& problem = distinct[static_cast<size_t>(block.distinct)];
+    for (const Factor& f : outcomes[static_cast<size_t>(block.distinct)].remaining) {
+      Factor mapped{{}, f.table};
+      for (int32_t local : f.vars) {
+        mapped.vars.push_back(block.boundary[static_cast<size_t>(local - problem.interior)]);
+      }
+      factors.push_back(std::move(mapped));
+    }
+  }
+}
+
+// Back substitution: the separators from the top elimination, then each block's interior
+// given its separators.
+std::vector<int32_t> AssembleAssignment(int32_t node_count, const EliminationOutcome& top,
+                                        const std::vector<BlockInstance>& blocks,
+                                        const std::vector<BlockProblem>& distinct,
+                                        const std::vector<EliminationOutcome>& outcomes) {
+  std::vector<int32_t> assignment(static_cast<size_t>(node_count), 0);
+  BackSubstitute(top.steps, &assignment);
+  for (const BlockInstance& block : blocks) {
+    const BlockProblem& problem = distinct[static_cast<size_t>(block.distinct)];
+    std::vector<int32_t> local(problem.domain.size(), 0);
+    for (size_t j = 0; j < block.boundary.size(); ++j) {
+      local[static_cast<size_t>(problem.interior) + j] =
+          assignment[static_cast<size_t>(block.boundary[j])];
+    }
+    BackSubstitute(outcomes[static_cast<size_t>(block.distinct)].steps, &local);
+    for (size_t i = 0; i < block.interior.size(); ++i) {
+      assignment[static_cast<size_t>(block.interior[i])] = local[i];
+    }
+  }
+  return assignment;
+}
+
 }  // namespace
 
 BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
@@ -157,155 +325,40 @@ BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
   }
   const std::vector<bool> separator = ChooseSeparators(core, groups);
   const std::vector<std::vector<int32_t>> adjacency = BuildAdjacency(core);
-
-  // Blocks: connected components of the non-separator nodes.
-  std::vector<BlockInstance> blocks;
-  {
-    std::vector<bool> seen(static_cast<size_t>(n), false);
-    for (int32_t start = 0; start < n; ++start) {
-      if (separator[static_cast<size_t>(start)] || seen[static_cast<size_t>(start)]) continue;
-      BlockInstance block;
-      std::vector<int32_t> stack = {start};
-      seen[static_cast<size_t>(start)] = true;
-      while (!stack.empty()) {
-        const int32_t v = stack.back();
-        stack.pop_back();
-        block.interior.push_back(v);
-        for (int32_t e : adjacency[static_cast<size_t>(v)]) {
-          const WorkEdge& edge = core.edges[static_cast<size_t>(e)];
-          const int32_t u = edge.a == v ? edge.b : edge.a;
-          if (separator[static_cast<size_t>(u)]) {
-            block.boundary.push_back(u);
-          } else if (!seen[static_cast<size_t>(u)]) {
-            seen[static_cast<size_t>(u)] = true;
-            stack.push_back(u);
-          }
-        }
-      }
-      std::sort(block.interior.begin(), block.interior.end());
-      std::sort(block.boundary.begin(), block.boundary.end());
-      block.boundary.erase(std::unique(block.boundary.begin(), block.boundary.end()),
-                           block.boundary.end());
-      blocks.push_back(std::move(block));
-    }
-  }
-
-  // Identical blocks share one problem.
-  std::vector<BlockProblem> distinct;
-  {
-    std::map<std::vector<uint64_t>, int32_t> by_key;
-    for (BlockInstance& block : blocks) {
-      BlockProblem p = MakeBlockProblem(core, adjacency, block);
-      auto [it, inserted] = by_key.emplace(p.key, static_cast<int32_t>(distinct.size()));
-      block.distinct = it->second;
-      if (inserted) {
-        p.key.clear();
-        p.key.shrink_to_fit();
-        distinct.push_back(std::move(p));
-      }
-    }
-  }
+  std::vector<BlockInstance> blocks = FindBlocks(core, adjacency, separator);
+  const std::vector<BlockProblem> distinct = DistinctBlockProblems(core, adjacency, blocks);
   result.stats.blocks = static_cast<int32_t>(blocks.size());
   result.stats.distinct_blocks = static_cast<int32_t>(distinct.size());
   result.stats.separator_nodes =
       static_cast<int32_t>(std::count(separator.begin(), separator.end(), true));
 
-  // Plan everything before computing anything: the blocks, then the separators over one table
-  // per block spanning all its separators (an upper bound of what the blocks leave).
-  std::vector<EliminationPlan> plans;
-  for (const BlockProblem& p : distinct) {
-    std::vector<int32_t> interior(static_cast<size_t>(p.interior));
-    for (int32_t i = 0; i < p.interior; ++i) interior[static_cast<size_t>(i)] = i;
-    EliminationLimits left = limits;
-    left.max_work = limits.max_work - result.stats.work;
-    plans.push_back(PlanElimination(p.domain, p.factors, interior, left));
-    if (!plans.back().within_limits) return result;
-    result.stats.work += plans.back().work;
-  }
   std::vector<int32_t> domain(static_cast<size_t>(n));
   for (int32_t v = 0; v < n; ++v) domain[static_cast<size_t>(v)] = core.strategy_count(v);
-  std::vector<Factor> separator_factors;
-  std::vector<int32_t> separators;
-  for (int32_t v = 0; v < n; ++v) {
-    if (!separator[static_cast<size_t>(v)]) continue;
-    separators.push_back(v);
-    separator_factors.push_back(Factor{{v}, core.cost[static_cast<size_t>(v)]});
-  }
-  for (const WorkEdge& e : core.edges) {
-    if (separator[static_cast<size_t>(e.a)] && separator[static_cast<size_t>(e.b)]) {
-      separator_factors.push_back(Factor{{e.a, e.b}, e.cost});
-    }
-  }
-  {
-    std::vector<Factor> outline;  // the plan reads scopes only
-    for (const Factor& f : separator_factors) outline.push_back(Factor{f.vars, {}});
-    for (const BlockInstance& block : blocks) outline.push_back(Factor{block.boundary, {}});
-    EliminationLimits left = limits;
-    left.max_work = limits.max_work - result.stats.work;
-    const EliminationPlan plan = PlanElimination(domain, outline, separators, left);
-    if (!plan.within_limits) return result;
-    result.stats.work += plan.work;
-  }
+  SeparatorProblem top = SeparatorFactors(core, separator);
+  const std::optional<std::vector<EliminationPlan>> plans =
+      PlanBlocksAndSeparators(distinct, blocks, domain, top, limits, result.stats.work);
+  if (!plans) return result;
 
-  // The distinct blocks, side by side.
-  std::vector<EliminationOutcome> outcomes(distinct.size());
-  {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < distinct.size(); i = next++) {
-        outcomes[i] = Eliminate(distinct[i].domain, distinct[i].factors, plans[i].order, control);
-        if (!outcomes[i].completed) return;
-      }
-    };
-    const size_t workers =
-        std::min(distinct.size(), static_cast<size_t>(std::max<int32_t>(1, threads)));
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
-  }
-  for (const EliminationOutcome& o : outcomes) {
-    if (!o.completed) {
+  const std::vector<EliminationOutcome> outcomes =
+      EliminateBlocks(distinct, *plans, control, threads);
+  for (const EliminationOutcome& outcome : outcomes) {
+    if (!outcome.completed) {
       result.status = BlockEliminationStatus::kStopped;
       return result;
     }
   }
 
   // The separators, over what the blocks left.
-  for (const BlockInstance& block : blocks) {
-    const BlockProblem& p = distinct[static_cast<size_t>(block.distinct)];
-    for (const Factor& f : outcomes[static_cast<size_t>(block.distinct)].remaining) {
-      Factor mapped{{}, f.table};
-      for (int32_t local : f.vars) {
-        mapped.vars.push_back(block.boundary[static_cast<size_t>(local - p.interior)]);
-      }
-      separator_factors.push_back(std::move(mapped));
-    }
-  }
-  const EliminationPlan plan = PlanElimination(domain, separator_factors, separators, limits);
+  AddBlockRemainders(blocks, distinct, outcomes, top.factors);
+  const EliminationPlan plan = PlanElimination(domain, top.factors, top.separators, limits);
   if (!plan.within_limits) return result;
-  const EliminationOutcome top =
-      Eliminate(domain, std::move(separator_factors), plan.order, control);
-  if (!top.completed) {
+  const EliminationOutcome top_outcome =
+      Eliminate(domain, std::move(top.factors), plan.order, control);
+  if (!top_outcome.completed) {
     result.status = BlockEliminationStatus::kStopped;
     return result;
   }
-
-  std::vector<int32_t> assignment(static_cast<size_t>(n), 0);
-  BackSubstitute(top.steps, &assignment);
-  for (const BlockInstance& block : blocks) {
-    const BlockProblem& p = distinct[static_cast<size_t>(block.distinct)];
-    std::vector<int32_t> local(p.domain.size(), 0);
-    for (size_t j = 0; j < block.boundary.size(); ++j) {
-      local[static_cast<size_t>(p.interior) + j] =
-          assignment[static_cast<size_t>(block.boundary[j])];
-    }
-    BackSubstitute(outcomes[static_cast<size_t>(block.distinct)].steps, &local);
-    for (size_t i = 0; i < block.interior.size(); ++i) {
-      assignment[static_cast<size_t>(block.interior[i])] = local[i];
-    }
-  }
-  result.assignment = std::move(assignment);
+  result.assignment = AssembleAssignment(n, top_outcome, blocks, distinct, outcomes);
   result.status = BlockEliminationStatus::kSolved;
   return result;
 }
