@@ -2,27 +2,20 @@
 // element at fault, e.g. "stages[1].devices[0] = 3 is already used by stages[0]".
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/util/number_text.h"
 #include "exec/sim/pipeline_simulator.h"
 
 namespace alpa {
 namespace {
 
-std::string Num(double v) {
-  // Enough digits to tell values apart; std::to_string would print 6 decimals.
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 Status CheckSeconds(const std::string& name, double v) {
   if (!std::isfinite(v) || v < 0) {
-    return InvalidArgument(name + " must be finite and non-negative, got " + Num(v));
+    return InvalidArgument(name + " must be finite and non-negative, got " + ExactDoubleText(v));
   }
   return Status::Ok();
 }
@@ -30,7 +23,7 @@ Status CheckSeconds(const std::string& name, double v) {
 Status CheckLink(const std::string& name, const SimLink& link) {
   if (!std::isfinite(link.bandwidth) || link.bandwidth <= 0) {
     return InvalidArgument(name + ".bandwidth must be finite and positive, got " +
-                           Num(link.bandwidth));
+                           ExactDoubleText(link.bandwidth));
   }
   return CheckSeconds(name + ".latency", link.latency);
 }

@@ -20,11 +20,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
+
+#include "core/util/number_text.h"
 
 namespace alpa {
 namespace {
@@ -32,12 +33,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // DP table limit in doubles (256 MiB); bigger problems get kUnsupported.
 constexpr int64_t kMaxTableEntries = int64_t{1} << 25;
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 std::string Range(int64_t lo, int64_t hi) { return std::to_string(lo) + ".." + std::to_string(hi); }
 
@@ -78,11 +73,12 @@ Status ValidateStageDpInput(const StageDpInput& in) {
                                                  : " is outside " + Range(0, num_submeshes - 1)));
     }
     if (!std::isfinite(c.latency) || c.latency < 0) {
-      return InvalidArgument(name() + "latency " + Num(c.latency) + " is not a finite number >= 0");
+      return InvalidArgument(name() + "latency " + ExactDoubleText(c.latency) +
+                             " is not a finite number >= 0");
     }
     if (!std::isfinite(c.iteration_overhead)) {
-      return InvalidArgument(name() + "iteration_overhead " + Num(c.iteration_overhead) +
-                             " is not finite");
+      return InvalidArgument(name() + "iteration_overhead " +
+                             ExactDoubleText(c.iteration_overhead) + " is not finite");
     }
   }
   return Status::Ok();
