@@ -13,6 +13,7 @@ namespace alpa {
 namespace {
 
 using json_util::Json;
+using json_util::Presence;
 
 constexpr const char* kClusterFormat = "alpa-cluster";
 constexpr const char* kCalibrationFormat = "alpa-calibration";
@@ -34,30 +35,31 @@ class ObjectReader {
   }
 
   // nullptr when absent; a missing required key is an error.
-  Status Find(const char* key, bool required, const Json** out) {
+  Status Find(const char* key, Presence presence, const Json** out) {
     seen_.insert(key);
     *out = nullptr;
     const auto it = obj_.find(key);
     if (it == obj_.end()) {
-      if (required) return ParseError(path_ + ": missing required key \"" + key + "\"");
+      if (presence == Presence::kRequired)
+        return ParseError(path_ + ": missing required key \"" + key + "\"");
       return Status::Ok();
     }
     *out = &*it;
     return Status::Ok();
   }
 
-  Status Double(const char* key, bool required, double* out) {
+  Status Double(const char* key, Presence presence, double* out) {
     const Json* j = nullptr;
-    ALPA_RETURN_IF_ERROR(Find(key, required, &j));
+    ALPA_RETURN_IF_ERROR(Find(key, presence, &j));
     if (j == nullptr) return Status::Ok();
     const json_util::Conversion c = json_util::ToDouble(*j, out);
     if (c != json_util::Conversion::kOk) return Bad(Sub(key), ConversionMessage(c));
     return Status::Ok();
   }
 
-  Status Int(const char* key, bool required, int64_t* out) {
+  Status Int(const char* key, Presence presence, int64_t* out) {
     const Json* j = nullptr;
-    ALPA_RETURN_IF_ERROR(Find(key, required, &j));
+    ALPA_RETURN_IF_ERROR(Find(key, presence, &j));
     if (j == nullptr) return Status::Ok();
     const json_util::Conversion c = json_util::ToInt64(*j, std::numeric_limits<int64_t>::min(),
                                                        std::numeric_limits<int64_t>::max(), out);
@@ -65,9 +67,9 @@ class ObjectReader {
     return Status::Ok();
   }
 
-  Status String(const char* key, bool required, std::string* out) {
+  Status String(const char* key, Presence presence, std::string* out) {
     const Json* j = nullptr;
-    ALPA_RETURN_IF_ERROR(Find(key, required, &j));
+    ALPA_RETURN_IF_ERROR(Find(key, presence, &j));
     if (j == nullptr) return Status::Ok();
     if (!j->is_string()) return Bad(Sub(key), "expected a string");
     *out = j->get<std::string>();
@@ -77,12 +79,12 @@ class ObjectReader {
   // "format" must name `format` when present; "version" must be 1 when present.
   Status Header(const char* format) {
     std::string name = format;
-    ALPA_RETURN_IF_ERROR(String("format", false, &name));
+    ALPA_RETURN_IF_ERROR(String("format", Presence::kOptional, &name));
     if (name != format) {
       return Bad(Sub("format"), "expected \"" + std::string(format) + "\" (got \"" + name + "\")");
     }
     int64_t version = kVersion;
-    ALPA_RETURN_IF_ERROR(Int("version", false, &version));
+    ALPA_RETURN_IF_ERROR(Int("version", Presence::kOptional, &version));
     if (version != kVersion) {
       return Bad(Sub("version"), "unsupported version " + std::to_string(version) +
                                      " (this library reads version 1)");
@@ -107,11 +109,16 @@ class ObjectReader {
   std::set<std::string> seen_;
 };
 
-Status ReadLink(const Json& j, const std::string& path, bool required, LinkSpec* link) {
+// Fields a preset supplies are optional next to one and required without.
+Presence RequiredWithoutPreset(bool from_preset) {
+  return from_preset ? Presence::kOptional : Presence::kRequired;
+}
+
+Status ReadLink(const Json& j, const std::string& path, Presence presence, LinkSpec* link) {
   ObjectReader r(j, path);
   ALPA_RETURN_IF_ERROR(r.CheckObject());
-  ALPA_RETURN_IF_ERROR(r.Double("bandwidth", required, &link->bandwidth));
-  ALPA_RETURN_IF_ERROR(r.Double("latency", required, &link->latency));
+  ALPA_RETURN_IF_ERROR(r.Double("bandwidth", presence, &link->bandwidth));
+  ALPA_RETURN_IF_ERROR(r.Double("latency", presence, &link->latency));
   return r.CheckNoUnknownKeys();
 }
 
@@ -124,9 +131,11 @@ Status ReadPeakFlops(const Json& j, const std::string& path, bool from_preset, D
     const DType dt = static_cast<DType>(i);
     const size_t k = static_cast<size_t>(i);
     const Json* v = nullptr;
-    ALPA_RETURN_IF_ERROR(r.Find(DTypeName(dt), !from_preset && dt == DType::kF32, &v));
+    const Presence presence =
+        !from_preset && dt == DType::kF32 ? Presence::kRequired : Presence::kOptional;
+    ALPA_RETURN_IF_ERROR(r.Find(DTypeName(dt), presence, &v));
     if (v == nullptr) continue;
-    ALPA_RETURN_IF_ERROR(r.Double(DTypeName(dt), true, &d->peak_flops[k]));
+    ALPA_RETURN_IF_ERROR(r.Double(DTypeName(dt), Presence::kRequired, &d->peak_flops[k]));
     given[k] = true;
   }
   if (!from_preset) {
@@ -140,11 +149,12 @@ Status ReadPeakFlops(const Json& j, const std::string& path, bool from_preset, D
 Status ReadDevice(const Json& j, const std::string& path, bool from_preset, DeviceSpec* d) {
   ObjectReader r(j, path);
   ALPA_RETURN_IF_ERROR(r.CheckObject());
-  ALPA_RETURN_IF_ERROR(r.String("name", false, &d->name));
-  ALPA_RETURN_IF_ERROR(r.Int("memory_bytes", !from_preset, &d->memory_bytes));
-  ALPA_RETURN_IF_ERROR(r.Double("memory_bandwidth", !from_preset, &d->memory_bandwidth));
+  ALPA_RETURN_IF_ERROR(r.String("name", Presence::kOptional, &d->name));
+  ALPA_RETURN_IF_ERROR(r.Int("memory_bytes", RequiredWithoutPreset(from_preset), &d->memory_bytes));
+  ALPA_RETURN_IF_ERROR(
+      r.Double("memory_bandwidth", RequiredWithoutPreset(from_preset), &d->memory_bandwidth));
   const Json* peaks = nullptr;
-  ALPA_RETURN_IF_ERROR(r.Find("peak_flops", !from_preset, &peaks));
+  ALPA_RETURN_IF_ERROR(r.Find("peak_flops", RequiredWithoutPreset(from_preset), &peaks));
   if (peaks != nullptr) {
     ALPA_RETURN_IF_ERROR(ReadPeakFlops(*peaks, r.Sub("peak_flops"), from_preset, d));
   }
@@ -155,21 +165,22 @@ Status ReadDevice(const Json& j, const std::string& path, bool from_preset, Devi
 // "calibration"), on top of the values already in *c.
 Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
   const Json* eff = nullptr;
-  ALPA_RETURN_IF_ERROR(r.Find("efficiency", false, &eff));
+  ALPA_RETURN_IF_ERROR(r.Find("efficiency", Presence::kOptional, &eff));
   if (eff != nullptr) {
     ObjectReader e(*eff, r.Sub("efficiency"));
     ALPA_RETURN_IF_ERROR(e.CheckObject());
-    ALPA_RETURN_IF_ERROR(e.Double("matmul", false, &c->matmul_efficiency));
-    ALPA_RETURN_IF_ERROR(e.Double("convolution", false, &c->convolution_efficiency));
-    ALPA_RETURN_IF_ERROR(e.Double("elementwise", false, &c->elementwise_efficiency));
-    ALPA_RETURN_IF_ERROR(e.Double("other", false, &c->other_efficiency));
-    ALPA_RETURN_IF_ERROR(e.Double("memory", false, &c->memory_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("matmul", Presence::kOptional, &c->matmul_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("convolution", Presence::kOptional, &c->convolution_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("elementwise", Presence::kOptional, &c->elementwise_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("other", Presence::kOptional, &c->other_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("memory", Presence::kOptional, &c->memory_efficiency));
     ALPA_RETURN_IF_ERROR(e.CheckNoUnknownKeys());
   }
-  ALPA_RETURN_IF_ERROR(r.Double("op_overhead_seconds", false, &c->op_overhead_seconds));
+  ALPA_RETURN_IF_ERROR(
+      r.Double("op_overhead_seconds", Presence::kOptional, &c->op_overhead_seconds));
   // Free-text provenance ("measured on p3.16xlarge with cuBLAS 11"), kept out of the struct.
   std::string ignored;
-  ALPA_RETURN_IF_ERROR(r.String("comment", false, &ignored));
+  ALPA_RETURN_IF_ERROR(r.String("comment", Presence::kOptional, &ignored));
   return Status::Ok();
 }
 
@@ -179,7 +190,7 @@ Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
   ALPA_RETURN_IF_ERROR(r.Header(kClusterFormat));
   Cluster c;
   std::string preset;
-  ALPA_RETURN_IF_ERROR(r.String("preset", false, &preset));
+  ALPA_RETURN_IF_ERROR(r.String("preset", Presence::kOptional, &preset));
   const bool from_preset = !preset.empty();
   if (from_preset) {
     Result<Cluster> base = MakePresetCluster(preset, 1);
@@ -188,24 +199,25 @@ Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
   } else {
     c.hosts = 1;
   }
-  ALPA_RETURN_IF_ERROR(r.String("name", false, &c.name));
-  ALPA_RETURN_IF_ERROR(r.Int("hosts", false, &c.hosts));
-  ALPA_RETURN_IF_ERROR(r.Int("devices_per_host", !from_preset, &c.devices_per_host));
+  ALPA_RETURN_IF_ERROR(r.String("name", Presence::kOptional, &c.name));
+  ALPA_RETURN_IF_ERROR(r.Int("hosts", Presence::kOptional, &c.hosts));
+  ALPA_RETURN_IF_ERROR(
+      r.Int("devices_per_host", RequiredWithoutPreset(from_preset), &c.devices_per_host));
   const Json* sub = nullptr;
-  ALPA_RETURN_IF_ERROR(r.Find("device", !from_preset, &sub));
+  ALPA_RETURN_IF_ERROR(r.Find("device", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr)
     ALPA_RETURN_IF_ERROR(ReadDevice(*sub, r.Sub("device"), from_preset, &c.device));
-  ALPA_RETURN_IF_ERROR(r.Find("intra_host_link", !from_preset, &sub));
+  ALPA_RETURN_IF_ERROR(r.Find("intra_host_link", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr) {
-    ALPA_RETURN_IF_ERROR(
-        ReadLink(*sub, r.Sub("intra_host_link"), !from_preset, &c.intra_host_link));
+    ALPA_RETURN_IF_ERROR(ReadLink(*sub, r.Sub("intra_host_link"),
+                                  RequiredWithoutPreset(from_preset), &c.intra_host_link));
   }
-  ALPA_RETURN_IF_ERROR(r.Find("inter_host_link", !from_preset, &sub));
+  ALPA_RETURN_IF_ERROR(r.Find("inter_host_link", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr) {
-    ALPA_RETURN_IF_ERROR(
-        ReadLink(*sub, r.Sub("inter_host_link"), !from_preset, &c.inter_host_link));
+    ALPA_RETURN_IF_ERROR(ReadLink(*sub, r.Sub("inter_host_link"),
+                                  RequiredWithoutPreset(from_preset), &c.inter_host_link));
   }
-  ALPA_RETURN_IF_ERROR(r.Find("calibration", false, &sub));
+  ALPA_RETURN_IF_ERROR(r.Find("calibration", Presence::kOptional, &sub));
   if (sub != nullptr) {
     ObjectReader cr(*sub, r.Sub("calibration"));
     ALPA_RETURN_IF_ERROR(cr.CheckObject());

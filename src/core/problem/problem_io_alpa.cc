@@ -29,7 +29,7 @@ const Json* Field(const Json& root, const char* key) {
 }
 
 Status ArrayField(const Json& root, const char* key, const Json** out) {
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", key, true, out));
+  ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", key, Presence::kRequired, out));
   if ((*out)->is_array()) return Status::Ok();
   return Fail(key, std::string("expected an array, found ") + (*out)->type_name());
 }
@@ -187,11 +187,11 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   }
   const Json* field = nullptr;
   int64_t n = 0;
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", "N", true, &field));
+  ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", "N", Presence::kRequired, &field));
   Conversion c = ToInt64(*field, 0, kInt32Max, &n);
   if (c != Conversion::kOk) return Fail("N", std::string(ConversionMessage(c)) + " (node count)");
 
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", "M", true, &field));
+  ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", "M", Presence::kRequired, &field));
   if (!field->is_number()) return Fail("M", "expected a number");
   if (field->get<double>() > 0) {
     int64_t limit = 0;

@@ -24,6 +24,7 @@ using json_util::FindField;
 using json_util::FloorToInt64;
 using json_util::Index;
 using json_util::Json;
+using json_util::Presence;
 using json_util::ToDouble;
 using json_util::ToInt64;
 

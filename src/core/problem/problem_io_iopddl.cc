@@ -25,7 +25,7 @@ Status ExpectArray(const Json& j, const std::string& path) {
 
 // A required array field of `obj` (at `path`); its own path is path + "." + key.
 Status ArrayField(const Json& obj, const std::string& path, const char* key, const Json** out) {
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, obj, path, key, true, out));
+  ALPA_RETURN_IF_ERROR(FindField(kFormat, obj, path, key, Presence::kRequired, out));
   return ExpectArray(**out, path + "." + key);
 }
 
@@ -87,7 +87,8 @@ Status LengthMismatch(const char* field, size_t got, const char* other, size_t w
 
 Status ReadNodes(const Json& problem, ShardingProblem* p) {
   const Json* nodes = nullptr;
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, problem, "problem", "nodes", true, &nodes));
+  ALPA_RETURN_IF_ERROR(
+      FindField(kFormat, problem, "problem", "nodes", Presence::kRequired, &nodes));
   const Json* intervals = nullptr;
   const Json* costs = nullptr;
   const Json* usages = nullptr;
@@ -117,7 +118,8 @@ Status ReadNodes(const Json& problem, ShardingProblem* p) {
 
 Status ReadEdges(const Json& problem, ShardingProblem* p) {
   const Json* edges = nullptr;
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, problem, "problem", "edges", true, &edges));
+  ALPA_RETURN_IF_ERROR(
+      FindField(kFormat, problem, "problem", "edges", Presence::kRequired, &edges));
   const Json* ends = nullptr;
   const Json* costs = nullptr;
   ALPA_RETURN_IF_ERROR(ArrayField(*edges, "problem.edges", "nodes", &ends));
@@ -146,9 +148,9 @@ Status ReadEdges(const Json& problem, ShardingProblem* p) {
 Result<ShardingProblem> IopddlFromJson(const Json& root) {
   ShardingProblem p;
   const Json* problem = nullptr;
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", "problem", true, &problem));
+  ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", "problem", Presence::kRequired, &problem));
   const Json* name = nullptr;
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, *problem, "problem", "name", false, &name));
+  ALPA_RETURN_IF_ERROR(FindField(kFormat, *problem, "problem", "name", Presence::kOptional, &name));
   if (name != nullptr) {
     if (!name->is_string()) {
       return Fail("problem.name", std::string("expected a string, found ") + name->type_name());
@@ -158,7 +160,8 @@ Result<ShardingProblem> IopddlFromJson(const Json& root) {
   ALPA_RETURN_IF_ERROR(ReadNodes(*problem, &p));
   ALPA_RETURN_IF_ERROR(ReadEdges(*problem, &p));
   const Json* limit = nullptr;
-  ALPA_RETURN_IF_ERROR(FindField(kFormat, *problem, "problem", "usage_limit", false, &limit));
+  ALPA_RETURN_IF_ERROR(
+      FindField(kFormat, *problem, "problem", "usage_limit", Presence::kOptional, &limit));
   if (limit != nullptr) {
     int64_t value = 0;
     const Conversion c = FloorToInt64(*limit, &value);

@@ -118,7 +118,7 @@ std::string Index(const std::string& path, size_t i) {
 }
 
 Status FindField(std::string_view format, const Json& obj, const std::string& path, const char* key,
-                 bool required, const Json** out) {
+                 Presence presence, const Json** out) {
   *out = nullptr;
   if (!obj.is_object()) {
     return ErrorAt(format, path.empty() ? "top level" : path,
@@ -126,7 +126,7 @@ Status FindField(std::string_view format, const Json& obj, const std::string& pa
   }
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
-    if (!required) return Status::Ok();
+    if (presence == Presence::kOptional) return Status::Ok();
     return ErrorAt(format, path.empty() ? "top level" : path,
                    std::string("missing field \"") + key + "\"");
   }

@@ -45,10 +45,13 @@ Status ErrorAt(std::string_view format, const std::string& path, const std::stri
 // path + "[i]".
 std::string Index(const std::string& path, size_t i);
 
+// Whether a reader must find a field.
+enum class Presence { kOptional, kRequired };
+
 // Looks up `key` in the object `obj` (at `path`); nullptr when absent (or null and `null_ok`).
 // A missing required field, or `obj` not being an object, is a kParse error.
 Status FindField(std::string_view format, const Json& obj, const std::string& path, const char* key,
-                 bool required, const Json** out);
+                 Presence presence, const Json** out);
 
 // Appends a number to `out`, formatted so that it reads back as the same double: an integer
 // when the value is integral and below 2^63 in magnitude, else the shortest round-trip form.
