@@ -23,11 +23,13 @@ Result<Graph> BuildBertForward(const ModelSpec& spec) {
   for (int64_t i = 0; i < t.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
-    x = LayerNorm(b, b.Add(x, SelfAttention(b, x, t.heads, false, p + ".attn")), p + ".ln1");
+    x = LayerNorm(
+        b, b.Add(x, SelfAttention(b, x, t.heads, AttentionMask::kBidirectional, p + ".attn")),
+        p + ".ln1");
     x = LayerNorm(b, b.Add(x, GeluMlp(b, x, 4 * t.hidden, p + ".mlp")), p + ".ln2");
   }
   b.set_layer(static_cast<int32_t>(t.layers + 1));
-  int32_t loss = TransformerLoss(b, t, in, x, true);
+  int32_t loss = TransformerLoss(b, t, in, x, Bias::kLearned);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

@@ -21,12 +21,13 @@ Result<Graph> BuildGptForward(const ModelSpec& spec) {
   for (int64_t i = 0; i < t.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
-    x = b.Add(x, SelfAttention(b, LayerNorm(b, x, p + ".ln1"), t.heads, true, p + ".attn"));
+    x = b.Add(x, SelfAttention(b, LayerNorm(b, x, p + ".ln1"), t.heads, AttentionMask::kCausal,
+                               p + ".attn"));
     x = b.Add(x, GeluMlp(b, LayerNorm(b, x, p + ".ln2"), 4 * t.hidden, p + ".mlp"));
   }
   b.set_layer(static_cast<int32_t>(t.layers + 1));
   if (t.embed) x = LayerNorm(b, x, "ln_f");
-  int32_t loss = TransformerLoss(b, t, in, x, false);
+  int32_t loss = TransformerLoss(b, t, in, x, Bias::kNone);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

@@ -21,12 +21,12 @@ int32_t AddBias(GraphBuilder& b, int32_t x, int32_t bias) {
   return b.Add(x, b.BroadcastTo(bias, b.shape(x)));
 }
 
-int32_t Dense(GraphBuilder& b, int32_t x, int64_t out, bool bias, const std::string& name) {
+int32_t Dense(GraphBuilder& b, int32_t x, int64_t out, Bias bias, const std::string& name) {
   if (!b.ok()) return -1;
   int64_t in = b.shape(x).back();
   int32_t w = Weight(b, {in, out}, b.dtype(x), name + ".w");
   int32_t y = b.MatMul(x, w);
-  if (bias) y = AddBias(b, y, Weight(b, {out}, b.dtype(x), name + ".b"));
+  if (bias == Bias::kLearned) y = AddBias(b, y, Weight(b, {out}, b.dtype(x), name + ".b"));
   return y;
 }
 
@@ -65,13 +65,13 @@ int32_t Softmax(GraphBuilder& b, int32_t x) {
   return b.Div(e, Unreduce(b, b.ReduceSum(e, {last}), shape, {last}));
 }
 
-int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, bool causal,
+int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, AttentionMask mask,
                       const std::string& name) {
   if (!b.ok()) return -1;
   const Dims shape = b.shape(x);  // [B, s, h]
   const int64_t batch = shape[0], seq = shape[1], hidden = shape[2];
   const int64_t head_dim = hidden / heads;
-  int32_t qkv = Dense(b, x, 3 * hidden, true, name + ".qkv");
+  int32_t qkv = Dense(b, x, 3 * hidden, Bias::kLearned, name + ".qkv");
   // Head-major columns (Megatron's layout): splitting the fused weight's columns into n pieces
   // splits the heads, so tensor parallelism needs no communication before the attention.
   qkv = b.Reshape(qkv, {batch, seq, heads, 3, head_dim});
@@ -88,7 +88,7 @@ int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, bool causal,
   qk.rhs_contracting = {3};
   int32_t scores = b.DotGeneral(q, k, qk);
   scores = b.Scale(scores, 1.0 / std::sqrt(static_cast<double>(head_dim)));
-  if (causal && b.ok()) {
+  if (mask == AttentionMask::kCausal && b.ok()) {
     const Dims score_shape = b.shape(scores);
     int32_t row = b.Iota({seq, seq}, DType::kS32, 0);
     int32_t col = b.Iota({seq, seq}, DType::kS32, 1);
@@ -105,14 +105,14 @@ int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, bool causal,
   pv.rhs_contracting = {1};
   int32_t ctx = b.DotGeneral(probs, v, pv);
   ctx = b.Reshape(b.Transpose(ctx, {0, 2, 1, 3}), {batch, seq, hidden});
-  return Dense(b, ctx, hidden, true, name + ".out");
+  return Dense(b, ctx, hidden, Bias::kLearned, name + ".out");
 }
 
 int32_t GeluMlp(GraphBuilder& b, int32_t x, int64_t ff, const std::string& name) {
   if (!b.ok()) return -1;
   const int64_t hidden = b.shape(x).back();
-  int32_t y = b.Unary(OpKind::kGelu, Dense(b, x, ff, true, name + ".fc1"));
-  return Dense(b, y, hidden, true, name + ".fc2");
+  int32_t y = b.Unary(OpKind::kGelu, Dense(b, x, ff, Bias::kLearned, name + ".fc1"));
+  return Dense(b, y, hidden, Bias::kLearned, name + ".fc2");
 }
 
 int32_t MeanAll(GraphBuilder& b, int32_t x) {
@@ -159,7 +159,7 @@ Embedding TokenAndPositionEmbedding(GraphBuilder& b, int32_t tokens, int64_t voc
   return e;
 }
 
-int32_t TiedLmLoss(GraphBuilder& b, int32_t x, int32_t token_table, int32_t labels, bool bias) {
+int32_t TiedLmLoss(GraphBuilder& b, int32_t x, int32_t token_table, int32_t labels, Bias bias) {
   if (!b.ok()) return -1;
   const Dims shape = b.shape(x);  // [B, s, h]
   const int64_t vocab = b.shape(token_table)[0];
@@ -167,7 +167,7 @@ int32_t TiedLmLoss(GraphBuilder& b, int32_t x, int32_t token_table, int32_t labe
   d.lhs_contracting = {2};
   d.rhs_contracting = {1};
   int32_t logits = b.DotGeneral(x, token_table, d);  // [B, s, V]
-  if (bias) logits = AddBias(b, logits, Weight(b, {vocab}, b.dtype(x), "lm.b"));
+  if (bias == Bias::kLearned) logits = AddBias(b, logits, Weight(b, {vocab}, b.dtype(x), "lm.b"));
   logits = b.Reshape(logits, {shape[0] * shape[1], vocab});
   return SoftmaxCrossEntropy(b, logits, b.Reshape(labels, {shape[0] * shape[1]}));
 }
@@ -188,7 +188,7 @@ LayerStackInput TransformerInput(GraphBuilder& b, const TransformerShape& t) {
 }
 
 int32_t TransformerLoss(GraphBuilder& b, const TransformerShape& t, const LayerStackInput& in,
-                        int32_t x, bool lm_bias) {
+                        int32_t x, Bias lm_bias) {
   if (!t.embed) return MeanSquaredError(b, x, in.labels);
   return TiedLmLoss(b, x, in.token_table, in.labels, lm_bias);
 }

@@ -21,10 +21,15 @@ int32_t Weight(GraphBuilder& b, Dims shape, DType dtype, const std::string& name
 // Data fed each step (TensorRole::kInput).
 int32_t Input(GraphBuilder& b, Dims shape, DType dtype, const std::string& name);
 
+// Whether a dense layer or an LM head adds a learned bias.
+enum class Bias { kNone, kLearned };
+// Whether attention sees only earlier positions (GPT) or the whole sequence (BERT).
+enum class AttentionMask { kBidirectional, kCausal };
+
 // x + bias, bias broadcast along x's trailing dims.
 int32_t AddBias(GraphBuilder& b, int32_t x, int32_t bias);
 // x [..., in] . w [in, out] (+ bias [out]) -> [..., out]. Weights named "<name>.w" / "<name>.b".
-int32_t Dense(GraphBuilder& b, int32_t x, int64_t out, bool bias, const std::string& name);
+int32_t Dense(GraphBuilder& b, int32_t x, int64_t out, Bias bias, const std::string& name);
 // Broadcasts a reduced tensor (x with dims `reduced` removed) back to `shape`.
 int32_t Unreduce(GraphBuilder& b, int32_t reduced, const Dims& shape, const Dims& reduced_dims);
 // Layer norm over the last dim with learnable scale ("<name>.g", ones) and bias ("<name>.b").
@@ -32,8 +37,8 @@ int32_t LayerNorm(GraphBuilder& b, int32_t x, const std::string& name, double ep
 // Softmax over the last dim (max-subtracted).
 int32_t Softmax(GraphBuilder& b, int32_t x);
 // Multi-head self-attention on x [B, s, h]: fused qkv dense (bias), scores scaled by
-// 1/sqrt(h/heads), causal mask by iota/compare/select with -1e4, output dense (bias).
-int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, bool causal,
+// 1/sqrt(h/heads), a causal mask by iota/compare/select with -1e4, output dense (bias).
+int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, AttentionMask mask,
                       const std::string& name);
 // dense(ff, bias) -> gelu -> dense(h, bias).
 int32_t GeluMlp(GraphBuilder& b, int32_t x, int64_t ff, const std::string& name);
@@ -54,8 +59,8 @@ struct Embedding {
 Embedding TokenAndPositionEmbedding(GraphBuilder& b, int32_t tokens, int64_t vocab, int64_t hidden,
                                     DType dtype);
 // LM head tied to the token embedding (logits = x . wte^T, plus a learned bias "lm.b" [V] when
-// `bias`), then the mean softmax cross-entropy over all B * s tokens.
-int32_t TiedLmLoss(GraphBuilder& b, int32_t x, int32_t token_table, int32_t labels, bool bias);
+// Bias::kLearned), then the mean softmax cross-entropy over all B * s tokens.
+int32_t TiedLmLoss(GraphBuilder& b, int32_t x, int32_t token_table, int32_t labels, Bias bias);
 
 // Typed access to a parsed spec's keys; the first error is kept and names the key.
 class SpecReader {
@@ -97,10 +102,10 @@ struct LayerStackInput {
 // embed: inputs "tokens" and "labels" [B, s] (s32) and the token + position embedding;
 // else inputs "x" and "y" [B, s, h] of the model dtype.
 LayerStackInput TransformerInput(GraphBuilder& b, const TransformerShape& t);
-// embed: the tied LM loss of x (with the "lm.b" bias when `lm_bias`); else the mean squared
-// error of x against y.
+// embed: the tied LM loss of x (with the "lm.b" bias when `lm_bias` is Bias::kLearned); else the
+// mean squared error of x against y.
 int32_t TransformerLoss(GraphBuilder& b, const TransformerShape& t, const LayerStackInput& in,
-                        int32_t x, bool lm_bias);
+                        int32_t x, Bias lm_bias);
 
 // "model spec \"gpt:...\": " (or the preset name), the prefix of every spec error.
 std::string SpecLabel(const ModelSpec& spec);

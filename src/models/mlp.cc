@@ -23,7 +23,7 @@ Result<Graph> BuildMlpForward(const ModelSpec& spec) {
                                  : Input(b, {batch, hidden}, dtype, "y");
   for (int64_t i = 0; i < layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
-    x = Dense(b, x, hidden, bias, "fc" + std::to_string(i));
+    x = Dense(b, x, hidden, bias ? Bias::kLearned : Bias::kNone, "fc" + std::to_string(i));
     if (i + 1 < layers) x = b.Unary(OpKind::kRelu, x);
   }
   b.set_layer(static_cast<int32_t>(layers + 1));

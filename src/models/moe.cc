@@ -155,12 +155,14 @@ Result<Graph> BuildMoeForward(const ModelSpec& spec) {
   for (int64_t i = 0; i < t.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
-    x = LayerNorm(b, b.Add(x, SelfAttention(b, x, t.heads, false, p + ".attn")), p + ".ln1");
+    x = LayerNorm(
+        b, b.Add(x, SelfAttention(b, x, t.heads, AttentionMask::kBidirectional, p + ".attn")),
+        p + ".ln1");
     int32_t y = i % moe_every == 0 ? MoeMlp(b, x, m, p + ".moe") : GeluMlp(b, x, m.ff, p + ".mlp");
     x = LayerNorm(b, b.Add(x, y), p + ".ln2");
   }
   b.set_layer(static_cast<int32_t>(t.layers + 1));
-  int32_t loss = TransformerLoss(b, t, in, x, true);
+  int32_t loss = TransformerLoss(b, t, in, x, Bias::kLearned);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

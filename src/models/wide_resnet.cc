@@ -123,7 +123,7 @@ Result<Graph> BuildWideResNetForward(const ModelSpec& spec) {
   if (b.ok()) {
     const Dims s = b.shape(x);
     int32_t pooled = b.Scale(b.ReduceSum(x, {2, 3}), 1.0 / static_cast<double>(s[2] * s[3]));
-    loss = SoftmaxCrossEntropy(b, Dense(b, pooled, classes, true, "fc"), labels);
+    loss = SoftmaxCrossEntropy(b, Dense(b, pooled, classes, Bias::kLearned, "fc"), labels);
   }
   b.SetName(loss, "loss");
   b.AddOutput(loss);
