@@ -56,6 +56,7 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
                                  const std::vector<int32_t>& work_node_of,
                                  std::vector<std::vector<double>>* cost) {
   std::vector<Piece> pieces;
+  constexpr bool kFromEdge = false, kFromAlias = true;
   auto place = [&](int32_t u, int32_t v, bool alias, size_t source) {
     const int32_t gu = work_node_of[static_cast<size_t>(u)];
     const int32_t gv = work_node_of[static_cast<size_t>(v)];
@@ -66,7 +67,7 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
     const ShardingEdge& edge = problem.edges[e];
     const int32_t g = work_node_of[static_cast<size_t>(edge.u)];
     if (g != work_node_of[static_cast<size_t>(edge.v)]) {
-      place(edge.u, edge.v, false, e);
+      place(edge.u, edge.v, kFromEdge, e);
       continue;
     }
     // Both ends share one choice: only the diagonal can apply.
@@ -77,7 +78,7 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
     const ShardingAlias& alias = problem.aliases[a];
     const int32_t g = work_node_of[static_cast<size_t>(alias.u)];
     if (g != work_node_of[static_cast<size_t>(alias.v)]) {
-      place(alias.u, alias.v, true, a);
+      place(alias.u, alias.v, kFromAlias, a);
       continue;
     }
     std::vector<double>& c = (*cost)[static_cast<size_t>(g)];
