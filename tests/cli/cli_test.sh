@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Usage: cli_test.sh PATH_TO_ALPA GOLDEN_DIR
+# Usage: cli_test.sh PATH_TO_ALPA GOLDEN_DIR [SHARED_IOPDDL_DIR]
 set -u
 alpa=$1
 golden=$2
+shared=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -54,6 +55,51 @@ expect evaluate_range 1 'node 2' -- "$alpa" evaluate "$example" "[0, 0, 3, 1, 0]
 expect evaluate_length 1 '5 nodes' -- "$alpa" evaluate "$example" "[0, 0]"
 expect evaluate_syntax 1 'assignment' -- "$alpa" evaluate "$example" "0 0 2"
 
+# The assignment from a file (@FILE) or stdin (-): a large one does not fit on a command line.
+printf '[0, 0, 2, 1, 0]\n' > "$tmp/best.txt"
+expect evaluate_at_file 0 '^445$' -- "$alpa" evaluate "$example" "@$tmp/best.txt"
+expect evaluate_stdin 0 '^445$' -- bash -c '"$0" evaluate "$1" - < "$2"' "$alpa" "$example" "$tmp/best.txt"
+printf '[0, 0, 3, 1, 0]' > "$tmp/out_of_range.txt"
+expect evaluate_at_file_invalid 1 '^invalid: .*node 2' -- "$alpa" evaluate "$example" "@$tmp/out_of_range.txt"
+expect evaluate_at_missing 1 "^alpa: error: cannot read assignment file $tmp/nope.txt: No such file" -- "$alpa" evaluate "$example" "@$tmp/nope.txt"
+expect evaluate_at_directory 1 "^alpa: error: cannot read assignment file $tmp: Is a directory" -- "$alpa" evaluate "$example" "@$tmp"
+expect evaluate_at_nothing 1 'error: assignment: @ needs a file name' -- "$alpa" evaluate "$example" @
+printf '0 0 2' > "$tmp/not_json.txt"
+expect evaluate_at_syntax 1 "^alpa: error: $tmp/not_json.txt: assignment must look like" -- "$alpa" evaluate "$example" "@$tmp/not_json.txt"
+expect evaluate_stdin_syntax 1 '^alpa: error: stdin: assignment entry 1 is not a strategy index' -- bash -c 'printf "[0, \"a\"]" | "$0" evaluate "$1" -' "$alpa" "$example"
+# 70,000 nodes of one strategy: the assignment's 210 KB exceed Linux's 128 KiB limit on one
+# argument, so only @FILE and - can carry it.
+awk 'BEGIN { n = 70000
+  printf "{\"problem\": {\"name\": \"wide\", \"nodes\": {\"intervals\": ["
+  for (i = 0; i < n; i++) printf "%s[0, 1]", (i ? "," : "")
+  printf "], \"costs\": ["
+  for (i = 0; i < n; i++) printf "%s[3]", (i ? "," : "")
+  printf "], \"usages\": ["
+  for (i = 0; i < n; i++) printf "%s[1]", (i ? "," : "")
+  printf "]}, \"edges\": {\"nodes\": [], \"costs\": []}}}\n" }' > "$tmp/wide.json"
+awk 'BEGIN { printf "["; for (i = 0; i < 70000; i++) printf "%s0", (i ? ", " : ""); print "]" }' > "$tmp/wide.txt"
+expect evaluate_large_at_file 0 '^210000$' -- "$alpa" evaluate "$tmp/wide.json" "@$tmp/wide.txt"
+expect evaluate_large_stdin 0 '^210000$' -- bash -c '"$0" evaluate "$1" - < "$2"' "$alpa" "$tmp/wide.json" "$tmp/wide.txt"
+
+# alpa solve -o FILE writes the assignment (the last line of the text output), which
+# alpa evaluate FILE @ASSIGNMENT reads back.
+expect_last_line solve_output_stdout "[0, 0, 2, 1, 0]" -- "$alpa" solve "$example" 10 -q -o "$tmp/solved.txt"
+expect solve_output_file 0 '^\[0, 0, 2, 1, 0\]$' -- cat "$tmp/solved.txt"
+expect solve_output_round_trip 0 '^445$' -- "$alpa" evaluate "$example" "@$tmp/solved.txt"
+rm -f "$tmp/solved.txt"
+expect solve_output_json 0 '^\{.*"objective":445' -- "$alpa" solve "$example" --json -q -o "$tmp/solved.txt"
+expect solve_output_json_file 0 '^\[0, 0, 2, 1, 0\]$' -- cat "$tmp/solved.txt"
+expect solve_output_unwritable 1 "error: -o: cannot write $tmp/nodir/a.txt" -- "$alpa" solve "$example" -q -o "$tmp/nodir/a.txt"
+# On the IOPDDL contest's problem G (816 nodes) the evaluator agrees with the solver's objective.
+problem_g=$shared/asplos-2025-iopddl-G.json.gz
+if [[ -n $shared && -f $problem_g ]]; then
+  objective=$("$alpa" solve "$problem_g" 5 --threads 2 -o "$tmp/g.txt" 2>/dev/null |
+    sed -n -E 's/^# status [a-z]+  objective ([0-9]+) .*/\1/p')
+  expect solve_g_round_trip 0 "^${objective:-no objective}\$" -- "$alpa" evaluate "$problem_g" "@$tmp/g.txt"
+else
+  echo "SKIP solve_g_round_trip: no $problem_g"
+fi
+
 # Bad input: a clear message naming the element, a non-zero exit, never a crash.
 expect missing_file 1 'nope.json' -- "$alpa" solve "$tmp/nope.json"
 printf '{"problem": {"nodes": ' > "$tmp/truncated.json"
@@ -76,6 +122,11 @@ expect infeasible 2 'time 1|infeasible' -- "$alpa" solve "$tmp/infeasible.json" 
 expect_last_line infeasible_last_line "[]" -- "$alpa" solve "$tmp/infeasible.json" 5
 expect bad_timeout nz 'timeout' -- "$alpa" solve "$example" -- -3
 expect usage nz 'not expected|--help' -- "$alpa" frobnicate
+expect solve_no_file 1 'file is required' -- "$alpa" solve
+
+# `alpa` alone runs the main job: alpa plan with its defaults.
+expect main_job_header 0 '^# alpa [0-9.]+: planning gpt-2\.6b on p3\.16xlarge \(2 hosts x 8 devices\)' -- "$alpa"
+expect main_job_plan 0 '^Plan: [0-9]+ pipeline stages?, [0-9]+ microbatch' -- "$alpa"
 
 # Operator graphs and the model zoo.
 expect models_lists_gpt39b 0 '^gpt-39b +gpt +39B +64' -- "$alpa" models

@@ -2,8 +2,11 @@
 // data / tensor / pipeline parallel configurations) or one manual plan (alpa_plan_manual with
 // --dp/--tp/--pp), printed as `alpa plan` prints a plan, plus the configuration and, for the
 // search, its grid counts and fastest points.
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,16 +18,38 @@
 namespace alpa_cli {
 namespace {
 
+struct BaselineArgs {
+  std::string model;    // a model-zoo spec (default gpt-2.6b)
+  std::string cluster;  // as `alpa plan --cluster` (default p3.16xlarge:2)
+  // A manual plan: all three degrees given (each *_given), else the grid search.
+  int64_t dp = 0, tp = 0, pp = 0;
+  bool dp_given = false, tp_given = false, pp_given = false;
+  int64_t microbatches = 0;  // required for a manual plan; fixes B in the search
+  bool microbatches_given = false;
+  int32_t zero = 0;  // ZeRO stage of a manual plan (0..2)
+  bool zero_given = false;
+  std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
+  bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
+  PlannerOptionArgs planner;
+  int64_t top = 5;     // grid points listed after a search
+  std::string output;  // write the detailed plan JSON here
+  std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
+  bool json = false;   // print the summary JSON (with the "baseline" object) as the last line
+  bool quiet = false;
+};
+
 // "dp=2 tp=4 pp=2 B=256 zero=1 remat=off" (plus " tp-across-hosts"), as the library's messages
 // write a configuration; T is alpa_manual_plan or alpa_baseline_point.
 template <typename T>
-std::string ConfigString(const T& c) {
-  std::string s =
-      "dp=" + std::to_string(c.data_parallel) + " tp=" + std::to_string(c.tensor_parallel) +
-      " pp=" + std::to_string(c.pipeline_parallel) + " B=" + std::to_string(c.microbatches) +
-      " zero=" + std::to_string(c.zero_stage) + " remat=" + (c.remat != 0 ? "on" : "off");
-  if (c.tensor_inside_host == 0) s += " tp-across-hosts";
-  return s;
+std::string ConfigString(const T& config) {
+  std::string text = "dp=" + std::to_string(config.data_parallel) +
+                     " tp=" + std::to_string(config.tensor_parallel) +
+                     " pp=" + std::to_string(config.pipeline_parallel) +
+                     " B=" + std::to_string(config.microbatches) +
+                     " zero=" + std::to_string(config.zero_stage) +
+                     " remat=" + (config.remat != 0 ? "on" : "off");
+  if (config.tensor_inside_host == 0) text += " tp-across-hosts";
+  return text;
 }
 
 // The search's grid counts and its `top` fastest points.
@@ -35,13 +60,15 @@ void PrintGrid(const alpa_plan* plan, int64_t top) {
       "pruned\n",
       static_cast<long long>(evaluated), static_cast<long long>(alpa_plan_baseline_feasible(plan)),
       static_cast<long long>(alpa_plan_baseline_pruned(plan)));
-  const int64_t n = alpa_plan_baseline_table(plan, nullptr, 0, sizeof(alpa_baseline_point));
-  if (top <= 0 || n <= 0) return;
-  std::vector<alpa_baseline_point> table(static_cast<size_t>(n));
-  if (alpa_plan_baseline_table(plan, table.data(), n, sizeof(alpa_baseline_point)) != n) return;
-  const int64_t shown = std::min(top, n);
+  const int64_t points = alpa_plan_baseline_table(plan, nullptr, 0, sizeof(alpa_baseline_point));
+  if (top <= 0 || points <= 0) return;
+  std::vector<alpa_baseline_point> table(static_cast<size_t>(points));
+  if (alpa_plan_baseline_table(plan, table.data(), points, sizeof(alpa_baseline_point)) != points) {
+    return;
+  }
+  const int64_t shown = std::min(top, points);
   std::printf("\nFastest %lld of %lld grid points:\n", static_cast<long long>(shown),
-              static_cast<long long>(n));
+              static_cast<long long>(points));
   std::printf("%-5s %-44s %-12s %s\n", "rank", "configuration", "iteration", "vs best");
   const double best = table[0].iteration_seconds;
   for (int64_t i = 0; i < shown; ++i) {
@@ -57,10 +84,9 @@ void PrintGrid(const alpa_plan* plan, int64_t top) {
   }
 }
 
-}  // namespace
-
+// Exit code: 0 a plan, 2 nothing fits the device memory, 1 bad input (stderr).
 int RunBaseline(const BaselineArgs& args) {
-  PlanHandles h;
+  PlanHandles handles;
   alpa_error* err = nullptr;
   const std::string model = args.model.empty() ? kDefaultPlanModel : args.model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
@@ -97,21 +123,22 @@ int RunBaseline(const BaselineArgs& args) {
     return ReportBadInput("--remat: must be on or off (got \"" + args.remat + "\")");
   }
 
-  if (int rc = MakePlanCluster(cluster_text, &h.cluster)) return rc;
-  if (alpa_plan_options_create(&h.options, &err) != ALPA_OK) return ReportError(err);
-  if (int rc = SetPlannerOptions(h.options, args.planner)) return rc;
+  if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
+  if (alpa_plan_options_create(&handles.options, &err) != ALPA_OK) return ReportError(err);
+  if (int rc = SetPlannerOptions(handles.options, args.planner)) return rc;
   if (!manual) {
-    if (args.microbatches_given && alpa_plan_options_set_int(h.options, ALPA_PLAN_OPT_MICROBATCHES,
-                                                             args.microbatches, &err) != ALPA_OK) {
+    if (args.microbatches_given &&
+        alpa_plan_options_set_int(handles.options, ALPA_PLAN_OPT_MICROBATCHES, args.microbatches,
+                                  &err) != ALPA_OK) {
       return ReportError(err, "--microbatches");
     }
-    if (!args.remat.empty() &&
-        alpa_plan_options_set_by_name(h.options, "remat", args.remat.c_str(), &err) != ALPA_OK) {
+    if (!args.remat.empty() && alpa_plan_options_set_by_name(handles.options, "remat",
+                                                             args.remat.c_str(), &err) != ALPA_OK) {
       return ReportError(err, "--remat");
     }
   }
   if (!args.quiet && !args.json) {
-    alpa_plan_options_set_progress(h.options, PrintPlanProgress, nullptr, nullptr);
+    alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
 
   alpa_manual_plan spec = ALPA_MANUAL_PLAN_INIT;
@@ -125,25 +152,73 @@ int RunBaseline(const BaselineArgs& args) {
     spec.remat = args.remat == "on" ? 1 : 0;
     spec.tensor_inside_host = args.tp_across_hosts ? 0 : 1;
     if (!args.json && !args.quiet) {
-      PrintPlanHeader("evaluating the manual plan " + ConfigString(spec) + " of", model, h.cluster);
+      PrintPlanHeader("evaluating the manual plan " + ConfigString(spec) + " of", model,
+                      handles.cluster);
     }
-    rc = alpa_plan_manual(&h.plan, model.c_str(), h.cluster, &spec, h.options, &err);
+    rc = alpa_plan_manual(&handles.plan, model.c_str(), handles.cluster, &spec, handles.options,
+                          &err);
   } else {
     if (!args.json && !args.quiet) {
-      PrintPlanHeader("searching the Megatron-LM baseline of", model, h.cluster);
+      PrintPlanHeader("searching the Megatron-LM baseline of", model, handles.cluster);
     }
-    rc = alpa_plan_baseline(&h.plan, model.c_str(), h.cluster, h.options, &err);
+    rc = alpa_plan_baseline(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 
-  if (int code = WritePlanFiles(h.plan, args.output, args.svg)) return code;
-  if (args.json) return PrintPlanJson(h.plan);
-  if (alpa_plan_manual_spec(&spec, sizeof spec, h.plan, &err) != ALPA_OK) return ReportError(err);
+  if (int code = WritePlanFiles(handles.plan, args.output, args.svg)) return code;
+  if (args.json) return PrintPlanJson(handles.plan);
+  if (alpa_plan_manual_spec(&spec, sizeof spec, handles.plan, &err) != ALPA_OK)
+    return ReportError(err);
   std::printf("\n%s configuration: %s\n", manual ? "Manual" : "Best", ConfigString(spec).c_str());
-  PrintPlanSummary(h.plan, h.cluster, manual ? "evaluation time" : "search time");
-  if (!manual) PrintGrid(h.plan, args.top);
+  PrintPlanSummary(handles.plan, handles.cluster, manual ? "evaluation time" : "search time");
+  if (!manual) PrintGrid(handles.plan, args.top);
   PrintWrote(args.output, args.svg);
   return 0;
+}
+
+}  // namespace
+
+Command AddBaselineCommand(CLI::App& app) {
+  auto args = std::make_shared<BaselineArgs>();
+  CLI::App* baseline = app.add_subcommand(
+      "baseline",
+      "The Megatron-LM baseline: search manual data x tensor x pipeline parallel plans (or "
+      "evaluate one with --dp/--tp/--pp) with the planner's cost model");
+  baseline->add_option("--model", args->model, "Model-zoo spec or preset (default gpt-2.6b)");
+  baseline->add_option("--cluster", args->cluster,
+                       "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
+                       "(default p3.16xlarge:2)");
+  CLI::Option* dp = baseline->add_option(
+      "--dp", args->dp, "Manual plan: data-parallel degree (with --tp, --pp and -B)");
+  CLI::Option* tp = baseline->add_option("--tp", args->tp, "Manual plan: tensor-parallel degree");
+  CLI::Option* pp = baseline->add_option("--pp", args->pp, "Manual plan: pipeline stages");
+  CLI::Option* microbatches = baseline->add_option(
+      "--microbatches,-B", args->microbatches,
+      "Microbatches (required for a manual plan; default for the search: powers of two)");
+  CLI::Option* zero =
+      baseline->add_option("--zero", args->zero, "Manual plan: ZeRO stage 0 (default), 1 or 2");
+  baseline->add_option("--remat", args->remat,
+                       "Rematerialization on or off (manual plan: default off; search: both)");
+  baseline->add_flag("--tp-across-hosts", args->tp_across_hosts,
+                     "Manual plan: tensor parallelism across hosts, data parallelism inside");
+  AddPlannerOptions(baseline, &args->planner);
+  baseline->add_option("--top", args->top, "Grid points listed after a search (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  baseline->add_option("-o,--output", args->output, "Write the detailed plan JSON to this file");
+  baseline->add_option("--svg", args->svg,
+                       "Write the timeline of the plan's simulated iteration (SVG) to this file");
+  baseline->add_flag("--json", args->json,
+                     "Print the plan summary (with its \"baseline\" object) as one JSON object "
+                     "(last line)");
+  baseline->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  return {baseline, [args, dp, tp, pp, microbatches, zero] {
+            args->dp_given = dp->count() > 0;
+            args->tp_given = tp->count() > 0;
+            args->pp_given = pp->count() > 0;
+            args->microbatches_given = microbatches->count() > 0;
+            args->zero_given = zero->count() > 0;
+            return RunBaseline(*args);
+          }};
 }
 
 }  // namespace alpa_cli

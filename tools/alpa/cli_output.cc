@@ -2,9 +2,11 @@
 #include "cli_output.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace alpa_cli {
 
@@ -31,14 +33,21 @@ std::string FormatNumber(double value, int significant_digits) {
   return text;
 }
 
+void PrintSolveProgress(const alpa_progress& progress, int significant_digits) {
+  std::printf("# %8.3fs  %-10s objective %s  bound %s\n", progress.seconds, progress.phase,
+              FormatNumber(progress.objective, significant_digits).c_str(),
+              FormatNumber(progress.lower_bound, significant_digits).c_str());
+  std::fflush(stdout);
+}
+
 std::string ScaledNumber(double x, const char* const* units, double base, int decimals) {
-  int u = 0;
-  while (std::fabs(x) >= base && units[u + 1] != nullptr) {
+  int unit = 0;
+  while (std::fabs(x) >= base && units[unit + 1] != nullptr) {
     x /= base;
-    ++u;
+    ++unit;
   }
   char text[64];
-  std::snprintf(text, sizeof(text), "%.*f%s", u == 0 ? 0 : decimals, x, units[u]);
+  std::snprintf(text, sizeof(text), "%.*f%s", unit == 0 ? 0 : decimals, x, units[unit]);
   return text;
 }
 
@@ -104,43 +113,64 @@ bool ParseBytes(const std::string& text, int64_t* out) {
 }
 
 bool IsFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  std::fclose(f);
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return false;
+  std::fclose(file);
   return true;
 }
 
+bool ReadStream(std::FILE* stream, std::string* bytes) {
+  bytes->clear();
+  char chunk[1 << 16];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, stream)) > 0) bytes->append(chunk, got);
+  return std::ferror(stream) == 0;
+}
+
+bool ReadFile(const std::string& path, std::string* bytes, std::string* reason) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    *reason = std::strerror(errno);
+    return false;
+  }
+  const bool read = ReadStream(file, bytes);
+  // A directory opens but does not read (EISDIR).
+  if (!read) *reason = std::strerror(errno);
+  std::fclose(file);
+  return read;
+}
+
 bool WriteFile(const std::string& path, const char* data, size_t size) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return false;
-  const bool written = std::fwrite(data, 1, size, f) == size;
-  return std::fclose(f) == 0 && written;
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) return false;
+  const bool written = std::fwrite(data, 1, size, file) == size;
+  return std::fclose(file) == 0 && written;
 }
 
 std::string DeviceRuns(const std::vector<int64_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size();) {
-    size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(ids[i]);
-    if (j > i) s += "-" + std::to_string(ids[j]);
-    i = j + 1;
+  std::string runs;
+  for (size_t first = 0; first < ids.size();) {
+    size_t last = first;
+    while (last + 1 < ids.size() && ids[last + 1] == ids[last] + 1) ++last;
+    if (!runs.empty()) runs += ",";
+    runs += std::to_string(ids[first]);
+    if (last > first) runs += "-" + std::to_string(ids[last]);
+    first = last + 1;
   }
-  return s;
+  return runs;
 }
 
-std::string Seconds(double s, int decimals) {
-  char buf[48];
-  if (!std::isfinite(s)) return "n/a";
-  if (s < 1e-3) {
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  } else if (s < 1) {
-    std::snprintf(buf, sizeof buf, "%.*f ms", decimals, s * 1e3);
+std::string Seconds(double seconds, int decimals) {
+  char text[48];
+  if (!std::isfinite(seconds)) return "n/a";
+  if (seconds < 1e-3) {
+    std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
+  } else if (seconds < 1) {
+    std::snprintf(text, sizeof text, "%.*f ms", decimals, seconds * 1e3);
   } else {
-    std::snprintf(buf, sizeof buf, "%.*f s", decimals, s);
+    std::snprintf(text, sizeof text, "%.*f s", decimals, seconds);
   }
-  return buf;
+  return text;
 }
 
 }  // namespace alpa_cli

@@ -1,8 +1,10 @@
-// Output helpers shared by the `alpa` subcommands: error reporting and number formatting.
+// Helpers shared by the `alpa` subcommands: error reporting, number formatting, progress lines
+// and whole-file reads and writes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -15,8 +17,13 @@ int ReportBadInput(const std::string& message);
 // The same for a library error (freed here), prefixed with "OPTION: " when `option` is given.
 int ReportError(alpa_error* err, const std::string& option = "");
 
-// Integers below 9e15 in full, other values with `significant_digits` digits; inf, -inf, nan.
+// The one number formatter of the program: integers below 9e15 in full, other values with
+// `significant_digits` digits; inf, -inf, nan.
 std::string FormatNumber(double value, int significant_digits);
+
+// A solver progress line, "#    0.012s  phase      objective X  bound Y", its numbers with
+// `significant_digits` digits; flushed, so that it shows while the solve runs.
+void PrintSolveProgress(const alpa_progress& progress, int significant_digits);
 
 // x divided by `base` while it stays >= base, with the matching entry of `units` (a list ending
 // in nullptr): integers without decimals, scaled values with `decimals` decimals.
@@ -41,6 +48,13 @@ bool ParseBytes(const std::string& text, int64_t* out);
 
 // Whether `path` names a file that can be opened for reading.
 bool IsFile(const std::string& path);
+
+// Reads the rest of `stream` into `bytes`; false on a read error.
+bool ReadStream(std::FILE* stream, std::string* bytes);
+
+// Reads the file `path` into `bytes`; false, with the system's reason in `reason`, when it
+// cannot.
+bool ReadFile(const std::string& path, std::string* bytes, std::string* reason);
 
 // Writes `size` bytes to the file `path` (replacing it); false when it cannot.
 bool WriteFile(const std::string& path, const char* data, size_t size);

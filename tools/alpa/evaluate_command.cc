@@ -1,38 +1,43 @@
-#include <cmath>
+// `alpa evaluate FILE ASSIGNMENT`: the cost of an assignment of a sharding problem, or the
+// constraint it violates. The assignment is given inline ("[0, 0, 2, 1, 0]"), as @FILE or as -
+// (stdin): a large one does not fit on a command line.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "alpa.h"
+#include "assignment_text.h"
+#include "cli_output.h"
 #include "commands.h"
 
 namespace alpa_cli {
+namespace {
 
-int RunEvaluate(const std::string& file, const std::string& assignment_text) {
-  // The assignment is written as IOPDDL prints it, which is a JSON array of integers.
-  const nlohmann::json parsed = nlohmann::json::parse(assignment_text, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_array()) {
-    std::fprintf(stderr, "alpa: error: assignment must look like \"[0, 0, 2, 1, 0]\"\n");
-    return 1;
-  }
+// Costs are integers up to about 1e15 or, from other formats, doubles: all their digits.
+constexpr int kCostDigits = 17;
+
+struct EvaluateArgs {
+  std::string file;
+  std::string assignment;  // the assignment, @FILE or -
+};
+
+int RunEvaluate(const EvaluateArgs& args) {
+  std::string text, source;
+  const std::string read_error = ReadAssignmentArgument(args.assignment, &text, &source);
+  if (!read_error.empty()) return ReportBadInput(read_error);
   std::vector<int32_t> assignment;
-  for (size_t i = 0; i < parsed.size(); ++i) {
-    const nlohmann::json& v = parsed[i];
-    if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX) {
-      std::fprintf(stderr, "alpa: error: assignment entry %zu is not a strategy index\n", i);
-      return 1;
-    }
-    assignment.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  const std::string parse_error = ParseAssignmentText(text, &assignment);
+  if (!parse_error.empty()) {
+    return ReportBadInput(source.empty() ? parse_error : source + ": " + parse_error);
   }
 
   alpa_error* err = nullptr;
   alpa_problem* problem = nullptr;
-  if (alpa_problem_read_file(&problem, file.c_str(), ALPA_FORMAT_AUTO, &err) != ALPA_OK) {
-    std::fprintf(stderr, "alpa: error: %s\n", alpa_error_message(err));
-    alpa_error_free(err);
-    return 1;
+  if (alpa_problem_read_file(&problem, args.file.c_str(), ALPA_FORMAT_AUTO, &err) != ALPA_OK) {
+    return ReportError(err);
   }
   double cost = 0;
   const int32_t status = alpa_problem_evaluate(
@@ -43,12 +48,23 @@ int RunEvaluate(const std::string& file, const std::string& assignment_text) {
     alpa_error_free(err);
     return 1;
   }
-  if (std::fabs(cost) < 9e15 && cost == static_cast<double>(static_cast<long long>(cost))) {
-    std::printf("%lld\n", static_cast<long long>(cost));
-  } else {
-    std::printf("%.17g\n", cost);
-  }
+  std::printf("%s\n", FormatNumber(cost, kCostDigits).c_str());
   return 0;
+}
+
+}  // namespace
+
+Command AddEvaluateCommand(CLI::App& app) {
+  auto args = std::make_shared<EvaluateArgs>();
+  CLI::App* evaluate =
+      app.add_subcommand("evaluate", "Print the cost of an assignment or the violated constraint");
+  evaluate->add_option("file", args->file, "Problem file")->required();
+  evaluate
+      ->add_option("assignment", args->assignment,
+                   "Strategies, e.g. \"[0, 0, 2, 1, 0]\"; @FILE reads them from FILE (alpa solve "
+                   "-o FILE writes it), - from stdin")
+      ->required();
+  return {evaluate, [args] { return RunEvaluate(*args); }};
 }
 
 }  // namespace alpa_cli

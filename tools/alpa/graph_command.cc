@@ -1,8 +1,11 @@
 // `alpa graph`: statistics of a model-zoo graph or a graph file, or the graph as JSON.
+#include <CLI/CLI.hpp>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +16,13 @@
 
 namespace alpa_cli {
 namespace {
+
+struct GraphArgs {
+  std::string model;   // a model-zoo spec, or
+  std::string file;    // a graph JSON file
+  bool json = false;   // statistics as one JSON object (alpa_graph_stats_json)
+  std::string output;  // write the graph JSON here instead of printing statistics ("-": stdout)
+};
 
 // 1234567 -> "1,234,567".
 std::string Grouped(long long n) {
@@ -64,19 +74,18 @@ int WriteGraph(const alpa_graph* graph, const std::string& path) {
   alpa_error* err = nullptr;
   if (alpa_graph_write_json(&text, graph, &err) != ALPA_OK) return ReportError(err);
   const bool to_stdout = path == "-";
-  std::FILE* f = to_stdout ? stdout : std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    std::fprintf(stderr, "alpa: error: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+  std::FILE* file = to_stdout ? stdout : std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    const std::string reason = std::strerror(errno);
     alpa_buffer_free(text);
-    return 1;
+    return ReportBadInput("cannot write " + path + ": " + reason);
   }
   const size_t size = alpa_buffer_size(text);
-  const bool ok = std::fwrite(alpa_buffer_data(text), 1, size, f) == size &&
-                  (to_stdout ? std::fflush(f) : std::fclose(f)) == 0;
+  const bool ok = std::fwrite(alpa_buffer_data(text), 1, size, file) == size &&
+                  (to_stdout ? std::fflush(file) : std::fclose(file)) == 0;
   alpa_buffer_free(text);
   if (!ok) {
-    std::fprintf(stderr, "alpa: error: cannot write %s\n", path.c_str());
-    return 1;
+    return ReportBadInput("cannot write " + path);
   }
   if (!to_stdout) {
     std::printf("wrote %s (%lld ops)\n", path.c_str(),
@@ -85,12 +94,9 @@ int WriteGraph(const alpa_graph* graph, const std::string& path) {
   return 0;
 }
 
-}  // namespace
-
 int RunGraph(const GraphArgs& args) {
   if (args.model.empty() == args.file.empty()) {
-    std::fprintf(stderr, "alpa: error: give either --model SPEC or --file graph.json\n");
-    return 1;
+    return ReportBadInput("give either --model SPEC or --file graph.json");
   }
   alpa_graph* graph = nullptr;
   alpa_error* err = nullptr;
@@ -115,6 +121,26 @@ int RunGraph(const GraphArgs& args) {
   }
   alpa_graph_destroy(graph);
   return rc;
+}
+
+}  // namespace
+
+void AddGraphSourceOptions(CLI::App* command, std::string* model, std::string* file) {
+  CLI::Option* from_model =
+      command->add_option("--model", *model, "Model spec, e.g. gpt-350m or mlp:layers=2");
+  CLI::Option* from_file = command->add_option("--file", *file, "Graph JSON file");
+  from_model->excludes(from_file);
+}
+
+Command AddGraphCommand(CLI::App& app) {
+  auto args = std::make_shared<GraphArgs>();
+  CLI::App* graph = app.add_subcommand(
+      "graph", "Statistics of a training-step graph (a model spec or a graph JSON file)");
+  AddGraphSourceOptions(graph, &args->model, &args->file);
+  graph->add_flag("--json", args->json, "Print the statistics as one JSON object");
+  graph->add_option("-o,--output", args->output,
+                    "Write the graph JSON to this file instead (- for stdout)");
+  return {graph, [args] { return RunGraph(*args); }};
 }
 
 }  // namespace alpa_cli

@@ -1,6 +1,9 @@
 // `alpa plan`: Alpa's two-level search on a model and a cluster, printed as a readable summary
 // (stages, submeshes, logical meshes, how each stage shards, predicted iteration time,
-// throughput, memory, compile time) or as JSON.
+// throughput, memory, compile time) or as JSON. Run without arguments, it is the main job.
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <string>
 
 #include "alpa.h"
@@ -9,18 +12,35 @@
 #include "plan_output.h"
 
 namespace alpa_cli {
+namespace {
 
+struct PlanArgs {
+  std::string model;         // a model-zoo spec (default gpt-2.6b when no --file), or
+  std::string file;          // a graph JSON file (one microbatch)
+  std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
+  int64_t microbatches = 0;  // searched unless given
+  bool microbatches_given = false;
+  int32_t layers = 0;  // layer groups; 0: the graph's layers, at most 16
+  std::string remat;   // "", "search", "off", "on"
+  PlannerOptionArgs planner;
+  std::string output;  // write the detailed plan JSON here
+  std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
+  bool json = false;   // print the summary JSON as the last line
+  bool quiet = false;
+};
+
+// Exit code: 0 a plan was found, 2 no plan fits the device memory, 1 bad input (stderr).
 int RunPlan(const PlanArgs& args) {
-  PlanHandles h;
+  PlanHandles handles;
   alpa_error* err = nullptr;
   const std::string model =
       args.file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
-  if (int rc = MakePlanCluster(cluster_text, &h.cluster)) return rc;
+  if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
 
-  if (alpa_plan_options_create(&h.options, &err) != ALPA_OK) return ReportError(err);
+  if (alpa_plan_options_create(&handles.options, &err) != ALPA_OK) return ReportError(err);
   auto set_int = [&](int32_t key, int64_t value, const char* option) {
-    return alpa_plan_options_set_int(h.options, key, value, &err) == ALPA_OK
+    return alpa_plan_options_set_int(handles.options, key, value, &err) == ALPA_OK
                ? 0
                : ReportError(err, option);
   };
@@ -34,33 +54,63 @@ int RunPlan(const PlanArgs& args) {
     }
   }
   if (int rc = set_int(ALPA_PLAN_OPT_NUM_LAYERS, args.layers, "--layers")) return rc;
-  if (!args.remat.empty() &&
-      alpa_plan_options_set_by_name(h.options, "remat", args.remat.c_str(), &err) != ALPA_OK) {
+  if (!args.remat.empty() && alpa_plan_options_set_by_name(handles.options, "remat",
+                                                           args.remat.c_str(), &err) != ALPA_OK) {
     return ReportError(err, "--remat");
   }
-  if (int rc = SetPlannerOptions(h.options, args.planner)) return rc;
+  if (int rc = SetPlannerOptions(handles.options, args.planner)) return rc;
   if (!args.quiet && !args.json) {
-    alpa_plan_options_set_progress(h.options, PrintPlanProgress, nullptr, nullptr);
+    alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
 
   const std::string what = args.file.empty() ? model : args.file;
-  if (!args.json && !args.quiet) PrintPlanHeader("planning", what, h.cluster);
+  if (!args.json && !args.quiet) PrintPlanHeader("planning", what, handles.cluster);
   int32_t rc;
   if (args.file.empty()) {
-    rc = alpa_plan_model(&h.plan, model.c_str(), h.cluster, h.options, &err);
+    rc = alpa_plan_model(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
-    if (alpa_graph_read_file(&h.graph, args.file.c_str(), &err) != ALPA_OK) {
+    if (alpa_graph_read_file(&handles.graph, args.file.c_str(), &err) != ALPA_OK) {
       return ReportError(err, "--file");
     }
-    rc = alpa_plan_graph(&h.plan, h.graph, h.cluster, h.options, &err);
+    rc = alpa_plan_graph(&handles.plan, handles.graph, handles.cluster, handles.options, &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 
-  if (int code = WritePlanFiles(h.plan, args.output, args.svg)) return code;
-  if (args.json) return PrintPlanJson(h.plan);
-  PrintPlanSummary(h.plan, h.cluster, "compile time");
+  if (int code = WritePlanFiles(handles.plan, args.output, args.svg)) return code;
+  if (args.json) return PrintPlanJson(handles.plan);
+  PrintPlanSummary(handles.plan, handles.cluster, "compile time");
   PrintWrote(args.output, args.svg);
   return 0;
+}
+
+}  // namespace
+
+Command AddPlanCommand(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Plan pipeline stages and their sharding on a cluster (the default job)");
+  plan->add_option("--model", args->model, "Model-zoo spec or preset (default gpt-2.6b)");
+  plan->add_option("--file", args->file, "Graph JSON file (one microbatch)")
+      ->excludes(plan->get_option("--model"));
+  plan->add_option("--cluster", args->cluster,
+                   "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
+                   "(default p3.16xlarge:2)");
+  CLI::Option* microbatches =
+      plan->add_option("--microbatches,-B", args->microbatches,
+                       "Microbatches (default: searched over powers of two)");
+  plan->add_option("--layers", args->layers, "Layer groups (default: the graph's, <= 16)")
+      ->check(CLI::Range(0, 1 << 20));
+  plan->add_option("--remat", args->remat, "Rematerialization: search (default), off, on");
+  AddPlannerOptions(plan, &args->planner);
+  plan->add_option("-o,--output", args->output, "Write the detailed plan JSON to this file");
+  plan->add_option("--svg", args->svg,
+                   "Write the timeline of the plan's simulated iteration (SVG) to this file");
+  plan->add_flag("--json", args->json, "Print the plan summary as one JSON object (last line)");
+  plan->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  return {plan, [args, microbatches] {
+            args->microbatches_given = microbatches->count() > 0;
+            return RunPlan(*args);
+          }};
 }
 
 }  // namespace alpa_cli

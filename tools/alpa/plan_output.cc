@@ -1,6 +1,8 @@
 // What `alpa plan` and `alpa baseline` share (see plan_output.h).
 #include "plan_output.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -9,6 +11,28 @@
 #include "cli_output.h"
 
 namespace alpa_cli {
+namespace {
+
+// alpa_plan_to_json's detail levels: the summary (--json) and per-op strategies (-o).
+constexpr int32_t kPlanJsonSummary = 0;
+constexpr int32_t kPlanJsonDetailed = 1;
+// alpa_simulation_timeline_svg's width: the library's default.
+constexpr int32_t kDefaultSvgWidth = 0;
+
+}  // namespace
+
+void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args) {
+  command->add_option("--device-memory", args->device_memory,
+                      "Device memory to fit (e.g. 16GiB; default: the cluster's)");
+  command->add_flag("--exact", args->exact,
+                    "Prove every intra-op solve with GLPK (default: local search alone)");
+  command
+      ->add_option("--intra-op-time-limit", args->intra_op_time_limit,
+                   "Seconds per intra-op solve with --exact (default 0.5)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
+}
+
 PlanHandles::~PlanHandles() {
   alpa_plan_destroy(plan);
   alpa_plan_options_destroy(options);
@@ -67,18 +91,18 @@ int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args)
   return 0;
 }
 
-int32_t PrintPlanProgress(void* /*user*/, const alpa_plan_progress* p) {
-  const std::string phase = p->phase;
+int32_t PrintPlanProgress(void* /*user*/, const alpa_plan_progress* progress) {
+  const std::string phase = progress->phase;
   if (phase == "intra-op") {
     // One line per tenth of the solves (and the last), not one per solve.
-    const int64_t step = std::max<int64_t>(1, p->total / 10);
-    if (p->done % step != 0 && p->done != p->total) return 0;
-    std::printf("# %7.2fs  B=%-5lld intra-op solves %lld/%lld\n", p->seconds,
-                static_cast<long long>(p->microbatches), static_cast<long long>(p->done),
-                static_cast<long long>(p->total));
+    const int64_t step = std::max<int64_t>(1, progress->total / 10);
+    if (progress->done % step != 0 && progress->done != progress->total) return 0;
+    std::printf("# %7.2fs  B=%-5lld intra-op solves %lld/%lld\n", progress->seconds,
+                static_cast<long long>(progress->microbatches),
+                static_cast<long long>(progress->done), static_cast<long long>(progress->total));
   } else {
-    std::printf("# %7.2fs  B=%-5lld %s\n", p->seconds, static_cast<long long>(p->microbatches),
-                p->phase);
+    std::printf("# %7.2fs  B=%-5lld %s\n", progress->seconds,
+                static_cast<long long>(progress->microbatches), progress->phase);
   }
   std::fflush(stdout);
   return 0;
@@ -105,18 +129,19 @@ int ReportPlanFailure(int32_t status, alpa_error* err) {
 void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
                       const std::string& time_label) {
   const int32_t stages = alpa_plan_stage_count(plan);
-  const int64_t b = alpa_plan_microbatches(plan);
+  const int64_t microbatches = alpa_plan_microbatches(plan);
   std::printf("\nPlan: %d pipeline stage%s, %lld microbatch%s, 1F1B schedule\n", stages,
-              stages == 1 ? "" : "s", static_cast<long long>(b), b == 1 ? "" : "es");
+              stages == 1 ? "" : "s", static_cast<long long>(microbatches),
+              microbatches == 1 ? "" : "es");
   std::printf("%-5s %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", "stage", "layers",
               "submesh", "mesh", "devices", "dp x tp", "zero", "remat", "latency/mb", "sync+update",
               "memory/device");
   double max_latency = 0;
-  for (int32_t s = 0; s < stages; ++s) {
+  for (int32_t stage = 0; stage < stages; ++stage) {
     alpa_stage_info info;
-    if (alpa_plan_stage(&info, sizeof info, plan, s, nullptr) != ALPA_OK) continue;
-    std::vector<int64_t> ids(static_cast<size_t>(alpa_plan_stage_devices(plan, s, nullptr, 0)));
-    alpa_plan_stage_devices(plan, s, ids.data(), static_cast<int64_t>(ids.size()));
+    if (alpa_plan_stage(&info, sizeof info, plan, stage, nullptr) != ALPA_OK) continue;
+    std::vector<int64_t> ids(static_cast<size_t>(alpa_plan_stage_devices(plan, stage, nullptr, 0)));
+    alpa_plan_stage_devices(plan, stage, ids.data(), static_cast<int64_t>(ids.size()));
     const std::string layers =
         std::to_string(info.first_layer) + "-" + std::to_string(info.last_layer);
     const std::string submesh = "(" + std::to_string(info.submesh_hosts) + "," +
@@ -126,7 +151,7 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
     mesh += ")";
     const std::string degrees =
         std::to_string(info.data_parallel) + " x " + std::to_string(info.tensor_parallel);
-    std::printf("%-5d %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", s, layers.c_str(),
+    std::printf("%-5d %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", stage, layers.c_str(),
                 submesh.c_str(), mesh.c_str(), DeviceRuns(ids).c_str(), degrees.c_str(),
                 info.zero ? "yes" : "no", info.remat ? "yes" : "no",
                 Seconds(info.latency_seconds, 2).c_str(),
@@ -137,8 +162,8 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
   std::printf(
       "\npredicted iteration time  %s  (%lld microbatch%s; slowest stage %s, with the transfers "
       "between stages %s per microbatch)\n",
-      Seconds(alpa_plan_iteration_seconds(plan), 2).c_str(), static_cast<long long>(b),
-      b == 1 ? "" : "es", Seconds(max_latency, 2).c_str(),
+      Seconds(alpa_plan_iteration_seconds(plan), 2).c_str(), static_cast<long long>(microbatches),
+      microbatches == 1 ? "" : "es", Seconds(max_latency, 2).c_str(),
       Seconds(alpa_plan_period_seconds(plan), 2).c_str());
   std::printf("throughput                %.1f TFLOP/s per device\n",
               alpa_plan_tflops_per_device(plan));
@@ -153,7 +178,8 @@ int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::
   alpa_error* err = nullptr;
   if (!output.empty()) {
     alpa_buffer* buffer = nullptr;
-    if (alpa_plan_to_json(&buffer, plan, 1, &err) != ALPA_OK) return ReportError(err, "-o");
+    if (alpa_plan_to_json(&buffer, plan, kPlanJsonDetailed, &err) != ALPA_OK)
+      return ReportError(err, "-o");
     const bool ok = WriteFile(output, alpa_buffer_data(buffer), alpa_buffer_size(buffer));
     alpa_buffer_free(buffer);
     if (!ok) return ReportBadInput("-o: cannot write " + output);
@@ -165,7 +191,7 @@ int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::
       return ReportError(err, "--svg");
     }
     alpa_buffer* picture = nullptr;
-    const int32_t rc = alpa_simulation_timeline_svg(&picture, sim, 0, &err);
+    const int32_t rc = alpa_simulation_timeline_svg(&picture, sim, kDefaultSvgWidth, &err);
     alpa_simulation_destroy(sim);
     if (rc != ALPA_OK) return ReportError(err, "--svg");
     const bool ok = WriteFile(svg, alpa_buffer_data(picture), alpa_buffer_size(picture));
@@ -178,7 +204,7 @@ int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::
 int PrintPlanJson(const alpa_plan* plan) {
   alpa_error* err = nullptr;
   alpa_buffer* buffer = nullptr;
-  if (alpa_plan_to_json(&buffer, plan, 0, &err) != ALPA_OK) return ReportError(err);
+  if (alpa_plan_to_json(&buffer, plan, kPlanJsonSummary, &err) != ALPA_OK) return ReportError(err);
   std::printf("%s\n", alpa_buffer_data(buffer));
   alpa_buffer_free(buffer);
   return 0;

@@ -7,12 +7,26 @@
 #include <string>
 
 #include "alpa.h"
-#include "commands.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace alpa_cli {
 
 constexpr const char* kDefaultPlanModel = "gpt-2.6b";
 constexpr const char* kDefaultPlanCluster = "p3.16xlarge:2";
+
+// The planner options `alpa plan` and `alpa baseline` share.
+struct PlannerOptionArgs {
+  std::string device_memory;       // bytes per device ("16GiB"); empty: the cluster's
+  double intra_op_time_limit = 0;  // <= 0: the library's default
+  bool exact = false;              // intra-op solves proven by GLPK
+  int threads = 0;
+};
+
+// Registers --device-memory, --exact, --intra-op-time-limit and --threads on `command`.
+void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args);
 
 // Owns the handles of one planning run; frees them on every path.
 struct PlanHandles {

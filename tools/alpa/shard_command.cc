@@ -1,10 +1,13 @@
 // `alpa shard`: auto-shards a model-zoo graph or a graph file on one logical mesh and prints the
 // plan (objective and its split, collectives, peak memory, the layouts of weights and inputs).
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,33 @@
 
 namespace alpa_cli {
 namespace {
+
+// Objectives in Alpa's abstract units or in seconds: six digits are plenty.
+constexpr int kObjectiveDigits = 6;
+// The abstract mesh's alpha and beta as the header line echoes them.
+constexpr int kMeshParameterDigits = 6;
+// alpa_sharding_plan_collective_counts: gradient syncs of one tensor combined into one, or not.
+constexpr int32_t kGradientSyncsCombined = 1;
+constexpr int32_t kPerTensor = 0;
+
+struct ShardArgs {
+  std::string model;           // a model-zoo spec, or
+  std::string file;            // a graph JSON file
+  std::string mesh;            // "8" or "2x4"
+  std::string cluster;         // preset spec ("p3.16xlarge:hosts=2") or cluster JSON file
+  std::string alpha, beta;     // comma lists per mesh dim: an abstract mesh
+  std::string cost_model;      // "alpa" | "real"; empty: alpa with --alpha/--beta, else real
+  std::string zero;            // "" (off), "off", "search", "force"
+  bool force_dp = false;       // force data parallelism
+  std::string batch_mesh_dim;  // "" (free), "free", "all" or a mesh dim
+  bool no_all_gather = false;
+  bool no_all_to_all = false;
+  std::string memory_budget;  // bytes per device: "16e9", "16GB", "16GiB"; empty: none
+  double time_limit_seconds = 0;
+  int threads = 0;
+  bool json = false;
+  bool quiet = false;
+};
 
 // Owns the handles of one run; frees them on every path.
 struct Handles {
@@ -33,10 +63,8 @@ struct Handles {
   }
 };
 
-int32_t PrintProgress(void* /*user*/, const alpa_progress* p) {
-  std::printf("# %8.3fs  %-10s objective %s  bound %s\n", p->seconds, p->phase,
-              FormatNumber(p->objective, 6).c_str(), FormatNumber(p->lower_bound, 6).c_str());
-  std::fflush(stdout);
+int32_t PrintProgress(void* /*user*/, const alpa_progress* progress) {
+  PrintSolveProgress(*progress, kObjectiveDigits);
   return 0;
 }
 
@@ -163,7 +191,9 @@ int SetOption(alpa_solve_options* options, const char* name, const std::string& 
 
 std::string JoinNumbers(const std::vector<double>& values) {
   std::string s;
-  for (size_t i = 0; i < values.size(); ++i) s += (i ? "," : "") + FormatNumber(values[i], 6);
+  for (size_t i = 0; i < values.size(); ++i) {
+    s += (i ? "," : "") + FormatNumber(values[i], kMeshParameterDigits);
+  }
   return s;
 }
 
@@ -174,16 +204,16 @@ std::string MeshString(const std::vector<int64_t>& shape) {
 }
 
 std::string CountsLine(const alpa_sharding_plan* plan, int32_t combined) {
-  int64_t c[4] = {0, 0, 0, 0};
-  alpa_sharding_plan_collective_counts(plan, combined, c);
+  int64_t counts[4] = {0, 0, 0, 0};
+  alpa_sharding_plan_collective_counts(plan, combined, counts);
   char text[160];
   std::snprintf(text, sizeof(text),
                 "all-reduce %lld, all-gather %lld, reduce-scatter %lld, "
                 "all-to-all %lld",
-                static_cast<long long>(c[ALPA_COLLECTIVE_ALL_REDUCE]),
-                static_cast<long long>(c[ALPA_COLLECTIVE_ALL_GATHER]),
-                static_cast<long long>(c[ALPA_COLLECTIVE_REDUCE_SCATTER]),
-                static_cast<long long>(c[ALPA_COLLECTIVE_ALL_TO_ALL]));
+                static_cast<long long>(counts[ALPA_COLLECTIVE_ALL_REDUCE]),
+                static_cast<long long>(counts[ALPA_COLLECTIVE_ALL_GATHER]),
+                static_cast<long long>(counts[ALPA_COLLECTIVE_REDUCE_SCATTER]),
+                static_cast<long long>(counts[ALPA_COLLECTIVE_ALL_TO_ALL]));
   return text;
 }
 
@@ -247,27 +277,28 @@ void PrintTensors(const nlohmann::json& tensors) {
   }
 }
 
+std::string Objective(double value) { return FormatNumber(value, kObjectiveDigits); }
+
 void PrintPlan(const alpa_sharding_plan* plan, const nlohmann::json& json) {
   const int32_t status = alpa_sharding_plan_status(plan);
   std::printf("status: %s\n", SolveStatusName(status));
   const char* message = alpa_sharding_plan_message(plan);
   if (message[0] != '\0') std::printf("message: %s\n", message);
   std::printf("objective: %s (compute %s, communication %s, resharding %s); lower bound %s\n",
-              FormatNumber(alpa_sharding_plan_objective(plan), 6).c_str(),
-              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMPUTE), 6).c_str(),
-              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMMUNICATION), 6).c_str(),
-              FormatNumber(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_RESHARDING), 6).c_str(),
-              FormatNumber(alpa_sharding_plan_lower_bound(plan), 6).c_str());
-  std::printf("collectives (gradient syncs combined): %s\n", CountsLine(plan, 1).c_str());
-  std::printf("collectives (per tensor): %s\n", CountsLine(plan, 0).c_str());
+              Objective(alpa_sharding_plan_objective(plan)).c_str(),
+              Objective(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMPUTE)).c_str(),
+              Objective(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_COMMUNICATION)).c_str(),
+              Objective(alpa_sharding_plan_cost(plan, ALPA_PLAN_COST_RESHARDING)).c_str(),
+              Objective(alpa_sharding_plan_lower_bound(plan)).c_str());
+  std::printf("collectives (gradient syncs combined): %s\n",
+              CountsLine(plan, kGradientSyncsCombined).c_str());
+  std::printf("collectives (per tensor): %s\n", CountsLine(plan, kPerTensor).c_str());
   const int64_t peak = alpa_sharding_plan_peak_memory_bytes(plan);
   std::printf("peak memory per device: %lld bytes (%s)\n", static_cast<long long>(peak),
               Bytes(static_cast<double>(peak), 2).c_str());
   if (json.contains("stats")) PrintProblemSize(json["stats"]);
   if (json.contains("tensors")) PrintTensors(json["tensors"]);
 }
-
-}  // namespace
 
 int RunShard(const ShardArgs& args) {
   if (args.model.empty() == args.file.empty()) {
@@ -312,92 +343,137 @@ int RunShard(const ShardArgs& args) {
   int64_t devices = 1;
   for (int64_t d : shape) devices *= d;
 
-  Handles h;
+  Handles handles;
   alpa_error* err = nullptr;
   const int32_t read = args.model.empty()
-                           ? alpa_graph_read_file(&h.graph, args.file.c_str(), &err)
-                           : alpa_graph_from_model(&h.graph, args.model.c_str(), &err);
+                           ? alpa_graph_read_file(&handles.graph, args.file.c_str(), &err)
+                           : alpa_graph_from_model(&handles.graph, args.model.c_str(), &err);
   if (read != ALPA_OK) return ReportError(err, args.model.empty() ? "--file" : "--model");
 
   // The real cost model always needs a cluster (compute times); the Alpa one only when given.
   const bool need_cluster = cost_model == "real" || !args.cluster.empty();
   if (need_cluster) {
-    if (int rc = MakeCluster(args, devices, &h.cluster)) return rc;
+    if (int rc = MakeCluster(args, devices, &handles.cluster)) return rc;
   }
   std::string where;
-  if (abstract_units || h.cluster == nullptr) {
+  if (abstract_units || handles.cluster == nullptr) {
     alpha.resize(shape.size());
     beta.resize(shape.size());
-    if (alpa_mesh_create_abstract(&h.mesh, static_cast<int32_t>(shape.size()), shape.data(),
+    if (alpa_mesh_create_abstract(&handles.mesh, static_cast<int32_t>(shape.size()), shape.data(),
                                   alpha.data(), beta.data(), &err) != ALPA_OK) {
       return ReportError(err, "--mesh");
     }
     where = "abstract, alpha " + JoinNumbers(alpha) + " beta " + JoinNumbers(beta);
   } else {
-    if (int rc = MakeClusterMesh(shape, h.cluster, &h.mesh, &where)) return rc;
+    if (int rc = MakeClusterMesh(shape, handles.cluster, &handles.mesh, &where)) return rc;
   }
 
-  if (alpa_solve_options_create(&h.options, &err) != ALPA_OK) return ReportError(err);
-  if (int rc = SetOption(h.options, "cost_model", cost_model, "--cost-model")) return rc;
+  if (alpa_solve_options_create(&handles.options, &err) != ALPA_OK) return ReportError(err);
+  if (int rc = SetOption(handles.options, "cost_model", cost_model, "--cost-model")) return rc;
   if (!args.zero.empty()) {
-    if (int rc = SetOption(h.options, "zero", args.zero, "--zero")) return rc;
+    if (int rc = SetOption(handles.options, "zero", args.zero, "--zero")) return rc;
   }
   if (args.force_dp) {
-    if (int rc = SetOption(h.options, "force_data_parallel", "1", "--force-dp")) return rc;
+    if (int rc = SetOption(handles.options, "force_data_parallel", "1", "--force-dp")) return rc;
   }
   if (!args.batch_mesh_dim.empty()) {
-    if (int rc = SetOption(h.options, "batch_mesh_dim", args.batch_mesh_dim, "--batch-mesh-dim")) {
+    if (int rc =
+            SetOption(handles.options, "batch_mesh_dim", args.batch_mesh_dim, "--batch-mesh-dim")) {
       return rc;
     }
   }
   if (args.no_all_gather) {
-    if (int rc = SetOption(h.options, "allow_all_gather", "0", "--no-all-gather")) return rc;
+    if (int rc = SetOption(handles.options, "allow_all_gather", "0", "--no-all-gather")) return rc;
   }
   if (args.no_all_to_all) {
-    if (int rc = SetOption(h.options, "allow_all_to_all", "0", "--no-all-to-all")) return rc;
+    if (int rc = SetOption(handles.options, "allow_all_to_all", "0", "--no-all-to-all")) return rc;
   }
   if (budget >= 0) {
-    if (alpa_solve_options_set_int(h.options, ALPA_OPT_MEMORY_BUDGET_BYTES, budget, &err)) {
+    if (alpa_solve_options_set_int(handles.options, ALPA_OPT_MEMORY_BUDGET_BYTES, budget, &err)) {
       return ReportError(err, "--memory-budget");
     }
   }
   if (args.time_limit_seconds > 0 &&
-      alpa_solve_options_set_double(h.options, ALPA_OPT_TIME_LIMIT_SECONDS, args.time_limit_seconds,
-                                    &err) != ALPA_OK) {
+      alpa_solve_options_set_double(handles.options, ALPA_OPT_TIME_LIMIT_SECONDS,
+                                    args.time_limit_seconds, &err) != ALPA_OK) {
     return ReportError(err, "--time-limit");
   }
-  if (alpa_solve_options_set_int(h.options, ALPA_OPT_THREADS, args.threads, &err) != ALPA_OK) {
+  if (alpa_solve_options_set_int(handles.options, ALPA_OPT_THREADS, args.threads, &err) !=
+      ALPA_OK) {
     return ReportError(err, "--threads");
   }
   if (!args.quiet) {
-    alpa_solve_options_set_progress(h.options, PrintProgress, nullptr, nullptr);
+    alpa_solve_options_set_progress(handles.options, PrintProgress, nullptr, nullptr);
     std::printf("# %s: %lld ops; mesh %s (%s); cost model %s\n",
                 args.model.empty() ? args.file.c_str() : args.model.c_str(),
-                static_cast<long long>(alpa_graph_op_count(h.graph)), MeshString(shape).c_str(),
-                where.c_str(), cost_model.c_str());
+                static_cast<long long>(alpa_graph_op_count(handles.graph)),
+                MeshString(shape).c_str(), where.c_str(), cost_model.c_str());
     std::fflush(stdout);
   }
 
-  if (alpa_graph_auto_shard(&h.plan, h.graph, h.mesh, h.cluster, h.options, &err) != ALPA_OK) {
+  if (alpa_graph_auto_shard(&handles.plan, handles.graph, handles.mesh, handles.cluster,
+                            handles.options, &err) != ALPA_OK) {
     return ReportError(err);
   }
-  const bool found = alpa_sharding_plan_op_strategies(h.plan, nullptr, 0) > 0;
+  const bool found = alpa_sharding_plan_op_strategies(handles.plan, nullptr, 0) > 0;
   alpa_buffer* json = nullptr;
-  if (alpa_sharding_plan_to_json(&json, h.plan, &err) != ALPA_OK) return ReportError(err);
+  if (alpa_sharding_plan_to_json(&json, handles.plan, &err) != ALPA_OK) return ReportError(err);
   if (args.json) {
     std::printf("%s\n", alpa_buffer_data(json));
   } else {
-    PrintPlan(h.plan, nlohmann::json::parse(alpa_buffer_data(json), nullptr, false));
+    PrintPlan(handles.plan, nlohmann::json::parse(alpa_buffer_data(json), nullptr, false));
   }
   alpa_buffer_free(json);
   std::fflush(stdout);
   if (!found) {
-    const char* message = alpa_sharding_plan_message(h.plan);
+    const char* message = alpa_sharding_plan_message(handles.plan);
     std::fprintf(stderr, "alpa: no plan (%s)%s%s\n",
-                 SolveStatusName(alpa_sharding_plan_status(h.plan)), message[0] != '\0' ? ": " : "",
-                 message);
+                 SolveStatusName(alpa_sharding_plan_status(handles.plan)),
+                 message[0] != '\0' ? ": " : "", message);
   }
   return found ? 0 : 2;
+}
+
+}  // namespace
+
+Command AddShardCommand(CLI::App& app) {
+  auto args = std::make_shared<ShardArgs>();
+  CLI::App* shard = app.add_subcommand(
+      "shard", "Auto-shard a training-step graph on one logical mesh (Alpa's intra-op pass)");
+  AddGraphSourceOptions(shard, &args->model, &args->file);
+  // Required, but checked by RunShard so that its absence exits 1 like other bad input.
+  shard->add_option("--mesh", args->mesh, "Logical mesh shape: 8 or 2x4 (required)");
+  shard->add_option("--cluster", args->cluster,
+                    "Cluster preset (p3.16xlarge, dgx-a100, ...; :hosts=N) or cluster JSON file "
+                    "(default p3.16xlarge with enough hosts)");
+  shard->add_option("--alpha", args->alpha,
+                    "Abstract mesh: latency per mesh dim, e.g. 1,1 (implies --cost-model alpa)");
+  shard->add_option("--beta", args->beta,
+                    "Abstract mesh: inverse bandwidth per mesh dim, e.g. 1,0.1");
+  shard->add_option("--cost-model", args->cost_model,
+                    "alpa (abstract units, Alpa's tie-breakers) or real (seconds; default)");
+  shard
+      ->add_option("--zero", args->zero,
+                   "ZeRO: off, search (the solver may shard optimizer state and updates; the "
+                   "default of a bare --zero) or force")
+      ->expected(0, 1)
+      ->default_str("search");
+  shard->add_flag("--force-dp", args->force_dp,
+                  "Force data parallelism: weights replicated, batch split over the mesh");
+  shard->add_option("--batch-mesh-dim", args->batch_mesh_dim,
+                    "Split inputs' batch dim over this mesh dim (all: every mesh dim)");
+  shard->add_flag("--no-all-gather", args->no_all_gather, "Resharding without all-gathers");
+  shard->add_flag("--no-all-to-all", args->no_all_to_all, "Resharding without all-to-alls");
+  shard->add_option("--memory-budget", args->memory_budget,
+                    "Bytes per device: 16e9, 16GB, 16GiB (default: none)");
+  shard
+      ->add_option("--time-limit", args->time_limit_seconds,
+                   "Solver time limit in seconds (default: none)")
+      ->check(CLI::NonNegativeNumber);
+  shard->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
+  shard->add_flag("--json", args->json, "Print the plan as one JSON object (last line)");
+  shard->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  return {shard, [args] { return RunShard(*args); }};
 }
 
 }  // namespace alpa_cli

@@ -1,10 +1,11 @@
 // `alpa simulate`: one training iteration of a plan (a plan JSON file) run by the pipeline
 // simulator, printed next to the planner's prediction: iteration time, relative error, and per
 // stage busy / communication-wait / idle time, bubble fraction and peak memory; or as JSON.
+#include <CLI/CLI.hpp>
+
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@
 namespace alpa_cli {
 namespace {
 
+struct SimulateArgs {
+  std::string file;               // a plan JSON file (alpa plan -o / --json)
+  std::string schedule = "1f1b";  // or "gpipe"
+  std::string svg;                // write the timeline SVG here
+  int32_t width = 0;              // SVG width in pixels; 0: the library's default
+  bool json = false;              // print alpa_simulation_to_json's object as the last line
+};
+
 struct SimulationHandle {
   alpa_simulation* simulation = nullptr;
   ~SimulationHandle() { alpa_simulation_destroy(simulation); }
@@ -26,16 +35,6 @@ struct BufferHandle {
   alpa_buffer* buffer = nullptr;
   ~BufferHandle() { alpa_buffer_free(buffer); }
 };
-
-bool ReadWholeFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) return false;
-  *out = bytes.str();
-  return true;
-}
 
 void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
   const double simulated = alpa_simulation_iteration_seconds(sim);
@@ -50,25 +49,29 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
               "layers", "fwd/mb", "bwd/mb", "busy", "comm wait", "idle", "bubble",
               "peak memory (in flight)");
   const nlohmann::json& stages = report["stages"];
-  for (int32_t s = 0; s < alpa_simulation_stage_count(sim); ++s) {
-    alpa_simulated_stage st;
-    if (alpa_simulation_stage(&st, sizeof st, sim, s, nullptr) != ALPA_OK) continue;
-    const nlohmann::json& js = stages[static_cast<size_t>(s)];
+  for (int32_t stage = 0; stage < alpa_simulation_stage_count(sim); ++stage) {
+    alpa_simulated_stage stage_result;
+    if (alpa_simulation_stage(&stage_result, sizeof stage_result, sim, stage, nullptr) != ALPA_OK)
+      continue;
+    const nlohmann::json& planned_stage = stages[static_cast<size_t>(stage)];
     std::string layers = "-";
-    if (js.contains("layers")) {
-      const int32_t a = js["layers"][0].get<int32_t>(), b = js["layers"][1].get<int32_t>();
-      layers = a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b);
+    if (planned_stage.contains("layers")) {
+      const int32_t first = planned_stage["layers"][0].get<int32_t>();
+      const int32_t last = planned_stage["layers"][1].get<int32_t>();
+      layers = first == last ? std::to_string(first)
+                             : std::to_string(first) + "-" + std::to_string(last);
     }
     char bubble[32];
-    std::snprintf(bubble, sizeof bubble, "%.1f %%", st.bubble_fraction * 100);
-    std::printf(
-        "%-5d %-11s %-7s %-11s %-11s %-11s %-11s %-11s %-9s %s (%lld)\n", s,
-        DeviceRuns(js["devices"].get<std::vector<int64_t>>()).c_str(), layers.c_str(),
-        Seconds(js.value("forward_seconds", 0.0), 3).c_str(),
-        Seconds(js.value("backward_seconds", 0.0), 3).c_str(), Seconds(st.busy_seconds, 3).c_str(),
-        Seconds(st.communication_wait_seconds, 3).c_str(), Seconds(st.idle_seconds, 3).c_str(),
-        bubble, Bytes(static_cast<double>(st.peak_memory_bytes), 2).c_str(),
-        static_cast<long long>(st.peak_in_flight));
+    std::snprintf(bubble, sizeof bubble, "%.1f %%", stage_result.bubble_fraction * 100);
+    std::printf("%-5d %-11s %-7s %-11s %-11s %-11s %-11s %-11s %-9s %s (%lld)\n", stage,
+                DeviceRuns(planned_stage["devices"].get<std::vector<int64_t>>()).c_str(),
+                layers.c_str(), Seconds(planned_stage.value("forward_seconds", 0.0), 3).c_str(),
+                Seconds(planned_stage.value("backward_seconds", 0.0), 3).c_str(),
+                Seconds(stage_result.busy_seconds, 3).c_str(),
+                Seconds(stage_result.communication_wait_seconds, 3).c_str(),
+                Seconds(stage_result.idle_seconds, 3).c_str(), bubble,
+                Bytes(static_cast<double>(stage_result.peak_memory_bytes), 2).c_str(),
+                static_cast<long long>(stage_result.peak_in_flight));
   }
   std::printf("\nsimulated iteration time  %s\n", Seconds(simulated, 3).c_str());
   if (std::isfinite(planned) && planned > 0) {
@@ -79,16 +82,15 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
   }
   std::printf("closed form               %s  (the planner's formula: no transfers)\n",
               Seconds(alpa_simulation_closed_form_seconds(sim), 3).c_str());
-  const nlohmann::json& t = report["transfers"];
+  const nlohmann::json& transfers = report["transfers"];
   std::printf("transfers per microbatch  %lld forward, %lld backward, %lld moves, %s\n",
-              static_cast<long long>(t.value("forward", int64_t{0})),
-              static_cast<long long>(t.value("backward", int64_t{0})),
-              static_cast<long long>(t.value("moves_per_microbatch", int64_t{0})),
-              Bytes(t.value("bytes_per_microbatch", 0.0), 2).c_str());
+              static_cast<long long>(transfers.value("forward", int64_t{0})),
+              static_cast<long long>(transfers.value("backward", int64_t{0})),
+              static_cast<long long>(transfers.value("moves_per_microbatch", int64_t{0})),
+              Bytes(transfers.value("bytes_per_microbatch", 0.0), 2).c_str());
 }
 
-}  // namespace
-
+// Exit code 0, or 1 for bad input (stderr).
 int RunSimulate(const SimulateArgs& args) {
   int32_t schedule = ALPA_SCHEDULE_1F1B;
   if (args.schedule == "gpipe" || args.schedule == "GPipe") {
@@ -96,17 +98,20 @@ int RunSimulate(const SimulateArgs& args) {
   } else if (args.schedule != "1f1b" && args.schedule != "1F1B") {
     return ReportBadInput("--schedule: \"" + args.schedule + "\" is not 1f1b or gpipe");
   }
-  std::string bytes;
-  if (!ReadWholeFile(args.file, &bytes)) return ReportBadInput("cannot read " + args.file);
+  std::string bytes, reason;
+  if (!ReadFile(args.file, &bytes, &reason)) {
+    return ReportBadInput("cannot read " + args.file + ": " + reason);
+  }
   alpa_error* err = nullptr;
-  SimulationHandle h;
-  if (alpa_simulate_plan_json(&h.simulation, bytes.data(), bytes.size(), schedule, &err) !=
+  SimulationHandle handles;
+  if (alpa_simulate_plan_json(&handles.simulation, bytes.data(), bytes.size(), schedule, &err) !=
       ALPA_OK) {
     return ReportError(err, args.file);
   }
   if (!args.svg.empty()) {
     BufferHandle svg;
-    if (alpa_simulation_timeline_svg(&svg.buffer, h.simulation, args.width, &err) != ALPA_OK) {
+    if (alpa_simulation_timeline_svg(&svg.buffer, handles.simulation, args.width, &err) !=
+        ALPA_OK) {
       return ReportError(err, "--width");
     }
     if (!WriteFile(args.svg, alpa_buffer_data(svg.buffer), alpa_buffer_size(svg.buffer))) {
@@ -114,7 +119,7 @@ int RunSimulate(const SimulateArgs& args) {
     }
   }
   BufferHandle report;
-  if (alpa_simulation_to_json(&report.buffer, h.simulation, &err) != ALPA_OK) {
+  if (alpa_simulation_to_json(&report.buffer, handles.simulation, &err) != ALPA_OK) {
     return ReportError(err);
   }
   if (args.json) {
@@ -122,9 +127,25 @@ int RunSimulate(const SimulateArgs& args) {
     return 0;
   }
   const char* data = alpa_buffer_data(report.buffer);
-  PrintReport(h.simulation, nlohmann::json::parse(data, data + alpa_buffer_size(report.buffer)));
+  PrintReport(handles.simulation,
+              nlohmann::json::parse(data, data + alpa_buffer_size(report.buffer)));
   if (!args.svg.empty()) std::printf("wrote %s\n", args.svg.c_str());
   return 0;
+}
+
+}  // namespace
+
+Command AddSimulateCommand(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* simulate = app.add_subcommand(
+      "simulate", "Simulate one training iteration of a plan and compare it with the prediction");
+  simulate->add_option("plan", args->file, "Plan JSON file (alpa plan -o or --json)")->required();
+  simulate->add_option("--schedule", args->schedule,
+                       "Pipeline schedule: 1f1b (default, the planner's) or gpipe");
+  simulate->add_option("--svg", args->svg, "Write the timeline (SVG) to this file");
+  simulate->add_option("--width", args->width, "SVG width in pixels (default 1600; 200..20000)");
+  simulate->add_flag("--json", args->json, "Print the simulation as one JSON object (last line)");
+  return {simulate, [args] { return RunSimulate(*args); }};
 }
 
 }  // namespace alpa_cli

@@ -1,15 +1,18 @@
+// `alpa solve FILE [TIMEOUT]`: solves a sharding problem (IOPDDL or Alpa JSON), printing progress
+// lines and, last, the assignment as IOPDDL expects it (or one JSON object with --json); -o also
+// writes the assignment to a file that `alpa evaluate FILE @ASSIGNMENT` reads.
+#include <CLI/CLI.hpp>
+
 #include <chrono>
-#include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "alpa.h"
+#include "assignment_text.h"
 #include "cli_output.h"
 #include "commands.h"
-
-extern const unsigned char alpa_default_problem[];
-extern const unsigned long alpa_default_problem_size;
 
 namespace alpa_cli {
 namespace {
@@ -18,93 +21,143 @@ using Clock = std::chrono::steady_clock;
 
 // Share of the wall-clock limit kept back for reading, expanding and printing.
 constexpr double kTimeoutMargin = 0.03;
+// IOPDDL objectives are integers up to about 1e15: print them in full in progress lines.
+constexpr int kObjectiveDigits = 10;
 
-int32_t PrintProgress(void* /*user*/, const alpa_progress* p) {
-  std::printf("# %8.3fs  %-10s objective %s  bound %s\n", p->seconds, p->phase,
-              FormatNumber(p->objective, 10).c_str(), FormatNumber(p->lower_bound, 10).c_str());
-  std::fflush(stdout);
+struct SolveArgs {
+  std::string file;
+  double timeout_seconds = 0;  // <= 0: no limit
+  bool json = false;
+  bool deterministic = false;
+  int threads = 0;
+  double relative_gap = 0;
+  bool quiet = false;           // no progress lines
+  std::string assignment_file;  // -o: also write the assignment here
+};
+
+int32_t PrintProgress(void* /*user*/, const alpa_progress* progress) {
+  PrintSolveProgress(*progress, kObjectiveDigits);
   return 0;
 }
 
-std::string FormatAssignment(const std::vector<int32_t>& a) {
-  std::string out = "[";
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(a[i]);
-  }
-  return out + "]";
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-}  // namespace
+// Owns the handles of one solve; frees them on every path.
+struct SolveHandles {
+  alpa_problem* problem = nullptr;
+  alpa_solve_options* options = nullptr;
+  alpa_solution* solution = nullptr;
+  SolveHandles() = default;
+  SolveHandles(const SolveHandles&) = delete;
+  SolveHandles& operator=(const SolveHandles&) = delete;
+  ~SolveHandles() {
+    alpa_solution_destroy(solution);
+    alpa_solve_options_destroy(options);
+    alpa_problem_destroy(problem);
+  }
+};
+
+// The solve options of the arguments; the time limit is what is left of the whole run's
+// TIMEOUT after reading, as the IOPDDL harness measures it. 0, or the exit code.
+int MakeSolveOptions(const SolveArgs& args, double read_seconds, alpa_solve_options** options) {
+  alpa_error* err = nullptr;
+  if (alpa_solve_options_create(options, &err) != ALPA_OK) return ReportError(err);
+  if (args.timeout_seconds > 0) {
+    const double left = args.timeout_seconds * (1 - kTimeoutMargin) - read_seconds;
+    alpa_solve_options_set_double(*options, ALPA_OPT_TIME_LIMIT_SECONDS, left > 0.01 ? left : 0.01,
+                                  nullptr);
+  }
+  alpa_solve_options_set_int(*options, ALPA_OPT_DETERMINISTIC, args.deterministic ? 1 : 0, nullptr);
+  alpa_solve_options_set_int(*options, ALPA_OPT_THREADS, args.threads, nullptr);
+  alpa_solve_options_set_double(*options, ALPA_OPT_RELATIVE_GAP, args.relative_gap, nullptr);
+  if (!args.quiet) alpa_solve_options_set_progress(*options, PrintProgress, nullptr, nullptr);
+  return 0;
+}
+
+// The status line and the assignment, or the solution's JSON object. 0, or the exit code.
+int PrintSolution(const SolveArgs& args, const alpa_solution* solution,
+                  const std::string& assignment_text, Clock::time_point start) {
+  if (args.json) {
+    alpa_error* err = nullptr;
+    alpa_buffer* json = nullptr;
+    if (alpa_solution_to_json(&json, solution, &err) != ALPA_OK) return ReportError(err);
+    std::printf("%s\n", alpa_buffer_data(json));
+    alpa_buffer_free(json);
+    return 0;
+  }
+  std::printf("# status %s  objective %s  lower bound %s  %.3fs (solve %.3fs)\n",
+              SolveStatusName(alpa_solution_status(solution)),
+              FormatNumber(alpa_solution_objective(solution), kObjectiveDigits).c_str(),
+              FormatNumber(alpa_solution_lower_bound(solution), kObjectiveDigits).c_str(),
+              SecondsSince(start), alpa_solution_seconds(solution));
+  std::printf("%s\n", assignment_text.c_str());
+  return 0;
+}
 
 int RunSolve(const SolveArgs& args) {
   const Clock::time_point start = Clock::now();
+  SolveHandles handles;
   alpa_error* err = nullptr;
-  alpa_problem* problem = nullptr;
-  const int32_t read =
-      args.file.empty()
-          ? alpa_problem_read_buffer(&problem, reinterpret_cast<const char*>(alpa_default_problem),
-                                     alpa_default_problem_size, ALPA_FORMAT_AUTO, &err)
-          : alpa_problem_read_file(&problem, args.file.c_str(), ALPA_FORMAT_AUTO, &err);
-  if (read != ALPA_OK) return ReportError(err);
-  const double read_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (!args.quiet) {
-    std::printf("# read %lld nodes, %lld edges in %.3fs\n",
-                static_cast<long long>(alpa_problem_node_count(problem)),
-                static_cast<long long>(alpa_problem_edge_count(problem)), read_seconds);
-  }
-
-  alpa_solve_options* options = nullptr;
-  if (alpa_solve_options_create(&options, &err) != ALPA_OK) {
-    alpa_problem_destroy(problem);
+  if (alpa_problem_read_file(&handles.problem, args.file.c_str(), ALPA_FORMAT_AUTO, &err) !=
+      ALPA_OK) {
     return ReportError(err);
   }
-  if (args.timeout_seconds > 0) {
-    // The limit is for the whole run, as the IOPDDL harness measures it.
-    const double left = args.timeout_seconds * (1 - kTimeoutMargin) - read_seconds;
-    alpa_solve_options_set_double(options, ALPA_OPT_TIME_LIMIT_SECONDS, left > 0.01 ? left : 0.01,
-                                  nullptr);
+  const double read_seconds = SecondsSince(start);
+  if (!args.quiet) {
+    std::printf("# read %lld nodes, %lld edges in %.3fs\n",
+                static_cast<long long>(alpa_problem_node_count(handles.problem)),
+                static_cast<long long>(alpa_problem_edge_count(handles.problem)), read_seconds);
   }
-  alpa_solve_options_set_int(options, ALPA_OPT_DETERMINISTIC, args.deterministic ? 1 : 0, nullptr);
-  alpa_solve_options_set_int(options, ALPA_OPT_THREADS, args.threads, nullptr);
-  alpa_solve_options_set_double(options, ALPA_OPT_RELATIVE_GAP, args.relative_gap, nullptr);
-  if (!args.quiet) alpa_solve_options_set_progress(options, PrintProgress, nullptr, nullptr);
+  if (int rc = MakeSolveOptions(args, read_seconds, &handles.options)) return rc;
+  if (alpa_solve(&handles.solution, handles.problem, handles.options, &err) != ALPA_OK) {
+    return ReportError(err);
+  }
 
-  alpa_solution* solution = nullptr;
-  const int32_t solved = alpa_solve(&solution, problem, options, &err);
-  alpa_solve_options_destroy(options);
-  alpa_problem_destroy(problem);
-  if (solved != ALPA_OK) return ReportError(err);
-
-  const int32_t status = alpa_solution_status(solution);
+  const alpa_solution* solution = handles.solution;
   std::vector<int32_t> assignment(
       static_cast<size_t>(alpa_solution_assignment(solution, nullptr, 0)));
   alpa_solution_assignment(solution, assignment.data(), static_cast<int64_t>(assignment.size()));
   int exit_code = assignment.empty() ? 2 : 0;
-  if (status == ALPA_SOLVE_INVALID_INPUT) exit_code = 1;
+  if (alpa_solution_status(solution) == ALPA_SOLVE_INVALID_INPUT) exit_code = 1;
   const char* message = alpa_solution_message(solution);
   if (message[0] != '\0') std::fprintf(stderr, "alpa: %s\n", message);
 
-  if (args.json) {
-    alpa_buffer* json = nullptr;
-    if (alpa_solution_to_json(&json, solution, &err) != ALPA_OK) {
-      alpa_solution_destroy(solution);
-      return ReportError(err);
+  // The file holds the last line of the text output ("[]" when none was found), so that it
+  // never keeps an older run's answer.
+  const std::string assignment_text = FormatAssignmentText(assignment);
+  if (!args.assignment_file.empty()) {
+    const std::string line = assignment_text + "\n";
+    if (!WriteFile(args.assignment_file, line.data(), line.size())) {
+      return ReportBadInput("-o: cannot write " + args.assignment_file);
     }
-    std::printf("%s\n", alpa_buffer_data(json));
-    alpa_buffer_free(json);
-  } else {
-    std::printf("# status %s  objective %s  lower bound %s  %.3fs (solve %.3fs)\n",
-                SolveStatusName(status),
-                FormatNumber(alpa_solution_objective(solution), 10).c_str(),
-                FormatNumber(alpa_solution_lower_bound(solution), 10).c_str(),
-                std::chrono::duration<double>(Clock::now() - start).count(),
-                alpa_solution_seconds(solution));
-    std::printf("%s\n", FormatAssignment(assignment).c_str());
   }
+  if (int rc = PrintSolution(args, solution, assignment_text, start)) return rc;
   std::fflush(stdout);
-  alpa_solution_destroy(solution);
   return exit_code;
+}
+
+}  // namespace
+
+Command AddSolveCommand(CLI::App& app) {
+  auto args = std::make_shared<SolveArgs>();
+  CLI::App* solve = app.add_subcommand("solve", "Solve a sharding problem (IOPDDL or Alpa JSON)");
+  solve->add_option("file", args->file, "Problem file (.json or .json.gz)")->required();
+  solve
+      ->add_option("timeout", args->timeout_seconds,
+                   "Wall-clock limit in seconds for the whole run (default: none)")
+      ->check(CLI::NonNegativeNumber);
+  solve->add_flag("--json", args->json, "Print the result as one JSON object (last line)");
+  solve->add_flag("--deterministic", args->deterministic, "Identical answers run to run");
+  solve->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
+  solve->add_option("--gap", args->relative_gap, "Stop within this relative gap")
+      ->check(CLI::Range(0.0, 0.999999));
+  solve->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  solve->add_option("-o,--output", args->assignment_file,
+                    "Also write the assignment (\"[0, 0, 2, 1, 0]\") to this file, for "
+                    "alpa evaluate FILE @ASSIGNMENT_FILE");
+  return {solve, [args] { return RunSolve(*args); }};
 }
 
 }  // namespace alpa_cli
