@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "check.h"
 
 static void print_error(alpa_error* err) {
@@ -18,7 +18,7 @@ static void print_error(alpa_error* err) {
 static alpa_graph* mlp_graph(void) {
   alpa_graph* g = NULL;
   alpa_error* err = NULL;
-  CHECK(alpa_graph_from_model(&g, "mlp:layers=6,batch=256,hidden=32", &err) == ALPA_OK);
+  CHECK(alpa_model_build_graph(&g, "mlp:layers=6,batch=256,hidden=32", &err) == ALPA_OK);
   print_error(err);
   return g;
 }
@@ -75,16 +75,25 @@ static void test_data_parallel_mlp(void) {
         alpa_sharding_plan_message(plan) != NULL);
 
   /* Data parallelism: the gradients' all-reduces fuse into exactly one, nothing else. */
-  CHECK(alpa_sharding_plan_collective_counts(plan, 1, counts) == ALPA_OK);
+  CHECK(alpa_sharding_plan_collective_counts(plan, 1, NULL, 0) == 4);
+  CHECK(alpa_sharding_plan_collective_counts(plan, 1, counts, 4) == 4);
   CHECK(counts[ALPA_COLLECTIVE_ALL_REDUCE] == 1);
   CHECK(counts[ALPA_COLLECTIVE_ALL_GATHER] == 0);
   CHECK(counts[ALPA_COLLECTIVE_REDUCE_SCATTER] == 0);
   CHECK(counts[ALPA_COLLECTIVE_ALL_TO_ALL] == 0);
-  CHECK(alpa_sharding_plan_collective_counts(plan, 0, per_tensor) == ALPA_OK);
+  CHECK(alpa_sharding_plan_collective_counts(plan, 0, per_tensor, 4) == 4);
   CHECK(per_tensor[ALPA_COLLECTIVE_ALL_REDUCE] >= 1);
   CHECK(per_tensor[ALPA_COLLECTIVE_ALL_GATHER] == 0);
-  CHECK(alpa_sharding_plan_collective_counts(NULL, 1, counts) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_sharding_plan_collective_counts(plan, 1, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  {
+    /* A capacity too small: the count is still 4, and nothing past out[1] is written. */
+    int64_t two[3] = {-7, -7, -7};
+    CHECK(alpa_sharding_plan_collective_counts(plan, 1, two, 2) == 4);
+    CHECK(two[ALPA_COLLECTIVE_ALL_GATHER] == 0 && two[ALPA_COLLECTIVE_ALL_REDUCE] == 1);
+    CHECK(two[2] == -7);
+  }
+  CHECK(alpa_sharding_plan_collective_counts(NULL, 1, counts, 4) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_sharding_plan_collective_counts(plan, 1, NULL, 4) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_sharding_plan_collective_counts(plan, 1, counts, -1) == -ALPA_ERR_INVALID_ARGUMENT);
 
   /* Count-then-fill: capacity 0 (and out NULL) only counts. */
   ops = alpa_sharding_plan_op_strategies(plan, NULL, 0);
@@ -278,7 +287,7 @@ static void test_errors(void) {
   alpa_graph_destroy(g);
 }
 
-/* A memory budget below what any plan needs: a plan object with status infeasible. */
+/* A memory budget below what any plan needs: no answer, so ALPA_ERR_INFEASIBLE and no plan. */
 static void test_infeasible_budget(void) {
   alpa_graph* g = mlp_graph();
   alpa_mesh* m = mesh_4x1();
@@ -286,14 +295,11 @@ static void test_infeasible_budget(void) {
   alpa_sharding_plan* plan = NULL;
   alpa_error* err = NULL;
   CHECK(alpa_solve_options_set_int(o, ALPA_OPT_MEMORY_BUDGET_BYTES, 1000, &err) == ALPA_OK);
-  CHECK(alpa_graph_auto_shard(&plan, g, m, NULL, o, &err) == ALPA_OK);
-  print_error(err);
-  CHECK(alpa_sharding_plan_status(plan) == ALPA_SOLVE_INFEASIBLE);
-  CHECK(strstr(alpa_sharding_plan_message(plan), "memory budget") != NULL);
-  CHECK(alpa_sharding_plan_op_strategies(plan, NULL, 0) == 0);
-  CHECK(isinf(alpa_sharding_plan_objective(plan)));
-  CHECK(alpa_sharding_plan_peak_memory_bytes(plan) == 0);
-  alpa_sharding_plan_destroy(plan);
+  CHECK(alpa_graph_auto_shard(&plan, g, m, NULL, o, &err) == ALPA_ERR_INFEASIBLE);
+  CHECK(plan == NULL);
+  CHECK(err != NULL && alpa_error_code(err) == ALPA_ERR_INFEASIBLE);
+  CHECK(err != NULL && strstr(alpa_error_message(err), "memory budget") != NULL);
+  alpa_error_free(err);
   alpa_solve_options_destroy(o);
   alpa_mesh_destroy(m);
   alpa_graph_destroy(g);

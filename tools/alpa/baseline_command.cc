@@ -1,5 +1,5 @@
-// `alpa baseline`: the Megatron-LM baseline (alpa_plan_baseline: the grid search over manual
-// data / tensor / pipeline parallel configurations) or one manual plan (alpa_plan_manual with
+// `alpa baseline`: the Megatron-LM baseline (alpa_model_plan_baseline: the grid search over manual
+// data / tensor / pipeline parallel configurations) or one manual plan (alpa_model_plan_manual with
 // --dp/--tp/--pp), printed as `alpa plan` prints a plan, plus the configuration and, for the
 // search, its grid counts and fastest points.
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "plan_output.h"
@@ -127,12 +127,12 @@ int RunBaseline(const BaselineArgs& args) {
     if (!args.json && !args.quiet) {
       PrintPlanHeader("evaluating the manual plan " + ConfigString(spec) + " of", model, h.cluster);
     }
-    rc = alpa_plan_manual(&h.plan, model.c_str(), h.cluster, &spec, h.options, &err);
+    rc = alpa_model_plan_manual(&h.plan, model.c_str(), h.cluster, &spec, h.options, &err);
   } else {
     if (!args.json && !args.quiet) {
       PrintPlanHeader("searching the Megatron-LM baseline of", model, h.cluster);
     }
-    rc = alpa_plan_baseline(&h.plan, model.c_str(), h.cluster, h.options, &err);
+    rc = alpa_model_plan_baseline(&h.plan, model.c_str(), h.cluster, h.options, &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 

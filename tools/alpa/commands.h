@@ -26,7 +26,7 @@ int RunEvaluate(const std::string& file, const std::string& assignment);
 struct GraphArgs {
   std::string model;   // a model-zoo spec, or
   std::string file;    // a graph JSON file
-  bool json = false;   // statistics as one JSON object (alpa_graph_stats_json)
+  bool json = false;   // statistics as one JSON object (alpa_graph_stats_to_json)
   std::string output;  // write the graph JSON here instead of printing statistics ("-": stdout)
 };
 // Statistics of a model or graph file (text or JSON), or its graph JSON with -o.

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
 
   bool models_json = false;
   CLI::App* models = app.add_subcommand("models", "List the model-zoo presets and family keys");
-  models->add_flag("--json", models_json, "Print alpa_models_json's object");
+  models->add_flag("--json", models_json, "Print alpa_model_zoo_to_json's object");
 
   alpa_cli::ShardArgs shard_args;
   CLI::App* shard = app.add_subcommand(

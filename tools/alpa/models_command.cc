@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "commands.h"
 
 namespace alpa_cli {
@@ -12,7 +12,7 @@ namespace alpa_cli {
 int RunModels(bool json) {
   alpa_buffer* buffer = nullptr;
   alpa_error* err = nullptr;
-  if (alpa_models_json(&buffer, &err) != ALPA_OK) {
+  if (alpa_model_zoo_to_json(&buffer, &err) != ALPA_OK) {
     std::fprintf(stderr, "alpa: error: %s\n", alpa_error_message(err));
     alpa_error_free(err);
     return 1;

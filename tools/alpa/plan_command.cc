@@ -47,12 +47,12 @@ int RunPlan(const PlanArgs& args) {
   if (!args.json && !args.quiet) PrintPlanHeader("planning", what, h.cluster);
   int32_t rc;
   if (args.file.empty()) {
-    rc = alpa_plan_model(&h.plan, model.c_str(), h.cluster, h.options, &err);
+    rc = alpa_model_plan(&h.plan, model.c_str(), h.cluster, h.options, &err);
   } else {
     if (alpa_graph_read_file(&h.graph, args.file.c_str(), &err) != ALPA_OK) {
       return ReportError(err, "--file");
     }
-    rc = alpa_plan_graph(&h.plan, h.graph, h.cluster, h.options, &err);
+    rc = alpa_graph_plan(&h.plan, h.graph, h.cluster, h.options, &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 

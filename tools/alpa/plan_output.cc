@@ -165,7 +165,7 @@ int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::
       return ReportError(err, "--svg");
     }
     alpa_buffer* picture = nullptr;
-    const int32_t rc = alpa_simulation_timeline_svg(&picture, sim, 0, &err);
+    const int32_t rc = alpa_simulation_timeline_to_svg(&picture, sim, 0, &err);
     alpa_simulation_destroy(sim);
     if (rc != ALPA_OK) return ReportError(err, "--svg");
     const bool ok = WriteFile(svg, alpa_buffer_data(picture), alpa_buffer_size(picture));

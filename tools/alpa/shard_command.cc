@@ -175,7 +175,7 @@ std::string MeshString(const std::vector<int64_t>& shape) {
 
 std::string CountsLine(const alpa_sharding_plan* plan, int32_t combined) {
   int64_t c[4] = {0, 0, 0, 0};
-  alpa_sharding_plan_collective_counts(plan, combined, c);
+  alpa_sharding_plan_collective_counts(plan, combined, c, 4);
   char text[160];
   std::snprintf(text, sizeof(text),
                 "all-reduce %lld, all-gather %lld, reduce-scatter %lld, "
@@ -316,7 +316,7 @@ int RunShard(const ShardArgs& args) {
   alpa_error* err = nullptr;
   const int32_t read = args.model.empty()
                            ? alpa_graph_read_file(&h.graph, args.file.c_str(), &err)
-                           : alpa_graph_from_model(&h.graph, args.model.c_str(), &err);
+                           : alpa_model_build_graph(&h.graph, args.model.c_str(), &err);
   if (read != ALPA_OK) return ReportError(err, args.model.empty() ? "--file" : "--model");
 
   // The real cost model always needs a cluster (compute times); the Alpa one only when given.

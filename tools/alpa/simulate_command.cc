@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
 
@@ -100,13 +100,13 @@ int RunSimulate(const SimulateArgs& args) {
   if (!ReadWholeFile(args.file, &bytes)) return ReportBadInput("cannot read " + args.file);
   alpa_error* err = nullptr;
   SimulationHandle h;
-  if (alpa_simulate_plan_json(&h.simulation, bytes.data(), bytes.size(), schedule, &err) !=
+  if (alpa_plan_simulate_json(&h.simulation, bytes.data(), bytes.size(), schedule, &err) !=
       ALPA_OK) {
     return ReportError(err, args.file);
   }
   if (!args.svg.empty()) {
     BufferHandle svg;
-    if (alpa_simulation_timeline_svg(&svg.buffer, h.simulation, args.width, &err) != ALPA_OK) {
+    if (alpa_simulation_timeline_to_svg(&svg.buffer, h.simulation, args.width, &err) != ALPA_OK) {
       return ReportError(err, "--width");
     }
     if (!WriteFile(args.svg, alpa_buffer_data(svg.buffer), alpa_buffer_size(svg.buffer))) {

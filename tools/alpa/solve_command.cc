@@ -71,7 +71,7 @@ int RunSolve(const SolveArgs& args) {
   if (!args.quiet) alpa_solve_options_set_progress(options, PrintProgress, nullptr, nullptr);
 
   alpa_solution* solution = nullptr;
-  const int32_t solved = alpa_solve(&solution, problem, options, &err);
+  const int32_t solved = alpa_problem_solve(&solution, problem, options, &err);
   alpa_solve_options_destroy(options);
   alpa_problem_destroy(problem);
   if (solved != ALPA_OK) return ReportError(err);

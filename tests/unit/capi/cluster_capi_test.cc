@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 
 namespace {
 
@@ -69,7 +69,7 @@ TEST(ClusterCapi, JsonRoundTripAndCalibration) {
   alpa_cluster* c = nullptr;
   ASSERT_EQ(alpa_cluster_create_preset(&c, "dgx-a100", 2, nullptr), ALPA_OK);
   alpa_buffer* buf = nullptr;
-  ASSERT_EQ(alpa_cluster_write(&buf, c, nullptr), ALPA_OK);
+  ASSERT_EQ(alpa_cluster_to_json(&buf, c, nullptr), ALPA_OK);
   const std::string text(alpa_buffer_data(buf), alpa_buffer_size(buf));
   alpa_buffer_free(buf);
   EXPECT_NE(text.find("\"format\": \"alpa-cluster\""), std::string::npos);
@@ -78,7 +78,7 @@ TEST(ClusterCapi, JsonRoundTripAndCalibration) {
   ASSERT_EQ(alpa_cluster_read_buffer(&back, text.data(), text.size(), nullptr), ALPA_OK);
   EXPECT_EQ(alpa_cluster_hosts(back), 2);
   EXPECT_DOUBLE_EQ(alpa_cluster_peak_flops(back, ALPA_DTYPE_BF16), 312e12);
-  ASSERT_EQ(alpa_cluster_write(&buf, back, nullptr), ALPA_OK);
+  ASSERT_EQ(alpa_cluster_to_json(&buf, back, nullptr), ALPA_OK);
   EXPECT_EQ(std::string(alpa_buffer_data(buf), alpa_buffer_size(buf)), text);
   alpa_buffer_free(buf);
   alpa_cluster_destroy(back);
@@ -103,7 +103,7 @@ TEST(ClusterCapi, JsonRoundTripAndCalibration) {
   EXPECT_NEAR(seconds, 1.0, 1e-12);
   const std::string cal = R"({"efficiency": {"matmul": 0.3}})";
   alpa_cluster* calibrated = nullptr;
-  ASSERT_EQ(alpa_cluster_with_calibration(&calibrated, c, cal.data(), cal.size(), nullptr),
+  ASSERT_EQ(alpa_cluster_calibrate(&calibrated, c, cal.data(), cal.size(), nullptr),
             ALPA_OK);
   ASSERT_EQ(alpa_cluster_op_seconds(&seconds, calibrated, 312e12 * 0.6, 0, ALPA_DTYPE_BF16,
                                     ALPA_COMPUTE_MATMUL, nullptr),
@@ -123,7 +123,7 @@ TEST(ClusterCapi, JsonRoundTripAndCalibration) {
       ALPA_ERR_INVALID_ARGUMENT);
   const std::string bad_cal = R"({"efficiency": {"matmul": 2}})";
   err = nullptr;
-  EXPECT_EQ(alpa_cluster_with_calibration(&calibrated, c, bad_cal.data(), bad_cal.size(), &err),
+  EXPECT_EQ(alpa_cluster_calibrate(&calibrated, c, bad_cal.data(), bad_cal.size(), &err),
             ALPA_ERR_INVALID_ARGUMENT);
   EXPECT_NE(Take(err).find("calibration.efficiency.matmul"), std::string::npos);
   alpa_cluster_destroy(calibrated);
