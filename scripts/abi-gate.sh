@@ -29,8 +29,9 @@ failed=0
 
 # ---- 1. Declarations against exports ------------------------------------------------------
 # Declared functions: the name before "(" on every ALPA_API declaration (declarations may wrap,
-# so the headers are joined into one line per statement first).
-cat "${headers[@]}" | tr '\n' ' ' | tr ';' '\n' | grep -o 'ALPA_API[^(]*(' |
+# so the headers are joined into one line first; the #define of ALPA_API itself names no alpa_
+# function).
+cat "${headers[@]}" | tr '\n' ' ' | grep -oE 'ALPA_API [A-Za-z0-9_ *]*[ *]alpa_[a-z0-9_]+\(' |
   sed -E 's/.*[ *](alpa_[a-z0-9_]+)\($/\1/' | sort -u >"$work/declared"
 # Exported symbols with their types; T/t = functions, anything else (data) must not exist.
 nm -D --defined-only "$library" | awk '{print $2, $3}' | sed 's/@.*//' | sort -u >"$work/exports"

@@ -322,7 +322,7 @@ static void test_errors(void) {
   CHECK(alpa_model_plan_baseline(&plan, SMALL_GPT, NULL, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_manual_spec(NULL, sizeof out, g_manual, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_manual_spec(&out, sizeof out, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_baseline_table(NULL, NULL, 0, sizeof(alpa_baseline_point)) == 0);
+  CHECK(alpa_plan_baseline_table(NULL, NULL, 0, sizeof(alpa_baseline_point)) == -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_baseline_evaluated(NULL) == 0 && alpa_plan_baseline_feasible(NULL) == 0 &&
         alpa_plan_baseline_pruned(NULL) == 0);
   CHECK(alpa_model_plan_manual(&plan, "nosuchmodel:layers=2", c, &spec, o, &err) ==

@@ -378,7 +378,16 @@ int RunShard(const ShardArgs& args) {
     std::fflush(stdout);
   }
 
-  if (alpa_graph_auto_shard(&h.plan, h.graph, h.mesh, h.cluster, h.options, &err) != ALPA_OK) {
+  const int32_t sharded = alpa_graph_auto_shard(&h.plan, h.graph, h.mesh, h.cluster, h.options, &err);
+  if (sharded != ALPA_OK) {
+    // No answer (infeasible budget, time limit, cancellation) is a status of the C ABI; the
+    // command exits 2 for it, as for any search without a plan.
+    if (sharded == ALPA_ERR_INFEASIBLE || sharded == ALPA_ERR_TIMEOUT ||
+        sharded == ALPA_ERR_CANCELLED) {
+      std::fprintf(stderr, "alpa: no plan: %s\n", alpa_error_message(err));
+      alpa_error_free(err);
+      return 2;
+    }
     return ReportError(err);
   }
   const bool found = alpa_sharding_plan_op_strategies(h.plan, nullptr, 0) > 0;

@@ -74,6 +74,13 @@ int RunSolve(const SolveArgs& args) {
   const int32_t solved = alpa_problem_solve(&solution, problem, options, &err);
   alpa_solve_options_destroy(options);
   alpa_problem_destroy(problem);
+  if (solved == ALPA_ERR_INFEASIBLE || solved == ALPA_ERR_TIMEOUT || solved == ALPA_ERR_CANCELLED) {
+    // No answer is a status of the C ABI: the message, the empty assignment and exit code 2.
+    std::fprintf(stderr, "alpa: %s\n", alpa_error_message(err));
+    alpa_error_free(err);
+    if (!args.json) std::printf("[]\n");
+    return 2;
+  }
   if (solved != ALPA_OK) return ReportError(err);
 
   const int32_t status = alpa_solution_status(solution);

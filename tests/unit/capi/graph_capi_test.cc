@@ -324,7 +324,8 @@ TEST(GraphCapi, ArgumentAndStateErrors) {
   EXPECT_EQ(alpa_graph_op_attrs(g, 9, nullptr, 0), -1);
   EXPECT_STREQ(alpa_graph_op_name(g, 9), "");
   EXPECT_EQ(alpa_graph_op_count(nullptr), 0);
-  EXPECT_EQ(alpa_graph_outputs(nullptr, nullptr, 0), 0);
+  EXPECT_EQ(alpa_graph_outputs(nullptr, nullptr, 0), -ALPA_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(std::isnan(alpa_graph_op_value(g, 9)));
   EXPECT_EQ(alpa_graph_create(nullptr, &err), ALPA_ERR_INVALID_ARGUMENT);
   Take(err);
   alpa_graph_destroy(g);
