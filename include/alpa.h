@@ -81,8 +81,9 @@ ALPA_API int32_t alpa_version_number(void);
 /* ---- Status codes (values are pinned and never reused) ------------------------------------- */
 #define ALPA_OK 0
 #define ALPA_ERR_INVALID_ARGUMENT 1 /**< a NULL pointer, a bad length, an unknown option */
-#define ALPA_ERR_INVALID_PROBLEM 2  /**< inconsistent problem data; the message names the element */
-#define ALPA_ERR_INFEASIBLE 3       /**< no assignment meets the constraints */
+/** inconsistent problem data; the message names the element */
+#define ALPA_ERR_INVALID_PROBLEM 2
+#define ALPA_ERR_INFEASIBLE 3 /**< no assignment meets the constraints */
 #define ALPA_ERR_TIMEOUT 4
 #define ALPA_ERR_CANCELLED 5
 #define ALPA_ERR_UNSUPPORTED 6
@@ -182,7 +183,9 @@ ALPA_API int32_t alpa_problem_set_memory_limit(alpa_problem* problem, int64_t li
  * the node, edge, alias or time step) the problem stays in the building state. Idempotent. */
 ALPA_API int32_t alpa_problem_finalize(alpa_problem* problem, alpa_error** err);
 
-/** Reads a problem (finalized) from a file (.json or .json.gz) or from bytes. */
+/** Reads a problem (finalized) from a file (.json or .json.gz) in an ALPA_FORMAT_*. ALPA_ERR_IO
+ * when the file cannot be read, ALPA_ERR_PARSE / ALPA_ERR_INVALID_PROBLEM naming the element.
+ * Caller frees *out with alpa_problem_destroy. */
 ALPA_API int32_t alpa_problem_read_file(alpa_problem** out, const char* path, int32_t format,
                                         alpa_error** err);
 /** The same from bytes (data[size], gzip detected; need not be NUL-terminated). Caller frees
@@ -191,8 +194,8 @@ ALPA_API int32_t alpa_problem_read_buffer(alpa_problem** out, const char* data, 
                                           int32_t format, alpa_error** err);
 /** Serializes a finalized problem (ALPA_FORMAT_IOPDDL or ALPA_FORMAT_ALPA). Caller frees *out with
  * alpa_buffer_free. ALPA_ERR_UNSUPPORTED when the format cannot express the problem. */
-ALPA_API int32_t alpa_problem_to_json(alpa_buffer** out, const alpa_problem* problem, int32_t format,
-                                    alpa_error** err);
+ALPA_API int32_t alpa_problem_to_json(alpa_buffer** out, const alpa_problem* problem,
+                                      int32_t format, alpa_error** err);
 
 /** Counts (0 for NULL). */
 ALPA_API int64_t alpa_problem_node_count(const alpa_problem* problem);
@@ -330,7 +333,7 @@ typedef struct alpa_solution alpa_solution;
  * (cancelled before one); ALPA_ERR_INVALID_ARGUMENT for a NULL or unfinalized problem. Caller
  * frees *out with alpa_solution_destroy. Thread-safe for distinct options objects. */
 ALPA_API int32_t alpa_problem_solve(alpa_solution** out, const alpa_problem* problem,
-                            const alpa_solve_options* options, alpa_error** err);
+                                    const alpa_solve_options* options, alpa_error** err);
 /** Frees a solution; NULL is allowed. */
 ALPA_API void alpa_solution_destroy(alpa_solution* solution);
 
@@ -363,7 +366,7 @@ ALPA_API int32_t alpa_solution_to_json(alpa_buffer** out, const alpa_solution* s
  * would return an error. Malformed requests give ALPA_ERR_PARSE, unknown or out-of-range
  * options ALPA_ERR_INVALID_ARGUMENT. Caller frees *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request, size_t size,
-                                 alpa_error** err);
+                                         alpa_error** err);
 
 /* ---- Operator graphs ----------------------------------------------------------------------- */
 /** A training step as an HLO-like operator graph (semantics: docs/graph-format.md). Every op
@@ -524,8 +527,7 @@ ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size
                                         alpa_error** err);
 /** Serializes a finalized graph as JSON (one op per line; reading it back gives the same
  * graph). Caller frees *out with alpa_buffer_free. */
-ALPA_API int32_t alpa_graph_to_json(alpa_buffer** out, const alpa_graph* graph,
-                                       alpa_error** err);
+ALPA_API int32_t alpa_graph_to_json(alpa_buffer** out, const alpa_graph* graph, alpa_error** err);
 
 /** Queries (building or finalized graphs). The op count: 0 for NULL. */
 ALPA_API int64_t alpa_graph_op_count(const alpa_graph* graph);
@@ -623,11 +625,11 @@ ALPA_API int32_t alpa_cluster_read_buffer(alpa_cluster** out, const char* data, 
  * keys it leaves out keep the cluster's values). Errors as for alpa_cluster_read_buffer. Caller
  * frees *out with alpa_cluster_destroy. */
 ALPA_API int32_t alpa_cluster_calibrate(alpa_cluster** out, const alpa_cluster* cluster,
-                                               const char* data, size_t size, alpa_error** err);
+                                        const char* data, size_t size, alpa_error** err);
 /** The cluster as a JSON document (every field; reading it back gives the same cluster). Caller
  * frees *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_cluster_to_json(alpa_buffer** out, const alpa_cluster* cluster,
-                                    alpa_error** err);
+                                      alpa_error** err);
 /** Frees a cluster; NULL is allowed. Meshes created from it stay valid. */
 ALPA_API void alpa_cluster_destroy(alpa_cluster* cluster);
 
@@ -644,8 +646,6 @@ ALPA_API int64_t alpa_cluster_device_memory_bytes(const alpa_cluster* cluster);
 ALPA_API double alpa_cluster_device_memory_bandwidth(const alpa_cluster* cluster);
 /** Peak FLOP/s of one device for an ALPA_DTYPE_* (NaN for an unknown dtype or NULL). */
 ALPA_API double alpa_cluster_peak_flops(const alpa_cluster* cluster, int32_t dtype);
-
-
 
 /** A logical mesh derived from a cluster as in alpa_cluster_logical_mesh. Caller frees *out with
  * alpa_mesh_destroy; it does not refer to the cluster afterwards. */
@@ -698,7 +698,7 @@ ALPA_API double alpa_mesh_beta(const alpa_mesh* mesh, int32_t dim);
 #define ALPA_PLAN_COST_RESHARDING 2    /**< collectives between operators (layout changes) */
 
 /** Flags of alpa_collective (bits). */
-#define ALPA_COLLECTIVE_FLAG_INSIDE_OP 1     /**< part of an operator's strategy, not a resharding */
+#define ALPA_COLLECTIVE_FLAG_INSIDE_OP 1 /**< part of an operator's strategy, not a resharding */
 #define ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC 2 /**< moves a gradient into the update (combinable) */
 
 /** One collective the plan inserts (version 1). */
@@ -727,10 +727,10 @@ typedef struct alpa_sharding_plan alpa_sharding_plan;
  * cancels) apply to the solve. ALPA_OK with a plan whose status is OPTIMAL, FEASIBLE (time
  * limit) or CANCELLED (after a first assignment). No answer is an error and leaves *out NULL:
  * ALPA_ERR_INFEASIBLE (no plan meets the memory budget; the message gives the smallest peak
- * found without it), ALPA_ERR_TIMEOUT, ALPA_ERR_CANCELLED. Errors: ALPA_ERR_INVALID_ARGUMENT for a NULL out, a NULL or
- * unfinalized graph, a NULL mesh, a NULL cluster with the real cost model, an option that does
- * not fit the mesh (batch_mesh_dim >= its rank); ALPA_ERR_INVALID_GRAPH for a graph the pass
- * cannot shard (the message names the op). Inputs are copied. Caller frees *out with
+ * found without it), ALPA_ERR_TIMEOUT, ALPA_ERR_CANCELLED. Errors: ALPA_ERR_INVALID_ARGUMENT for a
+ * NULL out, a NULL or unfinalized graph, a NULL mesh, a NULL cluster with the real cost model, an
+ * option that does not fit the mesh (batch_mesh_dim >= its rank); ALPA_ERR_INVALID_GRAPH for a
+ * graph the pass cannot shard (the message names the op). Inputs are copied. Caller frees *out with
  * alpa_sharding_plan_destroy. Thread-safe for distinct options objects (or a shared one that no
  * thread changes meanwhile). */
 ALPA_API int32_t alpa_graph_auto_shard(alpa_sharding_plan** out, const alpa_graph* graph,
@@ -811,10 +811,11 @@ typedef struct alpa_plan_options alpa_plan_options;
 #define ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT 304 /**< double > 0 seconds per intra-op solve, 0.5 */
 #define ALPA_PLAN_OPT_INTRA_OP_GAP 305        /**< double >= 0, default 0.01 (relative) */
 #define ALPA_PLAN_OPT_MEMORY_LEVELS 306       /**< int >= 0, default 3 (docs/planner.md) */
-#define ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES 307 /**< int >= 0, default 0: the cluster's device memory */
-#define ALPA_PLAN_OPT_CLUSTERING_DELTA 308    /**< double >= 0, default 0.5: FLOPs balance slack */
-#define ALPA_PLAN_OPT_REMAT 309              /**< ALPA_REMAT_*, default ALPA_REMAT_SEARCH */
-#define ALPA_PLAN_OPT_INTRA_OP_EXACT 310     /**< 0/1, default 0: local search only; 1: GLPK proves */
+/** int >= 0, default 0: the cluster's device memory */
+#define ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES 307
+#define ALPA_PLAN_OPT_CLUSTERING_DELTA 308 /**< double >= 0, default 0.5: FLOPs balance slack */
+#define ALPA_PLAN_OPT_REMAT 309            /**< ALPA_REMAT_*, default ALPA_REMAT_SEARCH */
+#define ALPA_PLAN_OPT_INTRA_OP_EXACT 310   /**< 0/1, default 0: local search only; 1: GLPK proves */
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: rematerialize (recompute the forward) or not */
 #define ALPA_REMAT_OFF 1
@@ -877,7 +878,7 @@ ALPA_API int32_t alpa_model_plan(alpa_plan** out, const char* model_spec,
                                  alpa_error** err);
 /** Plans a finalized graph of one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when 0). Its
  * ops' layer markers (alpa_graph_add_ops) are the layers; without them ops are clustered. Same
- * errors, plus ALPA_ERR_INVALID_GRAPH. */
+ * errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out with alpa_plan_destroy. */
 ALPA_API int32_t alpa_graph_plan(alpa_plan** out, const alpa_graph* graph,
                                  const alpa_cluster* cluster, const alpa_plan_options* options,
                                  alpa_error** err);
@@ -938,9 +939,9 @@ ALPA_API int64_t alpa_plan_stage_devices(const alpa_plan* plan, int32_t stage, i
  * layer, such as a global step counter, which every stage that needs them computes). */
 ALPA_API int64_t alpa_plan_op_stages(const alpa_plan* plan, int32_t* out, int64_t capacity);
 /** Count-then-fill over the collectives a stage inserts, piece (layer) after piece, each in
- * execution order (element_size as for alpa_sharding_plan_collectives). tensor / consumer are op ids of the planned graph: a tensor the stage
- * receives from another stage (or a parameter it shares) is named by the op that computes it
- * there; consumer -1 as in alpa_collective. */
+ * execution order (element_size as for alpa_sharding_plan_collectives). tensor / consumer are op
+ * ids of the planned graph: a tensor the stage receives from another stage (or a parameter it
+ * shares) is named by the op that computes it there; consumer -1 as in alpa_collective. */
 ALPA_API int64_t alpa_plan_stage_collectives(const alpa_plan* plan, int32_t stage,
                                              alpa_collective* out, int64_t capacity,
                                              size_t element_size);
@@ -1001,8 +1002,8 @@ ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, 
 /** The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with
  * their move counts, compile time split); detail 1: also each stage's per-op strategies and
  * collectives and each transfer's slice moves; other values: ALPA_ERR_INVALID_ARGUMENT. A plan
- * of alpa_model_plan_manual / alpa_model_plan_baseline adds a "baseline" object (its configuration; for a
- * search the grid counts, and at detail 1 the grid table). Caller frees *out with
+ * of alpa_model_plan_manual / alpa_model_plan_baseline adds a "baseline" object (its configuration;
+ * for a search the grid counts, and at detail 1 the grid table). Caller frees *out with
  * alpa_buffer_free. */
 ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
                                    alpa_error** err);

@@ -40,7 +40,7 @@ ALPA_API int32_t alpa_model_zoo_to_json(alpa_buffer** out, alpa_error** err);
  * flops counts one training step (every op of the graph; a multiply-add is 2). Caller frees
  * *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_graph_stats_to_json(alpa_buffer** out, const alpa_graph* graph,
-                                       alpa_error** err);
+                                          alpa_error** err);
 
 /* ---- Cost-model queries -------------------------------------------------------------------- */
 /** Compute classes of the roofline model (pinned values). */
@@ -153,8 +153,8 @@ ALPA_API int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa
  * fit the device memory (the message names the stage and the bytes it needs);
  * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
 ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
-                                  const alpa_cluster* cluster, const alpa_manual_plan* spec,
-                                  const alpa_plan_options* options, alpa_error** err);
+                                        const alpa_cluster* cluster, const alpa_manual_plan* spec,
+                                        const alpa_plan_options* options, alpa_error** err);
 /** The Megatron-LM baseline: the fastest feasible manual plan of a grid (tp: powers of two
  * dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
  * give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
@@ -166,8 +166,8 @@ ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
  * fits the device memory; the message names the least memory-hungry one and what it needs),
  * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
 ALPA_API int32_t alpa_model_plan_baseline(alpa_plan** out, const char* model_spec,
-                                    const alpa_cluster* cluster, const alpa_plan_options* options,
-                                    alpa_error** err);
+                                          const alpa_cluster* cluster,
+                                          const alpa_plan_options* options, alpa_error** err);
 /** The configuration of a plan made by alpa_model_plan_manual or alpa_model_plan_baseline (size =
  * sizeof(alpa_manual_plan); the library writes the first min(size, its own size) bytes).
  * ALPA_ERR_INVALID_ARGUMENT for NULLs, size below version 1's size, or a plan of
@@ -285,8 +285,9 @@ ALPA_API int32_t alpa_simulation_stage(alpa_simulated_stage* out, size_t element
  * simulation is run again with its timeline recorded (deterministic: the same iteration).
  * ALPA_ERR_INVALID_ARGUMENT for NULLs or a width out of range. Caller frees *out with
  * alpa_buffer_free. */
-ALPA_API int32_t alpa_simulation_timeline_to_svg(alpa_buffer** out, const alpa_simulation* simulation,
-                                              int32_t width, alpa_error** err);
+ALPA_API int32_t alpa_simulation_timeline_to_svg(alpa_buffer** out,
+                                                 const alpa_simulation* simulation, int32_t width,
+                                                 alpa_error** err);
 /** The simulation as one JSON object (docs/planner.md, "Simulation JSON"): "schedule",
  * "microbatches", "iteration_seconds", "closed_form_seconds", "planner_iteration_seconds" and
  * "relative_error" ((simulated - planned) / planned; both null when unknown), per stage its

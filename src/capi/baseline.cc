@@ -1,6 +1,6 @@
 // Manual plans and the Megatron-LM baseline search through the C ABI: alpa_model_plan_manual,
-// alpa_model_plan_baseline, the configuration and grid-table getters, and the "baseline" object that
-// alpa_plan_to_json adds for such plans (added here, over PipelinePlanJson's text, so that the
+// alpa_model_plan_baseline, the configuration and grid-table getters, and the "baseline" object
+// that alpa_plan_to_json adds for such plans (added here, over PipelinePlanJson's text, so that the
 // planner's JSON writer stays unaware of how a plan was made).
 #include <algorithm>
 #include <cmath>
@@ -62,7 +62,6 @@ int32_t ReadSpec(const alpa_manual_plan* in, alpa::ManualPlanSpec* out, alpa_err
   out->tensor_inside_host = s.tensor_inside_host == 1;
   return ALPA_OK;
 }
-
 
 nlohmann::json SpecJson(const alpa::ManualPlanSpec& spec) {
   return nlohmann::json{{"config", alpa::ManualPlanSpecString(spec)},
@@ -127,8 +126,8 @@ std::string PlanJson(const alpa_plan& plan, int32_t detail) {
 extern "C" {
 
 ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
-                                  const alpa_cluster* cluster, const alpa_manual_plan* spec,
-                                  const alpa_plan_options* options, alpa_error** err) {
+                                        const alpa_cluster* cluster, const alpa_manual_plan* spec,
+                                        const alpa_plan_options* options, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (model_spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "model_spec is NULL");
@@ -147,8 +146,8 @@ ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
 }
 
 ALPA_API int32_t alpa_model_plan_baseline(alpa_plan** out, const char* model_spec,
-                                    const alpa_cluster* cluster, const alpa_plan_options* options,
-                                    alpa_error** err) {
+                                          const alpa_cluster* cluster,
+                                          const alpa_plan_options* options, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (model_spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "model_spec is NULL");
@@ -207,7 +206,8 @@ ALPA_API int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa
     if (spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "spec is NULL");
     if (size < kManualPlanV1Size) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                  "size " + std::to_string(size) + " is smaller than version 1 of alpa_manual_plan (" +
+                  "size " + std::to_string(size) +
+                      " is smaller than version 1 of alpa_manual_plan (" +
                       std::to_string(kManualPlanV1Size) + " bytes)");
     }
     const alpa_manual_plan defaults = ALPA_MANUAL_PLAN_INIT;
@@ -224,23 +224,23 @@ ALPA_API int64_t alpa_plan_baseline_table(const alpa_plan* plan, alpa_baseline_p
   }
   const auto& table = plan->baseline->table;
   const int64_t n = static_cast<int64_t>(table.size());
-  return alpa::capi::FillStructs<alpa_baseline_point>(out, capacity, element_size,
-                                                      kBaselinePointV1Size, n, [&](int64_t i) {
-    const auto& [m, seconds] = table[static_cast<size_t>(i)];
-    alpa_baseline_point p;
-    std::memset(&p, 0, sizeof(p));
-    p.version = 1;
-    p.zero_stage = m.zero_stage;
-    p.data_parallel = m.data_parallel;
-    p.tensor_parallel = m.tensor_parallel;
-    p.pipeline_parallel = m.pipeline_parallel;
-    p.microbatches = m.microbatches;
-    p.remat = m.remat ? 1 : 0;
-    p.tensor_inside_host = m.tensor_inside_host ? 1 : 0;
-    p.feasible = std::isfinite(seconds) ? 1 : 0;
-    p.iteration_seconds = seconds;
-    return p;
-  });
+  return alpa::capi::FillStructs<alpa_baseline_point>(
+      out, capacity, element_size, kBaselinePointV1Size, n, [&](int64_t i) {
+        const auto& [m, seconds] = table[static_cast<size_t>(i)];
+        alpa_baseline_point p;
+        std::memset(&p, 0, sizeof(p));
+        p.version = 1;
+        p.zero_stage = m.zero_stage;
+        p.data_parallel = m.data_parallel;
+        p.tensor_parallel = m.tensor_parallel;
+        p.pipeline_parallel = m.pipeline_parallel;
+        p.microbatches = m.microbatches;
+        p.remat = m.remat ? 1 : 0;
+        p.tensor_inside_host = m.tensor_inside_host ? 1 : 0;
+        p.feasible = std::isfinite(seconds) ? 1 : 0;
+        p.iteration_seconds = seconds;
+        return p;
+      });
 }
 
 ALPA_API int64_t alpa_plan_baseline_evaluated(const alpa_plan* plan) {

@@ -118,7 +118,7 @@ ALPA_API int32_t alpa_cluster_read_buffer(alpa_cluster** out, const char* data, 
 }
 
 ALPA_API int32_t alpa_cluster_calibrate(alpa_cluster** out, const alpa_cluster* cluster,
-                                               const char* data, size_t size, alpa_error** err) {
+                                        const char* data, size_t size, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || cluster == nullptr || (data == nullptr && size > 0)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out, cluster and data must not be NULL");
@@ -133,7 +133,7 @@ ALPA_API int32_t alpa_cluster_calibrate(alpa_cluster** out, const alpa_cluster* 
 }
 
 ALPA_API int32_t alpa_cluster_to_json(alpa_buffer** out, const alpa_cluster* cluster,
-                                    alpa_error** err) {
+                                      alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || cluster == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and cluster must not be NULL");

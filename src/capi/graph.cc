@@ -220,7 +220,8 @@ int32_t AddOneOp(alpa::Graph& graph, size_t i, const int32_t* kinds, const int32
 
 nlohmann::json StatsJson(const alpa::GraphStats& s) {
   nlohmann::json by_phase = nlohmann::json::object();
-  for (const auto& [phase, flops] : s.flops_by_phase) by_phase[phase] = alpa::capi::JsonNumber(flops);
+  for (const auto& [phase, flops] : s.flops_by_phase)
+    by_phase[phase] = alpa::capi::JsonNumber(flops);
   return {{"ops", s.num_ops},
           {"layers", s.num_layers},
           {"parameters", s.parameter_count},
@@ -384,8 +385,7 @@ ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size
   });
 }
 
-ALPA_API int32_t alpa_graph_to_json(alpa_buffer** out, const alpa_graph* graph,
-                                       alpa_error** err) {
+ALPA_API int32_t alpa_graph_to_json(alpa_buffer** out, const alpa_graph* graph, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (int32_t s = CheckFinalized(graph, err)) return s;
@@ -470,7 +470,7 @@ ALPA_API int64_t alpa_graph_outputs(const alpa_graph* graph, int32_t* out, int64
 }
 
 ALPA_API int32_t alpa_graph_stats_to_json(alpa_buffer** out, const alpa_graph* graph,
-                                       alpa_error** err) {
+                                          alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (int32_t s = CheckFinalized(graph, err)) return s;

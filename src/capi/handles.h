@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -98,8 +98,8 @@ struct alpa_plan {
   // The configuration of a plan made by alpa_model_plan_manual / alpa_model_plan_baseline
   // (src/capi/baseline.cc); none for alpa_model_plan / alpa_graph_plan.
   std::optional<alpa::ManualPlanSpec> manual_spec;
-  // alpa_model_plan_baseline's search: counts, timing and the table (its `best` is moved into `plan`
-  // and left empty here); none for other plans.
+  // alpa_model_plan_baseline's search: counts, timing and the table (its `best` is moved into
+  // `plan` and left empty here); none for other plans.
   std::optional<alpa::BaselineSearchResult> baseline;
 };
 

@@ -44,44 +44,39 @@ struct Option {
 constexpr Option IntOption(int32_t key, const char* name, const char* macro, Family family,
                            int64_t lo, int64_t hi, const char* requirement, const char* symbols,
                            void (*set)(const OptionFields&, int64_t)) {
-  return Option{key,   name,  macro,       family,  Type::kInt, lo,  hi, 0.0,
-                0.0,   false, false,       requirement, symbols, set, nullptr};
+  return Option{key, name,  macro, family,      Type::kInt, lo,  hi,     0.0,
+                0.0, false, false, requirement, symbols,    set, nullptr};
 }
 constexpr Option DoubleOption(int32_t key, const char* name, const char* macro, Family family,
                               double lo, bool lo_open, double hi, bool hi_open,
                               const char* requirement, void (*set)(const OptionFields&, double)) {
-  return Option{key, name,    macro,  family,      Type::kDouble, 0,  0,
-                lo,  hi,      lo_open, hi_open,    requirement,   "", nullptr, set};
+  return Option{key,     name,    macro,       family, Type::kDouble, 0,  0, lo, hi,
+                lo_open, hi_open, requirement, "",     nullptr,       set};
 }
 
 constexpr const char* kFlag = "true=1,false=0";
 
 const Option kOptions[] = {
     // Solve family: alpa_problem_solve and the solve inside alpa_graph_auto_shard.
-    DoubleOption(ALPA_OPT_TIME_LIMIT_SECONDS, "time_limit_seconds", "ALPA_OPT_TIME_LIMIT_SECONDS",
-                 Family::kSolve, -kInf, false, kInf, false,
-                 "a number of seconds (<= 0 or inf: no limit)",
-                 [](const OptionFields& f, double v) {
-                   f.solve->time_limit_seconds = v > 0 ? v : kInf;
-                 }),
+    DoubleOption(
+        ALPA_OPT_TIME_LIMIT_SECONDS, "time_limit_seconds", "ALPA_OPT_TIME_LIMIT_SECONDS",
+        Family::kSolve, -kInf, false, kInf, false, "a number of seconds (<= 0 or inf: no limit)",
+        [](const OptionFields& f, double v) { f.solve->time_limit_seconds = v > 0 ? v : kInf; }),
     IntOption(ALPA_OPT_DETERMINISTIC, "deterministic", "ALPA_OPT_DETERMINISTIC", Family::kSolve, 0,
               1, "0 or 1", kFlag,
               [](const OptionFields& f, int64_t v) { f.solve->deterministic = v == 1; }),
     IntOption(ALPA_OPT_THREADS, "threads", "ALPA_OPT_THREADS", Family::kSolve, 0, 4096,
               "an integer in 0..4096", "",
-              [](const OptionFields& f, int64_t v) {
-                f.solve->threads = static_cast<int32_t>(v);
-              }),
+              [](const OptionFields& f, int64_t v) { f.solve->threads = static_cast<int32_t>(v); }),
     DoubleOption(ALPA_OPT_RELATIVE_GAP, "relative_gap", "ALPA_OPT_RELATIVE_GAP", Family::kSolve,
                  0.0, false, 1.0, true, "in [0, 1)",
                  [](const OptionFields& f, double v) { f.solve->relative_gap = v; }),
     // Shard family: alpa_graph_auto_shard only.
-    IntOption(ALPA_OPT_COST_MODEL, "cost_model", "ALPA_OPT_COST_MODEL", Family::kShard, 0, 1,
-              "ALPA_COST_MODE_ALPA (0, \"alpa\") or ALPA_COST_MODE_REAL_UNITS (1, \"real\")",
-              "alpa=0,real=1",
-              [](const OptionFields& f, int64_t v) {
-                f.shard->cost_mode = static_cast<CostMode>(v);
-              }),
+    IntOption(
+        ALPA_OPT_COST_MODEL, "cost_model", "ALPA_OPT_COST_MODEL", Family::kShard, 0, 1,
+        "ALPA_COST_MODE_ALPA (0, \"alpa\") or ALPA_COST_MODE_REAL_UNITS (1, \"real\")",
+        "alpa=0,real=1",
+        [](const OptionFields& f, int64_t v) { f.shard->cost_mode = static_cast<CostMode>(v); }),
     IntOption(ALPA_OPT_ZERO, "zero", "ALPA_OPT_ZERO", Family::kShard, 0, 2,
               "a ZeRO mode: 0 \"off\", 1 \"search\" or 2 \"force\"", "off=0,search=1,force=2",
               [](const OptionFields& f, int64_t v) { f.shard->zero = static_cast<ZeroMode>(v); }),
@@ -89,8 +84,8 @@ const Option kOptions[] = {
               Family::kShard, 0, 1, "0 or 1", kFlag,
               [](const OptionFields& f, int64_t v) { f.shard->force_data_parallel = v == 1; }),
     // Mesh dims are single digits in the spec notation; the mesh's rank is checked per call.
-    IntOption(ALPA_OPT_BATCH_MESH_DIM, "batch_mesh_dim", "ALPA_OPT_BATCH_MESH_DIM",
-              Family::kShard, ALPA_BATCH_MESH_DIM_FREE, 9,
+    IntOption(ALPA_OPT_BATCH_MESH_DIM, "batch_mesh_dim", "ALPA_OPT_BATCH_MESH_DIM", Family::kShard,
+              ALPA_BATCH_MESH_DIM_FREE, 9,
               "-2 (\"free\"), -1 (\"all\" mesh dims) or a mesh dim 0..9", "free=-2,all=-1",
               [](const OptionFields& f, int64_t v) {
                 f.shard->batch_mesh_dim = static_cast<int32_t>(v);
@@ -112,11 +107,10 @@ const Option kOptions[] = {
                 }
               }),
     // Plan family: alpa_model_plan, alpa_graph_plan and the manual / baseline plans.
-    IntOption(ALPA_PLAN_OPT_NUM_LAYERS, "num_layers", "ALPA_PLAN_OPT_NUM_LAYERS", Family::kPlan, 0,
-              kInt32Max, "an integer >= 0", "",
-              [](const OptionFields& f, int64_t v) {
-                f.plan->num_layers = static_cast<int32_t>(v);
-              }),
+    IntOption(
+        ALPA_PLAN_OPT_NUM_LAYERS, "num_layers", "ALPA_PLAN_OPT_NUM_LAYERS", Family::kPlan, 0,
+        kInt32Max, "an integer >= 0", "",
+        [](const OptionFields& f, int64_t v) { f.plan->num_layers = static_cast<int32_t>(v); }),
     IntOption(ALPA_PLAN_OPT_MICROBATCHES, "microbatches", "ALPA_PLAN_OPT_MICROBATCHES",
               Family::kPlan, 0, kInt64Max, "an integer >= 0", "",
               [](const OptionFields& f, int64_t v) { f.plan->microbatches = v; }),
@@ -125,9 +119,7 @@ const Option kOptions[] = {
               [](const OptionFields& f, int64_t v) { f.plan->max_microbatches = v; }),
     IntOption(ALPA_PLAN_OPT_THREADS, "threads", "ALPA_PLAN_OPT_THREADS", Family::kPlan, 0, 4096,
               "an integer in 0..4096", "",
-              [](const OptionFields& f, int64_t v) {
-                f.plan->threads = static_cast<int32_t>(v);
-              }),
+              [](const OptionFields& f, int64_t v) { f.plan->threads = static_cast<int32_t>(v); }),
     DoubleOption(ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT, "intra_op_time_limit_seconds",
                  "ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT", Family::kPlan, 0.0, true, kInf, false,
                  "> 0 seconds",
@@ -135,11 +127,10 @@ const Option kOptions[] = {
     DoubleOption(ALPA_PLAN_OPT_INTRA_OP_GAP, "intra_op_gap", "ALPA_PLAN_OPT_INTRA_OP_GAP",
                  Family::kPlan, 0.0, false, kInf, true, "finite and >= 0",
                  [](const OptionFields& f, double v) { f.plan->intra_op_relative_gap = v; }),
-    IntOption(ALPA_PLAN_OPT_MEMORY_LEVELS, "memory_levels", "ALPA_PLAN_OPT_MEMORY_LEVELS",
-              Family::kPlan, 0, kInt32Max, "an integer >= 0", "",
-              [](const OptionFields& f, int64_t v) {
-                f.plan->memory_levels = static_cast<int32_t>(v);
-              }),
+    IntOption(
+        ALPA_PLAN_OPT_MEMORY_LEVELS, "memory_levels", "ALPA_PLAN_OPT_MEMORY_LEVELS", Family::kPlan,
+        0, kInt32Max, "an integer >= 0", "",
+        [](const OptionFields& f, int64_t v) { f.plan->memory_levels = static_cast<int32_t>(v); }),
     IntOption(ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, "device_memory_bytes",
               "ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES", Family::kPlan, 0, kInt64Max,
               "an integer >= 0 (0: the cluster's device memory)", "",
@@ -158,9 +149,7 @@ const Option kOptions[] = {
               "ALPA_REMAT_SEARCH (0, \"search\"), ALPA_REMAT_OFF (1, \"off\") or ALPA_REMAT_ON "
               "(2, \"on\")",
               "search=0,off=1,on=2",
-              [](const OptionFields& f, int64_t v) {
-                f.plan->remat = static_cast<RematMode>(v);
-              }),
+              [](const OptionFields& f, int64_t v) { f.plan->remat = static_cast<RematMode>(v); }),
     IntOption(ALPA_PLAN_OPT_INTRA_OP_EXACT, "intra_op_exact", "ALPA_PLAN_OPT_INTRA_OP_EXACT",
               Family::kPlan, 0, 1, "0 or 1", kFlag,
               [](const OptionFields& f, int64_t v) { f.plan->intra_op_exact = v == 1; }),

@@ -89,7 +89,6 @@ constexpr size_t kStageV1Size = offsetof(alpa_stage_info, in_flight) + sizeof(in
 constexpr size_t kTransferV1Size = offsetof(alpa_transfer, seconds) + sizeof(double);
 constexpr size_t kSliceMoveV1Size = offsetof(alpa_slice_move, bytes) + sizeof(int64_t);
 
-
 }  // namespace
 
 namespace alpa::capi {
@@ -337,8 +336,9 @@ ALPA_API int64_t alpa_plan_stage_devices(const alpa_plan* plan, int32_t stage, i
 
 ALPA_API int64_t alpa_plan_op_stages(const alpa_plan* plan, int32_t* out, int64_t capacity) {
   if (plan == nullptr) return alpa::capi::kFillMisuse;
-  return alpa::capi::FillArray(out, capacity, static_cast<int64_t>(plan->sites.size()),
-                               [plan](int64_t i) { return plan->sites[static_cast<size_t>(i)].stage; });
+  return alpa::capi::FillArray(
+      out, capacity, static_cast<int64_t>(plan->sites.size()),
+      [plan](int64_t i) { return plan->sites[static_cast<size_t>(i)].stage; });
 }
 
 ALPA_API int32_t alpa_plan_op_spec(alpa_buffer** out, const alpa_plan* plan, int32_t op,
@@ -397,17 +397,17 @@ ALPA_API int64_t alpa_plan_transfers(const alpa_plan* plan, alpa_transfer* out, 
   return alpa::capi::FillStructs<alpa_transfer>(
       out, capacity, element_size, kTransferV1Size, static_cast<int64_t>(list.size()),
       [&list](int64_t i) {
-    const alpa::CrossStageTransfer& t = list[static_cast<size_t>(i)];
-    alpa_transfer tr;
-    std::memset(&tr, 0, sizeof(tr));
-    tr.version = 1;
-    tr.from_stage = t.from_stage;
-    tr.to_stage = t.to_stage;
-    tr.tensor = t.tensor;
-    tr.bytes = t.bytes;
-    tr.seconds = t.seconds;
-    return tr;
-  });
+        const alpa::CrossStageTransfer& t = list[static_cast<size_t>(i)];
+        alpa_transfer tr;
+        std::memset(&tr, 0, sizeof(tr));
+        tr.version = 1;
+        tr.from_stage = t.from_stage;
+        tr.to_stage = t.to_stage;
+        tr.tensor = t.tensor;
+        tr.bytes = t.bytes;
+        tr.seconds = t.seconds;
+        return tr;
+      });
 }
 
 ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfer,
@@ -424,20 +424,20 @@ ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfe
   return alpa::capi::FillStructs<alpa_slice_move>(
       out, capacity, element_size, kSliceMoveV1Size, static_cast<int64_t>(t.moves.size()),
       [&t](int64_t i) {
-    const alpa::SliceMove& m = t.moves[static_cast<size_t>(i)];
-    alpa_slice_move sm;
-    std::memset(&sm, 0, sizeof(sm));
-    sm.version = 1;
-    sm.src_device = m.src_device;
-    sm.dst_device = m.dst_device;
-    sm.rank = static_cast<int32_t>(m.offsets.size());
-    for (size_t d = 0; d < ALPA_SLICE_MOVE_MAX_RANK; ++d) {
-      sm.offsets[d] = d < m.offsets.size() ? m.offsets[d] : 0;
-      sm.sizes[d] = d < m.sizes.size() ? m.sizes[d] : 1;
-    }
-    sm.bytes = m.bytes;
-    return sm;
-  });
+        const alpa::SliceMove& m = t.moves[static_cast<size_t>(i)];
+        alpa_slice_move sm;
+        std::memset(&sm, 0, sizeof(sm));
+        sm.version = 1;
+        sm.src_device = m.src_device;
+        sm.dst_device = m.dst_device;
+        sm.rank = static_cast<int32_t>(m.offsets.size());
+        for (size_t d = 0; d < ALPA_SLICE_MOVE_MAX_RANK; ++d) {
+          sm.offsets[d] = d < m.offsets.size() ? m.offsets[d] : 0;
+          sm.sizes[d] = d < m.sizes.size() ? m.sizes[d] : 1;
+        }
+        sm.bytes = m.bytes;
+        return sm;
+      });
 }
 
 ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out,

@@ -282,8 +282,8 @@ ALPA_API int32_t alpa_problem_read_buffer(alpa_problem** out, const char* data, 
   });
 }
 
-ALPA_API int32_t alpa_problem_to_json(alpa_buffer** out, const alpa_problem* problem, int32_t format,
-                                    alpa_error** err) {
+ALPA_API int32_t alpa_problem_to_json(alpa_buffer** out, const alpa_problem* problem,
+                                      int32_t format, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (int32_t s = CheckFinalized(problem, err)) return s;

@@ -74,7 +74,6 @@ constexpr size_t kCollectiveV1Size = offsetof(alpa_collective, reserved) + sizeo
 
 }  // namespace
 
-
 extern "C" {
 
 ALPA_API int32_t alpa_graph_auto_shard(alpa_sharding_plan** out, const alpa_graph* graph,
@@ -105,9 +104,8 @@ ALPA_API int32_t alpa_graph_auto_shard(alpa_sharding_plan** out, const alpa_grap
     alpa::Result<alpa::AutoShardResult> result = alpa::AutoShard(
         graph->graph, mesh->mesh, cluster != nullptr ? &cluster->cluster : nullptr, shard);
     if (!result.ok()) return Fail(err, result.status());
-    if (int32_t rc = alpa::capi::FailWithoutAnswer(err, result.value().status,
-                                                   HasAssignment(result.value()),
-                                                   result.value().message)) {
+    if (int32_t rc = alpa::capi::FailWithoutAnswer(
+            err, result.value().status, HasAssignment(result.value()), result.value().message)) {
       *out = nullptr;
       return rc;
     }
@@ -171,9 +169,8 @@ ALPA_API int64_t alpa_sharding_plan_op_strategies(const alpa_sharding_plan* plan
                                                   int64_t capacity) {
   if (plan == nullptr) return alpa::capi::kFillMisuse;
   const std::vector<alpa::OpSharding>& ops = plan->result.ops;
-  return alpa::capi::FillArray(out, capacity, static_cast<int64_t>(ops.size()), [&ops](int64_t i) {
-    return ops[static_cast<size_t>(i)].strategy;
-  });
+  return alpa::capi::FillArray(out, capacity, static_cast<int64_t>(ops.size()),
+                               [&ops](int64_t i) { return ops[static_cast<size_t>(i)].strategy; });
 }
 
 ALPA_API int64_t alpa_sharding_plan_collectives(const alpa_sharding_plan* plan,

@@ -149,8 +149,9 @@ ALPA_API int32_t alpa_simulation_stage(alpa_simulated_stage* out, size_t element
   });
 }
 
-ALPA_API int32_t alpa_simulation_timeline_to_svg(alpa_buffer** out, const alpa_simulation* simulation,
-                                              int32_t width, alpa_error** err) {
+ALPA_API int32_t alpa_simulation_timeline_to_svg(alpa_buffer** out,
+                                                 const alpa_simulation* simulation, int32_t width,
+                                                 alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || simulation == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and simulation must not be NULL");

@@ -146,8 +146,8 @@ ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t
                                             alpa_error** err) {
   return Guard(err, [&] {
     if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
-    return alpa::capi::SetOptionInt(alpa::capi::OptionHolder::kSolveOptions, FieldsOf(options),
-                                    key, value, err);
+    return alpa::capi::SetOptionInt(alpa::capi::OptionHolder::kSolveOptions, FieldsOf(options), key,
+                                    value, err);
   });
 }
 
@@ -157,8 +157,8 @@ ALPA_API int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, con
     if (options == nullptr || name == nullptr || value == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options, name and value must not be NULL");
     }
-    return alpa::capi::SetOptionByName(alpa::capi::OptionHolder::kSolveOptions,
-                                       FieldsOf(options), name, value, err);
+    return alpa::capi::SetOptionByName(alpa::capi::OptionHolder::kSolveOptions, FieldsOf(options),
+                                       name, value, err);
   });
 }
 
@@ -195,7 +195,7 @@ ALPA_API int32_t alpa_solve_options_set_progress(alpa_solve_options* options,
 }
 
 ALPA_API int32_t alpa_problem_solve(alpa_solution** out, const alpa_problem* problem,
-                            const alpa_solve_options* options, alpa_error** err) {
+                                    const alpa_solve_options* options, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (problem == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "problem is NULL");
@@ -234,8 +234,7 @@ ALPA_API double alpa_solution_lower_bound(const alpa_solution* solution) {
 }
 
 ALPA_API double alpa_solution_seconds(const alpa_solution* solution) {
-  return solution == nullptr ? std::numeric_limits<double>::quiet_NaN()
-                             : solution->result.seconds;
+  return solution == nullptr ? std::numeric_limits<double>::quiet_NaN() : solution->result.seconds;
 }
 
 ALPA_API int64_t alpa_solution_assignment(const alpa_solution* solution, int32_t* out,
@@ -262,7 +261,7 @@ ALPA_API int32_t alpa_solution_to_json(alpa_buffer** out, const alpa_solution* s
 }
 
 ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request, size_t size,
-                                 alpa_error** err) {
+                                         alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || (request == nullptr && size > 0)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and request must not be NULL");

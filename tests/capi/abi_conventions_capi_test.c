@@ -50,8 +50,7 @@ static void test_option_families(void) {
         ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "alpa_solve_options: ALPA_PLAN_OPT_MICROBATCHES (301"));
   err = NULL;
-  CHECK(alpa_solve_options_set_by_name(so, "microbatches", "8", &err) ==
-        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_solve_options_set_by_name(so, "microbatches", "8", &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "is a plan option; set it on alpa_plan_options"));
   err = NULL;
   CHECK(alpa_solve_options_set_int(so, 3, 1, &err) == ALPA_ERR_INVALID_ARGUMENT);
@@ -73,8 +72,7 @@ static void test_option_families(void) {
         ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "solve option \"relative_gap\": must be in [0, 1) (got 1.5)"));
   err = NULL;
-  CHECK(alpa_solve_options_set_by_name(so, "zero", "sideways", &err) ==
-        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_solve_options_set_by_name(so, "zero", "sideways", &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "shard option \"zero\": must be a ZeRO mode"));
   err = NULL;
   CHECK(alpa_plan_options_set_double(po, ALPA_PLAN_OPT_MICROBATCHES, 2.5, &err) ==

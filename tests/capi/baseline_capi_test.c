@@ -1,9 +1,9 @@
-/* Manual plans and the Megatron-LM baseline search through the C ABI, from C: alpa_model_plan_manual
- * gives an ordinary plan with the stated degrees, alpa_model_plan_baseline the fastest grid point
- * (no slower than any manual plan of the grid, its table agreeing with alpa_model_plan_manual),
- * alpa_plan_manual_spec / alpa_plan_baseline_table, the "baseline" JSON object (which
- * alpa_plan_simulate_json still reads), simulation, errors and cancellation. A small GPT on
- * four devices: each call takes well under a second. */
+/* Manual plans and the Megatron-LM baseline search through the C ABI, from C:
+ * alpa_model_plan_manual gives an ordinary plan with the stated degrees, alpa_model_plan_baseline
+ * the fastest grid point (no slower than any manual plan of the grid, its table agreeing with
+ * alpa_model_plan_manual), alpa_plan_manual_spec / alpa_plan_baseline_table, the "baseline" JSON
+ * object (which alpa_plan_simulate_json still reads), simulation, errors and cancellation. A small
+ * GPT on four devices: each call takes well under a second. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -311,7 +311,8 @@ static void test_errors(void) {
   CHECK(alpa_model_plan_manual(&plan, NULL, c, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "model_spec"));
   err = NULL;
-  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, NULL, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, NULL, &spec, o, &err) ==
+        ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "cluster"));
   err = NULL;
   CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, NULL, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
@@ -322,7 +323,8 @@ static void test_errors(void) {
   CHECK(alpa_model_plan_baseline(&plan, SMALL_GPT, NULL, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_manual_spec(NULL, sizeof out, g_manual, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_manual_spec(&out, sizeof out, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_baseline_table(NULL, NULL, 0, sizeof(alpa_baseline_point)) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_baseline_table(NULL, NULL, 0, sizeof(alpa_baseline_point)) ==
+        -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_baseline_evaluated(NULL) == 0 && alpa_plan_baseline_feasible(NULL) == 0 &&
         alpa_plan_baseline_pruned(NULL) == 0);
   CHECK(alpa_model_plan_manual(&plan, "nosuchmodel:layers=2", c, &spec, o, &err) ==

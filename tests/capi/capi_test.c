@@ -256,8 +256,7 @@ static void test_cancel(void) {
       err = NULL;
     } else {
       CHECK(alpa_solution_status(s) == ALPA_SOLVE_CANCELLED ||
-            (alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL &&
-             alpa_solution_objective(s) == 445.0));
+            (alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL && alpa_solution_objective(s) == 445.0));
     }
   }
   alpa_solution_destroy(s);

@@ -334,7 +334,8 @@ static void check_plan(const alpa_plan* plan, const alpa_cluster* cluster, int64
   CHECK(alpa_plan_stage(NULL, sizeof(info), plan, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_stage_devices(plan, stages, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_stage_schedule(plan, -1, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_stage_collectives(plan, stages, NULL, 0, sizeof(alpa_collective)) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_stage_collectives(plan, stages, NULL, 0, sizeof(alpa_collective)) ==
+        -ALPA_ERR_INVALID_ARGUMENT);
 
   /* Per op: its stage, and the spec of the ops a stage computes. */
   CHECK(alpa_plan_copy_graph(&graph, plan, &err) == ALPA_OK);
@@ -432,9 +433,12 @@ static void check_plan(const alpa_plan* plan, const alpa_cluster* cluster, int64
       printf("    %lld transfers, %lld slice moves, %lld to a replicated layout\n", (long long)n,
              (long long)moves, (long long)replicated);
     }
-    CHECK(alpa_plan_transfer_moves(plan, n, NULL, 0, sizeof(alpa_slice_move)) == -ALPA_ERR_INVALID_ARGUMENT);
-    CHECK(alpa_plan_transfer_moves(plan, -1, NULL, 0, sizeof(alpa_slice_move)) == -ALPA_ERR_INVALID_ARGUMENT);
-    CHECK(alpa_plan_transfer_moves(NULL, 0, NULL, 0, sizeof(alpa_slice_move)) == -ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(alpa_plan_transfer_moves(plan, n, NULL, 0, sizeof(alpa_slice_move)) ==
+          -ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(alpa_plan_transfer_moves(plan, -1, NULL, 0, sizeof(alpa_slice_move)) ==
+          -ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(alpa_plan_transfer_moves(NULL, 0, NULL, 0, sizeof(alpa_slice_move)) ==
+          -ALPA_ERR_INVALID_ARGUMENT);
     CHECK(detailed != NULL && strstr(alpa_buffer_data(detailed), "\"moves\":[{\"") != NULL);
     CHECK(strstr(alpa_buffer_data(json), "\"move_count\"") != NULL &&
           strstr(alpa_buffer_data(json), "\"moves\"") == NULL);
@@ -506,7 +510,7 @@ static void test_plan_graph(void) {
   CHECK(alpa_plan_options_set_by_name(o, "intra_op_gap", "0.01", &err) == ALPA_OK);
   CHECK(alpa_plan_options_set_by_name(o, "device_memory_bytes", "16e9", &err) == ALPA_OK);
   CHECK(alpa_model_build_graph(&g, "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1024,batch=4",
-                              &err) == ALPA_OK);
+                               &err) == ALPA_OK);
   print_error(err);
   err = NULL;
   CHECK(alpa_graph_plan(&plan, g, c, o, &err) == ALPA_OK);
@@ -693,7 +697,8 @@ static void test_null_plan(void) {
   CHECK(alpa_plan_stage_count(NULL) == 0);
   CHECK(alpa_plan_stage_devices(NULL, 0, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_op_stages(NULL, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_stage_collectives(NULL, 0, NULL, 0, sizeof(alpa_collective)) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_stage_collectives(NULL, 0, NULL, 0, sizeof(alpa_collective)) ==
+        -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_transfers(NULL, NULL, 0, sizeof(alpa_transfer)) == -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_stage_schedule(NULL, 0, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_stage(&info, sizeof(info), NULL, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);

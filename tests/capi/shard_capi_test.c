@@ -278,7 +278,8 @@ static void test_errors(void) {
   CHECK(isnan(alpa_sharding_plan_objective(NULL)));
   CHECK(alpa_sharding_plan_peak_memory_bytes(NULL) == 0);
   CHECK(strcmp(alpa_sharding_plan_message(NULL), "") == 0);
-  CHECK(alpa_sharding_plan_collectives(NULL, NULL, 0, sizeof(alpa_collective)) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_sharding_plan_collectives(NULL, NULL, 0, sizeof(alpa_collective)) ==
+        -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_sharding_plan_to_json(NULL, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
 
   alpa_solve_options_destroy(o);

@@ -378,7 +378,8 @@ int RunShard(const ShardArgs& args) {
     std::fflush(stdout);
   }
 
-  const int32_t sharded = alpa_graph_auto_shard(&h.plan, h.graph, h.mesh, h.cluster, h.options, &err);
+  const int32_t sharded =
+      alpa_graph_auto_shard(&h.plan, h.graph, h.mesh, h.cluster, h.options, &err);
   if (sharded != ALPA_OK) {
     // No answer (infeasible budget, time limit, cancellation) is a status of the C ABI; the
     // command exits 2 for it, as for any search without a plan.

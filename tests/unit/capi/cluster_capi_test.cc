@@ -103,8 +103,7 @@ TEST(ClusterCapi, JsonRoundTripAndCalibration) {
   EXPECT_NEAR(seconds, 1.0, 1e-12);
   const std::string cal = R"({"efficiency": {"matmul": 0.3}})";
   alpa_cluster* calibrated = nullptr;
-  ASSERT_EQ(alpa_cluster_calibrate(&calibrated, c, cal.data(), cal.size(), nullptr),
-            ALPA_OK);
+  ASSERT_EQ(alpa_cluster_calibrate(&calibrated, c, cal.data(), cal.size(), nullptr), ALPA_OK);
   ASSERT_EQ(alpa_cluster_op_seconds(&seconds, calibrated, 312e12 * 0.6, 0, ALPA_DTYPE_BF16,
                                     ALPA_COMPUTE_MATMUL, nullptr),
             ALPA_OK);
