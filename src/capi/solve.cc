@@ -1,5 +1,6 @@
 // Solve options, solving, solutions and the one-shot JSON call of the C ABI.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -107,6 +108,7 @@ SolveOptions ToSolveOptions(const alpa_solve_options* options) {
     void* user = options->progress_user_data;
     out.on_progress = [fn, user](const SolveProgress& p) {
       alpa_progress info;
+      std::memset(&info, 0, sizeof(info));  // the reserved field included
       info.struct_size = sizeof(alpa_progress);
       info.version = 1;
       info.seconds = p.seconds;

@@ -208,7 +208,48 @@ static void test_assignment_parse(void) {
   CHECK(error_mentions(err, "text is NULL"));
 }
 
+/* The builder calls no other test reaches: followers, aliases, live sets, a warm start. Two
+ * nodes of two strategies each; node 1 follows node 0, and the alias forbids both taking
+ * strategy 0, so the only answer is (1, 1) at cost 5 + 6. */
+static void test_followers_aliases_live_sets(void) {
+  alpa_problem* p = NULL;
+  alpa_solve_options* o = NULL;
+  alpa_solution* s = NULL;
+  alpa_error* err = NULL;
+  const int32_t counts[2] = {2, 2};
+  const double costs[4] = {1, 5, 1, 6};
+  const int32_t follows[2] = {-1, 0};
+  const int32_t pair[2] = {0, 1};
+  const uint8_t forbidden[4] = {1, 0, 0, 0};
+  const int64_t step_sizes[1] = {2};
+  const int32_t live[2] = {0, 1};
+  const int32_t start[2] = {1, 1};
+  const int32_t both_zero[2] = {0, 0};
+  int32_t assignment[2] = {-1, -1};
+  double cost = 0;
+  CHECK(alpa_problem_create(&p, &err) == ALPA_OK);
+  CHECK(alpa_problem_add_nodes(p, 2, counts, costs, NULL, &err) == ALPA_OK);
+  CHECK(alpa_problem_set_followers(p, 2, follows, &err) == ALPA_OK);
+  CHECK(alpa_problem_add_aliases(p, 1, pair, forbidden, &err) == ALPA_OK);
+  CHECK(alpa_problem_set_live_sets(p, 1, step_sizes, live, &err) == ALPA_OK);
+  CHECK(alpa_problem_finalize(p, &err) == ALPA_OK);
+  CHECK(alpa_problem_evaluate(&cost, p, 2, both_zero, &err) == ALPA_ERR_INFEASIBLE);
+  CHECK(error_mentions(err, "alias"));
+  err = NULL;
+  CHECK(alpa_solve_options_create(&o, &err) == ALPA_OK);
+  CHECK(alpa_solve_options_set_warm_start(o, 2, start, &err) == ALPA_OK);
+  CHECK(alpa_problem_solve(&s, p, o, &err) == ALPA_OK);
+  CHECK(alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL);
+  CHECK(alpa_solution_objective(s) == 11.0);
+  CHECK(alpa_solution_assignment(s, assignment, 2) == 2);
+  CHECK(assignment[0] == 1 && assignment[1] == 1);
+  alpa_solution_destroy(s);
+  alpa_solve_options_destroy(o);
+  alpa_problem_destroy(p);
+}
+
 int main(void) {
+  test_followers_aliases_live_sets();
   test_option_families();
   test_no_answer();
   test_out_of_range_getters();

@@ -385,7 +385,8 @@ int RunShard(const ShardArgs& args) {
     // command exits 2 for it, as for any search without a plan.
     if (sharded == ALPA_ERR_INFEASIBLE || sharded == ALPA_ERR_TIMEOUT ||
         sharded == ALPA_ERR_CANCELLED) {
-      std::fprintf(stderr, "alpa: no plan: %s\n", alpa_error_message(err));
+      std::fprintf(stderr, "alpa: no plan (%s): %s\n", alpa_status_string(sharded),
+                   alpa_error_message(err));
       alpa_error_free(err);
       return 2;
     }
