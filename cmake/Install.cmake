@@ -6,7 +6,7 @@ install(TARGETS alpa_shared alpa_static EXPORT alpaTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES include/alpa.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES include/alpa.h include/alpa_experimental.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS alpa_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT alpaTargets NAMESPACE alpa:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/alpa)
 configure_package_config_file(cmake/alpaConfig.cmake.in

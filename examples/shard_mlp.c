@@ -3,7 +3,7 @@
  * tensor parallelism, weights split by column and by row in turn. */
 #include <stdio.h>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 
 static int fail(alpa_error* err) {
   fprintf(stderr, "error: %s\n", err ? alpa_error_message(err) : "?");
@@ -23,7 +23,7 @@ int main(void) {
   int64_t op, ops;
   int rc = 0;
 
-  if (alpa_graph_from_model(&graph, "mlp:layers=4,batch=32,hidden=256", &err) != ALPA_OK ||
+  if (alpa_model_build_graph(&graph, "mlp:layers=4,batch=32,hidden=256", &err) != ALPA_OK ||
       alpa_mesh_create_abstract(&mesh, 1, shape, alpha, beta, &err) != ALPA_OK ||
       alpa_solve_options_create(&options, &err) != ALPA_OK ||
       alpa_solve_options_set_int(options, ALPA_OPT_COST_MODEL, ALPA_COST_MODE_ALPA, &err) !=
@@ -49,7 +49,7 @@ int main(void) {
     printf("  %-6s %s\n", alpa_graph_op_name(graph, (int32_t)op), alpa_buffer_data(spec));
     alpa_buffer_free(spec);
   }
-  if (alpa_sharding_plan_collective_counts(plan, 1, counts) != ALPA_OK) {
+  if (alpa_sharding_plan_collective_counts(plan, 1, counts, 4) != 4) {
     rc = 1;
     goto done;
   }

@@ -25,7 +25,7 @@ int main(void) {
       alpa_problem_add_edges(problem, 2, endpoints, edge_costs, &err) != ALPA_OK ||
       alpa_problem_set_memory_limit(problem, 12, &err) != ALPA_OK ||
       alpa_problem_finalize(problem, &err) != ALPA_OK ||
-      alpa_solve(&solution, problem, NULL, &err) != ALPA_OK) {
+      alpa_problem_solve(&solution, problem, NULL, &err) != ALPA_OK) {
     fprintf(stderr, "error: %s\n", err ? alpa_error_message(err) : "?");
     alpa_error_free(err);
     alpa_problem_destroy(problem);

@@ -1,5 +1,8 @@
-/*
+/**
  * alpa.h: the stable C ABI of libalpa, an automatic parallelization planner for deep learning.
+ * The reporting and convenience calls (model zoo catalog, graph statistics, cost-model queries,
+ * layout text, manual and baseline plans, simulation) are in alpa_experimental.h, which may
+ * change between minor versions (docs/api-stability.md).
  *
  * Lifecycle of the sharding-problem tier (the "raw solver" that frameworks with their own
  * strategy enumeration use):
@@ -11,17 +14,34 @@
  *   alpa_problem_finalize(p, &err);                      validate; the problem is now immutable
  *   alpa_solve_options* o;  alpa_solve_options_create(&o, &err);
  *   alpa_solve_options_set_double(o, ALPA_OPT_TIME_LIMIT_SECONDS, 10.0, &err);
- *   alpa_solution* s;  alpa_solve(&s, p, o, &err);       status, assignment, objective, bound
+ *   alpa_solution* s;  alpa_problem_solve(&s, p, o, &err);  status, assignment, objective, bound
  *   alpa_solution_destroy(s); alpa_solve_options_destroy(o); alpa_problem_destroy(p);
  *
- * Or in one call over serialized bytes: alpa_solve_json (JSON request in, JSON result out).
+ * Or in one call over serialized bytes: alpa_problem_solve_json (JSON request in, JSON result
+ * out).
  *
  * Conventions (see docs/error-handling.md and docs/threading.md):
+ *   - Names read alpa_<object>_<verb>: the object is the handle (or input) acted on. Results of
+ *     an operation are new handles (alpa_graph_plan makes an alpa_plan of a graph); getters are
+ *     alpa_<object>_<attribute>; alpa_<object>_to_json serializes a handle into an alpa_buffer;
+ *     alpa_<object>_read_file / _read_buffer read one; a `_json` suffix on an operation
+ *     (alpa_problem_solve_json, alpa_plan_simulate_json) takes its input as JSON bytes.
  *   - Fallible functions return an int32_t status (ALPA_OK or an ALPA_ERR_* code) and take an
  *     optional trailing `alpa_error** err`: when non-NULL and the call fails, *err receives a
  *     message naming the offending element; the caller frees it with alpa_error_free. On
  *     success *err is left untouched (NULL if the caller set it so).
- *   - Out-params come first. Every create has a destroy that accepts NULL.
+ *   - Out-params come first. Every constructor names the function that frees its result; every
+ *     destroy / free accepts NULL.
+ *   - "No answer" is a status: a call that ends without a result (infeasible, a time limit or a
+ *     cancellation before the first answer) returns ALPA_ERR_INFEASIBLE / ALPA_ERR_TIMEOUT /
+ *     ALPA_ERR_CANCELLED and no handle. Only the one-shot JSON calls report every outcome inside
+ *     their JSON result.
+ *   - Getters never fail: for a NULL handle or an index out of range, pointer getters return ""
+ *     (never NULL), double getters NaN, integer getters taking an index -1, counts 0.
+ *   - Count-then-fill: array getters return the full count and copy min(count, capacity)
+ *     entries (out may be NULL when capacity is 0); misuse (a NULL handle, an index out of
+ *     range, a negative capacity, capacity > 0 with out NULL, an element_size below version 1's)
+ *     returns a negative status, -ALPA_ERR_INVALID_ARGUMENT, never a count.
  *   - The library never keeps a caller's pointer after a call returns: inputs are copied.
  *   - A finalized problem and a solution are immutable and may be shared between threads.
  *     Building a problem (add_*, set_*) needs exclusive access to it.
@@ -53,66 +73,73 @@ extern "C" {
 #define ALPA_VERSION_NUMBER \
   (ALPA_VERSION_MAJOR * 10000 + ALPA_VERSION_MINOR * 100 + ALPA_VERSION_PATCH)
 
-/* The library's version at run time, e.g. "0.1.0". Static storage; never NULL. */
+/** The library's version at run time, e.g. "0.1.0". Static storage; never NULL. */
 ALPA_API const char* alpa_version_string(void);
-/* ALPA_VERSION_NUMBER of the library actually loaded. */
+/** ALPA_VERSION_NUMBER of the library actually loaded. */
 ALPA_API int32_t alpa_version_number(void);
 
 /* ---- Status codes (values are pinned and never reused) ------------------------------------- */
 #define ALPA_OK 0
-#define ALPA_ERR_INVALID_ARGUMENT 1 /* a NULL pointer, a bad length, an unknown option */
-#define ALPA_ERR_INVALID_PROBLEM 2  /* inconsistent problem data; the message names the element */
-#define ALPA_ERR_INFEASIBLE 3       /* no assignment meets the constraints */
+#define ALPA_ERR_INVALID_ARGUMENT 1 /**< a NULL pointer, a bad length, an unknown option */
+/** inconsistent problem data; the message names the element */
+#define ALPA_ERR_INVALID_PROBLEM 2
+#define ALPA_ERR_INFEASIBLE 3 /**< no assignment meets the constraints */
 #define ALPA_ERR_TIMEOUT 4
 #define ALPA_ERR_CANCELLED 5
 #define ALPA_ERR_UNSUPPORTED 6
 #define ALPA_ERR_OUT_OF_MEMORY 7
 #define ALPA_ERR_INTERNAL 8
-#define ALPA_ERR_IO 9             /* a file could not be read or written */
-#define ALPA_ERR_PARSE 10         /* bytes are not valid JSON or not the expected format */
-#define ALPA_ERR_INVALID_GRAPH 11 /* inconsistent operator graph; the message names the op */
+#define ALPA_ERR_IO 9             /**< a file could not be read or written */
+#define ALPA_ERR_PARSE 10         /**< bytes are not valid JSON or not the expected format */
+#define ALPA_ERR_INVALID_GRAPH 11 /**< inconsistent operator graph; the message names the op */
 
-/* A short English name for a status code ("ok", "invalid argument", ...). Static storage. */
+/** A short English name for a status code ("ok", "invalid argument", ...). Static storage. */
 ALPA_API const char* alpa_status_string(int32_t status);
 
 /* ---- Errors -------------------------------------------------------------------------------- */
 typedef struct alpa_error alpa_error;
-/* The status code of the failure. err may not be NULL. */
+/** The status code of the failure. err may not be NULL. */
 ALPA_API int32_t alpa_error_code(const alpa_error* err);
-/* The UTF-8 message, valid until alpa_error_free. err may not be NULL. */
+/** The UTF-8 message, valid until alpa_error_free. err may not be NULL. */
 ALPA_API const char* alpa_error_message(const alpa_error* err);
-/* Frees an error; NULL is allowed. */
+/** Frees an error; NULL is allowed. */
 ALPA_API void alpa_error_free(alpa_error* err);
 
 /* ---- Buffers (serialized output) ----------------------------------------------------------- */
 typedef struct alpa_buffer alpa_buffer;
-/* The bytes, valid until alpa_buffer_free; NUL-terminated for convenience (not counted). */
+/** The bytes, valid until alpa_buffer_free; NUL-terminated for convenience (not counted). */
 ALPA_API const char* alpa_buffer_data(const alpa_buffer* buffer);
+/** The number of bytes (without the terminating NUL); 0 for NULL. */
 ALPA_API size_t alpa_buffer_size(const alpa_buffer* buffer);
+/** Frees a buffer; NULL is allowed. */
 ALPA_API void alpa_buffer_free(alpa_buffer* buffer);
 
 /* ---- Cancellation -------------------------------------------------------------------------- */
 typedef struct alpa_cancel_token alpa_cancel_token;
+/** A cancel token, not triggered. Caller frees *out with alpa_cancel_token_destroy, after
+ * every call using it has returned. */
 ALPA_API int32_t alpa_cancel_token_create(alpa_cancel_token** out, alpa_error** err);
-/* Requests cancellation; safe to call from any thread, any number of times. */
+/** Requests cancellation; safe to call from any thread, any number of times. */
 ALPA_API void alpa_cancel_token_trigger(alpa_cancel_token* token);
+/** Frees a cancel token; NULL is allowed. */
 ALPA_API void alpa_cancel_token_destroy(alpa_cancel_token* token);
 
 /* ---- Sharding problems --------------------------------------------------------------------- */
 #define ALPA_FORBIDDEN_COST 1e18
 
-/* File / buffer formats. */
-#define ALPA_FORMAT_AUTO 0   /* Alpa JSON if the object has "format": "alpa", else IOPDDL */
-#define ALPA_FORMAT_IOPDDL 1 /* the IOPDDL contest JSON, plain or gzip */
-#define ALPA_FORMAT_ALPA 2   /* Alpa's serialized solver arrays as JSON */
+/** File / buffer formats. */
+#define ALPA_FORMAT_AUTO 0   /**< Alpa JSON if the object has "format": "alpa", else IOPDDL */
+#define ALPA_FORMAT_IOPDDL 1 /**< the IOPDDL contest JSON, plain or gzip */
+#define ALPA_FORMAT_ALPA 2   /**< Alpa's serialized solver arrays as JSON */
 
 typedef struct alpa_problem alpa_problem;
 
-/* An empty problem in the building state. Caller frees with alpa_problem_destroy. */
+/** An empty problem in the building state. Caller frees with alpa_problem_destroy. */
 ALPA_API int32_t alpa_problem_create(alpa_problem** out, alpa_error** err);
+/** Frees a problem; NULL is allowed. */
 ALPA_API void alpa_problem_destroy(alpa_problem* problem);
 
-/* Appends `count` nodes. strategy_counts[count] gives each node's number of strategies k_i;
+/** Appends `count` nodes. strategy_counts[count] gives each node's number of strategies k_i;
  * costs[sum k_i] their costs (compute + communication) node after node; usages[sum k_i] their
  * memory bytes, or NULL for all zero. New nodes are free (follow nobody) and never live until
  * intervals or live sets say otherwise. Node ids continue from the current node count. */
@@ -120,189 +147,229 @@ ALPA_API int32_t alpa_problem_add_nodes(alpa_problem* problem, int64_t count,
                                         const int32_t* strategy_counts, const double* costs,
                                         const int64_t* usages, alpa_error** err);
 
-/* Sets the liveness of the first `count` nodes as half-open intervals: lo_hi[2*count] holds
+/** Sets the liveness of the first `count` nodes as half-open intervals: lo_hi[2*count] holds
  * lo, hi of node 0, then node 1, ...; usage counts at times lo..hi-1. */
 ALPA_API int32_t alpa_problem_set_intervals(alpa_problem* problem, int64_t count,
                                             const int64_t* lo_hi, alpa_error** err);
 
-/* Sets liveness as explicit live sets (replacing intervals): step_sizes[num_steps] gives the
+/** Sets liveness as explicit live sets (replacing intervals): step_sizes[num_steps] gives the
  * number of live nodes at each time step; node_ids[sum step_sizes] lists them step after step. */
 ALPA_API int32_t alpa_problem_set_live_sets(alpa_problem* problem, int64_t num_steps,
                                             const int64_t* step_sizes, const int32_t* node_ids,
                                             alpa_error** err);
 
-/* Appends `count` edges. endpoints[2*count] holds (u, v) pairs; costs[sum k_u*k_v] each edge's
+/** Appends `count` edges. endpoints[2*count] holds (u, v) pairs; costs[sum k_u*k_v] each edge's
  * matrix row-major (rows = u's strategies). Several edges on one pair add up. */
 ALPA_API int32_t alpa_problem_add_edges(alpa_problem* problem, int64_t count,
                                         const int32_t* endpoints, const double* costs,
                                         alpa_error** err);
 
-/* Sets followers for the first `count` nodes: follows[i] = -1 (free) or the node whose choice
+/** Sets followers for the first `count` nodes: follows[i] = -1 (free) or the node whose choice
  * node i shares (it must have the same number of strategies). */
 ALPA_API int32_t alpa_problem_set_followers(alpa_problem* problem, int64_t count,
                                             const int32_t* follows, alpa_error** err);
 
-/* Appends `count` alias pairs. pairs[2*count] holds (u, v); forbidden[sum k_u*k_v] row-major,
+/** Appends `count` alias pairs. pairs[2*count] holds (u, v); forbidden[sum k_u*k_v] row-major,
  * non-zero where u taking i and v taking j together is not allowed. */
 ALPA_API int32_t alpa_problem_add_aliases(alpa_problem* problem, int64_t count,
                                           const int32_t* pairs, const uint8_t* forbidden,
                                           alpa_error** err);
 
-/* The memory limit in bytes; a negative value removes it (the default is no limit). */
+/** The memory limit in bytes; a negative value removes it (the default is no limit). */
 ALPA_API int32_t alpa_problem_set_memory_limit(alpa_problem* problem, int64_t limit,
                                                alpa_error** err);
 
-/* Validates and freezes the problem. On failure (ALPA_ERR_INVALID_PROBLEM, the message names
+/** Validates and freezes the problem. On failure (ALPA_ERR_INVALID_PROBLEM, the message names
  * the node, edge, alias or time step) the problem stays in the building state. Idempotent. */
 ALPA_API int32_t alpa_problem_finalize(alpa_problem* problem, alpa_error** err);
 
-/* Reads a problem (finalized) from a file (.json or .json.gz) or from bytes. */
+/** Reads a problem (finalized) from a file (.json or .json.gz) in an ALPA_FORMAT_*. ALPA_ERR_IO
+ * when the file cannot be read, ALPA_ERR_PARSE / ALPA_ERR_INVALID_PROBLEM naming the element.
+ * Caller frees *out with alpa_problem_destroy. */
 ALPA_API int32_t alpa_problem_read_file(alpa_problem** out, const char* path, int32_t format,
                                         alpa_error** err);
+/** The same from bytes (data[size], gzip detected; need not be NUL-terminated). Caller frees
+ * *out with alpa_problem_destroy. */
 ALPA_API int32_t alpa_problem_read_buffer(alpa_problem** out, const char* data, size_t size,
                                           int32_t format, alpa_error** err);
-/* Serializes a finalized problem (ALPA_FORMAT_IOPDDL or ALPA_FORMAT_ALPA). Caller frees *out with
+/** Serializes a finalized problem (ALPA_FORMAT_IOPDDL or ALPA_FORMAT_ALPA). Caller frees *out with
  * alpa_buffer_free. ALPA_ERR_UNSUPPORTED when the format cannot express the problem. */
-ALPA_API int32_t alpa_problem_write(alpa_buffer** out, const alpa_problem* problem, int32_t format,
-                                    alpa_error** err);
+ALPA_API int32_t alpa_problem_to_json(alpa_buffer** out, const alpa_problem* problem,
+                                      int32_t format, alpa_error** err);
 
-/* Counts (0 for NULL). */
+/** Counts (0 for NULL). */
 ALPA_API int64_t alpa_problem_node_count(const alpa_problem* problem);
+/** Number of edges (0 for NULL). */
 ALPA_API int64_t alpa_problem_edge_count(const alpa_problem* problem);
-/* Strategies of one node, or -1 if the node does not exist. */
+/** Strategies of one node, or -1 if the node does not exist. */
 ALPA_API int32_t alpa_problem_strategy_count(const alpa_problem* problem, int64_t node);
 
-/* Evaluates an assignment (assignment[count], count = node count) of a finalized problem with
+/** Evaluates an assignment (assignment[count], count = node count) of a finalized problem with
  * the independent evaluator. ALPA_OK: *out_cost is the total cost. ALPA_ERR_INFEASIBLE: the
  * message names the violated constraint (forbidden choice, follower, alias, memory at time t).
  * ALPA_ERR_INVALID_ARGUMENT: wrong length or a strategy out of range. */
 ALPA_API int32_t alpa_problem_evaluate(double* out_cost, const alpa_problem* problem, int64_t count,
                                        const int32_t* assignment, alpa_error** err);
 
+/** Parses an assignment written as IOPDDL prints it ("[0, 0, 2, 1, 0]": a JSON array of
+ * integers; text[size], need not be NUL-terminated), for alpa_problem_evaluate and warm starts.
+ * Count-then-fill: returns the number of strategies and copies min(count, capacity) of them to
+ * out. -ALPA_ERR_PARSE when the text is not such an array (the message names the position and
+ * what was expected; values outside int32 included); -ALPA_ERR_INVALID_ARGUMENT for NULL text
+ * with size > 0 or the count-then-fill misuse. */
+ALPA_API int64_t alpa_assignment_parse(const char* text, size_t size, int32_t* out,
+                                       int64_t capacity, alpa_error** err);
+
 /* ---- Solve options ------------------------------------------------------------------------- */
 typedef struct alpa_solve_options alpa_solve_options;
 
-/* Option keys (pinned values). */
-#define ALPA_OPT_TIME_LIMIT_SECONDS 1 /* double, default: none (<= 0 or inf: none) */
-#define ALPA_OPT_DETERMINISTIC 2      /* int 0/1, default 0: identical answers run to run */
-#define ALPA_OPT_THREADS 3            /* int, default 0 = all hardware threads */
-#define ALPA_OPT_RELATIVE_GAP 4       /* double in [0, 1), default 0: stop within this gap */
-/* Auto-sharding options (alpa_graph_auto_shard; alpa_solve ignores them). Integers; set them
- * with alpa_solve_options_set_int (set_double accepts integral values). */
-/* ALPA_COST_MODE_REAL_UNITS (1, default: seconds; needs a cluster) or ALPA_COST_MODE_ALPA (0:
+/** Option keys (pinned values). Each family has its own range: solve 100..199, shard 200..299
+ * (both set on alpa_solve_options), plan 300..399 (ALPA_PLAN_OPT_*, set on alpa_plan_options).
+ * A key of a family the options object does not hold is ALPA_ERR_INVALID_ARGUMENT naming the key
+ * and its family. */
+/** Solve family (alpa_problem_solve and the solve inside alpa_graph_auto_shard). */
+#define ALPA_OPT_TIME_LIMIT_SECONDS 100 /**< double, default: none (<= 0 or inf: none) */
+#define ALPA_OPT_DETERMINISTIC 101      /**< int 0/1, default 0: identical answers run to run */
+#define ALPA_OPT_THREADS 102            /**< int 0..4096, default 0 = all hardware threads */
+#define ALPA_OPT_RELATIVE_GAP 103       /**< double in [0, 1), default 0: stop within this gap */
+/** Shard family (alpa_graph_auto_shard; alpa_problem_solve ignores them). Integers; set them with
+ * alpa_solve_options_set_int (set_double accepts integral values). */
+/** ALPA_COST_MODE_REAL_UNITS (1, default: seconds; needs a cluster) or ALPA_COST_MODE_ALPA (0:
  * Alpa's abstract formulas and tie-breakers; the cluster is optional). */
-#define ALPA_OPT_COST_MODEL 5
-#define ALPA_OPT_ZERO 6                /* ALPA_ZERO_*, default ALPA_ZERO_OFF */
-#define ALPA_OPT_FORCE_DATA_PARALLEL 7 /* 0/1, default 0: weights replicated, batch split */
-/* The mesh dim every input's batch dim (dim 0) is split over: ALPA_BATCH_MESH_DIM_FREE (-2,
+#define ALPA_OPT_COST_MODEL 200
+#define ALPA_OPT_ZERO 201                /**< ALPA_ZERO_*, default ALPA_ZERO_OFF */
+#define ALPA_OPT_FORCE_DATA_PARALLEL 202 /**< 0/1, default 0: weights replicated, batch split */
+/** The mesh dim every input's batch dim (dim 0) is split over: ALPA_BATCH_MESH_DIM_FREE (-2,
  * default: no constraint), ALPA_BATCH_MESH_DIM_ALL (-1: all mesh dims) or a mesh dim k >= 0
  * (checked against the mesh at alpa_graph_auto_shard). */
-#define ALPA_OPT_BATCH_MESH_DIM 8
-#define ALPA_OPT_ALLOW_ALL_GATHER 9  /* 0/1, default 1: resharding may use all-gathers */
-#define ALPA_OPT_ALLOW_ALL_TO_ALL 10 /* 0/1, default 1: resharding may use all-to-alls */
-/* int64 bytes per device, default: none; a negative value removes the budget. A budget no plan
- * meets gives ALPA_SOLVE_INFEASIBLE, not an error. */
-#define ALPA_OPT_MEMORY_BUDGET_BYTES 11
+#define ALPA_OPT_BATCH_MESH_DIM 203
+#define ALPA_OPT_ALLOW_ALL_GATHER 204 /**< 0/1, default 1: resharding may use all-gathers */
+#define ALPA_OPT_ALLOW_ALL_TO_ALL 205 /**< 0/1, default 1: resharding may use all-to-alls */
+/** int64 bytes per device, default: none; a negative value removes the budget. A budget no plan
+ * meets makes alpa_graph_auto_shard return ALPA_ERR_INFEASIBLE (the message gives the smallest
+ * peak found without it). */
+#define ALPA_OPT_MEMORY_BUDGET_BYTES 206
 
-/* ZeRO modes of ALPA_OPT_ZERO (pinned values): off (optimizer state and updates follow their
+/** ZeRO modes of ALPA_OPT_ZERO (pinned values): off (optimizer state and updates follow their
  * weight's layout), search (the solver may shard them: reduce-scatter, sharded update,
  * all-gather), force (as search, and optimizer state must be sharded where it can be). */
 #define ALPA_ZERO_OFF 0
 #define ALPA_ZERO_SEARCH 1
 #define ALPA_ZERO_FORCE 2
-/* Special values of ALPA_OPT_BATCH_MESH_DIM. */
+/** Special values of ALPA_OPT_BATCH_MESH_DIM. */
 #define ALPA_BATCH_MESH_DIM_FREE (-2)
 #define ALPA_BATCH_MESH_DIM_ALL (-1)
 
-/* Defaults as above. Caller frees with alpa_solve_options_destroy. */
+/** Defaults as above. Caller frees with alpa_solve_options_destroy. */
 ALPA_API int32_t alpa_solve_options_create(alpa_solve_options** out, alpa_error** err);
+/** Frees solve options; NULL is allowed. */
 ALPA_API void alpa_solve_options_destroy(alpa_solve_options* options);
-/* Sets option `key` (ALPA_OPT_*). ALPA_ERR_INVALID_ARGUMENT for a NULL options, an unknown key
- * or a value out of range (the message names the option); the option then keeps its value. An
- * options object needs exclusive access while it is changed; a solve only reads it. */
+/** Sets option `key` (ALPA_OPT_*, solve or shard family). ALPA_ERR_INVALID_ARGUMENT for a NULL
+ * options, an unknown key, a key of the plan family ("alpa_solve_options:
+ * ALPA_PLAN_OPT_THREADS (303, \"threads\") is a plan option; set it on alpa_plan_options") or a
+ * value out of range ("solve option \"threads\": must be an integer in 0..4096 (got 5000)"); the
+ * option then keeps its value. set_double accepts integral values for integer options, set_int
+ * any value for double options. An options object needs exclusive access while it is changed; a
+ * solve only reads it. */
 ALPA_API int32_t alpa_solve_options_set_double(alpa_solve_options* options, int32_t key,
                                                double value, alpa_error** err);
+/** Sets option `key` from an integer (see alpa_solve_options_set_double). */
 ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t key, int64_t value,
                                             alpa_error** err);
-/* By name, for CLIs and config files: "time_limit_seconds", "deterministic", "threads",
+/** By name, for CLIs and config files: "time_limit_seconds", "deterministic", "threads",
  * "relative_gap", "cost_model", "zero", "force_data_parallel", "batch_mesh_dim",
- * "allow_all_gather", "allow_all_to_all", "memory_budget_bytes". value is parsed as a number
- * ("true"/"false" accepted for the 0/1 options); cost_model also accepts "alpa" / "real", zero
- * "off" / "search" / "force", batch_mesh_dim "free" / "all", memory_budget_bytes "none" and
- * exact integers up to 2^63-1. */
+ * "allow_all_gather", "allow_all_to_all", "memory_budget_bytes". value is parsed as a number in
+ * any strtod form (integer options need an integral value; integer literals are read exactly up
+ * to 2^63-1); "true"/"false" are accepted for the 0/1 options, "alpa" / "real" for cost_model,
+ * "off" / "search" / "force" for zero, "free" / "all" for batch_mesh_dim, "none" for
+ * memory_budget_bytes. Errors as for set_int, and for an unknown name. */
 ALPA_API int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, const char* name,
                                                 const char* value, alpa_error** err);
-/* A starting assignment (assignment[count], one strategy per node); count 0 clears it. Invalid
+/** A starting assignment (assignment[count], one strategy per node); count 0 clears it. Invalid
  * or infeasible warm starts are ignored by the solver, never an error at solve time. */
 ALPA_API int32_t alpa_solve_options_set_warm_start(alpa_solve_options* options, int64_t count,
                                                    const int32_t* assignment, alpa_error** err);
-/* Cancel token (may be NULL to remove). The token must outlive every solve using it. */
+/** Cancel token (may be NULL to remove). The token must outlive every solve using it. */
 ALPA_API int32_t alpa_solve_options_set_cancel_token(alpa_solve_options* options,
                                                      alpa_cancel_token* token, alpa_error** err);
 
-/* Progress reports, passed to the progress callback. */
+/** Progress reports, passed to the progress callback. */
 typedef struct alpa_progress {
-  size_t struct_size; /* sizeof(alpa_progress) of the library that filled it */
-  int32_t version;    /* 1 */
-  double seconds;     /* since the solve started */
-  double objective;   /* best feasible objective so far, +inf if none */
-  double lower_bound; /* best proven lower bound, -inf if none */
-  const char* phase;  /* "reduce", "elimination", "heuristic", "ilp", "warm_start" (static) */
+  size_t struct_size; /**< sizeof(alpa_progress) of the library that filled it */
+  int32_t version;    /**< 1 */
+  int32_t reserved;   /**< 0 */
+  double seconds;     /**< since the solve started */
+  double objective;   /**< best feasible objective so far, +inf if none */
+  double lower_bound; /**< best proven lower bound, -inf if none */
+  const char* phase;  /**< "reduce", "elimination", "heuristic", "ilp", "warm_start" (static) */
 } alpa_progress;
-/* Runs on the thread that called alpa_solve (or alpa_graph_auto_shard). Return non-zero to
+/** Runs on the thread that called alpa_problem_solve (or alpa_graph_auto_shard). Return non-zero to
  * cancel the solve. */
 typedef int32_t (*alpa_progress_fn)(void* user_data, const alpa_progress* progress);
+/** Progress callback (NULL to remove) and its user_data, for alpa_problem_solve and
+ * alpa_graph_auto_shard. */
 ALPA_API int32_t alpa_solve_options_set_progress(alpa_solve_options* options,
                                                  alpa_progress_fn callback, void* user_data,
                                                  alpa_error** err);
 
 /* ---- Solving ------------------------------------------------------------------------------- */
-/* Solution status (pinned values). */
-#define ALPA_SOLVE_OPTIMAL 1       /* proven optimal (within the relative gap) */
-#define ALPA_SOLVE_FEASIBLE 2      /* time limit hit; the best feasible assignment found */
-#define ALPA_SOLVE_INFEASIBLE 3    /* proven infeasible */
-#define ALPA_SOLVE_INVALID_INPUT 4 /* only in JSON results: the problem failed validation */
-#define ALPA_SOLVE_CANCELLED 5     /* cancelled; the best assignment found so far, if any */
-#define ALPA_SOLVE_NO_SOLUTION 6   /* time limit hit before any feasible assignment */
+/** Solution status (pinned values). A solution handle or sharding plan is OPTIMAL, FEASIBLE or
+ * CANCELLED (with the assignment found before the cancellation); INFEASIBLE, INVALID_INPUT and
+ * NO_SOLUTION appear only in the JSON results of alpa_problem_solve_json, the handle calls
+ * returning ALPA_ERR_INFEASIBLE, ALPA_ERR_INVALID_PROBLEM and ALPA_ERR_TIMEOUT instead. */
+#define ALPA_SOLVE_OPTIMAL 1       /**< proven optimal (within the relative gap) */
+#define ALPA_SOLVE_FEASIBLE 2      /**< time limit hit; the best feasible assignment found */
+#define ALPA_SOLVE_INFEASIBLE 3    /**< proven infeasible (JSON results only) */
+#define ALPA_SOLVE_INVALID_INPUT 4 /**< the problem failed validation (JSON results only) */
+#define ALPA_SOLVE_CANCELLED 5     /**< cancelled after a first assignment: the best found */
+#define ALPA_SOLVE_NO_SOLUTION 6   /**< time limit before any assignment (JSON results only) */
 
 typedef struct alpa_solution alpa_solution;
 
-/* Solves a finalized problem. options may be NULL (defaults). Returns ALPA_OK whenever a
- * solution object is produced, whatever its status (infeasible and time limits included);
- * ALPA_ERR_INVALID_ARGUMENT for a NULL or unfinalized problem. Caller frees *out with
- * alpa_solution_destroy. Thread-safe for distinct options objects. */
-ALPA_API int32_t alpa_solve(alpa_solution** out, const alpa_problem* problem,
-                            const alpa_solve_options* options, alpa_error** err);
+/** Solves a finalized problem. options may be NULL (defaults). ALPA_OK with a solution whose
+ * status is OPTIMAL, FEASIBLE (time limit) or CANCELLED (after a first assignment). No answer is
+ * an error and leaves *out NULL: ALPA_ERR_INFEASIBLE (proven infeasible; the message names the
+ * reason), ALPA_ERR_TIMEOUT (time limit before any feasible assignment), ALPA_ERR_CANCELLED
+ * (cancelled before one); ALPA_ERR_INVALID_ARGUMENT for a NULL or unfinalized problem. Caller
+ * frees *out with alpa_solution_destroy. Thread-safe for distinct options objects. */
+ALPA_API int32_t alpa_problem_solve(alpa_solution** out, const alpa_problem* problem,
+                                    const alpa_solve_options* options, alpa_error** err);
+/** Frees a solution; NULL is allowed. */
 ALPA_API void alpa_solution_destroy(alpa_solution* solution);
 
-/* ALPA_SOLVE_* */
+/** ALPA_SOLVE_OPTIMAL, _FEASIBLE or _CANCELLED; 0 for NULL. */
 ALPA_API int32_t alpa_solution_status(const alpa_solution* solution);
-/* The objective of the assignment (+inf if none) and the best proven lower bound (-inf if
- * none). Both are rounded to double; the JSON form prints them exactly. */
+/** The objective of the assignment and the best proven lower bound (-inf if none); NaN for NULL.
+ * Both are rounded to double; the JSON form prints them exactly. */
 ALPA_API double alpa_solution_objective(const alpa_solution* solution);
+/** The best proven lower bound (-inf if none); NaN for NULL. */
 ALPA_API double alpa_solution_lower_bound(const alpa_solution* solution);
+/** Seconds the solve took; NaN for NULL. */
 ALPA_API double alpa_solution_seconds(const alpa_solution* solution);
-/* Count-then-fill: returns the number of nodes in the assignment (0 if none was found) and
- * copies min(count, capacity) entries to out (out may be NULL when capacity is 0). */
+/** Count-then-fill over the assignment: one strategy per node (0 for a problem of no nodes). */
 ALPA_API int64_t alpa_solution_assignment(const alpa_solution* solution, int32_t* out,
                                           int64_t capacity);
-/* A message for infeasible / no-solution results ("" otherwise). Valid while solution lives. */
+/** Why the solve stopped short of proving optimality (time limit, cancellation), "" otherwise.
+ * Valid while the solution lives. */
 ALPA_API const char* alpa_solution_message(const alpa_solution* solution);
-/* The solution as one JSON object: status, objective, lower_bound, seconds, assignment, stats.
+/** The solution as one JSON object (docs/formats.md): status, objective, lower_bound, seconds,
+ * assignment, message, stats (the solver statistics, spelled as in the auto-sharding JSON).
  * Caller frees *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_solution_to_json(alpa_buffer** out, const alpa_solution* solution,
                                        alpa_error** err);
 
-/* One-shot solve over JSON: request = {"problem": <IOPDDL problem object or Alpa object>,
+/** One-shot solve over JSON: request = {"problem": <IOPDDL problem object or Alpa object>,
  * "options": {"time_limit_seconds": 10, "deterministic": true, "threads": 1,
- * "relative_gap": 0, "warm_start": [...]}} ("options" optional). On ALPA_OK *out holds the
- * result JSON of alpa_solution_to_json; a problem that fails validation gives ALPA_OK with
- * "status": "invalid_input" and "message". Malformed requests give ALPA_ERR_PARSE. */
-ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t size,
-                                 alpa_error** err);
+ * "relative_gap": 0, "warm_start": [...]}} ("options" optional; solve-family names only). On
+ * ALPA_OK *out holds the result JSON of alpa_solution_to_json, whatever the outcome: "status"
+ * is "infeasible", "no_solution" or "invalid_input" (with "message") where alpa_problem_solve
+ * would return an error. Malformed requests give ALPA_ERR_PARSE, unknown or out-of-range
+ * options ALPA_ERR_INVALID_ARGUMENT. Caller frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request, size_t size,
+                                         alpa_error** err);
 
 /* ---- Operator graphs ----------------------------------------------------------------------- */
-/* A training step as an HLO-like operator graph (semantics: docs/graph-format.md). Every op
+/** A training step as an HLO-like operator graph (semantics: docs/graph-format.md). Every op
  * produces one tensor and refers to its operands by op id (its index); ops are added in
  * topological order. Lifecycle:
  *
@@ -310,14 +377,14 @@ ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t 
  *   alpa_graph_add_ops(g, n, kinds, dtypes, ...);   types are inferred and checked op by op
  *   alpa_graph_set_alias(g, update_op, parameter_op, &err);  alpa_graph_set_outputs(...);
  *   alpa_graph_finalize(g, &err);                   validates; the graph is now immutable
- *   alpa_graph_write_json / alpa_graph_stats_json / queries ...;  alpa_graph_destroy(g);
+ *   alpa_graph_to_json / queries ...;  alpa_graph_destroy(g);
  *
  * Or read one (finalized) with alpa_graph_read_file / alpa_graph_read_buffer, or build a model
- * of the zoo with alpa_graph_from_model. Errors about ops are ALPA_ERR_INVALID_GRAPH and name
+ * of the zoo with alpa_model_build_graph. Errors about ops are ALPA_ERR_INVALID_GRAPH and name
  * the op: "op 12 'attn.qkv' (dot_general): contracting dim sizes differ: ...". A finalized graph
  * may be shared between threads; building needs exclusive access. */
 
-/* Element types (pinned values). */
+/** Element types (pinned values). */
 #define ALPA_DTYPE_F32 0
 #define ALPA_DTYPE_F16 1
 #define ALPA_DTYPE_BF16 2
@@ -325,14 +392,14 @@ ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t 
 #define ALPA_DTYPE_S8 4
 #define ALPA_DTYPE_S32 5
 #define ALPA_DTYPE_S64 6
-#define ALPA_DTYPE_PRED 7 /* boolean, one byte */
+#define ALPA_DTYPE_PRED 7 /**< boolean, one byte */
 
-/* Op kinds (pinned values). The int64 attribute words each kind takes in alpa_graph_add_ops
+/** Op kinds (pinned values). The int64 attribute words each kind takes in alpa_graph_add_ops
  * are given in brackets; r is the operand's rank, k the number of spatial dims. */
-#define ALPA_OP_PARAMETER 0 /* []; shape and dtype given */
-#define ALPA_OP_CONSTANT 1  /* []; splat of values[i]; shape and dtype given */
-#define ALPA_OP_IOTA 2      /* [axis]; shape and dtype given */
-#define ALPA_OP_NEG 10      /* unary ops 10..19: [] */
+#define ALPA_OP_PARAMETER 0 /**< []; shape and dtype given */
+#define ALPA_OP_CONSTANT 1  /**< []; splat of values[i]; shape and dtype given */
+#define ALPA_OP_IOTA 2      /**< [axis]; shape and dtype given */
+#define ALPA_OP_NEG 10      /**< unary ops 10..19: [] */
 #define ALPA_OP_ABS 11
 #define ALPA_OP_EXP 12
 #define ALPA_OP_LOG 13
@@ -341,51 +408,51 @@ ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t 
 #define ALPA_OP_RSQRT 16
 #define ALPA_OP_GELU 17
 #define ALPA_OP_RELU 18
-#define ALPA_OP_CONVERT 19 /* []; the target dtype given */
-#define ALPA_OP_ADD 30     /* binary ops 30..36: [] */
+#define ALPA_OP_CONVERT 19 /**< []; the target dtype given */
+#define ALPA_OP_ADD 30     /**< binary ops 30..36: [] */
 #define ALPA_OP_SUB 31
 #define ALPA_OP_MUL 32
 #define ALPA_OP_DIV 33
 #define ALPA_OP_MAX 34
 #define ALPA_OP_MIN 35
 #define ALPA_OP_POW 36
-#define ALPA_OP_COMPARE 37 /* [ALPA_CMP_*] */
-#define ALPA_OP_SELECT 38  /* []; operands (pred, x, y) */
-/* [nb, lhs_batch[nb], rhs_batch[nb], nc, lhs_contracting[nc], rhs_contracting[nc]] */
+#define ALPA_OP_COMPARE 37 /**< [ALPA_CMP_*] */
+#define ALPA_OP_SELECT 38  /**< []; operands (pred, x, y) */
+/** [nb, lhs_batch[nb], rhs_batch[nb], nc, lhs_contracting[nc], rhs_contracting[nc]] */
 #define ALPA_OP_DOT_GENERAL 50
-/* [k, strides[k], padding_lo[k], padding_hi[k], lhs_dilation[k], rhs_dilation[k],
+/** [k, strides[k], padding_lo[k], padding_hi[k], lhs_dilation[k], rhs_dilation[k],
  *  feature_group_count]; operands (input [N, C, S..], kernel [O, C/groups, K..]) */
 #define ALPA_OP_CONVOLUTION 51
-#define ALPA_OP_BROADCAST_IN_DIM 60 /* [dims[r]]: operand dim i -> output dim; shape given */
-#define ALPA_OP_RESHAPE 61          /* []; shape given */
-#define ALPA_OP_TRANSPOSE 62        /* [permutation[r]] */
-#define ALPA_OP_SLICE 63            /* [r, starts[r], limits[r], strides[r]] */
-#define ALPA_OP_CONCATENATE 64      /* [axis]; any number (>= 1) of operands */
-/* [r, padding_lo[r], padding_hi[r], padding_interior[r]]; filled with values[i] */
+#define ALPA_OP_BROADCAST_IN_DIM 60 /**< [dims[r]]: operand dim i -> output dim; shape given */
+#define ALPA_OP_RESHAPE 61          /**< []; shape given */
+#define ALPA_OP_TRANSPOSE 62        /**< [permutation[r]] */
+#define ALPA_OP_SLICE 63            /**< [r, starts[r], limits[r], strides[r]] */
+#define ALPA_OP_CONCATENATE 64      /**< [axis]; any number (>= 1) of operands */
+/** [r, padding_lo[r], padding_hi[r], padding_interior[r]]; filled with values[i] */
 #define ALPA_OP_PAD 65
-#define ALPA_OP_REVERSE 66    /* [dims...] */
-#define ALPA_OP_REDUCE_SUM 80 /* [dims...] (reduced away) */
-#define ALPA_OP_REDUCE_MAX 81 /* [dims...] */
-/* [ALPA_REDUCE_*, r, window[r], strides[r], padding_lo[r], padding_hi[r]] */
+#define ALPA_OP_REVERSE 66    /**< [dims...] */
+#define ALPA_OP_REDUCE_SUM 80 /**< [dims...] (reduced away) */
+#define ALPA_OP_REDUCE_MAX 81 /**< [dims...] */
+/** [ALPA_REDUCE_*, r, window[r], strides[r], padding_lo[r], padding_hi[r]] */
 #define ALPA_OP_REDUCE_WINDOW 82
-/* [r, window[r], strides[r], padding_lo[r], padding_hi[r]]; operands (x, source) */
+/** [r, window[r], strides[r], padding_lo[r], padding_hi[r]]; operands (x, source) */
 #define ALPA_OP_SELECT_AND_SCATTER 83
-#define ALPA_OP_GATHER 90      /* [axis]; operands (x, indices) */
-#define ALPA_OP_SCATTER_ADD 91 /* [axis]; operands (base, indices, updates) */
+#define ALPA_OP_GATHER 90      /**< [axis]; operands (x, indices) */
+#define ALPA_OP_SCATTER_ADD 91 /**< [axis]; operands (base, indices, updates) */
 
-/* Tensor roles (pinned values): what a tensor is, for memory accounting and planning. */
-#define ALPA_ROLE_ACTIVATION 0      /* computed inside the step (the default) */
-#define ALPA_ROLE_PARAMETER 1       /* trainable weight */
-#define ALPA_ROLE_GRADIENT 2        /* gradient of a weight */
-#define ALPA_ROLE_OPTIMIZER_STATE 3 /* momentum, Adam moments, master weights, step counter */
-#define ALPA_ROLE_INPUT 4           /* data fed each step */
+/** Tensor roles (pinned values): what a tensor is, for memory accounting and planning. */
+#define ALPA_ROLE_ACTIVATION 0      /**< computed inside the step (the default) */
+#define ALPA_ROLE_PARAMETER 1       /**< trainable weight */
+#define ALPA_ROLE_GRADIENT 2        /**< gradient of a weight */
+#define ALPA_ROLE_OPTIMIZER_STATE 3 /**< momentum, Adam moments, master weights, step counter */
+#define ALPA_ROLE_INPUT 4           /**< data fed each step */
 
-/* Phases of the training step (pinned values). */
+/** Phases of the training step (pinned values). */
 #define ALPA_PHASE_FORWARD 0
 #define ALPA_PHASE_BACKWARD 1
 #define ALPA_PHASE_UPDATE 2
 
-/* Comparisons of ALPA_OP_COMPARE (pinned values). */
+/** Comparisons of ALPA_OP_COMPARE (pinned values). */
 #define ALPA_CMP_EQ 0
 #define ALPA_CMP_NE 1
 #define ALPA_CMP_LT 2
@@ -393,18 +460,18 @@ ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t 
 #define ALPA_CMP_GT 4
 #define ALPA_CMP_GE 5
 
-/* Reductions of ALPA_OP_REDUCE_WINDOW (pinned values). */
+/** Reductions of ALPA_OP_REDUCE_WINDOW (pinned values). */
 #define ALPA_REDUCE_SUM 0
 #define ALPA_REDUCE_MAX 1
 
 typedef struct alpa_graph alpa_graph;
 
-/* An empty graph in the building state. Caller frees with alpa_graph_destroy. */
+/** An empty graph in the building state. Caller frees with alpa_graph_destroy. */
 ALPA_API int32_t alpa_graph_create(alpa_graph** out, alpa_error** err);
-/* Frees a graph; NULL is allowed. */
+/** Frees a graph; NULL is allowed. */
 ALPA_API void alpa_graph_destroy(alpa_graph* graph);
 
-/* Appends `count` ops (ids continue from the current op count). Per op i:
+/** Appends `count` ops (ids continue from the current op count). Per op i:
  *   kinds[i]   ALPA_OP_*.
  *   dtypes[i]  ALPA_DTYPE_*: required for parameter, constant, iota and convert; -1 (infer)
  *              for the other kinds, where a given dtype is checked against the inferred one.
@@ -435,94 +502,78 @@ ALPA_API int32_t alpa_graph_add_ops(alpa_graph* graph, int64_t count, const int3
                                     const double* values, const char* const* names,
                                     alpa_error** err);
 
-/* Marks op `op` (an update result) as the new value of parameter op `parameter` after the
+/** Marks op `op` (an update result) as the new value of parameter op `parameter` after the
  * step; parameter = -1 removes the mark. The parameter must be a parameter op of the same
  * shape and dtype, replaced by no other op (ALPA_ERR_INVALID_GRAPH naming both ops). */
 ALPA_API int32_t alpa_graph_set_alias(alpa_graph* graph, int32_t op, int32_t parameter,
                                       alpa_error** err);
-/* Sets the graph's outputs (ids[count], loss first by convention), replacing earlier ones. */
+/** Sets the graph's outputs (ids[count], loss first by convention), replacing earlier ones. */
 ALPA_API int32_t alpa_graph_set_outputs(alpa_graph* graph, int64_t count, const int32_t* ids,
                                         alpa_error** err);
-/* Validates the whole graph and freezes it (ALPA_ERR_INVALID_GRAPH naming the op; the graph
+/** Validates the whole graph and freezes it (ALPA_ERR_INVALID_GRAPH naming the op; the graph
  * then stays in the building state). Idempotent. */
 ALPA_API int32_t alpa_graph_finalize(alpa_graph* graph, alpa_error** err);
 
-/* Reads a graph in the JSON graph format (docs/graph-format.md; gzip accepted) from a file or
+/** Reads a graph in the JSON graph format (docs/graph-format.md; gzip accepted) from a file or
  * from bytes; the result is finalized. ALPA_ERR_IO: the file cannot be read (the message
  * starts with the path); ALPA_ERR_PARSE: malformed JSON, a wrong type or an unknown name or
  * field, with its JSON path ("graph.ops[3] 'w1': shape[1]: expected an integer");
  * ALPA_ERR_INVALID_GRAPH: an inconsistent graph ("graph.ops[12] 'attn.qkv' (dot_general): ...").
  * Caller frees *out with alpa_graph_destroy. */
 ALPA_API int32_t alpa_graph_read_file(alpa_graph** out, const char* path, alpa_error** err);
+/** The same from bytes (data[size], need not be NUL-terminated). Caller frees *out with
+ * alpa_graph_destroy. */
 ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size_t size,
                                         alpa_error** err);
-/* Serializes a finalized graph as JSON (one op per line; reading it back gives the same
+/** Serializes a finalized graph as JSON (one op per line; reading it back gives the same
  * graph). Caller frees *out with alpa_buffer_free. */
-ALPA_API int32_t alpa_graph_write_json(alpa_buffer** out, const alpa_graph* graph,
-                                       alpa_error** err);
+ALPA_API int32_t alpa_graph_to_json(alpa_buffer** out, const alpa_graph* graph, alpa_error** err);
 
-/* Queries (building or finalized graphs). Op counts: 0 for NULL. */
+/** Queries (building or finalized graphs). The op count: 0 for NULL. */
 ALPA_API int64_t alpa_graph_op_count(const alpa_graph* graph);
-/* ALPA_OP_*, ALPA_DTYPE_*, ALPA_ROLE_*, ALPA_PHASE_* of one op; -1 for a NULL graph or an op
+/** ALPA_OP_*, ALPA_DTYPE_*, ALPA_ROLE_*, ALPA_PHASE_* of one op; -1 for a NULL graph or an op
  * id out of range. */
 ALPA_API int32_t alpa_graph_op_kind(const alpa_graph* graph, int32_t op);
+/** ALPA_DTYPE_* of one op; -1 for a NULL graph or an op id out of range. */
 ALPA_API int32_t alpa_graph_op_dtype(const alpa_graph* graph, int32_t op);
+/** ALPA_ROLE_* of one op; -1 for a NULL graph or an op id out of range. */
 ALPA_API int32_t alpa_graph_op_role(const alpa_graph* graph, int32_t op);
+/** ALPA_PHASE_* of one op; -1 for a NULL graph or an op id out of range. */
 ALPA_API int32_t alpa_graph_op_phase(const alpa_graph* graph, int32_t op);
-/* The op's pipeline layer, -1 when it has none, and also -1 for an id out of range. */
+/** The op's pipeline layer, -1 when it has none, and also -1 for an id out of range. */
 ALPA_API int32_t alpa_graph_op_layer(const alpa_graph* graph, int32_t op);
-/* The parameter op this op's result replaces after the step, or -1 (also for a bad id). */
+/** The parameter op this op's result replaces after the step, or -1 (also for a bad id). */
 ALPA_API int32_t alpa_graph_op_alias(const alpa_graph* graph, int32_t op);
-/* The constant / pad value of the op (0.0 for other kinds and bad ids). */
+/** The constant / pad value of the op (0.0 for other kinds; NaN for NULL or a bad id). */
 ALPA_API double alpa_graph_op_value(const alpa_graph* graph, int32_t op);
-/* Count-then-fill: return the rank / operand count / attribute word count (-1 for a bad id)
- * and copy min(count, capacity) entries to out (out may be NULL when capacity is 0). The
- * attribute words use alpa_graph_add_ops's layout, so queried ops can be added to another
- * graph unchanged. */
+/** Count-then-fill over the op's shape dims / operands / attribute words (-1 =
+ * -ALPA_ERR_INVALID_ARGUMENT for a NULL graph or a bad id). The attribute words use
+ * alpa_graph_add_ops's layout, so queried ops can be added to another graph unchanged. */
 ALPA_API int64_t alpa_graph_op_shape(const alpa_graph* graph, int32_t op, int64_t* out,
                                      int64_t capacity);
+/** Count-then-fill over the op's operand op ids (as alpa_graph_op_shape). */
 ALPA_API int64_t alpa_graph_op_operands(const alpa_graph* graph, int32_t op, int32_t* out,
                                         int64_t capacity);
+/** Count-then-fill over the op's attribute words (as alpa_graph_op_shape). */
 ALPA_API int64_t alpa_graph_op_attrs(const alpa_graph* graph, int32_t op, int64_t* out,
                                      int64_t capacity);
-/* The op's name ("" if none or for a bad id); valid until the graph changes or is destroyed. */
+/** The op's name ("" if none or for a bad id); valid until the graph changes or is destroyed. */
 ALPA_API const char* alpa_graph_op_name(const alpa_graph* graph, int32_t op);
-/* Count-then-fill over the graph's outputs. */
+/** Count-then-fill over the graph's outputs. */
 ALPA_API int64_t alpa_graph_outputs(const alpa_graph* graph, int32_t* out, int64_t capacity);
-/* Statistics of a finalized graph as one JSON object (FLOPs are numbers, integral values
- * exact below 2^63): {"ops", "layers", "parameters", "flops", "dot_flops", "conv_flops",
- * "parameter_bytes", "gradient_bytes", "optimizer_state_bytes", "input_bytes",
- * "activation_bytes", "ops_by_kind": {...}, "ops_by_phase": {...}, "flops_by_phase": {...}}.
- * flops counts one training step (every op of the graph; a multiply-add is 2). Caller frees
- * *out with alpa_buffer_free. */
-ALPA_API int32_t alpa_graph_stats_json(alpa_buffer** out, const alpa_graph* graph,
-                                       alpa_error** err);
 
 /* ---- Model zoo ----------------------------------------------------------------------------- */
-/* Training graphs of the benchmark models (REFERENCE §6: GPT, MoE, Wide-ResNet, ...) built
+/** Training graphs of the benchmark models (GPT, MoE, Wide-ResNet, ...; docs/models.md) built
  * through the graph IR and autodiff. A spec is a preset name ("gpt-39b"), a family with keys
  * ("gpt:hidden=1024,layers=2,heads=16,seq=128,vocab=1000,batch=8", "mlp:layers=6,hidden=32"),
  * or a preset refined by keys ("gpt-350m:batch=8,layers=2"). */
 
-/* Number of presets; presets are indexed 0 .. count-1 in a stable order (family, then size). */
-ALPA_API int64_t alpa_model_count(void);
-/* Preset name ("gpt-39b") and family ("gpt"); static storage; "" for an index out of range. */
-ALPA_API const char* alpa_model_name(int64_t index);
-ALPA_API const char* alpa_model_family(int64_t index);
-/* The parameter count the name claims (39e9 for gpt-39b); -1 for an index out of range. */
-ALPA_API int64_t alpa_model_nominal_params(int64_t index);
-/* The GPU count the Alpa benchmark pairs the preset with (0: none); -1 out of range. */
-ALPA_API int32_t alpa_model_benchmark_gpus(int64_t index);
-/* Builds the (finalized) graph of a spec. ALPA_ERR_INVALID_ARGUMENT for a bad spec, the message
+/** Builds the (finalized) graph of a spec. ALPA_ERR_INVALID_ARGUMENT for a bad spec, the message
  * naming the unknown family, key or bad value. Caller frees *out with alpa_graph_destroy. */
-ALPA_API int32_t alpa_graph_from_model(alpa_graph** out, const char* spec, alpa_error** err);
-/* Every preset and the family keys as JSON: {"presets": [{"name", "family", "spec",
- * "nominal_params", "benchmark_gpus", "description"}, ...], "families": ["<family>: <keys and
- * defaults>", ...]}. Caller frees *out with alpa_buffer_free. */
-ALPA_API int32_t alpa_models_json(alpa_buffer** out, alpa_error** err);
+ALPA_API int32_t alpa_model_build_graph(alpa_graph** out, const char* spec, alpa_error** err);
 
 /* ---- Clusters and the cost model ----------------------------------------------------------- */
-/*
+/**
  * A cluster is hosts x devices-per-host identical devices (peak FLOP/s per dtype, memory, memory
  * bandwidth), a link inside a host and a link between hosts (bandwidth in bytes/s, latency in
  * seconds), and the efficiency factors of the roofline compute model. A logical mesh views a
@@ -532,226 +583,199 @@ ALPA_API int32_t alpa_models_json(alpa_buffer** out, alpa_error** err);
  * created and may be shared between threads.
  */
 
-/* Collective kinds (pinned values). */
+/** Collective kinds (pinned values). */
 #define ALPA_COLLECTIVE_ALL_GATHER 0
 #define ALPA_COLLECTIVE_ALL_REDUCE 1
 #define ALPA_COLLECTIVE_REDUCE_SCATTER 2
 #define ALPA_COLLECTIVE_ALL_TO_ALL 3
 #define ALPA_COLLECTIVE_SEND_RECV 4
-/* Cost modes: Alpa's formulas with its tie-breaking constants (+0.1 all-gather, +0.01
+/** Cost modes: Alpa's formulas with its tie-breaking constants (+0.1 all-gather, +0.01
  * all-reduce, +0.001 reduce-scatter and all-to-all), or the pure formulas (seconds). */
 #define ALPA_COST_MODE_ALPA 0
 #define ALPA_COST_MODE_REAL_UNITS 1
-/* The mesh_dim meaning "all mesh dimensions at once" (the flattened mesh). */
+/** The mesh_dim meaning "all mesh dimensions at once" (the flattened mesh). */
 #define ALPA_MESH_DIM_FLATTENED (-1)
-/* Compute classes of the roofline model (pinned values). */
-#define ALPA_COMPUTE_MATMUL 0
-#define ALPA_COMPUTE_CONVOLUTION 1
-#define ALPA_COMPUTE_ELEMENTWISE 2
-#define ALPA_COMPUTE_OTHER 3
 
 typedef struct alpa_cluster alpa_cluster;
 typedef struct alpa_mesh alpa_mesh;
 
-/* The built-in presets: their number, and the canonical name of preset `index` (static storage;
- * NULL when index is out of range). Names: "p3.16xlarge", "dgx-a100-80g", "dgx-a100-40g",
+/** The built-in presets: their number, and the canonical name of preset `index` (static storage;
+ * "" when index is out of range). Names: "p3.16xlarge", "dgx-a100-80g", "dgx-a100-40g",
  * "dgx-h100"; aliases such as "dgx-a100" and "h100" are accepted too. */
 ALPA_API int32_t alpa_cluster_preset_count(void);
+/** The canonical name of preset `index` (static storage); "" when out of range. */
 ALPA_API const char* alpa_cluster_preset_name(int32_t index);
 
-/* A preset cluster. spec is a preset name (case-insensitive), optionally with options:
+/** A preset cluster. spec is a preset name (case-insensitive), optionally with options:
  * "p3.16xlarge:hosts=8" or "dgx-h100:hosts=2,devices_per_host=4". hosts > 0 sets the host count
  * (overriding the spec's); hosts == 0 keeps the spec's (default 1); hosts < 0 is an error.
  * ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad option. Caller frees *out with
  * alpa_cluster_destroy. */
 ALPA_API int32_t alpa_cluster_create_preset(alpa_cluster** out, const char* spec, int64_t hosts,
                                             alpa_error** err);
-/* Reads a cluster JSON file / buffer (data[size], need not be NUL-terminated). ALPA_ERR_IO when
+/** Reads a cluster JSON file / buffer (data[size], need not be NUL-terminated). ALPA_ERR_IO when
  * the file cannot be read, ALPA_ERR_PARSE for malformed JSON or fields of the wrong type,
  * ALPA_ERR_INVALID_ARGUMENT for out-of-range values; the message names the field
  * ("cluster.device.memory_bytes: ..."). Caller frees *out with alpa_cluster_destroy. */
 ALPA_API int32_t alpa_cluster_read_file(alpa_cluster** out, const char* path, alpa_error** err);
+/** The same from bytes (data[size]). Caller frees *out with alpa_cluster_destroy. */
 ALPA_API int32_t alpa_cluster_read_buffer(alpa_cluster** out, const char* data, size_t size,
                                           alpa_error** err);
-/* A copy of `cluster` whose calibration is overridden by a calibration JSON document (data[size];
+/** A copy of `cluster` whose calibration is overridden by a calibration JSON document (data[size];
  * keys it leaves out keep the cluster's values). Errors as for alpa_cluster_read_buffer. Caller
  * frees *out with alpa_cluster_destroy. */
-ALPA_API int32_t alpa_cluster_with_calibration(alpa_cluster** out, const alpa_cluster* cluster,
-                                               const char* data, size_t size, alpa_error** err);
-/* The cluster as a JSON document (every field; reading it back gives the same cluster). Caller
+ALPA_API int32_t alpa_cluster_apply_calibration(alpa_cluster** out, const alpa_cluster* cluster,
+                                                const char* data, size_t size, alpa_error** err);
+/** The cluster as a JSON document (every field; reading it back gives the same cluster). Caller
  * frees *out with alpa_buffer_free. */
-ALPA_API int32_t alpa_cluster_write(alpa_buffer** out, const alpa_cluster* cluster,
-                                    alpa_error** err);
-/* Frees a cluster; NULL is allowed. Meshes created from it stay valid. */
+ALPA_API int32_t alpa_cluster_to_json(alpa_buffer** out, const alpa_cluster* cluster,
+                                      alpa_error** err);
+/** Frees a cluster; NULL is allowed. Meshes created from it stay valid. */
 ALPA_API void alpa_cluster_destroy(alpa_cluster* cluster);
 
-/* Getters: 0 (or "") for a NULL cluster. The name is valid while the cluster lives. */
+/** Getters: "" (name), 0 (integers) or NaN (doubles) for a NULL cluster. The name is valid while
+ * the cluster lives. */
 ALPA_API const char* alpa_cluster_name(const alpa_cluster* cluster);
+/** Hosts of the cluster; 0 for NULL. */
 ALPA_API int64_t alpa_cluster_hosts(const alpa_cluster* cluster);
+/** Devices per host; 0 for NULL. */
 ALPA_API int64_t alpa_cluster_devices_per_host(const alpa_cluster* cluster);
+/** Memory of one device in bytes; 0 for NULL. */
 ALPA_API int64_t alpa_cluster_device_memory_bytes(const alpa_cluster* cluster);
-/* Bytes per second of one device's memory. */
+/** Bytes per second of one device's memory. */
 ALPA_API double alpa_cluster_device_memory_bandwidth(const alpa_cluster* cluster);
-/* Peak FLOP/s of one device for an ALPA_DTYPE_* (0 for an unknown dtype). */
+/** Peak FLOP/s of one device for an ALPA_DTYPE_* (NaN for an unknown dtype or NULL). */
 ALPA_API double alpa_cluster_peak_flops(const alpa_cluster* cluster, int32_t dtype);
 
-/* Roofline time in seconds of one op on one device of the cluster: max(flops / (peak(dtype) *
- * efficiency(compute_class)), bytes_accessed / (memory bandwidth * memory efficiency)) plus the
- * calibration's per-op overhead. ALPA_ERR_INVALID_ARGUMENT for an unknown dtype or class, or
- * negative / non-finite flops or bytes. */
-ALPA_API int32_t alpa_cluster_op_seconds(double* out_seconds, const alpa_cluster* cluster,
-                                         double flops, double bytes_accessed, int32_t dtype,
-                                         int32_t compute_class, alpa_error** err);
-
-/* Alpha (seconds) and beta (seconds per byte) of the logical mesh that views the submesh
- * `submesh_hosts` x `submesh_devices_per_host` of the cluster as logical_shape[ndim] (ndim 1 or
- * 2, product = the submesh's device count). out_alpha[ndim] and out_beta[ndim] receive one value
- * per dimension; out_flat[2] (may be NULL) receives alpha and beta of the flattened mesh. A
- * dimension whose device groups span hosts uses the inter-host link, its bandwidth shared by the
- * groups that cross hosts at once (docs/cluster-format.md). ALPA_ERR_INVALID_ARGUMENT for a
- * submesh larger than the cluster or a shape that does not match it. */
-ALPA_API int32_t alpa_cluster_logical_mesh(double* out_alpha, double* out_beta, double* out_flat,
-                                           const alpa_cluster* cluster, int64_t submesh_hosts,
-                                           int64_t submesh_devices_per_host, int32_t ndim,
-                                           const int64_t* logical_shape, alpa_error** err);
-
-/* A logical mesh derived from a cluster as in alpa_cluster_logical_mesh. Caller frees *out with
+/** A logical mesh derived from a cluster as in alpa_cluster_logical_mesh. Caller frees *out with
  * alpa_mesh_destroy; it does not refer to the cluster afterwards. */
 ALPA_API int32_t alpa_mesh_create(alpa_mesh** out, const alpa_cluster* cluster,
                                   int64_t submesh_hosts, int64_t submesh_devices_per_host,
                                   int32_t ndim, const int64_t* logical_shape, alpa_error** err);
-/* A logical mesh in Alpa's abstract units: shape[ndim], alpha[ndim], beta[ndim] (alpha / beta
+/** A logical mesh in Alpa's abstract units: shape[ndim], alpha[ndim], beta[ndim] (alpha / beta
  * NULL: Alpa's defaults alpha = (1, 1), beta = (1, 0.1)). The flattened mesh takes the largest
  * alpha and beta, as Alpa does. Caller frees *out with alpa_mesh_destroy. */
 ALPA_API int32_t alpa_mesh_create_abstract(alpa_mesh** out, int32_t ndim, const int64_t* shape,
                                            const double* alpha, const double* beta,
                                            alpa_error** err);
+/** Frees a mesh; NULL is allowed. */
 ALPA_API void alpa_mesh_destroy(alpa_mesh* mesh);
-/* Number of dimensions (0 for NULL) and the size of one (0 when out of range). */
+/** Number of dimensions (0 for NULL) and the size of one (-1 when out of range or NULL). */
 ALPA_API int32_t alpa_mesh_ndim(const alpa_mesh* mesh);
+/** Devices along dimension `dim`; -1 when out of range or NULL. */
 ALPA_API int64_t alpa_mesh_dim_size(const alpa_mesh* mesh, int32_t dim);
-/* Alpha / beta of a dimension or of ALPA_MESH_DIM_FLATTENED; NaN when out of range or NULL. */
+/** Alpha / beta of a dimension or of ALPA_MESH_DIM_FLATTENED; NaN when out of range or NULL. */
 ALPA_API double alpa_mesh_alpha(const alpa_mesh* mesh, int32_t dim);
+/** Beta (seconds per byte) of a dimension or of ALPA_MESH_DIM_FLATTENED; NaN when out of range
+ * or NULL. */
 ALPA_API double alpa_mesh_beta(const alpa_mesh* mesh, int32_t dim);
-/* The cost of an ALPA_COLLECTIVE_* of `bytes` bytes (the full tensor: all-gather output,
- * all-reduce operand, reduce-scatter input; for send/recv the bytes moved) on mesh dimension
- * mesh_dim (or ALPA_MESH_DIM_FLATTENED) in an ALPA_COST_MODE_*. One device on the dimension
- * costs 0. ALPA_ERR_INVALID_ARGUMENT for an unknown kind, mode or dimension, or negative or
- * non-finite bytes. */
-ALPA_API int32_t alpa_mesh_collective_cost(double* out_cost, const alpa_mesh* mesh, int32_t kind,
-                                           int32_t mesh_dim, double bytes, int32_t mode,
-                                           alpa_error** err);
 
 /* ---- Auto-sharding ------------------------------------------------------------------------- */
-/*
+/**
  * Alpa's intra-op pass: one sharding strategy per operator of a finalized graph on one logical
  * mesh, chosen by the sharding solver to minimize compute + communication + resharding cost
  * (docs/auto-sharding.md). Lifecycle:
  *
- *   alpa_graph* g;  alpa_graph_from_model(&g, "mlp:layers=6,batch=256,hidden=32", &err);
- *   alpa_mesh* m;   alpa_mesh_create_abstract(&m, 2, shape, NULL, NULL, &err);  (or
- * alpa_mesh_create) alpa_solve_options* o;  alpa_solve_options_create(&o, &err);
+ *   int64_t shape[2] = {4, 1};
+ *   alpa_graph* g;  alpa_model_build_graph(&g, "mlp:layers=6,batch=256,hidden=32", &err);
+ *   alpa_mesh* m;   alpa_mesh_create_abstract(&m, 2, shape, NULL, NULL, &err);
+ *   alpa_solve_options* o;  alpa_solve_options_create(&o, &err);
  *   alpa_solve_options_set_int(o, ALPA_OPT_COST_MODEL, ALPA_COST_MODE_ALPA, &err);
  *   alpa_sharding_plan* plan;  alpa_graph_auto_shard(&plan, g, m, NULL, o, &err);
- *   alpa_sharding_plan_status(plan), _objective, _collective_counts, _op_spec, _to_json ...
- *   alpa_sharding_plan_destroy(plan); alpa_solve_options_destroy(o); alpa_mesh_destroy(m); ...
+ *   alpa_sharding_plan_status(plan);  alpa_sharding_plan_objective(plan);
+ *   int64_t counts[4];  alpa_sharding_plan_collective_counts(plan, 1, counts, 4);
+ *   alpa_sharding_plan_to_json(&buffer, plan, &err);  alpa_buffer_free(buffer);
+ *   alpa_sharding_plan_destroy(plan); alpa_solve_options_destroy(o); alpa_mesh_destroy(m);
+ *   alpa_graph_destroy(g);
  *
  * A plan is immutable and may be shared between threads; it keeps its own copy of the graph,
  * so the graph, mesh, cluster and options may be destroyed right after the call.
  */
 
-/* Which cost of alpa_sharding_plan_cost (pinned values); the three add up to the objective. */
-#define ALPA_PLAN_COST_COMPUTE 0       /* operators' compute (roofline, or Alpa's penalties) */
-#define ALPA_PLAN_COST_COMMUNICATION 1 /* collectives inside operators' strategies */
-#define ALPA_PLAN_COST_RESHARDING 2    /* collectives between operators (layout changes) */
+/** Which cost of alpa_sharding_plan_cost (pinned values); the three add up to the objective. */
+#define ALPA_PLAN_COST_COMPUTE 0       /**< operators' compute (roofline, or Alpa's penalties) */
+#define ALPA_PLAN_COST_COMMUNICATION 1 /**< collectives inside operators' strategies */
+#define ALPA_PLAN_COST_RESHARDING 2    /**< collectives between operators (layout changes) */
 
-/* Flags of alpa_collective (bits). */
-#define ALPA_COLLECTIVE_FLAG_INSIDE_OP 1     /* part of an operator's strategy, not a resharding */
-#define ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC 2 /* moves a gradient into the update (combinable) */
+/** Flags of alpa_collective (bits). */
+#define ALPA_COLLECTIVE_FLAG_INSIDE_OP 1 /**< part of an operator's strategy, not a resharding */
+#define ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC 2 /**< moves a gradient into the update (combinable) */
 
-/* One collective the plan inserts (version 1). */
+/** One collective the plan inserts (version 1). */
 typedef struct alpa_collective {
-  size_t struct_size; /* bytes of this element the library wrote */
-  int32_t version;    /* 1 */
-  int32_t kind;       /* ALPA_COLLECTIVE_ALL_GATHER .. ALPA_COLLECTIVE_ALL_TO_ALL */
-  uint32_t mesh_dims; /* bit k set: the collective runs over mesh dimension k */
-  uint32_t flags;     /* ALPA_COLLECTIVE_FLAG_* */
-  double bytes;       /* the cost model's b: the full tensor (see alpa_mesh_collective_cost) */
-  double cost;        /* in the plan's cost units (seconds with the real cost model) */
-  int32_t tensor;     /* the op whose result it moves */
-  int32_t consumer;   /* the op that needs it (== tensor for a collective inside an op; -1 when
+  size_t struct_size; /**< bytes of this element the library wrote */
+  int32_t version;    /**< 1 */
+  int32_t kind;       /**< ALPA_COLLECTIVE_ALL_GATHER .. ALPA_COLLECTIVE_ALL_TO_ALL */
+  uint32_t mesh_dims; /**< bit k set: the collective runs over mesh dimension k */
+  uint32_t flags;     /**< ALPA_COLLECTIVE_FLAG_* */
+  double bytes;       /**< the cost model's b: the full tensor (see alpa_mesh_collective_cost) */
+  double cost;        /**< in the plan's cost units (seconds with the real cost model) */
+  int32_t tensor;     /**< the op whose result it moves */
+  int32_t consumer;   /**< the op that needs it (== tensor for a collective inside an op; -1 when
                        * it lays the tensor out once for all its readers, which reshard further
                        * from there if they must) */
-  int32_t operand;    /* which operand of consumer it feeds; -1 inside an op or for all readers */
-  int32_t reserved;   /* 0 */
+  int32_t operand;    /**< which operand of consumer it feeds; -1 inside an op or for all readers */
+  int32_t reserved;   /**< 0 */
 } alpa_collective;
 
 typedef struct alpa_sharding_plan alpa_sharding_plan;
 
-/* Auto-shards a finalized graph on a logical mesh. cluster supplies the device for compute
+/** Auto-shards a finalized graph on a logical mesh. cluster supplies the device for compute
  * times and may be NULL only with ALPA_OPT_COST_MODEL = ALPA_COST_MODE_ALPA; options may be NULL
  * (defaults: real cost model, ZeRO off, no memory budget, no time limit). The options' time
  * limit, threads, cancel token and progress callback (on the calling thread; a non-zero return
- * cancels) apply to the solve. Returns ALPA_OK whenever a plan object is produced, whatever its
- * status (infeasible memory budget, time limit, cancellation included: check
- * alpa_sharding_plan_status). Errors: ALPA_ERR_INVALID_ARGUMENT for a NULL out, a NULL or
- * unfinalized graph, a NULL mesh, a NULL cluster with the real cost model, an option that does
- * not fit the mesh (batch_mesh_dim >= its rank); ALPA_ERR_INVALID_GRAPH for a graph the pass
- * cannot shard (the message names the op). Inputs are copied. Caller frees *out with
+ * cancels) apply to the solve. ALPA_OK with a plan whose status is OPTIMAL, FEASIBLE (time
+ * limit) or CANCELLED (after a first assignment). No answer is an error and leaves *out NULL:
+ * ALPA_ERR_INFEASIBLE (no plan meets the memory budget; the message gives the smallest peak
+ * found without it), ALPA_ERR_TIMEOUT, ALPA_ERR_CANCELLED. Errors: ALPA_ERR_INVALID_ARGUMENT for a
+ * NULL out, a NULL or unfinalized graph, a NULL mesh, a NULL cluster with the real cost model, an
+ * option that does not fit the mesh (batch_mesh_dim >= its rank); ALPA_ERR_INVALID_GRAPH for a
+ * graph the pass cannot shard (the message names the op). Inputs are copied. Caller frees *out with
  * alpa_sharding_plan_destroy. Thread-safe for distinct options objects (or a shared one that no
  * thread changes meanwhile). */
 ALPA_API int32_t alpa_graph_auto_shard(alpa_sharding_plan** out, const alpa_graph* graph,
                                        const alpa_mesh* mesh, const alpa_cluster* cluster,
                                        const alpa_solve_options* options, alpa_error** err);
-/* Frees a plan; NULL is allowed. */
+/** Frees a plan; NULL is allowed. */
 ALPA_API void alpa_sharding_plan_destroy(alpa_sharding_plan* plan);
 
-/* ALPA_SOLVE_* (OPTIMAL, FEASIBLE, INFEASIBLE, CANCELLED, NO_SOLUTION); 0 for NULL. A plan has
- * strategies (and the getters below are meaningful) when the status is OPTIMAL or FEASIBLE, or
- * CANCELLED after a first assignment was found (alpa_sharding_plan_op_strategies > 0). */
+/** ALPA_SOLVE_OPTIMAL, _FEASIBLE or _CANCELLED; 0 for NULL. */
 ALPA_API int32_t alpa_sharding_plan_status(const alpa_sharding_plan* plan);
-/* Objective (compute + communication + resharding; +inf when there is no assignment) and the
- * solver's best proven lower bound (-inf if none), in the plan's cost units; NaN for NULL. */
+/** Objective (compute + communication + resharding) and the solver's best proven lower bound
+ * (-inf if none), in the plan's cost units; NaN for NULL. */
 ALPA_API double alpa_sharding_plan_objective(const alpa_sharding_plan* plan);
+/** The solver's best proven lower bound (-inf if none); NaN for NULL. */
 ALPA_API double alpa_sharding_plan_lower_bound(const alpa_sharding_plan* plan);
-/* One part of the objective: which = ALPA_PLAN_COST_*; NaN for NULL or an unknown `which`. */
+/** One part of the objective: which = ALPA_PLAN_COST_*; NaN for NULL or an unknown `which`. */
 ALPA_API double alpa_sharding_plan_cost(const alpa_sharding_plan* plan, int32_t which);
-/* Peak bytes live on one device over the plan's schedule; 0 for NULL or without assignment. */
+/** Peak bytes live on one device over the plan's schedule; 0 for NULL. */
 ALPA_API int64_t alpa_sharding_plan_peak_memory_bytes(const alpa_sharding_plan* plan);
-/* Why there is no plan (infeasible budget: the smallest peak found without it; time limit...),
- * "" otherwise. Valid while the plan lives. */
+/** Why the solve stopped short of proving optimality (time limit, cancellation), "" otherwise.
+ * Valid while the plan lives. */
 ALPA_API const char* alpa_sharding_plan_message(const alpa_sharding_plan* plan);
 
-/* Collective counts by kind: out[4] is indexed by ALPA_COLLECTIVE_*
- * (out[ALPA_COLLECTIVE_ALL_GATHER], out[ALPA_COLLECTIVE_ALL_REDUCE],
- * out[ALPA_COLLECTIVE_REDUCE_SCATTER], out[ALPA_COLLECTIVE_ALL_TO_ALL]). combined != 0: gradient
- * synchronizations of one kind over the same mesh dims count once (one fused bucket, as a runtime
- * issues them); combined == 0: every tensor's collective counts. ALPA_ERR_INVALID_ARGUMENT for a
- * NULL plan or out. */
-ALPA_API int32_t alpa_sharding_plan_collective_counts(const alpa_sharding_plan* plan,
-                                                      int32_t combined, int64_t* out);
-/* Count-then-fill: the strategy index each op chose (one entry per graph op, in op order; -1 for
- * free ops (constants and what they feed alone) and broadcasts fused into their consumers).
- * Returns the graph's op count, or 0 when the plan has no assignment or is NULL; copies
- * min(count, capacity) entries to out (out may be NULL when capacity is 0). */
+/** Count-then-fill over the collective counts by kind, indexed by ALPA_COLLECTIVE_*:
+ * out[ALPA_COLLECTIVE_ALL_GATHER], out[ALPA_COLLECTIVE_ALL_REDUCE],
+ * out[ALPA_COLLECTIVE_REDUCE_SCATTER], out[ALPA_COLLECTIVE_ALL_TO_ALL]. Returns the number of
+ * kinds counted (4 in this version; later versions may append kinds). combined != 0: gradient
+ * synchronizations of one kind over the same mesh dims count once (one fused bucket, as a
+ * runtime issues them); combined == 0: every tensor's collective counts. */
+ALPA_API int64_t alpa_sharding_plan_collective_counts(const alpa_sharding_plan* plan,
+                                                      int32_t combined, int64_t* out,
+                                                      int64_t capacity);
+/** Count-then-fill: the strategy index each op chose (one entry per graph op, in op order; -1 for
+ * free ops (constants and what they feed alone) and broadcasts fused into their consumers). */
 ALPA_API int64_t alpa_sharding_plan_op_strategies(const alpa_sharding_plan* plan, int32_t* out,
                                                   int64_t capacity);
-/* Count-then-fill over the collectives to insert, in execution order. out[capacity] holds
+/** Count-then-fill over the collectives to insert, in execution order. out[capacity] holds
  * elements of element_size bytes each (pass sizeof(alpa_collective)); the library writes the
  * first min(element_size, its own sizeof(alpa_collective)) bytes of each, struct_size set to
  * that number, so programs built against an older or newer header both work. Returns the
- * number of collectives (0 for NULL or without assignment), or -1 when capacity > 0 and out is
- * NULL or element_size is smaller than version 1's struct. */
+ * number of collectives. */
 ALPA_API int64_t alpa_sharding_plan_collectives(const alpa_sharding_plan* plan,
                                                 alpa_collective* out, int64_t capacity,
                                                 size_t element_size);
-/* The layout of op `op`'s result as text: per tensor dim "R" or "S" and its mesh dims, then
- * " partial(...)" for a partial sum ("S0 R", "R S01", "scalar"); "" for free and fused ops and
- * for a plan without assignment. ALPA_ERR_INVALID_ARGUMENT for NULL arguments or an op id out
- * of range. Caller frees *out with alpa_buffer_free. */
-ALPA_API int32_t alpa_sharding_plan_op_spec(alpa_buffer** out, const alpa_sharding_plan* plan,
-                                            int32_t op, alpa_error** err);
-/* The plan as one JSON object (docs/auto-sharding.md): status, message, objective and its split,
+/** The plan as one JSON object (docs/auto-sharding.md): status, message, objective and its split,
  * lower_bound, peak_memory_bytes, collectives (counts by kind, combined and per tensor, and the
  * ordered list), tensors (name, role, spec of parameters, optimizer state and inputs), ops
  * (name, kind, strategy), stats (sharding-problem size before and after reductions). Caller
@@ -760,189 +784,200 @@ ALPA_API int32_t alpa_sharding_plan_to_json(alpa_buffer** out, const alpa_shardi
                                             alpa_error** err);
 
 /* ---- Pipeline planning --------------------------------------------------------------------- */
-/*
+/**
  * Alpa's two-level search (docs/planner.md): layers clustered from the graph's layer markers,
  * every distinct layer auto-sharded on every logical mesh of every submesh shape, stage
  * candidates composed from them, and the stage DP choosing stages, submeshes and logical meshes
  * that minimise the iteration time of a 1F1B pipeline within the device memory. Lifecycle:
  *
  *   alpa_cluster* c;  alpa_cluster_create_preset(&c, "p3.16xlarge", 2, &err);
- *   alpa_plan* plan;  alpa_plan_model(&plan, "gpt-2.6b", c, NULL, &err);
+ *   alpa_plan* plan;  alpa_model_plan(&plan, "gpt-2.6b", c, NULL, &err);
  *   alpa_plan_iteration_seconds(plan), alpa_plan_stage_count(plan), alpa_plan_stage(...), ...
  *   alpa_plan_to_json(&buffer, plan, 0, &err);
  *   alpa_plan_destroy(plan); alpa_cluster_destroy(c);
  *
  * A plan is immutable and may be shared between threads. It keeps its own copy of the planned
- * graph (one microbatch; alpa_plan_graph_copy), whose op ids the per-op accessors use.
+ * graph (one microbatch; alpa_plan_copy_graph), whose op ids the per-op accessors use. Setting
+ * an ALPA_OPT_* key on plan options (or an ALPA_PLAN_OPT_* key on solve options) is
+ * ALPA_ERR_INVALID_ARGUMENT naming the key and its family.
  */
 typedef struct alpa_plan_options alpa_plan_options;
 
-/* Planner option keys (pinned values). */
-#define ALPA_PLAN_OPT_NUM_LAYERS 1          /* int >= 0, default 0: the graph's layers, <= 16 */
-#define ALPA_PLAN_OPT_MICROBATCHES 2        /* int >= 0, default 0: searched (powers of two) */
-#define ALPA_PLAN_OPT_MAX_MICROBATCHES 3    /* int >= 1, default 1024: the search's largest */
-#define ALPA_PLAN_OPT_THREADS 4             /* int 0..4096, default 0: all hardware threads */
-#define ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT 5 /* double > 0 seconds per intra-op solve, 0.5 */
-#define ALPA_PLAN_OPT_INTRA_OP_GAP 6        /* double >= 0, default 0.01 (relative) */
-#define ALPA_PLAN_OPT_MEMORY_LEVELS 7       /* int >= 0, default 3 (docs/planner.md) */
-#define ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES 8 /* int >= 0, default 0: the cluster's device memory */
-#define ALPA_PLAN_OPT_CLUSTERING_DELTA 9    /* double >= 0, default 0.5: FLOPs balance slack */
-#define ALPA_PLAN_OPT_REMAT 10              /* ALPA_REMAT_*, default ALPA_REMAT_SEARCH */
-#define ALPA_PLAN_OPT_INTRA_OP_EXACT 11     /* 0/1, default 0: local search only; 1: GLPK proves */
+/** Planner option keys (pinned values). */
+#define ALPA_PLAN_OPT_NUM_LAYERS 300          /**< int >= 0, default 0: the graph's layers, <= 16 */
+#define ALPA_PLAN_OPT_MICROBATCHES 301        /**< int >= 0, default 0: searched (powers of two) */
+#define ALPA_PLAN_OPT_MAX_MICROBATCHES 302    /**< int >= 1, default 1024: the search's largest */
+#define ALPA_PLAN_OPT_THREADS 303             /**< int 0..4096, default 0: all hardware threads */
+#define ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT 304 /**< double > 0 seconds per intra-op solve, 0.5 */
+#define ALPA_PLAN_OPT_INTRA_OP_GAP 305        /**< double >= 0, default 0.01 (relative) */
+#define ALPA_PLAN_OPT_MEMORY_LEVELS 306       /**< int >= 0, default 3 (docs/planner.md) */
+/** int >= 0, default 0: the cluster's device memory */
+#define ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES 307
+#define ALPA_PLAN_OPT_CLUSTERING_DELTA 308 /**< double >= 0, default 0.5: FLOPs balance slack */
+#define ALPA_PLAN_OPT_REMAT 309            /**< ALPA_REMAT_*, default ALPA_REMAT_SEARCH */
+#define ALPA_PLAN_OPT_INTRA_OP_EXACT 310   /**< 0/1, default 0: local search only; 1: GLPK proves */
 
-#define ALPA_REMAT_SEARCH 0 /* per stage: rematerialize (recompute the forward) or not */
+#define ALPA_REMAT_SEARCH 0 /**< per stage: rematerialize (recompute the forward) or not */
 #define ALPA_REMAT_OFF 1
 #define ALPA_REMAT_ON 2
 
-/* Defaults as listed above. Caller frees *out with alpa_plan_options_destroy. */
+/** Defaults as listed above. Caller frees *out with alpa_plan_options_destroy. */
 ALPA_API int32_t alpa_plan_options_create(alpa_plan_options** out, alpa_error** err);
+/** Frees plan options; NULL is allowed. */
 ALPA_API void alpa_plan_options_destroy(alpa_plan_options* options);
-/* Sets one option; ALPA_ERR_INVALID_ARGUMENT (naming the key: "plan option microbatches: must be
- * >= 0 (got -1)") for an unknown key or a value out of range, leaving the option unchanged.
- * set_double accepts integral values for integer keys; set_int accepts any key. */
+/** Sets one option; ALPA_ERR_INVALID_ARGUMENT for an unknown key, a key of the solve or shard
+ * family ("alpa_plan_options: ALPA_OPT_THREADS (102, \"threads\") is a solve option; set it on
+ * alpa_solve_options") or a value out of range ("plan option \"microbatches\": must be an
+ * integer >= 0 (got -1)"), leaving the option unchanged. set_double accepts integral values for
+ * integer keys; set_int accepts any key. */
 ALPA_API int32_t alpa_plan_options_set_int(alpa_plan_options* options, int32_t key, int64_t value,
                                            alpa_error** err);
+/** Sets one option from a double (see alpa_plan_options_set_int). */
 ALPA_API int32_t alpa_plan_options_set_double(alpa_plan_options* options, int32_t key, double value,
                                               alpa_error** err);
-/* By name: "num_layers", "microbatches", "max_microbatches", "threads",
+/** By name: "num_layers", "microbatches", "max_microbatches", "threads",
  * "intra_op_time_limit_seconds", "intra_op_gap", "memory_levels", "device_memory_bytes",
  * "clustering_delta", "intra_op_exact" (0/1/true/false), "remat" ("search" / "off" / "on" or the
  * number). Integer options take an integer in any strtod form ("16e9"). Errors as for set_int, and
  * for an unknown name or text that is not a number. */
 ALPA_API int32_t alpa_plan_options_set_by_name(alpa_plan_options* options, const char* name,
                                                const char* value, alpa_error** err);
-/* Cancel token (may be NULL to remove); it must outlive every planning call using it. */
+/** Cancel token (may be NULL to remove); it must outlive every planning call using it. */
 ALPA_API int32_t alpa_plan_options_set_cancel_token(alpa_plan_options* options,
                                                     alpa_cancel_token* token, alpa_error** err);
 
-/* Progress of a planning call (version 1). */
+/** Progress of a planning call (version 1). */
 typedef struct alpa_plan_progress {
-  size_t struct_size;   /* sizeof(alpa_plan_progress) of the library that filled it */
-  int32_t version;      /* 1 */
-  double seconds;       /* since the call started */
-  const char* phase;    /* "build", "cluster", "intra-op", "dp" (static storage) */
-  int64_t microbatches; /* the microbatch count being planned */
-  int64_t done, total;  /* intra-op solves finished / scheduled for it */
+  size_t struct_size;   /**< sizeof(alpa_plan_progress) of the library that filled it */
+  int32_t version;      /**< 1 */
+  int32_t reserved;     /**< 0 */
+  double seconds;       /**< since the call started */
+  const char* phase;    /**< "build", "cluster", "intra-op", "dp" (static storage) */
+  int64_t microbatches; /**< the microbatch count being planned */
+  int64_t done, total;  /**< intra-op solves finished / scheduled for it */
 } alpa_plan_progress;
-/* Runs on the calling thread only (intra-op solves run on worker threads too; the calling
+/** Runs on the calling thread only (intra-op solves run on worker threads too; the calling
  * thread reports the count of all finished ones as it finishes its own, and once at the end).
  * A non-zero return cancels the call (ALPA_ERR_CANCELLED). */
 typedef int32_t (*alpa_plan_progress_fn)(void* user_data, const alpa_plan_progress* progress);
+/** Progress callback (NULL to remove) and its user_data for the planning calls. */
 ALPA_API int32_t alpa_plan_options_set_progress(alpa_plan_options* options,
                                                 alpa_plan_progress_fn fn, void* user_data,
                                                 alpa_error** err);
 
 typedef struct alpa_plan alpa_plan;
 
-/* Plans a model-zoo spec (alpa_graph_from_model's; its batch is the global batch the
+/** Plans a model-zoo spec (alpa_model_build_graph's; its batch is the global batch the
  * microbatches split) on a cluster. options may be NULL (defaults). Errors:
  * ALPA_ERR_INVALID_ARGUMENT (NULL out / spec / cluster, a bad spec or option, microbatches that
  * do not divide the batch), ALPA_ERR_INFEASIBLE (no plan fits the device memory; the message
  * gives the smallest device memory that fits, when one does), ALPA_ERR_CANCELLED. Caller frees
  * *out with alpa_plan_destroy. */
-ALPA_API int32_t alpa_plan_model(alpa_plan** out, const char* model_spec,
+ALPA_API int32_t alpa_model_plan(alpa_plan** out, const char* model_spec,
                                  const alpa_cluster* cluster, const alpa_plan_options* options,
                                  alpa_error** err);
-/* Plans a finalized graph of one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when 0). Its
+/** Plans a finalized graph of one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when 0). Its
  * ops' layer markers (alpa_graph_add_ops) are the layers; without them ops are clustered. Same
- * errors, plus ALPA_ERR_INVALID_GRAPH. */
-ALPA_API int32_t alpa_plan_graph(alpa_plan** out, const alpa_graph* graph,
+ * errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out with alpa_plan_destroy. */
+ALPA_API int32_t alpa_graph_plan(alpa_plan** out, const alpa_graph* graph,
                                  const alpa_cluster* cluster, const alpa_plan_options* options,
                                  alpa_error** err);
+/** Frees a plan; NULL is allowed. */
 ALPA_API void alpa_plan_destroy(alpa_plan* plan);
 
-/* Scalars (NaN / 0 for NULL). The predicted iteration time: one microbatch through every stage
+/** Scalars (NaN / 0 for NULL). The predicted iteration time: one microbatch through every stage
  * and transfer and back, then (microbatches - 1) steady-state periods of the 1F1B schedule with
  * the transfers between stages, plus the once-per-iteration overheads (docs/planner.md,
  * "Prediction"). What the planner ranks plans by. */
 ALPA_API double alpa_plan_iteration_seconds(const alpa_plan* plan);
-/* The steady-state seconds per microbatch of that prediction (at least the largest latency). */
+/** The steady-state seconds per microbatch of that prediction (at least the largest latency). */
 ALPA_API double alpa_plan_period_seconds(const alpa_plan* plan);
-/* The stage DP's objective, without the transfers: sum over stages of (latency +
+/** The stage DP's objective, without the transfers: sum over stages of (latency +
  * once-per-iteration overhead) + (microbatches - 1) * the largest stage latency. */
 ALPA_API double alpa_plan_schedule_seconds(const alpa_plan* plan);
+/** Seconds the planning call took; NaN for NULL. */
 ALPA_API double alpa_plan_compile_seconds(const alpa_plan* plan);
+/** Microbatches per iteration; 0 for NULL. */
 ALPA_API int64_t alpa_plan_microbatches(const alpa_plan* plan);
-ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan); /* max over stages */
+/** The largest per-device memory over the stages; 0 for NULL. */
+ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan);
+/** Achieved TFLOP/s per device at the predicted iteration time; NaN for NULL. */
 ALPA_API double alpa_plan_tflops_per_device(const alpa_plan* plan);
+/** Number of pipeline stages; 0 for NULL. */
 ALPA_API int32_t alpa_plan_stage_count(const alpa_plan* plan);
-/* The planned microbatch graph (a finalized copy). Caller frees *out with alpa_graph_destroy. */
-ALPA_API int32_t alpa_plan_graph_copy(alpa_graph** out, const alpa_plan* plan, alpa_error** err);
+/** The planned microbatch graph (a finalized copy). Caller frees *out with alpa_graph_destroy. */
+ALPA_API int32_t alpa_plan_copy_graph(alpa_graph** out, const alpa_plan* plan, alpa_error** err);
 
-/* One pipeline stage (version 1). */
+/** One pipeline stage (version 1). */
 typedef struct alpa_stage_info {
-  size_t struct_size;              /* bytes the library wrote */
-  int32_t version;                 /* 1 */
-  int32_t first_layer, last_layer; /* layer groups, inclusive */
+  size_t struct_size;              /**< bytes the library wrote */
+  int32_t version;                 /**< 1 */
+  int32_t first_layer, last_layer; /**< layer groups, inclusive */
+  int32_t reserved0;               /**< 0 */
   int64_t submesh_hosts, submesh_devices_per_host;
-  int32_t logical_ndim;                   /* 1 or 2 */
-  int64_t logical_mesh[2];                /* unused entries 1 */
-  int64_t devices;                        /* submesh_hosts * submesh_devices_per_host */
-  int64_t data_parallel, tensor_parallel; /* degrees; product = devices */
-  int32_t zero;                      /* 1: optimizer state sharded over data-parallel devices */
-  int32_t remat;                     /* 1: forward recomputed in the backward */
-  double latency_seconds;            /* one microbatch, forward + backward */
-  double iteration_overhead_seconds; /* gradient synchronisation and update, once */
-  int64_t memory_bytes;              /* per device at its peak */
-  int64_t in_flight;                 /* microbatches of activations it holds (1F1B) */
+  int32_t logical_ndim;                   /**< 1 or 2 */
+  int32_t reserved1;                      /**< 0 */
+  int64_t logical_mesh[2];                /**< unused entries 1 */
+  int64_t devices;                        /**< submesh_hosts * submesh_devices_per_host */
+  int64_t data_parallel, tensor_parallel; /**< degrees; product = devices */
+  int32_t zero;                      /**< 1: optimizer state sharded over data-parallel devices */
+  int32_t remat;                     /**< 1: forward recomputed in the backward */
+  double latency_seconds;            /**< one microbatch, forward + backward */
+  double iteration_overhead_seconds; /**< gradient synchronisation and update, once */
+  int64_t memory_bytes;              /**< per device at its peak */
+  int64_t in_flight;                 /**< microbatches of activations it holds (1F1B) */
 } alpa_stage_info;
-/* Fills *out (element_size = sizeof(alpa_stage_info); the library writes the first
+/** Fills *out (element_size = sizeof(alpa_stage_info); the library writes the first
  * min(element_size, its own size) bytes). ALPA_ERR_INVALID_ARGUMENT for NULLs, a stage out of
  * range or element_size below version 1's size. */
 ALPA_API int32_t alpa_plan_stage(alpa_stage_info* out, size_t element_size, const alpa_plan* plan,
                                  int32_t stage, alpa_error** err);
-/* Count-then-fill: the stage's physical device ids (host * devices_per_host + local index).
- * Returns the count (0 for NULL or a stage out of range). */
+/** Count-then-fill: the stage's physical device ids (host * devices_per_host + local index). */
 ALPA_API int64_t alpa_plan_stage_devices(const alpa_plan* plan, int32_t stage, int64_t* out,
                                          int64_t capacity);
-/* Count-then-fill: per op of the planned graph, the stage that computes it (-1 for ops of no
+/** Count-then-fill: per op of the planned graph, the stage that computes it (-1 for ops of no
  * layer, such as a global step counter, which every stage that needs them computes). */
 ALPA_API int64_t alpa_plan_op_stages(const alpa_plan* plan, int32_t* out, int64_t capacity);
-/* The layout and strategy of op `op` on its stage's logical mesh as text, e.g.
- * "S0 R S1  (strategy: S0 = S0 x R @ {0})"; "" for ops of no stage and free / fused ops.
- * Caller frees *out with alpa_buffer_free. */
-ALPA_API int32_t alpa_plan_op_spec(alpa_buffer** out, const alpa_plan* plan, int32_t op,
-                                   alpa_error** err);
-/* Count-then-fill over the collectives a stage inserts, piece (layer) after piece, each in
- * execution order (element_size and return values as alpa_sharding_plan_collectives; 0 for a
- * stage out of range). tensor / consumer are op ids of the planned graph: a tensor the stage
- * receives from another stage (or a parameter it shares) is named by the op that computes it
- * there; consumer -1 as in alpa_collective. */
+/** Count-then-fill over the collectives a stage inserts, piece (layer) after piece, each in
+ * execution order (element_size as for alpa_sharding_plan_collectives). tensor / consumer are op
+ * ids of the planned graph: a tensor the stage receives from another stage (or a parameter it
+ * shares) is named by the op that computes it there; consumer -1 as in alpa_collective. */
 ALPA_API int64_t alpa_plan_stage_collectives(const alpa_plan* plan, int32_t stage,
                                              alpa_collective* out, int64_t capacity,
                                              size_t element_size);
 
-/* A tensor one stage sends another each microbatch (version 1). */
+/** A tensor one stage sends another each microbatch (version 1). */
 typedef struct alpa_transfer {
   size_t struct_size;
-  int32_t version; /* 1 */
+  int32_t version; /**< 1 */
   int32_t from_stage, to_stage;
-  int32_t tensor; /* op id in the planned graph */
-  int64_t bytes;  /* the whole tensor */
-  double seconds; /* estimate: its slice moves' busiest link (bytes / bandwidth) + latency */
+  int32_t tensor; /**< op id in the planned graph */
+  int64_t bytes;  /**< the whole tensor */
+  double seconds; /**< estimate: its slice moves' busiest link (bytes / bandwidth) + latency */
 } alpa_transfer;
-/* Count-then-fill over the cross-stage transfers (element_size as for alpa_plan_stage; -1 when
- * capacity > 0 and out is NULL or element_size too small). */
+/** Count-then-fill over the cross-stage transfers (element_size = sizeof(alpa_transfer), as for
+ * alpa_sharding_plan_collectives). */
 ALPA_API int64_t alpa_plan_transfers(const alpa_plan* plan, alpa_transfer* out, int64_t capacity,
                                      size_t element_size);
 
-/* The most tensor dims an alpa_slice_move describes. */
+/** The most tensor dims an alpa_slice_move describes. */
 #define ALPA_SLICE_MOVE_MAX_RANK 8
 
-/* One slice of a transfer's tensor that one device sends another (cross-mesh resharding,
+/** One slice of a transfer's tensor that one device sends another (cross-mesh resharding,
  * docs/planner.md; version 1). */
 typedef struct alpa_slice_move {
   size_t struct_size;
-  int32_t version;    /* 1 */
-  int32_t reserved;   /* 0 */
-  int64_t src_device; /* physical id, a device of the transfer's from_stage */
-  int64_t dst_device; /* physical id, a device of the transfer's to_stage */
-  int32_t rank;       /* the tensor's dims, 0..ALPA_SLICE_MOVE_MAX_RANK (4 padding bytes follow) */
-  int64_t offsets[ALPA_SLICE_MOVE_MAX_RANK]; /* the box, in elements; entries past rank: 0 */
-  int64_t sizes[ALPA_SLICE_MOVE_MAX_RANK];   /* entries past rank: 1 */
-  int64_t bytes;                             /* product of sizes * element bytes */
+  int32_t version;    /**< 1 */
+  int32_t reserved0;  /**< 0 */
+  int64_t src_device; /**< physical id, a device of the transfer's from_stage */
+  int64_t dst_device; /**< physical id, a device of the transfer's to_stage */
+  int32_t rank;       /**< the tensor's dims, 0..ALPA_SLICE_MOVE_MAX_RANK */
+  int32_t reserved1;  /**< 0 */
+  int64_t offsets[ALPA_SLICE_MOVE_MAX_RANK]; /**< the box, in elements; entries past rank: 0 */
+  int64_t sizes[ALPA_SLICE_MOVE_MAX_RANK];   /**< entries past rank: 1 */
+  int64_t bytes;                             /**< product of sizes * element bytes */
 } alpa_slice_move;
-/* Count-then-fill over the slice moves of transfer `transfer` (0 .. alpa_plan_transfers - 1):
+/** Count-then-fill over the slice moves of transfer `transfer` (0 .. alpa_plan_transfers - 1):
  * every device of to_stage receives its whole tile of the tensor (its layout on to_stage's
  * logical mesh), cut along the tiles of from_stage's layout, each element exactly once; a slice
  * that several from_stage devices hold (replication) is sent by one of them, chosen to balance
@@ -952,221 +987,26 @@ typedef struct alpa_slice_move {
  * to_stage devices holding each element (1 when the destination layout is not replicated).
  * Moves are listed by receiving device (logical order), then slice (row-major). element_size:
  * sizeof(alpa_slice_move); the library writes the first min(element_size, its own size) bytes
- * of each. Returns the count; 0 for a NULL plan or a transfer out of range; -1
- * (-ALPA_ERR_INVALID_ARGUMENT) when capacity > 0 and out is NULL or element_size is below
- * version 1's size; -ALPA_ERR_UNSUPPORTED (-6), also when counting, when the tensor has more
- * than ALPA_SLICE_MOVE_MAX_RANK dims (the plan JSON at detail 1 lists those moves). */
+ * of each. Returns the count; besides the count-then-fill misuse, -ALPA_ERR_UNSUPPORTED (-6),
+ * also when counting, when the tensor has more than ALPA_SLICE_MOVE_MAX_RANK dims (the plan JSON
+ * at detail 1 lists those moves). */
 ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfer,
                                           alpa_slice_move* out, int64_t capacity,
                                           size_t element_size);
-/* Count-then-fill over a stage's 1F1B schedule: out[2*i] = 0 forward / 1 backward, out[2*i+1] =
+/** Count-then-fill over a stage's 1F1B schedule: out[2*i] = 0 forward / 1 backward, out[2*i+1] =
  * microbatch (0..B-1). Returns the number of ints (2 * tasks = 4 * microbatches: each microbatch
- * once forward, later once backward); 0 for NULL or a stage out of range. */
+ * once forward, later once backward); -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be
+ * built. */
 ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out,
                                           int64_t capacity);
-/* The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with
+/** The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with
  * their move counts, compile time split); detail 1: also each stage's per-op strategies and
  * collectives and each transfer's slice moves; other values: ALPA_ERR_INVALID_ARGUMENT. A plan
- * of alpa_plan_manual / alpa_plan_baseline adds a "baseline" object (its configuration; for a
- * search the grid counts, and at detail 1 the grid table). Caller frees *out with
+ * of alpa_model_plan_manual / alpa_model_plan_baseline adds a "baseline" object (its configuration;
+ * for a search the grid counts, and at detail 1 the grid table). Caller frees *out with
  * alpa_buffer_free. */
 ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
                                    alpa_error** err);
-
-/* ---- Manual plans and the Megatron-LM baseline --------------------------------------------- */
-/*
- * A pipeline plan stated the way a practitioner states one (Megatron-LM style: data, tensor and
- * pipeline degrees, microbatches, ZeRO stage), predicted with the planner's own cost model so
- * that it compares with alpa_plan_model on equal terms; and the grid search over such plans
- * that the planner is measured against (docs/planner.md, "Baseline"). Both return an ordinary
- * alpa_plan: every alpa_plan_* accessor, alpa_plan_to_json (with a "baseline" object) and
- * alpa_plan_simulate work on it. Lifecycle:
- *
- *   alpa_manual_plan spec = ALPA_MANUAL_PLAN_INIT;
- *   spec.data_parallel = 2; spec.tensor_parallel = 4; spec.pipeline_parallel = 2;
- *   spec.microbatches = 64;
- *   alpa_plan* plan;  alpa_plan_manual(&plan, "gpt-2.6b", c, &spec, NULL, &err);
- *   alpa_plan* best;  alpa_plan_baseline(&best, "gpt-2.6b", c, NULL, &err);
- *   alpa_plan_manual_spec(&spec, sizeof spec, best, &err);   the configuration it found
- *   alpa_plan_destroy(best); alpa_plan_destroy(plan);
- */
-
-/* One manual configuration (version 1). As input the caller sets struct_size to
- * sizeof(alpa_manual_plan) and version to 1 (ALPA_MANUAL_PLAN_INIT does both and sets the
- * defaults); the library reads the first min(struct_size, its own size) bytes. As output
- * (alpa_plan_manual_spec) struct_size is the bytes the library wrote. */
-typedef struct alpa_manual_plan {
-  size_t struct_size;
-  int32_t version; /* 1 */
-  /* 0: off; 1 or 2: optimizer state (and with it the update) sharded over the data-parallel
-   * devices; no effect when data_parallel is 1. ZeRO-3 is not modelled (3 is an error). */
-  int32_t zero_stage;
-  /* Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's
-   * devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or
-   * an even slice of one) and consecutive layers (layers / pp each when pp divides them, else
-   * split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel). */
-  int64_t data_parallel, tensor_parallel, pipeline_parallel;
-  int64_t microbatches; /* >= 1, dividing the batch; data_parallel divides batch / microbatches */
-  int32_t remat;        /* 0/1: per-layer activation checkpointing in every stage */
-  /* 1 (default): tensor parallelism on mesh dim 1, inside a host (tensor_parallel must divide
-   * the devices per host); 0: data parallelism there, tensor parallelism across hosts. */
-  int32_t tensor_inside_host;
-} alpa_manual_plan;
-/* dp = tp = pp = 1, 1 microbatch, ZeRO off, remat off, tensor parallelism inside a host. */
-#define ALPA_MANUAL_PLAN_INIT \
-  { sizeof(alpa_manual_plan), 1, 0, 1, 1, 1, 1, 0, 1 }
-
-/* Evaluates one manual plan of a model-zoo spec (as alpa_plan_model's) on a cluster. options
- * may be NULL; used: threads, intra_op_exact / time limit / gap, device_memory_bytes,
- * clustering_delta (the fallback split), cancel token and progress ("intra-op" reports);
- * spec->remat wins over ALPA_PLAN_OPT_REMAT and spec->microbatches over
- * ALPA_PLAN_OPT_MICROBATCHES. Errors: ALPA_ERR_INVALID_ARGUMENT for NULL out / model_spec /
- * cluster / spec, struct_size below version 1's size, a bad model spec and a bad configuration,
- * the message naming the field ("manual plan: data_parallel x tensor_parallel x
- * pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat and
- * tensor_inside_host must be 0 or 1, zero_stage 0..2, microbatches must divide the batch,
- * pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
- * fit the device memory (the message names the stage and the bytes it needs);
- * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
-ALPA_API int32_t alpa_plan_manual(alpa_plan** out, const char* model_spec,
-                                  const alpa_cluster* cluster, const alpa_manual_plan* spec,
-                                  const alpa_plan_options* options, alpa_error** err);
-/* The Megatron-LM baseline: the fastest feasible manual plan of a grid (tp: powers of two
- * dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
- * give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
- * of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
- * ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off and on, or as
- * ALPA_PLAN_OPT_REMAT fixes it). Options used otherwise as for alpa_plan_manual;
- * alpa_plan_compile_seconds is the search's time. Errors: ALPA_ERR_INVALID_ARGUMENT (NULL
- * arguments, a bad model spec or option, an empty grid), ALPA_ERR_INFEASIBLE (no grid point
- * fits the device memory; the message names the least memory-hungry one and what it needs),
- * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
-ALPA_API int32_t alpa_plan_baseline(alpa_plan** out, const char* model_spec,
-                                    const alpa_cluster* cluster, const alpa_plan_options* options,
-                                    alpa_error** err);
-/* The configuration of a plan made by alpa_plan_manual or alpa_plan_baseline (size =
- * sizeof(alpa_manual_plan); the library writes the first min(size, its own size) bytes).
- * ALPA_ERR_INVALID_ARGUMENT for NULLs, size below version 1's size, or a plan of
- * alpa_plan_model / alpa_plan_graph (which has no such configuration). */
-ALPA_API int32_t alpa_plan_manual_spec(alpa_manual_plan* out, size_t size, const alpa_plan* plan,
-                                       alpa_error** err);
-
-/* One grid point of an alpa_plan_baseline search (version 1). */
-typedef struct alpa_baseline_point {
-  size_t struct_size; /* bytes the library wrote */
-  int32_t version;    /* 1 */
-  int32_t zero_stage;
-  int64_t data_parallel, tensor_parallel, pipeline_parallel, microbatches;
-  int32_t remat, tensor_inside_host; /* 0/1 */
-  int32_t feasible;                  /* 1: fits the device memory */
-  int32_t reserved;                  /* 0 */
-  double iteration_seconds;          /* predicted; +inf when it does not fit */
-} alpa_baseline_point;
-/* Count-then-fill over the grid points an alpa_plan_baseline search evaluated, fastest first
- * (the points that do not fit last; ties in grid order). Points skipped because the same
- * configuration did not fit with more microbatches are not listed. element_size:
- * sizeof(alpa_baseline_point); the library writes the first min(element_size, its own size)
- * bytes of each. Returns the count; 0 for a NULL plan or a plan not made by alpa_plan_baseline;
- * -1 when capacity > 0 and out is NULL or element_size is below version 1's size. */
-ALPA_API int64_t alpa_plan_baseline_table(const alpa_plan* plan, alpa_baseline_point* out,
-                                          int64_t capacity, size_t element_size);
-/* Search statistics of a plan made by alpa_plan_baseline (0 for other plans and NULL): grid
- * points evaluated, of those feasible, and pruned (not evaluated: the configuration did not fit
- * with more microbatches). */
-ALPA_API int64_t alpa_plan_baseline_evaluated(const alpa_plan* plan);
-ALPA_API int64_t alpa_plan_baseline_feasible(const alpa_plan* plan);
-ALPA_API int64_t alpa_plan_baseline_pruned(const alpa_plan* plan);
-
-/*
- * Simulation of a plan (docs/planner.md, "Simulation"): one training iteration run event by
- * event, every stage its forward / backward tasks in the schedule's order (a forward of
- * latency_seconds' forward part, a backward of the rest), activations and gradients sent between
- * stages as the plan's slice moves over the cluster's links (FIFO contention on each device's
- * intra-host link and each host's NICs), then each stage's gradient synchronisation and update.
- * It checks the planner's closed-form iteration time and adds what that leaves out (transfers,
- * contention, the schedule's real dependencies). Lifecycle:
- *
- *   alpa_simulation* sim;  alpa_plan_simulate(&sim, plan, ALPA_SCHEDULE_1F1B, &err);
- *   alpa_simulation_iteration_seconds(sim), alpa_simulation_stage(&stats, sizeof stats, sim,
- *   s, &err), alpa_simulation_timeline_svg(&buffer, sim, 0, &err), ...
- *   alpa_simulation_destroy(sim);
- *
- * A simulation is immutable and may be shared between threads; it keeps no pointer to the plan.
- */
-typedef struct alpa_simulation alpa_simulation;
-
-/* Pipeline schedules (pinned values). */
-#define ALPA_SCHEDULE_GPIPE 0 /* every forward, then every backward */
-#define ALPA_SCHEDULE_1F1B 1  /* one forward one backward, as the planner assumes */
-
-/* Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:
- * ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the two above, a plan the
- * simulator cannot run: more than 2^20 microbatches). Caller frees *out with
- * alpa_simulation_destroy. */
-ALPA_API int32_t alpa_plan_simulate(alpa_simulation** out, const alpa_plan* plan, int32_t schedule,
-                                    alpa_error** err);
-/* The same from a plan JSON of `size` bytes (alpa_plan_to_json, `alpa plan -o` / `--json`; not
- * NUL-terminated necessarily). At detail 1 the transfers' slice moves are simulated; at detail
- * 0 each transfer's bytes are spread evenly over min(senders, receivers) device pairs. The
- * plan's "schedule" is not read: `schedule` decides. Errors, each naming the field ("plan JSON:
- * stages[1].forward_latency_seconds: missing"): ALPA_ERR_PARSE (not JSON, not a plan, a missing
- * field or a field of the wrong type; plans written by libalpa before simulation existed lack
- * fields and need planning again), ALPA_ERR_INVALID_ARGUMENT (NULL out / json, a bad schedule,
- * values out of range: negative times, a device outside the cluster, a transfer whose direction
- * contradicts its stages, a move from a device outside its stage, ...). Caller frees *out with
- * alpa_simulation_destroy. */
-ALPA_API int32_t alpa_simulate_plan_json(alpa_simulation** out, const char* json, size_t size,
-                                         int32_t schedule, alpa_error** err);
-ALPA_API void alpa_simulation_destroy(alpa_simulation* simulation);
-
-/* Scalars (NaN / 0 for NULL). The simulated iteration time (every stage's update finished). */
-ALPA_API double alpa_simulation_iteration_seconds(const alpa_simulation* simulation);
-/* The stage DP's closed form on the simulated stages: sum over stages of (latency + overhead) +
- * (microbatches - 1) * the largest latency; equals alpa_plan_schedule_seconds up to rounding. */
-ALPA_API double alpa_simulation_closed_form_seconds(const alpa_simulation* simulation);
-/* The plan's predicted iteration time (its JSON's "iteration_seconds"); NaN when unknown. */
-ALPA_API double alpa_simulation_planner_seconds(const alpa_simulation* simulation);
-ALPA_API int32_t alpa_simulation_stage_count(const alpa_simulation* simulation);
-
-/* One stage of a simulated iteration (version 1). busy + communication wait + idle = the
- * iteration time. */
-typedef struct alpa_simulated_stage {
-  size_t struct_size;  /* bytes the library wrote */
-  int32_t version;     /* 1 */
-  int32_t reserved;    /* 0 */
-  double busy_seconds; /* forward + backward + gradient synchronisation + update */
-  /* Blocked on inputs already sent but not yet arrived (transfers on the links). */
-  double communication_wait_seconds;
-  /* Nothing to run: waiting for upstream compute (the pipeline bubble), before the first task
-   * and after the update. */
-  double idle_seconds;
-  double bubble_fraction; /* idle / iteration */
-  double finish_seconds;  /* when its update ended */
-  /* The most microbatches between their forward's start and their backward's end at once. */
-  int64_t peak_in_flight;
-  int64_t peak_memory_bytes; /* per device: persistent + peak_in_flight x activations */
-} alpa_simulated_stage;
-/* Fills *out (element_size = sizeof(alpa_simulated_stage); the library writes the first
- * min(element_size, its own size) bytes). ALPA_ERR_INVALID_ARGUMENT for NULLs, a stage out of
- * range or element_size below version 1's size. */
-ALPA_API int32_t alpa_simulation_stage(alpa_simulated_stage* out, size_t element_size,
-                                       const alpa_simulation* simulation, int32_t stage,
-                                       alpa_error** err);
-/* The iteration's timeline as a self-contained SVG picture `width` pixels wide (0: 1600; else
- * 200..20000): a row per stage (its devices and layers), forward / backward / communication
- * wait / synchronisation / update / idle in distinct colours, a legend and a time axis. The
- * simulation is run again with its timeline recorded (deterministic: the same iteration).
- * ALPA_ERR_INVALID_ARGUMENT for NULLs or a width out of range. Caller frees *out with
- * alpa_buffer_free. */
-ALPA_API int32_t alpa_simulation_timeline_svg(alpa_buffer** out, const alpa_simulation* simulation,
-                                              int32_t width, alpa_error** err);
-/* The simulation as one JSON object (docs/planner.md, "Simulation JSON"): "schedule",
- * "microbatches", "iteration_seconds", "closed_form_seconds", "planner_iteration_seconds" and
- * "relative_error" ((simulated - planned) / planned; both null when unknown), per stage its
- * times and the statistics above, and the transfers' totals. Caller frees *out with
- * alpa_buffer_free. */
-ALPA_API int32_t alpa_simulation_to_json(alpa_buffer** out, const alpa_simulation* simulation,
-                                         alpa_error** err);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,6 +1,6 @@
-// Manual plans and the Megatron-LM baseline search through the C ABI: alpa_plan_manual,
-// alpa_plan_baseline, the configuration and grid-table getters, and the "baseline" object that
-// alpa_plan_to_json adds for such plans (added here, over PipelinePlanJson's text, so that the
+// Manual plans and the Megatron-LM baseline search through the C ABI: alpa_model_plan_manual,
+// alpa_model_plan_baseline, the configuration and grid-table getters, and the "baseline" object
+// that alpa_plan_to_json adds for such plans (added here, over PipelinePlanJson's text, so that the
 // planner's JSON writer stays unaware of how a plan was made).
 #include <algorithm>
 #include <cmath>
@@ -61,16 +61,6 @@ int32_t ReadSpec(const alpa_manual_plan* in, alpa::ManualPlanSpec* out, alpa_err
   out->remat = s.remat == 1;
   out->tensor_inside_host = s.tensor_inside_host == 1;
   return ALPA_OK;
-}
-
-// Writes the first min(element_size, sizeof(T)) bytes of `value` to element `index` of `out`,
-// with struct_size set to that count (as src/capi/plan.cc does).
-template <typename T>
-void WriteElement(void* out, size_t element_size, int64_t index, T value) {
-  const size_t written = std::min(element_size, sizeof(T));
-  value.struct_size = written;
-  std::memcpy(static_cast<unsigned char*>(out) + static_cast<size_t>(index) * element_size, &value,
-              written);
 }
 
 nlohmann::json SpecJson(const alpa::ManualPlanSpec& spec) {
@@ -135,9 +125,9 @@ std::string PlanJson(const alpa_plan& plan, int32_t detail) {
 
 extern "C" {
 
-ALPA_API int32_t alpa_plan_manual(alpa_plan** out, const char* model_spec,
-                                  const alpa_cluster* cluster, const alpa_manual_plan* spec,
-                                  const alpa_plan_options* options, alpa_error** err) {
+ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
+                                        const alpa_cluster* cluster, const alpa_manual_plan* spec,
+                                        const alpa_plan_options* options, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (model_spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "model_spec is NULL");
@@ -155,9 +145,9 @@ ALPA_API int32_t alpa_plan_manual(alpa_plan** out, const char* model_spec,
   });
 }
 
-ALPA_API int32_t alpa_plan_baseline(alpa_plan** out, const char* model_spec,
-                                    const alpa_cluster* cluster, const alpa_plan_options* options,
-                                    alpa_error** err) {
+ALPA_API int32_t alpa_model_plan_baseline(alpa_plan** out, const char* model_spec,
+                                          const alpa_cluster* cluster,
+                                          const alpa_plan_options* options, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (model_spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "model_spec is NULL");
@@ -191,9 +181,9 @@ ALPA_API int32_t alpa_plan_manual_spec(alpa_manual_plan* out, size_t size, const
     }
     if (!plan->manual_spec) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                  "the plan has no manual configuration: only plans of alpa_plan_manual and "
-                  "alpa_plan_baseline have one (this one was planned by alpa_plan_model or "
-                  "alpa_plan_graph)");
+                  "the plan has no manual configuration: only plans of alpa_model_plan_manual and "
+                  "alpa_model_plan_baseline have one (this one was planned by alpa_model_plan or "
+                  "alpa_graph_plan)");
     }
     const alpa::ManualPlanSpec& m = *plan->manual_spec;
     alpa_manual_plan s;
@@ -206,36 +196,51 @@ ALPA_API int32_t alpa_plan_manual_spec(alpa_manual_plan* out, size_t size, const
     s.microbatches = m.microbatches;
     s.remat = m.remat ? 1 : 0;
     s.tensor_inside_host = m.tensor_inside_host ? 1 : 0;
-    WriteElement(out, size, 0, s);
+    alpa::capi::WriteElement(out, size, 0, s);
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa_error** err) {
+  return Guard(err, [&] {
+    if (spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "spec is NULL");
+    if (size < kManualPlanV1Size) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "size " + std::to_string(size) +
+                      " is smaller than version 1 of alpa_manual_plan (" +
+                      std::to_string(kManualPlanV1Size) + " bytes)");
+    }
+    const alpa_manual_plan defaults = ALPA_MANUAL_PLAN_INIT;
+    alpa::capi::WriteElement(spec, size, 0, defaults);
     return ALPA_OK;
   });
 }
 
 ALPA_API int64_t alpa_plan_baseline_table(const alpa_plan* plan, alpa_baseline_point* out,
                                           int64_t capacity, size_t element_size) {
-  if (plan == nullptr || !plan->baseline) return 0;
+  if (plan == nullptr) return alpa::capi::kFillMisuse;
+  if (!plan->baseline) {
+    return alpa::capi::BadFillTarget(out, capacity) ? alpa::capi::kFillMisuse : 0;
+  }
   const auto& table = plan->baseline->table;
   const int64_t n = static_cast<int64_t>(table.size());
-  if (capacity <= 0) return n;
-  if (out == nullptr || element_size < kBaselinePointV1Size) return -1;
-  const int64_t copy = std::min(capacity, n);
-  for (int64_t i = 0; i < copy; ++i) {
-    const auto& [m, seconds] = table[static_cast<size_t>(i)];
-    alpa_baseline_point p;
-    std::memset(&p, 0, sizeof(p));
-    p.version = 1;
-    p.zero_stage = m.zero_stage;
-    p.data_parallel = m.data_parallel;
-    p.tensor_parallel = m.tensor_parallel;
-    p.pipeline_parallel = m.pipeline_parallel;
-    p.microbatches = m.microbatches;
-    p.remat = m.remat ? 1 : 0;
-    p.tensor_inside_host = m.tensor_inside_host ? 1 : 0;
-    p.feasible = std::isfinite(seconds) ? 1 : 0;
-    p.iteration_seconds = seconds;
-    WriteElement(out, element_size, i, p);
-  }
-  return n;
+  return alpa::capi::FillStructs<alpa_baseline_point>(
+      out, capacity, element_size, kBaselinePointV1Size, n, [&](int64_t i) {
+        const auto& [m, seconds] = table[static_cast<size_t>(i)];
+        alpa_baseline_point p;
+        std::memset(&p, 0, sizeof(p));
+        p.version = 1;
+        p.zero_stage = m.zero_stage;
+        p.data_parallel = m.data_parallel;
+        p.tensor_parallel = m.tensor_parallel;
+        p.pipeline_parallel = m.pipeline_parallel;
+        p.microbatches = m.microbatches;
+        p.remat = m.remat ? 1 : 0;
+        p.tensor_inside_host = m.tensor_inside_host ? 1 : 0;
+        p.feasible = std::isfinite(seconds) ? 1 : 0;
+        p.iteration_seconds = seconds;
+        return p;
+      });
 }
 
 ALPA_API int64_t alpa_plan_baseline_evaluated(const alpa_plan* plan) {

@@ -74,7 +74,7 @@ ALPA_API int32_t alpa_cluster_preset_count(void) {
 
 ALPA_API const char* alpa_cluster_preset_name(int32_t index) {
   const auto& presets = alpa::ClusterPresets();
-  if (index < 0 || static_cast<size_t>(index) >= presets.size()) return nullptr;
+  if (index < 0 || static_cast<size_t>(index) >= presets.size()) return "";
   return presets[static_cast<size_t>(index)].name;
 }
 
@@ -117,8 +117,8 @@ ALPA_API int32_t alpa_cluster_read_buffer(alpa_cluster** out, const char* data, 
   });
 }
 
-ALPA_API int32_t alpa_cluster_with_calibration(alpa_cluster** out, const alpa_cluster* cluster,
-                                               const char* data, size_t size, alpa_error** err) {
+ALPA_API int32_t alpa_cluster_apply_calibration(alpa_cluster** out, const alpa_cluster* cluster,
+                                                const char* data, size_t size, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || cluster == nullptr || (data == nullptr && size > 0)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out, cluster and data must not be NULL");
@@ -132,8 +132,8 @@ ALPA_API int32_t alpa_cluster_with_calibration(alpa_cluster** out, const alpa_cl
   });
 }
 
-ALPA_API int32_t alpa_cluster_write(alpa_buffer** out, const alpa_cluster* cluster,
-                                    alpa_error** err) {
+ALPA_API int32_t alpa_cluster_to_json(alpa_buffer** out, const alpa_cluster* cluster,
+                                      alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || cluster == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and cluster must not be NULL");
@@ -166,11 +166,14 @@ ALPA_API int64_t alpa_cluster_device_memory_bytes(const alpa_cluster* cluster) {
 }
 
 ALPA_API double alpa_cluster_device_memory_bandwidth(const alpa_cluster* cluster) {
-  return cluster == nullptr ? 0.0 : cluster->cluster.device.memory_bandwidth;
+  return cluster == nullptr ? std::numeric_limits<double>::quiet_NaN()
+                            : cluster->cluster.device.memory_bandwidth;
 }
 
 ALPA_API double alpa_cluster_peak_flops(const alpa_cluster* cluster, int32_t dtype) {
-  if (cluster == nullptr || !alpa::IsValidDType(dtype)) return 0.0;
+  if (cluster == nullptr || !alpa::IsValidDType(dtype)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   return cluster->cluster.device.PeakFlops(static_cast<alpa::DType>(dtype));
 }
 
@@ -267,7 +270,7 @@ ALPA_API int32_t alpa_mesh_ndim(const alpa_mesh* mesh) {
 }
 
 ALPA_API int64_t alpa_mesh_dim_size(const alpa_mesh* mesh, int32_t dim) {
-  if (mesh == nullptr || dim < 0 || dim >= mesh->mesh.ndim()) return 0;
+  if (mesh == nullptr || dim < 0 || dim >= mesh->mesh.ndim()) return -1;
   return mesh->mesh.shape[static_cast<size_t>(dim)];
 }
 

@@ -23,6 +23,29 @@ int32_t Fail(alpa_error** err, const Status& status) {
   return Fail(err, ToCode(status.code()), status.message());
 }
 
+int32_t FailWithoutAnswer(alpa_error** err, SolveStatus status, bool has_assignment,
+                          const std::string& message) {
+  if (has_assignment) return ALPA_OK;
+  auto fail = [&](int32_t code, const char* outcome) {
+    return Fail(err, code, message.empty() ? std::string(outcome) : message);
+  };
+  switch (status) {
+    case SolveStatus::kInfeasible:
+      return fail(ALPA_ERR_INFEASIBLE, "infeasible: no assignment meets the constraints");
+    case SolveStatus::kNoSolution:
+      return fail(ALPA_ERR_TIMEOUT, "time limit reached before any feasible assignment");
+    case SolveStatus::kCancelled:
+      return fail(ALPA_ERR_CANCELLED, "cancelled before any feasible assignment");
+    case SolveStatus::kInvalidInput:
+      return fail(ALPA_ERR_INVALID_PROBLEM, "invalid problem");
+    case SolveStatus::kOptimal:
+    case SolveStatus::kFeasible:
+      break;
+  }
+  // Optimal or feasible without an assignment: a problem of no nodes has the empty assignment.
+  return ALPA_OK;
+}
+
 alpa_buffer* MakeBuffer(std::string bytes) {
   try {
     return new alpa_buffer{std::move(bytes)};

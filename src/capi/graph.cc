@@ -11,6 +11,7 @@
 
 #include "capi/graph_attr_words.h"
 #include "capi/handles.h"
+#include "capi/json_number.h"
 #include "core/ir/graph_json.h"
 #include "core/ir/graph_stats.h"
 
@@ -109,9 +110,8 @@ const alpa::Op* FindOp(const alpa_graph* graph, int32_t op) {
 
 template <typename T>
 int64_t CopyOut(const std::vector<T>& v, T* out, int64_t capacity) {
-  const size_t n = capacity > 0 ? std::min(v.size(), static_cast<size_t>(capacity)) : 0;
-  if (out != nullptr) std::copy(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), out);
-  return static_cast<int64_t>(v.size());
+  return alpa::capi::FillArray(out, capacity, static_cast<int64_t>(v.size()),
+                               [&v](int64_t i) { return v[static_cast<size_t>(i)]; });
 }
 
 // Checks one offsets array (count + 1 non-decreasing entries >= 0, data present when the
@@ -218,29 +218,21 @@ int32_t AddOneOp(alpa::Graph& graph, size_t i, const int32_t* kinds, const int32
   return ALPA_OK;
 }
 
-// A number for JSON: integral values below 2^63 exactly, others as the nearest double.
-nlohmann::json JsonNumber(long double value) {
-  if (std::isfinite(static_cast<double>(value)) && value == std::floor(value) &&
-      std::fabs(value) < 9.2e18L) {
-    return static_cast<int64_t>(value);
-  }
-  return static_cast<double>(value);
-}
-
 nlohmann::json StatsJson(const alpa::GraphStats& s) {
   nlohmann::json by_phase = nlohmann::json::object();
-  for (const auto& [phase, flops] : s.flops_by_phase) by_phase[phase] = JsonNumber(flops);
+  for (const auto& [phase, flops] : s.flops_by_phase)
+    by_phase[phase] = alpa::capi::JsonNumber(flops);
   return {{"ops", s.num_ops},
           {"layers", s.num_layers},
           {"parameters", s.parameter_count},
-          {"flops", JsonNumber(s.flops)},
-          {"dot_flops", JsonNumber(s.dot_flops)},
-          {"conv_flops", JsonNumber(s.conv_flops)},
+          {"flops", alpa::capi::JsonNumber(s.flops)},
+          {"dot_flops", alpa::capi::JsonNumber(s.dot_flops)},
+          {"conv_flops", alpa::capi::JsonNumber(s.conv_flops)},
           {"parameter_bytes", s.parameter_bytes},
           {"gradient_bytes", s.gradient_bytes},
           {"optimizer_state_bytes", s.optimizer_state_bytes},
           {"input_bytes", s.input_bytes},
-          {"activation_bytes", JsonNumber(s.activation_bytes)},
+          {"activation_bytes", alpa::capi::JsonNumber(s.activation_bytes)},
           {"ops_by_kind", s.ops_by_kind},
           {"ops_by_phase", s.ops_by_phase},
           {"flops_by_phase", by_phase}};
@@ -393,8 +385,7 @@ ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size
   });
 }
 
-ALPA_API int32_t alpa_graph_write_json(alpa_buffer** out, const alpa_graph* graph,
-                                       alpa_error** err) {
+ALPA_API int32_t alpa_graph_to_json(alpa_buffer** out, const alpa_graph* graph, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (int32_t s = CheckFinalized(graph, err)) return s;
@@ -441,28 +432,27 @@ ALPA_API int32_t alpa_graph_op_alias(const alpa_graph* graph, int32_t op) {
 
 ALPA_API double alpa_graph_op_value(const alpa_graph* graph, int32_t op) {
   const alpa::Op* o = FindOp(graph, op);
-  if (o == nullptr || (o->kind != alpa::OpKind::kConstant && o->kind != alpa::OpKind::kPad)) {
-    return 0.0;
-  }
+  if (o == nullptr) return std::numeric_limits<double>::quiet_NaN();
+  if (o->kind != alpa::OpKind::kConstant && o->kind != alpa::OpKind::kPad) return 0.0;
   return o->attrs.value;
 }
 
 ALPA_API int64_t alpa_graph_op_shape(const alpa_graph* graph, int32_t op, int64_t* out,
                                      int64_t capacity) {
   const alpa::Op* o = FindOp(graph, op);
-  return o ? CopyOut(o->shape, out, capacity) : -1;
+  return o ? CopyOut(o->shape, out, capacity) : alpa::capi::kFillMisuse;
 }
 
 ALPA_API int64_t alpa_graph_op_operands(const alpa_graph* graph, int32_t op, int32_t* out,
                                         int64_t capacity) {
   const alpa::Op* o = FindOp(graph, op);
-  return o ? CopyOut(o->operands, out, capacity) : -1;
+  return o ? CopyOut(o->operands, out, capacity) : alpa::capi::kFillMisuse;
 }
 
 ALPA_API int64_t alpa_graph_op_attrs(const alpa_graph* graph, int32_t op, int64_t* out,
                                      int64_t capacity) {
   const alpa::Op* o = FindOp(graph, op);
-  if (o == nullptr) return -1;
+  if (o == nullptr) return alpa::capi::kFillMisuse;
   try {
     return CopyOut(alpa::capi::EncodeAttrWords(o->kind, o->attrs), out, capacity);
   } catch (...) {
@@ -476,11 +466,11 @@ ALPA_API const char* alpa_graph_op_name(const alpa_graph* graph, int32_t op) {
 }
 
 ALPA_API int64_t alpa_graph_outputs(const alpa_graph* graph, int32_t* out, int64_t capacity) {
-  return graph == nullptr ? 0 : CopyOut(graph->graph.outputs, out, capacity);
+  return graph == nullptr ? alpa::capi::kFillMisuse : CopyOut(graph->graph.outputs, out, capacity);
 }
 
-ALPA_API int32_t alpa_graph_stats_json(alpa_buffer** out, const alpa_graph* graph,
-                                       alpa_error** err) {
+ALPA_API int32_t alpa_graph_stats_to_json(alpa_buffer** out, const alpa_graph* graph,
+                                          alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (int32_t s = CheckFinalized(graph, err)) return s;

@@ -1,8 +1,11 @@
 // The C ABI's handle structs and the exception firewall. Only src/capi includes this.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "alpa.h"
+#include "alpa_experimental.h"
 #include "core/cluster/logical_mesh.h"
 #include "core/ir/graph.h"
 #include "core/problem/sharding_problem.h"
@@ -91,11 +95,11 @@ struct alpa_plan {
   alpa::Cluster cluster;
   std::string model;
   std::vector<alpa::PlanOpSite> sites;  // PlanOpSites(plan)
-  // The configuration of a plan made by alpa_plan_manual / alpa_plan_baseline
-  // (src/capi/baseline.cc); none for alpa_plan_model / alpa_plan_graph.
+  // The configuration of a plan made by alpa_model_plan_manual / alpa_model_plan_baseline
+  // (src/capi/baseline.cc); none for alpa_model_plan / alpa_graph_plan.
   std::optional<alpa::ManualPlanSpec> manual_spec;
-  // alpa_plan_baseline's search: counts, timing and the table (its `best` is moved into `plan`
-  // and left empty here); none for other plans.
+  // alpa_model_plan_baseline's search: counts, timing and the table (its `best` is moved into
+  // `plan` and left empty here); none for other plans.
   std::optional<alpa::BaselineSearchResult> baseline;
 };
 
@@ -134,23 +138,60 @@ std::unique_ptr<alpa_plan> MakePlan(alpa::PipelinePlan plan, const alpa::Cluster
 // "baseline" object (src/capi/baseline.cc).
 std::string PlanJson(const alpa_plan& plan, int32_t detail);
 
+// The "no answer" convention (docs/error-handling.md): a solve that ends without an assignment
+// is a failure status, not a result: ALPA_ERR_INFEASIBLE (proven none), ALPA_ERR_TIMEOUT (time
+// limit before the first one), ALPA_ERR_CANCELLED (cancelled before the first one). Stores the
+// error (with `message`, or a default naming the outcome) and returns its code; ALPA_OK when
+// there is an answer.
+int32_t FailWithoutAnswer(alpa_error** err, SolveStatus status, bool has_assignment,
+                          const std::string& message);
+
+// Count-then-fill (docs/error-handling.md): every array getter returns the full count and copies
+// min(count, capacity) entries; misuse returns a negative status, -ALPA_ERR_INVALID_ARGUMENT,
+// never a count.
+constexpr int64_t kFillMisuse = -ALPA_ERR_INVALID_ARGUMENT;
+
+// Whether out / capacity are unusable: a negative capacity, or a positive one with out NULL.
+inline bool BadFillTarget(const void* out, int64_t capacity) {
+  return capacity < 0 || (capacity > 0 && out == nullptr);
+}
+
+// Copies value_at(i) for i < min(count, capacity) to out[i]; returns count (or kFillMisuse).
+template <typename T, typename ValueAt>
+int64_t FillArray(T* out, int64_t capacity, int64_t count, ValueAt value_at) {
+  if (BadFillTarget(out, capacity)) return kFillMisuse;
+  const int64_t copy = std::min(capacity, count);
+  for (int64_t i = 0; i < copy; ++i) out[i] = value_at(i);
+  return count;
+}
+
+// Writes the first min(element_size, sizeof(T)) bytes of `value` to element `index` of `out`,
+// with struct_size set to that count (versioned output structs, old and new callers alike).
+template <typename T>
+void WriteElement(void* out, size_t element_size, int64_t index, T value) {
+  const size_t written = std::min(element_size, sizeof(T));
+  value.struct_size = written;
+  std::memcpy(static_cast<unsigned char*>(out) + static_cast<size_t>(index) * element_size, &value,
+              written);
+}
+
+// The versioned-struct form: element i is written as the first min(element_size, sizeof(T))
+// bytes of make(i), struct_size set to that number; element_size below min_size (the end of
+// version 1) is misuse.
+template <typename T, typename Make>
+int64_t FillStructs(void* out, int64_t capacity, size_t element_size, size_t min_size,
+                    int64_t count, Make make) {
+  if (BadFillTarget(out, capacity)) return kFillMisuse;
+  if (capacity > 0 && element_size < min_size) return kFillMisuse;
+  const int64_t copy = std::min(capacity, count);
+  for (int64_t i = 0; i < copy; ++i) WriteElement(out, element_size, i, make(i));
+  return count;
+}
+
 // Makes a buffer owning `bytes`; nullptr on allocation failure.
 alpa_buffer* MakeBuffer(std::string bytes);
 
 // Builds the SolveOptions for one solve: the caller's options plus the C callback adapters.
 alpa::SolveOptions ToSolveOptions(const alpa_solve_options* options);
-
-// The auto-sharding option keys (ALPA_OPT_COST_MODEL .. ALPA_OPT_MEMORY_BUDGET_BYTES) live in
-// src/capi/shard.cc; solve.cc's setters hand them over. Whether `key` is one; the key of a name
-// (-1 if none); setting one from an integer, a double (integral values only) or text ("alpa",
-// "search", "16e9", ...).
-bool IsAutoShardOption(int32_t key);
-int32_t AutoShardOptionKey(const std::string& name);
-int32_t SetAutoShardOption(alpa_solve_options* options, int32_t key, int64_t value,
-                           alpa_error** err);
-int32_t SetAutoShardOptionDouble(alpa_solve_options* options, int32_t key, double value,
-                                 alpa_error** err);
-int32_t SetAutoShardOptionText(alpa_solve_options* options, int32_t key, const std::string& text,
-                               alpa_error** err);
 
 }  // namespace alpa::capi

@@ -66,7 +66,7 @@ ALPA_API int32_t alpa_model_benchmark_gpus(int64_t index) {
   }
 }
 
-ALPA_API int32_t alpa_graph_from_model(alpa_graph** out, const char* spec, alpa_error** err) {
+ALPA_API int32_t alpa_model_build_graph(alpa_graph** out, const char* spec, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || spec == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and spec must not be NULL");
@@ -87,7 +87,7 @@ ALPA_API int32_t alpa_graph_from_model(alpa_graph** out, const char* spec, alpa_
   });
 }
 
-ALPA_API int32_t alpa_models_json(alpa_buffer** out, alpa_error** err) {
+ALPA_API int32_t alpa_model_zoo_to_json(alpa_buffer** out, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     nlohmann::json presets = nlohmann::json::array();

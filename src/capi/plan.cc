@@ -1,11 +1,8 @@
-// The pipeline planner through the C ABI: alpa_plan_options, alpa_plan_model / alpa_plan_graph
+// The pipeline planner through the C ABI: alpa_plan_options, alpa_model_plan / alpa_graph_plan
 // and the plan's getters (count-then-fill, versioned structs, JSON).
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -14,6 +11,7 @@
 #include <vector>
 
 #include "capi/handles.h"
+#include "capi/options.h"
 #include "core/cluster/sharding_spec.h"
 #include "models/planner_model.h"
 #include "solvers/pipeline/pipeline_schedule.h"
@@ -23,190 +21,17 @@ static_assert(ALPA_REMAT_OFF == static_cast<int32_t>(alpa::RematMode::kOff));
 static_assert(ALPA_REMAT_ON == static_cast<int32_t>(alpa::RematMode::kOn));
 static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kForward) == 0);
 static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kBackward) == 1);
-// alpa_plan_transfer_moves returns -1 for misuse, as alpa_plan_transfers does.
-static_assert(ALPA_ERR_INVALID_ARGUMENT == 1);
 
 namespace {
 
 using alpa::capi::Fail;
 using alpa::capi::Guard;
 
-// Each option's name (set_by_name, messages) and whether it takes an integer.
-struct PlanOptionName {
-  int32_t key;
-  const char* name;
-  bool integer;
-};
-constexpr PlanOptionName kPlanOptions[] = {
-    {ALPA_PLAN_OPT_NUM_LAYERS, "num_layers", true},
-    {ALPA_PLAN_OPT_MICROBATCHES, "microbatches", true},
-    {ALPA_PLAN_OPT_MAX_MICROBATCHES, "max_microbatches", true},
-    {ALPA_PLAN_OPT_THREADS, "threads", true},
-    {ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT, "intra_op_time_limit_seconds", false},
-    {ALPA_PLAN_OPT_INTRA_OP_GAP, "intra_op_gap", false},
-    {ALPA_PLAN_OPT_MEMORY_LEVELS, "memory_levels", true},
-    {ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, "device_memory_bytes", true},
-    {ALPA_PLAN_OPT_CLUSTERING_DELTA, "clustering_delta", false},
-    {ALPA_PLAN_OPT_REMAT, "remat", true},
-    {ALPA_PLAN_OPT_INTRA_OP_EXACT, "intra_op_exact", true},
-};
-
-const PlanOptionName* FindOption(int32_t key) {
-  for (const PlanOptionName& o : kPlanOptions) {
-    if (o.key == key) return &o;
-  }
-  return nullptr;
-}
-
-const PlanOptionName* FindOption(const std::string& name) {
-  for (const PlanOptionName& o : kPlanOptions) {
-    if (name == o.name) return &o;
-  }
-  return nullptr;
-}
-
-std::string FormatDouble(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", value);
-  return buf;
-}
-
-// "plan option NAME: REQUIREMENT (got VALUE)".
-int32_t BadValue(alpa_error** err, const PlanOptionName& o, const std::string& requirement,
-                 const std::string& got) {
-  return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-              std::string("plan option ") + o.name + ": " + requirement + " (got " + got + ")");
-}
-
-int32_t UnknownKey(alpa_error** err, int32_t key) {
-  return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "unknown plan option key " + std::to_string(key));
-}
-
-// An int32 option in [lo, hi].
-int32_t SetInt32(int32_t* field, const PlanOptionName& o, int64_t value, int64_t lo, int64_t hi,
-                 alpa_error** err) {
-  if (value < lo)
-    return BadValue(err, o, "must be >= " + std::to_string(lo), std::to_string(value));
-  if (value > hi)
-    return BadValue(err, o, "must be <= " + std::to_string(hi), std::to_string(value));
-  *field = static_cast<int32_t>(value);
-  return ALPA_OK;
-}
-
-int32_t SetDoubleOption(alpa_plan_options* options, const PlanOptionName& o, double value,
-                        alpa_error** err);
-
-int32_t SetIntOption(alpa_plan_options* options, const PlanOptionName& o, int64_t value,
-                     alpa_error** err) {
-  alpa::PlannerOptions& p = options->options;
-  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-  switch (o.key) {
-    case ALPA_PLAN_OPT_NUM_LAYERS:
-      return SetInt32(&p.num_layers, o, value, 0, kInt32Max, err);
-    case ALPA_PLAN_OPT_MICROBATCHES:
-      if (value < 0) return BadValue(err, o, "must be >= 0", std::to_string(value));
-      p.microbatches = value;
-      return ALPA_OK;
-    case ALPA_PLAN_OPT_MAX_MICROBATCHES:
-      if (value < 1) return BadValue(err, o, "must be >= 1", std::to_string(value));
-      p.max_microbatches = value;
-      return ALPA_OK;
-    case ALPA_PLAN_OPT_THREADS:
-      return SetInt32(&p.threads, o, value, 0, 4096, err);
-    case ALPA_PLAN_OPT_MEMORY_LEVELS:
-      return SetInt32(&p.memory_levels, o, value, 0, kInt32Max, err);
-    case ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES:
-      if (value < 0) {
-        return BadValue(err, o, "must be >= 0 (0: the cluster's device memory)",
-                        std::to_string(value));
-      }
-      if (value == 0) {
-        p.device_memory_bytes.reset();
-      } else {
-        p.device_memory_bytes = value;
-      }
-      return ALPA_OK;
-    case ALPA_PLAN_OPT_INTRA_OP_EXACT:
-      if (value != 0 && value != 1)
-        return BadValue(err, o, "must be 0 or 1", std::to_string(value));
-      p.intra_op_exact = value == 1;
-      return ALPA_OK;
-    case ALPA_PLAN_OPT_REMAT:
-      if (value < ALPA_REMAT_SEARCH || value > ALPA_REMAT_ON) {
-        return BadValue(err, o,
-                        "must be ALPA_REMAT_SEARCH (0, \"search\"), ALPA_REMAT_OFF (1, \"off\") "
-                        "or ALPA_REMAT_ON (2, \"on\")",
-                        std::to_string(value));
-      }
-      p.remat = static_cast<alpa::RematMode>(value);
-      return ALPA_OK;
-    default:
-      // A double key given as an integer.
-      return SetDoubleOption(options, o, static_cast<double>(value), err);
-  }
-}
-
-int32_t SetDoubleOption(alpa_plan_options* options, const PlanOptionName& o, double value,
-                        alpa_error** err) {
-  if (o.integer) {
-    // 2^63 itself is out of range.
-    if (!(value == std::floor(value) && value >= -9.2233720368547758e18 &&
-          value < 9.2233720368547758e18)) {
-      return BadValue(err, o, "must be an integer", FormatDouble(value));
-    }
-    return SetIntOption(options, o, static_cast<int64_t>(value), err);
-  }
-  alpa::PlannerOptions& p = options->options;
-  switch (o.key) {
-    case ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT:
-      if (!(value > 0)) return BadValue(err, o, "must be > 0 seconds", FormatDouble(value));
-      p.intra_op_time_limit_seconds = value;
-      return ALPA_OK;
-    case ALPA_PLAN_OPT_INTRA_OP_GAP:
-      if (!(value >= 0) || !std::isfinite(value)) {
-        return BadValue(err, o, "must be finite and >= 0", FormatDouble(value));
-      }
-      p.intra_op_relative_gap = value;
-      return ALPA_OK;
-    case ALPA_PLAN_OPT_CLUSTERING_DELTA:
-      if (!(value >= 0) || !std::isfinite(value)) {
-        return BadValue(err, o, "must be finite and >= 0", FormatDouble(value));
-      }
-      p.clustering_delta = value;
-      return ALPA_OK;
-    default:
-      return UnknownKey(err, o.key);  // unreachable: every key is in kPlanOptions
-  }
-}
-
-// The exact integer a text spells: an int64 literal, or a number in any strtod form ("16e9")
-// whose value is integral and fits int64.
-bool ParseInteger(const std::string& text, int64_t* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long exact = std::strtoll(text.c_str(), &end, 10);
-  if (errno == 0 && end != nullptr && *end == '\0') {
-    *out = static_cast<int64_t>(exact);
-    return true;
-  }
-  end = nullptr;
-  const double number = std::strtod(text.c_str(), &end);
-  if (end == nullptr || *end != '\0' || number != std::floor(number) ||
-      !(number >= -9.2233720368547758e18 && number < 9.2233720368547758e18)) {
-    return false;
-  }
-  *out = static_cast<int64_t>(number);
-  return true;
-}
-
-bool ParseDouble(const std::string& text, double* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  const double number = std::strtod(text.c_str(), &end);
-  if (end == nullptr || *end != '\0') return false;
-  *out = number;
-  return true;
+// The C++ struct an alpa_plan_options sets.
+alpa::capi::OptionFields FieldsOf(alpa_plan_options* o) {
+  alpa::capi::OptionFields fields;
+  fields.plan = &o->options;
+  return fields;
 }
 
 int32_t RunPlanner(alpa_plan** out, const alpa::PlannerModel& model, const alpa_cluster* cluster,
@@ -264,16 +89,6 @@ constexpr size_t kStageV1Size = offsetof(alpa_stage_info, in_flight) + sizeof(in
 constexpr size_t kTransferV1Size = offsetof(alpa_transfer, seconds) + sizeof(double);
 constexpr size_t kSliceMoveV1Size = offsetof(alpa_slice_move, bytes) + sizeof(int64_t);
 
-// Writes the first min(element_size, sizeof(T)) bytes of `value` to element `index` of `out`,
-// with struct_size set to that count.
-template <typename T>
-void WriteElement(void* out, size_t element_size, int64_t index, T value) {
-  const size_t written = std::min(element_size, sizeof(T));
-  value.struct_size = written;
-  std::memcpy(static_cast<unsigned char*>(out) + static_cast<size_t>(index) * element_size, &value,
-              written);
-}
-
 }  // namespace
 
 namespace alpa::capi {
@@ -305,7 +120,7 @@ int32_t PlannerModelOf(const char* spec, alpa::PlannerModel* out, alpa_error** e
   const std::string text = spec;
   alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromSpec(text);
   if (!model.ok()) {
-    // Name the spec (once), as alpa_graph_from_model does.
+    // Name the spec (once), as alpa_model_build_graph does.
     const std::string& m = model.status().message();
     return Fail(err, ToCode(model.status().code()),
                 m.find(text) != std::string::npos ? m : "model \"" + text + "\": " + m);
@@ -342,9 +157,8 @@ ALPA_API int32_t alpa_plan_options_set_int(alpa_plan_options* options, int32_t k
                                            alpa_error** err) {
   return Guard(err, [&] {
     if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
-    const PlanOptionName* o = FindOption(key);
-    if (o == nullptr) return UnknownKey(err, key);
-    return SetIntOption(options, *o, value, err);
+    return alpa::capi::SetOptionInt(alpa::capi::OptionHolder::kPlanOptions, FieldsOf(options), key,
+                                    value, err);
   });
 }
 
@@ -352,9 +166,8 @@ ALPA_API int32_t alpa_plan_options_set_double(alpa_plan_options* options, int32_
                                               alpa_error** err) {
   return Guard(err, [&] {
     if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
-    const PlanOptionName* o = FindOption(key);
-    if (o == nullptr) return UnknownKey(err, key);
-    return SetDoubleOption(options, *o, value, err);
+    return alpa::capi::SetOptionDouble(alpa::capi::OptionHolder::kPlanOptions, FieldsOf(options),
+                                       key, value, err);
   });
 }
 
@@ -364,37 +177,8 @@ ALPA_API int32_t alpa_plan_options_set_by_name(alpa_plan_options* options, const
     if (options == nullptr || name == nullptr || value == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options, name and value must not be NULL");
     }
-    const PlanOptionName* o = FindOption(std::string(name));
-    if (o == nullptr) {
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                  std::string("unknown plan option \"") + name + "\"");
-    }
-    const std::string text = value;
-    if (o->key == ALPA_PLAN_OPT_INTRA_OP_EXACT) {
-      if (text == "true") return SetIntOption(options, *o, 1, err);
-      if (text == "false") return SetIntOption(options, *o, 0, err);
-    }
-    if (o->key == ALPA_PLAN_OPT_REMAT) {
-      if (text == "search") return SetIntOption(options, *o, ALPA_REMAT_SEARCH, err);
-      if (text == "off") return SetIntOption(options, *o, ALPA_REMAT_OFF, err);
-      if (text == "on") return SetIntOption(options, *o, ALPA_REMAT_ON, err);
-    }
-    if (o->integer) {
-      int64_t number = 0;
-      if (!ParseInteger(text, &number)) {
-        return BadValue(err, *o,
-                        o->key == ALPA_PLAN_OPT_REMAT
-                            ? "must be \"search\", \"off\", \"on\" or 0..2"
-                            : "must be an integer",
-                        "\"" + text + "\"");
-      }
-      return SetIntOption(options, *o, number, err);
-    }
-    double number = 0;
-    if (!ParseDouble(text, &number)) {
-      return BadValue(err, *o, "must be a number", "\"" + text + "\"");
-    }
-    return SetDoubleOption(options, *o, number, err);
+    return alpa::capi::SetOptionByName(alpa::capi::OptionHolder::kPlanOptions, FieldsOf(options),
+                                       name, value, err);
   });
 }
 
@@ -418,7 +202,7 @@ ALPA_API int32_t alpa_plan_options_set_progress(alpa_plan_options* options,
   });
 }
 
-ALPA_API int32_t alpa_plan_model(alpa_plan** out, const char* model_spec,
+ALPA_API int32_t alpa_model_plan(alpa_plan** out, const char* model_spec,
                                  const alpa_cluster* cluster, const alpa_plan_options* options,
                                  alpa_error** err) {
   return Guard(err, [&] {
@@ -431,7 +215,7 @@ ALPA_API int32_t alpa_plan_model(alpa_plan** out, const char* model_spec,
   });
 }
 
-ALPA_API int32_t alpa_plan_graph(alpa_plan** out, const alpa_graph* graph,
+ALPA_API int32_t alpa_graph_plan(alpa_plan** out, const alpa_graph* graph,
                                  const alpa_cluster* cluster, const alpa_plan_options* options,
                                  alpa_error** err) {
   return Guard(err, [&] {
@@ -486,7 +270,7 @@ ALPA_API int32_t alpa_plan_stage_count(const alpa_plan* plan) {
   return plan == nullptr ? 0 : static_cast<int32_t>(plan->plan.stages.size());
 }
 
-ALPA_API int32_t alpa_plan_graph_copy(alpa_graph** out, const alpa_plan* plan, alpa_error** err) {
+ALPA_API int32_t alpa_plan_copy_graph(alpa_graph** out, const alpa_plan* plan, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || plan == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and plan must not be NULL");
@@ -537,7 +321,7 @@ ALPA_API int32_t alpa_plan_stage(alpa_stage_info* out, size_t element_size, cons
     info.iteration_overhead_seconds = st->iteration_overhead;
     info.memory_bytes = st->memory_bytes;
     info.in_flight = st->in_flight;
-    WriteElement(out, element_size, 0, info);
+    alpa::capi::WriteElement(out, element_size, 0, info);
     return ALPA_OK;
   });
 }
@@ -545,23 +329,16 @@ ALPA_API int32_t alpa_plan_stage(alpa_stage_info* out, size_t element_size, cons
 ALPA_API int64_t alpa_plan_stage_devices(const alpa_plan* plan, int32_t stage, int64_t* out,
                                          int64_t capacity) {
   const alpa::PlannedStage* st = StageOf(plan, stage);
-  if (st == nullptr) return 0;
-  const int64_t n = static_cast<int64_t>(st->devices.size());
-  if (out != nullptr && capacity > 0) {
-    const int64_t copy = std::min(capacity, n);
-    for (int64_t i = 0; i < copy; ++i) out[i] = st->devices[static_cast<size_t>(i)];
-  }
-  return n;
+  if (st == nullptr) return alpa::capi::kFillMisuse;
+  return alpa::capi::FillArray(out, capacity, static_cast<int64_t>(st->devices.size()),
+                               [st](int64_t i) { return st->devices[static_cast<size_t>(i)]; });
 }
 
 ALPA_API int64_t alpa_plan_op_stages(const alpa_plan* plan, int32_t* out, int64_t capacity) {
-  if (plan == nullptr) return 0;
-  const int64_t n = static_cast<int64_t>(plan->sites.size());
-  if (out != nullptr && capacity > 0) {
-    const int64_t copy = std::min(capacity, n);
-    for (int64_t i = 0; i < copy; ++i) out[i] = plan->sites[static_cast<size_t>(i)].stage;
-  }
-  return n;
+  if (plan == nullptr) return alpa::capi::kFillMisuse;
+  return alpa::capi::FillArray(
+      out, capacity, static_cast<int64_t>(plan->sites.size()),
+      [plan](int64_t i) { return plan->sites[static_cast<size_t>(i)].stage; });
 }
 
 ALPA_API int32_t alpa_plan_op_spec(alpa_buffer** out, const alpa_plan* plan, int32_t op,
@@ -595,18 +372,19 @@ ALPA_API int64_t alpa_plan_stage_collectives(const alpa_plan* plan, int32_t stag
                                              alpa_collective* out, int64_t capacity,
                                              size_t element_size) {
   const alpa::PlannedStage* st = StageOf(plan, stage);
-  if (st == nullptr) return 0;
+  if (st == nullptr) return alpa::capi::kFillMisuse;
   int64_t n = 0;
   for (const alpa::StagePiece& piece : st->pieces) {
     n += static_cast<int64_t>(piece.sharding->collectives.size());
   }
-  if (capacity <= 0) return n;
-  if (out == nullptr || element_size < kCollectiveV1Size) return -1;
+  if (alpa::capi::BadFillTarget(out, capacity)) return alpa::capi::kFillMisuse;
+  if (capacity == 0) return n;
+  if (element_size < kCollectiveV1Size) return alpa::capi::kFillMisuse;
   int64_t i = 0;
   for (const alpa::StagePiece& piece : st->pieces) {
     for (const alpa::PlannedCollective& c : piece.sharding->collectives) {
       if (i >= capacity) return n;
-      WriteElement(out, element_size, i++, ToCollective(c, *piece.subgraph));
+      alpa::capi::WriteElement(out, element_size, i++, ToCollective(c, *piece.subgraph));
     }
   }
   return n;
@@ -614,25 +392,22 @@ ALPA_API int64_t alpa_plan_stage_collectives(const alpa_plan* plan, int32_t stag
 
 ALPA_API int64_t alpa_plan_transfers(const alpa_plan* plan, alpa_transfer* out, int64_t capacity,
                                      size_t element_size) {
-  if (plan == nullptr) return 0;
+  if (plan == nullptr) return alpa::capi::kFillMisuse;
   const std::vector<alpa::CrossStageTransfer>& list = plan->plan.transfers;
-  const int64_t n = static_cast<int64_t>(list.size());
-  if (capacity <= 0) return n;
-  if (out == nullptr || element_size < kTransferV1Size) return -1;
-  const int64_t copy = std::min(capacity, n);
-  for (int64_t i = 0; i < copy; ++i) {
-    const alpa::CrossStageTransfer& t = list[static_cast<size_t>(i)];
-    alpa_transfer tr;
-    std::memset(&tr, 0, sizeof(tr));
-    tr.version = 1;
-    tr.from_stage = t.from_stage;
-    tr.to_stage = t.to_stage;
-    tr.tensor = t.tensor;
-    tr.bytes = t.bytes;
-    tr.seconds = t.seconds;
-    WriteElement(out, element_size, i, tr);
-  }
-  return n;
+  return alpa::capi::FillStructs<alpa_transfer>(
+      out, capacity, element_size, kTransferV1Size, static_cast<int64_t>(list.size()),
+      [&list](int64_t i) {
+        const alpa::CrossStageTransfer& t = list[static_cast<size_t>(i)];
+        alpa_transfer tr;
+        std::memset(&tr, 0, sizeof(tr));
+        tr.version = 1;
+        tr.from_stage = t.from_stage;
+        tr.to_stage = t.to_stage;
+        tr.tensor = t.tensor;
+        tr.bytes = t.bytes;
+        tr.seconds = t.seconds;
+        return tr;
+      });
 }
 
 ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfer,
@@ -640,37 +415,35 @@ ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfe
                                           size_t element_size) {
   if (plan == nullptr || transfer < 0 ||
       transfer >= static_cast<int64_t>(plan->plan.transfers.size())) {
-    return 0;
+    return alpa::capi::kFillMisuse;
   }
   const alpa::CrossStageTransfer& t = plan->plan.transfers[static_cast<size_t>(transfer)];
   if (plan->plan.graph.op(t.tensor).shape.size() > ALPA_SLICE_MOVE_MAX_RANK) {
     return -ALPA_ERR_UNSUPPORTED;
   }
-  const int64_t n = static_cast<int64_t>(t.moves.size());
-  if (capacity <= 0) return n;
-  if (out == nullptr || element_size < kSliceMoveV1Size) return -ALPA_ERR_INVALID_ARGUMENT;
-  const int64_t copy = std::min(capacity, n);
-  for (int64_t i = 0; i < copy; ++i) {
-    const alpa::SliceMove& m = t.moves[static_cast<size_t>(i)];
-    alpa_slice_move sm;
-    std::memset(&sm, 0, sizeof(sm));
-    sm.version = 1;
-    sm.src_device = m.src_device;
-    sm.dst_device = m.dst_device;
-    sm.rank = static_cast<int32_t>(m.offsets.size());
-    for (size_t d = 0; d < ALPA_SLICE_MOVE_MAX_RANK; ++d) {
-      sm.offsets[d] = d < m.offsets.size() ? m.offsets[d] : 0;
-      sm.sizes[d] = d < m.sizes.size() ? m.sizes[d] : 1;
-    }
-    sm.bytes = m.bytes;
-    WriteElement(out, element_size, i, sm);
-  }
-  return n;
+  return alpa::capi::FillStructs<alpa_slice_move>(
+      out, capacity, element_size, kSliceMoveV1Size, static_cast<int64_t>(t.moves.size()),
+      [&t](int64_t i) {
+        const alpa::SliceMove& m = t.moves[static_cast<size_t>(i)];
+        alpa_slice_move sm;
+        std::memset(&sm, 0, sizeof(sm));
+        sm.version = 1;
+        sm.src_device = m.src_device;
+        sm.dst_device = m.dst_device;
+        sm.rank = static_cast<int32_t>(m.offsets.size());
+        for (size_t d = 0; d < ALPA_SLICE_MOVE_MAX_RANK; ++d) {
+          sm.offsets[d] = d < m.offsets.size() ? m.offsets[d] : 0;
+          sm.sizes[d] = d < m.sizes.size() ? m.sizes[d] : 1;
+        }
+        sm.bytes = m.bytes;
+        return sm;
+      });
 }
 
 ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out,
                                           int64_t capacity) {
-  if (StageOf(plan, stage) == nullptr) return 0;
+  if (StageOf(plan, stage) == nullptr) return alpa::capi::kFillMisuse;
+  if (alpa::capi::BadFillTarget(out, capacity)) return alpa::capi::kFillMisuse;
   try {
     const std::vector<alpa::PipelineTask> tasks = alpa::StageSchedule(
         alpa::PipelineScheduleKind::kOneFOneB, static_cast<int32_t>(plan->plan.stages.size()),
@@ -685,7 +458,7 @@ ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, 
     }
     return n;
   } catch (...) {
-    return 0;  // out of memory for the schedule: nothing to report
+    return -ALPA_ERR_OUT_OF_MEMORY;  // the schedule could not be built
   }
 }
 

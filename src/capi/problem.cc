@@ -1,7 +1,9 @@
 // Building, reading, writing and evaluating sharding problems through the C ABI.
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "capi/handles.h"
 #include "core/problem/problem_io.h"
@@ -280,8 +282,8 @@ ALPA_API int32_t alpa_problem_read_buffer(alpa_problem** out, const char* data, 
   });
 }
 
-ALPA_API int32_t alpa_problem_write(alpa_buffer** out, const alpa_problem* problem, int32_t format,
-                                    alpa_error** err) {
+ALPA_API int32_t alpa_problem_to_json(alpa_buffer** out, const alpa_problem* problem,
+                                      int32_t format, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (int32_t s = CheckFinalized(problem, err)) return s;
@@ -342,6 +344,32 @@ ALPA_API int32_t alpa_problem_evaluate(double* out_cost, const alpa_problem* pro
     if (!eval.feasible) return Fail(err, ALPA_ERR_INFEASIBLE, eval.violation);
     return ALPA_OK;
   });
+}
+
+ALPA_API int64_t alpa_assignment_parse(const char* text, size_t size, int32_t* out,
+                                       int64_t capacity, alpa_error** err) {
+  const int32_t rc = Guard(err, [&] {
+    if (text == nullptr && size > 0) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "text is NULL");
+    }
+    if (alpa::capi::BadFillTarget(out, capacity)) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "out is NULL or capacity negative (capacity " + std::to_string(capacity) + ")");
+    }
+    return ALPA_OK;
+  });
+  if (rc != ALPA_OK) return -rc;
+  int64_t count = 0;
+  const int32_t parsed = Guard(err, [&] {
+    alpa::Result<std::vector<int32_t>> assignment =
+        alpa::ParseAssignment(std::string_view(text == nullptr ? "" : text, size));
+    if (!assignment.ok()) return Fail(err, assignment.status());
+    const std::vector<int32_t>& a = assignment.value();
+    count = alpa::capi::FillArray(out, capacity, static_cast<int64_t>(a.size()),
+                                  [&a](int64_t i) { return a[static_cast<size_t>(i)]; });
+    return ALPA_OK;
+  });
+  return parsed == ALPA_OK ? count : -static_cast<int64_t>(parsed);
 }
 
 }  // extern "C"

@@ -1,4 +1,4 @@
-// Simulation of a pipeline plan through the C ABI: alpa_plan_simulate / alpa_simulate_plan_json
+// Simulation of a pipeline plan through the C ABI: alpa_plan_simulate / alpa_plan_simulate_json
 // and the simulation's getters (versioned stage statistics, the timeline as SVG, JSON).
 #include <algorithm>
 #include <cstddef>
@@ -76,7 +76,7 @@ ALPA_API int32_t alpa_plan_simulate(alpa_simulation** out, const alpa_plan* plan
   });
 }
 
-ALPA_API int32_t alpa_simulate_plan_json(alpa_simulation** out, const char* json, size_t size,
+ALPA_API int32_t alpa_plan_simulate_json(alpa_simulation** out, const char* json, size_t size,
                                          int32_t schedule, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || json == nullptr) {
@@ -149,8 +149,9 @@ ALPA_API int32_t alpa_simulation_stage(alpa_simulated_stage* out, size_t element
   });
 }
 
-ALPA_API int32_t alpa_simulation_timeline_svg(alpa_buffer** out, const alpa_simulation* simulation,
-                                              int32_t width, alpa_error** err) {
+ALPA_API int32_t alpa_simulation_timeline_to_svg(alpa_buffer** out,
+                                                 const alpa_simulation* simulation, int32_t width,
+                                                 alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || simulation == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and simulation must not be NULL");

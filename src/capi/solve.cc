@@ -1,6 +1,6 @@
 // Solve options, solving, solutions and the one-shot JSON call of the C ABI.
 #include <cmath>
-#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/handles.h"
+#include "capi/json_number.h"
+#include "capi/options.h"
 #include "core/problem/problem_io.h"
 
 namespace {
@@ -16,29 +18,20 @@ namespace {
 using alpa::capi::Fail;
 using alpa::capi::Guard;
 
-// A number for JSON: integral values that fit int64 print exactly as integers; non-finite
-// values (no assignment, no bound) become null.
-nlohmann::json JsonNumber(long double value) {
-  if (!std::isfinite(static_cast<double>(value))) return nullptr;
-  const long double rounded = std::nearbyint(value);
-  if (rounded == value && std::fabs(value) < 9.2e18L) {
-    return static_cast<int64_t>(value);
-  }
-  return static_cast<double>(value);
-}
-
 nlohmann::json SolutionJson(const alpa::SolveResult& r) {
   nlohmann::json j;
   j["status"] = alpa::SolveStatusName(r.status);
-  j["objective"] = JsonNumber(r.objective);
-  j["lower_bound"] = JsonNumber(r.lower_bound);
+  j["objective"] = alpa::capi::JsonNumber(r.objective);
+  j["lower_bound"] = alpa::capi::JsonNumber(r.lower_bound);
   j["seconds"] = r.seconds;
   j["assignment"] = r.assignment;
   j["message"] = r.message;
-  j["stats"] = {{"nodes", r.stats.nodes},
-                {"edges", r.stats.edges},
-                {"work_nodes", r.stats.work_nodes},
-                {"work_edges", r.stats.work_edges},
+  // The spelling of the auto-sharding JSON's stats (docs/formats.md): the same statistic has
+  // the same key in every JSON of the library.
+  j["stats"] = {{"problem_nodes", r.stats.nodes},
+                {"problem_edges", r.stats.edges},
+                {"normalized_nodes", r.stats.work_nodes},
+                {"normalized_edges", r.stats.work_edges},
                 {"core_nodes", r.stats.core_nodes},
                 {"core_edges", r.stats.core_edges},
                 {"memory_rows", r.stats.memory_rows},
@@ -48,40 +41,17 @@ nlohmann::json SolutionJson(const alpa::SolveResult& r) {
   return j;
 }
 
-int32_t SetOption(alpa_solve_options* o, int32_t key, double value, alpa_error** err) {
-  switch (key) {
-    case ALPA_OPT_TIME_LIMIT_SECONDS:
-      if (std::isnan(value)) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "time limit is NaN");
-      o->options.time_limit_seconds = value > 0 ? value : std::numeric_limits<double>::infinity();
-      return ALPA_OK;
-    case ALPA_OPT_DETERMINISTIC:
-      o->options.deterministic = value != 0;
-      return ALPA_OK;
-    case ALPA_OPT_THREADS:
-      if (!(value >= 0 && value <= 4096) || value != std::floor(value)) {
-        return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                    "threads must be an integer in [0, 4096], got " + std::to_string(value));
-      }
-      o->options.threads = static_cast<int32_t>(value);
-      return ALPA_OK;
-    case ALPA_OPT_RELATIVE_GAP:
-      if (!(value >= 0 && value < 1)) {
-        return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                    "relative_gap must be in [0, 1), got " + std::to_string(value));
-      }
-      o->options.relative_gap = value;
-      return ALPA_OK;
-    default:
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "unknown option key " + std::to_string(key));
-  }
+// The C++ structs an alpa_solve_options sets.
+alpa::capi::OptionFields FieldsOf(alpa_solve_options* o) {
+  alpa::capi::OptionFields fields;
+  fields.solve = &o->options;
+  fields.shard = &o->auto_shard;
+  return fields;
 }
 
-int32_t KeyOfName(const std::string& name) {
-  if (name == "time_limit_seconds") return ALPA_OPT_TIME_LIMIT_SECONDS;
-  if (name == "deterministic") return ALPA_OPT_DETERMINISTIC;
-  if (name == "threads") return ALPA_OPT_THREADS;
-  if (name == "relative_gap") return ALPA_OPT_RELATIVE_GAP;
-  return -1;
+// Whether `key` belongs to the solve family (the keys a JSON request may set).
+bool IsSolveKey(int32_t key) {
+  return key >= ALPA_OPT_TIME_LIMIT_SECONDS && key <= ALPA_OPT_RELATIVE_GAP;
 }
 
 // Applies the "options" object of a JSON request.
@@ -105,8 +75,9 @@ int32_t ApplyJsonOptions(alpa_solve_options* o, const nlohmann::json& options, a
       o->options.warm_start = std::move(start);
       continue;
     }
-    const int32_t key = KeyOfName(it.key());
-    if (key < 0) {
+    const int32_t key =
+        alpa::capi::OptionKeyOfName(alpa::capi::OptionHolder::kSolveOptions, it.key());
+    if (!IsSolveKey(key)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "request: unknown option \"" + it.key() + "\"");
     }
     double value = 0;
@@ -117,7 +88,9 @@ int32_t ApplyJsonOptions(alpa_solve_options* o, const nlohmann::json& options, a
     } else {
       return Fail(err, ALPA_ERR_PARSE, "request: option \"" + it.key() + "\" must be a number");
     }
-    if (int32_t s = SetOption(o, key, value, err)) return s;
+    const int32_t s = alpa::capi::SetOptionDouble(alpa::capi::OptionHolder::kSolveOptions,
+                                                  FieldsOf(o), key, value, err);
+    if (s != ALPA_OK) return s;
   }
   return ALPA_OK;
 }
@@ -135,6 +108,7 @@ SolveOptions ToSolveOptions(const alpa_solve_options* options) {
     void* user = options->progress_user_data;
     out.on_progress = [fn, user](const SolveProgress& p) {
       alpa_progress info;
+      std::memset(&info, 0, sizeof(info));  // the reserved field included
       info.struct_size = sizeof(alpa_progress);
       info.version = 1;
       info.seconds = p.seconds;
@@ -165,10 +139,8 @@ ALPA_API int32_t alpa_solve_options_set_double(alpa_solve_options* options, int3
                                                double value, alpa_error** err) {
   return Guard(err, [&] {
     if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
-    if (alpa::capi::IsAutoShardOption(key)) {
-      return alpa::capi::SetAutoShardOptionDouble(options, key, value, err);
-    }
-    return SetOption(options, key, value, err);
+    return alpa::capi::SetOptionDouble(alpa::capi::OptionHolder::kSolveOptions, FieldsOf(options),
+                                       key, value, err);
   });
 }
 
@@ -176,10 +148,8 @@ ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t
                                             alpa_error** err) {
   return Guard(err, [&] {
     if (options == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options is NULL");
-    if (alpa::capi::IsAutoShardOption(key)) {
-      return alpa::capi::SetAutoShardOption(options, key, value, err);
-    }
-    return SetOption(options, key, static_cast<double>(value), err);
+    return alpa::capi::SetOptionInt(alpa::capi::OptionHolder::kSolveOptions, FieldsOf(options), key,
+                                    value, err);
   });
 }
 
@@ -189,27 +159,8 @@ ALPA_API int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, con
     if (options == nullptr || name == nullptr || value == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "options, name and value must not be NULL");
     }
-    const int32_t shard_key = alpa::capi::AutoShardOptionKey(name);
-    if (shard_key >= 0) return alpa::capi::SetAutoShardOptionText(options, shard_key, value, err);
-    const int32_t key = KeyOfName(name);
-    if (key < 0) {
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, std::string("unknown option \"") + name + "\"");
-    }
-    const std::string text = value;
-    double number = 0;
-    if (text == "true") {
-      number = 1;
-    } else if (text == "false") {
-      number = 0;
-    } else {
-      char* end = nullptr;
-      number = std::strtod(text.c_str(), &end);
-      if (text.empty() || end == nullptr || *end != '\0') {
-        return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                    std::string("option \"") + name + "\": \"" + text + "\" is not a number");
-      }
-    }
-    return SetOption(options, key, number, err);
+    return alpa::capi::SetOptionByName(alpa::capi::OptionHolder::kSolveOptions, FieldsOf(options),
+                                       name, value, err);
   });
 }
 
@@ -245,8 +196,8 @@ ALPA_API int32_t alpa_solve_options_set_progress(alpa_solve_options* options,
   });
 }
 
-ALPA_API int32_t alpa_solve(alpa_solution** out, const alpa_problem* problem,
-                            const alpa_solve_options* options, alpa_error** err) {
+ALPA_API int32_t alpa_problem_solve(alpa_solution** out, const alpa_problem* problem,
+                                    const alpa_solve_options* options, alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
     if (problem == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "problem is NULL");
@@ -256,6 +207,13 @@ ALPA_API int32_t alpa_solve(alpa_solution** out, const alpa_problem* problem,
     }
     auto solution = std::make_unique<alpa_solution>();
     solution->result = alpa::SolveSharding(problem->problem, alpa::capi::ToSolveOptions(options));
+    const alpa::SolveResult& r = solution->result;
+    const bool answered = r.status == alpa::SolveStatus::kOptimal ||
+                          r.status == alpa::SolveStatus::kFeasible || !r.assignment.empty();
+    if (int32_t rc = alpa::capi::FailWithoutAnswer(err, r.status, answered, r.message)) {
+      *out = nullptr;
+      return rc;
+    }
     *out = solution.release();
     return ALPA_OK;
   });
@@ -268,29 +226,25 @@ ALPA_API int32_t alpa_solution_status(const alpa_solution* solution) {
 }
 
 ALPA_API double alpa_solution_objective(const alpa_solution* solution) {
-  return solution == nullptr ? std::numeric_limits<double>::infinity()
+  return solution == nullptr ? std::numeric_limits<double>::quiet_NaN()
                              : static_cast<double>(solution->result.objective);
 }
 
 ALPA_API double alpa_solution_lower_bound(const alpa_solution* solution) {
-  return solution == nullptr ? -std::numeric_limits<double>::infinity()
+  return solution == nullptr ? std::numeric_limits<double>::quiet_NaN()
                              : static_cast<double>(solution->result.lower_bound);
 }
 
 ALPA_API double alpa_solution_seconds(const alpa_solution* solution) {
-  return solution == nullptr ? 0 : solution->result.seconds;
+  return solution == nullptr ? std::numeric_limits<double>::quiet_NaN() : solution->result.seconds;
 }
 
 ALPA_API int64_t alpa_solution_assignment(const alpa_solution* solution, int32_t* out,
                                           int64_t capacity) {
-  if (solution == nullptr) return 0;
+  if (solution == nullptr) return alpa::capi::kFillMisuse;
   const std::vector<int32_t>& a = solution->result.assignment;
-  const int64_t n = static_cast<int64_t>(a.size());
-  if (out != nullptr && capacity > 0) {
-    const int64_t copy = capacity < n ? capacity : n;
-    for (int64_t i = 0; i < copy; ++i) out[i] = a[static_cast<size_t>(i)];
-  }
-  return n;
+  return alpa::capi::FillArray(out, capacity, static_cast<int64_t>(a.size()),
+                               [&a](int64_t i) { return a[static_cast<size_t>(i)]; });
 }
 
 ALPA_API const char* alpa_solution_message(const alpa_solution* solution) {
@@ -308,8 +262,8 @@ ALPA_API int32_t alpa_solution_to_json(alpa_buffer** out, const alpa_solution* s
   });
 }
 
-ALPA_API int32_t alpa_solve_json(alpa_buffer** out, const char* request, size_t size,
-                                 alpa_error** err) {
+ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request, size_t size,
+                                         alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr || (request == nullptr && size > 0)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and request must not be NULL");

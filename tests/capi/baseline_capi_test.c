@@ -1,9 +1,9 @@
-/* Manual plans and the Megatron-LM baseline search through the C ABI, from C: alpa_plan_manual
- * gives an ordinary plan with the stated degrees, alpa_plan_baseline the fastest grid point
- * (no slower than any manual plan of the grid, its table agreeing with alpa_plan_manual),
- * alpa_plan_manual_spec / alpa_plan_baseline_table, the "baseline" JSON object (which
- * alpa_simulate_plan_json still reads), simulation, errors and cancellation. A small GPT on
- * four devices: each call takes well under a second. */
+/* Manual plans and the Megatron-LM baseline search through the C ABI, from C:
+ * alpa_model_plan_manual gives an ordinary plan with the stated degrees, alpa_model_plan_baseline
+ * the fastest grid point (no slower than any manual plan of the grid, its table agreeing with
+ * alpa_model_plan_manual), alpa_plan_manual_spec / alpa_plan_baseline_table, the "baseline" JSON
+ * object (which alpa_plan_simulate_json still reads), simulation, errors and cancellation. A small
+ * GPT on four devices: each call takes well under a second. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "check.h"
 
 #define SMALL_GPT "gpt:layers=4,hidden=256,heads=4,seq=64,batch=16,vocab=1024"
@@ -77,7 +77,7 @@ static void check_simulates(const alpa_plan* plan) {
   CHECK(json != NULL);
   if (json != NULL) {
     /* The "baseline" object is unknown to the simulator's reader and ignored. */
-    CHECK(alpa_simulate_plan_json(&from_json, alpa_buffer_data(json), alpa_buffer_size(json),
+    CHECK(alpa_plan_simulate_json(&from_json, alpa_buffer_data(json), alpa_buffer_size(json),
                                   ALPA_SCHEDULE_1F1B, &err) == ALPA_OK);
     print_error(err);
     CHECK(from_json != NULL &&
@@ -115,7 +115,7 @@ static void test_manual(void) {
   alpa_stage_info info;
   alpa_buffer* json = NULL;
   alpa_error* err = NULL;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_OK);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_OK);
   print_error(err);
   err = NULL;
   if (plan == NULL) goto done;
@@ -157,7 +157,7 @@ static void test_manual_pipeline(void) {
   int32_t s;
   spec.zero_stage = 1;
   spec.remat = 1;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_OK);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_OK);
   print_error(err);
   err = NULL;
   if (plan != NULL) {
@@ -195,7 +195,7 @@ static void test_baseline(void) {
   int progress = 0;
   double t;
   CHECK(alpa_plan_options_set_progress(o, count_progress, &progress, NULL) == ALPA_OK);
-  CHECK(alpa_plan_baseline(&plan, SMALL_GPT, c, o, &err) == ALPA_OK);
+  CHECK(alpa_model_plan_baseline(&plan, SMALL_GPT, c, o, &err) == ALPA_OK);
   print_error(err);
   err = NULL;
   CHECK(progress > 0);
@@ -282,7 +282,7 @@ static void test_baseline_options(void) {
   int64_t n, i;
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, 4, NULL) == ALPA_OK);
   CHECK(alpa_plan_options_set_by_name(o, "remat", "on", NULL) == ALPA_OK);
-  CHECK(alpa_plan_baseline(&plan, SMALL_GPT, c, o, &err) == ALPA_OK);
+  CHECK(alpa_model_plan_baseline(&plan, SMALL_GPT, c, o, &err) == ALPA_OK);
   print_error(err);
   n = alpa_plan_baseline_table(plan, table, 64, sizeof table[0]);
   CHECK(n > 0 && n <= 64);
@@ -305,82 +305,84 @@ static void test_errors(void) {
   alpa_error* err = NULL;
 
   /* NULL arguments. */
-  CHECK(alpa_plan_manual(NULL, SMALL_GPT, c, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(NULL, SMALL_GPT, c, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "out"));
   err = NULL;
-  CHECK(alpa_plan_manual(&plan, NULL, c, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, NULL, c, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "model_spec"));
   err = NULL;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, NULL, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, NULL, &spec, o, &err) ==
+        ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "cluster"));
   err = NULL;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, NULL, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, NULL, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "spec"));
   err = NULL;
-  CHECK(alpa_plan_baseline(NULL, SMALL_GPT, c, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_baseline(&plan, NULL, c, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_baseline(&plan, SMALL_GPT, NULL, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_baseline(NULL, SMALL_GPT, c, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_baseline(&plan, NULL, c, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_baseline(&plan, SMALL_GPT, NULL, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_manual_spec(NULL, sizeof out, g_manual, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_manual_spec(&out, sizeof out, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_baseline_table(NULL, NULL, 0, sizeof(alpa_baseline_point)) == 0);
+  CHECK(alpa_plan_baseline_table(NULL, NULL, 0, sizeof(alpa_baseline_point)) ==
+        -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_baseline_evaluated(NULL) == 0 && alpa_plan_baseline_feasible(NULL) == 0 &&
         alpa_plan_baseline_pruned(NULL) == 0);
-  CHECK(alpa_plan_manual(&plan, "nosuchmodel:layers=2", c, &spec, o, &err) ==
+  CHECK(alpa_model_plan_manual(&plan, "nosuchmodel:layers=2", c, &spec, o, &err) ==
         ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "nosuchmodel"));
   err = NULL;
 
   /* Bad configurations: the message names the field. */
   bad = make_spec(2, 2, 2, 2); /* 8 devices on 4 */
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "data_parallel x tensor_parallel x pipeline_parallel"));
   err = NULL;
   bad = make_spec(0, 4, 1, 2);
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "data_parallel"));
   err = NULL;
   bad = make_spec(2, 2, 1, 3);
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "microbatches"));
   err = NULL;
   bad = make_spec(2, 2, 1, 2);
   bad.zero_stage = 3;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "zero_stage"));
   err = NULL;
   bad = make_spec(2, 2, 1, 2);
   bad.remat = 2;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "remat"));
   err = NULL;
   bad = make_spec(2, 2, 1, 2);
   bad.tensor_inside_host = -1;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "tensor_inside_host"));
   err = NULL;
   bad = make_spec(2, 2, 1, 2);
   bad.struct_size = 8;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "struct_size"));
   err = NULL;
   bad = make_spec(2, 2, 1, 2);
   bad.version = 0;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "version"));
   err = NULL;
   bad = make_spec(1, 1, 8, 8); /* more stages than devices and layers */
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   alpa_error_free(err);
   err = NULL;
   CHECK(plan == NULL);
 
-  /* A plan of alpa_plan_model has no manual configuration. */
+  /* A plan of alpa_model_plan has no manual configuration. */
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, 2, NULL) == ALPA_OK);
-  CHECK(alpa_plan_model(&planned, SMALL_GPT, c, o, &err) == ALPA_OK);
+  CHECK(alpa_model_plan(&planned, SMALL_GPT, c, o, &err) == ALPA_OK);
   print_error(err);
   err = NULL;
   CHECK(alpa_plan_manual_spec(&out, sizeof out, planned, &err) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(error_mentions(err, "alpa_plan_manual"));
+  CHECK(error_mentions(err, "alpa_model_plan_manual"));
   err = NULL;
   CHECK(alpa_plan_baseline_table(planned, NULL, 0, sizeof(alpa_baseline_point)) == 0);
   alpa_plan_destroy(planned);
@@ -391,10 +393,10 @@ static void test_errors(void) {
 
   /* 1000 bytes per device: infeasible, naming the stage / the lightest configuration. */
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, 1000, NULL) == ALPA_OK);
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_ERR_INFEASIBLE);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_ERR_INFEASIBLE);
   CHECK(error_mentions(err, "stage 0"));
   err = NULL;
-  CHECK(alpa_plan_baseline(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_INFEASIBLE);
+  CHECK(alpa_model_plan_baseline(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_INFEASIBLE);
   CHECK(error_mentions(err, "least memory-hungry"));
   err = NULL;
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, 0, NULL) == ALPA_OK);
@@ -403,11 +405,11 @@ static void test_errors(void) {
   CHECK(alpa_cancel_token_create(&token, NULL) == ALPA_OK);
   alpa_cancel_token_trigger(token);
   CHECK(alpa_plan_options_set_cancel_token(o, token, NULL) == ALPA_OK);
-  CHECK(alpa_plan_baseline(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_CANCELLED);
+  CHECK(alpa_model_plan_baseline(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_CANCELLED);
   CHECK(err != NULL && alpa_error_code(err) == ALPA_ERR_CANCELLED);
   alpa_error_free(err);
   err = NULL;
-  CHECK(alpa_plan_manual(&plan, SMALL_GPT, c, &spec, o, NULL) == ALPA_ERR_CANCELLED);
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &spec, o, NULL) == ALPA_ERR_CANCELLED);
   CHECK(alpa_plan_options_set_cancel_token(o, NULL, NULL) == ALPA_OK);
   alpa_cancel_token_destroy(token);
   CHECK(plan == NULL);

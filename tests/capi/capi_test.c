@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "check.h"
 
 /* The IOPDDL example: optimum [0, 0, 2, 1, 0] = 445 with limit 50, 415 without. */
@@ -44,7 +44,7 @@ static void test_solve_example(void) {
   CHECK(alpa_solve_options_set_double(o, ALPA_OPT_TIME_LIMIT_SECONDS, 10.0, &err) == ALPA_OK);
   CHECK(alpa_solve_options_set_int(o, ALPA_OPT_DETERMINISTIC, 1, &err) == ALPA_OK);
   CHECK(alpa_solve_options_set_progress(o, count_progress, &progress_calls, &err) == ALPA_OK);
-  CHECK(alpa_solve(&s, p, o, &err) == ALPA_OK);
+  CHECK(alpa_problem_solve(&s, p, o, &err) == ALPA_OK);
   CHECK(alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL);
   CHECK(alpa_solution_objective(s) == 445.0);
   CHECK(alpa_solution_lower_bound(s) == 445.0);
@@ -65,7 +65,7 @@ static void test_solve_example(void) {
 
   /* Without the limit the optimum is 415, with no options object at all. */
   p = build_example(0);
-  CHECK(alpa_solve(&s, p, NULL, &err) == ALPA_OK);
+  CHECK(alpa_problem_solve(&s, p, NULL, &err) == ALPA_OK);
   CHECK(alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL);
   CHECK(alpa_solution_objective(s) == 415.0);
   alpa_solution_destroy(s);
@@ -108,7 +108,7 @@ static void test_bad_input(void) {
   CHECK(error_mentions(err, "NULL"));
   err = NULL;
   CHECK(alpa_problem_finalize(NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_solve(NULL, NULL, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_problem_solve(NULL, NULL, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   alpa_problem_destroy(NULL);
   alpa_solution_destroy(NULL);
   alpa_solve_options_destroy(NULL);
@@ -127,7 +127,7 @@ static void test_bad_input(void) {
   err = NULL;
   {
     alpa_solution* s = NULL;
-    CHECK(alpa_solve(&s, p, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(alpa_problem_solve(&s, p, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
     CHECK(error_mentions(err, "not finalized"));
     err = NULL;
     CHECK(s == NULL);
@@ -195,16 +195,16 @@ static void test_serialization(const char* golden_dir) {
   CHECK(alpa_problem_edge_count(p) == 5);
   CHECK(alpa_problem_strategy_count(p, 2) == 3);
   CHECK(alpa_problem_strategy_count(p, 5) == -1);
-  CHECK(alpa_problem_write(&text, p, ALPA_FORMAT_ALPA, &err) == ALPA_OK ||
+  CHECK(alpa_problem_to_json(&text, p, ALPA_FORMAT_ALPA, &err) == ALPA_OK ||
         (err != NULL && alpa_error_code(err) == ALPA_ERR_UNSUPPORTED));
   alpa_error_free(err);
   err = NULL;
   alpa_buffer_free(text);
   text = NULL;
-  CHECK(alpa_problem_write(&text, p, ALPA_FORMAT_IOPDDL, &err) == ALPA_OK);
+  CHECK(alpa_problem_to_json(&text, p, ALPA_FORMAT_IOPDDL, &err) == ALPA_OK);
   CHECK(alpa_problem_read_buffer(&again, alpa_buffer_data(text), alpa_buffer_size(text),
                                  ALPA_FORMAT_IOPDDL, &err) == ALPA_OK);
-  CHECK(alpa_solve(&s, again, NULL, &err) == ALPA_OK);
+  CHECK(alpa_problem_solve(&s, again, NULL, &err) == ALPA_OK);
   CHECK(alpa_solution_objective(s) == 445.0);
   alpa_solution_destroy(s);
   alpa_problem_destroy(again);
@@ -221,12 +221,12 @@ static void test_serialization(const char* golden_dir) {
         "\"costs\": [[30, 40], [50, 10, 40], [90, 10, 20, 80], [60, 20, 30], [70, 60]]},"
         "\"usage_limit\": 50}}";
     alpa_buffer* result = NULL;
-    CHECK(alpa_solve_json(&result, request, strlen(request), &err) == ALPA_OK);
+    CHECK(alpa_problem_solve_json(&result, request, strlen(request), &err) == ALPA_OK);
     if (err) fprintf(stderr, "  %s\n", alpa_error_message(err));
     CHECK(result != NULL && strstr(alpa_buffer_data(result), "\"assignment\":[0,0,2,1,0]"));
     alpa_buffer_free(result);
     result = NULL;
-    CHECK(alpa_solve_json(&result, "[1,2]", 5, &err) == ALPA_ERR_PARSE);
+    CHECK(alpa_problem_solve_json(&result, "[1,2]", 5, &err) == ALPA_ERR_PARSE);
     alpa_error_free(err);
     err = NULL;
   }
@@ -244,11 +244,21 @@ static void test_cancel(void) {
   CHECK(alpa_solve_options_create(&o, &err) == ALPA_OK);
   CHECK(alpa_solve_options_set_cancel_token(o, token, &err) == ALPA_OK);
   alpa_cancel_token_trigger(token);
-  CHECK(alpa_solve(&s, p, o, &err) == ALPA_OK);
-  /* Cancelled before any search: either nothing was left to search (optimal by reductions) or
-   * the solve reports cancellation; never a crash or a wrong optimum. */
-  CHECK(alpa_solution_status(s) == ALPA_SOLVE_CANCELLED ||
-        (alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL && alpa_solution_objective(s) == 445.0));
+  {
+    /* Cancelled before any search: either nothing was left to search (optimal by reductions),
+     * or no answer (ALPA_ERR_CANCELLED, no solution), or the cancelled solve kept a first
+     * assignment; never a crash or a wrong optimum. */
+    const int32_t rc = alpa_problem_solve(&s, p, o, &err);
+    CHECK(rc == ALPA_OK || rc == ALPA_ERR_CANCELLED);
+    if (rc == ALPA_ERR_CANCELLED) {
+      CHECK(s == NULL && err != NULL && alpa_error_code(err) == ALPA_ERR_CANCELLED);
+      alpa_error_free(err);
+      err = NULL;
+    } else {
+      CHECK(alpa_solution_status(s) == ALPA_SOLVE_CANCELLED ||
+            (alpa_solution_status(s) == ALPA_SOLVE_OPTIMAL && alpa_solution_objective(s) == 445.0));
+    }
+  }
   alpa_solution_destroy(s);
   alpa_solve_options_destroy(o);
   alpa_cancel_token_destroy(token);
@@ -339,14 +349,14 @@ static void test_graph(const char* golden_dir) {
   CHECK(alpa_graph_op_kind(g, 14) == -1);
   CHECK(alpa_graph_op_shape(g, 8, shape, 2) == 2 && shape[0] == 8 && shape[1] == 2);
   CHECK(strcmp(alpa_graph_op_name(g, 10), "loss") == 0);
-  CHECK(alpa_graph_write_json(&buf, g, &err) == ALPA_OK);
+  CHECK(alpa_graph_to_json(&buf, g, &err) == ALPA_OK);
   snprintf(path, sizeof(path), "%s/graph_mlp.json", golden_dir);
   golden = read_text(path);
   CHECK(golden != NULL && buf != NULL && strcmp(golden, alpa_buffer_data(buf)) == 0);
   free(golden);
   alpa_buffer_free(buf);
   buf = NULL;
-  CHECK(alpa_graph_stats_json(&buf, g, &err) == ALPA_OK);
+  CHECK(alpa_graph_stats_to_json(&buf, g, &err) == ALPA_OK);
   CHECK(buf != NULL && strstr(alpa_buffer_data(buf), "\"parameters\":112") != NULL);
   CHECK(buf != NULL && strstr(alpa_buffer_data(buf), "\"dot_flops\":1536") != NULL);
   alpa_buffer_free(buf);
@@ -370,13 +380,13 @@ static void test_graph(const char* golden_dir) {
     }
   }
   CHECK(found);
-  CHECK(alpa_graph_from_model(&g, "mlp:layers=1", &err) == ALPA_OK);
-  CHECK(alpa_graph_stats_json(&buf, g, &err) == ALPA_OK);
+  CHECK(alpa_model_build_graph(&g, "mlp:layers=1", &err) == ALPA_OK);
+  CHECK(alpa_graph_stats_to_json(&buf, g, &err) == ALPA_OK);
   CHECK(buf != NULL && strstr(alpa_buffer_data(buf), "\"parameters\":1056") != NULL);
   alpa_buffer_free(buf);
   alpa_graph_destroy(g);
   g = NULL;
-  CHECK(alpa_graph_from_model(&g, "mlp:layers=zero", &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_build_graph(&g, "mlp:layers=zero", &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "layers"));
   CHECK(g == NULL);
 }

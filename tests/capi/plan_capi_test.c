@@ -1,4 +1,4 @@
-/* The pipeline planner through the C ABI, from C: options, alpa_plan_model / alpa_plan_graph,
+/* The pipeline planner through the C ABI, from C: options, alpa_model_plan / alpa_graph_plan,
  * the plan's getters and their invariants (stages cover the layers once, devices partition the
  * cluster, the iteration time is the 1F1B formula, schedules run every microbatch forward then
  * backward), JSON, errors, cancellation. Small GPT cases: each planning call takes about a
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "check.h"
 
 #define SMALL_GPT "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1024,batch=16"
@@ -129,7 +129,7 @@ static int64_t check_transfer_moves(const alpa_plan* plan, int64_t t, const alpa
     const alpa_slice_move* m = &moves[i];
     int sender = 0;
     CHECK(m->struct_size == sizeof(alpa_slice_move));
-    CHECK(m->version == 1 && m->reserved == 0);
+    CHECK(m->version == 1 && m->reserved0 == 0 && m->reserved1 == 0);
     CHECK(m->rank >= 0 && m->rank <= ALPA_SLICE_MOVE_MAX_RANK);
     if (m->rank < 0 || m->rank > ALPA_SLICE_MOVE_MAX_RANK) break;
     if (rank < 0) rank = m->rank;
@@ -332,12 +332,13 @@ static void check_plan(const alpa_plan* plan, const alpa_cluster* cluster, int64
   CHECK(alpa_plan_stage(&info, sizeof(info), plan, -1, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_stage(&info, 8, plan, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_stage(NULL, sizeof(info), plan, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_stage_devices(plan, stages, NULL, 0) == 0);
-  CHECK(alpa_plan_stage_schedule(plan, -1, NULL, 0) == 0);
-  CHECK(alpa_plan_stage_collectives(plan, stages, NULL, 0, sizeof(alpa_collective)) == 0);
+  CHECK(alpa_plan_stage_devices(plan, stages, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_stage_schedule(plan, -1, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_stage_collectives(plan, stages, NULL, 0, sizeof(alpa_collective)) ==
+        -ALPA_ERR_INVALID_ARGUMENT);
 
   /* Per op: its stage, and the spec of the ops a stage computes. */
-  CHECK(alpa_plan_graph_copy(&graph, plan, &err) == ALPA_OK);
+  CHECK(alpa_plan_copy_graph(&graph, plan, &err) == ALPA_OK);
   print_error(err);
   err = NULL;
   if (graph == NULL) goto done;
@@ -432,9 +433,12 @@ static void check_plan(const alpa_plan* plan, const alpa_cluster* cluster, int64
       printf("    %lld transfers, %lld slice moves, %lld to a replicated layout\n", (long long)n,
              (long long)moves, (long long)replicated);
     }
-    CHECK(alpa_plan_transfer_moves(plan, n, NULL, 0, sizeof(alpa_slice_move)) == 0);
-    CHECK(alpa_plan_transfer_moves(plan, -1, NULL, 0, sizeof(alpa_slice_move)) == 0);
-    CHECK(alpa_plan_transfer_moves(NULL, 0, NULL, 0, sizeof(alpa_slice_move)) == 0);
+    CHECK(alpa_plan_transfer_moves(plan, n, NULL, 0, sizeof(alpa_slice_move)) ==
+          -ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(alpa_plan_transfer_moves(plan, -1, NULL, 0, sizeof(alpa_slice_move)) ==
+          -ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(alpa_plan_transfer_moves(NULL, 0, NULL, 0, sizeof(alpa_slice_move)) ==
+          -ALPA_ERR_INVALID_ARGUMENT);
     CHECK(detailed != NULL && strstr(alpa_buffer_data(detailed), "\"moves\":[{\"") != NULL);
     CHECK(strstr(alpa_buffer_data(json), "\"move_count\"") != NULL &&
           strstr(alpa_buffer_data(json), "\"moves\"") == NULL);
@@ -460,7 +464,7 @@ static alpa_plan* plan_small_gpt(const char* cluster_spec, int64_t microbatches,
   double t0 = now_seconds();
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, microbatches, &err) == ALPA_OK);
   CHECK(alpa_plan_options_set_progress(o, on_progress, &log, &err) == ALPA_OK);
-  CHECK(alpa_plan_model(&plan, SMALL_GPT, c, o, &err) == ALPA_OK);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_OK);
   print_error(err);
   printf("  %s on %s: %d stages, B = %lld, %.3f s per iteration (planned in %.2f s cpu)\n",
          SMALL_GPT, cluster_spec, alpa_plan_stage_count(plan),
@@ -505,16 +509,16 @@ static void test_plan_graph(void) {
   CHECK(alpa_plan_options_set_by_name(o, "remat", "search", &err) == ALPA_OK);
   CHECK(alpa_plan_options_set_by_name(o, "intra_op_gap", "0.01", &err) == ALPA_OK);
   CHECK(alpa_plan_options_set_by_name(o, "device_memory_bytes", "16e9", &err) == ALPA_OK);
-  CHECK(alpa_graph_from_model(&g, "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1024,batch=4",
-                              &err) == ALPA_OK);
+  CHECK(alpa_model_build_graph(&g, "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1024,batch=4",
+                               &err) == ALPA_OK);
   print_error(err);
   err = NULL;
-  CHECK(alpa_plan_graph(&plan, g, c, o, &err) == ALPA_OK);
+  CHECK(alpa_graph_plan(&plan, g, c, o, &err) == ALPA_OK);
   print_error(err);
   if (plan != NULL) {
     alpa_graph* copy = NULL;
     CHECK(alpa_plan_microbatches(plan) == 4);
-    CHECK(alpa_plan_graph_copy(&copy, plan, NULL) == ALPA_OK);
+    CHECK(alpa_plan_copy_graph(&copy, plan, NULL) == ALPA_OK);
     CHECK(alpa_graph_op_count(copy) == alpa_graph_op_count(g));
     alpa_graph_destroy(copy);
     check_plan(plan, c, 0);
@@ -536,7 +540,7 @@ static void test_options(void) {
 
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, -1, &err) ==
         ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(error_mentions(err, "plan option microbatches: must be >= 0 (got -1)"));
+  CHECK(error_mentions(err, "plan option \"microbatches\": must be an integer >= 0 (got -1)"));
   err = NULL;
   CHECK(alpa_plan_options_set_int(o, 99, 1, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "99"));
@@ -615,47 +619,47 @@ static void test_errors(void) {
   alpa_error* err = NULL;
   progress_log log = {0, 0, 0, 1};
 
-  CHECK(alpa_plan_model(NULL, SMALL_GPT, c, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan(NULL, SMALL_GPT, c, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "out"));
   err = NULL;
-  CHECK(alpa_plan_model(&plan, NULL, c, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan(&plan, NULL, c, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "model_spec"));
   err = NULL;
-  CHECK(alpa_plan_model(&plan, SMALL_GPT, NULL, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, NULL, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "cluster"));
   err = NULL;
-  CHECK(alpa_plan_model(&plan, "nosuchmodel:layers=2", c, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan(&plan, "nosuchmodel:layers=2", c, NULL, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "nosuchmodel"));
   err = NULL;
   CHECK(plan == NULL);
 
   /* Microbatches must divide the batch. */
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, 3, NULL) == ALPA_OK);
-  CHECK(alpa_plan_model(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "divide"));
   err = NULL;
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, 4, NULL) == ALPA_OK);
 
   /* 1000 bytes per device: infeasible, with the memory that would do. */
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, 1000, NULL) == ALPA_OK);
-  CHECK(alpa_plan_model(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_INFEASIBLE);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_INFEASIBLE);
   CHECK(error_mentions(err, "smallest device memory"));
   err = NULL;
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, 0, NULL) == ALPA_OK);
 
   /* An unfinalized graph. */
   CHECK(alpa_graph_create(&unfinalized, NULL) == ALPA_OK);
-  CHECK(alpa_plan_graph(&plan, unfinalized, c, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_graph_plan(&plan, unfinalized, c, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "finalize"));
   err = NULL;
-  CHECK(alpa_plan_graph(&plan, NULL, c, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_graph_plan(&plan, NULL, c, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   alpa_graph_destroy(unfinalized);
 
   /* A token triggered before the call. */
   CHECK(alpa_cancel_token_create(&token, NULL) == ALPA_OK);
   alpa_cancel_token_trigger(token);
   CHECK(alpa_plan_options_set_cancel_token(o, token, NULL) == ALPA_OK);
-  CHECK(alpa_plan_model(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_CANCELLED);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_CANCELLED);
   CHECK(alpa_error_code(err) == ALPA_ERR_CANCELLED);
   alpa_error_free(err);
   err = NULL;
@@ -664,14 +668,14 @@ static void test_errors(void) {
 
   /* A progress callback that asks to stop at its first report. */
   CHECK(alpa_plan_options_set_progress(o, on_progress, &log, NULL) == ALPA_OK);
-  CHECK(alpa_plan_model(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_CANCELLED);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_CANCELLED);
   CHECK(error_mentions(err, "cancel"));
   err = NULL;
   CHECK(log.calls == 1 && !log.bad);
   /* ... and one that stops during the intra-op solves. */
   log.calls = 0;
   log.cancel_after = 3;
-  CHECK(alpa_plan_model(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_CANCELLED);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_CANCELLED);
   alpa_error_free(err);
   err = NULL;
   CHECK(log.calls >= 3 && !log.saw_dp && !log.bad);
@@ -691,14 +695,15 @@ static void test_null_plan(void) {
   CHECK(alpa_plan_microbatches(NULL) == 0);
   CHECK(alpa_plan_peak_memory_bytes(NULL) == 0);
   CHECK(alpa_plan_stage_count(NULL) == 0);
-  CHECK(alpa_plan_stage_devices(NULL, 0, NULL, 0) == 0);
-  CHECK(alpa_plan_op_stages(NULL, NULL, 0) == 0);
-  CHECK(alpa_plan_stage_collectives(NULL, 0, NULL, 0, sizeof(alpa_collective)) == 0);
-  CHECK(alpa_plan_transfers(NULL, NULL, 0, sizeof(alpa_transfer)) == 0);
-  CHECK(alpa_plan_stage_schedule(NULL, 0, NULL, 0) == 0);
+  CHECK(alpa_plan_stage_devices(NULL, 0, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_op_stages(NULL, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_stage_collectives(NULL, 0, NULL, 0, sizeof(alpa_collective)) ==
+        -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_transfers(NULL, NULL, 0, sizeof(alpa_transfer)) == -ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_stage_schedule(NULL, 0, NULL, 0) == -ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_stage(&info, sizeof(info), NULL, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_to_json(&buffer, NULL, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_graph_copy(&graph, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_copy_graph(&graph, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(buffer == NULL && graph == NULL);
   alpa_plan_destroy(NULL);
   alpa_plan_options_destroy(NULL);

@@ -1,4 +1,4 @@
-/* Simulation of a plan through the C ABI, from C: alpa_plan_simulate and alpa_simulate_plan_json
+/* Simulation of a plan through the C ABI, from C: alpa_plan_simulate and alpa_plan_simulate_json
  * agree, the closed form is the plan's iteration time, stage statistics add up, the timeline is
  * an SVG, the JSON report names the planner's prediction, and misuse and bad JSON are clear
  * errors. A small GPT: planning takes about a second on two threads. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "check.h"
 
 #define SMALL_GPT "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1024,batch=16"
@@ -29,7 +29,7 @@ static alpa_plan* make_plan(int64_t hosts) {
   CHECK(alpa_plan_options_create(&o, &err) == ALPA_OK);
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_THREADS, 2, &err) == ALPA_OK);
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, 4, &err) == ALPA_OK);
-  CHECK(alpa_plan_model(&plan, SMALL_GPT, c, o, &err) == ALPA_OK);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_OK);
   print_error(err);
   alpa_plan_options_destroy(o);
   alpa_cluster_destroy(c);
@@ -81,7 +81,7 @@ static alpa_simulation* simulate_json(const alpa_plan* plan, int32_t detail, int
   print_error(err);
   err = NULL;
   if (json == NULL) return NULL;
-  CHECK(alpa_simulate_plan_json(&sim, alpa_buffer_data(json), alpa_buffer_size(json), schedule,
+  CHECK(alpa_plan_simulate_json(&sim, alpa_buffer_data(json), alpa_buffer_size(json), schedule,
                                 &err) == ALPA_OK);
   print_error(err);
   alpa_buffer_free(json);
@@ -139,7 +139,7 @@ static void test_plan(int64_t hosts) {
   alpa_simulation_destroy(gpipe);
 
   /* Timeline. */
-  CHECK(alpa_simulation_timeline_svg(&buffer, sim, 0, &err) == ALPA_OK);
+  CHECK(alpa_simulation_timeline_to_svg(&buffer, sim, 0, &err) == ALPA_OK);
   print_error(err);
   err = NULL;
   if (buffer != NULL) {
@@ -150,7 +150,7 @@ static void test_plan(int64_t hosts) {
   }
   alpa_buffer_free(buffer);
   buffer = NULL;
-  CHECK(alpa_simulation_timeline_svg(&buffer, sim, 800, &err) == ALPA_OK);
+  CHECK(alpa_simulation_timeline_to_svg(&buffer, sim, 800, &err) == ALPA_OK);
   print_error(err);
   err = NULL;
   alpa_buffer_free(buffer);
@@ -187,10 +187,10 @@ static void test_plan(int64_t hosts) {
     CHECK(error_mentions(err, "out of range"));
     err = NULL;
   }
-  CHECK(alpa_simulation_timeline_svg(&buffer, sim, 50, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_simulation_timeline_to_svg(&buffer, sim, 50, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "width"));
   err = NULL;
-  CHECK(alpa_simulation_timeline_svg(NULL, sim, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_simulation_timeline_to_svg(NULL, sim, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_simulation_to_json(NULL, sim, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_simulate(&gpipe, plan, 2, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "schedule"));
@@ -215,23 +215,23 @@ static void test_errors(void) {
   CHECK(error_mentions(err, "NULL"));
   err = NULL;
   CHECK(sim == NULL);
-  CHECK(alpa_simulate_plan_json(&sim, NULL, 0, ALPA_SCHEDULE_1F1B, &err) ==
+  CHECK(alpa_plan_simulate_json(&sim, NULL, 0, ALPA_SCHEDULE_1F1B, &err) ==
         ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "NULL"));
   err = NULL;
-  CHECK(alpa_simulate_plan_json(&sim, not_json, strlen(not_json), ALPA_SCHEDULE_1F1B, &err) ==
+  CHECK(alpa_plan_simulate_json(&sim, not_json, strlen(not_json), ALPA_SCHEDULE_1F1B, &err) ==
         ALPA_ERR_PARSE);
   CHECK(error_mentions(err, "plan JSON"));
   err = NULL;
-  CHECK(alpa_simulate_plan_json(&sim, not_plan, strlen(not_plan), ALPA_SCHEDULE_1F1B, &err) ==
+  CHECK(alpa_plan_simulate_json(&sim, not_plan, strlen(not_plan), ALPA_SCHEDULE_1F1B, &err) ==
         ALPA_ERR_PARSE);
   CHECK(error_mentions(err, "format"));
   err = NULL;
-  CHECK(alpa_simulate_plan_json(&sim, old_plan, strlen(old_plan), ALPA_SCHEDULE_1F1B, &err) ==
+  CHECK(alpa_plan_simulate_json(&sim, old_plan, strlen(old_plan), ALPA_SCHEDULE_1F1B, &err) ==
         ALPA_ERR_PARSE);
   CHECK(error_mentions(err, "cluster"));
   err = NULL;
-  CHECK(alpa_simulate_plan_json(&sim, not_plan, strlen(not_plan), -1, &err) ==
+  CHECK(alpa_plan_simulate_json(&sim, not_plan, strlen(not_plan), -1, &err) ==
         ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "schedule"));
   err = NULL;
@@ -242,7 +242,7 @@ static void test_errors(void) {
   CHECK(isnan(alpa_simulation_closed_form_seconds(NULL)));
   CHECK(isnan(alpa_simulation_planner_seconds(NULL)));
   CHECK(alpa_simulation_stage_count(NULL) == 0);
-  CHECK(alpa_simulation_timeline_svg(&buffer, NULL, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_simulation_timeline_to_svg(&buffer, NULL, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_simulation_to_json(&buffer, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(buffer == NULL);
   alpa_simulation_destroy(NULL);

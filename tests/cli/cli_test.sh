@@ -65,8 +65,8 @@ expect evaluate_at_missing 1 "^alpa: error: cannot read assignment file $tmp/nop
 expect evaluate_at_directory 1 "^alpa: error: cannot read assignment file $tmp: Is a directory" -- "$alpa" evaluate "$example" "@$tmp"
 expect evaluate_at_nothing 1 'error: assignment: @ needs a file name' -- "$alpa" evaluate "$example" @
 printf '0 0 2' > "$tmp/not_json.txt"
-expect evaluate_at_syntax 1 "^alpa: error: $tmp/not_json.txt: assignment must look like" -- "$alpa" evaluate "$example" "@$tmp/not_json.txt"
-expect evaluate_stdin_syntax 1 '^alpa: error: stdin: assignment entry 1 is not a strategy index' -- bash -c 'printf "[0, \"a\"]" | "$0" evaluate "$1" -' "$alpa" "$example"
+expect evaluate_at_syntax 1 "^alpa: error: $tmp/not_json.txt: assignment: expected '\\[' at character 0" -- "$alpa" evaluate "$example" "@$tmp/not_json.txt"
+expect evaluate_stdin_syntax 1 '^alpa: error: stdin: assignment: entry 1: expected a non-negative integer at character 4' -- bash -c 'printf "[0, \"a\"]" | "$0" evaluate "$1" -' "$alpa" "$example"
 # 70,000 nodes of one strategy: the assignment's 210 KB exceed Linux's 128 KiB limit on one
 # argument, so only @FILE and - can carry it.
 awk 'BEGIN { n = 70000

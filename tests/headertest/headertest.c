@@ -1,5 +1,8 @@
-/* alpa.h alone, as C99: every declaration must be valid C with strict warnings. */
+/* alpa.h alone, then alpa_experimental.h, as C99: every declaration must be valid C with strict
+ * warnings, and no public struct may have implicit padding (-Wpadded): a binding generator that
+ * lays structs out field by field must get the C layout. */
 #include "alpa.h"
+#include "alpa_experimental.h"
 
 int alpa_headertest_c(void);
 int alpa_headertest_c(void) {

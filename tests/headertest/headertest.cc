@@ -1,5 +1,7 @@
-// alpa.h alone, as C++17: must compile with strict warnings and without a C++ wrapper.
+// alpa.h alone, then alpa_experimental.h, as C++17: must compile with strict warnings (-Wpadded
+// included) and without a C++ wrapper.
 #include "alpa.h"
+#include "alpa_experimental.h"
 
 int alpa_headertest_cxx();
 int alpa_headertest_cxx() {

@@ -3,8 +3,7 @@
 
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
+#include "alpa.h"
 #include "cli_output.h"
 
 namespace alpa_cli {
@@ -20,19 +19,15 @@ std::string FormatAssignmentText(const std::vector<int32_t>& assignment) {
 
 std::string ParseAssignmentText(const std::string& text, std::vector<int32_t>* assignment) {
   assignment->clear();
-  const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_array()) {
-    return "assignment must look like \"[0, 0, 2, 1, 0]\"";
+  alpa_error* err = nullptr;
+  const int64_t count = alpa_assignment_parse(text.data(), text.size(), nullptr, 0, &err);
+  if (count < 0) {
+    const std::string message = alpa_error_message(err);
+    alpa_error_free(err);
+    return message;
   }
-  assignment->reserve(parsed.size());
-  for (size_t node = 0; node < parsed.size(); ++node) {
-    const nlohmann::json& entry = parsed[node];
-    if (!entry.is_number_integer() || entry.get<int64_t>() < INT32_MIN ||
-        entry.get<int64_t>() > INT32_MAX) {
-      return "assignment entry " + std::to_string(node) + " is not a strategy index";
-    }
-    assignment->push_back(static_cast<int32_t>(entry.get<int64_t>()));
-  }
+  assignment->resize(static_cast<size_t>(count));
+  alpa_assignment_parse(text.data(), text.size(), assignment->data(), count, nullptr);
   return "";
 }
 

@@ -11,8 +11,9 @@ namespace alpa_cli {
 // "[0, 0, 2, 1, 0]"; "[]" for an empty assignment.
 std::string FormatAssignmentText(const std::vector<int32_t>& assignment);
 
-// Parses a JSON array of int32 strategy indices. "" on success, else the message naming what is
-// wrong ("assignment entry 3 is not a strategy index").
+// Parses an assignment with the library's parser (alpa_assignment_parse): "" on success, else
+// its message naming the position ("assignment: entry 1: expected a non-negative integer at
+// character 4").
 std::string ParseAssignmentText(const std::string& text, std::vector<int32_t>* assignment);
 
 // The assignment argument of `alpa evaluate`: "@PATH" reads the file PATH, "-" reads stdin,

@@ -1,5 +1,5 @@
-// `alpa baseline`: the Megatron-LM baseline (alpa_plan_baseline: the grid search over manual
-// data / tensor / pipeline parallel configurations) or one manual plan (alpa_plan_manual with
+// `alpa baseline`: the Megatron-LM baseline (alpa_model_plan_baseline: the grid search over manual
+// data / tensor / pipeline parallel configurations) or one manual plan (alpa_model_plan_manual with
 // --dp/--tp/--pp), printed as `alpa plan` prints a plan, plus the configuration and, for the
 // search, its grid counts and fastest points.
 #include <CLI/CLI.hpp>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "plan_output.h"
@@ -155,13 +155,14 @@ int RunBaseline(const BaselineArgs& args) {
       PrintPlanHeader("evaluating the manual plan " + ConfigString(spec) + " of", model,
                       handles.cluster);
     }
-    rc = alpa_plan_manual(&handles.plan, model.c_str(), handles.cluster, &spec, handles.options,
-                          &err);
+    rc = alpa_model_plan_manual(&handles.plan, model.c_str(), handles.cluster, &spec,
+                                handles.options, &err);
   } else {
     if (!args.json && !args.quiet) {
       PrintPlanHeader("searching the Megatron-LM baseline of", model, handles.cluster);
     }
-    rc = alpa_plan_baseline(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
+    rc = alpa_model_plan_baseline(&handles.plan, model.c_str(), handles.cluster, handles.options,
+                                  &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
 
@@ -20,7 +20,7 @@ namespace {
 struct GraphArgs {
   std::string model;   // a model-zoo spec, or
   std::string file;    // a graph JSON file
-  bool json = false;   // statistics as one JSON object (alpa_graph_stats_json)
+  bool json = false;   // statistics as one JSON object (alpa_graph_stats_to_json)
   std::string output;  // write the graph JSON here instead of printing statistics ("-": stdout)
 };
 
@@ -72,7 +72,7 @@ void PrintStats(const std::string& what, const nlohmann::json& s) {
 int WriteGraph(const alpa_graph* graph, const std::string& path) {
   alpa_buffer* text = nullptr;
   alpa_error* err = nullptr;
-  if (alpa_graph_write_json(&text, graph, &err) != ALPA_OK) return ReportError(err);
+  if (alpa_graph_to_json(&text, graph, &err) != ALPA_OK) return ReportError(err);
   const bool to_stdout = path == "-";
   std::FILE* file = to_stdout ? stdout : std::fopen(path.c_str(), "wb");
   if (file == nullptr) {
@@ -102,14 +102,14 @@ int RunGraph(const GraphArgs& args) {
   alpa_error* err = nullptr;
   const int32_t status = args.model.empty()
                              ? alpa_graph_read_file(&graph, args.file.c_str(), &err)
-                             : alpa_graph_from_model(&graph, args.model.c_str(), &err);
+                             : alpa_model_build_graph(&graph, args.model.c_str(), &err);
   if (status != ALPA_OK) return ReportError(err);
   int rc = 0;
   if (!args.output.empty()) {
     rc = WriteGraph(graph, args.output);
   } else {
     alpa_buffer* stats = nullptr;
-    if (alpa_graph_stats_json(&stats, graph, &err) != ALPA_OK) {
+    if (alpa_graph_stats_to_json(&stats, graph, &err) != ALPA_OK) {
       rc = ReportError(err);
     } else if (args.json) {
       std::printf("%s\n", alpa_buffer_data(stats));

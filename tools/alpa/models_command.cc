@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
 
@@ -18,13 +18,13 @@ namespace {
 constexpr int kSizeDigits = 3;
 
 struct ModelsArgs {
-  bool json = false;  // print alpa_models_json's object
+  bool json = false;  // print alpa_model_zoo_to_json's object
 };
 
 int RunModels(const ModelsArgs& args) {
   alpa_buffer* buffer = nullptr;
   alpa_error* err = nullptr;
-  if (alpa_models_json(&buffer, &err) != ALPA_OK) return ReportError(err);
+  if (alpa_model_zoo_to_json(&buffer, &err) != ALPA_OK) return ReportError(err);
   if (args.json) {
     std::printf("%s\n", alpa_buffer_data(buffer));
     alpa_buffer_free(buffer);
@@ -55,7 +55,7 @@ int RunModels(const ModelsArgs& args) {
 Command AddModelsCommand(CLI::App& app) {
   auto args = std::make_shared<ModelsArgs>();
   CLI::App* models = app.add_subcommand("models", "List the model-zoo presets and family keys");
-  models->add_flag("--json", args->json, "Print alpa_models_json's object");
+  models->add_flag("--json", args->json, "Print alpa_model_zoo_to_json's object");
   return {models, [args] { return RunModels(*args); }};
 }
 

@@ -67,12 +67,12 @@ int RunPlan(const PlanArgs& args) {
   if (!args.json && !args.quiet) PrintPlanHeader("planning", what, handles.cluster);
   int32_t rc;
   if (args.file.empty()) {
-    rc = alpa_plan_model(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
+    rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
     if (alpa_graph_read_file(&handles.graph, args.file.c_str(), &err) != ALPA_OK) {
       return ReportError(err, "--file");
     }
-    rc = alpa_plan_graph(&handles.plan, handles.graph, handles.cluster, handles.options, &err);
+    rc = alpa_graph_plan(&handles.plan, handles.graph, handles.cluster, handles.options, &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 

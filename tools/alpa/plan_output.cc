@@ -16,7 +16,7 @@ namespace {
 // alpa_plan_to_json's detail levels: the summary (--json) and per-op strategies (-o).
 constexpr int32_t kPlanJsonSummary = 0;
 constexpr int32_t kPlanJsonDetailed = 1;
-// alpa_simulation_timeline_svg's width: the library's default.
+// alpa_simulation_timeline_to_svg's width: the library's default.
 constexpr int32_t kDefaultSvgWidth = 0;
 
 }  // namespace
@@ -191,7 +191,7 @@ int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::
       return ReportError(err, "--svg");
     }
     alpa_buffer* picture = nullptr;
-    const int32_t rc = alpa_simulation_timeline_svg(&picture, sim, kDefaultSvgWidth, &err);
+    const int32_t rc = alpa_simulation_timeline_to_svg(&picture, sim, kDefaultSvgWidth, &err);
     alpa_simulation_destroy(sim);
     if (rc != ALPA_OK) return ReportError(err, "--svg");
     const bool ok = WriteFile(svg, alpa_buffer_data(picture), alpa_buffer_size(picture));

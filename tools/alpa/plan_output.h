@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 
 namespace CLI {
 class App;

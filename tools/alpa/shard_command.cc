@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
 
@@ -205,7 +205,7 @@ std::string MeshString(const std::vector<int64_t>& shape) {
 
 std::string CountsLine(const alpa_sharding_plan* plan, int32_t combined) {
   int64_t counts[4] = {0, 0, 0, 0};
-  alpa_sharding_plan_collective_counts(plan, combined, counts);
+  alpa_sharding_plan_collective_counts(plan, combined, counts, 4);
   char text[160];
   std::snprintf(text, sizeof(text),
                 "all-reduce %lld, all-gather %lld, reduce-scatter %lld, "
@@ -347,7 +347,7 @@ int RunShard(const ShardArgs& args) {
   alpa_error* err = nullptr;
   const int32_t read = args.model.empty()
                            ? alpa_graph_read_file(&handles.graph, args.file.c_str(), &err)
-                           : alpa_graph_from_model(&handles.graph, args.model.c_str(), &err);
+                           : alpa_model_build_graph(&handles.graph, args.model.c_str(), &err);
   if (read != ALPA_OK) return ReportError(err, args.model.empty() ? "--file" : "--model");
 
   // The real cost model always needs a cluster (compute times); the Alpa one only when given.
@@ -411,11 +411,18 @@ int RunShard(const ShardArgs& args) {
     std::fflush(stdout);
   }
 
-  if (alpa_graph_auto_shard(&handles.plan, handles.graph, handles.mesh, handles.cluster,
-                            handles.options, &err) != ALPA_OK) {
-    return ReportError(err);
+  const int32_t sharded = alpa_graph_auto_shard(&handles.plan, handles.graph, handles.mesh,
+                                                handles.cluster, handles.options, &err);
+  if (sharded == ALPA_ERR_INFEASIBLE || sharded == ALPA_ERR_TIMEOUT ||
+      sharded == ALPA_ERR_CANCELLED) {
+    // No plan (infeasible budget, time limit, cancellation): exit 2, as for any search without
+    // an answer.
+    std::fprintf(stderr, "alpa: no plan (%s): %s\n", alpa_status_string(sharded),
+                 alpa_error_message(err));
+    alpa_error_free(err);
+    return 2;
   }
-  const bool found = alpa_sharding_plan_op_strategies(handles.plan, nullptr, 0) > 0;
+  if (sharded != ALPA_OK) return ReportError(err);
   alpa_buffer* json = nullptr;
   if (alpa_sharding_plan_to_json(&json, handles.plan, &err) != ALPA_OK) return ReportError(err);
   if (args.json) {
@@ -425,13 +432,7 @@ int RunShard(const ShardArgs& args) {
   }
   alpa_buffer_free(json);
   std::fflush(stdout);
-  if (!found) {
-    const char* message = alpa_sharding_plan_message(handles.plan);
-    std::fprintf(stderr, "alpa: no plan (%s)%s%s\n",
-                 SolveStatusName(alpa_sharding_plan_status(handles.plan)),
-                 message[0] != '\0' ? ": " : "", message);
-  }
-  return found ? 0 : 2;
+  return 0;
 }
 
 }  // namespace

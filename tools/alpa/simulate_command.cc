@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
 
@@ -104,13 +104,13 @@ int RunSimulate(const SimulateArgs& args) {
   }
   alpa_error* err = nullptr;
   SimulationHandle handles;
-  if (alpa_simulate_plan_json(&handles.simulation, bytes.data(), bytes.size(), schedule, &err) !=
+  if (alpa_plan_simulate_json(&handles.simulation, bytes.data(), bytes.size(), schedule, &err) !=
       ALPA_OK) {
     return ReportError(err, args.file);
   }
   if (!args.svg.empty()) {
     BufferHandle svg;
-    if (alpa_simulation_timeline_svg(&svg.buffer, handles.simulation, args.width, &err) !=
+    if (alpa_simulation_timeline_to_svg(&svg.buffer, handles.simulation, args.width, &err) !=
         ALPA_OK) {
       return ReportError(err, "--width");
     }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "alpa.h"
 #include "assignment_text.h"
 #include "cli_output.h"
@@ -96,6 +98,42 @@ int PrintSolution(const SolveArgs& args, const alpa_solution* solution,
   return 0;
 }
 
+// The C ABI's statuses for a search that ended without an assignment.
+bool IsNoAnswer(int32_t status) {
+  return status == ALPA_ERR_INFEASIBLE || status == ALPA_ERR_TIMEOUT ||
+         status == ALPA_ERR_CANCELLED;
+}
+
+// No assignment: the message on stderr, the empty assignment (as a line, in the -o file, or as a
+// JSON object with the status) and exit code 2.
+int ReportNoAnswer(const SolveArgs& args, int32_t status, alpa_error* err) {
+  const std::string message = alpa_error_message(err);
+  alpa_error_free(err);
+  std::fprintf(stderr, "alpa: %s\n", message.c_str());
+  const std::string assignment_text = FormatAssignmentText({});
+  if (!args.assignment_file.empty()) {
+    const std::string line = assignment_text + "\n";
+    if (!WriteFile(args.assignment_file, line.data(), line.size())) {
+      return ReportBadInput("-o: cannot write " + args.assignment_file);
+    }
+  }
+  if (args.json) {
+    const char* name = status == ALPA_ERR_INFEASIBLE  ? "infeasible"
+                       : status == ALPA_ERR_CANCELLED ? "cancelled"
+                                                      : "no_solution";
+    const nlohmann::json object = {{"status", name},
+                                   {"objective", nullptr},
+                                   {"lower_bound", nullptr},
+                                   {"assignment", nlohmann::json::array()},
+                                   {"message", message}};
+    std::printf("%s\n", object.dump().c_str());
+  } else {
+    std::printf("%s\n", assignment_text.c_str());
+  }
+  std::fflush(stdout);
+  return 2;
+}
+
 int RunSolve(const SolveArgs& args) {
   const Clock::time_point start = Clock::now();
   SolveHandles handles;
@@ -111,9 +149,10 @@ int RunSolve(const SolveArgs& args) {
                 static_cast<long long>(alpa_problem_edge_count(handles.problem)), read_seconds);
   }
   if (int rc = MakeSolveOptions(args, read_seconds, &handles.options)) return rc;
-  if (alpa_solve(&handles.solution, handles.problem, handles.options, &err) != ALPA_OK) {
-    return ReportError(err);
-  }
+  const int32_t solved =
+      alpa_problem_solve(&handles.solution, handles.problem, handles.options, &err);
+  if (IsNoAnswer(solved)) return ReportNoAnswer(args, solved, err);
+  if (solved != ALPA_OK) return ReportError(err);
 
   const alpa_solution* solution = handles.solution;
   std::vector<int32_t> assignment(

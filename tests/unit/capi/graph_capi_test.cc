@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "alpa.h"
+#include "alpa_experimental.h"
 
 namespace {
 
@@ -31,7 +31,7 @@ std::string ReadText(const std::string& path) {
 std::string WriteJson(const alpa_graph* g) {
   alpa_buffer* buf = nullptr;
   alpa_error* err = nullptr;
-  EXPECT_EQ(alpa_graph_write_json(&buf, g, &err), ALPA_OK) << Take(err);
+  EXPECT_EQ(alpa_graph_to_json(&buf, g, &err), ALPA_OK) << Take(err);
   std::string s(alpa_buffer_data(buf), alpa_buffer_size(buf));
   alpa_buffer_free(buf);
   return s;
@@ -118,7 +118,7 @@ TEST(GraphCapi, MlpByArraysEqualsTheBuilderGraph) {
   EXPECT_EQ(outs[1], 13);
 
   alpa_buffer* stats = nullptr;
-  ASSERT_EQ(alpa_graph_stats_json(&stats, g, &err), ALPA_OK) << Take(err);
+  ASSERT_EQ(alpa_graph_stats_to_json(&stats, g, &err), ALPA_OK) << Take(err);
   const std::string s = alpa_buffer_data(stats);
   alpa_buffer_free(stats);
   // 4*16 + 16 + 16*2 weights; FLOPs 2*8*16*4 + 2*8*2*16 in the two dot_generals.
@@ -305,7 +305,7 @@ TEST(GraphCapi, ArgumentAndStateErrors) {
   EXPECT_EQ(Take(err), "output 0 refers to op 7, which does not exist");
   err = nullptr;
   alpa_buffer* buf = nullptr;
-  EXPECT_EQ(alpa_graph_write_json(&buf, g, &err), ALPA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(alpa_graph_to_json(&buf, g, &err), ALPA_ERR_INVALID_ARGUMENT);
   EXPECT_NE(Take(err).find("not finalized"), std::string::npos);
   err = nullptr;
   ASSERT_EQ(alpa_graph_finalize(g, &err), ALPA_OK);
@@ -324,7 +324,8 @@ TEST(GraphCapi, ArgumentAndStateErrors) {
   EXPECT_EQ(alpa_graph_op_attrs(g, 9, nullptr, 0), -1);
   EXPECT_STREQ(alpa_graph_op_name(g, 9), "");
   EXPECT_EQ(alpa_graph_op_count(nullptr), 0);
-  EXPECT_EQ(alpa_graph_outputs(nullptr, nullptr, 0), 0);
+  EXPECT_EQ(alpa_graph_outputs(nullptr, nullptr, 0), -ALPA_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(std::isnan(alpa_graph_op_value(g, 9)));
   EXPECT_EQ(alpa_graph_create(nullptr, &err), ALPA_ERR_INVALID_ARGUMENT);
   Take(err);
   alpa_graph_destroy(g);
@@ -364,9 +365,9 @@ TEST(GraphCapi, ModelZoo) {
 
   alpa_graph* g = nullptr;
   alpa_error* err = nullptr;
-  ASSERT_EQ(alpa_graph_from_model(&g, "mlp", &err), ALPA_OK) << Take(err);
+  ASSERT_EQ(alpa_model_build_graph(&g, "mlp", &err), ALPA_OK) << Take(err);
   alpa_buffer* stats = nullptr;
-  ASSERT_EQ(alpa_graph_stats_json(&stats, g, &err), ALPA_OK) << Take(err);
+  ASSERT_EQ(alpa_graph_stats_to_json(&stats, g, &err), ALPA_OK) << Take(err);
   // 6 dense layers of 32 x 32 plus bias.
   EXPECT_NE(std::string(alpa_buffer_data(stats)).find("\"parameters\":6336"), std::string::npos)
       << alpa_buffer_data(stats);
@@ -374,14 +375,14 @@ TEST(GraphCapi, ModelZoo) {
   alpa_graph_destroy(g);
   g = nullptr;
 
-  EXPECT_EQ(alpa_graph_from_model(&g, "mlp:widht=3", &err), ALPA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(alpa_model_build_graph(&g, "mlp:widht=3", &err), ALPA_ERR_INVALID_ARGUMENT);
   const std::string m = Take(err);
   EXPECT_NE(m.find("mlp:widht=3"), std::string::npos) << m;
   EXPECT_NE(m.find("widht"), std::string::npos) << m;
   EXPECT_EQ(g, nullptr);
 
   alpa_buffer* models = nullptr;
-  ASSERT_EQ(alpa_models_json(&models, &err), ALPA_OK) << Take(err);
+  ASSERT_EQ(alpa_model_zoo_to_json(&models, &err), ALPA_OK) << Take(err);
   const std::string j = alpa_buffer_data(models);
   EXPECT_NE(j.find("\"name\":\"gpt-39b\""), std::string::npos);
   EXPECT_NE(j.find("\"families\":[\"mlp:"), std::string::npos) << j.substr(0, 300);
