@@ -292,18 +292,6 @@ std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
   return sites;
 }
 
-const char* RematModeName(RematMode mode) {
-  switch (mode) {
-    case RematMode::kSearch:
-      return "search";
-    case RematMode::kOff:
-      return "off";
-    case RematMode::kOn:
-      return "on";
-  }
-  return "?";
-}
-
 Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,
                                   const PlannerOptions& options) {
   const Clock::time_point t0 = Clock::now();
