@@ -177,13 +177,13 @@ Status ReadLiveSets(const Json& root, int64_t n, std::vector<std::vector<int32_t
 }  // namespace
 
 Result<ShardingProblem> AlpaFromJson(const Json& root) {
-  ShardingProblem p;
+  ShardingProblem problem;
   if (!root.is_object()) {
     return Fail("top level", std::string("expected an object, found ") + root.type_name());
   }
   if (const Json* name = Field(root, "name")) {
     if (!name->is_string()) return Fail("name", "expected a string");
-    p.name = name->get<std::string>();
+    problem.name = name->get<std::string>();
   }
   const Json* field = nullptr;
   int64_t n = 0;
@@ -197,7 +197,7 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
     int64_t limit = 0;
     c = FloorToInt64(*field, &limit);
     if (c != Conversion::kOk) return Fail("M", ConversionMessage(c));
-    p.usage_limit = limit;
+    problem.usage_limit = limit;
   }
 
   double infinity = kAlpaInfinity;
@@ -223,7 +223,7 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   std::vector<std::array<int32_t, 2>> aliases;
   ALPA_RETURN_IF_ERROR(ReadEndpoints(root, "E", n, &edges));
   ALPA_RETURN_IF_ERROR(ReadEndpoints(root, "A", n, &aliases));
-  ALPA_RETURN_IF_ERROR(ReadLiveSets(root, n, &p.live_sets));
+  ALPA_RETURN_IF_ERROR(ReadLiveSets(root, n, &problem.live_sets));
 
   std::vector<double> cost_c;
   std::vector<double> cost_d;
@@ -232,10 +232,10 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   ALPA_RETURN_IF_ERROR(ReadDoubles(root, "d", strategies, "sum(s_len)", &cost_d));
   ALPA_RETURN_IF_ERROR(ReadMemory(root, strategies, &memory));
 
-  p.nodes.resize(count);
+  problem.nodes.resize(count);
   size_t offset = 0;
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    ShardingNode& node = p.nodes[i];
+  for (size_t i = 0; i < problem.nodes.size(); ++i) {
+    ShardingNode& node = problem.nodes[i];
     const size_t k = static_cast<size_t>(s_len[i]);
     node.follows = static_cast<int32_t>(s_follow[i]);
     node.costs.resize(k);
@@ -255,10 +255,10 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   std::vector<double> r;
   ALPA_RETURN_IF_ERROR(ReadDoubles(root, "r", MatrixEntries(edges, s_len),
                                    "sum over edges of s_len[u] * s_len[v]", &r));
-  p.edges.resize(edges.size());
+  problem.edges.resize(edges.size());
   offset = 0;
   for (size_t e = 0; e < edges.size(); ++e) {
-    ShardingEdge& edge = p.edges[e];
+    ShardingEdge& edge = problem.edges[e];
     edge.u = edges[e][0];
     edge.v = edges[e][1];
     const size_t k = static_cast<size_t>(s_len[static_cast<size_t>(edge.u)] *
@@ -271,10 +271,10 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   std::vector<int64_t> v;
   ALPA_RETURN_IF_ERROR(ReadInts(root, "v", 0, 1, MatrixEntries(aliases, s_len),
                                 "sum over aliases of s_len[u] * s_len[v]", &v));
-  p.aliases.resize(aliases.size());
+  problem.aliases.resize(aliases.size());
   offset = 0;
   for (size_t a = 0; a < aliases.size(); ++a) {
-    ShardingAlias& alias = p.aliases[a];
+    ShardingAlias& alias = problem.aliases[a];
     alias.u = aliases[a][0];
     alias.v = aliases[a][1];
     const size_t k = static_cast<size_t>(s_len[static_cast<size_t>(alias.u)] *
@@ -283,7 +283,7 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
     for (size_t j = 0; j < k; ++j) alias.forbidden[j] = static_cast<uint8_t>(v[offset + j]);
     offset += k;
   }
-  return p;
+  return problem;
 }
 
 namespace {

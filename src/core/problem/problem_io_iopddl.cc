@@ -146,7 +146,7 @@ Status ReadEdges(const Json& problem, ShardingProblem* p) {
 }  // namespace
 
 Result<ShardingProblem> IopddlFromJson(const Json& root) {
-  ShardingProblem p;
+  ShardingProblem parsed;
   const Json* problem = nullptr;
   ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", "problem", Presence::kRequired, &problem));
   const Json* name = nullptr;
@@ -155,10 +155,10 @@ Result<ShardingProblem> IopddlFromJson(const Json& root) {
     if (!name->is_string()) {
       return Fail("problem.name", std::string("expected a string, found ") + name->type_name());
     }
-    p.name = name->get<std::string>();
+    parsed.name = name->get<std::string>();
   }
-  ALPA_RETURN_IF_ERROR(ReadNodes(*problem, &p));
-  ALPA_RETURN_IF_ERROR(ReadEdges(*problem, &p));
+  ALPA_RETURN_IF_ERROR(ReadNodes(*problem, &parsed));
+  ALPA_RETURN_IF_ERROR(ReadEdges(*problem, &parsed));
   const Json* limit = nullptr;
   ALPA_RETURN_IF_ERROR(
       FindField(kFormat, *problem, "problem", "usage_limit", Presence::kOptional, &limit));
@@ -166,9 +166,9 @@ Result<ShardingProblem> IopddlFromJson(const Json& root) {
     int64_t value = 0;
     const Conversion c = FloorToInt64(*limit, &value);
     if (c != Conversion::kOk) return Fail("problem.usage_limit", ConversionMessage(c));
-    p.usage_limit = value;
+    parsed.usage_limit = value;
   }
-  return p;
+  return parsed;
 }
 
 Result<std::string> WriteIopddl(const ShardingProblem& p) {

@@ -17,55 +17,55 @@ Status CheckEndpoint(const ShardingProblem& p, const char* what, size_t index, i
   return Status::Ok();
 }
 
-Status ValidateNodes(const ShardingProblem& p) {
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    const ShardingNode& n = p.nodes[i];
-    if (n.costs.empty()) return InvalidProblem(NodeName(i) + " has no strategies");
+Status ValidateNodes(const ShardingProblem& problem) {
+  for (size_t i = 0; i < problem.nodes.size(); ++i) {
+    const ShardingNode& node = problem.nodes[i];
+    if (node.costs.empty()) return InvalidProblem(NodeName(i) + " has no strategies");
     bool any_allowed = false;
-    for (size_t s = 0; s < n.costs.size(); ++s) {
-      if (std::isnan(n.costs[s])) {
+    for (size_t s = 0; s < node.costs.size(); ++s) {
+      if (std::isnan(node.costs[s])) {
         return InvalidProblem(NodeName(i) + " strategy " + std::to_string(s) + ": cost is NaN");
       }
-      if (!IsForbidden(n.costs[s])) any_allowed = true;
+      if (!IsForbidden(node.costs[s])) any_allowed = true;
     }
     if (!any_allowed) {
       return InvalidProblem(NodeName(i) + ": every strategy is forbidden (cost >= 1e18)");
     }
-    if (!n.usages.empty() && n.usages.size() != n.costs.size()) {
-      return InvalidProblem(NodeName(i) + " has " + std::to_string(n.costs.size()) +
-                            " strategies but " + std::to_string(n.usages.size()) + " usages");
+    if (!node.usages.empty() && node.usages.size() != node.costs.size()) {
+      return InvalidProblem(NodeName(i) + " has " + std::to_string(node.costs.size()) +
+                            " strategies but " + std::to_string(node.usages.size()) + " usages");
     }
-    for (size_t s = 0; s < n.usages.size(); ++s) {
-      if (n.usages[s] < 0) {
+    for (size_t s = 0; s < node.usages.size(); ++s) {
+      if (node.usages[s] < 0) {
         return InvalidProblem(NodeName(i) + " strategy " + std::to_string(s) + ": negative usage " +
-                              std::to_string(n.usages[s]));
+                              std::to_string(node.usages[s]));
       }
     }
-    if (n.interval.lo < 0 || n.interval.hi < n.interval.lo) {
-      return InvalidProblem(NodeName(i) + ": usage interval [" + std::to_string(n.interval.lo) +
-                            ", " + std::to_string(n.interval.hi) +
+    if (node.interval.lo < 0 || node.interval.hi < node.interval.lo) {
+      return InvalidProblem(NodeName(i) + ": usage interval [" + std::to_string(node.interval.lo) +
+                            ", " + std::to_string(node.interval.hi) +
                             ") is invalid (need 0 <= lo <= hi)");
     }
-    if (n.follows != -1) {
-      if (n.follows < 0 || static_cast<size_t>(n.follows) >= p.nodes.size()) {
-        return InvalidProblem(NodeName(i) + " follows " + std::to_string(n.follows) +
+    if (node.follows != -1) {
+      if (node.follows < 0 || static_cast<size_t>(node.follows) >= problem.nodes.size()) {
+        return InvalidProblem(NodeName(i) + " follows " + std::to_string(node.follows) +
                               ", which is not a node id");
       }
-      if (p.nodes[static_cast<size_t>(n.follows)].costs.size() != n.costs.size()) {
-        return InvalidProblem(NodeName(i) + " follows node " + std::to_string(n.follows) +
-                              " but has " + std::to_string(n.costs.size()) +
-                              " strategies where the followed node has " +
-                              std::to_string(p.nodes[static_cast<size_t>(n.follows)].costs.size()));
+      if (problem.nodes[static_cast<size_t>(node.follows)].costs.size() != node.costs.size()) {
+        return InvalidProblem(
+            NodeName(i) + " follows node " + std::to_string(node.follows) + " but has " +
+            std::to_string(node.costs.size()) + " strategies where the followed node has " +
+            std::to_string(problem.nodes[static_cast<size_t>(node.follows)].costs.size()));
       }
     }
   }
   // Follower cycles: walk each chain with a step bound.
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
+  for (size_t i = 0; i < problem.nodes.size(); ++i) {
     int32_t cur = static_cast<int32_t>(i);
     size_t steps = 0;
-    while (p.nodes[static_cast<size_t>(cur)].follows != -1) {
-      cur = p.nodes[static_cast<size_t>(cur)].follows;
-      if (++steps > p.nodes.size()) {
+    while (problem.nodes[static_cast<size_t>(cur)].follows != -1) {
+      cur = problem.nodes[static_cast<size_t>(cur)].follows;
+      if (++steps > problem.nodes.size()) {
         return InvalidProblem(NodeName(i) + ": its follows chain has a cycle");
       }
     }

@@ -38,8 +38,8 @@ constexpr double kMinDenseWidth = 12;  // shorter runs of narrow tasks are drawn
 // Spans [i, j), all narrower than kNarrow, as stacked shares per bin. A bin holds about 16
 // tasks so that the shares do not flicker with the phase of the schedule.
 DenseStretch Densify(const std::vector<Span>& spans, size_t i, size_t j, int64_t x0, int64_t x1) {
-  DenseStretch d;
-  d.x0 = x0;
+  DenseStretch stretch;
+  stretch.x0 = x0;
   const double avg = (spans[j - 1].x1 - spans[i].x0) / static_cast<double>(j - i);
   const int64_t bin = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(16 * avg)), 4, 32);
   size_t k = i;
@@ -62,14 +62,14 @@ DenseStretch Densify(const std::vector<Span>& spans, size_t i, size_t j, int64_t
       acc += cover[s];
       b.cum[s] = hi > lo ? std::llround(static_cast<double>(kBarHeight) * acc / (hi - lo)) : 0;
     }
-    if (!d.bins.empty() && d.bins.back().cum == b.cum) {
-      d.bins.back().x1 = q;
+    if (!stretch.bins.empty() && stretch.bins.back().cum == b.cum) {
+      stretch.bins.back().x1 = q;
     } else {
-      d.bins.push_back(b);
+      stretch.bins.push_back(b);
     }
     p = q;
   }
-  return d;
+  return stretch;
 }
 
 }  // namespace

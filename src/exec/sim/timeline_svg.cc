@@ -56,27 +56,28 @@ struct TimeAxis {
 };
 
 TimeAxis ChooseTimeAxis(double t_end, double plot_width, double min_spacing) {
-  TimeAxis a;
+  TimeAxis axis;
   const double min_step = t_end * min_spacing / std::max(plot_width, 1.0);
   const double mag = std::pow(10.0, std::floor(std::log10(min_step)));
-  a.step = 10 * mag;
+  axis.step = 10 * mag;
   for (double m : {1.0, 2.0, 5.0}) {
     if (m * mag >= min_step * (1 - 1e-9)) {
-      a.step = m * mag;
+      axis.step = m * mag;
       break;
     }
   }
   if (t_end >= 1) {
-    a.unit = 1, a.unit_name = "s";
+    axis.unit = 1, axis.unit_name = "s";
   } else if (t_end >= 1e-3) {
-    a.unit = 1e-3, a.unit_name = "ms";
+    axis.unit = 1e-3, axis.unit_name = "ms";
   } else if (t_end >= 1e-6) {
-    a.unit = 1e-6, a.unit_name = "\u00b5s";
+    axis.unit = 1e-6, axis.unit_name = "\u00b5s";
   } else {
-    a.unit = 1e-9, a.unit_name = "ns";
+    axis.unit = 1e-9, axis.unit_name = "ns";
   }
-  a.decimals = std::max(0, -static_cast<int>(std::floor(std::log10(a.step / a.unit) + 1e-9)));
-  return a;
+  axis.decimals =
+      std::max(0, -static_cast<int>(std::floor(std::log10(axis.step / axis.unit) + 1e-9)));
+  return axis;
 }
 
 void AppendRect(std::string* out, int64_t x, int64_t y, int64_t w, int64_t h) {

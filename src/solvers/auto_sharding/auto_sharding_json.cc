@@ -76,22 +76,22 @@ std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& r) {
   nlohmann::json ops = nlohmann::json::array();
   for (int32_t v = 0; v < graph.size() && static_cast<size_t>(v) < r.ops.size(); ++v) {
     const Op& op = graph.op(v);
-    const OpSharding& o = r.ops[static_cast<size_t>(v)];
-    if (o.node < 0) continue;
+    const OpSharding& op_sharding = r.ops[static_cast<size_t>(v)];
+    if (op_sharding.node < 0) continue;
     if (op.kind == OpKind::kParameter || op.role == TensorRole::kGradient || op.alias_of >= 0) {
       nlohmann::json t = {{"name", OpName(graph, v)},
                           {"op", v},
                           {"role", TensorRoleName(op.role)},
                           {"shape", op.shape},
-                          {"spec", ToString(o.result)}};
-      if (o.reader_layout) t["reader_layout"] = ToString(*o.reader_layout);
+                          {"spec", ToString(op_sharding.result)}};
+      if (op_sharding.reader_layout) t["reader_layout"] = ToString(*op_sharding.reader_layout);
       tensors.push_back(std::move(t));
     }
-    if (op.kind != OpKind::kParameter && o.follows < 0) {
+    if (op.kind != OpKind::kParameter && op_sharding.follows < 0) {
       ops.push_back({{"name", OpName(graph, v)},
                      {"op", v},
                      {"kind", OpKindName(op.kind)},
-                     {"strategy", o.strategy_name}});
+                     {"strategy", op_sharding.strategy_name}});
     }
   }
   j["tensors"] = std::move(tensors);

@@ -197,10 +197,10 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   Result<StageCostTable> table =
       BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, base);
   if (!table.ok()) return table.status();
-  const StageCostTable& t = table.value();
+  const StageCostTable& stage_costs = table.value();
   stats.intra_op_seconds += Since(phase);
-  stats.intra_op_solves += t.solves;
-  stats.intra_op_proven += t.proven;
+  stats.intra_op_solves += stage_costs.solves;
+  stats.intra_op_proven += stage_costs.proven;
 
   if (!report("dp")) return Status(StatusCode::kCancelled, "planning cancelled");
   phase = Clock::now();
@@ -208,15 +208,16 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   input.num_layers = clustering.num_layers;
   input.hosts = cluster.hosts;
   input.devices_per_host = cluster.devices_per_host;
-  input.submeshes = t.submeshes;
-  input.candidates = t.candidates;
+  input.submeshes = stage_costs.submeshes;
+  input.candidates = stage_costs.candidates;
   input.microbatches = microbatches;
   Result<StageDpResult> solved = SolveStageDp(input);
   if (!solved.ok()) return solved.status();
   const StageDpResult& dp = solved.value();
   Attempt attempt;
   if (!dp.feasible) {
-    attempt.smallest_fitting_memory = SmallestFittingMemory(input, t, clustering.num_layers);
+    attempt.smallest_fitting_memory =
+        SmallestFittingMemory(input, stage_costs, clustering.num_layers);
     stats.dp_seconds += Since(phase);
     return attempt;
   }
@@ -240,7 +241,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
       alternative = std::move(r).value();
       if (static_cast<int32_t>(alternative.stages.size()) != limit) continue;
     }
-    Result<PipelinePlan> plan = PlanFromDp(graph, t, cluster, alternative, microbatches);
+    Result<PipelinePlan> plan = PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
     if (!plan.ok()) return plan.status();
     if (!chosen || plan.value().iteration_seconds < chosen->iteration_seconds) {
       chosen = std::move(plan).value();
@@ -249,11 +250,11 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
   plan = std::move(*chosen);
-  SetPlanFlops(plan, graph, t, cluster);
-  plan.stats.pieces = static_cast<int64_t>(t.piece_marker.size());
-  plan.stats.distinct_pieces = static_cast<int64_t>(t.solutions.size());
-  plan.stats.candidates = static_cast<int64_t>(t.candidates.size());
-  plan.stats.pruned_candidates = t.pruned;
+  SetPlanFlops(plan, graph, stage_costs, cluster);
+  plan.stats.pieces = static_cast<int64_t>(stage_costs.piece_marker.size());
+  plan.stats.distinct_pieces = static_cast<int64_t>(stage_costs.solutions.size());
+  plan.stats.candidates = static_cast<int64_t>(stage_costs.candidates.size());
+  plan.stats.pruned_candidates = stage_costs.pruned;
   plan.graph = std::move(graph);
   plan.clustering = clustering;
   attempt.feasible = true;

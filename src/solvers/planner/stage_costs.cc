@@ -83,41 +83,42 @@ int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
 }
 
 Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering) {
-  StagePieces t;
-  AssignPieces(graph, clustering, t);
-  const int32_t pieces = static_cast<int32_t>(t.piece_marker.size());
+  StagePieces stage_pieces;
+  AssignPieces(graph, clustering, stage_pieces);
+  const int32_t pieces = static_cast<int32_t>(stage_pieces.piece_marker.size());
 
   // Subgraphs and their types.
   std::map<std::string, int32_t> type_of_key;
   for (int32_t p = 0; p < pieces; ++p) {
-    Result<Subgraph> sub = ExtractSubgraph(graph, t.op_piece, p, p);
+    Result<Subgraph> sub = ExtractSubgraph(graph, stage_pieces.op_piece, p, p);
     if (!sub.ok()) return sub.status();
     std::vector<int32_t> local(static_cast<size_t>(graph.size()), -1);
     const Subgraph& s = sub.value();
     for (int32_t l = 0; l < s.graph.size(); ++l) {
       const int32_t o = s.origin[static_cast<size_t>(l)];
-      if (t.op_piece[static_cast<size_t>(o)] == p) local[static_cast<size_t>(o)] = l;
+      if (stage_pieces.op_piece[static_cast<size_t>(o)] == p) local[static_cast<size_t>(o)] = l;
     }
-    t.local_of.push_back(std::move(local));
-    auto [it, inserted] =
-        type_of_key.emplace(StructuralKey(s.graph), static_cast<int32_t>(t.type_rep.size()));
-    if (inserted) t.type_rep.push_back(p);
-    t.piece_type.push_back(it->second);
-    t.piece_graph.push_back(std::make_shared<const Subgraph>(std::move(sub).value()));
+    stage_pieces.local_of.push_back(std::move(local));
+    auto [it, inserted] = type_of_key.emplace(StructuralKey(s.graph),
+                                              static_cast<int32_t>(stage_pieces.type_rep.size()));
+    if (inserted) stage_pieces.type_rep.push_back(p);
+    stage_pieces.piece_type.push_back(it->second);
+    stage_pieces.piece_graph.push_back(std::make_shared<const Subgraph>(std::move(sub).value()));
   }
 
   // Edges between pieces.
   for (int32_t b = 0; b < pieces; ++b) {
-    const Subgraph& s = *t.piece_graph[static_cast<size_t>(b)];
+    const Subgraph& s = *stage_pieces.piece_graph[static_cast<size_t>(b)];
     for (int32_t l : s.boundary_inputs) {
       const int32_t u = s.origin[static_cast<size_t>(l)];
-      const int32_t a = t.op_piece[static_cast<size_t>(u)];
+      const int32_t a = stage_pieces.op_piece[static_cast<size_t>(u)];
       if (a < 0 || a == b) continue;
-      t.edges.push_back({a, b, t.local_of[static_cast<size_t>(a)][static_cast<size_t>(u)], l,
-                         graph.op(u).phase == Phase::kForward});
+      stage_pieces.edges.push_back(
+          {a, b, stage_pieces.local_of[static_cast<size_t>(a)][static_cast<size_t>(u)], l,
+           graph.op(u).phase == Phase::kForward});
     }
   }
-  return t;
+  return stage_pieces;
 }
 
 Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdge& e,
@@ -138,23 +139,23 @@ Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdg
 
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
                            const std::vector<StageEdgeCost>& edges, bool remat) {
-  ComposedStage c;
+  ComposedStage composed;
   int64_t persistent = 0, activation = 0, working = 0;
   for (const UnitProfile* pu : pieces) {
     const UnitProfile& u = *pu;
-    c.latency += u.latency + (remat ? u.forward_latency : 0.0);
-    c.forward_latency += u.forward_latency;
-    c.iteration_overhead += u.iteration_overhead;
+    composed.latency += u.latency + (remat ? u.forward_latency : 0.0);
+    composed.forward_latency += u.forward_latency;
+    composed.iteration_overhead += u.iteration_overhead;
     persistent += u.persistent_bytes;
     activation += remat ? u.checkpoint_bytes : u.activation_bytes;
     working = std::max(working, u.working_bytes + (remat ? u.activation_bytes : 0));
   }
   for (const StageEdgeCost& e : edges) {
-    c.latency += e.seconds;
-    if (e.forward) c.forward_latency += e.seconds;
+    composed.latency += e.seconds;
+    if (e.forward) composed.forward_latency += e.seconds;
   }
-  c.memory = StageMemory{persistent, activation, working};
-  return c;
+  composed.memory = StageMemory{persistent, activation, working};
+  return composed;
 }
 
 void PruneDominatedCandidates(StageCostTable& t) {
