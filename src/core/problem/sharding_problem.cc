@@ -75,17 +75,17 @@ Status ValidateNodes(const ShardingProblem& problem) {
 
 }  // namespace
 
-Status ValidateProblem(const ShardingProblem& p) {
-  if (p.nodes.size() > static_cast<size_t>(INT32_MAX)) {
-    return InvalidProblem("too many nodes: " + std::to_string(p.nodes.size()));
+Status ValidateProblem(const ShardingProblem& problem) {
+  if (problem.nodes.size() > static_cast<size_t>(INT32_MAX)) {
+    return InvalidProblem("too many nodes: " + std::to_string(problem.nodes.size()));
   }
-  ALPA_RETURN_IF_ERROR(ValidateNodes(p));
-  for (size_t e = 0; e < p.edges.size(); ++e) {
-    const ShardingEdge& edge = p.edges[e];
-    ALPA_RETURN_IF_ERROR(CheckEndpoint(p, "edge", e, edge.u));
-    ALPA_RETURN_IF_ERROR(CheckEndpoint(p, "edge", e, edge.v));
-    const size_t want = p.nodes[static_cast<size_t>(edge.u)].costs.size() *
-                        p.nodes[static_cast<size_t>(edge.v)].costs.size();
+  ALPA_RETURN_IF_ERROR(ValidateNodes(problem));
+  for (size_t e = 0; e < problem.edges.size(); ++e) {
+    const ShardingEdge& edge = problem.edges[e];
+    ALPA_RETURN_IF_ERROR(CheckEndpoint(problem, "edge", e, edge.u));
+    ALPA_RETURN_IF_ERROR(CheckEndpoint(problem, "edge", e, edge.v));
+    const size_t want = problem.nodes[static_cast<size_t>(edge.u)].costs.size() *
+                        problem.nodes[static_cast<size_t>(edge.v)].costs.size();
     if (edge.costs.size() != want) {
       return InvalidProblem("edge " + std::to_string(e) + " (" + std::to_string(edge.u) + ", " +
                             std::to_string(edge.v) + ") has " + std::to_string(edge.costs.size()) +
@@ -98,12 +98,12 @@ Status ValidateProblem(const ShardingProblem& p) {
       }
     }
   }
-  for (size_t a = 0; a < p.aliases.size(); ++a) {
-    const ShardingAlias& alias = p.aliases[a];
-    ALPA_RETURN_IF_ERROR(CheckEndpoint(p, "alias", a, alias.u));
-    ALPA_RETURN_IF_ERROR(CheckEndpoint(p, "alias", a, alias.v));
-    const size_t want = p.nodes[static_cast<size_t>(alias.u)].costs.size() *
-                        p.nodes[static_cast<size_t>(alias.v)].costs.size();
+  for (size_t a = 0; a < problem.aliases.size(); ++a) {
+    const ShardingAlias& alias = problem.aliases[a];
+    ALPA_RETURN_IF_ERROR(CheckEndpoint(problem, "alias", a, alias.u));
+    ALPA_RETURN_IF_ERROR(CheckEndpoint(problem, "alias", a, alias.v));
+    const size_t want = problem.nodes[static_cast<size_t>(alias.u)].costs.size() *
+                        problem.nodes[static_cast<size_t>(alias.v)].costs.size();
     if (alias.forbidden.size() != want) {
       return InvalidProblem("alias " + std::to_string(a) + " (" + std::to_string(alias.u) + ", " +
                             std::to_string(alias.v) + ") has " +
@@ -111,16 +111,16 @@ Status ValidateProblem(const ShardingProblem& p) {
                             std::to_string(want));
     }
   }
-  for (size_t t = 0; t < p.live_sets.size(); ++t) {
-    for (int32_t node : p.live_sets[t]) {
-      if (node < 0 || static_cast<size_t>(node) >= p.nodes.size()) {
+  for (size_t t = 0; t < problem.live_sets.size(); ++t) {
+    for (int32_t node : problem.live_sets[t]) {
+      if (node < 0 || static_cast<size_t>(node) >= problem.nodes.size()) {
         return InvalidProblem("live set of time step " + std::to_string(t) + " names node " +
                               std::to_string(node) + ", which does not exist");
       }
     }
   }
-  if (p.usage_limit && *p.usage_limit < 0) {
-    return InvalidProblem("usage limit " + std::to_string(*p.usage_limit) + " is negative");
+  if (problem.usage_limit && *problem.usage_limit < 0) {
+    return InvalidProblem("usage limit " + std::to_string(*problem.usage_limit) + " is negative");
   }
   return Status::Ok();
 }

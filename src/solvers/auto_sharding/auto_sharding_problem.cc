@@ -122,11 +122,11 @@ ShardingSpec OperandToSource(const ShardingSpec& spec, const OperandSource& src)
 }
 
 // Keeps the decider strategies that satisfy the options; kInvalidArgument when none does.
-Result<std::vector<int32_t>> KeptStrategies(const Graph& g, int32_t id,
+Result<std::vector<int32_t>> KeptStrategies(const Graph& graph, int32_t id,
                                             const std::vector<OpStrategy>& all,
                                             const LogicalMesh& mesh,
                                             const AutoShardOptions& options) {
-  const Op& op = g.op(id);
+  const Op& op = graph.op(id);
   std::vector<int32_t> keep;
   std::vector<int32_t> split_dims;
   for (int32_t m = 0; m < mesh.ndim(); ++m) {
@@ -156,7 +156,7 @@ Result<std::vector<int32_t>> KeptStrategies(const Graph& g, int32_t id,
       return true;
     });
     if (keep.empty()) {
-      return InvalidArgument(DescribeOp(g, id) + " " + ShapeString(op.shape) +
+      return InvalidArgument(DescribeOp(graph, id) + " " + ShapeString(op.shape) +
                              ": its batch dim cannot be split over mesh dims " +
                              MeshShapeString(mesh.shape) + " as forced");
     }

@@ -42,13 +42,13 @@ int64_t ShardBytes(const Op& op, const ShardingSpec& spec, const std::vector<int
 }  // namespace
 
 Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
-                                  const IterationSpace& space, const LoopAssignment& a) {
+                                  const IterationSpace& space, const LoopAssignment& assignment) {
   const Graph& graph = *ctx.graph;
   const LogicalMesh& mesh = *ctx.mesh;
   const Op& op = graph.op(id);
-  if (a.loop_mesh_dims.size() != static_cast<size_t>(space.num_loops())) {
+  if (assignment.loop_mesh_dims.size() != static_cast<size_t>(space.num_loops())) {
     return InvalidArgument(DescribeOp(graph, id) + ": loop assignment has " +
-                           std::to_string(a.loop_mesh_dims.size()) + " loops, the op " +
+                           std::to_string(assignment.loop_mesh_dims.size()) + " loops, the op " +
                            std::to_string(space.num_loops()));
   }
   std::vector<bool> used(static_cast<size_t>(mesh.ndim()), false);
@@ -61,10 +61,10 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
     return Status::Ok();
   };
   OpStrategy strategy;
-  strategy.assignment = a;
+  strategy.assignment = assignment;
   std::vector<int32_t> reduced_dims, max_dims;
   for (int32_t loop = 0; loop < space.num_loops(); ++loop) {
-    const auto& dims = a.loop_mesh_dims[static_cast<size_t>(loop)];
+    const auto& dims = assignment.loop_mesh_dims[static_cast<size_t>(loop)];
     int64_t pieces = 1;
     for (int32_t m : dims) {
       ALPA_RETURN_IF_ERROR(use(m));
@@ -81,19 +81,20 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
       if (kind == LoopKind::kMaxReduced) max_dims.push_back(m);
     }
   }
-  for (int32_t m : a.pass_partial) {
+  for (int32_t m : assignment.pass_partial) {
     ALPA_RETURN_IF_ERROR(use(m));
     strategy.work_split *= mesh.shape[static_cast<size_t>(m)];
   }
 
-  strategy.result = SpecOf(space.result_dims, a);
+  strategy.result = SpecOf(space.result_dims, assignment);
   AddPartial(strategy.result, reduced_dims);
-  AddPartial(strategy.result, a.pass_partial);
+  AddPartial(strategy.result, assignment.pass_partial);
   for (size_t k = 0; k < op.operands.size(); ++k) {
-    ShardingSpec spec = SpecOf(space.operand_dims[k], a);
-    const bool passes = a.partial_operand < 0 ? space.linear_operand[k]
-                                              : static_cast<size_t>(a.partial_operand) == k;
-    if (!a.pass_partial.empty() && passes) AddPartial(spec, a.pass_partial);
+    ShardingSpec spec = SpecOf(space.operand_dims[k], assignment);
+    const bool passes = assignment.partial_operand < 0
+                            ? space.linear_operand[k]
+                            : static_cast<size_t>(assignment.partial_operand) == k;
+    if (!assignment.pass_partial.empty() && passes) AddPartial(spec, assignment.pass_partial);
     if (space.partial_with_reduced[k]) AddPartial(spec, reduced_dims);
     strategy.operands.push_back(std::move(spec));
   }

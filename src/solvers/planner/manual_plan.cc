@@ -450,20 +450,20 @@ struct ManualPlanEvaluator::Impl {
     ComposedStage composed;
     std::vector<const UnitProfile*> profiles;  // per piece of the stage
   };
-  Result<std::vector<StageEval>> Compose(const Resolved& r, bool remat) {
-    ALPA_RETURN_IF_ERROR(EnsureSolved(r));
-    const StagePieces& sp = r.set->pieces;
+  Result<std::vector<StageEval>> Compose(const Resolved& resolved, bool remat) {
+    ALPA_RETURN_IF_ERROR(EnsureSolved(resolved));
+    const StagePieces& sp = resolved.set->pieces;
     std::vector<StageEval> out;
-    Result<LogicalMesh> mesh = MeshFor(r.mesh);
+    Result<LogicalMesh> mesh = MeshFor(resolved.mesh);
     if (!mesh.ok()) return mesh.status();
     auto profile = [&](int32_t p) -> Result<const UnitProfile*> {
-      const auto it =
-          profiles.find(SolveKey{r.set_key, sp.piece_type[static_cast<size_t>(p)], r.mesh});
+      const auto it = profiles.find(
+          SolveKey{resolved.set_key, sp.piece_type[static_cast<size_t>(p)], resolved.mesh});
       if (it == profiles.end()) return InternalError("manual plan: a piece was not solved");
       if (!it->second.ok()) return it->second.status();
       return &it->second.value();
     };
-    for (const auto& [first, last] : r.stage_groups) {
+    for (const auto& [first, last] : resolved.stage_groups) {
       const int32_t p0 = sp.group_first_piece[static_cast<size_t>(first)];
       const int32_t p1 = sp.group_first_piece[static_cast<size_t>(last) + 1];
       StageEval ev;
@@ -475,8 +475,8 @@ struct ManualPlanEvaluator::Impl {
       std::vector<StageEdgeCost> edges;
       for (const PieceEdge& pe : sp.edges) {
         if (std::min(pe.a, pe.b) < p0 || std::max(pe.a, pe.b) >= p1) continue;
-        const EdgeKey key{r.set_key,
-                          r.mesh,
+        const EdgeKey key{resolved.set_key,
+                          resolved.mesh,
                           sp.piece_type[static_cast<size_t>(pe.a)],
                           sp.piece_type[static_cast<size_t>(pe.b)],
                           pe.producer,

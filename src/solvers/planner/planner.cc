@@ -75,45 +75,46 @@ int64_t SmallestFittingMemory(StageDpInput input, const StageCostTable& t, int32
 
 // The plan of one DP answer: stages placed, pieces, transfers and the prediction (not the
 // FLOPs, graph, clustering or statistics: the caller's, for the plan it keeps).
-Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, const Cluster& cluster,
-                                const StageDpResult& dp, int64_t microbatches) {
+Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
+                                const Cluster& cluster, const StageDpResult& dp,
+                                int64_t microbatches) {
   PipelinePlan plan;
   plan.microbatches = microbatches;
   std::vector<SubmeshShape> shapes;
   for (int32_t k : dp.stages) {
-    shapes.push_back(
-        t.submeshes[static_cast<size_t>(t.candidates[static_cast<size_t>(k)].submesh)]);
+    shapes.push_back(stage_costs.submeshes[static_cast<size_t>(
+        stage_costs.candidates[static_cast<size_t>(k)].submesh)]);
   }
   Result<std::vector<std::vector<int64_t>>> placed =
       PlaceSubmeshes(cluster.hosts, cluster.devices_per_host, shapes);
   if (!placed.ok()) return placed.status();
   const int32_t stage_count = static_cast<int32_t>(dp.stages.size());
-  std::vector<int32_t> stage_of_piece(t.piece_marker.size(), -1);
+  std::vector<int32_t> stage_of_piece(stage_costs.piece_marker.size(), -1);
   for (int32_t s = 0; s < stage_count; ++s) {
     const size_t k = static_cast<size_t>(dp.stages[static_cast<size_t>(s)]);
-    const StageCandidate& c = t.candidates[k];
-    const StageMeshConfig& config = t.configs[static_cast<size_t>(c.config)];
+    const StageCandidate& c = stage_costs.candidates[k];
+    const StageMeshConfig& config = stage_costs.configs[static_cast<size_t>(c.config)];
     PlannedStage st;
     st.first_layer = c.first_layer;
     st.last_layer = c.last_layer;
-    st.submesh = t.submeshes[static_cast<size_t>(c.submesh)];
+    st.submesh = stage_costs.submeshes[static_cast<size_t>(c.submesh)];
     st.logical_mesh = config.mesh.shape;
     st.devices = placed.value()[static_cast<size_t>(s)];
     st.memory_level = config.level;
     st.remat = config.remat;
     st.latency = c.latency;
-    st.forward_latency = t.candidate_forward_latency[k];
+    st.forward_latency = stage_costs.candidate_forward_latency[k];
     st.iteration_overhead = c.iteration_overhead;
     st.in_flight = std::min<int64_t>(microbatches, stage_count - s);
-    st.memory_bytes = t.candidate_memory[k].With(st.in_flight);
-    st.activation_bytes = t.candidate_memory[k].activation;
-    const int32_t p0 = t.group_first_piece[static_cast<size_t>(c.first_layer)];
-    const int32_t p1 = t.group_first_piece[static_cast<size_t>(c.last_layer) + 1];
+    st.memory_bytes = stage_costs.candidate_memory[k].With(st.in_flight);
+    st.activation_bytes = stage_costs.candidate_memory[k].activation;
+    const int32_t p0 = stage_costs.group_first_piece[static_cast<size_t>(c.first_layer)];
+    const int32_t p1 = stage_costs.group_first_piece[static_cast<size_t>(c.last_layer) + 1];
     for (int32_t p = p0; p < p1; ++p) {
       stage_of_piece[static_cast<size_t>(p)] = s;
-      st.pieces.push_back({t.piece_marker[static_cast<size_t>(p)],
-                           t.piece_graph[static_cast<size_t>(p)],
-                           t.Solution(p, c.config).sharding});
+      st.pieces.push_back({stage_costs.piece_marker[static_cast<size_t>(p)],
+                           stage_costs.piece_graph[static_cast<size_t>(p)],
+                           stage_costs.Solution(p, c.config).sharding});
     }
     // Degrees as the stage's heaviest piece shards (an embedding may not split the batch).
     const StagePiece& lead = *std::max_element(
@@ -129,8 +130,9 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, con
     plan.stages.push_back(std::move(st));
   }
 
-  Result<std::vector<CrossStageTransfer>> transfers = ListCrossStageTransfers(
-      graph, t.piece_graph, t.op_piece, t.group_first_piece, stage_of_piece, plan.stages, cluster);
+  Result<std::vector<CrossStageTransfer>> transfers =
+      ListCrossStageTransfers(graph, stage_costs.piece_graph, stage_costs.op_piece,
+                              stage_costs.group_first_piece, stage_of_piece, plan.stages, cluster);
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
   PredictPlanIteration(plan);

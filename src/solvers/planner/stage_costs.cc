@@ -18,16 +18,16 @@ namespace alpa {
 namespace {
 
 // Pieces: layer markers when the clustering used them, else the layer groups.
-void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePieces& t) {
+void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePieces& pieces) {
   const size_t n = static_cast<size_t>(graph.size());
-  t.op_piece.assign(n, -1);
+  pieces.op_piece.assign(n, -1);
   if (!clustering.from_markers) {
-    t.op_piece = clustering.op_layer;
+    pieces.op_piece = clustering.op_layer;
     for (int32_t g = 0; g < clustering.num_layers; ++g) {
-      t.piece_marker.push_back(g);
-      t.group_first_piece.push_back(g);
+      pieces.piece_marker.push_back(g);
+      pieces.group_first_piece.push_back(g);
     }
-    t.group_first_piece.push_back(clustering.num_layers);
+    pieces.group_first_piece.push_back(clustering.num_layers);
     return;
   }
   std::vector<int32_t> markers;
@@ -36,19 +36,19 @@ void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePi
   }
   std::sort(markers.begin(), markers.end());
   markers.erase(std::unique(markers.begin(), markers.end()), markers.end());
-  t.piece_marker = markers;
+  pieces.piece_marker = markers;
   for (size_t v = 0; v < n; ++v) {
     if (clustering.op_layer[v] < 0) continue;
     const int32_t layer = graph.ops[v].layer;
-    t.op_piece[v] = static_cast<int32_t>(std::lower_bound(markers.begin(), markers.end(), layer) -
-                                         markers.begin());
+    pieces.op_piece[v] = static_cast<int32_t>(
+        std::lower_bound(markers.begin(), markers.end(), layer) - markers.begin());
   }
   for (int32_t g = 0; g < clustering.num_layers; ++g) {
     const int32_t first = clustering.first_unit[static_cast<size_t>(g)];
-    t.group_first_piece.push_back(static_cast<int32_t>(
+    pieces.group_first_piece.push_back(static_cast<int32_t>(
         std::lower_bound(markers.begin(), markers.end(), first) - markers.begin()));
   }
-  t.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
+  pieces.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
 }
 
 int64_t UnitPeak(const UnitProfile& p) {
@@ -158,23 +158,23 @@ ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
   return composed;
 }
 
-void PruneDominatedCandidates(StageCostTable& t) {
+void PruneDominatedCandidates(StageCostTable& table) {
   using Group = std::tuple<int32_t, int32_t, int32_t>;
   std::map<Group, std::vector<size_t>> groups;
-  for (size_t k = 0; k < t.candidates.size(); ++k) {
-    const StageCandidate& c = t.candidates[k];
+  for (size_t k = 0; k < table.candidates.size(); ++k) {
+    const StageCandidate& c = table.candidates[k];
     groups[Group{c.first_layer, c.last_layer, c.submesh}].push_back(k);
   }
-  std::vector<char> keep(t.candidates.size(), 1);
-  const bool has_forward = t.candidate_forward_latency.size() == t.candidates.size();
+  std::vector<char> keep(table.candidates.size(), 1);
+  const bool has_forward = table.candidate_forward_latency.size() == table.candidates.size();
   for (const auto& [group, members] : groups) {
     for (size_t x : members) {
       for (size_t y : members) {
         if (x == y || !keep[y]) continue;
-        const bool y_dominates = AtLeastAsGood(t.candidates[y], t.candidate_memory[y],
-                                               t.candidates[x], t.candidate_memory[x]) &&
-                                 (!AtLeastAsGood(t.candidates[x], t.candidate_memory[x],
-                                                 t.candidates[y], t.candidate_memory[y]) ||
+        const bool y_dominates = AtLeastAsGood(table.candidates[y], table.candidate_memory[y],
+                                               table.candidates[x], table.candidate_memory[x]) &&
+                                 (!AtLeastAsGood(table.candidates[x], table.candidate_memory[x],
+                                                 table.candidates[y], table.candidate_memory[y]) ||
                                   y < x);
         if (y_dominates) {
           keep[x] = 0;
@@ -184,17 +184,17 @@ void PruneDominatedCandidates(StageCostTable& t) {
     }
   }
   size_t out = 0;
-  for (size_t k = 0; k < t.candidates.size(); ++k) {
+  for (size_t k = 0; k < table.candidates.size(); ++k) {
     if (!keep[k]) continue;
-    t.candidates[out] = t.candidates[k];
-    t.candidate_memory[out] = t.candidate_memory[k];
-    if (has_forward) t.candidate_forward_latency[out] = t.candidate_forward_latency[k];
+    table.candidates[out] = table.candidates[k];
+    table.candidate_memory[out] = table.candidate_memory[k];
+    if (has_forward) table.candidate_forward_latency[out] = table.candidate_forward_latency[k];
     ++out;
   }
-  t.pruned = static_cast<int64_t>(t.candidates.size() - out);
-  t.candidates.resize(out);
-  t.candidate_memory.resize(out);
-  if (has_forward) t.candidate_forward_latency.resize(out);
+  table.pruned = static_cast<int64_t>(table.candidates.size() - out);
+  table.candidates.resize(out);
+  table.candidate_memory.resize(out);
+  if (has_forward) table.candidate_forward_latency.resize(out);
 }
 
 int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
