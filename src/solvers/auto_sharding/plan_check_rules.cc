@@ -262,34 +262,34 @@ std::string DeriveTranspose(const OpView& view, Layout& out) {
 std::vector<bool> TouchedDims(const OpView& view) {
   const Op& op = view.op;
   const Dims& xs = view.shape(0);
-  std::vector<bool> t(xs.size(), false);
+  std::vector<bool> touched(xs.size(), false);
   auto at = [](const std::vector<int64_t>& vec, size_t d, int64_t dflt) {
     return d < vec.size() ? vec[d] : dflt;
   };
   for (size_t d = 0; d < xs.size(); ++d) {
     switch (op.kind) {
       case OpKind::kSlice:
-        t[d] = at(op.attrs.starts, d, 0) != 0 || at(op.attrs.limits, d, xs[d]) != xs[d] ||
-               at(op.attrs.strides, d, 1) != 1;
+        touched[d] = at(op.attrs.starts, d, 0) != 0 || at(op.attrs.limits, d, xs[d]) != xs[d] ||
+                     at(op.attrs.strides, d, 1) != 1;
         break;
       case OpKind::kPad:
-        t[d] = at(op.attrs.padding_lo, d, 0) != 0 || at(op.attrs.padding_hi, d, 0) != 0 ||
-               at(op.attrs.padding_interior, d, 0) != 0;
+        touched[d] = at(op.attrs.padding_lo, d, 0) != 0 || at(op.attrs.padding_hi, d, 0) != 0 ||
+                     at(op.attrs.padding_interior, d, 0) != 0;
         break;
       case OpKind::kReverse:
-        t[d] = std::find(op.attrs.dims.begin(), op.attrs.dims.end(), static_cast<int64_t>(d)) !=
-               op.attrs.dims.end();
+        touched[d] = std::find(op.attrs.dims.begin(), op.attrs.dims.end(),
+                               static_cast<int64_t>(d)) != op.attrs.dims.end();
         break;
       case OpKind::kConcatenate:
-        t[d] = static_cast<int64_t>(d) == op.attrs.axis;
+        touched[d] = static_cast<int64_t>(d) == op.attrs.axis;
         break;
       default:  // reduce_window, select_and_scatter
-        t[d] = at(op.attrs.window, d, 1) != 1 || at(op.attrs.strides, d, 1) != 1 ||
-               at(op.attrs.padding_lo, d, 0) != 0 || at(op.attrs.padding_hi, d, 0) != 0;
+        touched[d] = at(op.attrs.window, d, 1) != 1 || at(op.attrs.strides, d, 1) != 1 ||
+                     at(op.attrs.padding_lo, d, 0) != 0 || at(op.attrs.padding_hi, d, 0) != 0;
         break;
     }
   }
-  return t;
+  return touched;
 }
 
 std::string DeriveWindowLike(const OpView& view, Layout& out) {

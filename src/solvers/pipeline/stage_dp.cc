@@ -56,29 +56,29 @@ Status ValidateStageDpInput(const StageDpInput& in) {
     return InvalidArgument("more than 2^31 - 1 stage candidates");
   }
   for (size_t j = 0; j < in.candidates.size(); ++j) {
-    const StageCandidate& c = in.candidates[j];
+    const StageCandidate& candidate = in.candidates[j];
     // Built on error only: this loop runs over tens of thousands of candidates.
     auto name = [j] { return "stage candidate " + std::to_string(j) + ": "; };
-    if (c.first_layer < 0 || c.first_layer > last) {
-      return InvalidArgument(name() + "first_layer " + std::to_string(c.first_layer) +
+    if (candidate.first_layer < 0 || candidate.first_layer > last) {
+      return InvalidArgument(name() + "first_layer " + std::to_string(candidate.first_layer) +
                              " is outside " + Range(0, last));
     }
-    if (c.last_layer < c.first_layer || c.last_layer > last) {
-      return InvalidArgument(name() + "last_layer " + std::to_string(c.last_layer) +
-                             " is outside " + Range(c.first_layer, last));
+    if (candidate.last_layer < candidate.first_layer || candidate.last_layer > last) {
+      return InvalidArgument(name() + "last_layer " + std::to_string(candidate.last_layer) +
+                             " is outside " + Range(candidate.first_layer, last));
     }
-    if (c.submesh < 0 || c.submesh >= num_submeshes) {
-      return InvalidArgument(name() + "submesh " + std::to_string(c.submesh) +
+    if (candidate.submesh < 0 || candidate.submesh >= num_submeshes) {
+      return InvalidArgument(name() + "submesh " + std::to_string(candidate.submesh) +
                              (num_submeshes == 0 ? " given, but there are no submeshes"
                                                  : " is outside " + Range(0, num_submeshes - 1)));
     }
-    if (!std::isfinite(c.latency) || c.latency < 0) {
-      return InvalidArgument(name() + "latency " + ExactDoubleText(c.latency) +
+    if (!std::isfinite(candidate.latency) || candidate.latency < 0) {
+      return InvalidArgument(name() + "latency " + ExactDoubleText(candidate.latency) +
                              " is not a finite number >= 0");
     }
-    if (!std::isfinite(c.iteration_overhead)) {
+    if (!std::isfinite(candidate.iteration_overhead)) {
       return InvalidArgument(name() + "iteration_overhead " +
-                             ExactDoubleText(c.iteration_overhead) + " is not finite");
+                             ExactDoubleText(candidate.iteration_overhead) + " is not finite");
     }
   }
   return Status::Ok();

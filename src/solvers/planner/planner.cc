@@ -92,29 +92,29 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
   std::vector<int32_t> stage_of_piece(stage_costs.piece_marker.size(), -1);
   for (int32_t s = 0; s < stage_count; ++s) {
     const size_t k = static_cast<size_t>(dp.stages[static_cast<size_t>(s)]);
-    const StageCandidate& c = stage_costs.candidates[k];
-    const StageMeshConfig& config = stage_costs.configs[static_cast<size_t>(c.config)];
+    const StageCandidate& candidate = stage_costs.candidates[k];
+    const StageMeshConfig& config = stage_costs.configs[static_cast<size_t>(candidate.config)];
     PlannedStage st;
-    st.first_layer = c.first_layer;
-    st.last_layer = c.last_layer;
-    st.submesh = stage_costs.submeshes[static_cast<size_t>(c.submesh)];
+    st.first_layer = candidate.first_layer;
+    st.last_layer = candidate.last_layer;
+    st.submesh = stage_costs.submeshes[static_cast<size_t>(candidate.submesh)];
     st.logical_mesh = config.mesh.shape;
     st.devices = placed.value()[static_cast<size_t>(s)];
     st.memory_level = config.level;
     st.remat = config.remat;
-    st.latency = c.latency;
+    st.latency = candidate.latency;
     st.forward_latency = stage_costs.candidate_forward_latency[k];
-    st.iteration_overhead = c.iteration_overhead;
+    st.iteration_overhead = candidate.iteration_overhead;
     st.in_flight = std::min<int64_t>(microbatches, stage_count - s);
     st.memory_bytes = stage_costs.candidate_memory[k].With(st.in_flight);
     st.activation_bytes = stage_costs.candidate_memory[k].activation;
-    const int32_t p0 = stage_costs.group_first_piece[static_cast<size_t>(c.first_layer)];
-    const int32_t p1 = stage_costs.group_first_piece[static_cast<size_t>(c.last_layer) + 1];
+    const int32_t p0 = stage_costs.group_first_piece[static_cast<size_t>(candidate.first_layer)];
+    const int32_t p1 = stage_costs.group_first_piece[static_cast<size_t>(candidate.last_layer) + 1];
     for (int32_t p = p0; p < p1; ++p) {
       stage_of_piece[static_cast<size_t>(p)] = s;
       st.pieces.push_back({stage_costs.piece_marker[static_cast<size_t>(p)],
                            stage_costs.piece_graph[static_cast<size_t>(p)],
-                           stage_costs.Solution(p, c.config).sharding});
+                           stage_costs.Solution(p, candidate.config).sharding});
     }
     // Degrees as the stage's heaviest piece shards (an embedding may not split the batch).
     const StagePiece& lead = *std::max_element(
