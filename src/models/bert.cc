@@ -12,24 +12,25 @@ namespace alpa {
 namespace models {
 
 Result<Graph> BuildBertForward(const ModelSpec& spec) {
-  SpecReader r(spec);
-  const TransformerShape t = ReadTransformerShape(r);
-  if (!r.ok()) return r.status();
+  SpecReader reader(spec);
+  const TransformerShape transformer = ReadTransformerShape(reader);
+  if (!reader.ok()) return reader.status();
 
   GraphBuilder b;
   b.set_layer(0);
-  LayerStackInput in = TransformerInput(b, t);
-  int32_t x = t.embed ? LayerNorm(b, in.x, "emb.ln") : in.x;
-  for (int64_t i = 0; i < t.layers; ++i) {
+  LayerStackInput in = TransformerInput(b, transformer);
+  int32_t x = transformer.embed ? LayerNorm(b, in.x, "emb.ln") : in.x;
+  for (int64_t i = 0; i < transformer.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
-    x = LayerNorm(
-        b, b.Add(x, SelfAttention(b, x, t.heads, AttentionMask::kBidirectional, p + ".attn")),
-        p + ".ln1");
-    x = LayerNorm(b, b.Add(x, GeluMlp(b, x, 4 * t.hidden, p + ".mlp")), p + ".ln2");
+    x = LayerNorm(b,
+                  b.Add(x, SelfAttention(b, x, transformer.heads, AttentionMask::kBidirectional,
+                                         p + ".attn")),
+                  p + ".ln1");
+    x = LayerNorm(b, b.Add(x, GeluMlp(b, x, 4 * transformer.hidden, p + ".mlp")), p + ".ln2");
   }
-  b.set_layer(static_cast<int32_t>(t.layers + 1));
-  int32_t loss = TransformerLoss(b, t, in, x, Bias::kLearned);
+  b.set_layer(static_cast<int32_t>(transformer.layers + 1));
+  int32_t loss = TransformerLoss(b, transformer, in, x, Bias::kLearned);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

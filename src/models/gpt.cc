@@ -10,24 +10,24 @@ namespace alpa {
 namespace models {
 
 Result<Graph> BuildGptForward(const ModelSpec& spec) {
-  SpecReader r(spec);
-  const TransformerShape t = ReadTransformerShape(r);
-  if (!r.ok()) return r.status();
+  SpecReader reader(spec);
+  const TransformerShape transformer = ReadTransformerShape(reader);
+  if (!reader.ok()) return reader.status();
 
   GraphBuilder b;
   b.set_layer(0);
-  LayerStackInput in = TransformerInput(b, t);
+  LayerStackInput in = TransformerInput(b, transformer);
   int32_t x = in.x;
-  for (int64_t i = 0; i < t.layers; ++i) {
+  for (int64_t i = 0; i < transformer.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
-    x = b.Add(x, SelfAttention(b, LayerNorm(b, x, p + ".ln1"), t.heads, AttentionMask::kCausal,
-                               p + ".attn"));
-    x = b.Add(x, GeluMlp(b, LayerNorm(b, x, p + ".ln2"), 4 * t.hidden, p + ".mlp"));
+    x = b.Add(x, SelfAttention(b, LayerNorm(b, x, p + ".ln1"), transformer.heads,
+                               AttentionMask::kCausal, p + ".attn"));
+    x = b.Add(x, GeluMlp(b, LayerNorm(b, x, p + ".ln2"), 4 * transformer.hidden, p + ".mlp"));
   }
-  b.set_layer(static_cast<int32_t>(t.layers + 1));
-  if (t.embed) x = LayerNorm(b, x, "ln_f");
-  int32_t loss = TransformerLoss(b, t, in, x, Bias::kNone);
+  b.set_layer(static_cast<int32_t>(transformer.layers + 1));
+  if (transformer.embed) x = LayerNorm(b, x, "ln_f");
+  int32_t loss = TransformerLoss(b, transformer, in, x, Bias::kNone);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

@@ -34,7 +34,7 @@ std::vector<KeyInfo> CommonKeys(const char* dtype) {
 
 const std::vector<FamilyInfo>& Families() {
   static const std::vector<FamilyInfo> kFamilies = [] {
-    std::vector<FamilyInfo> f = {
+    std::vector<FamilyInfo> families = {
         {"mlp",
          "dense (+bias) + relu layers, mean squared error (loss=mse) or softmax cross-entropy "
          "over `hidden` classes (loss=ce)",
@@ -97,12 +97,12 @@ const std::vector<FamilyInfo>& Families() {
           // Blocks per stage overriding `layers`, dash-separated ("1-1-1-1"); "" = from layers.
           {"stages", "", KeyType::kList, nullptr}}},
     };
-    for (FamilyInfo& fam : f) {
+    for (FamilyInfo& fam : families) {
       const bool half = std::string(fam.name) == "gpt" || std::string(fam.name) == "bert" ||
                         std::string(fam.name) == "moe";
       for (const KeyInfo& k : CommonKeys(half ? "f16" : "f32")) fam.keys.push_back(k);
     }
-    return f;
+    return families;
   }();
   return kFamilies;
 }
@@ -199,43 +199,47 @@ ModelPreset Preset(const std::string& name, const std::string& spec, double nomi
 
 const std::vector<ModelPreset>& ModelPresets() {
   static const std::vector<ModelPreset> kPresets = [] {
-    std::vector<ModelPreset> p;
+    std::vector<ModelPreset> presets;
     const char* gpt = "GPT-3 style LM (Alpa benchmark), ";
-    p.push_back(Preset("gpt-350m", "gpt:hidden=1024,layers=24,heads=16", 350e6, 1, gpt));
-    p.push_back(Preset("gpt-760m", "gpt:hidden=1536,layers=24,heads=16", 760e6, 2, gpt));
-    p.push_back(Preset("gpt-1.3b", "gpt:hidden=2048,layers=24,heads=32", 1.3e9, 4, gpt));
-    p.push_back(Preset("gpt-2.6b", "gpt:hidden=2560,layers=32,heads=32", 2.6e9, 8, gpt));
-    p.push_back(Preset("gpt-6.7b", "gpt:hidden=4096,layers=32,heads=32", 6.7e9, 16, gpt));
-    p.push_back(Preset("gpt-15b", "gpt:hidden=5120,layers=48,heads=40", 15e9, 32, gpt));
-    p.push_back(Preset("gpt-39b", "gpt:hidden=8192,layers=48,heads=64", 39e9, 64, gpt));
-    p.push_back(Preset("bert-base", "bert:hidden=768,layers=12,heads=12", 110e6, 0,
-                       "BERT-base (post-LN), seq 512"));
-    p.push_back(Preset("bert-large", "bert:hidden=1024,layers=24,heads=16", 340e6, 0,
-                       "BERT-large (post-LN), seq 512"));
+    presets.push_back(Preset("gpt-350m", "gpt:hidden=1024,layers=24,heads=16", 350e6, 1, gpt));
+    presets.push_back(Preset("gpt-760m", "gpt:hidden=1536,layers=24,heads=16", 760e6, 2, gpt));
+    presets.push_back(Preset("gpt-1.3b", "gpt:hidden=2048,layers=24,heads=32", 1.3e9, 4, gpt));
+    presets.push_back(Preset("gpt-2.6b", "gpt:hidden=2560,layers=32,heads=32", 2.6e9, 8, gpt));
+    presets.push_back(Preset("gpt-6.7b", "gpt:hidden=4096,layers=32,heads=32", 6.7e9, 16, gpt));
+    presets.push_back(Preset("gpt-15b", "gpt:hidden=5120,layers=48,heads=40", 15e9, 32, gpt));
+    presets.push_back(Preset("gpt-39b", "gpt:hidden=8192,layers=48,heads=64", 39e9, 64, gpt));
+    presets.push_back(Preset("bert-base", "bert:hidden=768,layers=12,heads=12", 110e6, 0,
+                             "BERT-base (post-LN), seq 512"));
+    presets.push_back(Preset("bert-large", "bert:hidden=1024,layers=24,heads=16", 340e6, 0,
+                             "BERT-large (post-LN), seq 512"));
     const char* moe = "GShard MoE LM (Alpa benchmark), ";
-    p.push_back(Preset("moe-380m", "moe:hidden=768,layers=8,experts=8", 380e6, 1, moe));
-    p.push_back(Preset("moe-690m", "moe:hidden=768,layers=8,experts=16", 690e6, 2, moe));
-    p.push_back(Preset("moe-1.3b", "moe:hidden=768,layers=16,experts=16", 1.3e9, 4, moe));
-    p.push_back(Preset("moe-2.4b", "moe:hidden=1024,layers=16,experts=16", 2.4e9, 8, moe));
-    p.push_back(Preset("moe-10b", "moe:hidden=1536,layers=16,experts=32", 10e9, 16, moe));
-    p.push_back(Preset("moe-27b", "moe:hidden=2048,layers=16,experts=48", 27e9, 32, moe));
-    p.push_back(Preset("moe-70b", "moe:hidden=2048,layers=32,experts=64", 70e9, 64, moe));
+    presets.push_back(Preset("moe-380m", "moe:hidden=768,layers=8,experts=8", 380e6, 1, moe));
+    presets.push_back(Preset("moe-690m", "moe:hidden=768,layers=8,experts=16", 690e6, 2, moe));
+    presets.push_back(Preset("moe-1.3b", "moe:hidden=768,layers=16,experts=16", 1.3e9, 4, moe));
+    presets.push_back(Preset("moe-2.4b", "moe:hidden=1024,layers=16,experts=16", 2.4e9, 8, moe));
+    presets.push_back(Preset("moe-10b", "moe:hidden=1536,layers=16,experts=32", 10e9, 16, moe));
+    presets.push_back(Preset("moe-27b", "moe:hidden=2048,layers=16,experts=48", 27e9, 32, moe));
+    presets.push_back(Preset("moe-70b", "moe:hidden=2048,layers=32,experts=64", 70e9, 64, moe));
     const char* wrn = "Wide-ResNet (Alpa benchmark), 224 px, ";
-    p.push_back(Preset("wresnet-250m", "wresnet:layers=50,channels=160,width=2", 250e6, 1, wrn));
-    p.push_back(Preset("wresnet-500m", "wresnet:layers=50,channels=224,width=2", 500e6, 2, wrn));
-    p.push_back(Preset("wresnet-1b", "wresnet:layers=50,channels=320,width=2", 1e9, 4, wrn));
-    p.push_back(Preset("wresnet-2b", "wresnet:layers=50,channels=448,width=2", 2e9, 8, wrn));
-    p.push_back(Preset("wresnet-4b", "wresnet:layers=50,channels=640,width=2", 4e9, 16, wrn));
-    p.push_back(Preset("wresnet-6.8b", "wresnet:layers=50,channels=320,width=16", 6.8e9, 32, wrn));
-    p.push_back(Preset("wresnet-13b", "wresnet:layers=101,channels=320,width=16", 13e9, 64, wrn));
-    for (ModelPreset& m : p) {
+    presets.push_back(
+        Preset("wresnet-250m", "wresnet:layers=50,channels=160,width=2", 250e6, 1, wrn));
+    presets.push_back(
+        Preset("wresnet-500m", "wresnet:layers=50,channels=224,width=2", 500e6, 2, wrn));
+    presets.push_back(Preset("wresnet-1b", "wresnet:layers=50,channels=320,width=2", 1e9, 4, wrn));
+    presets.push_back(Preset("wresnet-2b", "wresnet:layers=50,channels=448,width=2", 2e9, 8, wrn));
+    presets.push_back(Preset("wresnet-4b", "wresnet:layers=50,channels=640,width=2", 4e9, 16, wrn));
+    presets.push_back(
+        Preset("wresnet-6.8b", "wresnet:layers=50,channels=320,width=16", 6.8e9, 32, wrn));
+    presets.push_back(
+        Preset("wresnet-13b", "wresnet:layers=101,channels=320,width=16", 13e9, 64, wrn));
+    for (ModelPreset& m : presets) {
       if (m.benchmark_gpus > 0) {
         m.description += std::to_string(m.benchmark_gpus) + " GPU";
         if (m.benchmark_gpus > 1) m.description += "s";
         m.description += " in the paper";
       }
     }
-    return p;
+    return presets;
   }();
   return kPresets;
 }

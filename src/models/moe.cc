@@ -127,42 +127,45 @@ int32_t MoeMlp(GraphBuilder& b, int32_t x, const MoeShape& m, const std::string&
 }  // namespace
 
 Result<Graph> BuildMoeForward(const ModelSpec& spec) {
-  SpecReader r(spec);
-  const TransformerShape t = ReadTransformerShape(r);
-  MoeShape m;
-  m.experts = r.PositiveInt("experts");
-  const int64_t group = r.PositiveInt("group");
-  const double capacity_factor = r.PositiveFloat("capacity_factor");
-  const int64_t moe_every = r.PositiveInt("moe_every");
-  m.ff = r.PositiveInt("mlp_ratio") * t.hidden;
-  if (!r.ok()) return r.status();
-  const int64_t tokens = t.batch * t.seq;
+  SpecReader reader(spec);
+  const TransformerShape transformer = ReadTransformerShape(reader);
+  MoeShape moe_shape;
+  moe_shape.experts = reader.PositiveInt("experts");
+  const int64_t group = reader.PositiveInt("group");
+  const double capacity_factor = reader.PositiveFloat("capacity_factor");
+  const int64_t moe_every = reader.PositiveInt("moe_every");
+  moe_shape.ff = reader.PositiveInt("mlp_ratio") * transformer.hidden;
+  if (!reader.ok()) return reader.status();
+  const int64_t tokens = transformer.batch * transformer.seq;
   // Small test models route all their tokens as one group.
-  m.group = std::min(group, tokens);
-  if (tokens % m.group != 0) {
-    r.Fail("batch * seq (" + std::to_string(tokens) + ") must be a multiple of group (" +
-           std::to_string(group) + ")");
+  moe_shape.group = std::min(group, tokens);
+  if (tokens % moe_shape.group != 0) {
+    reader.Fail("batch * seq (" + std::to_string(tokens) + ") must be a multiple of group (" +
+                std::to_string(group) + ")");
   }
-  if (m.experts < 2) r.Fail("experts must be at least 2 (top-2 routing)");
-  if (!r.ok()) return r.status();
-  m.capacity = static_cast<int64_t>(std::ceil(capacity_factor * 2.0 * static_cast<double>(m.group) /
-                                              static_cast<double>(m.experts)));
+  if (moe_shape.experts < 2) reader.Fail("experts must be at least 2 (top-2 routing)");
+  if (!reader.ok()) return reader.status();
+  moe_shape.capacity =
+      static_cast<int64_t>(std::ceil(capacity_factor * 2.0 * static_cast<double>(moe_shape.group) /
+                                     static_cast<double>(moe_shape.experts)));
 
   GraphBuilder b;
   b.set_layer(0);
-  LayerStackInput in = TransformerInput(b, t);
-  int32_t x = t.embed ? LayerNorm(b, in.x, "emb.ln") : in.x;
-  for (int64_t i = 0; i < t.layers; ++i) {
+  LayerStackInput in = TransformerInput(b, transformer);
+  int32_t x = transformer.embed ? LayerNorm(b, in.x, "emb.ln") : in.x;
+  for (int64_t i = 0; i < transformer.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
-    x = LayerNorm(
-        b, b.Add(x, SelfAttention(b, x, t.heads, AttentionMask::kBidirectional, p + ".attn")),
-        p + ".ln1");
-    int32_t y = i % moe_every == 0 ? MoeMlp(b, x, m, p + ".moe") : GeluMlp(b, x, m.ff, p + ".mlp");
+    x = LayerNorm(b,
+                  b.Add(x, SelfAttention(b, x, transformer.heads, AttentionMask::kBidirectional,
+                                         p + ".attn")),
+                  p + ".ln1");
+    int32_t y = i % moe_every == 0 ? MoeMlp(b, x, moe_shape, p + ".moe")
+                                   : GeluMlp(b, x, moe_shape.ff, p + ".mlp");
     x = LayerNorm(b, b.Add(x, y), p + ".ln2");
   }
-  b.set_layer(static_cast<int32_t>(t.layers + 1));
-  int32_t loss = TransformerLoss(b, t, in, x, Bias::kLearned);
+  b.set_layer(static_cast<int32_t>(transformer.layers + 1));
+  int32_t loss = TransformerLoss(b, transformer, in, x, Bias::kLearned);
   b.SetName(loss, "loss");
   b.AddOutput(loss);
   return std::move(b).Finish();

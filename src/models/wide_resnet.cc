@@ -66,17 +66,17 @@ int32_t Bottleneck(GraphBuilder& b, int32_t x, int64_t filters, int64_t width, i
 }  // namespace
 
 Result<Graph> BuildWideResNetForward(const ModelSpec& spec) {
-  SpecReader r(spec);
-  const std::string depth = r.String("layers");
-  const int64_t channels = r.PositiveInt("channels");
-  const int64_t width = r.PositiveInt("width");
-  const int64_t image = r.PositiveInt("image");
-  const int64_t classes = r.PositiveInt("classes");
-  const int64_t batch = r.PositiveInt("batch");
-  const DType dtype = r.Dtype("dtype");
+  SpecReader reader(spec);
+  const std::string depth = reader.String("layers");
+  const int64_t channels = reader.PositiveInt("channels");
+  const int64_t width = reader.PositiveInt("width");
+  const int64_t image = reader.PositiveInt("image");
+  const int64_t classes = reader.PositiveInt("classes");
+  const int64_t batch = reader.PositiveInt("batch");
+  const DType dtype = reader.Dtype("dtype");
   std::vector<int64_t> stages =
       depth == "101" ? std::vector<int64_t>{3, 4, 23, 3} : std::vector<int64_t>{3, 4, 6, 3};
-  const std::string stage_text = r.String("stages");
+  const std::string stage_text = reader.String("stages");
   if (!stage_text.empty()) {
     stages.clear();
     std::stringstream ss(stage_text);
@@ -86,11 +86,12 @@ Result<Graph> BuildWideResNetForward(const ModelSpec& spec) {
       probe.keys["stages"] = item;
       SpecReader item_reader(probe);
       stages.push_back(item_reader.PositiveInt("stages"));
-      if (!item_reader.ok()) r.Fail("stages must be positive integers joined by '-'");
+      if (!item_reader.ok()) reader.Fail("stages must be positive integers joined by '-'");
     }
   }
-  if (depth != "50" && depth != "101") r.Fail("layers must be 50 or 101 (got \"" + depth + "\")");
-  if (!r.ok()) return r.status();
+  if (depth != "50" && depth != "101")
+    reader.Fail("layers must be 50 or 101 (got \"" + depth + "\")");
+  if (!reader.ok()) return reader.status();
 
   GraphBuilder b;
   b.set_layer(0);

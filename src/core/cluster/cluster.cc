@@ -77,34 +77,35 @@ Status ValidateCalibration(const Calibration& c, const std::string& where) {
   return CheckNonNegative(c.op_overhead_seconds, where + ".op_overhead_seconds");
 }
 
-Status ValidateCluster(const Cluster& c) {
-  if (c.hosts < 1 || c.hosts > kMaxHosts) {
+Status ValidateCluster(const Cluster& cluster) {
+  if (cluster.hosts < 1 || cluster.hosts > kMaxHosts) {
     return InvalidArgument("cluster: hosts must be >= 1 and <= " + std::to_string(kMaxHosts) +
-                           " (got " + std::to_string(c.hosts) + ")");
+                           " (got " + std::to_string(cluster.hosts) + ")");
   }
-  if (c.devices_per_host < 1 || c.devices_per_host > kMaxDevicesPerHost) {
+  if (cluster.devices_per_host < 1 || cluster.devices_per_host > kMaxDevicesPerHost) {
     return InvalidArgument(
         "cluster: devices_per_host must be >= 1 and <= " + std::to_string(kMaxDevicesPerHost) +
-        " (got " + std::to_string(c.devices_per_host) + ")");
+        " (got " + std::to_string(cluster.devices_per_host) + ")");
   }
-  if (c.hosts * c.devices_per_host > kMaxDevices) {
-    return InvalidArgument(
-        "cluster: hosts * devices_per_host = " + std::to_string(c.hosts * c.devices_per_host) +
-        " exceeds " + std::to_string(kMaxDevices) + " devices");
+  if (cluster.hosts * cluster.devices_per_host > kMaxDevices) {
+    return InvalidArgument("cluster: hosts * devices_per_host = " +
+                           std::to_string(cluster.hosts * cluster.devices_per_host) + " exceeds " +
+                           std::to_string(kMaxDevices) + " devices");
   }
-  if (c.device.memory_bytes < 1) {
+  if (cluster.device.memory_bytes < 1) {
     return InvalidArgument("cluster.device.memory_bytes: must be >= 1 (got " +
-                           std::to_string(c.device.memory_bytes) + ")");
+                           std::to_string(cluster.device.memory_bytes) + ")");
   }
-  ALPA_RETURN_IF_ERROR(CheckPositive(c.device.memory_bandwidth, "cluster.device.memory_bandwidth"));
+  ALPA_RETURN_IF_ERROR(
+      CheckPositive(cluster.device.memory_bandwidth, "cluster.device.memory_bandwidth"));
   for (int32_t i = 0; i < kNumDTypes; ++i) {
     ALPA_RETURN_IF_ERROR(CheckPositive(
-        c.device.peak_flops[static_cast<size_t>(i)],
+        cluster.device.peak_flops[static_cast<size_t>(i)],
         std::string("cluster.device.peak_flops.") + DTypeName(static_cast<DType>(i))));
   }
-  ALPA_RETURN_IF_ERROR(CheckLink(c.intra_host_link, "cluster.intra_host_link"));
-  ALPA_RETURN_IF_ERROR(CheckLink(c.inter_host_link, "cluster.inter_host_link"));
-  return ValidateCalibration(c.calibration, "cluster.calibration");
+  ALPA_RETURN_IF_ERROR(CheckLink(cluster.intra_host_link, "cluster.intra_host_link"));
+  ALPA_RETURN_IF_ERROR(CheckLink(cluster.inter_host_link, "cluster.inter_host_link"));
+  return ValidateCalibration(cluster.calibration, "cluster.calibration");
 }
 
 }  // namespace alpa

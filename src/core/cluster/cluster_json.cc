@@ -123,8 +123,8 @@ Status ReadLink(const Json& j, const std::string& path, Presence presence, LinkS
 }
 
 Status ReadPeakFlops(const Json& j, const std::string& path, bool from_preset, DeviceSpec* d) {
-  ObjectReader r(j, path);
-  ALPA_RETURN_IF_ERROR(r.CheckObject());
+  ObjectReader reader(j, path);
+  ALPA_RETURN_IF_ERROR(reader.CheckObject());
   // Without a preset, f32 is required and dtypes left out take its value.
   std::array<bool, kNumDTypes> given{};
   for (int32_t i = 0; i < kNumDTypes; ++i) {
@@ -133,9 +133,9 @@ Status ReadPeakFlops(const Json& j, const std::string& path, bool from_preset, D
     const Json* v = nullptr;
     const Presence presence =
         !from_preset && dt == DType::kF32 ? Presence::kRequired : Presence::kOptional;
-    ALPA_RETURN_IF_ERROR(r.Find(DTypeName(dt), presence, &v));
+    ALPA_RETURN_IF_ERROR(reader.Find(DTypeName(dt), presence, &v));
     if (v == nullptr) continue;
-    ALPA_RETURN_IF_ERROR(r.Double(DTypeName(dt), Presence::kRequired, &d->peak_flops[k]));
+    ALPA_RETURN_IF_ERROR(reader.Double(DTypeName(dt), Presence::kRequired, &d->peak_flops[k]));
     given[k] = true;
   }
   if (!from_preset) {
@@ -143,7 +143,7 @@ Status ReadPeakFlops(const Json& j, const std::string& path, bool from_preset, D
       if (!given[k]) d->peak_flops[k] = d->peak_flops[static_cast<size_t>(DType::kF32)];
     }
   }
-  return r.CheckNoUnknownKeys();
+  return reader.CheckNoUnknownKeys();
 }
 
 Status ReadDevice(const Json& j, const std::string& path, bool from_preset, DeviceSpec* d) {
@@ -185,48 +185,48 @@ Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
 }
 
 Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
-  ObjectReader r(json, "cluster");
-  ALPA_RETURN_IF_ERROR(r.CheckObject());
-  ALPA_RETURN_IF_ERROR(r.Header(kClusterFormat));
-  Cluster c;
+  ObjectReader reader(json, "cluster");
+  ALPA_RETURN_IF_ERROR(reader.CheckObject());
+  ALPA_RETURN_IF_ERROR(reader.Header(kClusterFormat));
+  Cluster cluster;
   std::string preset;
-  ALPA_RETURN_IF_ERROR(r.String("preset", Presence::kOptional, &preset));
+  ALPA_RETURN_IF_ERROR(reader.String("preset", Presence::kOptional, &preset));
   const bool from_preset = !preset.empty();
   if (from_preset) {
     Result<Cluster> base = MakePresetCluster(preset, 1);
-    if (!base.ok()) return Bad(r.Sub("preset"), base.status().message());
-    c = std::move(base).value();
+    if (!base.ok()) return Bad(reader.Sub("preset"), base.status().message());
+    cluster = std::move(base).value();
   } else {
-    c.hosts = 1;
+    cluster.hosts = 1;
   }
-  ALPA_RETURN_IF_ERROR(r.String("name", Presence::kOptional, &c.name));
-  ALPA_RETURN_IF_ERROR(r.Int("hosts", Presence::kOptional, &c.hosts));
-  ALPA_RETURN_IF_ERROR(
-      r.Int("devices_per_host", RequiredWithoutPreset(from_preset), &c.devices_per_host));
+  ALPA_RETURN_IF_ERROR(reader.String("name", Presence::kOptional, &cluster.name));
+  ALPA_RETURN_IF_ERROR(reader.Int("hosts", Presence::kOptional, &cluster.hosts));
+  ALPA_RETURN_IF_ERROR(reader.Int("devices_per_host", RequiredWithoutPreset(from_preset),
+                                  &cluster.devices_per_host));
   const Json* sub = nullptr;
-  ALPA_RETURN_IF_ERROR(r.Find("device", RequiredWithoutPreset(from_preset), &sub));
+  ALPA_RETURN_IF_ERROR(reader.Find("device", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr)
-    ALPA_RETURN_IF_ERROR(ReadDevice(*sub, r.Sub("device"), from_preset, &c.device));
-  ALPA_RETURN_IF_ERROR(r.Find("intra_host_link", RequiredWithoutPreset(from_preset), &sub));
+    ALPA_RETURN_IF_ERROR(ReadDevice(*sub, reader.Sub("device"), from_preset, &cluster.device));
+  ALPA_RETURN_IF_ERROR(reader.Find("intra_host_link", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr) {
-    ALPA_RETURN_IF_ERROR(ReadLink(*sub, r.Sub("intra_host_link"),
-                                  RequiredWithoutPreset(from_preset), &c.intra_host_link));
+    ALPA_RETURN_IF_ERROR(ReadLink(*sub, reader.Sub("intra_host_link"),
+                                  RequiredWithoutPreset(from_preset), &cluster.intra_host_link));
   }
-  ALPA_RETURN_IF_ERROR(r.Find("inter_host_link", RequiredWithoutPreset(from_preset), &sub));
+  ALPA_RETURN_IF_ERROR(reader.Find("inter_host_link", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr) {
-    ALPA_RETURN_IF_ERROR(ReadLink(*sub, r.Sub("inter_host_link"),
-                                  RequiredWithoutPreset(from_preset), &c.inter_host_link));
+    ALPA_RETURN_IF_ERROR(ReadLink(*sub, reader.Sub("inter_host_link"),
+                                  RequiredWithoutPreset(from_preset), &cluster.inter_host_link));
   }
-  ALPA_RETURN_IF_ERROR(r.Find("calibration", Presence::kOptional, &sub));
+  ALPA_RETURN_IF_ERROR(reader.Find("calibration", Presence::kOptional, &sub));
   if (sub != nullptr) {
-    ObjectReader cr(*sub, r.Sub("calibration"));
+    ObjectReader cr(*sub, reader.Sub("calibration"));
     ALPA_RETURN_IF_ERROR(cr.CheckObject());
-    ALPA_RETURN_IF_ERROR(ReadCalibrationFields(cr, &c.calibration));
+    ALPA_RETURN_IF_ERROR(ReadCalibrationFields(cr, &cluster.calibration));
     ALPA_RETURN_IF_ERROR(cr.CheckNoUnknownKeys());
   }
-  ALPA_RETURN_IF_ERROR(r.CheckNoUnknownKeys());
-  ALPA_RETURN_IF_ERROR(ValidateCluster(c));
-  return c;
+  ALPA_RETURN_IF_ERROR(reader.CheckNoUnknownKeys());
+  ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+  return cluster;
 }
 
 // Cluster and calibration files are tiny; anything nested this deep is not one.

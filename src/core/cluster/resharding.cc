@@ -78,30 +78,30 @@ struct Planner {
     const int32_t ndim = mesh.ndim();
     auto add = [&](ReshardStepKind kind, int32_t k, int32_t from, int32_t to, ShardingSpec next,
                    double bytes, const std::string& what) -> Status {
-      ReshardStep s;
-      s.kind = kind;
-      s.mesh_dims = {k};
-      s.is_collective = kind != ReshardStepKind::kSlice && kind != ReshardStepKind::kZeroFill;
-      if (s.is_collective) {
-        s.collective = kind == ReshardStepKind::kAllReduce       ? CollectiveKind::kAllReduce
-                       : kind == ReshardStepKind::kReduceScatter ? CollectiveKind::kReduceScatter
-                       : kind == ReshardStepKind::kAllToAll      ? CollectiveKind::kAllToAll
-                                                                 : CollectiveKind::kAllGather;
+      ReshardStep step;
+      step.kind = kind;
+      step.mesh_dims = {k};
+      step.is_collective = kind != ReshardStepKind::kSlice && kind != ReshardStepKind::kZeroFill;
+      if (step.is_collective) {
+        step.collective = kind == ReshardStepKind::kAllReduce       ? CollectiveKind::kAllReduce
+                          : kind == ReshardStepKind::kReduceScatter ? CollectiveKind::kReduceScatter
+                          : kind == ReshardStepKind::kAllToAll      ? CollectiveKind::kAllToAll
+                                                                    : CollectiveKind::kAllGather;
         const int64_t n = mesh.shape[static_cast<size_t>(k)];
-        Result<double> c = MeshCollectiveCost(mesh, s.collective, k, bytes, mode);
+        Result<double> c = MeshCollectiveCost(mesh, step.collective, k, bytes, mode);
         ALPA_RETURN_IF_ERROR(c.status());
-        s.bytes = bytes;
-        s.bytes_per_device = n > 1 ? ReceivedBytes(s.collective, n, bytes) : 0.0;
-        s.cost = c.value();
+        step.bytes = bytes;
+        step.bytes_per_device = n > 1 ? ReceivedBytes(step.collective, n, bytes) : 0.0;
+        step.cost = c.value();
       }
-      s.description = std::string(ReshardStepName(kind)) + " " + what + " over mesh dim " +
-                      std::to_string(k) + ": " + ToString(cur) + " -> " + ToString(next);
-      s.after = next;
+      step.description = std::string(ReshardStepName(kind)) + " " + what + " over mesh dim " +
+                         std::to_string(k) + ": " + ToString(cur) + " -> " + ToString(next);
+      step.after = next;
       Label l = base;
-      l.cost += s.cost;
-      l.collectives += s.is_collective ? 1 : 0;
+      l.cost += step.cost;
+      l.collectives += step.is_collective ? 1 : 0;
       l.keys.push_back({static_cast<int32_t>(kind), k, from, to});
-      l.steps.push_back(std::move(s));
+      l.steps.push_back(std::move(step));
       out.emplace_back(std::move(next), std::move(l));
       return Status::Ok();
     };

@@ -148,30 +148,30 @@ class OpReader {
     if (!v.is_object()) {
       return Error("attrs", std::string("expected an object, found ") + v.type_name());
     }
-    OpAttrs& a = op.attrs;
+    OpAttrs& attrs = op.attrs;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string& k = it.key();
       const std::string field = "attrs." + k;
       const Json& x = it.value();
-      if (std::vector<int64_t>* list = ListAttr(a, k)) {
+      if (std::vector<int64_t>* list = ListAttr(attrs, k)) {
         ALPA_RETURN_IF_ERROR(Ints(x, field, list));
       } else if (k == "axis") {
         ALPA_RETURN_IF_ERROR(Int(x, field, std::numeric_limits<int64_t>::min(),
-                                 std::numeric_limits<int64_t>::max(), &a.axis));
+                                 std::numeric_limits<int64_t>::max(), &attrs.axis));
       } else if (k == "feature_group_count") {
         ALPA_RETURN_IF_ERROR(Int(x, field, std::numeric_limits<int64_t>::min(),
-                                 std::numeric_limits<int64_t>::max(), &a.feature_group_count));
+                                 std::numeric_limits<int64_t>::max(), &attrs.feature_group_count));
       } else if (k == "value") {
-        ALPA_RETURN_IF_ERROR(Double(x, field, &a.value));
+        ALPA_RETURN_IF_ERROR(Double(x, field, &attrs.value));
       } else if (k == "comparison") {
-        ALPA_RETURN_IF_ERROR(Enum(x, field, ParseComparison, &a.comparison));
+        ALPA_RETURN_IF_ERROR(Enum(x, field, ParseComparison, &attrs.comparison));
       } else if (k == "reduce") {
         std::string s;
         ALPA_RETURN_IF_ERROR(String(x, field, &s));
         if (s != "sum" && s != "max") {
           return Error(field, "unknown reduction \"" + s + "\" (expected sum, max)");
         }
-        a.reduce = s == "max" ? ReduceKind::kMax : ReduceKind::kSum;
+        attrs.reduce = s == "max" ? ReduceKind::kMax : ReduceKind::kSum;
       } else {
         return Error(field, "unknown attribute");
       }
@@ -190,40 +190,40 @@ class OpReader {
     *has_shape = *has_dtype = false;
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       const std::string& k = it.key();
-      const Json& v = it.value();
+      const Json& value = it.value();
       if (k == "kind" || k == "name") {
         continue;  // read first / by the caller
       } else if (k == "id") {
         int64_t id = 0;
-        ALPA_RETURN_IF_ERROR(Int(v, k, std::numeric_limits<int64_t>::min(),
+        ALPA_RETURN_IF_ERROR(Int(value, k, std::numeric_limits<int64_t>::min(),
                                  std::numeric_limits<int64_t>::max(), &id));
         if (id != index) {
           return Error(k, "is " + std::to_string(id) + ", but the op is at index " +
                               std::to_string(index) + " (ids are positions in \"ops\")");
         }
       } else if (k == "operands") {
-        if (!v.is_array())
-          return Error(k, std::string("expected an array, found ") + v.type_name());
-        op.operands.resize(v.size());
-        for (size_t i = 0; i < v.size(); ++i) {
-          ALPA_RETURN_IF_ERROR(Int32(v[i], k + "[" + std::to_string(i) + "]", &op.operands[i]));
+        if (!value.is_array())
+          return Error(k, std::string("expected an array, found ") + value.type_name());
+        op.operands.resize(value.size());
+        for (size_t i = 0; i < value.size(); ++i) {
+          ALPA_RETURN_IF_ERROR(Int32(value[i], k + "[" + std::to_string(i) + "]", &op.operands[i]));
         }
       } else if (k == "dtype") {
-        ALPA_RETURN_IF_ERROR(Enum(v, k, ParseDType, &op.dtype));
+        ALPA_RETURN_IF_ERROR(Enum(value, k, ParseDType, &op.dtype));
         *has_dtype = true;
       } else if (k == "shape") {
-        ALPA_RETURN_IF_ERROR(Ints(v, k, &op.shape));
+        ALPA_RETURN_IF_ERROR(Ints(value, k, &op.shape));
         *has_shape = true;
       } else if (k == "role") {
-        ALPA_RETURN_IF_ERROR(Enum(v, k, ParseTensorRole, &op.role));
+        ALPA_RETURN_IF_ERROR(Enum(value, k, ParseTensorRole, &op.role));
       } else if (k == "phase") {
-        ALPA_RETURN_IF_ERROR(Enum(v, k, ParsePhase, &op.phase));
+        ALPA_RETURN_IF_ERROR(Enum(value, k, ParsePhase, &op.phase));
       } else if (k == "layer") {
-        ALPA_RETURN_IF_ERROR(Int32(v, k, &op.layer));
+        ALPA_RETURN_IF_ERROR(Int32(value, k, &op.layer));
       } else if (k == "alias_of") {
-        ALPA_RETURN_IF_ERROR(Int32(v, k, &op.alias_of));
+        ALPA_RETURN_IF_ERROR(Int32(value, k, &op.alias_of));
       } else if (k == "attrs") {
-        ALPA_RETURN_IF_ERROR(Attrs(v, op));
+        ALPA_RETURN_IF_ERROR(Attrs(value, op));
       } else {
         return Error(k, "unknown field");
       }
@@ -284,13 +284,13 @@ Result<Graph> FromJsonUnchecked(const Json& root) {
   if (ops->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return ParseError("graph.ops: more than 2^31 - 1 ops");
   }
-  Graph g;
-  g.ops.resize(ops->size());
+  Graph graph;
+  graph.ops.resize(ops->size());
   std::vector<char> has_shape(ops->size()), has_dtype(ops->size());
   for (size_t i = 0; i < ops->size(); ++i) {
     const Json& j = (*ops)[i];
     std::string where = "graph.ops[" + std::to_string(i) + "]";
-    Op& op = g.ops[i];
+    Op& op = graph.ops[i];
     if (j.is_object()) {
       const auto name = j.find("name");
       if (name != j.end()) {
@@ -309,34 +309,34 @@ Result<Graph> FromJsonUnchecked(const Json& root) {
   if (outputs != nullptr) {
     OpReader reader(*outputs, "graph.outputs");
     if (!outputs->is_array()) return reader.Error("", "expected an array");
-    g.outputs.resize(outputs->size());
+    graph.outputs.resize(outputs->size());
     for (size_t i = 0; i < outputs->size(); ++i) {
       ALPA_RETURN_IF_ERROR(
-          reader.Int32((*outputs)[i], "[" + std::to_string(i) + "]", &g.outputs[i]));
+          reader.Int32((*outputs)[i], "[" + std::to_string(i) + "]", &graph.outputs[i]));
     }
   }
   // Types in order: inferred where the JSON left them out, checked where it gave them. A bad
   // reference stops this pass; ValidateGraph then reports it (as a cycle when it closes one).
-  for (int32_t id = 0; id < g.size(); ++id) {
-    Op& op = g.ops[static_cast<size_t>(id)];
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    Op& op = graph.ops[static_cast<size_t>(id)];
     if (!OperandsDefinedBefore(op, id)) break;
     Op inferred = op;
-    ALPA_RETURN_IF_ERROR(WithJsonPath(InferOpType(g, id, inferred)));
+    ALPA_RETURN_IF_ERROR(WithJsonPath(InferOpType(graph, id, inferred)));
     const size_t i = static_cast<size_t>(id);
     if (has_shape[i] && inferred.shape != op.shape) {
-      return WithJsonPath(InvalidGraph(DescribeOp(g, id) + ": shape " + ShapeString(op.shape) +
+      return WithJsonPath(InvalidGraph(DescribeOp(graph, id) + ": shape " + ShapeString(op.shape) +
                                        " differs from the inferred " +
                                        ShapeString(inferred.shape)));
     }
     if (has_dtype[i] && inferred.dtype != op.dtype) {
-      return WithJsonPath(InvalidGraph(DescribeOp(g, id) + ": dtype " + DTypeName(op.dtype) +
+      return WithJsonPath(InvalidGraph(DescribeOp(graph, id) + ": dtype " + DTypeName(op.dtype) +
                                        " differs from the inferred " + DTypeName(inferred.dtype)));
     }
     op.shape = std::move(inferred.shape);
     op.dtype = inferred.dtype;
   }
-  ALPA_RETURN_IF_ERROR(WithJsonPath(ValidateGraph(g)));
-  return g;
+  ALPA_RETURN_IF_ERROR(WithJsonPath(ValidateGraph(graph)));
+  return graph;
 }
 
 std::string JsonMessage(const char* what) { return "graph: JSON: " + JsonErrorMessage(what); }

@@ -91,7 +91,7 @@ void AppendInts(const std::vector<int64_t>& v, std::string* out) {
 
 void AppendAttrs(const Op& op, std::string* out) {
   const OpAttrs defaults = DefaultAttrs(op.kind);
-  const OpAttrs& a = op.attrs;
+  const OpAttrs& attrs = op.attrs;
   std::string body;
   auto key = [&](const char* name) {
     body += body.empty() ? "\"" : ", \"";
@@ -101,29 +101,29 @@ void AppendAttrs(const Op& op, std::string* out) {
   // Kind's own attributes always; any other one only when it differs from its default, so
   // that stray values survive a round trip too.
   auto wanted = [&](const char* name, bool differs) { return KindUses(op.kind, name) || differs; };
-  if (wanted("axis", a.axis != defaults.axis)) {
+  if (wanted("axis", attrs.axis != defaults.axis)) {
     key("axis");
-    AppendInt(a.axis, &body);
+    AppendInt(attrs.axis, &body);
   }
-  if (wanted("value", !(a.value == defaults.value &&
-                        std::signbit(a.value) == std::signbit(defaults.value)))) {
+  if (wanted("value", !(attrs.value == defaults.value &&
+                        std::signbit(attrs.value) == std::signbit(defaults.value)))) {
     key("value");
-    AppendDouble(a.value, &body);
+    AppendDouble(attrs.value, &body);
   }
-  if (wanted("comparison", a.comparison != defaults.comparison)) {
+  if (wanted("comparison", attrs.comparison != defaults.comparison)) {
     key("comparison");
-    AppendString(ComparisonName(a.comparison), &body);
+    AppendString(ComparisonName(attrs.comparison), &body);
   }
-  if (wanted("reduce", a.reduce != defaults.reduce)) {
+  if (wanted("reduce", attrs.reduce != defaults.reduce)) {
     key("reduce");
-    AppendString(ReduceName(a.reduce), &body);
+    AppendString(ReduceName(attrs.reduce), &body);
   }
-  if (wanted("feature_group_count", a.feature_group_count != defaults.feature_group_count)) {
+  if (wanted("feature_group_count", attrs.feature_group_count != defaults.feature_group_count)) {
     key("feature_group_count");
-    AppendInt(a.feature_group_count, &body);
+    AppendInt(attrs.feature_group_count, &body);
   }
   for (const char* name : kListAttrs) {
-    const std::vector<int64_t>& v = *ListAttr(a, name);
+    const std::vector<int64_t>& v = *ListAttr(attrs, name);
     if (wanted(name, v != *ListAttr(defaults, name))) {
       key(name);
       AppendInts(v, &body);

@@ -77,40 +77,40 @@ long double OpBytesAccessed(const Graph& graph, int32_t id) {
 }
 
 GraphStats ComputeGraphStats(const Graph& graph) {
-  GraphStats s;
-  s.num_ops = graph.size();
+  GraphStats stats;
+  stats.num_ops = graph.size();
   int64_t max_layer = -1;
   for (int32_t id = 0; id < graph.size(); ++id) {
     const Op& op = graph.op(id);
-    s.ops_by_kind[OpKindName(op.kind)] += 1;
-    s.ops_by_phase[PhaseName(op.phase)] += 1;
+    stats.ops_by_kind[OpKindName(op.kind)] += 1;
+    stats.ops_by_phase[PhaseName(op.phase)] += 1;
     max_layer = std::max<int64_t>(max_layer, op.layer);
     long double elements = Elements(op.shape);
     long double bytes = elements * static_cast<long double>(DTypeBytes(op.dtype));
     int64_t whole_bytes = static_cast<int64_t>(bytes);
     if (op.kind == OpKind::kParameter) {
       if (op.role == TensorRole::kParameter) {
-        s.parameter_count += static_cast<int64_t>(elements);
-        s.parameter_bytes += whole_bytes;
+        stats.parameter_count += static_cast<int64_t>(elements);
+        stats.parameter_bytes += whole_bytes;
       } else if (op.role == TensorRole::kOptimizerState) {
-        s.optimizer_state_bytes += whole_bytes;
+        stats.optimizer_state_bytes += whole_bytes;
       } else if (op.role == TensorRole::kInput) {
-        s.input_bytes += whole_bytes;
+        stats.input_bytes += whole_bytes;
       }
     } else if (op.role == TensorRole::kGradient) {
-      s.gradient_bytes += whole_bytes;
+      stats.gradient_bytes += whole_bytes;
     } else if (op.role == TensorRole::kActivation && op.phase == Phase::kForward &&
                op.kind != OpKind::kConstant && op.kind != OpKind::kIota) {
-      s.activation_bytes += bytes;
+      stats.activation_bytes += bytes;
     }
     long double flops = OpFlops(graph, id);
-    s.flops += flops;
-    s.flops_by_phase[PhaseName(op.phase)] += flops;
-    if (op.kind == OpKind::kDotGeneral) s.dot_flops += flops;
-    if (op.kind == OpKind::kConvolution) s.conv_flops += flops;
+    stats.flops += flops;
+    stats.flops_by_phase[PhaseName(op.phase)] += flops;
+    if (op.kind == OpKind::kDotGeneral) stats.dot_flops += flops;
+    if (op.kind == OpKind::kConvolution) stats.conv_flops += flops;
   }
-  s.num_layers = max_layer + 1;
-  return s;
+  stats.num_layers = max_layer + 1;
+  return stats;
 }
 
 }  // namespace alpa

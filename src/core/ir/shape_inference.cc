@@ -121,51 +121,53 @@ Status OpChecker::Source() {
 
 Status OpChecker::DotGeneral() {
   ALPA_RETURN_IF_ERROR(Arity(2));
-  const DotDims& d = op_.attrs.dot;
+  const DotDims& dims = op_.attrs.dot;
   if (In(0).dtype != In(1).dtype) {
     return Fail(std::string("operand dtypes differ: ") + DTypeName(In(0).dtype) + " vs " +
                 DTypeName(In(1).dtype));
   }
-  if (d.lhs_batch.size() != d.rhs_batch.size()) {
+  if (dims.lhs_batch.size() != dims.rhs_batch.size()) {
     return Fail("lhs and rhs batch dim lists differ in length");
   }
-  if (d.lhs_contracting.size() != d.rhs_contracting.size()) {
+  if (dims.lhs_contracting.size() != dims.rhs_contracting.size()) {
     return Fail("lhs and rhs contracting dim lists differ in length");
   }
-  Dims lhs_used = d.lhs_batch, rhs_used = d.rhs_batch;
-  lhs_used.insert(lhs_used.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
-  rhs_used.insert(rhs_used.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
+  Dims lhs_used = dims.lhs_batch, rhs_used = dims.rhs_batch;
+  lhs_used.insert(lhs_used.end(), dims.lhs_contracting.begin(), dims.lhs_contracting.end());
+  rhs_used.insert(rhs_used.end(), dims.rhs_contracting.begin(), dims.rhs_contracting.end());
   ALPA_RETURN_IF_ERROR(DimList(lhs_used, Rank(0), "lhs batch + contracting dims"));
   ALPA_RETURN_IF_ERROR(DimList(rhs_used, Rank(1), "rhs batch + contracting dims"));
-  const Dims& a = InShape(0);
-  const Dims& b = InShape(1);
+  const Dims& lhs = InShape(0);
+  const Dims& rhs = InShape(1);
   Dims out;
-  for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
-    int64_t x = a[static_cast<size_t>(d.lhs_batch[i])], y = b[static_cast<size_t>(d.rhs_batch[i])];
+  for (size_t i = 0; i < dims.lhs_batch.size(); ++i) {
+    int64_t x = lhs[static_cast<size_t>(dims.lhs_batch[i])],
+            y = rhs[static_cast<size_t>(dims.rhs_batch[i])];
     if (x != y) {
-      return Fail("batch dim sizes differ: lhs dim " + std::to_string(d.lhs_batch[i]) + " is " +
-                  std::to_string(x) + ", rhs dim " + std::to_string(d.rhs_batch[i]) + " is " +
+      return Fail("batch dim sizes differ: lhs dim " + std::to_string(dims.lhs_batch[i]) + " is " +
+                  std::to_string(x) + ", rhs dim " + std::to_string(dims.rhs_batch[i]) + " is " +
                   std::to_string(y));
     }
     out.push_back(x);
   }
-  for (size_t i = 0; i < d.lhs_contracting.size(); ++i) {
-    int64_t x = a[static_cast<size_t>(d.lhs_contracting[i])];
-    int64_t y = b[static_cast<size_t>(d.rhs_contracting[i])];
+  for (size_t i = 0; i < dims.lhs_contracting.size(); ++i) {
+    int64_t x = lhs[static_cast<size_t>(dims.lhs_contracting[i])];
+    int64_t y = rhs[static_cast<size_t>(dims.rhs_contracting[i])];
     if (x != y) {
-      return Fail("contracting dim sizes differ: lhs dim " + std::to_string(d.lhs_contracting[i]) +
-                  " is " + std::to_string(x) + ", rhs dim " + std::to_string(d.rhs_contracting[i]) +
-                  " is " + std::to_string(y));
+      return Fail("contracting dim sizes differ: lhs dim " +
+                  std::to_string(dims.lhs_contracting[i]) + " is " + std::to_string(x) +
+                  ", rhs dim " + std::to_string(dims.rhs_contracting[i]) + " is " +
+                  std::to_string(y));
     }
   }
   for (int64_t i = 0; i < Rank(0); ++i) {
     if (std::find(lhs_used.begin(), lhs_used.end(), i) == lhs_used.end()) {
-      out.push_back(a[static_cast<size_t>(i)]);
+      out.push_back(lhs[static_cast<size_t>(i)]);
     }
   }
   for (int64_t i = 0; i < Rank(1); ++i) {
     if (std::find(rhs_used.begin(), rhs_used.end(), i) == rhs_used.end()) {
-      out.push_back(b[static_cast<size_t>(i)]);
+      out.push_back(rhs[static_cast<size_t>(i)]);
     }
   }
   op_.shape = out;

@@ -177,13 +177,13 @@ Status ReadLiveSets(const Json& root, int64_t n, std::vector<std::vector<int32_t
 }  // namespace
 
 Result<ShardingProblem> AlpaFromJson(const Json& root) {
-  ShardingProblem p;
+  ShardingProblem problem;
   if (!root.is_object()) {
     return Fail("top level", std::string("expected an object, found ") + root.type_name());
   }
   if (const Json* name = Field(root, "name")) {
     if (!name->is_string()) return Fail("name", "expected a string");
-    p.name = name->get<std::string>();
+    problem.name = name->get<std::string>();
   }
   const Json* field = nullptr;
   int64_t n = 0;
@@ -197,7 +197,7 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
     int64_t limit = 0;
     c = FloorToInt64(*field, &limit);
     if (c != Conversion::kOk) return Fail("M", ConversionMessage(c));
-    p.usage_limit = limit;
+    problem.usage_limit = limit;
   }
 
   double infinity = kAlpaInfinity;
@@ -223,7 +223,7 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   std::vector<std::array<int32_t, 2>> aliases;
   ALPA_RETURN_IF_ERROR(ReadEndpoints(root, "E", n, &edges));
   ALPA_RETURN_IF_ERROR(ReadEndpoints(root, "A", n, &aliases));
-  ALPA_RETURN_IF_ERROR(ReadLiveSets(root, n, &p.live_sets));
+  ALPA_RETURN_IF_ERROR(ReadLiveSets(root, n, &problem.live_sets));
 
   std::vector<double> cost_c;
   std::vector<double> cost_d;
@@ -232,10 +232,10 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   ALPA_RETURN_IF_ERROR(ReadDoubles(root, "d", strategies, "sum(s_len)", &cost_d));
   ALPA_RETURN_IF_ERROR(ReadMemory(root, strategies, &memory));
 
-  p.nodes.resize(count);
+  problem.nodes.resize(count);
   size_t offset = 0;
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    ShardingNode& node = p.nodes[i];
+  for (size_t i = 0; i < problem.nodes.size(); ++i) {
+    ShardingNode& node = problem.nodes[i];
     const size_t k = static_cast<size_t>(s_len[i]);
     node.follows = static_cast<int32_t>(s_follow[i]);
     node.costs.resize(k);
@@ -255,10 +255,10 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   std::vector<double> r;
   ALPA_RETURN_IF_ERROR(ReadDoubles(root, "r", MatrixEntries(edges, s_len),
                                    "sum over edges of s_len[u] * s_len[v]", &r));
-  p.edges.resize(edges.size());
+  problem.edges.resize(edges.size());
   offset = 0;
   for (size_t e = 0; e < edges.size(); ++e) {
-    ShardingEdge& edge = p.edges[e];
+    ShardingEdge& edge = problem.edges[e];
     edge.u = edges[e][0];
     edge.v = edges[e][1];
     const size_t k = static_cast<size_t>(s_len[static_cast<size_t>(edge.u)] *
@@ -271,10 +271,10 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
   std::vector<int64_t> v;
   ALPA_RETURN_IF_ERROR(ReadInts(root, "v", 0, 1, MatrixEntries(aliases, s_len),
                                 "sum over aliases of s_len[u] * s_len[v]", &v));
-  p.aliases.resize(aliases.size());
+  problem.aliases.resize(aliases.size());
   offset = 0;
   for (size_t a = 0; a < aliases.size(); ++a) {
-    ShardingAlias& alias = p.aliases[a];
+    ShardingAlias& alias = problem.aliases[a];
     alias.u = aliases[a][0];
     alias.v = aliases[a][1];
     const size_t k = static_cast<size_t>(s_len[static_cast<size_t>(alias.u)] *
@@ -283,7 +283,7 @@ Result<ShardingProblem> AlpaFromJson(const Json& root) {
     for (size_t j = 0; j < k; ++j) alias.forbidden[j] = static_cast<uint8_t>(v[offset + j]);
     offset += k;
   }
-  return p;
+  return problem;
 }
 
 namespace {
@@ -292,25 +292,25 @@ namespace {
 // step when the largest hi is at most N; otherwise the maximal sets only (the live set at
 // each time that some interval starts and the next event ends one), which imply all the
 // others and are never more than N. Explicit live sets are written as they are.
-Status LiveSetsForAlpa(const ShardingProblem& p, std::vector<std::vector<int32_t>>* sets) {
-  const size_t n = p.nodes.size();
-  if (p.uses_live_sets()) {
-    if (p.live_sets.size() > n) {
+Status LiveSetsForAlpa(const ShardingProblem& problem, std::vector<std::vector<int32_t>>* sets) {
+  const size_t n = problem.nodes.size();
+  if (problem.uses_live_sets()) {
+    if (problem.live_sets.size() > n) {
       return Status(StatusCode::kUnsupported,
-                    "alpa: the problem has " + std::to_string(p.live_sets.size()) +
+                    "alpa: the problem has " + std::to_string(problem.live_sets.size()) +
                         " live sets but Alpa's L holds at most N = " + std::to_string(n));
     }
-    *sets = p.live_sets;
+    *sets = problem.live_sets;
     return Status::Ok();
   }
   int64_t horizon = 0;
-  for (const ShardingNode& node : p.nodes) {
+  for (const ShardingNode& node : problem.nodes) {
     if (node.interval.hi > node.interval.lo) horizon = std::max(horizon, node.interval.hi);
   }
   if (horizon <= static_cast<int64_t>(n)) {
     sets->assign(static_cast<size_t>(horizon), {});
     for (size_t i = 0; i < n; ++i) {
-      for (int64_t t = p.nodes[i].interval.lo; t < p.nodes[i].interval.hi; ++t) {
+      for (int64_t t = problem.nodes[i].interval.lo; t < problem.nodes[i].interval.hi; ++t) {
         (*sets)[static_cast<size_t>(t)].push_back(static_cast<int32_t>(i));
       }
     }
@@ -324,7 +324,7 @@ Status LiveSetsForAlpa(const ShardingProblem& p, std::vector<std::vector<int32_t
   };
   std::vector<Event> events;
   for (size_t i = 0; i < n; ++i) {
-    const UsageInterval& iv = p.nodes[i].interval;
+    const UsageInterval& iv = problem.nodes[i].interval;
     if (iv.hi <= iv.lo) continue;
     events.push_back({iv.lo, true, static_cast<int32_t>(i)});
     events.push_back({iv.hi, false, static_cast<int32_t>(i)});
@@ -361,56 +361,56 @@ Status LiveSetsForAlpa(const ShardingProblem& p, std::vector<std::vector<int32_t
 
 }  // namespace
 
-Result<std::string> WriteAlpa(const ShardingProblem& p) {
+Result<std::string> WriteAlpa(const ShardingProblem& problem) {
   std::vector<std::vector<int32_t>> sets;
-  ALPA_RETURN_IF_ERROR(LiveSetsForAlpa(p, &sets));
-  const size_t n = p.nodes.size();
+  ALPA_RETURN_IF_ERROR(LiveSetsForAlpa(problem, &sets));
+  const size_t n = problem.nodes.size();
   sets.resize(n);  // pad to exactly N sets; empty sets constrain nothing
 
   std::string out;
   size_t numbers = 0;
-  for (const ShardingNode& node : p.nodes) numbers += 3 * node.costs.size() + 2;
-  for (const ShardingEdge& edge : p.edges) numbers += edge.costs.size() + 2;
-  for (const ShardingAlias& alias : p.aliases) numbers += alias.forbidden.size() + 2;
+  for (const ShardingNode& node : problem.nodes) numbers += 3 * node.costs.size() + 2;
+  for (const ShardingEdge& edge : problem.edges) numbers += edge.costs.size() + 2;
+  for (const ShardingAlias& alias : problem.aliases) numbers += alias.forbidden.size() + 2;
   for (const auto& set : sets) numbers += set.size() + 1;
-  out.reserve(numbers * 6 + p.name.size() + 256);
+  out.reserve(numbers * 6 + problem.name.size() + 256);
 
   out += "{\"format\":\"alpa\",\"name\":";
-  AppendString(p.name, &out);
+  AppendString(problem.name, &out);
   out += ",\"N\":";
   AppendInt(static_cast<int64_t>(n), &out);
   // M <= 0 means "no limit" in Alpa, so a limit of 0 is written as 0.5 (read back as floor).
   out += ",\"M\":";
-  if (!p.usage_limit) {
+  if (!problem.usage_limit) {
     out += "-1";
-  } else if (*p.usage_limit == 0) {
+  } else if (*problem.usage_limit == 0) {
     out += "0.5";
   } else {
-    AppendInt(*p.usage_limit, &out);
+    AppendInt(*problem.usage_limit, &out);
   }
   out += ",\"infinity\":1e18,\"s_len\":[";
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) out += ',';
-    AppendInt(p.nodes[i].strategy_count(), &out);
+    AppendInt(problem.nodes[i].strategy_count(), &out);
   }
   out += "],\"s_follow\":[";
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) out += ',';
-    AppendInt(p.nodes[i].follows, &out);
+    AppendInt(problem.nodes[i].follows, &out);
   }
   out += "],\"E\":[";
-  for (size_t e = 0; e < p.edges.size(); ++e) {
+  for (size_t e = 0; e < problem.edges.size(); ++e) {
     if (e > 0) out += ',';
-    AppendInt(p.edges[e].u, &out);
+    AppendInt(problem.edges[e].u, &out);
     out += ',';
-    AppendInt(p.edges[e].v, &out);
+    AppendInt(problem.edges[e].v, &out);
   }
   out += "],\"A\":[";
-  for (size_t a = 0; a < p.aliases.size(); ++a) {
+  for (size_t a = 0; a < problem.aliases.size(); ++a) {
     if (a > 0) out += ',';
-    AppendInt(p.aliases[a].u, &out);
+    AppendInt(problem.aliases[a].u, &out);
     out += ',';
-    AppendInt(p.aliases[a].v, &out);
+    AppendInt(problem.aliases[a].v, &out);
   }
   out += "],\"L\":[";
   for (size_t t = 0; t < n; ++t) {
@@ -425,7 +425,7 @@ Result<std::string> WriteAlpa(const ShardingProblem& p) {
   }
   out += "],\"c\":[";
   bool first = true;
-  for (const ShardingNode& node : p.nodes) {
+  for (const ShardingNode& node : problem.nodes) {
     for (double cost : node.costs) {
       if (!first) out += ',';
       first = false;
@@ -434,7 +434,7 @@ Result<std::string> WriteAlpa(const ShardingProblem& p) {
   }
   out += "],\"d\":[";
   first = true;
-  for (const ShardingNode& node : p.nodes) {
+  for (const ShardingNode& node : problem.nodes) {
     for (size_t s = 0; s < node.costs.size(); ++s) {
       out += first ? "0" : ",0";
       first = false;
@@ -442,7 +442,7 @@ Result<std::string> WriteAlpa(const ShardingProblem& p) {
   }
   out += "],\"m\":[";
   first = true;
-  for (const ShardingNode& node : p.nodes) {
+  for (const ShardingNode& node : problem.nodes) {
     for (int32_t s = 0; s < node.strategy_count(); ++s) {
       if (!first) out += ',';
       first = false;
@@ -451,7 +451,7 @@ Result<std::string> WriteAlpa(const ShardingProblem& p) {
   }
   out += "],\"r\":[";
   first = true;
-  for (const ShardingEdge& edge : p.edges) {
+  for (const ShardingEdge& edge : problem.edges) {
     for (double cost : edge.costs) {
       if (!first) out += ',';
       first = false;
@@ -460,7 +460,7 @@ Result<std::string> WriteAlpa(const ShardingProblem& p) {
   }
   out += "],\"v\":[";
   first = true;
-  for (const ShardingAlias& alias : p.aliases) {
+  for (const ShardingAlias& alias : problem.aliases) {
     for (uint8_t f : alias.forbidden) {
       out += first ? "" : ",";
       out += f != 0 ? '1' : '0';

@@ -146,7 +146,7 @@ Status ReadEdges(const Json& problem, ShardingProblem* p) {
 }  // namespace
 
 Result<ShardingProblem> IopddlFromJson(const Json& root) {
-  ShardingProblem p;
+  ShardingProblem parsed;
   const Json* problem = nullptr;
   ALPA_RETURN_IF_ERROR(FindField(kFormat, root, "", "problem", Presence::kRequired, &problem));
   const Json* name = nullptr;
@@ -155,10 +155,10 @@ Result<ShardingProblem> IopddlFromJson(const Json& root) {
     if (!name->is_string()) {
       return Fail("problem.name", std::string("expected a string, found ") + name->type_name());
     }
-    p.name = name->get<std::string>();
+    parsed.name = name->get<std::string>();
   }
-  ALPA_RETURN_IF_ERROR(ReadNodes(*problem, &p));
-  ALPA_RETURN_IF_ERROR(ReadEdges(*problem, &p));
+  ALPA_RETURN_IF_ERROR(ReadNodes(*problem, &parsed));
+  ALPA_RETURN_IF_ERROR(ReadEdges(*problem, &parsed));
   const Json* limit = nullptr;
   ALPA_RETURN_IF_ERROR(
       FindField(kFormat, *problem, "problem", "usage_limit", Presence::kOptional, &limit));
@@ -166,47 +166,47 @@ Result<ShardingProblem> IopddlFromJson(const Json& root) {
     int64_t value = 0;
     const Conversion c = FloorToInt64(*limit, &value);
     if (c != Conversion::kOk) return Fail("problem.usage_limit", ConversionMessage(c));
-    p.usage_limit = value;
+    parsed.usage_limit = value;
   }
-  return p;
+  return parsed;
 }
 
-Result<std::string> WriteIopddl(const ShardingProblem& p) {
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    if (p.nodes[i].follows != -1) {
+Result<std::string> WriteIopddl(const ShardingProblem& problem) {
+  for (size_t i = 0; i < problem.nodes.size(); ++i) {
+    if (problem.nodes[i].follows != -1) {
       return Status(StatusCode::kUnsupported, "iopddl cannot express followers (node " +
                                                   std::to_string(i) + " follows " +
-                                                  std::to_string(p.nodes[i].follows) + ")");
+                                                  std::to_string(problem.nodes[i].follows) + ")");
     }
   }
-  if (!p.aliases.empty()) {
+  if (!problem.aliases.empty()) {
     return Status(StatusCode::kUnsupported, "iopddl cannot express alias pairs (the problem has " +
-                                                std::to_string(p.aliases.size()) + ")");
+                                                std::to_string(problem.aliases.size()) + ")");
   }
-  if (p.uses_live_sets()) {
+  if (problem.uses_live_sets()) {
     return Status(StatusCode::kUnsupported,
                   "iopddl cannot express explicit live sets (only usage intervals)");
   }
   std::string out;
   size_t numbers = 0;
-  for (const ShardingNode& node : p.nodes) numbers += 2 * node.costs.size() + 2;
-  for (const ShardingEdge& edge : p.edges) numbers += edge.costs.size() + 2;
-  out.reserve(numbers * 8 + p.name.size() + 128);
+  for (const ShardingNode& node : problem.nodes) numbers += 2 * node.costs.size() + 2;
+  for (const ShardingEdge& edge : problem.edges) numbers += edge.costs.size() + 2;
+  out.reserve(numbers * 8 + problem.name.size() + 128);
 
   out += "{\"problem\":{\"name\":";
-  AppendString(p.name, &out);
+  AppendString(problem.name, &out);
   out += ",\"nodes\":{\"intervals\":[";
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
+  for (size_t i = 0; i < problem.nodes.size(); ++i) {
     out += i == 0 ? "[" : ",[";
-    AppendInt(p.nodes[i].interval.lo, &out);
+    AppendInt(problem.nodes[i].interval.lo, &out);
     out += ',';
-    AppendInt(p.nodes[i].interval.hi, &out);
+    AppendInt(problem.nodes[i].interval.hi, &out);
     out += ']';
   }
   out += "],\"costs\":[";
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
+  for (size_t i = 0; i < problem.nodes.size(); ++i) {
     out += i == 0 ? "[" : ",[";
-    const std::vector<double>& costs = p.nodes[i].costs;
+    const std::vector<double>& costs = problem.nodes[i].costs;
     for (size_t s = 0; s < costs.size(); ++s) {
       if (s > 0) out += ',';
       AppendNumber(costs[s], &out);
@@ -214,9 +214,9 @@ Result<std::string> WriteIopddl(const ShardingProblem& p) {
     out += ']';
   }
   out += "],\"usages\":[";
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
+  for (size_t i = 0; i < problem.nodes.size(); ++i) {
     out += i == 0 ? "[" : ",[";
-    const ShardingNode& node = p.nodes[i];
+    const ShardingNode& node = problem.nodes[i];
     for (int32_t s = 0; s < node.strategy_count(); ++s) {
       if (s > 0) out += ',';
       AppendInt(node.usage(s), &out);  // empty usages are written as explicit zeros
@@ -224,17 +224,17 @@ Result<std::string> WriteIopddl(const ShardingProblem& p) {
     out += ']';
   }
   out += "]},\"edges\":{\"nodes\":[";
-  for (size_t e = 0; e < p.edges.size(); ++e) {
+  for (size_t e = 0; e < problem.edges.size(); ++e) {
     out += e == 0 ? "[" : ",[";
-    AppendInt(p.edges[e].u, &out);
+    AppendInt(problem.edges[e].u, &out);
     out += ',';
-    AppendInt(p.edges[e].v, &out);
+    AppendInt(problem.edges[e].v, &out);
     out += ']';
   }
   out += "],\"costs\":[";
-  for (size_t e = 0; e < p.edges.size(); ++e) {
+  for (size_t e = 0; e < problem.edges.size(); ++e) {
     out += e == 0 ? "[" : ",[";
-    const std::vector<double>& costs = p.edges[e].costs;
+    const std::vector<double>& costs = problem.edges[e].costs;
     for (size_t k = 0; k < costs.size(); ++k) {
       if (k > 0) out += ',';
       AppendNumber(costs[k], &out);
@@ -242,9 +242,9 @@ Result<std::string> WriteIopddl(const ShardingProblem& p) {
     out += ']';
   }
   out += "]}";
-  if (p.usage_limit) {
+  if (problem.usage_limit) {
     out += ",\"usage_limit\":";
-    AppendInt(*p.usage_limit, &out);
+    AppendInt(*problem.usage_limit, &out);
   }
   out += "}}";
   return out;

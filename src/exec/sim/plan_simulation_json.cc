@@ -228,23 +228,23 @@ Result<PipelineSimInput> ReadPlan(const json& root, PipelineScheduleKind schedul
     return Malformed("version", "unsupported version " + std::to_string(version) +
                                     " (this library reads version 1)");
   }
-  Result<Cluster> cluster = ReadCluster(root);
-  if (!cluster.ok()) return cluster.status();
-  const Cluster& c = cluster.value();
-  if (c.hosts > std::numeric_limits<int32_t>::max() ||
-      c.devices_per_host > std::numeric_limits<int32_t>::max()) {
+  Result<Cluster> parsed_cluster = ReadCluster(root);
+  if (!parsed_cluster.ok()) return parsed_cluster.status();
+  const Cluster& cluster = parsed_cluster.value();
+  if (cluster.hosts > std::numeric_limits<int32_t>::max() ||
+      cluster.devices_per_host > std::numeric_limits<int32_t>::max()) {
     return OutOfRange("cluster", "too many hosts or devices per host for the simulator");
   }
   PipelineSimInput in;
-  in.hosts = static_cast<int32_t>(c.hosts);
-  in.devices_per_host = static_cast<int32_t>(c.devices_per_host);
-  in.intra_host = {c.intra_host_link.bandwidth, c.intra_host_link.latency};
-  in.inter_host = {c.inter_host_link.bandwidth, c.inter_host_link.latency};
+  in.hosts = static_cast<int32_t>(cluster.hosts);
+  in.devices_per_host = static_cast<int32_t>(cluster.devices_per_host);
+  in.intra_host = {cluster.intra_host_link.bandwidth, cluster.intra_host_link.latency};
+  in.inter_host = {cluster.inter_host_link.bandwidth, cluster.inter_host_link.latency};
   in.schedule = schedule;
   ALPA_RETURN_IF_ERROR(Int(root, "", "microbatches", 1, kMaxSimMicrobatches, &in.microbatches));
 
   PlanSimulationContext ctx;
-  ctx.cluster = c.name;
+  ctx.cluster = cluster.name;
   ALPA_RETURN_IF_ERROR(Seconds(root, "", "iteration_seconds", &ctx.planner_iteration_seconds));
   const auto model = root.find("model");
   if (model != root.end()) {
@@ -263,7 +263,7 @@ Result<PipelineSimInput> ReadPlan(const json& root, PipelineScheduleKind schedul
     PipelineSimStage stage;
     int32_t first = 0, last = 0;
     ALPA_RETURN_IF_ERROR(ReadStage((*stages)[s], "stages[" + std::to_string(s) + "]",
-                                   in.microbatches, c.num_devices(), &stage, &first, &last));
+                                   in.microbatches, cluster.num_devices(), &stage, &first, &last));
     std::vector<int64_t> ids = stage.devices;
     std::sort(ids.begin(), ids.end());
     sorted_devices.push_back(std::move(ids));

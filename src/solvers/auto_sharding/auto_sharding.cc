@@ -283,18 +283,6 @@ void CountCollectives(AutoShardResult& result) {
 
 }  // namespace
 
-const char* ZeroModeName(ZeroMode mode) {
-  switch (mode) {
-    case ZeroMode::kOff:
-      return "off";
-    case ZeroMode::kSearch:
-      return "search";
-    case ZeroMode::kForce:
-      return "force";
-  }
-  return "?";
-}
-
 Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
                                   const Cluster* cluster, const AutoShardOptions& options) {
   ALPA_RETURN_IF_ERROR(CheckOptions(graph, mesh, cluster, options));

@@ -41,7 +41,6 @@
 namespace alpa {
 
 enum class ZeroMode : int32_t { kOff = 0, kSearch = 1, kForce = 2 };
-const char* ZeroModeName(ZeroMode mode);  // "off", "search", "force"
 
 // The mesh dim(s) the batch dim of every input is forced onto.
 inline constexpr int32_t kBatchDimFree = -2;  // no constraint

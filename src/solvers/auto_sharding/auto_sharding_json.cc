@@ -44,20 +44,20 @@ std::string OpName(const Graph& g, int32_t id) {
 
 }  // namespace
 
-std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& r) {
+std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& result) {
   nlohmann::json j;
-  j["status"] = SolveStatusName(r.status);
-  j["message"] = r.message;
-  j["mesh_shape"] = r.mesh_shape;
-  j["objective"] = Number(r.objective);
-  j["lower_bound"] = Number(r.lower_bound);
-  j["cost"] = {{"compute", Number(r.compute_cost)},
-               {"communication", Number(r.communication_cost)},
-               {"resharding", Number(r.resharding_cost)}};
-  nlohmann::json collectives = Counts(r.counts);
-  collectives["uncombined"] = Counts(r.counts_uncombined);
+  j["status"] = SolveStatusName(result.status);
+  j["message"] = result.message;
+  j["mesh_shape"] = result.mesh_shape;
+  j["objective"] = Number(result.objective);
+  j["lower_bound"] = Number(result.lower_bound);
+  j["cost"] = {{"compute", Number(result.compute_cost)},
+               {"communication", Number(result.communication_cost)},
+               {"resharding", Number(result.resharding_cost)}};
+  nlohmann::json collectives = Counts(result.counts);
+  collectives["uncombined"] = Counts(result.counts_uncombined);
   nlohmann::json list = nlohmann::json::array();
-  for (const PlannedCollective& c : r.collectives) {
+  for (const PlannedCollective& c : result.collectives) {
     list.push_back({{"kind", CollectiveKey(c.kind)},
                     {"mesh_dims", c.mesh_dims},
                     {"bytes", c.bytes},
@@ -71,49 +71,49 @@ std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& r) {
   }
   collectives["list"] = std::move(list);
   j["collectives"] = std::move(collectives);
-  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["peak_memory_bytes"] = result.peak_memory_bytes;
   nlohmann::json tensors = nlohmann::json::array();
   nlohmann::json ops = nlohmann::json::array();
-  for (int32_t v = 0; v < graph.size() && static_cast<size_t>(v) < r.ops.size(); ++v) {
+  for (int32_t v = 0; v < graph.size() && static_cast<size_t>(v) < result.ops.size(); ++v) {
     const Op& op = graph.op(v);
-    const OpSharding& o = r.ops[static_cast<size_t>(v)];
-    if (o.node < 0) continue;
+    const OpSharding& op_sharding = result.ops[static_cast<size_t>(v)];
+    if (op_sharding.node < 0) continue;
     if (op.kind == OpKind::kParameter || op.role == TensorRole::kGradient || op.alias_of >= 0) {
       nlohmann::json t = {{"name", OpName(graph, v)},
                           {"op", v},
                           {"role", TensorRoleName(op.role)},
                           {"shape", op.shape},
-                          {"spec", ToString(o.result)}};
-      if (o.reader_layout) t["reader_layout"] = ToString(*o.reader_layout);
+                          {"spec", ToString(op_sharding.result)}};
+      if (op_sharding.reader_layout) t["reader_layout"] = ToString(*op_sharding.reader_layout);
       tensors.push_back(std::move(t));
     }
-    if (op.kind != OpKind::kParameter && o.follows < 0) {
+    if (op.kind != OpKind::kParameter && op_sharding.follows < 0) {
       ops.push_back({{"name", OpName(graph, v)},
                      {"op", v},
                      {"kind", OpKindName(op.kind)},
-                     {"strategy", o.strategy_name}});
+                     {"strategy", op_sharding.strategy_name}});
     }
   }
   j["tensors"] = std::move(tensors);
   j["ops"] = std::move(ops);
-  j["stats"] = {{"ops", r.stats.ops},
-                {"free_ops", r.stats.free_ops},
-                {"fused_ops", r.stats.fused_ops},
-                {"follower_ops", r.stats.follower_ops},
-                {"deciding_ops", r.stats.deciding_ops},
-                {"strategies", r.stats.strategies},
-                {"edges", r.stats.edges},
-                {"problem_nodes", r.stats.solver.nodes},
-                {"problem_edges", r.stats.solver.edges},
-                {"normalized_nodes", r.stats.solver.work_nodes},
-                {"normalized_edges", r.stats.solver.work_edges},
-                {"core_nodes", r.stats.solver.core_nodes},
-                {"core_edges", r.stats.solver.core_edges},
-                {"elimination_solved", r.stats.solver.elimination_solved},
-                {"elimination_blocks", r.stats.solver.elimination_blocks},
-                {"elimination_distinct_blocks", r.stats.solver.elimination_distinct_blocks},
-                {"build_seconds", r.stats.build_seconds},
-                {"solve_seconds", r.stats.solve_seconds}};
+  j["stats"] = {{"ops", result.stats.ops},
+                {"free_ops", result.stats.free_ops},
+                {"fused_ops", result.stats.fused_ops},
+                {"follower_ops", result.stats.follower_ops},
+                {"deciding_ops", result.stats.deciding_ops},
+                {"strategies", result.stats.strategies},
+                {"edges", result.stats.edges},
+                {"problem_nodes", result.stats.solver.nodes},
+                {"problem_edges", result.stats.solver.edges},
+                {"normalized_nodes", result.stats.solver.work_nodes},
+                {"normalized_edges", result.stats.solver.work_edges},
+                {"core_nodes", result.stats.solver.core_nodes},
+                {"core_edges", result.stats.solver.core_edges},
+                {"elimination_solved", result.stats.solver.elimination_solved},
+                {"elimination_blocks", result.stats.solver.elimination_blocks},
+                {"elimination_distinct_blocks", result.stats.solver.elimination_distinct_blocks},
+                {"build_seconds", result.stats.build_seconds},
+                {"solve_seconds", result.stats.solve_seconds}};
   return j.dump();
 }
 

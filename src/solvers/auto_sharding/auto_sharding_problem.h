@@ -79,4 +79,12 @@ std::vector<bool> ReadByUpdate(const AutoShardModel& model);
 // The full strategy `s` of node op `id` (recomputed from the same rules as the build).
 Result<OpStrategy> ModelStrategy(const AutoShardModel& model, int32_t id, int32_t s);
 
+// The last phase of BuildAutoShardModel (auto_sharding_edges.cc), once nodes, schedule and
+// usages are in place: the resharding edges.
+// Phase 4a: producer -> reader layout edges. A shared resharding counts once per iteration
+// when it moves a gradient or feeds an update.
+Status AddReaderLayoutEdges(AutoShardModel& model, const AutoShardOptions& options);
+// Phase 4b: edges into each reader, from its operand's reader layout node or its producer.
+Status AddOperandEdges(AutoShardModel& model, const AutoShardOptions& options);
+
 }  // namespace alpa

@@ -58,36 +58,36 @@ IterationSpace DotSpace(const Graph& g, const Op& op) {
   const DotDims& dd = op.attrs.dot;
   const Dims& lhs = g.op(op.operands[0]).shape;
   const Dims& rhs = g.op(op.operands[1]).shape;
-  IterationSpace s;
-  s.operand_dims = {std::vector<int32_t>(lhs.size(), -1), std::vector<int32_t>(rhs.size(), -1)};
+  IterationSpace space;
+  space.operand_dims = {std::vector<int32_t>(lhs.size(), -1), std::vector<int32_t>(rhs.size(), -1)};
   auto is_in = [](const std::vector<int64_t>& v, size_t d) {
     return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
   };
   for (size_t i = 0; i < dd.lhs_batch.size(); ++i) {
-    int32_t loop = s.AddLoop(LoopKind::kParallel, lhs[static_cast<size_t>(dd.lhs_batch[i])]);
-    s.operand_dims[0][static_cast<size_t>(dd.lhs_batch[i])] = loop;
-    s.operand_dims[1][static_cast<size_t>(dd.rhs_batch[i])] = loop;
-    s.result_dims.push_back(loop);
+    int32_t loop = space.AddLoop(LoopKind::kParallel, lhs[static_cast<size_t>(dd.lhs_batch[i])]);
+    space.operand_dims[0][static_cast<size_t>(dd.lhs_batch[i])] = loop;
+    space.operand_dims[1][static_cast<size_t>(dd.rhs_batch[i])] = loop;
+    space.result_dims.push_back(loop);
   }
   for (size_t d = 0; d < lhs.size(); ++d) {
     if (is_in(dd.lhs_batch, d) || is_in(dd.lhs_contracting, d)) continue;
-    int32_t loop = s.AddLoop(LoopKind::kParallel, lhs[d]);
-    s.operand_dims[0][d] = loop;
-    s.result_dims.push_back(loop);
+    int32_t loop = space.AddLoop(LoopKind::kParallel, lhs[d]);
+    space.operand_dims[0][d] = loop;
+    space.result_dims.push_back(loop);
   }
   for (size_t d = 0; d < rhs.size(); ++d) {
     if (is_in(dd.rhs_batch, d) || is_in(dd.rhs_contracting, d)) continue;
-    int32_t loop = s.AddLoop(LoopKind::kParallel, rhs[d]);
-    s.operand_dims[1][d] = loop;
-    s.result_dims.push_back(loop);
+    int32_t loop = space.AddLoop(LoopKind::kParallel, rhs[d]);
+    space.operand_dims[1][d] = loop;
+    space.result_dims.push_back(loop);
   }
   for (size_t i = 0; i < dd.lhs_contracting.size(); ++i) {
     int32_t loop =
-        s.AddLoop(LoopKind::kSumReduced, lhs[static_cast<size_t>(dd.lhs_contracting[i])]);
-    s.operand_dims[0][static_cast<size_t>(dd.lhs_contracting[i])] = loop;
-    s.operand_dims[1][static_cast<size_t>(dd.rhs_contracting[i])] = loop;
+        space.AddLoop(LoopKind::kSumReduced, lhs[static_cast<size_t>(dd.lhs_contracting[i])]);
+    space.operand_dims[0][static_cast<size_t>(dd.lhs_contracting[i])] = loop;
+    space.operand_dims[1][static_cast<size_t>(dd.rhs_contracting[i])] = loop;
   }
-  return s;
+  return space;
 }
 
 IterationSpace ConvolutionSpace(const Graph& g, const Op& op) {
@@ -113,9 +113,9 @@ IterationSpace ConvolutionSpace(const Graph& g, const Op& op) {
 // Reshape: runs of input and output dims with equal element counts (size-1 dims on their own).
 IterationSpace ReshapeSpace(const Dims& in, const Op& op) {
   const Dims& out = op.shape;
-  IterationSpace s;
-  s.result_dims.assign(out.size(), -1);
-  s.operand_dims = {std::vector<int32_t>(in.size(), -1)};
+  IterationSpace space;
+  space.result_dims.assign(out.size(), -1);
+  space.operand_dims = {std::vector<int32_t>(in.size(), -1)};
   size_t i = 0, o = 0;
   while (i < in.size() && o < out.size()) {
     if (in[i] == 1) {
@@ -130,19 +130,19 @@ IterationSpace ReshapeSpace(const Dims& in, const Op& op) {
     int64_t pi = in[i++], po = out[o++];
     while (pi != po) {
       if (pi < po) {
-        if (i >= in.size()) return s;  // cannot happen for a valid reshape
+        if (i >= in.size()) return space;  // cannot happen for a valid reshape
         pi *= in[i++];
       } else {
-        if (o >= out.size()) return s;
+        if (o >= out.size()) return space;
         po *= out[o++];
       }
     }
-    int32_t loop = s.AddLoop(LoopKind::kParallel, in[i0]);
-    s.sizes[static_cast<size_t>(loop)].push_back(out[o0]);
-    s.operand_dims[0][i0] = loop;
-    s.result_dims[o0] = loop;
+    int32_t loop = space.AddLoop(LoopKind::kParallel, in[i0]);
+    space.sizes[static_cast<size_t>(loop)].push_back(out[o0]);
+    space.operand_dims[0][i0] = loop;
+    space.result_dims[o0] = loop;
   }
-  return s;
+  return space;
 }
 
 IterationSpace ReduceSpace(const Graph& g, const Op& op, LoopKind reduced_kind) {
@@ -163,27 +163,27 @@ IterationSpace GatherSpace(const Graph& g, const Op& op) {
   const Dims& x = g.op(op.operands[0]).shape;
   const Dims& y = g.op(op.operands[1]).shape;
   const size_t axis = static_cast<size_t>(op.attrs.axis);
-  IterationSpace s;
-  s.result_dims.assign(op.shape.size(), -1);
-  s.operand_dims = {std::vector<int32_t>(x.size(), -1), std::vector<int32_t>(y.size(), -1)};
+  IterationSpace space;
+  space.result_dims.assign(op.shape.size(), -1);
+  space.operand_dims = {std::vector<int32_t>(x.size(), -1), std::vector<int32_t>(y.size(), -1)};
   for (size_t d = 0; d < x.size(); ++d) {
     if (d == axis) {
       // Vocabulary-parallel lookup: each device holds a slice of the table, looks up the
       // indices that fall in it and contributes zeros for the others.
-      s.operand_dims[0][d] = s.AddLoop(LoopKind::kSumReduced, x[d]);
+      space.operand_dims[0][d] = space.AddLoop(LoopKind::kSumReduced, x[d]);
       continue;
     }
-    int32_t loop = s.AddLoop(LoopKind::kParallel, x[d]);
-    s.operand_dims[0][d] = loop;
-    s.result_dims[d < axis ? d : d - 1 + y.size()] = loop;
+    int32_t loop = space.AddLoop(LoopKind::kParallel, x[d]);
+    space.operand_dims[0][d] = loop;
+    space.result_dims[d < axis ? d : d - 1 + y.size()] = loop;
   }
   for (size_t d = 0; d < y.size(); ++d) {
-    int32_t loop = s.AddLoop(LoopKind::kParallel, y[d]);
-    s.operand_dims[1][d] = loop;
-    s.result_dims[axis + d] = loop;
+    int32_t loop = space.AddLoop(LoopKind::kParallel, y[d]);
+    space.operand_dims[1][d] = loop;
+    space.result_dims[axis + d] = loop;
   }
-  s.linear_operand = {true, false};
-  return s;
+  space.linear_operand = {true, false};
+  return space;
 }
 
 IterationSpace ScatterAddSpace(const Graph& g, const Op& op) {
@@ -191,25 +191,25 @@ IterationSpace ScatterAddSpace(const Graph& g, const Op& op) {
   const Dims& y = g.op(op.operands[1]).shape;
   const Dims& z = g.op(op.operands[2]).shape;
   const size_t axis = static_cast<size_t>(op.attrs.axis);
-  IterationSpace s;
-  s.operand_dims = {std::vector<int32_t>(x.size(), -1), std::vector<int32_t>(y.size(), -1),
-                    std::vector<int32_t>(z.size(), -1)};
+  IterationSpace space;
+  space.operand_dims = {std::vector<int32_t>(x.size(), -1), std::vector<int32_t>(y.size(), -1),
+                        std::vector<int32_t>(z.size(), -1)};
   for (size_t d = 0; d < x.size(); ++d) {
-    int32_t loop = s.AddLoop(LoopKind::kParallel, x[d]);
-    s.operand_dims[0][d] = loop;
-    s.result_dims.push_back(loop);
-    if (d != axis) s.operand_dims[2][d < axis ? d : d - 1 + y.size()] = loop;
+    int32_t loop = space.AddLoop(LoopKind::kParallel, x[d]);
+    space.operand_dims[0][d] = loop;
+    space.result_dims.push_back(loop);
+    if (d != axis) space.operand_dims[2][d < axis ? d : d - 1 + y.size()] = loop;
   }
   // Splitting the updates: each device scatters its share into its own addend of the base.
   for (size_t d = 0; d < y.size(); ++d) {
-    int32_t loop = s.AddLoop(LoopKind::kSumReduced, y[d]);
-    s.operand_dims[1][d] = loop;
-    s.operand_dims[2][axis + d] = loop;
+    int32_t loop = space.AddLoop(LoopKind::kSumReduced, y[d]);
+    space.operand_dims[1][d] = loop;
+    space.operand_dims[2][axis + d] = loop;
   }
-  s.linear_operand = {true, false, true};
-  s.partial_all_operands = false;
-  s.partial_with_reduced = {true, false, false};
-  return s;
+  space.linear_operand = {true, false, true};
+  space.partial_all_operands = false;
+  space.partial_with_reduced = {true, false, false};
+  return space;
 }
 
 }  // namespace
@@ -220,49 +220,49 @@ Result<IterationSpace> OpIterationSpace(const Graph& graph, int32_t id) {
   }
   const Op& op = graph.op(id);
   const size_t n = op.operands.size();
-  IterationSpace s;
+  IterationSpace space;
   switch (op.kind) {
     case OpKind::kParameter:
     case OpKind::kConstant:
     case OpKind::kIota:
-      s = ResultLoops(op, 0);
+      space = ResultLoops(op, 0);
       break;
     case OpKind::kDotGeneral:
-      s = DotSpace(graph, op);
-      s.linear_operand = {true, true};
+      space = DotSpace(graph, op);
+      space.linear_operand = {true, true};
       break;
     case OpKind::kConvolution:
-      s = ConvolutionSpace(graph, op);
-      s.linear_operand = {true, true};
+      space = ConvolutionSpace(graph, op);
+      space.linear_operand = {true, true};
       break;
     case OpKind::kBroadcastInDim: {
-      s = ResultLoops(op, 0);
+      space = ResultLoops(op, 0);
       const Dims& x = graph.op(op.operands[0]).shape;
       std::vector<int32_t> dims(x.size(), -1);
       for (size_t i = 0; i < x.size(); ++i) {
         const size_t to = static_cast<size_t>(op.attrs.dims[i]);
-        if (x[i] == op.shape[to]) dims[i] = s.result_dims[to];
+        if (x[i] == op.shape[to]) dims[i] = space.result_dims[to];
       }
-      s.operand_dims = {dims};
-      s.linear_operand = {true};
+      space.operand_dims = {dims};
+      space.linear_operand = {true};
       break;
     }
     case OpKind::kReshape:
-      s = ReshapeSpace(graph.op(op.operands[0]).shape, op);
-      s.linear_operand = {true};
+      space = ReshapeSpace(graph.op(op.operands[0]).shape, op);
+      space.linear_operand = {true};
       break;
     case OpKind::kTranspose: {
-      s = ResultLoops(op, 0);
+      space = ResultLoops(op, 0);
       std::vector<int32_t> dims(op.shape.size(), -1);
       for (size_t i = 0; i < op.shape.size(); ++i) {
-        dims[static_cast<size_t>(op.attrs.dims[i])] = s.result_dims[i];
+        dims[static_cast<size_t>(op.attrs.dims[i])] = space.result_dims[i];
       }
-      s.operand_dims = {dims};
-      s.linear_operand = {true};
+      space.operand_dims = {dims};
+      space.linear_operand = {true};
       break;
     }
     case OpKind::kSlice: {
-      s = ResultLoops(op, 1);
+      space = ResultLoops(op, 1);
       const Dims& x = graph.op(op.operands[0]).shape;
       std::vector<size_t> cut;
       for (size_t d = 0; d < x.size(); ++d) {
@@ -271,73 +271,73 @@ Result<IterationSpace> OpIterationSpace(const Graph& graph, int32_t id) {
           cut.push_back(d);
         }
       }
-      Unsplittable(s, cut);
-      s.linear_operand = {true};
+      Unsplittable(space, cut);
+      space.linear_operand = {true};
       break;
     }
     case OpKind::kPad:
-      s = ResultLoops(op, 1);
-      Unsplittable(s, TouchedDims(op.attrs, op.shape.size()));
-      s.linear_operand = {op.attrs.value == 0.0};
+      space = ResultLoops(op, 1);
+      Unsplittable(space, TouchedDims(op.attrs, op.shape.size()));
+      space.linear_operand = {op.attrs.value == 0.0};
       break;
     case OpKind::kConcatenate:
-      s = ResultLoops(op, n);
-      Unsplittable(s, {static_cast<size_t>(op.attrs.axis)});
-      s.linear_operand.assign(n, true);
-      s.partial_all_operands = true;
+      space = ResultLoops(op, n);
+      Unsplittable(space, {static_cast<size_t>(op.attrs.axis)});
+      space.linear_operand.assign(n, true);
+      space.partial_all_operands = true;
       break;
     case OpKind::kReverse: {
-      s = ResultLoops(op, 1);
+      space = ResultLoops(op, 1);
       std::vector<size_t> dims;
       for (int64_t d : op.attrs.dims) dims.push_back(static_cast<size_t>(d));
-      Unsplittable(s, dims);
-      s.linear_operand = {true};
+      Unsplittable(space, dims);
+      space.linear_operand = {true};
       break;
     }
     case OpKind::kReduceSum:
-      s = ReduceSpace(graph, op, LoopKind::kSumReduced);
-      s.linear_operand = {true};
+      space = ReduceSpace(graph, op, LoopKind::kSumReduced);
+      space.linear_operand = {true};
       break;
     case OpKind::kReduceMax:
-      s = ReduceSpace(graph, op, LoopKind::kMaxReduced);
+      space = ReduceSpace(graph, op, LoopKind::kMaxReduced);
       break;
     case OpKind::kReduceWindow:
-      s = ResultLoops(op, 1);
-      Unsplittable(s, TouchedDims(op.attrs, op.shape.size()));
-      s.linear_operand = {op.attrs.reduce == ReduceKind::kSum};
+      space = ResultLoops(op, 1);
+      Unsplittable(space, TouchedDims(op.attrs, op.shape.size()));
+      space.linear_operand = {op.attrs.reduce == ReduceKind::kSum};
       break;
     case OpKind::kSelectAndScatter:
-      s = ResultLoops(op, 2);
+      space = ResultLoops(op, 2);
       // y has the window op's output shape: only untouched dims line up with x's.
-      Unsplittable(s, TouchedDims(op.attrs, op.shape.size()));
+      Unsplittable(space, TouchedDims(op.attrs, op.shape.size()));
       break;
     case OpKind::kGather:
-      s = GatherSpace(graph, op);
+      space = GatherSpace(graph, op);
       break;
     case OpKind::kScatterAdd:
-      s = ScatterAddSpace(graph, op);
+      space = ScatterAddSpace(graph, op);
       break;
     default:
       if (IsElementwiseUnary(op.kind) || IsElementwiseBinary(op.kind) ||
           op.kind == OpKind::kSelect) {
-        s = ResultLoops(op, n);
+        space = ResultLoops(op, n);
         if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub) {
-          s.linear_operand.assign(n, true);
-          s.partial_all_operands = true;
+          space.linear_operand.assign(n, true);
+          space.partial_all_operands = true;
         } else if (op.kind == OpKind::kNeg || op.kind == OpKind::kConvert) {
-          s.linear_operand = {true};
+          space.linear_operand = {true};
         } else if (op.kind == OpKind::kMul) {
-          s.linear_operand = {true, true};
+          space.linear_operand = {true, true};
         } else if (op.kind == OpKind::kDiv) {
-          s.linear_operand = {true, false};
+          space.linear_operand = {true, false};
         }
         break;
       }
       return InvalidArgument(DescribeOp(graph, id) + ": no iteration space for this kind");
   }
-  s.linear_operand.resize(n, false);
-  s.partial_with_reduced.resize(n, false);
-  return s;
+  space.linear_operand.resize(n, false);
+  space.partial_with_reduced.resize(n, false);
+  return space;
 }
 
 }  // namespace alpa

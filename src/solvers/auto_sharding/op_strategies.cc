@@ -42,73 +42,74 @@ int64_t ShardBytes(const Op& op, const ShardingSpec& spec, const std::vector<int
 }  // namespace
 
 Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
-                                  const IterationSpace& space, const LoopAssignment& a) {
-  const Graph& g = *ctx.graph;
+                                  const IterationSpace& space, const LoopAssignment& assignment) {
+  const Graph& graph = *ctx.graph;
   const LogicalMesh& mesh = *ctx.mesh;
-  const Op& op = g.op(id);
-  if (a.loop_mesh_dims.size() != static_cast<size_t>(space.num_loops())) {
-    return InvalidArgument(DescribeOp(g, id) + ": loop assignment has " +
-                           std::to_string(a.loop_mesh_dims.size()) + " loops, the op " +
+  const Op& op = graph.op(id);
+  if (assignment.loop_mesh_dims.size() != static_cast<size_t>(space.num_loops())) {
+    return InvalidArgument(DescribeOp(graph, id) + ": loop assignment has " +
+                           std::to_string(assignment.loop_mesh_dims.size()) + " loops, the op " +
                            std::to_string(space.num_loops()));
   }
   std::vector<bool> used(static_cast<size_t>(mesh.ndim()), false);
   auto use = [&](int32_t m) -> Status {
     if (m < 0 || m >= mesh.ndim() || used[static_cast<size_t>(m)]) {
-      return InvalidArgument(DescribeOp(g, id) + ": mesh dim " + std::to_string(m) +
+      return InvalidArgument(DescribeOp(graph, id) + ": mesh dim " + std::to_string(m) +
                              " out of range or used twice");
     }
     used[static_cast<size_t>(m)] = true;
     return Status::Ok();
   };
-  OpStrategy s;
-  s.assignment = a;
+  OpStrategy strategy;
+  strategy.assignment = assignment;
   std::vector<int32_t> reduced_dims, max_dims;
   for (int32_t loop = 0; loop < space.num_loops(); ++loop) {
-    const auto& dims = a.loop_mesh_dims[static_cast<size_t>(loop)];
+    const auto& dims = assignment.loop_mesh_dims[static_cast<size_t>(loop)];
     int64_t pieces = 1;
     for (int32_t m : dims) {
       ALPA_RETURN_IF_ERROR(use(m));
       pieces *= mesh.shape[static_cast<size_t>(m)];
     }
     if (!space.Divides(loop, pieces)) {
-      return InvalidArgument(DescribeOp(g, id) + ": loop " + std::to_string(loop) +
+      return InvalidArgument(DescribeOp(graph, id) + ": loop " + std::to_string(loop) +
                              " cannot be split into " + std::to_string(pieces));
     }
-    s.work_split *= pieces;
+    strategy.work_split *= pieces;
     const LoopKind kind = space.kinds[static_cast<size_t>(loop)];
     for (int32_t m : dims) {
       if (kind == LoopKind::kSumReduced) reduced_dims.push_back(m);
       if (kind == LoopKind::kMaxReduced) max_dims.push_back(m);
     }
   }
-  for (int32_t m : a.pass_partial) {
+  for (int32_t m : assignment.pass_partial) {
     ALPA_RETURN_IF_ERROR(use(m));
-    s.work_split *= mesh.shape[static_cast<size_t>(m)];
+    strategy.work_split *= mesh.shape[static_cast<size_t>(m)];
   }
 
-  s.result = SpecOf(space.result_dims, a);
-  AddPartial(s.result, reduced_dims);
-  AddPartial(s.result, a.pass_partial);
+  strategy.result = SpecOf(space.result_dims, assignment);
+  AddPartial(strategy.result, reduced_dims);
+  AddPartial(strategy.result, assignment.pass_partial);
   for (size_t k = 0; k < op.operands.size(); ++k) {
-    ShardingSpec spec = SpecOf(space.operand_dims[k], a);
-    const bool passes = a.partial_operand < 0 ? space.linear_operand[k]
-                                              : static_cast<size_t>(a.partial_operand) == k;
-    if (!a.pass_partial.empty() && passes) AddPartial(spec, a.pass_partial);
+    ShardingSpec spec = SpecOf(space.operand_dims[k], assignment);
+    const bool passes = assignment.partial_operand < 0
+                            ? space.linear_operand[k]
+                            : static_cast<size_t>(assignment.partial_operand) == k;
+    if (!assignment.pass_partial.empty() && passes) AddPartial(spec, assignment.pass_partial);
     if (space.partial_with_reduced[k]) AddPartial(spec, reduced_dims);
-    s.operands.push_back(std::move(spec));
+    strategy.operands.push_back(std::move(spec));
   }
 
   const CollectiveCostModel comm(mesh, ctx.cost_mode);
-  const int64_t result_shard = ShardBytes(op, s.result, mesh.shape);
-  s.memory_bytes = result_shard;
+  const int64_t result_shard = ShardBytes(op, strategy.result, mesh.shape);
+  strategy.memory_bytes = result_shard;
   for (int32_t m : max_dims) {  // partial maxima: all-reduce (max) inside the op
     OpCollective c;
     c.kind = CollectiveKind::kAllReduce;
     c.mesh_dim = m;
     c.bytes = static_cast<double>(result_shard);
     c.cost = comm.AllReduce(m, c.bytes);
-    s.communication_cost += c.cost;
-    s.collectives.push_back(c);
+    strategy.communication_cost += c.cost;
+    strategy.collectives.push_back(c);
   }
 
   const bool heavy = op.kind == OpKind::kDotGeneral || op.kind == OpKind::kConvolution;
@@ -117,23 +118,25 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
     // its operands there (XLA auto-sharding's DotCost).
     if (heavy) {
       double operand_bytes = 0;
-      for (int32_t x : op.operands) operand_bytes += static_cast<double>(TensorBytes(g.op(x)));
+      for (int32_t x : op.operands) operand_bytes += static_cast<double>(TensorBytes(graph.op(x)));
       for (int32_t m = 0; m < mesh.ndim(); ++m) {
         if (!used[static_cast<size_t>(m)] && mesh.shape[static_cast<size_t>(m)] > 1) {
-          s.compute_cost += comm.AllReduce(m, operand_bytes);
+          strategy.compute_cost += comm.AllReduce(m, operand_bytes);
         }
       }
     }
   } else {
     double bytes = static_cast<double>(result_shard);
     for (size_t k = 0; k < op.operands.size(); ++k) {
-      bytes += static_cast<double>(ShardBytes(g.op(op.operands[k]), s.operands[k], mesh.shape));
+      bytes += static_cast<double>(
+          ShardBytes(graph.op(op.operands[k]), strategy.operands[k], mesh.shape));
     }
-    const double flops = static_cast<double>(OpFlops(g, id)) /
-                         static_cast<double>(std::max<int64_t>(1, s.work_split));
-    s.compute_cost = OpComputeSeconds(flops, bytes, op.dtype, ClassOf(op.kind), *ctx.cluster);
+    const double flops = static_cast<double>(OpFlops(graph, id)) /
+                         static_cast<double>(std::max<int64_t>(1, strategy.work_split));
+    strategy.compute_cost =
+        OpComputeSeconds(flops, bytes, op.dtype, ClassOf(op.kind), *ctx.cluster);
   }
-  return s;
+  return strategy;
 }
 
 Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx, int32_t id,

@@ -95,52 +95,56 @@ Status PlanChecker::CheckStructure() {
   }
   const int32_t ndim = static_cast<int32_t>(mesh_.size());
   for (size_t i = 0; i < result_.collectives.size(); ++i) {
-    const PlannedCollective& c = result_.collectives[i];
-    const std::string name = "collective " + std::to_string(i) + " (" + CollectiveName(c.kind) +
-                             (c.description.empty() ? "" : ", " + c.description) + ")";
-    if (c.kind == CollectiveKind::kSendRecv) {
+    const PlannedCollective& collective = result_.collectives[i];
+    const std::string name =
+        "collective " + std::to_string(i) + " (" + CollectiveName(collective.kind) +
+        (collective.description.empty() ? "" : ", " + collective.description) + ")";
+    if (collective.kind == CollectiveKind::kSendRecv) {
       return InvalidArgument(name + ": send-recv inside a mesh");
     }
-    if (c.mesh_dims.empty()) return InvalidArgument(name + ": no mesh dims");
-    for (size_t j = 0; j < c.mesh_dims.size(); ++j) {
-      if (c.mesh_dims[j] < 0 || c.mesh_dims[j] >= ndim) {
-        return InvalidArgument(name + ": mesh dim " + std::to_string(c.mesh_dims[j]) +
+    if (collective.mesh_dims.empty()) return InvalidArgument(name + ": no mesh dims");
+    for (size_t j = 0; j < collective.mesh_dims.size(); ++j) {
+      if (collective.mesh_dims[j] < 0 || collective.mesh_dims[j] >= ndim) {
+        return InvalidArgument(name + ": mesh dim " + std::to_string(collective.mesh_dims[j]) +
                                " out of range for a " + std::to_string(ndim) + "-D mesh");
       }
       for (size_t j2 = 0; j2 < j; ++j2) {
-        if (c.mesh_dims[j2] == c.mesh_dims[j]) return InvalidArgument(name + ": a mesh dim twice");
+        if (collective.mesh_dims[j2] == collective.mesh_dims[j])
+          return InvalidArgument(name + ": a mesh dim twice");
       }
     }
-    if (!std::isfinite(c.cost)) return InvalidArgument(name + ": cost is not finite");
-    if (c.tensor < 0 || c.tensor >= graph_.size() || c.consumer < -1 ||
-        c.consumer >= graph_.size() || (c.consumer == -1 && c.inside_op)) {
+    if (!std::isfinite(collective.cost)) return InvalidArgument(name + ": cost is not finite");
+    if (collective.tensor < 0 || collective.tensor >= graph_.size() || collective.consumer < -1 ||
+        collective.consumer >= graph_.size() ||
+        (collective.consumer == -1 && collective.inside_op)) {
       return InvalidArgument(name + ": tensor or consumer op out of range");
     }
-    if (c.consumer == -1) {  // lays the tensor out for all its readers
-      if (c.operand != -1 || !sharding(c.tensor).reader_layout) {
-        return InvalidArgument(name + ": shared by the readers of " + DescribeOp(graph_, c.tensor) +
+    if (collective.consumer == -1) {  // lays the tensor out for all its readers
+      if (collective.operand != -1 || !sharding(collective.tensor).reader_layout) {
+        return InvalidArgument(name + ": shared by the readers of " +
+                               DescribeOp(graph_, collective.tensor) +
                                ", which has no reader layout (or names an operand)");
       }
-      edge_collectives_[{c.tensor, -1, -1}].push_back(i);
+      edge_collectives_[{collective.tensor, -1, -1}].push_back(i);
       continue;
     }
-    if (c.inside_op) {
-      if (c.consumer != c.tensor) {
+    if (collective.inside_op) {
+      if (collective.consumer != collective.tensor) {
         return InvalidArgument(name + ": inside an op, but its consumer " +
-                               DescribeOp(graph_, c.consumer) + " is not its tensor " +
-                               DescribeOp(graph_, c.tensor));
+                               DescribeOp(graph_, collective.consumer) + " is not its tensor " +
+                               DescribeOp(graph_, collective.tensor));
       }
-      if (!Materialized(c.tensor)) {
-        return OpError(graph_, c.tensor, name + " is inside an op that is free or fused");
+      if (!Materialized(collective.tensor)) {
+        return OpError(graph_, collective.tensor, name + " is inside an op that is free or fused");
       }
-      op_collectives_[c.tensor].push_back(i);
+      op_collectives_[collective.tensor].push_back(i);
     } else {
-      const size_t n = graph_.op(c.consumer).operands.size();
-      if (c.operand < 0 || static_cast<size_t>(c.operand) >= n) {
-        return InvalidArgument(name + ": operand " + std::to_string(c.operand) + " of " +
-                               DescribeOp(graph_, c.consumer) + " does not exist");
+      const size_t n = graph_.op(collective.consumer).operands.size();
+      if (collective.operand < 0 || static_cast<size_t>(collective.operand) >= n) {
+        return InvalidArgument(name + ": operand " + std::to_string(collective.operand) + " of " +
+                               DescribeOp(graph_, collective.consumer) + " does not exist");
       }
-      edge_collectives_[{c.tensor, c.consumer, c.operand}].push_back(i);
+      edge_collectives_[{collective.tensor, collective.consumer, collective.operand}].push_back(i);
     }
   }
   return Status::Ok();
@@ -172,11 +176,11 @@ Status PlanChecker::CheckSpecs() {
 Status PlanChecker::CheckOps() {
   for (int32_t id = 0; id < graph_.size(); ++id) {
     if (!Materialized(id)) continue;
-    const OpSharding& s = sharding(id);
+    const OpSharding& op_sharding = sharding(id);
     const Op& op = graph_.op(id);
     std::vector<ShardingSpec> in;
-    for (const ShardingSpec& spec : s.operands) in.push_back(Canonical(spec, mesh_));
-    const ShardingSpec claimed = Canonical(s.result, mesh_);
+    for (const ShardingSpec& spec : op_sharding.operands) in.push_back(Canonical(spec, mesh_));
+    const ShardingSpec claimed = Canonical(op_sharding.result, mesh_);
     const OpView view{graph_, id, op, in, claimed};
     Layout got;
     std::string e = DeriveResult(view, got);
@@ -216,15 +220,17 @@ Status PlanChecker::CheckOps() {
           "its local result is a partial sum over " + MeshDimsText(missing) +
               " (split contracting, reduced or table dims, or a partial operand), but the plan "
               "claims " +
-              Quote(s.result) + " and lists no in-op all-reduce over " + MeshDimsText(missing));
+              Quote(op_sharding.result) + " and lists no in-op all-reduce over " +
+              MeshDimsText(missing));
     }
     std::string ins;
-    for (size_t k = 0; k < s.operands.size(); ++k) {
-      ins += (k > 0 ? ", " : "") + Quote(s.operands[k]);
+    for (size_t k = 0; k < op_sharding.operands.size(); ++k) {
+      ins += (k > 0 ? ", " : "") + Quote(op_sharding.operands[k]);
     }
     return OpError(graph_, id,
-                   "the plan claims result spec " + Quote(s.result) + ", but from operand specs " +
-                       ins + " (and its in-op collectives) it computes " + Quote(got.spec));
+                   "the plan claims result spec " + Quote(op_sharding.result) +
+                       ", but from operand specs " + ins +
+                       " (and its in-op collectives) it computes " + Quote(got.spec));
   }
   return Status::Ok();
 }
@@ -425,7 +431,7 @@ Result<PlanMemory> RecomputePlanMemory(const Graph& graph, const std::vector<int
   for (int32_t id = 0; id < n; ++id) {
     if (!materialized(id)) continue;
     const Op& op = graph.op(id);
-    int64_t b = bytes[static_cast<size_t>(id)];
+    int64_t op_bytes = bytes[static_cast<size_t>(id)];
     if (op.alias_of >= 0 && op.alias_of < n && materialized(op.alias_of)) {
       // Donation: the update writes into its parameter's buffer (no bytes of its own) when the
       // parameter has no reader after it, its shard fits that buffer, and no other update took
@@ -439,7 +445,7 @@ Result<PlanMemory> RecomputePlanMemory(const Graph& graph, const std::vector<int
         why = DescribeOp(graph, id) + " (position " + std::to_string(p) + ") cannot update " +
               DescribeOp(graph, op.alias_of) + " in place: it is still read at position " +
               std::to_string(later);
-      } else if (b > bytes[a]) {
+      } else if (op_bytes > bytes[a]) {
         why = DescribeOp(graph, id) + " cannot update " + DescribeOp(graph, op.alias_of) +
               " in place: its shard is larger than the parameter's";
       } else if (donated[a]) {
@@ -448,7 +454,7 @@ Result<PlanMemory> RecomputePlanMemory(const Graph& graph, const std::vector<int
       }
       if (why.empty()) {
         donated[a] = true;
-        b = 0;
+        op_bytes = 0;
       } else {
         memory.copied_updates.push_back(why);
       }
@@ -456,8 +462,8 @@ Result<PlanMemory> RecomputePlanMemory(const Graph& graph, const std::vector<int
     if (op.kind == OpKind::kParameter || op.alias_of >= 0 || to_end[static_cast<size_t>(id)]) {
       end[static_cast<size_t>(id)] = steps - 1;
     }
-    delta[static_cast<size_t>(start[static_cast<size_t>(id)])] += b;
-    delta[static_cast<size_t>(end[static_cast<size_t>(id)]) + 1] -= b;
+    delta[static_cast<size_t>(start[static_cast<size_t>(id)])] += op_bytes;
+    delta[static_cast<size_t>(end[static_cast<size_t>(id)]) + 1] -= op_bytes;
   }
   Int128 live = 0, peak = 0;
   for (int64_t t = 0; t < steps; ++t) {
@@ -488,36 +494,36 @@ Status CheckShardingPlan(const Graph& graph, const std::vector<int64_t>& mesh_sh
 
   Result<PlanMemory> memory = RecomputePlanMemory(graph, mesh_shape, result);
   if (!memory.ok()) return memory.status();
-  const PlanMemory& m = memory.value();
-  if (m.peak_bytes != result.peak_memory_bytes) {
+  const PlanMemory& plan_memory = memory.value();
+  if (plan_memory.peak_bytes != result.peak_memory_bytes) {
     return InvalidArgument(
         "peak memory " + std::to_string(result.peak_memory_bytes) +
-        " bytes per device, but the schedule gives " + std::to_string(m.peak_bytes) +
-        " (first reached at position " + std::to_string(m.peak_time) + ")" +
-        (m.copied_updates.empty()
+        " bytes per device, but the schedule gives " + std::to_string(plan_memory.peak_bytes) +
+        " (first reached at position " + std::to_string(plan_memory.peak_time) + ")" +
+        (plan_memory.copied_updates.empty()
              ? std::string()
-             : "; " + std::to_string(m.copied_updates.size()) +
-                   " update(s) need their own buffer, e.g. " + m.copied_updates[0]));
+             : "; " + std::to_string(plan_memory.copied_updates.size()) +
+                   " update(s) need their own buffer, e.g. " + plan_memory.copied_updates[0]));
   }
-  if (!m.usage.empty()) {
+  if (!plan_memory.usage.empty()) {
     // Ties allowed: the claimed time may be any position where the usage reaches the peak.
     const int64_t t = result.peak_memory_time;
-    if (t < 0 || t >= static_cast<int64_t>(m.usage.size()) ||
-        m.usage[static_cast<size_t>(t)] != m.peak_bytes) {
-      return InvalidArgument("peak memory time " + std::to_string(t) +
-                             " is not a peak of the schedule (" +
-                             (t >= 0 && t < static_cast<int64_t>(m.usage.size())
-                                  ? std::to_string(m.usage[static_cast<size_t>(t)]) + " bytes there"
-                                  : std::string("out of range")) +
-                             ", peak " + std::to_string(m.peak_bytes) + " first at " +
-                             std::to_string(m.peak_time) + ")");
+    if (t < 0 || t >= static_cast<int64_t>(plan_memory.usage.size()) ||
+        plan_memory.usage[static_cast<size_t>(t)] != plan_memory.peak_bytes) {
+      return InvalidArgument(
+          "peak memory time " + std::to_string(t) + " is not a peak of the schedule (" +
+          (t >= 0 && t < static_cast<int64_t>(plan_memory.usage.size())
+               ? std::to_string(plan_memory.usage[static_cast<size_t>(t)]) + " bytes there"
+               : std::string("out of range")) +
+          ", peak " + std::to_string(plan_memory.peak_bytes) + " first at " +
+          std::to_string(plan_memory.peak_time) + ")");
     }
   }
-  if (memory_budget_bytes.has_value() && m.peak_bytes > *memory_budget_bytes) {
-    return InvalidArgument("peak memory " + std::to_string(m.peak_bytes) +
+  if (memory_budget_bytes.has_value() && plan_memory.peak_bytes > *memory_budget_bytes) {
+    return InvalidArgument("peak memory " + std::to_string(plan_memory.peak_bytes) +
                            " bytes per device exceeds the budget of " +
                            std::to_string(*memory_budget_bytes) + " (at schedule position " +
-                           std::to_string(m.peak_time) + ")");
+                           std::to_string(plan_memory.peak_time) + ")");
   }
   return checker.CheckObjective();
 }

@@ -1,8 +1,8 @@
-// An independent checker for auto-sharding plans (CONVENTIONS, Tests: every solver result is
-// checked by an independent evaluator). It re-derives everything from the op semantics of
-// core/ir/graph.h and the sharding-spec meaning of core/cluster/sharding_spec.h, and shares no code
-// with the strategy enumeration (core/op_strategies*, core/iteration_space*) or with resharding
-// (core/resharding*): a bug there cannot hide itself here.
+// An independent checker for auto-sharding plans (every solver result is checked by an
+// independent evaluator). It re-derives everything from the op semantics of core/ir/graph.h and
+// the sharding-spec meaning of core/cluster/sharding_spec.h, and shares no code with the strategy
+// enumeration (solvers/auto_sharding/op_strategies*, solvers/auto_sharding/iteration_space*) or
+// with resharding (core/cluster/resharding*): a bug there cannot hide itself here.
 //
 // What CheckShardingPlan checks, in this order (the first violation is returned):
 //   0. structure: one OpSharding per op, the mesh matches, free ops read only free values,

@@ -33,10 +33,10 @@ struct Layout {
 };
 
 // "" or why the layout uses a mesh dim twice.
-std::string DuplicateMeshDim(const Layout& x);
-// Applies collective `c` to `x`, heading for `want` (where a reduce-scatter or all-to-all puts
+std::string DuplicateMeshDim(const Layout& layout);
+// Applies collective `c` to `layout`, heading for `want` (where a reduce-scatter or all-to-all puts
 // its mesh dim); "" or why it does not apply.
-std::string ApplyCollective(Layout& x, const PlannedCollective& c, const ShardingSpec& want,
+std::string ApplyCollective(Layout& layout, const PlannedCollective& c, const ShardingSpec& want,
                             const std::vector<int64_t>& mesh);
 // "" when `want` differs from `have` only by local work (slices at the minor end of a dim,
 // zero-filled partial sums), else what differs.
@@ -52,8 +52,8 @@ struct OpView {
   const Dims& shape(size_t k) const { return graph.op(op.operands[k]).shape; }
 };
 
-// The layout op v's local computation produces from the operand layouts it reads (rules at the
-// top of plan_check_rules.cc); "" or why the operands do not fit the op.
-std::string DeriveResult(const OpView& v, Layout& out);
+// The layout the viewed op's local computation produces from the operand layouts it reads (rules at
+// the top of plan_check_rules.cc); "" or why the operands do not fit the op.
+std::string DeriveResult(const OpView& view, Layout& out);
 
 }  // namespace alpa::plan_check

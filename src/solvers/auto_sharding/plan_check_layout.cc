@@ -50,15 +50,15 @@ ShardingSpec Canonical(const ShardingSpec& spec, const std::vector<int64_t>& mes
   return out;
 }
 
-bool UsedAnywhere(const Layout& x, int32_t m) {
-  for (const MeshDimList& d : x.spec.dims) {
+bool UsedAnywhere(const Layout& layout, int32_t m) {
+  for (const MeshDimList& d : layout.spec.dims) {
     if (Contains(d, m)) return true;
   }
-  return Contains(x.spec.partial, m) || Contains(x.max_pending, m);
+  return Contains(layout.spec.partial, m) || Contains(layout.max_pending, m);
 }
 
 // "" or a complaint naming the mesh dim used for two things.
-std::string DuplicateMeshDim(const Layout& x) {
+std::string DuplicateMeshDim(const Layout& layout) {
   std::map<int32_t, std::string> where;
   auto use = [&](int32_t m, const std::string& what) -> std::string {
     auto [it, inserted] = where.emplace(m, what);
@@ -66,17 +66,17 @@ std::string DuplicateMeshDim(const Layout& x) {
     return "mesh dim " + std::to_string(m) + " would split two different things (" + it->second +
            " and " + what + ")";
   };
-  for (size_t d = 0; d < x.spec.dims.size(); ++d) {
-    for (int32_t m : x.spec.dims[d]) {
+  for (size_t d = 0; d < layout.spec.dims.size(); ++d) {
+    for (int32_t m : layout.spec.dims[d]) {
       std::string e = use(m, "result dim " + std::to_string(d));
       if (!e.empty()) return e;
     }
   }
-  for (int32_t m : x.spec.partial) {
+  for (int32_t m : layout.spec.partial) {
     std::string e = use(m, "a partial sum");
     if (!e.empty()) return e;
   }
-  for (int32_t m : x.max_pending) {
+  for (int32_t m : layout.max_pending) {
     std::string e = use(m, "a partial maximum");
     if (!e.empty()) return e;
   }
@@ -98,23 +98,23 @@ std::pair<int32_t, int32_t> FindInSpec(const ShardingSpec& want, int32_t m) {
 // Appends m to the tensor dim where `want` has it. The mesh dims `want` lists before m on that
 // dim are sliced locally first when the layout lacks them (free: every device keeps its piece,
 // which is valid on partial sums too), so a reduce-scatter may land behind a free slice.
-std::string PlaceAsWanted(Layout& x, const ShardingSpec& want, int32_t m) {
+std::string PlaceAsWanted(Layout& layout, const ShardingSpec& want, int32_t m) {
   const auto [d, pos] = FindInSpec(want, m);
   if (d < 0) {
     return "the reader wants no tensor dim split over mesh dim " + std::to_string(m) + " (" +
            Quote(want) + ")";
   }
-  MeshDimList& cur = x.spec.dims[static_cast<size_t>(d)];
+  MeshDimList& cur = layout.spec.dims[static_cast<size_t>(d)];
   const MeshDimList& w = want.dims[static_cast<size_t>(d)];
   if (cur.size() > static_cast<size_t>(pos) || !std::equal(cur.begin(), cur.end(), w.begin())) {
-    return "tensor dim " + std::to_string(d) + " is already split as " + Quote(x.spec) +
+    return "tensor dim " + std::to_string(d) + " is already split as " + Quote(layout.spec) +
            ", which cannot take mesh dim " + std::to_string(m) + " where " + Quote(want) +
            " has it";
   }
   for (size_t i = cur.size(); i < static_cast<size_t>(pos); ++i) {
-    if (UsedAnywhere(x, w[i])) {
+    if (UsedAnywhere(layout, w[i])) {
       return "mesh dim " + std::to_string(w[i]) + " must split tensor dim " + std::to_string(d) +
-             " before mesh dim " + std::to_string(m) + ", but layout " + Quote(x.spec) +
+             " before mesh dim " + std::to_string(m) + ", but layout " + Quote(layout.spec) +
              " uses it elsewhere";
     }
     cur.push_back(w[i]);
@@ -125,13 +125,13 @@ std::string PlaceAsWanted(Layout& x, const ShardingSpec& want, int32_t m) {
 
 // Removes the mesh dims `ms` from the minor ends of the dims holding them (any order); records
 // the tensor dim each came from.
-std::string RemoveFromMinorEnds(Layout& x, std::vector<int32_t> ms,
+std::string RemoveFromMinorEnds(Layout& layout, std::vector<int32_t> ms,
                                 std::map<int32_t, int32_t>& from) {
   while (!ms.empty()) {
     bool progress = false;
     for (size_t i = 0; i < ms.size() && !progress; ++i) {
-      for (size_t d = 0; d < x.spec.dims.size(); ++d) {
-        MeshDimList& list = x.spec.dims[d];
+      for (size_t d = 0; d < layout.spec.dims.size(); ++d) {
+        MeshDimList& list = layout.spec.dims[d];
         if (!list.empty() && list.back() == ms[i]) {
           list.pop_back();
           from[ms[i]] = static_cast<int32_t>(d);
@@ -142,7 +142,7 @@ std::string RemoveFromMinorEnds(Layout& x, std::vector<int32_t> ms,
       }
     }
     if (!progress) {
-      return "no tensor dim of " + Quote(x.spec) + " is split over mesh dim " +
+      return "no tensor dim of " + Quote(layout.spec) + " is split over mesh dim " +
              std::to_string(ms[0]) + " at its minor end";
     }
   }
@@ -160,20 +160,21 @@ void SortByWantedPosition(std::vector<int32_t>& ms, const ShardingSpec& want) {
   });
 }
 
-std::string TakeFromPartial(Layout& x, int32_t m) {
-  if (Contains(x.spec.partial, m)) {
-    Erase(x.spec.partial, m);
+std::string TakeFromPartial(Layout& layout, int32_t m) {
+  if (Contains(layout.spec.partial, m)) {
+    Erase(layout.spec.partial, m);
     return "";
   }
-  if (Contains(x.max_pending, m)) {
-    Erase(x.max_pending, m);
+  if (Contains(layout.max_pending, m)) {
+    Erase(layout.max_pending, m);
     return "";
   }
-  return "the tensor " + Quote(x.spec) + " is not a partial sum over mesh dim " + std::to_string(m);
+  return "the tensor " + Quote(layout.spec) + " is not a partial sum over mesh dim " +
+         std::to_string(m);
 }
 
-// Applies one collective (its mesh dims of size 1 dropped) to `x`; "" or what is wrong.
-std::string ApplyCollective(Layout& x, const PlannedCollective& c, const ShardingSpec& want,
+// Applies one collective (its mesh dims of size 1 dropped) to `layout`; "" or what is wrong.
+std::string ApplyCollective(Layout& layout, const PlannedCollective& c, const ShardingSpec& want,
                             const std::vector<int64_t>& mesh) {
   std::vector<int32_t> ms;
   for (int32_t m : c.mesh_dims) {
@@ -183,29 +184,29 @@ std::string ApplyCollective(Layout& x, const PlannedCollective& c, const Shardin
   switch (c.kind) {
     case CollectiveKind::kAllReduce:
       for (int32_t m : ms) {
-        std::string e = TakeFromPartial(x, m);
+        std::string e = TakeFromPartial(layout, m);
         if (!e.empty()) return e;
       }
       return "";
     case CollectiveKind::kReduceScatter:
       for (int32_t m : ms) {
-        std::string e = TakeFromPartial(x, m);
+        std::string e = TakeFromPartial(layout, m);
         if (!e.empty()) return e;
       }
       SortByWantedPosition(ms, want);
       for (int32_t m : ms) {
-        std::string e = PlaceAsWanted(x, want, m);
+        std::string e = PlaceAsWanted(layout, want, m);
         if (!e.empty()) return e;
       }
       return "";
     case CollectiveKind::kAllGather:
-      return RemoveFromMinorEnds(x, ms, from);
+      return RemoveFromMinorEnds(layout, ms, from);
     case CollectiveKind::kAllToAll: {
-      std::string e = RemoveFromMinorEnds(x, ms, from);
+      std::string e = RemoveFromMinorEnds(layout, ms, from);
       if (!e.empty()) return e;
       SortByWantedPosition(ms, want);
       for (int32_t m : ms) {
-        e = PlaceAsWanted(x, want, m);
+        e = PlaceAsWanted(layout, want, m);
         if (!e.empty()) return e;
         if (FindInSpec(want, m).first == from[m]) {
           return "it leaves mesh dim " + std::to_string(m) + " on tensor dim " +

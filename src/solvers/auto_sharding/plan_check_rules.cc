@@ -64,36 +64,36 @@ namespace alpa::plan_check {
 
 std::string PartialText(const ShardingSpec& s) { return MeshDimsText(s.partial); }
 
-std::string NotLinear(const OpView& v, size_t k) {
-  return "operand " + std::to_string(k) + " is a partial sum over " + PartialText(v.in[k]) +
-         ", and " + OpKindName(v.op.kind) + " is not linear in it";
+std::string NotLinear(const OpView& view, size_t k) {
+  return "operand " + std::to_string(k) + " is a partial sum over " + PartialText(view.in[k]) +
+         ", and " + OpKindName(view.op.kind) + " is not linear in it";
 }
 
-std::string DeriveElementwise(const OpView& v, Layout& out) {
-  for (size_t k = 1; k < v.in.size(); ++k) {
-    if (v.in[k].dims != v.in[0].dims) {
-      ShardingSpec a = v.in[k], b = v.in[0];
+std::string DeriveElementwise(const OpView& view, Layout& out) {
+  for (size_t k = 1; k < view.in.size(); ++k) {
+    if (view.in[k].dims != view.in[0].dims) {
+      ShardingSpec a = view.in[k], b = view.in[0];
       a.partial.clear();
       b.partial.clear();
       return "operand " + std::to_string(k) + " is split as " + Quote(a) + " but operand 0 as " +
              Quote(b) + "; an elementwise op reads all operands alike";
     }
   }
-  out.spec.dims = v.in[0].dims;
+  out.spec.dims = view.in[0].dims;
   std::vector<size_t> partial_ops;
-  for (size_t k = 0; k < v.in.size(); ++k) {
-    if (!v.in[k].partial.empty()) partial_ops.push_back(k);
+  for (size_t k = 0; k < view.in.size(); ++k) {
+    if (!view.in[k].partial.empty()) partial_ops.push_back(k);
   }
   if (partial_ops.empty()) return "";
   const size_t first = partial_ops[0];
-  switch (v.op.kind) {
+  switch (view.op.kind) {
     case OpKind::kAdd:
     case OpKind::kSub:
-      for (size_t k = 0; k < v.in.size(); ++k) {
-        if (v.in[k].partial != v.in[first].partial) {
+      for (size_t k = 0; k < view.in.size(); ++k) {
+        if (view.in[k].partial != view.in[first].partial) {
           return "operand " + std::to_string(first) + " is a partial sum over " +
-                 PartialText(v.in[first]) + " but operand " + std::to_string(k) + " is " +
-                 (v.in[k].partial.empty() ? "not" : "one over " + PartialText(v.in[k])) +
+                 PartialText(view.in[first]) + " but operand " + std::to_string(k) + " is " +
+                 (view.in[k].partial.empty() ? "not" : "one over " + PartialText(view.in[k])) +
                  "; add / sub of partial sums needs every operand partial over the same mesh "
                  "dims";
         }
@@ -102,9 +102,9 @@ std::string DeriveElementwise(const OpView& v, Layout& out) {
     case OpKind::kNeg:
       break;
     case OpKind::kConvert:
-      if (!IsFloating(v.op.dtype)) {
-        return "operand 0 is a partial sum over " + PartialText(v.in[0]) + ", and convert to " +
-               DTypeName(v.op.dtype) + " is not linear";
+      if (!IsFloating(view.op.dtype)) {
+        return "operand 0 is a partial sum over " + PartialText(view.in[0]) + ", and convert to " +
+               DTypeName(view.op.dtype) + " is not linear";
       }
       break;
     case OpKind::kMul:
@@ -116,41 +116,41 @@ std::string DeriveElementwise(const OpView& v, Layout& out) {
       break;
     case OpKind::kDiv:
       if (partial_ops.size() > 1 || first != 0) {
-        return "the divisor is a partial sum over " + PartialText(v.in[1]) +
+        return "the divisor is a partial sum over " + PartialText(view.in[1]) +
                "; only the numerator of div may be one";
       }
       break;
     case OpKind::kSelect:
-      if (!v.in[0].partial.empty()) return NotLinear(v, 0);
-      if (v.in[1].partial != v.in[2].partial) {
-        return "select's branches are partial sums over different mesh dims (" + Quote(v.in[1]) +
-               " and " + Quote(v.in[2]) + ")";
+      if (!view.in[0].partial.empty()) return NotLinear(view, 0);
+      if (view.in[1].partial != view.in[2].partial) {
+        return "select's branches are partial sums over different mesh dims (" + Quote(view.in[1]) +
+               " and " + Quote(view.in[2]) + ")";
       }
       break;
     default:
-      return NotLinear(v, first);
+      return NotLinear(view, first);
   }
-  out.spec.partial = v.in[first].partial;
+  out.spec.partial = view.in[first].partial;
   return "";
 }
 
 // Partial sums through a bilinear op (dot_general, convolution): a mesh dim partial in exactly
 // one operand stays partial; in both it is an error (the product of sums is not the sum of
 // products).
-std::string BilinearPartial(const OpView& v, std::vector<int32_t>& partial) {
-  for (int32_t m : v.in[0].partial) {
-    if (Contains(v.in[1].partial, m)) {
+std::string BilinearPartial(const OpView& view, std::vector<int32_t>& partial) {
+  for (int32_t m : view.in[0].partial) {
+    if (Contains(view.in[1].partial, m)) {
       return "both operands are partial sums over mesh dim " + std::to_string(m);
     }
   }
-  partial = SortedUnion(SortedUnion(partial, v.in[0].partial), v.in[1].partial);
+  partial = SortedUnion(SortedUnion(partial, view.in[0].partial), view.in[1].partial);
   return "";
 }
 
-std::string DeriveDot(const OpView& v, Layout& out) {
-  const DotDims& dd = v.op.attrs.dot;
-  const ShardingSpec& l = v.in[0];
-  const ShardingSpec& r = v.in[1];
+std::string DeriveDot(const OpView& view, Layout& out) {
+  const DotDims& dd = view.op.attrs.dot;
+  const ShardingSpec& l = view.in[0];
+  const ShardingSpec& r = view.in[1];
   std::vector<bool> l_used(l.rank(), false), r_used(r.rank(), false);
   for (size_t i = 0; i < dd.lhs_batch.size(); ++i) {
     const size_t a = static_cast<size_t>(dd.lhs_batch[i]), b = static_cast<size_t>(dd.rhs_batch[i]);
@@ -181,12 +181,12 @@ std::string DeriveDot(const OpView& v, Layout& out) {
   }
   std::sort(contracted.begin(), contracted.end());
   out.spec.partial = contracted;
-  return BilinearPartial(v, out.spec.partial);
+  return BilinearPartial(view, out.spec.partial);
 }
 
-std::string DeriveConvolution(const OpView& v, Layout& out) {
-  const ShardingSpec& x = v.in[0];
-  const ShardingSpec& k = v.in[1];
+std::string DeriveConvolution(const OpView& view, Layout& out) {
+  const ShardingSpec& x = view.in[0];
+  const ShardingSpec& k = view.in[1];
   for (size_t d = 2; d < x.rank(); ++d) {
     if (!x.dims[d].empty() || !k.dims[d].empty()) {
       return "spatial dim " + std::to_string(d) + " is split (input " + Quote(x) + ", kernel " +
@@ -197,151 +197,153 @@ std::string DeriveConvolution(const OpView& v, Layout& out) {
     return "the input channels are split differently on the input " + Quote(x) +
            " and the kernel " + Quote(k);
   }
-  if (!x.dims[1].empty() && v.op.attrs.feature_group_count != 1) {
+  if (!x.dims[1].empty() && view.op.attrs.feature_group_count != 1) {
     // A channel split that respects the groups could be valid, but it needs the group
     // structure of both C and O; strict here, as no strategy of Alpa's splits them.
     return "a grouped convolution (feature_group_count " +
-           std::to_string(v.op.attrs.feature_group_count) + ") with split input channels";
+           std::to_string(view.op.attrs.feature_group_count) + ") with split input channels";
   }
   out.spec.dims.assign(x.rank(), {});
   out.spec.dims[0] = x.dims[0];
   out.spec.dims[1] = k.dims[0];
   out.spec.partial = x.dims[1];
   std::sort(out.spec.partial.begin(), out.spec.partial.end());
-  return BilinearPartial(v, out.spec.partial);
+  return BilinearPartial(view, out.spec.partial);
 }
 
-std::string DeriveBroadcast(const OpView& v, Layout& out) {
-  const Dims& xs = v.shape(0);
+std::string DeriveBroadcast(const OpView& view, Layout& out) {
+  const Dims& xs = view.shape(0);
   // New and size-1-expanded dims: whatever the result claims (any device can make any slice of
   // data that is constant along the dim).
-  out.spec.dims = v.claimed.dims;
+  out.spec.dims = view.claimed.dims;
   for (size_t i = 0; i < xs.size(); ++i) {
-    const size_t od = static_cast<size_t>(v.op.attrs.dims[i]);
-    if (xs[i] == v.op.shape[od]) {
-      out.spec.dims[od] = v.in[0].dims[i];
-    } else if (!v.in[0].dims[i].empty()) {
+    const size_t od = static_cast<size_t>(view.op.attrs.dims[i]);
+    if (xs[i] == view.op.shape[od]) {
+      out.spec.dims[od] = view.in[0].dims[i];
+    } else if (!view.in[0].dims[i].empty()) {
       return "operand dim " + std::to_string(i) + " is size 1 yet split";
     }
   }
-  out.spec.partial = v.in[0].partial;
+  out.spec.partial = view.in[0].partial;
   return "";
 }
 
-std::string DeriveReshape(const OpView& v, Layout& out) {
-  const Dims& xs = v.shape(0);
-  const Dims& ys = v.op.shape;
+std::string DeriveReshape(const OpView& view, Layout& out) {
+  const Dims& xs = view.shape(0);
+  const Dims& ys = view.op.shape;
   out.spec.dims.assign(ys.size(), {});
-  out.spec.partial = v.in[0].partial;
+  out.spec.partial = view.in[0].partial;
   int64_t x_prefix = 1;
   for (size_t a = 0; a < xs.size(); x_prefix *= xs[a], ++a) {
-    if (v.in[0].dims[a].empty()) continue;
+    if (view.in[0].dims[a].empty()) continue;
     // The output dim starting at the same flat offset; a split of input dim a into n chunks is
     // a split of that dim into n chunks (sizes agree: both are total / n).
     int64_t y_prefix = 1;
     size_t b = 0;
     while (b < ys.size() && (y_prefix < x_prefix || ys[b] == 1)) y_prefix *= ys[b++];
     if (b == ys.size() || y_prefix != x_prefix) {
-      return "operand dim " + std::to_string(a) + " is split (" + Quote(v.in[0]) +
+      return "operand dim " + std::to_string(a) + " is split (" + Quote(view.in[0]) +
              ") but is not the major dim of a run of dims with equal element counts in " +
              ShapeString(xs) + " -> " + ShapeString(ys);
     }
-    out.spec.dims[b] = v.in[0].dims[a];
+    out.spec.dims[b] = view.in[0].dims[a];
   }
   return "";
 }
 
-std::string DeriveTranspose(const OpView& v, Layout& out) {
-  for (int64_t p : v.op.attrs.dims) out.spec.dims.push_back(v.in[0].dims[static_cast<size_t>(p)]);
-  out.spec.partial = v.in[0].partial;
+std::string DeriveTranspose(const OpView& view, Layout& out) {
+  for (int64_t p : view.op.attrs.dims)
+    out.spec.dims.push_back(view.in[0].dims[static_cast<size_t>(p)]);
+  out.spec.partial = view.in[0].partial;
   return "";
 }
 
 // Dims a data-movement or window op touches (they must stay unsplit).
-std::vector<bool> TouchedDims(const OpView& v) {
-  const Op& op = v.op;
-  const Dims& xs = v.shape(0);
-  std::vector<bool> t(xs.size(), false);
+std::vector<bool> TouchedDims(const OpView& view) {
+  const Op& op = view.op;
+  const Dims& xs = view.shape(0);
+  std::vector<bool> touched(xs.size(), false);
   auto at = [](const std::vector<int64_t>& vec, size_t d, int64_t dflt) {
     return d < vec.size() ? vec[d] : dflt;
   };
   for (size_t d = 0; d < xs.size(); ++d) {
     switch (op.kind) {
       case OpKind::kSlice:
-        t[d] = at(op.attrs.starts, d, 0) != 0 || at(op.attrs.limits, d, xs[d]) != xs[d] ||
-               at(op.attrs.strides, d, 1) != 1;
+        touched[d] = at(op.attrs.starts, d, 0) != 0 || at(op.attrs.limits, d, xs[d]) != xs[d] ||
+                     at(op.attrs.strides, d, 1) != 1;
         break;
       case OpKind::kPad:
-        t[d] = at(op.attrs.padding_lo, d, 0) != 0 || at(op.attrs.padding_hi, d, 0) != 0 ||
-               at(op.attrs.padding_interior, d, 0) != 0;
+        touched[d] = at(op.attrs.padding_lo, d, 0) != 0 || at(op.attrs.padding_hi, d, 0) != 0 ||
+                     at(op.attrs.padding_interior, d, 0) != 0;
         break;
       case OpKind::kReverse:
-        t[d] = std::find(op.attrs.dims.begin(), op.attrs.dims.end(), static_cast<int64_t>(d)) !=
-               op.attrs.dims.end();
+        touched[d] = std::find(op.attrs.dims.begin(), op.attrs.dims.end(),
+                               static_cast<int64_t>(d)) != op.attrs.dims.end();
         break;
       case OpKind::kConcatenate:
-        t[d] = static_cast<int64_t>(d) == op.attrs.axis;
+        touched[d] = static_cast<int64_t>(d) == op.attrs.axis;
         break;
       default:  // reduce_window, select_and_scatter
-        t[d] = at(op.attrs.window, d, 1) != 1 || at(op.attrs.strides, d, 1) != 1 ||
-               at(op.attrs.padding_lo, d, 0) != 0 || at(op.attrs.padding_hi, d, 0) != 0;
+        touched[d] = at(op.attrs.window, d, 1) != 1 || at(op.attrs.strides, d, 1) != 1 ||
+                     at(op.attrs.padding_lo, d, 0) != 0 || at(op.attrs.padding_hi, d, 0) != 0;
         break;
     }
   }
-  return t;
+  return touched;
 }
 
-std::string DeriveWindowLike(const OpView& v, Layout& out) {
-  const std::vector<bool> touched = TouchedDims(v);
-  for (size_t k = 0; k < v.in.size(); ++k) {
+std::string DeriveWindowLike(const OpView& view, Layout& out) {
+  const std::vector<bool> touched = TouchedDims(view);
+  for (size_t k = 0; k < view.in.size(); ++k) {
     for (size_t d = 0; d < touched.size(); ++d) {
-      if (touched[d] && !v.in[k].dims[d].empty()) {
-        return "operand " + std::to_string(k) + " (" + Quote(v.in[k]) + ") is split on dim " +
-               std::to_string(d) + ", which " + OpKindName(v.op.kind) +
+      if (touched[d] && !view.in[k].dims[d].empty()) {
+        return "operand " + std::to_string(k) + " (" + Quote(view.in[k]) + ") is split on dim " +
+               std::to_string(d) + ", which " + OpKindName(view.op.kind) +
                " moves data along; it must be unsplit";
       }
     }
-    if (v.in[k].dims != v.in[0].dims) {
-      return "operand " + std::to_string(k) + " is split as " + Quote(v.in[k]) +
-             " but operand 0 as " + Quote(v.in[0]);
+    if (view.in[k].dims != view.in[0].dims) {
+      return "operand " + std::to_string(k) + " is split as " + Quote(view.in[k]) +
+             " but operand 0 as " + Quote(view.in[0]);
     }
   }
-  out.spec.dims = v.in[0].dims;
-  switch (v.op.kind) {
+  out.spec.dims = view.in[0].dims;
+  switch (view.op.kind) {
     case OpKind::kSlice:
     case OpKind::kReverse:
-      out.spec.partial = v.in[0].partial;
+      out.spec.partial = view.in[0].partial;
       return "";
     case OpKind::kConcatenate:
-      for (size_t k = 1; k < v.in.size(); ++k) {
-        if (v.in[k].partial != v.in[0].partial) {
+      for (size_t k = 1; k < view.in.size(); ++k) {
+        if (view.in[k].partial != view.in[0].partial) {
           return "operands 0 and " + std::to_string(k) +
                  " are partial sums over different mesh dims; concatenate needs them alike";
         }
       }
-      out.spec.partial = v.in[0].partial;
+      out.spec.partial = view.in[0].partial;
       return "";
     case OpKind::kPad:
-      if (!v.in[0].partial.empty() && v.op.attrs.value != 0.0) {
-        return "operand 0 is a partial sum over " + PartialText(v.in[0]) +
+      if (!view.in[0].partial.empty() && view.op.attrs.value != 0.0) {
+        return "operand 0 is a partial sum over " + PartialText(view.in[0]) +
                ", and pad with a non-zero value is not linear";
       }
-      out.spec.partial = v.in[0].partial;
+      out.spec.partial = view.in[0].partial;
       return "";
     case OpKind::kReduceWindow:
-      if (!v.in[0].partial.empty() && v.op.attrs.reduce != ReduceKind::kSum) return NotLinear(v, 0);
-      out.spec.partial = v.in[0].partial;
+      if (!view.in[0].partial.empty() && view.op.attrs.reduce != ReduceKind::kSum)
+        return NotLinear(view, 0);
+      out.spec.partial = view.in[0].partial;
       return "";
     default:  // select_and_scatter: linear in the scattered source only
-      if (!v.in[0].partial.empty()) return NotLinear(v, 0);
-      out.spec.partial = v.in[1].partial;
+      if (!view.in[0].partial.empty()) return NotLinear(view, 0);
+      out.spec.partial = view.in[1].partial;
       return "";
   }
 }
 
-std::string DeriveReduce(const OpView& v, Layout& out) {
-  const ShardingSpec& x = v.in[0];
-  const std::vector<int64_t>& reduced = v.op.attrs.dims;
+std::string DeriveReduce(const OpView& view, Layout& out) {
+  const ShardingSpec& x = view.in[0];
+  const std::vector<int64_t>& reduced = view.op.attrs.dims;
   std::vector<int32_t> split_reduced;
   for (size_t d = 0; d < x.rank(); ++d) {
     if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(d)) != reduced.end()) {
@@ -351,20 +353,20 @@ std::string DeriveReduce(const OpView& v, Layout& out) {
     }
   }
   std::sort(split_reduced.begin(), split_reduced.end());
-  if (v.op.kind == OpKind::kReduceSum) {
+  if (view.op.kind == OpKind::kReduceSum) {
     out.spec.partial = SortedUnion(x.partial, split_reduced);
     return "";
   }
-  if (!x.partial.empty()) return NotLinear(v, 0);
+  if (!x.partial.empty()) return NotLinear(view, 0);
   out.max_pending = split_reduced;
   return "";
 }
 
-std::string DeriveGather(const OpView& v, Layout& out) {
-  const ShardingSpec& table = v.in[0];
-  const ShardingSpec& idx = v.in[1];
-  if (!idx.partial.empty()) return NotLinear(v, 1);
-  const size_t axis = static_cast<size_t>(v.op.attrs.axis);
+std::string DeriveGather(const OpView& view, Layout& out) {
+  const ShardingSpec& table = view.in[0];
+  const ShardingSpec& idx = view.in[1];
+  if (!idx.partial.empty()) return NotLinear(view, 1);
+  const size_t axis = static_cast<size_t>(view.op.attrs.axis);
   for (size_t d = 0; d < axis; ++d) out.spec.dims.push_back(table.dims[d]);
   for (const MeshDimList& d : idx.dims) out.spec.dims.push_back(d);
   for (size_t d = axis + 1; d < table.rank(); ++d) out.spec.dims.push_back(table.dims[d]);
@@ -376,12 +378,12 @@ std::string DeriveGather(const OpView& v, Layout& out) {
   return "";
 }
 
-std::string DeriveScatterAdd(const OpView& v, Layout& out) {
-  const ShardingSpec& base = v.in[0];
-  const ShardingSpec& idx = v.in[1];
-  const ShardingSpec& upd = v.in[2];
-  if (!idx.partial.empty()) return NotLinear(v, 1);
-  const size_t axis = static_cast<size_t>(v.op.attrs.axis);
+std::string DeriveScatterAdd(const OpView& view, Layout& out) {
+  const ShardingSpec& base = view.in[0];
+  const ShardingSpec& idx = view.in[1];
+  const ShardingSpec& upd = view.in[2];
+  if (!idx.partial.empty()) return NotLinear(view, 1);
+  const size_t axis = static_cast<size_t>(view.op.attrs.axis);
   const size_t ri = idx.rank();
   for (size_t d = 0; d < base.rank(); ++d) {
     if (d == axis) continue;
@@ -422,40 +424,40 @@ std::string DeriveScatterAdd(const OpView& v, Layout& out) {
   return "";
 }
 
-std::string DeriveResult(const OpView& v, Layout& out) {
-  const OpKind kind = v.op.kind;
-  if (v.op.operands.empty()) {  // parameter (or a source op that is not free): any layout
-    out.spec = v.claimed;
+std::string DeriveResult(const OpView& view, Layout& out) {
+  const OpKind kind = view.op.kind;
+  if (view.op.operands.empty()) {  // parameter (or a source op that is not free): any layout
+    out.spec = view.claimed;
     return "";
   }
   if (IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect) {
-    return DeriveElementwise(v, out);
+    return DeriveElementwise(view, out);
   }
   switch (kind) {
     case OpKind::kDotGeneral:
-      return DeriveDot(v, out);
+      return DeriveDot(view, out);
     case OpKind::kConvolution:
-      return DeriveConvolution(v, out);
+      return DeriveConvolution(view, out);
     case OpKind::kBroadcastInDim:
-      return DeriveBroadcast(v, out);
+      return DeriveBroadcast(view, out);
     case OpKind::kReshape:
-      return DeriveReshape(v, out);
+      return DeriveReshape(view, out);
     case OpKind::kTranspose:
-      return DeriveTranspose(v, out);
+      return DeriveTranspose(view, out);
     case OpKind::kSlice:
     case OpKind::kPad:
     case OpKind::kReverse:
     case OpKind::kConcatenate:
     case OpKind::kReduceWindow:
     case OpKind::kSelectAndScatter:
-      return DeriveWindowLike(v, out);
+      return DeriveWindowLike(view, out);
     case OpKind::kReduceSum:
     case OpKind::kReduceMax:
-      return DeriveReduce(v, out);
+      return DeriveReduce(view, out);
     case OpKind::kGather:
-      return DeriveGather(v, out);
+      return DeriveGather(view, out);
     case OpKind::kScatterAdd:
-      return DeriveScatterAdd(v, out);
+      return DeriveScatterAdd(view, out);
     default:
       return std::string("the checker has no layout rule for ") + OpKindName(kind);
   }

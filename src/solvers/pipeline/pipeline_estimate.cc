@@ -7,9 +7,9 @@ namespace alpa {
 
 PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stages,
                                   int64_t microbatches) {
-  PipelineEstimate e;
+  PipelineEstimate estimate;
   const int64_t n = static_cast<int64_t>(stages.size());
-  if (n == 0 || microbatches < 1) return e;
+  if (n == 0 || microbatches < 1) return estimate;
   auto in_flight = [&](int64_t s) { return std::min<int64_t>(microbatches, n - s); };
   double first_pass = 0;
   for (int64_t s = 0; s < n; ++s) {
@@ -28,15 +28,16 @@ PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stag
       }
       const double slots = static_cast<double>(1 + in_flight(a) - in_flight(z));
       const double ratio = weight / slots;
-      if (ratio > e.period_seconds || e.bottleneck_first < 0) {
-        e.period_seconds = ratio;
-        e.bottleneck_first = static_cast<int32_t>(a);
-        e.bottleneck_last = static_cast<int32_t>(z);
+      if (ratio > estimate.period_seconds || estimate.bottleneck_first < 0) {
+        estimate.period_seconds = ratio;
+        estimate.bottleneck_first = static_cast<int32_t>(a);
+        estimate.bottleneck_last = static_cast<int32_t>(z);
       }
     }
   }
-  e.iteration_seconds = first_pass + static_cast<double>(microbatches - 1) * e.period_seconds;
-  return e;
+  estimate.iteration_seconds =
+      first_pass + static_cast<double>(microbatches - 1) * estimate.period_seconds;
+  return estimate;
 }
 
 }  // namespace alpa

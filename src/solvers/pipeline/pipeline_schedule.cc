@@ -28,13 +28,4 @@ std::vector<PipelineTask> StageSchedule(PipelineScheduleKind kind, int32_t stage
   return tasks;
 }
 
-int64_t MaxInFlight(const std::vector<PipelineTask>& tasks) {
-  int64_t live = 0, most = 0;
-  for (const PipelineTask& t : tasks) {
-    live += t.kind == PipelineTaskKind::kForward ? 1 : -1;
-    most = std::max(most, live);
-  }
-  return most;
-}
-
 }  // namespace alpa

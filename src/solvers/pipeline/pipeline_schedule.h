@@ -29,7 +29,4 @@ struct PipelineTask {
 std::vector<PipelineTask> StageSchedule(PipelineScheduleKind kind, int32_t stages, int32_t stage,
                                         int64_t microbatches);
 
-// The most microbatches whose activations the stage holds at once under the schedule.
-int64_t MaxInFlight(const std::vector<PipelineTask>& tasks);
-
 }  // namespace alpa

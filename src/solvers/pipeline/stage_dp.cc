@@ -56,29 +56,29 @@ Status ValidateStageDpInput(const StageDpInput& in) {
     return InvalidArgument("more than 2^31 - 1 stage candidates");
   }
   for (size_t j = 0; j < in.candidates.size(); ++j) {
-    const StageCandidate& c = in.candidates[j];
+    const StageCandidate& candidate = in.candidates[j];
     // Built on error only: this loop runs over tens of thousands of candidates.
     auto name = [j] { return "stage candidate " + std::to_string(j) + ": "; };
-    if (c.first_layer < 0 || c.first_layer > last) {
-      return InvalidArgument(name() + "first_layer " + std::to_string(c.first_layer) +
+    if (candidate.first_layer < 0 || candidate.first_layer > last) {
+      return InvalidArgument(name() + "first_layer " + std::to_string(candidate.first_layer) +
                              " is outside " + Range(0, last));
     }
-    if (c.last_layer < c.first_layer || c.last_layer > last) {
-      return InvalidArgument(name() + "last_layer " + std::to_string(c.last_layer) +
-                             " is outside " + Range(c.first_layer, last));
+    if (candidate.last_layer < candidate.first_layer || candidate.last_layer > last) {
+      return InvalidArgument(name() + "last_layer " + std::to_string(candidate.last_layer) +
+                             " is outside " + Range(candidate.first_layer, last));
     }
-    if (c.submesh < 0 || c.submesh >= num_submeshes) {
-      return InvalidArgument(name() + "submesh " + std::to_string(c.submesh) +
+    if (candidate.submesh < 0 || candidate.submesh >= num_submeshes) {
+      return InvalidArgument(name() + "submesh " + std::to_string(candidate.submesh) +
                              (num_submeshes == 0 ? " given, but there are no submeshes"
                                                  : " is outside " + Range(0, num_submeshes - 1)));
     }
-    if (!std::isfinite(c.latency) || c.latency < 0) {
-      return InvalidArgument(name() + "latency " + ExactDoubleText(c.latency) +
+    if (!std::isfinite(candidate.latency) || candidate.latency < 0) {
+      return InvalidArgument(name() + "latency " + ExactDoubleText(candidate.latency) +
                              " is not a finite number >= 0");
     }
-    if (!std::isfinite(c.iteration_overhead)) {
+    if (!std::isfinite(candidate.iteration_overhead)) {
       return InvalidArgument(name() + "iteration_overhead " +
-                             ExactDoubleText(c.iteration_overhead) + " is not finite");
+                             ExactDoubleText(candidate.iteration_overhead) + " is not finite");
     }
   }
   return Status::Ok();
@@ -151,10 +151,10 @@ struct Prepared {
 
 // Fills `p`; false when no plan can exist (no usable candidate, device counts that cannot sum to
 // the cluster). kUnsupported when the DP table would be too big.
-Result<bool> Prepare(const StageDpInput& in, Prepared* p) {
-  p->in = &in;
-  p->layers = in.num_layers;
-  DistinctLatencies(in, &p->latencies);
+Result<bool> Prepare(const StageDpInput& in, Prepared* prepared) {
+  prepared->in = &in;
+  prepared->layers = in.num_layers;
+  DistinctLatencies(in, &prepared->latencies);
   const int64_t total = in.hosts * in.devices_per_host;
   int64_t unit = 0, min_devices = total;
   for (const StageCandidate& c : in.candidates) {
@@ -163,73 +163,77 @@ Result<bool> Prepare(const StageDpInput& in, Prepared* p) {
     min_devices = std::min(min_devices, CandidateDevices(in, c));
   }
   if (unit == 0 || total % unit != 0) return false;
-  p->slots = total / unit + 1;
+  prepared->slots = total / unit + 1;
   const int64_t layers = in.num_layers;
   int64_t smax = layers;
   if (in.max_stages > 0) smax = std::min<int64_t>(smax, in.max_stages);
   smax = std::min(smax, total / min_devices);
-  p->max_stages = static_cast<int32_t>(smax);
+  prepared->max_stages = static_cast<int32_t>(smax);
   // Rows (s, k) with s <= min(smax, L - k), k = 0..L: sum over r = L - k of min(smax, r) + 1.
   const int64_t rows = (layers + 1) + smax * (smax + 1) / 2 + (layers - smax) * smax;
-  if (rows > kMaxTableEntries / p->slots) {
-    return Status(StatusCode::kUnsupported,
-                  "stage DP table of " + std::to_string(rows) + " x " + std::to_string(p->slots) +
-                      " entries is too large (limit " + std::to_string(kMaxTableEntries) + ")");
+  if (rows > kMaxTableEntries / prepared->slots) {
+    return Status(StatusCode::kUnsupported, "stage DP table of " + std::to_string(rows) + " x " +
+                                                std::to_string(prepared->slots) +
+                                                " entries is too large (limit " +
+                                                std::to_string(kMaxTableEntries) + ")");
   }
   const size_t n = in.candidates.size();
-  p->units.resize(n);
-  p->cost.resize(n);
+  prepared->units.resize(n);
+  prepared->cost.resize(n);
   for (size_t j = 0; j < n; ++j) {
     const StageCandidate& c = in.candidates[j];
-    p->units[j] = CandidateDevices(in, c) / unit;
-    p->cost[j] = c.latency + c.iteration_overhead;
-    if (c.iteration_overhead < 0) p->overheads_nonnegative = false;
-    if (Usable(c)) p->by_first.push_back(static_cast<int32_t>(j));
+    prepared->units[j] = CandidateDevices(in, c) / unit;
+    prepared->cost[j] = c.latency + c.iteration_overhead;
+    if (c.iteration_overhead < 0) prepared->overheads_nonnegative = false;
+    if (Usable(c)) prepared->by_first.push_back(static_cast<int32_t>(j));
   }
   auto cand = [&](int32_t j) -> const StageCandidate& {
     return in.candidates[static_cast<size_t>(j)];
   };
-  std::stable_sort(p->by_first.begin(), p->by_first.end(),
+  std::stable_sort(prepared->by_first.begin(), prepared->by_first.end(),
                    [&](int32_t a, int32_t b) { return cand(a).first_layer < cand(b).first_layer; });
-  p->order = p->by_first;
-  std::stable_sort(p->order.begin(), p->order.end(), [&](int32_t a, int32_t b) {
+  prepared->order = prepared->by_first;
+  std::stable_sort(prepared->order.begin(), prepared->order.end(), [&](int32_t a, int32_t b) {
     const StageCandidate &x = cand(a), &y = cand(b);
     if (x.first_layer != y.first_layer) return x.first_layer < y.first_layer;
     if (x.last_layer != y.last_layer) return x.last_layer < y.last_layer;
-    const int64_t ua = p->units[static_cast<size_t>(a)], ub = p->units[static_cast<size_t>(b)];
+    const int64_t ua = prepared->units[static_cast<size_t>(a)],
+                  ub = prepared->units[static_cast<size_t>(b)];
     if (ua != ub) return ua < ub;
     return x.latency < y.latency;
   });
-  p->groups_from.assign(static_cast<size_t>(layers) + 1, 0);
-  p->by_first_from.assign(static_cast<size_t>(layers) + 1, 0);
-  for (int32_t j : p->by_first) ++p->by_first_from[static_cast<size_t>(cand(j).first_layer) + 1];
+  prepared->groups_from.assign(static_cast<size_t>(layers) + 1, 0);
+  prepared->by_first_from.assign(static_cast<size_t>(layers) + 1, 0);
+  for (int32_t j : prepared->by_first)
+    ++prepared->by_first_from[static_cast<size_t>(cand(j).first_layer) + 1];
   for (size_t k = 0; k < static_cast<size_t>(layers); ++k) {
-    p->by_first_from[k + 1] += p->by_first_from[k];
+    prepared->by_first_from[k + 1] += prepared->by_first_from[k];
   }
-  for (int32_t j : p->order) {
-    p->order_latency.push_back(cand(j).latency);
-    p->order_cost.push_back(p->cost[static_cast<size_t>(j)]);
-    p->order_reach.push_back(int64_t{cand(j).max_stages_after} + 1);
+  for (int32_t j : prepared->order) {
+    prepared->order_latency.push_back(cand(j).latency);
+    prepared->order_cost.push_back(prepared->cost[static_cast<size_t>(j)]);
+    prepared->order_reach.push_back(int64_t{cand(j).max_stages_after} + 1);
   }
-  for (size_t x = 0; x < p->order.size(); ++x) {
-    const int32_t j = p->order[x];
+  for (size_t x = 0; x < prepared->order.size(); ++x) {
+    const int32_t j = prepared->order[x];
     const auto pos = static_cast<int32_t>(x);
     if (x > 0) {
-      const Group& g = p->groups.back();
-      const StageCandidate& prev = cand(p->order[x - 1]);
+      const Group& g = prepared->groups.back();
+      const StageCandidate& prev = cand(prepared->order[x - 1]);
       if (prev.first_layer == cand(j).first_layer && g.last == cand(j).last_layer &&
-          g.units == p->units[static_cast<size_t>(j)]) {
-        p->groups.back().end = pos + 1;
-        p->groups.back().max_reach = std::max(g.max_reach, p->order_reach[static_cast<size_t>(x)]);
+          g.units == prepared->units[static_cast<size_t>(j)]) {
+        prepared->groups.back().end = pos + 1;
+        prepared->groups.back().max_reach =
+            std::max(g.max_reach, prepared->order_reach[static_cast<size_t>(x)]);
         continue;
       }
     }
-    p->groups.push_back({cand(j).last_layer, p->units[static_cast<size_t>(j)], pos, pos + 1,
-                         p->order_reach[static_cast<size_t>(x)]});
-    ++p->groups_from[static_cast<size_t>(cand(j).first_layer) + 1];
+    prepared->groups.push_back({cand(j).last_layer, prepared->units[static_cast<size_t>(j)], pos,
+                                pos + 1, prepared->order_reach[static_cast<size_t>(x)]});
+    ++prepared->groups_from[static_cast<size_t>(cand(j).first_layer) + 1];
   }
   for (size_t k = 0; k < static_cast<size_t>(layers); ++k) {
-    p->groups_from[k + 1] += p->groups_from[k];
+    prepared->groups_from[k + 1] += prepared->groups_from[k];
   }
   return true;
 }

@@ -243,10 +243,10 @@ struct ManualPlanEvaluator::Impl {
     ALPA_RETURN_IF_ERROR(CheckSpec(spec, cluster, model.global_batch));
     Result<GraphCtx*> got = GraphFor(spec.microbatches);
     if (!got.ok()) return got.status();
-    Resolved r;
-    r.ctx = got.value();
-    r.mesh = MeshOf(spec, cluster);
-    GraphCtx& ctx = *r.ctx;
+    Resolved resolved;
+    resolved.ctx = got.value();
+    resolved.mesh = MeshOf(spec, cluster);
+    GraphCtx& ctx = *resolved.ctx;
     const int64_t pp = spec.pipeline_parallel;
     if (pp > ctx.layers) {
       return InvalidArgument("manual plan: pipeline_parallel " + std::to_string(pp) +
@@ -254,15 +254,15 @@ struct ManualPlanEvaluator::Impl {
                              (ctx.markers ? " layers" : " clustering units"));
     }
     if (ctx.markers) {
-      r.set = &ctx.marker_set;
-      r.set_key = {spec.microbatches, 0};
+      resolved.set = &ctx.marker_set;
+      resolved.set_key = {spec.microbatches, 0};
       const int32_t m = static_cast<int32_t>(ctx.marker_set.pieces.piece_type.size());
       if (ctx.layers % pp == 0) {
         const int32_t k = static_cast<int32_t>(ctx.layers / pp);
         for (int32_t s = 0; s < pp; ++s) {
           const int32_t first = s == 0 ? 0 : ctx.prologue + s * k;
           const int32_t last = s == pp - 1 ? m - 1 : ctx.prologue + (s + 1) * k - 1;
-          r.stage_groups.emplace_back(first, last);
+          resolved.stage_groups.emplace_back(first, last);
         }
       } else {
         // Alpa's clustering into pp groups of markers (balanced forward FLOPs).
@@ -286,10 +286,10 @@ struct ManualPlanEvaluator::Impl {
           const int32_t first = piece_of(c.first_unit[static_cast<size_t>(s)]);
           const int32_t last =
               s == pp - 1 ? m - 1 : piece_of(c.first_unit[static_cast<size_t>(s) + 1]) - 1;
-          r.stage_groups.emplace_back(first, last);
+          resolved.stage_groups.emplace_back(first, last);
         }
       }
-      return r;
+      return resolved;
     }
     auto it = ctx.by_pp.find(pp);
     if (it == ctx.by_pp.end()) {
@@ -310,10 +310,10 @@ struct ManualPlanEvaluator::Impl {
       set->pieces = std::move(cut).value();
       it = ctx.by_pp.emplace(pp, std::move(set)).first;
     }
-    r.set = it->second.get();
-    r.set_key = {spec.microbatches, pp};
-    for (int32_t s = 0; s < pp; ++s) r.stage_groups.emplace_back(s, s);
-    return r;
+    resolved.set = it->second.get();
+    resolved.set_key = {spec.microbatches, pp};
+    for (int32_t s = 0; s < pp; ++s) resolved.stage_groups.emplace_back(s, s);
+    return resolved;
   }
 
   Result<LogicalMesh> MeshFor(const MeshKey& k) const {
@@ -450,20 +450,20 @@ struct ManualPlanEvaluator::Impl {
     ComposedStage composed;
     std::vector<const UnitProfile*> profiles;  // per piece of the stage
   };
-  Result<std::vector<StageEval>> Compose(const Resolved& r, bool remat) {
-    ALPA_RETURN_IF_ERROR(EnsureSolved(r));
-    const StagePieces& sp = r.set->pieces;
+  Result<std::vector<StageEval>> Compose(const Resolved& resolved, bool remat) {
+    ALPA_RETURN_IF_ERROR(EnsureSolved(resolved));
+    const StagePieces& sp = resolved.set->pieces;
     std::vector<StageEval> out;
-    Result<LogicalMesh> mesh = MeshFor(r.mesh);
+    Result<LogicalMesh> mesh = MeshFor(resolved.mesh);
     if (!mesh.ok()) return mesh.status();
     auto profile = [&](int32_t p) -> Result<const UnitProfile*> {
-      const auto it =
-          profiles.find(SolveKey{r.set_key, sp.piece_type[static_cast<size_t>(p)], r.mesh});
+      const auto it = profiles.find(
+          SolveKey{resolved.set_key, sp.piece_type[static_cast<size_t>(p)], resolved.mesh});
       if (it == profiles.end()) return InternalError("manual plan: a piece was not solved");
       if (!it->second.ok()) return it->second.status();
       return &it->second.value();
     };
-    for (const auto& [first, last] : r.stage_groups) {
+    for (const auto& [first, last] : resolved.stage_groups) {
       const int32_t p0 = sp.group_first_piece[static_cast<size_t>(first)];
       const int32_t p1 = sp.group_first_piece[static_cast<size_t>(last) + 1];
       StageEval ev;
@@ -475,8 +475,8 @@ struct ManualPlanEvaluator::Impl {
       std::vector<StageEdgeCost> edges;
       for (const PieceEdge& pe : sp.edges) {
         if (std::min(pe.a, pe.b) < p0 || std::max(pe.a, pe.b) >= p1) continue;
-        const EdgeKey key{r.set_key,
-                          r.mesh,
+        const EdgeKey key{resolved.set_key,
+                          resolved.mesh,
                           sp.piece_type[static_cast<size_t>(pe.a)],
                           sp.piece_type[static_cast<size_t>(pe.b)],
                           pe.producer,
@@ -499,25 +499,25 @@ struct ManualPlanEvaluator::Impl {
 
   static ManualPlanCost CostOf(const std::vector<StageEval>& stages, int64_t microbatches,
                                int64_t device_memory) {
-    ManualPlanCost c;
+    ManualPlanCost cost;
     const int64_t n = static_cast<int64_t>(stages.size());
     double sum = 0;
     int64_t worst_over = std::numeric_limits<int64_t>::min();
     for (int64_t s = 0; s < n; ++s) {
       const ComposedStage& st = stages[static_cast<size_t>(s)].composed;
       sum += st.latency + st.iteration_overhead;
-      c.max_stage_latency = std::max(c.max_stage_latency, st.latency);
+      cost.max_stage_latency = std::max(cost.max_stage_latency, st.latency);
       const int64_t bytes = st.memory.With(std::min<int64_t>(microbatches, n - s));
-      c.peak_memory_bytes = std::max(c.peak_memory_bytes, bytes);
+      cost.peak_memory_bytes = std::max(cost.peak_memory_bytes, bytes);
       if (bytes > device_memory && bytes - device_memory > worst_over) {
         worst_over = bytes - device_memory;
-        c.worst_stage = static_cast<int32_t>(s);
-        c.worst_stage_bytes = bytes;
+        cost.worst_stage = static_cast<int32_t>(s);
+        cost.worst_stage_bytes = bytes;
       }
     }
-    c.iteration_seconds = sum + static_cast<double>(microbatches - 1) * c.max_stage_latency;
-    c.feasible = c.worst_stage < 0;
-    return c;
+    cost.iteration_seconds = sum + static_cast<double>(microbatches - 1) * cost.max_stage_latency;
+    cost.feasible = cost.worst_stage < 0;
+    return cost;
   }
 
   Result<ManualPlanCost> Cost(const ManualPlanSpec& spec) {
@@ -539,8 +539,8 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   ALPA_RETURN_IF_ERROR(CheckInputs());
   Result<Resolved> resolved = Resolve(spec);
   if (!resolved.ok()) return resolved.status();
-  const Resolved& r = resolved.value();
-  Result<std::vector<StageEval>> evaluated = Compose(r, spec.remat);
+  const Resolved& resolved_spec = resolved.value();
+  Result<std::vector<StageEval>> evaluated = Compose(resolved_spec, spec.remat);
   if (!evaluated.ok()) return evaluated.status();
   const std::vector<StageEval>& evals = evaluated.value();
   const int64_t device_memory = DeviceMemory();
@@ -556,8 +556,8 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
             " microbatches in flight; the device memory is " + GiB(device_memory));
   }
 
-  const StagePieces& sp = r.set->pieces;
-  const Graph& graph = r.ctx->graph;
+  const StagePieces& sp = resolved_spec.set->pieces;
+  const Graph& graph = resolved_spec.ctx->graph;
   PipelinePlan plan;
   plan.microbatches = B;
   const int32_t stage_count = static_cast<int32_t>(evals.size());
@@ -566,10 +566,10 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   for (int32_t s = 0; s < stage_count; ++s) {
     const StageEval& ev = evals[static_cast<size_t>(s)];
     PlannedStage st;
-    st.first_layer = r.stage_groups[static_cast<size_t>(s)].first;
-    st.last_layer = r.stage_groups[static_cast<size_t>(s)].second;
-    st.submesh = SubmeshShape{r.mesh.hosts, r.mesh.per_host};
-    st.logical_mesh = {r.mesh.d0, r.mesh.d1};
+    st.first_layer = resolved_spec.stage_groups[static_cast<size_t>(s)].first;
+    st.last_layer = resolved_spec.stage_groups[static_cast<size_t>(s)].second;
+    st.submesh = SubmeshShape{resolved_spec.mesh.hosts, resolved_spec.mesh.per_host};
+    st.logical_mesh = {resolved_spec.mesh.d0, resolved_spec.mesh.d1};
     for (int64_t d = 0; d < per_stage; ++d) st.devices.push_back(s * per_stage + d);
     st.remat = spec.remat;
     st.latency = ev.composed.latency;
@@ -597,7 +597,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
       st.data_parallel = DataParallelDegree(*lead.subgraph, *lead.sharding, st.logical_mesh);
     }
     st.tensor_parallel = per_stage / std::max<int64_t>(1, st.data_parallel);
-    st.zero = r.mesh.zero == ZeroMode::kForce;
+    st.zero = resolved_spec.mesh.zero == ZeroMode::kForce;
     plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
     plan.stages.push_back(std::move(st));
   }
@@ -629,7 +629,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   plan.stats.intra_op_seconds = solve_seconds - solve_seconds_before;
   plan.stats.microbatches_tried = {B};
   plan.graph = graph;
-  plan.clustering = r.set->clustering;
+  plan.clustering = resolved_spec.set->clustering;
   plan.stats.total_seconds = Since(t0);
   return plan;
 }

@@ -75,45 +75,46 @@ int64_t SmallestFittingMemory(StageDpInput input, const StageCostTable& t, int32
 
 // The plan of one DP answer: stages placed, pieces, transfers and the prediction (not the
 // FLOPs, graph, clustering or statistics: the caller's, for the plan it keeps).
-Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, const Cluster& cluster,
-                                const StageDpResult& dp, int64_t microbatches) {
+Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
+                                const Cluster& cluster, const StageDpResult& dp,
+                                int64_t microbatches) {
   PipelinePlan plan;
   plan.microbatches = microbatches;
   std::vector<SubmeshShape> shapes;
   for (int32_t k : dp.stages) {
-    shapes.push_back(
-        t.submeshes[static_cast<size_t>(t.candidates[static_cast<size_t>(k)].submesh)]);
+    shapes.push_back(stage_costs.submeshes[static_cast<size_t>(
+        stage_costs.candidates[static_cast<size_t>(k)].submesh)]);
   }
   Result<std::vector<std::vector<int64_t>>> placed =
       PlaceSubmeshes(cluster.hosts, cluster.devices_per_host, shapes);
   if (!placed.ok()) return placed.status();
   const int32_t stage_count = static_cast<int32_t>(dp.stages.size());
-  std::vector<int32_t> stage_of_piece(t.piece_marker.size(), -1);
+  std::vector<int32_t> stage_of_piece(stage_costs.piece_marker.size(), -1);
   for (int32_t s = 0; s < stage_count; ++s) {
     const size_t k = static_cast<size_t>(dp.stages[static_cast<size_t>(s)]);
-    const StageCandidate& c = t.candidates[k];
-    const StageMeshConfig& config = t.configs[static_cast<size_t>(c.config)];
+    const StageCandidate& candidate = stage_costs.candidates[k];
+    const StageMeshConfig& config = stage_costs.configs[static_cast<size_t>(candidate.config)];
     PlannedStage st;
-    st.first_layer = c.first_layer;
-    st.last_layer = c.last_layer;
-    st.submesh = t.submeshes[static_cast<size_t>(c.submesh)];
+    st.first_layer = candidate.first_layer;
+    st.last_layer = candidate.last_layer;
+    st.submesh = stage_costs.submeshes[static_cast<size_t>(candidate.submesh)];
     st.logical_mesh = config.mesh.shape;
     st.devices = placed.value()[static_cast<size_t>(s)];
     st.memory_level = config.level;
     st.remat = config.remat;
-    st.latency = c.latency;
-    st.forward_latency = t.candidate_forward_latency[k];
-    st.iteration_overhead = c.iteration_overhead;
+    st.latency = candidate.latency;
+    st.forward_latency = stage_costs.candidate_forward_latency[k];
+    st.iteration_overhead = candidate.iteration_overhead;
     st.in_flight = std::min<int64_t>(microbatches, stage_count - s);
-    st.memory_bytes = t.candidate_memory[k].With(st.in_flight);
-    st.activation_bytes = t.candidate_memory[k].activation;
-    const int32_t p0 = t.group_first_piece[static_cast<size_t>(c.first_layer)];
-    const int32_t p1 = t.group_first_piece[static_cast<size_t>(c.last_layer) + 1];
+    st.memory_bytes = stage_costs.candidate_memory[k].With(st.in_flight);
+    st.activation_bytes = stage_costs.candidate_memory[k].activation;
+    const int32_t p0 = stage_costs.group_first_piece[static_cast<size_t>(candidate.first_layer)];
+    const int32_t p1 = stage_costs.group_first_piece[static_cast<size_t>(candidate.last_layer) + 1];
     for (int32_t p = p0; p < p1; ++p) {
       stage_of_piece[static_cast<size_t>(p)] = s;
-      st.pieces.push_back({t.piece_marker[static_cast<size_t>(p)],
-                           t.piece_graph[static_cast<size_t>(p)],
-                           t.Solution(p, c.config).sharding});
+      st.pieces.push_back({stage_costs.piece_marker[static_cast<size_t>(p)],
+                           stage_costs.piece_graph[static_cast<size_t>(p)],
+                           stage_costs.Solution(p, candidate.config).sharding});
     }
     // Degrees as the stage's heaviest piece shards (an embedding may not split the batch).
     const StagePiece& lead = *std::max_element(
@@ -129,8 +130,9 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& t, con
     plan.stages.push_back(std::move(st));
   }
 
-  Result<std::vector<CrossStageTransfer>> transfers = ListCrossStageTransfers(
-      graph, t.piece_graph, t.op_piece, t.group_first_piece, stage_of_piece, plan.stages, cluster);
+  Result<std::vector<CrossStageTransfer>> transfers =
+      ListCrossStageTransfers(graph, stage_costs.piece_graph, stage_costs.op_piece,
+                              stage_costs.group_first_piece, stage_of_piece, plan.stages, cluster);
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
   PredictPlanIteration(plan);
@@ -197,10 +199,10 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   Result<StageCostTable> table =
       BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, base);
   if (!table.ok()) return table.status();
-  const StageCostTable& t = table.value();
+  const StageCostTable& stage_costs = table.value();
   stats.intra_op_seconds += Since(phase);
-  stats.intra_op_solves += t.solves;
-  stats.intra_op_proven += t.proven;
+  stats.intra_op_solves += stage_costs.solves;
+  stats.intra_op_proven += stage_costs.proven;
 
   if (!report("dp")) return Status(StatusCode::kCancelled, "planning cancelled");
   phase = Clock::now();
@@ -208,15 +210,16 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   input.num_layers = clustering.num_layers;
   input.hosts = cluster.hosts;
   input.devices_per_host = cluster.devices_per_host;
-  input.submeshes = t.submeshes;
-  input.candidates = t.candidates;
+  input.submeshes = stage_costs.submeshes;
+  input.candidates = stage_costs.candidates;
   input.microbatches = microbatches;
   Result<StageDpResult> solved = SolveStageDp(input);
   if (!solved.ok()) return solved.status();
   const StageDpResult& dp = solved.value();
   Attempt attempt;
   if (!dp.feasible) {
-    attempt.smallest_fitting_memory = SmallestFittingMemory(input, t, clustering.num_layers);
+    attempt.smallest_fitting_memory =
+        SmallestFittingMemory(input, stage_costs, clustering.num_layers);
     stats.dp_seconds += Since(phase);
     return attempt;
   }
@@ -240,7 +243,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
       alternative = std::move(r).value();
       if (static_cast<int32_t>(alternative.stages.size()) != limit) continue;
     }
-    Result<PipelinePlan> plan = PlanFromDp(graph, t, cluster, alternative, microbatches);
+    Result<PipelinePlan> plan = PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
     if (!plan.ok()) return plan.status();
     if (!chosen || plan.value().iteration_seconds < chosen->iteration_seconds) {
       chosen = std::move(plan).value();
@@ -249,11 +252,11 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
   plan = std::move(*chosen);
-  SetPlanFlops(plan, graph, t, cluster);
-  plan.stats.pieces = static_cast<int64_t>(t.piece_marker.size());
-  plan.stats.distinct_pieces = static_cast<int64_t>(t.solutions.size());
-  plan.stats.candidates = static_cast<int64_t>(t.candidates.size());
-  plan.stats.pruned_candidates = t.pruned;
+  SetPlanFlops(plan, graph, stage_costs, cluster);
+  plan.stats.pieces = static_cast<int64_t>(stage_costs.piece_marker.size());
+  plan.stats.distinct_pieces = static_cast<int64_t>(stage_costs.solutions.size());
+  plan.stats.candidates = static_cast<int64_t>(stage_costs.candidates.size());
+  plan.stats.pruned_candidates = stage_costs.pruned;
   plan.graph = std::move(graph);
   plan.clustering = clustering;
   attempt.feasible = true;
@@ -290,18 +293,6 @@ std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
     }
   }
   return sites;
-}
-
-const char* RematModeName(RematMode mode) {
-  switch (mode) {
-    case RematMode::kSearch:
-      return "search";
-    case RematMode::kOff:
-      return "off";
-    case RematMode::kOn:
-      return "on";
-  }
-  return "?";
 }
 
 Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,

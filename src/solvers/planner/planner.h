@@ -37,7 +37,6 @@ struct PlannerProgress {
 };
 
 enum class RematMode : int32_t { kSearch = 0, kOff = 1, kOn = 2 };
-const char* RematModeName(RematMode mode);  // "search", "off", "on"
 
 struct PlannerOptions {
   int32_t num_layers = 0;  // layer groups L (0: as many as the graph has layers, at most 16)

@@ -18,16 +18,16 @@ namespace alpa {
 namespace {
 
 // Pieces: layer markers when the clustering used them, else the layer groups.
-void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePieces& t) {
+void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePieces& pieces) {
   const size_t n = static_cast<size_t>(graph.size());
-  t.op_piece.assign(n, -1);
+  pieces.op_piece.assign(n, -1);
   if (!clustering.from_markers) {
-    t.op_piece = clustering.op_layer;
+    pieces.op_piece = clustering.op_layer;
     for (int32_t g = 0; g < clustering.num_layers; ++g) {
-      t.piece_marker.push_back(g);
-      t.group_first_piece.push_back(g);
+      pieces.piece_marker.push_back(g);
+      pieces.group_first_piece.push_back(g);
     }
-    t.group_first_piece.push_back(clustering.num_layers);
+    pieces.group_first_piece.push_back(clustering.num_layers);
     return;
   }
   std::vector<int32_t> markers;
@@ -36,19 +36,19 @@ void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePi
   }
   std::sort(markers.begin(), markers.end());
   markers.erase(std::unique(markers.begin(), markers.end()), markers.end());
-  t.piece_marker = markers;
+  pieces.piece_marker = markers;
   for (size_t v = 0; v < n; ++v) {
     if (clustering.op_layer[v] < 0) continue;
     const int32_t layer = graph.ops[v].layer;
-    t.op_piece[v] = static_cast<int32_t>(std::lower_bound(markers.begin(), markers.end(), layer) -
-                                         markers.begin());
+    pieces.op_piece[v] = static_cast<int32_t>(
+        std::lower_bound(markers.begin(), markers.end(), layer) - markers.begin());
   }
   for (int32_t g = 0; g < clustering.num_layers; ++g) {
     const int32_t first = clustering.first_unit[static_cast<size_t>(g)];
-    t.group_first_piece.push_back(static_cast<int32_t>(
+    pieces.group_first_piece.push_back(static_cast<int32_t>(
         std::lower_bound(markers.begin(), markers.end(), first) - markers.begin()));
   }
-  t.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
+  pieces.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
 }
 
 int64_t UnitPeak(const UnitProfile& p) {
@@ -83,41 +83,42 @@ int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
 }
 
 Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering) {
-  StagePieces t;
-  AssignPieces(graph, clustering, t);
-  const int32_t pieces = static_cast<int32_t>(t.piece_marker.size());
+  StagePieces stage_pieces;
+  AssignPieces(graph, clustering, stage_pieces);
+  const int32_t pieces = static_cast<int32_t>(stage_pieces.piece_marker.size());
 
   // Subgraphs and their types.
   std::map<std::string, int32_t> type_of_key;
   for (int32_t p = 0; p < pieces; ++p) {
-    Result<Subgraph> sub = ExtractSubgraph(graph, t.op_piece, p, p);
+    Result<Subgraph> sub = ExtractSubgraph(graph, stage_pieces.op_piece, p, p);
     if (!sub.ok()) return sub.status();
     std::vector<int32_t> local(static_cast<size_t>(graph.size()), -1);
     const Subgraph& s = sub.value();
     for (int32_t l = 0; l < s.graph.size(); ++l) {
       const int32_t o = s.origin[static_cast<size_t>(l)];
-      if (t.op_piece[static_cast<size_t>(o)] == p) local[static_cast<size_t>(o)] = l;
+      if (stage_pieces.op_piece[static_cast<size_t>(o)] == p) local[static_cast<size_t>(o)] = l;
     }
-    t.local_of.push_back(std::move(local));
-    auto [it, inserted] =
-        type_of_key.emplace(StructuralKey(s.graph), static_cast<int32_t>(t.type_rep.size()));
-    if (inserted) t.type_rep.push_back(p);
-    t.piece_type.push_back(it->second);
-    t.piece_graph.push_back(std::make_shared<const Subgraph>(std::move(sub).value()));
+    stage_pieces.local_of.push_back(std::move(local));
+    auto [it, inserted] = type_of_key.emplace(StructuralKey(s.graph),
+                                              static_cast<int32_t>(stage_pieces.type_rep.size()));
+    if (inserted) stage_pieces.type_rep.push_back(p);
+    stage_pieces.piece_type.push_back(it->second);
+    stage_pieces.piece_graph.push_back(std::make_shared<const Subgraph>(std::move(sub).value()));
   }
 
   // Edges between pieces.
   for (int32_t b = 0; b < pieces; ++b) {
-    const Subgraph& s = *t.piece_graph[static_cast<size_t>(b)];
+    const Subgraph& s = *stage_pieces.piece_graph[static_cast<size_t>(b)];
     for (int32_t l : s.boundary_inputs) {
       const int32_t u = s.origin[static_cast<size_t>(l)];
-      const int32_t a = t.op_piece[static_cast<size_t>(u)];
+      const int32_t a = stage_pieces.op_piece[static_cast<size_t>(u)];
       if (a < 0 || a == b) continue;
-      t.edges.push_back({a, b, t.local_of[static_cast<size_t>(a)][static_cast<size_t>(u)], l,
-                         graph.op(u).phase == Phase::kForward});
+      stage_pieces.edges.push_back(
+          {a, b, stage_pieces.local_of[static_cast<size_t>(a)][static_cast<size_t>(u)], l,
+           graph.op(u).phase == Phase::kForward});
     }
   }
-  return t;
+  return stage_pieces;
 }
 
 Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdge& e,
@@ -138,42 +139,42 @@ Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdg
 
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
                            const std::vector<StageEdgeCost>& edges, bool remat) {
-  ComposedStage c;
+  ComposedStage composed;
   int64_t persistent = 0, activation = 0, working = 0;
   for (const UnitProfile* pu : pieces) {
     const UnitProfile& u = *pu;
-    c.latency += u.latency + (remat ? u.forward_latency : 0.0);
-    c.forward_latency += u.forward_latency;
-    c.iteration_overhead += u.iteration_overhead;
+    composed.latency += u.latency + (remat ? u.forward_latency : 0.0);
+    composed.forward_latency += u.forward_latency;
+    composed.iteration_overhead += u.iteration_overhead;
     persistent += u.persistent_bytes;
     activation += remat ? u.checkpoint_bytes : u.activation_bytes;
     working = std::max(working, u.working_bytes + (remat ? u.activation_bytes : 0));
   }
   for (const StageEdgeCost& e : edges) {
-    c.latency += e.seconds;
-    if (e.forward) c.forward_latency += e.seconds;
+    composed.latency += e.seconds;
+    if (e.forward) composed.forward_latency += e.seconds;
   }
-  c.memory = StageMemory{persistent, activation, working};
-  return c;
+  composed.memory = StageMemory{persistent, activation, working};
+  return composed;
 }
 
-void PruneDominatedCandidates(StageCostTable& t) {
+void PruneDominatedCandidates(StageCostTable& table) {
   using Group = std::tuple<int32_t, int32_t, int32_t>;
   std::map<Group, std::vector<size_t>> groups;
-  for (size_t k = 0; k < t.candidates.size(); ++k) {
-    const StageCandidate& c = t.candidates[k];
+  for (size_t k = 0; k < table.candidates.size(); ++k) {
+    const StageCandidate& c = table.candidates[k];
     groups[Group{c.first_layer, c.last_layer, c.submesh}].push_back(k);
   }
-  std::vector<char> keep(t.candidates.size(), 1);
-  const bool has_forward = t.candidate_forward_latency.size() == t.candidates.size();
+  std::vector<char> keep(table.candidates.size(), 1);
+  const bool has_forward = table.candidate_forward_latency.size() == table.candidates.size();
   for (const auto& [group, members] : groups) {
     for (size_t x : members) {
       for (size_t y : members) {
         if (x == y || !keep[y]) continue;
-        const bool y_dominates = AtLeastAsGood(t.candidates[y], t.candidate_memory[y],
-                                               t.candidates[x], t.candidate_memory[x]) &&
-                                 (!AtLeastAsGood(t.candidates[x], t.candidate_memory[x],
-                                                 t.candidates[y], t.candidate_memory[y]) ||
+        const bool y_dominates = AtLeastAsGood(table.candidates[y], table.candidate_memory[y],
+                                               table.candidates[x], table.candidate_memory[x]) &&
+                                 (!AtLeastAsGood(table.candidates[x], table.candidate_memory[x],
+                                                 table.candidates[y], table.candidate_memory[y]) ||
                                   y < x);
         if (y_dominates) {
           keep[x] = 0;
@@ -183,17 +184,17 @@ void PruneDominatedCandidates(StageCostTable& t) {
     }
   }
   size_t out = 0;
-  for (size_t k = 0; k < t.candidates.size(); ++k) {
+  for (size_t k = 0; k < table.candidates.size(); ++k) {
     if (!keep[k]) continue;
-    t.candidates[out] = t.candidates[k];
-    t.candidate_memory[out] = t.candidate_memory[k];
-    if (has_forward) t.candidate_forward_latency[out] = t.candidate_forward_latency[k];
+    table.candidates[out] = table.candidates[k];
+    table.candidate_memory[out] = table.candidate_memory[k];
+    if (has_forward) table.candidate_forward_latency[out] = table.candidate_forward_latency[k];
     ++out;
   }
-  t.pruned = static_cast<int64_t>(t.candidates.size() - out);
-  t.candidates.resize(out);
-  t.candidate_memory.resize(out);
-  if (has_forward) t.candidate_forward_latency.resize(out);
+  table.pruned = static_cast<int64_t>(table.candidates.size() - out);
+  table.candidates.resize(out);
+  table.candidate_memory.resize(out);
+  if (has_forward) table.candidate_forward_latency.resize(out);
 }
 
 int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,

@@ -10,24 +10,24 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
                                 const AutoShardOptions& options) {
   Result<AutoShardResult> solved = AutoShard(graph, mesh, &cluster, options);
   if (!solved.ok()) return solved.status();
-  const AutoShardResult& r = solved.value();
-  if (r.status != SolveStatus::kOptimal && r.status != SolveStatus::kFeasible) {
+  const AutoShardResult& result = solved.value();
+  if (result.status != SolveStatus::kOptimal && result.status != SolveStatus::kFeasible) {
     const StatusCode code =
-        r.status == SolveStatus::kInfeasible ? StatusCode::kInfeasible : StatusCode::kInternal;
+        result.status == SolveStatus::kInfeasible ? StatusCode::kInfeasible : StatusCode::kInternal;
     return Status(code, "auto-sharding on mesh " + MeshShapeString(mesh.shape) +
-                            " found no plan: " + r.message);
+                            " found no plan: " + result.message);
   }
-  UnitProfile p;
+  UnitProfile profile;
   // Once per iteration: the update phase and every gradient synchronisation (unweighted
   // costs, whatever options.iteration_weight the solve used).
   long double per_microbatch = 0, per_iteration = 0, forward = 0;
   for (int32_t v = 0; v < graph.size(); ++v) {
-    const OpSharding& o = r.ops[static_cast<size_t>(v)];
+    const OpSharding& o = result.ops[static_cast<size_t>(v)];
     const Phase phase = graph.op(v).phase;
     (phase == Phase::kUpdate ? per_iteration : per_microbatch) += o.compute_cost;
     if (phase == Phase::kForward) forward += o.compute_cost;
   }
-  for (const PlannedCollective& c : r.collectives) {
+  for (const PlannedCollective& c : result.collectives) {
     // A shared resharding (consumer -1) belongs to the phase of the tensor it lays out.
     const Phase phase = graph.op(c.consumer >= 0 ? c.consumer : c.tensor).phase;
     if (c.gradient_sync || (c.consumer >= 0 && phase == Phase::kUpdate)) {
@@ -37,9 +37,9 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
       if (phase == Phase::kForward) forward += c.cost;
     }
   }
-  p.latency = static_cast<double>(per_microbatch);
-  p.forward_latency = static_cast<double>(forward);
-  p.iteration_overhead = static_cast<double>(per_iteration);
+  profile.latency = static_cast<double>(per_microbatch);
+  profile.forward_latency = static_cast<double>(forward);
+  profile.iteration_overhead = static_cast<double>(per_iteration);
 
   std::vector<char> read_by_backward(static_cast<size_t>(graph.size()), 0);
   for (const Op& op : graph.ops) {
@@ -48,23 +48,23 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
   }
   for (int32_t v = 0; v < graph.size(); ++v) {
     const Op& op = graph.op(v);
-    const int64_t bytes = r.ops[static_cast<size_t>(v)].memory_bytes;
+    const int64_t bytes = result.ops[static_cast<size_t>(v)].memory_bytes;
     const bool state = op.kind == OpKind::kParameter && (op.role == TensorRole::kParameter ||
                                                          op.role == TensorRole::kOptimizerState);
     if (state || op.role == TensorRole::kGradient) {
-      p.persistent_bytes += bytes;
+      profile.persistent_bytes += bytes;
     } else if (op.phase == Phase::kForward && read_by_backward[static_cast<size_t>(v)]) {
-      p.activation_bytes += bytes;
+      profile.activation_bytes += bytes;
     }
     if (op.kind == OpKind::kParameter && op.role == TensorRole::kInput &&
         op.phase == Phase::kForward) {
-      p.checkpoint_bytes += bytes;
+      profile.checkpoint_bytes += bytes;
     }
   }
-  p.working_bytes =
-      std::max<int64_t>(0, r.peak_memory_bytes - p.persistent_bytes - p.activation_bytes);
-  p.sharding = std::make_shared<const AutoShardResult>(std::move(solved).value());
-  return p;
+  profile.working_bytes = std::max<int64_t>(
+      0, result.peak_memory_bytes - profile.persistent_bytes - profile.activation_bytes);
+  profile.sharding = std::make_shared<const AutoShardResult>(std::move(solved).value());
+  return profile;
 }
 
 }  // namespace alpa

@@ -96,30 +96,30 @@ struct BlockInstance {
 BlockProblem MakeBlockProblem(const WorkProblem& core,
                               const std::vector<std::vector<int32_t>>& adjacency,
                               const BlockInstance& block) {
-  BlockProblem p;
-  p.interior = static_cast<int32_t>(block.interior.size());
+  BlockProblem block_problem;
+  block_problem.interior = static_cast<int32_t>(block.interior.size());
   auto local = [&](int32_t node) {
     auto it = std::lower_bound(block.interior.begin(), block.interior.end(), node);
     if (it != block.interior.end() && *it == node) {
       return static_cast<int32_t>(it - block.interior.begin());
     }
     it = std::lower_bound(block.boundary.begin(), block.boundary.end(), node);
-    return p.interior + static_cast<int32_t>(it - block.boundary.begin());
+    return block_problem.interior + static_cast<int32_t>(it - block.boundary.begin());
   };
-  p.key.push_back(block.interior.size());
-  p.key.push_back(block.boundary.size());
+  block_problem.key.push_back(block.interior.size());
+  block_problem.key.push_back(block.boundary.size());
   for (const std::vector<int32_t>* list : {&block.interior, &block.boundary}) {
     for (int32_t v : *list) {
-      p.domain.push_back(core.strategy_count(v));
-      p.key.push_back(static_cast<uint64_t>(core.strategy_count(v)));
+      block_problem.domain.push_back(core.strategy_count(v));
+      block_problem.key.push_back(static_cast<uint64_t>(core.strategy_count(v)));
     }
   }
   for (int32_t v : block.interior) {
     Factor unary;
     unary.vars = {local(v)};
     unary.table = core.cost[static_cast<size_t>(v)];
-    for (double c : unary.table) p.key.push_back(Bits(c));
-    p.factors.push_back(std::move(unary));
+    for (double c : unary.table) block_problem.key.push_back(Bits(c));
+    block_problem.factors.push_back(std::move(unary));
   }
   std::vector<int32_t> edges;
   for (int32_t v : block.interior) {
@@ -137,12 +137,12 @@ BlockProblem MakeBlockProblem(const WorkProblem& core,
     Factor f;
     f.vars = {ends.first, ends.second};
     f.table = core.edges[static_cast<size_t>(e)].cost;
-    p.key.push_back(static_cast<uint64_t>(ends.first));
-    p.key.push_back(static_cast<uint64_t>(ends.second));
-    for (double c : f.table) p.key.push_back(Bits(c));
-    p.factors.push_back(std::move(f));
+    block_problem.key.push_back(static_cast<uint64_t>(ends.first));
+    block_problem.key.push_back(static_cast<uint64_t>(ends.second));
+    for (double c : f.table) block_problem.key.push_back(Bits(c));
+    block_problem.factors.push_back(std::move(f));
   }
-  return p;
+  return block_problem;
 }
 
 // Blocks: connected components of the non-separator nodes, each with its separator

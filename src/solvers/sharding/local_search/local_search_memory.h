@@ -29,7 +29,6 @@ class MemoryTracker {
   MemoryTracker(const std::vector<MemoryItem>& items, const std::vector<MemoryRow>& rows,
                 int32_t node_count);
 
-  bool has_rows() const { return row_count_ > 0; }
   int32_t row_count() const { return row_count_; }
   // Recomputes every row's usage for assignment x.
   void Reset(const std::vector<int32_t>& x);

@@ -260,7 +260,7 @@ void ReductionEngine::ReduceDegreeTwo(int32_t u) {
     for (size_t j = 0; j < kv; ++j) a[j * ku + i] = cu[i] + At(edge(e1), u, i, j);
     for (size_t j = 0; j < kw; ++j) b[j * ku + i] = At(edge(e2), u, i, j);
   }
-  std::vector<double> m(kv * kw);
+  std::vector<double> costs(kv * kw);
   for (size_t j = 0; j < kv; ++j) {
     const double* aj = &a[j * ku];
     for (size_t l = 0; l < kw; ++l) {
@@ -270,7 +270,7 @@ void ReductionEngine::ReduceDegreeTwo(int32_t u) {
         const double x = aj[i] + bl[i];
         best = x < best ? x : best;
       }
-      m[j * kw + l] = best;
+      costs[j * kw + l] = best;
     }
   }
   ReducedProblem::Elimination record;
@@ -290,7 +290,7 @@ void ReductionEngine::ReduceDegreeTwo(int32_t u) {
   node(u).eliminated = true;
   RemoveEdge(e1);
   RemoveEdge(e2);
-  AddToEdge(v, w, std::move(m));
+  AddToEdge(v, w, std::move(costs));
   ++out_.stats_.r2;
 }
 

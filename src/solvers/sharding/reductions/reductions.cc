@@ -45,22 +45,22 @@ void ReductionEngine::Init() {
   for (int32_t index : order) {
     const WorkEdge& we = input_.edges[static_cast<size_t>(index)];
     const auto [a, b] = ends(index);
-    std::vector<double> m = we.cost;
+    std::vector<double> costs = we.cost;
     if (we.a > we.b) {  // transpose to rows = a
       for (size_t i = 0; i < k(a); ++i) {
-        for (size_t j = 0; j < k(b); ++j) m[i * k(b) + j] = we.cost[j * k(a) + i];
+        for (size_t j = 0; j < k(b); ++j) costs[i * k(b) + j] = we.cost[j * k(a) + i];
       }
     }
     if (a == b) {  // only the diagonal can apply
-      for (size_t s = 0; s < k(a); ++s) node(a).cost[s] += m[s * k(a) + s];
+      for (size_t s = 0; s < k(a); ++s) node(a).cost[s] += costs[s * k(a) + s];
       continue;
     }
     if (!edges_.empty() && edges_.back().a == a && edges_.back().b == b) {
       std::vector<double>& into = edges_.back().m;
-      for (size_t i = 0; i < m.size(); ++i) into[i] += m[i];
+      for (size_t i = 0; i < costs.size(); ++i) into[i] += costs[i];
       continue;
     }
-    AddEdge(a, b, std::move(m));
+    AddEdge(a, b, std::move(costs));
   }
 }
 
