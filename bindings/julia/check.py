@@ -574,7 +574,21 @@ class Checker:
                     self.fail(path, m.start(), "%s: called with %d arguments, C takes %d (%s)"
                               % (name, len(args), want, what))
 
+    def check_project(self):
+        """Project.toml (next to src/, when there) carries the headers' ALPA_VERSION."""
+        path = os.path.join(os.path.dirname(os.path.abspath(self.src)), "Project.toml")
+        if not os.path.exists(path):
+            return
+        with open(path) as f:
+            m = re.search(r'(?m)^version\s*=\s*"([^"]+)"', f.read())
+        v = {c["name"]: c["value"] for c in self.h.constants}
+        want = "%d.%d.%d" % (v["ALPA_VERSION_MAJOR"], v["ALPA_VERSION_MINOR"], v["ALPA_VERSION_PATCH"])
+        if not m or m.group(1) != want:
+            self.errors.append("%s: version %s, the headers are %s"
+                               % (os.path.relpath(path), m.group(1) if m else "missing", want))
+
     def run(self):
+        self.check_project()
         self.read_aliases()
         self.check_ccalls()
         self.check_constants()
