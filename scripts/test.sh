@@ -22,7 +22,7 @@ tsan_test_regex() {
   for t in "${tsan_unit_tests[@]}"; do
     while read -r suite; do
       names+=("${suite%.}\\.")
-    done < <(build-tsan/bin/"$t" --gtest_list_tests | grep -E '^[A-Za-z_]')
+    done < <(build-tsan/bin/"$t" --gtest_list_tests | grep -E '^[A-Za-z_][A-Za-z0-9_/]*\.$')
   done
   for t in "${tsan_c_tests[@]}"; do names+=("$t\$"); done
   local IFS='|'
