@@ -14,6 +14,9 @@ jobs=$(nproc)
 tsan_unit_tests=(planner_test manual_plan_test plan_simulation_test sharding_solver_test
                  block_elimination_test ilp_glpk_test)
 tsan_c_tests=(capi_test plan_capi_test baseline_capi_test simulate_capi_test example_plan_model)
+# Left out under TSan: a quality comparison that runs the baseline grid's threaded code (as
+# BaselineSearch.FixedMicrobatchesAndRemat does) on a larger model, and takes minutes there.
+tsan_skip='^BaselineSearch\.PlannerIsNeverSlowerWhereTheSpacesMeet$'
 
 # The ctest names of the tsan tests: GoogleTest cases are discovered as Suite.Name, so each
 # unit test contributes its suites (from --gtest_list_tests); C tests are named as the target.
@@ -42,7 +45,8 @@ case ${1:-} in
           -DALPA_BUILD_BENCH=OFF
     cmake --build build-tsan -j"$jobs" --target "${tsan_unit_tests[@]}" "${tsan_c_tests[@]}"
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-      ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R "$(tsan_test_regex)"
+      ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R "$(tsan_test_regex)" \
+        -E "$tsan_skip"
     ;;
   "")
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
