@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
-scripts/install-deps.sh
+scripts/install-deps.sh fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DALPA_BUILD_FUZZ=ON -DALPA_BUILD_BENCH=OFF >/dev/null
 targets=(fuzz_read_iopddl fuzz_read_alpa fuzz_parse_assignment fuzz_read_graph fuzz_read_cluster)

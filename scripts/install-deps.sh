@@ -1,8 +1,29 @@
 #!/usr/bin/env bash
-# Installs the Debian packages libalpa needs to build and test, skipping those already present.
+# Installs the Debian packages one command needs, skipping those already present.
+#   scripts/install-deps.sh run      build the library and the `alpa` program (scripts/run.sh)
+#   scripts/install-deps.sh test     + GoogleTest, Google Benchmark, pkg-config (the install test),
+#                                    python3 (bench table tests) and chromium (the timeline SVG
+#                                    rendering test) (scripts/test.sh; its --sanitize and --tsan
+#                                    builds need nothing more)
+#   scripts/install-deps.sh fuzz     the test build's packages + clang (libFuzzer; scripts/fuzz.sh)
+#   scripts/install-deps.sh format   clang-format (scripts/check-format.sh)
+#   scripts/install-deps.sh ci       all of the above (what .ci/run ends up using); the default
 set -euo pipefail
-packages=(cmake make g++ clang clang-format pkg-config zlib1g-dev libglpk-dev nlohmann-json3-dev
-          libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev chromium python3)
+mode=${1:-ci}
+build=(cmake make g++ zlib1g-dev libglpk-dev nlohmann-json3-dev libcli11-dev)
+test_build=(libgtest-dev libgmock-dev libbenchmark-dev pkg-config)
+test_run=(python3 chromium)
+case $mode in
+  run) packages=("${build[@]}") ;;
+  test) packages=("${build[@]}" "${test_build[@]}" "${test_run[@]}") ;;
+  fuzz) packages=("${build[@]}" "${test_build[@]}" clang) ;;
+  format) packages=(clang-format) ;;
+  ci) packages=("${build[@]}" "${test_build[@]}" "${test_run[@]}" clang clang-format) ;;
+  *)
+    echo "install-deps: unknown mode '$mode' (expected run, test, fuzz, format or ci)" >&2
+    exit 1
+    ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -10,7 +31,7 @@ done
 if ((${#missing[@]})); then
   sudo=""
   [[ $(id -u) -ne 0 ]] && sudo="sudo"
-  echo "install-deps: installing ${missing[*]}"
+  echo "install-deps ($mode): installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
