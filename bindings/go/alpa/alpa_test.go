@@ -666,14 +666,15 @@ func TestCancelFromAnotherGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tok.Close()
-	var triggered time.Time
 	var once sync.Once
 	started := make(chan struct{})
+	triggeredAt := make(chan time.Time, 1)
 	go func() {
 		<-started
 		time.Sleep(200 * time.Millisecond)
-		triggered = time.Now()
+		now := time.Now()
 		tok.Trigger()
+		triggeredAt <- now
 	}()
 	start := time.Now()
 	_, err = alpa.PlanModel("gpt-2.6b", cluster, &alpa.PlanOptions{
@@ -682,7 +683,8 @@ func TestCancelFromAnotherGoroutine(t *testing.T) {
 	})
 	end := time.Now()
 	mustStatus(t, err, alpa.ErrCancelled)
-	if triggered.IsZero() {
+	triggered := <-triggeredAt
+	if end.Before(triggered) {
 		t.Fatal("the call returned before the token was triggered")
 	}
 	t.Logf("cancelled %v after the trigger (%v after the start)", end.Sub(triggered), end.Sub(start))
