@@ -1,0 +1,3 @@
+module github.com/libalpa/alpa/bindings/go
+
+go 1.19
