@@ -18,8 +18,7 @@ fi
 export RUSTFMT
 mkdir -p "$out"
 
-common="--size_t-is-usize --default-macro-constant-type signed --with-derive-default \
-  --blocklist-type __.* --rustfmt-bindings"
+common="--size_t-is-usize --default-macro-constant-type signed --with-derive-default"
 
 # shellcheck disable=SC2086
 "$bindgen" $common --allowlist-file '.*/alpa\.h' \

@@ -131,6 +131,10 @@ pub const ALPA_REMAT_SEARCH: i32 = 0;
 pub const ALPA_REMAT_OFF: i32 = 1;
 pub const ALPA_REMAT_ON: i32 = 2;
 pub const ALPA_SLICE_MOVE_MAX_RANK: i32 = 8;
+pub type __uint8_t = ::std::os::raw::c_uchar;
+pub type __int32_t = ::std::os::raw::c_int;
+pub type __uint32_t = ::std::os::raw::c_uint;
+pub type __int64_t = ::std::os::raw::c_long;
 extern "C" {
     #[doc = " The library's version at run time, e.g. \"0.1.0\". Static storage; never NULL."]
     pub fn alpa_version_string() -> *const ::std::os::raw::c_char;
@@ -438,6 +442,7 @@ extern "C" {
 }
 #[doc = " Progress reports, passed to the progress callback."]
 #[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct alpa_progress {
     #[doc = "< sizeof(alpa_progress) of the library that filled it"]
     pub struct_size: usize,
@@ -1034,6 +1039,7 @@ extern "C" {
 }
 #[doc = " One collective the plan inserts (version 1)."]
 #[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
 pub struct alpa_collective {
     #[doc = "< bytes of this element the library wrote"]
     pub struct_size: usize,
@@ -1260,15 +1266,6 @@ fn bindgen_test_layout_alpa_collective() {
     }
     test_field_reserved();
 }
-impl Default for alpa_collective {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct alpa_sharding_plan {
@@ -1438,6 +1435,7 @@ extern "C" {
 }
 #[doc = " Progress of a planning call (version 1)."]
 #[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct alpa_plan_progress {
     #[doc = "< sizeof(alpa_plan_progress) of the library that filled it"]
     pub struct_size: usize,
@@ -1714,6 +1712,7 @@ extern "C" {
 }
 #[doc = " One pipeline stage (version 1)."]
 #[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
 pub struct alpa_stage_info {
     #[doc = "< bytes the library wrote"]
     pub struct_size: usize,
@@ -2088,15 +2087,6 @@ fn bindgen_test_layout_alpa_stage_info() {
     }
     test_field_in_flight();
 }
-impl Default for alpa_stage_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 extern "C" {
     #[doc = " Fills *out (element_size = sizeof(alpa_stage_info); the library writes the first"]
     #[doc = " min(element_size, its own size) bytes). ALPA_ERR_INVALID_ARGUMENT for NULLs, a stage out of"]
@@ -2138,6 +2128,7 @@ extern "C" {
 }
 #[doc = " A tensor one stage sends another each microbatch (version 1)."]
 #[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
 pub struct alpa_transfer {
     pub struct_size: usize,
     #[doc = "< 1"]
@@ -2283,15 +2274,6 @@ fn bindgen_test_layout_alpa_transfer() {
     }
     test_field_seconds();
 }
-impl Default for alpa_transfer {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 extern "C" {
     #[doc = " Count-then-fill over the cross-stage transfers (element_size = sizeof(alpa_transfer), as for"]
     #[doc = " alpa_sharding_plan_collectives)."]
@@ -2305,6 +2287,7 @@ extern "C" {
 #[doc = " One slice of a transfer's tensor that one device sends another (cross-mesh resharding,"]
 #[doc = " docs/planner.md; version 1)."]
 #[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
 pub struct alpa_slice_move {
     pub struct_size: usize,
     #[doc = "< 1"]
@@ -2508,15 +2491,6 @@ fn bindgen_test_layout_alpa_slice_move() {
         );
     }
     test_field_bytes();
-}
-impl Default for alpa_slice_move {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 extern "C" {
     #[doc = " Count-then-fill over the slice moves of transfer `transfer` (0 .. alpa_plan_transfers - 1):"]
