@@ -21,6 +21,20 @@
 //! println!("{} s per iteration", plan.iteration_seconds());
 //! # Ok::<(), alpa::Error>(())
 //! ```
+//!
+//! Builders are not `Sync` (building needs exclusive access), so this does not compile:
+//!
+//! ```compile_fail
+//! fn shared<T: Sync>(_: &T) {}
+//! let builder = alpa::ProblemBuilder::new().unwrap();
+//! shared(&builder);
+//! ```
+//!
+//! ```compile_fail
+//! fn shared<T: Sync>(_: &T) {}
+//! let builder = alpa::GraphBuilder::new().unwrap();
+//! shared(&builder);
+//! ```
 #![warn(missing_docs)]
 
 mod cluster;
