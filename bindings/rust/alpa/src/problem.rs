@@ -100,7 +100,13 @@ impl ProblemBuilder {
         costs: &[f64],
         usages: Option<&[i64]>,
     ) -> Result<()> {
-        let total: i64 = strategy_counts.iter().map(|&k| i64::from(k.max(0))).sum();
+        if let Some(i) = strategy_counts.iter().position(|&k| k < 0) {
+            return Err(invalid(format!(
+                "add_nodes: node {} of the batch has {} strategies",
+                i, strategy_counts[i]
+            )));
+        }
+        let total: i64 = strategy_counts.iter().map(|&k| i64::from(k)).sum();
         if costs.len() as i64 != total {
             return Err(invalid(format!(
                 "add_nodes: {} costs for {} strategies",
