@@ -1,6 +1,6 @@
-"""``python -m alpa ARGS``: runs the ``alpa`` command-line program (the one bundled with the
-package by ``pip install``, else one next to the loaded libalpa (``PREFIX/bin/alpa`` for
-``PREFIX/lib/libalpa.so``), else ``alpa`` on PATH), with the same arguments and exit code."""
+"""``python -m alpa ARGS``: runs the ``alpa`` command-line program (with ``ALPA_LIBRARY=
+PREFIX/lib/libalpa.so`` set, ``PREFIX/bin/alpa`` when it exists; else the one bundled with the
+package by ``pip install``; else ``alpa`` on PATH), with the same arguments and exit code."""
 from __future__ import annotations
 
 import os
@@ -11,10 +11,11 @@ import sys
 
 def find_cli() -> "str | None":
     here = pathlib.Path(__file__).resolve().parent
-    candidates = [here / "bin" / "alpa"]
+    candidates = []
     lib_path = os.environ.get("ALPA_LIBRARY")
-    if lib_path:
+    if lib_path:  # the program that goes with the library the binding loads
         candidates.append(pathlib.Path(lib_path).resolve().parent.parent / "bin" / "alpa")
+    candidates.append(here / "bin" / "alpa")
     for c in candidates:
         if c.is_file() and os.access(c, os.X_OK):
             return str(c)

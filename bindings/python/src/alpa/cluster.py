@@ -165,6 +165,9 @@ class Mesh(Owner):
     ) -> "Mesh":
         """A mesh in Alpa's abstract cost units (for ``cost_model="alpa"``)."""
         n = len(shape)
+        for what, v in (("alpha", alpha), ("beta", beta)):
+            if v is not None and len(v) != n:
+                raise InvalidArgumentError(f"{what}: {len(v)} values for {n} mesh dims", 1)
         shp = (c_int64 * n)(*shape)
         a = (c_double * n)(*alpha) if alpha is not None else None
         b = (c_double * n)(*beta) if beta is not None else None

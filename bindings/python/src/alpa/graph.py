@@ -74,6 +74,11 @@ def _ranges(values: Any, dtype: Any, what: str, n: int) -> "tuple[np.ndarray | N
             and np.ndim(values[0]) == 1 and len(values[0]) == n + 1:
         offsets = np.ascontiguousarray(values[0], dtype=np.int64)
         flat = np.ascontiguousarray(values[1], dtype=dtype).reshape(-1)
+        # The C call reads flat[offsets[0] .. offsets[n]): check the bounds here.
+        if len(offsets) and (offsets.min() < 0 or offsets[-1] > len(flat)):
+            raise InvalidArgumentError(
+                f"{what}: offsets reach {int(offsets[-1])} but the flat array has {len(flat)} "
+                "entries", 1)
         return offsets, flat
     rows = [np.asarray(r if r is not None else (), dtype=dtype).reshape(-1) for r in values]
     if len(rows) != n:

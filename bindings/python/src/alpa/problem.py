@@ -133,9 +133,16 @@ class Problem(Owner):
         if intervals is not None and len(intervals):
             p.set_intervals(intervals)
         if edges is not None and len(edges):
-            if edge_costs is None:
-                raise InvalidArgumentError("edges given without edge_costs", 1)
-            p.add_edges(edges, np.concatenate([_arr(c, np.float64) for c in edge_costs]))
+            if edge_costs is None or len(edge_costs) != len(edges):
+                raise InvalidArgumentError("edge_costs: one cost matrix per edge", 1)
+            ends = _arr(edges, np.int32).reshape(-1, 2)
+            rows = [_arr(c, np.float64) for c in edge_costs]
+            for j, ((u, v), row) in enumerate(zip(ends.tolist(), rows)):
+                want = p.strategy_count(u) * p.strategy_count(v)
+                if p.strategy_count(u) >= 0 and p.strategy_count(v) >= 0 and len(row) != want:
+                    raise InvalidArgumentError(
+                        f"edge {j} ({u}, {v}) has {len(row)} costs, expected {want}", 1)
+            p.add_edges(ends, np.concatenate(rows))
         if followers is not None:
             p.set_followers(followers)
         if memory_limit is not None:
@@ -154,6 +161,12 @@ class Problem(Owner):
         k = _arr(strategy_counts, np.int32)
         c = _arr(costs, np.float64)
         u = None if usages is None else _arr(usages, np.int64)
+        # The C call reads sum(k) entries through the pointers: check the lengths here.
+        total = int(k[k > 0].sum())
+        if len(c) != total or (u is not None and len(u) != total):
+            raise InvalidArgumentError(
+                f"add_nodes: {len(k)} nodes with {total} strategies need {total} costs and "
+                f"usages (got {len(c)} costs, {'no' if u is None else len(u)} usages)", 1)
         call(lib.alpa_problem_add_nodes, self._ptr, len(k), _ptr(k, c_int32), _ptr(c, c_double),
              _ptr(u, c_int64))
         return self
@@ -162,6 +175,8 @@ class Problem(Owner):
     def set_intervals(self, intervals: Any) -> "Problem":
         """Liveness of the first n nodes as half-open (lo, hi) intervals, shape [n, 2]."""
         a = _arr(intervals, np.int64)
+        if len(a) % 2:
+            raise InvalidArgumentError("intervals: (lo, hi) pairs", 1)
         call(lib.alpa_problem_set_intervals, self._ptr, len(a) // 2, _ptr(a, c_int64))
         return self
 
@@ -178,9 +193,24 @@ class Problem(Owner):
         """Appends edges: ``endpoints`` of shape [m, 2], ``costs`` their matrices flat."""
         e = _arr(endpoints, np.int32)
         c = _arr(costs, np.float64)
+        self._check_matrix_length(e, len(c), "add_edges: costs")
         call(lib.alpa_problem_add_edges, self._ptr, len(e) // 2, _ptr(e, c_int32),
              _ptr(c, c_double))
         return self
+
+    def _check_matrix_length(self, pairs: np.ndarray, got: int, what: str) -> None:
+        """The C call reads sum(k_u * k_v) entries: check the length first (pairs with an
+        unknown node are left to the library, which rejects them before reading)."""
+        if len(pairs) % 2:
+            raise InvalidArgumentError(f"{what}: pairs need an even number of node ids", 1)
+        want = 0
+        for u, v in pairs.reshape(-1, 2).tolist():
+            ku, kv = self.strategy_count(u), self.strategy_count(v)
+            if ku < 0 or kv < 0:
+                return
+            want += ku * kv
+        if got != want:
+            raise InvalidArgumentError(f"{what}: {got} entries, expected {want}", 1)
 
     @c_doc("alpa_problem_set_followers")
     def set_followers(self, follows: Any) -> "Problem":
@@ -192,6 +222,7 @@ class Problem(Owner):
     def add_aliases(self, pairs: Any, forbidden: Any) -> "Problem":
         p = _arr(pairs, np.int32)
         f = _arr(forbidden, np.uint8)
+        self._check_matrix_length(p, len(f), "add_aliases: forbidden")
         call(lib.alpa_problem_add_aliases, self._ptr, len(p) // 2, _ptr(p, c_int32),
              _ptr(f, c_uint8))
         return self
