@@ -1,0 +1,93 @@
+"""Running a long C call: cancel tokens, progress callbacks, Ctrl-C.
+
+A long call (plan, solve, auto-shard) runs in a worker thread while the main thread waits on it;
+Ctrl-C in the main thread triggers the call's cancel token, waits for the call to stop (at its next
+check) and re-raises KeyboardInterrupt. Called from another thread, the call runs in place.
+Progress callbacks run on the thread that makes the C call; an exception raised in one cancels
+the call and is re-raised to the caller.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Callable, TypeVar
+
+from ._handle import Owner
+from ._lib import call, lib
+
+R = TypeVar("R")
+
+
+class CancelToken(Owner):
+    """A cancel token: pass it as ``cancel=`` to plan / solve / auto_shard and call ``cancel()``
+    from any thread to stop them (a plan then raises CancelledError; a solve returns its best
+    assignment with status CANCELLED, or raises CancelledError when it has none). A token stays
+    triggered: use a new one per call you want to cancel separately."""
+
+    _kind = "alpa_cancel_token"
+
+    def __init__(self) -> None:
+        ptr = ctypes.c_void_p()
+        call(lib.alpa_cancel_token_create, ctypes.byref(ptr))
+        self._own(ptr.value, lib.alpa_cancel_token_destroy, self._kind)
+        self._triggered = False
+
+    def cancel(self) -> None:
+        """Requests cancellation; safe from any thread, any number of times."""
+        self._triggered = True
+        lib.alpa_cancel_token_trigger(self._ptr)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._triggered
+
+
+class CallbackGuard:
+    """Holds the exception a Python callback raised inside a C call (ctypes would print and
+    drop it), so that it can be re-raised once the call returns."""
+
+    def __init__(self) -> None:
+        self.exc: BaseException | None = None
+
+    def run(self, fn: Callable[[], Any]) -> int:
+        if self.exc is not None:
+            return 1
+        try:
+            fn()
+            return 0
+        except BaseException as e:  # noqa: BLE001 - re-raised after the C call
+            self.exc = e
+            return 1
+
+    def reraise(self) -> None:
+        if self.exc is not None:
+            exc, self.exc = self.exc, None
+            raise exc
+
+
+def run_cancellable(fn: Callable[[], R], token: CancelToken) -> R:
+    """Runs fn(), making Ctrl-C trigger `token` when called from the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=target, name="alpa-call", daemon=True)
+    worker.start()
+    interrupted: KeyboardInterrupt | None = None
+    while worker.is_alive():
+        try:
+            worker.join(0.25)
+        except KeyboardInterrupt as e:
+            interrupted = e
+            token.cancel()
+    if interrupted is not None:
+        raise interrupted
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

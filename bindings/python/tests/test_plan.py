@@ -1,0 +1,151 @@
+"""Pipeline planning: stages cover the layers, devices tile the cluster, the CLI agrees."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import alpa
+from conftest import MEDIUM_CLUSTER, SMALL_CLUSTER, SMALL_MODEL, run_cli
+
+
+@pytest.fixture(scope="module")
+def small_plan():
+    with alpa.plan(SMALL_MODEL, MEDIUM_CLUSTER) as p:
+        yield p
+
+
+def check_structure(plan: alpa.Plan, cluster: alpa.Cluster) -> None:
+    # Stages cover the layer groups: contiguous, in order, all of them.
+    assert plan.num_layers > 0
+    covered = [layer for s in plan.stages for layer in s.layers]
+    assert covered == list(range(plan.num_layers))
+    # Device ids tile the cluster: every device exactly once.
+    ids = [d for s in plan.stages for d in s.devices]
+    assert sorted(ids) == list(range(cluster.devices))
+    for s in plan.stages:
+        assert len(s.devices) == s.submesh.devices
+        assert s.data_parallel * s.tensor_parallel == s.submesh.devices
+        assert 0 < s.memory_bytes <= cluster.device_memory_bytes
+        assert s.latency_seconds > 0
+    assert plan.iteration_seconds >= max(s.latency_seconds for s in plan.stages)
+
+
+def test_plan_structure_and_cli_agree(small_plan, cli):
+    with alpa.Cluster.parse(MEDIUM_CLUSTER) as cluster:
+        check_structure(small_plan, cluster)
+    assert len(small_plan.stages) >= 2
+    assert small_plan.submeshes == [s.submesh for s in small_plan.stages]
+    cli_json = run_cli(cli, "plan", "--model", SMALL_MODEL, "--cluster", MEDIUM_CLUSTER, "-q",
+                       "--json")
+    assert small_plan.iteration_seconds == cli_json["iteration_seconds"]
+    assert small_plan.microbatches == cli_json["microbatches"]
+    assert [s.devices for s in small_plan.stages] == [tuple(s["devices"]) for s in cli_json["stages"]]
+
+
+def test_plan_json_round_trip_and_simulation(small_plan):
+    text = small_plan.to_json()
+    doc = json.loads(text)
+    assert doc["format"] == "alpa-plan" and doc["iteration_seconds"] == small_plan.iteration_seconds
+    detached = alpa.Plan.from_json(text)
+    assert detached.detached and not small_plan.detached
+    assert detached.stages == small_plan.stages
+    assert detached.transfers == small_plan.transfers
+    assert detached.prediction == small_plan.prediction
+    with small_plan.simulate() as sim, detached.simulate() as sim2:
+        assert sim.planner_seconds == pytest.approx(small_plan.iteration_seconds)
+        assert sim.closed_form_seconds == pytest.approx(small_plan.prediction.schedule_seconds)
+        assert len(sim.stages) == len(small_plan.stages)
+        assert sim2.iteration_seconds > 0
+    svg = small_plan.timeline_svg(width=800)
+    assert "<svg" in svg and svg.rstrip().endswith("</svg>")
+    assert "<svg" in detached.timeline_svg()
+    with pytest.raises(alpa.UnsupportedError):
+        detached.op_spec(0)
+    detail = json.loads(small_plan.to_json(detail=1))
+    assert len(detail["stages"]) == len(small_plan.stages)
+
+
+def test_plan_per_op_queries(small_plan):
+    stages = small_plan.op_stages()
+    with small_plan.graph() as g:
+        assert len(stages) == g.op_count
+    assert set(stages.tolist()) - {-1} == set(range(len(small_plan.stages)))
+    op = int(next(i for i, s in enumerate(stages) if s >= 0))
+    assert small_plan.op_spec(op)
+    sched = small_plan.stage_schedule(0)
+    assert len(sched) == 2 * small_plan.microbatches
+    assert {m for _, m in sched} == set(range(small_plan.microbatches))
+    for i, t in enumerate(small_plan.transfers):
+        moves = small_plan.transfer_moves(i)
+        assert moves and all(m.bytes > 0 for m in moves)
+
+
+def test_summary_is_a_stage_table(small_plan):
+    text = small_plan.summary()
+    lines = text.splitlines()
+    assert lines[0].startswith(f"Plan: {len(small_plan.stages)} pipeline stages")
+    assert "latency/mb" in lines[1]
+    assert len([l for l in lines if l[:1].isdigit()]) == len(small_plan.stages)
+    assert "predicted iteration time" in text
+
+
+def test_bad_model_spec_raises_with_the_library_message():
+    with pytest.raises(alpa.InvalidArgumentError) as info:
+        alpa.plan("gpt:nonsense=3", SMALL_CLUSTER)
+    assert info.value.status == 1
+    assert 'unknown key "nonsense"' in info.value.message
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(alpa.InvalidArgumentError) as info:
+        alpa.plan(SMALL_MODEL, "no-such-cluster:2")
+    assert "no-such-cluster" in str(info.value)
+    with pytest.raises(alpa.InvalidArgumentError) as info:
+        alpa.plan(SMALL_MODEL, SMALL_CLUSTER, microbatches=-1)
+    assert "microbatches" in str(info.value)
+
+
+def test_infeasible_plan_says_what_fits():
+    with pytest.raises(alpa.InfeasibleError) as info:
+        alpa.plan(SMALL_MODEL, SMALL_CLUSTER, device_memory="1MiB", microbatches=1)
+    assert info.value.status == 3 and info.value.message
+
+
+def test_plan_a_graph_and_clusters(cli):
+    with alpa.Graph.from_model("gpt:hidden=128,layers=2,heads=2,seq=64,vocab=512,batch=8") as g:
+        p = g.plan(SMALL_CLUSTER, microbatches=2)
+        assert p.microbatches == 2
+        with alpa.Cluster.parse(SMALL_CLUSTER) as c:
+            check_structure(p, c)
+            again = alpa.Cluster.from_json(c.to_json())
+            assert (again.hosts, again.devices_per_host, again.name) == (2, 1, c.name)
+            again.close()
+        p.close()
+    assert "p3.16xlarge" in alpa.cluster_presets()
+    with alpa.Cluster.parse("p3.16xlarge:2") as c:
+        assert (c.hosts, c.devices_per_host) == (2, 8)
+        assert c.peak_flops("f16") > c.peak_flops("f32") > 0
+    assert any(m.name == "gpt-2.6b" for m in alpa.models())
+
+
+def test_progress_reports_and_tqdm(capsys):
+    reports = []
+    alpa.plan(SMALL_MODEL, SMALL_CLUSTER, microbatches=2, progress=reports.append).close()
+    phases = {r.phase for r in reports}
+    assert {"intra-op", "dp"} <= phases
+    last = [r for r in reports if r.phase == "intra-op"][-1]
+    assert last.done == last.total > 0
+    alpa.plan(SMALL_MODEL, SMALL_CLUSTER, microbatches=2, progress=True).close()
+
+
+def test_baseline_and_manual_plans():
+    with alpa.plan_baseline(SMALL_MODEL, SMALL_CLUSTER) as best:
+        spec = best.manual_spec
+        assert spec is not None
+        assert spec.data_parallel * spec.tensor_parallel * spec.pipeline_parallel == 2
+        table = best.baseline_table()
+        assert table and table[0].iteration_seconds == pytest.approx(best.iteration_seconds)
+        with alpa.plan_manual(SMALL_MODEL, SMALL_CLUSTER, spec) as again:
+            assert again.iteration_seconds == pytest.approx(best.iteration_seconds)
+    with pytest.raises(alpa.InvalidArgumentError) as info:
+        alpa.plan_manual(SMALL_MODEL, SMALL_CLUSTER, data_parallel=4)
+    assert "data_parallel" in str(info.value)
