@@ -71,7 +71,7 @@ static int32_t planned_layer_count(const alpa_plan* plan) {
   alpa_graph* graph = NULL;
   alpa_error* err = NULL;
   int32_t op, ops, layers = 0;
-  if (alpa_plan_graph_copy(&graph, plan, &err) != ALPA_OK) {
+  if (alpa_plan_copy_graph(&graph, plan, &err) != ALPA_OK) {
     fail(err);
     return -1;
   }
@@ -97,7 +97,7 @@ int main(void) {
   if (alpa_cluster_create_preset(&cluster, CLUSTER, 0, &err) != ALPA_OK ||
       alpa_plan_options_create(&options, &err) != ALPA_OK ||
       alpa_plan_options_set_int(options, ALPA_PLAN_OPT_THREADS, 2, &err) != ALPA_OK ||
-      alpa_plan_model(&plan, MODEL, cluster, options, &err) != ALPA_OK) {
+      alpa_model_plan(&plan, MODEL, cluster, options, &err) != ALPA_OK) {
     rc = fail(err);
     goto done;
   }

@@ -2,6 +2,7 @@
 # Installs the Debian packages one command needs, skipping those already present.
 #   scripts/install-deps.sh run      build the library and the `alpa` program (scripts/run.sh)
 #   scripts/install-deps.sh test     + GoogleTest, Google Benchmark, pkg-config (the install test),
+#                                    ccache (the bindings rebuild the library),
 #                                    python3 (bench table tests) and chromium (the timeline SVG
 #                                    rendering test) (scripts/test.sh; its --sanitize and --tsan
 #                                    builds need nothing more)
@@ -11,7 +12,7 @@
 set -euo pipefail
 mode=${1:-ci}
 build=(cmake make g++ zlib1g-dev libglpk-dev nlohmann-json3-dev libcli11-dev)
-test_build=(libgtest-dev libgmock-dev libbenchmark-dev pkg-config)
+test_build=(libgtest-dev libgmock-dev libbenchmark-dev pkg-config ccache)
 test_run=(python3 chromium)
 case $mode in
   run) packages=("${build[@]}") ;;

@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds and runs the tests with ctest.
-#   scripts/test.sh               the README's test command: every test, Release, in ./build
-#   scripts/test.sh --sanitize    the same under ASan+UBSan, in ./build-asan
+#   scripts/test.sh               the README's test command: every test, Release, in ./build,
+#                                 then the bindings' suites (scripts/test-bindings.sh)
+#   scripts/test.sh --sanitize    the C++ and C suites under ASan+UBSan, in ./build-asan, then the
+#                                 Python and Go suites against that library
 #   scripts/test.sh --tsan        the tests that run threads, under ThreadSanitizer, in ./build-tsan
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh test
 jobs=$(nproc)
+# ccache (installed with the test packages) makes the second and third builds of the same sources
+# (the Python package bundles its own libalpa) nearly free.
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 
 # The tests whose code runs on several threads: the planner's parallel stage costs and baseline
 # grid (RunParallel), the sharding solver's parallel local searches and block elimination pool,
@@ -35,23 +44,25 @@ tsan_test_regex() {
 case ${1:-} in
   --sanitize)
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALPA_SANITIZE="address;undefined" \
-          -DALPA_BUILD_BENCH=OFF
+          -DALPA_BUILD_BENCH=OFF "${launcher[@]}"
     cmake --build build-asan -j"$jobs"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j"$jobs"
+    scripts/test-bindings.sh --asan build-asan build
     ;;
   --tsan)
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALPA_SANITIZE=thread \
-          -DALPA_BUILD_BENCH=OFF
+          -DALPA_BUILD_BENCH=OFF "${launcher[@]}"
     cmake --build build-tsan -j"$jobs" --target "${tsan_unit_tests[@]}" "${tsan_c_tests[@]}"
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
       ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R "$(tsan_test_regex)" \
         -E "$tsan_skip"
     ;;
   "")
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
     cmake --build build -j"$jobs"
     ctest --test-dir build --output-on-failure -j"$jobs"
+    scripts/test-bindings.sh build
     ;;
   *)
     echo "test.sh: unknown option '$1' (expected --sanitize, --tsan or nothing)" >&2

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (alpa_problem_read_file(&problem, argv[1], ALPA_FORMAT_AUTO, &err) != ALPA_OK ||
-      alpa_solve(&solution, problem, NULL, &err) != ALPA_OK) {
+      alpa_problem_solve(&solution, problem, NULL, &err) != ALPA_OK) {
     fprintf(stderr, "error: %s\n", err ? alpa_error_message(err) : "?");
     alpa_error_free(err);
     alpa_problem_destroy(problem);

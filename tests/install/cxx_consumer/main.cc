@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   }
   const std::unique_ptr<alpa_problem, ProblemDeleter> problem(raw_problem);
   alpa_solution* raw_solution = nullptr;
-  if (alpa_solve(&raw_solution, problem.get(), nullptr, &err) != ALPA_OK) return Fail(err);
+  if (alpa_problem_solve(&raw_solution, problem.get(), nullptr, &err) != ALPA_OK) return Fail(err);
   const std::unique_ptr<alpa_solution, SolutionDeleter> solution(raw_solution);
   const double objective = alpa_solution_objective(solution.get());
   std::cout << "objective " << objective << "\n";
