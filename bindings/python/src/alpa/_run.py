@@ -9,6 +9,7 @@ the call and is re-raised to the caller.
 from __future__ import annotations
 
 import ctypes
+import signal
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -78,16 +79,34 @@ def run_cancellable(fn: Callable[[], R], token: CancelToken) -> R:
             box["error"] = e
 
     worker = threading.Thread(target=target, name="alpa-call", daemon=True)
-    worker.start()
-    interrupted: KeyboardInterrupt | None = None
-    while worker.is_alive():
-        try:
-            worker.join(0.25)
-        except KeyboardInterrupt as e:
-            interrupted = e
+    interrupted: list[bool] = []
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        # Ctrl-C only triggers the token while the call runs: a KeyboardInterrupt raised at an
+        # arbitrary point (say inside worker.start()) could leave the worker running into
+        # interpreter shutdown, where a daemon thread inside the library is torn down.
+        def on_sigint(signum: int, frame: Any) -> None:
+            interrupted.append(True)
             token.cancel()
-    if interrupted is not None:
-        raise interrupted
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            worker.start()
+            while worker.is_alive():
+                worker.join(0.25)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    else:
+        # The caller installed its own SIGINT handler: leave it in charge, and cancel the call
+        # when it raises KeyboardInterrupt.
+        worker.start()
+        while worker.is_alive():
+            try:
+                worker.join(0.25)
+            except KeyboardInterrupt:
+                interrupted.append(True)
+                token.cancel()
+    if interrupted:
+        raise KeyboardInterrupt
     if "error" in box:
         raise box["error"]
     return box["value"]
