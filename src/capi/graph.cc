@@ -11,9 +11,9 @@
 
 #include "capi/graph_attr_words.h"
 #include "capi/handles.h"
-#include "capi/json_number.h"
 #include "core/ir/graph_json.h"
 #include "core/ir/graph_stats.h"
+#include "core/util/json_util.h"
 
 // The ALPA_* constants are the C++ enum values.
 static_assert(ALPA_DTYPE_F32 == static_cast<int32_t>(alpa::DType::kF32));
@@ -221,18 +221,18 @@ int32_t AddOneOp(alpa::Graph& graph, size_t i, const int32_t* kinds, const int32
 nlohmann::json StatsJson(const alpa::GraphStats& s) {
   nlohmann::json by_phase = nlohmann::json::object();
   for (const auto& [phase, flops] : s.flops_by_phase)
-    by_phase[phase] = alpa::capi::JsonNumber(flops);
+    by_phase[phase] = alpa::json_util::NumberValue(flops);
   return {{"ops", s.num_ops},
           {"layers", s.num_layers},
           {"parameters", s.parameter_count},
-          {"flops", alpa::capi::JsonNumber(s.flops)},
-          {"dot_flops", alpa::capi::JsonNumber(s.dot_flops)},
-          {"conv_flops", alpa::capi::JsonNumber(s.conv_flops)},
+          {"flops", alpa::json_util::NumberValue(s.flops)},
+          {"dot_flops", alpa::json_util::NumberValue(s.dot_flops)},
+          {"conv_flops", alpa::json_util::NumberValue(s.conv_flops)},
           {"parameter_bytes", s.parameter_bytes},
           {"gradient_bytes", s.gradient_bytes},
           {"optimizer_state_bytes", s.optimizer_state_bytes},
           {"input_bytes", s.input_bytes},
-          {"activation_bytes", alpa::capi::JsonNumber(s.activation_bytes)},
+          {"activation_bytes", alpa::json_util::NumberValue(s.activation_bytes)},
           {"ops_by_kind", s.ops_by_kind},
           {"ops_by_phase", s.ops_by_phase},
           {"flops_by_phase", by_phase}};

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/handles.h"
-#include "capi/json_number.h"
 #include "capi/options.h"
 #include "core/problem/problem_io.h"
+#include "core/util/json_util.h"
 
 namespace {
 
@@ -21,8 +21,8 @@ using alpa::capi::Guard;
 nlohmann::json SolutionJson(const alpa::SolveResult& r) {
   nlohmann::json j;
   j["status"] = alpa::SolveStatusName(r.status);
-  j["objective"] = alpa::capi::JsonNumber(r.objective);
-  j["lower_bound"] = alpa::capi::JsonNumber(r.lower_bound);
+  j["objective"] = alpa::json_util::NumberValue(r.objective);
+  j["lower_bound"] = alpa::json_util::NumberValue(r.lower_bound);
   j["seconds"] = r.seconds;
   j["assignment"] = r.assignment;
   j["message"] = r.message;

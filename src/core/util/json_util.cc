@@ -154,6 +154,13 @@ void AppendNumber(double x, std::string* out) {
   out->append(buf, r.ptr);
 }
 
+Json NumberValue(long double x) {
+  if (!std::isfinite(x)) return nullptr;
+  constexpr long double kTwoTo63 = 9223372036854775808.0L;
+  if (x == std::floor(x) && std::fabs(x) < kTwoTo63) return static_cast<int64_t>(x);
+  return static_cast<double>(x);
+}
+
 void AppendString(const std::string& s, std::string* out) {
   *out += Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
 }

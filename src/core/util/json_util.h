@@ -59,6 +59,12 @@ Status FindField(std::string_view format, const Json& obj, const std::string& pa
 // (or hugely negative), and valid JSON.
 void AppendNumber(double x, std::string* out);
 void AppendInt(int64_t x, std::string* out);
+// The same rule for JSON built as an nlohmann document: an integral value below 2^63 in
+// magnitude becomes that exact integer, any other the double nearest to it (nlohmann writes the
+// shortest form that reads back the same). It takes long double because sums such as FLOP counts
+// and cost totals are long double and their integral values exceed 2^53: rounding to double first
+// would print a different integer. Non-finite values (no objective, no bound) become null.
+Json NumberValue(long double x);
 // A JSON string literal (invalid UTF-8 is replaced, so the output is always valid JSON).
 void AppendString(const std::string& s, std::string* out);
 
