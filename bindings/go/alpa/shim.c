@@ -2,8 +2,8 @@
  * callbacks.go. user_data carries a runtime/cgo.Handle (an integer), never a Go pointer. */
 #include <stdint.h>
 
-#include "alpa.h"
 #include "_cgo_export.h"
+#include "alpa.h"
 
 static int32_t alpa_go_solve_trampoline(void* user_data, const alpa_progress* progress) {
   return alpaGoSolveProgress((uintptr_t)user_data, (alpa_progress*)progress);
