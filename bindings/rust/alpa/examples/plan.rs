@@ -5,12 +5,13 @@
 //!
 //! --model M    a model-zoo spec or preset (default gpt-2.6b)
 //! --cluster C  PRESET:HOSTS, a preset spec or a cluster JSON file (default p3.16xlarge:2)
-//! --json       print only {"iteration_seconds": ...} (for bench/binding_call_cost.py)
+//! --json       print only {"iteration_seconds": ..., "compile_seconds": ...}
+//!              (for bench/binding_call_cost.py; -q is accepted and ignored)
 //! --svg FILE   also write the simulated iteration's timeline
 use std::process::ExitCode;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: plan [--model M] [--cluster C] [--json] [--svg FILE]");
+    eprintln!("usage: plan [--model M] [--cluster C] [--json] [-q] [--svg FILE]");
     ExitCode::from(2)
 }
 
@@ -35,6 +36,8 @@ fn main() -> ExitCode {
                 None => return usage(),
             },
             "--json" => json = true,
+            // The CLI's quiet flag: this example prints no progress anyway.
+            "-q" => {}
             _ => return usage(),
         }
     }
@@ -51,7 +54,11 @@ fn run(model: &str, cluster: &str, json: bool, svg: Option<&str>) -> alpa::Resul
     let cluster = alpa::Cluster::from_spec(cluster)?;
     let plan = alpa::Plan::model(model, &cluster, None)?;
     if json {
-        println!("{{\"iteration_seconds\": {:?}}}", plan.iteration_seconds());
+        println!(
+            "{{\"iteration_seconds\": {:?}, \"compile_seconds\": {:?}}}",
+            plan.iteration_seconds(),
+            plan.compile_seconds()
+        );
         return Ok(());
     }
     println!(
