@@ -77,7 +77,11 @@ extra_env=()
 if ldd "$LIB" | grep -q libasan; then
   # Python is not built with ASan: preload the runtime; CPython's own allocations are not ours
   # to report, so leak detection is off (the tests count handles instead).
-  extra_env=(LD_PRELOAD="$(g++ -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0)
+  # libstdc++ is preloaded too: the interpreter does not link it, and ASan's __cxa_throw
+  # interceptor must find the real one when it starts (else the first C++ exception inside
+  # libalpa fails ASan's CHECK "real___cxa_throw != 0").
+  extra_env=(LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so.6)"
+             ASAN_OPTIONS=detect_leaks=0)
   step "pytest against $LIB (ASan build)"
 else
   step "pytest against $LIB"
