@@ -71,7 +71,7 @@ echo "$out" | grep -q "^stage " || { echo "plan example printed no stage table" 
 out=$(cargo run --offline -q --example plan -- --json --cluster p3.16xlarge:1 \
   --model "gpt:hidden=256,layers=4,heads=4,seq=128,vocab=1000,batch=16")
 echo "$out"
-echo "$out" | grep -Eq '^\{"iteration_seconds": [0-9.e+-]+\}$' || { echo "plan --json: unexpected output" >&2; exit 1; }
+echo "$out" | grep -Eq '^\{"iteration_seconds": [0-9.e+-]+, "compile_seconds": [0-9.e+-]+\}$' || { echo "plan --json: unexpected output" >&2; exit 1; }
 
 if command -v valgrind >/dev/null 2>&1; then
   echo "== valgrind (leaks of handles)"
