@@ -110,6 +110,28 @@ func (r *callResources) watch(ctx context.Context) error {
 	return nil
 }
 
+// cancelToken is the C token a call polls: the caller's Cancel (borrowed for the call) or one
+// triggered when ctx is done; nil when neither is set. `what` names the options in errors.
+func (r *callResources) cancelToken(cancel *CancelToken, ctx context.Context, what string) (*C.alpa_cancel_token, error) {
+	tok := cancel.ptr()
+	if cancel != nil {
+		if tok == nil {
+			return nil, closedError("CancelToken")
+		}
+		r.borrows = append(r.borrows, cancel)
+	}
+	if ctx != nil && cancel != nil {
+		return nil, statusError(StatusInvalidArgument, what+": set Cancel or Context, not both")
+	}
+	if err := r.watch(ctx); err != nil {
+		return nil, err
+	}
+	if r.token != nil {
+		tok = r.token.p
+	}
+	return tok, nil
+}
+
 func (r *callResources) release() {
 	if r.stop != nil {
 		close(r.stop)
@@ -257,21 +279,9 @@ func (o *SolveOptions) build() (*C.alpa_solve_options, *callResources, error) {
 			return fail(err)
 		}
 	}
-	tok := o.Cancel.ptr()
-	if o.Cancel != nil {
-		if tok == nil {
-			return fail(closedError("CancelToken"))
-		}
-		res.borrows = append(res.borrows, o.Cancel)
-	}
-	if o.Context != nil && o.Cancel != nil {
-		return fail(statusError(StatusInvalidArgument, "SolveOptions: set Cancel or Context, not both"))
-	}
-	if err := res.watch(o.Context); err != nil {
+	tok, err := res.cancelToken(o.Cancel, o.Context, "SolveOptions")
+	if err != nil {
 		return fail(err)
-	}
-	if res.token != nil {
-		tok = res.token.p
 	}
 	if tok != nil {
 		var e *C.alpa_error
@@ -381,21 +391,9 @@ func (o *PlanOptions) build() (*C.alpa_plan_options, *callResources, error) {
 			return fail(err)
 		}
 	}
-	tok := o.Cancel.ptr()
-	if o.Cancel != nil {
-		if tok == nil {
-			return fail(closedError("CancelToken"))
-		}
-		res.borrows = append(res.borrows, o.Cancel)
-	}
-	if o.Context != nil && o.Cancel != nil {
-		return fail(statusError(StatusInvalidArgument, "PlanOptions: set Cancel or Context, not both"))
-	}
-	if err := res.watch(o.Context); err != nil {
+	tok, err := res.cancelToken(o.Cancel, o.Context, "PlanOptions")
+	if err != nil {
 		return fail(err)
-	}
-	if res.token != nil {
-		tok = res.token.p
 	}
 	if tok != nil {
 		var e *C.alpa_error
