@@ -56,6 +56,11 @@ std::string Bytes(double bytes, int decimals) {
   return ScaledNumber(bytes, kUnits, 1024, decimals);
 }
 
+bool IsNoAnswer(int32_t status) {
+  return status == ALPA_ERR_INFEASIBLE || status == ALPA_ERR_TIMEOUT ||
+         status == ALPA_ERR_CANCELLED;
+}
+
 const char* SolveStatusName(int32_t status) {
   switch (status) {
     case ALPA_SOLVE_OPTIMAL:

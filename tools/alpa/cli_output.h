@@ -16,6 +16,9 @@ namespace alpa_cli {
 int ReportBadInput(const std::string& message);
 // The same for a library error (freed here), prefixed with "OPTION: " when `option` is given.
 int ReportError(alpa_error* err, const std::string& option = "");
+// The C ABI's statuses for a search that ended without an answer (infeasible, time limit,
+// cancelled): the commands exit 2 for them.
+bool IsNoAnswer(int32_t status);
 
 // The one number formatter of the program: integers below 9e15 in full, other values with
 // `significant_digits` digits; inf, -inf, nan.

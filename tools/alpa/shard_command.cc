@@ -413,8 +413,7 @@ int RunShard(const ShardArgs& args) {
 
   const int32_t sharded = alpa_graph_auto_shard(&handles.plan, handles.graph, handles.mesh,
                                                 handles.cluster, handles.options, &err);
-  if (sharded == ALPA_ERR_INFEASIBLE || sharded == ALPA_ERR_TIMEOUT ||
-      sharded == ALPA_ERR_CANCELLED) {
+  if (IsNoAnswer(sharded)) {
     // No plan (infeasible budget, time limit, cancellation): exit 2, as for any search without
     // an answer.
     std::fprintf(stderr, "alpa: no plan (%s): %s\n", alpa_status_string(sharded),

@@ -98,10 +98,14 @@ int PrintSolution(const SolveArgs& args, const alpa_solution* solution,
   return 0;
 }
 
-// The C ABI's statuses for a search that ended without an assignment.
-bool IsNoAnswer(int32_t status) {
-  return status == ALPA_ERR_INFEASIBLE || status == ALPA_ERR_TIMEOUT ||
-         status == ALPA_ERR_CANCELLED;
+// -o: the assignment line (the last line of the text output) into the file. 0, or the exit code.
+int WriteAssignmentFile(const SolveArgs& args, const std::string& assignment_text) {
+  if (args.assignment_file.empty()) return 0;
+  const std::string line = assignment_text + "\n";
+  if (!WriteFile(args.assignment_file, line.data(), line.size())) {
+    return ReportBadInput("-o: cannot write " + args.assignment_file);
+  }
+  return 0;
 }
 
 // No assignment: the message on stderr, the empty assignment (as a line, in the -o file, or as a
@@ -111,12 +115,7 @@ int ReportNoAnswer(const SolveArgs& args, int32_t status, alpa_error* err) {
   alpa_error_free(err);
   std::fprintf(stderr, "alpa: %s\n", message.c_str());
   const std::string assignment_text = FormatAssignmentText({});
-  if (!args.assignment_file.empty()) {
-    const std::string line = assignment_text + "\n";
-    if (!WriteFile(args.assignment_file, line.data(), line.size())) {
-      return ReportBadInput("-o: cannot write " + args.assignment_file);
-    }
-  }
+  if (int rc = WriteAssignmentFile(args, assignment_text)) return rc;
   if (args.json) {
     const char* name = status == ALPA_ERR_INFEASIBLE  ? "infeasible"
                        : status == ALPA_ERR_CANCELLED ? "cancelled"
@@ -166,12 +165,7 @@ int RunSolve(const SolveArgs& args) {
   // The file holds the last line of the text output ("[]" when none was found), so that it
   // never keeps an older run's answer.
   const std::string assignment_text = FormatAssignmentText(assignment);
-  if (!args.assignment_file.empty()) {
-    const std::string line = assignment_text + "\n";
-    if (!WriteFile(args.assignment_file, line.data(), line.size())) {
-      return ReportBadInput("-o: cannot write " + args.assignment_file);
-    }
-  }
+  if (int rc = WriteAssignmentFile(args, assignment_text)) return rc;
   if (int rc = PrintSolution(args, solution, assignment_text, start)) return rc;
   std::fflush(stdout);
   return exit_code;
