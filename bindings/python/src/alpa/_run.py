@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import signal
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from ._handle import Owner
 from ._lib import call, lib
@@ -64,6 +64,30 @@ class CallbackGuard:
         if self.exc is not None:
             exc, self.exc = self.exc, None
             raise exc
+
+
+class OptionsObject(Owner):
+    """An alpa_<family>_options handle set by name (the library validates every value; None
+    leaves an option at its default, booleans are 1 / 0), holding what the C side borrows for
+    the call (cancel token, progress callback). Subclasses name the C family in `_kind`."""
+
+    _kind = ""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        out = ctypes.c_void_p()
+        call(getattr(lib, self._kind + "_create"), ctypes.byref(out))
+        self._own(out.value, getattr(lib, self._kind + "_destroy"), self._kind)
+        self._keep: list[Any] = []
+        set_by_name = getattr(lib, self._kind + "_set_by_name")
+        for name, value in options.items():
+            if value is None:
+                continue
+            text = ("1" if value else "0") if isinstance(value, bool) else str(value)
+            call(set_by_name, self._ptr, name.encode(), text.encode())
+
+    def set_cancel_token(self, token: CancelToken) -> None:
+        self._keep.append(token)
+        call(getattr(lib, self._kind + "_set_cancel_token"), self._ptr, token._ptr)
 
 
 def run_cancellable(fn: Callable[[], R], token: CancelToken) -> R:

@@ -30,7 +30,7 @@ from ._lib import (
     cstr,
     lib,
 )
-from ._run import CallbackGuard, CancelToken
+from ._run import CallbackGuard, CancelToken, OptionsObject
 from .cluster import Cluster, ClusterLike
 from .errors import InvalidArgumentError, UnsupportedError
 from .graph import Collective, Graph, _collectives
@@ -563,25 +563,10 @@ def parse_bytes(value: "int | str") -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-class PlanOptions(Owner):
+class PlanOptions(OptionsObject):
     """alpa_plan_options, set by name (the library validates every value)."""
 
     _kind = "alpa_plan_options"
-
-    def __init__(self, options: Mapping[str, Any]) -> None:
-        out = c_void_p()
-        call(lib.alpa_plan_options_create, byref(out))
-        self._own(out.value, lib.alpa_plan_options_destroy, self._kind)
-        self._keep: list[Any] = []
-        for name, value in options.items():
-            if value is None:
-                continue
-            text = ("1" if value else "0") if isinstance(value, bool) else str(value)
-            call(lib.alpa_plan_options_set_by_name, self._ptr, name.encode(), text.encode())
-
-    def set_cancel_token(self, token: CancelToken) -> None:
-        self._keep.append(token)
-        call(lib.alpa_plan_options_set_cancel_token, self._ptr, token._ptr)
 
     def set_progress(self, fn: Callable[[PlanProgress], Any], guard: CallbackGuard) -> None:
         def trampoline(_user: Any, p: Any) -> int:

@@ -26,7 +26,7 @@ from ._lib import (
     cstr,
     lib,
 )
-from ._run import CallbackGuard, CancelToken, run_cancellable
+from ._run import CallbackGuard, CancelToken, OptionsObject, run_cancellable
 from .errors import InvalidArgumentError
 
 FORMATS = {"auto": FORMAT_AUTO, "iopddl": FORMAT_IOPDDL, "alpa": FORMAT_ALPA}
@@ -328,32 +328,14 @@ def _progress_bar(kind: str) -> "Callable[[Any], None] | None":
     return update
 
 
-class SolveOptions(Owner):
+class SolveOptions(OptionsObject):
     """alpa_solve_options, set by name (the library validates every value)."""
 
     _kind = "alpa_solve_options"
 
-    def __init__(self, options: Mapping[str, Any]) -> None:
-        out = c_void_p()
-        call(lib.alpa_solve_options_create, byref(out))
-        self._own(out.value, lib.alpa_solve_options_destroy, self._kind)
-        self._keep: list[Any] = []
-        for name, value in options.items():
-            if value is None:
-                continue
-            if isinstance(value, bool):
-                text = "1" if value else "0"
-            else:
-                text = str(value)
-            call(lib.alpa_solve_options_set_by_name, self._ptr, name.encode(), text.encode())
-
     def set_warm_start(self, assignment: Any) -> None:
         a = _arr(assignment, np.int32)
         call(lib.alpa_solve_options_set_warm_start, self._ptr, len(a), _ptr(a, c_int32))
-
-    def set_cancel_token(self, token: CancelToken) -> None:
-        self._keep.append(token)
-        call(lib.alpa_solve_options_set_cancel_token, self._ptr, token._ptr)
 
     def set_progress(self, fn: Callable[[SolveProgress], Any], guard: CallbackGuard) -> None:
         def trampoline(_user: Any, p: Any) -> int:
