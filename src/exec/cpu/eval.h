@@ -89,8 +89,4 @@ void EvalScatterAdd(const Op& op, const Operands& in, HostTensor& out);
 
 }  // namespace cpu
 
-// Evaluates an op of a validated graph whose operands have the inferred shapes (no checks);
-// rounds the result to the op's dtype. Parameter ops are not evaluated here.
-HostTensor EvaluateValidatedOp(const Graph& graph, int32_t id, const cpu::Operands& operands);
-
 }  // namespace alpa

@@ -67,7 +67,8 @@ Status CheckFeeds(const Graph& graph, const HostFeeds& feeds) {
 
 }  // namespace
 
-HostTensor EvaluateValidatedOp(const Graph& graph, int32_t id, const cpu::Operands& in) {
+HostTensor EvaluateValidatedOp(const Graph& graph, int32_t id, const cpu::Operands& in,
+                               ResultRounding rounding) {
   const Op& op = graph.op(id);
   HostTensor out;
   out.shape = op.shape;
@@ -136,7 +137,8 @@ HostTensor EvaluateValidatedOp(const Graph& graph, int32_t id, const cpu::Operan
       }
       break;
   }
-  if (!KeepsOperandValues(op.kind) && out.dtype != DType::kF64) {
+  if (rounding == ResultRounding::kRound && !KeepsOperandValues(op.kind) &&
+      out.dtype != DType::kF64) {
     for (double& v : out.data) v = RoundToDType(v, out.dtype);
   }
   return out;

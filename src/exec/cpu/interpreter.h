@@ -61,6 +61,15 @@ Result<std::vector<HostTensor>> Interpret(const Graph& graph, const HostFeeds& f
 Result<HostTensor> EvaluateOp(const Graph& graph, int32_t id,
                               const std::vector<const HostTensor*>& operands);
 
+// EvaluateOp without the checks, for callers that built the graph and operands themselves (the
+// executor's runtime): the op's operands must have the inferred types. Rounds the result to the
+// op's dtype unless told to keep it exact (a partial sum that a later reduction completes, which
+// then rounds once, as the whole op would); parameter ops are not evaluated here.
+enum class ResultRounding : int32_t { kRound = 0, kKeepExact = 1 };
+HostTensor EvaluateValidatedOp(const Graph& graph, int32_t id,
+                               const std::vector<const HostTensor*>& operands,
+                               ResultRounding rounding = ResultRounding::kRound);
+
 // Rounds a value to the precision of dtype (f16, bf16, f32: round to nearest even; integers:
 // truncate toward zero and wrap like two's complement; pred: 0 or 1).
 double RoundToDType(double value, DType dtype);

@@ -1,0 +1,58 @@
+// Running a plan: lower it (exec/lower), run every device's program on threads of this process
+// with real collectives (exec/comm's thread communicator), for a number of training steps on
+// deterministic synthetic data (synthetic_data.h), and, with `check`, run the one-device
+// interpreter on the same data and compare the loss and every parameter and optimizer state
+// after every step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+#include "exec/lower/lower_plan.h"
+#include "exec/runtime/device_runtime.h"
+
+namespace alpa {
+
+struct PlanRunOptions {
+  int64_t steps = 1;
+  uint64_t seed = 0;
+  bool check = false;
+  // numpy's allclose: |a - b| <= atol + rtol |b| per element (PyTorch's pipelining tests' values).
+  double rtol = 1e-5, atol = 4e-5;
+  LowerOptions lower;
+};
+
+struct StepSummary {
+  int64_t step = 0;
+  double loss = 0;     // mean over the microbatches
+  double seconds = 0;  // the slowest device
+  std::vector<int64_t> peak_bytes;     // per device (-1: idle)
+  std::vector<int64_t> planned_bytes;  // per device: the planner's memory (-1: idle)
+  // With check: the reference, and the worst differences as max |a - b| / (atol + rtol |b|)
+  // (at most 1 passes) and as the largest relative difference max |a - b| / |b|.
+  double reference_loss = 0;
+  double loss_error = 0, loss_relative = 0;
+  double parameter_error = 0, parameter_relative = 0;
+  std::string worst_parameter;
+  bool passed = true;
+};
+
+struct PlanRunReport {
+  ProgramSet programs;
+  std::vector<StepSummary> steps;
+  std::vector<StepReport> first_step;  // per device: what the first step executed
+  bool passed = true;                  // every step within tolerance (with check)
+};
+
+// `reference` is the model's graph for the whole batch (microbatches = 1): the data are cut
+// from its inputs, and the check interprets it. Its ops must match the plan's microbatch graph
+// op for op (the same model). Errors: kInvalidArgument for a reference of another model (naming
+// the first differing op), the lowering's and the runtime's errors (the first failing device's
+// message); a check above tolerance is not an error (passed = false).
+Result<PlanRunReport> RunPlanOnThreads(const PipelinePlan& plan, const Graph& reference,
+                                       const PlanRunOptions& options);
+
+}  // namespace alpa

@@ -1,0 +1,1156 @@
+// LowerPlan: per device, the step's tasks as instructions (lower_plan.h has the scheme).
+#include "exec/lower/lower_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/cluster/cross_mesh.h"
+#include "core/cluster/resharding.h"
+#include "exec/lower/device_emitter.h"
+#include "exec/lower/local_op.h"
+
+namespace alpa {
+namespace {
+
+constexpr int64_t kUpdate = -1;  // the microbatch index of once-per-iteration values
+constexpr int64_t kTagsPerTransfer = int64_t{1} << 20;
+constexpr int64_t kRefreshTagBase = int64_t{1} << 50;
+
+// How an op takes part in gradient accumulation (ClassifyBatchSums).
+enum class BatchSum : int8_t { kNone = 0, kRoot = 1, kDeferred = 2 };
+
+Status Unsupported(std::string m) { return Status(StatusCode::kUnsupported, std::move(m)); }
+
+bool Materialized(const OpSharding& s) { return !s.free && !s.fused; }
+
+bool IsPersistentRole(TensorRole role) {
+  return role == TensorRole::kParameter || role == TensorRole::kOptimizerState;
+}
+
+// What the lowering needs of one piece, shared by the devices of its stage.
+struct PieceInfo {
+  int32_t stage = 0, index = 0;  // index within the stage
+  const Subgraph* sub = nullptr;
+  const AutoShardResult* sharding = nullptr;
+  std::vector<char> boundary;  // per local op
+  std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> edge_collectives;
+  std::map<int32_t, std::vector<int32_t>> shared_collectives;  // per tensor (reader layouts)
+  std::map<int32_t, std::vector<int32_t>> inside_collectives;  // per op
+  std::vector<int32_t> forward_ops, backward_ops, update_ops;  // materialized, schedule order
+  std::vector<int32_t> read_by_update;  // per-microbatch values an update op reads
+  std::vector<int32_t> boundary_transfer;  // per local op: the transfer feeding it, or -1
+  int32_t loss = -1;                       // local id of the graph's loss, when here
+
+  const Op& op(int32_t l) const { return sub->graph.op(l); }
+  const OpSharding& sh(int32_t l) const { return sharding->ops[static_cast<size_t>(l)]; }
+};
+
+// A parameter copy that another piece's update refreshes after the step.
+struct Refresh {
+  int32_t from_piece = 0, from_local = 0;  // the updating piece's parameter op
+  int32_t to_piece = 0, to_local = 0;
+};
+
+struct PlanContext {
+  const PipelinePlan& plan;
+  const LowerOptions& options;
+  std::vector<PieceInfo> pieces;                  // all stages, in order
+  std::vector<std::vector<int32_t>> stage_pieces;  // per stage: indices into pieces
+  std::vector<MeshView> meshes;                   // per stage
+  std::vector<PlanOpSite> sites;
+  std::vector<Refresh> refreshes;
+  std::vector<BatchSum> batch_sums;  // per global op (ClassifyBatchSums)
+  int32_t PieceOf(int32_t stage, int32_t index) const {
+    return stage_pieces[static_cast<size_t>(stage)][static_cast<size_t>(index)];
+  }
+};
+
+Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& batch_sums,
+                      PieceInfo& p) {
+  const Graph& g = p.sub->graph;
+  const AutoShardResult& r = *p.sharding;
+  if (r.ops.size() != g.ops.size()) {
+    return InternalError("stage " + std::to_string(p.stage) + " piece " +
+                         std::to_string(p.index) + ": its sharding has " +
+                         std::to_string(r.ops.size()) + " ops, its graph " +
+                         std::to_string(g.ops.size()));
+  }
+  p.boundary.assign(g.ops.size(), 0);
+  for (int32_t l : p.sub->boundary_inputs) p.boundary[static_cast<size_t>(l)] = 1;
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    const PlannedCollective& c = r.collectives[i];
+    const int32_t idx = static_cast<int32_t>(i);
+    if (c.inside_op) {
+      p.inside_collectives[c.consumer].push_back(idx);
+    } else if (c.consumer < 0) {
+      p.shared_collectives[c.tensor].push_back(idx);
+    } else {
+      p.edge_collectives[{c.consumer, c.operand}].push_back(idx);
+    }
+  }
+  std::vector<char> once(g.ops.size(), 0);  // computed once per iteration
+  for (int32_t l : r.schedule) {
+    const Op& op = g.op(l);
+    if (op.kind == OpKind::kParameter || !Materialized(p.sh(l))) continue;
+    const bool deferred =
+        batch_sums[static_cast<size_t>(p.sub->origin[static_cast<size_t>(l)])] ==
+        BatchSum::kDeferred;
+    if (op.phase == Phase::kUpdate || deferred) {
+      p.update_ops.push_back(l);
+      once[static_cast<size_t>(l)] = 1;
+    } else if (op.phase == Phase::kForward) {
+      p.forward_ops.push_back(l);
+    } else {
+      p.backward_ops.push_back(l);
+    }
+  }
+  {
+    std::vector<char> scheduled(g.ops.size(), 0);
+    for (int32_t l : r.schedule) scheduled[static_cast<size_t>(l)] = 1;
+    for (int32_t l = 0; l < g.size(); ++l) {
+      if (g.op(l).kind != OpKind::kParameter && Materialized(p.sh(l)) &&
+          !scheduled[static_cast<size_t>(l)]) {
+        return InternalError("stage " + std::to_string(p.stage) + ": " + DescribeOp(g, l) +
+                             " is computed but not in its piece's schedule (free " +
+                             std::to_string(p.sh(l).free) + ")");
+      }
+    }
+  }
+  // Per-microbatch values read by the once-per-iteration ops (through fused broadcasts).
+  std::vector<char> read(g.ops.size(), 0);
+  for (int32_t u : p.update_ops) {
+    for (int32_t src : g.op(u).operands) {
+      while (p.sh(src).fused) src = g.op(src).operands[0];
+      const Op& op = g.op(src);
+      const bool per_microbatch = op.kind == OpKind::kParameter
+                                      ? !IsPersistentRole(op.role)
+                                      : !once[static_cast<size_t>(src)];
+      if (!p.sh(src).free && per_microbatch) read[static_cast<size_t>(src)] = 1;
+    }
+  }
+  for (int32_t l = 0; l < g.size(); ++l) {
+    if (read[static_cast<size_t>(l)]) p.read_by_update.push_back(l);
+  }
+  p.boundary_transfer.assign(g.ops.size(), -1);
+  if (!plan.graph.outputs.empty()) {
+    for (int32_t l = 0; l < g.size(); ++l) {
+      if (p.sub->origin[static_cast<size_t>(l)] == plan.graph.outputs[0] &&
+          g.op(l).kind != OpKind::kParameter) {
+        p.loss = l;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Gradient accumulation with several microbatches (per op of the microbatch graph, given the
+// whole-batch graph). A backward op whose whole-batch version sums over the batch (a reduction,
+// contraction or scatter with an operand that carries the batch dim, while its result does not)
+// and whose readers are all once-per-iteration ops is an accumulation root: per microbatch it
+// computes an addend of the whole-batch result, kept unrounded, summed over the microbatches,
+// then scaled and rounded once. Backward ops that only combine such sums linearly (adds, layout
+// ops, scaling) and are read only by update ops or other such ops are deferred: they run once,
+// on the completed sums, as in the whole-batch step. Without the whole-batch graph, or with one
+// microbatch, nothing is either.
+
+std::vector<BatchSum> ClassifyBatchSums(const Graph& micro, const Graph* whole,
+                                        int64_t microbatches) {
+  const size_t n = static_cast<size_t>(micro.size());
+  std::vector<BatchSum> kind(n, BatchSum::kNone);
+  if (whole == nullptr || microbatches <= 1 || whole->size() != micro.size()) return kind;
+  auto carries = [&](int32_t id) { return micro.op(id).shape != whole->op(id).shape; };
+  for (int32_t id = 0; id < micro.size(); ++id) {
+    const Op& op = micro.op(id);
+    if (op.phase != Phase::kBackward || carries(id)) continue;
+    bool any_carries = false, any_sum = false;
+    for (int32_t o : op.operands) {
+      any_carries = any_carries || carries(o);
+      any_sum = any_sum || kind[static_cast<size_t>(o)] != BatchSum::kNone;
+    }
+    switch (op.kind) {
+      case OpKind::kReduceSum:
+      case OpKind::kDotGeneral:
+      case OpKind::kConvolution:
+      case OpKind::kScatterAdd:
+        if (any_carries) kind[static_cast<size_t>(id)] = BatchSum::kRoot;
+        else if (any_sum) kind[static_cast<size_t>(id)] = BatchSum::kDeferred;
+        break;
+      case OpKind::kAdd:
+      case OpKind::kSub:
+      case OpKind::kNeg:
+      case OpKind::kMul:
+      case OpKind::kDiv:
+      case OpKind::kConvert:
+      case OpKind::kConcatenate:
+      case OpKind::kReshape:
+      case OpKind::kTranspose:
+      case OpKind::kSlice:
+      case OpKind::kPad:
+      case OpKind::kBroadcastInDim:
+      case OpKind::kReverse:
+        if (any_sum && !any_carries) kind[static_cast<size_t>(id)] = BatchSum::kDeferred;
+        break;
+      default:
+        break;
+    }
+  }
+  // Readers decide, last op first: a sum read per microbatch is neither.
+  std::vector<std::vector<int32_t>> users(n);
+  for (int32_t id = 0; id < micro.size(); ++id) {
+    for (int32_t o : micro.op(id).operands) users[static_cast<size_t>(o)].push_back(id);
+  }
+  for (int32_t id = micro.size() - 1; id >= 0; --id) {
+    if (kind[static_cast<size_t>(id)] == BatchSum::kNone) continue;
+    for (int32_t u : users[static_cast<size_t>(id)]) {
+      const bool once = micro.op(u).phase == Phase::kUpdate ||
+                        kind[static_cast<size_t>(u)] == BatchSum::kDeferred;
+      if (!once) kind[static_cast<size_t>(id)] = BatchSum::kNone;
+    }
+  }
+  return kind;
+}
+
+// Pairs every cross-stage boundary input with its transfer, in the order the planner listed
+// them (pieces in pipeline order, boundary inputs in order).
+Status PairTransfers(PlanContext& ctx) {
+  size_t next = 0;
+  for (PieceInfo& p : ctx.pieces) {
+    for (int32_t l : p.sub->boundary_inputs) {
+      const int32_t g = p.sub->origin[static_cast<size_t>(l)];
+      const PlanOpSite& site = ctx.sites[static_cast<size_t>(g)];
+      if (site.stage < 0) {
+        return Unsupported(DescribeOp(ctx.plan.graph, g) +
+                           " crosses pieces but belongs to no stage");
+      }
+      if (site.stage == p.stage) continue;
+      if (next >= ctx.plan.transfers.size() || ctx.plan.transfers[next].tensor != g ||
+          ctx.plan.transfers[next].to_stage != p.stage) {
+        return InternalError("the plan lists no transfer of " + DescribeOp(ctx.plan.graph, g) +
+                             " into stage " + std::to_string(p.stage) + " where expected");
+      }
+      p.boundary_transfer[static_cast<size_t>(l)] = static_cast<int32_t>(next++);
+    }
+  }
+  if (next != ctx.plan.transfers.size()) {
+    return InternalError("the plan lists " + std::to_string(ctx.plan.transfers.size()) +
+                         " transfers, its pieces read " + std::to_string(next));
+  }
+  return Status::Ok();
+}
+
+// Every parameter copy held by a piece that does not update it, with the piece that does.
+void ListRefreshes(PlanContext& ctx) {
+  std::map<int32_t, std::vector<std::pair<int32_t, int32_t>>> holders;  // global -> piece, local
+  std::map<int32_t, std::vector<char>> updated;
+  for (size_t pi = 0; pi < ctx.pieces.size(); ++pi) {
+    const PieceInfo& p = ctx.pieces[pi];
+    const Graph& g = p.sub->graph;
+    std::vector<char> has_update(g.ops.size(), 0);
+    for (const Op& op : g.ops) {
+      if (op.alias_of >= 0) has_update[static_cast<size_t>(op.alias_of)] = 1;
+    }
+    for (int32_t l = 0; l < g.size(); ++l) {
+      const Op& op = g.op(l);
+      if (op.kind != OpKind::kParameter || p.boundary[static_cast<size_t>(l)] ||
+          !IsPersistentRole(op.role)) {
+        continue;
+      }
+      const int32_t global = p.sub->origin[static_cast<size_t>(l)];
+      holders[global].push_back({static_cast<int32_t>(pi), l});
+      updated[global].push_back(has_update[static_cast<size_t>(l)]);
+    }
+  }
+  for (const auto& [global, list] : holders) {
+    const std::vector<char>& up = updated[global];
+    int32_t source = -1;
+    for (size_t i = 0; i < list.size() && source < 0; ++i) {
+      if (up[i]) source = static_cast<int32_t>(i);
+    }
+    if (source < 0) continue;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (up[i]) continue;
+      ctx.refreshes.push_back({list[static_cast<size_t>(source)].first,
+                               list[static_cast<size_t>(source)].second, list[i].first,
+                               list[i].second});
+    }
+  }
+}
+
+// The values one device holds for one piece.
+struct PieceState {
+  std::map<int32_t, Value> params;
+  std::map<std::pair<int32_t, int64_t>, Value> values;         // (local op, microbatch)
+  std::map<std::pair<int32_t, int64_t>, Value> reader_values;  // in the reader layout
+  std::map<int32_t, Value> accumulators;
+};
+
+class DeviceLowering {
+ public:
+  DeviceLowering(const PlanContext& ctx, DeviceProgram& program, int32_t stage, int64_t logical)
+      : ctx_(ctx),
+        stage_(stage),
+        em_(program, ctx.meshes[static_cast<size_t>(stage)], logical, stage),
+        state_(ctx.pieces.size()) {}
+
+  Status Lower();
+
+ private:
+  const PieceInfo& piece(int32_t pi) const { return ctx_.pieces[static_cast<size_t>(pi)]; }
+  const std::vector<int32_t>& my_pieces() const {
+    return ctx_.stage_pieces[static_cast<size_t>(stage_)];
+  }
+  std::string ValueName(const PieceInfo& p, int32_t l, int64_t mb) const;
+  Result<Dims> LocalShapeOf(const PieceInfo& p, int32_t l, const ShardingSpec& spec) const {
+    return em_.LocalShape(CanonicalSpec(spec, em_.mesh().shape), p.op(l).shape);
+  }
+
+  Status BindParameters();
+  Status ZeroAccumulators();
+  Status ForwardTask(int64_t mb);
+  Status BackwardTask(int64_t mb);
+  Status Update();
+  Status RefreshCopies();
+
+  Status FeedInputs(int32_t pi, int64_t mb);
+  Status ReceiveInputs(int32_t pi, int64_t mb, Phase phase);
+  Status SendOutputs(int32_t pi, int64_t mb, Phase phase);
+  Status ReportLoss(int32_t pi, int64_t mb);
+  Status Accumulate(int32_t pi, int64_t mb);
+  Status RunOp(int32_t pi, int32_t l, int64_t mb);
+
+  Result<Value> SourceValue(int32_t pi, int32_t l, int64_t mb);
+  Result<Value> ReaderValue(int32_t pi, int32_t l, int64_t mb);
+  Result<Value> EdgeValue(int32_t pi, int32_t consumer, int32_t k, int64_t mb);
+  Result<Value> FreeValue(int32_t pi, int32_t l, int64_t mb);
+  Result<Value> ExportValue(int32_t pi, int32_t l, int64_t mb);
+  Result<Value> RunLocal(const PieceInfo& p, int32_t l, const std::vector<Value>& operands,
+                         const ShardingSpec& result_spec, const EmitTag& tag, int64_t mb);
+  Result<Value> Reshard(const Value& value, const Dims& shape, DType dtype,
+                        const ShardingSpec& want, const EmitTag& tag, const std::string& name);
+  Result<Value> ReceiveTransfer(int32_t transfer, int64_t mb, int64_t tag);
+  Status SendTransfer(const Value& value, int32_t transfer, int64_t tag, const EmitTag& etag);
+
+  const PlanContext& ctx_;
+  int32_t stage_;
+  DeviceEmitter em_;
+  std::vector<PieceState> state_;
+};
+
+std::string DeviceLowering::ValueName(const PieceInfo& p, int32_t l, int64_t mb) const {
+  const Op& op = p.op(l);
+  std::string name = op.name.empty() ? "op " + std::to_string(p.sub->origin[static_cast<size_t>(l)])
+                                     : op.name;
+  if (mb >= 0) name += "@mb" + std::to_string(mb);
+  return name;
+}
+
+Status DeviceLowering::BindParameters() {
+  for (int32_t pi : my_pieces()) {
+    const PieceInfo& p = piece(pi);
+    for (int32_t l = 0; l < p.sub->graph.size(); ++l) {
+      const Op& op = p.op(l);
+      if (op.kind != OpKind::kParameter || p.boundary[static_cast<size_t>(l)] ||
+          !IsPersistentRole(op.role)) {
+        continue;
+      }
+      const ShardingSpec spec = CanonicalSpec(p.sh(l).result, em_.mesh().shape);
+      Result<Dims> local = em_.LocalShape(spec, op.shape);
+      if (!local.ok()) return local.status();
+      const int32_t global = p.sub->origin[static_cast<size_t>(l)];
+      Value v{em_.NewBuffer(ValueName(p, l, -1), local.value(), op.dtype, global, true), spec};
+      ParameterBinding binding;
+      binding.buffer = v.buffer;
+      binding.tensor = global;
+      em_.TileBox(spec, op.shape, binding.offsets, binding.sizes);
+      for (int32_t m : spec.partial) binding.owner = binding.owner && em_.coord(m) == 0;
+      em_.program().parameters.push_back(std::move(binding));
+      state_[static_cast<size_t>(pi)].params[l] = v;
+    }
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::ZeroAccumulators() {
+  if (ctx_.plan.microbatches <= 1) return Status::Ok();
+  for (int32_t pi : my_pieces()) {
+    const PieceInfo& p = piece(pi);
+    for (int32_t l : p.read_by_update) {
+      const Op& op = p.op(l);
+      const ShardingSpec spec = CanonicalSpec(p.sh(l).result, em_.mesh().shape);
+      Result<Dims> local = em_.LocalShape(spec, op.shape);
+      if (!local.ok()) return local.status();
+      const int32_t global = p.sub->origin[static_cast<size_t>(l)];
+      Value acc{em_.NewBuffer(ValueName(p, l, -1) + ".sum", local.value(), op.dtype, global, false),
+                spec};
+      Instruction in;
+      in.kind = InstructionKind::kZero;
+      in.out = acc.buffer;
+      em_.Emit(std::move(in), EmitTag{global, kUpdate, InstructionOrigin::kPlan, -1});
+      state_[static_cast<size_t>(pi)].accumulators[l] = acc;
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Value> DeviceLowering::RunLocal(const PieceInfo& p, int32_t l,
+                                       const std::vector<Value>& operands,
+                                       const ShardingSpec& result_spec, const EmitTag& tag,
+                                       int64_t mb) {
+  const Op& op = p.op(l);
+  std::vector<Dims> shapes;
+  Instruction in;
+  in.kind = InstructionKind::kRun;
+  for (const Value& v : operands) {
+    shapes.push_back(em_.program().buffers[static_cast<size_t>(v.buffer)].shape);
+    in.in.push_back(v.buffer);
+  }
+  const ShardingSpec spec = CanonicalSpec(result_spec, em_.mesh().shape);
+  Result<Dims> local = em_.LocalShape(spec, op.shape);
+  if (!local.ok()) return local.status();
+  Result<Graph> local_op = BuildLocalOp(p.sub->graph, l, shapes, local.value());
+  if (!local_op.ok()) return local_op.status();
+  // Gather / scatter-add over a split table axis: only the indices inside this device's rows.
+  if ((op.kind == OpKind::kGather || op.kind == OpKind::kScatterAdd) && !operands.empty()) {
+    const size_t axis = static_cast<size_t>(op.attrs.axis);
+    const Dims& table = p.op(op.operands[0]).shape;
+    std::vector<int64_t> offsets, sizes;
+    em_.TileBox(operands[0].spec, table, offsets, sizes);
+    if (sizes[axis] != table[axis]) {
+      in.axis_offset = offsets[axis];
+      in.axis_size = table[axis];
+    }
+  }
+  in.round = spec.partial.empty() && !tag.exact;
+  em_.program().local_ops.push_back(std::move(local_op).value());
+  in.local_op = static_cast<int32_t>(em_.program().local_ops.size() - 1);
+  const int32_t global = p.sub->origin[static_cast<size_t>(l)];
+  Value out{em_.NewBuffer(ValueName(p, l, mb), local.value(), op.dtype, global, false), spec};
+  in.out = out.buffer;
+  em_.Emit(std::move(in), tag);
+  return out;
+}
+
+Result<Value> DeviceLowering::FreeValue(int32_t pi, int32_t l, int64_t mb) {
+  // Computed whole on every device from constants alone (cheap), at each use.
+  const PieceInfo& p = piece(pi);
+  const Op& op = p.op(l);
+  std::vector<Value> operands;
+  for (int32_t src : op.operands) {
+    Result<Value> v = FreeValue(pi, src, mb);
+    if (!v.ok()) return v.status();
+    operands.push_back(v.value());
+  }
+  const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kPlan, -1};
+  return RunLocal(p, l, operands, ShardingSpec::Replicated(op.shape.size()), tag, mb);
+}
+
+// The value another piece reads: in the reader layout (or result layout); a free op or a fused
+// broadcast has no layout of its own, so its stage holds it whole on every device (as the
+// planner's transfers assume): a fused broadcast's operand is gathered first (collectives the
+// plan does not list).
+Result<Value> DeviceLowering::ExportValue(int32_t pi, int32_t l, int64_t mb) {
+  const PieceInfo& p = piece(pi);
+  if (p.sh(l).free) return FreeValue(pi, l, mb);
+  if (!p.sh(l).fused) return ReaderValue(pi, l, mb);
+  const Op& b = p.op(l);
+  const int32_t src = b.operands[0];
+  const Op& x = p.op(src);
+  Result<Value> in = ExportValue(pi, src, mb);
+  if (!in.ok()) return in.status();
+  const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kExtra, -1};
+  Result<Value> whole = Reshard(in.value(), x.shape, x.dtype,
+                                ShardingSpec::Replicated(x.shape.size()), tag, ValueName(p, src, mb));
+  if (!whole.ok()) return whole.status();
+  return RunLocal(p, l, {whole.value()}, ShardingSpec::Replicated(b.shape.size()), tag, mb);
+}
+
+Result<Value> DeviceLowering::SourceValue(int32_t pi, int32_t l, int64_t mb) {
+  PieceState& st = state_[static_cast<size_t>(pi)];
+  auto param = st.params.find(l);
+  if (param != st.params.end()) return param->second;
+  auto it = st.values.find({l, mb});
+  if (it != st.values.end()) return it->second;
+  if (mb == kUpdate && ctx_.plan.microbatches <= 1) {
+    it = st.values.find({l, 0});
+    if (it != st.values.end()) return it->second;
+  }
+  const PieceInfo& p = piece(pi);
+  return InternalError("stage " + std::to_string(p.stage) + ": " +
+                       DescribeOp(p.sub->graph, l) + " (" + PhaseName(p.op(l).phase) +
+                       ") has no value for " +
+                       (mb == kUpdate ? std::string("the update") : "microbatch " + std::to_string(mb)) +
+                       " where it is read");
+}
+
+Result<Value> DeviceLowering::ReaderValue(int32_t pi, int32_t l, int64_t mb) {
+  const PieceInfo& p = piece(pi);
+  Result<Value> src = SourceValue(pi, l, mb);
+  if (!src.ok() || !p.sh(l).reader_layout) return src;
+  PieceState& st = state_[static_cast<size_t>(pi)];
+  auto cached = st.reader_values.find({l, mb});
+  if (cached != st.reader_values.end()) return cached->second;
+  const Op& op = p.op(l);
+  const ShardingSpec& layout = *p.sh(l).reader_layout;
+  Value v = src.value();
+  auto shared = p.shared_collectives.find(l);
+  if (shared != p.shared_collectives.end()) {
+    for (int32_t ci : shared->second) {
+      const PlannedCollective& c = p.sharding->collectives[static_cast<size_t>(ci)];
+      const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kPlan, ci};
+      Result<Value> next = em_.ApplyCollective(v, op.shape, op.dtype, c.kind, c.mesh_dims, layout,
+                                               CollectiveReduce::kSum, tag, ValueName(p, l, mb));
+      if (!next.ok()) return next.status();
+      v = next.value();
+    }
+  }
+  const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kPlan, -1};
+  Result<Value> laid = em_.LocalTo(v, op.shape, op.dtype, layout, tag, ValueName(p, l, mb));
+  if (!laid.ok()) return laid.status();
+  st.reader_values[{l, mb}] = laid.value();
+  return laid;
+}
+
+Result<Value> DeviceLowering::EdgeValue(int32_t pi, int32_t consumer, int32_t k, int64_t mb) {
+  const PieceInfo& p = piece(pi);
+  const Graph& g = p.sub->graph;
+  const std::vector<int64_t>& mesh = em_.mesh().shape;
+  int32_t src = g.op(consumer).operands[static_cast<size_t>(k)];
+  ShardingSpec want = CanonicalSpec(p.sh(consumer).operands[static_cast<size_t>(k)], mesh);
+  // Through fused broadcasts: the wanted layout maps back onto the broadcast's operand.
+  std::vector<std::pair<int32_t, ShardingSpec>> chain;  // broadcast op, its wanted result
+  while (p.sh(src).fused) {
+    const Op& b = g.op(src);
+    const Dims& xs = g.op(b.operands[0]).shape;
+    ShardingSpec back;
+    back.dims.assign(xs.size(), {});
+    back.partial = want.partial;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const size_t od = static_cast<size_t>(b.attrs.dims[i]);
+      if (xs[i] == b.shape[od]) back.dims[i] = want.dims[od];
+    }
+    chain.push_back({src, want});
+    want = std::move(back);
+    src = b.operands[0];
+  }
+  const Op& src_op = g.op(src);
+  const std::string name = ValueName(p, src, mb);
+  const int32_t global = p.sub->origin[static_cast<size_t>(src)];
+  Value v;
+  if (p.sh(src).free) {
+    Result<Value> full = FreeValue(pi, src, mb);
+    if (!full.ok()) return full.status();
+    v = full.value();
+  } else {
+    Result<Value> start = ReaderValue(pi, src, mb);
+    if (!start.ok()) return start.status();
+    v = start.value();
+    auto it = p.edge_collectives.find({consumer, k});
+    if (it != p.edge_collectives.end()) {
+      for (int32_t ci : it->second) {
+        const PlannedCollective& c = p.sharding->collectives[static_cast<size_t>(ci)];
+        const EmitTag tag{global, mb, InstructionOrigin::kPlan, ci};
+        Result<Value> next = em_.ApplyCollective(v, src_op.shape, src_op.dtype, c.kind,
+                                                 c.mesh_dims, want, CollectiveReduce::kSum, tag,
+                                                 name);
+        if (!next.ok()) return next.status();
+        v = next.value();
+      }
+    }
+  }
+  const EmitTag tag{global, mb, InstructionOrigin::kPlan, -1};
+  Result<Value> laid = em_.LocalTo(v, src_op.shape, src_op.dtype, want, tag, name);
+  if (!laid.ok()) {
+    return Status(laid.status().code(), "operand " + std::to_string(k) + " of " +
+                                            DescribeOp(g, consumer) + ": " +
+                                            laid.status().message());
+  }
+  v = laid.value();
+  for (size_t i = chain.size(); i-- > 0;) {
+    const auto& [b, b_want] = chain[i];
+    const EmitTag btag{p.sub->origin[static_cast<size_t>(b)], mb, InstructionOrigin::kPlan, -1};
+    Result<Value> out = RunLocal(p, b, {v}, b_want, btag, mb);
+    if (!out.ok()) return out.status();
+    v = out.value();
+  }
+  return v;
+}
+
+Status DeviceLowering::RunOp(int32_t pi, int32_t l, int64_t mb) {
+  const PieceInfo& p = piece(pi);
+  const Op& op = p.op(l);
+  std::vector<Value> operands;
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    Result<Value> v = EdgeValue(pi, l, static_cast<int32_t>(k), mb);
+    if (!v.ok()) return v.status();
+    operands.push_back(v.value());
+  }
+  const int32_t global = p.sub->origin[static_cast<size_t>(l)];
+  const bool exact =
+      mb != kUpdate && ctx_.batch_sums[static_cast<size_t>(global)] == BatchSum::kRoot;
+  const EmitTag tag{global, mb, InstructionOrigin::kPlan, -1, exact};
+  Result<Value> out = RunLocal(p, l, operands, p.sh(l).result, tag, mb);
+  if (!out.ok()) return out.status();
+  Value v = out.value();
+  auto inside = p.inside_collectives.find(l);
+  if (inside != p.inside_collectives.end()) {
+    for (int32_t ci : inside->second) {
+      const PlannedCollective& c = p.sharding->collectives[static_cast<size_t>(ci)];
+      const CollectiveReduce reduce =
+          op.kind == OpKind::kReduceMax ? CollectiveReduce::kMax : CollectiveReduce::kSum;
+      Result<Value> next =
+          em_.ApplyCollective(v, op.shape, op.dtype, c.kind, c.mesh_dims, p.sh(l).result, reduce,
+                              EmitTag{global, mb, InstructionOrigin::kPlan, ci, exact},
+                              ValueName(p, l, mb));
+      if (!next.ok()) return next.status();
+      v = next.value();
+    }
+  }
+  v.spec = CanonicalSpec(p.sh(l).result, em_.mesh().shape);
+  PieceState& st = state_[static_cast<size_t>(pi)];
+  st.values[{l, mb}] = v;
+  st.reader_values.erase({l, mb});
+  return Status::Ok();
+}
+
+Result<Value> DeviceLowering::Reshard(const Value& value, const Dims& shape, DType dtype,
+                                      const ShardingSpec& want, const EmitTag& tag,
+                                      const std::string& name) {
+  const std::vector<int64_t>& mesh = em_.mesh().shape;
+  const ShardingSpec dst = CanonicalSpec(want, mesh);
+  if (value.spec == dst) return value;
+  LogicalMesh logical;
+  logical.shape = mesh;
+  logical.alpha.assign(mesh.size(), 0.0);
+  logical.beta.assign(mesh.size(), 0.0);
+  logical.crosses_hosts.assign(mesh.size(), false);
+  ReshardOptions ro;
+  ro.cost_mode = CostMode::kRealUnits;
+  ro.alpa_compatible = false;
+  Result<ReshardPlan> plan = PlanReshard(value.spec, dst, shape, DTypeBytes(dtype), logical, ro);
+  if (!plan.ok()) return plan.status();
+  Value v = value;
+  for (const ReshardStep& step : plan.value().steps) {
+    Result<Value> next = step.is_collective
+                             ? em_.ApplyCollective(v, shape, dtype, step.collective,
+                                                   step.mesh_dims, step.after,
+                                                   CollectiveReduce::kSum, tag, name)
+                             : em_.LocalTo(v, shape, dtype, step.after, tag, name);
+    if (!next.ok()) return next.status();
+    v = next.value();
+  }
+  return em_.LocalTo(v, shape, dtype, dst, tag, name);
+}
+
+Status DeviceLowering::FeedInputs(int32_t pi, int64_t mb) {
+  const PieceInfo& p = piece(pi);
+  for (int32_t l = 0; l < p.sub->graph.size(); ++l) {
+    const Op& op = p.op(l);
+    if (op.kind != OpKind::kParameter || p.boundary[static_cast<size_t>(l)] ||
+        IsPersistentRole(op.role)) {
+      continue;
+    }
+    const ShardingSpec spec = CanonicalSpec(p.sh(l).result, em_.mesh().shape);
+    Result<Dims> local = em_.LocalShape(spec, op.shape);
+    if (!local.ok()) return local.status();
+    const int32_t global = p.sub->origin[static_cast<size_t>(l)];
+    Instruction in;
+    in.kind = InstructionKind::kFeed;
+    in.tensor = global;
+    em_.TileBox(spec, op.shape, in.offsets, in.sizes);
+    in.out = em_.NewBuffer(ValueName(p, l, mb), local.value(), op.dtype, global, false);
+    Value v{in.out, spec};
+    em_.Emit(std::move(in), EmitTag{global, mb, InstructionOrigin::kPlan, -1});
+    if (!spec.partial.empty()) {
+      bool keep = true;
+      for (int32_t m : spec.partial) keep = keep && em_.coord(m) == 0;
+      if (!keep) {
+        Instruction z;
+        z.kind = InstructionKind::kZero;
+        z.out = em_.NewBuffer(ValueName(p, l, mb), local.value(), op.dtype, global, false);
+        em_.Emit(z, EmitTag{global, mb, InstructionOrigin::kPlan, -1});
+        v.buffer = z.out;
+      }
+    }
+    state_[static_cast<size_t>(pi)].values[{l, mb}] = v;
+  }
+  return Status::Ok();
+}
+
+Result<Value> DeviceLowering::ReceiveTransfer(int32_t transfer, int64_t mb, int64_t tag) {
+  const CrossStageTransfer& tr = ctx_.plan.transfers[static_cast<size_t>(transfer)];
+  const Op& op = ctx_.plan.graph.op(tr.tensor);
+  const ShardingSpec to = CanonicalSpec(
+      tr.to_spec.rank() == op.shape.size() ? tr.to_spec : ShardingSpec::Replicated(op.shape.size()),
+      em_.mesh().shape);
+  Result<Dims> local = em_.LocalShape(to, op.shape);
+  if (!local.ok()) return local.status();
+  std::vector<int64_t> my_off, my_size;
+  em_.TileBox(to, op.shape, my_off, my_size);
+  const std::string name = (op.name.empty() ? "op " + std::to_string(tr.tensor) : op.name) +
+                           "@mb" + std::to_string(mb);
+  Value v{em_.NewBuffer(name, local.value(), op.dtype, tr.tensor, false), to};
+  const EmitTag etag{tr.tensor, mb, InstructionOrigin::kPlan, -1};
+  Instruction zero;
+  zero.kind = InstructionKind::kZero;
+  zero.out = v.buffer;
+  em_.Emit(zero, etag);
+  for (const SliceMove& m : tr.moves) {
+    if (m.dst_device != em_.device()) continue;
+    if (m.src_device == m.dst_device) {
+      return InternalError("transfer of " + DescribeOp(ctx_.plan.graph, tr.tensor) +
+                           " moves a slice from device " + std::to_string(m.src_device) +
+                           " to itself between two stages");
+    }
+    Instruction in;
+    in.kind = InstructionKind::kRecv;
+    in.out = v.buffer;
+    in.peer = static_cast<int32_t>(m.src_device);
+    in.tag = tag;
+    in.sizes = m.sizes;
+    for (size_t d = 0; d < m.offsets.size(); ++d) in.offsets.push_back(m.offsets[d] - my_off[d]);
+    em_.Emit(std::move(in), etag);
+  }
+  return v;
+}
+
+Status DeviceLowering::SendTransfer(const Value& value, int32_t transfer, int64_t tag,
+                                    const EmitTag& etag) {
+  const CrossStageTransfer& tr = ctx_.plan.transfers[static_cast<size_t>(transfer)];
+  const Op& op = ctx_.plan.graph.op(tr.tensor);
+  Value v = value;
+  if (!v.spec.partial.empty()) {
+    // The transfer needs the reduced value (cross_mesh.h): an all-reduce the plan leaves out.
+    EmitTag extra = etag;
+    extra.origin = InstructionOrigin::kExtra;
+    Result<Value> reduced =
+        em_.ApplyCollective(v, op.shape, op.dtype, CollectiveKind::kAllReduce, v.spec.partial,
+                            v.spec, CollectiveReduce::kSum, extra, "transfer");
+    if (!reduced.ok()) return reduced.status();
+    v = reduced.value();
+  }
+  std::vector<int64_t> my_off, my_size;
+  em_.TileBox(v.spec, op.shape, my_off, my_size);
+  for (const SliceMove& m : tr.moves) {
+    if (m.src_device != em_.device()) continue;
+    Instruction in;
+    in.kind = InstructionKind::kSend;
+    in.in = {v.buffer};
+    in.peer = static_cast<int32_t>(m.dst_device);
+    in.tag = tag;
+    in.sizes = m.sizes;
+    for (size_t d = 0; d < m.offsets.size(); ++d) in.offsets.push_back(m.offsets[d] - my_off[d]);
+    em_.Emit(std::move(in), etag);
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::ReceiveInputs(int32_t pi, int64_t mb, Phase phase) {
+  const PieceInfo& p = piece(pi);
+  for (int32_t l : p.sub->boundary_inputs) {
+    const Op& op = p.op(l);
+    if ((op.phase == Phase::kForward) != (phase == Phase::kForward)) continue;
+    if (op.phase == Phase::kUpdate) {
+      return Unsupported("stage " + std::to_string(p.stage) + " reads " +
+                         DescribeOp(p.sub->graph, l) +
+                         ", an update-phase value of another piece: not executable yet");
+    }
+    const int32_t global = p.sub->origin[static_cast<size_t>(l)];
+    const EmitTag tag{global, mb, InstructionOrigin::kPlan, -1};
+    const int32_t transfer = p.boundary_transfer[static_cast<size_t>(l)];
+    Value v;
+    if (transfer >= 0) {
+      Result<Value> got = ReceiveTransfer(transfer, mb, transfer * kTagsPerTransfer + mb);
+      if (!got.ok()) return got.status();
+      Result<Value> laid =
+          em_.LocalTo(got.value(), op.shape, op.dtype, p.sh(l).result, tag, ValueName(p, l, mb));
+      if (!laid.ok()) return laid.status();
+      v = laid.value();
+    } else {
+      const PlanOpSite& site = ctx_.sites[static_cast<size_t>(global)];
+      const int32_t from = ctx_.PieceOf(site.stage, site.piece);
+      Result<Value> src = ExportValue(from, site.local, mb);
+      if (!src.ok()) return src.status();
+      EmitTag edge = tag;
+      edge.origin = InstructionOrigin::kPieceEdge;
+      edge.exact = ctx_.batch_sums[static_cast<size_t>(global)] == BatchSum::kRoot;
+      Result<Value> laid =
+          Reshard(src.value(), op.shape, op.dtype, p.sh(l).result, edge, ValueName(p, l, mb));
+      if (!laid.ok()) return laid.status();
+      v = laid.value();
+    }
+    state_[static_cast<size_t>(pi)].values[{l, mb}] = v;
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::SendOutputs(int32_t pi, int64_t mb, Phase phase) {
+  for (size_t t = 0; t < ctx_.plan.transfers.size(); ++t) {
+    const CrossStageTransfer& tr = ctx_.plan.transfers[t];
+    if (tr.from_stage != stage_) continue;
+    const PlanOpSite& site = ctx_.sites[static_cast<size_t>(tr.tensor)];
+    if (site.stage != stage_ || ctx_.PieceOf(site.stage, site.piece) != pi) continue;
+    const Op& op = ctx_.plan.graph.op(tr.tensor);
+    if ((op.phase == Phase::kForward) != (phase == Phase::kForward)) continue;
+    Result<Value> v = ExportValue(pi, site.local, mb);
+    if (!v.ok()) return v.status();
+    EmitTag tag{tr.tensor, mb, InstructionOrigin::kPlan, -1};
+    tag.exact = ctx_.batch_sums[static_cast<size_t>(tr.tensor)] == BatchSum::kRoot;
+    ALPA_RETURN_IF_ERROR(SendTransfer(v.value(), static_cast<int32_t>(t),
+                                      static_cast<int64_t>(t) * kTagsPerTransfer + mb, tag));
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::ReportLoss(int32_t pi, int64_t mb) {
+  const PieceInfo& p = piece(pi);
+  if (p.loss < 0) return Status::Ok();
+  Result<Value> v = SourceValue(pi, p.loss, mb);
+  if (!v.ok()) return v.status();
+  Value loss = v.value();
+  const Op& op = p.op(p.loss);
+  const EmitTag tag{p.sub->origin[static_cast<size_t>(p.loss)], mb, InstructionOrigin::kExtra, -1};
+  if (!loss.spec.partial.empty()) {
+    Result<Value> reduced =
+        em_.ApplyCollective(loss, op.shape, op.dtype, CollectiveKind::kAllReduce,
+                            loss.spec.partial, loss.spec, CollectiveReduce::kSum, tag, "loss");
+    if (!reduced.ok()) return reduced.status();
+    loss = reduced.value();
+  }
+  if (!op.shape.empty()) {
+    return Unsupported("the loss " + DescribeOp(p.sub->graph, p.loss) + " is not a scalar");
+  }
+  Instruction in;
+  in.kind = InstructionKind::kReportLoss;
+  in.in = {loss.buffer};
+  em_.Emit(std::move(in), tag);
+  return Status::Ok();
+}
+
+Status DeviceLowering::Accumulate(int32_t pi, int64_t mb) {
+  if (ctx_.plan.microbatches <= 1) return Status::Ok();
+  const PieceInfo& p = piece(pi);
+  PieceState& st = state_[static_cast<size_t>(pi)];
+  for (int32_t l : p.read_by_update) {
+    Result<Value> v = SourceValue(pi, l, mb);
+    if (!v.ok()) return v.status();
+    const Value& acc = st.accumulators.at(l);
+    const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kPlan, -1};
+    Result<Value> laid = em_.LocalTo(v.value(), p.op(l).shape, p.op(l).dtype, acc.spec, tag,
+                                     ValueName(p, l, mb));
+    if (!laid.ok()) return laid.status();
+    Instruction in;
+    in.kind = InstructionKind::kAccumulate;
+    in.round = false;
+    in.in = {laid.value().buffer};
+    in.out = acc.buffer;
+    em_.Emit(std::move(in), tag);
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::ForwardTask(int64_t mb) {
+  for (int32_t pi : my_pieces()) {
+    ALPA_RETURN_IF_ERROR(FeedInputs(pi, mb));
+    ALPA_RETURN_IF_ERROR(ReceiveInputs(pi, mb, Phase::kForward));
+    for (int32_t l : piece(pi).forward_ops) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
+    ALPA_RETURN_IF_ERROR(ReportLoss(pi, mb));
+    ALPA_RETURN_IF_ERROR(SendOutputs(pi, mb, Phase::kForward));
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::BackwardTask(int64_t mb) {
+  const bool remat = ctx_.plan.stages[static_cast<size_t>(stage_)].remat;
+  const std::vector<int32_t>& pieces = my_pieces();
+  for (size_t i = pieces.size(); i-- > 0;) {
+    const int32_t pi = pieces[i];
+    if (remat) {
+      for (int32_t l : piece(pi).forward_ops) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
+    }
+    ALPA_RETURN_IF_ERROR(ReceiveInputs(pi, mb, Phase::kBackward));
+    for (int32_t l : piece(pi).backward_ops) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
+    ALPA_RETURN_IF_ERROR(SendOutputs(pi, mb, Phase::kBackward));
+    ALPA_RETURN_IF_ERROR(Accumulate(pi, mb));
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::Update() {
+  const int64_t b = ctx_.plan.microbatches;
+  for (int32_t pi : my_pieces()) {
+    const PieceInfo& p = piece(pi);
+    PieceState& st = state_[static_cast<size_t>(pi)];
+    if (b > 1) {
+      for (int32_t l : p.read_by_update) {
+        const Value& acc = st.accumulators.at(l);
+        const Buffer& buf = em_.program().buffers[static_cast<size_t>(acc.buffer)];
+        const Dims shape = buf.shape;
+        const DType dtype = buf.dtype;
+        Instruction in;
+        in.kind = InstructionKind::kScale;
+        in.in = {acc.buffer};
+        in.value = 1.0 / static_cast<double>(b);
+        in.round = acc.spec.partial.empty();
+        in.out = em_.NewBuffer(ValueName(p, l, -1) + ".mean", shape, dtype, buf.tensor, false);
+        Value mean{in.out, acc.spec};
+        em_.Emit(std::move(in),
+                 EmitTag{p.sub->origin[static_cast<size_t>(l)], kUpdate, InstructionOrigin::kPlan, -1});
+        st.values[{l, kUpdate}] = mean;
+      }
+    }
+    for (int32_t l : p.update_ops) ALPA_RETURN_IF_ERROR(RunOp(pi, l, kUpdate));
+  }
+  // The new parameters and optimizer state replace the old ones.
+  for (int32_t pi : my_pieces()) {
+    const PieceInfo& p = piece(pi);
+    PieceState& st = state_[static_cast<size_t>(pi)];
+    for (int32_t u : p.update_ops) {
+      const int32_t target = p.op(u).alias_of;
+      if (target < 0) continue;
+      auto param = st.params.find(target);
+      if (param == st.params.end()) {
+        return InternalError(DescribeOp(p.sub->graph, u) + " replaces " +
+                             DescribeOp(p.sub->graph, target) + ", which holds no buffer");
+      }
+      Result<Value> v = SourceValue(pi, u, kUpdate);
+      if (!v.ok()) return v.status();
+      const EmitTag tag{p.sub->origin[static_cast<size_t>(target)], kUpdate,
+                        InstructionOrigin::kPlan, -1};
+      Result<Value> laid = Reshard(v.value(), p.op(target).shape, p.op(target).dtype,
+                                   param->second.spec, tag, ValueName(p, u, kUpdate));
+      if (!laid.ok()) return laid.status();
+      Instruction in;
+      in.kind = InstructionKind::kCopy;
+      in.in = {laid.value().buffer};
+      in.out = param->second.buffer;
+      em_.Emit(std::move(in), tag);
+    }
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::RefreshCopies() {
+  for (size_t r = 0; r < ctx_.refreshes.size(); ++r) {
+    const Refresh& rf = ctx_.refreshes[r];
+    const PieceInfo& from = piece(rf.from_piece);
+    const PieceInfo& to = piece(rf.to_piece);
+    const int32_t global = from.sub->origin[static_cast<size_t>(rf.from_local)];
+    const Op& op = ctx_.plan.graph.op(global);
+    const EmitTag tag{global, kUpdate, InstructionOrigin::kExtra, -1};
+    const bool sender = from.stage == stage_, receiver = to.stage == stage_;
+    if (!sender && !receiver) continue;
+    if (sender && receiver) {
+      const Value& src = state_[static_cast<size_t>(rf.from_piece)].params.at(rf.from_local);
+      const Value& dst = state_[static_cast<size_t>(rf.to_piece)].params.at(rf.to_local);
+      Result<Value> laid = Reshard(src, op.shape, op.dtype, dst.spec, tag, "refresh");
+      if (!laid.ok()) return laid.status();
+      Instruction in;
+      in.kind = InstructionKind::kCopy;
+      in.in = {laid.value().buffer};
+      in.out = dst.buffer;
+      em_.Emit(std::move(in), tag);
+      continue;
+    }
+    const MeshView& fm = ctx_.meshes[static_cast<size_t>(from.stage)];
+    const MeshView& tm = ctx_.meshes[static_cast<size_t>(to.stage)];
+    const ShardingSpec from_spec = CanonicalSpec(from.sh(rf.from_local).result, fm.shape);
+    const ShardingSpec to_spec = CanonicalSpec(to.sh(rf.to_local).result, tm.shape);
+    Result<std::vector<SliceMove>> moves = PlanCrossMeshTransfer(
+        op.shape, DTypeBytes(op.dtype), from_spec, fm.shape, fm.devices, to_spec, tm.shape,
+        tm.devices);
+    if (!moves.ok()) return moves.status();
+    const int64_t msg_tag = kRefreshTagBase + static_cast<int64_t>(r);
+    if (sender) {
+      const Value& src = state_[static_cast<size_t>(rf.from_piece)].params.at(rf.from_local);
+      std::vector<int64_t> off, size;
+      em_.TileBox(src.spec, op.shape, off, size);
+      for (const SliceMove& m : moves.value()) {
+        if (m.src_device != em_.device()) continue;
+        Instruction in;
+        in.kind = InstructionKind::kSend;
+        in.in = {src.buffer};
+        in.peer = static_cast<int32_t>(m.dst_device);
+        in.tag = msg_tag;
+        in.sizes = m.sizes;
+        for (size_t d = 0; d < m.offsets.size(); ++d) in.offsets.push_back(m.offsets[d] - off[d]);
+        em_.Emit(std::move(in), tag);
+      }
+    } else {
+      const Value& dst = state_[static_cast<size_t>(rf.to_piece)].params.at(rf.to_local);
+      std::vector<int64_t> off, size;
+      em_.TileBox(dst.spec, op.shape, off, size);
+      const Buffer& buf = em_.program().buffers[static_cast<size_t>(dst.buffer)];
+      const int32_t tmp = em_.NewBuffer(buf.name + ".refresh", buf.shape, buf.dtype, global, false);
+      Instruction zero;
+      zero.kind = InstructionKind::kZero;
+      zero.out = tmp;
+      em_.Emit(zero, tag);
+      for (const SliceMove& m : moves.value()) {
+        if (m.dst_device != em_.device()) continue;
+        Instruction in;
+        in.kind = InstructionKind::kRecv;
+        in.out = tmp;
+        in.peer = static_cast<int32_t>(m.src_device);
+        in.tag = msg_tag;
+        in.sizes = m.sizes;
+        for (size_t d = 0; d < m.offsets.size(); ++d) in.offsets.push_back(m.offsets[d] - off[d]);
+        em_.Emit(std::move(in), tag);
+      }
+      Instruction copy;
+      copy.kind = InstructionKind::kCopy;
+      copy.in = {tmp};
+      copy.out = dst.buffer;
+      em_.Emit(std::move(copy), tag);
+    }
+  }
+  return Status::Ok();
+}
+
+Status DeviceLowering::Lower() {
+  ALPA_RETURN_IF_ERROR(BindParameters());
+  ALPA_RETURN_IF_ERROR(ZeroAccumulators());
+  const int32_t stages = static_cast<int32_t>(ctx_.plan.stages.size());
+  for (const PipelineTask& task :
+       StageSchedule(ctx_.options.schedule, stages, stage_, ctx_.plan.microbatches)) {
+    ALPA_RETURN_IF_ERROR(task.kind == PipelineTaskKind::kForward ? ForwardTask(task.microbatch)
+                                                                 : BackwardTask(task.microbatch));
+  }
+  ALPA_RETURN_IF_ERROR(Update());
+  return RefreshCopies();
+}
+
+// Inserts kFree after the last instruction touching each non-persistent buffer.
+void InsertFrees(DeviceProgram& program) {
+  std::vector<int64_t> last(program.buffers.size(), -1);
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    const Instruction& in = program.code[i];
+    for (int32_t b : in.in) last[static_cast<size_t>(b)] = static_cast<int64_t>(i);
+    if (in.out >= 0) last[static_cast<size_t>(in.out)] = static_cast<int64_t>(i);
+  }
+  std::vector<std::vector<int32_t>> frees(program.code.size());
+  for (size_t b = 0; b < program.buffers.size(); ++b) {
+    if (program.buffers[b].persistent || last[b] < 0) continue;
+    frees[static_cast<size_t>(last[b])].push_back(static_cast<int32_t>(b));
+  }
+  std::vector<Instruction> code;
+  code.reserve(program.code.size() * 2);
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    code.push_back(std::move(program.code[i]));
+    for (int32_t b : frees[i]) {
+      Instruction f;
+      f.kind = InstructionKind::kFree;
+      f.in = {b};
+      f.stage = code.back().stage;
+      f.tensor = program.buffers[static_cast<size_t>(b)].tensor;
+      f.microbatch = code.back().microbatch;
+      f.origin = code.back().origin;
+      code.push_back(std::move(f));
+    }
+  }
+  program.code = std::move(code);
+}
+
+// Marks, per global parameter, the one copy to read back: the first piece that updates it (or
+// holds it), on the devices holding the first replica of each tile.
+void MarkFetchCopies(const PlanContext& ctx, ProgramSet& set) {
+  std::map<int32_t, int32_t> chosen_stage;
+  for (const Refresh& r : ctx.refreshes) {
+    chosen_stage[ctx.pieces[static_cast<size_t>(r.from_piece)]
+                     .sub->origin[static_cast<size_t>(r.from_local)]] =
+        ctx.pieces[static_cast<size_t>(r.from_piece)].stage;
+  }
+  std::map<int32_t, std::vector<std::vector<int64_t>>> seen;  // global -> tile offsets taken
+  for (DeviceProgram& prog : set.programs) {
+    for (ParameterBinding& b : prog.parameters) {
+      b.fetch = false;
+      auto cs = chosen_stage.find(b.tensor);
+      if (cs != chosen_stage.end() && cs->second != prog.stage) continue;
+      if (!b.owner) continue;
+      std::vector<std::vector<int64_t>>& taken = seen[b.tensor];
+      if (std::find(taken.begin(), taken.end(), b.offsets) != taken.end()) continue;
+      taken.push_back(b.offsets);
+      b.fetch = true;
+    }
+  }
+}
+
+}  // namespace
+
+Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& options) {
+  if (plan.stages.empty()) return InvalidArgument("the plan has no stages");
+  if (plan.microbatches < 1) return InvalidArgument("the plan has no microbatches");
+  PlanContext ctx{plan,
+                  options,
+                  {},
+                  {},
+                  {},
+                  PlanOpSites(plan),
+                  {},
+                  ClassifyBatchSums(plan.graph, options.whole_batch, plan.microbatches)};
+  int64_t world = 0;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlannedStage& stage = plan.stages[s];
+    if (stage.pieces.empty()) {
+      return InvalidArgument("stage " + std::to_string(s) + " of the plan has no pieces");
+    }
+    MeshView mesh{stage.logical_mesh, stage.devices};
+    int64_t count = 1;
+    for (int64_t d : mesh.shape) count *= d;
+    if (count != static_cast<int64_t>(mesh.devices.size())) {
+      return InvalidArgument("stage " + std::to_string(s) + ": logical mesh of " +
+                             std::to_string(count) + " devices over " +
+                             std::to_string(mesh.devices.size()) + " devices");
+    }
+    for (int64_t d : mesh.devices) world = std::max(world, d + 1);
+    ctx.meshes.push_back(std::move(mesh));
+    std::vector<int32_t> indices;
+    for (size_t p = 0; p < stage.pieces.size(); ++p) {
+      PieceInfo info;
+      info.stage = static_cast<int32_t>(s);
+      info.index = static_cast<int32_t>(p);
+      info.sub = stage.pieces[p].subgraph.get();
+      info.sharding = stage.pieces[p].sharding.get();
+      if (info.sub == nullptr || info.sharding == nullptr) {
+        return InvalidArgument("stage " + std::to_string(s) + " piece " + std::to_string(p) +
+                               " has no subgraph or sharding");
+      }
+      ALPA_RETURN_IF_ERROR(BuildPieceInfo(plan, ctx.batch_sums, info));
+      indices.push_back(static_cast<int32_t>(ctx.pieces.size()));
+      ctx.pieces.push_back(std::move(info));
+    }
+    ctx.stage_pieces.push_back(std::move(indices));
+  }
+  ALPA_RETURN_IF_ERROR(PairTransfers(ctx));
+  ListRefreshes(ctx);
+
+  ProgramSet set;
+  set.devices = static_cast<int32_t>(world);
+  set.microbatches = plan.microbatches;
+  set.graph = plan.graph;
+  set.programs.resize(static_cast<size_t>(world));
+  for (int32_t d = 0; d < set.devices; ++d) set.programs[static_cast<size_t>(d)].device = d;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const MeshView& mesh = ctx.meshes[s];
+    for (size_t li = 0; li < mesh.devices.size(); ++li) {
+      DeviceProgram& prog = set.programs[static_cast<size_t>(mesh.devices[li])];
+      if (prog.stage >= 0) {
+        return InvalidArgument("device " + std::to_string(mesh.devices[li]) +
+                               " belongs to two stages (" + std::to_string(prog.stage) + " and " +
+                               std::to_string(s) + ")");
+      }
+      prog.stage = static_cast<int32_t>(s);
+      prog.planned_memory_bytes = plan.stages[s].memory_bytes;
+      DeviceLowering lowering(ctx, prog, static_cast<int32_t>(s), static_cast<int64_t>(li));
+      ALPA_RETURN_IF_ERROR(lowering.Lower());
+      InsertFrees(prog);
+    }
+  }
+  MarkFetchCopies(ctx, set);
+  return set;
+}
+
+}  // namespace alpa

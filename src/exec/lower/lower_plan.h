@@ -1,0 +1,43 @@
+// The lowering: a pipeline plan -> one program per device (program.h).
+//
+// Per stage, every device of the stage's logical mesh runs the SPMD partition of the stage's
+// pieces: each op's local computation on its pieces of the operands (local_op.h), the plan's
+// collectives on the edges between ops (in list order, then local slices and zero-fills), the
+// resharding between two pieces of the stage (PlanReshard, as the planner prices it), and the
+// plan's cross-stage transfers as point-to-point sends and receives of exactly its slice moves.
+//
+// The step: the stage's tasks in schedule order (schedule.h: 1F1B or GPipe), a forward task
+// running the pieces' forward ops in order, a backward task their backward ops in reverse piece
+// order (with rematerialization, the forward ops again first). Per-microbatch values that the
+// update reads (gradients) are summed over the microbatches and scaled by 1 / B (every
+// microbatch graph's loss is a mean over its share of the batch), the collectives on their
+// edges into the update run once on the sum, then each piece's update ops run and their results
+// replace the parameters and optimizer state. A parameter held by several pieces (a tied
+// embedding) is refreshed from the piece that updates it. Every buffer is freed after its last
+// use. The data inputs of microbatch k are fed (kFeed) as the device's tile of that microbatch.
+#pragma once
+
+#include <cstdint>
+
+#include "core/util/status.h"
+#include "exec/program/program.h"
+#include "solvers/pipeline/pipeline_schedule.h"
+#include "solvers/planner/planner.h"
+
+namespace alpa {
+
+struct LowerOptions {
+  PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
+  // The same model's graph for the whole batch (microbatches = 1), when known. With several
+  // microbatches, a microbatch's value that the whole-batch op computes as a sum over the batch
+  // (a weight gradient) is then kept unrounded until the sum over microbatches is complete,
+  // so that the executed step rounds where the one-device step rounds (Instruction::round).
+  const Graph* whole_batch = nullptr;
+};
+
+// Errors: kInvalidArgument for a plan without stages or pieces; kUnsupported for what the
+// executor cannot run yet (naming the op); kInternal when the plan's layouts do not fit together
+// (a planner bug: the message names the op or edge).
+Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& options = {});
+
+}  // namespace alpa

@@ -1,0 +1,134 @@
+// Device programs: what one device runs for a training step, as plain data (Alpa's static
+// per-mesh instruction lists). The lowering (exec/lower) builds one program per device from a
+// plan; every backend runs the same program: the runtime (exec/runtime) on CPU devices with a
+// communicator, the simulator prices it with the cost model.
+//
+// A program owns a table of buffers (local tensors: the device's shard of a global tensor) and
+// a list of instructions over them, in execution order. Buffer ids index `buffers`; a buffer is
+// written by one instruction before it is read and dropped by kFree after its last use
+// (persistent buffers, parameters and optimizer state, are never freed). Collectives name their
+// group as physical device ids in chunk order; every member of a group runs the matching
+// instruction in the same order relative to the group's other collectives.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "core/util/status.h"
+
+namespace alpa {
+
+enum class InstructionKind : int32_t {
+  kRun = 0,            // out = local op `local_op` applied to `in` (one per operand)
+  kAllReduce = 1,      // out = reduction of `in` over `group` (sum or max)
+  kAllGather = 2,      // out = the group's `in` concatenated along tensor dim `dim`
+  kReduceScatter = 3,  // out = piece (position in group) along `dim` of the group's sum of `in`
+  kAllToAll = 4,       // out = `in` cut along `split_dim`, exchanged, concatenated along `dim`
+  kSlice = 5,          // out = the box (offsets, sizes) of `in` (local, no communication)
+  kSend = 6,           // sends the box (offsets, sizes) of `in` to device `peer` with `tag`
+  kRecv = 7,           // receives `sizes` from `peer` with `tag` into the box (offsets) of
+                       // `out`, which kZero created
+  kFeed = 8,           // out = the box (offsets, sizes) of global tensor `tensor` for microbatch
+                       // `microbatch` (data inputs), from the step's data
+  kAccumulate = 9,     // out += in
+  kZero = 10,          // out = zeros of its buffer's shape
+  kScale = 11,         // out = in * value
+  kCopy = 12,          // out = in (out may be a persistent buffer: it is overwritten)
+  kFree = 13,          // drops `in` (its memory returns)
+  kReportLoss = 14,    // the value of `in` (a scalar) is microbatch `microbatch`'s loss
+};
+const char* InstructionKindName(InstructionKind kind);
+
+enum class CollectiveReduce : int32_t { kSum = 0, kMax = 1 };
+
+// What an instruction stands for in the plan, for checking that what runs is what was planned.
+enum class InstructionOrigin : int32_t {
+  kPlan = 0,       // an op, a planned collective or a planned cross-stage transfer
+  kPieceEdge = 1,  // resharding between two pieces of one stage (priced by the planner)
+  kExtra = 2,      // bookkeeping the plan does not list (loss reporting, weight refresh)
+};
+
+struct Instruction {
+  InstructionKind kind = InstructionKind::kRun;
+  int32_t out = -1;         // buffer written
+  std::vector<int32_t> in;  // buffers read
+  int32_t local_op = -1;    // kRun: index into Program::local_ops
+  // Collectives: the group (physical ids, chunk order) and the tensor dims involved.
+  std::vector<int32_t> group;
+  CollectiveReduce reduce = CollectiveReduce::kSum;
+  int32_t dim = -1, split_dim = -1;
+  // kSend / kRecv: the other device and the message tag.
+  int32_t peer = -1;
+  int64_t tag = 0;
+  // kSlice, kSend, kRecv, kFeed: a box in elements per tensor dim.
+  std::vector<int64_t> offsets, sizes;
+  double value = 1.0;  // kScale
+  // Whether the result is rounded to its dtype. Off for partial sums (a sharded contraction's
+  // addends, a microbatch's gradient before accumulation): the reduction that completes the
+  // value rounds it once, as the one-device op does.
+  bool round = true;
+  // kRun of gather / scatter_add whose table axis is split: this device holds rows
+  // [axis_offset, axis_offset + local size) of axis_size; indices elsewhere contribute nothing.
+  int64_t axis_offset = 0, axis_size = -1;
+  int32_t tensor = -1;      // the global op id this instruction computes or moves (-1: none)
+  int64_t microbatch = -1;  // -1: once per iteration
+  InstructionOrigin origin = InstructionOrigin::kPlan;
+  int32_t stage = -1;       // the plan's stage this instruction belongs to
+  int32_t collective = -1;  // the planned collective's index in its piece's list, when known
+  int64_t bytes = 0;        // bytes moved (collectives: the local input; send / recv: the box)
+};
+
+struct Buffer {
+  std::string name;  // the tensor's name or "op 12", with the microbatch ("@mb3")
+  Dims shape;        // local shape
+  DType dtype = DType::kF32;
+  bool persistent = false;  // parameters, optimizer state, accumulated gradients
+  int32_t tensor = -1;      // global op id
+};
+
+// A parameter or optimizer-state buffer and the box of the global tensor it holds. Partial
+// copies (a replicated zero-filled addend) hold zeros except on the group's first device.
+struct ParameterBinding {
+  int32_t buffer = -1;
+  int32_t tensor = -1;  // global op id (a parameter op)
+  std::vector<int64_t> offsets, sizes;
+  bool owner = true;  // holds values (not a zero addend); for fetching, the first replica
+  bool fetch = true;  // the one copy to read back when several buffers hold this tile
+};
+
+struct DeviceProgram {
+  int32_t device = 0;  // physical id
+  int32_t stage = -1;  // -1: the device runs nothing (not in any stage)
+  std::vector<Buffer> buffers;
+  // Local ops: each a small graph whose last op is the op to run, its operands placeholder
+  // parameters of the local operand types (so the CPU kernels see local shapes).
+  std::vector<Graph> local_ops;
+  std::vector<Instruction> code;
+  std::vector<ParameterBinding> parameters;
+  // Bytes the planner predicts for this device at its peak (its stage's memory).
+  int64_t planned_memory_bytes = 0;
+};
+
+struct ProgramSet {
+  int32_t devices = 0;  // world size the programs need (max physical id + 1)
+  int64_t microbatches = 1;
+  std::vector<DeviceProgram> programs;  // one per physical device, by id
+  // The microbatch graph the plan was made for; kFeed / ParameterBinding tensors index it.
+  Graph graph;
+  // Per op of graph: the global batch dim of each data input (kInput parameters), for cutting
+  // the step's data into microbatches (-1: not cut).
+  std::vector<int32_t> input_batch_dim;
+};
+
+// One line per instruction, e.g.
+//   12 run      dot_general op 31 'fc1.w.grad' [64, 8] <- b4 [16, 64], b9 [16, 8]   mb 2
+std::string ProgramText(const DeviceProgram& program);
+std::string InstructionText(const DeviceProgram& program, const Instruction& instruction);
+
+// Structural checks: buffer ids in range, each buffer written before read, groups containing
+// the device, boxes inside their buffers. kInternal naming the instruction.
+Status ValidateProgram(const DeviceProgram& program);
+
+}  // namespace alpa

@@ -1,0 +1,313 @@
+#include "exec/runtime/device_runtime.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "exec/runtime/masked_indexing.h"
+#include "exec/runtime/tensor_boxes.h"
+
+namespace alpa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t BytesOf(const HostTensor& t) {
+  return static_cast<int64_t>(t.data.size()) * DTypeBytes(t.dtype);
+}
+
+void Round(HostTensor& t) {
+  if (t.dtype == DType::kF64) return;
+  for (double& v : t.data) v = RoundToDType(v, t.dtype);
+}
+
+ReduceOp ToReduceOp(CollectiveReduce r) {
+  return r == CollectiveReduce::kMax ? ReduceOp::kMax : ReduceOp::kSum;
+}
+
+// Position of `device` in `group`.
+int64_t PositionIn(const std::vector<int32_t>& group, int32_t device) {
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (group[i] == device) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+// The box of piece `i` of `n` along `dim` of `shape`.
+void PieceBox(const Dims& shape, int32_t dim, int64_t n, int64_t i, std::vector<int64_t>& offsets,
+              std::vector<int64_t>& sizes) {
+  offsets.assign(shape.size(), 0);
+  sizes = shape;
+  sizes[static_cast<size_t>(dim)] = shape[static_cast<size_t>(dim)] / n;
+  offsets[static_cast<size_t>(dim)] = i * sizes[static_cast<size_t>(dim)];
+}
+
+}  // namespace
+
+DeviceRuntime::DeviceRuntime(const DeviceProgram& program, Communicator& comm)
+    : program_(program),
+      comm_(comm),
+      buffers_(program.buffers.size()),
+      allocated_(program.buffers.size(), 0) {}
+
+HostTensor& DeviceRuntime::Allocate(int32_t buffer) {
+  HostTensor& t = buffers_[static_cast<size_t>(buffer)];
+  if (allocated_[static_cast<size_t>(buffer)]) live_bytes_ -= BytesOf(t);
+  const Buffer& b = program_.buffers[static_cast<size_t>(buffer)];
+  t.shape = b.shape;
+  t.dtype = b.dtype;
+  t.data.assign(static_cast<size_t>(ElementCountOf(b.shape)), 0.0);
+  allocated_[static_cast<size_t>(buffer)] = 1;
+  live_bytes_ += BytesOf(t);
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+  return t;
+}
+
+void DeviceRuntime::Release(int32_t buffer) {
+  if (!allocated_[static_cast<size_t>(buffer)]) return;
+  HostTensor& t = buffers_[static_cast<size_t>(buffer)];
+  live_bytes_ -= BytesOf(t);
+  std::vector<double>().swap(t.data);
+  allocated_[static_cast<size_t>(buffer)] = 0;
+}
+
+Status DeviceRuntime::LoadParameters(const ParameterValue& value, const Graph& graph) {
+  for (const ParameterBinding& b : program_.parameters) {
+    const HostTensor* full = value(b.tensor);
+    if (full == nullptr) {
+      return InvalidArgument("device " + std::to_string(program_.device) + ": no value for " +
+                             DescribeOp(graph, b.tensor));
+    }
+    if (full->shape != graph.op(b.tensor).shape ||
+        full->size() != ElementCountOf(graph.op(b.tensor).shape)) {
+      return InvalidArgument("the value for " + DescribeOp(graph, b.tensor) + " has shape " +
+                             ShapeString(full->shape) + ", expected " +
+                             ShapeString(graph.op(b.tensor).shape));
+    }
+    HostTensor& t = Allocate(b.buffer);
+    if (b.owner) ExtractBox(full->data.data(), full->shape, b.offsets, b.sizes, t.data.data());
+    Round(t);
+  }
+  return Status::Ok();
+}
+
+std::vector<ParameterTile> DeviceRuntime::FetchParameters() const {
+  std::vector<ParameterTile> tiles;
+  for (const ParameterBinding& b : program_.parameters) {
+    if (!b.fetch) continue;
+    tiles.push_back({b.tensor, b.offsets, b.sizes, Get(b.buffer).data});
+  }
+  return tiles;
+}
+
+Result<StepReport> DeviceRuntime::RunStep(const MicrobatchInput& input, const Graph& graph) {
+  StepReport report;
+  report.seconds_by_kind.assign(static_cast<size_t>(InstructionKind::kReportLoss) + 1, 0.0);
+  peak_bytes_ = live_bytes_;
+  const Clock::time_point start = Clock::now();
+  for (size_t i = 0; i < program_.code.size(); ++i) {
+    const Instruction& in = program_.code[i];
+    const Clock::time_point t0 = Clock::now();
+    Status s = Execute(in, input, graph, report);
+    if (!s.ok()) {
+      if (s.code() == StatusCode::kCancelled) return s;  // another device failed: its message
+      return Status(s.code(), "device " + std::to_string(program_.device) + " instruction " +
+                                  std::to_string(i) + " (" + InstructionText(program_, in) +
+                                  "): " + s.message());
+    }
+    report.seconds_by_kind[static_cast<size_t>(in.kind)] +=
+        std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.peak_bytes = peak_bytes_;
+  return report;
+}
+
+Status DeviceRuntime::Execute(const Instruction& in, const MicrobatchInput& input,
+                              const Graph& graph, StepReport& report) {
+  switch (in.kind) {
+    case InstructionKind::kRun: {
+      const Graph& local = program_.local_ops[static_cast<size_t>(in.local_op)];
+      const int32_t id = local.size() - 1;
+      std::vector<const HostTensor*> operands;
+      for (int32_t b : in.in) operands.push_back(&Get(b));
+      const Op& op = local.op(id);
+      HostTensor& out = Allocate(in.out);
+      if (in.axis_size >= 0 && op.kind == OpKind::kGather) {
+        MaskedGather(op, *operands[0], *operands[1], in.axis_offset, in.axis_size, out);
+      } else if (in.axis_size >= 0 && op.kind == OpKind::kScatterAdd) {
+        MaskedScatterAdd(op, *operands[0], *operands[1], *operands[2], in.axis_offset,
+                         in.axis_size, out);
+        if (in.round) Round(out);
+      } else {
+        out = EvaluateValidatedOp(local, id, operands,
+                                  in.round ? ResultRounding::kRound : ResultRounding::kKeepExact);
+      }
+      return Status::Ok();
+    }
+    case InstructionKind::kAllReduce:
+    case InstructionKind::kAllGather:
+    case InstructionKind::kReduceScatter:
+    case InstructionKind::kAllToAll:
+      return RunCollective(in, report);
+    case InstructionKind::kSlice: {
+      const HostTensor& src = Get(in.in[0]);
+      if (!BoxInside(src.shape, in.offsets, in.sizes)) {
+        return InternalError("the slice box lies outside its buffer");
+      }
+      HostTensor& out = Allocate(in.out);
+      ExtractBox(src.data.data(), src.shape, in.offsets, in.sizes, out.data.data());
+      return Status::Ok();
+    }
+    case InstructionKind::kSend: {
+      const HostTensor& src = Get(in.in[0]);
+      if (!BoxInside(src.shape, in.offsets, in.sizes)) {
+        return InternalError("the sent box lies outside its buffer");
+      }
+      std::vector<double> box(static_cast<size_t>(ElementCountOf(in.sizes)));
+      ExtractBox(src.data.data(), src.shape, in.offsets, in.sizes, box.data());
+      ALPA_RETURN_IF_ERROR(
+          comm_.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
+      report.moves.push_back({in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor,
+                              in.collective, in.origin});
+      return Status::Ok();
+    }
+    case InstructionKind::kRecv: {
+      HostTensor& dst = buffers_[static_cast<size_t>(in.out)];
+      if (!BoxInside(dst.shape, in.offsets, in.sizes)) {
+        return InternalError("the received box lies outside its buffer");
+      }
+      std::vector<double> box(static_cast<size_t>(ElementCountOf(in.sizes)));
+      ALPA_RETURN_IF_ERROR(
+          comm_.Recv(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
+      InsertBox(box.data(), in.offsets, in.sizes, dst.data.data(), dst.shape);
+      report.moves.push_back({in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor,
+                              in.collective, in.origin});
+      return Status::Ok();
+    }
+    case InstructionKind::kFeed: {
+      const HostTensor* full = input(in.tensor, in.microbatch);
+      if (full == nullptr) {
+        return InvalidArgument("no data for " + DescribeOp(graph, in.tensor) + " in microbatch " +
+                               std::to_string(in.microbatch));
+      }
+      if (!BoxInside(full->shape, in.offsets, in.sizes) ||
+          full->size() != ElementCountOf(full->shape)) {
+        return InvalidArgument("the data for " + DescribeOp(graph, in.tensor) + " has shape " +
+                               ShapeString(full->shape) + ", expected " +
+                               ShapeString(graph.op(in.tensor).shape));
+      }
+      HostTensor& out = Allocate(in.out);
+      ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, out.data.data());
+      Round(out);
+      return Status::Ok();
+    }
+    case InstructionKind::kAccumulate: {
+      const HostTensor& src = Get(in.in[0]);
+      HostTensor& dst = buffers_[static_cast<size_t>(in.out)];
+      if (src.data.size() != dst.data.size()) {
+        return InternalError("accumulating a buffer of another size");
+      }
+      for (size_t i = 0; i < src.data.size(); ++i) dst.data[i] += src.data[i];
+      if (in.round) Round(dst);
+      return Status::Ok();
+    }
+    case InstructionKind::kZero:
+      Allocate(in.out);
+      return Status::Ok();
+    case InstructionKind::kScale: {
+      const std::vector<double> src = Get(in.in[0]).data;
+      HostTensor& out = Allocate(in.out);
+      for (size_t i = 0; i < src.size(); ++i) out.data[i] = src[i] * in.value;
+      if (in.round) Round(out);
+      return Status::Ok();
+    }
+    case InstructionKind::kCopy: {
+      const std::vector<double> src = Get(in.in[0]).data;
+      HostTensor& out = allocated_[static_cast<size_t>(in.out)]
+                            ? buffers_[static_cast<size_t>(in.out)]
+                            : Allocate(in.out);
+      if (src.size() != out.data.size()) return InternalError("copying a buffer of another size");
+      out.data = src;
+      return Status::Ok();
+    }
+    case InstructionKind::kFree:
+      Release(in.in[0]);
+      return Status::Ok();
+    case InstructionKind::kReportLoss:
+      report.losses.push_back({in.microbatch, Get(in.in[0]).data.at(0)});
+      return Status::Ok();
+  }
+  return InternalError("unknown instruction kind");
+}
+
+Status DeviceRuntime::RunCollective(const Instruction& in, StepReport& report) {
+  const HostTensor& src = Get(in.in[0]);
+  const int64_t n = static_cast<int64_t>(in.group.size());
+  const int64_t p = PositionIn(in.group, program_.device);
+  if (p < 0) return InternalError("the device is not in the collective's group");
+  const int64_t count = src.size();
+  switch (in.kind) {
+    case InstructionKind::kAllReduce: {
+      std::vector<double> data = src.data;
+      ALPA_RETURN_IF_ERROR(comm_.AllReduce(in.group, ToReduceOp(in.reduce), data.data(), count));
+      HostTensor& out = Allocate(in.out);
+      out.data = std::move(data);
+      if (in.round) Round(out);
+      break;
+    }
+    case InstructionKind::kAllGather: {
+      std::vector<double> chunks(static_cast<size_t>(count * n));
+      ALPA_RETURN_IF_ERROR(comm_.AllGather(in.group, src.data.data(), count, chunks.data()));
+      HostTensor& out = Allocate(in.out);
+      std::vector<int64_t> offsets(src.shape.size(), 0);
+      for (int64_t i = 0; i < n; ++i) {
+        offsets[static_cast<size_t>(in.dim)] = i * src.shape[static_cast<size_t>(in.dim)];
+        InsertBox(chunks.data() + i * count, offsets, src.shape, out.data.data(), out.shape);
+      }
+      break;
+    }
+    case InstructionKind::kReduceScatter: {
+      std::vector<double> chunks(static_cast<size_t>(count));
+      std::vector<int64_t> offsets, sizes;
+      const int64_t piece = count / n;
+      for (int64_t i = 0; i < n; ++i) {
+        PieceBox(src.shape, in.dim, n, i, offsets, sizes);
+        ExtractBox(src.data.data(), src.shape, offsets, sizes, chunks.data() + i * piece);
+      }
+      HostTensor& out = Allocate(in.out);
+      ALPA_RETURN_IF_ERROR(comm_.ReduceScatter(in.group, ToReduceOp(in.reduce), chunks.data(),
+                                               piece, out.data.data()));
+      if (in.round) Round(out);
+      break;
+    }
+    case InstructionKind::kAllToAll: {
+      std::vector<double> chunks(static_cast<size_t>(count));
+      std::vector<int64_t> offsets, sizes;
+      const int64_t piece = count / n;
+      for (int64_t i = 0; i < n; ++i) {
+        PieceBox(src.shape, in.split_dim, n, i, offsets, sizes);
+        ExtractBox(src.data.data(), src.shape, offsets, sizes, chunks.data() + i * piece);
+      }
+      std::vector<double> received(static_cast<size_t>(count));
+      ALPA_RETURN_IF_ERROR(comm_.AllToAll(in.group, chunks.data(), piece, received.data()));
+      HostTensor& out = Allocate(in.out);
+      // Each received chunk has sizes: src's shape cut along split_dim; it goes to position i
+      // along dim.
+      PieceBox(src.shape, in.split_dim, n, 0, offsets, sizes);
+      std::vector<int64_t> at(src.shape.size(), 0);
+      for (int64_t i = 0; i < n; ++i) {
+        at[static_cast<size_t>(in.dim)] = i * sizes[static_cast<size_t>(in.dim)];
+        InsertBox(received.data() + i * piece, at, sizes, out.data.data(), out.shape);
+      }
+      break;
+    }
+    default:
+      return InternalError("not a collective");
+  }
+  report.moves.push_back(
+      {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+  return Status::Ok();
+}
+
+}  // namespace alpa

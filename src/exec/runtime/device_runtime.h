@@ -1,0 +1,81 @@
+// The runtime: runs one device's program (exec/program) on CPU buffers, talking to the other
+// devices through a communicator (exec/comm). It keeps the buffer table, measures the live bytes
+// (elements times the dtype's bytes, as a device would hold them) and their peak, times every
+// instruction kind, and records every collective and point-to-point move it executes so that
+// what ran can be compared with what was planned.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/util/status.h"
+#include "exec/comm/communicator.h"
+#include "exec/cpu/interpreter.h"
+#include "exec/program/program.h"
+
+namespace alpa {
+
+// A collective, send or receive as executed.
+struct ExecutedMove {
+  InstructionKind kind = InstructionKind::kAllReduce;
+  std::vector<int32_t> group;  // collectives; send / recv: {peer}
+  int64_t bytes = 0;
+  int64_t microbatch = -1;
+  int32_t tensor = -1;
+  int32_t collective = -1;
+  InstructionOrigin origin = InstructionOrigin::kPlan;
+};
+
+struct StepReport {
+  std::vector<std::pair<int64_t, double>> losses;  // (microbatch, loss) reported here
+  int64_t peak_bytes = 0;                          // live bytes at the step's peak
+  double seconds = 0;
+  std::vector<double> seconds_by_kind;  // per InstructionKind value
+  std::vector<ExecutedMove> moves;
+};
+
+// A parameter tile read back (ParameterBinding::fetch).
+struct ParameterTile {
+  int32_t tensor = -1;
+  std::vector<int64_t> offsets, sizes;
+  std::vector<double> values;
+};
+
+// The data of a step: microbatch `microbatch`'s value of data input `tensor` (a global op id),
+// whole; null when the caller has none.
+using MicrobatchInput = std::function<const HostTensor*(int32_t tensor, int64_t microbatch)>;
+// A parameter's whole initial value; null when the caller has none.
+using ParameterValue = std::function<const HostTensor*(int32_t tensor)>;
+
+class DeviceRuntime {
+ public:
+  // `program` and `comm` must outlive the runtime; comm.rank() must be program.device.
+  DeviceRuntime(const DeviceProgram& program, Communicator& comm);
+
+  // Fills every parameter tile from the whole tensors. kInvalidArgument naming the tensor when a
+  // value is missing or has the wrong shape.
+  Status LoadParameters(const ParameterValue& value, const Graph& graph);
+  // Runs the program once. Errors name the instruction; a communicator error is returned as is.
+  Result<StepReport> RunStep(const MicrobatchInput& input, const Graph& graph);
+  std::vector<ParameterTile> FetchParameters() const;
+
+ private:
+  Status Execute(const Instruction& in, const MicrobatchInput& input, const Graph& graph,
+                 StepReport& report);
+  Status RunCollective(const Instruction& in, StepReport& report);
+  HostTensor& Allocate(int32_t buffer);
+  void Release(int32_t buffer);
+  const HostTensor& Get(int32_t buffer) const {
+    return buffers_[static_cast<size_t>(buffer)];
+  }
+
+  const DeviceProgram& program_;
+  Communicator& comm_;
+  std::vector<HostTensor> buffers_;
+  std::vector<char> allocated_;
+  int64_t live_bytes_ = 0;
+  int64_t peak_bytes_ = 0;
+};
+
+}  // namespace alpa
