@@ -27,6 +27,7 @@ std::vector<KeyInfo> CommonKeys(const char* dtype) {
   return {{"dtype", dtype, KeyType::kDType, nullptr},
           {"optimizer", "adam", KeyType::kChoice, "sgd|momentum|adam"},
           {"lr", "0.001", KeyType::kPositiveFloat, nullptr},
+          {"adam_eps", "1e-08", KeyType::kPositiveFloat, nullptr},
           // Default: 1 when dtype is f16/bf16 (f32 master copies), else 0.
           {"master_weights", "", KeyType::kBool, nullptr},
           {"training", "1", KeyType::kBool, nullptr}};

@@ -28,6 +28,7 @@ Result<OptimizerConfig> ModelOptimizerConfig(const ModelSpec& spec) {
     r.Fail("optimizer must be one of: sgd momentum adam (got \"" + kind + "\")");
   }
   config.learning_rate = r.PositiveFloat("lr");
+  config.epsilon = r.PositiveFloat("adam_eps");
   config.master_weights = r.Bool("master_weights");
   if (!r.ok()) return r.status();
   return config;

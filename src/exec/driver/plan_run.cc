@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "exec/comm/thread_communicator.h"
@@ -208,6 +209,7 @@ Result<PlanRunReport> RunPlanOnThreads(const PipelinePlan& plan, const Graph& re
       for (const DeviceResults& r : results) {
         if (r.tiles.empty()) continue;
         for (const ParameterTile& tile : r.tiles[static_cast<size_t>(s)]) {
+          if (!tile.fetch) continue;
           HostTensor& t = got[tile.tensor];
           if (t.data.empty()) {
             t.shape = reference.op(tile.tensor).shape;
@@ -215,6 +217,23 @@ Result<PlanRunReport> RunPlanOnThreads(const PipelinePlan& plan, const Graph& re
           }
           InsertBox(tile.values.data(), tile.offsets, tile.sizes, t.data.data(), t.shape);
           covered[tile.tensor] += ElementCountOf(tile.sizes);
+        }
+      }
+      // Every copy of a tile holds the same values (replicas do not drift apart).
+      std::map<std::tuple<int32_t, std::vector<int64_t>, std::vector<int64_t>>,
+               const ParameterTile*>
+          first;
+      for (size_t d = 0; d < results.size(); ++d) {
+        if (results[d].tiles.empty()) continue;
+        for (const ParameterTile& tile : results[d].tiles[static_cast<size_t>(s)]) {
+          auto [it, inserted] = first.insert({{tile.tensor, tile.offsets, tile.sizes}, &tile});
+          if (!inserted && it->second->values != tile.values) {
+            sum.replicas_agree = false;
+            if (sum.diverged_parameter.empty()) {
+              sum.diverged_parameter = DescribeOp(reference, tile.tensor) + " on device " +
+                                       std::to_string(d);
+            }
+          }
         }
       }
       for (const auto& [id, want] : feeds) {
@@ -231,7 +250,7 @@ Result<PlanRunReport> RunPlanOnThreads(const PipelinePlan& plan, const Graph& re
         }
         sum.parameter_relative = std::max(sum.parameter_relative, pd.relative);
       }
-      sum.passed = sum.loss_error <= 1.0 && sum.parameter_error <= 1.0;
+      sum.passed = sum.loss_error <= 1.0 && sum.parameter_error <= 1.0 && sum.replicas_agree;
       report.passed = report.passed && sum.passed;
     }
     report.steps.push_back(std::move(sum));

@@ -37,6 +37,9 @@ struct StepSummary {
   double loss_error = 0, loss_relative = 0;
   double parameter_error = 0, parameter_relative = 0;
   std::string worst_parameter;
+  // Whether every copy of every parameter tile holds the same values on every device.
+  bool replicas_agree = true;
+  std::string diverged_parameter;  // the first one that does not, and where
   bool passed = true;
 };
 

@@ -139,6 +139,24 @@ Result<Value> DeviceEmitter::ApplyCollective(const Value& value, const Dims& sha
                   mesh_dims.end());
   if (mesh_dims.empty()) return value;
   const ShardingSpec canonical_want = CanonicalSpec(want, mesh_.shape);
+  // Slices toward `want` are free and shrink what the collective moves, so they come first
+  // where the mesh dim is not in use (the cheapest resharding plan does the same).
+  ShardingSpec early = value.spec;
+  for (size_t d = 0; d < early.dims.size() && d < canonical_want.dims.size(); ++d) {
+    const std::vector<int32_t>& wanted = canonical_want.dims[d];
+    while (early.dims[d].size() < wanted.size() && IsPrefix(early.dims[d], wanted)) {
+      const int32_t k = wanted[early.dims[d].size()];
+      bool used = Contains(early.partial, k) || Contains(mesh_dims, k);
+      for (const std::vector<int32_t>& list : early.dims) used = used || Contains(list, k);
+      if (used) break;
+      early.dims[d].push_back(k);
+    }
+  }
+  if (early != value.spec) {
+    Result<Value> sliced = LocalTo(value, shape, dtype, early, tag, name);
+    if (!sliced.ok()) return sliced.status();
+    return ApplyCollective(sliced.value(), shape, dtype, kind, mesh_dims, want, reduce, tag, name);
+  }
   switch (kind) {
     case CollectiveKind::kAllReduce: {
       Value out;

@@ -94,8 +94,8 @@ Status DeviceRuntime::LoadParameters(const ParameterValue& value, const Graph& g
 std::vector<ParameterTile> DeviceRuntime::FetchParameters() const {
   std::vector<ParameterTile> tiles;
   for (const ParameterBinding& b : program_.parameters) {
-    if (!b.fetch) continue;
-    tiles.push_back({b.tensor, b.offsets, b.sizes, Get(b.buffer).data});
+    if (!b.owner) continue;
+    tiles.push_back({b.tensor, b.offsets, b.sizes, Get(b.buffer).data, b.fetch});
   }
   return tiles;
 }

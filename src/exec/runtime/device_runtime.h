@@ -35,11 +35,13 @@ struct StepReport {
   std::vector<ExecutedMove> moves;
 };
 
-// A parameter tile read back (ParameterBinding::fetch).
+// A parameter tile read back: every tile a device holds values of (ParameterBinding::owner);
+// `fetch` marks the one copy to assemble the parameter from.
 struct ParameterTile {
   int32_t tensor = -1;
   std::vector<int64_t> offsets, sizes;
   std::vector<double> values;
+  bool fetch = false;
 };
 
 // The data of a step: microbatch `microbatch`'s value of data input `tensor` (a global op id),

@@ -1,0 +1,232 @@
+#include "exec/driver/plan_conformance.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace alpa {
+namespace {
+
+InstructionKind KindOf(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return InstructionKind::kAllReduce;
+    case CollectiveKind::kAllGather:
+      return InstructionKind::kAllGather;
+    case CollectiveKind::kReduceScatter:
+      return InstructionKind::kReduceScatter;
+    case CollectiveKind::kAllToAll:
+      return InstructionKind::kAllToAll;
+    case CollectiveKind::kSendRecv:
+      break;
+  }
+  return InstructionKind::kSend;
+}
+
+// The devices of `stage` that differ from logical index `logical` only on the mesh dims of
+// `dims` of size > 1.
+std::set<int32_t> ExpectedGroup(const PlannedStage& stage, int64_t logical,
+                                const std::vector<int32_t>& dims) {
+  const std::vector<int64_t>& mesh = stage.logical_mesh;
+  auto coords = [&](int64_t index) {
+    std::vector<int64_t> c(mesh.size(), 0);
+    for (size_t k = mesh.size(); k-- > 0;) {
+      c[k] = index % mesh[k];
+      index /= mesh[k];
+    }
+    return c;
+  };
+  const std::vector<int64_t> mine = coords(logical);
+  std::set<int32_t> group;
+  for (int64_t i = 0; i < static_cast<int64_t>(stage.devices.size()); ++i) {
+    const std::vector<int64_t> c = coords(i);
+    bool same = true;
+    for (size_t k = 0; k < mesh.size(); ++k) {
+      const bool free_dim =
+          std::find(dims.begin(), dims.end(), static_cast<int32_t>(k)) != dims.end();
+      same = same && (free_dim || c[k] == mine[k]);
+    }
+    if (same) group.insert(static_cast<int32_t>(stage.devices[static_cast<size_t>(i)]));
+  }
+  return group;
+}
+
+bool SpansDevices(const PlannedStage& stage, const std::vector<int32_t>& dims) {
+  for (int32_t m : dims) {
+    if (m >= 0 && static_cast<size_t>(m) < stage.logical_mesh.size() &&
+        stage.logical_mesh[static_cast<size_t>(m)] > 1) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The planned collective an executed one stands for: a piece of the stage whose collective
+// `index` moves the executed tensor.
+const PlannedCollective* FindPlanned(const PlannedStage& stage, int32_t index, int32_t tensor) {
+  for (const StagePiece& p : stage.pieces) {
+    const std::vector<PlannedCollective>& list = p.sharding->collectives;
+    if (index < 0 || static_cast<size_t>(index) >= list.size()) continue;
+    const PlannedCollective& c = list[static_cast<size_t>(index)];
+    if (c.tensor >= 0 && p.subgraph->origin[static_cast<size_t>(c.tensor)] == tensor) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& run,
+                                ConformanceSummary* summary) {
+  ConformanceSummary sum;
+  const ProgramSet& set = run.programs;
+  if (run.first_step.size() != set.programs.size()) {
+    return InternalError("the run reports " + std::to_string(run.first_step.size()) +
+                         " devices, the programs are " + std::to_string(set.programs.size()));
+  }
+  for (const PlannedStage& stage : plan.stages) {
+    for (const StagePiece& p : stage.pieces) {
+      for (const PlannedCollective& c : p.sharding->collectives) {
+        if (SpansDevices(stage, c.mesh_dims)) ++sum.planned_collectives;
+      }
+    }
+  }
+  // Expected transfer bytes per (device, tensor), per microbatch.
+  std::map<std::pair<int64_t, int32_t>, int64_t> expect_sent, expect_received;
+  for (const CrossStageTransfer& t : plan.transfers) {
+    for (const SliceMove& m : t.moves) {
+      if (m.src_device == m.dst_device) continue;
+      expect_sent[{m.src_device, t.tensor}] += m.bytes;
+      expect_received[{m.dst_device, t.tensor}] += m.bytes;
+      sum.planned_transfer_bytes += m.bytes * plan.microbatches;
+    }
+  }
+  for (size_t d = 0; d < set.programs.size(); ++d) {
+    const DeviceProgram& program = set.programs[d];
+    if (program.stage < 0) continue;
+    const PlannedStage& stage = plan.stages[static_cast<size_t>(program.stage)];
+    const auto at = std::find(stage.devices.begin(), stage.devices.end(),
+                              static_cast<int64_t>(program.device));
+    const int64_t logical = at - stage.devices.begin();
+    const std::string where = "device " + std::to_string(program.device) + " (stage " +
+                              std::to_string(program.stage) + ")";
+    // (planned collective, tensor) -> microbatch -> executions; and which ran as one piece.
+    std::map<std::pair<int32_t, int32_t>, std::map<int64_t, int64_t>> runs;
+    std::map<std::tuple<int32_t, int32_t, int64_t>, std::set<int32_t>> members;
+    std::map<std::pair<int32_t, int64_t>, int64_t> sent, received;
+    for (const ExecutedMove& m : run.first_step[d].moves) {
+      if (m.kind == InstructionKind::kSend || m.kind == InstructionKind::kRecv) {
+        if (m.origin != InstructionOrigin::kPlan) continue;
+        (m.kind == InstructionKind::kSend ? sent : received)[{m.tensor, m.microbatch}] += m.bytes;
+        sum.sent_transfer_bytes += m.kind == InstructionKind::kSend ? m.bytes : 0;
+        continue;
+      }
+      if (m.origin == InstructionOrigin::kPieceEdge) {
+        ++sum.piece_edge_collectives;
+        continue;
+      }
+      if (m.origin == InstructionOrigin::kExtra) {
+        ++sum.extra_collectives;
+        continue;
+      }
+      ++sum.executed_collectives;
+      const PlannedCollective* c = FindPlanned(stage, m.collective, m.tensor);
+      if (c == nullptr) {
+        return InternalError(where + " ran a " + std::string(InstructionKindName(m.kind)) +
+                             " of op " + std::to_string(m.tensor) + " that the plan does not list");
+      }
+      if (KindOf(c->kind) != m.kind) {
+        return InternalError(where + " ran a " + std::string(InstructionKindName(m.kind)) +
+                             " for the planned " + CollectiveName(c->kind) + " " +
+                             c->description + " of op " + std::to_string(m.tensor));
+      }
+      const std::set<int32_t> expected = ExpectedGroup(stage, logical, c->mesh_dims);
+      for (int32_t g : m.group) {
+        if (expected.count(g) == 0) {
+          return InternalError(where + " ran the " + CollectiveName(c->kind) + " of op " +
+                               std::to_string(m.tensor) + " with device " + std::to_string(g) +
+                               ", outside its planned group over mesh dims of the stage");
+        }
+      }
+      const int64_t n = static_cast<int64_t>(m.group.size());
+      const bool times_n =
+          m.kind == InstructionKind::kAllGather || m.kind == InstructionKind::kAllToAll;
+      if (n == static_cast<int64_t>(expected.size()) &&
+          static_cast<double>(times_n ? m.bytes * n : m.bytes) != c->bytes) {
+        return InternalError(where + " ran the " + CollectiveName(c->kind) + " of op " +
+                             std::to_string(m.tensor) + " on " + std::to_string(m.bytes) +
+                             " local bytes; the plan's b is " + std::to_string(c->bytes));
+      }
+      ++runs[{m.collective, m.tensor}][m.microbatch];
+      std::set<int32_t>& seen = members[{m.collective, m.tensor, m.microbatch}];
+      seen.insert(m.group.begin(), m.group.end());
+    }
+    for (const auto& [key, groups] : members) {
+      const PlannedCollective* c = FindPlanned(stage, std::get<0>(key), std::get<1>(key));
+      if (groups != ExpectedGroup(stage, logical, c->mesh_dims)) {
+        return InternalError(where + " ran the " + CollectiveName(c->kind) + " of op " +
+                             std::to_string(std::get<1>(key)) +
+                             " over fewer devices than its planned group");
+      }
+    }
+    // Every planned collective of the stage ran here, equally often per microbatch.
+    for (const StagePiece& p : stage.pieces) {
+      const std::vector<PlannedCollective>& list = p.sharding->collectives;
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (!SpansDevices(stage, list[i].mesh_dims)) continue;
+        const int32_t tensor = p.subgraph->origin[static_cast<size_t>(list[i].tensor)];
+        auto it = runs.find({static_cast<int32_t>(i), tensor});
+        if (it == runs.end()) {
+          return InternalError(where + " never ran planned collective " + std::to_string(i) +
+                               " (" + CollectiveName(list[i].kind) + " of op " +
+                               std::to_string(tensor) + ")");
+        }
+        const int64_t first = it->second.begin()->second;
+        for (const auto& [mb, count] : it->second) {
+          if (count != first) {
+            return InternalError(where + " ran planned collective " + std::to_string(i) +
+                                 " of op " + std::to_string(tensor) + " " +
+                                 std::to_string(count) + " times in microbatch " +
+                                 std::to_string(mb) + ", " + std::to_string(first) +
+                                 " times in another");
+          }
+        }
+      }
+    }
+    // Transfer bytes per tensor and microbatch.
+    for (int64_t mb = 0; mb < plan.microbatches; ++mb) {
+      for (const auto& [key, bytes] : expect_sent) {
+        if (key.first != program.device) continue;
+        const int64_t got = sent.count({key.second, mb}) ? sent[{key.second, mb}] : 0;
+        if (got != bytes) {
+          return InternalError(where + " sent " + std::to_string(got) + " bytes of op " +
+                               std::to_string(key.second) + " in microbatch " +
+                               std::to_string(mb) + "; the plan's moves send " +
+                               std::to_string(bytes));
+        }
+      }
+      for (const auto& [key, bytes] : expect_received) {
+        if (key.first != program.device) continue;
+        const int64_t got = received.count({key.second, mb}) ? received[{key.second, mb}] : 0;
+        if (got != bytes) {
+          return InternalError(where + " received " + std::to_string(got) + " bytes of op " +
+                               std::to_string(key.second) + " in microbatch " +
+                               std::to_string(mb) + "; the plan's moves bring " +
+                               std::to_string(bytes));
+        }
+      }
+    }
+    for (const auto& [key, bytes] : sent) {
+      if (expect_sent.count({program.device, key.first}) == 0) {
+        return InternalError(where + " sent " + std::to_string(bytes) + " bytes of op " +
+                             std::to_string(key.first) + ", which the plan moves nowhere from it");
+      }
+    }
+  }
+  if (summary != nullptr) *summary = sum;
+  return Status::Ok();
+}
+
+}  // namespace alpa
