@@ -44,9 +44,8 @@ void PieceBox(const Dims& shape, int32_t dim, int64_t n, int64_t i, std::vector<
 
 }  // namespace
 
-DeviceRuntime::DeviceRuntime(const DeviceProgram& program, Communicator& comm)
+DeviceRuntime::DeviceRuntime(const DeviceProgram& program)
     : program_(program),
-      comm_(comm),
       buffers_(program.buffers.size()),
       allocated_(program.buffers.size(), 0) {}
 
@@ -71,8 +70,10 @@ void DeviceRuntime::Release(int32_t buffer) {
   allocated_[static_cast<size_t>(buffer)] = 0;
 }
 
-Status DeviceRuntime::LoadParameters(const ParameterValue& value, const Graph& graph) {
+Status DeviceRuntime::LoadParameters(const ParameterValue& value, const Graph& graph,
+                                     int32_t tensor) {
   for (const ParameterBinding& b : program_.parameters) {
+    if (tensor >= 0 && b.tensor != tensor) continue;
     const HostTensor* full = value(b.tensor);
     if (full == nullptr) {
       return InvalidArgument("device " + std::to_string(program_.device) + ": no value for " +
@@ -100,7 +101,8 @@ std::vector<ParameterTile> DeviceRuntime::FetchParameters() const {
   return tiles;
 }
 
-Result<StepReport> DeviceRuntime::RunStep(const MicrobatchInput& input, const Graph& graph) {
+Result<StepReport> DeviceRuntime::RunStep(Communicator& comm, const MicrobatchInput& input,
+                                          const Graph& graph) {
   StepReport report;
   report.seconds_by_kind.assign(static_cast<size_t>(InstructionKind::kReportLoss) + 1, 0.0);
   peak_bytes_ = live_bytes_;
@@ -108,7 +110,7 @@ Result<StepReport> DeviceRuntime::RunStep(const MicrobatchInput& input, const Gr
   for (size_t i = 0; i < program_.code.size(); ++i) {
     const Instruction& in = program_.code[i];
     const Clock::time_point t0 = Clock::now();
-    Status s = Execute(in, input, graph, report);
+    Status s = Execute(comm, in, input, graph, report);
     if (!s.ok()) {
       if (s.code() == StatusCode::kCancelled) return s;  // another device failed: its message
       return Status(s.code(), "device " + std::to_string(program_.device) + " instruction " +
@@ -123,8 +125,9 @@ Result<StepReport> DeviceRuntime::RunStep(const MicrobatchInput& input, const Gr
   return report;
 }
 
-Status DeviceRuntime::Execute(const Instruction& in, const MicrobatchInput& input,
-                              const Graph& graph, StepReport& report) {
+Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
+                              const MicrobatchInput& input, const Graph& graph,
+                              StepReport& report) {
   switch (in.kind) {
     case InstructionKind::kRun: {
       const Graph& local = program_.local_ops[static_cast<size_t>(in.local_op)];
@@ -149,7 +152,7 @@ Status DeviceRuntime::Execute(const Instruction& in, const MicrobatchInput& inpu
     case InstructionKind::kAllGather:
     case InstructionKind::kReduceScatter:
     case InstructionKind::kAllToAll:
-      return RunCollective(in, report);
+      return RunCollective(comm, in, report);
     case InstructionKind::kSlice: {
       const HostTensor& src = Get(in.in[0]);
       if (!BoxInside(src.shape, in.offsets, in.sizes)) {
@@ -167,7 +170,7 @@ Status DeviceRuntime::Execute(const Instruction& in, const MicrobatchInput& inpu
       std::vector<double> box(static_cast<size_t>(ElementCountOf(in.sizes)));
       ExtractBox(src.data.data(), src.shape, in.offsets, in.sizes, box.data());
       ALPA_RETURN_IF_ERROR(
-          comm_.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
+          comm.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
       report.moves.push_back({in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor,
                               in.collective, in.origin});
       return Status::Ok();
@@ -179,7 +182,7 @@ Status DeviceRuntime::Execute(const Instruction& in, const MicrobatchInput& inpu
       }
       std::vector<double> box(static_cast<size_t>(ElementCountOf(in.sizes)));
       ALPA_RETURN_IF_ERROR(
-          comm_.Recv(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
+          comm.Recv(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
       InsertBox(box.data(), in.offsets, in.sizes, dst.data.data(), dst.shape);
       report.moves.push_back({in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor,
                               in.collective, in.origin});
@@ -241,7 +244,8 @@ Status DeviceRuntime::Execute(const Instruction& in, const MicrobatchInput& inpu
   return InternalError("unknown instruction kind");
 }
 
-Status DeviceRuntime::RunCollective(const Instruction& in, StepReport& report) {
+Status DeviceRuntime::RunCollective(Communicator& comm, const Instruction& in,
+                                    StepReport& report) {
   const HostTensor& src = Get(in.in[0]);
   const int64_t n = static_cast<int64_t>(in.group.size());
   const int64_t p = PositionIn(in.group, program_.device);
@@ -250,7 +254,7 @@ Status DeviceRuntime::RunCollective(const Instruction& in, StepReport& report) {
   switch (in.kind) {
     case InstructionKind::kAllReduce: {
       std::vector<double> data = src.data;
-      ALPA_RETURN_IF_ERROR(comm_.AllReduce(in.group, ToReduceOp(in.reduce), data.data(), count));
+      ALPA_RETURN_IF_ERROR(comm.AllReduce(in.group, ToReduceOp(in.reduce), data.data(), count));
       HostTensor& out = Allocate(in.out);
       out.data = std::move(data);
       if (in.round) Round(out);
@@ -258,7 +262,7 @@ Status DeviceRuntime::RunCollective(const Instruction& in, StepReport& report) {
     }
     case InstructionKind::kAllGather: {
       std::vector<double> chunks(static_cast<size_t>(count * n));
-      ALPA_RETURN_IF_ERROR(comm_.AllGather(in.group, src.data.data(), count, chunks.data()));
+      ALPA_RETURN_IF_ERROR(comm.AllGather(in.group, src.data.data(), count, chunks.data()));
       HostTensor& out = Allocate(in.out);
       std::vector<int64_t> offsets(src.shape.size(), 0);
       for (int64_t i = 0; i < n; ++i) {
@@ -276,7 +280,7 @@ Status DeviceRuntime::RunCollective(const Instruction& in, StepReport& report) {
         ExtractBox(src.data.data(), src.shape, offsets, sizes, chunks.data() + i * piece);
       }
       HostTensor& out = Allocate(in.out);
-      ALPA_RETURN_IF_ERROR(comm_.ReduceScatter(in.group, ToReduceOp(in.reduce), chunks.data(),
+      ALPA_RETURN_IF_ERROR(comm.ReduceScatter(in.group, ToReduceOp(in.reduce), chunks.data(),
                                                piece, out.data.data()));
       if (in.round) Round(out);
       break;
@@ -290,7 +294,7 @@ Status DeviceRuntime::RunCollective(const Instruction& in, StepReport& report) {
         ExtractBox(src.data.data(), src.shape, offsets, sizes, chunks.data() + i * piece);
       }
       std::vector<double> received(static_cast<size_t>(count));
-      ALPA_RETURN_IF_ERROR(comm_.AllToAll(in.group, chunks.data(), piece, received.data()));
+      ALPA_RETURN_IF_ERROR(comm.AllToAll(in.group, chunks.data(), piece, received.data()));
       HostTensor& out = Allocate(in.out);
       // Each received chunk has sizes: src's shape cut along split_dim; it goes to position i
       // along dim.

@@ -52,20 +52,22 @@ using ParameterValue = std::function<const HostTensor*(int32_t tensor)>;
 
 class DeviceRuntime {
  public:
-  // `program` and `comm` must outlive the runtime; comm.rank() must be program.device.
-  DeviceRuntime(const DeviceProgram& program, Communicator& comm);
+  // `program` must outlive the runtime. The buffers (parameters and optimizer state) persist
+  // from step to step.
+  explicit DeviceRuntime(const DeviceProgram& program);
 
-  // Fills every parameter tile from the whole tensors. kInvalidArgument naming the tensor when a
-  // value is missing or has the wrong shape.
-  Status LoadParameters(const ParameterValue& value, const Graph& graph);
-  // Runs the program once. Errors name the instruction; a communicator error is returned as is.
-  Result<StepReport> RunStep(const MicrobatchInput& input, const Graph& graph);
+  // Fills the parameter tiles of `tensor` (every tile when -1) from the whole tensors.
+  // kInvalidArgument naming the tensor when a value is missing or has the wrong shape.
+  Status LoadParameters(const ParameterValue& value, const Graph& graph, int32_t tensor = -1);
+  // Runs the program once with `comm` (comm.rank() is the program's device). Errors name the
+  // instruction; a communicator error (another device failed) is returned as is.
+  Result<StepReport> RunStep(Communicator& comm, const MicrobatchInput& input, const Graph& graph);
   std::vector<ParameterTile> FetchParameters() const;
 
  private:
-  Status Execute(const Instruction& in, const MicrobatchInput& input, const Graph& graph,
-                 StepReport& report);
-  Status RunCollective(const Instruction& in, StepReport& report);
+  Status Execute(Communicator& comm, const Instruction& in, const MicrobatchInput& input,
+                 const Graph& graph, StepReport& report);
+  Status RunCollective(Communicator& comm, const Instruction& in, StepReport& report);
   HostTensor& Allocate(int32_t buffer);
   void Release(int32_t buffer);
   const HostTensor& Get(int32_t buffer) const {
@@ -73,7 +75,6 @@ class DeviceRuntime {
   }
 
   const DeviceProgram& program_;
-  Communicator& comm_;
   std::vector<HostTensor> buffers_;
   std::vector<char> allocated_;
   int64_t live_bytes_ = 0;

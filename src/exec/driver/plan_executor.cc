@@ -1,0 +1,338 @@
+#include "exec/driver/plan_executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+#include "exec/comm/thread_communicator.h"
+#include "exec/driver/synthetic_data.h"
+#include "exec/runtime/tensor_boxes.h"
+
+namespace alpa {
+namespace {
+
+// The microbatch graph must be the reference graph with the batch cut: same ops, same
+// persistent parameter types.
+Status CheckSameModel(const Graph& micro, const Graph& reference) {
+  if (micro.size() != reference.size()) {
+    return InvalidArgument("the reference graph has " + std::to_string(reference.size()) +
+                           " ops, the plan's graph " + std::to_string(micro.size()) +
+                           ": not the same model");
+  }
+  for (int32_t id = 0; id < micro.size(); ++id) {
+    const Op& a = micro.op(id);
+    const Op& b = reference.op(id);
+    const bool persistent =
+        a.kind == OpKind::kParameter &&
+        (a.role == TensorRole::kParameter || a.role == TensorRole::kOptimizerState);
+    if (a.kind != b.kind || a.role != b.role || a.dtype != b.dtype || a.name != b.name ||
+        (persistent && a.shape != b.shape) || a.shape.size() != b.shape.size()) {
+      return InvalidArgument("the plan's graph and the reference differ at " +
+                             DescribeOp(micro, id) + " (reference: " +
+                             DescribeOp(reference, id) + "): not the same model");
+    }
+  }
+  return Status::Ok();
+}
+
+// Microbatch k of a whole-batch input: the rows [k * m, (k + 1) * m) of the dim where the two
+// shapes differ.
+Result<std::vector<HostTensor>> CutMicrobatches(const HostTensor& whole, const Dims& micro_shape,
+                                                int64_t microbatches, const std::string& what) {
+  int32_t dim = -1;
+  for (size_t d = 0; d < whole.shape.size(); ++d) {
+    if (whole.shape[d] != micro_shape[d]) dim = static_cast<int32_t>(d);
+  }
+  std::vector<HostTensor> out;
+  if (dim < 0) {
+    if (microbatches != 1) {
+      return InvalidArgument(what + ": the input has the same shape " +
+                             ShapeString(whole.shape) + " for the batch and a microbatch");
+    }
+    out.push_back(whole);
+    return out;
+  }
+  if (whole.shape[static_cast<size_t>(dim)] != micro_shape[static_cast<size_t>(dim)] * microbatches) {
+    return InvalidArgument(what + ": " + ShapeString(whole.shape) + " is not " +
+                           std::to_string(microbatches) + " microbatches of " +
+                           ShapeString(micro_shape));
+  }
+  for (int64_t k = 0; k < microbatches; ++k) {
+    HostTensor t;
+    t.shape = micro_shape;
+    t.dtype = whole.dtype;
+    t.data.resize(static_cast<size_t>(ElementCountOf(micro_shape)));
+    std::vector<int64_t> offsets(whole.shape.size(), 0);
+    offsets[static_cast<size_t>(dim)] = k * micro_shape[static_cast<size_t>(dim)];
+    ExtractBox(whole.data.data(), whole.shape, offsets, micro_shape, t.data.data());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+struct Difference {
+  double allclose = 0;  // max |a - b| / (atol + rtol |b|)
+  double relative = 0;  // max |a - b| / |b| (|b| > 0)
+};
+
+Difference Compare(const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                   double atol) {
+  Difference d;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    const double diff = std::fabs(got[i] - want[i]);
+    if (!std::isfinite(got[i]) || !std::isfinite(want[i])) {
+      if (!(got[i] == want[i]) && !(std::isnan(got[i]) && std::isnan(want[i]))) {
+        d.allclose = HUGE_VAL;
+        d.relative = HUGE_VAL;
+      }
+      continue;
+    }
+    d.allclose = std::max(d.allclose, diff / (atol + rtol * std::fabs(want[i])));
+    if (want[i] != 0) d.relative = std::max(d.relative, diff / std::fabs(want[i]));
+  }
+  return d;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PlanExecutor>> PlanExecutor::Create(const PipelinePlan& plan,
+                                                           const Graph& whole,
+                                                           const PlanRunOptions& options) {
+  ALPA_RETURN_IF_ERROR(CheckSameModel(plan.graph, whole));
+  std::unique_ptr<PlanExecutor> ex(new PlanExecutor());
+  ex->plan_ = plan;
+  ex->whole_ = whole;
+  ex->options_ = options;
+  LowerOptions lower = options.lower;
+  lower.whole_batch = &ex->whole_;
+  Result<ProgramSet> lowered = LowerPlan(ex->plan_, lower);
+  if (!lowered.ok()) return lowered.status();
+  ex->programs_ = std::move(lowered).value();
+  for (const DeviceProgram& p : ex->programs_.programs) ALPA_RETURN_IF_ERROR(ValidateProgram(p));
+  for (const DeviceProgram& p : ex->programs_.programs) {
+    ex->runtimes_.push_back(p.stage < 0 ? nullptr : std::make_unique<DeviceRuntime>(p));
+  }
+  ex->parameters_ = InitialParameters(ex->whole_, options.seed);
+  ALPA_RETURN_IF_ERROR(ex->LoadAll());
+  return ex;
+}
+
+Status PlanExecutor::LoadAll() {
+  for (const auto& runtime : runtimes_) {
+    if (runtime == nullptr) continue;
+    ALPA_RETURN_IF_ERROR(runtime->LoadParameters(
+        [&](int32_t t) -> const HostTensor* {
+          auto it = parameters_.find(t);
+          return it == parameters_.end() ? nullptr : &it->second;
+        },
+        plan_.graph));
+  }
+  // The tiles as loaded, so that Parameter() answers before the first step.
+  results_.assign(runtimes_.size(), DeviceStepResult());
+  for (size_t d = 0; d < runtimes_.size(); ++d) {
+    if (runtimes_[d] != nullptr) results_[d].tiles = runtimes_[d]->FetchParameters();
+  }
+  return Status::Ok();
+}
+
+Result<int32_t> PlanExecutor::FindTensor(const std::string& name) const {
+  int32_t found = -1;
+  for (int32_t id = 0; id < whole_.size(); ++id) {
+    const Op& op = whole_.op(id);
+    if (op.kind != OpKind::kParameter || op.name != name) continue;
+    if (found >= 0) {
+      return InvalidArgument("several parameters are named '" + name + "' (ops " +
+                             std::to_string(found) + " and " + std::to_string(id) + ")");
+    }
+    found = id;
+  }
+  if (found < 0) return InvalidArgument("the model has no parameter or input named '" + name + "'");
+  return found;
+}
+
+Status PlanExecutor::SetParameter(int32_t id, const HostTensor& value) {
+  if (id < 0 || id >= whole_.size() || parameters_.count(id) == 0) {
+    return InvalidArgument("op " + std::to_string(id) +
+                           " is not a parameter or optimizer state of the model");
+  }
+  const Op& op = whole_.op(id);
+  if (value.shape != op.shape || value.size() != ElementCountOf(op.shape)) {
+    return InvalidArgument("the value for " + DescribeOp(whole_, id) + " has shape " +
+                           ShapeString(value.shape) + " (" + std::to_string(value.size()) +
+                           " values), expected " + ShapeString(op.shape));
+  }
+  HostTensor t = value;
+  t.dtype = op.dtype;
+  if (t.dtype != DType::kF64) {
+    for (double& v : t.data) v = RoundToDType(v, t.dtype);
+  }
+  parameters_[id] = std::move(t);
+  for (const auto& runtime : runtimes_) {
+    if (runtime == nullptr) continue;
+    ALPA_RETURN_IF_ERROR(runtime->LoadParameters(
+        [&](int32_t) -> const HostTensor* { return &parameters_[id]; }, plan_.graph, id));
+  }
+  for (size_t d = 0; d < runtimes_.size(); ++d) {
+    if (runtimes_[d] != nullptr) results_[d].tiles = runtimes_[d]->FetchParameters();
+  }
+  return Status::Ok();
+}
+
+Status PlanExecutor::SetInput(int32_t id, const HostTensor& value) {
+  if (id < 0 || id >= whole_.size() || whole_.op(id).kind != OpKind::kParameter ||
+      whole_.op(id).role != TensorRole::kInput) {
+    return InvalidArgument("op " + std::to_string(id) + " is not a data input of the model");
+  }
+  const Op& op = whole_.op(id);
+  if (value.shape != op.shape || value.size() != ElementCountOf(op.shape)) {
+    return InvalidArgument("the batch for " + DescribeOp(whole_, id) + " has shape " +
+                           ShapeString(value.shape) + " (" + std::to_string(value.size()) +
+                           " values), expected the whole batch " + ShapeString(op.shape));
+  }
+  HostTensor t = value;
+  t.dtype = op.dtype;
+  next_inputs_[id] = std::move(t);
+  return Status::Ok();
+}
+
+Result<std::map<int32_t, std::vector<HostTensor>>> PlanExecutor::Microbatches(
+    const std::map<int32_t, HostTensor>& whole_inputs) const {
+  std::map<int32_t, std::vector<HostTensor>> micro;
+  for (const auto& [id, t] : whole_inputs) {
+    Result<std::vector<HostTensor>> cut =
+        CutMicrobatches(t, plan_.graph.op(id).shape, plan_.microbatches, DescribeOp(whole_, id));
+    if (!cut.ok()) return cut.status();
+    micro[id] = std::move(cut).value();
+  }
+  return micro;
+}
+
+Result<StepSummary> PlanExecutor::RunStep() {
+  std::map<int32_t, HostTensor> whole_inputs = StepInputs(whole_, options_.seed, step_);
+  for (auto& [id, t] : next_inputs_) whole_inputs[id] = std::move(t);
+  next_inputs_.clear();
+  Result<std::map<int32_t, std::vector<HostTensor>>> micro = Microbatches(whole_inputs);
+  if (!micro.ok()) return micro.status();
+  const auto& inputs = micro.value();
+  std::vector<DeviceStepResult> results(runtimes_.size());
+  Status run = RunOnThreads(programs_.devices, [&](Communicator& comm) -> Status {
+    const size_t d = static_cast<size_t>(comm.rank());
+    if (runtimes_[d] == nullptr) return Status::Ok();
+    Result<StepReport> step = runtimes_[d]->RunStep(
+        comm,
+        [&](int32_t t, int64_t mb) -> const HostTensor* {
+          auto it = inputs.find(t);
+          if (it == inputs.end() || mb < 0 || mb >= static_cast<int64_t>(it->second.size())) {
+            return nullptr;
+          }
+          return &it->second[static_cast<size_t>(mb)];
+        },
+        plan_.graph);
+    if (!step.ok()) return step.status();
+    results[d].report = std::move(step).value();
+    results[d].tiles = runtimes_[d]->FetchParameters();
+    return Status::Ok();
+  });
+  if (!run.ok()) return run;
+  results_ = std::move(results);
+  Result<StepSummary> sum = Summarize(whole_inputs);
+  ++step_;
+  return sum;
+}
+
+Result<HostTensor> PlanExecutor::Parameter(int32_t id) const {
+  if (id < 0 || id >= whole_.size() || parameters_.count(id) == 0) {
+    return InvalidArgument("op " + std::to_string(id) +
+                           " is not a parameter or optimizer state of the model");
+  }
+  HostTensor t;
+  t.shape = whole_.op(id).shape;
+  t.dtype = whole_.op(id).dtype;
+  t.data.assign(static_cast<size_t>(ElementCountOf(t.shape)), 0.0);
+  int64_t covered = 0;
+  for (const DeviceStepResult& r : results_) {
+    for (const ParameterTile& tile : r.tiles) {
+      if (!tile.fetch || tile.tensor != id) continue;
+      InsertBox(tile.values.data(), tile.offsets, tile.sizes, t.data.data(), t.shape);
+      covered += ElementCountOf(tile.sizes);
+    }
+  }
+  if (covered != t.size()) {
+    return InternalError("the devices hold " + std::to_string(covered) + " of the " +
+                         std::to_string(t.size()) + " values of " + DescribeOp(whole_, id));
+  }
+  return t;
+}
+
+Result<StepSummary> PlanExecutor::Summarize(const std::map<int32_t, HostTensor>& whole_inputs) {
+  StepSummary sum;
+  sum.step = step_;
+  // The loss: the microbatch losses of the lowest device reporting them.
+  for (const DeviceStepResult& r : results_) {
+    if (r.report.losses.empty()) continue;
+    double total = 0;
+    for (const auto& [mb, l] : r.report.losses) total += l;
+    sum.loss = total / static_cast<double>(r.report.losses.size());
+    break;
+  }
+  for (size_t d = 0; d < results_.size(); ++d) {
+    const bool idle = programs_.programs[d].stage < 0;
+    sum.peak_bytes.push_back(idle ? -1 : results_[d].report.peak_bytes);
+    sum.planned_bytes.push_back(idle ? -1 : programs_.programs[d].planned_memory_bytes);
+    if (!idle) sum.seconds = std::max(sum.seconds, results_[d].report.seconds);
+  }
+  // Every copy of a tile holds the same values (replicas do not drift apart).
+  std::map<std::tuple<int32_t, std::vector<int64_t>, std::vector<int64_t>>, const ParameterTile*>
+      first;
+  for (size_t d = 0; d < results_.size(); ++d) {
+    for (const ParameterTile& tile : results_[d].tiles) {
+      auto [it, inserted] = first.insert({{tile.tensor, tile.offsets, tile.sizes}, &tile});
+      if (!inserted && it->second->values != tile.values && sum.replicas_agree) {
+        sum.replicas_agree = false;
+        sum.diverged_parameter = DescribeOp(whole_, tile.tensor) + " on device " + std::to_string(d);
+      }
+    }
+  }
+  sum.passed = sum.replicas_agree;
+  if (!options_.check) {
+    for (size_t i = 1; i < whole_.outputs.size(); ++i) {
+      const int32_t target = whole_.op(whole_.outputs[i]).alias_of;
+      if (target < 0) continue;
+      Result<HostTensor> now = Parameter(target);
+      if (!now.ok()) return now.status();
+      parameters_[target] = std::move(now).value();
+    }
+    return sum;
+  }
+  // The reference steps on the same data, its updates fed back.
+  HostFeeds feeds;
+  for (const auto& [id, t] : parameters_) feeds[id] = t;
+  for (const auto& [id, t] : whole_inputs) feeds[id] = t;
+  InterpretOptions io;
+  io.max_total_elements = 0;
+  Result<std::vector<HostTensor>> out = Interpret(whole_, feeds, whole_.outputs, io);
+  if (!out.ok()) return out.status();
+  sum.reference_loss = out.value()[0].data.at(0);
+  const Difference ld = Compare({sum.loss}, {sum.reference_loss}, options_.rtol, options_.atol);
+  sum.loss_error = ld.allclose;
+  sum.loss_relative = ld.relative;
+  for (size_t i = 1; i < whole_.outputs.size(); ++i) {
+    const int32_t target = whole_.op(whole_.outputs[i]).alias_of;
+    if (target >= 0) parameters_[target] = out.value()[i];
+  }
+  for (const auto& [id, want] : parameters_) {
+    Result<HostTensor> got = Parameter(id);
+    if (!got.ok()) return got.status();
+    const Difference pd = Compare(got.value().data, want.data, options_.rtol, options_.atol);
+    if (pd.allclose > sum.parameter_error) {
+      sum.parameter_error = pd.allclose;
+      sum.worst_parameter = DescribeOp(whole_, id);
+    }
+    sum.parameter_relative = std::max(sum.parameter_relative, pd.relative);
+  }
+  sum.passed = sum.loss_error <= 1.0 && sum.parameter_error <= 1.0 && sum.replicas_agree;
+  return sum;
+}
+
+}  // namespace alpa

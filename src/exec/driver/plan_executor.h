@@ -1,0 +1,66 @@
+// A plan being trained: its device programs, one runtime per device (parameters and optimizer
+// state live in the devices' buffers from step to step), the data of each step and, with the
+// check on, the one-device interpreter stepping along on the same data. The devices run as
+// threads of this process (exec/comm's thread communicator) for one step at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+#include "exec/driver/plan_run.h"
+
+namespace alpa {
+
+// What one device returns from a step.
+struct DeviceStepResult {
+  StepReport report;
+  std::vector<ParameterTile> tiles;
+};
+
+class PlanExecutor {
+ public:
+  // Lowers the plan. `whole` is the model's graph for the whole batch (see RunPlanOnThreads).
+  static Result<std::unique_ptr<PlanExecutor>> Create(const PipelinePlan& plan, const Graph& whole,
+                                                      const PlanRunOptions& options);
+
+  const ProgramSet& programs() const { return programs_; }
+  const Graph& whole() const { return whole_; }
+  int64_t steps_run() const { return step_; }
+
+  // A parameter (weight or optimizer state) or data input of the graph by name; kInvalidArgument
+  // naming it when there is none (or there are several).
+  Result<int32_t> FindTensor(const std::string& name) const;
+  // Replaces a parameter's whole value (on every device holding a tile, and in the reference).
+  Status SetParameter(int32_t id, const HostTensor& value);
+  // The whole-batch value of a data input for the next step (others are synthetic).
+  Status SetInput(int32_t id, const HostTensor& value);
+  // Runs one training step on every device.
+  Result<StepSummary> RunStep();
+  // A parameter's value after the last step (or as loaded), assembled from the devices' tiles.
+  Result<HostTensor> Parameter(int32_t id) const;
+  // Per device, what the last step executed.
+  const std::vector<DeviceStepResult>& last_results() const { return results_; }
+
+ private:
+  PlanExecutor() = default;
+  Status LoadAll();
+  Result<std::map<int32_t, std::vector<HostTensor>>> Microbatches(
+      const std::map<int32_t, HostTensor>& whole_inputs) const;
+  Result<StepSummary> Summarize(const std::map<int32_t, HostTensor>& whole_inputs);
+
+  PipelinePlan plan_;
+  Graph whole_;
+  PlanRunOptions options_;
+  ProgramSet programs_;
+  std::vector<std::unique_ptr<DeviceRuntime>> runtimes_;  // per device (null: idle)
+  std::map<int32_t, HostTensor> parameters_;  // the reference's parameters (and the initial ones)
+  std::map<int32_t, HostTensor> next_inputs_;
+  std::vector<DeviceStepResult> results_;
+  int64_t step_ = 0;
+};
+
+}  // namespace alpa
