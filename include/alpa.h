@@ -1008,6 +1008,105 @@ ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, 
 ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
                                    alpa_error** err);
 
+/* ---- Executor: a plan's device programs run on CPU devices (docs/executor.md) ----
+ *
+ * The plan is lowered to one program per device (its SPMD pieces, the planned collectives, the
+ * cross-stage slice moves, the pipeline schedule, gradient accumulation and the update) and each
+ * step runs every device as a thread of this process, with real collectives between them.
+ * Parameters and optimizer state live on the devices from step to step. They start from
+ * deterministic synthetic values (config.seed), and so does each step's data unless the caller
+ * sets it; both can be set by name, as whole (unsharded) tensors in row-major order. With
+ * config.check, the one-device interpreter steps along on the same data and every step is
+ * compared with it.
+ *
+ *   alpa_executor_config config = ALPA_EXECUTOR_CONFIG_INIT;
+ *   config.check = 1;
+ *   alpa_executor_create(&ex, plan, &config, &err);
+ *   alpa_step_result r = ALPA_STEP_RESULT_INIT;
+ *   for (int i = 0; i < 3; ++i) alpa_executor_run_step(ex, &r, sizeof(r), &err);
+ *   n = alpa_executor_get_parameter(ex, "fc0.w", NULL, 0, &err);  // then fill
+ *   alpa_executor_destroy(ex);
+ */
+/** Pipeline schedules (pinned values; also the simulator's, alpa_experimental.h). */
+#define ALPA_SCHEDULE_GPIPE 0 /**< every forward, then every backward */
+#define ALPA_SCHEDULE_1F1B 1  /**< one forward one backward, as the planner assumes */
+
+/** How the executor's devices run: as threads of this process, or one per MPI process (the
+ * process's rank; every process of the MPI job creates the executor with the same plan). */
+#define ALPA_DEVICES_THREADS 0
+#define ALPA_DEVICES_MPI 1
+
+typedef struct alpa_executor_config {
+  size_t struct_size; /**< sizeof(alpa_executor_config) */
+  int32_t version;    /**< 1 */
+  int32_t schedule;   /**< ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE */
+  uint64_t seed;      /**< synthetic parameters and data; default 0 */
+  int32_t check;      /**< 1: compare every step with the one-device interpreter */
+  int32_t devices;    /**< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI */
+  double rtol, atol;  /**< the check's tolerance per element: |a - b| <= atol + rtol |b| */
+} alpa_executor_config;
+#define ALPA_EXECUTOR_CONFIG_INIT \
+  { sizeof(alpa_executor_config), 1, ALPA_SCHEDULE_1F1B, 0, 0, ALPA_DEVICES_THREADS, 1e-5, 4e-5 }
+/** Writes the defaults above into the first min(size, sizeof(alpa_executor_config)) bytes of
+ * *config. ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's. */
+ALPA_API int32_t alpa_executor_config_init(alpa_executor_config* config, size_t size,
+                                           alpa_error** err);
+
+typedef struct alpa_executor alpa_executor;
+
+/** Lowers `plan` and prepares its devices. config may be NULL (defaults). The one-device graph
+ * of the whole batch (for cutting the data into microbatches and for the check) is rebuilt from
+ * the plan's model spec; a plan of a graph (alpa_graph_plan) runs with one microbatch only.
+ * Errors: ALPA_ERR_INVALID_ARGUMENT (NULLs, a bad config field naming it, a graph plan with
+ * several microbatches), ALPA_ERR_UNSUPPORTED (what the executor cannot run yet, naming the op),
+ * ALPA_ERR_INTERNAL (a plan whose layouts do not fit together, naming the op). Caller frees
+ * *out with alpa_executor_destroy. */
+ALPA_API int32_t alpa_executor_create(alpa_executor** out, const alpa_plan* plan,
+                                      const alpa_executor_config* config, alpa_error** err);
+ALPA_API void alpa_executor_destroy(alpa_executor* executor);
+/** The devices the programs run on (the plan's largest device id + 1); -1 for NULL. */
+ALPA_API int32_t alpa_executor_devices(const alpa_executor* executor);
+/** Device `device`'s program, one instruction per line (what `alpa compile` prints); device -1:
+ * every device's. Caller frees *out with alpa_buffer_free. */
+ALPA_API int32_t alpa_executor_program_text(alpa_buffer** out, const alpa_executor* executor,
+                                            int32_t device, alpa_error** err);
+/** Replaces a parameter or optimizer state (by its op name, e.g. "fc0.w", "fc0.w.m") with
+ * `count` values (the whole tensor, row-major; rounded to its dtype). ALPA_ERR_INVALID_ARGUMENT
+ * naming the tensor for an unknown name or a count that is not its size. */
+ALPA_API int32_t alpa_executor_set_parameter(alpa_executor* executor, const char* name,
+                                             const double* values, int64_t count,
+                                             alpa_error** err);
+/** The next step's data for input `name` (the whole batch, row-major); inputs not set are
+ * synthetic. Same errors as alpa_executor_set_parameter. */
+ALPA_API int32_t alpa_executor_set_input(alpa_executor* executor, const char* name,
+                                         const double* values, int64_t count, alpa_error** err);
+
+typedef struct alpa_step_result {
+  size_t struct_size;         /**< bytes the library wrote */
+  int32_t version;            /**< 1 */
+  int32_t passed;             /**< 1 unless the check found a difference above tolerance */
+  int64_t step;               /**< 0, 1, ... */
+  double loss;                /**< mean over the microbatches */
+  double seconds;             /**< wall time of the slowest device */
+  double reference_loss;      /**< with the check; else NaN */
+  double loss_error;          /**< with the check: max |a - b| / (atol + rtol |b|); else NaN */
+  double parameter_error;     /**< the same over every parameter and optimizer state */
+  int64_t peak_bytes;         /**< the largest measured peak over the devices */
+  int64_t planned_bytes;      /**< the planner's memory for that device */
+} alpa_step_result;
+#define ALPA_STEP_RESULT_INIT { sizeof(alpa_step_result), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+/** Runs one training step on every device. *out (element_size = sizeof(alpa_step_result); the
+ * library writes the first min(element_size, its own size) bytes) may be NULL. A failing device
+ * ends the step on every device with its message (the executor is then unusable:
+ * ALPA_ERR_INTERNAL on later steps). A check above tolerance is not an error (passed = 0). */
+ALPA_API int32_t alpa_executor_run_step(alpa_executor* executor, alpa_step_result* out,
+                                        size_t element_size, alpa_error** err);
+/** Count-then-fill: a parameter's or optimizer state's current values (whole tensor,
+ * row-major), assembled from the devices. Negative status (-ALPA_ERR_INVALID_ARGUMENT) for an
+ * unknown name; err gets the message. */
+ALPA_API int64_t alpa_executor_get_parameter(const alpa_executor* executor, const char* name,
+                                             double* out, int64_t capacity, alpa_error** err);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -220,9 +220,7 @@ ALPA_API int64_t alpa_plan_baseline_pruned(const alpa_plan* plan);
  */
 typedef struct alpa_simulation alpa_simulation;
 
-/** Pipeline schedules (pinned values). */
-#define ALPA_SCHEDULE_GPIPE 0 /**< every forward, then every backward */
-#define ALPA_SCHEDULE_1F1B 1  /**< one forward one backward, as the planner assumes */
+/** Pipeline schedules: ALPA_SCHEDULE_GPIPE / ALPA_SCHEDULE_1F1B (alpa.h). */
 
 /** Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:
  * ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the two above, a plan the
