@@ -1031,8 +1031,12 @@ ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int
 #define ALPA_SCHEDULE_GPIPE 0 /**< every forward, then every backward */
 #define ALPA_SCHEDULE_1F1B 1  /**< one forward one backward, as the planner assumes */
 
-/** How the executor's devices run: as threads of this process, or one per MPI process (the
- * process's rank; every process of the MPI job creates the executor with the same plan). */
+/** How the executor's devices run: as threads of this process, or one per MPI process (device =
+ * the process's rank; every process of the job creates the executor with the same plan and
+ * config and makes the same calls; after each step rank 0 gathers the results and every process
+ * gets the same alpa_step_result; alpa_executor_get_parameter answers on rank 0). A failing
+ * process ends every process of the job with its message. ALPA_ERR_UNSUPPORTED when the library
+ * was built without MPI. */
 #define ALPA_DEVICES_THREADS 0
 #define ALPA_DEVICES_MPI 1
 

@@ -6,10 +6,12 @@
 #include <string>
 
 #include "capi/handles.h"
+#include "exec/comm/mpi_communicator.h"
 #include "exec/driver/plan_executor.h"
 #include "models/planner_model.h"
 
 struct alpa_executor {
+  std::unique_ptr<alpa::Communicator> world;  // ALPA_DEVICES_MPI: this process's MPI ranks
   std::unique_ptr<alpa::PlanExecutor> executor;
   bool failed = false;  // a step failed: the devices' state is undefined
 };
@@ -58,10 +60,6 @@ alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* config
     return alpa::InvalidArgument("config.devices must be ALPA_DEVICES_THREADS (0) or "
                                  "ALPA_DEVICES_MPI (1), got " +
                                  std::to_string(config->devices));
-  }
-  if (config->devices == ALPA_DEVICES_MPI) {
-    return alpa::Status(alpa::StatusCode::kUnsupported,
-                        "config.devices: MPI devices are not available in this build");
   }
   if (!(config->rtol >= 0) || !(config->atol >= 0) || !std::isfinite(config->rtol) ||
       !std::isfinite(config->atol)) {
@@ -123,10 +121,15 @@ ALPA_API int32_t alpa_executor_create(alpa_executor** out, const alpa_plan* plan
     if (!options.ok()) return Fail(err, options.status());
     alpa::Result<alpa::Graph> whole = WholeBatchGraph(*plan);
     if (!whole.ok()) return Fail(err, whole.status());
-    alpa::Result<std::unique_ptr<alpa::PlanExecutor>> ex =
-        alpa::PlanExecutor::Create(plan->plan, whole.value(), options.value());
-    if (!ex.ok()) return Fail(err, ex.status());
     auto handle = std::make_unique<alpa_executor>();
+    if (config != nullptr && config->devices == ALPA_DEVICES_MPI) {
+      alpa::Result<std::unique_ptr<alpa::Communicator>> world = alpa::CreateMpiCommunicator();
+      if (!world.ok()) return Fail(err, world.status());
+      handle->world = std::move(world).value();
+    }
+    alpa::Result<std::unique_ptr<alpa::PlanExecutor>> ex = alpa::PlanExecutor::Create(
+        plan->plan, whole.value(), options.value(), handle->world.get());
+    if (!ex.ok()) return Fail(err, ex.status());
     handle->executor = std::move(ex).value();
     *out = handle.release();
     return ALPA_OK;

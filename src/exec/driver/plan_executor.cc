@@ -98,9 +98,11 @@ Difference Compare(const std::vector<double>& got, const std::vector<double>& wa
 
 Result<std::unique_ptr<PlanExecutor>> PlanExecutor::Create(const PipelinePlan& plan,
                                                            const Graph& whole,
-                                                           const PlanRunOptions& options) {
+                                                           const PlanRunOptions& options,
+                                                           Communicator* world) {
   ALPA_RETURN_IF_ERROR(CheckSameModel(plan.graph, whole));
   std::unique_ptr<PlanExecutor> ex(new PlanExecutor());
+  ex->world_ = world;
   ex->plan_ = plan;
   ex->whole_ = whole;
   ex->options_ = options;
@@ -110,8 +112,15 @@ Result<std::unique_ptr<PlanExecutor>> PlanExecutor::Create(const PipelinePlan& p
   if (!lowered.ok()) return lowered.status();
   ex->programs_ = std::move(lowered).value();
   for (const DeviceProgram& p : ex->programs_.programs) ALPA_RETURN_IF_ERROR(ValidateProgram(p));
+  if (world != nullptr && ex->programs_.devices > world->size()) {
+    return InvalidArgument("the plan runs on " + std::to_string(ex->programs_.devices) +
+                           " devices, the job has " + std::to_string(world->size()) +
+                           " processes (mpirun -np " + std::to_string(ex->programs_.devices) +
+                           ")");
+  }
   for (const DeviceProgram& p : ex->programs_.programs) {
-    ex->runtimes_.push_back(p.stage < 0 ? nullptr : std::make_unique<DeviceRuntime>(p));
+    const bool here = world == nullptr || p.device == world->rank();
+    ex->runtimes_.push_back(p.stage < 0 || !here ? nullptr : std::make_unique<DeviceRuntime>(p));
   }
   ex->parameters_ = InitialParameters(ex->whole_, options.seed);
   ALPA_RETURN_IF_ERROR(ex->LoadAll());
@@ -215,6 +224,23 @@ Result<StepSummary> PlanExecutor::RunStep() {
   Result<std::map<int32_t, std::vector<HostTensor>>> micro = Microbatches(whole_inputs);
   if (!micro.ok()) return micro.status();
   const auto& inputs = micro.value();
+  ALPA_RETURN_IF_ERROR(world_ == nullptr ? RunDevicesOnThreads(inputs) : RunLocalDevice(inputs));
+  Result<StepSummary> sum = Status::Ok();
+  if (world_ == nullptr || world_->rank() == 0) sum = Summarize(whole_inputs);
+  if (world_ != nullptr) {
+    StepSummary shared = sum.ok() ? sum.value() : StepSummary();
+    Status s = sum.ok() ? ShareSummary(shared) : sum.status();
+    if (!s.ok()) {
+      world_->Abort(s);
+      return s;
+    }
+    sum = shared;
+  }
+  ++step_;
+  return sum;
+}
+
+Status PlanExecutor::RunDevicesOnThreads(const std::map<int32_t, std::vector<HostTensor>>& inputs) {
   std::vector<DeviceStepResult> results(runtimes_.size());
   Status run = RunOnThreads(programs_.devices, [&](Communicator& comm) -> Status {
     const size_t d = static_cast<size_t>(comm.rank());
@@ -236,9 +262,133 @@ Result<StepSummary> PlanExecutor::RunStep() {
   });
   if (!run.ok()) return run;
   results_ = std::move(results);
-  Result<StepSummary> sum = Summarize(whole_inputs);
-  ++step_;
-  return sum;
+  return Status::Ok();
+}
+
+Status PlanExecutor::RunLocalDevice(const std::map<int32_t, std::vector<HostTensor>>& inputs) {
+  const size_t me = static_cast<size_t>(world_->rank());
+  results_.assign(runtimes_.size(), DeviceStepResult());
+  if (me < runtimes_.size() && runtimes_[me] != nullptr) {
+    Result<StepReport> step = runtimes_[me]->RunStep(
+        *world_,
+        [&](int32_t t, int64_t mb) -> const HostTensor* {
+          auto it = inputs.find(t);
+          if (it == inputs.end() || mb < 0 || mb >= static_cast<int64_t>(it->second.size())) {
+            return nullptr;
+          }
+          return &it->second[static_cast<size_t>(mb)];
+        },
+        plan_.graph);
+    if (!step.ok()) {
+      world_->Abort(step.status());
+      return step.status();
+    }
+    results_[me].report = std::move(step).value();
+    results_[me].tiles = runtimes_[me]->FetchParameters();
+  }
+  Status gathered = GatherResults();
+  if (!gathered.ok()) world_->Abort(gathered);
+  return gathered;
+}
+
+namespace {
+
+constexpr int64_t kResultTag = int64_t{1} << 60;
+constexpr int64_t kSummaryTag = kResultTag + 1;
+
+// A device's step result as doubles: losses (count, then microbatch and value pairs), peak
+// bytes, seconds, then every tile's values in the order of its program's owned bindings (rank 0
+// knows every program, so the tiles' places need not travel).
+std::vector<double> PackResult(const DeviceStepResult& r) {
+  std::vector<double> out;
+  out.push_back(static_cast<double>(r.report.losses.size()));
+  for (const auto& [mb, loss] : r.report.losses) {
+    out.push_back(static_cast<double>(mb));
+    out.push_back(loss);
+  }
+  out.push_back(static_cast<double>(r.report.peak_bytes));
+  out.push_back(r.report.seconds);
+  for (const ParameterTile& t : r.tiles) out.insert(out.end(), t.values.begin(), t.values.end());
+  return out;
+}
+
+Status UnpackResult(const std::vector<double>& in, const DeviceProgram& program,
+                    DeviceStepResult& r) {
+  size_t at = 0;
+  auto next = [&]() -> double { return at < in.size() ? in[at++] : 0.0; };
+  const int64_t losses = static_cast<int64_t>(next());
+  for (int64_t i = 0; i < losses; ++i) {
+    const int64_t mb = static_cast<int64_t>(next());
+    r.report.losses.push_back({mb, next()});
+  }
+  r.report.peak_bytes = static_cast<int64_t>(next());
+  r.report.seconds = next();
+  for (const ParameterBinding& b : program.parameters) {
+    if (!b.owner) continue;
+    ParameterTile t{b.tensor, b.offsets, b.sizes, {}, b.fetch};
+    const size_t n = static_cast<size_t>(ElementCountOf(b.sizes));
+    if (at + n > in.size()) {
+      return InternalError("device " + std::to_string(program.device) + " sent " +
+                           std::to_string(in.size()) + " values, fewer than its tiles hold");
+    }
+    t.values.assign(in.begin() + static_cast<std::ptrdiff_t>(at),
+                    in.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+    r.tiles.push_back(std::move(t));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status PlanExecutor::GatherResults() {
+  const int32_t me = world_->rank();
+  if (me != 0) {
+    if (me >= programs_.devices || programs_.programs[static_cast<size_t>(me)].stage < 0) {
+      return Status::Ok();
+    }
+    const std::vector<double> packed = PackResult(results_[static_cast<size_t>(me)]);
+    const double count = static_cast<double>(packed.size());
+    ALPA_RETURN_IF_ERROR(world_->Send(0, kResultTag, &count, 1));
+    return world_->Send(0, kResultTag, packed.data(), static_cast<int64_t>(packed.size()));
+  }
+  for (int32_t d = 1; d < programs_.devices; ++d) {
+    if (programs_.programs[static_cast<size_t>(d)].stage < 0) continue;
+    double count = 0;
+    ALPA_RETURN_IF_ERROR(world_->Recv(d, kResultTag, &count, 1));
+    std::vector<double> packed(static_cast<size_t>(count));
+    ALPA_RETURN_IF_ERROR(
+        world_->Recv(d, kResultTag, packed.data(), static_cast<int64_t>(packed.size())));
+    ALPA_RETURN_IF_ERROR(
+        UnpackResult(packed, programs_.programs[static_cast<size_t>(d)], results_[static_cast<size_t>(d)]));
+  }
+  return Status::Ok();
+}
+
+Status PlanExecutor::ShareSummary(StepSummary& sum) {
+  // Rank 0 sends the numbers every process reports; the per-device lists stay on rank 0.
+  std::vector<double> v = {sum.loss,           sum.seconds,         sum.reference_loss,
+                           sum.loss_error,     sum.loss_relative,   sum.parameter_error,
+                           sum.parameter_relative, sum.passed ? 1.0 : 0.0,
+                           sum.replicas_agree ? 1.0 : 0.0};
+  if (world_->rank() == 0) {
+    for (int32_t r = 1; r < world_->size(); ++r) {
+      ALPA_RETURN_IF_ERROR(world_->Send(r, kSummaryTag, v.data(), static_cast<int64_t>(v.size())));
+    }
+    return Status::Ok();
+  }
+  ALPA_RETURN_IF_ERROR(world_->Recv(0, kSummaryTag, v.data(), static_cast<int64_t>(v.size())));
+  sum.step = step_;
+  sum.loss = v[0];
+  sum.seconds = v[1];
+  sum.reference_loss = v[2];
+  sum.loss_error = v[3];
+  sum.loss_relative = v[4];
+  sum.parameter_error = v[5];
+  sum.parameter_relative = v[6];
+  sum.passed = v[7] != 0;
+  sum.replicas_agree = v[8] != 0;
+  return Status::Ok();
 }
 
 Result<HostTensor> PlanExecutor::Parameter(int32_t id) const {

@@ -1,7 +1,13 @@
 // A plan being trained: its device programs, one runtime per device (parameters and optimizer
 // state live in the devices' buffers from step to step), the data of each step and, with the
-// check on, the one-device interpreter stepping along on the same data. The devices run as
-// threads of this process (exec/comm's thread communicator) for one step at a time.
+// check on, the one-device interpreter stepping along on the same data.
+//
+// Devices run as threads of this process (exec/comm's thread communicator), one step at a time;
+// or, given a communicator of several processes (MPI), this process runs only its rank's device,
+// every process lowering the same plan and generating the same synthetic data, and after each
+// step the ranks send their results (losses, peak memory, parameter tiles) to rank 0, which
+// summarises the step (and runs the check) and sends the summary back to every rank. A failing
+// rank aborts the communicator: every process ends with its message.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +17,7 @@
 #include <vector>
 
 #include "core/util/status.h"
+#include "exec/comm/communicator.h"
 #include "exec/driver/plan_run.h"
 
 namespace alpa {
@@ -24,8 +31,11 @@ struct DeviceStepResult {
 class PlanExecutor {
  public:
   // Lowers the plan. `whole` is the model's graph for the whole batch (see RunPlanOnThreads).
+  // `world`: null for thread devices; else the processes' communicator (kept, not owned): the
+  // plan's devices must not outnumber its ranks.
   static Result<std::unique_ptr<PlanExecutor>> Create(const PipelinePlan& plan, const Graph& whole,
-                                                      const PlanRunOptions& options);
+                                                      const PlanRunOptions& options,
+                                                      Communicator* world = nullptr);
 
   const ProgramSet& programs() const { return programs_; }
   const Graph& whole() const { return whole_; }
@@ -40,7 +50,8 @@ class PlanExecutor {
   Status SetInput(int32_t id, const HostTensor& value);
   // Runs one training step on every device.
   Result<StepSummary> RunStep();
-  // A parameter's value after the last step (or as loaded), assembled from the devices' tiles.
+  // A parameter's value after the last step (or as loaded), assembled from the devices' tiles
+  // (with several processes: on rank 0 only).
   Result<HostTensor> Parameter(int32_t id) const;
   // Per device, what the last step executed.
   const std::vector<DeviceStepResult>& last_results() const { return results_; }
@@ -51,6 +62,10 @@ class PlanExecutor {
   Result<std::map<int32_t, std::vector<HostTensor>>> Microbatches(
       const std::map<int32_t, HostTensor>& whole_inputs) const;
   Result<StepSummary> Summarize(const std::map<int32_t, HostTensor>& whole_inputs);
+  Status RunDevicesOnThreads(const std::map<int32_t, std::vector<HostTensor>>& inputs);
+  Status RunLocalDevice(const std::map<int32_t, std::vector<HostTensor>>& inputs);
+  Status GatherResults();
+  Status ShareSummary(StepSummary& sum);
 
   PipelinePlan plan_;
   Graph whole_;
@@ -61,6 +76,7 @@ class PlanExecutor {
   std::map<int32_t, HostTensor> next_inputs_;
   std::vector<DeviceStepResult> results_;
   int64_t step_ = 0;
+  Communicator* world_ = nullptr;
 };
 
 }  // namespace alpa
