@@ -11,6 +11,7 @@
 #include "capi/handles.h"
 #include "capi/options.h"
 #include "core/problem/problem_io.h"
+#include "core/util/json_document.h"
 #include "core/util/json_util.h"
 
 namespace {
@@ -46,6 +47,7 @@ alpa::capi::OptionFields FieldsOf(alpa_solve_options* o) {
   alpa::capi::OptionFields fields;
   fields.solve = &o->options;
   fields.shard = &o->auto_shard;
+  fields.max_input_bytes = &o->max_input_bytes;
   return fields;
 }
 
@@ -93,6 +95,14 @@ int32_t ApplyJsonOptions(alpa_solve_options* o, const nlohmann::json& options, a
     if (s != ALPA_OK) return s;
   }
   return ALPA_OK;
+}
+
+// {"problem": problem} as a document (IOPDDL's reader expects the wrapper), released like one.
+alpa::JsonDocument WrapIopddl(nlohmann::json problem) {
+  alpa::JsonDocument wrapped;
+  wrapped.root() = nlohmann::json::object();
+  wrapped.root()["problem"] = std::move(problem);
+  return wrapped;
 }
 
 }  // namespace
@@ -268,10 +278,17 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
     if (out == nullptr || (request == nullptr && size > 0)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and request must not be NULL");
     }
-    nlohmann::json j = nlohmann::json::parse(request, request + size, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    // A JsonDocument: bounded while parsing, and released without allocating (a plain
+    // nlohmann document can abort the process when memory runs out while it is destroyed).
+    alpa::Result<alpa::JsonDocument> document =
+        alpa::ParseJsonDocument(std::string_view(request, size));
+    if (!document.ok() && document.status().code() == alpa::StatusCode::kOutOfMemory) {
+      return Fail(err, document.status());
+    }
+    if (!document.ok() || !document.value().root().is_object()) {
       return Fail(err, ALPA_ERR_PARSE, "request: not a JSON object");
     }
+    nlohmann::json& j = document.value().root();
     if (!j.contains("problem")) return Fail(err, ALPA_ERR_PARSE, "request: missing \"problem\"");
     alpa_solve_options options;
     if (j.contains("options")) {
@@ -284,7 +301,7 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
         problem_json.is_object() && problem_json.contains("format") &&
                 problem_json["format"] == "alpa"
             ? alpa::ProblemFromJson(problem_json, alpa::ProblemFormat::kAlpa)
-            : alpa::ProblemFromJson(nlohmann::json{{"problem", std::move(problem_json)}},
+            : alpa::ProblemFromJson(WrapIopddl(std::move(problem_json)).root(),
                                     alpa::ProblemFormat::kIopddl);
     alpa::SolveResult result;
     if (!problem.ok()) {
