@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+
+#include "input_limit.h"
 
 namespace alpa_cli {
 
@@ -124,23 +127,37 @@ bool IsFile(const std::string& path) {
   return true;
 }
 
-bool ReadStream(std::FILE* stream, std::string* bytes) {
+bool ReadStream(std::FILE* stream, std::string* bytes, int64_t max_bytes, std::string* reason) {
   bytes->clear();
   char chunk[1 << 16];
   size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, stream)) > 0) bytes->append(chunk, got);
-  return std::ferror(stream) == 0;
+  try {
+    while ((got = std::fread(chunk, 1, sizeof chunk, stream)) > 0) {
+      if (got > static_cast<uint64_t>(max_bytes) - bytes->size()) {
+        *reason = InputLimitMessage(max_bytes);
+        return false;
+      }
+      bytes->append(chunk, got);
+    }
+  } catch (const std::bad_alloc&) {
+    *reason = "out of memory";
+    return false;
+  }
+  // A directory opens but does not read (EISDIR).
+  if (std::ferror(stream) != 0) {
+    *reason = std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
-bool ReadFile(const std::string& path, std::string* bytes, std::string* reason) {
+bool ReadFile(const std::string& path, std::string* bytes, int64_t max_bytes, std::string* reason) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     *reason = std::strerror(errno);
     return false;
   }
-  const bool read = ReadStream(file, bytes);
-  // A directory opens but does not read (EISDIR).
-  if (!read) *reason = std::strerror(errno);
+  const bool read = ReadStream(file, bytes, max_bytes, reason);
   std::fclose(file);
   return read;
 }
