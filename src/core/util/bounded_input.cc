@@ -68,8 +68,9 @@ class Sniffer {
 }  // namespace
 
 Status InputLimitError(uint64_t max_bytes) {
-  return ParseError("input exceeds the limit of " + std::to_string(max_bytes) + " bytes (" +
-                    HumanBytes(max_bytes) + "); " + kRaiseInputLimitHint);
+  const std::string human = max_bytes >= 1024 ? " (" + HumanBytes(max_bytes) + ")" : "";
+  return ParseError("input exceeds the limit of " + std::to_string(max_bytes) + " bytes" + human +
+                    "; " + kRaiseInputLimitHint);
 }
 
 Status SniffJson(std::string_view head) {

@@ -22,7 +22,7 @@ inline constexpr const char* kRaiseInputLimitHint =
     "raise the limit with the max_input_bytes option (ALPA_OPT_MAX_INPUT_BYTES; CLI: "
     "--max-input-bytes)";
 
-// kParse "input exceeds the limit of <max_bytes> bytes (<human>); <hint>".
+// kParse "input exceeds the limit of <max_bytes> bytes (<e.g. 1 GiB>); <hint>".
 Status InputLimitError(uint64_t max_bytes);
 
 // Whether `head` (the first bytes of an input) can start a JSON document as the readers accept

@@ -40,11 +40,17 @@ class SaxBase {
   bool too_deep_ = false;
 };
 
+// Runs of whitespace longer than this are cut (CompactWhitespace).
+constexpr size_t kLongWhitespaceRun = size_t{1} << 16;
+
 // Pass 1, a byte scan (far cheaper than a parse): the number of entries of every array, in the
 // order the arrays open: the commas at the array's own level plus one, or zero when nothing but
-// whitespace comes before its ']'. Exact for valid JSON; for invalid text (which pass 2 then
-// rejects) a count never exceeds the commas in the text, so a reservation stays bounded by it.
-std::vector<uint64_t> CountArrayEntries(std::string_view text) {
+// whitespace comes before its ']'. Sets *long_whitespace when a run of whitespace outside
+// strings is longer than kLongWhitespaceRun. Exact for valid JSON; for invalid text (which pass 2
+// then rejects) a count never exceeds the commas in the text, so a reservation stays bounded by it.
+std::vector<uint64_t> CountArrayEntries(std::string_view text, bool* long_whitespace) {
+  *long_whitespace = false;
+  size_t run_start = 0;  // where the current run of whitespace began
   std::vector<uint64_t> counts;
   // The open containers: an index into counts, or kObject.
   constexpr size_t kObject = std::numeric_limits<size_t>::max();
@@ -58,10 +64,15 @@ std::vector<uint64_t> CountArrayEntries(std::string_view text) {
         ++i;
       } else if (ch == '"') {
         in_string = false;
+        run_start = i + 1;
       }
       continue;
     }
-    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') continue;
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      if (i - run_start >= kLongWhitespaceRun) *long_whitespace = true;
+      continue;
+    }
+    run_start = i + 1;
     if (awaiting_first) {
       awaiting_first = false;
       if (ch != ']') counts[open.back()] = 1;
@@ -92,6 +103,45 @@ std::vector<uint64_t> CountArrayEntries(std::string_view text) {
     }
   }
   return counts;
+}
+
+// `text` with every run of whitespace outside strings cut to its first kLongWhitespaceRun
+// bytes. nlohmann's lexer keeps each whitespace run it skips in a buffer of its own (for
+// error messages): a gigabyte of spaces cost a gigabyte more, and time. Tokens are unchanged, so
+// pass 1's counts stay valid; only error positions after such a run move.
+template <typename Emit>
+void ForEachKeptByte(std::string_view text, Emit&& emit) {
+  bool in_string = false;
+  size_t run = 0;  // length of the current run of whitespace
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      if (ch == '\\' && i + 1 < text.size()) {
+        emit(ch);
+        emit(text[++i]);
+      } else {
+        if (ch == '"') in_string = false;
+        emit(ch);
+      }
+      continue;
+    }
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      if (run++ < kLongWhitespaceRun) emit(ch);
+      continue;
+    }
+    run = 0;
+    if (ch == '"') in_string = true;
+    emit(ch);
+  }
+}
+
+std::string CompactWhitespace(std::string_view text) {
+  size_t size = 0;
+  ForEachKeptByte(text, [&](char) { ++size; });
+  std::string out;
+  out.reserve(size);  // counted first: a gigabyte of spaces must not reserve a gigabyte
+  ForEachKeptByte(text, [&](char ch) { out += ch; });
+  return out;
 }
 
 // Whether the text's first byte after whitespace opens an array.
@@ -172,6 +222,9 @@ class DocumentBuilder : public SaxBase {
         entries.emplace_back(std::forward<Value>(value));
         return &entries.back();
       }
+      // A repeated key still holds its earlier value: release it here, where that needs no
+      // memory, rather than in the assignment's destructor.
+      ReleaseJson(member_);
       *member_ = Json(std::forward<Value>(value));
       return member_;
     } catch (const std::bad_alloc&) {
@@ -235,6 +288,7 @@ void ReleaseJson(Json* json) noexcept {
 
 Result<JsonDocument> ParseJsonDocument(std::string_view text, JsonRoot root) {
   JsonDocument document;
+  std::string compacted;
   std::vector<uint64_t> counts;
   try {
     if (root == JsonRoot::kObjectOnly && StartsWithArray(text)) {
@@ -243,7 +297,12 @@ Result<JsonDocument> ParseJsonDocument(std::string_view text, JsonRoot root) {
       document.root() = Json::array();
       return Result<JsonDocument>(std::move(document));
     }
-    counts = CountArrayEntries(text);
+    bool long_whitespace = false;
+    counts = CountArrayEntries(text, &long_whitespace);
+    if (long_whitespace) {
+      compacted = CompactWhitespace(text);
+      text = compacted;
+    }
   } catch (const std::bad_alloc&) {
     return OutOfMemory(text);
   }

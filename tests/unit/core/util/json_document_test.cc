@@ -70,6 +70,19 @@ TEST(JsonDocument, RefusesDeepNesting) {
   EXPECT_EQ(document.status().message(), "JSON nesting deeper than 1024 levels");
 }
 
+TEST(JsonDocument, LongRunsOfWhitespaceParseTheSame) {
+  // nlohmann's lexer keeps every skipped run of whitespace in a buffer: long runs are cut first.
+  const std::string spaces(1 << 20, ' ');
+  const std::string text = spaces + "{\"a\":" + spaces + "[1," + std::string(1 << 17, '\n') +
+                           "2], \"s\": \"" + std::string(1 << 17, ' ') + "\"}" + spaces;
+  Result<JsonDocument> document = ParseJsonDocument(text);
+  ASSERT_TRUE(document.ok()) << document.status().message();
+  EXPECT_EQ(document.value().root(), nlohmann::json::parse(text));
+  // Whitespace inside strings is data: kept whole.
+  EXPECT_EQ(document.value().root()["s"].get_ref<const std::string&>().size(), 1u << 17);
+  EXPECT_FALSE(ParseJsonDocument(spaces + "{\"a\": x}").ok());
+}
+
 TEST(ReleaseJson, EmptiesNestedContainers) {
   nlohmann::json j = nlohmann::json::parse(R"({"a": [[1, [2, {"b": [3]}]], {}], "c": "x"})");
   ReleaseJson(&j);
