@@ -42,6 +42,15 @@ nlohmann::json SolutionJson(const alpa::SolveResult& r) {
   return j;
 }
 
+// SolutionJson as text. The document holds one entry per node: it is released leaves first,
+// which needs no memory (nlohmann's destructor would reserve a stack as large as the array,
+// and fail inside a noexcept destructor when memory is short).
+std::string SolutionText(const alpa::SolveResult& r) {
+  alpa::JsonDocument document;
+  document.root() = SolutionJson(r);
+  return document.root().dump();
+}
+
 // The C++ structs an alpa_solve_options sets.
 alpa::capi::OptionFields FieldsOf(alpa_solve_options* o) {
   alpa::capi::OptionFields fields;
@@ -267,7 +276,7 @@ ALPA_API int32_t alpa_solution_to_json(alpa_buffer** out, const alpa_solution* s
     if (out == nullptr || solution == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and solution must not be NULL");
     }
-    *out = new alpa_buffer{SolutionJson(solution->result).dump()};
+    *out = new alpa_buffer{SolutionText(solution->result)};
     return ALPA_OK;
   });
 }
@@ -313,7 +322,7 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
     } else {
       result = alpa::SolveSharding(problem.value(), alpa::capi::ToSolveOptions(&options));
     }
-    *out = new alpa_buffer{SolutionJson(result).dump()};
+    *out = new alpa_buffer{SolutionText(result)};
     return ALPA_OK;
   });
 }
