@@ -47,8 +47,10 @@ expect garbage 1 'garbage.bin: not JSON: byte 0 is 0x7f' -- "$alpa" solve "$tmp/
 expect garbage_plan 1 'not JSON: byte 0 is 0x7f' -- "$alpa" plan --file "$tmp/garbage.bin"
 expect dev_zero 1 'not JSON: byte 0 is 0x00' -- "$alpa" solve /dev/zero
 expect dev_zero_graph 1 'not JSON: byte 0 is 0x00' -- "$alpa" graph --file /dev/zero
-expect dev_zero_simulate 1 'exceeds the limit of 1048576 bytes' -- \
-  "$alpa" simulate /dev/zero --max-input-bytes 1MiB
+expect dev_zero_simulate 1 'not JSON: byte 0 is 0x00' -- "$alpa" simulate /dev/zero
+expect garbage_simulate 1 'not JSON: byte 0 is 0x7f' -- "$alpa" simulate "$tmp/garbage.bin"
+expect spaces_simulate_limit 1 'exceeds the limit of 1048576 bytes' -- \
+  bash -c "yes '' | tr '\\n' ' ' | \"$alpa\" simulate /dev/stdin --max-input-bytes 1MiB"
 expect dev_zero_assignment 1 'stdin: input exceeds the limit of 1048576 bytes' -- \
   bash -c "\"$alpa\" evaluate \"$golden/iopddl_example.json\" - --max-input-bytes 1MiB < /dev/zero"
 expect limit_flag_checked 1 'max-input-bytes' -- \

@@ -102,7 +102,7 @@ int RunSimulate(const SimulateArgs& args) {
   }
   std::string bytes, reason;
   const InputLimit& limit = args.limit;
-  if (!ReadFile(args.file, &bytes, limit.bytes, &reason)) {
+  if (!ReadFile(args.file, &bytes, limit.bytes, &reason, StreamContent::kJson)) {
     return ReportBadInput("cannot read " + args.file + ": " + reason);
   }
   alpa_error* err = nullptr;
