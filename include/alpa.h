@@ -232,6 +232,10 @@ typedef struct alpa_solve_options alpa_solve_options;
 #define ALPA_OPT_DETERMINISTIC 101      /**< int 0/1, default 0: identical answers run to run */
 #define ALPA_OPT_THREADS 102            /**< int 0..4096, default 0 = all hardware threads */
 #define ALPA_OPT_RELATIVE_GAP 103       /**< double in [0, 1), default 0: stop within this gap */
+/** int64 >= 1, default 1073741824 (1 GiB): the most bytes of decoded input (after gzip inflation)
+ * that alpa_problem_read_file_with_options and alpa_graph_read_file_with_options accept; a larger
+ * input is ALPA_ERR_PARSE naming the limit. The readers without options use the default. */
+#define ALPA_OPT_MAX_INPUT_BYTES 104
 /** Shard family (alpa_graph_auto_shard; alpa_problem_solve ignores them). Integers; set them with
  * alpa_solve_options_set_int (set_double accepts integral values). */
 /** ALPA_COST_MODE_REAL_UNITS (1, default: seconds; needs a cluster) or ALPA_COST_MODE_ALPA (0:
@@ -277,7 +281,7 @@ ALPA_API int32_t alpa_solve_options_set_double(alpa_solve_options* options, int3
 ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t key, int64_t value,
                                             alpa_error** err);
 /** By name, for CLIs and config files: "time_limit_seconds", "deterministic", "threads",
- * "relative_gap", "cost_model", "zero", "force_data_parallel", "batch_mesh_dim",
+ * "relative_gap", "max_input_bytes", "cost_model", "zero", "force_data_parallel", "batch_mesh_dim",
  * "allow_all_gather", "allow_all_to_all", "memory_budget_bytes". value is parsed as a number in
  * any strtod form (integer options need an integral value; integer literals are read exactly up
  * to 2^63-1); "true"/"false" are accepted for the 0/1 options, "alpa" / "real" for cost_model,
@@ -285,6 +289,16 @@ ALPA_API int32_t alpa_solve_options_set_int(alpa_solve_options* options, int32_t
  * memory_budget_bytes. Errors as for set_int, and for an unknown name. */
 ALPA_API int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, const char* name,
                                                 const char* value, alpa_error** err);
+/** alpa_problem_read_file with the input limit of `options` (ALPA_OPT_MAX_INPUT_BYTES; NULL:
+ * the default, 1 GiB). Every reader reads files in pieces: a file that starts like neither JSON
+ * nor gzip fails after its first bytes ("not JSON: byte 0 is 0x00 ..."), a file or inflated
+ * stream over the limit fails before it is read whole ("input exceeds the limit of ... bytes
+ * ...; raise the limit with ..."), and memory running out while parsing is
+ * ALPA_ERR_OUT_OF_MEMORY. Caller frees *out with alpa_problem_destroy. */
+ALPA_API int32_t alpa_problem_read_file_with_options(alpa_problem** out, const char* path,
+                                                     int32_t format,
+                                                     const alpa_solve_options* options,
+                                                     alpa_error** err);
 /** A starting assignment (assignment[count], one strategy per node); count 0 clears it. Invalid
  * or infeasible warm starts are ignored by the solver, never an error at solve time. */
 ALPA_API int32_t alpa_solve_options_set_warm_start(alpa_solve_options* options, int64_t count,
@@ -521,6 +535,12 @@ ALPA_API int32_t alpa_graph_finalize(alpa_graph* graph, alpa_error** err);
  * ALPA_ERR_INVALID_GRAPH: an inconsistent graph ("graph.ops[12] 'attn.qkv' (dot_general): ...").
  * Caller frees *out with alpa_graph_destroy. */
 ALPA_API int32_t alpa_graph_read_file(alpa_graph** out, const char* path, alpa_error** err);
+/** alpa_graph_read_file with the input limit of `options` (ALPA_OPT_MAX_INPUT_BYTES; NULL: the
+ * default, 1 GiB), as alpa_problem_read_file_with_options. Caller frees *out with
+ * alpa_graph_destroy. */
+ALPA_API int32_t alpa_graph_read_file_with_options(alpa_graph** out, const char* path,
+                                                   const alpa_solve_options* options,
+                                                   alpa_error** err);
 /** The same from bytes (data[size], need not be NUL-terminated). Caller frees *out with
  * alpa_graph_destroy. */
 ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size_t size,

@@ -374,6 +374,19 @@ ALPA_API int32_t alpa_graph_read_file(alpa_graph** out, const char* path, alpa_e
   });
 }
 
+ALPA_API int32_t alpa_graph_read_file_with_options(alpa_graph** out, const char* path,
+                                                   const alpa_solve_options* options,
+                                                   alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || path == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and path must not be NULL");
+    }
+    const uint64_t limit =
+        options == nullptr ? alpa::kDefaultMaxInputBytes : options->max_input_bytes;
+    return WrapGraph(out, alpa::ReadGraphFile(path, limit), err);
+  });
+}
+
 ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size_t size,
                                         alpa_error** err) {
   return Guard(err, [&] {

@@ -18,6 +18,7 @@
 #include "core/cluster/logical_mesh.h"
 #include "core/ir/graph.h"
 #include "core/problem/sharding_problem.h"
+#include "core/util/bounded_input.h"
 #include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 #include "solvers/planner/baseline_search.h"
@@ -62,6 +63,8 @@ struct alpa_solve_options {
   // The auto-sharding keys (ALPA_OPT_COST_MODEL ...). Its `solve` member stays default: the
   // solve part comes from `options` plus the C callbacks (ToSolveOptions) at each call.
   alpa::AutoShardOptions auto_shard;
+  // ALPA_OPT_MAX_INPUT_BYTES: the readers' limit on decoded input.
+  uint64_t max_input_bytes = alpa::kDefaultMaxInputBytes;
   alpa_cancel_token* cancel = nullptr;
   alpa_progress_fn progress = nullptr;
   void* progress_user_data = nullptr;

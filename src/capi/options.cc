@@ -71,6 +71,10 @@ const Option kOptions[] = {
     DoubleOption(ALPA_OPT_RELATIVE_GAP, "relative_gap", "ALPA_OPT_RELATIVE_GAP", Family::kSolve,
                  0.0, false, 1.0, true, "in [0, 1)",
                  [](const OptionFields& f, double v) { f.solve->relative_gap = v; }),
+    IntOption(
+        ALPA_OPT_MAX_INPUT_BYTES, "max_input_bytes", "ALPA_OPT_MAX_INPUT_BYTES", Family::kSolve, 1,
+        kInt64Max, "an integer byte count >= 1", "",
+        [](const OptionFields& f, int64_t v) { *f.max_input_bytes = static_cast<uint64_t>(v); }),
     // Shard family: alpa_graph_auto_shard only.
     IntOption(
         ALPA_OPT_COST_MODEL, "cost_model", "ALPA_OPT_COST_MODEL", Family::kShard, 0, 1,

@@ -25,6 +25,7 @@ struct OptionFields {
   SolveOptions* solve = nullptr;
   AutoShardOptions* shard = nullptr;
   PlannerOptions* plan = nullptr;
+  uint64_t* max_input_bytes = nullptr;  // set with the solve family
 };
 
 // Sets option `key` (ALPA_OPT_* / ALPA_PLAN_OPT_*) from an integer or a double. An integer

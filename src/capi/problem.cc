@@ -269,6 +269,22 @@ ALPA_API int32_t alpa_problem_read_file(alpa_problem** out, const char* path, in
   });
 }
 
+ALPA_API int32_t alpa_problem_read_file_with_options(alpa_problem** out, const char* path,
+                                                     int32_t format,
+                                                     const alpa_solve_options* options,
+                                                     alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || path == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and path must not be NULL");
+    }
+    if (int32_t s = CheckFormat(format, err)) return s;
+    const uint64_t limit =
+        options == nullptr ? alpa::kDefaultMaxInputBytes : options->max_input_bytes;
+    return WrapProblem(
+        out, alpa::ReadProblemFile(path, static_cast<alpa::ProblemFormat>(format), limit), err);
+  });
+}
+
 ALPA_API int32_t alpa_problem_read_buffer(alpa_problem** out, const char* data, size_t size,
                                           int32_t format, alpa_error** err) {
   return Guard(err, [&] {

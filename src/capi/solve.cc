@@ -11,6 +11,7 @@
 #include "capi/handles.h"
 #include "capi/options.h"
 #include "core/problem/problem_io.h"
+#include "core/util/json_document.h"
 #include "core/util/json_util.h"
 
 namespace {
@@ -41,11 +42,21 @@ nlohmann::json SolutionJson(const alpa::SolveResult& r) {
   return j;
 }
 
+// SolutionJson as text. The document holds one entry per node: it is released leaves first,
+// which needs no memory (nlohmann's destructor would reserve a stack as large as the array,
+// and fail inside a noexcept destructor when memory is short).
+std::string SolutionText(const alpa::SolveResult& r) {
+  alpa::JsonDocument document;
+  document.root() = SolutionJson(r);
+  return document.root().dump();
+}
+
 // The C++ structs an alpa_solve_options sets.
 alpa::capi::OptionFields FieldsOf(alpa_solve_options* o) {
   alpa::capi::OptionFields fields;
   fields.solve = &o->options;
   fields.shard = &o->auto_shard;
+  fields.max_input_bytes = &o->max_input_bytes;
   return fields;
 }
 
@@ -93,6 +104,14 @@ int32_t ApplyJsonOptions(alpa_solve_options* o, const nlohmann::json& options, a
     if (s != ALPA_OK) return s;
   }
   return ALPA_OK;
+}
+
+// {"problem": problem} as a document (IOPDDL's reader expects the wrapper), released like one.
+alpa::JsonDocument WrapIopddl(nlohmann::json problem) {
+  alpa::JsonDocument wrapped;
+  wrapped.root() = nlohmann::json::object();
+  wrapped.root()["problem"] = std::move(problem);
+  return wrapped;
 }
 
 }  // namespace
@@ -257,7 +276,7 @@ ALPA_API int32_t alpa_solution_to_json(alpa_buffer** out, const alpa_solution* s
     if (out == nullptr || solution == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and solution must not be NULL");
     }
-    *out = new alpa_buffer{SolutionJson(solution->result).dump()};
+    *out = new alpa_buffer{SolutionText(solution->result)};
     return ALPA_OK;
   });
 }
@@ -268,10 +287,17 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
     if (out == nullptr || (request == nullptr && size > 0)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and request must not be NULL");
     }
-    nlohmann::json j = nlohmann::json::parse(request, request + size, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    // A JsonDocument: bounded while parsing, and released without allocating (a plain
+    // nlohmann document can abort the process when memory runs out while it is destroyed).
+    alpa::Result<alpa::JsonDocument> document =
+        alpa::ParseJsonDocument(std::string_view(request, size));
+    if (!document.ok() && document.status().code() == alpa::StatusCode::kOutOfMemory) {
+      return Fail(err, document.status());
+    }
+    if (!document.ok() || !document.value().root().is_object()) {
       return Fail(err, ALPA_ERR_PARSE, "request: not a JSON object");
     }
+    nlohmann::json& j = document.value().root();
     if (!j.contains("problem")) return Fail(err, ALPA_ERR_PARSE, "request: missing \"problem\"");
     alpa_solve_options options;
     if (j.contains("options")) {
@@ -284,7 +310,7 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
         problem_json.is_object() && problem_json.contains("format") &&
                 problem_json["format"] == "alpa"
             ? alpa::ProblemFromJson(problem_json, alpa::ProblemFormat::kAlpa)
-            : alpa::ProblemFromJson(nlohmann::json{{"problem", std::move(problem_json)}},
+            : alpa::ProblemFromJson(WrapIopddl(std::move(problem_json)).root(),
                                     alpa::ProblemFormat::kIopddl);
     alpa::SolveResult result;
     if (!problem.ok()) {
@@ -296,7 +322,7 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
     } else {
       result = alpa::SolveSharding(problem.value(), alpa::capi::ToSolveOptions(&options));
     }
-    *out = new alpa_buffer{SolutionJson(result).dump()};
+    *out = new alpa_buffer{SolutionText(result)};
     return ALPA_OK;
   });
 }

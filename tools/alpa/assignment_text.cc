@@ -31,20 +31,23 @@ std::string ParseAssignmentText(const std::string& text, std::vector<int32_t>* a
   return "";
 }
 
-std::string ReadAssignmentArgument(const std::string& argument, std::string* text,
-                                   std::string* source) {
+std::string ReadAssignmentArgument(const std::string& argument, int64_t max_bytes,
+                                   std::string* text, std::string* source) {
   // A large assignment (65,000 nodes take about 200 KB) exceeds the operating system's limit on
   // the size of a command line: it comes from a file or from stdin instead.
   if (argument == "-") {
     *source = "stdin";
-    if (!ReadStream(stdin, text)) return "cannot read the assignment from stdin";
+    std::string reason;
+    if (!ReadStream(stdin, text, max_bytes, &reason)) {
+      return "cannot read the assignment from stdin: " + reason;
+    }
     return "";
   }
   if (!argument.empty() && argument[0] == '@') {
     *source = argument.substr(1);
     if (source->empty()) return "assignment: @ needs a file name (@assignment.txt)";
     std::string reason;
-    if (!ReadFile(*source, text, &reason)) {
+    if (!ReadFile(*source, text, max_bytes, &reason)) {
       return "cannot read assignment file " + *source + ": " + reason;
     }
     return "";

@@ -18,8 +18,9 @@ std::string ParseAssignmentText(const std::string& text, std::vector<int32_t>* a
 
 // The assignment argument of `alpa evaluate`: "@PATH" reads the file PATH, "-" reads stdin,
 // anything else is the assignment itself. Fills `text` and `source` (the file name, "stdin", or
-// "" for the argument itself); "" on success, else the message naming the file.
-std::string ReadAssignmentArgument(const std::string& argument, std::string* text,
-                                   std::string* source);
+// "" for the argument itself); "" on success, else the message naming the file. A file or stdin
+// may hold at most `max_bytes`.
+std::string ReadAssignmentArgument(const std::string& argument, int64_t max_bytes,
+                                   std::string* text, std::string* source);
 
 }  // namespace alpa_cli

@@ -7,6 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <string_view>
+
+#include "input_limit.h"
 
 namespace alpa_cli {
 
@@ -124,23 +128,61 @@ bool IsFile(const std::string& path) {
   return true;
 }
 
-bool ReadStream(std::FILE* stream, std::string* bytes) {
+namespace {
+
+// "" when `chunk` (whose first byte is byte `offset` of the stream) leaves the stream able to
+// start a JSON document, else why not; *decided once a byte other than whitespace was seen.
+std::string NotJsonReason(std::string_view chunk, size_t offset, bool* decided) {
+  const size_t first = chunk.find_first_not_of(" \t\n\r");
+  if (first == std::string_view::npos) return "";
+  *decided = true;
+  if (chunk[first] == '{' || chunk[first] == '[') return "";
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(chunk[first]));
+  return "not JSON: byte " + std::to_string(offset + first) + " is " + hex +
+         " (a JSON document starts with '{' or '[')";
+}
+
+}  // namespace
+
+bool ReadStream(std::FILE* stream, std::string* bytes, int64_t max_bytes, std::string* reason,
+                StreamContent content) {
   bytes->clear();
   char chunk[1 << 16];
   size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, stream)) > 0) bytes->append(chunk, got);
-  return std::ferror(stream) == 0;
+  bool decided = content != StreamContent::kJson;
+  try {
+    while ((got = std::fread(chunk, 1, sizeof chunk, stream)) > 0) {
+      if (!decided) {
+        *reason = NotJsonReason(std::string_view(chunk, got), bytes->size(), &decided);
+        if (!reason->empty()) return false;
+      }
+      if (got > static_cast<uint64_t>(max_bytes) - bytes->size()) {
+        *reason = InputLimitMessage(max_bytes);
+        return false;
+      }
+      bytes->append(chunk, got);
+    }
+  } catch (const std::bad_alloc&) {
+    *reason = "out of memory";
+    return false;
+  }
+  // A directory opens but does not read (EISDIR).
+  if (std::ferror(stream) != 0) {
+    *reason = std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
-bool ReadFile(const std::string& path, std::string* bytes, std::string* reason) {
+bool ReadFile(const std::string& path, std::string* bytes, int64_t max_bytes, std::string* reason,
+              StreamContent content) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     *reason = std::strerror(errno);
     return false;
   }
-  const bool read = ReadStream(file, bytes);
-  // A directory opens but does not read (EISDIR).
-  if (!read) *reason = std::strerror(errno);
+  const bool read = ReadStream(file, bytes, max_bytes, reason, content);
   std::fclose(file);
   return read;
 }

@@ -52,12 +52,19 @@ bool ParseBytes(const std::string& text, int64_t* out);
 // Whether `path` names a file that can be opened for reading.
 bool IsFile(const std::string& path);
 
-// Reads the rest of `stream` into `bytes`; false on a read error.
-bool ReadStream(std::FILE* stream, std::string* bytes);
+// What ReadStream checks in the first bytes: nothing, or that they can start a JSON document
+// (whitespace, then '{' or '['), so that garbage fails at once instead of after the limit.
+enum class StreamContent { kText, kJson };
 
-// Reads the file `path` into `bytes`; false, with the system's reason in `reason`, when it
-// cannot.
-bool ReadFile(const std::string& path, std::string* bytes, std::string* reason);
+// Reads the rest of `stream` into `bytes`, in pieces and at most `max_bytes` of them; false, with
+// the reason in `reason` (the system's, the limit's, "not JSON: byte 0 is 0x00 ..." or "out of
+// memory"), when it cannot.
+bool ReadStream(std::FILE* stream, std::string* bytes, int64_t max_bytes, std::string* reason,
+                StreamContent content = StreamContent::kText);
+
+// Reads the file `path` into `bytes` as ReadStream does; false, with the reason, when it cannot.
+bool ReadFile(const std::string& path, std::string* bytes, int64_t max_bytes, std::string* reason,
+              StreamContent content = StreamContent::kText);
 
 // Writes `size` bytes to the file `path` (replacing it); false when it cannot.
 bool WriteFile(const std::string& path, const char* data, size_t size);

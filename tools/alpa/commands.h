@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "input_limit.h"
+
 namespace CLI {
 class App;
 }  // namespace CLI
@@ -46,7 +48,9 @@ Command AddBaselineCommand(CLI::App& app);
 // `alpa simulate PLAN.json`: one simulated iteration of a plan next to the planner's prediction.
 Command AddSimulateCommand(CLI::App& app);
 
-// --model SPEC or --file graph.json, not both: the graph `alpa graph` and `alpa shard` work on.
-void AddGraphSourceOptions(CLI::App* command, std::string* model, std::string* file);
+// --model SPEC or --file graph.json, not both: the graph `alpa graph` and `alpa shard` work on;
+// with --max-input-bytes for the file.
+void AddGraphSourceOptions(CLI::App* command, std::string* model, std::string* file,
+                           InputLimit* limit);
 
 }  // namespace alpa_cli

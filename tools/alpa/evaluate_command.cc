@@ -12,6 +12,7 @@
 #include "assignment_text.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "input_limit.h"
 
 namespace alpa_cli {
 namespace {
@@ -22,11 +23,14 @@ constexpr int kCostDigits = 17;
 struct EvaluateArgs {
   std::string file;
   std::string assignment;  // the assignment, @FILE or -
+  InputLimit limit;        // --max-input-bytes
 };
 
 int RunEvaluate(const EvaluateArgs& args) {
+  const InputLimit& limit = args.limit;
   std::string text, source;
-  const std::string read_error = ReadAssignmentArgument(args.assignment, &text, &source);
+  const std::string read_error =
+      ReadAssignmentArgument(args.assignment, limit.bytes, &text, &source);
   if (!read_error.empty()) return ReportBadInput(read_error);
   std::vector<int32_t> assignment;
   const std::string parse_error = ParseAssignmentText(text, &assignment);
@@ -36,9 +40,12 @@ int RunEvaluate(const EvaluateArgs& args) {
 
   alpa_error* err = nullptr;
   alpa_problem* problem = nullptr;
-  if (alpa_problem_read_file(&problem, args.file.c_str(), ALPA_FORMAT_AUTO, &err) != ALPA_OK) {
-    return ReportError(err);
-  }
+  alpa_solve_options* read_options = nullptr;
+  if (int rc = MakeReadOptions(limit, &read_options)) return rc;
+  const int32_t read = alpa_problem_read_file_with_options(&problem, args.file.c_str(),
+                                                           ALPA_FORMAT_AUTO, read_options, &err);
+  alpa_solve_options_destroy(read_options);
+  if (read != ALPA_OK) return ReportError(err);
   double cost = 0;
   const int32_t status = alpa_problem_evaluate(
       &cost, problem, static_cast<int64_t>(assignment.size()), assignment.data(), &err);
@@ -64,6 +71,7 @@ Command AddEvaluateCommand(CLI::App& app) {
                    "Strategies, e.g. \"[0, 0, 2, 1, 0]\"; @FILE reads them from FILE (alpa solve "
                    "-o FILE writes it), - from stdin")
       ->required();
+  AddInputLimitOption(evaluate, &args->limit);
   return {evaluate, [args] { return RunEvaluate(*args); }};
 }
 

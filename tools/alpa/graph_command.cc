@@ -13,6 +13,7 @@
 #include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "input_limit.h"
 
 namespace alpa_cli {
 namespace {
@@ -22,6 +23,7 @@ struct GraphArgs {
   std::string file;    // a graph JSON file
   bool json = false;   // statistics as one JSON object (alpa_graph_stats_to_json)
   std::string output;  // write the graph JSON here instead of printing statistics ("-": stdout)
+  InputLimit limit;    // --max-input-bytes
 };
 
 // 1234567 -> "1,234,567".
@@ -101,7 +103,7 @@ int RunGraph(const GraphArgs& args) {
   alpa_graph* graph = nullptr;
   alpa_error* err = nullptr;
   const int32_t status = args.model.empty()
-                             ? alpa_graph_read_file(&graph, args.file.c_str(), &err)
+                             ? ReadGraphFile(args.file, args.limit, &graph, &err)
                              : alpa_model_build_graph(&graph, args.model.c_str(), &err);
   if (status != ALPA_OK) return ReportError(err);
   int rc = 0;
@@ -125,18 +127,20 @@ int RunGraph(const GraphArgs& args) {
 
 }  // namespace
 
-void AddGraphSourceOptions(CLI::App* command, std::string* model, std::string* file) {
+void AddGraphSourceOptions(CLI::App* command, std::string* model, std::string* file,
+                           InputLimit* limit) {
   CLI::Option* from_model =
       command->add_option("--model", *model, "Model spec, e.g. gpt-350m or mlp:layers=2");
   CLI::Option* from_file = command->add_option("--file", *file, "Graph JSON file");
   from_model->excludes(from_file);
+  AddInputLimitOption(command, limit);
 }
 
 Command AddGraphCommand(CLI::App& app) {
   auto args = std::make_shared<GraphArgs>();
   CLI::App* graph = app.add_subcommand(
       "graph", "Statistics of a training-step graph (a model spec or a graph JSON file)");
-  AddGraphSourceOptions(graph, &args->model, &args->file);
+  AddGraphSourceOptions(graph, &args->model, &args->file, &args->limit);
   graph->add_flag("--json", args->json, "Print the statistics as one JSON object");
   graph->add_option("-o,--output", args->output,
                     "Write the graph JSON to this file instead (- for stdout)");

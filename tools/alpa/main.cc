@@ -17,10 +17,12 @@
 // Each command registers itself in its own <name>_command.cc (see commands.h).
 #include <CLI/CLI.hpp>
 
+#include <new>
 #include <string>
 #include <vector>
 
 #include "alpa.h"
+#include "cli_output.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -52,9 +54,15 @@ int main(int argc, char** argv) {
     return app.exit(error) == 0 ? 0 : 1;
   }
 
-  for (const alpa_cli::Command& command : commands) {
-    if (command.subcommand->parsed()) return command.run();
+  // The library returns ALPA_ERR_OUT_OF_MEMORY rather than throw; the program's own containers
+  // can still fail to grow under a memory limit: that is an error, never an abort.
+  try {
+    for (const alpa_cli::Command& command : commands) {
+      if (command.subcommand->parsed()) return command.run();
+    }
+    // `alpa` alone runs the main job: `alpa plan` with its defaults.
+    return main_job.run();
+  } catch (const std::bad_alloc&) {
+    return alpa_cli::ReportBadInput("out of memory");
   }
-  // `alpa` alone runs the main job: `alpa plan` with its defaults.
-  return main_job.run();
 }

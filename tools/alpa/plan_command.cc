@@ -17,6 +17,7 @@ namespace {
 struct PlanArgs {
   std::string model;         // a model-zoo spec (default gpt-2.6b when no --file), or
   std::string file;          // a graph JSON file (one microbatch)
+  InputLimit limit;          // --max-input-bytes
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
@@ -69,7 +70,7 @@ int RunPlan(const PlanArgs& args) {
   if (args.file.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
-    if (alpa_graph_read_file(&handles.graph, args.file.c_str(), &err) != ALPA_OK) {
+    if (ReadGraphFile(args.file, args.limit, &handles.graph, &err) != ALPA_OK) {
       return ReportError(err, "--file");
     }
     rc = alpa_graph_plan(&handles.plan, handles.graph, handles.cluster, handles.options, &err);
@@ -92,6 +93,7 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_option("--model", args->model, "Model-zoo spec or preset (default gpt-2.6b)");
   plan->add_option("--file", args->file, "Graph JSON file (one microbatch)")
       ->excludes(plan->get_option("--model"));
+  AddInputLimitOption(plan, &args->limit);
   plan->add_option("--cluster", args->cluster,
                    "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
                    "(default p3.16xlarge:2)");

@@ -31,6 +31,7 @@ constexpr int32_t kPerTensor = 0;
 struct ShardArgs {
   std::string model;           // a model-zoo spec, or
   std::string file;            // a graph JSON file
+  InputLimit limit;            // --max-input-bytes
   std::string mesh;            // "8" or "2x4"
   std::string cluster;         // preset spec ("p3.16xlarge:hosts=2") or cluster JSON file
   std::string alpha, beta;     // comma lists per mesh dim: an abstract mesh
@@ -346,7 +347,7 @@ int RunShard(const ShardArgs& args) {
   Handles handles;
   alpa_error* err = nullptr;
   const int32_t read = args.model.empty()
-                           ? alpa_graph_read_file(&handles.graph, args.file.c_str(), &err)
+                           ? ReadGraphFile(args.file, args.limit, &handles.graph, &err)
                            : alpa_model_build_graph(&handles.graph, args.model.c_str(), &err);
   if (read != ALPA_OK) return ReportError(err, args.model.empty() ? "--file" : "--model");
 
@@ -440,7 +441,7 @@ Command AddShardCommand(CLI::App& app) {
   auto args = std::make_shared<ShardArgs>();
   CLI::App* shard = app.add_subcommand(
       "shard", "Auto-shard a training-step graph on one logical mesh (Alpa's intra-op pass)");
-  AddGraphSourceOptions(shard, &args->model, &args->file);
+  AddGraphSourceOptions(shard, &args->model, &args->file, &args->limit);
   // Required, but checked by RunShard so that its absence exits 1 like other bad input.
   shard->add_option("--mesh", args->mesh, "Logical mesh shape: 8 or 2x4 (required)");
   shard->add_option("--cluster", args->cluster,

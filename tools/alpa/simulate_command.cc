@@ -14,6 +14,7 @@
 #include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "input_limit.h"
 
 namespace alpa_cli {
 namespace {
@@ -24,6 +25,7 @@ struct SimulateArgs {
   std::string svg;                // write the timeline SVG here
   int32_t width = 0;              // SVG width in pixels; 0: the library's default
   bool json = false;              // print alpa_simulation_to_json's object as the last line
+  InputLimit limit;               // --max-input-bytes
 };
 
 struct SimulationHandle {
@@ -99,7 +101,8 @@ int RunSimulate(const SimulateArgs& args) {
     return ReportBadInput("--schedule: \"" + args.schedule + "\" is not 1f1b or gpipe");
   }
   std::string bytes, reason;
-  if (!ReadFile(args.file, &bytes, &reason)) {
+  const InputLimit& limit = args.limit;
+  if (!ReadFile(args.file, &bytes, limit.bytes, &reason, StreamContent::kJson)) {
     return ReportBadInput("cannot read " + args.file + ": " + reason);
   }
   alpa_error* err = nullptr;
@@ -143,6 +146,7 @@ Command AddSimulateCommand(CLI::App& app) {
   simulate->add_option("--schedule", args->schedule,
                        "Pipeline schedule: 1f1b (default, the planner's) or gpipe");
   simulate->add_option("--svg", args->svg, "Write the timeline (SVG) to this file");
+  AddInputLimitOption(simulate, &args->limit);
   simulate->add_option("--width", args->width, "SVG width in pixels (default 1600; 200..20000)");
   simulate->add_flag("--json", args->json, "Print the simulation as one JSON object (last line)");
   return {simulate, [args] { return RunSimulate(*args); }};

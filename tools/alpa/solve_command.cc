@@ -15,6 +15,7 @@
 #include "assignment_text.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "input_limit.h"
 
 namespace alpa_cli {
 namespace {
@@ -35,6 +36,7 @@ struct SolveArgs {
   double relative_gap = 0;
   bool quiet = false;           // no progress lines
   std::string assignment_file;  // -o: also write the assignment here
+  InputLimit limit;             // --max-input-bytes
 };
 
 int32_t PrintProgress(void* /*user*/, const alpa_progress* progress) {
@@ -137,10 +139,13 @@ int RunSolve(const SolveArgs& args) {
   const Clock::time_point start = Clock::now();
   SolveHandles handles;
   alpa_error* err = nullptr;
-  if (alpa_problem_read_file(&handles.problem, args.file.c_str(), ALPA_FORMAT_AUTO, &err) !=
-      ALPA_OK) {
-    return ReportError(err);
-  }
+  const InputLimit& limit = args.limit;
+  if (int rc = MakeReadOptions(limit, &handles.options)) return rc;
+  const int32_t read = alpa_problem_read_file_with_options(&handles.problem, args.file.c_str(),
+                                                           ALPA_FORMAT_AUTO, handles.options, &err);
+  alpa_solve_options_destroy(handles.options);
+  handles.options = nullptr;
+  if (read != ALPA_OK) return ReportError(err);
   const double read_seconds = SecondsSince(start);
   if (!args.quiet) {
     std::printf("# read %lld nodes, %lld edges in %.3fs\n",
@@ -187,6 +192,7 @@ Command AddSolveCommand(CLI::App& app) {
   solve->add_option("--gap", args->relative_gap, "Stop within this relative gap")
       ->check(CLI::Range(0.0, 0.999999));
   solve->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  AddInputLimitOption(solve, &args->limit);
   solve->add_option("-o,--output", args->assignment_file,
                     "Also write the assignment (\"[0, 0, 2, 1, 0]\") to this file, for "
                     "alpa evaluate FILE @ASSIGNMENT_FILE");

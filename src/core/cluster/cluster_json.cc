@@ -6,7 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cluster/cluster.h"
-#include "core/util/file_bytes.h"
+#include "core/util/bounded_input.h"
+#include "core/util/json_document.h"
 #include "core/util/json_util.h"
 
 namespace alpa {
@@ -232,15 +233,21 @@ Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
 // Cluster and calibration files are tiny; anything nested this deep is not one.
 constexpr int kMaxDepth = 64;
 
-Result<Json> Parse(std::string_view bytes, const char* what) {
+Result<JsonDocument> Parse(std::string_view bytes, const char* what) {
   ALPA_RETURN_IF_ERROR(CheckJsonNesting(bytes, kMaxDepth, what));
-  try {
-    return Json::parse(bytes.data(), bytes.data() + bytes.size());
-  } catch (const std::bad_alloc&) {
+  Result<JsonDocument> json = ParseJsonDocument(bytes);
+  if (json.ok()) return json;
+  if (json.status().code() == StatusCode::kOutOfMemory) {
     return Status(StatusCode::kOutOfMemory, std::string("out of memory while parsing ") + what);
-  } catch (const std::exception& e) {
-    return ParseError(std::string(what) + ": invalid JSON: " + JsonErrorMessage(e.what()));
   }
+  return ParseError(std::string(what) + ": invalid JSON: " + json.status().message());
+}
+
+// ReadFileBytes's limit errors do not name the file; its other errors do.
+Result<std::string> ReadBytes(const std::string& path) {
+  Result<std::string> bytes = ReadFileBytes(path);
+  if (bytes.ok() || bytes.status().code() != StatusCode::kParse) return bytes;
+  return Status(StatusCode::kParse, path + ": " + bytes.status().message());
 }
 
 template <typename T>
@@ -273,13 +280,13 @@ Result<Cluster> ClusterFromJson(const nlohmann::json& json) {
 }
 
 Result<Cluster> ReadClusterBuffer(std::string_view bytes) {
-  Result<Json> json = Parse(bytes, "cluster");
+  Result<JsonDocument> json = Parse(bytes, "cluster");
   if (!json.ok()) return json.status();
-  return ClusterFromJson(json.value());
+  return ClusterFromJson(json.value().root());
 }
 
 Result<Cluster> ReadClusterFile(const std::string& path) {
-  Result<std::string> bytes = ReadFileBytes(path);
+  Result<std::string> bytes = ReadBytes(path);
   if (!bytes.ok()) return bytes.status();
   return Prefixed(ReadClusterBuffer(bytes.value()), path);
 }
@@ -338,13 +345,13 @@ Result<Calibration> CalibrationFromJson(const nlohmann::json& json, const Calibr
 }
 
 Result<Calibration> ReadCalibrationBuffer(std::string_view bytes, const Calibration& base) {
-  Result<Json> json = Parse(bytes, "calibration");
+  Result<JsonDocument> json = Parse(bytes, "calibration");
   if (!json.ok()) return json.status();
-  return CalibrationFromJson(json.value(), base);
+  return CalibrationFromJson(json.value().root(), base);
 }
 
 Result<Calibration> ReadCalibrationFile(const std::string& path, const Calibration& base) {
-  Result<std::string> bytes = ReadFileBytes(path);
+  Result<std::string> bytes = ReadBytes(path);
   if (!bytes.ok()) return bytes.status();
   return Prefixed(ReadCalibrationBuffer(bytes.value(), base), path);
 }

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ir/graph_json_internal.h"
-#include "core/util/file_bytes.h"
-#include "core/util/gzip.h"
+#include "core/util/bounded_input.h"
+#include "core/util/json_document.h"
 #include "core/util/json_util.h"
 
 namespace alpa {
@@ -369,31 +369,28 @@ Result<Graph> GraphFromJson(const nlohmann::json& json) {
   }
 }
 
-Result<Graph> ReadGraphBuffer(std::string_view bytes) {
+Result<Graph> ReadGraphBuffer(std::string_view bytes, uint64_t max_input_bytes) {
   std::string inflated;
-  try {
-    if (IsGzip(bytes)) {
-      Result<std::string> text = Gunzip(bytes);
-      if (!text.ok()) return text.status();
-      inflated = std::move(text).value();
-      bytes = inflated;
-    }
-    ALPA_RETURN_IF_ERROR(CheckJsonNesting(bytes, kMaxJsonDepth, "graph"));
-    Json json = Json::parse(bytes.data(), bytes.data() + bytes.size());
-    std::string().swap(inflated);
-    return GraphFromJson(json);
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory while reading the graph");
-  } catch (const std::exception& e) {
-    return ParseError(JsonMessage(e.what()));
+  Result<std::string_view> text = DecodeJsonInput(bytes, max_input_bytes, &inflated);
+  if (!text.ok()) return text.status();
+  ALPA_RETURN_IF_ERROR(CheckJsonNesting(text.value(), kMaxJsonDepth, "graph"));
+  Result<JsonDocument> json = ParseJsonDocument(text.value(), JsonRoot::kObjectOnly);
+  if (!json.ok()) {
+    if (json.status().code() != StatusCode::kParse) return json.status();
+    return ParseError("graph: JSON: " + json.status().message());
   }
+  std::string().swap(inflated);
+  return GraphFromJson(json.value().root());
 }
 
-Result<Graph> ReadGraphFile(const std::string& path) {
-  Result<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return bytes.status();
-  Result<Graph> graph = ReadGraphBuffer(bytes.value());
-  if (!graph.ok()) return Status(graph.status().code(), path + ": " + graph.status().message());
+Result<Graph> ReadGraphFile(const std::string& path, uint64_t max_input_bytes) {
+  Result<std::string> bytes = ReadFileBytes(path, max_input_bytes, FileContent::kJsonOrGzip);
+  Result<Graph> graph =
+      bytes.ok() ? ReadGraphBuffer(bytes.value(), max_input_bytes) : Result<Graph>(bytes.status());
+  // kIo and kOutOfMemory messages of ReadFileBytes already name the path.
+  if (!graph.ok() && (bytes.ok() || bytes.status().code() == StatusCode::kParse)) {
+    return Status(graph.status().code(), path + ": " + graph.status().message());
+  }
   return graph;
 }
 

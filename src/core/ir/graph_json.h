@@ -18,6 +18,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/ir/graph.h"
+#include "core/util/bounded_input.h"
 #include "core/util/status.h"
 
 namespace alpa {
@@ -32,10 +33,15 @@ bool DTypeIsGiven(OpKind kind);
 // select_and_scatter, which is always max-based (reduce = kMax, as GraphBuilder makes it).
 OpAttrs DefaultAttrs(OpKind kind);
 
-// Parses and validates a graph. gzip-compressed bytes are inflated first.
-Result<Graph> ReadGraphBuffer(std::string_view bytes);
-// The same from a file; kIo when it cannot be read (messages start with the path).
-Result<Graph> ReadGraphFile(const std::string& path);
+// Parses and validates a graph. gzip-compressed bytes are inflated first. The decoded text may
+// hold at most `max_input_bytes` (core/util/bounded_input.h); running out of memory is
+// kOutOfMemory, never an abort.
+Result<Graph> ReadGraphBuffer(std::string_view bytes,
+                              uint64_t max_input_bytes = kDefaultMaxInputBytes);
+// The same from a file, read in pieces (a file that does not start like JSON or gzip fails after
+// its first bytes); kIo when it cannot be read (messages start with the path).
+Result<Graph> ReadGraphFile(const std::string& path,
+                            uint64_t max_input_bytes = kDefaultMaxInputBytes);
 // The same from an already parsed JSON value.
 Result<Graph> GraphFromJson(const nlohmann::json& json);
 

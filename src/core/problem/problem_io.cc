@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/problem/problem_io_internal.h"
-#include "core/util/file_bytes.h"
-#include "core/util/gzip.h"
+#include "core/util/bounded_input.h"
+#include "core/util/json_document.h"
 #include "core/util/json_util.h"
 
 namespace alpa {
@@ -72,38 +72,34 @@ Result<ShardingProblem> ProblemFromJson(const nlohmann::json& json, ProblemForma
   }
 }
 
-Result<ShardingProblem> ReadProblemBuffer(std::string_view bytes, ProblemFormat format) {
+Result<ShardingProblem> ReadProblemBuffer(std::string_view bytes, ProblemFormat format,
+                                          uint64_t max_input_bytes) {
   std::string inflated;
-  if (IsGzip(bytes)) {
-    try {
-      Result<std::string> text = Gunzip(bytes);
-      if (!text.ok()) return text.status();
-      inflated = std::move(text).value();
-    } catch (const std::bad_alloc&) {
-      return Status(StatusCode::kOutOfMemory, "out of memory while inflating gzip data");
-    }
-    bytes = inflated;
-  }
-  ALPA_RETURN_IF_ERROR(CheckJsonNesting(bytes, kMaxJsonDepth, "problem"));
-  Json json;
-  try {
-    json = Json::parse(bytes.data(), bytes.data() + bytes.size());
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory while parsing JSON");
-  } catch (const std::exception& e) {
-    return ParseError(JsonMessage(e.what()));
+  Result<std::string_view> text = DecodeJsonInput(bytes, max_input_bytes, &inflated);
+  if (!text.ok()) return text.status();
+  ALPA_RETURN_IF_ERROR(CheckJsonNesting(text.value(), kMaxJsonDepth, "problem"));
+  Result<JsonDocument> json = ParseJsonDocument(text.value(), JsonRoot::kObjectOnly);
+  if (!json.ok()) {
+    if (json.status().code() != StatusCode::kParse) return json.status();
+    return ParseError("json: " + json.status().message());
   }
   std::string().swap(inflated);  // the text is no longer needed: free it before converting
-  return ProblemFromJson(json, format);
+  return ProblemFromJson(json.value().root(), format);
 }
 
-Result<ShardingProblem> ReadProblemFile(const std::string& path, ProblemFormat format) {
-  Result<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return bytes.status();
-  Result<ShardingProblem> problem = ReadProblemBuffer(bytes.value(), format);
-  if (!problem.ok()) {
-    return Status(problem.status().code(), path + ": " + problem.status().message());
+Result<ShardingProblem> ReadProblemFile(const std::string& path, ProblemFormat format,
+                                        uint64_t max_input_bytes) {
+  auto with_path = [&](const Status& status) {
+    return Status(status.code(), path + ": " + status.message());
+  };
+  Result<std::string> bytes = ReadFileBytes(path, max_input_bytes, FileContent::kJsonOrGzip);
+  if (!bytes.ok()) {
+    // kIo and kOutOfMemory messages already name the path.
+    if (bytes.status().code() != StatusCode::kParse) return bytes.status();
+    return with_path(bytes.status());
   }
+  Result<ShardingProblem> problem = ReadProblemBuffer(bytes.value(), format, max_input_bytes);
+  if (!problem.ok()) return with_path(problem.status());
   return problem;
 }
 

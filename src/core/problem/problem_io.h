@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/problem/sharding_problem.h"
+#include "core/util/bounded_input.h"
 #include "core/util/status.h"
 
 namespace alpa {
@@ -24,10 +25,17 @@ enum class ProblemFormat : int32_t { kAuto = 0, kIopddl = 1, kAlpa = 2 };
 
 // Parses bytes (gzip is detected by its magic number and inflated). kAuto picks Alpa when the
 // top-level object has "format": "alpa", else IOPDDL. The result is validated (ValidateProblem).
+// The decoded text may hold at most `max_input_bytes` (core/util/bounded_input.h); parsing costs
+// a bounded multiple of the text (core/util/json_document.h), and running out of memory is
+// kOutOfMemory, never an abort.
 Result<ShardingProblem> ReadProblemBuffer(std::string_view bytes,
-                                          ProblemFormat format = ProblemFormat::kAuto);
+                                          ProblemFormat format = ProblemFormat::kAuto,
+                                          uint64_t max_input_bytes = kDefaultMaxInputBytes);
+// The same from a file, read in pieces: a file that does not start like JSON or gzip fails after
+// its first bytes, one larger than the limit before it is read. Messages start with the path.
 Result<ShardingProblem> ReadProblemFile(const std::string& path,
-                                        ProblemFormat format = ProblemFormat::kAuto);
+                                        ProblemFormat format = ProblemFormat::kAuto,
+                                        uint64_t max_input_bytes = kDefaultMaxInputBytes);
 // The same from an already parsed JSON value (used by the one-shot JSON API).
 Result<ShardingProblem> ProblemFromJson(const nlohmann::json& json,
                                         ProblemFormat format = ProblemFormat::kAuto);

@@ -47,26 +47,19 @@ bool IsGzip(std::string_view bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-Result<std::string> Gunzip(std::string_view bytes, uint64_t max_bytes) {
-  if (!IsGzip(bytes)) return ParseError("gzip: missing magic number 1f 8b");
+namespace {
+
+// Inflates `bytes` (checked to start with the magic number) in pieces of at most kPiece bytes,
+// handing each piece to `sink` (which may stop the stream by returning an error). The output is
+// never held here, so counting the inflated size costs no memory.
+template <typename Sink>
+Status InflateTo(std::string_view bytes, Sink&& sink) {
   Inflater inflater;
   ALPA_RETURN_IF_ERROR(inflater.Init());
   z_stream& zs = inflater.stream();
-
-  std::string out;
-  // The trailer's ISIZE (size mod 2^32) is a good first guess for a single-member file; it is
-  // untrusted, so the guess is bounded by deflate's best ratio (about 1032:1) and the cap.
-  if (bytes.size() >= 18) {
-    const auto* tail = reinterpret_cast<const unsigned char*>(bytes.data() + bytes.size() - 4);
-    const uint64_t isize = uint64_t{tail[0]} | uint64_t{tail[1]} << 8 | uint64_t{tail[2]} << 16 |
-                           uint64_t{tail[3]} << 24;
-    const uint64_t bound = std::min<uint64_t>(uint64_t{bytes.size()} * 1032, max_bytes);
-    out.reserve(static_cast<size_t>(std::min(isize, bound)));
-  }
-
+  constexpr size_t kPiece = size_t{1} << 16;
+  unsigned char piece[kPiece];
   size_t in_pos = 0;
-  size_t out_len = 0;
-  int rc = Z_OK;
   while (true) {
     if (zs.avail_in == 0 && in_pos < bytes.size()) {
       const size_t n = std::min(kChunk, bytes.size() - in_pos);
@@ -75,24 +68,18 @@ Result<std::string> Gunzip(std::string_view bytes, uint64_t max_bytes) {
       zs.avail_in = static_cast<uInt>(n);
       in_pos += n;
     }
-    if (out_len == out.size()) {
-      if (out_len >= max_bytes) {
-        return ParseError("gzip: inflated data exceeds the limit of " + std::to_string(max_bytes) +
-                          " bytes (decompression bomb?)");
-      }
-      const uint64_t grown = std::max<uint64_t>(uint64_t{out.size()} * 2, 1 << 16);
-      out.resize(static_cast<size_t>(std::min(grown, max_bytes)));
+    zs.next_out = piece;
+    zs.avail_out = static_cast<uInt>(kPiece);
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    const size_t produced = kPiece - zs.avail_out;
+    if (produced > 0) {
+      ALPA_RETURN_IF_ERROR(sink(std::string_view(reinterpret_cast<const char*>(piece), produced)));
     }
-    const size_t room = std::min(kChunk, out.size() - out_len);
-    zs.next_out = reinterpret_cast<Bytef*>(&out[out_len]);
-    zs.avail_out = static_cast<uInt>(room);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out_len += room - zs.avail_out;
     if (rc == Z_STREAM_END) {
       // Another member may follow (concatenated .gz files); trailing zero padding is tolerated.
       const size_t consumed = in_pos - zs.avail_in;
       std::string_view rest = bytes.substr(consumed);
-      if (rest.find_first_not_of('\0') == std::string_view::npos) break;
+      if (rest.find_first_not_of('\0') == std::string_view::npos) return Status::Ok();
       if (!IsGzip(rest)) {
         return ParseError("gzip: trailing garbage after the compressed data at byte " +
                           std::to_string(consumed));
@@ -109,7 +96,33 @@ Result<std::string> Gunzip(std::string_view bytes, uint64_t max_bytes) {
       return ParseError("gzip: corrupt data: " + ZlibMessage(zs, rc));
     }
   }
-  out.resize(out_len);
+}
+
+}  // namespace
+
+Status InflatedLimitError(uint64_t max_bytes) {
+  return ParseError("gzip: inflated data exceeds the limit of " + std::to_string(max_bytes) +
+                    " bytes (decompression bomb?); " + kRaiseInputLimitHint);
+}
+
+Result<std::string> Gunzip(std::string_view bytes, uint64_t max_bytes) {
+  if (!IsGzip(bytes)) return ParseError("gzip: missing magic number 1f 8b");
+  // Two passes: the first only counts (and stops at the limit), so that a bomb costs no memory
+  // and the output is allocated once at its exact size, never grown by doubling (growing a
+  // multi-GiB string held the old and the new copy at once).
+  uint64_t size = 0;
+  ALPA_RETURN_IF_ERROR(InflateTo(bytes, [&](std::string_view piece) {
+    size += piece.size();
+    return size > max_bytes ? InflatedLimitError(max_bytes) : Status::Ok();
+  }));
+  std::string out;
+  out.reserve(static_cast<size_t>(size));
+  ALPA_RETURN_IF_ERROR(InflateTo(bytes, [&](std::string_view piece) {
+    // The data is read again: refuse if it is not what the first pass counted.
+    if (piece.size() > size - out.size()) return InternalError("gzip: input changed");
+    out.append(piece);
+    return Status::Ok();
+  }));
   return out;
 }
 

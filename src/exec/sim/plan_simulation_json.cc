@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/util/json_document.h"
 #include "core/util/json_util.h"
 #include "exec/sim/plan_simulation.h"
 
@@ -298,9 +299,15 @@ Result<PipelineSimInput> SimInputFromPlanJson(std::string_view plan_json,
                                               PipelineScheduleKind schedule,
                                               PlanSimulationContext* context) {
   ALPA_RETURN_IF_ERROR(CheckJsonNesting(plan_json, kMaxDepth, "plan JSON"));
+  Result<JsonDocument> root = ParseJsonDocument(plan_json, JsonRoot::kObjectOnly);
+  if (!root.ok()) {
+    if (root.status().code() == StatusCode::kOutOfMemory) {
+      return Status(StatusCode::kOutOfMemory, "out of memory while reading the plan JSON");
+    }
+    return ParseError("plan JSON: invalid JSON: " + root.status().message());
+  }
   try {
-    const json root = json::parse(plan_json.begin(), plan_json.end());
-    return ReadPlan(root, schedule, context);
+    return ReadPlan(root.value().root(), schedule, context);
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, "out of memory while reading the plan JSON");
   } catch (const std::exception& e) {

@@ -262,8 +262,8 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                 'header': 'alpa.h'},
  'alpa_solve_options_set_by_name': {'doc': 'By name, for CLIs and config files: '
                                            '"time_limit_seconds", "deterministic", "threads",\n'
-                                           '"relative_gap", "cost_model", "zero", '
-                                           '"force_data_parallel", "batch_mesh_dim",\n'
+                                           '"relative_gap", "max_input_bytes", "cost_model", '
+                                           '"zero", "force_data_parallel", "batch_mesh_dim",\n'
                                            '"allow_all_gather", "allow_all_to_all", '
                                            '"memory_budget_bytes". value is parsed as a number in\n'
                                            'any strtod form (integer options need an integral '
@@ -280,6 +280,25 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                                'const char* value',
                                                'alpa_error** err'],
                                     'header': 'alpa.h'},
+ 'alpa_problem_read_file_with_options': {'doc': 'alpa_problem_read_file with the input limit of '
+                                                '`options` (ALPA_OPT_MAX_INPUT_BYTES; NULL:\n'
+                                                'the default, 1 GiB). Every reader reads files in '
+                                                'pieces: a file that starts like neither JSON\n'
+                                                'nor gzip fails after its first bytes ("not JSON: '
+                                                'byte 0 is 0x00 ..."), a file or inflated\n'
+                                                'stream over the limit fails before it is read '
+                                                'whole ("input exceeds the limit of ... bytes\n'
+                                                '...; raise the limit with ..."), and memory '
+                                                'running out while parsing is\n'
+                                                'ALPA_ERR_OUT_OF_MEMORY. Caller frees *out with '
+                                                'alpa_problem_destroy.',
+                                         'returns': 'int32_t',
+                                         'params': ['alpa_problem** out',
+                                                    'const char* path',
+                                                    'int32_t format',
+                                                    'const alpa_solve_options* options',
+                                                    'alpa_error** err'],
+                                         'header': 'alpa.h'},
  'alpa_solve_options_set_warm_start': {'doc': 'A starting assignment (assignment[count], one '
                                               'strategy per node); count 0 clears it. Invalid\n'
                                               'or infeasible warm starts are ignored by the '
@@ -496,6 +515,18 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                           'returns': 'int32_t',
                           'params': ['alpa_graph** out', 'const char* path', 'alpa_error** err'],
                           'header': 'alpa.h'},
+ 'alpa_graph_read_file_with_options': {'doc': 'alpa_graph_read_file with the input limit of '
+                                              '`options` (ALPA_OPT_MAX_INPUT_BYTES; NULL: the\n'
+                                              'default, 1 GiB), as '
+                                              'alpa_problem_read_file_with_options. Caller frees '
+                                              '*out with\n'
+                                              'alpa_graph_destroy.',
+                                       'returns': 'int32_t',
+                                       'params': ['alpa_graph** out',
+                                                  'const char* path',
+                                                  'const alpa_solve_options* options',
+                                                  'alpa_error** err'],
+                                       'header': 'alpa.h'},
  'alpa_graph_read_buffer': {'doc': 'The same from bytes (data[size], need not be NUL-terminated). '
                                    'Caller frees *out with\n'
                                    'alpa_graph_destroy.',
