@@ -64,12 +64,21 @@ typedef struct progress_log {
 static int32_t on_progress(void* user_data, const alpa_plan_progress* p) {
   progress_log* log = (progress_log*)user_data;
   ++log->calls;
-  if (p == NULL || p->struct_size < sizeof(alpa_plan_progress) || p->version != 1 ||
+  if (p == NULL || p->struct_size < sizeof(alpa_plan_progress) || p->version != 2 ||
       p->phase == NULL || p->microbatches < 1 || p->seconds < 0 || p->done < 0 ||
-      p->done > p->total) {
+      p->done > p->total || p->time_limit_seconds != 0) {
     log->bad = 1;
   } else if (strcmp(p->phase, "dp") == 0) {
     log->saw_dp = 1;
+  } else if (strcmp(p->phase, "estimate") == 0) {
+    /* The work estimate comes before the solves it counts. */
+    if (p->piece_types < 1 || p->logical_meshes < 1 ||
+        p->solves_per_count != p->piece_types * p->logical_meshes ||
+        p->max_solves_per_count < p->solves_per_count || p->microbatch_counts < 1 ||
+        p->estimated_solves != p->solves_per_count * p->microbatch_counts ||
+        p->stage_candidates < 1 || p->done != 0) {
+      log->bad = 1;
+    }
   } else if (strcmp(p->phase, "build") != 0 && strcmp(p->phase, "cluster") != 0 &&
              strcmp(p->phase, "intra-op") != 0) {
     log->bad = 1;
