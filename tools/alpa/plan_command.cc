@@ -109,8 +109,7 @@ Command AddPlanCommand(CLI::App& app) {
   AddPlannerOptions(plan, &args->planner);
   plan->add_option("--time-limit", args->time_limit,
                    "Seconds for the whole search; when they run out, the best plan found so far "
-                   "(exit 1 with a timeout when there is none yet; default 0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+                   "(exit 1 with a timeout when there is none yet; default 0: no limit)");
   plan->add_option("-o,--output", args->output, "Write the detailed plan JSON to this file");
   plan->add_option("--svg", args->svg,
                    "Write the timeline of the plan's simulated iteration (SVG) to this file");

@@ -47,7 +47,7 @@ void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args) {
                         "Refuse plans needing more estimated intra-op solves (default 100000; "
                         "0: no limit)"};
   for (size_t k = 0; k < std::size(limits); ++k) {
-    command->add_option(limits[k].first, *limits[k].second, help[k])->check(CLI::NonNegativeNumber);
+    command->add_option(limits[k].first, *limits[k].second, help[k]);
   }
 }
 
@@ -108,7 +108,7 @@ int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args)
       {ALPA_PLAN_OPT_MAX_LAYERS, args.max_layers, "--max-layers"},
       {ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES, args.max_intra_op_solves, "--max-intra-op-solves"}};
   for (const auto& [key, value, option] : limits) {
-    if (value < 0) continue;
+    if (value == PlannerOptionArgs::kLimitNotGiven) continue;
     if (int rc = set_int(key, value, option)) return rc;
   }
   if (args.intra_op_time_limit > 0 &&
@@ -123,9 +123,9 @@ int32_t PrintPlanProgress(void* /*user*/, const alpa_plan_progress* progress) {
   const std::string phase = progress->phase;
   if (phase == "estimate") {
     std::printf(
-        "# %7.2fs  B=%-5lld estimate: %lld intra-op solves (%lld piece types x %lld logical "
-        "meshes; up to %lld with memory levels), up to %lld microbatch counts: %lld solves, up to "
-        "%lld stage candidates per count",
+        "# %7.2fs  B=%-5lld estimate: %lld intra-op solves per microbatch count (%lld piece "
+        "types x %lld logical meshes; up to %lld with memory levels), at most %lld count(s): "
+        "%lld solves; up to %lld stage candidates per count",
         progress->seconds, static_cast<long long>(progress->microbatches),
         static_cast<long long>(progress->solves_per_count),
         static_cast<long long>(progress->piece_types),

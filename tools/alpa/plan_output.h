@@ -23,9 +23,11 @@ struct PlannerOptionArgs {
   double intra_op_time_limit = 0;  // <= 0: the library's default
   bool exact = false;              // intra-op solves proven by GLPK
   int threads = 0;
-  // Work limits (planner_limits.h); -1: the library's default, 0: none.
-  int64_t max_hosts = -1, max_devices = -1, max_graph_ops = -1, max_layers = -1,
-          max_intra_op_solves = -1;
+  // Work limits (planner_limits.h); kLimitNotGiven: the library's default, 0: none. The library
+  // checks the values given (a negative one is an error naming the option).
+  static constexpr int64_t kLimitNotGiven = INT64_MIN;
+  int64_t max_hosts = kLimitNotGiven, max_devices = kLimitNotGiven, max_graph_ops = kLimitNotGiven,
+          max_layers = kLimitNotGiven, max_intra_op_solves = kLimitNotGiven;
 };
 
 // Registers --device-memory, --exact, --intra-op-time-limit, --threads and the work limits

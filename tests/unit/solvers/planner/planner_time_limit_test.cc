@@ -8,6 +8,7 @@
 #include <string>
 
 #include "models/planner_model.h"
+#include "solvers/planner/plan_json.h"
 #include "solvers/planner/planner.h"
 #include "support/clusters.h"
 
@@ -80,6 +81,8 @@ TEST(PlannerTimeLimit, ExpiredLimitReturnsTheBestPlanSoFar) {
   EXPECT_EQ(next_layer, p.clustering.num_layers);
   EXPECT_EQ(static_cast<int64_t>(devices.size()), cluster.num_devices());
   EXPECT_GT(p.iteration_seconds, 0);
+  EXPECT_NE(PipelinePlanJson(p, cluster, kSmallGpt, 0).find("\"time_limit_reached\":true"),
+            std::string::npos);
 }
 
 // A limit that is not reached changes nothing: the same plan as without one.
