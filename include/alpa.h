@@ -819,7 +819,8 @@ typedef struct alpa_plan_options alpa_plan_options;
 /** double seconds for the whole call, default 0 (0 or inf: none). When it expires no intra-op
  * solve starts (a running one ends at it), microbatch counts not yet started are skipped and the
  * stage DP runs on the logical meshes solved so far: the best plan so far is returned, or
- * ALPA_ERR_TIMEOUT when there is none. */
+ * ALPA_ERR_TIMEOUT when there is none. alpa_model_plan and alpa_graph_plan; the baseline search
+ * does not use it. */
 #define ALPA_PLAN_OPT_TIME_LIMIT_SECONDS 311
 /* Work limits, checked before the work starts (0: none). A call beyond one fails with
  * ALPA_ERR_INVALID_ARGUMENT, its message naming the limit and the option that raises it. */
