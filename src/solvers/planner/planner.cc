@@ -436,7 +436,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   bool stop_for_deadline = false;
   // Solves count b; false when the plan got no better (or none fits while one already does).
   auto solve = [&](int64_t b) -> Result<bool> {
-    if (call.DeadlinePassed()) stop_for_deadline = true;
+    if (call.DeadlinePassed()) stats.time_limit_reached = stop_for_deadline = true;
     if (stop_for_deadline) return false;
     stats.microbatches_tried.push_back(b);
     Result<Attempt> attempt = PlanForMicrobatches(model, cluster, options, b, device_memory, call);

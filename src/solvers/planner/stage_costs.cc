@@ -579,12 +579,13 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   Result<StageMeshes> meshes = EnumerateStageMeshes(cluster, table.submeshes);
   if (!meshes.ok()) return meshes.status();
 
-  if (run.before_solves) {
-    ALPA_RETURN_IF_ERROR(
-        run.before_solves(EstimateIntraOpWork(options, static_cast<int64_t>(pieces.type_rep.size()),
-                                              static_cast<int64_t>(meshes.value().meshes.size()),
-                                              run.microbatch_counts, clustering.num_layers)));
-  }
+  // The intra-op reports carry this count's estimate.
+  PlannerProgress progress_base = run.progress_base;
+  progress_base.estimate =
+      EstimateIntraOpWork(options, static_cast<int64_t>(pieces.type_rep.size()),
+                          static_cast<int64_t>(meshes.value().meshes.size()), run.microbatch_counts,
+                          clustering.num_layers);
+  if (run.before_solves) ALPA_RETURN_IF_ERROR(run.before_solves(progress_base.estimate));
 
   const IntraOpContext ctx{table,
                            pieces.type_rep,
@@ -594,7 +595,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
                            microbatches,
                            MostPiecesPerGroup(table, clustering.num_layers),
                            run.deadline};
-  ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, run.progress_base, start));
+  ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
 
   AddConfigs(table, meshes.value(), options.remat);
   if (table.configs.empty()) {
