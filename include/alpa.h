@@ -836,6 +836,19 @@ typedef struct alpa_plan_options alpa_plan_options;
 #define ALPA_PLAN_OPT_CLUSTERING_DELTA 308 /**< double >= 0, default 0.5: FLOPs balance slack */
 #define ALPA_PLAN_OPT_REMAT 309            /**< ALPA_REMAT_*, default ALPA_REMAT_SEARCH */
 #define ALPA_PLAN_OPT_INTRA_OP_EXACT 310   /**< 0/1, default 0: local search only; 1: GLPK proves */
+/** double seconds for the whole call, default 0 (0 or inf: none). When it expires no intra-op
+ * solve starts (a running one ends at it), microbatch counts not yet started are skipped and the
+ * stage DP runs on the logical meshes solved so far: the best plan so far is returned, or
+ * ALPA_ERR_TIMEOUT when there is none. alpa_model_plan and alpa_graph_plan; the baseline search
+ * does not use it. */
+#define ALPA_PLAN_OPT_TIME_LIMIT_SECONDS 311
+/* Work limits, checked before the work starts (0: none). A call beyond one fails with
+ * ALPA_ERR_INVALID_ARGUMENT, its message naming the limit and the option that raises it. */
+#define ALPA_PLAN_OPT_MAX_HOSTS 312     /**< int >= 0, default 1024: the cluster's hosts */
+#define ALPA_PLAN_OPT_MAX_DEVICES 313   /**< int >= 0, default 16384: the cluster's devices */
+#define ALPA_PLAN_OPT_MAX_GRAPH_OPS 314 /**< int >= 0, default 1000000: microbatch graph ops */
+#define ALPA_PLAN_OPT_MAX_LAYERS 315    /**< int >= 0, default 4096: the model's layers */
+#define ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES 316 /**< int >= 0, default 100000: estimated solves */
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: rematerialize (recompute the forward) or not */
 #define ALPA_REMAT_OFF 1
@@ -858,23 +871,37 @@ ALPA_API int32_t alpa_plan_options_set_double(alpa_plan_options* options, int32_
 /** By name: "num_layers", "microbatches", "max_microbatches", "threads",
  * "intra_op_time_limit_seconds", "intra_op_gap", "memory_levels", "device_memory_bytes",
  * "clustering_delta", "intra_op_exact" (0/1/true/false), "remat" ("search" / "off" / "on" or the
- * number). Integer options take an integer in any strtod form ("16e9"). Errors as for set_int, and
- * for an unknown name or text that is not a number. */
+ * number), "time_limit_seconds", "max_hosts", "max_devices", "max_graph_ops", "max_layers",
+ * "max_intra_op_solves". Integer options take an integer in any strtod form ("16e9"). Errors as for
+ * set_int, and for an unknown name or text that is not a number. */
 ALPA_API int32_t alpa_plan_options_set_by_name(alpa_plan_options* options, const char* name,
                                                const char* value, alpa_error** err);
 /** Cancel token (may be NULL to remove); it must outlive every planning call using it. */
 ALPA_API int32_t alpa_plan_options_set_cancel_token(alpa_plan_options* options,
                                                     alpa_cancel_token* token, alpa_error** err);
 
-/** Progress of a planning call (version 1). */
+/** Progress of a planning call (version 2; version 1 ends at `total`: read the later fields
+ * only when struct_size covers them). */
 typedef struct alpa_plan_progress {
-  size_t struct_size;   /**< sizeof(alpa_plan_progress) of the library that filled it */
-  int32_t version;      /**< 1 */
-  int32_t reserved;     /**< 0 */
-  double seconds;       /**< since the call started */
-  const char* phase;    /**< "build", "cluster", "intra-op", "dp" (static storage) */
+  size_t struct_size; /**< sizeof(alpa_plan_progress) of the library that filled it */
+  int32_t version;    /**< 2 */
+  int32_t reserved;   /**< 0 */
+  double seconds;     /**< since the call started */
+  /** "build", "cluster", "estimate" (the work of this microbatch count, before its solves),
+   * "intra-op", "dp", "time limit" (the deadline ended the search; the best plan so far is
+   * returned) (static storage) */
+  const char* phase;
   int64_t microbatches; /**< the microbatch count being planned */
   int64_t done, total;  /**< intra-op solves finished / scheduled for it */
+  /* Version 2: the time limit and the work estimate (zeros before the first "estimate"). */
+  double time_limit_seconds;    /**< the call's time limit; 0: none */
+  int64_t estimated_solves;     /**< level-0 intra-op solves over the counts to try */
+  int64_t solves_per_count;     /**< piece types x logical meshes */
+  int64_t max_solves_per_count; /**< with every memory level solved */
+  int64_t piece_types;          /**< distinct layer pieces */
+  int64_t logical_meshes;       /**< over all submesh shapes */
+  int64_t microbatch_counts;    /**< counts the search tries (at most) */
+  int64_t stage_candidates;     /**< per count, at most */
 } alpa_plan_progress;
 /** Runs on the calling thread only (intra-op solves run on worker threads too; the calling
  * thread reports the count of all finished ones as it finishes its own, and once at the end).

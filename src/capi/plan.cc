@@ -104,12 +104,20 @@ alpa::PlannerOptions ToPlannerOptions(const alpa_plan_options* options) {
       alpa_plan_progress info;
       std::memset(&info, 0, sizeof(info));
       info.struct_size = sizeof(alpa_plan_progress);
-      info.version = 1;
+      info.version = 2;
       info.seconds = p.seconds;
       info.phase = p.phase != nullptr ? p.phase : "";
       info.microbatches = p.microbatches;
       info.done = p.done;
       info.total = p.total;
+      info.time_limit_seconds = p.time_limit_seconds;
+      info.estimated_solves = p.estimate.solves;
+      info.solves_per_count = p.estimate.solves_per_count;
+      info.max_solves_per_count = p.estimate.max_solves_per_count;
+      info.piece_types = p.estimate.piece_types;
+      info.logical_meshes = p.estimate.logical_meshes;
+      info.microbatch_counts = p.estimate.microbatch_counts;
+      info.stage_candidates = p.estimate.stage_candidates;
       return fn(user, &info) == 0;
     };
   }

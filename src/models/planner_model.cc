@@ -21,6 +21,15 @@ Result<PlannerModel> PlannerModelFromSpec(const std::string& spec) {
   } catch (...) {
     return InvalidArgument("model '" + spec + "': batch '" + it->second + "' is not an integer");
   }
+  // The layer count, when the spec has one, lets the planner refuse a model over its layer
+  // limit before building a graph of that many layers.
+  if (auto layers = ms.keys.find("layers"); layers != ms.keys.end()) {
+    try {
+      model.layers = std::stoll(layers->second);
+    } catch (...) {
+      model.layers = 0;  // not a count (the builder rejects it with its own message)
+    }
+  }
   model.build = [ms](int64_t microbatches) -> Result<Graph> {
     ModelSpec one = ms;
     const int64_t batch = std::stoll(ms.keys.at("batch"));

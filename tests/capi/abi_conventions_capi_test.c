@@ -142,7 +142,10 @@ static void test_out_of_range_getters(void) {
 static void test_struct_layouts(void) {
   CHECK(sizeof(alpa_progress) == offsetof(alpa_progress, phase) + sizeof(const char*));
   CHECK(offsetof(alpa_progress, reserved) == offsetof(alpa_progress, version) + 4);
-  CHECK(sizeof(alpa_plan_progress) == offsetof(alpa_plan_progress, total) + sizeof(int64_t));
+  CHECK(sizeof(alpa_plan_progress) ==
+        offsetof(alpa_plan_progress, stage_candidates) + sizeof(int64_t));
+  CHECK(offsetof(alpa_plan_progress, time_limit_seconds) ==
+        offsetof(alpa_plan_progress, total) + sizeof(int64_t));
   CHECK(offsetof(alpa_plan_progress, seconds) == offsetof(alpa_plan_progress, reserved) + 4);
   CHECK(sizeof(alpa_stage_info) == offsetof(alpa_stage_info, in_flight) + sizeof(int64_t));
   CHECK(offsetof(alpa_stage_info, submesh_hosts) == offsetof(alpa_stage_info, reserved0) + 4);
@@ -155,7 +158,7 @@ static void test_struct_layouts(void) {
         offsetof(alpa_manual_plan, tensor_inside_host) + sizeof(int32_t));
   if (sizeof(void*) == 8 && sizeof(size_t) == 8) {
     CHECK(sizeof(alpa_progress) == 48);
-    CHECK(sizeof(alpa_plan_progress) == 56);
+    CHECK(sizeof(alpa_plan_progress) == 120);
     CHECK(sizeof(alpa_stage_info) == 128);
     CHECK(sizeof(alpa_slice_move) == 176);
   }

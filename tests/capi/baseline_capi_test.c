@@ -179,7 +179,7 @@ static void test_manual_pipeline(void) {
 
 static int32_t count_progress(void* user_data, const alpa_plan_progress* p) {
   int* calls = (int*)user_data;
-  if (p != NULL && p->struct_size >= sizeof(alpa_plan_progress) && p->version == 1) ++*calls;
+  if (p != NULL && p->struct_size >= sizeof(alpa_plan_progress) && p->version == 2) ++*calls;
   return 0;
 }
 

@@ -64,12 +64,21 @@ typedef struct progress_log {
 static int32_t on_progress(void* user_data, const alpa_plan_progress* p) {
   progress_log* log = (progress_log*)user_data;
   ++log->calls;
-  if (p == NULL || p->struct_size < sizeof(alpa_plan_progress) || p->version != 1 ||
+  if (p == NULL || p->struct_size < sizeof(alpa_plan_progress) || p->version != 2 ||
       p->phase == NULL || p->microbatches < 1 || p->seconds < 0 || p->done < 0 ||
-      p->done > p->total) {
+      p->done > p->total || p->time_limit_seconds != 0) {
     log->bad = 1;
   } else if (strcmp(p->phase, "dp") == 0) {
     log->saw_dp = 1;
+  } else if (strcmp(p->phase, "estimate") == 0) {
+    /* The work estimate comes before the solves it counts. */
+    if (p->piece_types < 1 || p->logical_meshes < 1 ||
+        p->solves_per_count != p->piece_types * p->logical_meshes ||
+        p->max_solves_per_count < p->solves_per_count || p->microbatch_counts < 1 ||
+        p->estimated_solves != p->solves_per_count * p->microbatch_counts ||
+        p->stage_candidates < 1 || p->done != 0) {
+      log->bad = 1;
+    }
   } else if (strcmp(p->phase, "build") != 0 && strcmp(p->phase, "cluster") != 0 &&
              strcmp(p->phase, "intra-op") != 0) {
     log->bad = 1;
@@ -607,7 +616,46 @@ static void test_options(void) {
   CHECK(alpa_plan_options_set_progress(NULL, NULL, NULL, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_plan_options_set_cancel_token(o, NULL, NULL) == ALPA_OK);
   CHECK(alpa_plan_options_set_progress(o, NULL, NULL, NULL) == ALPA_OK);
+  /* The time limit and the work limits (0 / "none": no limit; NaN and negatives rejected). */
+  CHECK(alpa_plan_options_set_double(o, ALPA_PLAN_OPT_TIME_LIMIT_SECONDS, 10.0, NULL) == ALPA_OK);
+  CHECK(alpa_plan_options_set_by_name(o, "time_limit_seconds", "inf", NULL) == ALPA_OK);
+  CHECK(alpa_plan_options_set_by_name(o, "time_limit_seconds", "nan", &err) ==
+        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "plan option \"time_limit_seconds\": must be a number of seconds"));
+  err = NULL;
+  CHECK(alpa_plan_options_set_by_name(o, "max_hosts", "none", NULL) == ALPA_OK);
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MAX_DEVICES, 0, NULL) == ALPA_OK);
+  CHECK(alpa_plan_options_set_by_name(o, "max_graph_ops", "1e6", NULL) == ALPA_OK);
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MAX_LAYERS, -1, &err) ==
+        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "plan option \"max_layers\": must be an integer >= 0 (0: no limit)"));
+  err = NULL;
+  CHECK(alpa_plan_options_set_by_name(o, "max_intra_op_solves", "5", NULL) == ALPA_OK);
   alpa_plan_options_destroy(o);
+}
+
+/* A cluster over the host limit is refused before any work, naming the option that raises it;
+ * a time limit that expires before any plan is ALPA_ERR_TIMEOUT. */
+static void test_limits(void) {
+  alpa_cluster* c = NULL;
+  alpa_plan_options* o = quick_options();
+  alpa_plan* plan = NULL;
+  alpa_error* err = NULL;
+  CHECK(alpa_cluster_create_preset(&c, "p3.16xlarge", 4, NULL) == ALPA_OK);
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MAX_HOSTS, 2, NULL) == ALPA_OK);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err,
+                       "the cluster has 4 hosts, more than the limit of 2; raise the limit "
+                       "with the plan option max_hosts"));
+  err = NULL;
+  CHECK(plan == NULL);
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MAX_HOSTS, 0, NULL) == ALPA_OK);
+  CHECK(alpa_plan_options_set_double(o, ALPA_PLAN_OPT_TIME_LIMIT_SECONDS, 1e-9, NULL) == ALPA_OK);
+  CHECK(alpa_model_plan(&plan, SMALL_GPT, c, o, &err) == ALPA_ERR_TIMEOUT);
+  CHECK(error_mentions(err, "planning time limit of 1e-09 s reached before any plan was found"));
+  CHECK(plan == NULL);
+  alpa_plan_options_destroy(o);
+  alpa_cluster_destroy(c);
 }
 
 static void test_errors(void) {
@@ -722,5 +770,6 @@ int main(void) {
   timed("plan model, six devices", test_plan_model_six_devices);
   timed("plan graph", test_plan_graph);
   timed("errors", test_errors);
+  timed("limits", test_limits);
   return check_summary();
 }

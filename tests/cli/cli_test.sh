@@ -243,6 +243,16 @@ expect plan_infeasible 2 'smallest device memory that fits a plan is' -- "$alpa"
 expect plan_bad_cluster 1 'error: --cluster' -- "$alpa" plan --model "$gpt" --cluster nosuch:2
 expect plan_bad_model 1 'error: .*nosuchnet' -- "$alpa" plan --model nosuchnet
 expect plan_bad_remat 1 'error: --remat' -- "$alpa" plan "${plan[@]}" --remat sometimes
+# Work limits refuse before the work starts, naming the limit and the flag that raises it; the
+# estimate and the time limit show in the progress; a time limit with nothing planned is an error.
+expect plan_max_hosts 1 'the cluster has 4096 hosts, more than the limit of 1024; raise the limit with the plan option max_hosts \(CLI --max-hosts' -- "$alpa" plan --cluster p3.16xlarge:4096
+expect plan_max_hosts_flag 1 'the cluster has 4 hosts, more than the limit of 2' -- "$alpa" plan --model "$gpt" --cluster p3.16xlarge:4 --max-hosts 2
+expect plan_max_layers 1 'the model has 1000000 layers, more than the limit of 4096.*--max-layers' -- "$alpa" plan --model gpt:layers=1000000
+expect plan_max_hosts_negative 1 'error: --max-hosts: .*must be an integer >= 0 \(0: no limit\) \(got -1\)' -- "$alpa" plan "${plan[@]}" --max-hosts -1
+expect baseline_max_hosts 1 'more than the limit of 1024.*--max-hosts' -- "$alpa" baseline --cluster p3.16xlarge:4096 -q
+expect plan_estimate 0 '^# .*estimate: [0-9]+ intra-op solves per microbatch count \([0-9]+ piece types x 10 logical meshes.*; time limit 600 s$' -- "$alpa" plan "${plan[@]}" -B 4 --time-limit 600
+expect plan_time_limit_none 1 'error: .*planning time limit of 1e-06 s reached before any plan was found' -- "$alpa" plan "${plan[@]}" --time-limit 0.000001
+expect plan_time_limit_negative 1 'error: --time-limit: .*must be a number of seconds >= 0' -- "$alpa" plan "${plan[@]}" --time-limit -1
 
 # alpa simulate: one simulated iteration of the plan written above with -o (detail 1) and of a
 # summary (--json); alpa plan --svg.

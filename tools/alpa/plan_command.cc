@@ -24,9 +24,10 @@ struct PlanArgs {
   int32_t layers = 0;  // layer groups; 0: the graph's layers, at most 16
   std::string remat;   // "", "search", "off", "on"
   PlannerOptionArgs planner;
-  std::string output;  // write the detailed plan JSON here
-  std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
-  bool json = false;   // print the summary JSON as the last line
+  double time_limit = 0;  // seconds for the whole search; 0: none
+  std::string output;     // write the detailed plan JSON here
+  std::string svg;        // write the timeline of the plan's simulated iteration (1F1B) here
+  bool json = false;      // print the summary JSON as the last line
   bool quiet = false;
 };
 
@@ -60,6 +61,10 @@ int RunPlan(const PlanArgs& args) {
     return ReportError(err, "--remat");
   }
   if (int rc = SetPlannerOptions(handles.options, args.planner)) return rc;
+  if (alpa_plan_options_set_double(handles.options, ALPA_PLAN_OPT_TIME_LIMIT_SECONDS,
+                                   args.time_limit, &err) != ALPA_OK) {
+    return ReportError(err, "--time-limit");
+  }
   if (!args.quiet && !args.json) {
     alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
@@ -104,6 +109,9 @@ Command AddPlanCommand(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--remat", args->remat, "Rematerialization: search (default), off, on");
   AddPlannerOptions(plan, &args->planner);
+  plan->add_option("--time-limit", args->time_limit,
+                   "Seconds for the whole search; when they run out, the best plan found so far "
+                   "(exit 1 with a timeout when there is none yet; default 0: no limit)");
   plan->add_option("-o,--output", args->output, "Write the detailed plan JSON to this file");
   plan->add_option("--svg", args->svg,
                    "Write the timeline of the plan's simulated iteration (SVG) to this file");

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cli_output.h"
@@ -31,6 +34,21 @@ void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args) {
                    "Seconds per intra-op solve with --exact (default 0.5)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
+  const std::pair<const char*, int64_t*> limits[] = {
+      {"--max-hosts", &args->max_hosts},
+      {"--max-devices", &args->max_devices},
+      {"--max-graph-ops", &args->max_graph_ops},
+      {"--max-layers", &args->max_layers},
+      {"--max-intra-op-solves", &args->max_intra_op_solves}};
+  const char* help[] = {"Refuse clusters of more hosts (default 1024; 0: no limit)",
+                        "Refuse clusters of more devices (default 16384; 0: no limit)",
+                        "Refuse microbatch graphs of more ops (default 1000000; 0: no limit)",
+                        "Refuse models of more layers (default 4096; 0: no limit)",
+                        "Refuse plans needing more estimated intra-op solves (default 100000; "
+                        "0: no limit)"};
+  for (size_t k = 0; k < std::size(limits); ++k) {
+    command->add_option(limits[k].first, *limits[k].second, help[k]);
+  }
 }
 
 PlanHandles::~PlanHandles() {
@@ -83,6 +101,16 @@ int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args)
   if (args.exact) {
     if (int rc = set_int(ALPA_PLAN_OPT_INTRA_OP_EXACT, 1, "--exact")) return rc;
   }
+  const std::tuple<int32_t, int64_t, const char*> limits[] = {
+      {ALPA_PLAN_OPT_MAX_HOSTS, args.max_hosts, "--max-hosts"},
+      {ALPA_PLAN_OPT_MAX_DEVICES, args.max_devices, "--max-devices"},
+      {ALPA_PLAN_OPT_MAX_GRAPH_OPS, args.max_graph_ops, "--max-graph-ops"},
+      {ALPA_PLAN_OPT_MAX_LAYERS, args.max_layers, "--max-layers"},
+      {ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES, args.max_intra_op_solves, "--max-intra-op-solves"}};
+  for (const auto& [key, value, option] : limits) {
+    if (value == PlannerOptionArgs::kLimitNotGiven) continue;
+    if (int rc = set_int(key, value, option)) return rc;
+  }
   if (args.intra_op_time_limit > 0 &&
       alpa_plan_options_set_double(options, ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT,
                                    args.intra_op_time_limit, &err) != ALPA_OK) {
@@ -93,7 +121,28 @@ int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args)
 
 int32_t PrintPlanProgress(void* /*user*/, const alpa_plan_progress* progress) {
   const std::string phase = progress->phase;
-  if (phase == "intra-op") {
+  if (phase == "estimate") {
+    std::printf(
+        "# %7.2fs  B=%-5lld estimate: %lld intra-op solves per microbatch count (%lld piece "
+        "types x %lld logical meshes; up to %lld with memory levels), at most %lld count(s): "
+        "%lld solves; up to %lld stage candidates per count",
+        progress->seconds, static_cast<long long>(progress->microbatches),
+        static_cast<long long>(progress->solves_per_count),
+        static_cast<long long>(progress->piece_types),
+        static_cast<long long>(progress->logical_meshes),
+        static_cast<long long>(progress->max_solves_per_count),
+        static_cast<long long>(progress->microbatch_counts),
+        static_cast<long long>(progress->estimated_solves),
+        static_cast<long long>(progress->stage_candidates));
+    if (progress->time_limit_seconds > 0) {
+      std::printf("; time limit %g s", progress->time_limit_seconds);
+    }
+    std::printf("\n");
+  } else if (phase == "time limit") {
+    std::printf("# %7.2fs  B=%-5lld time limit of %g s reached: the best plan found so far\n",
+                progress->seconds, static_cast<long long>(progress->microbatches),
+                progress->time_limit_seconds);
+  } else if (phase == "intra-op") {
     // One line per tenth of the solves (and the last), not one per solve.
     const int64_t step = std::max<int64_t>(1, progress->total / 10);
     if (progress->done % step != 0 && progress->done != progress->total) return 0;

@@ -23,9 +23,16 @@ struct PlannerOptionArgs {
   double intra_op_time_limit = 0;  // <= 0: the library's default
   bool exact = false;              // intra-op solves proven by GLPK
   int threads = 0;
+  // Work limits (planner_limits.h); kLimitNotGiven: the library's default, 0: none. The library
+  // checks the values given (a negative one is an error naming the option).
+  static constexpr int64_t kLimitNotGiven = INT64_MIN;
+  int64_t max_hosts = kLimitNotGiven, max_devices = kLimitNotGiven, max_graph_ops = kLimitNotGiven,
+          max_layers = kLimitNotGiven, max_intra_op_solves = kLimitNotGiven;
 };
 
-// Registers --device-memory, --exact, --intra-op-time-limit and --threads on `command`.
+// Registers --device-memory, --exact, --intra-op-time-limit, --threads and the work limits
+// (--max-hosts, --max-devices, --max-graph-ops, --max-layers, --max-intra-op-solves) on
+// `command`.
 void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args);
 
 // Owns the handles of one planning run; frees them on every path.
@@ -44,11 +51,12 @@ struct PlanHandles {
 // 0, or the exit code after reporting the error (naming --cluster).
 int MakePlanCluster(const std::string& text, alpa_cluster** out);
 
-// Sets --device-memory, --exact, --intra-op-time-limit and --threads on `options`; 0, or the
-// exit code after reporting the error (naming the option).
+// Sets the options AddPlannerOptions registers on `options`; 0, or the exit code after reporting
+// the error (naming the option).
 int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args);
 
-// Progress callback printing "# SECONDS  B=N PHASE" lines (intra-op solves one line per tenth).
+// Progress callback printing "# SECONDS  B=N PHASE" lines (intra-op solves one line per tenth;
+// the work estimate and the time limit, when set, on the "estimate" line).
 int32_t PrintPlanProgress(void* user, const alpa_plan_progress* progress);
 
 // "# alpa VERSION: DOING WHAT on CLUSTER (H hosts x D devices)".

@@ -29,6 +29,8 @@ Result<std::vector<ManualPlanSpec>> MegatronBaselineGrid(ManualPlanEvaluator& ev
                                                          const Cluster& cluster,
                                                          const PlannerOptions& options) {
   ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+  ALPA_RETURN_IF_ERROR(CheckClusterLimits(cluster, options.limits));
+  ALPA_RETURN_IF_ERROR(CheckModelLayerLimit(model.layers, options.limits));
   if (options.microbatches < 0) {
     return InvalidArgument("baseline: microbatches must be >= 1 (got " +
                            std::to_string(options.microbatches) + ")");

@@ -160,6 +160,8 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
                   {"stage_candidates", st.candidates},
                   {"pruned_candidates", st.pruned_candidates},
                   {"microbatches_tried", st.microbatches_tried}};
+  // Only a plan cut short says so: every other plan's JSON stays as it was.
+  if (st.time_limit_reached) j["compile"]["time_limit_reached"] = true;
   return j.dump();
 }
 

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "core/cluster/sharding_spec.h"
@@ -51,6 +53,19 @@ struct Attempt {
   bool feasible = false;
   PipelinePlan plan;
   int64_t smallest_fitting_memory = -1;  // when infeasible: the least device memory that fits
+  bool fitting_memory_skipped = false;   // when infeasible: the deadline left no time for it
+  bool time_limit_reached = false;       // the deadline cut this count's work short
+};
+
+// What the microbatch counts of one planning call share.
+struct PlannerCall {
+  Clock::time_point t0;
+  std::optional<Clock::time_point> deadline;
+  int64_t microbatch_counts = 1;  // the search's counts (at most), for the estimate
+  PlannerProgress progress;       // the time limit and the latest estimate
+  PlannerStats stats;
+
+  bool DeadlinePassed() const { return deadline && Clock::now() >= *deadline; }
 };
 
 // The smallest device memory under which the DP finds a plan (binary search over bytes).
@@ -168,9 +183,10 @@ void SetPlanFlops(PipelinePlan& plan, const Graph& graph, const StageCostTable& 
 
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
                                     const PlannerOptions& options, int64_t microbatches,
-                                    int64_t device_memory, Clock::time_point t0,
-                                    PlannerStats& stats) {
-  PlannerProgress base;
+                                    int64_t device_memory, PlannerCall& call) {
+  const Clock::time_point t0 = call.t0;
+  PlannerStats& stats = call.stats;
+  PlannerProgress base = call.progress;
   base.microbatches = microbatches;
   auto report = [&](const char* phase) {
     if (!options.on_progress) return true;
@@ -183,6 +199,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   if (!built.ok()) return built.status();
   Graph graph = std::move(built).value();
   ALPA_RETURN_IF_ERROR(ValidateGraph(graph));
+  ALPA_RETURN_IF_ERROR(CheckGraphLimits(graph, options.limits));
 
   if (!report("cluster")) return Status(StatusCode::kCancelled, "planning cancelled");
   Clock::time_point phase = Clock::now();
@@ -196,13 +213,26 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
 
   phase = Clock::now();
   base.seconds = Since(t0);
+  StageCostRun run;
+  run.progress_base = base;
+  run.deadline = call.deadline;
+  run.microbatch_counts = call.microbatch_counts;
+  run.before_solves = [&](const PlannerWorkEstimate& estimate) -> Status {
+    ALPA_RETURN_IF_ERROR(CheckWorkEstimate(estimate, options.limits));
+    call.progress.estimate = estimate;
+    base.estimate = estimate;
+    if (!report("estimate")) return Status(StatusCode::kCancelled, "planning cancelled");
+    return Status::Ok();
+  };
   Result<StageCostTable> table =
-      BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, base);
+      BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, run);
   if (!table.ok()) return table.status();
   const StageCostTable& stage_costs = table.value();
   stats.intra_op_seconds += Since(phase);
   stats.intra_op_solves += stage_costs.solves;
   stats.intra_op_proven += stage_costs.proven;
+  Attempt attempt;
+  attempt.time_limit_reached = stage_costs.time_limit_reached;
 
   if (!report("dp")) return Status(StatusCode::kCancelled, "planning cancelled");
   phase = Clock::now();
@@ -216,10 +246,15 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   Result<StageDpResult> solved = SolveStageDp(input);
   if (!solved.ok()) return solved.status();
   const StageDpResult& dp = solved.value();
-  Attempt attempt;
   if (!dp.feasible) {
-    attempt.smallest_fitting_memory =
-        SmallestFittingMemory(input, stage_costs, clustering.num_layers);
+    // The smallest fitting memory only improves the message; the deadline skips it.
+    if (call.DeadlinePassed()) {
+      attempt.fitting_memory_skipped = true;
+      attempt.time_limit_reached = true;
+    } else {
+      attempt.smallest_fitting_memory =
+          SmallestFittingMemory(input, stage_costs, clustering.num_layers);
+    }
     stats.dp_seconds += Since(phase);
     return attempt;
   }
@@ -235,6 +270,9 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
     StageDpResult alternative;
     if (limit == dp_stages) {
       alternative = dp;
+    } else if (call.DeadlinePassed()) {
+      attempt.time_limit_reached = true;
+      break;
     } else {
       input.max_stages = limit;
       Result<StageDpResult> r = SolveStageDp(input);
@@ -261,6 +299,37 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   plan.clustering = clustering;
   attempt.feasible = true;
   return attempt;
+}
+
+// The options' time limit and work limits.
+Status ValidatePlannerBounds(const PlannerOptions& options) {
+  if (std::isnan(options.time_limit_seconds) || options.time_limit_seconds < 0) {
+    return InvalidArgument(
+        "planner: time_limit_seconds must be >= 0 (0 or infinity: no limit; got " +
+        std::to_string(options.time_limit_seconds) + ")");
+  }
+  const PlannerLimits& l = options.limits;
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"max_hosts", l.max_hosts},
+                                    {"max_devices", l.max_devices},
+                                    {"max_graph_ops", l.max_graph_ops},
+                                    {"max_layers", l.max_layers},
+                                    {"max_intra_op_solves", l.max_intra_op_solves}}) {
+    if (value < 0) {
+      return InvalidArgument(std::string("planner: ") + name + " must be >= 0 (0: no limit; got " +
+                             std::to_string(value) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+// kTimeout for a call whose time limit came before any plan.
+Status TimedOut(double limit_seconds, const std::string& detail) {
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", limit_seconds);
+  return Status(StatusCode::kTimeout, std::string("planning time limit of ") + limit +
+                                          " s reached before any plan was found (" + detail +
+                                          "); raise the plan option time_limit_seconds (CLI "
+                                          "--time-limit)");
 }
 
 std::string GiB(int64_t bytes) {
@@ -299,6 +368,9 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
                                   const PlannerOptions& options) {
   const Clock::time_point t0 = Clock::now();
   ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+  ALPA_RETURN_IF_ERROR(ValidatePlannerBounds(options));
+  ALPA_RETURN_IF_ERROR(CheckClusterLimits(cluster, options.limits));
+  ALPA_RETURN_IF_ERROR(CheckModelLayerLimit(model.layers, options.limits));
   if (!model.build) return InvalidArgument("planner: the model has no graph builder");
   if (options.microbatches < 0) {
     return InvalidArgument("planner: microbatches must be >= 1 (got " +
@@ -348,17 +420,37 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   // solves (counts that are cheap to solve; deterministic, unlike a time budget).
   constexpr size_t kMicrobatchSolves = 3, kExtraCounts = 2;
   constexpr int64_t kExtraCountSolves = 1000;
-  PlannerStats stats;
+  PlannerCall call;
+  call.t0 = t0;
+  if (options.time_limit_seconds > 0 && std::isfinite(options.time_limit_seconds)) {
+    call.deadline = t0 + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(options.time_limit_seconds));
+    call.progress.time_limit_seconds = options.time_limit_seconds;
+  }
+  call.microbatch_counts = static_cast<int64_t>(std::min(choices.size(), kMicrobatchSolves));
+  PlannerStats& stats = call.stats;
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
+  bool fitting_memory_skipped = false;
+  // Once the deadline has cut a count short (or passed), no further count starts.
+  bool stop_for_deadline = false;
   // Solves count b; false when the plan got no better (or none fits while one already does).
   auto solve = [&](int64_t b) -> Result<bool> {
+    if (call.DeadlinePassed()) stats.time_limit_reached = stop_for_deadline = true;
+    if (stop_for_deadline) return false;
     stats.microbatches_tried.push_back(b);
-    Result<Attempt> attempt =
-        PlanForMicrobatches(model, cluster, options, b, device_memory, t0, stats);
-    if (!attempt.ok()) return attempt.status();
+    Result<Attempt> attempt = PlanForMicrobatches(model, cluster, options, b, device_memory, call);
+    if (!attempt.ok()) {
+      // A count the deadline left nothing of ends the search with the plans found so far.
+      if (attempt.status().code() != StatusCode::kTimeout) return attempt.status();
+      stats.time_limit_reached = stop_for_deadline = true;
+      if (!best) return TimedOut(options.time_limit_seconds, attempt.status().message());
+      return false;
+    }
     Attempt& a = attempt.value();
+    if (a.time_limit_reached) stats.time_limit_reached = stop_for_deadline = true;
     if (!a.feasible) {
+      fitting_memory_skipped = fitting_memory_skipped || a.fitting_memory_skipped;
       if (a.smallest_fitting_memory > 0 &&
           (smallest_fitting < 0 || a.smallest_fitting_memory < smallest_fitting)) {
         smallest_fitting = a.smallest_fitting_memory;
@@ -380,7 +472,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
            (stats.microbatches_tried.size() < kMicrobatchSolves + kExtraCounts &&
             stats.intra_op_solves <= kExtraCountSolves);
   };
-  while (best && budget()) {
+  while (best && budget() && !stop_for_deadline) {
     const auto at = std::find(choices.begin(), choices.end(), best->microbatches);
     std::vector<int64_t> untried;
     for (auto it : {at + 1, at - 1}) {  // half the best count, then twice it
@@ -395,15 +487,31 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     Result<bool> improved = solve(next);
     if (!improved.ok()) return improved.status();
   }
+  if (!best && stop_for_deadline) {
+    return TimedOut(options.time_limit_seconds,
+                    stats.microbatches_tried.empty()
+                        ? "no microbatch count was started"
+                        : "the microbatch counts tried found no plan that fits in " +
+                              GiB(device_memory) + " per device");
+  }
   if (!best) {
     std::string message = "no plan fits in " + GiB(device_memory) + " per device";
     if (smallest_fitting > 0) {
       message += "; the smallest device memory that fits a plan is " + GiB(smallest_fitting) +
                  " (" + std::to_string(smallest_fitting) + " bytes)";
+    } else if (fitting_memory_skipped) {
+      message += "; the time limit left no time to find the smallest device memory that fits";
     } else {
       message += "; no plan fits at any memory size with these layer groups";
     }
     return Status(StatusCode::kInfeasible, message);
+  }
+  if (stats.time_limit_reached && options.on_progress) {
+    PlannerProgress progress = call.progress;
+    progress.phase = "time limit";
+    progress.microbatches = best->microbatches;
+    progress.seconds = Since(t0);
+    if (!options.on_progress(progress)) return Status(StatusCode::kCancelled, "planning cancelled");
   }
   best->stats.clustering_seconds = stats.clustering_seconds;
   best->stats.intra_op_seconds = stats.intra_op_seconds;
@@ -411,6 +519,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   best->stats.intra_op_solves = stats.intra_op_solves;
   best->stats.intra_op_proven = stats.intra_op_proven;
   best->stats.microbatches_tried = stats.microbatches_tried;
+  best->stats.time_limit_reached = stats.time_limit_reached;
   best->stats.total_seconds = Since(t0);
   return std::move(*best);
 }

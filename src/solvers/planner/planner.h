@@ -25,15 +25,20 @@
 #include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 #include "solvers/pipeline/layer_clustering.h"
+#include "solvers/planner/planner_limits.h"
 #include "solvers/planner/subgraph.h"
 
 namespace alpa {
 
 struct PlannerProgress {
-  const char* phase = "";  // "build", "cluster", "intra-op", "dp"
+  // "build", "cluster", "estimate" (the work of this B, before its solves), "intra-op", "dp",
+  // "time limit" (the deadline stopped the search; the best plan so far is returned)
+  const char* phase = "";
   int64_t microbatches = 0;
-  int64_t done = 0, total = 0;  // intra-op solves finished / scheduled for this B
-  double seconds = 0;           // since the planner started
+  int64_t done = 0, total = 0;    // intra-op solves finished / scheduled for this B
+  double seconds = 0;             // since the planner started
+  double time_limit_seconds = 0;  // the call's time limit (0: none)
+  PlannerWorkEstimate estimate;   // of the latest B estimated (zeros before the first)
 };
 
 enum class RematMode : int32_t { kSearch = 0, kOff = 1, kOn = 2 };
@@ -58,6 +63,12 @@ struct PlannerOptions {
   RematMode remat = RematMode::kSearch;
   // Device memory the plan must fit in; none: the cluster's.
   std::optional<int64_t> device_memory_bytes;
+  // The whole call's wall-clock limit in seconds (0 or infinity: none). When it expires no
+  // intra-op solve starts (one running ends at it), the microbatch counts not yet started are
+  // skipped, and the stage DP runs on the logical meshes that every piece type was solved on:
+  // the best plan so far is returned (stats.time_limit_reached), or kTimeout when there is none.
+  double time_limit_seconds = 0;
+  PlannerLimits limits;  // refusals before the work starts (planner_limits.h)
   std::function<bool(const PlannerProgress&)> on_progress;  // false cancels
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -68,6 +79,9 @@ struct PlannerModel {
   // The batch the microbatches split; 0: the graph is fixed (one microbatch is what `build`
   // returns whatever B is), so B is options.microbatches or 1.
   int64_t global_batch = 0;
+  // The model's layer count when known before building (a zoo spec's `layers`), checked
+  // against options.limits.max_layers before the first build; 0: unknown.
+  int64_t layers = 0;
 };
 
 // One layer piece of a stage: its subgraph and its auto-sharding on the stage's mesh.
@@ -122,6 +136,7 @@ struct PlannerStats {
   int64_t candidates = 0;                   // stage candidates given to the DP (chosen B)
   int64_t pruned_candidates = 0;            // dropped as dominated (chosen B)
   std::vector<int64_t> microbatches_tried;
+  bool time_limit_reached = false;  // the plan is the best found before the time limit
 };
 
 struct PipelinePlan {
@@ -152,9 +167,10 @@ struct PlanOpSite {
 std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan);
 
 // Errors: kInvalidArgument (bad options: microbatches < 0 or not dividing the global batch,
-// num_layers < 0, ...; a bad cluster), the builder's errors, kInfeasible when no plan fits
-// the device memory (the message gives the smallest device memory that would fit, when one
-// exists), kCancelled.
+// num_layers < 0, ...; a bad cluster; a model, graph, cluster or work estimate over
+// options.limits), the builder's errors, kInfeasible when no plan fits the device memory (the
+// message gives the smallest device memory that would fit, when one exists and the time limit
+// left time to find it), kTimeout when the time limit came before any plan, kCancelled.
 Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,
                                   const PlannerOptions& options = {});
 

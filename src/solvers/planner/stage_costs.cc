@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -262,7 +263,14 @@ struct IntraOpContext {
   const PlannerOptions& options;
   int64_t microbatches = 1;
   int32_t most_pieces_per_group = 1;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
+
+// Seconds left before the deadline (infinity without one).
+double SecondsLeft(const IntraOpContext& ctx) {
+  if (!ctx.deadline) return std::numeric_limits<double>::infinity();
+  return std::chrono::duration<double>(*ctx.deadline - std::chrono::steady_clock::now()).count();
+}
 
 int32_t MostPiecesPerGroup(const StageCostTable& table, int32_t groups) {
   int32_t most = 1;
@@ -302,6 +310,7 @@ std::optional<int64_t> NextLevelBudget(const IntraOpContext& ctx, const LogicalM
 
 struct SolveCounters {
   std::atomic<int64_t> solves{0}, proven{0};
+  std::atomic<bool> cut_by_deadline{false};  // some solve was not started for the deadline
 };
 
 // The memory levels of piece type `type` on mesh `mesh_index`: solves at shrinking budgets
@@ -313,6 +322,13 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
   const LogicalMesh& mesh = ctx.meshes[mesh_index];
   AutoShardOptions shard = IntraOpOptions(ctx.options, ctx.microbatches);
   for (int32_t level = 0; level <= ctx.options.memory_levels; ++level) {
+    // Past the deadline no solve starts; one that starts ends at it at the latest.
+    const double left = SecondsLeft(ctx);
+    if (!(left > 0)) {
+      counters.cut_by_deadline = true;
+      break;
+    }
+    shard.solve.time_limit_seconds = std::min(ctx.options.intra_op_time_limit_seconds, left);
     if (level > 0) {
       const std::optional<int64_t> budget = NextLevelBudget(ctx, mesh, levels.back());
       if (!budget) break;
@@ -352,8 +368,18 @@ bool ReportIntraOpProgress(const PlannerOptions& options, const PlannerProgress&
   return options.on_progress(progress);
 }
 
-// The intra-op solves: one task per (type, mesh), its memory levels in sequence; fills
-// table.solutions, solves and proven.
+// The logical meshes in solving order: largest submesh first (ties in enumeration order).
+std::vector<size_t> MeshSolveOrder(const std::vector<LogicalMesh>& meshes) {
+  std::vector<size_t> order(meshes.size());
+  for (size_t m = 0; m < order.size(); ++m) order[m] = m;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return meshes[a].num_devices() > meshes[b].num_devices();
+  });
+  return order;
+}
+
+// The intra-op solves: one task per (mesh, type), its memory levels in sequence; fills
+// table.solutions, solves, proven and time_limit_reached.
 Status SolveIntraOp(const IntraOpContext& ctx, StageCostTable& table,
                     const PlannerProgress& progress_base,
                     std::chrono::steady_clock::time_point start) {
@@ -367,6 +393,7 @@ Status SolveIntraOp(const IntraOpContext& ctx, StageCostTable& table,
   SolveCounters counters;
   std::mutex progress_mu;
   std::atomic<bool> cancelled{false};
+  const std::vector<size_t> order = MeshSolveOrder(ctx.meshes);
   const int32_t threads = ResolveThreadCount(options.threads);
   // Progress is reported from the calling thread only (it runs tasks too): at each of its own
   // finished tasks, with the count of all finished ones.
@@ -376,8 +403,12 @@ Status SolveIntraOp(const IntraOpContext& ctx, StageCostTable& table,
       cancelled = true;
       return Status(StatusCode::kCancelled, "planning cancelled");
     }
-    const int32_t type = static_cast<int32_t>(task / mesh_count);
-    const size_t mesh_index = static_cast<size_t>(task % mesh_count);
+    if (!(SecondsLeft(ctx) > 0)) {  // skipped, not done: the progress counts solved tasks
+      counters.cut_by_deadline = true;
+      return Status::Ok();
+    }
+    const int32_t type = static_cast<int32_t>(task % types);
+    const size_t mesh_index = order[static_cast<size_t>(task / types)];
     ALPA_RETURN_IF_ERROR(SolveMemoryLevels(
         ctx, type, mesh_index, table.solutions[static_cast<size_t>(type)][mesh_index], counters));
     const int64_t finished = done.fetch_add(1) + 1;
@@ -393,18 +424,28 @@ Status SolveIntraOp(const IntraOpContext& ctx, StageCostTable& table,
   if (!st.ok()) return st;
   if (cancelled.load()) return Status(StatusCode::kCancelled, "planning cancelled");
   if (options.on_progress &&
-      !ReportIntraOpProgress(options, progress_base, start, ctx.microbatches, tasks, tasks)) {
+      !ReportIntraOpProgress(options, progress_base, start, ctx.microbatches, done.load(), tasks)) {
     return Status(StatusCode::kCancelled, "planning cancelled");
   }
   table.solves = counters.solves.load();
   table.proven = counters.proven.load();
+  table.time_limit_reached = counters.cut_by_deadline.load();
   return Status::Ok();
+}
+
+// Whether every piece type got its level-0 solve on mesh m (all do without a deadline).
+bool MeshSolved(const StageCostTable& table, size_t m) {
+  for (const auto& per_mesh : table.solutions) {
+    if (per_mesh[m].empty()) return false;
+  }
+  return true;
 }
 
 // Configs: (mesh, level) for every level some type reached, with and without remat as the
 // options allow.
 void AddConfigs(StageCostTable& table, const StageMeshes& meshes, RematMode remat_mode) {
   for (size_t m = 0; m < meshes.meshes.size(); ++m) {
+    if (!MeshSolved(table, m)) continue;
     size_t most = 1;
     for (const auto& per_mesh : table.solutions) most = std::max(most, per_mesh[m].size());
     for (size_t level = 0; level < most; ++level) {
@@ -498,10 +539,29 @@ void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
 
 }  // namespace
 
+PlannerWorkEstimate EstimateIntraOpWork(const PlannerOptions& options, int64_t piece_types,
+                                        int64_t logical_meshes, int64_t microbatch_counts,
+                                        int32_t groups) {
+  PlannerWorkEstimate e;
+  e.piece_types = piece_types;
+  e.logical_meshes = logical_meshes;
+  e.solves_per_count = SaturatingProduct(piece_types, logical_meshes);
+  const int64_t levels = static_cast<int64_t>(options.memory_levels) + 1;
+  e.max_solves_per_count = SaturatingProduct(e.solves_per_count, levels);
+  e.microbatch_counts = microbatch_counts;
+  e.solves = SaturatingProduct(e.solves_per_count, microbatch_counts);
+  const int64_t remat_choices = options.remat == RematMode::kSearch ? 2 : 1;
+  const int64_t configs =
+      SaturatingProduct(SaturatingProduct(logical_meshes, levels), remat_choices);
+  const int64_t ranges = static_cast<int64_t>(groups) * (static_cast<int64_t>(groups) + 1) / 2;
+  e.stage_candidates = SaturatingProduct(configs, ranges);
+  return e;
+}
+
 Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering& clustering,
                                        const Cluster& cluster, const PlannerOptions& options,
                                        int64_t microbatches, int64_t device_memory,
-                                       const PlannerProgress& progress_base) {
+                                       const StageCostRun& run) {
   const auto start = std::chrono::steady_clock::now();
   StageCostTable table;
   table.microbatches = microbatches;
@@ -519,16 +579,31 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   Result<StageMeshes> meshes = EnumerateStageMeshes(cluster, table.submeshes);
   if (!meshes.ok()) return meshes.status();
 
+  // The intra-op reports carry this count's estimate.
+  PlannerProgress progress_base = run.progress_base;
+  progress_base.estimate =
+      EstimateIntraOpWork(options, static_cast<int64_t>(pieces.type_rep.size()),
+                          static_cast<int64_t>(meshes.value().meshes.size()), run.microbatch_counts,
+                          clustering.num_layers);
+  if (run.before_solves) ALPA_RETURN_IF_ERROR(run.before_solves(progress_base.estimate));
+
   const IntraOpContext ctx{table,
                            pieces.type_rep,
                            meshes.value().meshes,
                            cluster,
                            options,
                            microbatches,
-                           MostPiecesPerGroup(table, clustering.num_layers)};
+                           MostPiecesPerGroup(table, clustering.num_layers),
+                           run.deadline};
   ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
 
   AddConfigs(table, meshes.value(), options.remat);
+  if (table.configs.empty()) {
+    return Status(StatusCode::kTimeout,
+                  "the time limit came before every layer piece type was auto-sharded on some "
+                  "logical mesh (B=" +
+                      std::to_string(microbatches) + ")");
+  }
   Result<std::vector<double>> edge_cost = PieceEdgeCosts(table, pieces);
   if (!edge_cost.ok()) return edge_cost.status();
   AddCandidates(table, pieces.edges, edge_cost.value(), clustering.num_layers);

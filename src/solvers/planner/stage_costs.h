@@ -28,9 +28,11 @@
 // optimal across piece boundaries (each piece is solved with its boundary layouts free).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/cluster/cluster.h"
@@ -40,6 +42,7 @@
 #include "solvers/pipeline/layer_clustering.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/planner.h"
+#include "solvers/planner/planner_limits.h"
 #include "solvers/planner/subgraph.h"
 #include "solvers/planner/unit_profile.h"
 
@@ -142,6 +145,9 @@ struct StageCostTable {
   // plus the resharding of forward tensors between them; with remat the forward counted once).
   std::vector<double> candidate_forward_latency;
   int64_t solves = 0, proven = 0;
+  // The deadline stopped the intra-op solves early: the configs cover only the logical meshes
+  // on which every piece type got its level-0 solve.
+  bool time_limit_reached = false;
 
   // The profile piece p uses under config c.
   const UnitProfile& Solution(int32_t piece, int32_t config) const;
@@ -153,11 +159,32 @@ struct StageCostTable {
 // unchanged.
 void PruneDominatedCandidates(StageCostTable& t);
 
-// Errors: cancellation (kCancelled), an intra-op solve error. `progress_base` carries the
-// planner's phase / timing fields for progress reports.
+// The intra-op work of one microbatch count before it starts (planner_limits.h): level-0 solves
+// are piece types x logical meshes; stage candidates at most configs (meshes x levels x remat
+// choices) x layer-group ranges.
+PlannerWorkEstimate EstimateIntraOpWork(const PlannerOptions& options, int64_t piece_types,
+                                        int64_t logical_meshes, int64_t microbatch_counts,
+                                        int32_t groups);
+
+// What one planning call gives BuildStageCosts beyond its options.
+struct StageCostRun {
+  PlannerProgress progress_base;  // the planner's phase / timing fields for progress reports
+  // No intra-op solve starts after it (nor a memory level); each solve's own time limit ends
+  // at it at the latest.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  int64_t microbatch_counts = 1;  // counts the planner may try (for the estimate)
+  // Called with the work estimate once the pieces and logical meshes are known, before any
+  // solve; an error (a limit, a cancellation) is returned as it is.
+  std::function<Status(const PlannerWorkEstimate&)> before_solves;
+};
+
+// Logical meshes are solved on from the largest submesh down (every piece type on one mesh
+// before the next), so that a deadline leaves whole meshes, the one spanning the cluster first.
+// Errors: cancellation (kCancelled), kTimeout when the deadline came before every piece type
+// was solved on some logical mesh, an intra-op solve error, before_solves' error.
 Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering& clustering,
                                        const Cluster& cluster, const PlannerOptions& options,
                                        int64_t microbatches, int64_t device_memory,
-                                       const PlannerProgress& progress_base);
+                                       const StageCostRun& run);
 
 }  // namespace alpa

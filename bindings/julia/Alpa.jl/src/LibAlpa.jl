@@ -235,6 +235,22 @@ const ALPA_PLAN_OPT_CLUSTERING_DELTA = Cint(308)
 const ALPA_PLAN_OPT_REMAT = Cint(309)
 # 0/1, default 0: local search only; 1: GLPK proves
 const ALPA_PLAN_OPT_INTRA_OP_EXACT = Cint(310)
+# double seconds for the whole call, default 0 (0 or inf: none). When it expires no intra-op
+# solve starts (a running one ends at it), microbatch counts not yet started are skipped and the
+# stage DP runs on the logical meshes solved so far: the best plan so far is returned, or
+# ALPA_ERR_TIMEOUT when there is none. alpa_model_plan and alpa_graph_plan; the baseline search
+# does not use it.
+const ALPA_PLAN_OPT_TIME_LIMIT_SECONDS = Cint(311)
+# int >= 0, default 1024: the cluster's hosts
+const ALPA_PLAN_OPT_MAX_HOSTS = Cint(312)
+# int >= 0, default 16384: the cluster's devices
+const ALPA_PLAN_OPT_MAX_DEVICES = Cint(313)
+# int >= 0, default 1000000: microbatch graph ops
+const ALPA_PLAN_OPT_MAX_GRAPH_OPS = Cint(314)
+# int >= 0, default 4096: the model's layers
+const ALPA_PLAN_OPT_MAX_LAYERS = Cint(315)
+# int >= 0, default 100000: estimated solves
+const ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES = Cint(316)
 # per stage: rematerialize (recompute the forward) or not
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
@@ -347,17 +363,26 @@ struct alpa_collective
 end
 
 """
-Progress of a planning call (version 1).
+Progress of a planning call (version 2; version 1 ends at `total`: read the later fields
+only when struct_size covers them).
 """
 struct alpa_plan_progress
     struct_size::Csize_t  # sizeof(alpa_plan_progress) of the library that filled it
-    version::Int32  # 1
+    version::Int32  # 2
     reserved::Int32  # 0
     seconds::Cdouble  # since the call started
-    phase::Cstring  # "build", "cluster", "intra-op", "dp" (static storage)
+    phase::Cstring  # "build", "cluster", "estimate" (the work of this microbatch count, before its solves), "intra-op", "dp", "time limit" (the deadline ended the search; the best plan so far is returned) (static storage)
     microbatches::Int64  # the microbatch count being planned
     done::Int64  # intra-op solves finished / scheduled for it
     total::Int64  # intra-op solves finished / scheduled for it
+    time_limit_seconds::Cdouble  # the call's time limit; 0: none
+    estimated_solves::Int64  # level-0 intra-op solves over the counts to try
+    solves_per_count::Int64  # piece types x logical meshes
+    max_solves_per_count::Int64  # with every memory level solved
+    piece_types::Int64  # distinct layer pieces
+    logical_meshes::Int64  # over all submesh shapes
+    microbatch_counts::Int64  # counts the search tries (at most)
+    stage_candidates::Int64  # per count, at most
 end
 
 """
@@ -1746,8 +1771,9 @@ end
 By name: "num_layers", "microbatches", "max_microbatches", "threads",
 "intra_op_time_limit_seconds", "intra_op_gap", "memory_levels", "device_memory_bytes",
 "clustering_delta", "intra_op_exact" (0/1/true/false), "remat" ("search" / "off" / "on" or the
-number). Integer options take an integer in any strtod form ("16e9"). Errors as for set_int, and
-for an unknown name or text that is not a number.
+number), "time_limit_seconds", "max_hosts", "max_devices", "max_graph_ops", "max_layers",
+"max_intra_op_solves". Integer options take an integer in any strtod form ("16e9"). Errors as for
+set_int, and for an unknown name or text that is not a number.
 
 C: `int32_t alpa_plan_options_set_by_name(alpa_plan_options* options, const char* name, const char* value, alpa_error** err)` (alpa.h)
 """
@@ -2571,6 +2597,8 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_MAX_MICROBATCHES, ALPA_PLAN_OPT_THREADS, ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT,
     ALPA_PLAN_OPT_INTRA_OP_GAP, ALPA_PLAN_OPT_MEMORY_LEVELS, ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES,
     ALPA_PLAN_OPT_CLUSTERING_DELTA, ALPA_PLAN_OPT_REMAT, ALPA_PLAN_OPT_INTRA_OP_EXACT,
+    ALPA_PLAN_OPT_TIME_LIMIT_SECONDS, ALPA_PLAN_OPT_MAX_HOSTS, ALPA_PLAN_OPT_MAX_DEVICES,
+    ALPA_PLAN_OPT_MAX_GRAPH_OPS, ALPA_PLAN_OPT_MAX_LAYERS, ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES,
     ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_SLICE_MOVE_MAX_RANK, ALPA_COMPUTE_MATMUL,
     ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_SCHEDULE_GPIPE,
     ALPA_SCHEDULE_1F1B, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options,

@@ -945,9 +945,12 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                           '"memory_levels", "device_memory_bytes",\n'
                                           '"clustering_delta", "intra_op_exact" (0/1/true/false), '
                                           '"remat" ("search" / "off" / "on" or the\n'
-                                          'number). Integer options take an integer in any strtod '
-                                          'form ("16e9"). Errors as for set_int, and\n'
-                                          'for an unknown name or text that is not a number.',
+                                          'number), "time_limit_seconds", "max_hosts", '
+                                          '"max_devices", "max_graph_ops", "max_layers",\n'
+                                          '"max_intra_op_solves". Integer options take an integer '
+                                          'in any strtod form ("16e9"). Errors as for\n'
+                                          'set_int, and for an unknown name or text that is not a '
+                                          'number.',
                                    'returns': 'int32_t',
                                    'params': ['alpa_plan_options* options',
                                               'const char* name',
