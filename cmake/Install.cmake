@@ -27,5 +27,15 @@ install(FILES ${PROJECT_BINARY_DIR}/alpaConfig.cmake ${PROJECT_BINARY_DIR}/alpaC
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/alpa)
 # The .pc file finds the prefix relative to its own folder, so the install can be moved.
 file(RELATIVE_PATH ALPA_PC_UP "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+# With the MPI communicator the archive also needs MPI's C library (-L<its folder> -l<name>).
+set(ALPA_PC_MPI_LIBS "")
+if(ALPA_WITH_MPI)
+  foreach(library ${MPI_C_LIBRARIES})
+    get_filename_component(folder ${library} DIRECTORY)
+    get_filename_component(name ${library} NAME_WE)
+    string(REGEX REPLACE "^lib" "" name ${name})
+    string(APPEND ALPA_PC_MPI_LIBS " -L${folder} -l${name}")
+  endforeach()
+endif()
 configure_file(cmake/alpa.pc.in ${PROJECT_BINARY_DIR}/alpa.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/alpa.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

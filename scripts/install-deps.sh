@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages one command needs, skipping those already present.
-#   scripts/install-deps.sh run      build the library and the `alpa` program (scripts/run.sh)
+#   scripts/install-deps.sh run      build the library and the `alpa` program (scripts/run.sh),
+#                                    with Open MPI (the MPI communicator, `mpirun ... alpa run`)
 #   scripts/install-deps.sh test     + GoogleTest, Google Benchmark, pkg-config (the install test),
 #                                    ccache (the bindings rebuild the library),
 #                                    python3 (bench table tests) and chromium (the timeline SVG
@@ -12,10 +13,14 @@
 set -euo pipefail
 mode=${1:-ci}
 build=(cmake make g++ zlib1g-dev libglpk-dev nlohmann-json3-dev libcli11-dev)
-test_build=(libgtest-dev libgmock-dev libbenchmark-dev pkg-config ccache)
-test_run=(python3 chromium)
+# Open MPI: its headers and library build the MPI communicator (ALPA_WITH_MPI), mpirun runs
+# the MPI tests and multi-process runs.
+mpi_build=(libopenmpi-dev)
+mpi_run=(openmpi-bin)
+test_build=(libgtest-dev libgmock-dev libbenchmark-dev pkg-config ccache "${mpi_build[@]}")
+test_run=(python3 chromium "${mpi_run[@]}")
 case $mode in
-  run) packages=("${build[@]}") ;;
+  run) packages=("${build[@]}" "${mpi_build[@]}" "${mpi_run[@]}") ;;
   test) packages=("${build[@]}" "${test_build[@]}" "${test_run[@]}") ;;
   fuzz) packages=("${build[@]}" "${test_build[@]}" clang) ;;
   format) packages=(clang-format) ;;

@@ -49,11 +49,10 @@ Status CheckGroup(const char* call, const DeviceGroup& group, int32_t caller, in
 Status CheckBuffers(const char* call, int64_t count, int64_t chunks, const void* in,
                     const void* out) {
   if (count < 0) {
-    return InvalidArgument(std::string(call) + ": count " + std::to_string(count) +
-                           " is negative");
+    return InvalidArgument(std::string(call) + ": count " + std::to_string(count) + " is negative");
   }
-  constexpr int64_t kMaxValues = std::numeric_limits<int64_t>::max() /
-                                 static_cast<int64_t>(sizeof(double));
+  constexpr int64_t kMaxValues =
+      std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(double));
   if (chunks > 0 && count > kMaxValues / chunks) {
     return InvalidArgument(std::string(call) + ": count " + std::to_string(count) + " times " +
                            std::to_string(chunks) + " chunks overflows a byte count");

@@ -6,8 +6,7 @@ namespace alpa {
 namespace {
 
 Status BuiltWithoutMpi() {
-  return Status(StatusCode::kUnsupported,
-                "built without MPI: reconfigure with -DALPA_WITH_MPI=ON");
+  return Status(StatusCode::kUnsupported, "built without MPI: reconfigure with -DALPA_WITH_MPI=ON");
 }
 
 }  // namespace

@@ -41,8 +41,8 @@ class ThreadCommunicator : public Communicator {
 
   Status AllReduce(const DeviceGroup& group, ReduceOp op, double* data, int64_t count) override {
     CollectiveCall call;
-    ALPA_RETURN_IF_ERROR(Prepare("AllReduce", CollectiveKind::kAllReduce, group, op, count, 1,
-                                 data, data, &call));
+    ALPA_RETURN_IF_ERROR(
+        Prepare("AllReduce", CollectiveKind::kAllReduce, group, op, count, 1, data, data, &call));
     std::shared_ptr<Round> round;
     ALPA_RETURN_IF_ERROR(state_->JoinRound(rank_, call, &round));
     // Each member folds its share of the elements into the shared result, then everyone copies
@@ -51,7 +51,8 @@ class ThreadCommunicator : public Communicator {
     const auto [begin, end] = ShareOf(count, members, call.position);
     std::vector<const double*> inputs(static_cast<size_t>(members));
     for (int32_t i = 0; i < members; ++i) inputs[static_cast<size_t>(i)] = round->inputs[i] + begin;
-    if (end > begin) ReduceInOrder(op, inputs.data(), members, end - begin, round->result.get() + begin);
+    if (end > begin)
+      ReduceInOrder(op, inputs.data(), members, end - begin, round->result.get() + begin);
     state_->FinishWork(rank_, group, *round);
     CopyValues(data, round->result.get(), count);
     return Status::Ok();
@@ -74,8 +75,8 @@ class ThreadCommunicator : public Communicator {
   Status ReduceScatter(const DeviceGroup& group, ReduceOp op, const double* in, int64_t count,
                        double* out) override {
     CollectiveCall call;
-    ALPA_RETURN_IF_ERROR(Prepare("ReduceScatter", CollectiveKind::kReduceScatter, group, op,
-                                 count, static_cast<int64_t>(group.size()), in, out, &call));
+    ALPA_RETURN_IF_ERROR(Prepare("ReduceScatter", CollectiveKind::kReduceScatter, group, op, count,
+                                 static_cast<int64_t>(group.size()), in, out, &call));
     std::shared_ptr<Round> round;
     ALPA_RETURN_IF_ERROR(state_->JoinRound(rank_, call, &round));
     std::vector<const double*> inputs(group.size());
@@ -87,8 +88,7 @@ class ThreadCommunicator : public Communicator {
     return Status::Ok();
   }
 
-  Status AllToAll(const DeviceGroup& group, const double* in, int64_t count,
-                  double* out) override {
+  Status AllToAll(const DeviceGroup& group, const double* in, int64_t count, double* out) override {
     CollectiveCall call;
     ALPA_RETURN_IF_ERROR(Prepare("AllToAll", CollectiveKind::kAllToAll, group, ReduceOp::kSum,
                                  count, static_cast<int64_t>(group.size()), in, out, &call));

@@ -52,9 +52,8 @@ std::string ThreadWorldState::DescribeRound(const CollectiveCall& call, int64_t 
     }
     text += "count " + std::to_string(call.count) + ") over group " + DescribeGroup(*call.group);
   }
-  return text + " (call #" + std::to_string(sequence) + (call.kind == CollectiveKind::kBarrier
-                                                              ? ")"
-                                                              : " over that group)");
+  return text + " (call #" + std::to_string(sequence) +
+         (call.kind == CollectiveKind::kBarrier ? ")" : " over that group)");
 }
 
 void ThreadWorldState::WakeGroup(const DeviceGroup& group) {
@@ -79,10 +78,9 @@ Status ThreadWorldState::WaitFor(std::unique_lock<std::mutex>& lock, int32_t ran
       return stuck;
     }
     if (wake.wait_until(lock, deadline) == std::cv_status::timeout && !ready() && !aborted_) {
-      Status timeout(StatusCode::kTimeout, "watchdog: rank " + std::to_string(rank) +
-                                               " waited more than " +
-                                               SecondsText(watchdog_timeout_) + " s in " +
-                                               describe());
+      Status timeout(StatusCode::kTimeout,
+                     "watchdog: rank " + std::to_string(rank) + " waited more than " +
+                         SecondsText(watchdog_timeout_) + " s in " + describe());
       AbortLocked(rank, timeout);
       return timeout;
     }
@@ -117,10 +115,10 @@ Status ThreadWorldState::JoinRound(int32_t rank, const CollectiveCall& call,
     first.kind = slot->kind;
     first.op = slot->op;
     first.count = slot->count;
-    Status mismatch = InvalidArgument(
-        "rank " + std::to_string(rank) + " called " + DescribeRound(call, sequence) +
-        ", but rank " + std::to_string(slot->first_rank) + " called " +
-        DescribeRound(first, sequence));
+    Status mismatch = InvalidArgument("rank " + std::to_string(rank) + " called " +
+                                      DescribeRound(call, sequence) + ", but rank " +
+                                      std::to_string(slot->first_rank) + " called " +
+                                      DescribeRound(first, sequence));
     AbortLocked(rank, mismatch);
     return mismatch;
   }
