@@ -64,21 +64,32 @@ void ReductionEngine::Init() {
   }
 }
 
+bool ReductionEngine::KeepGoing() {
+  // A node's reduction takes microseconds (a dominance check up to a millisecond on wide
+  // nodes): reading the clock every 64 keeps a cancel or deadline well under 100 ms late.
+  constexpr int64_t kWorkBetweenChecks = 64;
+  if (out_.stopped_) return false;
+  if (++work_ % kWorkBetweenChecks == 0 && control_.expired()) out_.stopped_ = true;
+  return !out_.stopped_;
+}
+
 void ReductionEngine::Run() {
   Init();
   out_.input_node_count_ = static_cast<int32_t>(nodes_.size());
   out_.stats_.nodes_before = static_cast<int32_t>(input_.cost.size());
   out_.stats_.edges_before = static_cast<int32_t>(input_.edges.size());
   for (size_t v = 0; v < nodes_.size(); ++v) Touch(static_cast<int32_t>(v));
-  while (!out_.infeasible_) {
-    while (!queue_.empty() && !out_.infeasible_) {
+  while (!out_.infeasible_ && KeepGoing()) {
+    while (!queue_.empty() && !out_.infeasible_ && KeepGoing()) {
       const int32_t v = queue_.front();
       queue_.pop_front();
       node(v).queued = false;
       Process(v);
     }
-    if (out_.infeasible_ || !DominancePass()) break;
+    if (out_.infeasible_ || out_.stopped_ || !DominancePass()) break;
   }
+  // A core built after a stop would not be used: the solve has no time left for it.
+  if (out_.stopped_) return;
   BuildCore();
   out_.stats_.nodes_after = out_.core_.node_count();
   out_.stats_.edges_after = static_cast<int32_t>(out_.core_.edges.size());
@@ -154,8 +165,10 @@ void ReductionEngine::BuildCore() {
   core.constant = input_.constant + folded_;
 }
 
-ReducedProblem::ReducedProblem(const WorkProblem& input) {
-  ReductionEngine engine(input, this);
+ReducedProblem::ReducedProblem(const WorkProblem& input) : ReducedProblem(input, SolveControl()) {}
+
+ReducedProblem::ReducedProblem(const WorkProblem& input, const SolveControl& control) {
+  ReductionEngine engine(input, control, this);
   engine.Run();
 }
 
