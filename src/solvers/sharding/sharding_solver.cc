@@ -336,6 +336,7 @@ Proof RunIlp(const WorkProblem& core, const SolveOptions& options, const SolveCo
              Incumbent& incumbent, ProgressStop& stop, std::string& message) {
   IlpOptions ilp_options;
   ilp_options.relative_gap = options.relative_gap;
+  ilp_options.deterministic = options.deterministic;
   if (incumbent.found()) ilp_options.incumbent = incumbent.assignment();
   ilp_options.on_progress = [&](long double objective, long double bound) {
     incumbent.Note(objective, "ilp");

@@ -248,7 +248,8 @@ void RunGlpk(GlpkRun* run) {
   // IOPDDL G about 4x faster) and the postsolve took up to 3.7x the loading time on G (0.7 s
   // there): it is used only when the deadline leaves room for that.
   const double load_seconds = run->control->elapsed_seconds() - load_start;
-  const bool presolve = run->control->remaining_seconds() > 8 * load_seconds;
+  const bool presolve =
+      run->options->deterministic || run->control->remaining_seconds() > 8 * load_seconds;
   const double reserve = (presolve ? 4 : 1) * load_seconds;
   if (run->control->remaining_seconds() <= reserve) {
     run->simplex_ret = GLP_ETMLIM;  // no time for an LP: stop at once
