@@ -121,7 +121,7 @@ TEST(SolveDeadline, ACancelDuringTheExactPhaseOfIopddlGIsNotIgnored) {
   std::atomic<bool> cancel{false};
   SolveOptions options;
   options.cancel = &cancel;
-  DelayedCancel trigger(&cancel, 0.3);
+  DelayedCancel trigger(&cancel, 0.8);
   const SolveResult result = SolveSharding(problem.value(), options);
   const double latency = trigger.SecondsFromTriggerTo(Clock::now());
   if (latency < 0) GTEST_SKIP() << "G was solved before the cancel (a fast machine)";
