@@ -263,10 +263,14 @@ Command AddSolveCommand(CLI::App& app) {
   solve->add_option("file", args->file, "Problem file (.json or .json.gz)")->required();
   solve
       ->add_option("timeout", args->timeout_seconds,
-                   "Wall-clock limit in seconds for the whole run (default: none)")
+                   "Wall-clock limit in seconds for the whole run, reading included (default: "
+                   "none); 0 left: the best answer so far, or none")
       ->check(CLI::NonNegativeNumber);
   solve->add_flag("--json", args->json, "Print the result as one JSON object (last line)");
-  solve->add_flag("--deterministic", args->deterministic, "Identical answers run to run");
+  solve->add_flag("--deterministic", args->deterministic,
+                  "Work bounded by counted steps (scaled from TIMEOUT), not the clock: identical "
+                  "answers run to run whenever that work ends before TIMEOUT, which still stops "
+                  "a run that reaches it");
   solve->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
   solve->add_option("--gap", args->relative_gap, "Stop within this relative gap")
       ->check(CLI::Range(0.0, 0.999999));

@@ -43,8 +43,8 @@ constexpr int64_t kLargeIlpEntries = 3'000'000;
 // Work (move evaluations) the local search may spend per core node when it is not the last
 // word (small cores, where GLPK follows) or must not depend on timing (deterministic mode).
 constexpr int64_t kDeterministicMovesPerNode = 2'000;
-// Deterministic mode under a time limit: work the local search may spend per second of the
-// limit. The search does about 1e6 units a second on the IOPDDL benchmarks on one core; a
+// Deterministic mode under a time limit: work the local searches together may spend per second
+// of the limit. One search does about 1e6 units a second on the IOPDDL benchmarks on one core; a
 // quarter of that leaves room for reading, the other phases and a busy machine, so that the
 // counted work, not the clock, ends the search.
 constexpr double kDeterministicMovesPerSecond = 2.5e5;
@@ -259,15 +259,16 @@ double HeuristicSecondsCap(const SolveControl& control, bool exact_follows, bool
   return std::isfinite(remaining) ? remaining : kLargeHeuristicSecondsWithoutLimit;
 }
 
-// The local search's counted work: none (0) when it runs against the clock; else per core node,
-// and in deterministic mode under a time limit no more than the limit allows at a conservative
-// rate.
+// Each local search's counted work: none (0) when it runs against the clock; else per core
+// node, and in deterministic mode under a time limit no more than the limit allows at a
+// conservative rate, shared by the `searches` that run side by side (they may share a core).
 int64_t HeuristicMoveBudget(const WorkProblem& core, const SolveOptions& options,
-                            bool exact_follows) {
+                            bool exact_follows, int32_t searches) {
   if (!options.deterministic && !exact_follows) return 0;
   int64_t moves = kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
   if (options.deterministic && std::isfinite(options.time_limit_seconds)) {
-    const double by_limit = kDeterministicMovesPerSecond * std::max(0.0, options.time_limit_seconds);
+    const double by_limit = kDeterministicMovesPerSecond *
+                            std::max(0.0, options.time_limit_seconds) / std::max(1, searches);
     moves = std::min(moves, std::max<int64_t>(1, static_cast<int64_t>(by_limit)));
   }
   return moves;
@@ -315,16 +316,16 @@ void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool lar
   LocalSearchOptions search_options;
   search_options.seed = 1;
   if (incumbent.found()) search_options.start = incumbent.assignment();
-  search_options.max_moves = HeuristicMoveBudget(core, options, exact_follows);
+  // Large cores get one search per thread, each with its own seed. The best answer wins, ties
+  // to the lowest seed, so deterministic mode stays deterministic.
+  const int32_t threads = large ? SearchThreads(options.threads) : 1;
+  search_options.max_moves = HeuristicMoveBudget(core, options, exact_follows, threads);
   search_options.on_improve = [&](long double objective) {
     stop.Sync(!incumbent.Note(objective, "heuristic"));
     return !control.cancelled();
   };
   const SolveControl heuristic_control =
       control.WithinSeconds(HeuristicSecondsCap(control, exact_follows, options.deterministic));
-  // Large cores get one search per thread, each with its own seed. The best answer wins, ties
-  // to the lowest seed, so deterministic mode stays deterministic.
-  const int32_t threads = large ? SearchThreads(options.threads) : 1;
   for (const LocalSearchResult& search :
        RunSearches(core, heuristic_control, search_options, threads, stop)) {
       if (search.found) stop.Sync(!incumbent.OfferChecked(search, "heuristic"));
