@@ -237,8 +237,8 @@ typedef struct alpa_solve_options alpa_solve_options;
  * whenever the counted work ends before the time limit; the limit still stops a run that
  * reaches it. */
 #define ALPA_OPT_DETERMINISTIC 101
-#define ALPA_OPT_THREADS 102            /**< int 0..4096, default 0 = all hardware threads */
-#define ALPA_OPT_RELATIVE_GAP 103       /**< double in [0, 1), default 0: stop within this gap */
+#define ALPA_OPT_THREADS 102      /**< int 0..4096, default 0 = all hardware threads */
+#define ALPA_OPT_RELATIVE_GAP 103 /**< double in [0, 1), default 0: stop within this gap */
 /** Shard family (alpa_graph_auto_shard; alpa_problem_solve ignores them). Integers; set them with
  * alpa_solve_options_set_int (set_double accepts integral values). */
 /** ALPA_COST_MODE_REAL_UNITS (1, default: seconds; needs a cluster) or ALPA_COST_MODE_ALPA (0:

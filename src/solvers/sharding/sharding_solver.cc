@@ -328,7 +328,7 @@ void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool lar
       control.WithinSeconds(HeuristicSecondsCap(control, exact_follows, options.deterministic));
   for (const LocalSearchResult& search :
        RunSearches(core, heuristic_control, search_options, threads, stop)) {
-      if (search.found) stop.Sync(!incumbent.OfferChecked(search, "heuristic"));
+    if (search.found) stop.Sync(!incumbent.OfferChecked(search, "heuristic"));
   }
 }
 
@@ -413,9 +413,8 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   const ReducedProblem reduced(normalized.work, control);
   if (reduced.stopped()) {
     result.status = control.cancelled() ? SolveStatus::kCancelled : SolveStatus::kNoSolution;
-    result.message = control.cancelled()
-                         ? "cancelled"
-                         : "the time limit was reached while preparing the problem";
+    result.message = control.cancelled() ? "cancelled"
+                                         : "the time limit was reached while preparing the problem";
     return Finish(std::move(result), control);
   }
   const WorkProblem& core = reduced.core();

@@ -77,8 +77,8 @@ class SolveControl {
   static Clock::time_point DeadlineAfter(Clock::time_point from, double seconds) {
     if (std::isnan(seconds) || seconds >= kLongestLimitSeconds) return Clock::time_point::max();
     if (!(seconds > 0)) return from;
-    return from + std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double>(seconds));
+    return from +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   }
 
   // A limit this long (about 31 years) is no limit; it keeps the addition above in range.

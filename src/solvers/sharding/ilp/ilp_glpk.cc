@@ -236,7 +236,8 @@ void RunGlpk(GlpkRun* run) {
     run->failed = !run->cancelled_in_root_lp;
     run->watching_root_lp = false;
     run->lp = nullptr;
-    glp_free_env();  // the manual: after an error (or our cancel jump) only glp_free_env may be called
+    glp_free_env();  // the manual: after an error (or our cancel jump) only glp_free_env may be
+                     // called
     return;
   }
   glp_error_hook(&OnGlpkError, run);
