@@ -219,13 +219,7 @@ Status RemoveOversizedStrategies(const WorkProblem& work,
 }
 
 // Why a normalization stopped early, once `control` has expired; Ok before.
-Status StoppedBy(const SolveControl& control) {
-  if (control.cancelled()) return Status(StatusCode::kCancelled, "cancelled");
-  if (control.expired()) {
-    return Status(StatusCode::kTimeout, "the time limit was reached while preparing the problem");
-  }
-  return Status::Ok();
-}
+Status StoppedBy(const SolveControl& control) { return StopStatus(control, kPreparingTheProblem); }
 
 }  // namespace
 
@@ -300,7 +294,7 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem, const SolveC
     out.original_strategy = AllowedStrategies(allowed);
     if (!problem.usage_limit) break;
     ALPA_RETURN_IF_ERROR(StoppedBy(control));
-    ALPA_RETURN_IF_ERROR(BuildMemoryRows(problem, out.work_node_of, out.original_strategy,
+    ALPA_RETURN_IF_ERROR(BuildMemoryRows(problem, out.work_node_of, out.original_strategy, control,
                                          &work.memory_items, &work.memory_rows));
     ALPA_RETURN_IF_ERROR(StoppedBy(control));
     if (round == kMaxMemoryRounds) break;

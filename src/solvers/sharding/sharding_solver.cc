@@ -413,8 +413,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   const ReducedProblem reduced(normalized.work, control);
   if (reduced.stopped()) {
     result.status = control.cancelled() ? SolveStatus::kCancelled : SolveStatus::kNoSolution;
-    result.message = control.cancelled() ? "cancelled"
-                                         : "the time limit was reached while preparing the problem";
+    result.message = StopStatus(control, kPreparingTheProblem).message();
     return Finish(std::move(result), control);
   }
   const WorkProblem& core = reduced.core();

@@ -16,6 +16,9 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include "core/util/status.h"
 
 namespace alpa {
 
@@ -89,5 +92,18 @@ class SolveControl {
   const std::atomic<bool>* cancel_ = nullptr;
   const std::atomic<bool>* stop_ = nullptr;
 };
+
+// What a solve does before its phases (normalization, memory rows, reductions), for StopStatus.
+inline constexpr const char* kPreparingTheProblem = "preparing the problem";
+
+// Why work that needs to run to its end stopped early: kCancelled or kTimeout (naming `what`)
+// once `control` has expired; Ok before.
+inline Status StopStatus(const SolveControl& control, const std::string& what) {
+  if (control.cancelled()) return Status(StatusCode::kCancelled, "cancelled");
+  if (control.expired()) {
+    return Status(StatusCode::kTimeout, "the time limit was reached while " + what);
+  }
+  return Status::Ok();
+}
 
 }  // namespace alpa
