@@ -432,7 +432,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   if (core.node_count() == 0) {
     incumbent.Offer({}, "reduce");
     proof.optimal = true;
-  } else if (!options.heuristic_only && options.exact_elimination) {
+  } else if (!options.heuristic_only && options.exact_elimination && !control.expired()) {
     proof =
         RunBlockElimination(normalized, reduced, options, control, incumbent, stop, result.stats);
   }

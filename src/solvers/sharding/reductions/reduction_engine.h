@@ -87,6 +87,8 @@ class ReductionEngine {
   // Counts one unit of work (a processed node); every kWorkBetweenChecks units reads the
   // control, and once it has expired marks the output stopped. True while reducing may go on.
   bool KeepGoing();
+  // The same, reading the control now.
+  bool CheckNow();
 
   const WorkProblem& input_;
   const SolveControl& control_;

@@ -73,8 +73,14 @@ bool ReductionEngine::KeepGoing() {
   return !out_.stopped_;
 }
 
+bool ReductionEngine::CheckNow() {
+  if (!out_.stopped_ && control_.expired()) out_.stopped_ = true;
+  return !out_.stopped_;
+}
+
 void ReductionEngine::Run() {
   Init();
+  if (!CheckNow()) return;
   out_.input_node_count_ = static_cast<int32_t>(nodes_.size());
   out_.stats_.nodes_before = static_cast<int32_t>(input_.cost.size());
   out_.stats_.edges_before = static_cast<int32_t>(input_.edges.size());
@@ -145,6 +151,9 @@ void ReductionEngine::BuildCore() {
   }
   core.memory_rows.reserve(input_.memory_rows.size());
   for (const MemoryRow& row : input_.memory_rows) {
+    // The rows are the bulk of the core (tens of millions of entries on IOPDDL A); a core cut
+    // short is never used (stopped() tells the solver so).
+    if (!KeepGoing()) return;
     MemoryRow mapped;
     mapped.items.reserve(row.items.size());
     Int128 capacity = row.capacity;
@@ -161,6 +170,7 @@ void ReductionEngine::BuildCore() {
     mapped.capacity = static_cast<int64_t>(capacity < lowest ? lowest : capacity);
     core.memory_rows.push_back(std::move(mapped));
   }
+  if (!KeepGoing() || !CheckNow()) return;
   if (memory_changed) SimplifyMemoryRows(&core.memory_items, &core.memory_rows, 0);
   core.constant = input_.constant + folded_;
 }
