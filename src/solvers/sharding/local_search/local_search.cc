@@ -343,17 +343,20 @@ LocalSearchResult RunLocalSearch(const WorkProblem& problem, const SolveControl&
     }
     return result;
   }
+  // The setup steps are not interruptible inside (each a pass over the problem); the control is
+  // read between them, so that a search started just before a cancel ends without searching.
   ContractedProblem contracted;
   {
     const SearchGraph input_graph(problem);
-    if (input_graph.has_empty_domain()) return result;
+    if (input_graph.has_empty_domain() || control.expired()) return result;
     contracted = Contract(problem, input_graph);
   }
   const WorkProblem& groups = contracted.problem;
-  if (!std::isfinite(static_cast<double>(groups.constant))) return result;
+  if (!std::isfinite(static_cast<double>(groups.constant)) || control.expired()) return result;
   const SearchGraph graph(groups);
-  if (graph.has_empty_domain()) return result;
+  if (graph.has_empty_domain() || control.expired()) return result;
   MemoryTracker memory(groups.memory_items, problem.memory_rows, groups.node_count());
+  if (control.expired()) return result;
   std::vector<int32_t> start;
   if (options.start.size() == static_cast<size_t>(n)) {
     bool valid = true;
