@@ -228,10 +228,17 @@ typedef struct alpa_solve_options alpa_solve_options;
  * A key of a family the options object does not hold is ALPA_ERR_INVALID_ARGUMENT naming the key
  * and its family. */
 /** Solve family (alpa_problem_solve and the solve inside alpa_graph_auto_shard). */
-#define ALPA_OPT_TIME_LIMIT_SECONDS 100 /**< double, default: none (<= 0 or inf: none) */
-#define ALPA_OPT_DETERMINISTIC 101      /**< int 0/1, default 0: identical answers run to run */
-#define ALPA_OPT_THREADS 102            /**< int 0..4096, default 0 = all hardware threads */
-#define ALPA_OPT_RELATIVE_GAP 103       /**< double in [0, 1), default 0: stop within this gap */
+/** double, default: none (<= 0 or inf: none). One deadline from the start of the call, covering
+ * every phase; when it passes the call returns the best answer so far (ALPA_SOLVE_FEASIBLE), or
+ * ALPA_ERR_TIMEOUT when there is none. */
+#define ALPA_OPT_TIME_LIMIT_SECONDS 100
+/** int 0/1, default 0. 1: work bounded by counted steps (scaled from the time limit), not by the
+ * clock, and fixed seeds: identical answers run to run (same problem, options and thread count)
+ * whenever the counted work ends before the time limit; the limit still stops a run that
+ * reaches it. */
+#define ALPA_OPT_DETERMINISTIC 101
+#define ALPA_OPT_THREADS 102      /**< int 0..4096, default 0 = all hardware threads */
+#define ALPA_OPT_RELATIVE_GAP 103 /**< double in [0, 1), default 0: stop within this gap */
 /** int64 >= 1, default 1073741824 (1 GiB): the most bytes of decoded input (after gzip inflation)
  * that alpa_problem_read_file_with_options and alpa_graph_read_file_with_options accept; a larger
  * input is ALPA_ERR_PARSE naming the limit. The readers without options use the default. */

@@ -3,10 +3,15 @@
 // writes the assignment to a file that `alpa evaluate FILE @ASSIGNMENT` reads.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,8 +27,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Share of the wall-clock limit kept back for reading, expanding and printing.
+// Share of the wall-clock limit kept back for expanding and printing.
 constexpr double kTimeoutMargin = 0.03;
+// The C ABI reads a time limit of 0 as "none": the smallest positive one means "stop now, with
+// the best answer found so far".
+constexpr double kStopNowSeconds = 1e-9;
 // IOPDDL objectives are integers up to about 1e15: print them in full in progress lines.
 constexpr int kObjectiveDigits = 10;
 
@@ -63,15 +71,23 @@ struct SolveHandles {
   }
 };
 
+// When the run must end: TIMEOUT after `start` less the margin; time_point::max() without one.
+Clock::time_point RunDeadline(const SolveArgs& args, Clock::time_point start) {
+  if (!(args.timeout_seconds > 0)) return Clock::time_point::max();
+  return start + std::chrono::duration_cast<Clock::duration>(
+                     std::chrono::duration<double>(args.timeout_seconds * (1 - kTimeoutMargin)));
+}
+
 // The solve options of the arguments; the time limit is what is left of the whole run's
-// TIMEOUT after reading, as the IOPDDL harness measures it. 0, or the exit code.
-int MakeSolveOptions(const SolveArgs& args, double read_seconds, alpa_solve_options** options) {
+// TIMEOUT (reading included, as the IOPDDL harness measures it). 0, or the exit code.
+int MakeSolveOptions(const SolveArgs& args, Clock::time_point deadline,
+                     alpa_solve_options** options) {
   alpa_error* err = nullptr;
   if (alpa_solve_options_create(options, &err) != ALPA_OK) return ReportError(err);
-  if (args.timeout_seconds > 0) {
-    const double left = args.timeout_seconds * (1 - kTimeoutMargin) - read_seconds;
-    alpa_solve_options_set_double(*options, ALPA_OPT_TIME_LIMIT_SECONDS, left > 0.01 ? left : 0.01,
-                                  nullptr);
+  if (deadline != Clock::time_point::max()) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    alpa_solve_options_set_double(*options, ALPA_OPT_TIME_LIMIT_SECONDS,
+                                  std::max(left, kStopNowSeconds), nullptr);
   }
   alpa_solve_options_set_int(*options, ALPA_OPT_DETERMINISTIC, args.deterministic ? 1 : 0, nullptr);
   alpa_solve_options_set_int(*options, ALPA_OPT_THREADS, args.threads, nullptr);
@@ -112,9 +128,7 @@ int WriteAssignmentFile(const SolveArgs& args, const std::string& assignment_tex
 
 // No assignment: the message on stderr, the empty assignment (as a line, in the -o file, or as a
 // JSON object with the status) and exit code 2.
-int ReportNoAnswer(const SolveArgs& args, int32_t status, alpa_error* err) {
-  const std::string message = alpa_error_message(err);
-  alpa_error_free(err);
+int ReportNoAnswer(const SolveArgs& args, int32_t status, const std::string& message) {
   std::fprintf(stderr, "alpa: %s\n", message.c_str());
   const std::string assignment_text = FormatAssignmentText({});
   if (int rc = WriteAssignmentFile(args, assignment_text)) return rc;
@@ -135,24 +149,97 @@ int ReportNoAnswer(const SolveArgs& args, int32_t status, alpa_error* err) {
   return 2;
 }
 
+int ReportNoAnswer(const SolveArgs& args, int32_t status, alpa_error* err) {
+  const std::string message = alpa_error_message(err);
+  alpa_error_free(err);
+  return ReportNoAnswer(args, status, message);
+}
+
+// One alpa_problem_read_file on a thread of its own. The reader cannot be interrupted (a slow
+// pipe, a large file), so the command waits for it only until its deadline; the shared state
+// outlives the command when the thread is left behind.
+class ProblemReader {
+ public:
+  // Takes `options` (the input limit) and frees it when the read ends.
+  ProblemReader(const std::string& path, alpa_solve_options* options)
+      : state_(std::make_shared<State>()) {
+    std::thread([state = state_, path, options] {
+      alpa_problem* problem = nullptr;
+      alpa_error* err = nullptr;
+      const int32_t status = alpa_problem_read_file_with_options(&problem, path.c_str(),
+                                                                 ALPA_FORMAT_AUTO, options, &err);
+      alpa_solve_options_destroy(options);
+      const std::lock_guard<std::mutex> lock(state->mutex);
+      state->problem = problem;
+      state->err = err;
+      state->status = status;
+      state->done = true;
+      state->finished.notify_one();
+    }).detach();
+  }
+
+  // Waits for the reader until `deadline`; false when it has not finished by then.
+  bool Wait(Clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    if (deadline == Clock::time_point::max()) {
+      state_->finished.wait(lock, [this] { return state_->done; });
+      return true;
+    }
+    return state_->finished.wait_until(lock, deadline, [this] { return state_->done; });
+  }
+
+  // After a successful Wait: the reader's status; the problem moves to *problem, the error
+  // (if any) to *err.
+  int32_t Take(alpa_problem** problem, alpa_error** err) {
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    *problem = state_->problem;
+    *err = state_->err;
+    state_->problem = nullptr;
+    state_->err = nullptr;
+    return state_->status;
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable finished;
+    bool done = false;
+    int32_t status = ALPA_OK;
+    alpa_problem* problem = nullptr;
+    alpa_error* err = nullptr;
+  };
+  std::shared_ptr<State> state_;
+};
+
+// The time limit ran out while the file was still being read: no answer (exit code 2). The
+// reader thread is still inside the library, so the process ends here, without running static
+// destructors under it.
+[[noreturn]] void ExitReadTimedOut(const SolveArgs& args) {
+  const int rc = ReportNoAnswer(args, ALPA_ERR_TIMEOUT,
+                                "the time limit was reached while reading " + args.file);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(rc);
+}
+
 int RunSolve(const SolveArgs& args) {
   const Clock::time_point start = Clock::now();
+  // One deadline for the whole command, fixed before reading: reading counts against it.
+  const Clock::time_point deadline = RunDeadline(args, start);
   SolveHandles handles;
   alpa_error* err = nullptr;
-  const InputLimit& limit = args.limit;
-  if (int rc = MakeReadOptions(limit, &handles.options)) return rc;
-  const int32_t read = alpa_problem_read_file_with_options(&handles.problem, args.file.c_str(),
-                                                           ALPA_FORMAT_AUTO, handles.options, &err);
-  alpa_solve_options_destroy(handles.options);
-  handles.options = nullptr;
-  if (read != ALPA_OK) return ReportError(err);
+  alpa_solve_options* read_options = nullptr;
+  if (int rc = MakeReadOptions(args.limit, &read_options)) return rc;
+  ProblemReader reader(args.file, read_options);
+  if (!reader.Wait(deadline)) ExitReadTimedOut(args);
+  if (reader.Take(&handles.problem, &err) != ALPA_OK) return ReportError(err);
   const double read_seconds = SecondsSince(start);
   if (!args.quiet) {
     std::printf("# read %lld nodes, %lld edges in %.3fs\n",
                 static_cast<long long>(alpa_problem_node_count(handles.problem)),
                 static_cast<long long>(alpa_problem_edge_count(handles.problem)), read_seconds);
   }
-  if (int rc = MakeSolveOptions(args, read_seconds, &handles.options)) return rc;
+  if (int rc = MakeSolveOptions(args, deadline, &handles.options)) return rc;
   const int32_t solved =
       alpa_problem_solve(&handles.solution, handles.problem, handles.options, &err);
   if (IsNoAnswer(solved)) return ReportNoAnswer(args, solved, err);
@@ -184,10 +271,14 @@ Command AddSolveCommand(CLI::App& app) {
   solve->add_option("file", args->file, "Problem file (.json or .json.gz)")->required();
   solve
       ->add_option("timeout", args->timeout_seconds,
-                   "Wall-clock limit in seconds for the whole run (default: none)")
+                   "Wall-clock limit in seconds for the whole run, reading included (default: "
+                   "none); 0 left: the best answer so far, or none")
       ->check(CLI::NonNegativeNumber);
   solve->add_flag("--json", args->json, "Print the result as one JSON object (last line)");
-  solve->add_flag("--deterministic", args->deterministic, "Identical answers run to run");
+  solve->add_flag("--deterministic", args->deterministic,
+                  "Work bounded by counted steps (scaled from TIMEOUT), not the clock: identical "
+                  "answers run to run whenever that work ends before TIMEOUT, which still stops "
+                  "a run that reaches it");
   solve->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
   solve->add_option("--gap", args->relative_gap, "Stop within this relative gap")
       ->check(CLI::Range(0.0, 0.999999));

@@ -14,6 +14,9 @@
 namespace alpa {
 namespace {
 
+// Rows between two reads of the clock and the cancel flags (a row can hold thousands of items).
+constexpr size_t kRowsBetweenChecks = 64;
+
 // Subset checks on live-set rows stop after about this many item comparisons.
 constexpr int64_t kLiveSetSubsetBudget = 200'000'000;
 
@@ -112,7 +115,7 @@ struct Span {
 // latest start / earliest end of k's items), so k's row is implied when one of those has a
 // capacity no larger (ties: the later segment survives).
 Status BuildFromIntervals(const ShardingProblem& problem, const std::vector<NodeUsage>& usage,
-                          std::vector<MemoryRow>* rows) {
+                          const SolveControl& control, std::vector<MemoryRow>* rows) {
   const int64_t limit = *problem.usage_limit;
   std::vector<int64_t> points;
   for (size_t v = 0; v < problem.nodes.size(); ++v) {
@@ -211,6 +214,9 @@ Status BuildFromIntervals(const ShardingProblem& problem, const std::vector<Node
       ++count;
     }
     if (!keep[k]) continue;
+    if (rows->size() % kRowsBetweenChecks == kRowsBetweenChecks - 1) {
+      ALPA_RETURN_IF_ERROR(StopStatus(control, kPreparingTheProblem));
+    }
     MemoryRow row;
     row.capacity = capacity[k];
     row.items.reserve(count);
@@ -226,11 +232,14 @@ Status BuildFromIntervals(const ShardingProblem& problem, const std::vector<Node
 }
 
 Status BuildFromLiveSets(const ShardingProblem& problem, const std::vector<NodeUsage>& usage,
-                         std::vector<MemoryRow>* rows) {
+                         const SolveControl& control, std::vector<MemoryRow>* rows) {
   const int64_t limit = *problem.usage_limit;
   // A node listed twice in one live set counts once (it is a set; the evaluator agrees).
   std::vector<size_t> seen_at(problem.nodes.size(), problem.live_sets.size());
   for (size_t t = 0; t < problem.live_sets.size(); ++t) {
+    if (t % kRowsBetweenChecks == kRowsBetweenChecks - 1) {
+      ALPA_RETURN_IF_ERROR(StopStatus(control, kPreparingTheProblem));
+    }
     Int128 sum_min = 0, sum_spread = 0;
     MemoryRow row;
     for (int32_t v : problem.live_sets[t]) {
@@ -323,7 +332,8 @@ void MarkDominatedRows(const std::vector<MemoryRow>& rows, size_t item_count, in
 }
 
 // Drops items no row uses and renumbers the rest in order (rows stay sorted).
-void CompactItems(std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows) {
+Status CompactItems(const SolveControl& control, std::vector<MemoryItem>* items,
+                    std::vector<MemoryRow>* rows) {
   std::vector<int32_t> new_index(items->size(), -1);
   for (const MemoryRow& row : *rows) {
     for (int32_t x : row.items) new_index[static_cast<size_t>(x)] = 0;
@@ -334,29 +344,33 @@ void CompactItems(std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows) 
     new_index[i] = static_cast<int32_t>(kept.size());
     kept.push_back(std::move((*items)[i]));
   }
-  for (MemoryRow& row : *rows) {
-    for (int32_t& x : row.items) x = new_index[static_cast<size_t>(x)];
+  for (size_t r = 0; r < rows->size(); ++r) {
+    if (r % kRowsBetweenChecks == kRowsBetweenChecks - 1) {
+      ALPA_RETURN_IF_ERROR(StopStatus(control, kPreparingTheProblem));
+    }
+    for (int32_t& x : (*rows)[r].items) x = new_index[static_cast<size_t>(x)];
   }
   *items = std::move(kept);
+  return Status::Ok();
 }
 
 }  // namespace
 
 Status BuildMemoryRows(const ShardingProblem& problem, const std::vector<int32_t>& work_node_of,
                        const std::vector<std::vector<int32_t>>& original_strategy,
-                       std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows) {
+                       const SolveControl& control, std::vector<MemoryItem>* items,
+                       std::vector<MemoryRow>* rows) {
   items->clear();
   rows->clear();
   const std::vector<NodeUsage> usage =
       CollectItems(problem, work_node_of, original_strategy, items);
   if (problem.uses_live_sets()) {
-    ALPA_RETURN_IF_ERROR(BuildFromLiveSets(problem, usage, rows));
+    ALPA_RETURN_IF_ERROR(BuildFromLiveSets(problem, usage, control, rows));
     SimplifyMemoryRows(items, rows, kLiveSetSubsetBudget);
     return Status::Ok();
   }
-  ALPA_RETURN_IF_ERROR(BuildFromIntervals(problem, usage, rows));
-  CompactItems(items, rows);
-  return Status::Ok();
+  ALPA_RETURN_IF_ERROR(BuildFromIntervals(problem, usage, control, rows));
+  return CompactItems(control, items, rows);
 }
 
 void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows,
@@ -436,7 +450,9 @@ void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* 
     }
   }
   if (std::any_of(references.begin(), references.end(), [](int64_t n) { return n == 0; })) {
-    CompactItems(items, rows);
+    // Without a deadline of its own it always runs to the end.
+    const Status compacted = CompactItems(SolveControl(), items, rows);
+    (void)compacted;
   }
 }
 

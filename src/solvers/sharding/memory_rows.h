@@ -8,6 +8,7 @@
 
 #include "core/problem/sharding_problem.h"
 #include "core/util/status.h"
+#include "solvers/sharding/solve_control.h"
 #include "solvers/sharding/work_problem.h"
 
 namespace alpa {
@@ -20,10 +21,12 @@ namespace alpa {
 // time step holds a superset of its items with no larger capacity; with live sets the same test
 // runs on a bounded budget. Rows are sorted lists of item indices, no two identical.
 // Returns kInfeasible when some time step cannot fit even with the smallest usages.
-// Requires problem.usage_limit.
+// Requires problem.usage_limit. Checks `control` every few dozen rows (rows of large problems
+// hold thousands of items each): kCancelled or kTimeout once it has expired.
 Status BuildMemoryRows(const ShardingProblem& problem, const std::vector<int32_t>& work_node_of,
                        const std::vector<std::vector<int32_t>>& original_strategy,
-                       std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows);
+                       const SolveControl& control, std::vector<MemoryItem>* items,
+                       std::vector<MemoryRow>* rows);
 
 // Simplifies arbitrary items and rows without changing which assignments are feasible:
 //   - each item's smallest usage moves into the capacity of every row using it;

@@ -218,9 +218,16 @@ Status RemoveOversizedStrategies(const WorkProblem& work,
   return Status::Ok();
 }
 
+// Why a normalization stopped early, once `control` has expired; Ok before.
+Status StoppedBy(const SolveControl& control) { return StopStatus(control, kPreparingTheProblem); }
+
 }  // namespace
 
 Result<NormalizedProblem> Normalize(const ShardingProblem& problem) {
+  return Normalize(problem, SolveControl());
+}
+
+Result<NormalizedProblem> Normalize(const ShardingProblem& problem, const SolveControl& control) {
   const size_t n = problem.nodes.size();
   NormalizedProblem out;
   WorkProblem& work = out.work;
@@ -250,7 +257,9 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem) {
       c[s] += ToWorkCost(own[s]);
     }
   }
+  ALPA_RETURN_IF_ERROR(StoppedBy(control));
   std::vector<WorkEdge> edges = MergeEdges(problem, out.work_node_of, &work.cost);
+  ALPA_RETURN_IF_ERROR(StoppedBy(control));
   for (const WorkEdge& e : edges) {
     for (double x : e.cost) {
       if (std::isinf(x) && x < 0) {
@@ -284,8 +293,10 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem) {
     ALPA_RETURN_IF_ERROR(MakeArcConsistent(edges, root_of_work, &allowed));
     out.original_strategy = AllowedStrategies(allowed);
     if (!problem.usage_limit) break;
-    ALPA_RETURN_IF_ERROR(BuildMemoryRows(problem, out.work_node_of, out.original_strategy,
+    ALPA_RETURN_IF_ERROR(StoppedBy(control));
+    ALPA_RETURN_IF_ERROR(BuildMemoryRows(problem, out.work_node_of, out.original_strategy, control,
                                          &work.memory_items, &work.memory_rows));
+    ALPA_RETURN_IF_ERROR(StoppedBy(control));
     if (round == kMaxMemoryRounds) break;
     bool removed = false;
     ALPA_RETURN_IF_ERROR(

@@ -7,6 +7,7 @@
 
 #include "core/problem/sharding_problem.h"
 #include "core/util/status.h"
+#include "solvers/sharding/solve_control.h"
 #include "solvers/sharding/work_problem.h"
 
 namespace alpa {
@@ -31,6 +32,9 @@ struct NormalizedProblem {
 // Returns kInfeasible (message naming the node or time step) when a node has no allowed strategy
 // left or a time step cannot fit even with the smallest usages.
 Result<NormalizedProblem> Normalize(const ShardingProblem& problem);
+// The same, checking `control` between steps and memory rounds: kCancelled or kTimeout once it
+// has expired (a normalization cut short is of no use: the solver then has no answer).
+Result<NormalizedProblem> Normalize(const ShardingProblem& problem, const SolveControl& control);
 
 // Maps a work assignment back to one strategy per original node.
 std::vector<int32_t> ToOriginalAssignment(const NormalizedProblem& normalized,

@@ -43,7 +43,13 @@ constexpr int64_t kLargeIlpEntries = 3'000'000;
 // Work (move evaluations) the local search may spend per core node when it is not the last
 // word (small cores, where GLPK follows) or must not depend on timing (deterministic mode).
 constexpr int64_t kDeterministicMovesPerNode = 2'000;
-// Time caps of the heuristic: before GLPK on small cores, and on large cores without a limit.
+// Deterministic mode under a time limit: work the local searches together may spend per second
+// of the limit. One search does about 1e6 units a second on the IOPDDL benchmarks on one core; a
+// quarter of that leaves room for reading, the other phases and a busy machine, so that the
+// counted work, not the clock, ends the search.
+constexpr double kDeterministicMovesPerSecond = 2.5e5;
+// Time caps of the heuristic (not in deterministic mode, where counted work bounds it): before
+// GLPK on small cores, and on large cores without a limit.
 constexpr double kSmallHeuristicSeconds = 2.0;
 constexpr double kLargeHeuristicSecondsWithoutLimit = 60.0;
 // The share of the time left that the exact block elimination may take.
@@ -68,13 +74,20 @@ class Incumbent {
     if (assignment.size() != static_cast<size_t>(core_.node_count())) return !stop_;
     const long double objective = WorkObjective(core_, assignment);
     if (!std::isfinite(static_cast<double>(objective))) return !stop_;
+    // The memory check walks every row: only for an assignment that would be kept.
+    if (found_ && !(objective < objective_)) return !stop_;
     if (!WorkMemoryFeasible(core_, assignment)) return !stop_;
-    if (!found_ || objective < objective_) {
-      found_ = true;
-      objective_ = objective;
-      assignment_ = assignment;
-      Report(phase);
+    Keep(assignment, objective, phase);
+    return !stop_;
+  }
+
+  // Offers an answer of the local search, which RunLocalSearch has already checked against
+  // this same core (WorkObjective, WorkMemoryFeasible): no second walk over the rows.
+  bool OfferChecked(const LocalSearchResult& search, const char* phase) {
+    if (!search.found || search.assignment.size() != static_cast<size_t>(core_.node_count())) {
+      return !stop_;
     }
+    if (!found_ || search.objective < objective_) Keep(search.assignment, search.objective, phase);
     return !stop_;
   }
 
@@ -110,11 +123,19 @@ class Incumbent {
 
   bool found() const { return found_; }
   bool stopped() const { return stop_; }
+
   long double objective() const { return objective_; }
   long double lower_bound() const { return lower_bound_; }
   const std::vector<int32_t>& assignment() const { return assignment_; }
 
  private:
+  void Keep(const std::vector<int32_t>& assignment, long double objective, const char* phase) {
+    found_ = true;
+    objective_ = objective;
+    assignment_ = assignment;
+    Report(phase);
+  }
+
   const WorkProblem& core_;
   const SolveControl& control_;
   const SolveOptions& options_;
@@ -126,23 +147,18 @@ class Incumbent {
   std::vector<int32_t> assignment_;
 };
 
-// Cancellation that combines the caller's token with "the progress callback said stop".
-class StopFlag {
+// The solver's own stop request: set when a progress callback returns false. The caller's
+// cancel token is polled by SolveControl itself, next to this flag.
+class ProgressStop {
  public:
-  explicit StopFlag(const std::atomic<bool>* caller) : caller_(caller) {}
-  const std::atomic<bool>* flag() { return &flag_; }
-  // Sets the flag when the progress callback said stop or the caller's token is set.
+  const std::atomic<bool>* flag() const { return &flag_; }
+  // Sets the flag when the progress callback said stop.
   void Sync(bool progress_stop) {
-    if (progress_stop || (caller_ != nullptr && caller_->load(std::memory_order_relaxed))) {
-      flag_.store(true, std::memory_order_relaxed);
-    }
+    if (progress_stop) flag_.store(true, std::memory_order_relaxed);
   }
-  void PollCaller() { Sync(false); }
   void StopNow() { flag_.store(true, std::memory_order_relaxed); }
-  bool set() const { return flag_.load(std::memory_order_relaxed); }
 
  private:
-  const std::atomic<bool>* caller_;
   std::atomic<bool> flag_{false};
 };
 
@@ -173,6 +189,20 @@ std::vector<int32_t> CoreGroups(const std::vector<int32_t>& node_groups,
   return groups;
 }
 
+// The solve's status when Normalize fails with `code`.
+SolveStatus StatusOfFailedNormalization(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInfeasible:
+      return SolveStatus::kInfeasible;
+    case StatusCode::kCancelled:
+      return SolveStatus::kCancelled;
+    case StatusCode::kTimeout:
+      return SolveStatus::kNoSolution;
+    default:
+      return SolveStatus::kInvalidInput;
+  }
+}
+
 SolveResult Finish(SolveResult result, const SolveControl& control) {
   result.seconds = control.elapsed_seconds();
   return result;
@@ -190,15 +220,15 @@ struct Proof {
 // a memory row (then it is a lower bound).
 Proof RunBlockElimination(const NormalizedProblem& normalized, const ReducedProblem& reduced,
                           const SolveOptions& options, const SolveControl& control,
-                          Incumbent& incumbent, StopFlag& stop, SolveStats& stats) {
+                          Incumbent& incumbent, ProgressStop& stop, SolveStats& stats) {
   const WorkProblem& core = reduced.core();
   // Under a time limit it gets half of what is left, so that a stopped elimination leaves the
-  // heuristic time for an answer. It polls the caller's cancel token itself (nothing reports
-  // progress while it runs).
-  const double remaining = control.remaining_seconds();
-  const SolveControl elimination_control(
-      std::isfinite(remaining) ? std::max(1e-3, kEliminationShareOfTimeLimit * remaining) : 0,
-      options.cancel);
+  // heuristic time for an answer; in deterministic mode its planned work (EliminationLimits)
+  // bounds it instead, and only the solve's deadline stops it.
+  const double share = options.deterministic ? std::numeric_limits<double>::infinity()
+                                             : kEliminationShareOfTimeLimit;
+  const SolveControl elimination_control =
+      control.WithinSeconds(share * control.remaining_seconds());
   const BlockEliminationResult exact = SolveByBlockElimination(
       core, CoreGroups(options.node_groups, normalized, reduced), elimination_control,
       SearchThreads(options.threads), EliminationLimits{});
@@ -216,19 +246,32 @@ Proof RunBlockElimination(const NormalizedProblem& normalized, const ReducedProb
     }
     if (!proof.any()) stop.Sync(!incumbent.OfferBound(optimum, "elimination"));
   }
-  stop.PollCaller();
   return proof;
 }
 
-// The local search's time: a bounded burst before GLPK on small cores, else all that is left
-// (a fixed cap without a limit).
-double HeuristicSeconds(const SolveControl& control, bool exact_follows) {
-  double seconds = control.remaining_seconds();
-  if (exact_follows) {
-    return std::isfinite(seconds) ? std::min(kSmallHeuristicSeconds, 0.1 * seconds)
-                                  : kSmallHeuristicSeconds;
+// The local search's own time cap within the solve's deadline: a bounded burst before GLPK on
+// small cores, else none (a fixed cap without a limit). Deterministic mode has none: counted
+// work (max_moves) ends the search, and the solve's deadline stays the safety stop.
+double HeuristicSecondsCap(const SolveControl& control, bool exact_follows, bool deterministic) {
+  const double remaining = control.remaining_seconds();
+  if (deterministic) return std::numeric_limits<double>::infinity();
+  if (exact_follows) return std::min(kSmallHeuristicSeconds, 0.1 * remaining);
+  return std::isfinite(remaining) ? remaining : kLargeHeuristicSecondsWithoutLimit;
+}
+
+// Each local search's counted work: none (0) when it runs against the clock; else per core
+// node, and in deterministic mode under a time limit no more than the limit allows at a
+// conservative rate, shared by the `searches` that run side by side (they may share a core).
+int64_t HeuristicMoveBudget(const WorkProblem& core, const SolveOptions& options,
+                            bool exact_follows, int32_t searches) {
+  if (!options.deterministic && !exact_follows) return 0;
+  int64_t moves = kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
+  if (options.deterministic && std::isfinite(options.time_limit_seconds)) {
+    const double by_limit = kDeterministicMovesPerSecond *
+                            std::max(0.0, options.time_limit_seconds) / std::max(1, searches);
+    moves = std::min(moves, std::max<int64_t>(1, static_cast<int64_t>(by_limit)));
   }
-  return std::isfinite(seconds) ? seconds : kLargeHeuristicSecondsWithoutLimit;
+  return moves;
 }
 
 // Runs `threads` local searches side by side, search t with seed + t; the calling thread runs
@@ -236,14 +279,14 @@ double HeuristicSeconds(const SolveControl& control, bool exact_follows) {
 std::vector<LocalSearchResult> RunSearches(const WorkProblem& core,
                                            const SolveControl& heuristic_control,
                                            const LocalSearchOptions& search_options,
-                                           int32_t threads, StopFlag& stop) {
+                                           int32_t threads, ProgressStop& stop) {
   std::vector<LocalSearchResult> searches(static_cast<size_t>(threads));
   std::vector<std::thread> workers;
   for (int32_t t = 1; t < threads; ++t) {
     workers.emplace_back([&, t] {
       LocalSearchOptions worker_options = search_options;
       worker_options.seed = search_options.seed + static_cast<uint64_t>(t);
-      worker_options.on_improve = [&](long double) { return !stop.set(); };
+      worker_options.on_improve = [&](long double) { return !heuristic_control.cancelled(); };
       // An exception must not escape a thread (std::terminate); a failed worker simply
       // contributes no answer.
       try {
@@ -268,38 +311,38 @@ std::vector<LocalSearchResult> RunSearches(const WorkProblem& core,
 // burst (GLPK then proves optimality); on large ones, where GLPK's model alone would take
 // minutes and gigabytes, all of the time.
 void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool large,
-                  const SolveControl& control, Incumbent& incumbent, StopFlag& stop) {
+                  const SolveControl& control, Incumbent& incumbent, ProgressStop& stop) {
   const bool exact_follows = !large && !options.heuristic_only;
   LocalSearchOptions search_options;
   search_options.seed = 1;
   if (incumbent.found()) search_options.start = incumbent.assignment();
-  if (options.deterministic || exact_follows) {
-    search_options.max_moves = kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
-  }
-  search_options.on_improve = [&](long double objective) {
-    stop.Sync(!incumbent.Note(objective, "heuristic"));
-    return !stop.set();
-  };
-  const SolveControl heuristic_control(HeuristicSeconds(control, exact_follows), stop.flag());
   // Large cores get one search per thread, each with its own seed. The best answer wins, ties
   // to the lowest seed, so deterministic mode stays deterministic.
   const int32_t threads = large ? SearchThreads(options.threads) : 1;
+  search_options.max_moves = HeuristicMoveBudget(core, options, exact_follows, threads);
+  search_options.on_improve = [&](long double objective) {
+    stop.Sync(!incumbent.Note(objective, "heuristic"));
+    return !control.cancelled();
+  };
+  const SolveControl heuristic_control =
+      control.WithinSeconds(HeuristicSecondsCap(control, exact_follows, options.deterministic));
   for (const LocalSearchResult& search :
        RunSearches(core, heuristic_control, search_options, threads, stop)) {
-    if (search.found) stop.Sync(!incumbent.Offer(search.assignment, "heuristic"));
+    if (search.found) stop.Sync(!incumbent.OfferChecked(search, "heuristic"));
   }
 }
 
 // GLPK's branch and bound from the incumbent; sets `message` on a GLPK error.
 Proof RunIlp(const WorkProblem& core, const SolveOptions& options, const SolveControl& control,
-             Incumbent& incumbent, StopFlag& stop, std::string& message) {
+             Incumbent& incumbent, ProgressStop& stop, std::string& message) {
   IlpOptions ilp_options;
   ilp_options.relative_gap = options.relative_gap;
+  ilp_options.deterministic = options.deterministic;
   if (incumbent.found()) ilp_options.incumbent = incumbent.assignment();
   ilp_options.on_progress = [&](long double objective, long double bound) {
     incumbent.Note(objective, "ilp");
     stop.Sync(!incumbent.OfferBound(bound, "ilp"));
-    return !stop.set();
+    return !control.cancelled();
   };
   IlpResult ilp = SolveIlpGlpk(core, control, ilp_options);
   if (!ilp.assignment.empty()) incumbent.Offer(ilp.assignment, "ilp");
@@ -339,9 +382,11 @@ void SetOutcome(const Proof& proof, const Incumbent& incumbent, bool cancelled,
 }  // namespace
 
 SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& options) {
-  // The caller's cancel token is polled through `stop`, which the progress callback can also set.
-  StopFlag stop(options.cancel);
-  const SolveControl control(options.time_limit_seconds, stop.flag());
+  // The one deadline of the whole solve, fixed now; every phase works within it. The control
+  // also polls the caller's cancel token and `stop`, which the progress callback sets.
+  ProgressStop stop;
+  const SolveControl control =
+      SolveControl::WithTimeLimit(options.time_limit_seconds, options.cancel, stop.flag());
   SolveResult result;
   result.stats.nodes = static_cast<int32_t>(problem.nodes.size());
   result.stats.edges = static_cast<int32_t>(problem.edges.size());
@@ -351,11 +396,9 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
     result.message = valid.message();
     return Finish(std::move(result), control);
   }
-  Result<NormalizedProblem> normalized_or = Normalize(problem);
+  Result<NormalizedProblem> normalized_or = Normalize(problem, control);
   if (!normalized_or.ok()) {
-    result.status = normalized_or.status().code() == StatusCode::kInfeasible
-                        ? SolveStatus::kInfeasible
-                        : SolveStatus::kInvalidInput;
+    result.status = StatusOfFailedNormalization(normalized_or.status().code());
     result.message = normalized_or.status().message();
     if (result.status == SolveStatus::kInfeasible) {
       result.lower_bound = std::numeric_limits<long double>::infinity();
@@ -367,7 +410,12 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   result.stats.work_edges = static_cast<int32_t>(normalized.work.edges.size());
   result.stats.memory_rows = static_cast<int32_t>(normalized.work.memory_rows.size());
 
-  const ReducedProblem reduced(normalized.work);
+  const ReducedProblem reduced(normalized.work, control);
+  if (reduced.stopped()) {
+    result.status = control.cancelled() ? SolveStatus::kCancelled : SolveStatus::kNoSolution;
+    result.message = StopStatus(control, kPreparingTheProblem).message();
+    return Finish(std::move(result), control);
+  }
   const WorkProblem& core = reduced.core();
   result.stats.core_nodes = core.node_count();
   result.stats.core_edges = static_cast<int32_t>(core.edges.size());
@@ -384,14 +432,14 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   if (core.node_count() == 0) {
     incumbent.Offer({}, "reduce");
     proof.optimal = true;
-  } else if (!options.heuristic_only && options.exact_elimination) {
+  } else if (!options.heuristic_only && options.exact_elimination && !control.expired()) {
     proof =
         RunBlockElimination(normalized, reduced, options, control, incumbent, stop, result.stats);
   }
-  if (!proof.any() && !stop.set()) {
+  if (!proof.any() && !control.expired()) {
     const bool large = IlpSizeEstimate(core) > kLargeIlpEntries;
     RunHeuristic(core, options, large, control, incumbent, stop);
-    if (!large && !options.heuristic_only && !stop.set() && !control.expired()) {
+    if (!large && !options.heuristic_only && !control.expired()) {
       proof = RunIlp(core, options, control, incumbent, stop, result.message);
     }
   }
@@ -400,7 +448,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
     result.assignment = ToOriginalAssignment(normalized, reduced.Expand(incumbent.assignment()));
     result.objective = incumbent.objective();
   }
-  SetOutcome(proof, incumbent, stop.set(), options, result);
+  SetOutcome(proof, incumbent, control.cancelled(), options, result);
   return Finish(std::move(result), control);
 }
 

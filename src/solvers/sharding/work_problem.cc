@@ -20,12 +20,16 @@ long double WorkObjective(const WorkProblem& problem, const std::vector<int32_t>
 }
 
 bool WorkMemoryFeasible(const WorkProblem& problem, const std::vector<int32_t>& assignment) {
+  // Each item's usage under the assignment, looked up once: rows share items, and the rows of
+  // large problems hold tens of millions of entries, so the sums below read one flat array.
+  std::vector<int64_t> item_usage(problem.memory_items.size());
+  for (size_t i = 0; i < item_usage.size(); ++i) {
+    const MemoryItem& item = problem.memory_items[i];
+    item_usage[i] = item.usage[static_cast<size_t>(assignment[static_cast<size_t>(item.node)])];
+  }
   for (const MemoryRow& row : problem.memory_rows) {
     Int128 used = 0;
-    for (int32_t item_index : row.items) {
-      const MemoryItem& item = problem.memory_items[static_cast<size_t>(item_index)];
-      used += item.usage[static_cast<size_t>(assignment[static_cast<size_t>(item.node)])];
-    }
+    for (int32_t item_index : row.items) used += item_usage[static_cast<size_t>(item_index)];
     if (used > row.capacity) return false;
   }
   return true;

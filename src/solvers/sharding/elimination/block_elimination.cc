@@ -323,10 +323,19 @@ BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
   for (int32_t v = 0; v < n; ++v) {
     if (core.strategy_count(v) == 0) return result;
   }
+  // Planning is not interruptible inside; the control is read between its steps.
+  auto stopped = [&control, &result] {
+    if (!control.expired()) return false;
+    result.status = BlockEliminationStatus::kStopped;
+    return true;
+  };
+  if (stopped()) return result;
   const std::vector<bool> separator = ChooseSeparators(core, groups);
   const std::vector<std::vector<int32_t>> adjacency = BuildAdjacency(core);
   std::vector<BlockInstance> blocks = FindBlocks(core, adjacency, separator);
+  if (stopped()) return result;
   const std::vector<BlockProblem> distinct = DistinctBlockProblems(core, adjacency, blocks);
+  if (stopped()) return result;
   result.stats.blocks = static_cast<int32_t>(blocks.size());
   result.stats.distinct_blocks = static_cast<int32_t>(distinct.size());
   result.stats.separator_nodes =
@@ -337,7 +346,7 @@ BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
   SeparatorProblem top = SeparatorFactors(core, separator);
   const std::optional<std::vector<EliminationPlan>> plans =
       PlanBlocksAndSeparators(distinct, blocks, domain, top, limits, result.stats.work);
-  if (!plans) return result;
+  if (!plans || stopped()) return result;
 
   const std::vector<EliminationOutcome> outcomes =
       EliminateBlocks(distinct, *plans, control, threads);

@@ -57,6 +57,10 @@ struct GlpkRun {
   double next_bound_check = 0;  // SolveControl seconds
   bool heuristic_offered = false;
   bool stopped = false;  // by the deadline, the cancel flag, the node limit or on_progress
+  // The root LP runs with progress output on, so that the terminal hook, called with each
+  // progress line, can poll the cancel flags (glp_simplex has no callback of its own).
+  bool watching_root_lp = false;
+  bool cancelled_in_root_lp = false;  // the hook left glp_simplex by longjmp
   bool progress_threw = false;
   int64_t nodes = 0;
   std::vector<double> column_value;  // per model column, when mip_status is GLP_OPT/GLP_FEAS
@@ -64,14 +68,34 @@ struct GlpkRun {
   size_t message_length = 0;
 };
 
-void OnGlpkError(void* info) { std::longjmp(static_cast<GlpkRun*>(info)->jump, 1); }
+// The values setjmp returns with: GLPK raised an error, or the caller cancelled the root LP.
+constexpr int kJumpOnError = 1;
+constexpr int kJumpOnCancel = 2;
+// How often glp_simplex writes a progress line (GLPK 5 counts out_frq in milliseconds), and so
+// how often the root LP polls for a cancel.
+constexpr int kRootLpPollMilliseconds = 20;
 
-// Keeps GLPK's terminal output (only the text of an error reaches it: output is off otherwise)
-// for the message, and swallows it.
+void OnGlpkError(void* info) { std::longjmp(static_cast<GlpkRun*>(info)->jump, kJumpOnError); }
+
+// Keeps GLPK's terminal output for the message, and swallows it: the text of an error, and
+// during the root LP its progress lines, of which only the tail is kept (an error's text comes
+// last). During the root LP it also leaves glp_simplex by longjmp once the caller cancels; the
+// environment is then freed like after an error.
 int CaptureTerminal(void* info, const char* text) {
   GlpkRun* run = static_cast<GlpkRun*>(info);
-  const size_t room = sizeof(run->message) - 1 - run->message_length;
-  const size_t length = std::min(room, std::strlen(text));
+  if (run->watching_root_lp && run->control->cancelled()) {
+    run->cancelled_in_root_lp = true;
+    run->stopped = true;
+    std::longjmp(run->jump, kJumpOnCancel);
+  }
+  size_t length = std::strlen(text);
+  const size_t capacity = sizeof(run->message) - 1;
+  if (run->watching_root_lp && run->message_length + length > capacity) {
+    const size_t drop = std::min(run->message_length, run->message_length + length - capacity);
+    std::memmove(run->message, run->message + drop, run->message_length - drop);
+    run->message_length -= drop;
+  }
+  length = std::min(capacity - run->message_length, length);
   std::memcpy(run->message + run->message_length, text, length);
   run->message_length += length;
   run->message[run->message_length] = '\0';
@@ -209,9 +233,11 @@ void OnTree(glp_tree* tree, void* info) {
 // back to the setjmp.
 void RunGlpk(GlpkRun* run) {
   if (setjmp(run->jump) != 0) {
-    run->failed = true;
+    run->failed = !run->cancelled_in_root_lp;
+    run->watching_root_lp = false;
     run->lp = nullptr;
-    glp_free_env();  // the manual: after an error only glp_free_env may be called
+    glp_free_env();  // the manual: after an error (or our cancel jump) only glp_free_env may be
+                     // called
     return;
   }
   glp_error_hook(&OnGlpkError, run);
@@ -223,17 +249,26 @@ void RunGlpk(GlpkRun* run) {
   // IOPDDL G about 4x faster) and the postsolve took up to 3.7x the loading time on G (0.7 s
   // there): it is used only when the deadline leaves room for that.
   const double load_seconds = run->control->elapsed_seconds() - load_start;
-  const bool presolve = run->control->remaining_seconds() > 8 * load_seconds;
+  const bool presolve =
+      run->options->deterministic || run->control->remaining_seconds() > 8 * load_seconds;
   const double reserve = (presolve ? 4 : 1) * load_seconds;
   if (run->control->remaining_seconds() <= reserve) {
     run->simplex_ret = GLP_ETMLIM;  // no time for an LP: stop at once
   } else {
     glp_smcp simplex;
     glp_init_smcp(&simplex);
-    simplex.msg_lev = GLP_MSG_OFF;
+    simplex.msg_lev = GLP_MSG_ON;  // to CaptureTerminal, which polls for a cancel
+    simplex.out_frq = kRootLpPollMilliseconds;
+    simplex.out_dly = 0;
     simplex.presolve = presolve ? GLP_ON : GLP_OFF;
     simplex.tm_lim = MillisecondsLeft(*run->control, reserve);
+    run->watching_root_lp = true;
+    glp_term_out(GLP_ON);  // else GLPK skips the hook; CaptureTerminal swallows the text
     run->simplex_ret = glp_simplex(run->lp, &simplex);
+    glp_term_out(GLP_OFF);
+    run->watching_root_lp = false;
+    run->message_length = 0;  // progress lines, not an error
+    run->message[0] = '\0';
   }
   run->lp_status = run->simplex_ret == 0 ? glp_get_status(run->lp) : GLP_UNDEF;
   if (run->simplex_ret == GLP_ENOPFS) run->lp_status = GLP_NOFEAS;  // found by the presolver
@@ -338,7 +373,7 @@ IlpResult SolveIlpGlpk(const WorkProblem& problem, const SolveControl& control,
     } else {
       const int previous_output = glp_term_out(GLP_OFF);
       RunGlpk(&run);
-      if (!run.failed) {
+      if (!run.failed && !run.cancelled_in_root_lp) {
         glp_error_hook(nullptr, nullptr);
         glp_term_hook(nullptr, nullptr);
         if (env == 0) {

@@ -34,6 +34,10 @@ struct IlpOptions {
   // Stop after this many branch-and-bound nodes (0: no limit). A deterministic work limit,
   // unlike the deadline.
   int64_t node_limit = 0;
+  // Decisions that depend on timing are made without the clock: the root LP always uses GLPK's
+  // presolver (else only when the deadline leaves room for it), so that the same problem takes
+  // the same path. The deadline still stops GLPK.
+  bool deterministic = false;
 };
 
 enum class IlpStatus : int32_t {

@@ -78,6 +78,11 @@ bool Searcher::Stopped() {
   return stopped_;
 }
 
+bool Searcher::StoppedNow() {
+  if (!stopped_ && control_.expired()) stopped_ = true;
+  return Stopped();
+}
+
 // The clock is read once per 1,024 units of work: cheap, and the only timing-dependent
 // decision is the hard stop itself.
 void Searcher::Count(int64_t work) {
@@ -294,7 +299,7 @@ void Searcher::IteratedSearch() {
   if (movable_.empty()) return;
   const int64_t patience = std::max<int64_t>(2000, 100 * static_cast<int64_t>(movable_.size()));
   int64_t idle = 0;
-  while (!Stopped() && idle < patience) {
+  while (!StoppedNow() && idle < patience) {
     const long double before = best_cost_;
     if (rng_.Below(kPerturbOneIn) == 0) {
       Perturb();
@@ -314,10 +319,12 @@ std::vector<int32_t> Searcher::Run(const std::vector<int32_t>& start) {
     valid = s >= 0 && s < graph_.strategy_count(v) && graph_.allowed(v, s);
   }
   const std::vector<int32_t> low_memory = MinMemoryAssignment();
+  if (StoppedNow()) return best_x_;
   Assign(valid ? start : low_memory);
+  if (StoppedNow()) return best_x_;
   RepairAndPolish(low_memory);
-  if (!Stopped()) Lagrangian(low_memory);
-  if (found_ && !Stopped()) {
+  if (!StoppedNow()) Lagrangian(low_memory);
+  if (found_ && !StoppedNow()) {
     Assign(best_x_);
     IteratedSearch();
   }
@@ -336,17 +343,20 @@ LocalSearchResult RunLocalSearch(const WorkProblem& problem, const SolveControl&
     }
     return result;
   }
+  // The setup steps are not interruptible inside (each a pass over the problem); the control is
+  // read between them, so that a search started just before a cancel ends without searching.
   ContractedProblem contracted;
   {
     const SearchGraph input_graph(problem);
-    if (input_graph.has_empty_domain()) return result;
+    if (input_graph.has_empty_domain() || control.expired()) return result;
     contracted = Contract(problem, input_graph);
   }
   const WorkProblem& groups = contracted.problem;
-  if (!std::isfinite(static_cast<double>(groups.constant))) return result;
+  if (!std::isfinite(static_cast<double>(groups.constant)) || control.expired()) return result;
   const SearchGraph graph(groups);
-  if (graph.has_empty_domain()) return result;
+  if (graph.has_empty_domain() || control.expired()) return result;
   MemoryTracker memory(groups.memory_items, problem.memory_rows, groups.node_count());
+  if (control.expired()) return result;
   std::vector<int32_t> start;
   if (options.start.size() == static_cast<size_t>(n)) {
     bool valid = true;

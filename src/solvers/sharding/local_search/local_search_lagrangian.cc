@@ -82,13 +82,15 @@ void Searcher::Lagrangian(const std::vector<int32_t>& low_memory) {
   long double best_dual = -std::numeric_limits<long double>::infinity();
   int32_t stall = 0;
   int32_t idle = 0;
-  for (int32_t round = 0; !Stopped() && !BudgetSpent(kBudgetShare) && idle < kPatience; ++round) {
+  for (int32_t round = 0; !StoppedNow() && !BudgetSpent(kBudgetShare) && idle < kPatience;
+       ++round) {
     update_run_prices();
     PricedCosts(graph_, memory_, run_price_, 1.0, dual_mp, &unary);
     sweep(dual_mp, unary, round == 0 ? kWarmSweeps : kSweeps);
     if (Stopped()) break;
     dual_mp.Decode(unary, &decoded);
     Assign(decoded);
+    if (StoppedNow()) break;
     const long double best_before = best_cost_;
     if (!priced) {
       RepairAndPolish(low_memory);
@@ -111,6 +113,7 @@ void Searcher::Lagrangian(const std::vector<int32_t>& low_memory) {
     if (Stopped()) break;
     primal_mp.Decode(primal_unary, &decoded);
     Assign(decoded);
+    if (StoppedNow()) break;
     inflation =
         Feasible() ? std::max(1.0, inflation * 0.97) : std::min(kMaxInflation, inflation * 1.05);
     RepairAndPolish(low_memory);

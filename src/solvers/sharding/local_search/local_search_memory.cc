@@ -107,15 +107,18 @@ MemoryTracker::MemoryTracker(const std::vector<MemoryItem>& items,
 
 void MemoryTracker::Reset(const std::vector<int32_t>& x) {
   if (row_count_ == 0) return;
+  // Each item's usage looked up once: the rows of large problems hold tens of millions of
+  // entries, and summing a flat array is several times faster than chasing each item's table.
+  std::vector<int64_t> item_usage(items_.size());
+  for (size_t i = 0; i < item_usage.size(); ++i) {
+    const MemoryItem& item = items_[i];
+    item_usage[i] = item.usage[static_cast<size_t>(x[static_cast<size_t>(item.node)])];
+  }
   std::vector<Int128> slack(static_cast<size_t>(row_count_));
   for (size_t r = 0; r < slack.size(); ++r) {
-    const MemoryRow& row = rows_[r];
     Int128 used = 0;
-    for (int32_t i : row.items) {
-      const MemoryItem& item = items_[static_cast<size_t>(i)];
-      used += item.usage[static_cast<size_t>(x[static_cast<size_t>(item.node)])];
-    }
-    slack[r] = Int128(row.capacity) - used;
+    for (int32_t i : rows_[r].items) used += item_usage[static_cast<size_t>(i)];
+    slack[r] = Int128(rows_[r].capacity) - used;
   }
   std::fill(tree_add_.begin(), tree_add_.end(), Int128(0));
   Build(1, 0, row_count_, slack);

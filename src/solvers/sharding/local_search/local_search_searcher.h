@@ -51,6 +51,9 @@ class Searcher {
  private:
   // --- budget (local_search.cc) -----------------------------------------------------------
   bool Stopped();
+  // Stopped(), reading the clock and the cancel flags first: for the steps that do much work
+  // without counting it (rebuilding the memory rows of a whole assignment, decoding).
+  bool StoppedNow();
   void Count(int64_t work);
   // Whether `fraction` of the budget (max_moves, else the time limit) is spent; false when
   // there is neither (phases then end on stagnation).

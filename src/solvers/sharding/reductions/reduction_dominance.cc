@@ -126,6 +126,7 @@ bool ReductionEngine::DominancePass() {
   for (size_t v = 0; v < nodes_.size(); ++v) {
     DynNode& nd = nodes_[v];
     if (nd.eliminated || !nd.dominance_dirty) continue;
+    if (!KeepGoing()) break;
     nd.dominance_dirty = false;
     if (nd.cost.size() < 2) continue;
     removed += DominateNode(static_cast<int32_t>(v));

@@ -52,7 +52,8 @@ class ReductionEngine {
   using DynNode = reduction_internal::DynNode;
 
  public:
-  ReductionEngine(const WorkProblem& input, ReducedProblem* out) : input_(input), out_(*out) {}
+  ReductionEngine(const WorkProblem& input, const SolveControl& control, ReducedProblem* out)
+      : input_(input), control_(control), out_(*out) {}
   void Run();
 
  private:
@@ -83,8 +84,15 @@ class ReductionEngine {
   bool DominancePass();
   size_t DominateNode(int32_t u);
   void BuildCore();
+  // Counts one unit of work (a processed node); every kWorkBetweenChecks units reads the
+  // control, and once it has expired marks the output stopped. True while reducing may go on.
+  bool KeepGoing();
+  // The same, reading the control now.
+  bool CheckNow();
 
   const WorkProblem& input_;
+  const SolveControl& control_;
+  int64_t work_ = 0;
   ReducedProblem& out_;
   std::vector<DynNode> nodes_;
   std::vector<DynEdge> edges_;

@@ -64,21 +64,38 @@ void ReductionEngine::Init() {
   }
 }
 
+bool ReductionEngine::KeepGoing() {
+  // A node's reduction takes microseconds (a dominance check up to a millisecond on wide
+  // nodes): reading the clock every 64 keeps a cancel or deadline well under 100 ms late.
+  constexpr int64_t kWorkBetweenChecks = 64;
+  if (out_.stopped_) return false;
+  if (++work_ % kWorkBetweenChecks == 0 && control_.expired()) out_.stopped_ = true;
+  return !out_.stopped_;
+}
+
+bool ReductionEngine::CheckNow() {
+  if (!out_.stopped_ && control_.expired()) out_.stopped_ = true;
+  return !out_.stopped_;
+}
+
 void ReductionEngine::Run() {
   Init();
+  if (!CheckNow()) return;
   out_.input_node_count_ = static_cast<int32_t>(nodes_.size());
   out_.stats_.nodes_before = static_cast<int32_t>(input_.cost.size());
   out_.stats_.edges_before = static_cast<int32_t>(input_.edges.size());
   for (size_t v = 0; v < nodes_.size(); ++v) Touch(static_cast<int32_t>(v));
-  while (!out_.infeasible_) {
-    while (!queue_.empty() && !out_.infeasible_) {
+  while (!out_.infeasible_ && KeepGoing()) {
+    while (!queue_.empty() && !out_.infeasible_ && KeepGoing()) {
       const int32_t v = queue_.front();
       queue_.pop_front();
       node(v).queued = false;
       Process(v);
     }
-    if (out_.infeasible_ || !DominancePass()) break;
+    if (out_.infeasible_ || out_.stopped_ || !DominancePass()) break;
   }
+  // A core built after a stop would not be used: the solve has no time left for it.
+  if (out_.stopped_) return;
   BuildCore();
   out_.stats_.nodes_after = out_.core_.node_count();
   out_.stats_.edges_after = static_cast<int32_t>(out_.core_.edges.size());
@@ -134,6 +151,9 @@ void ReductionEngine::BuildCore() {
   }
   core.memory_rows.reserve(input_.memory_rows.size());
   for (const MemoryRow& row : input_.memory_rows) {
+    // The rows are the bulk of the core (tens of millions of entries on IOPDDL A); a core cut
+    // short is never used (stopped() tells the solver so).
+    if (!KeepGoing()) return;
     MemoryRow mapped;
     mapped.items.reserve(row.items.size());
     Int128 capacity = row.capacity;
@@ -150,12 +170,15 @@ void ReductionEngine::BuildCore() {
     mapped.capacity = static_cast<int64_t>(capacity < lowest ? lowest : capacity);
     core.memory_rows.push_back(std::move(mapped));
   }
+  if (!KeepGoing() || !CheckNow()) return;
   if (memory_changed) SimplifyMemoryRows(&core.memory_items, &core.memory_rows, 0);
   core.constant = input_.constant + folded_;
 }
 
-ReducedProblem::ReducedProblem(const WorkProblem& input) {
-  ReductionEngine engine(input, this);
+ReducedProblem::ReducedProblem(const WorkProblem& input) : ReducedProblem(input, SolveControl()) {}
+
+ReducedProblem::ReducedProblem(const WorkProblem& input, const SolveControl& control) {
+  ReductionEngine engine(input, control, this);
   engine.Run();
 }
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "solvers/sharding/solve_control.h"
 #include "solvers/sharding/work_problem.h"
 
 namespace alpa {
@@ -39,6 +40,9 @@ class ReducedProblem {
  public:
   // Reduces `input` (which must outlive this object only during the constructor).
   explicit ReducedProblem(const WorkProblem& input);
+  // The same, stopping when `control` expires: every reduction done so far is exact, so the
+  // core is then simply larger (stopped() says so).
+  ReducedProblem(const WorkProblem& input, const SolveControl& control);
 
   const WorkProblem& core() const { return core_; }
   const ReductionStats& stats() const { return stats_; }
@@ -55,6 +59,8 @@ class ReducedProblem {
   // True when the reductions found a node with no finite-cost strategy left: the input has no
   // finite assignment (the core keeps that node with +inf costs, so its optimum is +inf too).
   bool infeasible() const { return infeasible_; }
+  // True when the control expired before the reductions ran to the end.
+  bool stopped() const { return stopped_; }
 
  private:
   friend class ReductionEngine;
@@ -79,6 +85,7 @@ class ReducedProblem {
   std::vector<int32_t> input_node_of_core_;
   int32_t input_node_count_ = 0;
   bool infeasible_ = false;
+  bool stopped_ = false;
   std::vector<std::vector<int32_t>> core_strategies_;  // core node: core strategy -> input
   std::vector<Elimination> eliminations_;              // in elimination order
   // Per input node: removed input strategy -> the input strategy that replaced it (-1: removed

@@ -178,7 +178,7 @@ TEST(BlockElimination, CancelledBeforeTheEnd) {
   std::vector<int32_t> groups;
   for (int32_t w = 0; w < normalized.value().work.node_count(); ++w) groups.push_back(w / 4);
   const BlockEliminationResult r = SolveByBlockElimination(
-      normalized.value().work, groups, SolveControl(0, &cancel), 2, EliminationLimits{});
+      normalized.value().work, groups, SolveControl::Unlimited(&cancel), 2, EliminationLimits{});
   EXPECT_EQ(r.status, BlockEliminationStatus::kStopped);
   EXPECT_TRUE(r.assignment.empty());
 }

@@ -311,7 +311,7 @@ TEST(IlpGlpkTest, TimeLimitIsRespected) {
   // Unsolved after a minute on a development machine.
   const WorkProblem p = RandomWork(4, 60, 8, 4, 0);
   const auto start = std::chrono::steady_clock::now();
-  SolveControl control(1.0, nullptr);
+  const SolveControl control = SolveControl::WithTimeLimit(1.0, nullptr);
   const IlpResult r = SolveIlpGlpk(p, control, IlpOptions());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -325,7 +325,7 @@ TEST(IlpGlpkTest, TimeLimitIsRespected) {
 TEST(IlpGlpkTest, CancelledBeforeStartKeepsTheIncumbent) {
   const WorkProblem p = IopddlExample(true);
   std::atomic<bool> cancel{true};
-  SolveControl control(0, &cancel);
+  const SolveControl control = SolveControl::Unlimited(&cancel);
   IlpOptions options;
   options.incumbent = {0, 1, 2, 0, 0};  // feasible (uses 50 and 50), cost 15+65+35+85+95+...
   const IlpResult r = SolveIlpGlpk(p, control, options);

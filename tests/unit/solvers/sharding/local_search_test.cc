@@ -324,7 +324,7 @@ TEST(LocalSearch, SameSeedAndMoveBudgetGiveTheSameAnswer) {
 TEST(LocalSearch, RespectsTheDeadline) {
   const WorkProblem p = LargeProblem(20'000, 5);
   const auto begin = std::chrono::steady_clock::now();
-  const SolveControl control(0.3, nullptr);
+  const SolveControl control = SolveControl::WithTimeLimit(0.3, nullptr);
   LocalSearchOptions options;
   const LocalSearchResult r = RunLocalSearch(p, control, options);
   const double seconds =
@@ -336,7 +336,7 @@ TEST(LocalSearch, RespectsTheDeadline) {
 TEST(LocalSearch, StopsWhenCancelled) {
   const WorkProblem p = LargeProblem(2000, 6);
   std::atomic<bool> cancel{true};
-  const SolveControl control(0, &cancel);
+  const SolveControl control = SolveControl::Unlimited(&cancel);
   LocalSearchOptions options;
   const auto begin = std::chrono::steady_clock::now();
   const LocalSearchResult r = RunLocalSearch(p, control, options);

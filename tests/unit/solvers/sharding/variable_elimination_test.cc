@@ -195,7 +195,8 @@ TEST(VariableElimination, StopsWhenCancelled) {
   ASSERT_TRUE(plan.within_limits);
   ASSERT_GT(plan.largest_table, 1e5);  // big enough to be polled inside a step
   std::atomic<bool> cancel{true};
-  const EliminationOutcome out = Eliminate(domain, factors, plan.order, SolveControl(0, &cancel));
+  const EliminationOutcome out =
+      Eliminate(domain, factors, plan.order, SolveControl::Unlimited(&cancel));
   EXPECT_FALSE(out.completed);
 }
 

@@ -1,0 +1,152 @@
+// The sharding solver under time pressure and cancellation (issue 21, items 4-6): the deadline
+// covers every phase and "no time left" means stop now; a cancel set from another thread ends
+// the solve promptly with status kCancelled; deterministic mode bounds its work by counted
+// steps, so that runs under a time limit repeat exactly. Timing bounds are loose on purpose:
+// they separate "stops at its next check" from "runs its whole phase", not milliseconds.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/problem/problem_io.h"
+#include "core/problem/sharding_evaluator.h"
+#include "solvers/sharding/sharding_solver.h"
+#include "support/random_problem.h"
+#include "support/test_data.h"
+
+namespace alpa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A grid with memory intervals: a core of about `nodes` nodes that reductions cannot remove.
+ShardingProblem GridWithMemory(int32_t nodes, int32_t max_strategies, uint64_t seed) {
+  testing::RandomProblemSpec spec;
+  spec.nodes = nodes;
+  spec.max_strategies = max_strategies;
+  spec.shape = testing::GraphShape::kGrid;
+  spec.memory = testing::MemoryMode::kIntervals;
+  spec.limit_tightness = 0.5;
+  return testing::RandomProblem(spec, seed);
+}
+
+void ExpectFeasibleAnswer(const ShardingProblem& problem, const SolveResult& result) {
+  ASSERT_FALSE(result.assignment.empty());
+  const Evaluation eval = EvaluateAssignment(problem, result.assignment);
+  EXPECT_TRUE(eval.feasible) << eval.violation;
+  EXPECT_EQ(eval.cost, result.objective);
+}
+
+// The bug: a phase left with 0 s read 0 as "no deadline" and ran its whole work (seconds on
+// this grid: 2,000 moves per node of local search).
+TEST(SolveDeadline, ALimitUsedUpBeforeTheSearchStopsTheSolveAtOnce) {
+  const ShardingProblem problem = GridWithMemory(2500, 8, 5);
+  for (bool heuristic_only : {false, true}) {
+    SolveOptions options;
+    options.time_limit_seconds = 1e-6;
+    options.heuristic_only = heuristic_only;
+    const Clock::time_point start = Clock::now();
+    const SolveResult result = SolveSharding(problem, options);
+    EXPECT_LT(SecondsSince(start), 1.0) << "heuristic_only " << heuristic_only;
+    EXPECT_EQ(result.status, SolveStatus::kNoSolution) << result.message;
+    EXPECT_TRUE(result.assignment.empty());
+    EXPECT_FALSE(result.message.empty());
+  }
+}
+
+TEST(SolveDeadline, ALimitReachedDuringTheSearchReturnsTheBestAnswerFoundInTime) {
+  const ShardingProblem problem = GridWithMemory(2500, 8, 5);
+  SolveOptions options;
+  options.time_limit_seconds = 0.5;
+  options.heuristic_only = true;
+  const Clock::time_point start = Clock::now();
+  const SolveResult result = SolveSharding(problem, options);
+  EXPECT_LT(SecondsSince(start), 2.5);
+  if (result.status == SolveStatus::kFeasible) {
+    ExpectFeasibleAnswer(problem, result);
+  } else {
+    EXPECT_EQ(result.status, SolveStatus::kNoSolution) << result.message;
+  }
+}
+
+// Sets `cancel` after `delay` on a thread of its own; the moment it did so is kept.
+class DelayedCancel {
+ public:
+  DelayedCancel(std::atomic<bool>* cancel, double delay_seconds)
+      : thread_([this, cancel, delay_seconds] {
+          std::this_thread::sleep_for(std::chrono::duration<double>(delay_seconds));
+          triggered_at_ = Clock::now();
+          cancel->store(true);
+        }) {}
+  ~DelayedCancel() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // Seconds from the cancel until `end` (negative when `end` came first).
+  double SecondsFromTriggerTo(Clock::time_point end) {
+    thread_.join();
+    return std::chrono::duration<double>(end - triggered_at_).count();
+  }
+
+ private:
+  Clock::time_point triggered_at_{};
+  std::thread thread_;
+};
+
+TEST(SolveDeadline, ACancelFromAnotherThreadEndsTheSolveAsCancelled) {
+  const ShardingProblem problem = GridWithMemory(2500, 8, 11);
+  std::atomic<bool> cancel{false};
+  SolveOptions options;
+  options.cancel = &cancel;
+  DelayedCancel trigger(&cancel, 0.05);
+  const SolveResult result = SolveSharding(problem, options);
+  const double latency = trigger.SecondsFromTriggerTo(Clock::now());
+  ASSERT_NE(result.status, SolveStatus::kOptimal) << "solved before the cancel: make it larger";
+  EXPECT_EQ(result.status, SolveStatus::kCancelled) << result.message;
+  EXPECT_LT(latency, 2.0);
+  if (!result.assignment.empty()) ExpectFeasibleAnswer(problem, result);
+}
+
+// The bug: the token was read only when the solver reported progress, so a cancel while
+// GLPK solved the root LP of IOPDDL G was ignored and the solve returned OPTIMAL later.
+TEST(SolveDeadline, ACancelDuringTheExactPhaseOfIopddlGIsNotIgnored) {
+  const std::string path = testing::SharedDataPath("asplos-2025-iopddl-G.json.gz");
+  if (path.empty()) GTEST_SKIP() << "shared IOPDDL data not present";
+  Result<ShardingProblem> problem = ReadProblemFile(path);
+  ASSERT_TRUE(problem.ok()) << problem.status().message();
+  std::atomic<bool> cancel{false};
+  SolveOptions options;
+  options.cancel = &cancel;
+  DelayedCancel trigger(&cancel, 0.8);
+  const SolveResult result = SolveSharding(problem.value(), options);
+  const double latency = trigger.SecondsFromTriggerTo(Clock::now());
+  if (latency < 0) GTEST_SKIP() << "G was solved before the cancel (a fast machine)";
+  EXPECT_EQ(result.status, SolveStatus::kCancelled) << SolveStatusName(result.status);
+  EXPECT_LT(latency, 2.0);
+  if (!result.assignment.empty()) ExpectFeasibleAnswer(problem.value(), result);
+}
+
+// The bug: deterministic mode counted moves but also stopped at the clock (the time limit, or
+// a fixed cap without one), so runs under a limit that the counted work overran differed. The
+// work is now scaled from the limit, so it ends first, and the answers repeat.
+TEST(SolveDeadline, DeterministicRunsUnderATimeLimitGiveIdenticalAssignments) {
+  const ShardingProblem problem = GridWithMemory(2500, 8, 3);
+  SolveOptions options;
+  options.deterministic = true;
+  options.heuristic_only = true;  // the local search alone: the part the clock used to cut
+  options.time_limit_seconds = 2.0;
+  const SolveResult first = SolveSharding(problem, options);
+  ExpectFeasibleAnswer(problem, first);
+  for (int run = 0; run < 2; ++run) {
+    const SolveResult again = SolveSharding(problem, options);
+    EXPECT_EQ(again.assignment, first.assignment) << "run " << run + 2;
+    EXPECT_EQ(again.objective, first.objective);
+  }
+}
+
+}  // namespace
+}  // namespace alpa
