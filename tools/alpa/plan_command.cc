@@ -23,7 +23,7 @@ struct PlanArgs {
   int32_t layers = 0;  // layer groups; 0: the graph's layers, at most 16
   std::string remat;   // "", "search", "off", "on"
   PlannerOptionArgs planner;
-  std::string output;  // write the detailed plan JSON here
+  std::string output;  // write the executable plan JSON here
   std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
   bool json = false;   // print the summary JSON as the last line
   bool quiet = false;
@@ -102,7 +102,8 @@ Command AddPlanCommand(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--remat", args->remat, "Rematerialization: search (default), off, on");
   AddPlannerOptions(plan, &args->planner);
-  plan->add_option("-o,--output", args->output, "Write the detailed plan JSON to this file");
+  plan->add_option("-o,--output", args->output,
+                   "Write the executable plan JSON (docs/planner.md) to this file");
   plan->add_option("--svg", args->svg,
                    "Write the timeline of the plan's simulated iteration (SVG) to this file");
   plan->add_flag("--json", args->json, "Print the plan summary as one JSON object (last line)");
