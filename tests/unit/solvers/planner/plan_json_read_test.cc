@@ -85,6 +85,8 @@ std::vector<std::string> Programs(const PipelinePlan& plan) {
 // Written, read, written again: the same bytes; lowered before and after: the same programs.
 void ExpectRoundTrip(const PlanCase& c, const std::string& model) {
   SCOPED_TRACE(model);
+  EXPECT_GE(c.plan.stages.size(), 2u);  // transfers and moves to read back
+  EXPECT_FALSE(c.plan.transfers.empty());
   const std::string text = Write(c.plan, c.cluster, model);
   ASSERT_FALSE(text.empty());
   Cluster cluster;
@@ -132,7 +134,8 @@ void ExpectRejected(const std::string& text, StatusCode code, const std::string&
 class CorruptPlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const PlanCase c = Manual(kGpt, TwoStages(1, 2, 0, false));
+    // Data parallel: every stage synchronises its gradients (collectives to corrupt).
+    const PlanCase c = Manual(kGpt, TwoStages(2, 1, 0, false));
     text_ = Write(c.plan, c.cluster, kGpt);
     ASSERT_FALSE(text_.empty());
     plan_ = json::parse(text_);
@@ -169,16 +172,33 @@ TEST_F(CorruptPlanTest, WrongSpec) {
 }
 
 TEST_F(CorruptPlanTest, OpIdOutOfRange) {
-  json& collectives = plan_["stages"][0]["pieces"][0]["executable"]["sharding"]["collectives"];
   json& schedule = plan_["stages"][0]["pieces"][0]["executable"]["sharding"]["schedule"];
   schedule[0] = 1000000;
   ExpectRejected(plan_.dump(), StatusCode::kInvalidArgument, "sharding.schedule[0]");
-  schedule = json::parse(text_)["stages"][0]["pieces"][0]["executable"]["sharding"]["schedule"];
-  if (!collectives.empty()) {
-    collectives[0]["consumer"] = 1000000;
-    ExpectRejected(plan_.dump(), StatusCode::kInvalidArgument, "collectives[0].consumer");
-    collectives[0]["consumer"] = -1;
+  plan_ = json::parse(text_);
+
+  // The first piece with a collective (the embedding's piece may have none).
+  std::string piece;
+  json* collectives = nullptr;
+  for (size_t s = 0; s < plan_["stages"].size() && collectives == nullptr; ++s) {
+    json& pieces = plan_["stages"][s]["pieces"];
+    for (size_t p = 0; p < pieces.size() && collectives == nullptr; ++p) {
+      json& list = pieces[p]["executable"]["sharding"]["collectives"];
+      if (list.empty()) continue;
+      collectives = &list;
+      piece = "stages[" + std::to_string(s) + "].pieces[" + std::to_string(p) + "]";
+    }
   }
+  ASSERT_NE(collectives, nullptr);
+  (*collectives)[0]["consumer"] = 1000000;
+  ExpectRejected(plan_.dump(), StatusCode::kInvalidArgument,
+                 piece + ".executable.sharding.collectives[0].consumer");
+  (*collectives)[0]["consumer"] = -1;
+  (*collectives)[0]["tensor"] = -1;
+  ExpectRejected(plan_.dump(), StatusCode::kInvalidArgument,
+                 piece + ".executable.sharding.collectives[0].tensor");
+  plan_ = json::parse(text_);
+
   plan_["transfers"][0]["tensor"] = -5;
   ExpectRejected(plan_.dump(), StatusCode::kInvalidArgument, "transfers[0].tensor");
   plan_ = json::parse(text_);
