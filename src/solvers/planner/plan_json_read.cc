@@ -3,6 +3,7 @@
 // from the graph), transfers, prediction.
 #include "solvers/planner/plan_json_read.h"
 
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <set>
@@ -239,15 +240,19 @@ Status ReadStages(const Json& root, const Cluster& cluster, PipelinePlan* plan) 
   return Status::Ok();
 }
 
-Status ReadMove(const Json& j, const std::string& path, const PlannedStage& from,
-                const PlannedStage& to, const std::vector<int64_t>& shape, SliceMove* m) {
-  auto holds = [](const PlannedStage& st, int64_t d) {
-    return std::find(st.devices.begin(), st.devices.end(), d) != st.devices.end();
-  };
+// Per stage: its devices, sorted (a move's devices are looked up in them).
+using SortedDevices = std::vector<std::vector<int64_t>>;
+
+bool Holds(const std::vector<int64_t>& sorted, int64_t device) {
+  return std::binary_search(sorted.begin(), sorted.end(), device);
+}
+
+Status ReadMove(const Json& j, const std::string& path, const std::vector<int64_t>& from,
+                const std::vector<int64_t>& to, const std::vector<int64_t>& shape, SliceMove* m) {
   ALPA_RETURN_IF_ERROR(Int(j, path, "src", 0, kInt64Max, &m->src_device));
-  if (!holds(from, m->src_device)) return Invalid(Join(path, "src"), "not a device of from_stage");
+  if (!Holds(from, m->src_device)) return Invalid(Join(path, "src"), "not a device of from_stage");
   ALPA_RETURN_IF_ERROR(Int(j, path, "dst", 0, kInt64Max, &m->dst_device));
-  if (!holds(to, m->dst_device)) return Invalid(Join(path, "dst"), "not a device of to_stage");
+  if (!Holds(to, m->dst_device)) return Invalid(Join(path, "dst"), "not a device of to_stage");
   ALPA_RETURN_IF_ERROR(Int64List(j, path, "offsets", 0, kInt64Max, &m->offsets));
   ALPA_RETURN_IF_ERROR(Int64List(j, path, "sizes", 0, kInt64Max, &m->sizes));
   if (m->offsets.size() != shape.size() || m->sizes.size() != shape.size()) {
@@ -264,7 +269,7 @@ Status ReadMove(const Json& j, const std::string& path, const PlannedStage& from
 }
 
 Status ReadTransfer(const Json& j, const std::string& path, const PipelinePlan& plan,
-                    CrossStageTransfer* t) {
+                    const SortedDevices& devices, CrossStageTransfer* t) {
   const int64_t last_stage = static_cast<int64_t>(plan.stages.size()) - 1;
   ALPA_RETURN_IF_ERROR(Int32(j, path, "from_stage", 0, last_stage, &t->from_stage));
   ALPA_RETURN_IF_ERROR(Int32(j, path, "to_stage", 0, last_stage, &t->to_stage));
@@ -300,8 +305,9 @@ Status ReadTransfer(const Json& j, const std::string& path, const PipelinePlan& 
   }
   t->moves.resize(moves->size());
   for (size_t k = 0; k < moves->size(); ++k) {
-    ALPA_RETURN_IF_ERROR(
-        ReadMove((*moves)[k], At(Join(path, "moves"), k), from, to, op.shape, &t->moves[k]));
+    ALPA_RETURN_IF_ERROR(ReadMove(
+        (*moves)[k], At(Join(path, "moves"), k), devices[static_cast<size_t>(t->from_stage)],
+        devices[static_cast<size_t>(t->to_stage)], op.shape, &t->moves[k]));
   }
   return Status::Ok();
 }
@@ -309,10 +315,15 @@ Status ReadTransfer(const Json& j, const std::string& path, const PipelinePlan& 
 Status ReadTransfers(const Json& root, PipelinePlan* plan) {
   const Json* transfers = nullptr;
   ALPA_RETURN_IF_ERROR(ArrayField(root, "", "transfers", &transfers));
+  SortedDevices devices;
+  for (const PlannedStage& st : plan->stages) {
+    devices.push_back(st.devices);
+    std::sort(devices.back().begin(), devices.back().end());
+  }
   plan->transfers.resize(transfers->size());
   for (size_t k = 0; k < transfers->size(); ++k) {
     ALPA_RETURN_IF_ERROR(
-        ReadTransfer((*transfers)[k], At("transfers", k), *plan, &plan->transfers[k]));
+        ReadTransfer((*transfers)[k], At("transfers", k), *plan, devices, &plan->transfers[k]));
   }
   return Status::Ok();
 }
