@@ -74,7 +74,7 @@ nlohmann::json SpecJson(const alpa::ManualPlanSpec& spec) {
                         {"tensor_inside_host", spec.tensor_inside_host}};
 }
 
-// The "baseline" object: the configuration; for a search its counts and, at detail 1, its
+// The "baseline" object: the configuration; for a search its counts and, at detail >= 1, its
 // table (iteration_seconds null where the point does not fit).
 nlohmann::json BaselineJson(const alpa_plan& plan, int32_t detail) {
   nlohmann::json j = SpecJson(*plan.manual_spec);
