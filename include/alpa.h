@@ -1055,12 +1055,31 @@ ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, 
                                           int64_t capacity);
 /** The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with
  * their move counts, compile time split); detail 1: also each stage's per-op strategies and
- * collectives and each transfer's slice moves; other values: ALPA_ERR_INVALID_ARGUMENT. A plan
- * of alpa_model_plan_manual / alpa_model_plan_baseline adds a "baseline" object (its configuration;
- * for a search the grid counts, and at detail 1 the grid table). Caller frees *out with
- * alpa_buffer_free. */
+ * collectives and each transfer's slice moves; detail 2: the executable plan, detail 1 plus the
+ * planned graph, the clustering and every piece's subgraph boundary and auto-sharding, which
+ * alpa_plan_read_json reads back (what `alpa plan -o` writes); other values:
+ * ALPA_ERR_INVALID_ARGUMENT. A plan of alpa_model_plan_manual / alpa_model_plan_baseline adds a
+ * "baseline" object (its configuration; for a search the grid counts, and at detail >= 1 the grid
+ * table). Caller frees *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail,
                                    alpa_error** err);
+
+/** Reads an executable plan JSON (alpa_plan_to_json at detail 2, `alpa plan -o`; docs/planner.md)
+ * back into a plan: json[length] (UTF-8, need not be NUL-terminated). The plan's cluster and
+ * model name come from the JSON; its graph is validated and every piece is cut from it again and
+ * checked against the stored one. The result is an ordinary plan (every accessor,
+ * alpa_plan_to_json, alpa_plan_simulate; its "baseline" object, if any, is not read back).
+ * ALPA_ERR_PARSE: not JSON, a missing field or a wrong type, an unknown "format" or "version", a
+ * plan written at detail 0 or 1; ALPA_ERR_INVALID_GRAPH: a graph that does not validate;
+ * ALPA_ERR_INVALID_ARGUMENT: NULL out (or NULL json with length > 0), or content that does not fit
+ * together (an op id out of range, a spec invalid for its tensor on the stage's mesh, a device
+ * in two stages, ...). Messages name the element by its JSON path ("plan JSON:
+ * stages[1].devices[0]: ..."). Caller frees *out with alpa_plan_destroy. */
+ALPA_API int32_t alpa_plan_read_json(alpa_plan** out, const char* json, size_t length,
+                                     alpa_error** err);
+/** The same from the file at `path`; ALPA_ERR_IO when it cannot be read. Messages start with the
+ * path. Caller frees *out with alpa_plan_destroy. */
+ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_error** err);
 
 /* ---- Executor: a plan's device programs run on CPU devices (docs/executor.md) ----
  *

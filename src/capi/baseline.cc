@@ -74,7 +74,7 @@ nlohmann::json SpecJson(const alpa::ManualPlanSpec& spec) {
                         {"tensor_inside_host", spec.tensor_inside_host}};
 }
 
-// The "baseline" object: the configuration; for a search its counts and, at detail 1, its
+// The "baseline" object: the configuration; for a search its counts and, at detail >= 1, its
 // table (iteration_seconds null where the point does not fit).
 nlohmann::json BaselineJson(const alpa_plan& plan, int32_t detail) {
   nlohmann::json j = SpecJson(*plan.manual_spec);
@@ -111,12 +111,12 @@ std::unique_ptr<alpa_plan> PlanHandle(alpa::PipelinePlan plan, const alpa_cluste
 
 namespace alpa::capi {
 
-std::string PlanJson(const alpa_plan& plan, int32_t detail) {
-  std::string text = PipelinePlanJson(plan.plan, plan.cluster, plan.model, detail);
-  if (!plan.manual_spec) return text;
+alpa::Result<std::string> PlanJson(const alpa_plan& plan, int32_t detail) {
+  alpa::Result<std::string> text = PipelinePlanJson(plan.plan, plan.cluster, plan.model, detail);
+  if (!text.ok() || !plan.manual_spec) return text;
   // PipelinePlanJson dumps an nlohmann object (sorted keys, shortest round-trip doubles), so
   // parsing and dumping it again changes nothing but the added key.
-  nlohmann::json j = nlohmann::json::parse(text);
+  nlohmann::json j = nlohmann::json::parse(text.value());
   j["baseline"] = BaselineJson(plan, detail);
   return j.dump();
 }

@@ -139,7 +139,7 @@ std::unique_ptr<alpa_plan> MakePlan(alpa::PipelinePlan plan, const alpa::Cluster
                                     std::string model);
 // alpa_plan_to_json's text: PipelinePlanJson plus, for a manual or baseline plan, its
 // "baseline" object (src/capi/baseline.cc).
-std::string PlanJson(const alpa_plan& plan, int32_t detail);
+alpa::Result<std::string> PlanJson(const alpa_plan& plan, int32_t detail);
 
 // The "no answer" convention (docs/error-handling.md): a solve that ends without an assignment
 // is a failure status, not a result: ALPA_ERR_INFEASIBLE (proven none), ALPA_ERR_TIMEOUT (time

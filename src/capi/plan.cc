@@ -15,6 +15,7 @@
 #include "core/cluster/sharding_spec.h"
 #include "models/planner_model.h"
 #include "solvers/pipeline/pipeline_schedule.h"
+#include "solvers/planner/plan_json.h"
 
 static_assert(ALPA_REMAT_SEARCH == static_cast<int32_t>(alpa::RematMode::kSearch));
 static_assert(ALPA_REMAT_OFF == static_cast<int32_t>(alpa::RematMode::kOff));
@@ -476,11 +477,13 @@ ALPA_API int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int
     if (out == nullptr || plan == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and plan must not be NULL");
     }
-    if (detail != 0 && detail != 1) {
+    if (detail < alpa::kPlanJsonSummary || detail > alpa::kPlanJsonExecutable) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                  "detail must be 0 or 1 (got " + std::to_string(detail) + ")");
+                  "detail must be 0, 1 or 2 (got " + std::to_string(detail) + ")");
     }
-    alpa_buffer* buffer = alpa::capi::MakeBuffer(alpa::capi::PlanJson(*plan, detail));
+    alpa::Result<std::string> text = alpa::capi::PlanJson(*plan, detail);
+    if (!text.ok()) return Fail(err, text.status());
+    alpa_buffer* buffer = alpa::capi::MakeBuffer(text.value());
     if (buffer == nullptr) return Fail(err, ALPA_ERR_OUT_OF_MEMORY, "out of memory");
     *out = buffer;
     return ALPA_OK;

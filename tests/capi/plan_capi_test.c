@@ -248,7 +248,7 @@ static void check_plan(const alpa_plan* plan, const alpa_cluster* cluster, int64
   print_error(err);
   err = NULL;
   CHECK(detailed != NULL && strstr(alpa_buffer_data(detailed), "\"strategy\"") != NULL);
-  CHECK(alpa_plan_to_json(&detailed, plan, 2, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_to_json(&detailed, plan, 3, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "detail"));
   err = NULL;
 

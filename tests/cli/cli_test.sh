@@ -235,6 +235,7 @@ expect_no plan_quiet '^#' -- "$alpa" plan "${plan[@]}" -q
 expect plan_fixed_b 0 '^Plan: .*, 4 microbatches' -- "$alpa" plan "${plan[@]}" -B 4
 expect plan_output 0 "wrote $tmp/plan.json" -- "$alpa" plan "${plan[@]}" -o "$tmp/plan.json" -q
 expect plan_output_detail 0 '"strategy"' -- cat "$tmp/plan.json"
+expect plan_output_executable 0 '"executable"' -- cat "$tmp/plan.json"
 expect plan_six_per_host 0 '^Plan: ' -- "$alpa" plan --model "$gpt" --cluster p3.16xlarge:hosts=1,devices_per_host=6 -q
 expect plan_bad_b 1 'error: .*divide' -- "$alpa" plan "${plan[@]}" -B 3
 expect plan_negative_b 1 'error: --microbatches' -- "$alpa" plan "${plan[@]}" -B -1
@@ -254,7 +255,7 @@ expect plan_estimate 0 '^# .*estimate: [0-9]+ intra-op solves per microbatch cou
 expect plan_time_limit_none 1 'error: .*planning time limit of 1e-06 s reached before any plan was found' -- "$alpa" plan "${plan[@]}" --time-limit 0.000001
 expect plan_time_limit_negative 1 'error: --time-limit: .*must be a number of seconds >= 0' -- "$alpa" plan "${plan[@]}" --time-limit -1
 
-# alpa simulate: one simulated iteration of the plan written above with -o (detail 1) and of a
+# alpa simulate: one simulated iteration of the plan written above with -o (detail 2) and of a
 # summary (--json); alpa plan --svg.
 sim_plan=$tmp/plan.json
 expect simulate_time 0 '^simulated iteration time +[0-9.]+ (s|ms|us)' -- "$alpa" simulate "$sim_plan"

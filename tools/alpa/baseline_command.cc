@@ -32,7 +32,7 @@ struct BaselineArgs {
   bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
   PlannerOptionArgs planner;
   int64_t top = 5;     // grid points listed after a search
-  std::string output;  // write the detailed plan JSON here
+  std::string output;  // write the executable plan JSON here
   std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
   bool json = false;   // print the summary JSON (with the "baseline" object) as the last line
   bool quiet = false;
@@ -205,7 +205,8 @@ Command AddBaselineCommand(CLI::App& app) {
   AddPlannerOptions(baseline, &args->planner);
   baseline->add_option("--top", args->top, "Grid points listed after a search (default 5)")
       ->check(CLI::NonNegativeNumber);
-  baseline->add_option("-o,--output", args->output, "Write the detailed plan JSON to this file");
+  baseline->add_option("-o,--output", args->output,
+                       "Write the executable plan JSON (docs/planner.md) to this file");
   baseline->add_option("--svg", args->svg,
                        "Write the timeline of the plan's simulated iteration (SVG) to this file");
   baseline->add_flag("--json", args->json,

@@ -25,7 +25,7 @@ struct PlanArgs {
   std::string remat;   // "", "search", "off", "on"
   PlannerOptionArgs planner;
   double time_limit = 0;  // seconds for the whole search; 0: none
-  std::string output;     // write the detailed plan JSON here
+  std::string output;     // write the executable plan JSON here
   std::string svg;        // write the timeline of the plan's simulated iteration (1F1B) here
   bool json = false;      // print the summary JSON as the last line
   bool quiet = false;
@@ -112,7 +112,8 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_option("--time-limit", args->time_limit,
                    "Seconds for the whole search; when they run out, the best plan found so far "
                    "(exit 1 with a timeout when there is none yet; default 0: no limit)");
-  plan->add_option("-o,--output", args->output, "Write the detailed plan JSON to this file");
+  plan->add_option("-o,--output", args->output,
+                   "Write the executable plan JSON (docs/planner.md) to this file");
   plan->add_option("--svg", args->svg,
                    "Write the timeline of the plan's simulated iteration (SVG) to this file");
   plan->add_flag("--json", args->json, "Print the plan summary as one JSON object (last line)");

@@ -16,9 +16,10 @@
 namespace alpa_cli {
 namespace {
 
-// alpa_plan_to_json's detail levels: the summary (--json) and per-op strategies (-o).
+// alpa_plan_to_json's detail levels: the summary (--json) and the executable plan (-o: per-op
+// strategies, the graph and every piece's sharding, which alpa_plan_read_file reads back).
 constexpr int32_t kPlanJsonSummary = 0;
-constexpr int32_t kPlanJsonDetailed = 1;
+constexpr int32_t kPlanJsonExecutable = 2;
 // alpa_simulation_timeline_to_svg's width: the library's default.
 constexpr int32_t kDefaultSvgWidth = 0;
 
@@ -227,7 +228,7 @@ int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::
   alpa_error* err = nullptr;
   if (!output.empty()) {
     alpa_buffer* buffer = nullptr;
-    if (alpa_plan_to_json(&buffer, plan, kPlanJsonDetailed, &err) != ALPA_OK)
+    if (alpa_plan_to_json(&buffer, plan, kPlanJsonExecutable, &err) != ALPA_OK)
       return ReportError(err, "-o");
     const bool ok = WriteFile(output, alpa_buffer_data(buffer), alpa_buffer_size(buffer));
     alpa_buffer_free(buffer);

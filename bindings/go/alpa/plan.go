@@ -393,8 +393,9 @@ func (x *Plan) OpSpec(op int) (string, error) {
 
 // Plan JSON detail levels.
 const (
-	PlanJSONSummary  = 0 // stages, transfers with their move counts, compile time split (the CLI's --json)
-	PlanJSONDetailed = 1 // also per-op strategies, collectives and slice moves (the CLI's -o)
+	PlanJSONSummary    = 0 // stages, transfers with their move counts, compile time split (the CLI's --json)
+	PlanJSONDetailed   = 1 // also per-op strategies, collectives and slice moves
+	PlanJSONExecutable = 2 // also the graph and every piece's sharding: the executable plan (the CLI's -o)
 )
 
 // JSON is the plan as one JSON object (docs/planner.md) at a detail level.

@@ -5,6 +5,7 @@
 
 #include "core/cluster/cost_model.h"
 #include "core/cluster/sharding_spec.h"
+#include "core/ir/graph_json.h"
 #include "solvers/pipeline/pipeline_schedule.h"
 
 namespace alpa {
@@ -49,10 +50,67 @@ json StageOpsJson(const PipelinePlan& plan, const PlannedStage& stage, int32_t i
   return {{"ops", std::move(ops)}, {"collectives", std::move(collectives)}};
 }
 
+// Detail 2: what the executor needs of a piece beyond the summary (plan_json_read.h rebuilds
+// the piece from it): the subgraph's op ids in the plan's graph and its boundary, and the
+// auto-sharding result's per-op layouts, schedule and collectives, in the piece's own op ids.
+json PieceExecutableJson(const StagePiece& piece) {
+  const Subgraph& sub = *piece.subgraph;
+  const AutoShardResult& r = *piece.sharding;
+  json ops = json::array();
+  for (const OpSharding& o : r.ops) {
+    json operands = json::array();
+    for (const ShardingSpec& spec : o.operands) operands.push_back(ToString(spec));
+    json op = {{"free", o.free},
+               {"fused", o.fused},
+               {"strategy", o.strategy},
+               {"strategy_name", o.strategy_name},
+               {"spec", ToString(o.result)},
+               {"operands", std::move(operands)}};
+    if (o.reader_layout) op["reader_layout"] = ToString(*o.reader_layout);
+    ops.push_back(std::move(op));
+  }
+  json collectives = json::array();
+  for (const PlannedCollective& c : r.collectives) {
+    collectives.push_back({{"kind", CollectiveName(c.kind)},
+                           {"mesh_dims", c.mesh_dims},
+                           {"bytes", c.bytes},
+                           {"cost", c.cost},
+                           {"tensor", c.tensor},
+                           {"consumer", c.consumer},
+                           {"operand", c.operand},
+                           {"inside_op", c.inside_op},
+                           {"gradient_sync", c.gradient_sync},
+                           {"description", c.description}});
+  }
+  json sharding = {{"status", SolveStatusName(r.status)},
+                   {"mesh_shape", r.mesh_shape},
+                   {"ops", std::move(ops)},
+                   {"schedule", r.schedule},
+                   {"collectives", std::move(collectives)},
+                   {"counts", CollectiveCountsJson(r.counts)}};
+  return {{"origin", sub.origin},
+          {"boundary_inputs", sub.boundary_inputs},
+          {"boundary_outputs", sub.boundary_outputs},
+          {"sharding", std::move(sharding)}};
+}
+
+// Detail 2: the planned graph and the clustering the pieces are cut by.
+Status AddExecutableJson(const PipelinePlan& plan, json& j) {
+  Result<std::string> graph = WriteGraphJson(plan.graph);
+  if (!graph.ok()) {
+    return Status(graph.status().code(), "the plan's graph: " + graph.status().message());
+  }
+  j["graph"] = json::parse(graph.value());
+  // The rest of the clustering (num_layers, first_unit, flops, from_markers) is in "layers"
+  // and "layers_from_markers".
+  j["clustering"] = {{"op_layer", plan.clustering.op_layer}};
+  return Status::Ok();
+}
+
 }  // namespace
 
-std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
-                             const std::string& model, int32_t detail) {
+Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
+                                     const std::string& model, int32_t detail) {
   json j;
   j["format"] = "alpa-plan";
   j["version"] = 1;
@@ -89,9 +147,11 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
     json pieces = json::array();
     CollectiveCounts counts;
     for (const StagePiece& p : st.pieces) {
-      pieces.push_back({{"layer_marker", p.piece},
-                        {"ops", p.subgraph->graph.size()},
-                        {"solve_status", SolveStatusName(p.sharding->status)}});
+      json piece = {{"layer_marker", p.piece},
+                    {"ops", p.subgraph->graph.size()},
+                    {"solve_status", SolveStatusName(p.sharding->status)}};
+      if (detail >= kPlanJsonExecutable) piece["executable"] = PieceExecutableJson(p);
+      pieces.push_back(std::move(piece));
       counts.all_reduce += p.sharding->counts.all_reduce;
       counts.all_gather += p.sharding->counts.all_gather;
       counts.reduce_scatter += p.sharding->counts.reduce_scatter;
@@ -162,6 +222,7 @@ std::string PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
                   {"microbatches_tried", st.microbatches_tried}};
   // Only a plan cut short says so: every other plan's JSON stays as it was.
   if (st.time_limit_reached) j["compile"]["time_limit_reached"] = true;
+  if (detail >= kPlanJsonExecutable) ALPA_RETURN_IF_ERROR(AddExecutableJson(plan, j));
   return j.dump();
 }
 

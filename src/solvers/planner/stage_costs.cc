@@ -18,8 +18,38 @@
 namespace alpa {
 namespace {
 
-// Pieces: layer markers when the clustering used them, else the layer groups.
-void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePieces& pieces) {
+int64_t UnitPeak(const UnitProfile& p) {
+  return p.persistent_bytes + p.activation_bytes + p.working_bytes;
+}
+
+// Whether candidate a is at least as good as b in every respect: latency, overhead, and
+// memory at any number of microbatches in flight and any device memory.
+bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCandidate& b,
+                   const StageMemory& mb) {
+  return a.latency <= b.latency && a.iteration_overhead <= b.iteration_overhead &&
+         ma.persistent + ma.working <= mb.persistent + mb.working && ma.activation <= mb.activation;
+}
+
+}  // namespace
+
+int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
+                           const std::vector<int64_t>& mesh_shape) {
+  for (int32_t v = 0; v < sub.graph.size(); ++v) {
+    const Op& op = sub.graph.op(v);
+    if (op.kind != OpKind::kParameter || op.role != TensorRole::kInput || op.shape.empty() ||
+        op.phase != Phase::kForward) {
+      continue;
+    }
+    int64_t degree = 1;
+    for (int32_t d : r.ops[static_cast<size_t>(v)].result.dims[0]) {
+      degree *= mesh_shape[static_cast<size_t>(d)];
+    }
+    return degree;
+  }
+  return 1;
+}
+
+void AssignStagePieces(const Graph& graph, const LayerClustering& clustering, StagePieces& pieces) {
   const size_t n = static_cast<size_t>(graph.size());
   pieces.op_piece.assign(n, -1);
   if (!clustering.from_markers) {
@@ -52,40 +82,9 @@ void AssignPieces(const Graph& graph, const LayerClustering& clustering, StagePi
   pieces.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
 }
 
-int64_t UnitPeak(const UnitProfile& p) {
-  return p.persistent_bytes + p.activation_bytes + p.working_bytes;
-}
-
-// Whether candidate a is at least as good as b in every respect: latency, overhead, and
-// memory at any number of microbatches in flight and any device memory.
-bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCandidate& b,
-                   const StageMemory& mb) {
-  return a.latency <= b.latency && a.iteration_overhead <= b.iteration_overhead &&
-         ma.persistent + ma.working <= mb.persistent + mb.working && ma.activation <= mb.activation;
-}
-
-}  // namespace
-
-int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
-                           const std::vector<int64_t>& mesh_shape) {
-  for (int32_t v = 0; v < sub.graph.size(); ++v) {
-    const Op& op = sub.graph.op(v);
-    if (op.kind != OpKind::kParameter || op.role != TensorRole::kInput || op.shape.empty() ||
-        op.phase != Phase::kForward) {
-      continue;
-    }
-    int64_t degree = 1;
-    for (int32_t d : r.ops[static_cast<size_t>(v)].result.dims[0]) {
-      degree *= mesh_shape[static_cast<size_t>(d)];
-    }
-    return degree;
-  }
-  return 1;
-}
-
 Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering) {
   StagePieces stage_pieces;
-  AssignPieces(graph, clustering, stage_pieces);
+  AssignStagePieces(graph, clustering, stage_pieces);
   const int32_t pieces = static_cast<int32_t>(stage_pieces.piece_marker.size());
 
   // Subgraphs and their types.

@@ -85,7 +85,12 @@ struct StagePieces {
   std::vector<PieceEdge> edges;                // in reader order
 };
 
-// Errors: ExtractSubgraph's.
+// Which piece each op belongs to: the layer markers when the clustering used them, else the
+// layer groups. Fills piece_marker, op_piece and group_first_piece only. `clustering` must be
+// of `graph` (op_layer one entry per op, first_unit one per group).
+void AssignStagePieces(const Graph& graph, const LayerClustering& clustering, StagePieces& pieces);
+
+// AssignStagePieces, then every piece cut out. Errors: ExtractSubgraph's.
 Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering);
 
 // The resharding cost (seconds per microbatch) of edge `e` on `mesh`: the producer's layout

@@ -2050,15 +2050,50 @@ end
 
 The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with
 their move counts, compile time split); detail 1: also each stage's per-op strategies and
-collectives and each transfer's slice moves; other values: ALPA_ERR_INVALID_ARGUMENT. A plan
-of alpa_model_plan_manual / alpa_model_plan_baseline adds a "baseline" object (its configuration;
-for a search the grid counts, and at detail 1 the grid table). Caller frees *out with
-alpa_buffer_free.
+collectives and each transfer's slice moves; detail 2: the executable plan, detail 1 plus the
+planned graph, the clustering and every piece's subgraph boundary and auto-sharding, which
+alpa_plan_read_json reads back (what `alpa plan -o` writes); other values:
+ALPA_ERR_INVALID_ARGUMENT. A plan of alpa_model_plan_manual / alpa_model_plan_baseline adds a
+"baseline" object (its configuration; for a search the grid counts, and at detail >= 1 the grid
+table). Caller frees *out with alpa_buffer_free.
 
 C: `int32_t alpa_plan_to_json(alpa_buffer** out, const alpa_plan* plan, int32_t detail, alpa_error** err)` (alpa.h)
 """
 function alpa_plan_to_json(out, plan, detail, err)
     ccall((:alpa_plan_to_json, libalpa), Int32, (Ptr{Ptr{alpa_buffer}}, Ptr{alpa_plan}, Int32, Ptr{Ptr{alpa_error}}), out, plan, detail, err)
+end
+
+"""
+    alpa_plan_read_json(out, json, length, err) -> Int32
+
+Reads an executable plan JSON (alpa_plan_to_json at detail 2, `alpa plan -o`; docs/planner.md)
+back into a plan: json[length] (UTF-8, need not be NUL-terminated). The plan's cluster and
+model name come from the JSON; its graph is validated and every piece is cut from it again and
+checked against the stored one. The result is an ordinary plan (every accessor,
+alpa_plan_to_json, alpa_plan_simulate; its "baseline" object, if any, is not read back).
+ALPA_ERR_PARSE: not JSON, a missing field or a wrong type, an unknown "format" or "version", a
+plan written at detail 0 or 1; ALPA_ERR_INVALID_GRAPH: a graph that does not validate;
+ALPA_ERR_INVALID_ARGUMENT: NULL out (or NULL json with length > 0), or content that does not fit
+together (an op id out of range, a spec invalid for its tensor on the stage's mesh, a device
+in two stages, ...). Messages name the element by its JSON path ("plan JSON:
+stages[1].devices[0]: ..."). Caller frees *out with alpa_plan_destroy.
+
+C: `int32_t alpa_plan_read_json(alpa_plan** out, const char* json, size_t length, alpa_error** err)` (alpa.h)
+"""
+function alpa_plan_read_json(out, json, length, err)
+    ccall((:alpa_plan_read_json, libalpa), Int32, (Ptr{Ptr{alpa_plan}}, Ptr{UInt8}, Csize_t, Ptr{Ptr{alpa_error}}), out, json, length, err)
+end
+
+"""
+    alpa_plan_read_file(out, path, err) -> Int32
+
+The same from the file at `path`; ALPA_ERR_IO when it cannot be read. Messages start with the
+path. Caller frees *out with alpa_plan_destroy.
+
+C: `int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_error** err)` (alpa.h)
+"""
+function alpa_plan_read_file(out, path, err)
+    ccall((:alpa_plan_read_file, libalpa), Int32, (Ptr{Ptr{alpa_plan}}, Cstring, Ptr{Ptr{alpa_error}}), out, path, err)
 end
 
 # ==============================================================================================
@@ -2643,16 +2678,16 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_plan_compile_seconds, alpa_plan_microbatches, alpa_plan_peak_memory_bytes,
     alpa_plan_tflops_per_device, alpa_plan_stage_count, alpa_plan_copy_graph, alpa_plan_stage,
     alpa_plan_stage_devices, alpa_plan_op_stages, alpa_plan_stage_collectives, alpa_plan_transfers,
-    alpa_plan_transfer_moves, alpa_plan_stage_schedule, alpa_plan_to_json, alpa_model_count,
-    alpa_model_name, alpa_model_family, alpa_model_nominal_params, alpa_model_benchmark_gpus,
-    alpa_model_zoo_to_json, alpa_graph_stats_to_json, alpa_cluster_op_seconds,
-    alpa_cluster_logical_mesh, alpa_mesh_collective_cost, alpa_sharding_plan_op_spec,
-    alpa_plan_op_spec, alpa_manual_plan_init, alpa_model_plan_manual, alpa_model_plan_baseline,
-    alpa_plan_manual_spec, alpa_plan_baseline_table, alpa_plan_baseline_evaluated,
-    alpa_plan_baseline_feasible, alpa_plan_baseline_pruned, alpa_plan_simulate,
-    alpa_plan_simulate_json, alpa_simulation_destroy, alpa_simulation_iteration_seconds,
-    alpa_simulation_closed_form_seconds, alpa_simulation_planner_seconds,
-    alpa_simulation_stage_count, alpa_simulation_stage, alpa_simulation_timeline_to_svg,
-    alpa_simulation_to_json
+    alpa_plan_transfer_moves, alpa_plan_stage_schedule, alpa_plan_to_json, alpa_plan_read_json,
+    alpa_plan_read_file, alpa_model_count, alpa_model_name, alpa_model_family,
+    alpa_model_nominal_params, alpa_model_benchmark_gpus, alpa_model_zoo_to_json,
+    alpa_graph_stats_to_json, alpa_cluster_op_seconds, alpa_cluster_logical_mesh,
+    alpa_mesh_collective_cost, alpa_sharding_plan_op_spec, alpa_plan_op_spec, alpa_manual_plan_init,
+    alpa_model_plan_manual, alpa_model_plan_baseline, alpa_plan_manual_spec,
+    alpa_plan_baseline_table, alpa_plan_baseline_evaluated, alpa_plan_baseline_feasible,
+    alpa_plan_baseline_pruned, alpa_plan_simulate, alpa_plan_simulate_json, alpa_simulation_destroy,
+    alpa_simulation_iteration_seconds, alpa_simulation_closed_form_seconds,
+    alpa_simulation_planner_seconds, alpa_simulation_stage_count, alpa_simulation_stage,
+    alpa_simulation_timeline_to_svg, alpa_simulation_to_json
 
 end # module LibAlpa

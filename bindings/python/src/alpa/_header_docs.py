@@ -1159,19 +1159,57 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                               'summary (stages, transfers with\n'
                               "their move counts, compile time split); detail 1: also each stage's "
                               'per-op strategies and\n'
-                              "collectives and each transfer's slice moves; other values: "
-                              'ALPA_ERR_INVALID_ARGUMENT. A plan\n'
-                              'of alpa_model_plan_manual / alpa_model_plan_baseline adds a '
-                              '"baseline" object (its configuration;\n'
-                              'for a search the grid counts, and at detail 1 the grid table). '
-                              'Caller frees *out with\n'
-                              'alpa_buffer_free.',
+                              "collectives and each transfer's slice moves; detail 2: the "
+                              'executable plan, detail 1 plus the\n'
+                              "planned graph, the clustering and every piece's subgraph boundary "
+                              'and auto-sharding, which\n'
+                              'alpa_plan_read_json reads back (what `alpa plan -o` writes); other '
+                              'values:\n'
+                              'ALPA_ERR_INVALID_ARGUMENT. A plan of alpa_model_plan_manual / '
+                              'alpa_model_plan_baseline adds a\n'
+                              '"baseline" object (its configuration; for a search the grid counts, '
+                              'and at detail >= 1 the grid\n'
+                              'table). Caller frees *out with alpa_buffer_free.',
                        'returns': 'int32_t',
                        'params': ['alpa_buffer** out',
                                   'const alpa_plan* plan',
                                   'int32_t detail',
                                   'alpa_error** err'],
                        'header': 'alpa.h'},
+ 'alpa_plan_read_json': {'doc': 'Reads an executable plan JSON (alpa_plan_to_json at detail 2, '
+                                '`alpa plan -o`; docs/planner.md)\n'
+                                'back into a plan: json[length] (UTF-8, need not be '
+                                "NUL-terminated). The plan's cluster and\n"
+                                'model name come from the JSON; its graph is validated and every '
+                                'piece is cut from it again and\n'
+                                'checked against the stored one. The result is an ordinary plan '
+                                '(every accessor,\n'
+                                'alpa_plan_to_json, alpa_plan_simulate; its "baseline" object, if '
+                                'any, is not read back).\n'
+                                'ALPA_ERR_PARSE: not JSON, a missing field or a wrong type, an '
+                                'unknown "format" or "version", a\n'
+                                'plan written at detail 0 or 1; ALPA_ERR_INVALID_GRAPH: a graph '
+                                'that does not validate;\n'
+                                'ALPA_ERR_INVALID_ARGUMENT: NULL out (or NULL json with length > '
+                                '0), or content that does not fit\n'
+                                'together (an op id out of range, a spec invalid for its tensor on '
+                                "the stage's mesh, a device\n"
+                                'in two stages, ...). Messages name the element by its JSON path '
+                                '("plan JSON:\n'
+                                'stages[1].devices[0]: ..."). Caller frees *out with '
+                                'alpa_plan_destroy.',
+                         'returns': 'int32_t',
+                         'params': ['alpa_plan** out',
+                                    'const char* json',
+                                    'size_t length',
+                                    'alpa_error** err'],
+                         'header': 'alpa.h'},
+ 'alpa_plan_read_file': {'doc': 'The same from the file at `path`; ALPA_ERR_IO when it cannot be '
+                                'read. Messages start with the\n'
+                                'path. Caller frees *out with alpa_plan_destroy.',
+                         'returns': 'int32_t',
+                         'params': ['alpa_plan** out', 'const char* path', 'alpa_error** err'],
+                         'header': 'alpa.h'},
  'alpa_model_count': {'doc': 'Number of presets; presets are indexed 0 .. count-1 in a stable '
                              'order (family, then size).',
                       'returns': 'int64_t',

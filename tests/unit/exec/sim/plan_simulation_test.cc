@@ -135,7 +135,7 @@ void CheckPlan(const PipelinePlan& plan, const Cluster& cluster) {
   for (int32_t detail : {0, 1}) {
     PlanSimulationContext context;
     Result<PipelineSimInput> from_json =
-        SimInputFromPlanJson(PipelinePlanJson(plan, cluster, "small-gpt", detail),
+        SimInputFromPlanJson(PipelinePlanJson(plan, cluster, "small-gpt", detail).value(),
                              PipelineScheduleKind::kOneFOneB, &context);
     ASSERT_TRUE(from_json.ok()) << from_json.status().message();
     ExpectSameInput(in.value(), from_json.value(), detail == 1);

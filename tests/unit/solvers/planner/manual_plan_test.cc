@@ -185,7 +185,7 @@ TEST(ManualPlan, ThreeDimensional) {
     if (group < 0) continue;
     EXPECT_EQ(sites[static_cast<size_t>(v)].stage, group <= 2 ? 0 : 1) << v;
   }
-  const std::string json = PipelinePlanJson(plan, cluster, kSmallGpt, 1);
+  const std::string json = PipelinePlanJson(plan, cluster, kSmallGpt, 1).value();
   EXPECT_NE(json.find("\"stages\""), std::string::npos);
 
   // The other orientation: (tp, dp) with the batch on dim 1.
