@@ -1108,8 +1108,9 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
  * the process's rank; every process of the job creates the executor with the same plan and
  * config and makes the same calls; after each step rank 0 gathers the results and every process
  * gets the same alpa_step_result; alpa_executor_get_parameter answers on rank 0). A failing
- * process ends every process of the job with its message. ALPA_ERR_UNSUPPORTED when the library
- * was built without MPI. */
+ * process ends every process of the job with its message. Destroying the executor finalizes MPI
+ * for the process (one MPI executor per process). ALPA_ERR_UNSUPPORTED when the library was
+ * built without MPI. */
 #define ALPA_DEVICES_THREADS 0
 #define ALPA_DEVICES_MPI 1
 
@@ -1143,6 +1144,8 @@ ALPA_API int32_t alpa_executor_create(alpa_executor** out, const alpa_plan* plan
 ALPA_API void alpa_executor_destroy(alpa_executor* executor);
 /** The devices the programs run on (the plan's largest device id + 1); -1 for NULL. */
 ALPA_API int32_t alpa_executor_devices(const alpa_executor* executor);
+/** This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 for NULL. */
+ALPA_API int32_t alpa_executor_rank(const alpa_executor* executor);
 /** Device `device`'s program, one instruction per line (what `alpa compile` prints); device -1:
  * every device's. Caller frees *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_executor_program_text(alpa_buffer** out, const alpa_executor* executor,

@@ -136,10 +136,22 @@ ALPA_API int32_t alpa_executor_create(alpa_executor** out, const alpa_plan* plan
   });
 }
 
-ALPA_API void alpa_executor_destroy(alpa_executor* executor) { delete executor; }
+ALPA_API void alpa_executor_destroy(alpa_executor* executor) {
+  if (executor == nullptr) return;
+  const bool mpi = executor->world != nullptr;
+  executor->executor.reset();
+  executor->world.reset();
+  delete executor;
+  // The process's MPI ends with its executor (MPI cannot start again in the process).
+  if (mpi) alpa::FinalizeMpi();
+}
 
 ALPA_API int32_t alpa_executor_devices(const alpa_executor* executor) {
   return executor == nullptr ? -1 : executor->executor->programs().devices;
+}
+
+ALPA_API int32_t alpa_executor_rank(const alpa_executor* executor) {
+  return executor == nullptr ? -1 : executor->executor->rank();
 }
 
 ALPA_API int32_t alpa_executor_program_text(alpa_buffer** out, const alpa_executor* executor,

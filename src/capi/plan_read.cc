@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "capi/handles.h"
-#include "core/util/file_bytes.h"
+#include "core/util/bounded_input.h"
 #include "solvers/planner/plan_json_read.h"
 
 namespace {
@@ -47,9 +47,14 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
     if (out == nullptr || path == nullptr) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and path must not be NULL");
     }
-    alpa::Result<std::string> bytes = alpa::ReadFileBytes(path);
+    alpa::Result<std::string> bytes =
+        alpa::ReadFileBytes(path, alpa::kDefaultMaxInputBytes, alpa::FileContent::kJsonOrGzip);
     if (!bytes.ok()) return Fail(err, bytes.status());
-    return WrapPlan(out, bytes.value(), std::string(path) + ": ", err);
+    std::string inflated;
+    alpa::Result<std::string_view> text =
+        alpa::DecodeJsonInput(bytes.value(), alpa::kDefaultMaxInputBytes, &inflated);
+    if (!text.ok()) return Fail(err, text.status());
+    return WrapPlan(out, text.value(), std::string(path) + ": ", err);
   });
 }
 

@@ -48,6 +48,12 @@ Command AddBaselineCommand(CLI::App& app);
 // `alpa simulate PLAN.json`: one simulated iteration of a plan next to the planner's prediction.
 Command AddSimulateCommand(CLI::App& app);
 
+// `alpa run PLAN.json`: trains a plan for some steps on CPU devices (threads or MPI processes).
+Command AddRunCommand(CLI::App& app);
+
+// `alpa compile PLAN.json`: prints the device programs a plan lowers to.
+Command AddCompileCommand(CLI::App& app);
+
 // --model SPEC or --file graph.json, not both: the graph `alpa graph` and `alpa shard` work on;
 // with --max-input-bytes for the file.
 void AddGraphSourceOptions(CLI::App* command, std::string* model, std::string* file,

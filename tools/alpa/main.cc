@@ -6,6 +6,9 @@
 //                                          the Megatron-LM baseline: the grid search over manual
 //                                          dp x tp x pp plans, or one manual plan
 //   alpa simulate PLAN.json [--svg F]      one simulated iteration of a plan vs the prediction
+//   alpa compile PLAN.json [--device D]    the device programs the plan lowers to
+//   alpa run PLAN.json [--steps N] [--check] [--devices threads|mpi]
+//                                          train the plan on CPU devices (synthetic data)
 //   alpa solve FILE [TIMEOUT] [--json] [-o A.txt]
 //                                          solve a sharding problem (IOPDDL or Alpa JSON); -o
 //                                          also writes the assignment to A.txt
@@ -42,6 +45,8 @@ int main(int argc, char** argv) {
   commands.push_back(main_job);
   commands.push_back(alpa_cli::AddBaselineCommand(app));
   commands.push_back(alpa_cli::AddSimulateCommand(app));
+  commands.push_back(alpa_cli::AddCompileCommand(app));
+  commands.push_back(alpa_cli::AddRunCommand(app));
   // After the subcommands, which would inherit it.
   app.footer(
       "Without a subcommand, alpa runs the main job: alpa plan with its defaults (gpt-2.6b on two "

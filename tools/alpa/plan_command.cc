@@ -10,6 +10,7 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "plan_output.h"
+#include "run_command.h"
 
 namespace alpa_cli {
 namespace {
@@ -29,6 +30,7 @@ struct PlanArgs {
   std::string svg;        // write the timeline of the plan's simulated iteration (1F1B) here
   bool json = false;      // print the summary JSON as the last line
   bool quiet = false;
+  RunArgs run{0};  // --run N: train the plan for N steps once it is made (run.steps)
 };
 
 // Exit code: 0 a plan was found, 2 no plan fits the device memory, 1 bad input (stderr).
@@ -83,9 +85,16 @@ int RunPlan(const PlanArgs& args) {
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 
   if (int code = WritePlanFiles(handles.plan, args.output, args.svg)) return code;
-  if (args.json) return PrintPlanJson(handles.plan);
+  if (args.json) {
+    const int code = PrintPlanJson(handles.plan);
+    return code != 0 || args.run.steps == 0 ? code : RunPlanSteps(handles.plan, args.run);
+  }
   PrintPlanSummary(handles.plan, handles.cluster, "compile time");
   PrintWrote(args.output, args.svg);
+  if (args.run.steps > 0) {
+    std::printf("\n");
+    return RunPlanSteps(handles.plan, args.run);
+  }
   return 0;
 }
 
@@ -118,6 +127,10 @@ Command AddPlanCommand(CLI::App& app) {
                    "Write the timeline of the plan's simulated iteration (SVG) to this file");
   plan->add_flag("--json", args->json, "Print the plan summary as one JSON object (last line)");
   plan->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  plan->add_option("--run", args->run.steps,
+                   "Then train the plan for this many steps on CPU devices (alpa run)");
+  plan->add_option("--seed", args->run.seed, "With --run: seed of the synthetic data");
+  plan->add_flag("--check", args->run.check, "With --run: compare with one device");
   return {plan, [args, microbatches] {
             args->microbatches_given = microbatches->count() > 0;
             return RunPlan(*args);

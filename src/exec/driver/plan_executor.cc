@@ -293,7 +293,8 @@ Status PlanExecutor::RunLocalDevice(const std::map<int32_t, std::vector<HostTens
 
 namespace {
 
-constexpr int64_t kResultTag = int64_t{1} << 60;
+// Above the lowering's tags (lower_plan.cc), within MPI's.
+constexpr int64_t kResultTag = int64_t{1} << 30;
 constexpr int64_t kSummaryTag = kResultTag + 1;
 
 // A device's step result as doubles: losses (count, then microbatch and value pairs), peak

@@ -38,6 +38,8 @@ class PlanExecutor {
                                                       Communicator* world = nullptr);
 
   const ProgramSet& programs() const { return programs_; }
+  // This process's rank among the processes (0 with thread devices).
+  int32_t rank() const { return world_ == nullptr ? 0 : world_->rank(); }
   const Graph& whole() const { return whole_; }
   int64_t steps_run() const { return step_; }
 

@@ -17,8 +17,11 @@ namespace alpa {
 namespace {
 
 constexpr int64_t kUpdate = -1;  // the microbatch index of once-per-iteration values
-constexpr int64_t kTagsPerTransfer = int64_t{1} << 20;
-constexpr int64_t kRefreshTagBase = int64_t{1} << 50;
+// Message tags fit MPI's guaranteed range (MPI_TAG_UB >= 32767; Open MPI's is 2^31 - 1): a
+// transfer's tag is transfer * kTagsPerTransfer + microbatch, a refresh's kRefreshTagBase + its
+// index, and the driver keeps tags from 2^30 up for itself.
+constexpr int64_t kTagsPerTransfer = int64_t{1} << 11;
+constexpr int64_t kRefreshTagBase = int64_t{1} << 29;
 
 // How an op takes part in gradient accumulation (ClassifyBatchSums).
 enum class BatchSum : int8_t { kNone = 0, kRoot = 1, kDeferred = 2 };
@@ -1125,6 +1128,14 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
     ctx.stage_pieces.push_back(std::move(indices));
   }
   ALPA_RETURN_IF_ERROR(PairTransfers(ctx));
+  if (plan.microbatches >= kTagsPerTransfer ||
+      static_cast<int64_t>(plan.transfers.size()) * kTagsPerTransfer >= kRefreshTagBase) {
+    return Unsupported("the plan has " + std::to_string(plan.microbatches) + " microbatches and " +
+                       std::to_string(plan.transfers.size()) +
+                       " transfers; the executor numbers their messages for at most " +
+                       std::to_string(kTagsPerTransfer - 1) + " microbatches and " +
+                       std::to_string(kRefreshTagBase / kTagsPerTransfer) + " transfers");
+  }
   ListRefreshes(ctx);
 
   ProgramSet set;

@@ -23,7 +23,7 @@ std::string PlanJsonWithoutTimings(PipelinePlan plan, const Cluster& cluster) {
   plan.stats.intra_op_seconds = 0;
   plan.stats.dp_seconds = 0;
   plan.stats.total_seconds = 0;
-  return PipelinePlanJson(plan, cluster, kSmallGpt, 1);
+  return PipelinePlanJson(plan, cluster, kSmallGpt, 1).value();
 }
 
 TEST(PlannerDeterminism, SamePlanOnEveryRunAndThreadCount) {

@@ -81,7 +81,7 @@ TEST(PlannerTimeLimit, ExpiredLimitReturnsTheBestPlanSoFar) {
   EXPECT_EQ(next_layer, p.clustering.num_layers);
   EXPECT_EQ(static_cast<int64_t>(devices.size()), cluster.num_devices());
   EXPECT_GT(p.iteration_seconds, 0);
-  EXPECT_NE(PipelinePlanJson(p, cluster, kSmallGpt, 0).find("\"time_limit_reached\":true"),
+  EXPECT_NE(PipelinePlanJson(p, cluster, kSmallGpt, 0).value().find("\"time_limit_reached\":true"),
             std::string::npos);
 }
 

@@ -1,0 +1,187 @@
+// `alpa run PLAN.json` and `alpa compile PLAN.json`: a plan's device programs, run on CPU devices
+// or printed (include/alpa.h's executor).
+#include "run_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli_output.h"
+#include "commands.h"
+
+namespace alpa_cli {
+namespace {
+
+struct ExecutorHandle {
+  alpa_executor* executor = nullptr;
+  ~ExecutorHandle() { alpa_executor_destroy(executor); }
+};
+
+struct PlanHandle {
+  alpa_plan* plan = nullptr;
+  ~PlanHandle() { alpa_plan_destroy(plan); }
+};
+
+struct BufferHandle {
+  alpa_buffer* buffer = nullptr;
+  ~BufferHandle() { alpa_buffer_free(buffer); }
+};
+
+int CreateExecutor(const alpa_plan* plan, const RunArgs& args, ExecutorHandle& handle) {
+  alpa_executor_config config = ALPA_EXECUTOR_CONFIG_INIT;
+  if (args.schedule == "gpipe") {
+    config.schedule = ALPA_SCHEDULE_GPIPE;
+  } else if (args.schedule != "1f1b") {
+    return ReportBadInput("--schedule must be 1f1b or gpipe (got '" + args.schedule + "')");
+  }
+  if (args.devices == "mpi") {
+    config.devices = ALPA_DEVICES_MPI;
+  } else if (args.devices != "threads") {
+    return ReportBadInput("--devices must be threads or mpi (got '" + args.devices + "')");
+  }
+  config.seed = args.seed;
+  config.check = args.check ? 1 : 0;
+  alpa_error* err = nullptr;
+  if (alpa_executor_create(&handle.executor, plan, &config, &err) != ALPA_OK) {
+    return ReportError(err);
+  }
+  return 0;
+}
+
+void PrintStep(const alpa_step_result& r, bool check) {
+  const double ratio = r.planned_bytes > 0 ? static_cast<double>(r.peak_bytes) /
+                                                 static_cast<double>(r.planned_bytes)
+                                           : NAN;
+  std::printf("step %-4lld loss %-12.8g %10s  peak %s (planned %s, %.2fx)",
+              static_cast<long long>(r.step), r.loss, Seconds(r.seconds, 3).c_str(),
+              Bytes(static_cast<double>(r.peak_bytes), 2).c_str(),
+              Bytes(static_cast<double>(r.planned_bytes), 2).c_str(), ratio);
+  if (check) {
+    std::printf("  one device %.8g, worst %.3g (loss) %.3g (parameters) of the tolerance %s",
+                r.reference_loss, r.loss_error, r.parameter_error, r.passed ? "ok" : "FAILED");
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void PrintStepJson(const alpa_step_result& r, bool check) {
+  std::printf("{\"step\": %lld, \"loss\": %.17g, \"seconds\": %.9g, \"peak_bytes\": %lld, "
+              "\"planned_bytes\": %lld",
+              static_cast<long long>(r.step), r.loss, r.seconds,
+              static_cast<long long>(r.peak_bytes), static_cast<long long>(r.planned_bytes));
+  if (check) {
+    std::printf(", \"reference_loss\": %.17g, \"loss_error\": %.9g, \"parameter_error\": %.9g, "
+                "\"passed\": %s",
+                r.reference_loss, r.loss_error, r.parameter_error, r.passed ? "true" : "false");
+  }
+  std::printf("}\n");
+}
+
+int ReadPlan(const std::string& file, PlanHandle& plan) {
+  alpa_error* err = nullptr;
+  if (alpa_plan_read_file(&plan.plan, file.c_str(), &err) != ALPA_OK) {
+    return ReportError(err, file);
+  }
+  return 0;
+}
+
+struct CompileArgs {
+  std::string file;
+  int32_t device = -1;
+  RunArgs run;
+};
+
+int RunCompile(const CompileArgs& args) {
+  PlanHandle plan;
+  if (int rc = ReadPlan(args.file, plan)) return rc;
+  ExecutorHandle ex;
+  if (int rc = CreateExecutor(plan.plan, args.run, ex)) return rc;
+  BufferHandle text;
+  alpa_error* err = nullptr;
+  if (alpa_executor_program_text(&text.buffer, ex.executor, args.device, &err) != ALPA_OK) {
+    return ReportError(err, "--device");
+  }
+  std::fwrite(alpa_buffer_data(text.buffer), 1, alpa_buffer_size(text.buffer), stdout);
+  return 0;
+}
+
+struct RunFileArgs {
+  std::string file;
+  RunArgs run;
+};
+
+}  // namespace
+
+void AddRunOptions(CLI::App* command, RunArgs* args) {
+  command->add_option("--seed", args->seed, "Seed of the synthetic parameters and data (0)");
+  command->add_flag("--check", args->check,
+                    "Also step the one-device interpreter and compare (rtol 1e-5, atol 4e-5)");
+  command->add_option("--schedule", args->schedule, "Pipeline schedule: 1f1b (default), gpipe");
+  command->add_option("--devices", args->devices,
+                      "threads (default: every device a thread of this process) or mpi (one "
+                      "device per process of an mpirun job)");
+  command->add_flag("--json", args->json, "One JSON object per step");
+}
+
+int RunPlanSteps(const alpa_plan* plan, const RunArgs& args) {
+  if (args.steps < 1) return ReportBadInput("--steps must be >= 1");
+  ExecutorHandle ex;
+  if (int rc = CreateExecutor(plan, args, ex)) return rc;
+  // With MPI every process runs this; rank 0 speaks for the job.
+  const bool speaks = alpa_executor_rank(ex.executor) == 0;
+  if (!args.json && speaks) {
+    std::printf("Running %lld step(s) on %d devices (%s)%s\n", static_cast<long long>(args.steps),
+                alpa_executor_devices(ex.executor), args.devices.c_str(),
+                args.check ? ", checked against one device" : "");
+  }
+  bool passed = true;
+  for (int64_t s = 0; s < args.steps; ++s) {
+    alpa_step_result r = ALPA_STEP_RESULT_INIT;
+    alpa_error* err = nullptr;
+    if (alpa_executor_run_step(ex.executor, &r, sizeof r, &err) != ALPA_OK) {
+      return ReportError(err);
+    }
+    passed = passed && r.passed != 0;
+    if (!speaks) continue;
+    if (args.json) {
+      PrintStepJson(r, args.check);
+    } else {
+      PrintStep(r, args.check);
+    }
+  }
+  if (!passed && speaks) {
+    std::fprintf(stderr, "alpa: error: the run differs from one device beyond the tolerance\n");
+  }
+  return passed ? 0 : 3;
+}
+
+Command AddRunCommand(CLI::App& app) {
+  auto args = std::make_shared<RunFileArgs>();
+  CLI::App* run = app.add_subcommand(
+      "run", "Train a plan (alpa plan -o) for some steps on CPU devices, on synthetic data");
+  run->add_option("plan", args->file, "Plan JSON file (alpa plan -o / alpa baseline -o)")
+      ->required();
+  run->add_option("--steps", args->run.steps, "Training steps (default 1)");
+  AddRunOptions(run, &args->run);
+  return {run, [args] {
+            PlanHandle plan;
+            if (int rc = ReadPlan(args->file, plan)) return rc;
+            return RunPlanSteps(plan.plan, args->run);
+          }};
+}
+
+Command AddCompileCommand(CLI::App& app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* compile = app.add_subcommand(
+      "compile", "Print the device programs a plan (alpa plan -o) lowers to, one instruction "
+                 "per line");
+  compile->add_option("plan", args->file, "Plan JSON file")->required();
+  compile->add_option("--device", args->device, "Only this device's program (default: all)");
+  compile->add_option("--schedule", args->run.schedule, "Pipeline schedule: 1f1b, gpipe");
+  return {compile, [args] { return RunCompile(*args); }};
+}
+
+}  // namespace alpa_cli

@@ -1,0 +1,34 @@
+// What `alpa run`, `alpa compile` and `alpa plan --run` share: running a plan's device programs
+// step by step and printing each step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "alpa.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace alpa_cli {
+
+struct RunArgs {
+  int64_t steps = 1;
+  uint64_t seed = 0;
+  bool check = false;
+  std::string schedule = "1f1b";  // or "gpipe"
+  std::string devices = "threads";  // or "mpi"
+  bool json = false;  // one JSON object per step, as the last lines
+};
+
+// Registers --seed, --check, --schedule and --devices (not --steps: each command names it).
+void AddRunOptions(CLI::App* command, RunArgs* args);
+
+// Runs `plan` for args.steps steps, printing per step the loss, wall time and measured against
+// planned peak memory (and with --check the largest differences from the one-device
+// interpreter). Returns the exit code: 0, 1 (bad input or a failing device), 3 (a check above
+// tolerance).
+int RunPlanSteps(const alpa_plan* plan, const RunArgs& args);
+
+}  // namespace alpa_cli
