@@ -28,6 +28,7 @@ HEADERS = ("alpa.h", "alpa_experimental.h")
 SCALARS = {
     "int32_t": (4, 4),
     "int64_t": (8, 8),
+    "uint64_t": (8, 8),
     "uint32_t": (4, 4),
     "uint8_t": (1, 1),
     "size_t": (8, 8),

@@ -24,7 +24,7 @@ files other than LibAlpa.jl. It proves:
      arguments as C takes (fields);
   6. (unless --no-freshness) LibAlpa.jl is byte for byte what generate.py writes now.
 
-Type table (C -> accepted Julia): int32_t -> Int32/Cint, int64_t -> Int64/Clonglong, uint32_t ->
+Type table (C -> accepted Julia): int32_t -> Int32/Cint, int64_t -> Int64/Clonglong, uint64_t -> UInt64/Culonglong, uint32_t ->
 UInt32/Cuint, uint8_t -> UInt8/Cuchar, size_t -> Csize_t/UInt, double -> Cdouble/Float64, void ->
 Cvoid/Nothing, const char* -> Cstring or Ptr{UInt8}/Ptr{Cchar}, T* -> Ptr{T} (or Ref{T} for an
 argument), handle* -> Ptr{handle} or Ptr{Cvoid}, handle** -> Ptr{Ptr{handle}}, void* and function
@@ -204,7 +204,7 @@ def parse_jtype(text, aliases):
 
 
 # ---- the comparison ---------------------------------------------------------------------------
-SCALAR_J = {"int32_t": "Int32", "int64_t": "Int64", "uint32_t": "UInt32", "uint8_t": "UInt8",
+SCALAR_J = {"int32_t": "Int32", "int64_t": "Int64", "uint32_t": "UInt32", "uint64_t": "UInt64", "uint8_t": "UInt8",
             "size_t": "Csize_t", "double": "Float64", "void": "Cvoid"}
 CHAR_J = ("Cchar", "Int8", "UInt8")
 

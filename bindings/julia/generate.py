@@ -23,6 +23,7 @@ BASE = {
     "int32_t": "Int32",
     "int64_t": "Int64",
     "uint32_t": "UInt32",
+    "uint64_t": "UInt64",
     "uint8_t": "UInt8",
     "size_t": "Csize_t",
     "double": "Cdouble",

@@ -48,14 +48,23 @@ const ALPA_FORMAT_AUTO = Cint(0)
 const ALPA_FORMAT_IOPDDL = Cint(1)
 # Alpa's serialized solver arrays as JSON
 const ALPA_FORMAT_ALPA = Cint(2)
-# double, default: none (<= 0 or inf: none)
+# double, default: none (<= 0 or inf: none). One deadline from the start of the call, covering
+# every phase; when it passes the call returns the best answer so far (ALPA_SOLVE_FEASIBLE), or
+# ALPA_ERR_TIMEOUT when there is none.
 const ALPA_OPT_TIME_LIMIT_SECONDS = Cint(100)
-# int 0/1, default 0: identical answers run to run
+# int 0/1, default 0. 1: work bounded by counted steps (scaled from the time limit), not by the
+# clock, and fixed seeds: identical answers run to run (same problem, options and thread count)
+# whenever the counted work ends before the time limit; the limit still stops a run that
+# reaches it.
 const ALPA_OPT_DETERMINISTIC = Cint(101)
 # int 0..4096, default 0 = all hardware threads
 const ALPA_OPT_THREADS = Cint(102)
 # double in [0, 1), default 0: stop within this gap
 const ALPA_OPT_RELATIVE_GAP = Cint(103)
+# int64 >= 1, default 1073741824 (1 GiB): the most bytes of decoded input (after gzip inflation)
+# that alpa_problem_read_file_with_options and alpa_graph_read_file_with_options accept; a larger
+# input is ALPA_ERR_PARSE naming the limit. The readers without options use the default.
+const ALPA_OPT_MAX_INPUT_BYTES = Cint(104)
 # ALPA_COST_MODE_REAL_UNITS (1, default: seconds; needs a cluster) or ALPA_COST_MODE_ALPA (0:
 # Alpa's abstract formulas and tie-breakers; the cluster is optional).
 const ALPA_OPT_COST_MODEL = Cint(200)
@@ -257,6 +266,19 @@ const ALPA_REMAT_OFF = Cint(1)
 const ALPA_REMAT_ON = Cint(2)
 # The most tensor dims an alpa_slice_move describes.
 const ALPA_SLICE_MOVE_MAX_RANK = Cint(8)
+# every forward, then every backward
+const ALPA_SCHEDULE_GPIPE = Cint(0)
+# one forward one backward, as the planner assumes
+const ALPA_SCHEDULE_1F1B = Cint(1)
+# How the executor's devices run: as threads of this process, or one per MPI process (device =
+# the process's rank; every process of the job creates the executor with the same plan and
+# config and makes the same calls; after each step rank 0 gathers the results and every process
+# gets the same alpa_step_result; alpa_executor_get_parameter answers on rank 0). A failing
+# process ends every process of the job with its message. Destroying the executor finalizes MPI
+# for the process (one MPI executor per process). ALPA_ERR_UNSUPPORTED when the library was
+# built without MPI.
+const ALPA_DEVICES_THREADS = Cint(0)
+const ALPA_DEVICES_MPI = Cint(1)
 
 # ---- opaque handles (used as Ptr{T}) ---------------------------------------------------------
 
@@ -314,6 +336,8 @@ ALPA_ERR_INVALID_ARGUMENT naming the key and its family
 mutable struct alpa_plan_options end
 
 mutable struct alpa_plan end
+
+mutable struct alpa_executor end
 
 """
 Runs on the thread that called alpa_problem_solve (or alpa_graph_auto_shard). Return non-zero to
@@ -438,6 +462,37 @@ struct alpa_slice_move
     offsets::NTuple{8, Int64}  # the box, in elements; entries past rank: 0
     sizes::NTuple{8, Int64}  # entries past rank: 1
     bytes::Int64  # product of sizes * element bytes
+end
+
+"""
+
+"""
+struct alpa_executor_config
+    struct_size::Csize_t  # sizeof(alpa_executor_config)
+    version::Int32  # 1
+    schedule::Int32  # ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE
+    seed::UInt64  # synthetic parameters and data; default 0
+    check::Int32  # 1: compare every step with the one-device interpreter
+    devices::Int32  # ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI
+    rtol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|
+    atol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|
+end
+
+"""
+
+"""
+struct alpa_step_result
+    struct_size::Csize_t  # bytes the library wrote
+    version::Int32  # 1
+    passed::Int32  # 1 unless the check found a difference above tolerance
+    step::Int64  # 0, 1, ...
+    loss::Cdouble  # mean over the microbatches
+    seconds::Cdouble  # wall time of the slowest device
+    reference_loss::Cdouble  # with the check; else NaN
+    loss_error::Cdouble  # with the check: max |a - b| / (atol + rtol |b|); else NaN
+    parameter_error::Cdouble  # the same over every parameter and optimizer state
+    peak_bytes::Int64  # the largest measured peak over the devices
+    planned_bytes::Int64  # the planner's memory for that device
 end
 
 # ---- functions -------------------------------------------------------------------------------
@@ -848,7 +903,7 @@ end
     alpa_solve_options_set_by_name(options, name, value, err) -> Int32
 
 By name, for CLIs and config files: "time_limit_seconds", "deterministic", "threads",
-"relative_gap", "cost_model", "zero", "force_data_parallel", "batch_mesh_dim",
+"relative_gap", "max_input_bytes", "cost_model", "zero", "force_data_parallel", "batch_mesh_dim",
 "allow_all_gather", "allow_all_to_all", "memory_budget_bytes". value is parsed as a number in
 any strtod form (integer options need an integral value; integer literals are read exactly up
 to 2^63-1); "true"/"false" are accepted for the 0/1 options, "alpa" / "real" for cost_model,
@@ -859,6 +914,22 @@ C: `int32_t alpa_solve_options_set_by_name(alpa_solve_options* options, const ch
 """
 function alpa_solve_options_set_by_name(options, name, value, err)
     ccall((:alpa_solve_options_set_by_name, libalpa), Int32, (Ptr{alpa_solve_options}, Cstring, Cstring, Ptr{Ptr{alpa_error}}), options, name, value, err)
+end
+
+"""
+    alpa_problem_read_file_with_options(out, path, format, options, err) -> Int32
+
+alpa_problem_read_file with the input limit of `options` (ALPA_OPT_MAX_INPUT_BYTES; NULL:
+the default, 1 GiB). Every reader reads files in pieces: a file that starts like neither JSON
+nor gzip fails after its first bytes ("not JSON: byte 0 is 0x00 ..."), a file or inflated
+stream over the limit fails before it is read whole ("input exceeds the limit of ... bytes
+...; raise the limit with ..."), and memory running out while parsing is
+ALPA_ERR_OUT_OF_MEMORY. Caller frees *out with alpa_problem_destroy.
+
+C: `int32_t alpa_problem_read_file_with_options(alpa_problem** out, const char* path, int32_t format, const alpa_solve_options* options, alpa_error** err)` (alpa.h)
+"""
+function alpa_problem_read_file_with_options(out, path, format, options, err)
+    ccall((:alpa_problem_read_file_with_options, libalpa), Int32, (Ptr{Ptr{alpa_problem}}, Cstring, Int32, Ptr{alpa_solve_options}, Ptr{Ptr{alpa_error}}), out, path, format, options, err)
 end
 
 """
@@ -1125,6 +1196,19 @@ C: `int32_t alpa_graph_read_file(alpa_graph** out, const char* path, alpa_error*
 """
 function alpa_graph_read_file(out, path, err)
     ccall((:alpa_graph_read_file, libalpa), Int32, (Ptr{Ptr{alpa_graph}}, Cstring, Ptr{Ptr{alpa_error}}), out, path, err)
+end
+
+"""
+    alpa_graph_read_file_with_options(out, path, options, err) -> Int32
+
+alpa_graph_read_file with the input limit of `options` (ALPA_OPT_MAX_INPUT_BYTES; NULL: the
+default, 1 GiB), as alpa_problem_read_file_with_options. Caller frees *out with
+alpa_graph_destroy.
+
+C: `int32_t alpa_graph_read_file_with_options(alpa_graph** out, const char* path, const alpa_solve_options* options, alpa_error** err)` (alpa.h)
+"""
+function alpa_graph_read_file_with_options(out, path, options, err)
+    ccall((:alpa_graph_read_file_with_options, libalpa), Int32, (Ptr{Ptr{alpa_graph}}, Cstring, Ptr{alpa_solve_options}, Ptr{Ptr{alpa_error}}), out, path, options, err)
 end
 
 """
@@ -2096,6 +2180,130 @@ function alpa_plan_read_file(out, path, err)
     ccall((:alpa_plan_read_file, libalpa), Int32, (Ptr{Ptr{alpa_plan}}, Cstring, Ptr{Ptr{alpa_error}}), out, path, err)
 end
 
+"""
+    alpa_executor_config_init(config, size, err) -> Int32
+
+Writes the defaults above into the first min(size, sizeof(alpa_executor_config)) bytes of
+*config. ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's.
+
+C: `int32_t alpa_executor_config_init(alpa_executor_config* config, size_t size, alpa_error** err)` (alpa.h)
+"""
+function alpa_executor_config_init(config, size, err)
+    ccall((:alpa_executor_config_init, libalpa), Int32, (Ptr{alpa_executor_config}, Csize_t, Ptr{Ptr{alpa_error}}), config, size, err)
+end
+
+"""
+    alpa_executor_create(out, plan, config, err) -> Int32
+
+Lowers `plan` and prepares its devices. config may be NULL (defaults). The one-device graph
+of the whole batch (for cutting the data into microbatches and for the check) is rebuilt from
+the plan's model spec; a plan of a graph (alpa_graph_plan) runs with one microbatch only.
+Errors: ALPA_ERR_INVALID_ARGUMENT (NULLs, a bad config field naming it, a graph plan with
+several microbatches), ALPA_ERR_UNSUPPORTED (what the executor cannot run yet, naming the op),
+ALPA_ERR_INTERNAL (a plan whose layouts do not fit together, naming the op). Caller frees
+*out with alpa_executor_destroy.
+
+C: `int32_t alpa_executor_create(alpa_executor** out, const alpa_plan* plan, const alpa_executor_config* config, alpa_error** err)` (alpa.h)
+"""
+function alpa_executor_create(out, plan, config, err)
+    ccall((:alpa_executor_create, libalpa), Int32, (Ptr{Ptr{alpa_executor}}, Ptr{alpa_plan}, Ptr{alpa_executor_config}, Ptr{Ptr{alpa_error}}), out, plan, config, err)
+end
+
+"""
+    alpa_executor_destroy(executor) -> Cvoid
+
+C: `void alpa_executor_destroy(alpa_executor* executor)` (alpa.h)
+"""
+function alpa_executor_destroy(executor)
+    ccall((:alpa_executor_destroy, libalpa), Cvoid, (Ptr{alpa_executor},), executor)
+end
+
+"""
+    alpa_executor_devices(executor) -> Int32
+
+The devices the programs run on (the plan's largest device id + 1); -1 for NULL.
+
+C: `int32_t alpa_executor_devices(const alpa_executor* executor)` (alpa.h)
+"""
+function alpa_executor_devices(executor)
+    ccall((:alpa_executor_devices, libalpa), Int32, (Ptr{alpa_executor},), executor)
+end
+
+"""
+    alpa_executor_rank(executor) -> Int32
+
+This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 for NULL.
+
+C: `int32_t alpa_executor_rank(const alpa_executor* executor)` (alpa.h)
+"""
+function alpa_executor_rank(executor)
+    ccall((:alpa_executor_rank, libalpa), Int32, (Ptr{alpa_executor},), executor)
+end
+
+"""
+    alpa_executor_program_text(out, executor, device, err) -> Int32
+
+Device `device`'s program, one instruction per line (what `alpa compile` prints); device -1:
+every device's. Caller frees *out with alpa_buffer_free.
+
+C: `int32_t alpa_executor_program_text(alpa_buffer** out, const alpa_executor* executor, int32_t device, alpa_error** err)` (alpa.h)
+"""
+function alpa_executor_program_text(out, executor, device, err)
+    ccall((:alpa_executor_program_text, libalpa), Int32, (Ptr{Ptr{alpa_buffer}}, Ptr{alpa_executor}, Int32, Ptr{Ptr{alpa_error}}), out, executor, device, err)
+end
+
+"""
+    alpa_executor_set_parameter(executor, name, values, count, err) -> Int32
+
+Replaces a parameter or optimizer state (by its op name, e.g. "fc0.w", "fc0.w.m") with
+`count` values (the whole tensor, row-major; rounded to its dtype). ALPA_ERR_INVALID_ARGUMENT
+naming the tensor for an unknown name or a count that is not its size.
+
+C: `int32_t alpa_executor_set_parameter(alpa_executor* executor, const char* name, const double* values, int64_t count, alpa_error** err)` (alpa.h)
+"""
+function alpa_executor_set_parameter(executor, name, values, count, err)
+    ccall((:alpa_executor_set_parameter, libalpa), Int32, (Ptr{alpa_executor}, Cstring, Ptr{Cdouble}, Int64, Ptr{Ptr{alpa_error}}), executor, name, values, count, err)
+end
+
+"""
+    alpa_executor_set_input(executor, name, values, count, err) -> Int32
+
+The next step's data for input `name` (the whole batch, row-major); inputs not set are
+synthetic. Same errors as alpa_executor_set_parameter.
+
+C: `int32_t alpa_executor_set_input(alpa_executor* executor, const char* name, const double* values, int64_t count, alpa_error** err)` (alpa.h)
+"""
+function alpa_executor_set_input(executor, name, values, count, err)
+    ccall((:alpa_executor_set_input, libalpa), Int32, (Ptr{alpa_executor}, Cstring, Ptr{Cdouble}, Int64, Ptr{Ptr{alpa_error}}), executor, name, values, count, err)
+end
+
+"""
+    alpa_executor_run_step(executor, out, element_size, err) -> Int32
+
+Runs one training step on every device. *out (element_size = sizeof(alpa_step_result); the
+library writes the first min(element_size, its own size) bytes) may be NULL. A failing device
+ends the step on every device with its message (the executor is then unusable:
+ALPA_ERR_INTERNAL on later steps). A check above tolerance is not an error (passed = 0).
+
+C: `int32_t alpa_executor_run_step(alpa_executor* executor, alpa_step_result* out, size_t element_size, alpa_error** err)` (alpa.h)
+"""
+function alpa_executor_run_step(executor, out, element_size, err)
+    ccall((:alpa_executor_run_step, libalpa), Int32, (Ptr{alpa_executor}, Ptr{alpa_step_result}, Csize_t, Ptr{Ptr{alpa_error}}), executor, out, element_size, err)
+end
+
+"""
+    alpa_executor_get_parameter(executor, name, out, capacity, err) -> Int64
+
+Count-then-fill: a parameter's or optimizer state's current values (whole tensor,
+row-major), assembled from the devices. Negative status (-ALPA_ERR_INVALID_ARGUMENT) for an
+unknown name; err gets the message.
+
+C: `int64_t alpa_executor_get_parameter(const alpa_executor* executor, const char* name, double* out, int64_t capacity, alpa_error** err)` (alpa.h)
+"""
+function alpa_executor_get_parameter(executor, name, out, capacity, err)
+    ccall((:alpa_executor_get_parameter, libalpa), Int64, (Ptr{alpa_executor}, Cstring, Ptr{Cdouble}, Int64, Ptr{Ptr{alpa_error}}), executor, name, out, capacity, err)
+end
+
 # ==============================================================================================
 # alpa_experimental.h
 # ==============================================================================================
@@ -2107,10 +2315,6 @@ const ALPA_COMPUTE_MATMUL = Cint(0)
 const ALPA_COMPUTE_CONVOLUTION = Cint(1)
 const ALPA_COMPUTE_ELEMENTWISE = Cint(2)
 const ALPA_COMPUTE_OTHER = Cint(3)
-# every forward, then every backward
-const ALPA_SCHEDULE_GPIPE = Cint(0)
-# one forward one backward, as the planner assumes
-const ALPA_SCHEDULE_1F1B = Cint(1)
 
 # ---- opaque handles (used as Ptr{T}) ---------------------------------------------------------
 
@@ -2607,19 +2811,19 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_ERR_TIMEOUT, ALPA_ERR_CANCELLED, ALPA_ERR_UNSUPPORTED, ALPA_ERR_OUT_OF_MEMORY,
     ALPA_ERR_INTERNAL, ALPA_ERR_IO, ALPA_ERR_PARSE, ALPA_ERR_INVALID_GRAPH, ALPA_FORBIDDEN_COST,
     ALPA_FORMAT_AUTO, ALPA_FORMAT_IOPDDL, ALPA_FORMAT_ALPA, ALPA_OPT_TIME_LIMIT_SECONDS,
-    ALPA_OPT_DETERMINISTIC, ALPA_OPT_THREADS, ALPA_OPT_RELATIVE_GAP, ALPA_OPT_COST_MODEL,
-    ALPA_OPT_ZERO, ALPA_OPT_FORCE_DATA_PARALLEL, ALPA_OPT_BATCH_MESH_DIM, ALPA_OPT_ALLOW_ALL_GATHER,
-    ALPA_OPT_ALLOW_ALL_TO_ALL, ALPA_OPT_MEMORY_BUDGET_BYTES, ALPA_ZERO_OFF, ALPA_ZERO_SEARCH,
-    ALPA_ZERO_FORCE, ALPA_BATCH_MESH_DIM_FREE, ALPA_BATCH_MESH_DIM_ALL, ALPA_SOLVE_OPTIMAL,
-    ALPA_SOLVE_FEASIBLE, ALPA_SOLVE_INFEASIBLE, ALPA_SOLVE_INVALID_INPUT, ALPA_SOLVE_CANCELLED,
-    ALPA_SOLVE_NO_SOLUTION, ALPA_DTYPE_F32, ALPA_DTYPE_F16, ALPA_DTYPE_BF16, ALPA_DTYPE_F64,
-    ALPA_DTYPE_S8, ALPA_DTYPE_S32, ALPA_DTYPE_S64, ALPA_DTYPE_PRED, ALPA_OP_PARAMETER,
-    ALPA_OP_CONSTANT, ALPA_OP_IOTA, ALPA_OP_NEG, ALPA_OP_ABS, ALPA_OP_EXP, ALPA_OP_LOG, ALPA_OP_TANH,
-    ALPA_OP_SQRT, ALPA_OP_RSQRT, ALPA_OP_GELU, ALPA_OP_RELU, ALPA_OP_CONVERT, ALPA_OP_ADD,
-    ALPA_OP_SUB, ALPA_OP_MUL, ALPA_OP_DIV, ALPA_OP_MAX, ALPA_OP_MIN, ALPA_OP_POW, ALPA_OP_COMPARE,
-    ALPA_OP_SELECT, ALPA_OP_DOT_GENERAL, ALPA_OP_CONVOLUTION, ALPA_OP_BROADCAST_IN_DIM,
-    ALPA_OP_RESHAPE, ALPA_OP_TRANSPOSE, ALPA_OP_SLICE, ALPA_OP_CONCATENATE, ALPA_OP_PAD,
-    ALPA_OP_REVERSE, ALPA_OP_REDUCE_SUM, ALPA_OP_REDUCE_MAX, ALPA_OP_REDUCE_WINDOW,
+    ALPA_OPT_DETERMINISTIC, ALPA_OPT_THREADS, ALPA_OPT_RELATIVE_GAP, ALPA_OPT_MAX_INPUT_BYTES,
+    ALPA_OPT_COST_MODEL, ALPA_OPT_ZERO, ALPA_OPT_FORCE_DATA_PARALLEL, ALPA_OPT_BATCH_MESH_DIM,
+    ALPA_OPT_ALLOW_ALL_GATHER, ALPA_OPT_ALLOW_ALL_TO_ALL, ALPA_OPT_MEMORY_BUDGET_BYTES,
+    ALPA_ZERO_OFF, ALPA_ZERO_SEARCH, ALPA_ZERO_FORCE, ALPA_BATCH_MESH_DIM_FREE,
+    ALPA_BATCH_MESH_DIM_ALL, ALPA_SOLVE_OPTIMAL, ALPA_SOLVE_FEASIBLE, ALPA_SOLVE_INFEASIBLE,
+    ALPA_SOLVE_INVALID_INPUT, ALPA_SOLVE_CANCELLED, ALPA_SOLVE_NO_SOLUTION, ALPA_DTYPE_F32,
+    ALPA_DTYPE_F16, ALPA_DTYPE_BF16, ALPA_DTYPE_F64, ALPA_DTYPE_S8, ALPA_DTYPE_S32, ALPA_DTYPE_S64,
+    ALPA_DTYPE_PRED, ALPA_OP_PARAMETER, ALPA_OP_CONSTANT, ALPA_OP_IOTA, ALPA_OP_NEG, ALPA_OP_ABS,
+    ALPA_OP_EXP, ALPA_OP_LOG, ALPA_OP_TANH, ALPA_OP_SQRT, ALPA_OP_RSQRT, ALPA_OP_GELU, ALPA_OP_RELU,
+    ALPA_OP_CONVERT, ALPA_OP_ADD, ALPA_OP_SUB, ALPA_OP_MUL, ALPA_OP_DIV, ALPA_OP_MAX, ALPA_OP_MIN,
+    ALPA_OP_POW, ALPA_OP_COMPARE, ALPA_OP_SELECT, ALPA_OP_DOT_GENERAL, ALPA_OP_CONVOLUTION,
+    ALPA_OP_BROADCAST_IN_DIM, ALPA_OP_RESHAPE, ALPA_OP_TRANSPOSE, ALPA_OP_SLICE, ALPA_OP_CONCATENATE,
+    ALPA_OP_PAD, ALPA_OP_REVERSE, ALPA_OP_REDUCE_SUM, ALPA_OP_REDUCE_MAX, ALPA_OP_REDUCE_WINDOW,
     ALPA_OP_SELECT_AND_SCATTER, ALPA_OP_GATHER, ALPA_OP_SCATTER_ADD, ALPA_ROLE_ACTIVATION,
     ALPA_ROLE_PARAMETER, ALPA_ROLE_GRADIENT, ALPA_ROLE_OPTIMIZER_STATE, ALPA_ROLE_INPUT,
     ALPA_PHASE_FORWARD, ALPA_PHASE_BACKWARD, ALPA_PHASE_UPDATE, ALPA_CMP_EQ, ALPA_CMP_NE,
@@ -2634,12 +2838,13 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_CLUSTERING_DELTA, ALPA_PLAN_OPT_REMAT, ALPA_PLAN_OPT_INTRA_OP_EXACT,
     ALPA_PLAN_OPT_TIME_LIMIT_SECONDS, ALPA_PLAN_OPT_MAX_HOSTS, ALPA_PLAN_OPT_MAX_DEVICES,
     ALPA_PLAN_OPT_MAX_GRAPH_OPS, ALPA_PLAN_OPT_MAX_LAYERS, ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES,
-    ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_SLICE_MOVE_MAX_RANK, ALPA_COMPUTE_MATMUL,
-    ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_SCHEDULE_GPIPE,
-    ALPA_SCHEDULE_1F1B, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options,
-    alpa_solution, alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan, alpa_plan_options,
-    alpa_plan, alpa_simulation, alpa_progress_fn, alpa_plan_progress_fn, alpa_progress,
-    alpa_collective, alpa_plan_progress, alpa_stage_info, alpa_transfer, alpa_slice_move,
+    ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE,
+    ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_COMPUTE_MATMUL,
+    ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, alpa_error, alpa_buffer,
+    alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster,
+    alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation,
+    alpa_progress_fn, alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress,
+    alpa_stage_info, alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result,
     alpa_manual_plan, alpa_baseline_point, alpa_simulated_stage, alpa_version_string,
     alpa_version_number, alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free,
     alpa_buffer_data, alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create,
@@ -2650,20 +2855,21 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count, alpa_problem_edge_count,
     alpa_problem_strategy_count, alpa_problem_evaluate, alpa_assignment_parse,
     alpa_solve_options_create, alpa_solve_options_destroy, alpa_solve_options_set_double,
-    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_solve_options_set_warm_start,
-    alpa_solve_options_set_cancel_token, alpa_solve_options_set_progress, alpa_problem_solve,
-    alpa_solution_destroy, alpa_solution_status, alpa_solution_objective, alpa_solution_lower_bound,
-    alpa_solution_seconds, alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json,
-    alpa_problem_solve_json, alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops,
-    alpa_graph_set_alias, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
-    alpa_graph_read_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
-    alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,
-    alpa_graph_op_alias, alpa_graph_op_value, alpa_graph_op_shape, alpa_graph_op_operands,
-    alpa_graph_op_attrs, alpa_graph_op_name, alpa_graph_outputs, alpa_model_build_graph,
-    alpa_cluster_preset_count, alpa_cluster_preset_name, alpa_cluster_create_preset,
-    alpa_cluster_read_file, alpa_cluster_read_buffer, alpa_cluster_apply_calibration,
-    alpa_cluster_to_json, alpa_cluster_destroy, alpa_cluster_name, alpa_cluster_hosts,
-    alpa_cluster_devices_per_host, alpa_cluster_device_memory_bytes,
+    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
+    alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
+    alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
+    alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
+    alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
+    alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
+    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_to_json,
+    alpa_graph_op_count, alpa_graph_op_kind, alpa_graph_op_dtype, alpa_graph_op_role,
+    alpa_graph_op_phase, alpa_graph_op_layer, alpa_graph_op_alias, alpa_graph_op_value,
+    alpa_graph_op_shape, alpa_graph_op_operands, alpa_graph_op_attrs, alpa_graph_op_name,
+    alpa_graph_outputs, alpa_model_build_graph, alpa_cluster_preset_count, alpa_cluster_preset_name,
+    alpa_cluster_create_preset, alpa_cluster_read_file, alpa_cluster_read_buffer,
+    alpa_cluster_apply_calibration, alpa_cluster_to_json, alpa_cluster_destroy, alpa_cluster_name,
+    alpa_cluster_hosts, alpa_cluster_devices_per_host, alpa_cluster_device_memory_bytes,
     alpa_cluster_device_memory_bandwidth, alpa_cluster_peak_flops, alpa_mesh_create,
     alpa_mesh_create_abstract, alpa_mesh_destroy, alpa_mesh_ndim, alpa_mesh_dim_size,
     alpa_mesh_alpha, alpa_mesh_beta, alpa_graph_auto_shard, alpa_sharding_plan_destroy,
@@ -2679,7 +2885,10 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_plan_tflops_per_device, alpa_plan_stage_count, alpa_plan_copy_graph, alpa_plan_stage,
     alpa_plan_stage_devices, alpa_plan_op_stages, alpa_plan_stage_collectives, alpa_plan_transfers,
     alpa_plan_transfer_moves, alpa_plan_stage_schedule, alpa_plan_to_json, alpa_plan_read_json,
-    alpa_plan_read_file, alpa_model_count, alpa_model_name, alpa_model_family,
+    alpa_plan_read_file, alpa_executor_config_init, alpa_executor_create, alpa_executor_destroy,
+    alpa_executor_devices, alpa_executor_rank, alpa_executor_program_text,
+    alpa_executor_set_parameter, alpa_executor_set_input, alpa_executor_run_step,
+    alpa_executor_get_parameter, alpa_model_count, alpa_model_name, alpa_model_family,
     alpa_model_nominal_params, alpa_model_benchmark_gpus, alpa_model_zoo_to_json,
     alpa_graph_stats_to_json, alpa_cluster_op_seconds, alpa_cluster_logical_mesh,
     alpa_mesh_collective_cost, alpa_sharding_plan_op_spec, alpa_plan_op_spec, alpa_manual_plan_init,

@@ -1210,6 +1210,106 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                          'returns': 'int32_t',
                          'params': ['alpa_plan** out', 'const char* path', 'alpa_error** err'],
                          'header': 'alpa.h'},
+ 'alpa_executor_config_init': {'doc': 'Writes the defaults above into the first min(size, '
+                                      'sizeof(alpa_executor_config)) bytes of\n'
+                                      '*config. ALPA_ERR_INVALID_ARGUMENT for NULL or a size below '
+                                      "version 1's.",
+                               'returns': 'int32_t',
+                               'params': ['alpa_executor_config* config',
+                                          'size_t size',
+                                          'alpa_error** err'],
+                               'header': 'alpa.h'},
+ 'alpa_executor_create': {'doc': 'Lowers `plan` and prepares its devices. config may be NULL '
+                                 '(defaults). The one-device graph\n'
+                                 'of the whole batch (for cutting the data into microbatches and '
+                                 'for the check) is rebuilt from\n'
+                                 "the plan's model spec; a plan of a graph (alpa_graph_plan) runs "
+                                 'with one microbatch only.\n'
+                                 'Errors: ALPA_ERR_INVALID_ARGUMENT (NULLs, a bad config field '
+                                 'naming it, a graph plan with\n'
+                                 'several microbatches), ALPA_ERR_UNSUPPORTED (what the executor '
+                                 'cannot run yet, naming the op),\n'
+                                 'ALPA_ERR_INTERNAL (a plan whose layouts do not fit together, '
+                                 'naming the op). Caller frees\n'
+                                 '*out with alpa_executor_destroy.',
+                          'returns': 'int32_t',
+                          'params': ['alpa_executor** out',
+                                     'const alpa_plan* plan',
+                                     'const alpa_executor_config* config',
+                                     'alpa_error** err'],
+                          'header': 'alpa.h'},
+ 'alpa_executor_destroy': {'doc': '',
+                           'returns': 'void',
+                           'params': ['alpa_executor* executor'],
+                           'header': 'alpa.h'},
+ 'alpa_executor_devices': {'doc': "The devices the programs run on (the plan's largest device id + "
+                                  '1); -1 for NULL.',
+                           'returns': 'int32_t',
+                           'params': ['const alpa_executor* executor'],
+                           'header': 'alpa.h'},
+ 'alpa_executor_rank': {'doc': "This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 "
+                               'for NULL.',
+                        'returns': 'int32_t',
+                        'params': ['const alpa_executor* executor'],
+                        'header': 'alpa.h'},
+ 'alpa_executor_program_text': {'doc': "Device `device`'s program, one instruction per line (what "
+                                       '`alpa compile` prints); device -1:\n'
+                                       "every device's. Caller frees *out with alpa_buffer_free.",
+                                'returns': 'int32_t',
+                                'params': ['alpa_buffer** out',
+                                           'const alpa_executor* executor',
+                                           'int32_t device',
+                                           'alpa_error** err'],
+                                'header': 'alpa.h'},
+ 'alpa_executor_set_parameter': {'doc': 'Replaces a parameter or optimizer state (by its op name, '
+                                        'e.g. "fc0.w", "fc0.w.m") with\n'
+                                        '`count` values (the whole tensor, row-major; rounded to '
+                                        'its dtype). ALPA_ERR_INVALID_ARGUMENT\n'
+                                        'naming the tensor for an unknown name or a count that is '
+                                        'not its size.',
+                                 'returns': 'int32_t',
+                                 'params': ['alpa_executor* executor',
+                                            'const char* name',
+                                            'const double* values',
+                                            'int64_t count',
+                                            'alpa_error** err'],
+                                 'header': 'alpa.h'},
+ 'alpa_executor_set_input': {'doc': "The next step's data for input `name` (the whole batch, "
+                                    'row-major); inputs not set are\n'
+                                    'synthetic. Same errors as alpa_executor_set_parameter.',
+                             'returns': 'int32_t',
+                             'params': ['alpa_executor* executor',
+                                        'const char* name',
+                                        'const double* values',
+                                        'int64_t count',
+                                        'alpa_error** err'],
+                             'header': 'alpa.h'},
+ 'alpa_executor_run_step': {'doc': 'Runs one training step on every device. *out (element_size = '
+                                   'sizeof(alpa_step_result); the\n'
+                                   'library writes the first min(element_size, its own size) '
+                                   'bytes) may be NULL. A failing device\n'
+                                   'ends the step on every device with its message (the executor '
+                                   'is then unusable:\n'
+                                   'ALPA_ERR_INTERNAL on later steps). A check above tolerance is '
+                                   'not an error (passed = 0).',
+                            'returns': 'int32_t',
+                            'params': ['alpa_executor* executor',
+                                       'alpa_step_result* out',
+                                       'size_t element_size',
+                                       'alpa_error** err'],
+                            'header': 'alpa.h'},
+ 'alpa_executor_get_parameter': {'doc': "Count-then-fill: a parameter's or optimizer state's "
+                                        'current values (whole tensor,\n'
+                                        'row-major), assembled from the devices. Negative status '
+                                        '(-ALPA_ERR_INVALID_ARGUMENT) for an\n'
+                                        'unknown name; err gets the message.',
+                                 'returns': 'int64_t',
+                                 'params': ['const alpa_executor* executor',
+                                            'const char* name',
+                                            'double* out',
+                                            'int64_t capacity',
+                                            'alpa_error** err'],
+                                 'header': 'alpa.h'},
  'alpa_model_count': {'doc': 'Number of presets; presets are indexed 0 .. count-1 in a stable '
                              'order (family, then size).',
                       'returns': 'int64_t',

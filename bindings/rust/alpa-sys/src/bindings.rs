@@ -24,6 +24,7 @@ pub const ALPA_OPT_TIME_LIMIT_SECONDS: i32 = 100;
 pub const ALPA_OPT_DETERMINISTIC: i32 = 101;
 pub const ALPA_OPT_THREADS: i32 = 102;
 pub const ALPA_OPT_RELATIVE_GAP: i32 = 103;
+pub const ALPA_OPT_MAX_INPUT_BYTES: i32 = 104;
 pub const ALPA_OPT_COST_MODEL: i32 = 200;
 pub const ALPA_OPT_ZERO: i32 = 201;
 pub const ALPA_OPT_FORCE_DATA_PARALLEL: i32 = 202;
@@ -127,14 +128,25 @@ pub const ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES: i32 = 307;
 pub const ALPA_PLAN_OPT_CLUSTERING_DELTA: i32 = 308;
 pub const ALPA_PLAN_OPT_REMAT: i32 = 309;
 pub const ALPA_PLAN_OPT_INTRA_OP_EXACT: i32 = 310;
+pub const ALPA_PLAN_OPT_TIME_LIMIT_SECONDS: i32 = 311;
+pub const ALPA_PLAN_OPT_MAX_HOSTS: i32 = 312;
+pub const ALPA_PLAN_OPT_MAX_DEVICES: i32 = 313;
+pub const ALPA_PLAN_OPT_MAX_GRAPH_OPS: i32 = 314;
+pub const ALPA_PLAN_OPT_MAX_LAYERS: i32 = 315;
+pub const ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES: i32 = 316;
 pub const ALPA_REMAT_SEARCH: i32 = 0;
 pub const ALPA_REMAT_OFF: i32 = 1;
 pub const ALPA_REMAT_ON: i32 = 2;
 pub const ALPA_SLICE_MOVE_MAX_RANK: i32 = 8;
+pub const ALPA_SCHEDULE_GPIPE: i32 = 0;
+pub const ALPA_SCHEDULE_1F1B: i32 = 1;
+pub const ALPA_DEVICES_THREADS: i32 = 0;
+pub const ALPA_DEVICES_MPI: i32 = 1;
 pub type __uint8_t = ::std::os::raw::c_uchar;
 pub type __int32_t = ::std::os::raw::c_int;
 pub type __uint32_t = ::std::os::raw::c_uint;
 pub type __int64_t = ::std::os::raw::c_long;
+pub type __uint64_t = ::std::os::raw::c_ulong;
 extern "C" {
     #[doc = " The library's version at run time, e.g. \"0.1.0\". Static storage; never NULL."]
     pub fn alpa_version_string() -> *const ::std::os::raw::c_char;
@@ -409,7 +421,7 @@ extern "C" {
 }
 extern "C" {
     #[doc = " By name, for CLIs and config files: \"time_limit_seconds\", \"deterministic\", \"threads\","]
-    #[doc = " \"relative_gap\", \"cost_model\", \"zero\", \"force_data_parallel\", \"batch_mesh_dim\","]
+    #[doc = " \"relative_gap\", \"max_input_bytes\", \"cost_model\", \"zero\", \"force_data_parallel\", \"batch_mesh_dim\","]
     #[doc = " \"allow_all_gather\", \"allow_all_to_all\", \"memory_budget_bytes\". value is parsed as a number in"]
     #[doc = " any strtod form (integer options need an integral value; integer literals are read exactly up"]
     #[doc = " to 2^63-1); \"true\"/\"false\" are accepted for the 0/1 options, \"alpa\" / \"real\" for cost_model,"]
@@ -419,6 +431,21 @@ extern "C" {
         options: *mut alpa_solve_options,
         name: *const ::std::os::raw::c_char,
         value: *const ::std::os::raw::c_char,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    #[doc = " alpa_problem_read_file with the input limit of `options` (ALPA_OPT_MAX_INPUT_BYTES; NULL:"]
+    #[doc = " the default, 1 GiB). Every reader reads files in pieces: a file that starts like neither JSON"]
+    #[doc = " nor gzip fails after its first bytes (\"not JSON: byte 0 is 0x00 ...\"), a file or inflated"]
+    #[doc = " stream over the limit fails before it is read whole (\"input exceeds the limit of ... bytes"]
+    #[doc = " ...; raise the limit with ...\"), and memory running out while parsing is"]
+    #[doc = " ALPA_ERR_OUT_OF_MEMORY. Caller frees *out with alpa_problem_destroy."]
+    pub fn alpa_problem_read_file_with_options(
+        out: *mut *mut alpa_problem,
+        path: *const ::std::os::raw::c_char,
+        format: i32,
+        options: *const alpa_solve_options,
         err: *mut *mut alpa_error,
     ) -> i32;
 }
@@ -786,6 +813,17 @@ extern "C" {
     pub fn alpa_graph_read_file(
         out: *mut *mut alpa_graph,
         path: *const ::std::os::raw::c_char,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    #[doc = " alpa_graph_read_file with the input limit of `options` (ALPA_OPT_MAX_INPUT_BYTES; NULL: the"]
+    #[doc = " default, 1 GiB), as alpa_problem_read_file_with_options. Caller frees *out with"]
+    #[doc = " alpa_graph_destroy."]
+    pub fn alpa_graph_read_file_with_options(
+        out: *mut *mut alpa_graph,
+        path: *const ::std::os::raw::c_char,
+        options: *const alpa_solve_options,
         err: *mut *mut alpa_error,
     ) -> i32;
 }
@@ -1416,8 +1454,9 @@ extern "C" {
     #[doc = " By name: \"num_layers\", \"microbatches\", \"max_microbatches\", \"threads\","]
     #[doc = " \"intra_op_time_limit_seconds\", \"intra_op_gap\", \"memory_levels\", \"device_memory_bytes\","]
     #[doc = " \"clustering_delta\", \"intra_op_exact\" (0/1/true/false), \"remat\" (\"search\" / \"off\" / \"on\" or the"]
-    #[doc = " number). Integer options take an integer in any strtod form (\"16e9\"). Errors as for set_int, and"]
-    #[doc = " for an unknown name or text that is not a number."]
+    #[doc = " number), \"time_limit_seconds\", \"max_hosts\", \"max_devices\", \"max_graph_ops\", \"max_layers\","]
+    #[doc = " \"max_intra_op_solves\". Integer options take an integer in any strtod form (\"16e9\"). Errors as for"]
+    #[doc = " set_int, and for an unknown name or text that is not a number."]
     pub fn alpa_plan_options_set_by_name(
         options: *mut alpa_plan_options,
         name: *const ::std::os::raw::c_char,
@@ -1433,19 +1472,22 @@ extern "C" {
         err: *mut *mut alpa_error,
     ) -> i32;
 }
-#[doc = " Progress of a planning call (version 1)."]
+#[doc = " Progress of a planning call (version 2; version 1 ends at `total`: read the later fields"]
+#[doc = " only when struct_size covers them)."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct alpa_plan_progress {
     #[doc = "< sizeof(alpa_plan_progress) of the library that filled it"]
     pub struct_size: usize,
-    #[doc = "< 1"]
+    #[doc = "< 2"]
     pub version: i32,
     #[doc = "< 0"]
     pub reserved: i32,
     #[doc = "< since the call started"]
     pub seconds: f64,
-    #[doc = "< \"build\", \"cluster\", \"intra-op\", \"dp\" (static storage)"]
+    #[doc = " \"build\", \"cluster\", \"estimate\" (the work of this microbatch count, before its solves),"]
+    #[doc = " \"intra-op\", \"dp\", \"time limit\" (the deadline ended the search; the best plan so far is"]
+    #[doc = " returned) (static storage)"]
     pub phase: *const ::std::os::raw::c_char,
     #[doc = "< the microbatch count being planned"]
     pub microbatches: i64,
@@ -1453,12 +1495,28 @@ pub struct alpa_plan_progress {
     pub done: i64,
     #[doc = "< intra-op solves finished / scheduled for it"]
     pub total: i64,
+    #[doc = "< the call's time limit; 0: none"]
+    pub time_limit_seconds: f64,
+    #[doc = "< level-0 intra-op solves over the counts to try"]
+    pub estimated_solves: i64,
+    #[doc = "< piece types x logical meshes"]
+    pub solves_per_count: i64,
+    #[doc = "< with every memory level solved"]
+    pub max_solves_per_count: i64,
+    #[doc = "< distinct layer pieces"]
+    pub piece_types: i64,
+    #[doc = "< over all submesh shapes"]
+    pub logical_meshes: i64,
+    #[doc = "< counts the search tries (at most)"]
+    pub microbatch_counts: i64,
+    #[doc = "< per count, at most"]
+    pub stage_candidates: i64,
 }
 #[test]
 fn bindgen_test_layout_alpa_plan_progress() {
     assert_eq!(
         ::std::mem::size_of::<alpa_plan_progress>(),
-        56usize,
+        120usize,
         concat!("Size of: ", stringify!(alpa_plan_progress))
     );
     assert_eq!(
@@ -1602,6 +1660,142 @@ fn bindgen_test_layout_alpa_plan_progress() {
         );
     }
     test_field_total();
+    fn test_field_time_limit_seconds() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_plan_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).time_limit_seconds) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_plan_progress),
+                "::",
+                stringify!(time_limit_seconds)
+            )
+        );
+    }
+    test_field_time_limit_seconds();
+    fn test_field_estimated_solves() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_plan_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).estimated_solves) as usize - ptr as usize
+            },
+            64usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_plan_progress),
+                "::",
+                stringify!(estimated_solves)
+            )
+        );
+    }
+    test_field_estimated_solves();
+    fn test_field_solves_per_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_plan_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).solves_per_count) as usize - ptr as usize
+            },
+            72usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_plan_progress),
+                "::",
+                stringify!(solves_per_count)
+            )
+        );
+    }
+    test_field_solves_per_count();
+    fn test_field_max_solves_per_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_plan_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).max_solves_per_count) as usize - ptr as usize
+            },
+            80usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_plan_progress),
+                "::",
+                stringify!(max_solves_per_count)
+            )
+        );
+    }
+    test_field_max_solves_per_count();
+    fn test_field_piece_types() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_plan_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).piece_types) as usize - ptr as usize
+            },
+            88usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_plan_progress),
+                "::",
+                stringify!(piece_types)
+            )
+        );
+    }
+    test_field_piece_types();
+    fn test_field_logical_meshes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_plan_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).logical_meshes) as usize - ptr as usize
+            },
+            96usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_plan_progress),
+                "::",
+                stringify!(logical_meshes)
+            )
+        );
+    }
+    test_field_logical_meshes();
+    fn test_field_microbatch_counts() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_plan_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).microbatch_counts) as usize - ptr as usize
+            },
+            104usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_plan_progress),
+                "::",
+                stringify!(microbatch_counts)
+            )
+        );
+    }
+    test_field_microbatch_counts();
+    fn test_field_stage_candidates() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_plan_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).stage_candidates) as usize - ptr as usize
+            },
+            112usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_plan_progress),
+                "::",
+                stringify!(stage_candidates)
+            )
+        );
+    }
+    test_field_stage_candidates();
 }
 impl Default for alpa_plan_progress {
     fn default() -> Self {
@@ -2529,14 +2723,536 @@ extern "C" {
 extern "C" {
     #[doc = " The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with"]
     #[doc = " their move counts, compile time split); detail 1: also each stage's per-op strategies and"]
-    #[doc = " collectives and each transfer's slice moves; other values: ALPA_ERR_INVALID_ARGUMENT. A plan"]
-    #[doc = " of alpa_model_plan_manual / alpa_model_plan_baseline adds a \"baseline\" object (its configuration;"]
-    #[doc = " for a search the grid counts, and at detail 1 the grid table). Caller frees *out with"]
-    #[doc = " alpa_buffer_free."]
+    #[doc = " collectives and each transfer's slice moves; detail 2: the executable plan, detail 1 plus the"]
+    #[doc = " planned graph, the clustering and every piece's subgraph boundary and auto-sharding, which"]
+    #[doc = " alpa_plan_read_json reads back (what `alpa plan -o` writes); other values:"]
+    #[doc = " ALPA_ERR_INVALID_ARGUMENT. A plan of alpa_model_plan_manual / alpa_model_plan_baseline adds a"]
+    #[doc = " \"baseline\" object (its configuration; for a search the grid counts, and at detail >= 1 the grid"]
+    #[doc = " table). Caller frees *out with alpa_buffer_free."]
     pub fn alpa_plan_to_json(
         out: *mut *mut alpa_buffer,
         plan: *const alpa_plan,
         detail: i32,
         err: *mut *mut alpa_error,
     ) -> i32;
+}
+extern "C" {
+    #[doc = " Reads an executable plan JSON (alpa_plan_to_json at detail 2, `alpa plan -o`; docs/planner.md)"]
+    #[doc = " back into a plan: json[length] (UTF-8, need not be NUL-terminated). The plan's cluster and"]
+    #[doc = " model name come from the JSON; its graph is validated and every piece is cut from it again and"]
+    #[doc = " checked against the stored one. The result is an ordinary plan (every accessor,"]
+    #[doc = " alpa_plan_to_json, alpa_plan_simulate; its \"baseline\" object, if any, is not read back)."]
+    #[doc = " ALPA_ERR_PARSE: not JSON, a missing field or a wrong type, an unknown \"format\" or \"version\", a"]
+    #[doc = " plan written at detail 0 or 1; ALPA_ERR_INVALID_GRAPH: a graph that does not validate;"]
+    #[doc = " ALPA_ERR_INVALID_ARGUMENT: NULL out (or NULL json with length > 0), or content that does not fit"]
+    #[doc = " together (an op id out of range, a spec invalid for its tensor on the stage's mesh, a device"]
+    #[doc = " in two stages, ...). Messages name the element by its JSON path (\"plan JSON:"]
+    #[doc = " stages[1].devices[0]: ...\"). Caller frees *out with alpa_plan_destroy."]
+    pub fn alpa_plan_read_json(
+        out: *mut *mut alpa_plan,
+        json: *const ::std::os::raw::c_char,
+        length: usize,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    #[doc = " The same from the file at `path`; ALPA_ERR_IO when it cannot be read. Messages start with the"]
+    #[doc = " path. Caller frees *out with alpa_plan_destroy."]
+    pub fn alpa_plan_read_file(
+        out: *mut *mut alpa_plan,
+        path: *const ::std::os::raw::c_char,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct alpa_executor_config {
+    #[doc = "< sizeof(alpa_executor_config)"]
+    pub struct_size: usize,
+    #[doc = "< 1"]
+    pub version: i32,
+    #[doc = "< ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE"]
+    pub schedule: i32,
+    #[doc = "< synthetic parameters and data; default 0"]
+    pub seed: u64,
+    #[doc = "< 1: compare every step with the one-device interpreter"]
+    pub check: i32,
+    #[doc = "< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI"]
+    pub devices: i32,
+    #[doc = "< the check's tolerance per element: |a - b| <= atol + rtol |b|"]
+    pub rtol: f64,
+    #[doc = "< the check's tolerance per element: |a - b| <= atol + rtol |b|"]
+    pub atol: f64,
+}
+#[test]
+fn bindgen_test_layout_alpa_executor_config() {
+    assert_eq!(
+        ::std::mem::size_of::<alpa_executor_config>(),
+        48usize,
+        concat!("Size of: ", stringify!(alpa_executor_config))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<alpa_executor_config>(),
+        8usize,
+        concat!("Alignment of ", stringify!(alpa_executor_config))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_version() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).version) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(version)
+            )
+        );
+    }
+    test_field_version();
+    fn test_field_schedule() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).schedule) as usize - ptr as usize
+            },
+            12usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(schedule)
+            )
+        );
+    }
+    test_field_schedule();
+    fn test_field_seed() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).seed) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(seed)
+            )
+        );
+    }
+    test_field_seed();
+    fn test_field_check() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).check) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(check)
+            )
+        );
+    }
+    test_field_check();
+    fn test_field_devices() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).devices) as usize - ptr as usize
+            },
+            28usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(devices)
+            )
+        );
+    }
+    test_field_devices();
+    fn test_field_rtol() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).rtol) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(rtol)
+            )
+        );
+    }
+    test_field_rtol();
+    fn test_field_atol() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).atol) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(atol)
+            )
+        );
+    }
+    test_field_atol();
+}
+extern "C" {
+    #[doc = " Writes the defaults above into the first min(size, sizeof(alpa_executor_config)) bytes of"]
+    #[doc = " *config. ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's."]
+    pub fn alpa_executor_config_init(
+        config: *mut alpa_executor_config,
+        size: usize,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct alpa_executor {
+    _unused: [u8; 0],
+}
+extern "C" {
+    #[doc = " Lowers `plan` and prepares its devices. config may be NULL (defaults). The one-device graph"]
+    #[doc = " of the whole batch (for cutting the data into microbatches and for the check) is rebuilt from"]
+    #[doc = " the plan's model spec; a plan of a graph (alpa_graph_plan) runs with one microbatch only."]
+    #[doc = " Errors: ALPA_ERR_INVALID_ARGUMENT (NULLs, a bad config field naming it, a graph plan with"]
+    #[doc = " several microbatches), ALPA_ERR_UNSUPPORTED (what the executor cannot run yet, naming the op),"]
+    #[doc = " ALPA_ERR_INTERNAL (a plan whose layouts do not fit together, naming the op). Caller frees"]
+    #[doc = " *out with alpa_executor_destroy."]
+    pub fn alpa_executor_create(
+        out: *mut *mut alpa_executor,
+        plan: *const alpa_plan,
+        config: *const alpa_executor_config,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    pub fn alpa_executor_destroy(executor: *mut alpa_executor);
+}
+extern "C" {
+    #[doc = " The devices the programs run on (the plan's largest device id + 1); -1 for NULL."]
+    pub fn alpa_executor_devices(executor: *const alpa_executor) -> i32;
+}
+extern "C" {
+    #[doc = " This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 for NULL."]
+    pub fn alpa_executor_rank(executor: *const alpa_executor) -> i32;
+}
+extern "C" {
+    #[doc = " Device `device`'s program, one instruction per line (what `alpa compile` prints); device -1:"]
+    #[doc = " every device's. Caller frees *out with alpa_buffer_free."]
+    pub fn alpa_executor_program_text(
+        out: *mut *mut alpa_buffer,
+        executor: *const alpa_executor,
+        device: i32,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    #[doc = " Replaces a parameter or optimizer state (by its op name, e.g. \"fc0.w\", \"fc0.w.m\") with"]
+    #[doc = " `count` values (the whole tensor, row-major; rounded to its dtype). ALPA_ERR_INVALID_ARGUMENT"]
+    #[doc = " naming the tensor for an unknown name or a count that is not its size."]
+    pub fn alpa_executor_set_parameter(
+        executor: *mut alpa_executor,
+        name: *const ::std::os::raw::c_char,
+        values: *const f64,
+        count: i64,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    #[doc = " The next step's data for input `name` (the whole batch, row-major); inputs not set are"]
+    #[doc = " synthetic. Same errors as alpa_executor_set_parameter."]
+    pub fn alpa_executor_set_input(
+        executor: *mut alpa_executor,
+        name: *const ::std::os::raw::c_char,
+        values: *const f64,
+        count: i64,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct alpa_step_result {
+    #[doc = "< bytes the library wrote"]
+    pub struct_size: usize,
+    #[doc = "< 1"]
+    pub version: i32,
+    #[doc = "< 1 unless the check found a difference above tolerance"]
+    pub passed: i32,
+    #[doc = "< 0, 1, ..."]
+    pub step: i64,
+    #[doc = "< mean over the microbatches"]
+    pub loss: f64,
+    #[doc = "< wall time of the slowest device"]
+    pub seconds: f64,
+    #[doc = "< with the check; else NaN"]
+    pub reference_loss: f64,
+    #[doc = "< with the check: max |a - b| / (atol + rtol |b|); else NaN"]
+    pub loss_error: f64,
+    #[doc = "< the same over every parameter and optimizer state"]
+    pub parameter_error: f64,
+    #[doc = "< the largest measured peak over the devices"]
+    pub peak_bytes: i64,
+    #[doc = "< the planner's memory for that device"]
+    pub planned_bytes: i64,
+}
+#[test]
+fn bindgen_test_layout_alpa_step_result() {
+    assert_eq!(
+        ::std::mem::size_of::<alpa_step_result>(),
+        80usize,
+        concat!("Size of: ", stringify!(alpa_step_result))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<alpa_step_result>(),
+        8usize,
+        concat!("Alignment of ", stringify!(alpa_step_result))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_version() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).version) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(version)
+            )
+        );
+    }
+    test_field_version();
+    fn test_field_passed() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).passed) as usize - ptr as usize
+            },
+            12usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(passed)
+            )
+        );
+    }
+    test_field_passed();
+    fn test_field_step() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).step) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(step)
+            )
+        );
+    }
+    test_field_step();
+    fn test_field_loss() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).loss) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(loss)
+            )
+        );
+    }
+    test_field_loss();
+    fn test_field_seconds() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).seconds) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(seconds)
+            )
+        );
+    }
+    test_field_seconds();
+    fn test_field_reference_loss() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reference_loss) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(reference_loss)
+            )
+        );
+    }
+    test_field_reference_loss();
+    fn test_field_loss_error() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).loss_error) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(loss_error)
+            )
+        );
+    }
+    test_field_loss_error();
+    fn test_field_parameter_error() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).parameter_error) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(parameter_error)
+            )
+        );
+    }
+    test_field_parameter_error();
+    fn test_field_peak_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).peak_bytes) as usize - ptr as usize
+            },
+            64usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(peak_bytes)
+            )
+        );
+    }
+    test_field_peak_bytes();
+    fn test_field_planned_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_step_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).planned_bytes) as usize - ptr as usize
+            },
+            72usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_step_result),
+                "::",
+                stringify!(planned_bytes)
+            )
+        );
+    }
+    test_field_planned_bytes();
+}
+extern "C" {
+    #[doc = " Runs one training step on every device. *out (element_size = sizeof(alpa_step_result); the"]
+    #[doc = " library writes the first min(element_size, its own size) bytes) may be NULL. A failing device"]
+    #[doc = " ends the step on every device with its message (the executor is then unusable:"]
+    #[doc = " ALPA_ERR_INTERNAL on later steps). A check above tolerance is not an error (passed = 0)."]
+    pub fn alpa_executor_run_step(
+        executor: *mut alpa_executor,
+        out: *mut alpa_step_result,
+        element_size: usize,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    #[doc = " Count-then-fill: a parameter's or optimizer state's current values (whole tensor,"]
+    #[doc = " row-major), assembled from the devices. Negative status (-ALPA_ERR_INVALID_ARGUMENT) for an"]
+    #[doc = " unknown name; err gets the message."]
+    pub fn alpa_executor_get_parameter(
+        executor: *const alpa_executor,
+        name: *const ::std::os::raw::c_char,
+        out: *mut f64,
+        capacity: i64,
+        err: *mut *mut alpa_error,
+    ) -> i64;
 }

@@ -6,8 +6,6 @@ pub const ALPA_COMPUTE_MATMUL: i32 = 0;
 pub const ALPA_COMPUTE_CONVOLUTION: i32 = 1;
 pub const ALPA_COMPUTE_ELEMENTWISE: i32 = 2;
 pub const ALPA_COMPUTE_OTHER: i32 = 3;
-pub const ALPA_SCHEDULE_GPIPE: i32 = 0;
-pub const ALPA_SCHEDULE_1F1B: i32 = 1;
 extern "C" {
     #[doc = " Number of presets; presets are indexed 0 .. count-1 in a stable order (family, then size)."]
     pub fn alpa_model_count() -> i64;
