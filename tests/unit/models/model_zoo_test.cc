@@ -148,7 +148,7 @@ TEST(ModelSpecTest, ErrorsNameTheOffendingPart) {
                   "model spec \"gpt:hidden=abc\": hidden must be a positive integer");
   ExpectSpecError("gpt-40b", "unknown model \"gpt-40b\" (try `alpa models`)");
   ExpectSpecError("gpt:foo=1", "unknown key \"foo\"");
-  ExpectSpecError("gpt:foo=1", "valid keys: batch, dtype, embed, heads, hidden");
+  ExpectSpecError("gpt:foo=1", "valid keys: adam_eps, batch, dtype, embed, heads, hidden");
   ExpectSpecError("gpt:layers=0", "layers must be a positive integer");
   ExpectSpecError("gpt:layers=-3", "layers must be a positive integer");
   ExpectSpecError("gpt:layers", "expected key=value");
