@@ -1154,27 +1154,27 @@ ALPA_API int32_t alpa_executor_program_text(alpa_buffer** out, const alpa_execut
  * `count` values (the whole tensor, row-major; rounded to its dtype). ALPA_ERR_INVALID_ARGUMENT
  * naming the tensor for an unknown name or a count that is not its size. */
 ALPA_API int32_t alpa_executor_set_parameter(alpa_executor* executor, const char* name,
-                                             const double* values, int64_t count,
-                                             alpa_error** err);
+                                             const double* values, int64_t count, alpa_error** err);
 /** The next step's data for input `name` (the whole batch, row-major); inputs not set are
  * synthetic. Same errors as alpa_executor_set_parameter. */
 ALPA_API int32_t alpa_executor_set_input(alpa_executor* executor, const char* name,
                                          const double* values, int64_t count, alpa_error** err);
 
 typedef struct alpa_step_result {
-  size_t struct_size;         /**< bytes the library wrote */
-  int32_t version;            /**< 1 */
-  int32_t passed;             /**< 1 unless the check found a difference above tolerance */
-  int64_t step;               /**< 0, 1, ... */
-  double loss;                /**< mean over the microbatches */
-  double seconds;             /**< wall time of the slowest device */
-  double reference_loss;      /**< with the check; else NaN */
-  double loss_error;          /**< with the check: max |a - b| / (atol + rtol |b|); else NaN */
-  double parameter_error;     /**< the same over every parameter and optimizer state */
-  int64_t peak_bytes;         /**< the largest measured peak over the devices */
-  int64_t planned_bytes;      /**< the planner's memory for that device */
+  size_t struct_size;     /**< bytes the library wrote */
+  int32_t version;        /**< 1 */
+  int32_t passed;         /**< 1 unless the check found a difference above tolerance */
+  int64_t step;           /**< 0, 1, ... */
+  double loss;            /**< mean over the microbatches */
+  double seconds;         /**< wall time of the slowest device */
+  double reference_loss;  /**< with the check; else NaN */
+  double loss_error;      /**< with the check: max |a - b| / (atol + rtol |b|); else NaN */
+  double parameter_error; /**< the same over every parameter and optimizer state */
+  int64_t peak_bytes;     /**< the largest measured peak over the devices */
+  int64_t planned_bytes;  /**< the planner's memory for that device */
 } alpa_step_result;
-#define ALPA_STEP_RESULT_INIT { sizeof(alpa_step_result), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define ALPA_STEP_RESULT_INIT \
+  { sizeof(alpa_step_result), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 /** Runs one training step on every device. *out (element_size = sizeof(alpa_step_result); the
  * library writes the first min(element_size, its own size) bytes) may be NULL. A failing device
  * ends the step on every device with its message (the executor is then unusable:

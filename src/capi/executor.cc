@@ -43,23 +43,25 @@ alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* config
   alpa::PlanRunOptions options;
   if (config == nullptr) return options;
   if (config->struct_size < kConfigV1Size || config->version != 1) {
-    return alpa::InvalidArgument(
-        "config: struct_size " + std::to_string(config->struct_size) + " / version " +
-        std::to_string(config->version) + " is not version 1 (use ALPA_EXECUTOR_CONFIG_INIT)");
+    return alpa::InvalidArgument("config: struct_size " + std::to_string(config->struct_size) +
+                                 " / version " + std::to_string(config->version) +
+                                 " is not version 1 (use ALPA_EXECUTOR_CONFIG_INIT)");
   }
   if (config->schedule != ALPA_SCHEDULE_1F1B && config->schedule != ALPA_SCHEDULE_GPIPE) {
-    return alpa::InvalidArgument("config.schedule must be ALPA_SCHEDULE_1F1B (1) or "
-                                 "ALPA_SCHEDULE_GPIPE (0), got " +
-                                 std::to_string(config->schedule));
+    return alpa::InvalidArgument(
+        "config.schedule must be ALPA_SCHEDULE_1F1B (1) or "
+        "ALPA_SCHEDULE_GPIPE (0), got " +
+        std::to_string(config->schedule));
   }
   if (config->check != 0 && config->check != 1) {
     return alpa::InvalidArgument("config.check must be 0 or 1, got " +
                                  std::to_string(config->check));
   }
   if (config->devices != ALPA_DEVICES_THREADS && config->devices != ALPA_DEVICES_MPI) {
-    return alpa::InvalidArgument("config.devices must be ALPA_DEVICES_THREADS (0) or "
-                                 "ALPA_DEVICES_MPI (1), got " +
-                                 std::to_string(config->devices));
+    return alpa::InvalidArgument(
+        "config.devices must be ALPA_DEVICES_THREADS (0) or "
+        "ALPA_DEVICES_MPI (1), got " +
+        std::to_string(config->devices));
   }
   if (!(config->rtol >= 0) || !(config->atol >= 0) || !std::isfinite(config->rtol) ||
       !std::isfinite(config->atol)) {
@@ -81,9 +83,9 @@ alpa::Result<alpa::HostTensor> ValuesFor(const alpa::PlanExecutor& ex, int32_t i
   int64_t n = 1;
   for (int64_t d : op.shape) n *= d;
   if (count != n || (count > 0 && values == nullptr)) {
-    return alpa::InvalidArgument(alpa::DescribeOp(ex.whole(), id) + " holds " +
-                                 std::to_string(n) + " values (" + alpa::ShapeString(op.shape) +
-                                 "), got " + std::to_string(count));
+    return alpa::InvalidArgument(alpa::DescribeOp(ex.whole(), id) + " holds " + std::to_string(n) +
+                                 " values (" + alpa::ShapeString(op.shape) + "), got " +
+                                 std::to_string(count));
   }
   alpa::HostTensor t;
   t.shape = op.shape;
@@ -127,8 +129,8 @@ ALPA_API int32_t alpa_executor_create(alpa_executor** out, const alpa_plan* plan
       if (!world.ok()) return Fail(err, world.status());
       handle->world = std::move(world).value();
     }
-    alpa::Result<std::unique_ptr<alpa::PlanExecutor>> ex = alpa::PlanExecutor::Create(
-        plan->plan, whole.value(), options.value(), handle->world.get());
+    alpa::Result<std::unique_ptr<alpa::PlanExecutor>> ex =
+        alpa::PlanExecutor::Create(plan->plan, whole.value(), options.value(), handle->world.get());
     if (!ex.ok()) return Fail(err, ex.status());
     handle->executor = std::move(ex).value();
     *out = handle.release();

@@ -52,9 +52,9 @@ int CreateExecutor(const alpa_plan* plan, const RunArgs& args, ExecutorHandle& h
 }
 
 void PrintStep(const alpa_step_result& r, bool check) {
-  const double ratio = r.planned_bytes > 0 ? static_cast<double>(r.peak_bytes) /
-                                                 static_cast<double>(r.planned_bytes)
-                                           : NAN;
+  const double ratio =
+      r.planned_bytes > 0 ? static_cast<double>(r.peak_bytes) / static_cast<double>(r.planned_bytes)
+                          : NAN;
   std::printf("step %-4lld loss %-12.8g %10s  peak %s (planned %s, %.2fx)",
               static_cast<long long>(r.step), r.loss, Seconds(r.seconds, 3).c_str(),
               Bytes(static_cast<double>(r.peak_bytes), 2).c_str(),
@@ -68,14 +68,16 @@ void PrintStep(const alpa_step_result& r, bool check) {
 }
 
 void PrintStepJson(const alpa_step_result& r, bool check) {
-  std::printf("{\"step\": %lld, \"loss\": %.17g, \"seconds\": %.9g, \"peak_bytes\": %lld, "
-              "\"planned_bytes\": %lld",
-              static_cast<long long>(r.step), r.loss, r.seconds,
-              static_cast<long long>(r.peak_bytes), static_cast<long long>(r.planned_bytes));
+  std::printf(
+      "{\"step\": %lld, \"loss\": %.17g, \"seconds\": %.9g, \"peak_bytes\": %lld, "
+      "\"planned_bytes\": %lld",
+      static_cast<long long>(r.step), r.loss, r.seconds, static_cast<long long>(r.peak_bytes),
+      static_cast<long long>(r.planned_bytes));
   if (check) {
-    std::printf(", \"reference_loss\": %.17g, \"loss_error\": %.9g, \"parameter_error\": %.9g, "
-                "\"passed\": %s",
-                r.reference_loss, r.loss_error, r.parameter_error, r.passed ? "true" : "false");
+    std::printf(
+        ", \"reference_loss\": %.17g, \"loss_error\": %.9g, \"parameter_error\": %.9g, "
+        "\"passed\": %s",
+        r.reference_loss, r.loss_error, r.parameter_error, r.passed ? "true" : "false");
   }
   std::printf("}\n");
 }
@@ -176,8 +178,9 @@ Command AddRunCommand(CLI::App& app) {
 Command AddCompileCommand(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App* compile = app.add_subcommand(
-      "compile", "Print the device programs a plan (alpa plan -o) lowers to, one instruction "
-                 "per line");
+      "compile",
+      "Print the device programs a plan (alpa plan -o) lowers to, one instruction "
+      "per line");
   compile->add_option("plan", args->file, "Plan JSON file")->required();
   compile->add_option("--device", args->device, "Only this device's program (default: all)");
   compile->add_option("--schedule", args->run.schedule, "Pipeline schedule: 1f1b, gpipe");

@@ -17,9 +17,9 @@ struct RunArgs {
   int64_t steps = 1;
   uint64_t seed = 0;
   bool check = false;
-  std::string schedule = "1f1b";  // or "gpipe"
+  std::string schedule = "1f1b";    // or "gpipe"
   std::string devices = "threads";  // or "mpi"
-  bool json = false;  // one JSON object per step, as the last lines
+  bool json = false;                // one JSON object per step, as the last lines
 };
 
 // Registers --seed, --check, --schedule and --devices (not --steps: each command names it).

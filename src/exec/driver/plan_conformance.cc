@@ -107,8 +107,8 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
     const DeviceProgram& program = set.programs[d];
     if (program.stage < 0) continue;
     const PlannedStage& stage = plan.stages[static_cast<size_t>(program.stage)];
-    const auto at = std::find(stage.devices.begin(), stage.devices.end(),
-                              static_cast<int64_t>(program.device));
+    const auto at =
+        std::find(stage.devices.begin(), stage.devices.end(), static_cast<int64_t>(program.device));
     const int64_t logical = at - stage.devices.begin();
     const std::string where = "device " + std::to_string(program.device) + " (stage " +
                               std::to_string(program.stage) + ")";
@@ -139,8 +139,8 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
       }
       if (KindOf(c->kind) != m.kind) {
         return InternalError(where + " ran a " + std::string(InstructionKindName(m.kind)) +
-                             " for the planned " + CollectiveName(c->kind) + " " +
-                             c->description + " of op " + std::to_string(m.tensor));
+                             " for the planned " + CollectiveName(c->kind) + " " + c->description +
+                             " of op " + std::to_string(m.tensor));
       }
       const std::set<int32_t> expected = ExpectedGroup(stage, logical, c->mesh_dims);
       for (int32_t g : m.group) {
@@ -179,18 +179,17 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
         const int32_t tensor = p.subgraph->origin[static_cast<size_t>(list[i].tensor)];
         auto it = runs.find({static_cast<int32_t>(i), tensor});
         if (it == runs.end()) {
-          return InternalError(where + " never ran planned collective " + std::to_string(i) +
-                               " (" + CollectiveName(list[i].kind) + " of op " +
-                               std::to_string(tensor) + ")");
+          return InternalError(where + " never ran planned collective " + std::to_string(i) + " (" +
+                               CollectiveName(list[i].kind) + " of op " + std::to_string(tensor) +
+                               ")");
         }
         const int64_t first = it->second.begin()->second;
         for (const auto& [mb, count] : it->second) {
           if (count != first) {
             return InternalError(where + " ran planned collective " + std::to_string(i) +
-                                 " of op " + std::to_string(tensor) + " " +
-                                 std::to_string(count) + " times in microbatch " +
-                                 std::to_string(mb) + ", " + std::to_string(first) +
-                                 " times in another");
+                                 " of op " + std::to_string(tensor) + " " + std::to_string(count) +
+                                 " times in microbatch " + std::to_string(mb) + ", " +
+                                 std::to_string(first) + " times in another");
           }
         }
       }
@@ -202,9 +201,8 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
         const int64_t got = sent.count({key.second, mb}) ? sent[{key.second, mb}] : 0;
         if (got != bytes) {
           return InternalError(where + " sent " + std::to_string(got) + " bytes of op " +
-                               std::to_string(key.second) + " in microbatch " +
-                               std::to_string(mb) + "; the plan's moves send " +
-                               std::to_string(bytes));
+                               std::to_string(key.second) + " in microbatch " + std::to_string(mb) +
+                               "; the plan's moves send " + std::to_string(bytes));
         }
       }
       for (const auto& [key, bytes] : expect_received) {
@@ -212,9 +210,8 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
         const int64_t got = received.count({key.second, mb}) ? received[{key.second, mb}] : 0;
         if (got != bytes) {
           return InternalError(where + " received " + std::to_string(got) + " bytes of op " +
-                               std::to_string(key.second) + " in microbatch " +
-                               std::to_string(mb) + "; the plan's moves bring " +
-                               std::to_string(bytes));
+                               std::to_string(key.second) + " in microbatch " + std::to_string(mb) +
+                               "; the plan's moves bring " + std::to_string(bytes));
         }
       }
     }

@@ -23,7 +23,7 @@
 namespace alpa {
 
 struct ConformanceSummary {
-  int64_t planned_collectives = 0;  // planned collectives over mesh dims of size > 1
+  int64_t planned_collectives = 0;   // planned collectives over mesh dims of size > 1
   int64_t executed_collectives = 0;  // collective instructions run for them (all devices)
   int64_t piece_edge_collectives = 0, extra_collectives = 0;
   int64_t planned_transfer_bytes = 0, sent_transfer_bytes = 0;  // per step, all devices

@@ -23,14 +23,13 @@ Status CheckSameModel(const Graph& micro, const Graph& reference) {
   for (int32_t id = 0; id < micro.size(); ++id) {
     const Op& a = micro.op(id);
     const Op& b = reference.op(id);
-    const bool persistent =
-        a.kind == OpKind::kParameter &&
-        (a.role == TensorRole::kParameter || a.role == TensorRole::kOptimizerState);
+    const bool persistent = a.kind == OpKind::kParameter && (a.role == TensorRole::kParameter ||
+                                                             a.role == TensorRole::kOptimizerState);
     if (a.kind != b.kind || a.role != b.role || a.dtype != b.dtype || a.name != b.name ||
         (persistent && a.shape != b.shape) || a.shape.size() != b.shape.size()) {
       return InvalidArgument("the plan's graph and the reference differ at " +
-                             DescribeOp(micro, id) + " (reference: " +
-                             DescribeOp(reference, id) + "): not the same model");
+                             DescribeOp(micro, id) + " (reference: " + DescribeOp(reference, id) +
+                             "): not the same model");
     }
   }
   return Status::Ok();
@@ -47,13 +46,14 @@ Result<std::vector<HostTensor>> CutMicrobatches(const HostTensor& whole, const D
   std::vector<HostTensor> out;
   if (dim < 0) {
     if (microbatches != 1) {
-      return InvalidArgument(what + ": the input has the same shape " +
-                             ShapeString(whole.shape) + " for the batch and a microbatch");
+      return InvalidArgument(what + ": the input has the same shape " + ShapeString(whole.shape) +
+                             " for the batch and a microbatch");
     }
     out.push_back(whole);
     return out;
   }
-  if (whole.shape[static_cast<size_t>(dim)] != micro_shape[static_cast<size_t>(dim)] * microbatches) {
+  if (whole.shape[static_cast<size_t>(dim)] !=
+      micro_shape[static_cast<size_t>(dim)] * microbatches) {
     return InvalidArgument(what + ": " + ShapeString(whole.shape) + " is not " +
                            std::to_string(microbatches) + " microbatches of " +
                            ShapeString(micro_shape));
@@ -115,8 +115,7 @@ Result<std::unique_ptr<PlanExecutor>> PlanExecutor::Create(const PipelinePlan& p
   if (world != nullptr && ex->programs_.devices > world->size()) {
     return InvalidArgument("the plan runs on " + std::to_string(ex->programs_.devices) +
                            " devices, the job has " + std::to_string(world->size()) +
-                           " processes (mpirun -np " + std::to_string(ex->programs_.devices) +
-                           ")");
+                           " processes (mpirun -np " + std::to_string(ex->programs_.devices) + ")");
   }
   for (const DeviceProgram& p : ex->programs_.programs) {
     const bool here = world == nullptr || p.device == world->rank();
@@ -360,17 +359,22 @@ Status PlanExecutor::GatherResults() {
     std::vector<double> packed(static_cast<size_t>(count));
     ALPA_RETURN_IF_ERROR(
         world_->Recv(d, kResultTag, packed.data(), static_cast<int64_t>(packed.size())));
-    ALPA_RETURN_IF_ERROR(
-        UnpackResult(packed, programs_.programs[static_cast<size_t>(d)], results_[static_cast<size_t>(d)]));
+    ALPA_RETURN_IF_ERROR(UnpackResult(packed, programs_.programs[static_cast<size_t>(d)],
+                                      results_[static_cast<size_t>(d)]));
   }
   return Status::Ok();
 }
 
 Status PlanExecutor::ShareSummary(StepSummary& sum) {
   // Rank 0 sends the numbers every process reports; the per-device lists stay on rank 0.
-  std::vector<double> v = {sum.loss,           sum.seconds,         sum.reference_loss,
-                           sum.loss_error,     sum.loss_relative,   sum.parameter_error,
-                           sum.parameter_relative, sum.passed ? 1.0 : 0.0,
+  std::vector<double> v = {sum.loss,
+                           sum.seconds,
+                           sum.reference_loss,
+                           sum.loss_error,
+                           sum.loss_relative,
+                           sum.parameter_error,
+                           sum.parameter_relative,
+                           sum.passed ? 1.0 : 0.0,
                            sum.replicas_agree ? 1.0 : 0.0};
   if (world_->rank() == 0) {
     for (int32_t r = 1; r < world_->size(); ++r) {
@@ -441,7 +445,8 @@ Result<StepSummary> PlanExecutor::Summarize(const std::map<int32_t, HostTensor>&
       auto [it, inserted] = first.insert({{tile.tensor, tile.offsets, tile.sizes}, &tile});
       if (!inserted && it->second->values != tile.values && sum.replicas_agree) {
         sum.replicas_agree = false;
-        sum.diverged_parameter = DescribeOp(whole_, tile.tensor) + " on device " + std::to_string(d);
+        sum.diverged_parameter =
+            DescribeOp(whole_, tile.tensor) + " on device " + std::to_string(d);
       }
     }
   }

@@ -27,8 +27,8 @@ struct PlanRunOptions {
 
 struct StepSummary {
   int64_t step = 0;
-  double loss = 0;     // mean over the microbatches
-  double seconds = 0;  // the slowest device
+  double loss = 0;                     // mean over the microbatches
+  double seconds = 0;                  // the slowest device
   std::vector<int64_t> peak_bytes;     // per device (-1: idle)
   std::vector<int64_t> planned_bytes;  // per device: the planner's memory (-1: idle)
   // With check: the reference, and the worst differences as max |a - b| / (atol + rtol |b|)

@@ -88,8 +88,9 @@ void DeviceEmitter::Emit(Instruction in, const EmitTag& tag) {
     }
     case InstructionKind::kSend:
     case InstructionKind::kRecv: {
-      const Buffer& b = program_.buffers[static_cast<size_t>(
-          in.kind == InstructionKind::kSend ? in.in[0] : in.out)];
+      const Buffer& b =
+          program_
+              .buffers[static_cast<size_t>(in.kind == InstructionKind::kSend ? in.in[0] : in.out)];
       in.bytes = ElementsOf(in.sizes) * DTypeBytes(b.dtype);
       break;
     }
@@ -134,9 +135,10 @@ Result<Value> DeviceEmitter::ApplyCollective(const Value& value, const Dims& sha
                                              CollectiveKind kind, std::vector<int32_t> mesh_dims,
                                              const ShardingSpec& want, CollectiveReduce reduce,
                                              const EmitTag& tag, const std::string& name) {
-  mesh_dims.erase(std::remove_if(mesh_dims.begin(), mesh_dims.end(),
-                                 [&](int32_t m) { return mesh_.shape[static_cast<size_t>(m)] <= 1; }),
-                  mesh_dims.end());
+  mesh_dims.erase(
+      std::remove_if(mesh_dims.begin(), mesh_dims.end(),
+                     [&](int32_t m) { return mesh_.shape[static_cast<size_t>(m)] <= 1; }),
+      mesh_dims.end());
   if (mesh_dims.empty()) return value;
   const ShardingSpec canonical_want = CanonicalSpec(want, mesh_.shape);
   // Slices toward `want` are free and shrink what the collective moves, so they come first
@@ -253,8 +255,8 @@ Result<Value> DeviceEmitter::ReduceScatter(const Value& value, const Dims& shape
   for (int32_t m : mesh_dims) {
     if (!Contains(value.spec.partial, m)) {
       return InternalError(name + ": reduce-scatter over mesh dim " + std::to_string(m) +
-                           " of a value that is not a partial sum there (" +
-                           ToString(value.spec) + ")");
+                           " of a value that is not a partial sum there (" + ToString(value.spec) +
+                           ")");
     }
   }
   // Group the mesh dims by the tensor dim `want` puts them on, in wanted order.

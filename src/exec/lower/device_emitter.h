@@ -45,8 +45,7 @@ struct EmitTag {
 
 class DeviceEmitter {
  public:
-  DeviceEmitter(DeviceProgram& program, const MeshView& mesh, int64_t logical_index,
-                int32_t stage);
+  DeviceEmitter(DeviceProgram& program, const MeshView& mesh, int64_t logical_index, int32_t stage);
 
   DeviceProgram& program() { return program_; }
   const MeshView& mesh() const { return mesh_; }
@@ -85,8 +84,7 @@ class DeviceEmitter {
                           const std::string& name);
   Result<Value> ReduceScatter(const Value& value, const Dims& shape, DType dtype,
                               const std::vector<int32_t>& mesh_dims, const ShardingSpec& want,
-                              CollectiveReduce reduce, const EmitTag& tag,
-                              const std::string& name);
+                              CollectiveReduce reduce, const EmitTag& tag, const std::string& name);
   Result<Value> AllToAll(const Value& value, const Dims& shape, DType dtype,
                          const std::vector<int32_t>& mesh_dims, const ShardingSpec& want,
                          const EmitTag& tag, const std::string& name);

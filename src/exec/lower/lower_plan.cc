@@ -44,7 +44,7 @@ struct PieceInfo {
   std::map<int32_t, std::vector<int32_t>> shared_collectives;  // per tensor (reader layouts)
   std::map<int32_t, std::vector<int32_t>> inside_collectives;  // per op
   std::vector<int32_t> forward_ops, backward_ops, update_ops;  // materialized, schedule order
-  std::vector<int32_t> read_by_update;  // per-microbatch values an update op reads
+  std::vector<int32_t> read_by_update;     // per-microbatch values an update op reads
   std::vector<int32_t> boundary_transfer;  // per local op: the transfer feeding it, or -1
   int32_t loss = -1;                       // local id of the graph's loss, when here
 
@@ -61,9 +61,9 @@ struct Refresh {
 struct PlanContext {
   const PipelinePlan& plan;
   const LowerOptions& options;
-  std::vector<PieceInfo> pieces;                  // all stages, in order
+  std::vector<PieceInfo> pieces;                   // all stages, in order
   std::vector<std::vector<int32_t>> stage_pieces;  // per stage: indices into pieces
-  std::vector<MeshView> meshes;                   // per stage
+  std::vector<MeshView> meshes;                    // per stage
   std::vector<PlanOpSite> sites;
   std::vector<Refresh> refreshes;
   std::vector<BatchSum> batch_sums;  // per global op (ClassifyBatchSums)
@@ -77,9 +77,8 @@ Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& bat
   const Graph& g = p.sub->graph;
   const AutoShardResult& r = *p.sharding;
   if (r.ops.size() != g.ops.size()) {
-    return InternalError("stage " + std::to_string(p.stage) + " piece " +
-                         std::to_string(p.index) + ": its sharding has " +
-                         std::to_string(r.ops.size()) + " ops, its graph " +
+    return InternalError("stage " + std::to_string(p.stage) + " piece " + std::to_string(p.index) +
+                         ": its sharding has " + std::to_string(r.ops.size()) + " ops, its graph " +
                          std::to_string(g.ops.size()));
   }
   p.boundary.assign(g.ops.size(), 0);
@@ -99,9 +98,8 @@ Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& bat
   for (int32_t l : r.schedule) {
     const Op& op = g.op(l);
     if (op.kind == OpKind::kParameter || !Materialized(p.sh(l))) continue;
-    const bool deferred =
-        batch_sums[static_cast<size_t>(p.sub->origin[static_cast<size_t>(l)])] ==
-        BatchSum::kDeferred;
+    const bool deferred = batch_sums[static_cast<size_t>(p.sub->origin[static_cast<size_t>(l)])] ==
+                          BatchSum::kDeferred;
     if (op.phase == Phase::kUpdate || deferred) {
       p.update_ops.push_back(l);
       once[static_cast<size_t>(l)] = 1;
@@ -129,9 +127,8 @@ Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& bat
     for (int32_t src : g.op(u).operands) {
       while (p.sh(src).fused) src = g.op(src).operands[0];
       const Op& op = g.op(src);
-      const bool per_microbatch = op.kind == OpKind::kParameter
-                                      ? !IsPersistentRole(op.role)
-                                      : !once[static_cast<size_t>(src)];
+      const bool per_microbatch = op.kind == OpKind::kParameter ? !IsPersistentRole(op.role)
+                                                                : !once[static_cast<size_t>(src)];
       if (!p.sh(src).free && per_microbatch) read[static_cast<size_t>(src)] = 1;
     }
   }
@@ -179,8 +176,10 @@ std::vector<BatchSum> ClassifyBatchSums(const Graph& micro, const Graph* whole,
       case OpKind::kDotGeneral:
       case OpKind::kConvolution:
       case OpKind::kScatterAdd:
-        if (any_carries) kind[static_cast<size_t>(id)] = BatchSum::kRoot;
-        else if (any_sum) kind[static_cast<size_t>(id)] = BatchSum::kDeferred;
+        if (any_carries)
+          kind[static_cast<size_t>(id)] = BatchSum::kRoot;
+        else if (any_sum)
+          kind[static_cast<size_t>(id)] = BatchSum::kDeferred;
         break;
       case OpKind::kAdd:
       case OpKind::kSub:
@@ -345,8 +344,8 @@ class DeviceLowering {
 
 std::string DeviceLowering::ValueName(const PieceInfo& p, int32_t l, int64_t mb) const {
   const Op& op = p.op(l);
-  std::string name = op.name.empty() ? "op " + std::to_string(p.sub->origin[static_cast<size_t>(l)])
-                                     : op.name;
+  std::string name =
+      op.name.empty() ? "op " + std::to_string(p.sub->origin[static_cast<size_t>(l)]) : op.name;
   if (mb >= 0) name += "@mb" + std::to_string(mb);
   return name;
 }
@@ -465,8 +464,9 @@ Result<Value> DeviceLowering::ExportValue(int32_t pi, int32_t l, int64_t mb) {
   Result<Value> in = ExportValue(pi, src, mb);
   if (!in.ok()) return in.status();
   const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kExtra, -1};
-  Result<Value> whole = Reshard(in.value(), x.shape, x.dtype,
-                                ShardingSpec::Replicated(x.shape.size()), tag, ValueName(p, src, mb));
+  Result<Value> whole =
+      Reshard(in.value(), x.shape, x.dtype, ShardingSpec::Replicated(x.shape.size()), tag,
+              ValueName(p, src, mb));
   if (!whole.ok()) return whole.status();
   return RunLocal(p, l, {whole.value()}, ShardingSpec::Replicated(b.shape.size()), tag, mb);
 }
@@ -482,11 +482,11 @@ Result<Value> DeviceLowering::SourceValue(int32_t pi, int32_t l, int64_t mb) {
     if (it != st.values.end()) return it->second;
   }
   const PieceInfo& p = piece(pi);
-  return InternalError("stage " + std::to_string(p.stage) + ": " +
-                       DescribeOp(p.sub->graph, l) + " (" + PhaseName(p.op(l).phase) +
-                       ") has no value for " +
-                       (mb == kUpdate ? std::string("the update") : "microbatch " + std::to_string(mb)) +
-                       " where it is read");
+  return InternalError(
+      "stage " + std::to_string(p.stage) + ": " + DescribeOp(p.sub->graph, l) + " (" +
+      PhaseName(p.op(l).phase) + ") has no value for " +
+      (mb == kUpdate ? std::string("the update") : "microbatch " + std::to_string(mb)) +
+      " where it is read");
 }
 
 Result<Value> DeviceLowering::ReaderValue(int32_t pi, int32_t l, int64_t mb) {
@@ -556,9 +556,8 @@ Result<Value> DeviceLowering::EdgeValue(int32_t pi, int32_t consumer, int32_t k,
       for (int32_t ci : it->second) {
         const PlannedCollective& c = p.sharding->collectives[static_cast<size_t>(ci)];
         const EmitTag tag{global, mb, InstructionOrigin::kPlan, ci};
-        Result<Value> next = em_.ApplyCollective(v, src_op.shape, src_op.dtype, c.kind,
-                                                 c.mesh_dims, want, CollectiveReduce::kSum, tag,
-                                                 name);
+        Result<Value> next = em_.ApplyCollective(v, src_op.shape, src_op.dtype, c.kind, c.mesh_dims,
+                                                 want, CollectiveReduce::kSum, tag, name);
         if (!next.ok()) return next.status();
         v = next.value();
       }
@@ -604,10 +603,9 @@ Status DeviceLowering::RunOp(int32_t pi, int32_t l, int64_t mb) {
       const PlannedCollective& c = p.sharding->collectives[static_cast<size_t>(ci)];
       const CollectiveReduce reduce =
           op.kind == OpKind::kReduceMax ? CollectiveReduce::kMax : CollectiveReduce::kSum;
-      Result<Value> next =
-          em_.ApplyCollective(v, op.shape, op.dtype, c.kind, c.mesh_dims, p.sh(l).result, reduce,
-                              EmitTag{global, mb, InstructionOrigin::kPlan, ci, exact},
-                              ValueName(p, l, mb));
+      Result<Value> next = em_.ApplyCollective(
+          v, op.shape, op.dtype, c.kind, c.mesh_dims, p.sh(l).result, reduce,
+          EmitTag{global, mb, InstructionOrigin::kPlan, ci, exact}, ValueName(p, l, mb));
       if (!next.ok()) return next.status();
       v = next.value();
     }
@@ -638,9 +636,8 @@ Result<Value> DeviceLowering::Reshard(const Value& value, const Dims& shape, DTy
   Value v = value;
   for (const ReshardStep& step : plan.value().steps) {
     Result<Value> next = step.is_collective
-                             ? em_.ApplyCollective(v, shape, dtype, step.collective,
-                                                   step.mesh_dims, step.after,
-                                                   CollectiveReduce::kSum, tag, name)
+                             ? em_.ApplyCollective(v, shape, dtype, step.collective, step.mesh_dims,
+                                                   step.after, CollectiveReduce::kSum, tag, name)
                              : em_.LocalTo(v, shape, dtype, step.after, tag, name);
     if (!next.ok()) return next.status();
     v = next.value();
@@ -693,8 +690,8 @@ Result<Value> DeviceLowering::ReceiveTransfer(int32_t transfer, int64_t mb, int6
   if (!local.ok()) return local.status();
   std::vector<int64_t> my_off, my_size;
   em_.TileBox(to, op.shape, my_off, my_size);
-  const std::string name = (op.name.empty() ? "op " + std::to_string(tr.tensor) : op.name) +
-                           "@mb" + std::to_string(mb);
+  const std::string name =
+      (op.name.empty() ? "op " + std::to_string(tr.tensor) : op.name) + "@mb" + std::to_string(mb);
   Value v{em_.NewBuffer(name, local.value(), op.dtype, tr.tensor, false), to};
   const EmitTag etag{tr.tensor, mb, InstructionOrigin::kPlan, -1};
   Instruction zero;
@@ -818,8 +815,8 @@ Status DeviceLowering::ReportLoss(int32_t pi, int64_t mb) {
   const EmitTag tag{p.sub->origin[static_cast<size_t>(p.loss)], mb, InstructionOrigin::kExtra, -1};
   if (!loss.spec.partial.empty()) {
     Result<Value> reduced =
-        em_.ApplyCollective(loss, op.shape, op.dtype, CollectiveKind::kAllReduce,
-                            loss.spec.partial, loss.spec, CollectiveReduce::kSum, tag, "loss");
+        em_.ApplyCollective(loss, op.shape, op.dtype, CollectiveKind::kAllReduce, loss.spec.partial,
+                            loss.spec, CollectiveReduce::kSum, tag, "loss");
     if (!reduced.ok()) return reduced.status();
     loss = reduced.value();
   }
@@ -842,8 +839,8 @@ Status DeviceLowering::Accumulate(int32_t pi, int64_t mb) {
     if (!v.ok()) return v.status();
     const Value& acc = st.accumulators.at(l);
     const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kPlan, -1};
-    Result<Value> laid = em_.LocalTo(v.value(), p.op(l).shape, p.op(l).dtype, acc.spec, tag,
-                                     ValueName(p, l, mb));
+    Result<Value> laid =
+        em_.LocalTo(v.value(), p.op(l).shape, p.op(l).dtype, acc.spec, tag, ValueName(p, l, mb));
     if (!laid.ok()) return laid.status();
     Instruction in;
     in.kind = InstructionKind::kAccumulate;
@@ -900,8 +897,8 @@ Status DeviceLowering::Update() {
         in.round = acc.spec.partial.empty();
         in.out = em_.NewBuffer(ValueName(p, l, -1) + ".mean", shape, dtype, buf.tensor, false);
         Value mean{in.out, acc.spec};
-        em_.Emit(std::move(in),
-                 EmitTag{p.sub->origin[static_cast<size_t>(l)], kUpdate, InstructionOrigin::kPlan, -1});
+        em_.Emit(std::move(in), EmitTag{p.sub->origin[static_cast<size_t>(l)], kUpdate,
+                                        InstructionOrigin::kPlan, -1});
         st.values[{l, kUpdate}] = mean;
       }
     }
@@ -962,9 +959,9 @@ Status DeviceLowering::RefreshCopies() {
     const MeshView& tm = ctx_.meshes[static_cast<size_t>(to.stage)];
     const ShardingSpec from_spec = CanonicalSpec(from.sh(rf.from_local).result, fm.shape);
     const ShardingSpec to_spec = CanonicalSpec(to.sh(rf.to_local).result, tm.shape);
-    Result<std::vector<SliceMove>> moves = PlanCrossMeshTransfer(
-        op.shape, DTypeBytes(op.dtype), from_spec, fm.shape, fm.devices, to_spec, tm.shape,
-        tm.devices);
+    Result<std::vector<SliceMove>> moves =
+        PlanCrossMeshTransfer(op.shape, DTypeBytes(op.dtype), from_spec, fm.shape, fm.devices,
+                              to_spec, tm.shape, tm.devices);
     if (!moves.ok()) return moves.status();
     const int64_t msg_tag = kRefreshTagBase + static_cast<int64_t>(r);
     if (sender) {
@@ -1086,14 +1083,10 @@ void MarkFetchCopies(const PlanContext& ctx, ProgramSet& set) {
 Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& options) {
   if (plan.stages.empty()) return InvalidArgument("the plan has no stages");
   if (plan.microbatches < 1) return InvalidArgument("the plan has no microbatches");
-  PlanContext ctx{plan,
-                  options,
-                  {},
-                  {},
-                  {},
-                  PlanOpSites(plan),
-                  {},
-                  ClassifyBatchSums(plan.graph, options.whole_batch, plan.microbatches)};
+  PlanContext ctx{plan, options,
+                  {},   {},
+                  {},   PlanOpSites(plan),
+                  {},   ClassifyBatchSums(plan.graph, options.whole_batch, plan.microbatches)};
   int64_t world = 0;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlannedStage& stage = plan.stages[s];

@@ -45,9 +45,7 @@ void PieceBox(const Dims& shape, int32_t dim, int64_t n, int64_t i, std::vector<
 }  // namespace
 
 DeviceRuntime::DeviceRuntime(const DeviceProgram& program)
-    : program_(program),
-      buffers_(program.buffers.size()),
-      allocated_(program.buffers.size(), 0) {}
+    : program_(program), buffers_(program.buffers.size()), allocated_(program.buffers.size(), 0) {}
 
 HostTensor& DeviceRuntime::Allocate(int32_t buffer) {
   HostTensor& t = buffers_[static_cast<size_t>(buffer)];
@@ -139,8 +137,8 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
       if (in.axis_size >= 0 && op.kind == OpKind::kGather) {
         MaskedGather(op, *operands[0], *operands[1], in.axis_offset, in.axis_size, out);
       } else if (in.axis_size >= 0 && op.kind == OpKind::kScatterAdd) {
-        MaskedScatterAdd(op, *operands[0], *operands[1], *operands[2], in.axis_offset,
-                         in.axis_size, out);
+        MaskedScatterAdd(op, *operands[0], *operands[1], *operands[2], in.axis_offset, in.axis_size,
+                         out);
         if (in.round) Round(out);
       } else {
         out = EvaluateValidatedOp(local, id, operands,
@@ -171,8 +169,8 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
       ExtractBox(src.data.data(), src.shape, in.offsets, in.sizes, box.data());
       ALPA_RETURN_IF_ERROR(
           comm.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
-      report.moves.push_back({in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor,
-                              in.collective, in.origin});
+      report.moves.push_back(
+          {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
       return Status::Ok();
     }
     case InstructionKind::kRecv: {
@@ -184,8 +182,8 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
       ALPA_RETURN_IF_ERROR(
           comm.Recv(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
       InsertBox(box.data(), in.offsets, in.sizes, dst.data.data(), dst.shape);
-      report.moves.push_back({in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor,
-                              in.collective, in.origin});
+      report.moves.push_back(
+          {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
       return Status::Ok();
     }
     case InstructionKind::kFeed: {
@@ -244,8 +242,7 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
   return InternalError("unknown instruction kind");
 }
 
-Status DeviceRuntime::RunCollective(Communicator& comm, const Instruction& in,
-                                    StepReport& report) {
+Status DeviceRuntime::RunCollective(Communicator& comm, const Instruction& in, StepReport& report) {
   const HostTensor& src = Get(in.in[0]);
   const int64_t n = static_cast<int64_t>(in.group.size());
   const int64_t p = PositionIn(in.group, program_.device);
@@ -280,8 +277,8 @@ Status DeviceRuntime::RunCollective(Communicator& comm, const Instruction& in,
         ExtractBox(src.data.data(), src.shape, offsets, sizes, chunks.data() + i * piece);
       }
       HostTensor& out = Allocate(in.out);
-      ALPA_RETURN_IF_ERROR(comm.ReduceScatter(in.group, ToReduceOp(in.reduce), chunks.data(),
-                                               piece, out.data.data()));
+      ALPA_RETURN_IF_ERROR(comm.ReduceScatter(in.group, ToReduceOp(in.reduce), chunks.data(), piece,
+                                              out.data.data()));
       if (in.round) Round(out);
       break;
     }

@@ -70,9 +70,7 @@ class DeviceRuntime {
   Status RunCollective(Communicator& comm, const Instruction& in, StepReport& report);
   HostTensor& Allocate(int32_t buffer);
   void Release(int32_t buffer);
-  const HostTensor& Get(int32_t buffer) const {
-    return buffers_[static_cast<size_t>(buffer)];
-  }
+  const HostTensor& Get(int32_t buffer) const { return buffers_[static_cast<size_t>(buffer)]; }
 
   const DeviceProgram& program_;
   std::vector<HostTensor> buffers_;

@@ -43,9 +43,11 @@ const char* kMlp = "mlp:layers=4,hidden=16,batch=16,dtype=f32";
 const char* kMlpCe = "mlp:layers=3,hidden=16,batch=16,dtype=f32,loss=ce,bias=1";
 const char* kGpt = "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kGpt4 = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5";
-const char* kBert = "bert:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
+const char* kBert =
+    "bert:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kMoe =
-    "moe:layers=2,hidden=16,heads=2,experts=4,seq=8,vocab=16,batch=8,group=8,dtype=f32,adam_eps=1e-5";
+    "moe:layers=2,hidden=16,heads=2,experts=4,seq=8,vocab=16,batch=8,group=8,dtype=f32,adam_eps=1e-"
+    "5";
 const char* kWres =
     "wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=8,optimizer=momentum";
 
@@ -70,8 +72,7 @@ Case Manual(const std::string& model, int64_t hosts, int64_t per_host, int64_t d
   c.name = model.substr(0, model.find(':')) + "_baseline_" + std::to_string(hosts) + "x" +
            std::to_string(per_host) + "_dp" + std::to_string(dp) + "tp" + std::to_string(tp) +
            "pp" + std::to_string(pp) + "B" + std::to_string(b) + (zero ? "_zero" : "") +
-           (remat ? "_remat" : "") +
-           (schedule == PipelineScheduleKind::kGPipe ? "_gpipe" : "");
+           (remat ? "_remat" : "") + (schedule == PipelineScheduleKind::kGPipe ? "_gpipe" : "");
   return c;
 }
 
@@ -87,7 +88,9 @@ Case Planned(const std::string& model, int64_t hosts, int64_t per_host, int64_t 
   c.schedule = schedule;
   c.name = model.substr(0, model.find(':')) + "_plan_" + std::to_string(hosts) + "x" +
            std::to_string(per_host) + "_B" + std::to_string(b) +
-           (remat == RematMode::kOn ? "_remat" : remat == RematMode::kOff ? "_noremat" : "") +
+           (remat == RematMode::kOn    ? "_remat"
+            : remat == RematMode::kOff ? "_noremat"
+                                       : "") +
            (schedule == PipelineScheduleKind::kGPipe ? "_gpipe" : "");
   return c;
 }
@@ -160,10 +163,9 @@ TEST_P(PlanEquivalenceTest, ShardedEqualsOneDevice) {
   Result<PlanRunReport> run = RunPlanOnThreads(plan.value(), whole.value(), run_options);
   ASSERT_TRUE(run.ok()) << run.status().message();
   for (const StepSummary& s : run.value().steps) {
-    EXPECT_TRUE(s.passed) << "step " << s.step << ": loss " << s.loss << " vs "
-                          << s.reference_loss << " (" << s.loss_error << " of the tolerance), "
-                          << s.worst_parameter << " off by " << s.parameter_error
-                          << " of the tolerance";
+    EXPECT_TRUE(s.passed) << "step " << s.step << ": loss " << s.loss << " vs " << s.reference_loss
+                          << " (" << s.loss_error << " of the tolerance), " << s.worst_parameter
+                          << " off by " << s.parameter_error << " of the tolerance";
   }
   Status conforms = CheckExecutedAgainstPlan(plan.value(), run.value());
   EXPECT_TRUE(conforms.ok()) << conforms.message();
