@@ -1,7 +1,7 @@
 // The executor against the one-device interpreter, in the same run: training steps per second of
 // a small GPT on one device (the interpreter on the whole batch) and as a plan on 8 thread
 // devices (dp 2 x tp 2 x pp 2, 4 microbatches, lowered once, real collectives between threads).
-// Items per second = steps per second. The MPI row (8 processes) is bench/executor_mpi.sh.
+// Items per second = steps per second. The MPI row (8 processes) is bench/executor_table.py.
 #include <benchmark/benchmark.h>
 
 #include <string>
