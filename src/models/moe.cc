@@ -54,7 +54,7 @@ int32_t MoeMlp(GraphBuilder& b, int32_t x, const MoeShape& m, const std::string&
   const Dims in_shape = b.shape(x);
   const DType dt = b.dtype(x);
   const int64_t h = in_shape[2];
-  const int64_t tokens = in_shape[0] * in_shape[1];
+  const int64_t tokens = b.CheckedProduct(in_shape[0], in_shape[1], name + " tokens batch * seq");
   const int64_t S = m.group, G = tokens / S, E = m.experts, C = m.capacity;
   int32_t xg = b.Reshape(x, {G, S, h});
   int32_t wg = Weight(b, {h, E}, dt, name + ".wg");
@@ -134,9 +134,18 @@ Result<Graph> BuildMoeForward(const ModelSpec& spec) {
   const int64_t group = reader.PositiveInt("group");
   const double capacity_factor = reader.PositiveFloat("capacity_factor");
   const int64_t moe_every = reader.PositiveInt("moe_every");
-  moe_shape.ff = reader.PositiveInt("mlp_ratio") * transformer.hidden;
+  const int64_t mlp_ratio = reader.PositiveInt("mlp_ratio");
   if (!reader.ok()) return reader.status();
-  const int64_t tokens = transformer.batch * transformer.seq;
+  if (__builtin_mul_overflow(mlp_ratio, transformer.hidden, &moe_shape.ff)) {
+    reader.Fail("mlp_ratio * hidden (" + std::to_string(mlp_ratio) + " * " +
+                std::to_string(transformer.hidden) + ") overflows int64");
+  }
+  int64_t tokens = 0;
+  if (__builtin_mul_overflow(transformer.batch, transformer.seq, &tokens)) {
+    reader.Fail("batch * seq (" + std::to_string(transformer.batch) + " * " +
+                std::to_string(transformer.seq) + ") overflows int64");
+  }
+  if (!reader.ok()) return reader.status();
   // Small test models route all their tokens as one group.
   moe_shape.group = std::min(group, tokens);
   if (tokens % moe_shape.group != 0) {
