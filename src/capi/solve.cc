@@ -268,9 +268,17 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
     if (out == nullptr || (request == nullptr && size > 0)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and request must not be NULL");
     }
-    nlohmann::json j = nlohmann::json::parse(request, request + size, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      return Fail(err, ALPA_ERR_PARSE, "request: not a JSON object");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(request, request + size);
+    } catch (const nlohmann::json::parse_error& e) {
+      // nlohmann's own words: the byte offset, and "number overflow" for a literal such as
+      // 1e400 that is valid JSON but out of a double's range.
+      return Fail(err, ALPA_ERR_PARSE, "request: " + alpa::JsonErrorMessage(e.what()));
+    }
+    if (!j.is_object()) {
+      return Fail(err, ALPA_ERR_PARSE,
+                  std::string("request: expected a JSON object, found ") + j.type_name());
     }
     if (!j.contains("problem")) return Fail(err, ALPA_ERR_PARSE, "request: missing \"problem\"");
     alpa_solve_options options;

@@ -40,7 +40,7 @@ int32_t BatchNorm(GraphBuilder& b, int32_t x, const std::string& name, double ep
   const Dims shape = b.shape(x);
   const Dims reduced = {0, 2, 3};
   const double inv_n = 1.0 / (static_cast<double>(shape[0]) * static_cast<double>(shape[2]) *
-                            static_cast<double>(shape[3]));
+                              static_cast<double>(shape[3]));
   int32_t mean = b.Scale(b.ReduceSum(x, reduced), inv_n);
   int32_t centered = b.Sub(x, Unreduce(b, mean, shape, reduced));
   int32_t var = b.Scale(b.ReduceSum(b.Mul(centered, centered), reduced), inv_n);
@@ -55,11 +55,12 @@ int32_t Bottleneck(GraphBuilder& b, int32_t x, int64_t filters, int64_t width, i
                    const std::string& name) {
   int32_t y = b.Unary(OpKind::kRelu,
                       BatchNorm(b, Conv(b, x, filters, 1, 1, name + ".conv1"), name + ".bn1"));
-  y = b.Unary(OpKind::kRelu,
-              BatchNorm(b,
-                        Conv(b, y, b.CheckedProduct(filters, width, name + ".conv2 filters * width"), 3, stride,
-                             name + ".conv2"),
-                        name + ".bn2"));
+  y = b.Unary(
+      OpKind::kRelu,
+      BatchNorm(b,
+                Conv(b, y, b.CheckedProduct(filters, width, name + ".conv2 filters * width"), 3,
+                     stride, name + ".conv2"),
+                name + ".bn2"));
   const int64_t out = b.CheckedProduct(4, filters, name + " output 4 * filters");
   y = BatchNorm(b, Conv(b, y, out, 1, 1, name + ".conv3"), name + ".bn3");
   int32_t residual = x;
@@ -130,7 +131,8 @@ Result<Graph> BuildWideResNetForward(const ModelSpec& spec) {
   int32_t loss = -1;
   if (b.ok()) {
     const Dims s = b.shape(x);
-    int32_t pooled = b.Scale(b.ReduceSum(x, {2, 3}), 1.0 / (static_cast<double>(s[2]) * static_cast<double>(s[3])));
+    int32_t pooled = b.Scale(b.ReduceSum(x, {2, 3}),
+                             1.0 / (static_cast<double>(s[2]) * static_cast<double>(s[3])));
     loss = SoftmaxCrossEntropy(b, Dense(b, pooled, classes, Bias::kLearned, "fc"), labels);
   }
   b.SetName(loss, "loss");

@@ -65,9 +65,9 @@ std::vector<int32_t> MemoryAwareSchedule(const Graph& graph, const std::vector<i
         d -= bytes[static_cast<size_t>(x)];
       }
     }
-    delta[static_cast<size_t>(v)] =
-        d < std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::min()
-                                                : static_cast<int64_t>(d);
+    delta[static_cast<size_t>(v)] = d < std::numeric_limits<int64_t>::min()
+                                        ? std::numeric_limits<int64_t>::min()
+                                        : static_cast<int64_t>(d);
   }
   using Entry = std::pair<int64_t, int32_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;

@@ -11,6 +11,7 @@
 
 #include "core/cluster/sharding_spec.h"
 #include "core/ir/graph_stats.h"
+#include "core/util/number_text.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
@@ -263,12 +264,6 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   return attempt;
 }
 
-std::string GiB(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
-  return buf;
-}
-
 }  // namespace
 
 std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
@@ -396,10 +391,10 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     if (!improved.ok()) return improved.status();
   }
   if (!best) {
-    std::string message = "no plan fits in " + GiB(device_memory) + " per device";
+    std::string message = "no plan fits in " + ByteSizeText(device_memory) + " per device";
     if (smallest_fitting > 0) {
-      message += "; the smallest device memory that fits a plan is " + GiB(smallest_fitting) +
-                 " (" + std::to_string(smallest_fitting) + " bytes)";
+      message +=
+          "; the smallest device memory that fits a plan is " + ExactByteSizeText(smallest_fitting);
     } else {
       message += "; no plan fits at any memory size with these layer groups";
     }

@@ -29,8 +29,8 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
