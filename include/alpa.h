@@ -228,10 +228,11 @@ typedef struct alpa_solve_options alpa_solve_options;
  * A key of a family the options object does not hold is ALPA_ERR_INVALID_ARGUMENT naming the key
  * and its family. */
 /** Solve family (alpa_problem_solve and the solve inside alpa_graph_auto_shard). */
-#define ALPA_OPT_TIME_LIMIT_SECONDS 100 /**< double, default: none (<= 0 or inf: none) */
-#define ALPA_OPT_DETERMINISTIC 101      /**< int 0/1, default 0: identical answers run to run */
-#define ALPA_OPT_THREADS 102            /**< int 0..4096, default 0 = all hardware threads */
-#define ALPA_OPT_RELATIVE_GAP 103       /**< double in [0, 1), default 0: stop within this gap */
+#define ALPA_OPT_TIME_LIMIT_SECONDS \
+  100 /**< double >= 0, default: none (0 or inf: none); NaN and negative values are rejected */
+#define ALPA_OPT_DETERMINISTIC 101 /**< int 0/1, default 0: identical answers run to run */
+#define ALPA_OPT_THREADS 102       /**< int 0..4096, default 0 = all hardware threads */
+#define ALPA_OPT_RELATIVE_GAP 103  /**< double in [0, 1), default 0: stop within this gap */
 /** Shard family (alpa_graph_auto_shard; alpa_problem_solve ignores them). Integers; set them with
  * alpa_solve_options_set_int (set_double accepts integral values). */
 /** ALPA_COST_MODE_REAL_UNITS (1, default: seconds; needs a cluster) or ALPA_COST_MODE_ALPA (0:

@@ -15,6 +15,7 @@
 #include "assignment_text.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "seconds_validator.h"
 
 namespace alpa_cli {
 namespace {
@@ -180,7 +181,7 @@ Command AddSolveCommand(CLI::App& app) {
   solve
       ->add_option("timeout", args->timeout_seconds,
                    "Wall-clock limit in seconds for the whole run (default: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeSeconds());
   solve->add_flag("--json", args->json, "Print the result as one JSON object (last line)");
   solve->add_flag("--deterministic", args->deterministic, "Identical answers run to run");
   solve->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
