@@ -272,9 +272,13 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
     try {
       j = nlohmann::json::parse(request, request + size);
     } catch (const nlohmann::json::parse_error& e) {
-      // nlohmann's own words: the byte offset, and "number overflow" for a literal such as
-      // 1e400 that is valid JSON but out of a double's range.
       return Fail(err, ALPA_ERR_PARSE, "request: " + alpa::JsonErrorMessage(e.what()));
+    } catch (const nlohmann::json::out_of_range& e) {
+      // A literal such as 1e400: valid JSON, but beyond a double ("number overflow parsing
+      // '1e400'").
+      return Fail(err, ALPA_ERR_PARSE,
+                  "request: a number is out of range (beyond +-1.8e308): " +
+                      alpa::JsonErrorMessage(e.what()));
     }
     if (!j.is_object()) {
       return Fail(err, ALPA_ERR_PARSE,
