@@ -26,6 +26,7 @@ struct MoeShape {
 
 // Inclusive cumulative sum along dim 1 of [G, S, E].
 int32_t CumSumTokens(GraphBuilder& b, int32_t x) {
+  if (!b.ok()) return -1;  // x may be the -1 of a failed op: its shape has no dim 1
   const int64_t s = b.shape(x)[1];
   return b.ReduceWindow(ReduceKind::kSum, x, {1, s, 1}, {1, 1, 1}, {0, s - 1, 0}, {0, 0, 0});
 }
