@@ -38,6 +38,13 @@ TEST(ModelSizeLimits, DerivedSizesThatOverflowAreRefusedNamingTheKeys) {
                 "2^63");
 }
 
+// Found by fuzz_model_spec: an MoE routing op past the limit left a -1 id whose dims the next
+// helper read (undefined behaviour under UBSan).
+TEST(ModelSizeLimits, AFailedMoeRoutingOpIsAnError) {
+  ExpectRefused("moe:hidden=16,layers=1,experts=2,heads=2,seq=7,batch=0710000000000000",
+                StatusCode::kInvalidGraph, "2^63");
+}
+
 TEST(ModelSizeLimits, ALargeModelWithinTheLimitHasExactPositiveTotals) {
   // 7e11 parameters: 1.4 TB of f16 weights, sums well past 2^32 yet below 2^63.
   Result<Graph> g = BuildModel("gpt:hidden=100000,heads=1,layers=2,vocab=1000,seq=8,batch=1");
