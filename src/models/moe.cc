@@ -14,6 +14,7 @@
 // auto-sharding test).
 #include <cmath>
 
+#include "core/util/number_text.h"
 #include "models/layers.h"
 
 namespace alpa {
@@ -155,9 +156,14 @@ Result<Graph> BuildMoeForward(const ModelSpec& spec) {
   }
   if (moe_shape.experts < 2) reader.Fail("experts must be at least 2 (top-2 routing)");
   if (!reader.ok()) return reader.status();
-  moe_shape.capacity =
-      static_cast<int64_t>(std::ceil(capacity_factor * 2.0 * static_cast<double>(moe_shape.group) /
-                                     static_cast<double>(moe_shape.experts)));
+  const double capacity = std::ceil(capacity_factor * 2.0 * static_cast<double>(moe_shape.group) /
+                                    static_cast<double>(moe_shape.experts));
+  if (!(capacity < 9223372036854775808.0)) {  // the cast below needs it below 2^63
+    reader.Fail("the expert capacity capacity_factor * 2 * group / experts (" +
+                ExactDoubleText(capacity) + ") exceeds 2^63");
+    return reader.status();
+  }
+  moe_shape.capacity = static_cast<int64_t>(capacity);
 
   GraphBuilder b;
   b.set_layer(0);
