@@ -228,7 +228,8 @@ typedef struct alpa_solve_options alpa_solve_options;
  * A key of a family the options object does not hold is ALPA_ERR_INVALID_ARGUMENT naming the key
  * and its family. */
 /** Solve family (alpa_problem_solve and the solve inside alpa_graph_auto_shard). */
-/** double, default: none (<= 0 or inf: none). One deadline from the start of the call, covering
+/** double >= 0, default: none (0 or inf: none; NaN and negative values are rejected). One
+ * deadline from the start of the call, covering
  * every phase; when it passes the call returns the best answer so far (ALPA_SOLVE_FEASIBLE), or
  * ALPA_ERR_TIMEOUT when there is none. */
 #define ALPA_OPT_TIME_LIMIT_SECONDS 100

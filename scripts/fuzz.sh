@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan+UBSan) into ./build-fuzz and runs each one for
+# Builds every libFuzzer target (tests/fuzz/fuzz_*.cc) with clang (ASan+UBSan) into ./build-fuzz and runs each one for
 # SECONDS (default 30) from its corpus. A crash fails the script and leaves the input in
 # build-fuzz/findings/: add it to tests/fuzz/corpus/<target>/ once fixed.
 #   scripts/fuzz.sh [SECONDS]
@@ -9,13 +9,17 @@ seconds=${1:-30}
 scripts/install-deps.sh fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DALPA_BUILD_FUZZ=ON -DALPA_BUILD_BENCH=OFF >/dev/null
-targets=(fuzz_read_iopddl fuzz_read_alpa fuzz_parse_assignment fuzz_read_graph fuzz_read_cluster)
+# Every target: one per tests/fuzz/fuzz_*.cc, so that a new target is never left out.
+targets=()
+for source in tests/fuzz/fuzz_*.cc; do targets+=("$(basename "$source" .cc)"); done
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
 mkdir -p build-fuzz/findings
 for t in "${targets[@]}"; do
   work=$(mktemp -d)
   echo "fuzz: $t for ${seconds}s"
-  build-fuzz/bin/"$t" -max_total_time="$seconds" -dict=tests/fuzz/json.dict \
+  dict=tests/fuzz/json.dict
+  if [[ -f tests/fuzz/$t.dict ]]; then dict=tests/fuzz/$t.dict; fi
+  build-fuzz/bin/"$t" -max_total_time="$seconds" -dict="$dict" \
     -artifact_prefix=build-fuzz/findings/"$t"- -print_final_stats=1 "$work" \
     tests/fuzz/corpus/"$t" 2>&1 | grep -E "^(stat::number_of_executed_units|==|SUMMARY)|ERROR" || true
   rm -rf "$work"

@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "capi/handles.h"
+#include "core/util/printable_text.h"
 
 namespace alpa::capi {
 
@@ -9,7 +10,9 @@ int32_t Fail(alpa_error** err, int32_t code, std::string message) {
   if (err != nullptr) {
     // A failure to allocate the error itself must not mask the code.
     try {
-      *err = new alpa_error{code, std::move(message)};
+      // Messages quote input (specs, tokens, file bytes): escape what is not printable UTF-8
+      // once here, at the boundary every message crosses.
+      *err = new alpa_error{code, PrintableText(message)};
     } catch (...) {
       *err = nullptr;
     }

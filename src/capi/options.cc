@@ -60,7 +60,7 @@ const Option kOptions[] = {
     // Solve family: alpa_problem_solve and the solve inside alpa_graph_auto_shard.
     DoubleOption(
         ALPA_OPT_TIME_LIMIT_SECONDS, "time_limit_seconds", "ALPA_OPT_TIME_LIMIT_SECONDS",
-        Family::kSolve, -kInf, false, kInf, false, "a number of seconds (<= 0 or inf: no limit)",
+        Family::kSolve, 0.0, false, kInf, false, "a number of seconds >= 0 (0 or inf: no limit)",
         [](const OptionFields& f, double v) { f.solve->time_limit_seconds = v > 0 ? v : kInf; }),
     IntOption(ALPA_OPT_DETERMINISTIC, "deterministic", "ALPA_OPT_DETERMINISTIC", Family::kSolve, 0,
               1, "0 or 1", kFlag,

@@ -67,14 +67,15 @@ size_t StrategiesOf(const alpa::ShardingProblem& p, int32_t node) {
 // one after the other from `values`. Nothing is added when any element is bad.
 template <typename Element, typename Value>
 int32_t AppendPairs(alpa_problem* problem, int64_t count, const int32_t* pairs, const Value* values,
-                    const char* kind, std::vector<Element> alpa::ShardingProblem::*list,
+                    const char* kind, const char* kinds,
+                    std::vector<Element> alpa::ShardingProblem::*list,
                     std::vector<Value> Element::*matrix, alpa_error** err) {
   if (int32_t s = CheckBuilding(problem, err)) return s;
   if (int32_t s = CheckCount(count, (std::string(kind) + " count").c_str(), err)) return s;
   if (count == 0) return ALPA_OK;
   if (pairs == nullptr || values == nullptr) {
     return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                std::string(kind) + "s: the pair and matrix arrays must not be NULL");
+                std::string(kinds) + ": the pair and matrix arrays must not be NULL");
   }
   const alpa::ShardingProblem& p = problem->problem;
   const size_t first_id = (p.*list).size();
@@ -204,8 +205,8 @@ ALPA_API int32_t alpa_problem_add_edges(alpa_problem* problem, int64_t count,
                                         const int32_t* endpoints, const double* costs,
                                         alpa_error** err) {
   return Guard(err, [&] {
-    return AppendPairs(problem, count, endpoints, costs, "edge", &alpa::ShardingProblem::edges,
-                       &alpa::ShardingEdge::costs, err);
+    return AppendPairs(problem, count, endpoints, costs, "edge", "edges",
+                       &alpa::ShardingProblem::edges, &alpa::ShardingEdge::costs, err);
   });
 }
 
@@ -229,8 +230,8 @@ ALPA_API int32_t alpa_problem_add_aliases(alpa_problem* problem, int64_t count,
                                           const int32_t* pairs, const uint8_t* forbidden,
                                           alpa_error** err) {
   return Guard(err, [&] {
-    return AppendPairs(problem, count, pairs, forbidden, "alias", &alpa::ShardingProblem::aliases,
-                       &alpa::ShardingAlias::forbidden, err);
+    return AppendPairs(problem, count, pairs, forbidden, "alias", "aliases",
+                       &alpa::ShardingProblem::aliases, &alpa::ShardingAlias::forbidden, err);
   });
 }
 

@@ -294,8 +294,20 @@ ALPA_API int32_t alpa_problem_solve_json(alpa_buffer** out, const char* request,
     if (!document.ok() && document.status().code() == alpa::StatusCode::kOutOfMemory) {
       return Fail(err, document.status());
     }
-    if (!document.ok() || !document.value().root().is_object()) {
-      return Fail(err, ALPA_ERR_PARSE, "request: not a JSON object");
+    if (!document.ok()) {
+      const std::string& why = document.status().message();
+      // A literal such as 1e400: valid JSON, but beyond a double ("number overflow parsing
+      // '1e400'").
+      if (why.find("number overflow") != std::string::npos) {
+        return Fail(err, ALPA_ERR_PARSE,
+                    "request: a number is out of range (beyond +-1.8e308): " + why);
+      }
+      return Fail(err, ALPA_ERR_PARSE, "request: " + why);
+    }
+    if (!document.value().root().is_object()) {
+      return Fail(err, ALPA_ERR_PARSE,
+                  std::string("request: expected a JSON object, found ") +
+                      document.value().root().type_name());
     }
     nlohmann::json& j = document.value().root();
     if (!j.contains("problem")) return Fail(err, ALPA_ERR_PARSE, "request: missing \"problem\"");

@@ -19,6 +19,7 @@ Result<Graph> BuildBertForward(const ModelSpec& spec) {
   GraphBuilder b;
   b.set_layer(0);
   LayerStackInput in = TransformerInput(b, transformer);
+  const int64_t ff = b.CheckedProduct(4, transformer.hidden, "the MLP width 4 * hidden");
   int32_t x = transformer.embed ? LayerNorm(b, in.x, "emb.ln") : in.x;
   for (int64_t i = 0; i < transformer.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
@@ -27,7 +28,7 @@ Result<Graph> BuildBertForward(const ModelSpec& spec) {
                   b.Add(x, SelfAttention(b, x, transformer.heads, AttentionMask::kBidirectional,
                                          p + ".attn")),
                   p + ".ln1");
-    x = LayerNorm(b, b.Add(x, GeluMlp(b, x, 4 * transformer.hidden, p + ".mlp")), p + ".ln2");
+    x = LayerNorm(b, b.Add(x, GeluMlp(b, x, ff, p + ".mlp")), p + ".ln2");
   }
   b.set_layer(static_cast<int32_t>(transformer.layers + 1));
   int32_t loss = TransformerLoss(b, transformer, in, x, Bias::kLearned);

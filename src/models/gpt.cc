@@ -17,13 +17,14 @@ Result<Graph> BuildGptForward(const ModelSpec& spec) {
   GraphBuilder b;
   b.set_layer(0);
   LayerStackInput in = TransformerInput(b, transformer);
+  const int64_t ff = b.CheckedProduct(4, transformer.hidden, "the MLP width 4 * hidden");
   int32_t x = in.x;
   for (int64_t i = 0; i < transformer.layers; ++i) {
     b.set_layer(static_cast<int32_t>(i + 1));
     const std::string p = "h" + std::to_string(i);
     x = b.Add(x, SelfAttention(b, LayerNorm(b, x, p + ".ln1"), transformer.heads,
                                AttentionMask::kCausal, p + ".attn"));
-    x = b.Add(x, GeluMlp(b, LayerNorm(b, x, p + ".ln2"), 4 * transformer.hidden, p + ".mlp"));
+    x = b.Add(x, GeluMlp(b, LayerNorm(b, x, p + ".ln2"), ff, p + ".mlp"));
   }
   b.set_layer(static_cast<int32_t>(transformer.layers + 1));
   if (transformer.embed) x = LayerNorm(b, x, "ln_f");

@@ -71,7 +71,8 @@ int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, AttentionMask m
   const Dims shape = b.shape(x);  // [B, s, h]
   const int64_t batch = shape[0], seq = shape[1], hidden = shape[2];
   const int64_t head_dim = hidden / heads;
-  int32_t qkv = Dense(b, x, 3 * hidden, Bias::kLearned, name + ".qkv");
+  int32_t qkv = Dense(b, x, b.CheckedProduct(3, hidden, name + ".qkv width 3 * hidden"),
+                      Bias::kLearned, name + ".qkv");
   // Head-major columns (Megatron's layout): splitting the fused weight's columns into n pieces
   // splits the heads, so tensor parallelism needs no communication before the attention.
   qkv = b.Reshape(qkv, {batch, seq, heads, 3, head_dim});
@@ -168,8 +169,9 @@ int32_t TiedLmLoss(GraphBuilder& b, int32_t x, int32_t token_table, int32_t labe
   d.rhs_contracting = {1};
   int32_t logits = b.DotGeneral(x, token_table, d);  // [B, s, V]
   if (bias == Bias::kLearned) logits = AddBias(b, logits, Weight(b, {vocab}, b.dtype(x), "lm.b"));
-  logits = b.Reshape(logits, {shape[0] * shape[1], vocab});
-  return SoftmaxCrossEntropy(b, logits, b.Reshape(labels, {shape[0] * shape[1]}));
+  const int64_t tokens = b.CheckedProduct(shape[0], shape[1], "tokens batch * seq");
+  logits = b.Reshape(logits, {tokens, vocab});
+  return SoftmaxCrossEntropy(b, logits, b.Reshape(labels, {tokens}));
 }
 
 LayerStackInput TransformerInput(GraphBuilder& b, const TransformerShape& t) {

@@ -14,6 +14,7 @@
 // auto-sharding test).
 #include <cmath>
 
+#include "core/util/number_text.h"
 #include "models/layers.h"
 
 namespace alpa {
@@ -26,6 +27,7 @@ struct MoeShape {
 
 // Inclusive cumulative sum along dim 1 of [G, S, E].
 int32_t CumSumTokens(GraphBuilder& b, int32_t x) {
+  if (!b.ok()) return -1;  // x may be the -1 of a failed op: its shape has no dim 1
   const int64_t s = b.shape(x)[1];
   return b.ReduceWindow(ReduceKind::kSum, x, {1, s, 1}, {1, 1, 1}, {0, s - 1, 0}, {0, 0, 0});
 }
@@ -54,7 +56,7 @@ int32_t MoeMlp(GraphBuilder& b, int32_t x, const MoeShape& m, const std::string&
   const Dims in_shape = b.shape(x);
   const DType dt = b.dtype(x);
   const int64_t h = in_shape[2];
-  const int64_t tokens = in_shape[0] * in_shape[1];
+  const int64_t tokens = b.CheckedProduct(in_shape[0], in_shape[1], name + " tokens batch * seq");
   const int64_t S = m.group, G = tokens / S, E = m.experts, C = m.capacity;
   int32_t xg = b.Reshape(x, {G, S, h});
   int32_t wg = Weight(b, {h, E}, dt, name + ".wg");
@@ -134,9 +136,18 @@ Result<Graph> BuildMoeForward(const ModelSpec& spec) {
   const int64_t group = reader.PositiveInt("group");
   const double capacity_factor = reader.PositiveFloat("capacity_factor");
   const int64_t moe_every = reader.PositiveInt("moe_every");
-  moe_shape.ff = reader.PositiveInt("mlp_ratio") * transformer.hidden;
+  const int64_t mlp_ratio = reader.PositiveInt("mlp_ratio");
   if (!reader.ok()) return reader.status();
-  const int64_t tokens = transformer.batch * transformer.seq;
+  if (__builtin_mul_overflow(mlp_ratio, transformer.hidden, &moe_shape.ff)) {
+    reader.Fail("mlp_ratio * hidden (" + std::to_string(mlp_ratio) + " * " +
+                std::to_string(transformer.hidden) + ") overflows int64");
+  }
+  int64_t tokens = 0;
+  if (__builtin_mul_overflow(transformer.batch, transformer.seq, &tokens)) {
+    reader.Fail("batch * seq (" + std::to_string(transformer.batch) + " * " +
+                std::to_string(transformer.seq) + ") overflows int64");
+  }
+  if (!reader.ok()) return reader.status();
   // Small test models route all their tokens as one group.
   moe_shape.group = std::min(group, tokens);
   if (tokens % moe_shape.group != 0) {
@@ -145,9 +156,14 @@ Result<Graph> BuildMoeForward(const ModelSpec& spec) {
   }
   if (moe_shape.experts < 2) reader.Fail("experts must be at least 2 (top-2 routing)");
   if (!reader.ok()) return reader.status();
-  moe_shape.capacity =
-      static_cast<int64_t>(std::ceil(capacity_factor * 2.0 * static_cast<double>(moe_shape.group) /
-                                     static_cast<double>(moe_shape.experts)));
+  const double capacity = std::ceil(capacity_factor * 2.0 * static_cast<double>(moe_shape.group) /
+                                    static_cast<double>(moe_shape.experts));
+  if (!(capacity < 9223372036854775808.0)) {  // the cast below needs it below 2^63
+    reader.Fail("the expert capacity capacity_factor * 2 * group / experts (" +
+                ExactDoubleText(capacity) + ") exceeds 2^63");
+    return reader.status();
+  }
+  moe_shape.capacity = static_cast<int64_t>(capacity);
 
   GraphBuilder b;
   b.set_layer(0);

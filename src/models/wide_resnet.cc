@@ -17,8 +17,9 @@ namespace {
 
 // Flax / XLA "SAME" padding of one spatial dim: output ceil(in / stride).
 void SamePadding(int64_t in, int64_t k, int64_t stride, int64_t& lo, int64_t& hi) {
-  const int64_t out = (in + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>((out - 1) * stride + k - in, 0);
+  // out = ceil(in / stride); written so that no intermediate exceeds `in` or `k`.
+  const int64_t out = in / stride + (in % stride != 0 ? 1 : 0);
+  const int64_t total = std::max<int64_t>(k - (in - (out - 1) * stride), 0);
   lo = total / 2;
   hi = total - lo;
 }
@@ -38,7 +39,8 @@ int32_t BatchNorm(GraphBuilder& b, int32_t x, const std::string& name, double ep
   if (!b.ok()) return -1;
   const Dims shape = b.shape(x);
   const Dims reduced = {0, 2, 3};
-  const double inv_n = 1.0 / static_cast<double>(shape[0] * shape[2] * shape[3]);
+  const double inv_n = 1.0 / (static_cast<double>(shape[0]) * static_cast<double>(shape[2]) *
+                              static_cast<double>(shape[3]));
   int32_t mean = b.Scale(b.ReduceSum(x, reduced), inv_n);
   int32_t centered = b.Sub(x, Unreduce(b, mean, shape, reduced));
   int32_t var = b.Scale(b.ReduceSum(b.Mul(centered, centered), reduced), inv_n);
@@ -53,12 +55,17 @@ int32_t Bottleneck(GraphBuilder& b, int32_t x, int64_t filters, int64_t width, i
                    const std::string& name) {
   int32_t y = b.Unary(OpKind::kRelu,
                       BatchNorm(b, Conv(b, x, filters, 1, 1, name + ".conv1"), name + ".bn1"));
-  y = b.Unary(OpKind::kRelu,
-              BatchNorm(b, Conv(b, y, filters * width, 3, stride, name + ".conv2"), name + ".bn2"));
-  y = BatchNorm(b, Conv(b, y, 4 * filters, 1, 1, name + ".conv3"), name + ".bn3");
+  y = b.Unary(
+      OpKind::kRelu,
+      BatchNorm(b,
+                Conv(b, y, b.CheckedProduct(filters, width, name + ".conv2 filters * width"), 3,
+                     stride, name + ".conv2"),
+                name + ".bn2"));
+  const int64_t out = b.CheckedProduct(4, filters, name + " output 4 * filters");
+  y = BatchNorm(b, Conv(b, y, out, 1, 1, name + ".conv3"), name + ".bn3");
   int32_t residual = x;
   if (b.ok() && b.shape(x) != b.shape(y)) {
-    residual = BatchNorm(b, Conv(b, x, 4 * filters, 1, stride, name + ".proj"), name + ".bn_proj");
+    residual = BatchNorm(b, Conv(b, x, out, 1, stride, name + ".proj"), name + ".bn_proj");
   }
   return b.Unary(OpKind::kRelu, b.Add(residual, y));
 }
@@ -110,8 +117,9 @@ Result<Graph> BuildWideResNetForward(const ModelSpec& spec) {
                        {0, 0, hi_h, hi_w});
   }
   int32_t layer = 0;
+  int64_t filters = channels;
   for (size_t i = 0; i < stages.size(); ++i) {
-    const int64_t filters = channels << i;
+    if (i > 0) filters = b.CheckedProduct(filters, 2, "stage " + std::to_string(i) + " filters");
     for (int64_t j = 0; j < stages[i]; ++j) {
       b.set_layer(++layer);
       const int64_t stride = i > 0 && j == 0 ? 2 : 1;
@@ -123,7 +131,8 @@ Result<Graph> BuildWideResNetForward(const ModelSpec& spec) {
   int32_t loss = -1;
   if (b.ok()) {
     const Dims s = b.shape(x);
-    int32_t pooled = b.Scale(b.ReduceSum(x, {2, 3}), 1.0 / static_cast<double>(s[2] * s[3]));
+    int32_t pooled = b.Scale(b.ReduceSum(x, {2, 3}),
+                             1.0 / (static_cast<double>(s[2]) * static_cast<double>(s[3])));
     loss = SoftmaxCrossEntropy(b, Dense(b, pooled, classes, Bias::kLearned, "fc"), labels);
   }
   b.SetName(loss, "loss");

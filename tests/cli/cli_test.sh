@@ -312,5 +312,18 @@ expect baseline_svg_file 0 '^<svg' -- head -c 200 "$tmp/baseline.svg"
 expect baseline_manual_output 0 "wrote $tmp/manual.json" -- "$alpa" baseline "${bl[@]}" -q --dp 2 --tp 1 --pp 2 -B 4 -o "$tmp/manual.json"
 expect baseline_manual_simulate 0 "^planner's prediction" -- "$alpa" simulate "$tmp/manual.json"
 
+
+# Issue 21: sizes past int64 are errors naming the op, not crashes or negative totals; small
+# sizes read in a unit that shows them; a NaN time limit is refused.
+expect graph_huge_mlp 1 "error: .*'fc1.w'.*2\^63" -- "$alpa" graph --model "mlp:hidden=2000000000,dtype=f16"
+expect graph_huge_gpt 1 "error: .*'h0.mlp.fc1.w'.*2\^63" -- "$alpa" graph --model "gpt:hidden=1000000000,heads=1"
+expect graph_huge_bert 1 "error: .*'h0.mlp.fc1.w'.*2\^63" -- "$alpa" graph --model "bert:hidden=1000000000,heads=1"
+expect graph_wrapping_optimizer_state 1 'error: .*2\^63' -- "$alpa" graph --model "gpt:hidden=100000000,heads=1"
+expect baseline_huge_model 1 'error: .*2\^63' -- "$alpa" baseline --model "gpt:hidden=1000000000,layers=2,heads=1" -q
+expect baseline_small_memory_unit 2 'fits in 1000 bytes per device; .* needs [0-9.]+ [KM]iB \([0-9]+ bytes\)' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000
+expect solve_nan_timeout 1 'timeout: must be a number of seconds >= 0, not nan' -- "$alpa" solve "$example" nan
+expect shard_nan_time_limit 1 'time-limit: must be a number of seconds >= 0, not nan' -- "$alpa" shard --model mlp:layers=2,batch=8,hidden=8 --mesh 2x1 --time-limit nan
+expect graph_binary_spec_escaped 1 'model spec "gpt:hidden=\\xFF\\x01"' -- "$alpa" graph --model $'gpt:hidden=\xff\x01'
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

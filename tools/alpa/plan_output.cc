@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_output.h"
+#include "seconds_validator.h"
 
 namespace alpa_cli {
 namespace {
@@ -33,7 +34,7 @@ void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args) {
   command
       ->add_option("--intra-op-time-limit", args->intra_op_time_limit,
                    "Seconds per intra-op solve with --exact (default 0.5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeSeconds());
   command->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
   const std::pair<const char*, int64_t*> limits[] = {
       {"--max-hosts", &args->max_hosts},

@@ -16,6 +16,7 @@
 #include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "seconds_validator.h"
 
 namespace alpa_cli {
 namespace {
@@ -470,7 +471,7 @@ Command AddShardCommand(CLI::App& app) {
   shard
       ->add_option("--time-limit", args->time_limit_seconds,
                    "Solver time limit in seconds (default: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeSeconds());
   shard->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
   shard->add_flag("--json", args->json, "Print the plan as one JSON object (last line)");
   shard->add_flag("-q,--quiet", args->quiet, "No progress lines");

@@ -21,6 +21,7 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "input_limit.h"
+#include "seconds_validator.h"
 
 namespace alpa_cli {
 namespace {
@@ -273,7 +274,7 @@ Command AddSolveCommand(CLI::App& app) {
       ->add_option("timeout", args->timeout_seconds,
                    "Wall-clock limit in seconds for the whole run, reading included (default: "
                    "none); 0 left: the best answer so far, or none")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeSeconds());
   solve->add_flag("--json", args->json, "Print the result as one JSON object (last line)");
   solve->add_flag("--deterministic", args->deterministic,
                   "Work bounded by counted steps (scaled from TIMEOUT), not the clock: identical "

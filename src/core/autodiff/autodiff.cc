@@ -65,7 +65,7 @@ Result<std::vector<int32_t>> AppendBackward(GraphBuilder& builder, int32_t loss,
     builder.set_layer(builder.op(loss).layer);
     cotangent[static_cast<size_t>(loss)] = builder.ScalarLike(1.0, loss);
   }
-  for (int32_t i = loss; i >= 0 && status.ok(); --i) {
+  for (int32_t i = loss; i >= 0 && status.ok() && builder.ok(); --i) {
     int32_t g = cotangent[static_cast<size_t>(i)];
     if (!active[static_cast<size_t>(i)] || g < 0) continue;
     const std::vector<int32_t> operands = builder.op(i).operands;
@@ -91,7 +91,7 @@ Result<std::vector<int32_t>> AppendBackward(GraphBuilder& builder, int32_t loss,
   }
 
   std::vector<int32_t> grads;
-  if (status.ok()) {
+  if (status.ok() && builder.ok()) {
     for (int32_t w : wrt) {
       int32_t g = cotangent[static_cast<size_t>(w)];
       if (g < 0) {

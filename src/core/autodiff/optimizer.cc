@@ -115,7 +115,12 @@ Status AppendOptimizer(GraphBuilder& builder, const std::vector<int32_t>& parame
     int32_t w = p;
     if (master) w = u.State(builder.shape(p), DType::kF32, name + ".master");
     int32_t g = gradients[i];
-    if (builder.dtype(g) != builder.dtype(w)) g = builder.Convert(g, builder.dtype(w));
+    if (builder.ok() && builder.dtype(g) != builder.dtype(w)) {
+      g = builder.Convert(g, builder.dtype(w));
+    }
+    // A failed state or convert (e.g. a master copy past 2^63 bytes) leaves -1 ids: stop here
+    // with the builder's error, which names the op.
+    if (!builder.ok()) break;
     const Dims shape = builder.shape(w);
     const DType dtype = builder.dtype(w);
 

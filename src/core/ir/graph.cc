@@ -171,6 +171,18 @@ int64_t TensorBytes(const Op& op) {
   return n.ok() ? n.value() * DTypeBytes(op.dtype) : 0;
 }
 
+Status AddOpBytes(const Op& op, int32_t id, int64_t* total) {
+  const int64_t bytes = TensorBytes(op);
+  if (__builtin_add_overflow(*total, bytes, total)) {
+    std::string name = "op " + std::to_string(id);
+    if (!op.name.empty()) name += " '" + op.name + "'";
+    return InvalidGraph(name + " (" + OpKindName(op.kind) + ") " + DTypeName(op.dtype) +
+                        ShapeString(op.shape) +
+                        ": the graph's tensors would total more than 2^63 - 1 bytes (8 EiB)");
+  }
+  return Status::Ok();
+}
+
 std::string DescribeOp(const Graph& graph, int32_t id) {
   std::string s = "op " + std::to_string(id);
   if (id >= 0 && id < graph.size()) {

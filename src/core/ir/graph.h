@@ -192,6 +192,10 @@ struct Graph {
 // its bytes at `dtype` overflow int64.
 Result<int64_t> ElementCount(const std::vector<int64_t>& shape);
 int64_t TensorBytes(const Op& op);  // of a validated op: elements * DTypeBytes
+// Adds the bytes of op `id` (its type inferred) to `*total`, the bytes of the ops before it.
+// A graph's results together stay below 2^63 bytes, so that every memory sum over a subset of
+// its tensors (a stage, a device's share) fits int64; past that, an error naming the op.
+Status AddOpBytes(const Op& op, int32_t id, int64_t* total);
 // "op 12 'attn.qkv' (dot_general)": how messages name an op.
 std::string DescribeOp(const Graph& graph, int32_t id);
 std::string ShapeString(const std::vector<int64_t>& shape);  // "[8, 128]"

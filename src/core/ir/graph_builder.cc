@@ -5,6 +5,33 @@
 
 namespace alpa {
 
+GraphBuilder::GraphBuilder(Graph graph) : graph_(std::move(graph)) {
+  for (int32_t id = 0; id < graph_.size() && status_.ok(); ++id) {
+    Status s = AddOpBytes(graph_.op(id), id, &total_bytes_);
+    if (!s.ok()) status_ = std::move(s);
+  }
+}
+
+const Op& GraphBuilder::op(int32_t id) const {
+  if (id >= 0 && id < graph_.size()) return graph_.op(id);
+  if (status_.ok()) {
+    status_ = InvalidGraph("builder: op " + std::to_string(id) + " does not exist (the graph has " +
+                           std::to_string(graph_.size()) + " ops)");
+  }
+  static const Op kNoOp;
+  return kNoOp;
+}
+
+int64_t GraphBuilder::CheckedProduct(int64_t x, int64_t y, const std::string& what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(x, y, &product)) {
+    Fail(InvalidGraph("builder: " + what + " = " + std::to_string(x) + " * " + std::to_string(y) +
+                      " overflows int64"));
+    return 0;
+  }
+  return product;
+}
+
 int32_t GraphBuilder::Fail(Status status) {
   if (status_.ok()) status_ = std::move(status);
   return -1;
@@ -36,6 +63,7 @@ int32_t GraphBuilder::Add(Op op, bool keep_context) {
   }
   int32_t id = graph_.size();
   Status s = InferOpType(graph_, id, op);
+  if (s.ok()) s = AddOpBytes(op, id, &total_bytes_);
   if (!s.ok()) return Fail(std::move(s));
   graph_.ops.push_back(std::move(op));
   return id;

@@ -1,6 +1,8 @@
 // GraphBuilder: appends ops to a Graph with their types inferred on the spot. The first error
 // is kept (later calls return -1 and do nothing, like XLA's XlaBuilder), so model code can chain
-// calls and check once in Finish().
+// calls and check once in Finish(). The accessors (op, shape, dtype) accept any id: an id that
+// names no op (the -1 of a failed call) reads as an empty f32 scalar and fails the build, so
+// code between a failed call and the next ok() check never reads out of bounds.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,7 @@ class GraphBuilder {
  public:
   GraphBuilder() = default;
   // Continues an existing graph (e.g. autodiff appending a backward pass to a forward graph).
-  explicit GraphBuilder(Graph graph) : graph_(std::move(graph)) {}
+  explicit GraphBuilder(Graph graph);
 
   // Context stamped on every op added from now on.
   void set_phase(Phase phase) { phase_ = phase; }
@@ -24,9 +26,9 @@ class GraphBuilder {
   int32_t layer() const { return layer_; }
 
   const Graph& graph() const { return graph_; }
-  const Op& op(int32_t id) const { return graph_.op(id); }
-  const Dims& shape(int32_t id) const { return graph_.op(id).shape; }
-  DType dtype(int32_t id) const { return graph_.op(id).dtype; }
+  const Op& op(int32_t id) const;
+  const Dims& shape(int32_t id) const { return op(id).shape; }
+  DType dtype(int32_t id) const { return op(id).dtype; }
   int64_t rank(int32_t id) const { return static_cast<int64_t>(shape(id).size()); }
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
@@ -39,6 +41,10 @@ class GraphBuilder {
   void SetAlias(int32_t id, int32_t parameter);
   void SetName(int32_t id, std::string name);
   void AddOutput(int32_t id);
+
+  // x * y for sizes derived from others (3 * hidden, batch * seq): the product, or 0 and a
+  // failed build naming `what` when it overflows int64.
+  int64_t CheckedProduct(int64_t x, int64_t y, const std::string& what);
 
   // Validates the whole graph and returns it (or the first error).
   Result<Graph> Finish() &&;
@@ -97,7 +103,11 @@ class GraphBuilder {
   int32_t Fail(Status status);
 
   Graph graph_;
-  Status status_;
+  // Bytes of all results so far; kept within int64 (AddOpBytes), so that every memory sum over
+  // the graph's tensors fits int64 too.
+  int64_t total_bytes_ = 0;
+  // Mutable: a const accessor given an id that names no op fails the build.
+  mutable Status status_;
   Phase phase_ = Phase::kForward;
   int32_t layer_ = 0;
 };

@@ -1,6 +1,7 @@
 #include "core/ir/graph_stats.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace alpa {
 namespace {
@@ -76,6 +77,17 @@ long double OpBytesAccessed(const Graph& graph, int32_t id) {
   return bytes;
 }
 
+namespace {
+
+// int64 sums of tensor bytes: a graph that passed ValidateGraph keeps all its results together
+// below 2^63 bytes, so these never saturate for one; an unvalidated graph reads INT64_MAX
+// rather than a wrapped negative total.
+void AddSaturating(int64_t x, int64_t* sum) {
+  if (__builtin_add_overflow(*sum, x, sum)) *sum = std::numeric_limits<int64_t>::max();
+}
+
+}  // namespace
+
 GraphStats ComputeGraphStats(const Graph& graph) {
   GraphStats stats;
   stats.num_ops = graph.size();
@@ -85,23 +97,26 @@ GraphStats ComputeGraphStats(const Graph& graph) {
     stats.ops_by_kind[OpKindName(op.kind)] += 1;
     stats.ops_by_phase[PhaseName(op.phase)] += 1;
     max_layer = std::max<int64_t>(max_layer, op.layer);
-    long double elements = Elements(op.shape);
-    long double bytes = elements * static_cast<long double>(DTypeBytes(op.dtype));
-    int64_t whole_bytes = static_cast<int64_t>(bytes);
+    const Result<int64_t> elements = ElementCount(op.shape);
+    const int64_t count = elements.ok() ? elements.value() : std::numeric_limits<int64_t>::max();
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(count, DTypeBytes(op.dtype), &bytes)) {
+      bytes = std::numeric_limits<int64_t>::max();
+    }
     if (op.kind == OpKind::kParameter) {
       if (op.role == TensorRole::kParameter) {
-        stats.parameter_count += static_cast<int64_t>(elements);
-        stats.parameter_bytes += whole_bytes;
+        AddSaturating(count, &stats.parameter_count);
+        AddSaturating(bytes, &stats.parameter_bytes);
       } else if (op.role == TensorRole::kOptimizerState) {
-        stats.optimizer_state_bytes += whole_bytes;
+        AddSaturating(bytes, &stats.optimizer_state_bytes);
       } else if (op.role == TensorRole::kInput) {
-        stats.input_bytes += whole_bytes;
+        AddSaturating(bytes, &stats.input_bytes);
       }
     } else if (op.role == TensorRole::kGradient) {
-      stats.gradient_bytes += whole_bytes;
+      AddSaturating(bytes, &stats.gradient_bytes);
     } else if (op.role == TensorRole::kActivation && op.phase == Phase::kForward &&
                op.kind != OpKind::kConstant && op.kind != OpKind::kIota) {
-      stats.activation_bytes += bytes;
+      stats.activation_bytes += static_cast<long double>(bytes);
     }
     long double flops = OpFlops(graph, id);
     stats.flops += flops;

@@ -77,6 +77,7 @@ Status ValidateGraph(const Graph& graph) {
     }
   }
   std::vector<int32_t> replaced_by(static_cast<size_t>(n), -1);
+  int64_t total_bytes = 0;
   for (int32_t id = 0; id < n; ++id) {
     Op inferred = graph.op(id);
     ALPA_RETURN_IF_ERROR(InferOpType(graph, id, inferred));
@@ -86,6 +87,7 @@ Status ValidateGraph(const Graph& graph) {
                           ShapeString(op.shape) + " differs from the inferred " +
                           DTypeName(inferred.dtype) + ShapeString(inferred.shape));
     }
+    ALPA_RETURN_IF_ERROR(AddOpBytes(op, id, &total_bytes));
     if (static_cast<int32_t>(op.role) < 0 || static_cast<int32_t>(op.role) > 4) {
       return InvalidGraph(DescribeOp(graph, id) + ": unknown tensor role");
     }

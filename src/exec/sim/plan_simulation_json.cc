@@ -11,6 +11,7 @@
 
 #include "core/util/json_document.h"
 #include "core/util/json_util.h"
+#include "core/util/number_text.h"
 #include "exec/sim/plan_simulation.h"
 
 namespace alpa {
@@ -65,7 +66,7 @@ Status Double(const json& obj, const std::string& path, const char* key, double*
 Status Seconds(const json& obj, const std::string& path, const char* key, double* out) {
   ALPA_RETURN_IF_ERROR(Double(obj, path, key, out));
   if (*out < 0) {
-    return OutOfRange(Join(path, key), "must be >= 0 (got " + std::to_string(*out) + ")");
+    return OutOfRange(Join(path, key), "must be >= 0 (got " + ExactDoubleText(*out) + ")");
   }
   return Status::Ok();
 }
@@ -127,8 +128,8 @@ Status ReadStage(const json& j, const std::string& path, int64_t microbatches, i
   ALPA_RETURN_IF_ERROR(Seconds(j, path, "iteration_overhead_seconds", &overhead));
   if (forward > latency) {
     return OutOfRange(Join(path, "forward_latency_seconds"), "exceeds latency_seconds (" +
-                                                                 std::to_string(forward) + " > " +
-                                                                 std::to_string(latency) + ")");
+                                                                 ExactDoubleText(forward) + " > " +
+                                                                 ExactDoubleText(latency) + ")");
   }
   int64_t memory = 0, in_flight = 0, activation = 0;
   ALPA_RETURN_IF_ERROR(Int(j, path, "memory_bytes", 0, kInt64Max, &memory));

@@ -55,7 +55,9 @@ Status CheckOptions(const Graph& graph, const LogicalMesh& mesh, const Cluster* 
                            " (-1: all, -2: free)");
   }
   if (o.memory_budget_bytes && *o.memory_budget_bytes < 0) {
-    return InvalidArgument("auto-sharding: negative memory budget");
+    return InvalidArgument("auto-sharding: memory_budget_bytes is " +
+                           std::to_string(*o.memory_budget_bytes) +
+                           "; a budget must be a byte count >= 0 (or no budget at all)");
   }
   if (!(o.iteration_weight > 0 && o.iteration_weight <= 1)) {
     return InvalidArgument("auto-sharding: iteration_weight must be in (0, 1] (got " +

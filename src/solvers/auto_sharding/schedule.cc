@@ -2,8 +2,11 @@
 #include "solvers/auto_sharding/schedule.h"
 
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <utility>
+
+#include "core/util/wide_int.h"
 
 namespace alpa {
 
@@ -51,7 +54,8 @@ std::vector<int32_t> MemoryAwareSchedule(const Graph& graph, const std::vector<i
       delta[static_cast<size_t>(v)] = INT64_MIN;
       continue;
     }
-    int64_t d = bytes[static_cast<size_t>(v)];
+    // Exact: the operands' bytes may sum past int64 for an unvalidated byte vector.
+    Int128 d = bytes[static_cast<size_t>(v)];
     for (size_t k = 0; k < op.operands.size(); ++k) {
       const int32_t x = op.operands[k];
       bool first = true;  // count an operand read twice once
@@ -61,7 +65,9 @@ std::vector<int32_t> MemoryAwareSchedule(const Graph& graph, const std::vector<i
         d -= bytes[static_cast<size_t>(x)];
       }
     }
-    delta[static_cast<size_t>(v)] = d;
+    delta[static_cast<size_t>(v)] = d < std::numeric_limits<int64_t>::min()
+                                        ? std::numeric_limits<int64_t>::min()
+                                        : static_cast<int64_t>(d);
   }
   using Entry = std::pair<int64_t, int32_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;

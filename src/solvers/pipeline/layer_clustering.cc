@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "core/ir/graph_stats.h"
+#include "core/util/number_text.h"
 
 namespace alpa {
 namespace {
@@ -460,7 +461,7 @@ Result<LayerClustering> ClusterLayers(const Graph& graph, const LayerClusteringO
   }
   if (!std::isfinite(options.delta) || options.delta < 0) {
     return InvalidArgument("layer clustering: delta must be finite and >= 0, got " +
-                           std::to_string(options.delta));
+                           ExactDoubleText(options.delta));
   }
   std::vector<int32_t> markers;
   bool any_forward = false;

@@ -11,16 +11,12 @@
 #include <string>
 #include <tuple>
 
+#include "core/util/number_text.h"
+
 namespace alpa {
 namespace {
 
 constexpr size_t kReranked = 8;
-
-std::string GiB(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
-  return buf;
-}
 
 }  // namespace
 
@@ -170,10 +166,10 @@ Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
     }
     const int64_t memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
     return Status(StatusCode::kInfeasible,
-                  "baseline: no Megatron-LM configuration fits in " + GiB(memory) +
+                  "baseline: no Megatron-LM configuration fits in " + ByteSizeText(memory) +
                       " per device; the least memory-hungry, " +
                       ManualPlanSpecString(specs[static_cast<size_t>(lightest)]) + ", needs " +
-                      GiB(lightest_bytes) + " (" + std::to_string(lightest_bytes) + " bytes)");
+                      ExactByteSizeText(lightest_bytes));
   }
   // The kReranked fastest by the schedule formula, ranked again by the prediction with the
   // transfers between stages (what the planner ranks its plans by).

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/ir/graph_stats.h"
+#include "core/util/number_text.h"
 #include "core/util/parallel.h"
 #include "solvers/pipeline/layer_clustering.h"
 #include "solvers/planner/plan_transfers.h"
@@ -30,12 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string GiB(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
-  return buf;
 }
 
 // The mesh a spec's stages run on and how the solves are constrained there.
@@ -550,10 +545,10 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
     return Status(
         StatusCode::kInfeasible,
         "manual plan " + ManualPlanSpecString(spec) + ": stage " +
-            std::to_string(cost.worst_stage) + " needs " + GiB(cost.worst_stage_bytes) + " (" +
-            std::to_string(cost.worst_stage_bytes) + " bytes) per device with " +
+            std::to_string(cost.worst_stage) + " needs " +
+            ExactByteSizeText(cost.worst_stage_bytes) + " per device with " +
             std::to_string(std::min<int64_t>(B, spec.pipeline_parallel - cost.worst_stage)) +
-            " microbatches in flight; the device memory is " + GiB(device_memory));
+            " microbatches in flight; the device memory is " + ByteSizeText(device_memory));
   }
 
   const StagePieces& sp = resolved_spec.set->pieces;

@@ -13,6 +13,7 @@
 
 #include "core/cluster/sharding_spec.h"
 #include "core/ir/graph_stats.h"
+#include "core/util/number_text.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
@@ -332,12 +333,6 @@ Status TimedOut(double limit_seconds, const std::string& detail) {
                                           "--time-limit)");
 }
 
-std::string GiB(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
-  return buf;
-}
-
 }  // namespace
 
 std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
@@ -495,10 +490,10 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
                               GiB(device_memory) + " per device");
   }
   if (!best) {
-    std::string message = "no plan fits in " + GiB(device_memory) + " per device";
+    std::string message = "no plan fits in " + ByteSizeText(device_memory) + " per device";
     if (smallest_fitting > 0) {
-      message += "; the smallest device memory that fits a plan is " + GiB(smallest_fitting) +
-                 " (" + std::to_string(smallest_fitting) + " bytes)";
+      message +=
+          "; the smallest device memory that fits a plan is " + ExactByteSizeText(smallest_fitting);
     } else if (fitting_memory_skipped) {
       message += "; the time limit left no time to find the smallest device memory that fits";
     } else {

@@ -296,7 +296,7 @@ std::optional<int64_t> NextLevelBudget(const IntraOpContext& ctx, const LogicalM
   const int64_t held = std::max<int64_t>(ctx.most_pieces_per_group, share);
   // Such a stage's memory with one microbatch in flight: the pieces' persistent and
   // activation bytes add up, working memory does not.
-  if ((last.persistent_bytes + last.activation_bytes) * held + last.working_bytes <=
+  if ((Int128{last.persistent_bytes} + last.activation_bytes) * held + last.working_bytes <=
       cluster.device.memory_bytes) {
     return std::nullopt;
   }

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -39,6 +40,7 @@
 #include "core/cluster/logical_mesh.h"
 #include "core/ir/graph.h"
 #include "core/util/status.h"
+#include "core/util/wide_int.h"
 #include "solvers/pipeline/layer_clustering.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/planner.h"
@@ -60,7 +62,13 @@ struct StageMeshConfig {
 // Memory of a stage per device: persistent + in flight * activation + working.
 struct StageMemory {
   int64_t persistent = 0, activation = 0, working = 0;
-  int64_t With(int64_t in_flight) const { return persistent + in_flight * activation + working; }
+  // Bytes with `in_flight` microbatches' activations held; saturates at INT64_MAX (which fits
+  // no device) rather than wrapping for huge models or microbatch counts.
+  int64_t With(int64_t in_flight) const {
+    const Int128 bytes = Int128{persistent} + Int128{in_flight} * activation + working;
+    return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                       : static_cast<int64_t>(bytes);
+  }
 };
 
 // One edge between two pieces: `producer` (local op of piece a) read as boundary input

@@ -161,7 +161,9 @@ EliminationPlan PlanElimination(const std::vector<int32_t>& domain,
   EliminationPlan plan;
   std::vector<int32_t> merged;
   while (!queue.empty()) {
-    const auto [w, v] = *queue.begin();
+    // Named copies, not structured bindings: C++17 lambdas cannot capture those (clang says so).
+    const double w = queue.begin()->first;
+    const int32_t v = queue.begin()->second;
     queue.erase(queue.begin());
     const double table = w / domain[static_cast<size_t>(v)];
     if (plan.work + w > limits.max_work || table > limits.max_table) {

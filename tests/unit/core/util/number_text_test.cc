@@ -26,5 +26,16 @@ TEST(ExactDoubleText, WritesNonFiniteValuesByName) {
   EXPECT_EQ(ExactDoubleText(-std::numeric_limits<double>::infinity()), "-inf");
 }
 
+// Issue 21, item 8: "0.00 GiB (2961 bytes)" named a small size in a unit too large for it.
+TEST(ByteSizeText, PicksAUnitThatShowsTheSize) {
+  EXPECT_EQ(ByteSizeText(2961), "2.89 KiB");
+  EXPECT_EQ(ByteSizeText(12), "12 bytes");
+  EXPECT_EQ(ByteSizeText(3 * 1024 * 1024), "3.00 MiB");
+  EXPECT_EQ(ByteSizeText(int64_t{16} << 30), "16.00 GiB");
+  EXPECT_EQ(ByteSizeText(int64_t{5} << 40), "5120.00 GiB");  // the planner compares in GiB
+  EXPECT_EQ(ExactByteSizeText(2961), "2.89 KiB (2961 bytes)");
+  EXPECT_EQ(ExactByteSizeText(12), "12 bytes");
+}
+
 }  // namespace
 }  // namespace alpa

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 namespace alpa {
@@ -79,6 +80,17 @@ TEST(StageCosts, MaxStagesAfterFollowsInFlightMicrobatches) {
   EXPECT_EQ(MaxStagesAfter(m, 150, 8, 16), 2);   // three in flight
   EXPECT_EQ(MaxStagesAfter(m, 200, 8, 16), 16);  // all 8 fit: any depth
   EXPECT_EQ(MaxStagesAfter(StageMemory{100, 0, 0}, 100, 8, 5), 5);
+}
+
+// Issue 21, item 3: a stage's bytes with microbatches in flight wrapped negative for huge
+// models, and such a stage "fit" every device (alpa baseline: -4831 PiB per device).
+TEST(StageMemoryWith, SaturatesInsteadOfWrapping) {
+  const StageMemory m{int64_t{1} << 62, int64_t{1} << 62, 0};
+  EXPECT_EQ(m.With(0), int64_t{1} << 62);
+  EXPECT_EQ(m.With(4), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(m.With(int64_t{1} << 40), std::numeric_limits<int64_t>::max());
+  const StageMemory small{100, 10, 5};
+  EXPECT_EQ(small.With(3), 135);
 }
 
 }  // namespace
