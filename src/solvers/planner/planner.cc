@@ -487,7 +487,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
                     stats.microbatches_tried.empty()
                         ? "no microbatch count was started"
                         : "the microbatch counts tried found no plan that fits in " +
-                              GiB(device_memory) + " per device");
+                              ByteSizeText(device_memory) + " per device");
   }
   if (!best) {
     std::string message = "no plan fits in " + ByteSizeText(device_memory) + " per device";
