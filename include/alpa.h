@@ -229,9 +229,8 @@ typedef struct alpa_solve_options alpa_solve_options;
  * and its family. */
 /** Solve family (alpa_problem_solve and the solve inside alpa_graph_auto_shard). */
 /** double >= 0, default: none (0 or inf: none; NaN and negative values are rejected). One
- * deadline from the start of the call, covering
- * every phase; when it passes the call returns the best answer so far (ALPA_SOLVE_FEASIBLE), or
- * ALPA_ERR_TIMEOUT when there is none. */
+ * deadline from the start of the call, covering every phase; when it passes the call returns the
+ * best answer so far (ALPA_SOLVE_FEASIBLE), or ALPA_ERR_TIMEOUT when there is none. */
 #define ALPA_OPT_TIME_LIMIT_SECONDS 100
 /** int 0/1, default 0. 1: work bounded by counted steps (scaled from the time limit), not by the
  * clock, and fixed seeds: identical answers run to run (same problem, options and thread count)

@@ -48,9 +48,9 @@ const ALPA_FORMAT_AUTO = Cint(0)
 const ALPA_FORMAT_IOPDDL = Cint(1)
 # Alpa's serialized solver arrays as JSON
 const ALPA_FORMAT_ALPA = Cint(2)
-# double, default: none (<= 0 or inf: none). One deadline from the start of the call, covering
-# every phase; when it passes the call returns the best answer so far (ALPA_SOLVE_FEASIBLE), or
-# ALPA_ERR_TIMEOUT when there is none.
+# double >= 0, default: none (0 or inf: none; NaN and negative values are rejected). One
+# deadline from the start of the call, covering every phase; when it passes the call returns the
+# best answer so far (ALPA_SOLVE_FEASIBLE), or ALPA_ERR_TIMEOUT when there is none.
 const ALPA_OPT_TIME_LIMIT_SECONDS = Cint(100)
 # int 0/1, default 0. 1: work bounded by counted steps (scaled from the time limit), not by the
 # clock, and fixed seeds: identical answers run to run (same problem, options and thread count)
