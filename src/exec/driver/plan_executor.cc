@@ -121,9 +121,18 @@ Result<std::unique_ptr<PlanExecutor>> PlanExecutor::Create(const PipelinePlan& p
     const bool here = world == nullptr || p.device == world->rank();
     ex->runtimes_.push_back(p.stage < 0 || !here ? nullptr : std::make_unique<DeviceRuntime>(p));
   }
-  ex->parameters_ = InitialParameters(ex->whole_, options.seed);
-  ALPA_RETURN_IF_ERROR(ex->LoadAll());
+  ex->results_.assign(ex->runtimes_.size(), DeviceStepResult());
   return ex;
+}
+
+// The parameters are made and loaded at the first use, so that lowering alone (alpa compile)
+// allocates no tensor.
+Status PlanExecutor::EnsureLoaded() {
+  if (loaded_) return Status::Ok();
+  parameters_ = InitialParameters(whole_, options_.seed);
+  ALPA_RETURN_IF_ERROR(LoadAll());
+  loaded_ = true;
+  return Status::Ok();
 }
 
 Status PlanExecutor::LoadAll() {
@@ -160,6 +169,7 @@ Result<int32_t> PlanExecutor::FindTensor(const std::string& name) const {
 }
 
 Status PlanExecutor::SetParameter(int32_t id, const HostTensor& value) {
+  ALPA_RETURN_IF_ERROR(EnsureLoaded());
   if (id < 0 || id >= whole_.size() || parameters_.count(id) == 0) {
     return InvalidArgument("op " + std::to_string(id) +
                            " is not a parameter or optimizer state of the model");
@@ -217,6 +227,7 @@ Result<std::map<int32_t, std::vector<HostTensor>>> PlanExecutor::Microbatches(
 }
 
 Result<StepSummary> PlanExecutor::RunStep() {
+  ALPA_RETURN_IF_ERROR(EnsureLoaded());
   std::map<int32_t, HostTensor> whole_inputs = StepInputs(whole_, options_.seed, step_);
   for (auto& [id, t] : next_inputs_) whole_inputs[id] = std::move(t);
   next_inputs_.clear();
@@ -396,7 +407,8 @@ Status PlanExecutor::ShareSummary(StepSummary& sum) {
   return Status::Ok();
 }
 
-Result<HostTensor> PlanExecutor::Parameter(int32_t id) const {
+Result<HostTensor> PlanExecutor::Parameter(int32_t id) {
+  ALPA_RETURN_IF_ERROR(EnsureLoaded());
   if (id < 0 || id >= whole_.size() || parameters_.count(id) == 0) {
     return InvalidArgument("op " + std::to_string(id) +
                            " is not a parameter or optimizer state of the model");

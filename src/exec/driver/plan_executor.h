@@ -54,12 +54,13 @@ class PlanExecutor {
   Result<StepSummary> RunStep();
   // A parameter's value after the last step (or as loaded), assembled from the devices' tiles
   // (with several processes: on rank 0 only).
-  Result<HostTensor> Parameter(int32_t id) const;
+  Result<HostTensor> Parameter(int32_t id);
   // Per device, what the last step executed.
   const std::vector<DeviceStepResult>& last_results() const { return results_; }
 
  private:
   PlanExecutor() = default;
+  Status EnsureLoaded();
   Status LoadAll();
   Result<std::map<int32_t, std::vector<HostTensor>>> Microbatches(
       const std::map<int32_t, HostTensor>& whole_inputs) const;
@@ -78,6 +79,7 @@ class PlanExecutor {
   std::map<int32_t, HostTensor> next_inputs_;
   std::vector<DeviceStepResult> results_;
   int64_t step_ = 0;
+  bool loaded_ = false;
   Communicator* world_ = nullptr;
 };
 
