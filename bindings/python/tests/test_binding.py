@@ -90,6 +90,16 @@ def test_struct_sizes_match_the_library():
     spec = _lib.alpa_manual_plan()
     _lib.call(_lib.lib.alpa_manual_plan_init, ctypes.byref(spec), ctypes.sizeof(spec))
     assert spec.struct_size == ctypes.sizeof(spec) == 56
+    config = _lib.alpa_executor_config()
+    _lib.call(_lib.lib.alpa_executor_config_init, ctypes.byref(config), ctypes.sizeof(config))
+    assert config.struct_size == ctypes.sizeof(config) == 48 and config.rtol == 1e-5
+    executor = ctypes.c_void_p()
+    _lib.call(_lib.lib.alpa_executor_create, ctypes.byref(executor), plan._ptr,
+              ctypes.byref(config))
+    step = _lib.alpa_step_result()
+    _lib.call(_lib.lib.alpa_executor_run_step, executor, ctypes.byref(step), ctypes.sizeof(step))
+    assert step.struct_size == ctypes.sizeof(step) == 80 and step.passed == 1 and step.loss > 0
+    _lib.lib.alpa_executor_destroy(executor)
     sim.close()
     plan.close()
 

@@ -26,6 +26,7 @@ from ctypes import (
     c_size_t,
     c_uint8,
     c_uint32,
+    c_uint64,
     c_void_p,
 )
 from typing import Any, Callable
@@ -177,6 +178,35 @@ class alpa_simulated_stage(Structure):
     ]
 
 
+class alpa_executor_config(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("version", c_int32),
+        ("schedule", c_int32),
+        ("seed", c_uint64),
+        ("check", c_int32),
+        ("devices", c_int32),
+        ("rtol", c_double),
+        ("atol", c_double),
+    ]
+
+
+class alpa_step_result(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("version", c_int32),
+        ("passed", c_int32),
+        ("step", c_int64),
+        ("loss", c_double),
+        ("seconds", c_double),
+        ("reference_loss", c_double),
+        ("loss_error", c_double),
+        ("parameter_error", c_double),
+        ("peak_bytes", c_int64),
+        ("planned_bytes", c_int64),
+    ]
+
+
 STRUCTS: dict[str, type[Structure]] = {
     cls.__name__: cls
     for cls in (
@@ -189,6 +219,8 @@ STRUCTS: dict[str, type[Structure]] = {
         alpa_manual_plan,
         alpa_baseline_point,
         alpa_simulated_stage,
+        alpa_executor_config,
+        alpa_step_result,
     )
 }
 
@@ -212,12 +244,14 @@ OPAQUE = {
     "alpa_plan_options",
     "alpa_plan",
     "alpa_simulation",
+    "alpa_executor",
 }
 
 _SCALARS: dict[str, Any] = {
     "int32_t": c_int32,
     "int64_t": c_int64,
     "uint32_t": c_uint32,
+    "uint64_t": c_uint64,
     "uint8_t": c_uint8,
     "double": c_double,
     "size_t": c_size_t,
