@@ -94,6 +94,24 @@ alpa::Result<alpa::HostTensor> ValuesFor(const alpa::PlanExecutor& ex, int32_t i
   return t;
 }
 
+// alpa_executor_set_parameter / _set_input: the tensor named `name`, whole, handed to `set`.
+int32_t SetByName(alpa_executor* executor, const char* name, const double* values, int64_t count,
+                  alpa_error** err,
+                  alpa::Status (alpa::PlanExecutor::*set)(int32_t, const alpa::HostTensor&)) {
+  return Guard(err, [&] {
+    if (executor == nullptr || name == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "executor and name must not be NULL");
+    }
+    alpa::PlanExecutor& ex = *executor->executor;
+    alpa::Result<int32_t> id = ex.FindTensor(name);
+    if (!id.ok()) return Fail(err, id.status());
+    alpa::Result<alpa::HostTensor> t = ValuesFor(ex, id.value(), values, count);
+    if (!t.ok()) return Fail(err, t.status());
+    alpa::Status s = (ex.*set)(id.value(), t.value());
+    return s.ok() ? ALPA_OK : Fail(err, s);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -182,34 +200,12 @@ ALPA_API int32_t alpa_executor_program_text(alpa_buffer** out, const alpa_execut
 ALPA_API int32_t alpa_executor_set_parameter(alpa_executor* executor, const char* name,
                                              const double* values, int64_t count,
                                              alpa_error** err) {
-  return Guard(err, [&] {
-    if (executor == nullptr || name == nullptr) {
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "executor and name must not be NULL");
-    }
-    alpa::PlanExecutor& ex = *executor->executor;
-    alpa::Result<int32_t> id = ex.FindTensor(name);
-    if (!id.ok()) return Fail(err, id.status());
-    alpa::Result<alpa::HostTensor> t = ValuesFor(ex, id.value(), values, count);
-    if (!t.ok()) return Fail(err, t.status());
-    alpa::Status s = ex.SetParameter(id.value(), t.value());
-    return s.ok() ? ALPA_OK : Fail(err, s);
-  });
+  return SetByName(executor, name, values, count, err, &alpa::PlanExecutor::SetParameter);
 }
 
 ALPA_API int32_t alpa_executor_set_input(alpa_executor* executor, const char* name,
                                          const double* values, int64_t count, alpa_error** err) {
-  return Guard(err, [&] {
-    if (executor == nullptr || name == nullptr) {
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "executor and name must not be NULL");
-    }
-    alpa::PlanExecutor& ex = *executor->executor;
-    alpa::Result<int32_t> id = ex.FindTensor(name);
-    if (!id.ok()) return Fail(err, id.status());
-    alpa::Result<alpa::HostTensor> t = ValuesFor(ex, id.value(), values, count);
-    if (!t.ok()) return Fail(err, t.status());
-    alpa::Status s = ex.SetInput(id.value(), t.value());
-    return s.ok() ? ALPA_OK : Fail(err, s);
-  });
+  return SetByName(executor, name, values, count, err, &alpa::PlanExecutor::SetInput);
 }
 
 ALPA_API int32_t alpa_executor_run_step(alpa_executor* executor, alpa_step_result* out,

@@ -250,21 +250,27 @@ Result<StepSummary> PlanExecutor::RunStep() {
   return sum;
 }
 
+namespace {
+
+// The runtime's view of a step's data: microbatch `mb` of input `t`, or null.
+MicrobatchInput MicrobatchLookup(const std::map<int32_t, std::vector<HostTensor>>& inputs) {
+  return [&inputs](int32_t t, int64_t mb) -> const HostTensor* {
+    auto it = inputs.find(t);
+    if (it == inputs.end() || mb < 0 || mb >= static_cast<int64_t>(it->second.size())) {
+      return nullptr;
+    }
+    return &it->second[static_cast<size_t>(mb)];
+  };
+}
+
+}  // namespace
+
 Status PlanExecutor::RunDevicesOnThreads(const std::map<int32_t, std::vector<HostTensor>>& inputs) {
   std::vector<DeviceStepResult> results(runtimes_.size());
   Status run = RunOnThreads(programs_.devices, [&](Communicator& comm) -> Status {
     const size_t d = static_cast<size_t>(comm.rank());
     if (runtimes_[d] == nullptr) return Status::Ok();
-    Result<StepReport> step = runtimes_[d]->RunStep(
-        comm,
-        [&](int32_t t, int64_t mb) -> const HostTensor* {
-          auto it = inputs.find(t);
-          if (it == inputs.end() || mb < 0 || mb >= static_cast<int64_t>(it->second.size())) {
-            return nullptr;
-          }
-          return &it->second[static_cast<size_t>(mb)];
-        },
-        plan_.graph);
+    Result<StepReport> step = runtimes_[d]->RunStep(comm, MicrobatchLookup(inputs), plan_.graph);
     if (!step.ok()) return step.status();
     results[d].report = std::move(step).value();
     results[d].tiles = runtimes_[d]->FetchParameters();
@@ -279,16 +285,8 @@ Status PlanExecutor::RunLocalDevice(const std::map<int32_t, std::vector<HostTens
   const size_t me = static_cast<size_t>(world_->rank());
   results_.assign(runtimes_.size(), DeviceStepResult());
   if (me < runtimes_.size() && runtimes_[me] != nullptr) {
-    Result<StepReport> step = runtimes_[me]->RunStep(
-        *world_,
-        [&](int32_t t, int64_t mb) -> const HostTensor* {
-          auto it = inputs.find(t);
-          if (it == inputs.end() || mb < 0 || mb >= static_cast<int64_t>(it->second.size())) {
-            return nullptr;
-          }
-          return &it->second[static_cast<size_t>(mb)];
-        },
-        plan_.graph);
+    Result<StepReport> step =
+        runtimes_[me]->RunStep(*world_, MicrobatchLookup(inputs), plan_.graph);
     if (!step.ok()) {
       world_->Abort(step.status());
       return step.status();
