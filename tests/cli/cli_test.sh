@@ -254,6 +254,16 @@ expect baseline_max_hosts 1 'more than the limit of 1024.*--max-hosts' -- "$alpa
 expect plan_estimate 0 '^# .*estimate: [0-9]+ intra-op solves per microbatch count \([0-9]+ piece types x 10 logical meshes.*; time limit 600 s$' -- "$alpa" plan "${plan[@]}" -B 4 --time-limit 600
 expect plan_time_limit_none 1 'error: .*planning time limit of 1e-06 s reached before any plan was found' -- "$alpa" plan "${plan[@]}" --time-limit 0.000001
 expect plan_time_limit_negative 1 'error: --time-limit: .*must be a number of seconds >= 0' -- "$alpa" plan "${plan[@]}" --time-limit -1
+# --deterministic: two runs print and write the same bytes (no clock readings; 2 threads race
+# for the intra-op solves), and the plan file without them reads back and simulates.
+"$alpa" plan "${plan[@]}" -B 2 --threads 2 --deterministic -o "$tmp/det.json" > "$tmp/det1.txt"
+cp "$tmp/det.json" "$tmp/det1.json"
+"$alpa" plan "${plan[@]}" -B 2 --threads 2 --deterministic -o "$tmp/det.json" > "$tmp/det2.txt"
+expect plan_deterministic_text 0 '' -- cmp "$tmp/det1.txt" "$tmp/det2.txt"
+expect plan_deterministic_file 0 '' -- cmp "$tmp/det1.json" "$tmp/det.json"
+expect plan_deterministic_no_clock 1 '' -- grep -q -e 'compile time' -e compile_seconds -e total_seconds "$tmp/det1.txt" "$tmp/det1.json"
+expect plan_deterministic_reads_back 0 'iteration' -- "$alpa" simulate "$tmp/det1.json"
+expect plan_deterministic_time_limit 1 'error: --deterministic: not with --time-limit, whose result depends on the clock' -- "$alpa" plan "${plan[@]}" --deterministic --time-limit 5
 
 # alpa simulate: one simulated iteration of the plan written above with -o (detail 2) and of a
 # summary (--json); alpa plan --svg.

@@ -30,7 +30,8 @@ struct PlanArgs {
   std::string svg;        // write the timeline of the plan's simulated iteration (1F1B) here
   bool json = false;      // print the summary JSON as the last line
   bool quiet = false;
-  RunArgs run{0};  // --run N: train the plan for N steps once it is made (run.steps)
+  bool deterministic = false;  // print no clock readings: every run's output is the same
+  RunArgs run{0};              // --run N: train the plan for N steps once it is made (run.steps)
 };
 
 // Exit code: 0 a plan was found, 2 no plan fits the device memory, 1 bad input (stderr).
@@ -48,6 +49,12 @@ int RunPlan(const PlanArgs& args) {
                ? 0
                : ReportError(err, option);
   };
+  if (args.deterministic && (args.time_limit > 0 || args.planner.exact)) {
+    return ReportBadInput(std::string("--deterministic: not with ") +
+                          (args.time_limit > 0 ? "--time-limit" : "--exact") +
+                          ", whose result depends on the clock (bound the work with "
+                          "--max-intra-op-solves instead)");
+  }
   if (args.microbatches_given && args.microbatches < 1) {
     return ReportBadInput("--microbatches: must be >= 1 (got " + std::to_string(args.microbatches) +
                           "; leave it out to search)");
@@ -67,12 +74,13 @@ int RunPlan(const PlanArgs& args) {
                                    args.time_limit, &err) != ALPA_OK) {
     return ReportError(err, "--time-limit");
   }
-  if (!args.quiet && !args.json) {
+  if (!args.quiet && !args.json && !args.deterministic) {
     alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
 
   const std::string what = args.file.empty() ? model : args.file;
-  if (!args.json && !args.quiet) PrintPlanHeader("planning", what, handles.cluster);
+  if (!args.json && !args.quiet && !args.deterministic)
+    PrintPlanHeader("planning", what, handles.cluster);
   int32_t rc;
   if (args.file.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
@@ -84,12 +92,13 @@ int RunPlan(const PlanArgs& args) {
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 
-  if (int code = WritePlanFiles(handles.plan, args.output, args.svg)) return code;
+  const ClockReadings clock = args.deterministic ? ClockReadings::kOmit : ClockReadings::kPrint;
+  if (int code = WritePlanFiles(handles.plan, args.output, args.svg, clock)) return code;
   if (args.json) {
-    const int code = PrintPlanJson(handles.plan);
+    const int code = PrintPlanJson(handles.plan, clock);
     return code != 0 || args.run.steps == 0 ? code : RunPlanSteps(handles.plan, args.run);
   }
-  PrintPlanSummary(handles.plan, handles.cluster, "compile time");
+  PrintPlanSummary(handles.plan, handles.cluster, args.deterministic ? "" : "compile time");
   PrintWrote(args.output, args.svg);
   if (args.run.steps > 0) {
     std::printf("\n");
@@ -127,6 +136,11 @@ Command AddPlanCommand(CLI::App& app) {
                    "Write the timeline of the plan's simulated iteration (SVG) to this file");
   plan->add_flag("--json", args->json, "Print the plan summary as one JSON object (last line)");
   plan->add_flag("-q,--quiet", args->quiet, "No progress lines");
+  plan->add_flag(
+      "--deterministic", args->deterministic,
+      "Print and write no clock readings (compile times, progress), so that every "
+      "run's output is byte-identical; not with --time-limit or --exact, whose plans depend on the "
+      "clock");
   plan->add_option("--run", args->run.steps,
                    "Then train the plan for this many steps on CPU devices (alpa run)");
   plan->add_option("--seed", args->run.seed, "With --run: seed of the synthetic data");

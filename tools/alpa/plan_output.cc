@@ -2,6 +2,7 @@
 #include "plan_output.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +24,27 @@ constexpr int32_t kPlanJsonSummary = 0;
 constexpr int32_t kPlanJsonExecutable = 2;
 // alpa_simulation_timeline_to_svg's width: the library's default.
 constexpr int32_t kDefaultSvgWidth = 0;
+
+bool EndsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The plan JSON `text` as alpa_plan_to_json wrote it, or without its clock readings:
+// "compile_seconds" and the "*_seconds" of "compile" (the planner's phases). The library writes
+// with nlohmann::json too, so the rest is reproduced byte for byte.
+std::string PlanJsonText(const char* text, ClockReadings clock) {
+  if (clock == ClockReadings::kPrint) return text;
+  nlohmann::json j = nlohmann::json::parse(text);
+  j.erase("compile_seconds");
+  auto compile = j.find("compile");
+  if (compile != j.end() && compile->is_object()) {
+    for (auto it = compile->begin(); it != compile->end();) {
+      it = EndsWith(it.key(), "_seconds") ? compile->erase(it) : std::next(it);
+    }
+  }
+  return j.dump();
+}
 
 }  // namespace
 
@@ -221,19 +243,24 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
   std::printf("peak memory per device    %s of %s\n",
               Bytes(static_cast<double>(alpa_plan_peak_memory_bytes(plan)), 2).c_str(),
               Bytes(static_cast<double>(alpa_cluster_device_memory_bytes(cluster)), 2).c_str());
-  std::printf("%-25s %s\n", time_label.c_str(),
-              Seconds(alpa_plan_compile_seconds(plan), 2).c_str());
+  if (!time_label.empty()) {
+    std::printf("%-25s %s\n", time_label.c_str(),
+                Seconds(alpa_plan_compile_seconds(plan), 2).c_str());
+  }
 }
 
-int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::string& svg) {
+int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::string& svg,
+                   ClockReadings clock) {
   alpa_error* err = nullptr;
   if (!output.empty()) {
     alpa_buffer* buffer = nullptr;
     if (alpa_plan_to_json(&buffer, plan, kPlanJsonExecutable, &err) != ALPA_OK)
       return ReportError(err, "-o");
-    const bool ok = WriteFile(output, alpa_buffer_data(buffer), alpa_buffer_size(buffer));
+    const std::string text = PlanJsonText(alpa_buffer_data(buffer), clock);
     alpa_buffer_free(buffer);
-    if (!ok) return ReportBadInput("-o: cannot write " + output);
+    if (!WriteFile(output, text.data(), text.size())) {
+      return ReportBadInput("-o: cannot write " + output);
+    }
   }
   if (!svg.empty()) {
     // The timeline of the plan's simulated iteration (1F1B, the slice moves as planned).
@@ -252,11 +279,11 @@ int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::
   return 0;
 }
 
-int PrintPlanJson(const alpa_plan* plan) {
+int PrintPlanJson(const alpa_plan* plan, ClockReadings clock) {
   alpa_error* err = nullptr;
   alpa_buffer* buffer = nullptr;
   if (alpa_plan_to_json(&buffer, plan, kPlanJsonSummary, &err) != ALPA_OK) return ReportError(err);
-  std::printf("%s\n", alpa_buffer_data(buffer));
+  std::printf("%s\n", PlanJsonText(alpa_buffer_data(buffer), clock).c_str());
   alpa_buffer_free(buffer);
   return 0;
 }

@@ -67,17 +67,23 @@ void PrintPlanHeader(const std::string& doing, const std::string& what,
 // memory, else 1 as ReportError. Frees err.
 int ReportPlanFailure(int32_t status, alpa_error* err);
 
+// Whether the plan's JSON keeps the planner's clock readings (compile_seconds and the compile
+// phases' *_seconds). Everything else in a plan depends only on its inputs, so without them
+// two runs print the same bytes.
+enum class ClockReadings { kPrint, kOmit };
+
 // The stage table, predicted iteration time, TFLOP/s per device, peak memory per device and
-// alpa_plan_compile_seconds labelled `time_label` ("compile time").
+// alpa_plan_compile_seconds labelled `time_label` ("compile time"; empty: not printed).
 void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
                       const std::string& time_label);
 
 // Writes the detailed plan JSON to `output` and the timeline SVG of its simulated iteration
 // (1F1B) to `svg` (each when non-empty); 0, or the exit code after reporting the error.
-int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::string& svg);
+int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::string& svg,
+                   ClockReadings clock = ClockReadings::kPrint);
 
 // Prints the plan's summary JSON (alpa_plan_to_json, detail 0) as one line; 0 or the exit code.
-int PrintPlanJson(const alpa_plan* plan);
+int PrintPlanJson(const alpa_plan* plan, ClockReadings clock = ClockReadings::kPrint);
 
 // "wrote FILE" for each non-empty name.
 void PrintWrote(const std::string& output, const std::string& svg);

@@ -342,10 +342,16 @@ Status ReadPrediction(const Json& root, PipelinePlan* plan) {
   const Json* c = nullptr;
   ALPA_RETURN_IF_ERROR(ObjectField(root, "", "compile", &c));
   PlannerStats& st = plan->stats;
-  ALPA_RETURN_IF_ERROR(Double(*c, "compile", "clustering_seconds", &st.clustering_seconds));
-  ALPA_RETURN_IF_ERROR(Double(*c, "compile", "intra_op_seconds", &st.intra_op_seconds));
-  ALPA_RETURN_IF_ERROR(Double(*c, "compile", "dp_seconds", &st.dp_seconds));
-  ALPA_RETURN_IF_ERROR(Double(*c, "compile", "total_seconds", &st.total_seconds));
+  // The clock readings are left out of deterministic output (`alpa plan --deterministic`):
+  // absent, they read as 0.
+  const std::pair<const char*, double*> clock_readings[] = {
+      {"clustering_seconds", &st.clustering_seconds},
+      {"intra_op_seconds", &st.intra_op_seconds},
+      {"dp_seconds", &st.dp_seconds},
+      {"total_seconds", &st.total_seconds}};
+  for (const auto& [key, out] : clock_readings) {
+    if (c->contains(key)) ALPA_RETURN_IF_ERROR(Double(*c, "compile", key, out));
+  }
   ALPA_RETURN_IF_ERROR(Int(*c, "compile", "pieces", 0, kInt64Max, &st.pieces));
   ALPA_RETURN_IF_ERROR(Int(*c, "compile", "distinct_pieces", 0, kInt64Max, &st.distinct_pieces));
   ALPA_RETURN_IF_ERROR(Int(*c, "compile", "intra_op_solves", 0, kInt64Max, &st.intra_op_solves));
