@@ -55,6 +55,10 @@ struct Calibration {
   double memory_efficiency = 0.8;
   // Added once per op (kernel launch and framework overhead); 0 keeps the pure roofline.
   double op_overhead_seconds = 0;
+  // Elementwise chains priced as fused kernels (core/ir/fusion.h): an op's memory traffic
+  // counts only the results it reads or writes that are materialised. false prices every op by
+  // its own operands and result.
+  bool fuse_elementwise = true;
 
   bool operator==(const Calibration& o) const;
 };

@@ -68,6 +68,15 @@ class ObjectReader {
     return Status::Ok();
   }
 
+  Status Bool(const char* key, Presence presence, bool* out) {
+    const Json* j = nullptr;
+    ALPA_RETURN_IF_ERROR(Find(key, presence, &j));
+    if (j == nullptr) return Status::Ok();
+    if (!j->is_boolean()) return Bad(Sub(key), "expected true or false");
+    *out = j->get<bool>();
+    return Status::Ok();
+  }
+
   Status String(const char* key, Presence presence, std::string* out) {
     const Json* j = nullptr;
     ALPA_RETURN_IF_ERROR(Find(key, presence, &j));
@@ -179,6 +188,7 @@ Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
   }
   ALPA_RETURN_IF_ERROR(
       r.Double("op_overhead_seconds", Presence::kOptional, &c->op_overhead_seconds));
+  ALPA_RETURN_IF_ERROR(r.Bool("fuse_elementwise", Presence::kOptional, &c->fuse_elementwise));
   // Free-text provenance ("measured on p3.16xlarge with cuBLAS 11"), kept out of the struct.
   std::string ignored;
   ALPA_RETURN_IF_ERROR(r.String("comment", Presence::kOptional, &ignored));
@@ -264,6 +274,7 @@ Json CalibrationFields(const Calibration& c) {
                      {"other", c.other_efficiency},
                      {"memory", c.memory_efficiency}};
   j["op_overhead_seconds"] = c.op_overhead_seconds;
+  j["fuse_elementwise"] = c.fuse_elementwise;
   return j;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/ir/fusion.h"
 #include "solvers/auto_sharding/schedule.h"
 
 namespace alpa {
@@ -238,6 +239,9 @@ void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mes
   model.context.mesh = &model.mesh;
   model.context.cluster = cluster;
   model.context.cost_mode = options.cost_mode;
+  if (cluster != nullptr && cluster->calibration.fuse_elementwise) {
+    model.context.materialized = MaterializedResults(graph);
+  }
   ReshardPolicy policy;
   policy.options.cost_mode = options.cost_mode;
   policy.options.alpa_compatible = options.cost_mode == CostMode::kAlpaCompatible;

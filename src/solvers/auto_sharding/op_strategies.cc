@@ -126,8 +126,13 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
       }
     }
   } else {
-    double bytes = static_cast<double>(result_shard);
+    // Memory traffic: the materialised results among the operands and the result.
+    auto in_memory = [&ctx](int32_t x) {
+      return ctx.materialized.empty() || ctx.materialized[static_cast<size_t>(x)];
+    };
+    double bytes = in_memory(id) ? static_cast<double>(result_shard) : 0.0;
     for (size_t k = 0; k < op.operands.size(); ++k) {
+      if (!in_memory(op.operands[k])) continue;
       bytes += static_cast<double>(
           ShardBytes(graph.op(op.operands[k]), strategy.operands[k], mesh.shape));
     }

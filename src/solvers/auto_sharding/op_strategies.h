@@ -77,6 +77,9 @@ struct StrategyContext {
   // Needed in real units (the roofline); may be null in Alpa units.
   const Cluster* cluster = nullptr;
   CostMode cost_mode = CostMode::kRealUnits;
+  // Per op of *graph: whether its result is written to memory (core/ir/fusion.h); empty: every
+  // result is (each op pays for reading its operands and writing its result).
+  std::vector<bool> materialized;
 };
 
 // The strategy of `assignment` for op `id` with iteration space `space`. Fails (kInvalidArgument)

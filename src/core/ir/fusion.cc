@@ -1,0 +1,43 @@
+// Materialised results under elementwise fusion (see fusion.h).
+#include "core/ir/fusion.h"
+
+namespace alpa {
+namespace {
+
+// Ops a fusion can compute inline for its consumers.
+bool FusibleProducer(OpKind kind) {
+  return IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect ||
+         kind == OpKind::kBroadcastInDim || kind == OpKind::kReshape ||
+         kind == OpKind::kConstant || kind == OpKind::kIota;
+}
+
+// Ops that can take a fused producer's value without reading it from memory: the producers'
+// kinds, and reductions (the root of an input fusion).
+bool FusibleConsumer(OpKind kind) {
+  return FusibleProducer(kind) || kind == OpKind::kReduceSum || kind == OpKind::kReduceMax;
+}
+
+}  // namespace
+
+std::vector<bool> MaterializedResults(const Graph& graph) {
+  std::vector<bool> materialized(static_cast<size_t>(graph.size()), false);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    materialized[static_cast<size_t>(id)] = !FusibleProducer(graph.op(id).kind);
+  }
+  for (int32_t out : graph.outputs) {
+    if (out >= 0 && out < graph.size()) materialized[static_cast<size_t>(out)] = true;
+  }
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const Op& user = graph.op(id);
+    for (int32_t x : user.operands) {
+      if (x < 0 || x >= graph.size()) continue;
+      const Op& producer = graph.op(x);
+      if (!FusibleConsumer(user.kind) || user.phase != producer.phase) {
+        materialized[static_cast<size_t>(x)] = true;
+      }
+    }
+  }
+  return materialized;
+}
+
+}  // namespace alpa

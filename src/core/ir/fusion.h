@@ -1,0 +1,20 @@
+// Which op results a fusing compiler (XLA's loop and input fusion, or hand-fused kernels)
+// writes to device memory. Elementwise chains run as one kernel: a value made by an
+// elementwise op, a broadcast, a reshape, a constant or an iota and read only by such ops (or
+// by a reduction, which becomes the fusion's root) in the same phase stays in registers. The
+// cost model charges an op's memory traffic only for the results it reads or writes that are
+// materialised, so a fused chain costs its inputs and outputs, not each op's.
+#pragma once
+
+#include <vector>
+
+#include "core/ir/graph.h"
+
+namespace alpa {
+
+// Per op: true when its result is written to memory. Sources other than constants and iotas
+// (parameters), non-fusible ops (dot_general, convolution, gather, transpose, ...), the graph's
+// outputs and values read in another phase (kept for the backward pass) are materialised.
+std::vector<bool> MaterializedResults(const Graph& graph);
+
+}  // namespace alpa
