@@ -41,8 +41,8 @@ int32_t Softmax(GraphBuilder& b, int32_t x);
 int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, AttentionMask mask,
                       const std::string& name);
 // Attention of q, k, v [B, s, heads, d] (one kv head per query head): scores scaled by
-// 1/sqrt(d), a causal mask by iota/compare/select with -1e4, softmax, then the context
-// [B, s, heads * d] (heads-major columns).
+// 1/sqrt(d), for kCausal a mask by iota/compare/select with -1e4, softmax, then the context
+// [B, s, heads * d] (heads-major columns). SelfAttention's core, shared with the llama family.
 int32_t ScaledDotProductAttention(GraphBuilder& b, int32_t q, int32_t k, int32_t v,
                                   AttentionMask mask);
 // dense(ff, bias) -> gelu -> dense(h, bias).
