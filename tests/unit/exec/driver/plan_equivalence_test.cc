@@ -48,6 +48,10 @@ const char* kBert =
 const char* kMoe =
     "moe:layers=2,hidden=16,heads=2,experts=4,seq=8,vocab=16,batch=8,group=8,dtype=f32,adam_eps=1e-"
     "5";
+// Grouped-query attention (2 kv heads for 4 query heads), rotary tables as inputs.
+const char* kLlama =
+    "llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=16,batch=8,dtype=f32,"
+    "adam_eps=1e-5";
 const char* kWres =
     "wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=8,optimizer=momentum";
 
@@ -122,6 +126,12 @@ std::vector<Case> Cases() {
   cases.push_back(Manual(kMlpCe, 1, 4, 2, 2, 1, 1, 1, true));
   cases.push_back(Planned(kMlpCe, 1, 4, 4));
   cases.push_back(Planned(kGpt4, 1, 4, 4));
+  cases.push_back(Manual(kLlama, 1, 2, 1, 2, 1, 1, 0, false));            // mesh 1x2
+  cases.push_back(Manual(kLlama, 1, 4, 2, 2, 1, 2, 1, false));            // 2x2, ZeRO
+  cases.push_back(Manual(kLlama, 1, 4, 1, 4, 1, 1, 0, true));             // 1x4: 4 > kv_heads
+  cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, true, K::kGPipe));  // 2 stages
+  cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 1, false));            // 2 hosts
+  cases.push_back(Planned(kLlama, 1, 4, 2));
   // Batch normalisation normalises over the microbatch, which the whole-batch step does not
   // do: the convolutional network runs with one microbatch.
   cases.push_back(Manual(kWres, 1, 2, 2, 1, 1, 1, 0, false));
