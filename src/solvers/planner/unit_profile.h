@@ -34,6 +34,19 @@ struct UnitProfile {
   std::shared_ptr<const AutoShardResult> sharding;
 };
 
+// The memory part of a profile, per device, by what the bytes hold.
+struct UnitMemory {
+  int64_t parameters = 0, optimizer_state = 0, gradients = 0;  // held all iteration
+  int64_t activations = 0;  // forward results the backward reads (per microbatch in flight)
+  int64_t checkpoints = 0;  // forward inputs (per microbatch in flight under remat)
+  int64_t working = 0;      // the rest of the solve's peak (temporaries of one microbatch)
+  int64_t persistent() const { return parameters + optimizer_state + gradients; }
+};
+
+// The memory of `result` (an auto-sharding of `graph`) split as UnitMemory says; what
+// ProfileUnit reports.
+UnitMemory ProfileUnitMemory(const Graph& graph, const AutoShardResult& result);
+
 // Auto-shards `graph` (a subgraph from ExtractSubgraph) on `mesh` and profiles the result.
 // Errors as AutoShard's; kInfeasible when a memory budget cannot be met, kInternal naming
 // the mesh for any other result without an assignment.

@@ -1,0 +1,230 @@
+// Measured and planned memory by component (memory_breakdown.h).
+#include "exec/driver/memory_breakdown.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <set>
+
+#include "core/util/wide_int.h"
+#include "exec/runtime/tensor_boxes.h"
+#include "solvers/planner/stage_costs.h"
+
+namespace alpa {
+namespace {
+
+int64_t BufferBytes(const Buffer& b) { return ElementCountOf(b.shape) * DTypeBytes(b.dtype); }
+
+// Whether the runtime allocates `in.out` when it runs `in` (kRecv and kAccumulate write into a
+// live buffer; kCopy allocates only when its target is not live).
+bool Allocates(const Instruction& in) {
+  switch (in.kind) {
+    case InstructionKind::kRun:
+    case InstructionKind::kAllReduce:
+    case InstructionKind::kAllGather:
+    case InstructionKind::kReduceScatter:
+    case InstructionKind::kAllToAll:
+    case InstructionKind::kSlice:
+    case InstructionKind::kFeed:
+    case InstructionKind::kZero:
+    case InstructionKind::kScale:
+    case InstructionKind::kCopy:
+      return in.out >= 0;
+    default:
+      return false;
+  }
+}
+
+bool Communicates(InstructionKind kind) {
+  return kind == InstructionKind::kAllReduce || kind == InstructionKind::kAllGather ||
+         kind == InstructionKind::kReduceScatter || kind == InstructionKind::kAllToAll ||
+         kind == InstructionKind::kRecv;
+}
+
+// Per buffer, what it holds (the runtime's view, from the program alone).
+struct BufferFacts {
+  std::vector<char> read_by_backward;  // a backward-phase instruction reads it
+  std::vector<char> communicated;      // written by a collective or a receive
+};
+
+BufferFacts FactsOf(const DeviceProgram& program, const Graph& graph) {
+  BufferFacts facts;
+  facts.read_by_backward.assign(program.buffers.size(), 0);
+  facts.communicated.assign(program.buffers.size(), 0);
+  for (const Instruction& in : program.code) {
+    if (in.kind == InstructionKind::kFree) continue;
+    if (in.out >= 0 && Communicates(in.kind)) facts.communicated[static_cast<size_t>(in.out)] = 1;
+    if (in.tensor < 0 || in.tensor >= graph.size()) continue;
+    if (graph.op(in.tensor).phase != Phase::kBackward) continue;
+    for (int32_t b : in.in) facts.read_by_backward[static_cast<size_t>(b)] = 1;
+  }
+  return facts;
+}
+
+// Splits the live buffers at the peak into `m`'s components.
+void Classify(const DeviceProgram& program, const Graph& graph, const std::vector<char>& free_op,
+              const BufferFacts& facts, const std::vector<char>& live, MeasuredMemory& m) {
+  m.parameters = m.optimizer_state = m.gradient_accumulators = m.activations = 0;
+  m.free_values = m.forward_temporaries = m.backward_temporaries = m.update_temporaries = 0;
+  m.communicated = 0;
+  std::set<int64_t> microbatches;
+  for (size_t b = 0; b < program.buffers.size(); ++b) {
+    if (!live[b]) continue;
+    const Buffer& buffer = program.buffers[b];
+    const int64_t bytes = BufferBytes(buffer);
+    const bool known = buffer.tensor >= 0 && buffer.tensor < graph.size();
+    if (buffer.persistent) {
+      const Op* op = known ? &graph.op(buffer.tensor) : nullptr;
+      const bool held = op != nullptr && op->kind == OpKind::kParameter;
+      if (held && op->role == TensorRole::kParameter) {
+        m.parameters += bytes;
+      } else if (held && op->role == TensorRole::kOptimizerState) {
+        m.optimizer_state += bytes;
+      } else {
+        m.gradient_accumulators += bytes;
+      }
+      continue;
+    }
+    if (facts.communicated[b]) m.communicated += bytes;
+    const Phase phase = known ? graph.op(buffer.tensor).phase : Phase::kBackward;
+    if (known && free_op[static_cast<size_t>(buffer.tensor)]) {
+      m.free_values += bytes;
+    } else if (phase == Phase::kForward && facts.read_by_backward[b]) {
+      m.activations += bytes;
+      const size_t at = buffer.name.rfind("@mb");
+      microbatches.insert(at == std::string::npos ? -1 : std::atoll(buffer.name.c_str() + at + 3));
+    } else if (phase == Phase::kForward) {
+      m.forward_temporaries += bytes;
+    } else if (phase == Phase::kBackward) {
+      m.backward_temporaries += bytes;
+    } else {
+      m.update_temporaries += bytes;
+    }
+  }
+  m.activation_microbatches = static_cast<int64_t>(microbatches.size());
+}
+
+int64_t Saturate(const Int128& v) {
+  return v > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                 : static_cast<int64_t>(v);
+}
+
+std::string KiB(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", static_cast<double>(bytes) / 1024.0);
+  return text;
+}
+
+}  // namespace
+
+MeasuredMemory MeasureProgramMemory(const DeviceProgram& program, const Graph& graph,
+                                    const std::vector<char>& free_op) {
+  const BufferFacts facts = FactsOf(program, graph);
+  std::vector<char> live(program.buffers.size(), 0);
+  int64_t live_bytes = 0;
+  auto make_live = [&](int32_t b) {
+    if (b < 0 || live[static_cast<size_t>(b)]) return;
+    live[static_cast<size_t>(b)] = 1;
+    live_bytes += BufferBytes(program.buffers[static_cast<size_t>(b)]);
+  };
+  // Every step after the first starts with the parameters and the persistent buffers the
+  // previous step wrote.
+  for (const ParameterBinding& p : program.parameters) make_live(p.buffer);
+  for (const Instruction& in : program.code) {
+    if (in.out >= 0 && program.buffers[static_cast<size_t>(in.out)].persistent) make_live(in.out);
+  }
+  MeasuredMemory m;
+  m.peak_bytes = live_bytes;
+  Classify(program, graph, free_op, facts, live, m);
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    const Instruction& in = program.code[i];
+    if (in.kind == InstructionKind::kFree) {
+      const int32_t b = in.in[0];
+      if (live[static_cast<size_t>(b)]) {
+        live[static_cast<size_t>(b)] = 0;
+        live_bytes -= BufferBytes(program.buffers[static_cast<size_t>(b)]);
+      }
+      continue;
+    }
+    if (!Allocates(in)) continue;
+    make_live(in.out);
+    if (live_bytes > m.peak_bytes) {
+      m.peak_bytes = live_bytes;
+      m.peak_instruction = static_cast<int64_t>(i);
+      Classify(program, graph, free_op, facts, live, m);
+    }
+  }
+  return m;
+}
+
+std::vector<char> FreeOpsOfPlan(const PipelinePlan& plan) {
+  std::vector<char> free_op(static_cast<size_t>(plan.graph.size()), 0);
+  for (const PlannedStage& st : plan.stages) {
+    for (const StagePiece& piece : st.pieces) {
+      const std::vector<int32_t>& origin = piece.subgraph->origin;
+      for (size_t l = 0; l < origin.size() && l < piece.sharding->ops.size(); ++l) {
+        const OpSharding& s = piece.sharding->ops[l];
+        if ((s.free || s.fused) && origin[l] >= 0 && origin[l] < plan.graph.size()) {
+          free_op[static_cast<size_t>(origin[l])] = 1;
+        }
+      }
+    }
+  }
+  return free_op;
+}
+
+int64_t PlannedMemory::total() const {
+  return Saturate(Int128{persistent.persistent()} + Int128{in_flight} * activation + working);
+}
+
+PlannedMemory PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
+                                 PipelineScheduleKind schedule) {
+  const PlannedStage& st = plan.stages[static_cast<size_t>(stage)];
+  std::vector<UnitProfile> units;
+  PlannedMemory planned;
+  for (const StagePiece& piece : st.pieces) {
+    const UnitMemory m = ProfileUnitMemory(piece.subgraph->graph, *piece.sharding);
+    planned.persistent.parameters += m.parameters;
+    planned.persistent.optimizer_state += m.optimizer_state;
+    planned.persistent.gradients += m.gradients;
+    UnitProfile u;
+    u.persistent_bytes = m.persistent();
+    u.activation_bytes = m.activations;
+    u.checkpoint_bytes = m.checkpoints;
+    u.working_bytes = m.working;
+    units.push_back(u);
+  }
+  std::vector<const UnitProfile*> pointers;
+  for (const UnitProfile& u : units) pointers.push_back(&u);
+  const StageMemory composed = ComposeStage(pointers, {}, st.remat).memory;
+  planned.activation = composed.activation;
+  planned.working = composed.working;
+  planned.in_flight = MicrobatchesInFlight(schedule, static_cast<int32_t>(plan.stages.size()),
+                                           stage, plan.microbatches);
+  return planned;
+}
+
+std::string MemoryBreakdownHeader() {
+  return "KiB per device at its peak: measured param / opt / grad-acc / act (microbatches) / "
+         "free-op / fwd-tmp / bwd-tmp / upd-tmp [communicated] = peak | planned param / opt / "
+         "grad / act x in-flight / working = total | measured / planned";
+}
+
+std::string MemoryBreakdownRow(const MeasuredMemory& m, const PlannedMemory& p) {
+  const int64_t planned = p.total();
+  char ratio[32];
+  std::snprintf(
+      ratio, sizeof(ratio), "%.3f",
+      planned > 0 ? static_cast<double>(m.peak_bytes) / static_cast<double>(planned) : 0.0);
+  return KiB(m.parameters) + " / " + KiB(m.optimizer_state) + " / " + KiB(m.gradient_accumulators) +
+         " / " + KiB(m.activations) + " (" + std::to_string(m.activation_microbatches) + ") / " +
+         KiB(m.free_values) + " / " + KiB(m.forward_temporaries) + " / " +
+         KiB(m.backward_temporaries) + " / " + KiB(m.update_temporaries) + " [" +
+         KiB(m.communicated) + "] = " + KiB(m.peak_bytes) + " | " + KiB(p.persistent.parameters) +
+         " / " + KiB(p.persistent.optimizer_state) + " / " + KiB(p.persistent.gradients) + " / " +
+         KiB(p.activation) + " x " + std::to_string(p.in_flight) + " / " + KiB(p.working) + " = " +
+         KiB(planned) + " | " + ratio;
+}
+
+}  // namespace alpa
