@@ -122,11 +122,18 @@ MeasuredMemory MeasureProgramMemory(const DeviceProgram& program, const Graph& g
                                     const std::vector<char>& free_op) {
   const BufferFacts facts = FactsOf(program, graph);
   std::vector<char> live(program.buffers.size(), 0);
-  int64_t live_bytes = 0;
+  int64_t live_bytes = 0, live_without_free = 0;
+  auto is_free_value = [&](int32_t b) {
+    const int32_t t = program.buffers[static_cast<size_t>(b)].tensor;
+    return !program.buffers[static_cast<size_t>(b)].persistent && t >= 0 && t < graph.size() &&
+           free_op[static_cast<size_t>(t)];
+  };
   auto make_live = [&](int32_t b) {
     if (b < 0 || live[static_cast<size_t>(b)]) return;
     live[static_cast<size_t>(b)] = 1;
-    live_bytes += BufferBytes(program.buffers[static_cast<size_t>(b)]);
+    const int64_t bytes = BufferBytes(program.buffers[static_cast<size_t>(b)]);
+    live_bytes += bytes;
+    if (!is_free_value(b)) live_without_free += bytes;
   };
   // Every step after the first starts with the parameters and the persistent buffers the
   // previous step wrote.
@@ -136,6 +143,7 @@ MeasuredMemory MeasureProgramMemory(const DeviceProgram& program, const Graph& g
   }
   MeasuredMemory m;
   m.peak_bytes = live_bytes;
+  m.peak_without_free_values = live_without_free;
   Classify(program, graph, free_op, facts, live, m);
   for (size_t i = 0; i < program.code.size(); ++i) {
     const Instruction& in = program.code[i];
@@ -143,12 +151,15 @@ MeasuredMemory MeasureProgramMemory(const DeviceProgram& program, const Graph& g
       const int32_t b = in.in[0];
       if (live[static_cast<size_t>(b)]) {
         live[static_cast<size_t>(b)] = 0;
-        live_bytes -= BufferBytes(program.buffers[static_cast<size_t>(b)]);
+        const int64_t bytes = BufferBytes(program.buffers[static_cast<size_t>(b)]);
+        live_bytes -= bytes;
+        if (!is_free_value(b)) live_without_free -= bytes;
       }
       continue;
     }
     if (!Allocates(in)) continue;
     make_live(in.out);
+    m.peak_without_free_values = std::max(m.peak_without_free_values, live_without_free);
     if (live_bytes > m.peak_bytes) {
       m.peak_bytes = live_bytes;
       m.peak_instruction = static_cast<int64_t>(i);
@@ -175,31 +186,26 @@ std::vector<char> FreeOpsOfPlan(const PipelinePlan& plan) {
 }
 
 int64_t PlannedMemory::total() const {
-  return Saturate(Int128{persistent.persistent()} + Int128{in_flight} * activation + working);
+  const Int128 held = persistent.persistent();
+  return Saturate(std::max(held + Int128{in_flight} * activation + working, held + update));
 }
 
-PlannedMemory PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
-                                 PipelineScheduleKind schedule) {
+Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
+                                         PipelineScheduleKind schedule) {
   const PlannedStage& st = plan.stages[static_cast<size_t>(stage)];
-  std::vector<UnitProfile> units;
   PlannedMemory planned;
   for (const StagePiece& piece : st.pieces) {
-    const UnitMemory m = ProfileUnitMemory(piece.subgraph->graph, *piece.sharding);
-    planned.persistent.parameters += m.parameters;
-    planned.persistent.optimizer_state += m.optimizer_state;
-    planned.persistent.gradients += m.gradients;
-    UnitProfile u;
-    u.persistent_bytes = m.persistent();
-    u.activation_bytes = m.activations;
-    u.checkpoint_bytes = m.checkpoints;
-    u.working_bytes = m.working;
-    units.push_back(u);
+    Result<UnitMemory> m = ProfileUnitMemory(piece.subgraph->graph, *piece.sharding);
+    if (!m.ok()) return m.status();
+    planned.persistent.parameters += m.value().parameters;
+    planned.persistent.optimizer_state += m.value().optimizer_state;
+    planned.persistent.gradients += m.value().gradients;
   }
-  std::vector<const UnitProfile*> pointers;
-  for (const UnitProfile& u : units) pointers.push_back(&u);
-  const StageMemory composed = ComposeStage(pointers, {}, st.remat).memory;
-  planned.activation = composed.activation;
-  planned.working = composed.working;
+  Result<StageMemory> model = PlannedStageMemoryModel(st);
+  if (!model.ok()) return model.status();
+  planned.activation = model.value().activation;
+  planned.working = model.value().working;
+  planned.update = model.value().update;
   planned.in_flight = MicrobatchesInFlight(schedule, static_cast<int32_t>(plan.stages.size()),
                                            stage, plan.microbatches);
   return planned;
@@ -208,23 +214,24 @@ PlannedMemory PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
 std::string MemoryBreakdownHeader() {
   return "KiB per device at its peak: measured param / opt / grad-acc / act (microbatches) / "
          "free-op / fwd-tmp / bwd-tmp / upd-tmp [communicated] = peak | planned param / opt / "
-         "grad / act x in-flight / working = total | measured / planned";
+         "grad / act x in-flight / working / update = total | measured / planned";
 }
 
 std::string MemoryBreakdownRow(const MeasuredMemory& m, const PlannedMemory& p) {
   const int64_t planned = p.total();
-  char ratio[32];
-  std::snprintf(
-      ratio, sizeof(ratio), "%.3f",
-      planned > 0 ? static_cast<double>(m.peak_bytes) / static_cast<double>(planned) : 0.0);
+  char ratio[64];
+  const double of = planned > 0 ? static_cast<double>(planned) : 1.0;
+  std::snprintf(ratio, sizeof(ratio), "%.3f (%.3f without free-op values)",
+                static_cast<double>(m.peak_bytes) / of,
+                static_cast<double>(m.peak_without_free_values) / of);
   return KiB(m.parameters) + " / " + KiB(m.optimizer_state) + " / " + KiB(m.gradient_accumulators) +
          " / " + KiB(m.activations) + " (" + std::to_string(m.activation_microbatches) + ") / " +
          KiB(m.free_values) + " / " + KiB(m.forward_temporaries) + " / " +
          KiB(m.backward_temporaries) + " / " + KiB(m.update_temporaries) + " [" +
          KiB(m.communicated) + "] = " + KiB(m.peak_bytes) + " | " + KiB(p.persistent.parameters) +
          " / " + KiB(p.persistent.optimizer_state) + " / " + KiB(p.persistent.gradients) + " / " +
-         KiB(p.activation) + " x " + std::to_string(p.in_flight) + " / " + KiB(p.working) + " = " +
-         KiB(planned) + " | " + ratio;
+         KiB(p.activation) + " x " + std::to_string(p.in_flight) + " / " + KiB(p.working) + " / " +
+         KiB(p.update) + " = " + KiB(planned) + " | " + ratio;
 }
 
 }  // namespace alpa

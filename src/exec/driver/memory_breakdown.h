@@ -8,8 +8,9 @@
 //
 // Planned: the planner's model of the device's stage (stage_costs.h), rebuilt from the plan's
 // pieces and their auto-sharding solutions: persistent bytes (parameters, optimizer state,
-// gradients), activations per microbatch in flight times the microbatches the schedule keeps in
-// flight, and the largest piece's working memory.
+// gradients), plus the larger of the forward-backward peak (activations per microbatch in
+// flight times the microbatches the schedule keeps in flight, and the largest piece's working
+// memory) and the update's peak.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,10 @@ struct MeasuredMemory {
   int64_t free_values = 0;  // values of free and fused ops (constants, masks, broadcasts)
   int64_t forward_temporaries = 0, backward_temporaries = 0, update_temporaries = 0;
   int64_t communicated = 0;  // of the non-persistent ones: written by a collective or a receive
+  // The peak of the same walk without the values of free and fused ops, which the CPU runtime
+  // materialises (whole, then sliced) where a compiler fuses them into their readers and the
+  // planner counts nothing.
+  int64_t peak_without_free_values = 0;
 };
 
 // The program's memory over one step (after the first). `graph` is the program set's graph;
@@ -49,12 +54,15 @@ struct PlannedMemory {
   int64_t activation = 0;  // per microbatch in flight (checkpoints under remat)
   int64_t in_flight = 0;   // microbatches the schedule keeps in flight on the stage
   int64_t working = 0;
-  int64_t total() const;  // persistent + in_flight * activation + working (saturating)
+  int64_t update = 0;  // beyond persistent at the update's peak
+  // max(persistent + in_flight * activation + working, persistent + update) (saturating)
+  int64_t total() const;
 };
 
-// The planner's memory model of `stage` of `plan` under `schedule`.
-PlannedMemory PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
-                                 PipelineScheduleKind schedule);
+// The planner's memory model of `stage` of `plan` under `schedule`. Errors:
+// PlannedStageMemoryModel's.
+Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
+                                         PipelineScheduleKind schedule);
 
 // One table row: measured components, planned components, the ratio.
 std::string MemoryBreakdownRow(const MeasuredMemory& measured, const PlannedMemory& planned);

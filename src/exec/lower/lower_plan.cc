@@ -2,7 +2,6 @@
 #include "exec/lower/lower_plan.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,9 +10,9 @@
 
 #include "core/cluster/cross_mesh.h"
 #include "core/cluster/resharding.h"
-#include "core/util/wide_int.h"
 #include "exec/lower/device_emitter.h"
 #include "exec/lower/local_op.h"
+#include "solvers/planner/stage_costs.h"
 
 namespace alpa {
 namespace {
@@ -1076,15 +1075,16 @@ Status DeviceLowering::Lower() {
 }
 
 // The plan's memory for `stage` with the microbatches `schedule` keeps in flight: the plan
-// states it for 1F1B (in_flight of them), and each further one holds activation_bytes more.
-int64_t PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage, PipelineScheduleKind schedule) {
+// states it for 1F1B (in_flight of them); for another count, the planner's model of the stage.
+Result<int64_t> PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage,
+                                   PipelineScheduleKind schedule) {
   const PlannedStage& st = plan.stages[static_cast<size_t>(stage)];
   const int64_t in_flight = MicrobatchesInFlight(schedule, static_cast<int32_t>(plan.stages.size()),
                                                  stage, plan.microbatches);
-  const Int128 bytes =
-      Int128{st.memory_bytes} + Int128{in_flight - st.in_flight} * st.activation_bytes;
-  return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                     : static_cast<int64_t>(bytes);
+  if (in_flight == st.in_flight) return st.memory_bytes;
+  Result<StageMemory> model = PlannedStageMemoryModel(st);
+  if (!model.ok()) return model.status();
+  return model.value().With(in_flight);
 }
 
 // Inserts kFree after the last instruction touching each non-persistent buffer.
@@ -1211,8 +1211,9 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
                                std::to_string(s) + ")");
       }
       prog.stage = static_cast<int32_t>(s);
-      prog.planned_memory_bytes =
-          PlannedMemoryUnder(plan, static_cast<int32_t>(s), options.schedule);
+      Result<int64_t> planned = PlannedMemoryUnder(plan, static_cast<int32_t>(s), options.schedule);
+      if (!planned.ok()) return planned.status();
+      prog.planned_memory_bytes = planned.value();
       DeviceLowering lowering(ctx, prog, static_cast<int32_t>(s), static_cast<int64_t>(li));
       ALPA_RETURN_IF_ERROR(lowering.Lower());
       InsertFrees(prog);

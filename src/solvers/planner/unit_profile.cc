@@ -5,9 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "solvers/auto_sharding/plan_check.h"
+
 namespace alpa {
 
-UnitMemory ProfileUnitMemory(const Graph& graph, const AutoShardResult& result) {
+Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result) {
   std::vector<char> read_by_backward(static_cast<size_t>(graph.size()), 0);
   for (const Op& op : graph.ops) {
     if (op.phase != Phase::kBackward) continue;
@@ -31,8 +33,19 @@ UnitMemory ProfileUnitMemory(const Graph& graph, const AutoShardResult& result) 
       memory.checkpoints += bytes;
     }
   }
+  const std::vector<int64_t> mesh_shape(result.mesh_shape.begin(), result.mesh_shape.end());
+  Result<PlanMemory> usage = RecomputePlanMemory(graph, mesh_shape, result);
+  if (!usage.ok()) return usage.status();
+  int64_t forward_backward_peak = 0, update_peak = 0;
+  for (size_t t = 0; t < usage.value().usage.size() && t < result.schedule.size(); ++t) {
+    const int64_t bytes = usage.value().usage[t];
+    int64_t& peak =
+        graph.op(result.schedule[t]).phase == Phase::kUpdate ? update_peak : forward_backward_peak;
+    peak = std::max(peak, bytes);
+  }
   memory.working =
-      std::max<int64_t>(0, result.peak_memory_bytes - memory.persistent() - memory.activations);
+      std::max<int64_t>(0, forward_backward_peak - memory.persistent() - memory.activations);
+  memory.update = std::max<int64_t>(0, update_peak - memory.persistent());
   return memory;
 }
 
@@ -71,11 +84,13 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
   profile.forward_latency = static_cast<double>(forward);
   profile.iteration_overhead = static_cast<double>(per_iteration);
 
-  const UnitMemory memory = ProfileUnitMemory(graph, result);
-  profile.persistent_bytes = memory.persistent();
-  profile.activation_bytes = memory.activations;
-  profile.checkpoint_bytes = memory.checkpoints;
-  profile.working_bytes = memory.working;
+  Result<UnitMemory> memory = ProfileUnitMemory(graph, result);
+  if (!memory.ok()) return memory.status();
+  profile.persistent_bytes = memory.value().persistent();
+  profile.activation_bytes = memory.value().activations;
+  profile.checkpoint_bytes = memory.value().checkpoints;
+  profile.working_bytes = memory.value().working;
+  profile.update_bytes = memory.value().update;
   profile.sharding = std::make_shared<const AutoShardResult>(std::move(solved).value());
   return profile;
 }
