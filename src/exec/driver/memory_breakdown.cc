@@ -203,6 +203,12 @@ Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage
   }
   Result<StageMemory> model = PlannedStageMemoryModel(st);
   if (!model.ok()) return model.status();
+  if (model.value().With(st.in_flight) != st.memory_bytes) {
+    return InvalidArgument("stage " + std::to_string(stage) + ": its pieces give " +
+                           std::to_string(model.value().With(st.in_flight)) + " bytes, the plan " +
+                           std::to_string(st.memory_bytes) +
+                           " (a plan read from JSON does not carry its solves' bytes per op)");
+  }
   planned.activation = model.value().activation;
   planned.working = model.value().working;
   planned.update = model.value().update;

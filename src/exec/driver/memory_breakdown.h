@@ -59,8 +59,10 @@ struct PlannedMemory {
   int64_t total() const;
 };
 
-// The planner's memory model of `stage` of `plan` under `schedule`. Errors:
-// PlannedStageMemoryModel's.
+// The planner's memory model of `stage` of `plan` under `schedule`, from the pieces' solutions
+// as the planner made them. Errors: PlannedStageMemoryModel's; kInvalidArgument when the model
+// does not give the plan's memory_bytes at its in_flight (a plan read from JSON, whose pieces
+// do not carry their solves' bytes per op).
 Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
                                          PipelineScheduleKind schedule);
 

@@ -2,6 +2,7 @@
 #include "exec/lower/lower_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "core/cluster/cross_mesh.h"
 #include "core/cluster/resharding.h"
+#include "core/util/wide_int.h"
 #include "exec/lower/device_emitter.h"
 #include "exec/lower/local_op.h"
 #include "solvers/planner/stage_costs.h"
@@ -1075,7 +1077,10 @@ Status DeviceLowering::Lower() {
 }
 
 // The plan's memory for `stage` with the microbatches `schedule` keeps in flight: the plan
-// states it for 1F1B (in_flight of them); for another count, the planner's model of the stage.
+// states it for 1F1B (in_flight of them); for another count, the planner's model of the stage
+// when the pieces carry their solves' bytes (it then gives the plan's figure at in_flight).
+// A plan read from JSON does not: each further microbatch then adds activation_bytes, which
+// is exact unless the update's peak is the larger (then it overestimates).
 Result<int64_t> PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage,
                                    PipelineScheduleKind schedule) {
   const PlannedStage& st = plan.stages[static_cast<size_t>(stage)];
@@ -1083,8 +1088,13 @@ Result<int64_t> PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage,
                                                  stage, plan.microbatches);
   if (in_flight == st.in_flight) return st.memory_bytes;
   Result<StageMemory> model = PlannedStageMemoryModel(st);
-  if (!model.ok()) return model.status();
-  return model.value().With(in_flight);
+  if (model.ok() && model.value().With(st.in_flight) == st.memory_bytes) {
+    return model.value().With(in_flight);
+  }
+  const Int128 bytes =
+      Int128{st.memory_bytes} + Int128{in_flight - st.in_flight} * st.activation_bytes;
+  return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                     : static_cast<int64_t>(bytes);
 }
 
 // Inserts kFree after the last instruction touching each non-persistent buffer.

@@ -7,6 +7,8 @@
 #include "exec/lower/lower_plan.h"
 #include "models/planner_model.h"
 #include "solvers/planner/manual_plan.h"
+#include "solvers/planner/plan_json.h"
+#include "solvers/planner/plan_json_read.h"
 #include "solvers/planner/stage_costs.h"
 
 namespace alpa {
@@ -81,6 +83,34 @@ TEST(PlannedMemory, FollowsTheRunsSchedule) {
       EXPECT_EQ(planned.value().total(), expected) << "stage " << s;
     }
   }
+}
+
+// A plan read back from its JSON keeps its stated memory but not its solves' bytes per op: a
+// GPipe run is planned with the plan's activation_bytes per further microbatch, and the
+// per-component model says why it cannot be rebuilt.
+TEST(PlannedMemory, OfAPlanReadFromJsonUsesThePlansFigures) {
+  const PipelinePlan plan = ManualPlan(kMlp, 2, 1, 1, 2, 4);
+  Result<Cluster> cluster = ParseClusterSpec("p3.16xlarge:hosts=1,devices_per_host=2");
+  ASSERT_TRUE(cluster.ok());
+  Result<std::string> text = PipelinePlanJson(plan, cluster.value(), kMlp, 2);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  Result<PipelinePlan> read = ReadPipelinePlanJson(text.value(), nullptr);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  LowerOptions options;
+  options.schedule = PipelineScheduleKind::kGPipe;
+  Result<ProgramSet> set = LowerPlan(read.value(), options);
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  for (int32_t s = 0; s < 2; ++s) {
+    const PlannedStage& st = read.value().stages[static_cast<size_t>(s)];
+    EXPECT_EQ(set.value().programs[static_cast<size_t>(st.devices.front())].planned_memory_bytes,
+              st.memory_bytes + (4 - st.in_flight) * st.activation_bytes)
+        << "stage " << s;
+  }
+  Result<PlannedMemory> model = PlannedStageMemory(read.value(), 0, PipelineScheduleKind::kGPipe);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("stage 0"), std::string::npos)
+      << model.status().message();
 }
 
 // The update writes each new parameter and optimizer state into its buffer as soon as the old
