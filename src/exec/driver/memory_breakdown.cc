@@ -116,56 +116,75 @@ std::string KiB(int64_t bytes) {
   return text;
 }
 
+// The runtime's live buffers of one device over a step after the first: the parameters and
+// the persistent buffers the previous step wrote, then each instruction's allocation or free.
+struct LiveBuffers {
+  const DeviceProgram& program;
+  const Graph& graph;
+  const std::vector<char>& free_op;
+  std::vector<char> live;
+  int64_t bytes = 0, without_free = 0;
+
+  LiveBuffers(const DeviceProgram& p, const Graph& g, const std::vector<char>& f)
+      : program(p), graph(g), free_op(f), live(p.buffers.size(), 0) {
+    for (const ParameterBinding& b : program.parameters) Add(b.buffer);
+    for (const Instruction& in : program.code) {
+      if (in.out >= 0 && program.buffers[static_cast<size_t>(in.out)].persistent) Add(in.out);
+    }
+  }
+  bool IsFreeValue(int32_t b) const {
+    const Buffer& buffer = program.buffers[static_cast<size_t>(b)];
+    return !buffer.persistent && buffer.tensor >= 0 && buffer.tensor < graph.size() &&
+           free_op[static_cast<size_t>(buffer.tensor)];
+  }
+  void Add(int32_t b) {
+    if (b < 0 || live[static_cast<size_t>(b)]) return;
+    live[static_cast<size_t>(b)] = 1;
+    const int64_t n = BufferBytes(program.buffers[static_cast<size_t>(b)]);
+    bytes += n;
+    if (!IsFreeValue(b)) without_free += n;
+  }
+  void Remove(int32_t b) {
+    if (b < 0 || !live[static_cast<size_t>(b)]) return;
+    live[static_cast<size_t>(b)] = 0;
+    const int64_t n = BufferBytes(program.buffers[static_cast<size_t>(b)]);
+    bytes -= n;
+    if (!IsFreeValue(b)) without_free -= n;
+  }
+  // Applies `in`; true when it allocated (the live bytes may have grown).
+  bool Step(const Instruction& in) {
+    if (in.kind == InstructionKind::kFree) {
+      Remove(in.in[0]);
+      return false;
+    }
+    if (!Allocates(in)) return false;
+    Add(in.out);
+    return true;
+  }
+};
+
 }  // namespace
 
 MeasuredMemory MeasureProgramMemory(const DeviceProgram& program, const Graph& graph,
                                     const std::vector<char>& free_op) {
-  const BufferFacts facts = FactsOf(program, graph);
-  std::vector<char> live(program.buffers.size(), 0);
-  int64_t live_bytes = 0, live_without_free = 0;
-  auto is_free_value = [&](int32_t b) {
-    const int32_t t = program.buffers[static_cast<size_t>(b)].tensor;
-    return !program.buffers[static_cast<size_t>(b)].persistent && t >= 0 && t < graph.size() &&
-           free_op[static_cast<size_t>(t)];
-  };
-  auto make_live = [&](int32_t b) {
-    if (b < 0 || live[static_cast<size_t>(b)]) return;
-    live[static_cast<size_t>(b)] = 1;
-    const int64_t bytes = BufferBytes(program.buffers[static_cast<size_t>(b)]);
-    live_bytes += bytes;
-    if (!is_free_value(b)) live_without_free += bytes;
-  };
-  // Every step after the first starts with the parameters and the persistent buffers the
-  // previous step wrote.
-  for (const ParameterBinding& p : program.parameters) make_live(p.buffer);
-  for (const Instruction& in : program.code) {
-    if (in.out >= 0 && program.buffers[static_cast<size_t>(in.out)].persistent) make_live(in.out);
-  }
   MeasuredMemory m;
-  m.peak_bytes = live_bytes;
-  m.peak_without_free_values = live_without_free;
-  Classify(program, graph, free_op, facts, live, m);
+  // The peak first, then the live buffers there split once.
+  LiveBuffers walk(program, graph, free_op);
+  m.peak_bytes = walk.bytes;
+  m.peak_without_free_values = walk.without_free;
   for (size_t i = 0; i < program.code.size(); ++i) {
-    const Instruction& in = program.code[i];
-    if (in.kind == InstructionKind::kFree) {
-      const int32_t b = in.in[0];
-      if (live[static_cast<size_t>(b)]) {
-        live[static_cast<size_t>(b)] = 0;
-        const int64_t bytes = BufferBytes(program.buffers[static_cast<size_t>(b)]);
-        live_bytes -= bytes;
-        if (!is_free_value(b)) live_without_free -= bytes;
-      }
-      continue;
-    }
-    if (!Allocates(in)) continue;
-    make_live(in.out);
-    m.peak_without_free_values = std::max(m.peak_without_free_values, live_without_free);
-    if (live_bytes > m.peak_bytes) {
-      m.peak_bytes = live_bytes;
+    if (!walk.Step(program.code[i])) continue;
+    m.peak_without_free_values = std::max(m.peak_without_free_values, walk.without_free);
+    if (walk.bytes > m.peak_bytes) {
+      m.peak_bytes = walk.bytes;
       m.peak_instruction = static_cast<int64_t>(i);
-      Classify(program, graph, free_op, facts, live, m);
     }
   }
+  LiveBuffers at_peak(program, graph, free_op);
+  for (int64_t i = 0; i <= m.peak_instruction; ++i) {
+    at_peak.Step(program.code[static_cast<size_t>(i)]);
+  }
+  Classify(program, graph, free_op, FactsOf(program, graph), at_peak.live, m);
   return m;
 }
 
