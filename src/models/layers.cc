@@ -81,6 +81,15 @@ int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, AttentionMask m
     return b.Reshape(p, {batch, seq, heads, head_dim});
   };
   int32_t q = part(0), k = part(1), v = part(2);
+  return Dense(b, ScaledDotProductAttention(b, q, k, v, mask), hidden, Bias::kLearned,
+               name + ".out");
+}
+
+int32_t ScaledDotProductAttention(GraphBuilder& b, int32_t q, int32_t k, int32_t v,
+                                  AttentionMask mask) {
+  if (!b.ok()) return -1;
+  const Dims shape = b.shape(q);  // [B, s, heads, d]
+  const int64_t batch = shape[0], seq = shape[1], heads = shape[2], head_dim = shape[3];
   // scores [B, heads, s_q, s_k]
   DotDims qk;
   qk.lhs_batch = {0, 2};
@@ -105,8 +114,8 @@ int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, AttentionMask m
   pv.lhs_contracting = {3};
   pv.rhs_contracting = {1};
   int32_t ctx = b.DotGeneral(probs, v, pv);
-  ctx = b.Reshape(b.Transpose(ctx, {0, 2, 1, 3}), {batch, seq, hidden});
-  return Dense(b, ctx, hidden, Bias::kLearned, name + ".out");
+  const int64_t width = b.CheckedProduct(heads, head_dim, "attention width heads * head_dim");
+  return b.Reshape(b.Transpose(ctx, {0, 2, 1, 3}), {batch, seq, width});
 }
 
 int32_t GeluMlp(GraphBuilder& b, int32_t x, int64_t ff, const std::string& name) {
@@ -118,8 +127,10 @@ int32_t GeluMlp(GraphBuilder& b, int32_t x, int64_t ff, const std::string& name)
 
 int32_t MeanAll(GraphBuilder& b, int32_t x) {
   if (!b.ok()) return -1;
-  // Sum in f32: a mean over a million tokens overflows f16.
-  int32_t x32 = b.dtype(x) == DType::kF32 ? x : b.Convert(x, DType::kF32);
+  // Sum in f32: a mean over a million tokens overflows f16. f64 stays f64, so that gradient
+  // checks of f64 models by finite differences keep their precision.
+  const bool wide = b.dtype(x) == DType::kF32 || b.dtype(x) == DType::kF64;
+  int32_t x32 = wide ? x : b.Convert(x, DType::kF32);
   Dims all;
   int64_t count = 1;
   for (size_t d = 0; d < b.shape(x).size(); ++d) {

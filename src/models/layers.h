@@ -40,14 +40,20 @@ int32_t Softmax(GraphBuilder& b, int32_t x);
 // 1/sqrt(h/heads), a causal mask by iota/compare/select with -1e4, output dense (bias).
 int32_t SelfAttention(GraphBuilder& b, int32_t x, int64_t heads, AttentionMask mask,
                       const std::string& name);
+// Attention of q, k, v [B, s, heads, d] (one kv head per query head): scores scaled by
+// 1/sqrt(d), for kCausal a mask by iota/compare/select with -1e4, softmax, then the context
+// [B, s, heads * d] (heads-major columns). SelfAttention's core, shared with the llama family.
+int32_t ScaledDotProductAttention(GraphBuilder& b, int32_t q, int32_t k, int32_t v,
+                                  AttentionMask mask);
 // dense(ff, bias) -> gelu -> dense(h, bias).
 int32_t GeluMlp(GraphBuilder& b, int32_t x, int64_t ff, const std::string& name);
 // Mean over N of the softmax cross-entropy of logits [N, C] with integer labels [N]; the
-// one-hot comes from iota + compare (no dot_general). The result is an f32 scalar.
+// one-hot comes from iota + compare (no dot_general). The result is an f32 scalar (f64 for f64
+// logits).
 int32_t SoftmaxCrossEntropy(GraphBuilder& b, int32_t logits, int32_t labels);
-// Mean of (x - y)^2 over all elements, as an f32 scalar.
+// Mean of (x - y)^2 over all elements, as an f32 scalar (f64 for f64 inputs).
 int32_t MeanSquaredError(GraphBuilder& b, int32_t x, int32_t y);
-// The f32 mean of all elements of x.
+// The f32 mean of all elements of x (f64 when x is f64).
 int32_t MeanAll(GraphBuilder& b, int32_t x);
 
 // Token embedding (gather from "wte" [vocab, h]) plus learned position embedding ("wpe"
@@ -116,6 +122,7 @@ Result<Graph> BuildGptForward(const ModelSpec& spec);
 Result<Graph> BuildBertForward(const ModelSpec& spec);
 Result<Graph> BuildMoeForward(const ModelSpec& spec);
 Result<Graph> BuildWideResNetForward(const ModelSpec& spec);
+Result<Graph> BuildLlamaForward(const ModelSpec& spec);
 
 }  // namespace models
 }  // namespace alpa

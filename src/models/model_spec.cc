@@ -97,11 +97,29 @@ const std::vector<FamilyInfo>& Families() {
           {"batch", "1536", KeyType::kPositiveInt, nullptr},
           // Blocks per stage overriding `layers`, dash-separated ("1-1-1-1"); "" = from layers.
           {"stages", "", KeyType::kList, nullptr}}},
+        {"llama",
+         "Llama 2 / 3 decoder: token embedding (no position table), pre-norm blocks with "
+         "RMSNorm, rotary embeddings on q and k, grouped-query causal attention (kv_heads "
+         "key/value heads, each shared by heads/kv_heads query heads; kv_heads=0 means heads), "
+         "SwiGLU MLP of width ffn, no biases; final RMSNorm, untied LM head; the rotary cos/sin "
+         "tables are inputs rope.cos and rope.sin [batch, seq, hidden/heads]; embed=0: the "
+         "blocks alone on hidden states x [batch, seq, hidden], mean squared error against y",
+         {{"hidden", "4096", KeyType::kPositiveInt, nullptr},
+          {"layers", "32", KeyType::kPositiveInt, nullptr},
+          {"heads", "32", KeyType::kPositiveInt, nullptr},
+          {"kv_heads", "0", KeyType::kNonNegativeInt, nullptr},
+          {"ffn", "11008", KeyType::kPositiveInt, nullptr},
+          {"seq", "4096", KeyType::kPositiveInt, nullptr},
+          {"vocab", "32000", KeyType::kPositiveInt, nullptr},
+          {"batch", "1024", KeyType::kPositiveInt, nullptr},
+          {"embed", "1", KeyType::kBool, nullptr}}},
     };
     for (FamilyInfo& fam : families) {
-      const bool half = std::string(fam.name) == "gpt" || std::string(fam.name) == "bert" ||
-                        std::string(fam.name) == "moe";
-      for (const KeyInfo& k : CommonKeys(half ? "f16" : "f32")) fam.keys.push_back(k);
+      const std::string name = fam.name;
+      const bool f16 = name == "gpt" || name == "bert" || name == "moe";
+      // Llama 2 and 3 were trained in bf16.
+      const char* dtype = name == "llama" ? "bf16" : f16 ? "f16" : "f32";
+      for (const KeyInfo& k : CommonKeys(dtype)) fam.keys.push_back(k);
     }
     return families;
   }();
@@ -233,6 +251,28 @@ const std::vector<ModelPreset>& ModelPresets() {
         Preset("wresnet-6.8b", "wresnet:layers=50,channels=320,width=16", 6.8e9, 32, wrn));
     presets.push_back(
         Preset("wresnet-13b", "wresnet:layers=101,channels=320,width=16", 13e9, 64, wrn));
+    // Llama 2 (Touvron et al. 2023, table 1 and the released configs) and Llama 3 (Meta's
+    // model card and configs): published sizes 6.74B, 13.02B, 68.98B, 8.03B and 70.55B; the
+    // sequence lengths they were trained with (4096 and 8192) at about 4M tokens per batch.
+    const char* llama2 = "Llama 2 (Touvron et al. 2023), seq 4096";
+    const char* llama3 = "Llama 3 (Meta 2024), seq 8192, 128K vocab";
+    presets.push_back(Preset(
+        "llama2-7b", "llama:hidden=4096,layers=32,heads=32,kv_heads=32,ffn=11008,vocab=32000",
+        6.74e9, 0, llama2));
+    presets.push_back(Preset(
+        "llama2-13b", "llama:hidden=5120,layers=40,heads=40,kv_heads=40,ffn=13824,vocab=32000",
+        13.02e9, 0, llama2));
+    presets.push_back(Preset(
+        "llama2-70b", "llama:hidden=8192,layers=80,heads=64,kv_heads=8,ffn=28672,vocab=32000",
+        68.98e9, 0, std::string(llama2) + ", grouped-query attention"));
+    presets.push_back(Preset("llama3-8b",
+                             "llama:hidden=4096,layers=32,heads=32,kv_heads=8,ffn=14336,"
+                             "vocab=128256,seq=8192,batch=512",
+                             8.03e9, 0, llama3));
+    presets.push_back(Preset("llama3-70b",
+                             "llama:hidden=8192,layers=80,heads=64,kv_heads=8,ffn=28672,"
+                             "vocab=128256,seq=8192,batch=512",
+                             70.55e9, 0, llama3));
     for (ModelPreset& m : presets) {
       if (m.benchmark_gpus > 0) {
         m.description += std::to_string(m.benchmark_gpus) + " GPU";

@@ -11,6 +11,7 @@ Result<Graph> BuildForwardModel(const ModelSpec& spec) {
   if (spec.family == "bert") return models::BuildBertForward(spec);
   if (spec.family == "moe") return models::BuildMoeForward(spec);
   if (spec.family == "wresnet") return models::BuildWideResNetForward(spec);
+  if (spec.family == "llama") return models::BuildLlamaForward(spec);
   return InvalidArgument("unknown model family \"" + spec.family + "\" (try `alpa models`)");
 }
 

@@ -5,9 +5,9 @@
 // keys ("gpt:hidden=2560,layers=32,heads=32,seq=1024,vocab=51200,batch=1024",
 // "mlp:layers=6,batch=256,hidden=32"). A preset may be refined by keys too
 // ("gpt-350m:batch=8,layers=2"). Keys common to every family: batch, dtype (f32/f16/bf16;
-// default f16 for gpt/bert/moe, f32 for mlp/wresnet), optimizer (sgd/momentum/adam, default
-// adam), lr (0.001), master_weights (0/1; default 1 for half dtypes), training (0: forward +
-// loss only). ModelFamilyHelp() lists each family's keys and defaults.
+// default f16 for gpt/bert/moe, bf16 for llama, f32 for mlp/wresnet), optimizer (sgd/momentum/adam,
+// default adam), lr (0.001), master_weights (0/1; default 1 for half dtypes), training (0: forward
+// + loss only). ModelFamilyHelp() lists each family's keys and defaults.
 //
 // Families (details in each src/models/<family>.cc):
 //   mlp      dense + relu layers, MSE or cross-entropy (Alpa's auto-sharding test MLP).
@@ -19,7 +19,10 @@
 //            moe_every=1,mlp_ratio=4 gives MoE in every layer with [E, h, 4h] experts.
 //   wresnet  Alpa's Wide-ResNet (bottleneck stages, 3x3 conv widened by `width`), NCHW.
 //            `image`, `classes` and `stages` ("1-1") shrink it for tests.
-// gpt, bert and moe take embed (default 1); embed=0 builds the blocks alone on hidden states
+//   llama    Llama 2 / 3 decoder: RMSNorm, rotary q / k (tables fed as inputs rope.cos /
+//            rope.sin), grouped-query attention (kv_heads), SwiGLU MLP (ffn), untied head; the
+//            presets llama2-7b/13b/70b and llama3-8b/70b match the published sizes within 0.1 %.
+// gpt, bert, moe and llama take embed (default 1); embed=0 builds the blocks alone on hidden states
 // x [batch, seq, hidden] with the mean squared error against y of that shape as the loss
 // (Alpa's layer-level auto-sharding tests).
 // Layer indices: embedding / stem 0, blocks 1..L, head L + 1.

@@ -77,6 +77,9 @@ for entry in "${plans[@]}"; do
 done
 expect run_gpipe 0 "$ok" -- "$alpa" run "$tmp/gpt_dp2tp2pp2.json" --steps 3 --check \
   --schedule gpipe
+# A GPipe run of a plan file is planned at B microbatches in flight (the plan states 1F1B's).
+expect run_gpipe_memory 0 'step 0 .*\(planned [0-9.]+ KiB, (0\.(8[5-9]|9[0-9])|1\.(0[0-9]|1[0-9]))x\)' -- \
+  "$alpa" run "$tmp/gpt_dp2tp2pp2.json" --steps 1 --schedule gpipe
 expect run_json 0 '^\{"step": 0, "loss": .*"passed": true\}$' -- \
   "$alpa" run "$tmp/gpt_tp4.json" --check --json
 expect compile_device 0 '(all-reduce|all-gather|reduce-scatter) +\{0,1,2,3\}' -- "$alpa" compile "$tmp/gpt_tp4.json" --device 0

@@ -14,7 +14,8 @@
 //                                          also writes the assignment to A.txt
 //   alpa evaluate FILE "[0, 0, 2, 1, 0]"   cost of an assignment, or the violated constraint;
 //   alpa evaluate FILE @A.txt | -          the assignment read from a file or from stdin
-//   alpa models [--json]                   model-zoo presets and family keys
+//   alpa models [--json]                   model-zoo presets (gpt, bert, moe, wresnet, llama)
+//                                          and family keys
 //   alpa graph --model SPEC | --file F     graph statistics [--json] or the graph JSON [-o F]
 //   alpa shard --model SPEC --mesh 2x4     auto-shard a graph on one logical mesh
 // Each command registers itself in its own <name>_command.cc (see commands.h).

@@ -54,7 +54,9 @@ int RunModels(const ModelsArgs& args) {
 
 Command AddModelsCommand(CLI::App& app) {
   auto args = std::make_shared<ModelsArgs>();
-  CLI::App* models = app.add_subcommand("models", "List the model-zoo presets and family keys");
+  CLI::App* models = app.add_subcommand(
+      "models",
+      "List the model-zoo presets and family keys (families mlp, gpt, bert, moe, wresnet, llama)");
   models->add_flag("--json", args->json, "Print alpa_model_zoo_to_json's object");
   return {models, [args] { return RunModels(*args); }};
 }

@@ -2,6 +2,7 @@
 #include "exec/lower/lower_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,8 +11,10 @@
 
 #include "core/cluster/cross_mesh.h"
 #include "core/cluster/resharding.h"
+#include "core/util/wide_int.h"
 #include "exec/lower/device_emitter.h"
 #include "exec/lower/local_op.h"
+#include "solvers/planner/stage_costs.h"
 
 namespace alpa {
 namespace {
@@ -315,6 +318,10 @@ class DeviceLowering {
   Status ForwardTask(int64_t mb);
   Status BackwardTask(int64_t mb);
   Status Update();
+  // Per update position (the stage's update ops, piece by piece): the (piece, update op) whose
+  // result replaces its parameter right after it.
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> WriteBackPoints() const;
+  Status WriteBack(int32_t pi, int32_t u);
   Status RefreshCopies();
 
   Status FeedInputs(int32_t pi, int64_t mb);
@@ -879,8 +886,76 @@ Status DeviceLowering::BackwardTask(int64_t mb) {
   return Status::Ok();
 }
 
+std::vector<std::vector<std::pair<int32_t, int32_t>>> DeviceLowering::WriteBackPoints() const {
+  // Positions over the stage's update ops, piece by piece.
+  std::vector<std::pair<int32_t, size_t>> order;
+  for (int32_t pi : my_pieces()) {
+    for (size_t i = 0; i < piece(pi).update_ops.size(); ++i) order.push_back({pi, i});
+  }
+  std::map<int32_t, size_t> last_read;  // parameter buffer -> last update position reading it
+  for (size_t at = 0; at < order.size(); ++at) {
+    const PieceInfo& p = piece(order[at].first);
+    const PieceState& st = state_[static_cast<size_t>(order[at].first)];
+    for (int32_t src : p.op(p.update_ops[order[at].second]).operands) {
+      while (p.sh(src).fused) src = p.op(src).operands[0];
+      auto param = st.params.find(src);
+      if (param != st.params.end()) last_read[param->second.buffer] = at;
+    }
+  }
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> after(order.size());
+  for (size_t at = 0; at < order.size(); ++at) {
+    const PieceInfo& p = piece(order[at].first);
+    const int32_t u = p.update_ops[order[at].second];
+    const int32_t target = p.op(u).alias_of;
+    if (target < 0) continue;
+    size_t when = at;
+    auto param = state_[static_cast<size_t>(order[at].first)].params.find(target);
+    if (param != state_[static_cast<size_t>(order[at].first)].params.end()) {
+      auto last = last_read.find(param->second.buffer);
+      if (last != last_read.end()) when = std::max(when, last->second);
+    }
+    after[when].push_back({order[at].first, u});
+  }
+  return after;
+}
+
+Status DeviceLowering::WriteBack(int32_t pi, int32_t u) {
+  const PieceInfo& p = piece(pi);
+  PieceState& st = state_[static_cast<size_t>(pi)];
+  const int32_t target = p.op(u).alias_of;
+  auto param = st.params.find(target);
+  if (param == st.params.end()) {
+    return InternalError(DescribeOp(p.sub->graph, u) + " replaces " +
+                         DescribeOp(p.sub->graph, target) + ", which holds no buffer");
+  }
+  Result<Value> v = SourceValue(pi, u, kUpdate);
+  if (!v.ok()) return v.status();
+  const EmitTag tag{p.sub->origin[static_cast<size_t>(target)], kUpdate, InstructionOrigin::kPlan,
+                    -1};
+  Result<Value> laid = Reshard(v.value(), p.op(target).shape, p.op(target).dtype,
+                               param->second.spec, tag, ValueName(p, u, kUpdate));
+  if (!laid.ok()) return laid.status();
+  Instruction in;
+  in.kind = InstructionKind::kCopy;
+  in.in = {laid.value().buffer};
+  in.out = param->second.buffer;
+  em_.Emit(std::move(in), tag);
+  // Later readers of the new value read it where it now lives, so that its temporary is freed
+  // here, as an update written in place (which the planner models) holds no second copy.
+  auto value = st.values.find({u, kUpdate});
+  if (laid.value().buffer == v.value().buffer && value != st.values.end()) {
+    value->second = param->second;
+  }
+  return Status::Ok();
+}
+
 Status DeviceLowering::Update() {
   const int64_t b = ctx_.plan.microbatches;
+  // Each new parameter or optimizer state replaces the old one as soon as no update op reads
+  // the old one any more (the planner's schedule runs an in-place update after every other
+  // reader of its parameter), not after the whole update.
+  const std::vector<std::vector<std::pair<int32_t, int32_t>>> write_back = WriteBackPoints();
+  size_t at = 0;
   for (int32_t pi : my_pieces()) {
     const PieceInfo& p = piece(pi);
     PieceState& st = state_[static_cast<size_t>(pi)];
@@ -902,32 +977,10 @@ Status DeviceLowering::Update() {
         st.values[{l, kUpdate}] = mean;
       }
     }
-    for (int32_t l : p.update_ops) ALPA_RETURN_IF_ERROR(RunOp(pi, l, kUpdate));
-  }
-  // The new parameters and optimizer state replace the old ones.
-  for (int32_t pi : my_pieces()) {
-    const PieceInfo& p = piece(pi);
-    PieceState& st = state_[static_cast<size_t>(pi)];
-    for (int32_t u : p.update_ops) {
-      const int32_t target = p.op(u).alias_of;
-      if (target < 0) continue;
-      auto param = st.params.find(target);
-      if (param == st.params.end()) {
-        return InternalError(DescribeOp(p.sub->graph, u) + " replaces " +
-                             DescribeOp(p.sub->graph, target) + ", which holds no buffer");
-      }
-      Result<Value> v = SourceValue(pi, u, kUpdate);
-      if (!v.ok()) return v.status();
-      const EmitTag tag{p.sub->origin[static_cast<size_t>(target)], kUpdate,
-                        InstructionOrigin::kPlan, -1};
-      Result<Value> laid = Reshard(v.value(), p.op(target).shape, p.op(target).dtype,
-                                   param->second.spec, tag, ValueName(p, u, kUpdate));
-      if (!laid.ok()) return laid.status();
-      Instruction in;
-      in.kind = InstructionKind::kCopy;
-      in.in = {laid.value().buffer};
-      in.out = param->second.buffer;
-      em_.Emit(std::move(in), tag);
+    for (int32_t l : p.update_ops) {
+      ALPA_RETURN_IF_ERROR(RunOp(pi, l, kUpdate));
+      for (const auto& [wpi, u] : write_back[at]) ALPA_RETURN_IF_ERROR(WriteBack(wpi, u));
+      ++at;
     }
   }
   return Status::Ok();
@@ -1021,6 +1074,27 @@ Status DeviceLowering::Lower() {
   }
   ALPA_RETURN_IF_ERROR(Update());
   return RefreshCopies();
+}
+
+// The plan's memory for `stage` with the microbatches `schedule` keeps in flight: the plan
+// states it for 1F1B (in_flight of them); for another count, the planner's model of the stage
+// when the pieces carry their solves' bytes (it then gives the plan's figure at in_flight).
+// A plan read from JSON does not: each further microbatch then adds activation_bytes, which
+// is exact unless the update's peak is the larger (then it overestimates).
+Result<int64_t> PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage,
+                                   PipelineScheduleKind schedule) {
+  const PlannedStage& st = plan.stages[static_cast<size_t>(stage)];
+  const int64_t in_flight = MicrobatchesInFlight(schedule, static_cast<int32_t>(plan.stages.size()),
+                                                 stage, plan.microbatches);
+  if (in_flight == st.in_flight) return st.memory_bytes;
+  Result<StageMemory> model = PlannedStageMemoryModel(st);
+  if (model.ok() && model.value().With(st.in_flight) == st.memory_bytes) {
+    return model.value().With(in_flight);
+  }
+  const Int128 bytes =
+      Int128{st.memory_bytes} + Int128{in_flight - st.in_flight} * st.activation_bytes;
+  return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                     : static_cast<int64_t>(bytes);
 }
 
 // Inserts kFree after the last instruction touching each non-persistent buffer.
@@ -1147,7 +1221,9 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
                                std::to_string(s) + ")");
       }
       prog.stage = static_cast<int32_t>(s);
-      prog.planned_memory_bytes = plan.stages[s].memory_bytes;
+      Result<int64_t> planned = PlannedMemoryUnder(plan, static_cast<int32_t>(s), options.schedule);
+      if (!planned.ok()) return planned.status();
+      prog.planned_memory_bytes = planned.value();
       DeviceLowering lowering(ctx, prog, static_cast<int32_t>(s), static_cast<int64_t>(li));
       ALPA_RETURN_IF_ERROR(lowering.Lower());
       InsertFrees(prog);

@@ -107,7 +107,8 @@ struct DeviceProgram {
   std::vector<Graph> local_ops;
   std::vector<Instruction> code;
   std::vector<ParameterBinding> parameters;
-  // Bytes the planner predicts for this device at its peak (its stage's memory).
+  // Bytes the planner predicts for this device at its peak: its stage's memory with the
+  // microbatches the lowering's schedule keeps in flight (memory_breakdown.h).
   int64_t planned_memory_bytes = 0;
 };
 

@@ -28,4 +28,11 @@ std::vector<PipelineTask> StageSchedule(PipelineScheduleKind kind, int32_t stage
   return tasks;
 }
 
+int64_t MicrobatchesInFlight(PipelineScheduleKind kind, int32_t stages, int32_t stage,
+                             int64_t microbatches) {
+  if (stages < 1 || stage < 0 || stage >= stages || microbatches < 1) return 0;
+  if (kind == PipelineScheduleKind::kGPipe) return microbatches;
+  return std::min<int64_t>(stages - stage, microbatches);
+}
+
 }  // namespace alpa

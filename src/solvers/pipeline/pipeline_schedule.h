@@ -29,4 +29,10 @@ struct PipelineTask {
 std::vector<PipelineTask> StageSchedule(PipelineScheduleKind kind, int32_t stages, int32_t stage,
                                         int64_t microbatches);
 
+// The most microbatches whose activations `stage` holds at once under `kind`: GPipe holds
+// every microbatch's (all forwards run before the first backward), 1F1B min(stages - stage,
+// microbatches). 0 when an argument is out of range (as StageSchedule).
+int64_t MicrobatchesInFlight(PipelineScheduleKind kind, int32_t stages, int32_t stage,
+                             int64_t microbatches);
+
 }  // namespace alpa

@@ -19,7 +19,7 @@ namespace alpa {
 namespace {
 
 int64_t UnitPeak(const UnitProfile& p) {
-  return p.persistent_bytes + p.activation_bytes + p.working_bytes;
+  return p.persistent_bytes + p.activation_bytes + p.one_microbatch_working();
 }
 
 // Whether candidate a is at least as good as b in every respect: latency, overhead, and
@@ -27,7 +27,8 @@ int64_t UnitPeak(const UnitProfile& p) {
 bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCandidate& b,
                    const StageMemory& mb) {
   return a.latency <= b.latency && a.iteration_overhead <= b.iteration_overhead &&
-         ma.persistent + ma.working <= mb.persistent + mb.working && ma.activation <= mb.activation;
+         ma.persistent + ma.working <= mb.persistent + mb.working &&
+         ma.persistent + ma.update <= mb.persistent + mb.update && ma.activation <= mb.activation;
 }
 
 }  // namespace
@@ -140,7 +141,7 @@ Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdg
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
                            const std::vector<StageEdgeCost>& edges, bool remat) {
   ComposedStage composed;
-  int64_t persistent = 0, activation = 0, working = 0;
+  int64_t persistent = 0, activation = 0, working = 0, update = 0;
   for (const UnitProfile* pu : pieces) {
     const UnitProfile& u = *pu;
     composed.latency += u.latency + (remat ? u.forward_latency : 0.0);
@@ -149,12 +150,13 @@ ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
     persistent += u.persistent_bytes;
     activation += remat ? u.checkpoint_bytes : u.activation_bytes;
     working = std::max(working, u.working_bytes + (remat ? u.activation_bytes : 0));
+    update = std::max(update, u.update_bytes);
   }
   for (const StageEdgeCost& e : edges) {
     composed.latency += e.seconds;
     if (e.forward) composed.forward_latency += e.seconds;
   }
-  composed.memory = StageMemory{persistent, activation, working};
+  composed.memory = StageMemory{persistent, activation, working, update};
   return composed;
 }
 
@@ -195,6 +197,24 @@ void PruneDominatedCandidates(StageCostTable& table) {
   table.candidates.resize(out);
   table.candidate_memory.resize(out);
   if (has_forward) table.candidate_forward_latency.resize(out);
+}
+
+Result<StageMemory> PlannedStageMemoryModel(const PlannedStage& stage) {
+  std::vector<UnitProfile> units;
+  for (const StagePiece& piece : stage.pieces) {
+    Result<UnitMemory> m = ProfileUnitMemory(piece.subgraph->graph, *piece.sharding);
+    if (!m.ok()) return m.status();
+    UnitProfile u;
+    u.persistent_bytes = m.value().persistent();
+    u.activation_bytes = m.value().activations;
+    u.checkpoint_bytes = m.value().checkpoints;
+    u.working_bytes = m.value().working;
+    u.update_bytes = m.value().update;
+    units.push_back(u);
+  }
+  std::vector<const UnitProfile*> pointers;
+  for (const UnitProfile& u : units) pointers.push_back(&u);
+  return ComposeStage(pointers, {}, stage.remat).memory;
 }
 
 int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
@@ -296,14 +316,14 @@ std::optional<int64_t> NextLevelBudget(const IntraOpContext& ctx, const LogicalM
   const int64_t held = std::max<int64_t>(ctx.most_pieces_per_group, share);
   // Such a stage's memory with one microbatch in flight: the pieces' persistent and
   // activation bytes add up, working memory does not.
-  if ((Int128{last.persistent_bytes} + last.activation_bytes) * held + last.working_bytes <=
+  const int64_t working = last.one_microbatch_working();
+  if ((Int128{last.persistent_bytes} + last.activation_bytes) * held + working <=
       cluster.device.memory_bytes) {
     return std::nullopt;
   }
   // Aim straight at the budget that makes such a stage fit, cutting the peak by at most 8x
   // per level.
-  const int64_t target =
-      (cluster.device.memory_bytes - last.working_bytes) / held + last.working_bytes;
+  const int64_t target = (cluster.device.memory_bytes - working) / held + working;
   return std::max<int64_t>(std::min<int64_t>(target, peak - 1), peak / 8);
 }
 

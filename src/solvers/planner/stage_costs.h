@@ -28,6 +28,7 @@
 // optimal across piece boundaries (each piece is solved with its boundary layouts free).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -59,13 +60,16 @@ struct StageMeshConfig {
   bool remat = false;
 };
 
-// Memory of a stage per device: persistent + in flight * activation + working.
+// Memory of a stage per device: the larger of its forward-backward peak, persistent + in
+// flight * activation + working, and its update peak, persistent + update (the update runs
+// after every microbatch's backward, when no activations are held).
 struct StageMemory {
-  int64_t persistent = 0, activation = 0, working = 0;
+  int64_t persistent = 0, activation = 0, working = 0, update = 0;
   // Bytes with `in_flight` microbatches' activations held; saturates at INT64_MAX (which fits
   // no device) rather than wrapping for huge models or microbatch counts.
   int64_t With(int64_t in_flight) const {
-    const Int128 bytes = Int128{persistent} + Int128{in_flight} * activation + working;
+    const Int128 forward_backward = Int128{persistent} + Int128{in_flight} * activation + working;
+    const Int128 bytes = std::max(forward_backward, Int128{persistent} + update);
     return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
                                                        : static_cast<int64_t>(bytes);
   }
@@ -121,6 +125,11 @@ struct ComposedStage {
 };
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
                            const std::vector<StageEdgeCost>& edges, bool remat);
+
+// The memory model of a placed stage (its pieces' solutions composed as ComposeStage does, with
+// the stage's remat): what the planner charged it, at any number of microbatches in flight.
+// Errors: ProfileUnitMemory's.
+Result<StageMemory> PlannedStageMemoryModel(const PlannedStage& stage);
 
 // The most stages that may follow a stage of this memory on devices of `device_memory` bytes
 // when B microbatches run (1F1B keeps min(B, after + 1) in flight), capped at `cap`; -1 when

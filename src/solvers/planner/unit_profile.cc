@@ -3,8 +3,51 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
+
+#include "solvers/auto_sharding/plan_check.h"
 
 namespace alpa {
+
+Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result) {
+  std::vector<char> read_by_backward(static_cast<size_t>(graph.size()), 0);
+  for (const Op& op : graph.ops) {
+    if (op.phase != Phase::kBackward) continue;
+    for (int32_t u : op.operands) read_by_backward[static_cast<size_t>(u)] = 1;
+  }
+  UnitMemory memory;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const Op& op = graph.op(v);
+    const int64_t bytes = result.ops[static_cast<size_t>(v)].memory_bytes;
+    const bool held = op.kind == OpKind::kParameter;
+    if (held && op.role == TensorRole::kParameter) {
+      memory.parameters += bytes;
+    } else if (held && op.role == TensorRole::kOptimizerState) {
+      memory.optimizer_state += bytes;
+    } else if (op.role == TensorRole::kGradient) {
+      memory.gradients += bytes;
+    } else if (op.phase == Phase::kForward && read_by_backward[static_cast<size_t>(v)]) {
+      memory.activations += bytes;
+    }
+    if (held && op.role == TensorRole::kInput && op.phase == Phase::kForward) {
+      memory.checkpoints += bytes;
+    }
+  }
+  const std::vector<int64_t> mesh_shape(result.mesh_shape.begin(), result.mesh_shape.end());
+  Result<PlanMemory> usage = RecomputePlanMemory(graph, mesh_shape, result);
+  if (!usage.ok()) return usage.status();
+  int64_t forward_backward_peak = 0, update_peak = 0;
+  for (size_t t = 0; t < usage.value().usage.size() && t < result.schedule.size(); ++t) {
+    const int64_t bytes = usage.value().usage[t];
+    int64_t& peak =
+        graph.op(result.schedule[t]).phase == Phase::kUpdate ? update_peak : forward_backward_peak;
+    peak = std::max(peak, bytes);
+  }
+  memory.working =
+      std::max<int64_t>(0, forward_backward_peak - memory.persistent() - memory.activations);
+  memory.update = std::max<int64_t>(0, update_peak - memory.persistent());
+  return memory;
+}
 
 Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, const Cluster& cluster,
                                 const AutoShardOptions& options) {
@@ -41,28 +84,13 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
   profile.forward_latency = static_cast<double>(forward);
   profile.iteration_overhead = static_cast<double>(per_iteration);
 
-  std::vector<char> read_by_backward(static_cast<size_t>(graph.size()), 0);
-  for (const Op& op : graph.ops) {
-    if (op.phase != Phase::kBackward) continue;
-    for (int32_t u : op.operands) read_by_backward[static_cast<size_t>(u)] = 1;
-  }
-  for (int32_t v = 0; v < graph.size(); ++v) {
-    const Op& op = graph.op(v);
-    const int64_t bytes = result.ops[static_cast<size_t>(v)].memory_bytes;
-    const bool state = op.kind == OpKind::kParameter && (op.role == TensorRole::kParameter ||
-                                                         op.role == TensorRole::kOptimizerState);
-    if (state || op.role == TensorRole::kGradient) {
-      profile.persistent_bytes += bytes;
-    } else if (op.phase == Phase::kForward && read_by_backward[static_cast<size_t>(v)]) {
-      profile.activation_bytes += bytes;
-    }
-    if (op.kind == OpKind::kParameter && op.role == TensorRole::kInput &&
-        op.phase == Phase::kForward) {
-      profile.checkpoint_bytes += bytes;
-    }
-  }
-  profile.working_bytes = std::max<int64_t>(
-      0, result.peak_memory_bytes - profile.persistent_bytes - profile.activation_bytes);
+  Result<UnitMemory> memory = ProfileUnitMemory(graph, result);
+  if (!memory.ok()) return memory.status();
+  profile.persistent_bytes = memory.value().persistent();
+  profile.activation_bytes = memory.value().activations;
+  profile.checkpoint_bytes = memory.value().checkpoints;
+  profile.working_bytes = memory.value().working;
+  profile.update_bytes = memory.value().update;
   profile.sharding = std::make_shared<const AutoShardResult>(std::move(solved).value());
   return profile;
 }

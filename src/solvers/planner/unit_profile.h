@@ -3,6 +3,7 @@
 // memory per device split by how it scales with the microbatches in flight.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -26,13 +27,42 @@ struct UnitProfile {
   int64_t persistent_bytes = 0;
   // Bytes per device per microbatch in flight: forward results the backward reads.
   int64_t activation_bytes = 0;
-  // Bytes per device at the peak beyond the two above (temporaries of one microbatch).
+  // Bytes per device beyond the two above at the forward and backward peak (temporaries of
+  // one microbatch).
   int64_t working_bytes = 0;
+  // Bytes per device beyond persistent_bytes at the update's peak. The update runs once all
+  // microbatches' backwards are done, when no activations are held, so a stage's memory takes
+  // the larger of its forward-backward and its update peaks (stage_costs.h).
+  int64_t update_bytes = 0;
   // Bytes per device per microbatch in flight under rematerialization: the forward inputs of
   // the piece (activations from other pieces and data), from which its forward is recomputed.
   int64_t checkpoint_bytes = 0;
   std::shared_ptr<const AutoShardResult> sharding;
+
+  // The solve's own peak beyond persistent and activation bytes (one microbatch, nothing else
+  // on the device): the larger of the two peaks.
+  int64_t one_microbatch_working() const {
+    return std::max(working_bytes, update_bytes - activation_bytes);
+  }
 };
+
+// The memory part of a profile, per device, by what the bytes hold.
+struct UnitMemory {
+  int64_t parameters = 0, optimizer_state = 0, gradients = 0;  // held all iteration
+  int64_t activations = 0;  // forward results the backward reads (per microbatch in flight)
+  int64_t checkpoints = 0;  // forward inputs (per microbatch in flight under remat)
+  // Beyond persistent and activations at the largest usage at a forward or backward op's
+  // schedule position (temporaries of one microbatch).
+  int64_t working = 0;
+  // Beyond persistent at the largest usage at an update op's position.
+  int64_t update = 0;
+  int64_t persistent() const { return parameters + optimizer_state + gradients; }
+};
+
+// The memory of `result` (an auto-sharding of `graph`) split as UnitMemory says, from its usage
+// over its schedule (RecomputePlanMemory); what ProfileUnit reports. Errors:
+// RecomputePlanMemory's (a result that is not a plan of `graph`).
+Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result);
 
 // Auto-shards `graph` (a subgraph from ExtractSubgraph) on `mesh` and profiles the result.
 // Errors as AutoShard's; kInfeasible when a memory budget cannot be met, kInternal naming

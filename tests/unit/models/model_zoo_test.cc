@@ -47,7 +47,8 @@ TEST(ModelPresetsTest, TableIsCompleteAndParses) {
   EXPECT_EQ(PresetNames("gpt").size(), 7u);
   EXPECT_EQ(PresetNames("moe").size(), 7u);
   EXPECT_EQ(PresetNames("wresnet").size(), 7u);
-  EXPECT_EQ(ModelFamilyHelp().size(), 5u);
+  EXPECT_EQ(PresetNames("llama").size(), 5u);
+  EXPECT_EQ(ModelFamilyHelp().size(), 6u);
 }
 
 // REFERENCE §6: parameters 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)) within 0.5 %, training dot
@@ -188,7 +189,9 @@ TEST(ModelZooTest, TinyTrainingGraphsHaveLayersAndValidate) {
       {"moe:layers=1,batch=64,seq=16,hidden=64,heads=4,experts=16,group=32,moe_every=1,embed=0", 1},
       {"gpt:layers=1,hidden=32,heads=2,seq=8,batch=2,dtype=f32,embed=0", 1},
       {"moe:layers=2,hidden=16,heads=2,experts=4,seq=8,vocab=16,batch=2", 2},
-      {"wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=2", 2}};
+      {"wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=2", 2},
+      {"llama:layers=2,hidden=32,heads=4,kv_heads=2,ffn=48,seq=8,vocab=16,batch=2", 2},
+      {"llama:layers=1,hidden=32,heads=4,kv_heads=1,ffn=48,seq=8,batch=2,embed=0", 1}};
   for (const auto& [spec, blocks] : cases) {
     SCOPED_TRACE(spec);
     Graph g = MustBuild(spec);

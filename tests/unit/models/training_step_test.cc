@@ -117,6 +117,13 @@ TEST(TrainingStepTest, GptLearns) {
                0.95);
 }
 
+TEST(TrainingStepTest, LlamaLearns) {
+  ExpectLearns(
+      "llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=16,batch=2,dtype=f32,"
+      "lr=0.01",
+      16, 4, 0.95);
+}
+
 TEST(TrainingStepTest, BertLearns) {
   ExpectLearns("bert:layers=1,hidden=16,heads=2,seq=8,vocab=16,batch=2,dtype=f32,lr=0.01", 16, 4,
                0.95);

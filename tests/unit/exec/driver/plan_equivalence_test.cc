@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/driver/memory_breakdown.h"
 #include "exec/driver/plan_conformance.h"
 #include "exec/driver/plan_run.h"
 #include "models/planner_model.h"
@@ -48,6 +49,10 @@ const char* kBert =
 const char* kMoe =
     "moe:layers=2,hidden=16,heads=2,experts=4,seq=8,vocab=16,batch=8,group=8,dtype=f32,adam_eps=1e-"
     "5";
+// Grouped-query attention (2 kv heads for 4 query heads), rotary tables as inputs.
+const char* kLlama =
+    "llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=16,batch=8,dtype=f32,"
+    "adam_eps=1e-5";
 const char* kWres =
     "wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=8,optimizer=momentum";
 
@@ -122,6 +127,12 @@ std::vector<Case> Cases() {
   cases.push_back(Manual(kMlpCe, 1, 4, 2, 2, 1, 1, 1, true));
   cases.push_back(Planned(kMlpCe, 1, 4, 4));
   cases.push_back(Planned(kGpt4, 1, 4, 4));
+  cases.push_back(Manual(kLlama, 1, 2, 1, 2, 1, 1, 0, false));            // mesh 1x2
+  cases.push_back(Manual(kLlama, 1, 4, 2, 2, 1, 2, 1, false));            // 2x2, ZeRO
+  cases.push_back(Manual(kLlama, 1, 4, 1, 4, 1, 1, 0, true));             // 1x4: 4 > kv_heads
+  cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, true, K::kGPipe));  // 2 stages
+  cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 1, false));            // 2 hosts
+  cases.push_back(Planned(kLlama, 1, 4, 2));
   // Batch normalisation normalises over the microbatch, which the whole-batch step does not
   // do: the convolutional network runs with one microbatch.
   cases.push_back(Manual(kWres, 1, 2, 2, 1, 1, 1, 0, false));
@@ -169,17 +180,46 @@ TEST_P(PlanEquivalenceTest, ShardedEqualsOneDevice) {
   }
   Status conforms = CheckExecutedAgainstPlan(plan.value(), run.value());
   EXPECT_TRUE(conforms.ok()) << conforms.message();
-  // Measured against planned memory, per device at the last step (reported, not asserted:
-  // docs/executor.md explains the gaps).
+  // Measured against planned memory, per device at the last step. The walk over the program
+  // (memory_breakdown.h) must find the runtime's peak, so that its split by component accounts
+  // for exactly what was measured, and the planner's model must give the planned bytes. The
+  // bounds are docs/executor.md's ("Memory: measured against planned"): without the free ops'
+  // values, which this CPU runtime materialises and a compiler fuses, a device never holds more
+  // than 10 % above the plan; the plan overestimates by at most 15 % when every gradient is
+  // accumulated over several microbatches without rematerialization, and by at most 35 % with
+  // one microbatch (gradients appear during the backward) or with rematerialization.
   const StepSummary& last = run.value().steps.back();
+  const ProgramSet& programs = run.value().programs;
+  const std::vector<char> free_op = FreeOpsOfPlan(plan.value());
+  bool remat = false;
+  for (const PlannedStage& st : plan.value().stages) remat = remat || st.remat;
+  const double least = plan.value().microbatches > 1 && !remat ? 0.85 : 0.65;
   double worst = 1;
+  std::string worst_row;
   for (size_t d = 0; d < last.peak_bytes.size(); ++d) {
     if (last.peak_bytes[d] < 0 || last.planned_bytes[d] <= 0) continue;
-    const double ratio =
-        static_cast<double>(last.peak_bytes[d]) / static_cast<double>(last.planned_bytes[d]);
-    if (std::fabs(ratio - 1) > std::fabs(worst - 1)) worst = ratio;
+    const DeviceProgram& program = programs.programs[d];
+    const MeasuredMemory measured = MeasureProgramMemory(program, programs.graph, free_op);
+    EXPECT_EQ(measured.peak_bytes, last.peak_bytes[d]) << "device " << d;
+    Result<PlannedMemory> stage_model = PlannedStageMemory(plan.value(), program.stage, c.schedule);
+    ASSERT_TRUE(stage_model.ok()) << stage_model.status().message();
+    const PlannedMemory& planned = stage_model.value();
+    EXPECT_EQ(planned.total(), last.planned_bytes[d]) << "device " << d;
+    const double planned_bytes = static_cast<double>(last.planned_bytes[d]);
+    const double ratio = static_cast<double>(last.peak_bytes[d]) / planned_bytes;
+    const double without_free =
+        static_cast<double>(measured.peak_without_free_values) / planned_bytes;
+    const std::string row =
+        "device " + std::to_string(d) + ": " + MemoryBreakdownRow(measured, planned);
+    EXPECT_LE(without_free, 1.10) << row;
+    EXPECT_GE(without_free, least) << row;
+    if (worst_row.empty() || std::fabs(ratio - 1) > std::fabs(worst - 1)) {
+      worst = ratio;
+      worst_row = row;
+    }
   }
-  std::printf("memory %s: measured / planned peak, worst device %.3f\n", c.name.c_str(), worst);
+  std::printf("memory %s: measured / planned peak, worst device %.3f\n  %s\n", c.name.c_str(),
+              worst, worst_row.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, PlanEquivalenceTest, ::testing::ValuesIn(Cases()),

@@ -93,5 +93,45 @@ TEST(StageMemoryWith, SaturatesInsteadOfWrapping) {
   EXPECT_EQ(small.With(3), 135);
 }
 
+// The update runs after every microbatch's backward, with no activations held: a stage's memory
+// is the larger of its forward-backward and its update peaks.
+TEST(StageMemoryWith, TakesTheLargerOfTheForwardBackwardAndTheUpdatePeaks) {
+  const StageMemory m{100, 10, 20, 60};  // max(120 + 10 per microbatch, 160)
+  EXPECT_EQ(m.With(1), 160);
+  EXPECT_EQ(m.With(4), 160);
+  EXPECT_EQ(m.With(5), 170);
+  EXPECT_EQ(MaxStagesAfter(m, 159, 8, 16), -1);
+  EXPECT_EQ(MaxStagesAfter(m, 160, 8, 16), 3);  // four in flight
+  EXPECT_EQ(MaxStagesAfter(m, 170, 8, 16), 4);
+}
+
+TEST(ComposeStage, SumsHeldBytesAndTakesTheLargestWorkingAndUpdatePeaks) {
+  UnitProfile a, b;
+  a.persistent_bytes = 100;
+  a.activation_bytes = 10;
+  a.working_bytes = 20;
+  a.update_bytes = 50;
+  a.checkpoint_bytes = 2;
+  b.persistent_bytes = 200;
+  b.activation_bytes = 30;
+  b.working_bytes = 5;
+  b.update_bytes = 80;
+  b.checkpoint_bytes = 3;
+  const StageMemory plain = ComposeStage({&a, &b}, {}, false).memory;
+  EXPECT_EQ(plain.persistent, 300);
+  EXPECT_EQ(plain.activation, 40);
+  EXPECT_EQ(plain.working, 20);
+  EXPECT_EQ(plain.update, 80);
+  EXPECT_EQ(plain.With(1), 380);  // the update's peak: 300 + 80
+  EXPECT_EQ(plain.With(2), 400);  // 300 + 2 x 40 + 20
+  // Rematerialization: checkpoints per microbatch; the recomputed piece's activations and
+  // temporaries once.
+  const StageMemory remat = ComposeStage({&a, &b}, {}, true).memory;
+  EXPECT_EQ(remat.activation, 5);
+  EXPECT_EQ(remat.working, 35);  // max(20 + 10, 5 + 30)
+  EXPECT_EQ(remat.update, 80);
+  EXPECT_EQ(remat.With(4), 380);
+}
+
 }  // namespace
 }  // namespace alpa

@@ -1,0 +1,74 @@
+// Memory per device, measured against planned, by component.
+//
+// Measured: a device program's live bytes (elements times dtype bytes) walked instruction by
+// instruction exactly as the runtime allocates them (a buffer is live from the instruction that
+// first writes it to its kFree; parameters, optimizer state and the persistent gradient
+// accumulators are live throughout, as in every step after the first), and the live buffers at
+// the peak split by what they hold.
+//
+// Planned: the planner's model of the device's stage (stage_costs.h), rebuilt from the plan's
+// pieces and their auto-sharding solutions: persistent bytes (parameters, optimizer state,
+// gradients), plus the larger of the forward-backward peak (activations per microbatch in
+// flight times the microbatches the schedule keeps in flight, and the largest piece's working
+// memory) and the update's peak.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/program/program.h"
+#include "solvers/pipeline/pipeline_schedule.h"
+#include "solvers/planner/planner.h"
+#include "solvers/planner/unit_profile.h"
+
+namespace alpa {
+
+struct MeasuredMemory {
+  int64_t peak_bytes = 0;
+  int64_t peak_instruction = -1;  // index into the program's code (-1: before the first)
+  // Live bytes at the peak by what the buffers hold:
+  int64_t parameters = 0, optimizer_state = 0;
+  int64_t gradient_accumulators = 0;    // the other persistent buffers
+  int64_t activations = 0;              // forward values a later backward instruction reads
+  int64_t activation_microbatches = 0;  // distinct microbatches among them
+  int64_t free_values = 0;  // values of free and fused ops (constants, masks, broadcasts)
+  int64_t forward_temporaries = 0, backward_temporaries = 0, update_temporaries = 0;
+  int64_t communicated = 0;  // of the non-persistent ones: written by a collective or a receive
+  // The peak of the same walk without the values of free and fused ops, which the CPU runtime
+  // materialises (whole, then sliced) where a compiler fuses them into their readers and the
+  // planner counts nothing.
+  int64_t peak_without_free_values = 0;
+};
+
+// The program's memory over one step (after the first). `graph` is the program set's graph;
+// `free_op` per op of it: whether its plan pieces compute it as a free or fused op.
+MeasuredMemory MeasureProgramMemory(const DeviceProgram& program, const Graph& graph,
+                                    const std::vector<char>& free_op);
+
+// Per op of the plan's graph: whether a piece computes it as a free or fused op.
+std::vector<char> FreeOpsOfPlan(const PipelinePlan& plan);
+
+struct PlannedMemory {
+  UnitMemory persistent;   // parameters, optimizer_state, gradients summed over the pieces
+  int64_t activation = 0;  // per microbatch in flight (checkpoints under remat)
+  int64_t in_flight = 0;   // microbatches the schedule keeps in flight on the stage
+  int64_t working = 0;
+  int64_t update = 0;  // beyond persistent at the update's peak
+  // max(persistent + in_flight * activation + working, persistent + update) (saturating)
+  int64_t total() const;
+};
+
+// The planner's memory model of `stage` of `plan` under `schedule`, from the pieces' solutions
+// as the planner made them. Errors: PlannedStageMemoryModel's; kInvalidArgument when the model
+// does not give the plan's memory_bytes at its in_flight (a plan read from JSON, whose pieces
+// do not carry their solves' bytes per op).
+Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
+                                         PipelineScheduleKind schedule);
+
+// One table row: measured components, planned components, the ratio.
+std::string MemoryBreakdownRow(const MeasuredMemory& measured, const PlannedMemory& planned);
+// Its header.
+std::string MemoryBreakdownHeader();
+
+}  // namespace alpa
