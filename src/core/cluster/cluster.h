@@ -58,7 +58,7 @@ struct Calibration {
   // Elementwise chains priced as fused kernels (core/ir/fusion.h): an op's memory traffic
   // counts only the results it reads or writes that are materialised. false prices every op by
   // its own operands and result.
-  bool fuse_elementwise = true;
+  bool fuse_elementwise = false;
 
   bool operator==(const Calibration& o) const;
 };

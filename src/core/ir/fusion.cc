@@ -7,8 +7,8 @@ namespace {
 // Ops a fusion can compute inline for its consumers.
 bool FusibleProducer(OpKind kind) {
   return IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect ||
-         kind == OpKind::kBroadcastInDim || kind == OpKind::kReshape ||
-         kind == OpKind::kConstant || kind == OpKind::kIota;
+         kind == OpKind::kBroadcastInDim || kind == OpKind::kReshape || kind == OpKind::kConstant ||
+         kind == OpKind::kIota;
 }
 
 // Ops that can take a fused producer's value without reading it from memory: the producers'

@@ -158,6 +158,18 @@ TEST(ClusterJson, HandWrittenAndPresetBased) {
   EXPECT_DOUBLE_EQ(p.value().device.PeakFlops(DType::kF16), 125e12);
   EXPECT_DOUBLE_EQ(p.value().calibration.matmul_efficiency, 0.45);
   EXPECT_DOUBLE_EQ(p.value().calibration.memory_efficiency, 0.8);
+  EXPECT_FALSE(p.value().calibration.fuse_elementwise);
+
+  Result<Cluster> fused = ReadClusterBuffer(
+      R"({"preset": "p3.16xlarge", "hosts": 1, "calibration": {"fuse_elementwise": true}})");
+  ASSERT_TRUE(fused.ok()) << fused.status().message();
+  EXPECT_TRUE(fused.value().calibration.fuse_elementwise);
+  Result<Cluster> wrong = ReadClusterBuffer(
+      R"({"preset": "p3.16xlarge", "hosts": 1, "calibration": {"fuse_elementwise": 1}})");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("calibration.fuse_elementwise: expected true or false"),
+            std::string::npos)
+      << wrong.status().message();
 }
 
 // Each bad document fails with `code` and a message containing `needle`.

@@ -212,6 +212,26 @@ TEST(AutoShardingTest, RealUnitsOnADerivedMesh) {
   EXPECT_TRUE(check.ok()) << check.message();
 }
 
+// Fused pricing (calibration fuse_elementwise): a layer-norm / softmax / gelu chain costs its
+// inputs and outputs, so a GPT step's compute time falls while its matmuls cost the same.
+TEST(AutoShardingTest, FusedElementwiseChainsCostLess) {
+  Result<Graph> g = BuildModel("gpt:layers=1,hidden=256,heads=4,seq=128,vocab=512,batch=8");
+  ASSERT_TRUE(g.ok());
+  Result<Cluster> cluster = MakePresetCluster("p3.16xlarge", 1);
+  ASSERT_TRUE(cluster.ok());
+  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster.value(), SubmeshShape{1, 1}, {1, 1});
+  ASSERT_TRUE(mesh.ok());
+  AutoShardOptions o;
+  Result<AutoShardResult> unfused = AutoShard(g.value(), mesh.value(), &cluster.value(), o);
+  Cluster fusing = cluster.value();
+  fusing.calibration.fuse_elementwise = true;
+  Result<AutoShardResult> fused = AutoShard(g.value(), mesh.value(), &fusing, o);
+  ASSERT_TRUE(unfused.ok() && fused.ok());
+  // One device: no communication, the objective is the compute time alone.
+  EXPECT_LT(fused.value().compute_cost, 0.8 * unfused.value().compute_cost);
+  EXPECT_GT(fused.value().compute_cost, 0.0);
+}
+
 TEST(AutoShardingTest, ForceDataParallelReplicatesWeights) {
   AutoShardOptions o;
   o.force_data_parallel = true;

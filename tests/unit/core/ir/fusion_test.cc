@@ -1,0 +1,54 @@
+// Materialised results under elementwise fusion: what a fused chain writes to memory.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/ir/fusion.h"
+#include "core/ir/graph_builder.h"
+
+namespace alpa {
+namespace {
+
+TEST(FusionTest, AChainWritesOnlyWhatLeavesIt) {
+  GraphBuilder b;
+  const int32_t x = b.Parameter({8, 16}, DType::kF32, TensorRole::kInput, "x");
+  const int32_t w = b.Parameter({16, 4}, DType::kF32, TensorRole::kParameter, "w");
+  const int32_t e = b.Unary(OpKind::kExp, x);               // read only by the add
+  const int32_t c = b.Constant(1.0, {8, 16}, DType::kF32);  // an inline fill
+  const int32_t s = b.Add(e, c);                            // read by the dot
+  const int32_t y = b.MatMul(s, w);                         // not fusible
+  const int32_t sq = b.Mul(y, y);                           // read only by the reduction
+  const int32_t loss = b.ReduceSum(sq, {0, 1});             // the fusion's root, an output
+  b.AddOutput(loss);
+  Result<Graph> g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::vector<bool> m = MaterializedResults(g.value());
+  EXPECT_TRUE(m[static_cast<size_t>(x)]);  // parameters live in memory
+  EXPECT_TRUE(m[static_cast<size_t>(w)]);
+  EXPECT_FALSE(m[static_cast<size_t>(e)]);
+  EXPECT_FALSE(m[static_cast<size_t>(c)]);
+  EXPECT_TRUE(m[static_cast<size_t>(s)]);  // a matmul reads it from memory
+  EXPECT_TRUE(m[static_cast<size_t>(y)]);
+  EXPECT_FALSE(m[static_cast<size_t>(sq)]);
+  EXPECT_TRUE(m[static_cast<size_t>(loss)]);
+}
+
+TEST(FusionTest, ValuesKeptForAnotherPhaseAreWritten) {
+  GraphBuilder b;
+  const int32_t x = b.Parameter({8}, DType::kF32, TensorRole::kInput, "x");
+  const int32_t t = b.Unary(OpKind::kTanh, x);  // read by the backward pass
+  const int32_t f = b.Mul(t, t);
+  b.set_phase(Phase::kBackward);
+  const int32_t g = b.Mul(t, x);
+  b.AddOutput(f);
+  b.AddOutput(g);
+  Result<Graph> graph = std::move(b).Finish();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const std::vector<bool> m = MaterializedResults(graph.value());
+  EXPECT_TRUE(m[static_cast<size_t>(t)]);
+  EXPECT_TRUE(m[static_cast<size_t>(f)]);
+  EXPECT_TRUE(m[static_cast<size_t>(g)]);
+}
+
+}  // namespace
+}  // namespace alpa
