@@ -9,7 +9,11 @@ TFLOP/s per GPU, computed from the predicted iteration time with Megatron's form
 
 (recomputation included), next to the measured figure, and their ratio.
 
-    python3 bench/fidelity.py [build/bin/alpa] [--planner] [--rows 1.7B,3.6B] [--timeout 900]
+    python3 bench/fidelity.py [build/bin/alpa] [--planner] [--fuse] [--rows 1.7B,3.6B]
+                              [--timeout 900]
+
+--fuse prices elementwise chains as fused kernels (the calibration key fuse_elementwise, through
+a cluster file {"preset": "dgx-a100-80g", "hosts": N, "calibration": {...}}).
 
 Microbatches: the paper gives the global batch but not the microbatch size; the rows use
 microbatches of 1 sample per pipeline replica when pp > 1 (B = batch / dp, as in Megatron's
@@ -18,7 +22,9 @@ pp = 1, where B only sets the gradient accumulation. Rows whose manual plan fail
 """
 import argparse
 import json
+import os
 import subprocess
+import tempfile
 import time
 
 SEQ = 2048
@@ -72,6 +78,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("alpa", nargs="?", default="build/bin/alpa")
     parser.add_argument("--planner", action="store_true", help="also the planner's own plan")
+    parser.add_argument("--fuse", action="store_true", help="price fused elementwise chains")
     parser.add_argument("--rows", default="", help="comma-separated row names (default: all)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per call")
     args = parser.parse_args()
@@ -89,6 +96,11 @@ def main():
         model = "gpt:hidden=%d,layers=%d,heads=%d,seq=%d,vocab=%d,batch=%d" % (
             hidden, layers, heads, SEQ, VOCAB, batch)
         cluster = "dgx-a100-80g:%d" % (gpus // GPUS_PER_HOST)
+        if args.fuse:
+            cluster = os.path.join(tempfile.gettempdir(), "fidelity_a100_%d.json" % gpus)
+            with open(cluster, "w") as f:
+                json.dump({"preset": "dgx-a100-80g", "hosts": gpus // GPUS_PER_HOST,
+                           "calibration": {"fuse_elementwise": True}}, f)
         b = microbatches(batch, pp, dp)
         flops = megatron_flops(batch, layers, hidden)
         manual, error, _ = run_json(
