@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/problem/problem_io.h"
 #include "core/problem/sharding_evaluator.h"
@@ -146,6 +147,48 @@ TEST(SolveDeadline, DeterministicRunsUnderATimeLimitGiveIdenticalAssignments) {
     EXPECT_EQ(again.assignment, first.assignment) << "run " << run + 2;
     EXPECT_EQ(again.objective, first.objective);
   }
+}
+
+// Keeps `threads` threads spinning until destroyed: a busy machine for the solve beside them.
+class BusyThreads {
+ public:
+  explicit BusyThreads(int threads) {
+    for (int t = 0; t < threads; ++t) {
+      threads_.emplace_back([this] {
+        volatile uint64_t x = 0;
+        while (!stop_.load(std::memory_order_relaxed)) x = x + 1;
+      });
+    }
+  }
+  ~BusyThreads() {
+    stop_.store(true);
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// The bug: with a limit so small that reading the clock decided where the search stopped, the
+// answer depended on the machine's load. Deterministic mode now spends the limit as a work
+// budget (the clock only stops it at 10 times the limit), so a run beside busy threads, with
+// another thread count, gives the same answer as a run on an idle machine.
+TEST(SolveDeadline, DeterministicAnswersDoNotDependOnLoadOrThreads) {
+  const ShardingProblem problem = GridWithMemory(2500, 8, 7);
+  SolveOptions options;
+  options.deterministic = true;
+  options.time_limit_seconds = 0.1;
+  options.threads = 1;
+  const SolveResult idle = SolveSharding(problem, options);
+  ASSERT_EQ(idle.status, SolveStatus::kFeasible) << idle.message;
+  ExpectFeasibleAnswer(problem, idle);
+  options.threads = 3;
+  const BusyThreads busy(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const SolveResult loaded = SolveSharding(problem, options);
+  EXPECT_EQ(loaded.status, idle.status) << loaded.message;
+  EXPECT_EQ(loaded.assignment, idle.assignment);
+  EXPECT_EQ(loaded.objective, idle.objective);
 }
 
 }  // namespace
