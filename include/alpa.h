@@ -234,7 +234,7 @@ typedef struct alpa_solve_options alpa_solve_options;
 #define ALPA_OPT_TIME_LIMIT_SECONDS 100
 /** int 0/1, default 0. 1: the same answer (status, objective, bound, assignment) for the same
  * problem, options and build, whatever the machine's load and the number of threads (a large core
- * always gets 4 local searches, which the threads share). The time limit becomes a work budget:
+ * always gets 2 local searches, which the threads share). The time limit becomes a work budget:
  * counted steps scaled from it (local-search moves, GLPK branch-and-bound nodes), not the clock,
  * end the solve, so wall time may exceed the limit on a slow or busy machine; the clock stops the
  * solve only at 10 times the limit, a safety stop (a run that reaches it returns the best answer

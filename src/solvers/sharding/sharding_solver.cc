@@ -54,7 +54,7 @@ constexpr double kDeterministicMovesPerSecond = 2.5e5;
 constexpr double kDeterministicSafetyFactor = 10.0;
 // Deterministic mode: local searches of a large core, whatever the thread count (threads only
 // run them side by side), so that the answer does not depend on the machine.
-constexpr int32_t kDeterministicSearches = 4;
+constexpr int32_t kDeterministicSearches = 2;
 // Deterministic mode under a time limit: GLPK branch-and-bound nodes per second of the limit
 // (GLPK's root LP is counted work of its own, bounded only by the safety stop).
 constexpr double kDeterministicIlpNodesPerSecond = 50.0;
