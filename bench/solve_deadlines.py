@@ -4,22 +4,23 @@ IOPDDL benchmarks, and prints two tables.
 
     python3 bench/solve_deadlines.py [--alpa build/bin/alpa] [--lib build/lib/libalpa.so]
                                      [--data ../shared/data/iopddl] [--only A,G]
-                                     [--limits 0.1,1,5,20] [--cancels 5] [--skip-cli]
-                                     [--skip-cancel]
+                                     [--limits 0.1,1,5,20] [--cancel-at 0.05,0.3,1,3]
+                                     [--repeats 3] [--skip-cli] [--skip-cancel]
 
 Time limits: the wall time of `alpa solve FILE T` (reading included, as the limit promises) for
 each T, against the target T * 1.05 + 0.5 s, with the status the run ended in.
 
 Cancel latency: through the C ABI (ctypes on libalpa; ctypes releases the GIL during the call),
 the problem is read once, then each solve starts on a thread and the cancel token is triggered
-at a random moment (seeded, so the moments repeat run to run); the latency is the time from the
-trigger until alpa_problem_solve returns, against the target of 100 ms.
+at each of the --cancel-at moments (--repeats times each); the latency is the time from the
+trigger until alpa_problem_solve returns, against the target of 100 ms. A table of every cancel
+is followed by the minimum, median and maximum latency per problem.
 """
 import argparse
 import ctypes
 import json
 import os
-import random
+import statistics
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ PROBLEMS = {
 }
 
 ALPA_OK = 0
+ALPA_ERR_CANCELLED = 5
 ALPA_FORMAT_AUTO = 0
 ALPA_OPT_TIME_LIMIT_SECONDS = 100
 CANCEL_TARGET_SECONDS = 0.1
@@ -124,6 +126,9 @@ class Library:
         if outcome["rc"] == ALPA_OK:
             status = SOLVE_STATUS.get(lib.alpa_solution_status(solution), "?")
             lib.alpa_solution_destroy(solution)
+        elif outcome["rc"] == ALPA_ERR_CANCELLED:
+            status = "cancelled"  # before any answer was found
+            lib.alpa_error_free(err)
         else:
             status = "error %d" % outcome["rc"]
             lib.alpa_error_free(err)
@@ -141,9 +146,9 @@ def main():
     parser.add_argument("--data", default=os.path.join(root, "..", "shared", "data", "iopddl"))
     parser.add_argument("--only", default="")
     parser.add_argument("--limits", default="0.1,1,5,20")
-    parser.add_argument("--cancels", type=int, default=5, help="cancels per problem")
-    parser.add_argument("--cancel-window", type=float, default=3.0,
-                        help="cancel moments are drawn from [0.05, this] seconds")
+    parser.add_argument("--cancel-at", default="0.05,0.3,1,3",
+                        help="seconds after the start of the solve at which to cancel")
+    parser.add_argument("--repeats", type=int, default=3, help="cancels per moment")
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-cancel", action="store_true")
     args = parser.parse_args()
@@ -164,24 +169,37 @@ def main():
 
     if not args.skip_cancel:
         lib = Library(args.lib)
-        rng = random.Random(21)
+        moments = [float(x) for x in args.cancel_at.split(",") if x]
         print("\ncancel latency through the C ABI (target %.0f ms)" % (1000 * CANCEL_TARGET_SECONDS))
         print("%-4s %10s %12s %4s  %s" % ("", "cancel at", "latency ms", "ok", "status"))
+        latencies = {}
         for name in names:
             problem = lib.read(os.path.join(args.data, PROBLEMS[name]))
-            for _ in range(args.cancels):
-                at = rng.uniform(0.05, args.cancel_window)
-                latency, status = lib.cancel_latency(problem, at, 60.0)
-                if latency < 0:
-                    print("%-4s %9.3fs %12s %4s  %s (ended before the cancel)" %
-                          (name, at, "-", "-", status))
-                else:
-                    ok = latency <= CANCEL_TARGET_SECONDS
-                    print("%-4s %9.3fs %12.1f %4s  %s" %
-                          (name, at, 1000 * latency, "yes" if ok else "NO", status))
-                sys.stdout.flush()
+            latencies[name] = []
+            for at in moments:
+                for _ in range(args.repeats):
+                    latency, status = lib.cancel_latency(problem, at, 60.0)
+                    if latency < 0:
+                        print("%-4s %9.3fs %12s %4s  %s (ended before the cancel)" %
+                              (name, at, "-", "-", status))
+                    else:
+                        latencies[name].append(latency)
+                        ok = latency <= CANCEL_TARGET_SECONDS and status == "cancelled"
+                        print("%-4s %9.3fs %12.1f %4s  %s" %
+                              (name, at, 1000 * latency, "yes" if ok else "NO", status))
+                    sys.stdout.flush()
             lib.lib.alpa_problem_destroy(problem)
-
+        print("\ncancel latency per problem, ms (target %.0f ms)" % (1000 * CANCEL_TARGET_SECONDS))
+        print("%-4s %7s %8s %8s %8s %4s" % ("", "cancels", "min", "median", "max", "ok"))
+        for name in names:
+            values = latencies[name]
+            if not values:
+                print("%-4s %7d %8s %8s %8s %4s" % (name, 0, "-", "-", "-", "-"))
+                continue
+            ok = max(values) <= CANCEL_TARGET_SECONDS
+            print("%-4s %7d %8.1f %8.1f %8.1f %4s" %
+                  (name, len(values), 1000 * min(values), 1000 * statistics.median(values),
+                   1000 * max(values), "yes" if ok else "NO"))
 
 if __name__ == "__main__":
     main()

@@ -37,8 +37,12 @@ std::string FormatNumber(double value, int significant_digits) {
   return text;
 }
 
-void PrintSolveProgress(const alpa_progress& progress, int significant_digits) {
-  std::printf("# %8.3fs  %-10s objective %s  bound %s\n", progress.seconds, progress.phase,
+void PrintSolveProgress(const alpa_progress& progress, int significant_digits, bool with_seconds) {
+  if (with_seconds)
+    std::printf("# %8.3fs  ", progress.seconds);
+  else
+    std::printf("# ");
+  std::printf("%-10s objective %s  bound %s\n", progress.phase,
               FormatNumber(progress.objective, significant_digits).c_str(),
               FormatNumber(progress.lower_bound, significant_digits).c_str());
   std::fflush(stdout);

@@ -25,8 +25,10 @@ bool IsNoAnswer(int32_t status);
 std::string FormatNumber(double value, int significant_digits);
 
 // A solver progress line, "#    0.012s  phase      objective X  bound Y", its numbers with
-// `significant_digits` digits; flushed, so that it shows while the solve runs.
-void PrintSolveProgress(const alpa_progress& progress, int significant_digits);
+// `significant_digits` digits (without the seconds when `with_seconds` is false); flushed, so
+// that it shows while the solve runs.
+void PrintSolveProgress(const alpa_progress& progress, int significant_digits,
+                        bool with_seconds = true);
 
 // x divided by `base` while it stays >= base, with the matching entry of `units` (a list ending
 // in nullptr): integers without decimals, scaled values with `decimals` decimals.

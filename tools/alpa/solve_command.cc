@@ -53,6 +53,12 @@ int32_t PrintProgress(void* /*user*/, const alpa_progress* progress) {
   return 0;
 }
 
+// --deterministic: progress lines without the clock, so that runs compare byte for byte.
+int32_t PrintProgressWithoutSeconds(void* /*user*/, const alpa_progress* progress) {
+  PrintSolveProgress(*progress, kObjectiveDigits, /*with_seconds=*/false);
+  return 0;
+}
+
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -72,20 +78,26 @@ struct SolveHandles {
   }
 };
 
-// When the run must end: TIMEOUT after `start` less the margin; time_point::max() without one.
+// When the run must end: TIMEOUT after `start` less the margin; time_point::max() without one,
+// and with --deterministic, where TIMEOUT is the solver's work budget and the library applies
+// its own safety stop (reading is then bounded by the input limit alone).
 Clock::time_point RunDeadline(const SolveArgs& args, Clock::time_point start) {
-  if (!(args.timeout_seconds > 0)) return Clock::time_point::max();
+  if (!(args.timeout_seconds > 0) || args.deterministic) return Clock::time_point::max();
   return start + std::chrono::duration_cast<Clock::duration>(
                      std::chrono::duration<double>(args.timeout_seconds * (1 - kTimeoutMargin)));
 }
 
 // The solve options of the arguments; the time limit is what is left of the whole run's
-// TIMEOUT (reading included, as the IOPDDL harness measures it). 0, or the exit code.
+// TIMEOUT (reading included, as the IOPDDL harness measures it), or with --deterministic TIMEOUT
+// itself, the work budget, which must not depend on how long reading took. 0, or the exit code.
 int MakeSolveOptions(const SolveArgs& args, Clock::time_point deadline,
                      alpa_solve_options** options) {
   alpa_error* err = nullptr;
   if (alpa_solve_options_create(options, &err) != ALPA_OK) return ReportError(err);
-  if (deadline != Clock::time_point::max()) {
+  if (args.deterministic && args.timeout_seconds > 0) {
+    alpa_solve_options_set_double(*options, ALPA_OPT_TIME_LIMIT_SECONDS, args.timeout_seconds,
+                                  nullptr);
+  } else if (deadline != Clock::time_point::max()) {
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     alpa_solve_options_set_double(*options, ALPA_OPT_TIME_LIMIT_SECONDS,
                                   std::max(left, kStopNowSeconds), nullptr);
@@ -93,7 +105,11 @@ int MakeSolveOptions(const SolveArgs& args, Clock::time_point deadline,
   alpa_solve_options_set_int(*options, ALPA_OPT_DETERMINISTIC, args.deterministic ? 1 : 0, nullptr);
   alpa_solve_options_set_int(*options, ALPA_OPT_THREADS, args.threads, nullptr);
   alpa_solve_options_set_double(*options, ALPA_OPT_RELATIVE_GAP, args.relative_gap, nullptr);
-  if (!args.quiet) alpa_solve_options_set_progress(*options, PrintProgress, nullptr, nullptr);
+  if (!args.quiet) {
+    alpa_solve_options_set_progress(
+        *options, args.deterministic ? PrintProgressWithoutSeconds : PrintProgress, nullptr,
+        nullptr);
+  }
   return 0;
 }
 
@@ -108,11 +124,15 @@ int PrintSolution(const SolveArgs& args, const alpa_solution* solution,
     alpa_buffer_free(json);
     return 0;
   }
-  std::printf("# status %s  objective %s  lower bound %s  %.3fs (solve %.3fs)\n",
+  std::printf("# status %s  objective %s  lower bound %s",
               SolveStatusName(alpa_solution_status(solution)),
               FormatNumber(alpa_solution_objective(solution), kObjectiveDigits).c_str(),
-              FormatNumber(alpa_solution_lower_bound(solution), kObjectiveDigits).c_str(),
-              SecondsSince(start), alpa_solution_seconds(solution));
+              FormatNumber(alpa_solution_lower_bound(solution), kObjectiveDigits).c_str());
+  // --deterministic: no clock readings, so that runs compare byte for byte.
+  if (args.deterministic)
+    std::printf("\n");
+  else
+    std::printf("  %.3fs (solve %.3fs)\n", SecondsSince(start), alpa_solution_seconds(solution));
   std::printf("%s\n", assignment_text.c_str());
   return 0;
 }
@@ -236,9 +256,13 @@ int RunSolve(const SolveArgs& args) {
   if (reader.Take(&handles.problem, &err) != ALPA_OK) return ReportError(err);
   const double read_seconds = SecondsSince(start);
   if (!args.quiet) {
-    std::printf("# read %lld nodes, %lld edges in %.3fs\n",
+    std::printf("# read %lld nodes, %lld edges",
                 static_cast<long long>(alpa_problem_node_count(handles.problem)),
-                static_cast<long long>(alpa_problem_edge_count(handles.problem)), read_seconds);
+                static_cast<long long>(alpa_problem_edge_count(handles.problem)));
+    if (args.deterministic)
+      std::printf("\n");
+    else
+      std::printf(" in %.3fs\n", read_seconds);
   }
   if (int rc = MakeSolveOptions(args, deadline, &handles.options)) return rc;
   const int32_t solved =
@@ -277,9 +301,10 @@ Command AddSolveCommand(CLI::App& app) {
       ->check(NonNegativeSeconds());
   solve->add_flag("--json", args->json, "Print the result as one JSON object (last line)");
   solve->add_flag("--deterministic", args->deterministic,
-                  "Work bounded by counted steps (scaled from TIMEOUT), not the clock: identical "
-                  "answers run to run whenever that work ends before TIMEOUT, which still stops "
-                  "a run that reaches it");
+                  "The same answer and output for the same file, options and build, whatever the "
+                  "load or thread count: TIMEOUT becomes a work budget (counted steps; wall time "
+                  "may exceed it on a slow or busy machine; a safety stop at 10 x TIMEOUT), and "
+                  "the text output carries no clock readings");
   solve->add_option("--threads", args->threads, "Threads (0: all)")->check(CLI::Range(0, 4096));
   solve->add_option("--gap", args->relative_gap, "Stop within this relative gap")
       ->check(CLI::Range(0.0, 0.999999));

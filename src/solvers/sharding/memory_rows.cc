@@ -15,7 +15,10 @@ namespace alpa {
 namespace {
 
 // Rows between two reads of the clock and the cancel flags (a row can hold thousands of items).
-constexpr size_t kRowsBetweenChecks = 64;
+constexpr int64_t kRowsBetweenChecks = 64;
+// Row entries (item references) between two reads of the control, for loops over whole rows,
+// which can hold thousands of entries each: well under a millisecond of work.
+constexpr int64_t kEntriesBetweenChecks = 1 << 16;
 
 // Subset checks on live-set rows stop after about this many item comparisons.
 constexpr int64_t kLiveSetSubsetBudget = 200'000'000;
@@ -202,6 +205,7 @@ Status BuildFromIntervals(const ShardingProblem& problem, const std::vector<Node
   for (const Span& s : spans) item_count = std::max(item_count, static_cast<size_t>(s.item) + 1);
   std::vector<uint64_t> live((item_count + 63) / 64, 0);
   std::vector<int32_t> live_count(segments);
+  PeriodicCheck check(control, kEntriesBetweenChecks);
   for (size_t k = 0, count = 0; k < segments; ++k) {
     for (int32_t s : ending[k]) {
       const size_t item = static_cast<size_t>(spans[static_cast<size_t>(s)].item);
@@ -214,8 +218,8 @@ Status BuildFromIntervals(const ShardingProblem& problem, const std::vector<Node
       ++count;
     }
     if (!keep[k]) continue;
-    if (rows->size() % kRowsBetweenChecks == kRowsBetweenChecks - 1) {
-      ALPA_RETURN_IF_ERROR(StopStatus(control, kPreparingTheProblem));
+    if (check.stop(static_cast<int64_t>(count) + 1)) {
+      return StopStatus(control, kPreparingTheProblem);
     }
     MemoryRow row;
     row.capacity = capacity[k];
@@ -236,9 +240,10 @@ Status BuildFromLiveSets(const ShardingProblem& problem, const std::vector<NodeU
   const int64_t limit = *problem.usage_limit;
   // A node listed twice in one live set counts once (it is a set; the evaluator agrees).
   std::vector<size_t> seen_at(problem.nodes.size(), problem.live_sets.size());
+  PeriodicCheck check(control, kEntriesBetweenChecks);
   for (size_t t = 0; t < problem.live_sets.size(); ++t) {
-    if (t % kRowsBetweenChecks == kRowsBetweenChecks - 1) {
-      ALPA_RETURN_IF_ERROR(StopStatus(control, kPreparingTheProblem));
+    if (check.stop(static_cast<int64_t>(problem.live_sets[t].size()) + 1)) {
+      return StopStatus(control, kPreparingTheProblem);
     }
     Int128 sum_min = 0, sum_spread = 0;
     MemoryRow row;
@@ -282,9 +287,11 @@ bool Contains(const std::vector<int32_t>& big, const std::vector<int32_t>& small
   return true;
 }
 
-// Marks rows implied by a row with a superset of items and no larger capacity.
+// Marks rows implied by a row with a superset of items and no larger capacity; stops early
+// (marking fewer) once `control` has expired.
 void MarkDominatedRows(const std::vector<MemoryRow>& rows, size_t item_count, int64_t budget,
-                       std::vector<bool>* removed) {
+                       const SolveControl& control, std::vector<bool>* removed) {
+  PeriodicCheck check(control, kRowsBetweenChecks);
   std::vector<int32_t> order;
   for (size_t r = 0; r < rows.size(); ++r) {
     if (!(*removed)[r]) order.push_back(static_cast<int32_t>(r));
@@ -300,7 +307,7 @@ void MarkDominatedRows(const std::vector<MemoryRow>& rows, size_t item_count, in
   std::vector<std::vector<int32_t>> rows_with(item_count);
   int64_t steps = 0;
   for (int32_t r : order) {
-    if (steps > budget) break;
+    if (steps > budget || check.stop()) break;
     const MemoryRow& row = rows[static_cast<size_t>(r)];
     if (row.items.empty()) continue;  // an unsatisfiable row (negative capacity) stays
     int32_t rarest = row.items.front();
@@ -335,7 +342,11 @@ void MarkDominatedRows(const std::vector<MemoryRow>& rows, size_t item_count, in
 Status CompactItems(const SolveControl& control, std::vector<MemoryItem>* items,
                     std::vector<MemoryRow>* rows) {
   std::vector<int32_t> new_index(items->size(), -1);
+  PeriodicCheck check(control, kEntriesBetweenChecks);
   for (const MemoryRow& row : *rows) {
+    if (check.stop(static_cast<int64_t>(row.items.size()) + 1)) {
+      return StopStatus(control, kPreparingTheProblem);
+    }
     for (int32_t x : row.items) new_index[static_cast<size_t>(x)] = 0;
   }
   std::vector<MemoryItem> kept;
@@ -344,11 +355,11 @@ Status CompactItems(const SolveControl& control, std::vector<MemoryItem>* items,
     new_index[i] = static_cast<int32_t>(kept.size());
     kept.push_back(std::move((*items)[i]));
   }
-  for (size_t r = 0; r < rows->size(); ++r) {
-    if (r % kRowsBetweenChecks == kRowsBetweenChecks - 1) {
-      ALPA_RETURN_IF_ERROR(StopStatus(control, kPreparingTheProblem));
+  for (MemoryRow& row : *rows) {
+    if (check.stop(static_cast<int64_t>(row.items.size()) + 1)) {
+      return StopStatus(control, kPreparingTheProblem);
     }
-    for (int32_t& x : (*rows)[r].items) x = new_index[static_cast<size_t>(x)];
+    for (int32_t& x : row.items) x = new_index[static_cast<size_t>(x)];
   }
   *items = std::move(kept);
   return Status::Ok();
@@ -366,15 +377,15 @@ Status BuildMemoryRows(const ShardingProblem& problem, const std::vector<int32_t
       CollectItems(problem, work_node_of, original_strategy, items);
   if (problem.uses_live_sets()) {
     ALPA_RETURN_IF_ERROR(BuildFromLiveSets(problem, usage, control, rows));
-    SimplifyMemoryRows(items, rows, kLiveSetSubsetBudget);
-    return Status::Ok();
+    return SimplifyMemoryRows(items, rows, kLiveSetSubsetBudget, control);
   }
   ALPA_RETURN_IF_ERROR(BuildFromIntervals(problem, usage, control, rows));
   return CompactItems(control, items, rows);
 }
 
-void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows,
-                        int64_t subset_budget) {
+Status SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows,
+                          int64_t subset_budget, const SolveControl& control) {
+  PeriodicCheck check(control, kEntriesBetweenChecks);
   std::vector<int64_t> shift(items->size(), 0), spread(items->size(), 0);
   for (size_t i = 0; i < items->size(); ++i) {
     std::vector<int64_t>& usage = (*items)[i].usage;
@@ -397,6 +408,9 @@ void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* 
   std::vector<uint64_t> hashes;
   kept.reserve(rows->size());
   for (MemoryRow& row : *rows) {
+    if (check.stop(static_cast<int64_t>(row.items.size()) + 1)) {
+      return StopStatus(control, kPreparingTheProblem);
+    }
     Int128 cap = row.capacity, total_spread = 0;
     size_t out = 0;
     bool sorted = true;
@@ -429,6 +443,9 @@ void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* 
   std::vector<bool> removed(kept.size(), false);
   std::unordered_map<uint64_t, std::vector<int32_t>> by_hash;
   for (size_t r = 0; r < kept.size(); ++r) {
+    if (check.stop(static_cast<int64_t>(kept[r].items.size()) + 1)) {
+      return StopStatus(control, kPreparingTheProblem);
+    }
     std::vector<int32_t>& same_hash = by_hash[hashes[r]];
     for (int32_t other : same_hash) {
       MemoryRow& first = kept[static_cast<size_t>(other)];
@@ -440,7 +457,8 @@ void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* 
     }
     if (!removed[r]) same_hash.push_back(static_cast<int32_t>(r));
   }
-  if (subset_budget > 0) MarkDominatedRows(kept, items->size(), subset_budget, &removed);
+  if (subset_budget > 0) MarkDominatedRows(kept, items->size(), subset_budget, control, &removed);
+  ALPA_RETURN_IF_ERROR(StopStatus(control, kPreparingTheProblem));
   rows->clear();
   for (size_t r = 0; r < kept.size(); ++r) {
     if (removed[r]) {
@@ -450,10 +468,9 @@ void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* 
     }
   }
   if (std::any_of(references.begin(), references.end(), [](int64_t n) { return n == 0; })) {
-    // Without a deadline of its own it always runs to the end.
-    const Status compacted = CompactItems(SolveControl(), items, rows);
-    (void)compacted;
+    return CompactItems(control, items, rows);
   }
+  return Status::Ok();
 }
 
 }  // namespace alpa

@@ -36,8 +36,10 @@ Status BuildMemoryRows(const ShardingProblem& problem, const std::vector<int32_t
 //   - with subset_budget > 0, rows whose items are contained in a row of no larger capacity are
 //     dropped, checking pairs until about subset_budget item comparisons are spent;
 //   - items no row uses are removed and the rest renumbered in their original order.
-// Rows come out with sorted items, in their original relative order.
-void SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows,
-                        int64_t subset_budget);
+// Rows come out with sorted items, in their original relative order. Reads `control` as it
+// goes: once it has expired, returns its StopStatus and leaves the rows half done (not to be
+// used).
+Status SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows,
+                          int64_t subset_budget, const SolveControl& control);
 
 }  // namespace alpa

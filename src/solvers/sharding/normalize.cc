@@ -18,6 +18,13 @@ constexpr int kMaxMemoryRounds = 8;
 
 double ToWorkCost(double cost) { return IsForbidden(cost) ? kInfCost : cost; }
 
+// Edges, items or queue steps between two reads of the control: each step is at most a few
+// thousand entries, so a cancel waits well under a millisecond per check.
+constexpr int64_t kStepsBetweenChecks = 64;
+
+// Why a normalization stopped early, once `control` has expired; Ok before.
+Status StoppedBy(const SolveControl& control) { return StopStatus(control, kPreparingTheProblem); }
+
 Status Infeasible(std::string message) {
   return Status(StatusCode::kInfeasible, std::move(message));
 }
@@ -52,9 +59,12 @@ struct Piece {
 };
 
 // The work edges between distinct groups, parallel pieces added in source order.
+// Stops early (the edges then unusable) once `control` has expired; the caller checks it.
 std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
                                  const std::vector<int32_t>& work_node_of,
+                                 const SolveControl& control,
                                  std::vector<std::vector<double>>* cost) {
+  PeriodicCheck check(control, kStepsBetweenChecks);
   std::vector<Piece> pieces;
   constexpr bool kFromEdge = false, kFromAlias = true;
   auto place = [&](int32_t u, int32_t v, bool alias, size_t source) {
@@ -64,6 +74,7 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
         Piece{std::min(gu, gv), std::max(gu, gv), alias, static_cast<int32_t>(source), gu > gv});
   };
   for (size_t e = 0; e < problem.edges.size(); ++e) {
+    if (check.stop()) return {};
     const ShardingEdge& edge = problem.edges[e];
     const int32_t g = work_node_of[static_cast<size_t>(edge.u)];
     if (g != work_node_of[static_cast<size_t>(edge.v)]) {
@@ -75,6 +86,7 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
     for (size_t s = 0; s < c.size(); ++s) c[s] += ToWorkCost(edge.costs[s * c.size() + s]);
   }
   for (size_t a = 0; a < problem.aliases.size(); ++a) {
+    if (check.stop()) return {};
     const ShardingAlias& alias = problem.aliases[a];
     const int32_t g = work_node_of[static_cast<size_t>(alias.u)];
     if (g != work_node_of[static_cast<size_t>(alias.v)]) {
@@ -91,6 +103,7 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
   });
   std::vector<WorkEdge> edges;
   for (const Piece& piece : pieces) {
+    if (check.stop()) return {};
     const size_t ka = (*cost)[static_cast<size_t>(piece.a)].size();
     const size_t kb = (*cost)[static_cast<size_t>(piece.b)].size();
     if (edges.empty() || edges.back().a != piece.a || edges.back().b != piece.b) {
@@ -119,11 +132,13 @@ std::vector<WorkEdge> MergeEdges(const ShardingProblem& problem,
 // Removes strategies that every allowed choice of some neighbour forbids, to a fixed point
 // (arc consistency). Only edges with a +inf entry can remove anything.
 Status MakeArcConsistent(const std::vector<WorkEdge>& edges,
-                         const std::vector<int32_t>& root_of_work,
+                         const std::vector<int32_t>& root_of_work, const SolveControl& control,
                          std::vector<std::vector<bool>>* allowed) {
+  PeriodicCheck check(control, kStepsBetweenChecks);
   const size_t n = allowed->size();
   std::vector<std::vector<int32_t>> adjacency(n);
   for (size_t e = 0; e < edges.size(); ++e) {
+    if (check.stop()) return StoppedBy(control);
     if (std::none_of(edges[e].cost.begin(), edges[e].cost.end(),
                      [](double x) { return std::isinf(x); })) {
       continue;
@@ -139,6 +154,7 @@ Status MakeArcConsistent(const std::vector<WorkEdge>& edges,
     queued[v] = true;
   }
   while (!queue.empty()) {
+    if (check.stop()) return StoppedBy(control);
     const size_t x = static_cast<size_t>(queue.front());
     queue.pop_front();
     queued[x] = false;
@@ -191,14 +207,18 @@ std::vector<std::vector<int32_t>> AllowedStrategies(const std::vector<std::vecto
 Status RemoveOversizedStrategies(const WorkProblem& work,
                                  const std::vector<std::vector<int32_t>>& original_strategy,
                                  const std::vector<int32_t>& root_of_work,
+                                 const SolveControl& control,
                                  std::vector<std::vector<bool>>* allowed, bool* removed) {
+  PeriodicCheck check(control, kStepsBetweenChecks);
   std::vector<int64_t> capacity(work.memory_items.size(), std::numeric_limits<int64_t>::max());
   for (const MemoryRow& row : work.memory_rows) {
+    if (check.stop()) return StoppedBy(control);
     for (int32_t x : row.items) {
       capacity[static_cast<size_t>(x)] = std::min(capacity[static_cast<size_t>(x)], row.capacity);
     }
   }
   for (size_t x = 0; x < work.memory_items.size(); ++x) {
+    if (check.stop()) return StoppedBy(control);
     const MemoryItem& item = work.memory_items[x];
     const size_t w = static_cast<size_t>(item.node);
     for (size_t s = 0; s < item.usage.size(); ++s) {
@@ -217,9 +237,6 @@ Status RemoveOversizedStrategies(const WorkProblem& work,
   }
   return Status::Ok();
 }
-
-// Why a normalization stopped early, once `control` has expired; Ok before.
-Status StoppedBy(const SolveControl& control) { return StopStatus(control, kPreparingTheProblem); }
 
 }  // namespace
 
@@ -258,9 +275,11 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem, const SolveC
     }
   }
   ALPA_RETURN_IF_ERROR(StoppedBy(control));
-  std::vector<WorkEdge> edges = MergeEdges(problem, out.work_node_of, &work.cost);
+  std::vector<WorkEdge> edges = MergeEdges(problem, out.work_node_of, control, &work.cost);
   ALPA_RETURN_IF_ERROR(StoppedBy(control));
+  PeriodicCheck check(control, kStepsBetweenChecks);
   for (const WorkEdge& e : edges) {
+    if (check.stop()) return StoppedBy(control);
     for (double x : e.cost) {
       if (std::isinf(x) && x < 0) {
         return InvalidProblem(
@@ -290,7 +309,7 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem, const SolveC
   // chosen. Removing it can raise a smallest usage and so lower capacities, and it can make
   // neighbours' strategies unsupported: repeat with arc consistency until nothing changes.
   for (int round = 0;; ++round) {
-    ALPA_RETURN_IF_ERROR(MakeArcConsistent(edges, root_of_work, &allowed));
+    ALPA_RETURN_IF_ERROR(MakeArcConsistent(edges, root_of_work, control, &allowed));
     out.original_strategy = AllowedStrategies(allowed);
     if (!problem.usage_limit) break;
     ALPA_RETURN_IF_ERROR(StoppedBy(control));
@@ -299,8 +318,8 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem, const SolveC
     ALPA_RETURN_IF_ERROR(StoppedBy(control));
     if (round == kMaxMemoryRounds) break;
     bool removed = false;
-    ALPA_RETURN_IF_ERROR(
-        RemoveOversizedStrategies(work, out.original_strategy, root_of_work, &allowed, &removed));
+    ALPA_RETURN_IF_ERROR(RemoveOversizedStrategies(work, out.original_strategy, root_of_work,
+                                                   control, &allowed, &removed));
     if (!removed) break;
   }
 
@@ -312,6 +331,7 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem, const SolveC
     c.resize(kept.size());
   }
   for (WorkEdge& e : edges) {
+    if (check.stop()) return StoppedBy(control);
     const std::vector<int32_t>& ra = out.original_strategy[static_cast<size_t>(e.a)];
     const std::vector<int32_t>& rb = out.original_strategy[static_cast<size_t>(e.b)];
     const size_t old_kb = allowed[static_cast<size_t>(e.b)].size();

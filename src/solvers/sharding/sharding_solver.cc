@@ -48,6 +48,16 @@ constexpr int64_t kDeterministicMovesPerNode = 2'000;
 // quarter of that leaves room for reading, the other phases and a busy machine, so that the
 // counted work, not the clock, ends the search.
 constexpr double kDeterministicMovesPerSecond = 2.5e5;
+// Deterministic mode: the time limit is a work budget, and the clock stops the solve only at
+// this multiple of it, a safety stop for a machine many times slower or busier than the rates
+// above assume (the answer then depends on where the clock stopped it).
+constexpr double kDeterministicSafetyFactor = 10.0;
+// Deterministic mode: local searches of a large core, whatever the thread count (threads only
+// run them side by side), so that the answer does not depend on the machine.
+constexpr int32_t kDeterministicSearches = 2;
+// Deterministic mode under a time limit: GLPK branch-and-bound nodes per second of the limit
+// (GLPK's root LP is counted work of its own, bounded only by the safety stop).
+constexpr double kDeterministicIlpNodesPerSecond = 50.0;
 // Time caps of the heuristic (not in deterministic mode, where counted work bounds it): before
 // GLPK on small cores, and on large cores without a limit.
 constexpr double kSmallHeuristicSeconds = 2.0;
@@ -162,11 +172,25 @@ class ProgressStop {
   std::atomic<bool> flag_{false};
 };
 
-// Searches to run side by side on a large core: the caller's choice, else one per hardware
-// thread, at most kMaxSearchThreads (each keeps its own copy of the search state).
+// Threads for the searches of a large core and the elimination: the caller's choice, else one
+// per hardware thread, at most kMaxSearchThreads (each keeps its own copy of the search state).
 int32_t SearchThreads(int32_t requested) {
   constexpr int32_t kMaxSearchThreads = 8;
   return std::clamp(ResolveThreadCount(requested), 1, kMaxSearchThreads);
+}
+
+// Local searches to run on a large core: one per thread, or in deterministic mode a fixed
+// number that the threads share.
+int32_t SearchCount(const SolveOptions& options) {
+  return options.deterministic ? kDeterministicSearches : SearchThreads(options.threads);
+}
+
+// The wall-clock limit of the solve: the time limit, or in deterministic mode (where the limit
+// is a work budget) the safety stop at kDeterministicSafetyFactor times it.
+double WallClockLimitSeconds(const SolveOptions& options) {
+  const double limit = options.time_limit_seconds;
+  if (!options.deterministic || !(limit > 0) || !std::isfinite(limit)) return limit;
+  return kDeterministicSafetyFactor * limit;
 }
 
 // The caller's groups on the core's nodes (a work node takes the group of its first original
@@ -274,30 +298,36 @@ int64_t HeuristicMoveBudget(const WorkProblem& core, const SolveOptions& options
   return moves;
 }
 
-// Runs `threads` local searches side by side, search t with seed + t; the calling thread runs
-// the first and alone reports progress (through options.on_improve).
+// Runs `count` local searches, search i with seed + i, on up to `threads` threads (thread t
+// runs searches t, t + threads, ...); the calling thread runs the first and alone reports
+// progress (through options.on_improve).
 std::vector<LocalSearchResult> RunSearches(const WorkProblem& core,
                                            const SolveControl& heuristic_control,
-                                           const LocalSearchOptions& search_options,
+                                           const LocalSearchOptions& search_options, int32_t count,
                                            int32_t threads, ProgressStop& stop) {
-  std::vector<LocalSearchResult> searches(static_cast<size_t>(threads));
+  std::vector<LocalSearchResult> searches(static_cast<size_t>(count));
+  threads = std::clamp(threads, 1, count);
+  auto run_worker_search = [&](int32_t i) {
+    LocalSearchOptions worker_options = search_options;
+    worker_options.seed = search_options.seed + static_cast<uint64_t>(i);
+    worker_options.on_improve = [&](long double) { return !heuristic_control.cancelled(); };
+    // An exception must not escape a thread (std::terminate); a failed search simply
+    // contributes no answer.
+    try {
+      searches[static_cast<size_t>(i)] = RunLocalSearch(core, heuristic_control, worker_options);
+    } catch (...) {
+      searches[static_cast<size_t>(i)] = LocalSearchResult();
+    }
+  };
   std::vector<std::thread> workers;
   for (int32_t t = 1; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      LocalSearchOptions worker_options = search_options;
-      worker_options.seed = search_options.seed + static_cast<uint64_t>(t);
-      worker_options.on_improve = [&](long double) { return !heuristic_control.cancelled(); };
-      // An exception must not escape a thread (std::terminate); a failed worker simply
-      // contributes no answer.
-      try {
-        searches[static_cast<size_t>(t)] = RunLocalSearch(core, heuristic_control, worker_options);
-      } catch (...) {
-        searches[static_cast<size_t>(t)] = LocalSearchResult();
-      }
+      for (int32_t i = t; i < count; i += threads) run_worker_search(i);
     });
   }
   try {
     searches[0] = RunLocalSearch(core, heuristic_control, search_options);
+    for (int32_t i = threads; i < count; i += threads) run_worker_search(i);
   } catch (...) {
     stop.StopNow();  // stop the workers before the exception unwinds their threads
     for (std::thread& worker : workers) worker.join();
@@ -316,10 +346,12 @@ void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool lar
   LocalSearchOptions search_options;
   search_options.seed = 1;
   if (incumbent.found()) search_options.start = incumbent.assignment();
-  // Large cores get one search per thread, each with its own seed. The best answer wins, ties
-  // to the lowest seed, so deterministic mode stays deterministic.
+  // Large cores get several searches (one per thread; in deterministic mode a fixed number),
+  // each with its own seed. The best answer wins, ties to the lowest seed, so deterministic
+  // mode stays deterministic.
+  const int32_t searches = large ? SearchCount(options) : 1;
   const int32_t threads = large ? SearchThreads(options.threads) : 1;
-  search_options.max_moves = HeuristicMoveBudget(core, options, exact_follows, threads);
+  search_options.max_moves = HeuristicMoveBudget(core, options, exact_follows, searches);
   search_options.on_improve = [&](long double objective) {
     stop.Sync(!incumbent.Note(objective, "heuristic"));
     return !control.cancelled();
@@ -327,7 +359,7 @@ void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool lar
   const SolveControl heuristic_control =
       control.WithinSeconds(HeuristicSecondsCap(control, exact_follows, options.deterministic));
   for (const LocalSearchResult& search :
-       RunSearches(core, heuristic_control, search_options, threads, stop)) {
+       RunSearches(core, heuristic_control, search_options, searches, threads, stop)) {
     if (search.found) stop.Sync(!incumbent.OfferChecked(search, "heuristic"));
   }
 }
@@ -338,6 +370,11 @@ Proof RunIlp(const WorkProblem& core, const SolveOptions& options, const SolveCo
   IlpOptions ilp_options;
   ilp_options.relative_gap = options.relative_gap;
   ilp_options.deterministic = options.deterministic;
+  if (options.deterministic && std::isfinite(options.time_limit_seconds)) {
+    ilp_options.node_limit =
+        std::max<int64_t>(1, static_cast<int64_t>(kDeterministicIlpNodesPerSecond *
+                                                  std::max(0.0, options.time_limit_seconds)));
+  }
   if (incumbent.found()) ilp_options.incumbent = incumbent.assignment();
   ilp_options.on_progress = [&](long double objective, long double bound) {
     incumbent.Note(objective, "ilp");
@@ -386,7 +423,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   // also polls the caller's cancel token and `stop`, which the progress callback sets.
   ProgressStop stop;
   const SolveControl control =
-      SolveControl::WithTimeLimit(options.time_limit_seconds, options.cancel, stop.flag());
+      SolveControl::WithTimeLimit(WallClockLimitSeconds(options), options.cancel, stop.flag());
   SolveResult result;
   result.stats.nodes = static_cast<int32_t>(problem.nodes.size());
   result.stats.edges = static_cast<int32_t>(problem.edges.size());

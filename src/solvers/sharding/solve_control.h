@@ -93,6 +93,29 @@ class SolveControl {
   const std::atomic<bool>* stop_ = nullptr;
 };
 
+// Reads a control every `stride` units of work of a loop whose steps are too short to read the
+// clock at each (a cancel then waits at most about `stride` units): stop(units) counts a step's
+// units and is true from the first read that finds the control expired on. Deterministic: the
+// units are counted, only the stop reads the time.
+class PeriodicCheck {
+ public:
+  PeriodicCheck(const SolveControl& control, int64_t stride)
+      : control_(control), stride_(std::max<int64_t>(1, stride)) {}
+  bool stop(int64_t units = 1) {
+    if (stopped_) return true;
+    const int64_t before = steps_;
+    steps_ += std::max<int64_t>(1, units);
+    if (before / stride_ != steps_ / stride_) stopped_ = control_.expired();
+    return stopped_;
+  }
+
+ private:
+  const SolveControl& control_;
+  int64_t stride_;
+  int64_t steps_ = 0;
+  bool stopped_ = false;
+};
+
 // What a solve does before its phases (normalization, memory rows, reductions), for StopStatus.
 inline constexpr const char* kPreparingTheProblem = "preparing the problem";
 

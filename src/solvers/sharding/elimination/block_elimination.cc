@@ -229,14 +229,15 @@ SeparatorProblem SeparatorFactors(const WorkProblem& core, const std::vector<boo
 std::optional<std::vector<EliminationPlan>> PlanBlocksAndSeparators(
     const std::vector<BlockProblem>& distinct, const std::vector<BlockInstance>& blocks,
     const std::vector<int32_t>& domain, const SeparatorProblem& top,
-    const EliminationLimits& limits, double& work) {
+    const EliminationLimits& limits, const SolveControl& control, double& work) {
   std::vector<EliminationPlan> plans;
   for (const BlockProblem& problem : distinct) {
+    if (control.expired()) return std::nullopt;
     std::vector<int32_t> interior(static_cast<size_t>(problem.interior));
     for (int32_t i = 0; i < problem.interior; ++i) interior[static_cast<size_t>(i)] = i;
     EliminationLimits left = limits;
     left.max_work = limits.max_work - work;
-    plans.push_back(PlanElimination(problem.domain, problem.factors, interior, left));
+    plans.push_back(PlanElimination(problem.domain, problem.factors, interior, left, control));
     if (!plans.back().within_limits) return std::nullopt;
     work += plans.back().work;
   }
@@ -245,7 +246,7 @@ std::optional<std::vector<EliminationPlan>> PlanBlocksAndSeparators(
   for (const BlockInstance& block : blocks) outline.push_back(Factor{block.boundary, {}});
   EliminationLimits left = limits;
   left.max_work = limits.max_work - work;
-  const EliminationPlan plan = PlanElimination(domain, outline, top.separators, left);
+  const EliminationPlan plan = PlanElimination(domain, outline, top.separators, left, control);
   if (!plan.within_limits) return std::nullopt;
   work += plan.work;
   return plans;
@@ -344,8 +345,9 @@ BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
   std::vector<int32_t> domain(static_cast<size_t>(n));
   for (int32_t v = 0; v < n; ++v) domain[static_cast<size_t>(v)] = core.strategy_count(v);
   SeparatorProblem top = SeparatorFactors(core, separator);
+  if (stopped()) return result;
   const std::optional<std::vector<EliminationPlan>> plans =
-      PlanBlocksAndSeparators(distinct, blocks, domain, top, limits, result.stats.work);
+      PlanBlocksAndSeparators(distinct, blocks, domain, top, limits, control, result.stats.work);
   if (!plans || stopped()) return result;
 
   const std::vector<EliminationOutcome> outcomes =
@@ -359,8 +361,9 @@ BlockEliminationResult SolveByBlockElimination(const WorkProblem& core,
 
   // The separators, over what the blocks left.
   AddBlockRemainders(blocks, distinct, outcomes, top.factors);
-  const EliminationPlan plan = PlanElimination(domain, top.factors, top.separators, limits);
-  if (!plan.within_limits) return result;
+  const EliminationPlan plan =
+      PlanElimination(domain, top.factors, top.separators, limits, control);
+  if (!plan.within_limits || stopped()) return result;
   const EliminationOutcome top_outcome =
       Eliminate(domain, std::move(top.factors), plan.order, control);
   if (!top_outcome.completed) {

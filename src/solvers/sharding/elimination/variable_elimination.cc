@@ -131,10 +131,18 @@ Factor PermuteFactor(const Factor& f, const std::vector<int32_t>& vars,
 EliminationPlan PlanElimination(const std::vector<int32_t>& domain,
                                 const std::vector<Factor>& factors,
                                 const std::vector<int32_t>& eliminate,
-                                const EliminationLimits& limits) {
+                                const EliminationLimits& limits, const SolveControl& control) {
+  // Factors or eliminated variables between two reads of the control.
+  constexpr int64_t kStepsBetweenChecks = 64;
+  PeriodicCheck check(control, kStepsBetweenChecks);
   const size_t n = domain.size();
   std::vector<std::vector<int32_t>> neighbours(n);
+  EliminationPlan plan;
   for (const Factor& f : factors) {
+    if (check.stop()) {
+      plan.within_limits = false;
+      return plan;
+    }
     for (int32_t a : f.vars) {
       for (int32_t b : f.vars) {
         if (a != b) neighbours[static_cast<size_t>(a)].push_back(b);
@@ -158,9 +166,12 @@ EliminationPlan PlanElimination(const std::vector<int32_t>& domain,
     current[static_cast<size_t>(v)] = weight(v);
     queue.emplace(current[static_cast<size_t>(v)], v);
   }
-  EliminationPlan plan;
   std::vector<int32_t> merged;
   while (!queue.empty()) {
+    if (check.stop()) {
+      plan.within_limits = false;
+      return plan;
+    }
     // Named copies, not structured bindings: C++17 lambdas cannot capture those (clang says so).
     const double w = queue.begin()->first;
     const int32_t v = queue.begin()->second;

@@ -34,11 +34,13 @@ struct EliminationLimits {
 
 // Greedy minimum-weight order of `eliminate` (each step takes the variable whose new table
 // would be smallest times its domain; ties to the lower id); the other variables stay. Stops
-// early, with within_limits false, as soon as the limits cannot hold.
+// early, with within_limits false, as soon as the limits cannot hold, or once `control` has
+// expired (the caller tells the two apart by reading the control).
 EliminationPlan PlanElimination(const std::vector<int32_t>& domain,
                                 const std::vector<Factor>& factors,
                                 const std::vector<int32_t>& eliminate,
-                                const EliminationLimits& limits);
+                                const EliminationLimits& limits,
+                                const SolveControl& control = SolveControl());
 
 // One eliminated variable: its best value for each joint value of `given` (row-major, the
 // last varies fastest).

@@ -252,8 +252,10 @@ void RunGlpk(GlpkRun* run) {
   const bool presolve =
       run->options->deterministic || run->control->remaining_seconds() > 8 * load_seconds;
   const double reserve = (presolve ? 4 : 1) * load_seconds;
-  if (run->control->remaining_seconds() <= reserve) {
-    run->simplex_ret = GLP_ETMLIM;  // no time for an LP: stop at once
+  // A cancel during loading stops here: the presolver inside glp_simplex prints nothing while it
+  // works, so CaptureTerminal cannot see a cancel until it is done.
+  if (run->control->expired() || run->control->remaining_seconds() <= reserve) {
+    run->simplex_ret = GLP_ETMLIM;  // no time for an LP (or cancelled): stop at once
   } else {
     glp_smcp simplex;
     glp_init_smcp(&simplex);

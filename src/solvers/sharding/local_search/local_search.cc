@@ -105,7 +105,7 @@ bool Searcher::BudgetSpent(double fraction) const {
 
 void Searcher::Assign(const std::vector<int32_t>& x) {
   x_ = x;
-  memory_.Reset(x_);
+  memory_.Reset(x_, control_);  // a Reset cut short by a stop is never read: callers stop next
   cost_ = 0;
   forbidden_ = 0;
   auto account = [this](double c) {
@@ -347,15 +347,15 @@ LocalSearchResult RunLocalSearch(const WorkProblem& problem, const SolveControl&
   // read between them, so that a search started just before a cancel ends without searching.
   ContractedProblem contracted;
   {
-    const SearchGraph input_graph(problem);
-    if (input_graph.has_empty_domain() || control.expired()) return result;
-    contracted = Contract(problem, input_graph);
+    const SearchGraph input_graph(problem, control);
+    if (control.expired() || input_graph.has_empty_domain()) return result;
+    contracted = Contract(problem, input_graph, control);
   }
   const WorkProblem& groups = contracted.problem;
   if (!std::isfinite(static_cast<double>(groups.constant)) || control.expired()) return result;
-  const SearchGraph graph(groups);
-  if (graph.has_empty_domain() || control.expired()) return result;
-  MemoryTracker memory(groups.memory_items, problem.memory_rows, groups.node_count());
+  const SearchGraph graph(groups, control);
+  if (control.expired() || graph.has_empty_domain()) return result;
+  MemoryTracker memory(groups.memory_items, problem.memory_rows, groups.node_count(), control);
   if (control.expired()) return result;
   std::vector<int32_t> start;
   if (options.start.size() == static_cast<size_t>(n)) {

@@ -40,13 +40,18 @@ bool IsBijection(const WorkEdge& e, const SearchGraph& graph, std::vector<int32_
 
 }  // namespace
 
-ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph) {
+ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph,
+                           const SolveControl& control) {
+  // Edges or items between two reads of the control.
+  constexpr int64_t kStepsBetweenChecks = 64;
+  PeriodicCheck check(control, kStepsBetweenChecks);
   const size_t n = problem.cost.size();
   ContractedProblem out;
   std::vector<std::vector<Tie>> ties(n);
   std::vector<int32_t> a_to_b;
   std::vector<int32_t> b_to_a;
   for (const WorkEdge& e : problem.edges) {
+    if (check.stop()) return out;
     if (graph.domain(e.a).size() < 2 || !IsBijection(e, graph, &a_to_b, &b_to_a)) continue;
     ties[static_cast<size_t>(e.a)].push_back(Tie{e.b, a_to_b});
     ties[static_cast<size_t>(e.b)].push_back(Tie{e.a, b_to_a});
@@ -99,6 +104,7 @@ ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph)
   // Edges: inside a group they fold into its costs; between groups they merge per pair.
   std::map<std::pair<int32_t, int32_t>, size_t> edge_index;
   for (const WorkEdge& e : problem.edges) {
+    if (check.stop()) return out;
     const int32_t ga = out.group_of[static_cast<size_t>(e.a)];
     const int32_t gb = out.group_of[static_cast<size_t>(e.b)];
     const std::vector<int32_t>& pa = perm[static_cast<size_t>(e.a)];
@@ -148,6 +154,7 @@ ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph)
 
   cp.memory_items.resize(problem.memory_items.size());
   for (size_t i = 0; i < problem.memory_items.size(); ++i) {
+    if (check.stop()) return out;
     const MemoryItem& item = problem.memory_items[i];
     const std::vector<int32_t>& pv = perm[static_cast<size_t>(item.node)];
     MemoryItem& to = cp.memory_items[i];

@@ -36,6 +36,8 @@ struct ContractedProblem {
 };
 
 // `graph` is the SearchGraph of `problem` (its arc-consistent domains decide the bijections).
-ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph);
+// Once `control` has expired it stops, and the result must not be used.
+ContractedProblem Contract(const WorkProblem& problem, const SearchGraph& graph,
+                           const SolveControl& control = SolveControl());
 
 }  // namespace alpa

@@ -7,7 +7,10 @@
 
 namespace alpa {
 
-SearchGraph::SearchGraph(const WorkProblem& problem) {
+SearchGraph::SearchGraph(const WorkProblem& problem, const SolveControl& control) {
+  // Edges between two reads of the control (an edge is up to a few thousand entries).
+  constexpr int64_t kEdgesBetweenChecks = 64;
+  PeriodicCheck check(control, kEdgesBetweenChecks);
   const size_t n = problem.cost.size();
   node_cost_.resize(n);
   for (size_t v = 0; v < n; ++v) {
@@ -24,6 +27,7 @@ SearchGraph::SearchGraph(const WorkProblem& problem) {
   transposed_.resize(problem.edges.size());
   std::vector<size_t> fill(arc_begin_.begin(), arc_begin_.end() - 1);
   for (size_t i = 0; i < problem.edges.size(); ++i) {
+    if (check.stop()) return;
     const WorkEdge& e = problem.edges[i];
     const size_t ka = problem.cost[static_cast<size_t>(e.a)].size();
     const size_t kb = problem.cost[static_cast<size_t>(e.b)].size();
@@ -38,12 +42,12 @@ SearchGraph::SearchGraph(const WorkProblem& problem) {
     }
     arcs_[at_a] = SearchArc{e.b, t.data(), at_b};
   }
-  PruneDomains();
+  PruneDomains(check);
 }
 
 // Arc consistency (AC-3): a strategy with no finite partner on some edge can never be part of a
 // finite-cost assignment, so the search never considers it.
-void SearchGraph::PruneDomains() {
+void SearchGraph::PruneDomains(PeriodicCheck& check) {
   const int32_t n = node_count();
   allowed_.resize(static_cast<size_t>(n));
   for (int32_t v = 0; v < n; ++v) {
@@ -57,6 +61,7 @@ void SearchGraph::PruneDomains() {
   std::vector<uint8_t> queued(static_cast<size_t>(n), 1);
   for (int32_t v = 0; v < n; ++v) queue.push_back(v);
   while (!queue.empty()) {
+    if (check.stop()) return;
     const int32_t v = queue.front();
     queue.pop_front();
     queued[static_cast<size_t>(v)] = 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "solvers/sharding/solve_control.h"
 #include "solvers/sharding/work_problem.h"
 
 namespace alpa {
@@ -21,7 +22,8 @@ struct SearchArc {
 
 class SearchGraph {
  public:
-  explicit SearchGraph(const WorkProblem& problem);
+  // Once `control` has expired it stops building, and the graph must not be used.
+  explicit SearchGraph(const WorkProblem& problem, const SolveControl& control = SolveControl());
 
   int32_t node_count() const { return static_cast<int32_t>(node_cost_.size()); }
   int32_t strategy_count(int32_t v) const {
@@ -58,7 +60,7 @@ class SearchGraph {
   int32_t ForbiddenCount(int32_t v, int32_t s, const std::vector<int32_t>& x) const;
 
  private:
-  void PruneDomains();
+  void PruneDomains(PeriodicCheck& check);  // returns early once check.stop()
 
   std::vector<const std::vector<double>*> node_cost_;
   std::vector<size_t> arc_begin_;

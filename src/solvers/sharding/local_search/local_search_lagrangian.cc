@@ -59,8 +59,10 @@ void Searcher::Lagrangian(const std::vector<int32_t>& low_memory) {
   std::vector<Int128> slack;
   std::vector<int32_t> decoded;
   auto sweep = [this](MessagePassing& mp, const std::vector<double>& costs, int32_t count) {
-    for (int32_t i = 0; i < count && !Stopped(); ++i) {
-      mp.Iterate(costs, 1);
+    // A sweep is a pass over every edge: the clock is read after each (StoppedNow), and inside
+    // it, so that a cancel does not wait for the sweep.
+    for (int32_t i = 0; i < count && !StoppedNow(); ++i) {
+      mp.Iterate(costs, 1, control_);
       Count(2 * static_cast<int64_t>(n_));
     }
   };

@@ -12,12 +12,20 @@ struct ItemRun {
   int32_t row_end;
 };
 
-// Runs of consecutive rows per item, found in one pass over the rows.
-std::vector<std::vector<ItemRun>> ItemRuns(const std::vector<MemoryRow>& rows, size_t item_count) {
+// Row entries (or nodes' run events) between two reads of the control: well under a
+// millisecond of work.
+constexpr int64_t kEntriesBetweenChecks = 1 << 16;
+
+// Runs of consecutive rows per item, found in one pass over the rows; stops early (the runs
+// then unusable) once `control` has expired.
+std::vector<std::vector<ItemRun>> ItemRuns(const std::vector<MemoryRow>& rows, size_t item_count,
+                                           const SolveControl& control) {
+  PeriodicCheck check(control, kEntriesBetweenChecks);
   std::vector<std::vector<ItemRun>> runs(item_count);
   std::vector<int32_t> last(item_count, -2);
   std::vector<int32_t> begin(item_count, 0);
   for (size_t r = 0; r < rows.size(); ++r) {
+    if (check.stop(static_cast<int64_t>(rows[r].items.size()) + 1)) return runs;
     const int32_t row = static_cast<int32_t>(r);
     for (int32_t i : rows[r].items) {
       const size_t item = static_cast<size_t>(i);
@@ -38,12 +46,15 @@ std::vector<std::vector<ItemRun>> ItemRuns(const std::vector<MemoryRow>& rows, s
 }  // namespace
 
 MemoryTracker::MemoryTracker(const std::vector<MemoryItem>& items,
-                             const std::vector<MemoryRow>& rows, int32_t node_count)
+                             const std::vector<MemoryRow>& rows, int32_t node_count,
+                             const SolveControl& control)
     : items_(items), rows_(rows), row_count_(static_cast<int32_t>(rows.size())) {
   const size_t n = static_cast<size_t>(node_count);
   run_begin_.assign(n + 1, 0);
   if (row_count_ == 0) return;
-  const std::vector<std::vector<ItemRun>> item_runs = ItemRuns(rows, items.size());
+  const std::vector<std::vector<ItemRun>> item_runs = ItemRuns(rows, items.size(), control);
+  PeriodicCheck check(control, kEntriesBetweenChecks);
+  if (control.expired()) return;
   std::vector<std::vector<int32_t>> items_of(n);
   for (size_t i = 0; i < items.size(); ++i) {
     if (!item_runs[i].empty()) {
@@ -62,6 +73,7 @@ MemoryTracker::MemoryTracker(const std::vector<MemoryItem>& items,
   std::vector<Int128> active;
   int32_t active_count = 0;
   for (size_t v = 0; v < n; ++v) {
+    if (check.stop(static_cast<int64_t>(items_of[v].size()) * 16)) return;
     run_begin_[v] = runs_.size();
     const std::vector<int32_t>& node_items = items_of[v];
     if (node_items.empty()) continue;
@@ -105,8 +117,9 @@ MemoryTracker::MemoryTracker(const std::vector<MemoryItem>& items,
   tree_add_.assign(static_cast<size_t>(4 * row_count_), 0);
 }
 
-void MemoryTracker::Reset(const std::vector<int32_t>& x) {
+void MemoryTracker::Reset(const std::vector<int32_t>& x, const SolveControl& control) {
   if (row_count_ == 0) return;
+  PeriodicCheck check(control, kEntriesBetweenChecks);
   // Each item's usage looked up once: the rows of large problems hold tens of millions of
   // entries, and summing a flat array is several times faster than chasing each item's table.
   std::vector<int64_t> item_usage(items_.size());
@@ -116,6 +129,7 @@ void MemoryTracker::Reset(const std::vector<int32_t>& x) {
   }
   std::vector<Int128> slack(static_cast<size_t>(row_count_));
   for (size_t r = 0; r < slack.size(); ++r) {
+    if (check.stop(static_cast<int64_t>(rows_[r].items.size()) + 1)) return;
     Int128 used = 0;
     for (int32_t i : rows_[r].items) used += item_usage[static_cast<size_t>(i)];
     slack[r] = Int128(rows_[r].capacity) - used;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/util/wide_int.h"
+#include "solvers/sharding/solve_control.h"
 #include "solvers/sharding/work_problem.h"
 
 namespace alpa {
@@ -25,13 +26,15 @@ class MemoryTracker {
   };
 
   // `items` index the strategies of nodes 0..node_count-1; `rows` index `items`, each item at
-  // most once per row (as Normalize builds them). Both must outlive the tracker.
+  // most once per row (as Normalize builds them). Both must outlive the tracker. Once `control`
+  // has expired it stops building, and the tracker must not be used.
   MemoryTracker(const std::vector<MemoryItem>& items, const std::vector<MemoryRow>& rows,
-                int32_t node_count);
+                int32_t node_count, const SolveControl& control = SolveControl());
 
   int32_t row_count() const { return row_count_; }
-  // Recomputes every row's usage for assignment x.
-  void Reset(const std::vector<int32_t>& x);
+  // Recomputes every row's usage for assignment x. Once `control` has expired it stops halfway,
+  // and the tracker must not be used.
+  void Reset(const std::vector<int32_t>& x, const SolveControl& control = SolveControl());
 
   const Run* runs_begin(int32_t v) const {
     return runs_.data() + run_begin_[static_cast<size_t>(v)];

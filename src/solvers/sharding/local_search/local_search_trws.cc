@@ -67,7 +67,11 @@ void MessagePassing::Send(int32_t v, size_t arc_index, const double* belief) {
   }
 }
 
-void MessagePassing::Iterate(const std::vector<double>& unary, int32_t iterations) {
+void MessagePassing::Iterate(const std::vector<double>& unary, int32_t iterations,
+                             const SolveControl& control) {
+  // Message entries (arcs times strategies) between two reads of the control.
+  constexpr int64_t kEntriesBetweenChecks = 1 << 16;
+  PeriodicCheck check(control, kEntriesBetweenChecks);
   const int32_t n = graph_.node_count();
   for (int32_t it = 0; it < iterations; ++it) {
     for (int32_t pass = 0; pass < 2; ++pass) {
@@ -75,6 +79,7 @@ void MessagePassing::Iterate(const std::vector<double>& unary, int32_t iteration
       for (int32_t i = 0; i < n; ++i) {
         const int32_t v = forward ? i : n - 1 - i;
         const size_t kv = static_cast<size_t>(graph_.strategy_count(v));
+        if (check.stop((1 + graph_.degree(v)) * static_cast<int64_t>(kv * kv))) return;
         const double* u = unary.data() + unary_offset_[static_cast<size_t>(v)];
         for (size_t s = 0; s < kv; ++s) {
           belief_[s] = graph_.allowed(v, static_cast<int32_t>(s)) ? u[s] : kInf;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "solvers/sharding/local_search/local_search_graph.h"
+#include "solvers/sharding/solve_control.h"
 
 namespace alpa {
 
@@ -23,8 +24,10 @@ class MessagePassing {
   size_t unary_offset(int32_t v) const { return unary_offset_[static_cast<size_t>(v)]; }
   size_t unary_size() const { return unary_offset_.back(); }
 
-  // One forward and one backward sweep over the nodes per iteration.
-  void Iterate(const std::vector<double>& unary, int32_t iterations);
+  // One forward and one backward sweep over the nodes per iteration. Once `control` has expired
+  // it returns early, the messages half updated.
+  void Iterate(const std::vector<double>& unary, int32_t iterations,
+               const SolveControl& control = SolveControl());
   // A labelling from the current messages: nodes in sweep order take their best allowed
   // strategy given the choices already made and the messages from the rest.
   void Decode(const std::vector<double>& unary, std::vector<int32_t>* x) const;

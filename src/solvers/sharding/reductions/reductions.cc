@@ -25,6 +25,7 @@ void ReductionEngine::Init() {
   }
   item_used_.assign(input_.memory_items.size(), 0);
   for (const MemoryRow& row : input_.memory_rows) {
+    if (!KeepGoing()) return;  // Run reads the stop before using what Init built
     for (int32_t x : row.items) item_used_[static_cast<size_t>(x)] = 1;
   }
   for (size_t x = 0; x < item_used_.size(); ++x) {
@@ -43,6 +44,7 @@ void ReductionEngine::Init() {
   std::stable_sort(order.begin(), order.end(),
                    [&ends](int32_t x, int32_t y) { return ends(x) < ends(y); });
   for (int32_t index : order) {
+    if (!KeepGoing()) return;  // Run reads the stop before using what Init built
     const WorkEdge& we = input_.edges[static_cast<size_t>(index)];
     const auto [a, b] = ends(index);
     std::vector<double> costs = we.cost;
@@ -66,8 +68,8 @@ void ReductionEngine::Init() {
 
 bool ReductionEngine::KeepGoing() {
   // A node's reduction takes microseconds (a dominance check up to a millisecond on wide
-  // nodes): reading the clock every 64 keeps a cancel or deadline well under 100 ms late.
-  constexpr int64_t kWorkBetweenChecks = 64;
+  // nodes): reading the clock every 8 keeps a cancel or deadline a few milliseconds late.
+  constexpr int64_t kWorkBetweenChecks = 8;
   if (out_.stopped_) return false;
   if (++work_ % kWorkBetweenChecks == 0 && control_.expired()) out_.stopped_ = true;
   return !out_.stopped_;
@@ -112,6 +114,7 @@ void ReductionEngine::BuildCore() {
     out_.core_strategies_.push_back(std::move(nodes_[v].strategies));
   }
   for (DynEdge& ed : edges_) {
+    if (!KeepGoing()) return;
     if (!ed.alive) continue;
     const int32_t ca = core_of[static_cast<size_t>(ed.a)], cb = core_of[static_cast<size_t>(ed.b)];
     if (ca < cb) {
@@ -171,7 +174,11 @@ void ReductionEngine::BuildCore() {
     core.memory_rows.push_back(std::move(mapped));
   }
   if (!KeepGoing() || !CheckNow()) return;
-  if (memory_changed) SimplifyMemoryRows(&core.memory_items, &core.memory_rows, 0);
+  if (memory_changed &&
+      !SimplifyMemoryRows(&core.memory_items, &core.memory_rows, 0, control_).ok()) {
+    out_.stopped_ = true;  // it fails only on a stop
+    return;
+  }
   core.constant = input_.constant + folded_;
 }
 

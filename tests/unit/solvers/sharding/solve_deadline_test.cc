@@ -8,10 +8,13 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/problem/problem_io.h"
 #include "core/problem/sharding_evaluator.h"
+#include "solvers/sharding/memory_rows.h"
 #include "solvers/sharding/sharding_solver.h"
+#include "solvers/sharding/solve_control.h"
 #include "support/random_problem.h"
 #include "support/test_data.h"
 
@@ -130,6 +133,50 @@ TEST(SolveDeadline, ACancelDuringTheExactPhaseOfIopddlGIsNotIgnored) {
   if (!result.assignment.empty()) ExpectFeasibleAnswer(problem.value(), result);
 }
 
+// The bug: a cancel waited for whole passes over the memory rows (tens of millions of entries on
+// IOPDDL S: the simplification, the local search's graph, contraction and memory tracker, and
+// each full sweep of its message passing), hundreds of milliseconds to seconds. Every such loop
+// now reads the control; the bound here is loose (a noisy machine), the bench measures the
+// latency itself (bench/solve_deadlines.py).
+TEST(SolveDeadline, ACancelDuringThePreparationOrSearchOfIopddlSIsCancelled) {
+  const std::string path = testing::SharedDataPath("asplos-2025-iopddl-S.json.gz");
+  if (path.empty()) GTEST_SKIP() << "shared IOPDDL data not present";
+  Result<ShardingProblem> problem = ReadProblemFile(path);
+  ASSERT_TRUE(problem.ok()) << problem.status().message();
+  for (double delay : {0.2, 1.5}) {
+    std::atomic<bool> cancel{false};
+    SolveOptions options;
+    options.cancel = &cancel;
+    DelayedCancel trigger(&cancel, delay);
+    const SolveResult result = SolveSharding(problem.value(), options);
+    const double latency = trigger.SecondsFromTriggerTo(Clock::now());
+    ASSERT_GE(latency, 0) << "S was solved before a cancel after " << delay << " s";
+    EXPECT_EQ(result.status, SolveStatus::kCancelled) << SolveStatusName(result.status);
+    EXPECT_LT(latency, 2.0) << "cancelled after " << delay << " s";
+    if (!result.assignment.empty()) ExpectFeasibleAnswer(problem.value(), result);
+  }
+}
+
+// The memory-row simplification, which had no control at all, stops on a cancel with the
+// cancel's status.
+TEST(SolveDeadline, MemoryRowSimplificationStopsOnACancel) {
+  std::vector<MemoryItem> items;
+  std::vector<MemoryRow> rows;
+  for (int32_t i = 0; i < 4; ++i) items.push_back(MemoryItem{i, {0, 5}});
+  for (int32_t r = 0; r < 200'000; ++r) rows.push_back(MemoryRow{6 + r % 3, {0, 1, 2, 3}});
+  std::vector<MemoryItem> items_copy = items;
+  std::vector<MemoryRow> rows_copy = rows;
+  std::atomic<bool> cancel{true};
+  const Status stopped = SimplifyMemoryRows(&items, &rows, 0, SolveControl::Unlimited(&cancel));
+  EXPECT_EQ(stopped.code(), StatusCode::kCancelled) << stopped.message();
+  cancel = false;
+  const Status done =
+      SimplifyMemoryRows(&items_copy, &rows_copy, 0, SolveControl::Unlimited(&cancel));
+  ASSERT_TRUE(done.ok()) << done.message();
+  ASSERT_EQ(rows_copy.size(), 1u);  // identical rows: the first, with the smallest capacity
+  EXPECT_EQ(rows_copy[0].capacity, 6);
+}
+
 // The bug: deterministic mode counted moves but also stopped at the clock (the time limit, or
 // a fixed cap without one), so runs under a limit that the counted work overran differed. The
 // work is now scaled from the limit, so it ends first, and the answers repeat.
@@ -146,6 +193,48 @@ TEST(SolveDeadline, DeterministicRunsUnderATimeLimitGiveIdenticalAssignments) {
     EXPECT_EQ(again.assignment, first.assignment) << "run " << run + 2;
     EXPECT_EQ(again.objective, first.objective);
   }
+}
+
+// Keeps `threads` threads spinning until destroyed: a busy machine for the solve beside them.
+class BusyThreads {
+ public:
+  explicit BusyThreads(int threads) {
+    for (int t = 0; t < threads; ++t) {
+      threads_.emplace_back([this] {
+        volatile uint64_t x = 0;
+        while (!stop_.load(std::memory_order_relaxed)) x = x + 1;
+      });
+    }
+  }
+  ~BusyThreads() {
+    stop_.store(true);
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// The bug: with a limit so small that reading the clock decided where the search stopped, the
+// answer depended on the machine's load. Deterministic mode now spends the limit as a work
+// budget (the clock only stops it at 10 times the limit), so a run beside busy threads, with
+// another thread count, gives the same answer as a run on an idle machine.
+TEST(SolveDeadline, DeterministicAnswersDoNotDependOnLoadOrThreads) {
+  const ShardingProblem problem = GridWithMemory(1000, 8, 7);
+  SolveOptions options;
+  options.deterministic = true;
+  options.time_limit_seconds = 0.1;
+  options.threads = 1;
+  const SolveResult idle = SolveSharding(problem, options);
+  ASSERT_EQ(idle.status, SolveStatus::kFeasible) << idle.message;
+  ExpectFeasibleAnswer(problem, idle);
+  options.threads = 3;
+  const BusyThreads busy(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const SolveResult loaded = SolveSharding(problem, options);
+  EXPECT_EQ(loaded.status, idle.status) << loaded.message;
+  EXPECT_EQ(loaded.assignment, idle.assignment);
+  EXPECT_EQ(loaded.objective, idle.objective);
 }
 
 }  // namespace
