@@ -342,6 +342,7 @@ struct ManualPlanEvaluator::Impl {
     o.zero = key.zero;
     o.solve.threads = 1;
     o.solve.deterministic = true;
+    o.solve.deterministic_searches = 1;  // the solves themselves run side by side
     o.solve.heuristic_only = !options.intra_op_exact;
     o.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
     o.solve.relative_gap = options.intra_op_relative_gap;

@@ -262,6 +262,7 @@ AutoShardOptions IntraOpOptions(const PlannerOptions& options, int64_t microbatc
   shard.iteration_weight = 1.0 / static_cast<double>(microbatches);
   shard.solve.threads = 1;
   shard.solve.deterministic = true;
+  shard.solve.deterministic_searches = 1;  // the solves themselves run side by side
   shard.solve.heuristic_only = !options.intra_op_exact;
   shard.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
   shard.solve.relative_gap = options.intra_op_relative_gap;

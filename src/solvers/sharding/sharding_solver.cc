@@ -52,9 +52,6 @@ constexpr double kDeterministicMovesPerSecond = 2.5e5;
 // this multiple of it, a safety stop for a machine many times slower or busier than the rates
 // above assume (the answer then depends on where the clock stopped it).
 constexpr double kDeterministicSafetyFactor = 10.0;
-// Deterministic mode: local searches of a large core, whatever the thread count (threads only
-// run them side by side), so that the answer does not depend on the machine.
-constexpr int32_t kDeterministicSearches = 2;
 // Deterministic mode under a time limit: GLPK branch-and-bound nodes per second of the limit
 // (GLPK's root LP is counted work of its own, bounded only by the safety stop).
 constexpr double kDeterministicIlpNodesPerSecond = 50.0;
@@ -182,7 +179,8 @@ int32_t SearchThreads(int32_t requested) {
 // Local searches to run on a large core: one per thread, or in deterministic mode a fixed
 // number that the threads share.
 int32_t SearchCount(const SolveOptions& options) {
-  return options.deterministic ? kDeterministicSearches : SearchThreads(options.threads);
+  return options.deterministic ? std::max(1, options.deterministic_searches)
+                               : SearchThreads(options.threads);
 }
 
 // The wall-clock limit of the solve: the time limit, or in deterministic mode (where the limit

@@ -34,6 +34,10 @@ struct SolveProgress {
 struct SolveOptions {
   double time_limit_seconds = std::numeric_limits<double>::infinity();
   bool deterministic = false;
+  // Deterministic mode: the local searches of a large core, whatever the thread count (the
+  // threads share them). More searches explore more at equal work; the planner, which runs many
+  // one-thread solves side by side, uses 1.
+  int32_t deterministic_searches = 2;
   int32_t threads = 0;  // 0: all hardware threads
   double relative_gap = 0.0;
   // The local search alone, without GLPK's proof: much faster on cores of a few dozen nodes
