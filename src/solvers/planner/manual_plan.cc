@@ -339,6 +339,7 @@ struct ManualPlanEvaluator::Impl {
     AutoShardOptions o;
     o.iteration_weight = 1.0 / static_cast<double>(microbatches);
     o.batch_mesh_dim = key.batch_dim;
+    o.replicate_indivisible_inputs = true;  // CheckSpec: dp divides the microbatch
     o.zero = key.zero;
     o.solve.threads = 1;
     o.solve.deterministic = true;

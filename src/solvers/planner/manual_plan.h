@@ -16,7 +16,9 @@
 //     unevenly are rejected). Its logical mesh is (dp, tp) with tensor_inside_host (tp on mesh
 //     dim 1, which stays inside a host; the batch on dim 0), else (tp, dp) (the batch on dim 1).
 //   - Sharding: every distinct layer piece is auto-sharded on that mesh (unit_profile.h) with
-//     the batch dim of its inputs forced onto the data-parallel dim (free when dp = 1), ZeRO
+//     the batch dim of its inputs forced onto the data-parallel dim (free when dp = 1; an input
+//     whose dim 0 dp does not divide is a weight-shaped boundary value and is replicated over
+//     it, since CheckSpec made dp divide the microbatch), ZeRO
 //     forced (optimizer state sharded over every mesh dim that can split it) for zero_stage >= 1
 //     and dp > 1, else off, and iteration_weight 1 / microbatches. The solver then picks the
 //     layout on the tensor-parallel dim: Megatron's hand partitioning, or whatever the cost
