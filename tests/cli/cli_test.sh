@@ -280,6 +280,13 @@ expect simulate_bad_schedule 1 'error: --schedule' -- "$alpa" simulate "$sim_pla
 expect simulate_bad_width 1 'error: --width' -- "$alpa" simulate "$sim_plan" --svg "$tmp/w.svg" --width 10
 expect simulate_no_file 1 'required' -- "$alpa" simulate
 
+# alpa plan's pins: an exact stage count, a tensor-parallel cap, a bad pin named.
+pgpt=gpt:layers=4,hidden=64,heads=2,seq=32,batch=16,vocab=128
+pl=(--model "$pgpt" --cluster p3.16xlarge:hosts=1,devices_per_host=8 --threads 2 -q -B 4)
+expect plan_pin_pp 0 '^Plan: 3 pipeline stages, 4 microbatches' -- "$alpa" plan "${pl[@]}" --pp 3
+expect plan_pin_max_tp 0 '^predicted iteration time' -- "$alpa" plan "${pl[@]}" --max-tp 1 --no-tp-across-hosts
+expect plan_pin_pp_too_many 1 "error: .*pipeline_stages 7 exceeds the 6 layer groups" -- "$alpa" plan "${pl[@]}" --pp 7
+
 # alpa baseline: the Megatron-LM grid search and manual plans (four devices, a small GPT).
 bgpt=gpt:layers=4,hidden=256,heads=4,seq=64,batch=16,vocab=1024
 bl=(--model "$bgpt" --cluster p3.16xlarge:hosts=1,devices_per_host=4 --threads 2)

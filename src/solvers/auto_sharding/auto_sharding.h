@@ -58,6 +58,9 @@ struct AutoShardOptions {
   // degree divides the microbatch), so such an input is a weight-shaped value crossing a piece
   // boundary (a tied embedding, its gradient) rather than the batch.
   bool replicate_indivisible_inputs = false;
+  // With batch_mesh_dim set and this > 0: only inputs whose dim 0 has this size are forced
+  // (the batch); the others are laid out freely.
+  int64_t batch_size = 0;
   ZeroMode zero = ZeroMode::kOff;
   bool allow_all_gather = true;                // resharding may use all-gathers
   bool allow_all_to_all = true;                // resharding may use all-to-alls

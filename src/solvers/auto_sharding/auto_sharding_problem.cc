@@ -142,7 +142,9 @@ Result<std::vector<int32_t>> KeptStrategies(const Graph& graph, int32_t id,
     return keep;
   }
   const bool input = op.role == TensorRole::kInput;
-  if (input && !op.shape.empty() &&
+  const bool batch_sized = options.batch_size <= 0 || op.shape.empty() ||
+                           op.shape[0] == options.batch_size || options.force_data_parallel;
+  if (input && !op.shape.empty() && batch_sized &&
       (options.force_data_parallel || options.batch_mesh_dim != kBatchDimFree)) {
     std::vector<int32_t> want = split_dims;
     if (!options.force_data_parallel && options.batch_mesh_dim >= 0) {
