@@ -49,9 +49,10 @@ namespace alpa {
 struct ManualPlanSpec {
   int64_t data_parallel = 1, tensor_parallel = 1, pipeline_parallel = 1;
   int64_t microbatches = 1;
-  // 0: off; 1 or 2: optimizer state (and with it the update) sharded over the data-parallel
+  // 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
   // devices (AutoShard's ZeroMode::kForce; gradients are reduce-scattered where the solver
-  // finds that cheaper). No effect when data_parallel == 1. ZeRO-3 is not modelled.
+  // finds that cheaper). No effect when data_parallel == 1. ZeRO-2 and 3 are not modelled
+  // (an error: gradient memory is held whole).
   int32_t zero_stage = 0;
   bool tensor_inside_host = true;  // tp on the fast mesh dim (dim 1); else dp there
   bool remat = false;              // per-layer activation checkpointing in every stage

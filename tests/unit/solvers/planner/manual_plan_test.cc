@@ -276,6 +276,7 @@ TEST(ManualPlan, BadSpecsNameTheField) {
     ManualPlanSpec spec;
     const char* field;
   };
+  ManualPlanSpec zero2 = Spec(8, 1, 1, 2, 2);  // not modelled: it would equal ZeRO-1
   ManualPlanSpec zero3 = Spec(8, 1, 1, 2, 3);
   ManualPlanSpec across = Spec(1, 8, 1, 2);
   const std::vector<Case> cases = {
@@ -284,6 +285,7 @@ TEST(ManualPlan, BadSpecsNameTheField) {
       {P3(1), Spec(8, 1, 1, 0), "microbatches"},
       {P3(1), Spec(8, 1, 1, 3), "microbatches"},
       {P3(1), Spec(8, 1, 1, 4), "data_parallel"},  // microbatch size 4
+      {P3(1), zero2, "zero_stage must be 0 or 1"},
       {P3(1), zero3, "zero_stage"},
       {P3(1), Spec(1, 1, 8, 8), "pipeline_parallel"},  // 4 layers
       {P3(2, 4), across, "tensor_parallel"},           // 8 > 4 devices per host
