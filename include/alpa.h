@@ -859,6 +859,16 @@ typedef struct alpa_plan_options alpa_plan_options;
 #define ALPA_PLAN_OPT_MAX_GRAPH_OPS 314 /**< int >= 0, default 1000000: microbatch graph ops */
 #define ALPA_PLAN_OPT_MAX_LAYERS 315    /**< int >= 0, default 4096: the model's layers */
 #define ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES 316 /**< int >= 0, default 100000: estimated solves */
+/* Pins: what the caller knows about the plan, each pruning the search (docs/planner.md). */
+/** int >= 0, default 0 (searched): exactly this many pipeline stages (at most the layer groups
+ * and the cluster's devices; ALPA_ERR_INVALID_ARGUMENT otherwise) */
+#define ALPA_PLAN_OPT_PIPELINE_STAGES 317
+/** int >= 0, default 0 (no limit): a stage's tensor-parallel degree at most this; the batch is
+ * then split over the logical mesh's first dim */
+#define ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL 318
+/** 0/1, default 0: 1 keeps tensor parallelism inside a host (on a stage of several hosts the
+ * batch is split over the mesh dim that spans them) */
+#define ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST 319
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: rematerialize (recompute the forward) or not */
 #define ALPA_REMAT_OFF 1

@@ -117,8 +117,9 @@ ALPA_API int32_t alpa_plan_op_spec(alpa_buffer** out, const alpa_plan* plan, int
 typedef struct alpa_manual_plan {
   size_t struct_size;
   int32_t version; /**< 1 */
-  /** 0: off; 1 or 2: optimizer state (and with it the update) sharded over the data-parallel
-   * devices; no effect when data_parallel is 1. ZeRO-3 is not modelled (3 is an error). */
+  /** 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
+   * devices; no effect when data_parallel is 1. ZeRO-2 and ZeRO-3 are not modelled (2 and 3 are
+   * errors: gradient memory is held whole, so 2 would predict what 1 does). */
   int32_t zero_stage;
   /** Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's
    * devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or
@@ -148,7 +149,7 @@ ALPA_API int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa
  * cluster / spec, struct_size below version 1's size, a bad model spec and a bad configuration,
  * the message naming the field ("manual plan: data_parallel x tensor_parallel x
  * pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat and
- * tensor_inside_host must be 0 or 1, zero_stage 0..2, microbatches must divide the batch,
+ * tensor_inside_host must be 0 or 1, zero_stage 0 or 1, microbatches must divide the batch,
  * pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
  * fit the device memory (the message names the stage and the bytes it needs);
  * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */

@@ -177,6 +177,19 @@ const Option kOptions[] = {
               "ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES", Family::kPlan, 0, kInt64Max,
               "an integer >= 0 (0: no limit)", "none=0",
               [](const OptionFields& f, int64_t v) { f.plan->limits.max_intra_op_solves = v; }),
+    IntOption(ALPA_PLAN_OPT_PIPELINE_STAGES, "pipeline_stages", "ALPA_PLAN_OPT_PIPELINE_STAGES",
+              Family::kPlan, 0, kInt32Max, "an integer >= 0 (0: searched)", "search=0",
+              [](const OptionFields& f, int64_t v) {
+                f.plan->pipeline_stages = static_cast<int32_t>(v);
+              }),
+    IntOption(ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL, "max_tensor_parallel",
+              "ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL", Family::kPlan, 0, kInt64Max,
+              "an integer >= 0 (0: no limit)", "none=0",
+              [](const OptionFields& f, int64_t v) { f.plan->max_tensor_parallel = v; }),
+    IntOption(
+        ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, "tensor_parallel_inside_host",
+        "ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST", Family::kPlan, 0, 1, "0 or 1", kFlag,
+        [](const OptionFields& f, int64_t v) { f.plan->tensor_parallel_inside_host = v == 1; }),
 };
 
 const char* FamilyName(Family family) {

@@ -240,7 +240,7 @@ expect plan_six_per_host 0 '^Plan: ' -- "$alpa" plan --model "$gpt" --cluster p3
 expect plan_bad_b 1 'error: .*divide' -- "$alpa" plan "${plan[@]}" -B 3
 expect plan_negative_b 1 'error: --microbatches' -- "$alpa" plan "${plan[@]}" -B -1
 expect plan_zero_b 1 'error: --microbatches: must be >= 1' -- "$alpa" plan "${plan[@]}" -B 0
-expect plan_infeasible 2 'smallest device memory that fits a plan is' -- "$alpa" plan "${plan[@]}" --device-memory 1000 -B 4
+expect plan_infeasible 2 'smallest device memory that fits a plan is' -- "$alpa" plan "${plan[@]}" --device-memory 1000B -B 4
 expect plan_bad_cluster 1 'error: --cluster' -- "$alpa" plan --model "$gpt" --cluster nosuch:2
 expect plan_bad_model 1 'error: .*nosuchnet' -- "$alpa" plan --model nosuchnet
 expect plan_bad_remat 1 'error: --remat' -- "$alpa" plan "${plan[@]}" --remat sometimes
@@ -273,6 +273,12 @@ expect simulate_prediction 0 "^planner's prediction +[0-9.]+ (s|ms|us) +\(relati
 expect simulate_table 0 '^0 +[0-9]+(-[0-9]+)? +[0-9]+(-[0-9]+)? +[0-9.]+ (s|ms|us) ' -- "$alpa" simulate "$sim_plan"
 expect simulate_json 0 '^\{.*"iteration_seconds":[0-9.e+-]+.*"relative_error":-?[0-9]' -- "$alpa" simulate "$sim_plan" --json
 expect simulate_json_stats 0 '"bubble_fraction".*"communication_wait_seconds".*"peak_memory_bytes"' -- "$alpa" simulate "$sim_plan" --json
+expect simulate_memory_fits 0 '"device_memory_bytes":17179869184,.*"memory_exceeded":false,.*"exceeds_device_memory":false' -- "$alpa" simulate "$sim_plan" --json
+expect_no simulate_memory_no_warning '^warning: stage' -- "$alpa" simulate "$sim_plan"
+# The same plan on devices of 1000 bytes: flagged, with a warning line per stage.
+sed -E 's/("memory_bandwidth":[0-9.e+]+,"memory_bytes":)[0-9]+/\11000/' "$sim_plan" > "$tmp/plan_small_memory.json"
+expect simulate_memory_warning 0 '^warning: stage 0 peaks at [0-9.]+ [KMG]iB per device, more than the device memory [0-9.]+ B' -- "$alpa" simulate "$tmp/plan_small_memory.json"
+expect simulate_memory_exceeded 0 '"device_memory_bytes":1000,.*"memory_exceeded":true,.*"exceeds_device_memory":true' -- "$alpa" simulate "$tmp/plan_small_memory.json" --json
 expect simulate_gpipe 0 'GPipe schedule' -- "$alpa" simulate "$sim_plan" --schedule gpipe
 expect simulate_svg 0 "wrote $tmp/sim.svg" -- "$alpa" simulate "$sim_plan" --svg "$tmp/sim.svg" --width 800
 expect simulate_svg_file 0 '^<svg' -- head -c 200 "$tmp/sim.svg"
@@ -289,6 +295,14 @@ expect simulate_missing_field 1 'error: .*stages\[0\]\.forward_latency_seconds: 
 expect simulate_bad_schedule 1 'error: --schedule' -- "$alpa" simulate "$sim_plan" --schedule zigzag
 expect simulate_bad_width 1 'error: --width' -- "$alpa" simulate "$sim_plan" --svg "$tmp/w.svg" --width 10
 expect simulate_no_file 1 'required' -- "$alpa" simulate
+
+# alpa plan's pins: an exact stage count, a tensor-parallel cap, a bad pin named.
+pgpt=gpt:layers=4,hidden=64,heads=2,seq=32,batch=16,vocab=128
+pl=(--model "$pgpt" --cluster p3.16xlarge:hosts=1,devices_per_host=8 --threads 2 -q -B 4)
+expect plan_pin_pp 0 '^Plan: 3 pipeline stages, 4 microbatches' -- "$alpa" plan "${pl[@]}" --pp 3
+expect plan_pin_max_tp 0 '^predicted iteration time' -- "$alpa" plan "${pl[@]}" --max-tp 1 --no-tp-across-hosts
+expect plan_memory_no_unit 1 'error: --device-memory: "16" has no unit; give one, e.g. 16GiB' -- "$alpa" plan "${pl[@]}" --device-memory 16
+expect plan_pin_pp_too_many 1 "error: .*pipeline_stages 7 exceeds the 6 layer groups" -- "$alpa" plan "${pl[@]}" --pp 7
 
 # alpa baseline: the Megatron-LM grid search and manual plans (four devices, a small GPT).
 bgpt=gpt:layers=4,hidden=256,heads=4,seq=64,batch=16,vocab=1024
@@ -307,14 +321,15 @@ expect baseline_manual_degrees 0 '^0 +0-5 +\(1,4\) +\(2,2\) +0-3 +2 x 2 ' -- "$a
 expect baseline_manual_stages 0 '^Plan: 2 pipeline stages, 4 microbatches' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 1 --pp 2 -B 4 --zero 1 --remat on -q
 expect baseline_manual_json 0 '"baseline":\{[^}]*"kind":"manual"' -- "$alpa" baseline "${bl[@]}" --dp 4 --tp 1 --pp 1 -B 4 --json
 expect baseline_bad_split 1 'error: manual plan: data_parallel x tensor_parallel x pipeline_parallel = 2 x 2 x 2 must equal' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 2 -B 2
+expect baseline_zero2 1 'error: manual plan: zero_stage must be 0 or 1 \(got 2; ZeRO-2' -- "$alpa" baseline "${bl[@]}" --dp 4 --tp 1 --pp 1 -B 4 --zero 2
 expect baseline_missing_pp 1 'error: --pp: a manual plan needs all of --dp, --tp and --pp' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 -B 2
 expect baseline_manual_no_b 1 'error: --microbatches: a manual plan' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1
 expect baseline_bad_zero 1 'error: manual plan: zero_stage' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1 -B 2 --zero 3
 expect baseline_zero_search 1 'error: --zero: applies to a manual plan' -- "$alpa" baseline "${bl[@]}" --zero 1
 expect baseline_bad_remat 1 'error: --remat: must be on or off' -- "$alpa" baseline "${bl[@]}" --remat sometimes
 expect baseline_bad_model 1 'error: .*nosuchnet' -- "$alpa" baseline --model nosuchnet
-expect baseline_infeasible 2 'least memory-hungry' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000
-expect baseline_manual_infeasible 2 'stage 0 needs' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000 --dp 4 --tp 1 --pp 1 -B 4
+expect baseline_infeasible 2 'least memory-hungry' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000B
+expect baseline_manual_infeasible 2 'stage 0 needs' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000B --dp 4 --tp 1 --pp 1 -B 4
 expect baseline_output 0 "wrote $tmp/baseline.json" -- "$alpa" baseline "${bl[@]}" -q -o "$tmp/baseline.json" --svg "$tmp/baseline.svg"
 expect baseline_output_table 0 '"baseline":\{.*"table":\[\{' -- cat "$tmp/baseline.json"
 expect baseline_simulate 0 '^simulated iteration time +[0-9.]+ (s|ms|us)' -- "$alpa" simulate "$tmp/baseline.json"
@@ -330,7 +345,7 @@ expect graph_huge_gpt 1 "error: .*'h0.mlp.fc1.w'.*2\^63" -- "$alpa" graph --mode
 expect graph_huge_bert 1 "error: .*'h0.mlp.fc1.w'.*2\^63" -- "$alpa" graph --model "bert:hidden=1000000000,heads=1"
 expect graph_wrapping_optimizer_state 1 'error: .*2\^63' -- "$alpa" graph --model "gpt:hidden=100000000,heads=1"
 expect baseline_huge_model 1 'error: .*2\^63' -- "$alpa" baseline --model "gpt:hidden=1000000000,layers=2,heads=1" -q
-expect baseline_small_memory_unit 2 'fits in 1000 bytes per device; .* needs [0-9.]+ [KM]iB \([0-9]+ bytes\)' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000
+expect baseline_small_memory_unit 2 'fits in 1000 bytes per device; .* needs [0-9.]+ [KM]iB \([0-9]+ bytes\)' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000B
 expect solve_nan_timeout 1 'timeout: must be a number of seconds >= 0, not nan' -- "$alpa" solve "$example" nan
 expect shard_nan_time_limit 1 'time-limit: must be a number of seconds >= 0, not nan' -- "$alpa" shard --model mlp:layers=2,batch=8,hidden=8 --mesh 2x1 --time-limit nan
 expect graph_binary_spec_escaped 1 'model spec "gpt:hidden=\\xFF\\x01"' -- "$alpa" graph --model $'gpt:hidden=\xff\x01'

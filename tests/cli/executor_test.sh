@@ -55,6 +55,10 @@ make_plan() {
 }
 make_plan gpt_dp2tp2pp2 "$gpt" "$cluster8" 8 baseline --dp 2 --tp 2 --pp 2 -B 4 --zero 1
 make_plan gpt_plan8 "$gpt" "$cluster8" 8 plan -B 2
+# dp 3 divides the batch but not the vocabulary or the hidden size: the tied embedding crossing
+# the stages is replicated over the data-parallel devices.
+make_plan gpt_dp3pp2 "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=6,dtype=f32,adam_eps=1e-5" \
+  "p3.16xlarge:hosts=2,devices_per_host=3" 6 baseline --dp 3 --tp 1 --pp 2 -B 2 --zero 1
 make_plan gpt_tp4 "$gpt" "$cluster4" 4 baseline --dp 1 --tp 4 --pp 1 -B 1 --remat on
 make_plan bert_dp2tp4 "$bert" "$cluster8" 8 baseline --dp 2 --tp 4 --pp 1 -B 1
 make_plan bert_plan4 "$bert" "$cluster4" 4 plan -B 2

@@ -26,7 +26,7 @@ struct BaselineArgs {
   bool dp_given = false, tp_given = false, pp_given = false;
   int64_t microbatches = 0;  // required for a manual plan; fixes B in the search
   bool microbatches_given = false;
-  int32_t zero = 0;  // ZeRO stage of a manual plan (0..2)
+  int32_t zero = 0;  // ZeRO stage of a manual plan (0 or 1)
   bool zero_given = false;
   std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
   bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
@@ -196,8 +196,8 @@ Command AddBaselineCommand(CLI::App& app) {
   CLI::Option* microbatches = baseline->add_option(
       "--microbatches,-B", args->microbatches,
       "Microbatches (required for a manual plan; default for the search: powers of two)");
-  CLI::Option* zero =
-      baseline->add_option("--zero", args->zero, "Manual plan: ZeRO stage 0 (default), 1 or 2");
+  CLI::Option* zero = baseline->add_option(
+      "--zero", args->zero, "Manual plan: ZeRO stage 0 (default) or 1 (2 and 3 are not modelled)");
   baseline->add_option("--remat", args->remat,
                        "Rematerialization on or off (manual plan: default off; search: both)");
   baseline->add_flag("--tp-across-hosts", args->tp_across_hosts,

@@ -24,6 +24,9 @@ struct PlanArgs {
   bool microbatches_given = false;
   int32_t layers = 0;  // layer groups; 0: the graph's layers, at most 16
   std::string remat;   // "", "search", "off", "on"
+  // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
+  int64_t pipeline_stages = 0, max_tensor_parallel = 0;
+  bool no_tp_across_hosts = false;
   PlannerOptionArgs planner;
   double time_limit = 0;  // seconds for the whole search; 0: none
   std::string output;     // write the executable plan JSON here
@@ -65,6 +68,15 @@ int RunPlan(const PlanArgs& args) {
     }
   }
   if (int rc = set_int(ALPA_PLAN_OPT_NUM_LAYERS, args.layers, "--layers")) return rc;
+  if (int rc = set_int(ALPA_PLAN_OPT_PIPELINE_STAGES, args.pipeline_stages, "--pp")) return rc;
+  if (int rc = set_int(ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL, args.max_tensor_parallel, "--max-tp")) {
+    return rc;
+  }
+  if (args.no_tp_across_hosts) {
+    if (int rc = set_int(ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, 1, "--no-tp-across-hosts")) {
+      return rc;
+    }
+  }
   if (!args.remat.empty() && alpa_plan_options_set_by_name(handles.options, "remat",
                                                            args.remat.c_str(), &err) != ALPA_OK) {
     return ReportError(err, "--remat");
@@ -126,6 +138,15 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_option("--layers", args->layers, "Layer groups (default: the graph's, <= 16)")
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--remat", args->remat, "Rematerialization: search (default), off, on");
+  plan->add_option("--pp", args->pipeline_stages,
+                   "Pin: exactly this many pipeline stages (default 0: searched)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  plan->add_option("--max-tp", args->max_tensor_parallel,
+                   "Pin: tensor-parallel degree per stage at most this (default 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  plan->add_flag("--no-tp-across-hosts", args->no_tp_across_hosts,
+                 "Pin: tensor parallelism stays inside a host (stages spanning hosts split the "
+                 "batch across them)");
   AddPlannerOptions(plan, &args->planner);
   plan->add_option("--time-limit", args->time_limit,
                    "Seconds for the whole search; when they run out, the best plan found so far "

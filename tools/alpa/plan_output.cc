@@ -50,7 +50,8 @@ std::string PlanJsonText(const char* text, ClockReadings clock) {
 
 void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args) {
   command->add_option("--device-memory", args->device_memory,
-                      "Device memory to fit (e.g. 16GiB; default: the cluster's)");
+                      "Device memory to fit, with a unit (16GiB, 80GB, 1000B; default: the "
+                      "cluster's)");
   command->add_flag("--exact", args->exact,
                     "Prove every intra-op solve with GLPK (default: local search alone)");
   command
@@ -115,6 +116,12 @@ int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args)
   };
   if (int rc = set_int(ALPA_PLAN_OPT_THREADS, args.threads, "--threads")) return rc;
   if (!args.device_memory.empty()) {
+    // A bare number is ambiguous here (16 would be 16 bytes, meant as GiB): a unit is required.
+    if (args.device_memory.find_first_not_of("0123456789.eE+- ") == std::string::npos) {
+      return ReportBadInput("--device-memory: \"" + args.device_memory +
+                            "\" has no unit; give one, e.g. " + args.device_memory + "GiB (or " +
+                            args.device_memory + "B for bytes)");
+    }
     int64_t bytes = 0;
     if (!ParseBytes(args.device_memory, &bytes) || bytes < 1) {
       return ReportBadInput("--device-memory: \"" + args.device_memory +

@@ -75,6 +75,18 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
                 Bytes(static_cast<double>(stage_result.peak_memory_bytes), 2).c_str(),
                 static_cast<long long>(stage_result.peak_in_flight));
   }
+  // A plan whose peak does not fit the device (planned for more memory than the cluster file
+  // now gives, or edited): the simulation runs, but the plan would not.
+  const int64_t device_memory = report.value("device_memory_bytes", int64_t{0});
+  for (size_t stage = 0; stage < stages.size(); ++stage) {
+    const nlohmann::json& simulated_stage = stages[stage];
+    if (!simulated_stage.value("exceeds_device_memory", false)) continue;
+    std::printf(
+        "warning: stage %zu peaks at %s per device, more than the device memory %s\n", stage,
+        Bytes(static_cast<double>(simulated_stage.value("peak_memory_bytes", int64_t{0})), 2)
+            .c_str(),
+        Bytes(static_cast<double>(device_memory), 2).c_str());
+  }
   std::printf("\nsimulated iteration time  %s\n", Seconds(simulated, 3).c_str());
   if (std::isfinite(planned) && planned > 0) {
     std::printf("planner's prediction      %s  (relative error %+.2f %%: simulated vs planned)\n",

@@ -75,6 +75,7 @@ PlanSimulationContext PlanSimulationContextOf(const PipelinePlan& plan, const Cl
   c.model = model;
   c.cluster = cluster.name;
   c.planner_iteration_seconds = plan.iteration_seconds;
+  c.device_memory_bytes = cluster.device.memory_bytes;
   for (const PlannedStage& st : plan.stages) {
     c.first_layer.push_back(st.first_layer);
     c.last_layer.push_back(st.last_layer);

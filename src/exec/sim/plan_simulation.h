@@ -40,6 +40,9 @@ struct PlanSimulationContext {
   // The planner's prediction (PipelinePlan::iteration_seconds); NaN when unknown.
   double planner_iteration_seconds = std::numeric_limits<double>::quiet_NaN();
   std::vector<int32_t> first_layer, last_layer;  // per stage: its layer groups (inclusive)
+  // The device memory the plan must fit (the cluster's); 0 when unknown. A stage whose
+  // simulated peak exceeds it is flagged in the JSON ("exceeds_device_memory").
+  int64_t device_memory_bytes = 0;
 };
 
 // The simulator's input for `plan` on `cluster` (the one it was planned for) under `schedule`;

@@ -247,6 +247,7 @@ Result<PipelineSimInput> ReadPlan(const json& root, PipelineScheduleKind schedul
 
   PlanSimulationContext ctx;
   ctx.cluster = cluster.name;
+  ctx.device_memory_bytes = cluster.device.memory_bytes;
   ALPA_RETURN_IF_ERROR(Seconds(root, "", "iteration_seconds", &ctx.planner_iteration_seconds));
   const auto model = root.find("model");
   if (model != root.end()) {
@@ -332,6 +333,7 @@ std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResul
   j["planner_iteration_seconds"] = NumberOrNull(context.planner_iteration_seconds);
   j["relative_error"] = NumberOrNull(PlanPredictionError(result, context));
   json stages = json::array();
+  bool memory_exceeded = false;
   for (size_t s = 0; s < input.stages.size(); ++s) {
     const PipelineSimStage& st = input.stages[s];
     const SimStageStats& r = result.stages[s];
@@ -347,12 +349,21 @@ std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResul
                   {"finish_seconds", r.finish_seconds},
                   {"peak_in_flight", r.peak_in_flight},
                   {"peak_memory_bytes", r.peak_memory_bytes}};
+    if (context.device_memory_bytes > 0) {
+      const bool exceeds = r.peak_memory_bytes > context.device_memory_bytes;
+      stage["exceeds_device_memory"] = exceeds;
+      memory_exceeded = memory_exceeded || exceeds;
+    }
     if (s < context.first_layer.size() && s < context.last_layer.size()) {
       stage["layers"] = {context.first_layer[s], context.last_layer[s]};
     }
     stages.push_back(std::move(stage));
   }
   j["stages"] = std::move(stages);
+  if (context.device_memory_bytes > 0) {
+    j["device_memory_bytes"] = context.device_memory_bytes;
+    j["memory_exceeded"] = memory_exceeded;  // some stage's peak exceeds the device memory
+  }
   int64_t forward = 0, backward = 0, moves = 0;
   long double bytes = 0;  // moved per microbatch, over all transfers
   for (const PipelineSimTransfer& t : input.transfers) {

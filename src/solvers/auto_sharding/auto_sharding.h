@@ -52,6 +52,15 @@ struct AutoShardOptions {
   bool force_data_parallel = false;
   // Inputs' dim 0 split over this mesh dim (or all of them), when not kBatchDimFree.
   int32_t batch_mesh_dim = kBatchDimFree;
+  // With batch_mesh_dim set: an input whose dim 0 the batch mesh dim(s) cannot split (the
+  // split does not divide it) is replicated over them instead of being an error. For callers
+  // that have checked the batch divides already (the manual plan checks that the data-parallel
+  // degree divides the microbatch), so such an input is a weight-shaped value crossing a piece
+  // boundary (a tied embedding, its gradient) rather than the batch.
+  bool replicate_indivisible_inputs = false;
+  // With batch_mesh_dim set and this > 0: only inputs whose dim 0 has this size are forced
+  // (the batch); the others are laid out freely.
+  int64_t batch_size = 0;
   ZeroMode zero = ZeroMode::kOff;
   bool allow_all_gather = true;                // resharding may use all-gathers
   bool allow_all_to_all = true;                // resharding may use all-to-alls

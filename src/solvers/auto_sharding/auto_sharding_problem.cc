@@ -143,7 +143,9 @@ Result<std::vector<int32_t>> KeptStrategies(const Graph& graph, int32_t id,
     return keep;
   }
   const bool input = op.role == TensorRole::kInput;
-  if (input && !op.shape.empty() &&
+  const bool batch_sized = options.batch_size <= 0 || op.shape.empty() ||
+                           op.shape[0] == options.batch_size || options.force_data_parallel;
+  if (input && !op.shape.empty() && batch_sized &&
       (options.force_data_parallel || options.batch_mesh_dim != kBatchDimFree)) {
     std::vector<int32_t> want = split_dims;
     if (!options.force_data_parallel && options.batch_mesh_dim >= 0) {
@@ -156,6 +158,17 @@ Result<std::vector<int32_t>> KeptStrategies(const Graph& graph, int32_t id,
       }
       return true;
     });
+    if (keep.empty() && !options.force_data_parallel && options.replicate_indivisible_inputs) {
+      // Replicated over the batch mesh dims; the other mesh dims stay the solver's choice.
+      keep_if([&](const ShardingSpec& s) {
+        for (const std::vector<int32_t>& dims : s.dims) {
+          for (int32_t m : dims) {
+            if (std::find(want.begin(), want.end(), m) != want.end()) return false;
+          }
+        }
+        return true;
+      });
+    }
     if (keep.empty()) {
       return InvalidArgument(DescribeOp(graph, id) + " " + ShapeString(op.shape) +
                              ": its batch dim cannot be split over mesh dims " +

@@ -49,6 +49,9 @@ Status ValidateStageDpInput(const StageDpInput& in) {
   if (in.max_stages < 0) {
     return InvalidArgument("max_stages must be >= 0 (got " + std::to_string(in.max_stages) + ")");
   }
+  if (in.min_stages < 0) {
+    return InvalidArgument("min_stages must be >= 0 (got " + std::to_string(in.min_stages) + ")");
+  }
   ALPA_RETURN_IF_ERROR(SubmeshShapesTile(in.hosts, in.devices_per_host, in.submeshes));
   const int32_t last = in.num_layers - 1;
   const int64_t num_submeshes = static_cast<int64_t>(in.submeshes.size());
@@ -133,7 +136,7 @@ struct Group {
 
 struct Prepared {
   const StageDpInput* in = nullptr;
-  int32_t layers = 0, max_stages = 0;
+  int32_t layers = 0, max_stages = 0, min_stages = 0;
   int64_t slots = 0;           // device counts 0, unit, 2 unit, ..., total
   std::vector<int64_t> units;  // per candidate
   std::vector<double> cost;    // t + o per candidate
@@ -169,6 +172,7 @@ Result<bool> Prepare(const StageDpInput& in, Prepared* prepared) {
   if (in.max_stages > 0) smax = std::min<int64_t>(smax, in.max_stages);
   smax = std::min(smax, total / min_devices);
   prepared->max_stages = static_cast<int32_t>(smax);
+  prepared->min_stages = in.min_stages;
   // Rows (s, k) with s <= min(smax, L - k), k = 0..L: sum over r = L - k of min(smax, r) + 1.
   const int64_t rows = (layers + 1) + smax * (smax + 1) / 2 + (layers - smax) * smax;
   if (rows > kMaxTableEntries / prepared->slots) {
@@ -267,7 +271,7 @@ class DpTable {
     }
     double best = kInf;
     best_stages_ = 0;
-    for (int32_t s = 1; s <= MaxStages(0); ++s) {
+    for (int32_t s = std::max<int32_t>(1, p_.min_stages); s <= MaxStages(0); ++s) {
       const double v = At(Row(s, 0), p_.slots - 1);
       if (v < best) best = v, best_stages_ = s;
     }

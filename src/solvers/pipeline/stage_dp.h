@@ -43,6 +43,7 @@ struct StageDpInput {
   std::vector<StageCandidate> candidates;
   int64_t microbatches = 1;  // B >= 1
   int32_t max_stages = 0;    // 0: up to num_layers
+  int32_t min_stages = 0;    // 0 or 1: any; with max_stages == min_stages, exactly that many
 };
 
 struct StageDpResult {

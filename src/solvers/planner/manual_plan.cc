@@ -76,9 +76,14 @@ Status CheckSpec(const ManualPlanSpec& spec, const Cluster& cluster, int64_t glo
                              std::to_string(value) + ")");
     }
   }
-  if (spec.zero_stage < 0 || spec.zero_stage > 2) {
-    return InvalidArgument("manual plan: zero_stage must be 0, 1 or 2 (got " +
-                           std::to_string(spec.zero_stage) + "; ZeRO-3 is not modelled)");
+  if (spec.zero_stage < 0 || spec.zero_stage > 1) {
+    // ZeRO-2 would also shard the gradients' memory; the cost model holds gradients whole, so
+    // a 2 would predict exactly what 1 does under another name.
+    return InvalidArgument("manual plan: zero_stage must be 0 or 1 (got " +
+                           std::to_string(spec.zero_stage) +
+                           "; ZeRO-2 and ZeRO-3 are not modelled: ZeRO-1 shards the optimizer "
+                           "state and reduce-scatters gradients where that is cheaper, but "
+                           "gradient and weight memory stay whole)");
   }
   const int64_t devices = cluster.num_devices();
   if (spec.data_parallel > devices || spec.tensor_parallel > devices ||
@@ -339,6 +344,7 @@ struct ManualPlanEvaluator::Impl {
     AutoShardOptions o;
     o.iteration_weight = 1.0 / static_cast<double>(microbatches);
     o.batch_mesh_dim = key.batch_dim;
+    o.replicate_indivisible_inputs = true;  // CheckSpec: dp divides the microbatch
     o.zero = key.zero;
     o.solve.threads = 1;
     o.solve.deterministic = true;

@@ -16,7 +16,9 @@
 //     unevenly are rejected). Its logical mesh is (dp, tp) with tensor_inside_host (tp on mesh
 //     dim 1, which stays inside a host; the batch on dim 0), else (tp, dp) (the batch on dim 1).
 //   - Sharding: every distinct layer piece is auto-sharded on that mesh (unit_profile.h) with
-//     the batch dim of its inputs forced onto the data-parallel dim (free when dp = 1), ZeRO
+//     the batch dim of its inputs forced onto the data-parallel dim (free when dp = 1; an input
+//     whose dim 0 dp does not divide is a weight-shaped boundary value and is replicated over
+//     it, since CheckSpec made dp divide the microbatch), ZeRO
 //     forced (optimizer state sharded over every mesh dim that can split it) for zero_stage >= 1
 //     and dp > 1, else off, and iteration_weight 1 / microbatches. The solver then picks the
 //     layout on the tensor-parallel dim: Megatron's hand partitioning, or whatever the cost
@@ -47,9 +49,10 @@ namespace alpa {
 struct ManualPlanSpec {
   int64_t data_parallel = 1, tensor_parallel = 1, pipeline_parallel = 1;
   int64_t microbatches = 1;
-  // 0: off; 1 or 2: optimizer state (and with it the update) sharded over the data-parallel
+  // 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
   // devices (AutoShard's ZeroMode::kForce; gradients are reduce-scattered where the solver
-  // finds that cheaper). No effect when data_parallel == 1. ZeRO-3 is not modelled.
+  // finds that cheaper). No effect when data_parallel == 1. ZeRO-2 and 3 are not modelled
+  // (an error: gradient memory is held whole).
   int32_t zero_stage = 0;
   bool tensor_inside_host = true;  // tp on the fast mesh dim (dim 1); else dp there
   bool remat = false;              // per-layer activation checkpointing in every stage

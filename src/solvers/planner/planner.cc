@@ -56,6 +56,7 @@ struct Attempt {
   int64_t smallest_fitting_memory = -1;  // when infeasible: the least device memory that fits
   bool fitting_memory_skipped = false;   // when infeasible: the deadline left no time for it
   bool time_limit_reached = false;       // the deadline cut this count's work short
+  bool pinned_out = false;               // the pins left no logical mesh at this count
 };
 
 // What the microbatch counts of one planning call share.
@@ -211,6 +212,11 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   if (!clustered.ok()) return clustered.status();
   const LayerClustering& clustering = clustered.value();
   stats.clustering_seconds += Since(phase);
+  if (options.pipeline_stages > clustering.num_layers) {
+    return InvalidArgument("planner: pipeline_stages " + std::to_string(options.pipeline_stages) +
+                           " exceeds the " + std::to_string(clustering.num_layers) +
+                           " layer groups (raise num_layers, at most the model's layers)");
+  }
 
   phase = Clock::now();
   base.seconds = Since(t0);
@@ -218,6 +224,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   run.progress_base = base;
   run.deadline = call.deadline;
   run.microbatch_counts = call.microbatch_counts;
+  run.microbatch_size = model.global_batch > 0 ? model.global_batch / microbatches : 0;
   run.before_solves = [&](const PlannerWorkEstimate& estimate) -> Status {
     ALPA_RETURN_IF_ERROR(CheckWorkEstimate(estimate, options.limits));
     call.progress.estimate = estimate;
@@ -234,6 +241,10 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   stats.intra_op_proven += stage_costs.proven;
   Attempt attempt;
   attempt.time_limit_reached = stage_costs.time_limit_reached;
+  if (stage_costs.pinned_out) {
+    attempt.pinned_out = true;
+    return attempt;
+  }
 
   if (!report("dp")) return Status(StatusCode::kCancelled, "planning cancelled");
   phase = Clock::now();
@@ -244,6 +255,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   input.submeshes = stage_costs.submeshes;
   input.candidates = stage_costs.candidates;
   input.microbatches = microbatches;
+  input.min_stages = input.max_stages = options.pipeline_stages;
   Result<StageDpResult> solved = SolveStageDp(input);
   if (!solved.ok()) return solved.status();
   const StageDpResult& dp = solved.value();
@@ -263,11 +275,12 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
 
   // The DP's answer, and its best answers with fewer stages, ranked by the prediction with
   // the transfers between stages (which the DP's objective leaves out): fewer stages cut fewer
-  // activations at stage boundaries.
+  // activations at stage boundaries. A pinned stage count has no alternatives.
   phase = Clock::now();
   std::optional<PipelinePlan> chosen;
   const int32_t dp_stages = static_cast<int32_t>(dp.stages.size());
-  for (int32_t limit = dp_stages; limit >= 1; --limit) {
+  const int32_t fewest = options.pipeline_stages > 0 ? dp_stages : 1;
+  for (int32_t limit = dp_stages; limit >= fewest; --limit) {
     StageDpResult alternative;
     if (limit == dp_stages) {
       alternative = dp;
@@ -386,6 +399,16 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     return InvalidArgument("planner: max_microbatches must be >= 1");
   }
   if (options.memory_levels < 0) return InvalidArgument("planner: memory_levels must be >= 0");
+  if (options.pipeline_stages < 0 || options.pipeline_stages > cluster.num_devices()) {
+    return InvalidArgument("planner: pipeline_stages must be in 0.." +
+                           std::to_string(cluster.num_devices()) +
+                           " (the cluster's devices; 0: searched; got " +
+                           std::to_string(options.pipeline_stages) + ")");
+  }
+  if (options.max_tensor_parallel < 0) {
+    return InvalidArgument("planner: max_tensor_parallel must be >= 0 (0: no limit; got " +
+                           std::to_string(options.max_tensor_parallel) + ")");
+  }
   if (!(options.intra_op_time_limit_seconds > 0)) {
     return InvalidArgument("planner: intra_op_time_limit_seconds must be > 0");
   }
@@ -427,6 +450,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
   bool fitting_memory_skipped = false;
+  int64_t pinned_out_counts = 0;  // microbatch counts the pins left no logical mesh
   // Once the deadline has cut a count short (or passed), no further count starts.
   bool stop_for_deadline = false;
   // Solves count b; false when the plan got no better (or none fits while one already does).
@@ -445,6 +469,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     Attempt& a = attempt.value();
     if (a.time_limit_reached) stats.time_limit_reached = stop_for_deadline = true;
     if (!a.feasible) {
+      if (a.pinned_out) ++pinned_out_counts;
       fitting_memory_skipped = fitting_memory_skipped || a.fitting_memory_skipped;
       if (a.smallest_fitting_memory > 0 &&
           (smallest_fitting < 0 || a.smallest_fitting_memory < smallest_fitting)) {
@@ -488,6 +513,12 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
                         ? "no microbatch count was started"
                         : "the microbatch counts tried found no plan that fits in " +
                               ByteSizeText(device_memory) + " per device");
+  }
+  if (!best && pinned_out_counts == static_cast<int64_t>(stats.microbatches_tried.size())) {
+    return Status(StatusCode::kInfeasible,
+                  "the pins (pipeline_stages, max_tensor_parallel, tensor_parallel_inside_host) "
+                  "leave no logical mesh whose batch split divides the microbatch at the "
+                  "microbatch counts tried; relax a pin or fix fewer microbatches");
   }
   if (!best) {
     std::string message = "no plan fits in " + ByteSizeText(device_memory) + " per device";

@@ -61,6 +61,19 @@ struct PlannerOptions {
   int32_t memory_levels = 3;
   // Rematerialization (gradient checkpointing per layer piece) per stage: searched, or fixed.
   RematMode remat = RematMode::kSearch;
+  // Pins: what the user knows, each pruning the search.
+  // Exactly this many pipeline stages (0: searched). Submeshes too large to leave every other
+  // stage a device, and layer ranges too long to leave every other stage a layer group, are
+  // neither solved nor offered to the stage DP.
+  int32_t pipeline_stages = 0;
+  // A stage's tensor-parallel degree at most this (0: no limit): logical meshes whose second
+  // (inside-host) dim exceeds it are not solved, and on the rest the batch is split over the
+  // first dim, so tensor parallelism gets the second dim alone.
+  int64_t max_tensor_parallel = 0;
+  // Tensor parallelism inside a host: on a submesh of several hosts the batch is split over the
+  // first mesh dim (the one that spans hosts), so tensor parallelism gets the second, which
+  // stays inside a host.
+  bool tensor_parallel_inside_host = false;
   // Device memory the plan must fit in; none: the cluster's.
   std::optional<int64_t> device_memory_bytes;
   // The whole call's wall-clock limit in seconds (0 or infinity: none). When it expires no

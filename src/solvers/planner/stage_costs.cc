@@ -236,21 +236,56 @@ const UnitProfile& StageCostTable::Solution(int32_t piece, int32_t config) const
 
 namespace {
 
-// Every logical mesh of every submesh shape, with the submesh each one is on.
+// Every logical mesh of every submesh shape the pins allow, with the submesh each one is on.
 struct StageMeshes {
   std::vector<LogicalMesh> meshes;
   std::vector<int32_t> submesh;  // per mesh: index into StageCostTable::submeshes
+  // per mesh: the mesh dim the pins force the batch onto (kBatchDimFree: none)
+  std::vector<int32_t> batch_dim;
 };
 
+// Whether a stage on `submesh` leaves every other one of options.pipeline_stages stages at
+// least one device (one stage: the whole cluster).
+bool SubmeshFitsPinnedStages(const Cluster& cluster, const SubmeshShape& submesh,
+                             const PlannerOptions& options) {
+  if (options.pipeline_stages <= 0) return true;
+  if (options.pipeline_stages == 1) return submesh.num_devices() == cluster.num_devices();
+  return submesh.num_devices() <= cluster.num_devices() - (options.pipeline_stages - 1);
+}
+
+// The batch mesh dim the tensor-parallel pins force on `shape` over `submesh`, or nullopt when
+// they rule the mesh out: with a cap on the degree, meshes whose second dim exceeds it are out;
+// with either pin, a mesh whose first dim could otherwise carry tensor parallelism (across
+// hosts, or beyond the cap) splits the batch over it, and is out when that split does not
+// divide the microbatch (microbatch_size, when known).
+std::optional<int32_t> PinnedBatchDim(const SubmeshShape& submesh,
+                                      const std::vector<int64_t>& shape,
+                                      const PlannerOptions& options, int64_t microbatch_size) {
+  const int64_t d0 = shape[0], d1 = shape.size() > 1 ? shape[1] : 1;
+  const int64_t cap = options.max_tensor_parallel;
+  if (cap > 0 && d1 > cap) return std::nullopt;
+  const bool capped = cap > 0 && d0 * d1 > cap;
+  const bool across_hosts = options.tensor_parallel_inside_host && submesh.hosts > 1;
+  if (d0 == 1 || !(capped || across_hosts)) return kBatchDimFree;
+  if (microbatch_size > 0 && microbatch_size % d0 != 0) return std::nullopt;
+  return 0;
+}
+
 Result<StageMeshes> EnumerateStageMeshes(const Cluster& cluster,
-                                         const std::vector<SubmeshShape>& submeshes) {
+                                         const std::vector<SubmeshShape>& submeshes,
+                                         const PlannerOptions& options, int64_t microbatch_size) {
   StageMeshes out;
   for (size_t s = 0; s < submeshes.size(); ++s) {
+    if (!SubmeshFitsPinnedStages(cluster, submeshes[s], options)) continue;
     for (const std::vector<int64_t>& shape : EnumerateLogicalShapes(submeshes[s])) {
+      const std::optional<int32_t> batch_dim =
+          PinnedBatchDim(submeshes[s], shape, options, microbatch_size);
+      if (!batch_dim) continue;
       Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster, submeshes[s], shape);
       if (!mesh.ok()) return mesh.status();
       out.meshes.push_back(std::move(mesh).value());
       out.submesh.push_back(static_cast<int32_t>(s));
+      out.batch_dim.push_back(*batch_dim);
     }
   }
   return out;
@@ -279,9 +314,11 @@ struct IntraOpContext {
   const StageCostTable& table;           // its pieces (solutions are written by the tasks)
   const std::vector<int32_t>& type_rep;  // per type: its first piece
   const std::vector<LogicalMesh>& meshes;
+  const std::vector<int32_t>& batch_dims;  // per mesh: StageMeshes::batch_dim
   const Cluster& cluster;
   const PlannerOptions& options;
   int64_t microbatches = 1;
+  int64_t microbatch_size = 0;  // StageCostRun::microbatch_size
   int32_t most_pieces_per_group = 1;
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
@@ -341,6 +378,12 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
   const Graph& piece = ctx.table.piece_graph[static_cast<size_t>(rep)]->graph;
   const LogicalMesh& mesh = ctx.meshes[mesh_index];
   AutoShardOptions shard = IntraOpOptions(ctx.options, ctx.microbatches);
+  shard.batch_mesh_dim = ctx.batch_dims[mesh_index];
+  shard.batch_size = ctx.microbatch_size;
+  // A weight-shaped value crossing a piece boundary (a tied embedding) is replicated where the
+  // forced split does not divide it; a batch the split does not divide is replicated too, which
+  // the cost model prices as redundant work.
+  shard.replicate_indivisible_inputs = true;
   for (int32_t level = 0; level <= ctx.options.memory_levels; ++level) {
     // Past the deadline no solve starts; one that starts ends at it at the latest.
     const double left = SecondsLeft(ctx);
@@ -515,15 +558,17 @@ Result<std::vector<double>> PieceEdgeCosts(const StageCostTable& table, const St
   return edge_cost;
 }
 
-// One candidate per (layer group range, config), composed from its pieces and inner edges.
+// One candidate per (layer group range, config), composed from its pieces and inner edges;
+// ranges longer than max_groups (those that leave a pinned stage count too few groups) are left
+// out.
 void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
-                   const std::vector<double>& edge_cost, int32_t groups) {
+                   const std::vector<double>& edge_cost, int32_t groups, int32_t max_groups) {
   const size_t nc = table.configs.size();
   std::vector<const UnitProfile*> stage_pieces;
   std::vector<StageEdgeCost> stage_edges;
   for (size_t c = 0; c < nc; ++c) {
     for (int32_t i = 0; i < groups; ++i) {
-      for (int32_t j = i; j < groups; ++j) {
+      for (int32_t j = i; j < groups && j - i < max_groups; ++j) {
         const int32_t p0 = table.group_first_piece[static_cast<size_t>(i)];
         const int32_t p1 = table.group_first_piece[static_cast<size_t>(j) + 1];  // exclusive
         stage_pieces.clear();
@@ -596,8 +641,13 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   table.piece_type = pieces.piece_type;
 
   table.submeshes = EnumerateSubmeshShapes(cluster.hosts, cluster.devices_per_host);
-  Result<StageMeshes> meshes = EnumerateStageMeshes(cluster, table.submeshes);
+  Result<StageMeshes> meshes =
+      EnumerateStageMeshes(cluster, table.submeshes, options, run.microbatch_size);
   if (!meshes.ok()) return meshes.status();
+  if (meshes.value().meshes.empty()) {
+    table.pinned_out = true;
+    return table;
+  }
 
   // The intra-op reports carry this count's estimate.
   PlannerProgress progress_base = run.progress_base;
@@ -610,9 +660,11 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   const IntraOpContext ctx{table,
                            pieces.type_rep,
                            meshes.value().meshes,
+                           meshes.value().batch_dim,
                            cluster,
                            options,
                            microbatches,
+                           run.microbatch_size,
                            MostPiecesPerGroup(table, clustering.num_layers),
                            run.deadline};
   ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
@@ -626,7 +678,10 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   }
   Result<std::vector<double>> edge_cost = PieceEdgeCosts(table, pieces);
   if (!edge_cost.ok()) return edge_cost.status();
-  AddCandidates(table, pieces.edges, edge_cost.value(), clustering.num_layers);
+  const int32_t max_groups = options.pipeline_stages > 0
+                                 ? clustering.num_layers - (options.pipeline_stages - 1)
+                                 : clustering.num_layers;
+  AddCandidates(table, pieces.edges, edge_cost.value(), clustering.num_layers, max_groups);
   PruneDominatedCandidates(table);
   return table;
 }

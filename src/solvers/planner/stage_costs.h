@@ -170,6 +170,10 @@ struct StageCostTable {
   // The deadline stopped the intra-op solves early: the configs cover only the logical meshes
   // on which every piece type got its level-0 solve.
   bool time_limit_reached = false;
+  // The pins (PlannerOptions::pipeline_stages, max_tensor_parallel,
+  // tensor_parallel_inside_host) left no logical mesh for this microbatch count: the table has
+  // no candidates.
+  bool pinned_out = false;
 
   // The profile piece p uses under config c.
   const UnitProfile& Solution(int32_t piece, int32_t config) const;
@@ -195,6 +199,10 @@ struct StageCostRun {
   // at it at the latest.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   int64_t microbatch_counts = 1;  // counts the planner may try (for the estimate)
+  // Sequences per microbatch (0: unknown). Where a tensor-parallel pin forces the batch onto a
+  // mesh dim, only inputs whose dim 0 is this size are forced; other inputs of a piece are
+  // weight-shaped values crossing a piece boundary (a tied embedding) and stay free.
+  int64_t microbatch_size = 0;
   // Called with the work estimate once the pieces and logical meshes are known, before any
   // solve; an error (a limit, a cancellation) is returned as it is.
   std::function<Status(const PlannerWorkEstimate&)> before_solves;

@@ -260,6 +260,15 @@ const ALPA_PLAN_OPT_MAX_GRAPH_OPS = Cint(314)
 const ALPA_PLAN_OPT_MAX_LAYERS = Cint(315)
 # int >= 0, default 100000: estimated solves
 const ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES = Cint(316)
+# int >= 0, default 0 (searched): exactly this many pipeline stages (at most the layer groups
+# and the cluster's devices; ALPA_ERR_INVALID_ARGUMENT otherwise)
+const ALPA_PLAN_OPT_PIPELINE_STAGES = Cint(317)
+# int >= 0, default 0 (no limit): a stage's tensor-parallel degree at most this; the batch is
+# then split over the logical mesh's first dim
+const ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL = Cint(318)
+# 0/1, default 0: 1 keeps tensor parallelism inside a host (on a stage of several hosts the
+# batch is split over the mesh dim that spans them)
+const ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST = Cint(319)
 # per stage: rematerialize (recompute the forward) or not
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
@@ -2345,7 +2354,7 @@ defaults); the library reads the first min(struct_size, its own size) bytes. As 
 struct alpa_manual_plan
     struct_size::Csize_t
     version::Int32  # 1
-    zero_stage::Int32  # 0: off; 1 or 2: optimizer state (and with it the update) sharded over the data-parallel devices; no effect when data_parallel is 1. ZeRO-3 is not modelled (3 is an error).
+    zero_stage::Int32  # 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel devices; no effect when data_parallel is 1. ZeRO-2 and ZeRO-3 are not modelled (2 and 3 are errors: gradient memory is held whole, so 2 would predict what 1 does).
     data_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     tensor_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     pipeline_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
@@ -2576,7 +2585,7 @@ ALPA_PLAN_OPT_MICROBATCHES. Errors: ALPA_ERR_INVALID_ARGUMENT for NULL out / mod
 cluster / spec, struct_size below version 1's size, a bad model spec and a bad configuration,
 the message naming the field ("manual plan: data_parallel x tensor_parallel x
 pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat and
-tensor_inside_host must be 0 or 1, zero_stage 0..2, microbatches must divide the batch,
+tensor_inside_host must be 0 or 1, zero_stage 0 or 1, microbatches must divide the batch,
 pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
 fit the device memory (the message names the stage and the bytes it needs);
 ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy.
@@ -2838,30 +2847,31 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_CLUSTERING_DELTA, ALPA_PLAN_OPT_REMAT, ALPA_PLAN_OPT_INTRA_OP_EXACT,
     ALPA_PLAN_OPT_TIME_LIMIT_SECONDS, ALPA_PLAN_OPT_MAX_HOSTS, ALPA_PLAN_OPT_MAX_DEVICES,
     ALPA_PLAN_OPT_MAX_GRAPH_OPS, ALPA_PLAN_OPT_MAX_LAYERS, ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES,
-    ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE,
-    ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_COMPUTE_MATMUL,
-    ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, alpa_error, alpa_buffer,
-    alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster,
-    alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation,
-    alpa_progress_fn, alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress,
-    alpa_stage_info, alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result,
-    alpa_manual_plan, alpa_baseline_point, alpa_simulated_stage, alpa_version_string,
-    alpa_version_number, alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free,
-    alpa_buffer_data, alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create,
-    alpa_cancel_token_trigger, alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy,
-    alpa_problem_add_nodes, alpa_problem_set_intervals, alpa_problem_set_live_sets,
-    alpa_problem_add_edges, alpa_problem_set_followers, alpa_problem_add_aliases,
-    alpa_problem_set_memory_limit, alpa_problem_finalize, alpa_problem_read_file,
-    alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count, alpa_problem_edge_count,
-    alpa_problem_strategy_count, alpa_problem_evaluate, alpa_assignment_parse,
-    alpa_solve_options_create, alpa_solve_options_destroy, alpa_solve_options_set_double,
-    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
-    alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
-    alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
-    alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
-    alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
-    alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
-    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
+    ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON,
+    ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS,
+    ALPA_DEVICES_MPI, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE,
+    ALPA_COMPUTE_OTHER, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options,
+    alpa_solution, alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan, alpa_plan_options,
+    alpa_plan, alpa_executor, alpa_simulation, alpa_progress_fn, alpa_plan_progress_fn,
+    alpa_progress, alpa_collective, alpa_plan_progress, alpa_stage_info, alpa_transfer,
+    alpa_slice_move, alpa_executor_config, alpa_step_result, alpa_manual_plan, alpa_baseline_point,
+    alpa_simulated_stage, alpa_version_string, alpa_version_number, alpa_status_string,
+    alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data, alpa_buffer_size,
+    alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger, alpa_cancel_token_destroy,
+    alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes, alpa_problem_set_intervals,
+    alpa_problem_set_live_sets, alpa_problem_add_edges, alpa_problem_set_followers,
+    alpa_problem_add_aliases, alpa_problem_set_memory_limit, alpa_problem_finalize,
+    alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count,
+    alpa_problem_edge_count, alpa_problem_strategy_count, alpa_problem_evaluate,
+    alpa_assignment_parse, alpa_solve_options_create, alpa_solve_options_destroy,
+    alpa_solve_options_set_double, alpa_solve_options_set_int, alpa_solve_options_set_by_name,
+    alpa_problem_read_file_with_options, alpa_solve_options_set_warm_start,
+    alpa_solve_options_set_cancel_token, alpa_solve_options_set_progress, alpa_problem_solve,
+    alpa_solution_destroy, alpa_solution_status, alpa_solution_objective, alpa_solution_lower_bound,
+    alpa_solution_seconds, alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json,
+    alpa_problem_solve_json, alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops,
+    alpa_graph_set_alias, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
     alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_to_json,
     alpa_graph_op_count, alpa_graph_op_kind, alpa_graph_op_dtype, alpa_graph_op_role,
     alpa_graph_op_phase, alpa_graph_op_layer, alpa_graph_op_alias, alpa_graph_op_value,

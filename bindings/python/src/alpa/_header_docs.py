@@ -1469,7 +1469,7 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                    'tensor_parallel x\n'
                                    "pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 "
                                    'devices"; remat and\n'
-                                   'tensor_inside_host must be 0 or 1, zero_stage 0..2, '
+                                   'tensor_inside_host must be 0 or 1, zero_stage 0 or 1, '
                                    'microbatches must divide the batch,\n'
                                    'pipeline_parallel may not exceed the layers, ...); '
                                    'ALPA_ERR_INFEASIBLE when a stage does not\n'

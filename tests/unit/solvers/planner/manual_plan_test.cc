@@ -213,6 +213,41 @@ TEST(ManualPlan, UnevenLayersFallBackToClustering) {
   EXPECT_EQ(plan.stages.size(), 3u);
 }
 
+// Data-parallel degrees that divide the microbatch but neither the vocabulary (1000) nor the
+// hidden size (64), as Megatron's dp 24, 15, 9 and 6: the batch is split over the data-parallel
+// dim, and a weight-shaped tensor crossing a piece boundary (the tied embedding, its gradient)
+// that the degree cannot split is replicated over it instead of failing the plan.
+TEST(ManualPlan, DataParallelDegreeNotDividingTheWeights) {
+  Result<PlannerModel> gpt =
+      PlannerModelFromSpec("gpt:layers=2,hidden=64,heads=2,seq=32,vocab=1000,batch=96");
+  ASSERT_TRUE(gpt.ok()) << gpt.status().message();
+  struct Case {
+    int64_t dp, hosts, per_host, microbatches;
+  };
+  for (const Case& c : {Case{3, 1, 3, 4}, Case{6, 1, 6, 2}, Case{48, 6, 8, 2}}) {
+    SCOPED_TRACE("dp " + std::to_string(c.dp));
+    const Cluster cluster = P3(c.hosts, c.per_host);
+    const ManualPlanSpec spec = Spec(c.dp, 1, 1, c.microbatches);
+    Result<PipelinePlan> plan = EvaluateManualPlan(gpt.value(), cluster, spec, Options());
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    ExpectConsistent(plan.value(), cluster, spec);
+    const PlannedStage& st = plan.value().stages[0];
+    EXPECT_EQ(st.data_parallel, c.dp);
+    int64_t replicated_boundaries = 0;
+    for (const StagePiece& p : st.pieces) {
+      EXPECT_EQ(BatchDims(p), std::vector<int32_t>{0});
+      const Graph& g = p.subgraph->graph;
+      for (int32_t v : p.subgraph->boundary_inputs) {
+        const ShardingSpec& layout = p.sharding->ops[static_cast<size_t>(v)].result;
+        if (g.op(v).shape[0] % c.dp == 0) continue;
+        EXPECT_TRUE(layout.IsReplicated()) << DescribeOp(g, v);
+        ++replicated_boundaries;
+      }
+    }
+    EXPECT_GT(replicated_boundaries, 0);  // the case this test is about did occur
+  }
+}
+
 TEST(ManualPlan, GraphWithoutMarkers) {
   Result<PlannerModel> mlp = PlannerModelFromSpec("mlp:layers=4,hidden=256,batch=16");
   ASSERT_TRUE(mlp.ok()) << mlp.status().message();
@@ -241,6 +276,7 @@ TEST(ManualPlan, BadSpecsNameTheField) {
     ManualPlanSpec spec;
     const char* field;
   };
+  ManualPlanSpec zero2 = Spec(8, 1, 1, 2, 2);  // not modelled: it would equal ZeRO-1
   ManualPlanSpec zero3 = Spec(8, 1, 1, 2, 3);
   ManualPlanSpec across = Spec(1, 8, 1, 2);
   const std::vector<Case> cases = {
@@ -249,6 +285,7 @@ TEST(ManualPlan, BadSpecsNameTheField) {
       {P3(1), Spec(8, 1, 1, 0), "microbatches"},
       {P3(1), Spec(8, 1, 1, 3), "microbatches"},
       {P3(1), Spec(8, 1, 1, 4), "data_parallel"},  // microbatch size 4
+      {P3(1), zero2, "zero_stage must be 0 or 1"},
       {P3(1), zero3, "zero_stage"},
       {P3(1), Spec(1, 1, 8, 8), "pipeline_parallel"},  // 4 layers
       {P3(2, 4), across, "tensor_parallel"},           // 8 > 4 devices per host
