@@ -8,7 +8,9 @@
 //   mpi_plan_equivalence_checks [NAME_FILTER]   only the cases whose name contains NAME_FILTER
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/comm/mpi_communicator.h"
