@@ -7,8 +7,8 @@
 # --oversubscribe lets NP exceed the cores; as root (containers, CI) Open MPI also needs
 # --allow-run-as-root. With more processes than cores, a process waiting in MPI must yield its
 # core (mpi_yield_when_idle) rather than spin: spinning waiters take the cores from the
-# processes they wait for, which made the 8-process plan equivalence run 2.5 times slower on 2
-# cores.
+# processes they wait for, which made the 8-process plan equivalence run 2.5 to 4 times slower
+# on 2 cores.
 set -uo pipefail
 mpiexec=$1
 np=$2
