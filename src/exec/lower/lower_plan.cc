@@ -254,12 +254,13 @@ Status PairTransfers(PlanContext& ctx) {
 // the receiver adds into the weight's gradient) move once, at the update: the sender sums its
 // microbatch addends (unrounded, as any gradient the update reads) and scales the sum by 1 / B,
 // the receiver takes the completed value where it took the sum of the B messages before. That
-// needs several microbatches (with one, each microbatch is the iteration) and a receiver that
-// reads the value only in once-per-iteration ops (ClassifyBatchSums's deferred ops); otherwise
-// the transfer moves per microbatch, as the plan's conformance check then reports.
-Status MarkOncePerIteration(PlanContext& ctx) {
+// needs several microbatches (with one, each microbatch is the iteration), a receiver that
+// reads the value only in once-per-iteration ops (ClassifyBatchSums's deferred ops) and a sender
+// that holds the value in a layout of its own (not free or fused); otherwise the transfer moves
+// per microbatch, as the plan's conformance check then reports.
+void MarkOncePerIteration(PlanContext& ctx) {
   ctx.once.assign(ctx.plan.transfers.size(), 0);
-  if (ctx.plan.microbatches <= 1) return Status::Ok();
+  if (ctx.plan.microbatches <= 1) return;
   for (PieceInfo& p : ctx.pieces) {
     const Graph& g = p.sub->graph;
     for (int32_t l : p.sub->boundary_inputs) {
@@ -273,15 +274,9 @@ Status MarkOncePerIteration(PlanContext& ctx) {
           read_once = false;
         }
       }
-      if (!read_once) continue;
       const PlanOpSite& site = ctx.sites[static_cast<size_t>(ctx.plan.transfers[t].tensor)];
       PieceInfo& from = ctx.pieces[static_cast<size_t>(ctx.PieceOf(site.stage, site.piece))];
-      if (!Materialized(from.sh(site.local))) {
-        return Unsupported("the gradient contribution " +
-                           DescribeOp(ctx.plan.graph, ctx.plan.transfers[t].tensor) +
-                           " that stage " + std::to_string(site.stage) +
-                           " sends once per iteration has no layout of its own (free or fused)");
-      }
+      if (!read_once || !Materialized(from.sh(site.local))) continue;
       ctx.once[static_cast<size_t>(t)] = 1;
       p.once_receives.push_back(l);
       p.read_by_update.erase(std::remove(p.read_by_update.begin(), p.read_by_update.end(), l),
@@ -297,7 +292,6 @@ Status MarkOncePerIteration(PlanContext& ctx) {
       }
     }
   }
-  return Status::Ok();
 }
 
 // Every parameter copy held by a piece that does not update it, with the piece that does.
@@ -1220,7 +1214,7 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
     ctx.stage_pieces.push_back(std::move(indices));
   }
   ALPA_RETURN_IF_ERROR(PairTransfers(ctx));
-  ALPA_RETURN_IF_ERROR(MarkOncePerIteration(ctx));
+  MarkOncePerIteration(ctx);
   if (plan.microbatches >= kOnceTag ||
       static_cast<int64_t>(plan.transfers.size()) * kTagsPerTransfer >= kRefreshTagBase) {
     return Unsupported("the plan has " + std::to_string(plan.microbatches) + " microbatches and " +
