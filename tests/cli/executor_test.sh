@@ -10,7 +10,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
-mpi_flags=(--oversubscribe)
+# Waiting processes yield their core (mpirun_test.sh says why).
+mpi_flags=(--oversubscribe --mca mpi_yield_when_idle 1)
 [[ $(id -u) -eq 0 ]] && mpi_flags+=(--allow-run-as-root)
 
 # expect NAME WANT_EXIT PATTERN -- command...   (WANT_EXIT nz: any non-zero)

@@ -76,6 +76,25 @@ const PlannedCollective* FindPlanned(const PlannedStage& stage, int32_t index, i
   return nullptr;
 }
 
+// A once-per-iteration tensor moved its planned bytes over the step, all in one microbatch slot
+// (not once per microbatch).
+Status CheckOnceMoved(const std::string& where, const char* verb, int32_t tensor, int64_t bytes,
+                      const std::map<std::pair<int32_t, int64_t>, int64_t>& moved) {
+  int64_t total = 0, slots = 0;
+  for (const auto& [key, got] : moved) {
+    if (key.first != tensor) continue;
+    total += got;
+    ++slots;
+  }
+  if (total != bytes || slots != 1) {
+    return InternalError(where + " " + verb + " " + std::to_string(total) + " bytes of op " +
+                         std::to_string(tensor) + " in " + std::to_string(slots) +
+                         " microbatches of the step; the plan moves " + std::to_string(bytes) +
+                         " once per iteration");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& run,
@@ -93,14 +112,16 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
       }
     }
   }
-  // Expected transfer bytes per (device, tensor), per microbatch.
+  // Expected transfer bytes per (device, tensor): per microbatch, or once per iteration.
   std::map<std::pair<int64_t, int32_t>, int64_t> expect_sent, expect_received;
+  std::set<int32_t> once;  // tensors moved once per iteration
   for (const CrossStageTransfer& t : plan.transfers) {
+    if (t.once_per_iteration) once.insert(t.tensor);
     for (const SliceMove& m : t.moves) {
       if (m.src_device == m.dst_device) continue;
       expect_sent[{m.src_device, t.tensor}] += m.bytes;
       expect_received[{m.dst_device, t.tensor}] += m.bytes;
-      sum.planned_transfer_bytes += m.bytes * plan.microbatches;
+      sum.planned_transfer_bytes += m.bytes * (t.once_per_iteration ? 1 : plan.microbatches);
     }
   }
   for (size_t d = 0; d < set.programs.size(); ++d) {
@@ -194,10 +215,19 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
         }
       }
     }
-    // Transfer bytes per tensor and microbatch.
+    // Transfer bytes per tensor and microbatch; a once-per-iteration tensor's over the step, in
+    // one message per slice move (the update's, or microbatch 0's with one microbatch).
+    for (const auto& [key, bytes] : expect_sent) {
+      if (key.first != program.device || once.count(key.second) == 0) continue;
+      ALPA_RETURN_IF_ERROR(CheckOnceMoved(where, "sent", key.second, bytes, sent));
+    }
+    for (const auto& [key, bytes] : expect_received) {
+      if (key.first != program.device || once.count(key.second) == 0) continue;
+      ALPA_RETURN_IF_ERROR(CheckOnceMoved(where, "received", key.second, bytes, received));
+    }
     for (int64_t mb = 0; mb < plan.microbatches; ++mb) {
       for (const auto& [key, bytes] : expect_sent) {
-        if (key.first != program.device) continue;
+        if (key.first != program.device || once.count(key.second) != 0) continue;
         const int64_t got = sent.count({key.second, mb}) ? sent[{key.second, mb}] : 0;
         if (got != bytes) {
           return InternalError(where + " sent " + std::to_string(got) + " bytes of op " +
@@ -206,7 +236,7 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
         }
       }
       for (const auto& [key, bytes] : expect_received) {
-        if (key.first != program.device) continue;
+        if (key.first != program.device || once.count(key.second) != 0) continue;
         const int64_t got = received.count({key.second, mb}) ? received[{key.second, mb}] : 0;
         if (got != bytes) {
           return InternalError(where + " received " + std::to_string(got) + " bytes of op " +

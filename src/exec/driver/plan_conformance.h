@@ -9,7 +9,9 @@
 //   - Every planned collective over a mesh dim of size > 1 ran on every device of its stage,
 //     the same number of times for every microbatch it ran in.
 //   - Per device and microbatch, the bytes sent and received for each tensor that crosses stages
-//     equal the plan's slice moves of that tensor from and to that device.
+//     equal the plan's slice moves of that tensor from and to that device; for a transfer the
+//     plan moves once per iteration (a tied weight's gradient contribution), per step, in one
+//     message per slice move rather than one per microbatch.
 // Collectives and moves the plan does not list (resharding between two pieces of a stage, which
 // the planner prices in the stage's latency; reductions before a partial-sum transfer; the
 // loss's all-reduce; refreshing a tied weight's copy) are counted, not checked.

@@ -306,8 +306,10 @@ constexpr int64_t kResultTag = int64_t{1} << 30;
 constexpr int64_t kSummaryTag = kResultTag + 1;
 
 // A device's step result as doubles: losses (count, then microbatch and value pairs), peak
-// bytes, seconds, then every tile's values in the order of its program's owned bindings (rank 0
-// knows every program, so the tiles' places need not travel).
+// bytes, seconds, the executed moves (count, then each as kind, origin, bytes, microbatch,
+// tensor, collective, group size and group), then every tile's values in the order of its
+// program's owned bindings (rank 0 knows every program, so the tiles' places need not travel).
+// Every integer is below 2^53, so it travels exactly as a double.
 std::vector<double> PackResult(const DeviceStepResult& r) {
   std::vector<double> out;
   out.push_back(static_cast<double>(r.report.losses.size()));
@@ -317,6 +319,14 @@ std::vector<double> PackResult(const DeviceStepResult& r) {
   }
   out.push_back(static_cast<double>(r.report.peak_bytes));
   out.push_back(r.report.seconds);
+  out.push_back(static_cast<double>(r.report.moves.size()));
+  for (const ExecutedMove& m : r.report.moves) {
+    out.insert(out.end(), {static_cast<double>(m.kind), static_cast<double>(m.origin),
+                           static_cast<double>(m.bytes), static_cast<double>(m.microbatch),
+                           static_cast<double>(m.tensor), static_cast<double>(m.collective),
+                           static_cast<double>(m.group.size())});
+    for (int32_t g : m.group) out.push_back(static_cast<double>(g));
+  }
   for (const ParameterTile& t : r.tiles) out.insert(out.end(), t.values.begin(), t.values.end());
   return out;
 }
@@ -332,6 +342,21 @@ Status UnpackResult(const std::vector<double>& in, const DeviceProgram& program,
   }
   r.report.peak_bytes = static_cast<int64_t>(next());
   r.report.seconds = next();
+  const int64_t moves = static_cast<int64_t>(next());
+  for (int64_t i = 0; i < moves && at < in.size(); ++i) {
+    ExecutedMove m;
+    m.kind = static_cast<InstructionKind>(static_cast<int32_t>(next()));
+    m.origin = static_cast<InstructionOrigin>(static_cast<int32_t>(next()));
+    m.bytes = static_cast<int64_t>(next());
+    m.microbatch = static_cast<int64_t>(next());
+    m.tensor = static_cast<int32_t>(next());
+    m.collective = static_cast<int32_t>(next());
+    const int64_t members = static_cast<int64_t>(next());
+    for (int64_t g = 0; g < members && at < in.size(); ++g) {
+      m.group.push_back(static_cast<int32_t>(next()));
+    }
+    r.report.moves.push_back(std::move(m));
+  }
   for (const ParameterBinding& b : program.parameters) {
     if (!b.owner) continue;
     ParameterTile t{b.tensor, b.offsets, b.sizes, {}, b.fetch};

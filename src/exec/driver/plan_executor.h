@@ -5,9 +5,10 @@
 // Devices run as threads of this process (exec/comm's thread communicator), one step at a time;
 // or, given a communicator of several processes (MPI), this process runs only its rank's device,
 // every process lowering the same plan and generating the same synthetic data, and after each
-// step the ranks send their results (losses, peak memory, parameter tiles) to rank 0, which
-// summarises the step (and runs the check) and sends the summary back to every rank. A failing
-// rank aborts the communicator: every process ends with its message.
+// step the ranks send their results (losses, peak memory, executed moves, parameter tiles) to
+// rank 0, which summarises the step (and runs the check) and sends the summary back to every
+// rank. Ranks beyond the plan's devices run nothing and only receive the summary. A failing rank
+// aborts the communicator: every process ends with its message.
 #pragma once
 
 #include <cstdint>

@@ -6,10 +6,14 @@
 
 namespace alpa {
 
-Result<PlanRunReport> RunPlanOnThreads(const PipelinePlan& plan, const Graph& reference,
-                                       const PlanRunOptions& options) {
+namespace {
+
+// world: null for thread devices.
+Result<PlanRunReport> RunPlan(const PipelinePlan& plan, const Graph& reference,
+                              const PlanRunOptions& options, Communicator* world) {
   if (options.steps < 1) return InvalidArgument("steps must be >= 1");
-  Result<std::unique_ptr<PlanExecutor>> created = PlanExecutor::Create(plan, reference, options);
+  Result<std::unique_ptr<PlanExecutor>> created =
+      PlanExecutor::Create(plan, reference, options, world);
   if (!created.ok()) return created.status();
   PlanExecutor& ex = *created.value();
   PlanRunReport report;
@@ -24,6 +28,18 @@ Result<PlanRunReport> RunPlanOnThreads(const PipelinePlan& plan, const Graph& re
   }
   report.programs = ex.programs();
   return report;
+}
+
+}  // namespace
+
+Result<PlanRunReport> RunPlanOnThreads(const PipelinePlan& plan, const Graph& reference,
+                                       const PlanRunOptions& options) {
+  return RunPlan(plan, reference, options, nullptr);
+}
+
+Result<PlanRunReport> RunPlanOnProcesses(const PipelinePlan& plan, const Graph& reference,
+                                         const PlanRunOptions& options, Communicator& world) {
+  return RunPlan(plan, reference, options, &world);
 }
 
 }  // namespace alpa

@@ -1,5 +1,6 @@
 // Running a plan: lower it (exec/lower), run every device's program on threads of this process
-// with real collectives (exec/comm's thread communicator), for a number of training steps on
+// with real collectives (exec/comm's thread communicator), or one device per process of a
+// communicator of processes (MPI), for a number of training steps on
 // deterministic synthetic data (synthetic_data.h), and, with `check`, run the one-device
 // interpreter on the same data and compare the loss and every parameter and optimizer state
 // after every step.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/util/status.h"
+#include "exec/comm/communicator.h"
 #include "exec/lower/lower_plan.h"
 #include "exec/runtime/device_runtime.h"
 
@@ -57,5 +59,15 @@ struct PlanRunReport {
 // message); a check above tolerance is not an error (passed = false).
 Result<PlanRunReport> RunPlanOnThreads(const PipelinePlan& plan, const Graph& reference,
                                        const PlanRunOptions& options);
+
+// The same run with device d as rank d of `world` (every rank calls it with the same plan,
+// reference and options; ranks beyond the plan's devices idle and take part only in sharing the
+// results). Rank 0 gathers every device's results: its report holds every device's first step
+// (first_step, for CheckExecutedAgainstPlan) and the full summaries; every other rank's holds
+// its own first step and the summaries' numbers that rank 0 shares (loss, errors, passed).
+// Errors as RunPlanOnThreads, plus kInvalidArgument when the plan needs more devices than the
+// world has ranks; a failure on one rank aborts the world (Communicator::Abort).
+Result<PlanRunReport> RunPlanOnProcesses(const PipelinePlan& plan, const Graph& reference,
+                                         const PlanRunOptions& options, Communicator& world);
 
 }  // namespace alpa

@@ -21,9 +21,11 @@ namespace {
 
 constexpr int64_t kUpdate = -1;  // the microbatch index of once-per-iteration values
 // Message tags fit MPI's guaranteed range (MPI_TAG_UB >= 32767; Open MPI's is 2^31 - 1): a
-// transfer's tag is transfer * kTagsPerTransfer + microbatch, a refresh's kRefreshTagBase + its
-// index, and the driver keeps tags from 2^30 up for itself.
+// transfer's tag is transfer * kTagsPerTransfer + microbatch (+ kOnceTag for one sent once per
+// iteration), a refresh's kRefreshTagBase + its index, and the driver keeps tags from 2^30
+// up for itself.
 constexpr int64_t kTagsPerTransfer = int64_t{1} << 11;
+constexpr int64_t kOnceTag = kTagsPerTransfer - 1;
 constexpr int64_t kRefreshTagBase = int64_t{1} << 29;
 
 // How an op takes part in gradient accumulation (ClassifyBatchSums).
@@ -49,7 +51,10 @@ struct PieceInfo {
   std::vector<int32_t> forward_ops, backward_ops, update_ops;  // materialized, schedule order
   std::vector<int32_t> read_by_update;     // per-microbatch values an update op reads
   std::vector<int32_t> boundary_transfer;  // per local op: the transfer feeding it, or -1
-  int32_t loss = -1;                       // local id of the graph's loss, when here
+  // Transfers sent or received once per iteration (MarkOncePerIteration): the transfers this
+  // piece produces, and the boundary inputs (local ops) it receives that way.
+  std::vector<int32_t> once_sends, once_receives;
+  int32_t loss = -1;  // local id of the graph's loss, when here
 
   const Op& op(int32_t l) const { return sub->graph.op(l); }
   const OpSharding& sh(int32_t l) const { return sharding->ops[static_cast<size_t>(l)]; }
@@ -70,6 +75,7 @@ struct PlanContext {
   std::vector<PlanOpSite> sites;
   std::vector<Refresh> refreshes;
   std::vector<BatchSum> batch_sums;  // per global op (ClassifyBatchSums)
+  std::vector<char> once;            // per transfer: sent once per iteration
   int32_t PieceOf(int32_t stage, int32_t index) const {
     return stage_pieces[static_cast<size_t>(stage)][static_cast<size_t>(index)];
   }
@@ -247,6 +253,50 @@ Status PairTransfers(PlanContext& ctx) {
   return Status::Ok();
 }
 
+// The transfers the plan sends once per iteration (a tied weight's gradient contribution that
+// the receiver adds into the weight's gradient) move once, at the update: the sender sums its
+// microbatch addends (unrounded, as any gradient the update reads) and scales the sum by 1 / B,
+// the receiver takes the completed value where it took the sum of the B messages before. That
+// needs several microbatches (with one, each microbatch is the iteration), a receiver that
+// reads the value only in once-per-iteration ops (ClassifyBatchSums's deferred ops) and a sender
+// that holds the value in a layout of its own (not free or fused); otherwise the transfer moves
+// per microbatch, as the plan's conformance check then reports.
+void MarkOncePerIteration(PlanContext& ctx) {
+  ctx.once.assign(ctx.plan.transfers.size(), 0);
+  if (ctx.plan.microbatches <= 1) return;
+  for (PieceInfo& p : ctx.pieces) {
+    const Graph& g = p.sub->graph;
+    for (int32_t l : p.sub->boundary_inputs) {
+      const int32_t t = p.boundary_transfer[static_cast<size_t>(l)];
+      if (t < 0 || !ctx.plan.transfers[static_cast<size_t>(t)].once_per_iteration) continue;
+      bool read_once = true;
+      for (int32_t reader = 0; reader < g.size(); ++reader) {
+        const std::vector<int32_t>& operands = g.op(reader).operands;
+        if (std::find(operands.begin(), operands.end(), l) != operands.end() &&
+            std::find(p.update_ops.begin(), p.update_ops.end(), reader) == p.update_ops.end()) {
+          read_once = false;
+        }
+      }
+      const PlanOpSite& site = ctx.sites[static_cast<size_t>(ctx.plan.transfers[t].tensor)];
+      PieceInfo& from = ctx.pieces[static_cast<size_t>(ctx.PieceOf(site.stage, site.piece))];
+      if (!read_once || !Materialized(from.sh(site.local))) continue;
+      ctx.once[static_cast<size_t>(t)] = 1;
+      p.once_receives.push_back(l);
+      p.read_by_update.erase(std::remove(p.read_by_update.begin(), p.read_by_update.end(), l),
+                             p.read_by_update.end());
+      from.once_sends.push_back(t);
+      // A value computed per microbatch is summed over them like the gradients the sender's
+      // own update reads; a deferred one is computed once, at the update.
+      const bool per_microbatch = std::find(from.update_ops.begin(), from.update_ops.end(),
+                                            site.local) == from.update_ops.end();
+      if (per_microbatch && std::find(from.read_by_update.begin(), from.read_by_update.end(),
+                                      site.local) == from.read_by_update.end()) {
+        from.read_by_update.push_back(site.local);
+      }
+    }
+  }
+}
+
 // Every parameter copy held by a piece that does not update it, with the piece that does.
 void ListRefreshes(PlanContext& ctx) {
   std::map<int32_t, std::vector<std::pair<int32_t, int32_t>>> holders;  // global -> piece, local
@@ -327,6 +377,8 @@ class DeviceLowering {
   Status FeedInputs(int32_t pi, int64_t mb);
   Status ReceiveInputs(int32_t pi, int64_t mb, Phase phase);
   Status SendOutputs(int32_t pi, int64_t mb, Phase phase);
+  Status SendOnce(int32_t pi, bool computed_at_update);
+  Status ReceiveOnce(int32_t pi);
   Status ReportLoss(int32_t pi, int64_t mb);
   Status Accumulate(int32_t pi, int64_t mb);
   Status RunOp(int32_t pi, int32_t l, int64_t mb);
@@ -697,8 +749,8 @@ Result<Value> DeviceLowering::ReceiveTransfer(int32_t transfer, int64_t mb, int6
   if (!local.ok()) return local.status();
   std::vector<int64_t> my_off, my_size;
   em_.TileBox(to, op.shape, my_off, my_size);
-  const std::string name =
-      (op.name.empty() ? "op " + std::to_string(tr.tensor) : op.name) + "@mb" + std::to_string(mb);
+  const std::string name = (op.name.empty() ? "op " + std::to_string(tr.tensor) : op.name) +
+                           (mb == kUpdate ? std::string(".sum") : "@mb" + std::to_string(mb));
   Value v{em_.NewBuffer(name, local.value(), op.dtype, tr.tensor, false), to};
   const EmitTag etag{tr.tensor, mb, InstructionOrigin::kPlan, -1};
   Instruction zero;
@@ -768,6 +820,7 @@ Status DeviceLowering::ReceiveInputs(int32_t pi, int64_t mb, Phase phase) {
     const int32_t global = p.sub->origin[static_cast<size_t>(l)];
     const EmitTag tag{global, mb, InstructionOrigin::kPlan, -1};
     const int32_t transfer = p.boundary_transfer[static_cast<size_t>(l)];
+    if (transfer >= 0 && ctx_.once[static_cast<size_t>(transfer)]) continue;  // at the update
     Value v;
     if (transfer >= 0) {
       Result<Value> got = ReceiveTransfer(transfer, mb, transfer * kTagsPerTransfer + mb);
@@ -797,7 +850,7 @@ Status DeviceLowering::ReceiveInputs(int32_t pi, int64_t mb, Phase phase) {
 Status DeviceLowering::SendOutputs(int32_t pi, int64_t mb, Phase phase) {
   for (size_t t = 0; t < ctx_.plan.transfers.size(); ++t) {
     const CrossStageTransfer& tr = ctx_.plan.transfers[t];
-    if (tr.from_stage != stage_) continue;
+    if (tr.from_stage != stage_ || ctx_.once[t]) continue;  // once: at the update
     const PlanOpSite& site = ctx_.sites[static_cast<size_t>(tr.tensor)];
     if (site.stage != stage_ || ctx_.PieceOf(site.stage, site.piece) != pi) continue;
     const Op& op = ctx_.plan.graph.op(tr.tensor);
@@ -808,6 +861,42 @@ Status DeviceLowering::SendOutputs(int32_t pi, int64_t mb, Phase phase) {
     tag.exact = ctx_.batch_sums[static_cast<size_t>(tr.tensor)] == BatchSum::kRoot;
     ALPA_RETURN_IF_ERROR(SendTransfer(v.value(), static_cast<int32_t>(t),
                                       static_cast<int64_t>(t) * kTagsPerTransfer + mb, tag));
+  }
+  return Status::Ok();
+}
+
+// The piece's once-per-iteration transfers whose value is complete: summed over the microbatches
+// (before the update ops) or computed by them (after). The sum is complete, so the reduction
+// that completes a partial value rounds, as the one-device op does.
+Status DeviceLowering::SendOnce(int32_t pi, bool computed_at_update) {
+  const PieceInfo& p = piece(pi);
+  for (int32_t t : p.once_sends) {
+    const CrossStageTransfer& tr = ctx_.plan.transfers[static_cast<size_t>(t)];
+    const PlanOpSite& site = ctx_.sites[static_cast<size_t>(tr.tensor)];
+    const bool at_update =
+        std::find(p.update_ops.begin(), p.update_ops.end(), site.local) != p.update_ops.end();
+    if (at_update != computed_at_update) continue;
+    Result<Value> v = ExportValue(pi, site.local, kUpdate);
+    if (!v.ok()) return v.status();
+    const EmitTag tag{tr.tensor, kUpdate, InstructionOrigin::kPlan, -1};
+    ALPA_RETURN_IF_ERROR(SendTransfer(v.value(), t, t * kTagsPerTransfer + kOnceTag, tag));
+  }
+  return Status::Ok();
+}
+
+// The once-per-iteration transfers into the piece: their values for the update ops.
+Status DeviceLowering::ReceiveOnce(int32_t pi) {
+  const PieceInfo& p = piece(pi);
+  for (int32_t l : p.once_receives) {
+    const int32_t t = p.boundary_transfer[static_cast<size_t>(l)];
+    const Op& op = p.op(l);
+    const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], kUpdate, InstructionOrigin::kPlan, -1};
+    Result<Value> got = ReceiveTransfer(t, kUpdate, t * kTagsPerTransfer + kOnceTag);
+    if (!got.ok()) return got.status();
+    Result<Value> laid =
+        em_.LocalTo(got.value(), op.shape, op.dtype, p.sh(l).result, tag, ValueName(p, l, kUpdate));
+    if (!laid.ok()) return laid.status();
+    state_[static_cast<size_t>(pi)].values[{l, kUpdate}] = laid.value();
   }
   return Status::Ok();
 }
@@ -977,11 +1066,14 @@ Status DeviceLowering::Update() {
         st.values[{l, kUpdate}] = mean;
       }
     }
+    ALPA_RETURN_IF_ERROR(SendOnce(pi, false));
+    ALPA_RETURN_IF_ERROR(ReceiveOnce(pi));
     for (int32_t l : p.update_ops) {
       ALPA_RETURN_IF_ERROR(RunOp(pi, l, kUpdate));
       for (const auto& [wpi, u] : write_back[at]) ALPA_RETURN_IF_ERROR(WriteBack(wpi, u));
       ++at;
     }
+    ALPA_RETURN_IF_ERROR(SendOnce(pi, true));
   }
   return Status::Ok();
 }
@@ -1160,7 +1252,8 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
   PlanContext ctx{plan, options,
                   {},   {},
                   {},   PlanOpSites(plan),
-                  {},   ClassifyBatchSums(plan.graph, options.whole_batch, plan.microbatches)};
+                  {},   ClassifyBatchSums(plan.graph, options.whole_batch, plan.microbatches),
+                  {}};
   int64_t world = 0;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlannedStage& stage = plan.stages[s];
@@ -1195,12 +1288,13 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
     ctx.stage_pieces.push_back(std::move(indices));
   }
   ALPA_RETURN_IF_ERROR(PairTransfers(ctx));
-  if (plan.microbatches >= kTagsPerTransfer ||
+  MarkOncePerIteration(ctx);
+  if (plan.microbatches >= kOnceTag ||
       static_cast<int64_t>(plan.transfers.size()) * kTagsPerTransfer >= kRefreshTagBase) {
     return Unsupported("the plan has " + std::to_string(plan.microbatches) + " microbatches and " +
                        std::to_string(plan.transfers.size()) +
                        " transfers; the executor numbers their messages for at most " +
-                       std::to_string(kTagsPerTransfer - 1) + " microbatches and " +
+                       std::to_string(kOnceTag - 1) + " microbatches and " +
                        std::to_string(kRefreshTagBase / kTagsPerTransfer) + " transfers");
   }
   ListRefreshes(ctx);

@@ -12,8 +12,10 @@
 // update reads (gradients) are summed over the microbatches and scaled by 1 / B (every
 // microbatch graph's loss is a mean over its share of the batch), the collectives on their
 // edges into the update run once on the sum, then each piece's update ops run and their results
-// replace the parameters and optimizer state. A parameter held by several pieces (a tied
-// embedding) is refreshed from the piece that updates it. Every buffer is freed after its last
+// replace the parameters and optimizer state. A transfer the plan moves once per iteration (a
+// tied weight's gradient contribution) is summed over the microbatches on the sender and sent
+// once, at the update. A parameter held by several pieces (a tied embedding) is refreshed from
+// the piece that updates it. Every buffer is freed after its last
 // use. The data inputs of microbatch k are fed (kFeed) as the device's tile of that microbatch.
 #pragma once
 
