@@ -52,10 +52,13 @@ const ALPA_FORMAT_ALPA = Cint(2)
 # deadline from the start of the call, covering every phase; when it passes the call returns the
 # best answer so far (ALPA_SOLVE_FEASIBLE), or ALPA_ERR_TIMEOUT when there is none.
 const ALPA_OPT_TIME_LIMIT_SECONDS = Cint(100)
-# int 0/1, default 0. 1: work bounded by counted steps (scaled from the time limit), not by the
-# clock, and fixed seeds: identical answers run to run (same problem, options and thread count)
-# whenever the counted work ends before the time limit; the limit still stops a run that
-# reaches it.
+# int 0/1, default 0. 1: the same answer (status, objective, bound, assignment) for the same
+# problem, options and build, whatever the machine's load and the number of threads (a large core
+# always gets 2 local searches, which the threads share). The time limit becomes a work budget:
+# counted steps scaled from it (local-search moves, GLPK branch-and-bound nodes), not the clock,
+# end the solve, so wall time may exceed the limit on a slow or busy machine; the clock stops the
+# solve only at 10 times the limit, a safety stop (a run that reaches it returns the best answer
+# so far, which then depends on timing). A cancel still stops the solve at once.
 const ALPA_OPT_DETERMINISTIC = Cint(101)
 # int 0..4096, default 0 = all hardware threads
 const ALPA_OPT_THREADS = Cint(102)
