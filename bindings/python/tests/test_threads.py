@@ -53,12 +53,20 @@ def test_ctrl_c_cancels_a_long_plan():
         f"""
         import sys, time, alpa
         first = []
+        token = alpa.CancelToken()
         def progress(p):
+            # The first report holds the plan for up to 10 s: on a busy machine the parent may
+            # send Ctrl-C only after a plan of a few seconds would have finished. The wait ends
+            # once Ctrl-C has triggered the token (its handler runs in the main thread).
             if not first:
                 first.append(1); print("started", flush=True)
+                for _ in range(100):
+                    if token.cancelled:
+                        break
+                    time.sleep(0.1)
         t0 = time.monotonic()
         try:
-            alpa.plan({LONG_MODEL!r}, "p3.16xlarge:2", progress=progress)
+            alpa.plan({LONG_MODEL!r}, "p3.16xlarge:2", progress=progress, cancel=token)
             print("finished")
         except KeyboardInterrupt:
             print("interrupted after %.2f s" % (time.monotonic() - t0), flush=True)
