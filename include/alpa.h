@@ -592,6 +592,25 @@ ALPA_API const char* alpa_graph_op_name(const alpa_graph* graph, int32_t op);
 /** Count-then-fill over the graph's outputs. */
 ALPA_API int64_t alpa_graph_outputs(const alpa_graph* graph, int32_t* out, int64_t capacity);
 
+/** Turns a finalized forward graph into its training step (a new finalized graph): the backward
+ * pass of the loss (outputs[0], a floating-point scalar) with respect to every parameter op of
+ * role ALPA_ROLE_PARAMETER (gradients get ALPA_ROLE_GRADIENT, ALPA_PHASE_BACKWARD), then the
+ * optimizer's update (ALPA_PHASE_UPDATE; its state as ALPA_ROLE_OPTIMIZER_STATE parameter ops;
+ * each new value aliases the op it replaces and is an output after the loss), as the model zoo
+ * builds its training graphs. Backward and update ops keep the layer of the op they come from.
+ * optimizer_spec: "KIND[:key=value,...]" with KIND sgd, momentum or adam and the keys lr (default
+ * 0.001), momentum (momentum only, default 0.9), beta1 / beta2 (adam, 0.9 / 0.999), eps (adam,
+ * 1e-8; alias adam_eps) and master_weights (0/1, default 1: f32 master copies of f16 / bf16
+ * parameters), e.g. "adam", "adam:lr=0.0003,eps=1e-6", "momentum:momentum=0.8"
+ * (docs/graph-format.md). Errors: ALPA_ERR_INVALID_ARGUMENT for NULL arguments, a forward graph not
+ * finalized, a bad optimizer spec (naming the kind, key or value), a graph without outputs, a loss
+ * that is not a floating-point scalar or an op already in the backward or update phase (naming the
+ * op), or no parameter op of role parameter; ALPA_ERR_UNSUPPORTED for an op kind autodiff cannot
+ * differentiate (naming the op). The forward graph is unchanged and may be shared between threads
+ * meanwhile. Caller frees *out with alpa_graph_destroy. */
+ALPA_API int32_t alpa_graph_make_training(alpa_graph** out, const alpa_graph* forward,
+                                          const char* optimizer_spec, alpa_error** err);
+
 /* ---- Model zoo ----------------------------------------------------------------------------- */
 /** Training graphs of the benchmark models (GPT, MoE, Wide-ResNet, ...; docs/models.md) built
  * through the graph IR and autodiff. A spec is a preset name ("gpt-39b"), a family with keys

@@ -350,5 +350,31 @@ expect solve_nan_timeout 1 'timeout: must be a number of seconds >= 0, not nan' 
 expect shard_nan_time_limit 1 'time-limit: must be a number of seconds >= 0, not nan' -- "$alpa" shard --model mlp:layers=2,batch=8,hidden=8 --mesh 2x1 --time-limit nan
 expect graph_binary_spec_escaped 1 'model spec "gpt:hidden=\\xFF\\x01"' -- "$alpa" graph --model $'gpt:hidden=\xff\x01'
 
+# Issue 18: a forward graph file becomes its training step with --train, the same graph as the
+# zoo's own training graph; planning a forward graph, or one without layer markers, warns.
+fwd_spec="mlp:layers=3,batch=16,hidden=32"
+"$alpa" graph --model "$fwd_spec,training=0" -o "$tmp/fwd.json" >/dev/null
+expect train_forward_only 0 '"ops_by_phase":\{"forward":[0-9]+\}' -- "$alpa" graph --file "$tmp/fwd.json" --json
+# stats_equal FILE OPTIMIZER SPEC: the statistics of FILE --train OPTIMIZER equal SPEC's.
+stats_equal() { [[ "$("$alpa" graph --file "$1" --train "$2" --json)" == "$("$alpa" graph --model "$3" --json)" ]] && echo same; }
+expect train_equals_zoo_adam 0 '^same$' -- stats_equal "$tmp/fwd.json" adam "$fwd_spec"
+expect train_equals_zoo_sgd 0 '^same$' -- stats_equal "$tmp/fwd.json" sgd:lr=0.01 "$fwd_spec,optimizer=sgd,lr=0.01"
+expect train_differs_by_optimizer 1 '' -- stats_equal "$tmp/fwd.json" sgd "$fwd_spec"
+gpt_spec="gpt:hidden=64,layers=2,heads=4,seq=16,vocab=100,batch=4"  # f16: master weights
+"$alpa" graph --model "$gpt_spec,training=0" -o "$tmp/gpt_fwd.json" >/dev/null
+"$alpa" graph --file "$tmp/gpt_fwd.json" --train adam -o "$tmp/gpt_made.json" >/dev/null
+"$alpa" graph --model "$gpt_spec" -o "$tmp/gpt_zoo.json" >/dev/null
+expect train_equals_zoo_gpt_json 0 '^same$' -- bash -c 'cmp -s "$0" "$1" && echo same' "$tmp/gpt_made.json" "$tmp/gpt_zoo.json"
+expect train_twice 1 'error: .*already has a backward phase' -- "$alpa" graph --file "$tmp/gpt_zoo.json" --train adam
+expect train_bad_optimizer 1 'error: optimizer "nadam" is not one of: sgd momentum adam' -- "$alpa" graph --file "$tmp/fwd.json" --train nadam
+expect train_bad_key 1 'error: optimizer key "eps" does not apply to sgd' -- "$alpa" graph --file "$tmp/fwd.json" --train sgd:eps=1
+expect train_needs_file 1 'requires --file' -- "$alpa" graph --model mlp --train adam
+expect plan_forward_warns 0 'warning: .*fwd.json has no backward phase: the plan misses the gradient synchronization' -- "$alpa" plan --file "$tmp/fwd.json" --cluster p3.16xlarge:1 -q --deterministic
+expect plan_trained_quiet 0 '^no warning$' -- bash -c '"$0" plan --file "$1" --train adam --cluster p3.16xlarge:1 -q --deterministic 2>&1 >/dev/null | grep -q warning || echo "no warning"' "$alpa" "$tmp/fwd.json"
+sed -E 's/"layer": [0-9]+/"layer": 0/' "$tmp/fwd.json" > "$tmp/fwd_flat.json"
+expect plan_no_layers_warns 0 'warning: .*fwd_flat.json has no layer markers' -- "$alpa" plan --file "$tmp/fwd_flat.json" --train adam --cluster p3.16xlarge:1 -q --deterministic
+expect shard_forward_warns 0 'warning: .*fwd.json has no backward phase' -- "$alpa" shard --file "$tmp/fwd.json" --mesh 2 --cost-model alpa -q
+expect shard_trained 0 '^status: ' -- "$alpa" shard --file "$tmp/fwd.json" --train momentum --mesh 2 --cost-model alpa -q
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -13,6 +13,7 @@
 #include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "graph_file.h"
 #include "input_limit.h"
 
 namespace alpa_cli {
@@ -21,6 +22,7 @@ namespace {
 struct GraphArgs {
   std::string model;   // a model-zoo spec, or
   std::string file;    // a graph JSON file
+  std::string train;   // --train: make the file's forward graph a training step
   bool json = false;   // statistics as one JSON object (alpa_graph_stats_to_json)
   std::string output;  // write the graph JSON here instead of printing statistics ("-": stdout)
   InputLimit limit;    // --max-input-bytes
@@ -102,9 +104,9 @@ int RunGraph(const GraphArgs& args) {
   }
   alpa_graph* graph = nullptr;
   alpa_error* err = nullptr;
-  const int32_t status = args.model.empty()
-                             ? ReadGraphFile(args.file, args.limit, &graph, &err)
-                             : alpa_model_build_graph(&graph, args.model.c_str(), &err);
+  const int32_t status =
+      args.model.empty() ? ReadGraphFileForTraining(args.file, args.limit, args.train, &graph, &err)
+                         : alpa_model_build_graph(&graph, args.model.c_str(), &err);
   if (status != ALPA_OK) return ReportError(err);
   int rc = 0;
   if (!args.output.empty()) {
@@ -141,6 +143,7 @@ Command AddGraphCommand(CLI::App& app) {
   CLI::App* graph = app.add_subcommand(
       "graph", "Statistics of a training-step graph (a model spec or a graph JSON file)");
   AddGraphSourceOptions(graph, &args->model, &args->file, &args->limit);
+  AddTrainOption(graph, &args->train);
   graph->add_flag("--json", args->json, "Print the statistics as one JSON object");
   graph->add_option("-o,--output", args->output,
                     "Write the graph JSON to this file instead (- for stdout)");

@@ -9,6 +9,7 @@
 #include "alpa.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "graph_file.h"
 #include "plan_output.h"
 #include "run_command.h"
 
@@ -18,6 +19,7 @@ namespace {
 struct PlanArgs {
   std::string model;         // a model-zoo spec (default gpt-2.6b when no --file), or
   std::string file;          // a graph JSON file (one microbatch)
+  std::string train;         // --train: make the file's forward graph a training step
   InputLimit limit;          // --max-input-bytes
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
@@ -97,9 +99,11 @@ int RunPlan(const PlanArgs& args) {
   if (args.file.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
-    if (ReadGraphFile(args.file, args.limit, &handles.graph, &err) != ALPA_OK) {
+    if (ReadGraphFileForTraining(args.file, args.limit, args.train, &handles.graph, &err) !=
+        ALPA_OK) {
       return ReportError(err, "--file");
     }
+    WarnIncompleteGraph(handles.graph, args.file, true);
     rc = alpa_graph_plan(&handles.plan, handles.graph, handles.cluster, handles.options, &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
@@ -128,6 +132,7 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_option("--model", args->model, "Model-zoo spec or preset (default gpt-2.6b)");
   plan->add_option("--file", args->file, "Graph JSON file (one microbatch)")
       ->excludes(plan->get_option("--model"));
+  AddTrainOption(plan, &args->train);
   AddInputLimitOption(plan, &args->limit);
   plan->add_option("--cluster", args->cluster,
                    "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "

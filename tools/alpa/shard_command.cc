@@ -16,6 +16,7 @@
 #include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "graph_file.h"
 #include "seconds_validator.h"
 
 namespace alpa_cli {
@@ -32,6 +33,7 @@ constexpr int32_t kPerTensor = 0;
 struct ShardArgs {
   std::string model;           // a model-zoo spec, or
   std::string file;            // a graph JSON file
+  std::string train;           // --train: make the file's forward graph a training step
   InputLimit limit;            // --max-input-bytes
   std::string mesh;            // "8" or "2x4"
   std::string cluster;         // preset spec ("p3.16xlarge:hosts=2") or cluster JSON file
@@ -347,10 +349,13 @@ int RunShard(const ShardArgs& args) {
 
   Handles handles;
   alpa_error* err = nullptr;
-  const int32_t read = args.model.empty()
-                           ? ReadGraphFile(args.file, args.limit, &handles.graph, &err)
-                           : alpa_model_build_graph(&handles.graph, args.model.c_str(), &err);
+  const int32_t read =
+      args.model.empty()
+          ? ReadGraphFileForTraining(args.file, args.limit, args.train, &handles.graph, &err)
+          : alpa_model_build_graph(&handles.graph, args.model.c_str(), &err);
   if (read != ALPA_OK) return ReportError(err, args.model.empty() ? "--file" : "--model");
+  // Layer markers matter only to pipeline stages, which one mesh does not have.
+  if (!args.file.empty()) WarnIncompleteGraph(handles.graph, args.file, false);
 
   // The real cost model always needs a cluster (compute times); the Alpa one only when given.
   const bool need_cluster = cost_model == "real" || !args.cluster.empty();
@@ -443,6 +448,7 @@ Command AddShardCommand(CLI::App& app) {
   CLI::App* shard = app.add_subcommand(
       "shard", "Auto-shard a training-step graph on one logical mesh (Alpa's intra-op pass)");
   AddGraphSourceOptions(shard, &args->model, &args->file, &args->limit);
+  AddTrainOption(shard, &args->train);
   // Required, but checked by RunShard so that its absence exits 1 like other bad input.
   shard->add_option("--mesh", args->mesh, "Logical mesh shape: 8 or 2x4 (required)");
   shard->add_option("--cluster", args->cluster,

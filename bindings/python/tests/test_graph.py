@@ -97,3 +97,24 @@ def test_model_zoo_graph_auto_shard_budget():
         with pytest.raises(alpa.InfeasibleError) as info:
             g.auto_shard((2,), "p3.16xlarge", memory_budget_bytes=16)
         assert info.value.message
+
+
+def test_make_training_from_forward_graph() -> None:
+    forward = build_mlp()
+    train = forward.make_training("adam:lr=0.0003")
+    phases = train.stats()["ops_by_phase"]
+    assert phases["forward"] == forward.stats()["ops"]
+    assert phases["backward"] > 0 and phases["update"] > 0
+    # Adam: two moments per weight (w1, b1, w2) and the step counter, all optimizer state.
+    assert train.stats()["optimizer_state_bytes"] == 2 * train.stats()["parameter_bytes"] + 4
+    with pytest.raises(alpa.InvalidArgumentError, match="already has a backward phase"):
+        train.make_training("adam")
+    with pytest.raises(alpa.InvalidArgumentError, match='optimizer "nadam"'):
+        forward.make_training("nadam")
+
+
+def test_make_training_equals_the_zoo() -> None:
+    spec = "mlp:layers=2,batch=8,hidden=16"
+    forward = alpa.Graph.from_model(spec + ",training=0")
+    zoo = alpa.Graph.from_model(spec + ",optimizer=sgd")
+    assert forward.make_training("sgd").to_json() == zoo.to_json()

@@ -114,19 +114,44 @@ Result<std::vector<int32_t>> AppendBackward(GraphBuilder& builder, int32_t loss,
   return grads;
 }
 
-Result<Graph> BuildTrainingGraph(Graph forward, const OptimizerConfig& config) {
-  ALPA_RETURN_IF_ERROR(ValidateGraph(forward));
+namespace {
+
+// The checks that make `forward` a forward graph BuildTrainingGraph can extend: a loss output, no
+// backward or update op yet (a training graph made twice would differentiate its own update),
+// and at least one trainable parameter. The loss's dtype and shape are AppendBackward's checks.
+Status CheckForwardGraph(const Graph& forward, const std::vector<int32_t>& parameters) {
   if (forward.outputs.empty()) {
     return InvalidArgument(
         "BuildTrainingGraph: the forward graph has no outputs (outputs[0] "
         "must be the scalar loss)");
   }
-  int32_t loss = forward.outputs[0];
+  for (int32_t i = 0; i < forward.size(); ++i) {
+    const Phase phase = forward.op(i).phase;
+    if (phase != Phase::kForward) {
+      return InvalidArgument("BuildTrainingGraph: the graph already has a " +
+                             std::string(PhaseName(phase)) + " phase (" + DescribeOp(forward, i) +
+                             "); give the forward graph alone (loss as outputs[0])");
+    }
+  }
+  if (parameters.empty()) {
+    return InvalidArgument(
+        "BuildTrainingGraph: the forward graph has no parameter op with role parameter, so there "
+        "is nothing to train (mark the weights' parameter ops with role parameter)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Graph> BuildTrainingGraph(Graph forward, const OptimizerConfig& config) {
+  ALPA_RETURN_IF_ERROR(ValidateGraph(forward));
   std::vector<int32_t> parameters;
   for (int32_t i = 0; i < forward.size(); ++i) {
     const Op& op = forward.op(i);
     if (op.kind == OpKind::kParameter && op.role == TensorRole::kParameter) parameters.push_back(i);
   }
+  ALPA_RETURN_IF_ERROR(CheckForwardGraph(forward, parameters));
+  const int32_t loss = forward.outputs[0];
   GraphBuilder builder(std::move(forward));
   Result<std::vector<int32_t>> grads = AppendBackward(builder, loss, parameters);
   if (!grads.ok()) return grads.status();

@@ -35,6 +35,9 @@ Result<std::vector<int32_t>> AppendVjp(GraphBuilder& builder, int32_t id, int32_
 
 // Forward graph (outputs[0] = scalar loss) -> training step: backward w.r.t. every parameter op
 // with TensorRole::kParameter, then the optimizer. The loss stays outputs[0].
+// Errors (kInvalidArgument): no outputs, a loss that is not a floating scalar, an op already in
+// the backward or update phase (named), no parameter op with role parameter; an invalid graph
+// (kInvalidGraph, naming the op).
 Result<Graph> BuildTrainingGraph(Graph forward, const OptimizerConfig& config);
 
 }  // namespace alpa

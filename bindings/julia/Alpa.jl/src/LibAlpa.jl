@@ -1394,6 +1394,32 @@ function alpa_graph_outputs(graph, out, capacity)
 end
 
 """
+    alpa_graph_make_training(out, forward, optimizer_spec, err) -> Int32
+
+Turns a finalized forward graph into its training step (a new finalized graph): the backward
+pass of the loss (outputs[0], a floating-point scalar) with respect to every parameter op of
+role ALPA_ROLE_PARAMETER (gradients get ALPA_ROLE_GRADIENT, ALPA_PHASE_BACKWARD), then the
+optimizer's update (ALPA_PHASE_UPDATE; its state as ALPA_ROLE_OPTIMIZER_STATE parameter ops;
+each new value aliases the op it replaces and is an output after the loss), as the model zoo
+builds its training graphs. Backward and update ops keep the layer of the op they come from.
+optimizer_spec: "KIND[:key=value,...]" with KIND sgd, momentum or adam and the keys lr (default
+0.001), momentum (momentum only, default 0.9), beta1 / beta2 (adam, 0.9 / 0.999), eps (adam,
+1e-8; alias adam_eps) and master_weights (0/1, default 1: f32 master copies of f16 / bf16
+parameters), e.g. "adam", "adam:lr=0.0003,eps=1e-6", "momentum:momentum=0.8"
+(docs/graph-format.md). Errors: ALPA_ERR_INVALID_ARGUMENT for NULL arguments, a forward graph not
+finalized, a bad optimizer spec (naming the kind, key or value), a graph without outputs, a loss
+that is not a floating-point scalar or an op already in the backward or update phase (naming the
+op), or no parameter op of role parameter; ALPA_ERR_UNSUPPORTED for an op kind autodiff cannot
+differentiate (naming the op). The forward graph is unchanged and may be shared between threads
+meanwhile. Caller frees *out with alpa_graph_destroy.
+
+C: `int32_t alpa_graph_make_training(alpa_graph** out, const alpa_graph* forward, const char* optimizer_spec, alpa_error** err)` (alpa.h)
+"""
+function alpa_graph_make_training(out, forward, optimizer_spec, err)
+    ccall((:alpa_graph_make_training, libalpa), Int32, (Ptr{Ptr{alpa_graph}}, Ptr{alpa_graph}, Cstring, Ptr{Ptr{alpa_error}}), out, forward, optimizer_spec, err)
+end
+
+"""
     alpa_model_build_graph(out, spec, err) -> Int32
 
 Builds the (finalized) graph of a spec. ALPA_ERR_INVALID_ARGUMENT for a bad spec, the message
@@ -2879,19 +2905,19 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_graph_op_count, alpa_graph_op_kind, alpa_graph_op_dtype, alpa_graph_op_role,
     alpa_graph_op_phase, alpa_graph_op_layer, alpa_graph_op_alias, alpa_graph_op_value,
     alpa_graph_op_shape, alpa_graph_op_operands, alpa_graph_op_attrs, alpa_graph_op_name,
-    alpa_graph_outputs, alpa_model_build_graph, alpa_cluster_preset_count, alpa_cluster_preset_name,
-    alpa_cluster_create_preset, alpa_cluster_read_file, alpa_cluster_read_buffer,
-    alpa_cluster_apply_calibration, alpa_cluster_to_json, alpa_cluster_destroy, alpa_cluster_name,
-    alpa_cluster_hosts, alpa_cluster_devices_per_host, alpa_cluster_device_memory_bytes,
-    alpa_cluster_device_memory_bandwidth, alpa_cluster_peak_flops, alpa_mesh_create,
-    alpa_mesh_create_abstract, alpa_mesh_destroy, alpa_mesh_ndim, alpa_mesh_dim_size,
-    alpa_mesh_alpha, alpa_mesh_beta, alpa_graph_auto_shard, alpa_sharding_plan_destroy,
-    alpa_sharding_plan_status, alpa_sharding_plan_objective, alpa_sharding_plan_lower_bound,
-    alpa_sharding_plan_cost, alpa_sharding_plan_peak_memory_bytes, alpa_sharding_plan_message,
-    alpa_sharding_plan_collective_counts, alpa_sharding_plan_op_strategies,
-    alpa_sharding_plan_collectives, alpa_sharding_plan_to_json, alpa_plan_options_create,
-    alpa_plan_options_destroy, alpa_plan_options_set_int, alpa_plan_options_set_double,
-    alpa_plan_options_set_by_name, alpa_plan_options_set_cancel_token,
+    alpa_graph_outputs, alpa_graph_make_training, alpa_model_build_graph, alpa_cluster_preset_count,
+    alpa_cluster_preset_name, alpa_cluster_create_preset, alpa_cluster_read_file,
+    alpa_cluster_read_buffer, alpa_cluster_apply_calibration, alpa_cluster_to_json,
+    alpa_cluster_destroy, alpa_cluster_name, alpa_cluster_hosts, alpa_cluster_devices_per_host,
+    alpa_cluster_device_memory_bytes, alpa_cluster_device_memory_bandwidth, alpa_cluster_peak_flops,
+    alpa_mesh_create, alpa_mesh_create_abstract, alpa_mesh_destroy, alpa_mesh_ndim,
+    alpa_mesh_dim_size, alpa_mesh_alpha, alpa_mesh_beta, alpa_graph_auto_shard,
+    alpa_sharding_plan_destroy, alpa_sharding_plan_status, alpa_sharding_plan_objective,
+    alpa_sharding_plan_lower_bound, alpa_sharding_plan_cost, alpa_sharding_plan_peak_memory_bytes,
+    alpa_sharding_plan_message, alpa_sharding_plan_collective_counts,
+    alpa_sharding_plan_op_strategies, alpa_sharding_plan_collectives, alpa_sharding_plan_to_json,
+    alpa_plan_options_create, alpa_plan_options_destroy, alpa_plan_options_set_int,
+    alpa_plan_options_set_double, alpa_plan_options_set_by_name, alpa_plan_options_set_cancel_token,
     alpa_plan_options_set_progress, alpa_model_plan, alpa_graph_plan, alpa_plan_destroy,
     alpa_plan_iteration_seconds, alpa_plan_period_seconds, alpa_plan_schedule_seconds,
     alpa_plan_compile_seconds, alpa_plan_microbatches, alpa_plan_peak_memory_bytes,

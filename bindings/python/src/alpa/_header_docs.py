@@ -621,6 +621,43 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                         'returns': 'int64_t',
                         'params': ['const alpa_graph* graph', 'int32_t* out', 'int64_t capacity'],
                         'header': 'alpa.h'},
+ 'alpa_graph_make_training': {'doc': 'Turns a finalized forward graph into its training step (a '
+                                     'new finalized graph): the backward\n'
+                                     'pass of the loss (outputs[0], a floating-point scalar) with '
+                                     'respect to every parameter op of\n'
+                                     'role ALPA_ROLE_PARAMETER (gradients get ALPA_ROLE_GRADIENT, '
+                                     'ALPA_PHASE_BACKWARD), then the\n'
+                                     "optimizer's update (ALPA_PHASE_UPDATE; its state as "
+                                     'ALPA_ROLE_OPTIMIZER_STATE parameter ops;\n'
+                                     'each new value aliases the op it replaces and is an output '
+                                     'after the loss), as the model zoo\n'
+                                     'builds its training graphs. Backward and update ops keep the '
+                                     'layer of the op they come from.\n'
+                                     'optimizer_spec: "KIND[:key=value,...]" with KIND sgd, '
+                                     'momentum or adam and the keys lr (default\n'
+                                     '0.001), momentum (momentum only, default 0.9), beta1 / beta2 '
+                                     '(adam, 0.9 / 0.999), eps (adam,\n'
+                                     '1e-8; alias adam_eps) and master_weights (0/1, default 1: '
+                                     'f32 master copies of f16 / bf16\n'
+                                     'parameters), e.g. "adam", "adam:lr=0.0003,eps=1e-6", '
+                                     '"momentum:momentum=0.8"\n'
+                                     '(docs/graph-format.md). Errors: ALPA_ERR_INVALID_ARGUMENT '
+                                     'for NULL arguments, a forward graph not\n'
+                                     'finalized, a bad optimizer spec (naming the kind, key or '
+                                     'value), a graph without outputs, a loss\n'
+                                     'that is not a floating-point scalar or an op already in the '
+                                     'backward or update phase (naming the\n'
+                                     'op), or no parameter op of role parameter; '
+                                     'ALPA_ERR_UNSUPPORTED for an op kind autodiff cannot\n'
+                                     'differentiate (naming the op). The forward graph is '
+                                     'unchanged and may be shared between threads\n'
+                                     'meanwhile. Caller frees *out with alpa_graph_destroy.',
+                              'returns': 'int32_t',
+                              'params': ['alpa_graph** out',
+                                         'const alpa_graph* forward',
+                                         'const char* optimizer_spec',
+                                         'alpa_error** err'],
+                              'header': 'alpa.h'},
  'alpa_model_build_graph': {'doc': 'Builds the (finalized) graph of a spec. '
                                    'ALPA_ERR_INVALID_ARGUMENT for a bad spec, the message\n'
                                    'naming the unknown family, key or bad value. Caller frees *out '

@@ -334,6 +334,15 @@ class Graph(Owner):
             "names": [o.name or None for o in ops],
         }
 
+    @c_doc("alpa_graph_make_training")
+    def make_training(self, optimizer: str = "adam") -> "Graph":
+        """The training step of this finalized forward graph (loss first among its outputs):
+        backward pass and the optimizer's update ("adam", "sgd:lr=0.1", "momentum", ...), as a
+        new finalized graph."""
+        out = c_void_p()
+        call(lib.alpa_graph_make_training, byref(out), self._ptr, optimizer.encode())
+        return Graph(out.value)
+
     @c_doc("alpa_graph_to_json")
     def to_json(self) -> str:
         return buffer_call(lib.alpa_graph_to_json, self._ptr).decode()

@@ -920,6 +920,30 @@ extern "C" {
     pub fn alpa_graph_outputs(graph: *const alpa_graph, out: *mut i32, capacity: i64) -> i64;
 }
 extern "C" {
+    #[doc = " Turns a finalized forward graph into its training step (a new finalized graph): the backward"]
+    #[doc = " pass of the loss (outputs[0], a floating-point scalar) with respect to every parameter op of"]
+    #[doc = " role ALPA_ROLE_PARAMETER (gradients get ALPA_ROLE_GRADIENT, ALPA_PHASE_BACKWARD), then the"]
+    #[doc = " optimizer's update (ALPA_PHASE_UPDATE; its state as ALPA_ROLE_OPTIMIZER_STATE parameter ops;"]
+    #[doc = " each new value aliases the op it replaces and is an output after the loss), as the model zoo"]
+    #[doc = " builds its training graphs. Backward and update ops keep the layer of the op they come from."]
+    #[doc = " optimizer_spec: \"KIND[:key=value,...]\" with KIND sgd, momentum or adam and the keys lr (default"]
+    #[doc = " 0.001), momentum (momentum only, default 0.9), beta1 / beta2 (adam, 0.9 / 0.999), eps (adam,"]
+    #[doc = " 1e-8; alias adam_eps) and master_weights (0/1, default 1: f32 master copies of f16 / bf16"]
+    #[doc = " parameters), e.g. \"adam\", \"adam:lr=0.0003,eps=1e-6\", \"momentum:momentum=0.8\""]
+    #[doc = " (docs/graph-format.md). Errors: ALPA_ERR_INVALID_ARGUMENT for NULL arguments, a forward graph not"]
+    #[doc = " finalized, a bad optimizer spec (naming the kind, key or value), a graph without outputs, a loss"]
+    #[doc = " that is not a floating-point scalar or an op already in the backward or update phase (naming the"]
+    #[doc = " op), or no parameter op of role parameter; ALPA_ERR_UNSUPPORTED for an op kind autodiff cannot"]
+    #[doc = " differentiate (naming the op). The forward graph is unchanged and may be shared between threads"]
+    #[doc = " meanwhile. Caller frees *out with alpa_graph_destroy."]
+    pub fn alpa_graph_make_training(
+        out: *mut *mut alpa_graph,
+        forward: *const alpa_graph,
+        optimizer_spec: *const ::std::os::raw::c_char,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
     #[doc = " Builds the (finalized) graph of a spec. ALPA_ERR_INVALID_ARGUMENT for a bad spec, the message"]
     #[doc = " naming the unknown family, key or bad value. Caller frees *out with alpa_graph_destroy."]
     pub fn alpa_model_build_graph(

@@ -425,6 +425,21 @@ TEST(TrainingGraphTest, Errors) {
   r = BuildTrainingGraph(broken, OptimizerConfig{});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidGraph);
+  // A training graph made a training graph again would differentiate its own update.
+  Result<Graph> trained = BuildTrainingGraph(forward, OptimizerConfig{});
+  ASSERT_TRUE(trained.ok()) << trained.status().message();
+  r = BuildTrainingGraph(trained.value(), OptimizerConfig{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("already has a backward phase"), std::string::npos)
+      << r.status().message();
+  Graph no_weights = forward;
+  for (Op& op : no_weights.ops) {
+    if (op.role == TensorRole::kParameter) op.role = TensorRole::kInput;
+  }
+  r = BuildTrainingGraph(no_weights, OptimizerConfig{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no parameter op with role parameter"), std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace

@@ -1,0 +1,58 @@
+// --file with --train, and the warnings on graphs that lack a backward phase or layer markers.
+#include "graph_file.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <set>
+
+namespace alpa_cli {
+
+void AddTrainOption(CLI::App* command, std::string* train) {
+  command
+      ->add_option("--train", *train,
+                   "Make the --file forward graph (loss first among its outputs) a training "
+                   "step with this optimizer: sgd, momentum or adam[:lr=X,eps=X,...]")
+      ->needs(command->get_option("--file"));
+}
+
+int32_t ReadGraphFileForTraining(const std::string& path, const InputLimit& limit,
+                                 const std::string& train, alpa_graph** out, alpa_error** err) {
+  alpa_graph* forward = nullptr;
+  if (int32_t status = ReadGraphFile(path, limit, &forward, err)) return status;
+  if (train.empty()) {
+    *out = forward;
+    return ALPA_OK;
+  }
+  const int32_t status = alpa_graph_make_training(out, forward, train.c_str(), err);
+  alpa_graph_destroy(forward);
+  return status;
+}
+
+void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers) {
+  bool backward = false;
+  std::set<int32_t> forward_layers;
+  const int64_t ops = alpa_graph_op_count(graph);
+  for (int64_t i = 0; i < ops; ++i) {
+    const int32_t id = static_cast<int32_t>(i);
+    const int32_t phase = alpa_graph_op_phase(graph, id);
+    if (phase == ALPA_PHASE_BACKWARD) backward = true;
+    const int32_t layer = alpa_graph_op_layer(graph, id);
+    if (phase == ALPA_PHASE_FORWARD && layer >= 0) forward_layers.insert(layer);
+  }
+  if (!backward) {
+    std::fprintf(stderr,
+                 "warning: %s has no backward phase: the plan misses the gradient "
+                 "synchronization and the optimizer's memory and update (make it a training "
+                 "step with --train adam)\n",
+                 path.c_str());
+  }
+  if (check_layers && forward_layers.size() < 2) {
+    std::fprintf(stderr,
+                 "warning: %s has no layer markers (its forward ops carry fewer than two distinct "
+                 "layers): the planner's clustering cuts the ops into layers by FLOPs, so "
+                 "pipeline stages need not end at the model's layers (set each op's \"layer\")\n",
+                 path.c_str());
+  }
+}
+
+}  // namespace alpa_cli
