@@ -203,6 +203,25 @@ ALPA_API int64_t alpa_plan_baseline_feasible(const alpa_plan* plan);
 /** Grid points not evaluated: the configuration did not fit with more microbatches (0 as above). */
 ALPA_API int64_t alpa_plan_baseline_pruned(const alpa_plan* plan);
 
+/** Launch configuration frameworks (alpa_plan_launch_config). */
+#define ALPA_LAUNCH_MEGATRON 0  /**< Megatron-LM: a torchrun command line with its flags */
+#define ALPA_LAUNCH_DEEPSPEED 1 /**< DeepSpeed: a ds_config.json */
+/** The launch configuration of a plan made by alpa_model_plan_manual or alpa_model_plan_baseline:
+ * the text a user pastes to run its degrees with Megatron-LM (ALPA_LAUNCH_MEGATRON: torchrun
+ * --nnodes/--nproc-per-node, --tensor-model-parallel-size, --pipeline-model-parallel-size,
+ * --micro-batch-size = batch / (dp x microbatches), --global-batch-size, ZeRO-1 as
+ * --use-distributed-optimizer, remat as full recompute, and the model flags of a gpt, bert or
+ * llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,
+ * train_micro_batch_size_per_gpu, gradient_accumulation_steps, zero_optimization.stage,
+ * fp16 / bf16, activation_checkpointing). Both begin with '#' note lines (the plan, the launch
+ * command, what the framework needs besides: DeepSpeed's pipeline engine for the stages,
+ * Megatron-DeepSpeed for tensor parallelism). ALPA_ERR_INVALID_ARGUMENT for NULLs, another
+ * framework, a plan of alpa_model_plan / alpa_graph_plan, or a batch that data_parallel x
+ * microbatches does not divide (the message gives the numbers). Caller frees *out with
+ * alpa_buffer_free. */
+ALPA_API int32_t alpa_plan_launch_config(alpa_buffer** out, const alpa_plan* plan,
+                                         int32_t framework, alpa_error** err);
+
 /**
  * Simulation of a plan (docs/planner.md, "Simulation"): one training iteration run event by
  * event, every stage its forward / backward tasks in the schedule's order (a forward of

@@ -418,6 +418,44 @@ static void test_errors(void) {
   alpa_cluster_destroy(c);
 }
 
+/* The manual plan as launch configurations: Megatron-LM's flags with the micro-batch size
+ * 16 / (dp 2 x B 2) = 4, DeepSpeed's JSON with the same arithmetic; bad calls. */
+static void test_launch_config(void) {
+  alpa_buffer* text = NULL;
+  alpa_error* err = NULL;
+  if (g_manual == NULL) return;
+  CHECK(alpa_plan_launch_config(&text, g_manual, ALPA_LAUNCH_MEGATRON, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  CHECK(text != NULL && strstr(alpa_buffer_data(text),
+                               "torchrun --nnodes 1 --nproc-per-node 4 pretrain_gpt.py \\\n"
+                               "    --tensor-model-parallel-size 2 \\\n"
+                               "    --pipeline-model-parallel-size 1 \\\n"
+                               "    --micro-batch-size 4 \\\n"
+                               "    --global-batch-size 16 \\\n") != NULL);
+  CHECK(text != NULL && strstr(alpa_buffer_data(text), "--recompute") == NULL);
+  alpa_buffer_free(text);
+  text = NULL;
+  CHECK(alpa_plan_launch_config(&text, g_manual, ALPA_LAUNCH_DEEPSPEED, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  CHECK(text != NULL && strstr(alpa_buffer_data(text),
+                               "\"train_micro_batch_size_per_gpu\": 4,\n"
+                               "  \"gradient_accumulation_steps\": 2,") != NULL);
+  alpa_buffer_free(text);
+  text = NULL;
+  CHECK(alpa_plan_launch_config(&text, g_manual, 7, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "framework must be ALPA_LAUNCH_MEGATRON (0) or"));
+  err = NULL;
+  CHECK(alpa_plan_launch_config(&text, NULL, ALPA_LAUNCH_MEGATRON, &err) ==
+        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "plan is NULL"));
+  err = NULL;
+  CHECK(alpa_plan_launch_config(NULL, g_manual, ALPA_LAUNCH_MEGATRON, NULL) ==
+        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(text == NULL);
+}
+
 static void timed(const char* name, void (*test)(void)) {
   double t0 = now_seconds();
   test();
@@ -430,6 +468,7 @@ int main(void) {
   timed("baseline search", test_baseline);
   timed("baseline options", test_baseline_options);
   timed("errors", test_errors);
+  timed("launch configurations", test_launch_config);
   alpa_plan_destroy(g_manual);
   return check_summary();
 }

@@ -336,6 +336,19 @@ expect baseline_simulate 0 '^simulated iteration time +[0-9.]+ (s|ms|us)' -- "$a
 expect baseline_svg_file 0 '^<svg' -- head -c 200 "$tmp/baseline.svg"
 expect baseline_manual_output 0 "wrote $tmp/manual.json" -- "$alpa" baseline "${bl[@]}" -q --dp 2 --tp 1 --pp 2 -B 4 -o "$tmp/manual.json"
 expect baseline_manual_simulate 0 "^planner's prediction" -- "$alpa" simulate "$tmp/manual.json"
+# Launch configurations: micro-batch size 16 / (dp 2 x B 4) = 2; alone with -q, after the plan
+# without it; the search's best point too.
+lm=(--dp 2 --tp 1 --pp 2 -B 4 --zero 1 --remat on)
+expect baseline_launch_megatron 0 '^    --micro-batch-size 2 \\$' -- "$alpa" baseline "${bl[@]}" "${lm[@]}" -q --launch megatron
+expect baseline_launch_recompute 0 '^    --recompute-granularity full \\$' -- "$alpa" baseline "${bl[@]}" "${lm[@]}" -q --launch megatron
+expect baseline_launch_zero 0 '^    --use-distributed-optimizer \\$' -- "$alpa" baseline "${bl[@]}" "${lm[@]}" -q --launch megatron
+expect_no baseline_launch_alone '^(Plan:|Manual configuration)' -- "$alpa" baseline "${bl[@]}" "${lm[@]}" -q --launch megatron
+expect baseline_launch_after_plan 0 '^torchrun --nnodes 1 --nproc-per-node 4 pretrain_gpt.py \\$' -- "$alpa" baseline "${bl[@]}" "${lm[@]}" --launch megatron
+expect baseline_launch_deepspeed 0 '^  "gradient_accumulation_steps": 4,$' -- "$alpa" baseline "${bl[@]}" "${lm[@]}" -q --launch deepspeed
+expect baseline_launch_deepspeed_json 0 '"train_micro_batch_size_per_gpu": 2' -- bash -c "\"\$@\" | sed '/^#/d' | python3 -m json.tool" _ "$alpa" baseline "${bl[@]}" "${lm[@]}" -q --launch deepspeed
+expect baseline_launch_search 0 '^  "train_batch_size": 16,$' -- "$alpa" baseline "${bl[@]}" -q --launch deepspeed
+expect baseline_launch_bad 1 'error: --launch: must be megatron or deepspeed \(got "slurm"\)' -- "$alpa" baseline "${bl[@]}" "${lm[@]}" --launch slurm
+expect baseline_launch_json 1 'error: --launch: prints text; leave out --json' -- "$alpa" baseline "${bl[@]}" "${lm[@]}" --json --launch megatron
 
 
 # Issue 21: sizes past int64 are errors naming the op, not crashes or negative totals; small

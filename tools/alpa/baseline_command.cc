@@ -36,6 +36,8 @@ struct BaselineArgs {
   std::string svg;     // write the timeline of the plan's simulated iteration (1F1B) here
   bool json = false;   // print the summary JSON (with the "baseline" object) as the last line
   bool quiet = false;
+  // "megatron" / "deepspeed": also print the plan's launch configuration (alone with -q).
+  std::string launch;
 };
 
 // "dp=2 tp=4 pp=2 B=256 zero=1 remat=off" (plus " tp-across-hosts"), as the library's messages
@@ -84,6 +86,19 @@ void PrintGrid(const alpa_plan* plan, int64_t top) {
   }
 }
 
+// The plan's launch configuration for `framework` (alpa_plan_launch_config).
+int PrintLaunchConfig(const alpa_plan* plan, const std::string& framework, bool alone) {
+  alpa_error* err = nullptr;
+  alpa_buffer* text = nullptr;
+  const int32_t kind = framework == "megatron" ? ALPA_LAUNCH_MEGATRON : ALPA_LAUNCH_DEEPSPEED;
+  if (alpa_plan_launch_config(&text, plan, kind, &err) != ALPA_OK) {
+    return ReportError(err, "--launch");
+  }
+  std::printf("%s%s", alone ? "" : "\n", alpa_buffer_data(text));
+  alpa_buffer_free(text);
+  return 0;
+}
+
 // Exit code: 0 a plan, 2 nothing fits the device memory, 1 bad input (stderr).
 int RunBaseline(const BaselineArgs& args) {
   PlanHandles handles;
@@ -121,6 +136,12 @@ int RunBaseline(const BaselineArgs& args) {
   }
   if (!args.remat.empty() && args.remat != "on" && args.remat != "off") {
     return ReportBadInput("--remat: must be on or off (got \"" + args.remat + "\")");
+  }
+  if (!args.launch.empty() && args.launch != "megatron" && args.launch != "deepspeed") {
+    return ReportBadInput("--launch: must be megatron or deepspeed (got \"" + args.launch + "\")");
+  }
+  if (!args.launch.empty() && args.json) {
+    return ReportBadInput("--launch: prints text; leave out --json (or run twice)");
   }
 
   if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
@@ -168,12 +189,16 @@ int RunBaseline(const BaselineArgs& args) {
 
   if (int code = WritePlanFiles(handles.plan, args.output, args.svg)) return code;
   if (args.json) return PrintPlanJson(handles.plan);
+  if (!args.launch.empty() && args.quiet) {
+    return PrintLaunchConfig(handles.plan, args.launch, true);
+  }
   if (alpa_plan_manual_spec(&spec, sizeof spec, handles.plan, &err) != ALPA_OK)
     return ReportError(err);
   std::printf("\n%s configuration: %s\n", manual ? "Manual" : "Best", ConfigString(spec).c_str());
   PrintPlanSummary(handles.plan, handles.cluster, manual ? "evaluation time" : "search time");
   if (!manual) PrintGrid(handles.plan, args.top);
   PrintWrote(args.output, args.svg);
+  if (!args.launch.empty()) return PrintLaunchConfig(handles.plan, args.launch, false);
   return 0;
 }
 
@@ -212,6 +237,10 @@ Command AddBaselineCommand(CLI::App& app) {
   baseline->add_flag("--json", args->json,
                      "Print the plan summary (with its \"baseline\" object) as one JSON object "
                      "(last line)");
+  baseline->add_option("--launch", args->launch,
+                       "Also print the plan's launch configuration: megatron (a torchrun command "
+                       "with Megatron-LM's flags) or deepspeed (a ds_config.json); with -q only "
+                       "that");
   baseline->add_flag("-q,--quiet", args->quiet, "No progress lines");
   return {baseline, [args, dp, tp, pp, microbatches, zero] {
             args->dp_given = dp->count() > 0;

@@ -149,3 +149,21 @@ def test_baseline_and_manual_plans():
     with pytest.raises(alpa.InvalidArgumentError) as info:
         alpa.plan_manual(SMALL_MODEL, SMALL_CLUSTER, data_parallel=4)
     assert "data_parallel" in str(info.value)
+
+
+def test_launch_configs():
+    with alpa.plan_manual(SMALL_MODEL, SMALL_CLUSTER, data_parallel=1, pipeline_parallel=2,
+                          microbatches=4) as manual:
+        megatron = manual.launch_config("megatron")
+        assert "torchrun --nnodes 2 --nproc-per-node 1 pretrain_gpt.py \\\n" in megatron
+        assert "    --micro-batch-size 4 \\\n    --global-batch-size 16 \\\n" in megatron
+        ds = json.loads("\n".join(
+            line for line in manual.launch_config("deepspeed").splitlines()
+            if not line.startswith("#")))
+        assert ds["train_micro_batch_size_per_gpu"] * ds["gradient_accumulation_steps"] == 16
+        with pytest.raises(alpa.InvalidArgumentError):
+            manual.launch_config("slurm")
+    with alpa.plan(SMALL_MODEL, SMALL_CLUSTER, microbatches=2) as searched:
+        with pytest.raises(alpa.InvalidArgumentError) as info:
+            searched.launch_config()
+        assert "alpa_model_plan_manual" in str(info.value)

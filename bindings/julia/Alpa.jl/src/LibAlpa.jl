@@ -2353,6 +2353,10 @@ const ALPA_COMPUTE_MATMUL = Cint(0)
 const ALPA_COMPUTE_CONVOLUTION = Cint(1)
 const ALPA_COMPUTE_ELEMENTWISE = Cint(2)
 const ALPA_COMPUTE_OTHER = Cint(3)
+# Megatron-LM: a torchrun command line with its flags
+const ALPA_LAUNCH_MEGATRON = Cint(0)
+# DeepSpeed: a ds_config.json
+const ALPA_LAUNCH_DEEPSPEED = Cint(1)
 
 # ---- opaque handles (used as Ptr{T}) ---------------------------------------------------------
 
@@ -2710,6 +2714,29 @@ function alpa_plan_baseline_pruned(plan)
 end
 
 """
+    alpa_plan_launch_config(out, plan, framework, err) -> Int32
+
+The launch configuration of a plan made by alpa_model_plan_manual or alpa_model_plan_baseline:
+the text a user pastes to run its degrees with Megatron-LM (ALPA_LAUNCH_MEGATRON: torchrun
+--nnodes/--nproc-per-node, --tensor-model-parallel-size, --pipeline-model-parallel-size,
+--micro-batch-size = batch / (dp x microbatches), --global-batch-size, ZeRO-1 as
+--use-distributed-optimizer, remat as full recompute, and the model flags of a gpt, bert or
+llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,
+train_micro_batch_size_per_gpu, gradient_accumulation_steps, zero_optimization.stage,
+fp16 / bf16, activation_checkpointing). Both begin with '#' note lines (the plan, the launch
+command, what the framework needs besides: DeepSpeed's pipeline engine for the stages,
+Megatron-DeepSpeed for tensor parallelism). ALPA_ERR_INVALID_ARGUMENT for NULLs, another
+framework, a plan of alpa_model_plan / alpa_graph_plan, or a batch that data_parallel x
+microbatches does not divide (the message gives the numbers). Caller frees *out with
+alpa_buffer_free.
+
+C: `int32_t alpa_plan_launch_config(alpa_buffer** out, const alpa_plan* plan, int32_t framework, alpa_error** err)` (alpa_experimental.h)
+"""
+function alpa_plan_launch_config(out, plan, framework, err)
+    ccall((:alpa_plan_launch_config, libalpa), Int32, (Ptr{Ptr{alpa_buffer}}, Ptr{alpa_plan}, Int32, Ptr{Ptr{alpa_error}}), out, plan, framework, err)
+end
+
+"""
     alpa_plan_simulate(out, plan, schedule, err) -> Int32
 
 Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:
@@ -2880,27 +2907,28 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON,
     ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS,
     ALPA_DEVICES_MPI, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE,
-    ALPA_COMPUTE_OTHER, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options,
-    alpa_solution, alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan, alpa_plan_options,
-    alpa_plan, alpa_executor, alpa_simulation, alpa_progress_fn, alpa_plan_progress_fn,
-    alpa_progress, alpa_collective, alpa_plan_progress, alpa_stage_info, alpa_transfer,
-    alpa_slice_move, alpa_executor_config, alpa_step_result, alpa_manual_plan, alpa_baseline_point,
-    alpa_simulated_stage, alpa_version_string, alpa_version_number, alpa_status_string,
-    alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data, alpa_buffer_size,
-    alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger, alpa_cancel_token_destroy,
-    alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes, alpa_problem_set_intervals,
-    alpa_problem_set_live_sets, alpa_problem_add_edges, alpa_problem_set_followers,
-    alpa_problem_add_aliases, alpa_problem_set_memory_limit, alpa_problem_finalize,
-    alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count,
-    alpa_problem_edge_count, alpa_problem_strategy_count, alpa_problem_evaluate,
-    alpa_assignment_parse, alpa_solve_options_create, alpa_solve_options_destroy,
-    alpa_solve_options_set_double, alpa_solve_options_set_int, alpa_solve_options_set_by_name,
-    alpa_problem_read_file_with_options, alpa_solve_options_set_warm_start,
-    alpa_solve_options_set_cancel_token, alpa_solve_options_set_progress, alpa_problem_solve,
-    alpa_solution_destroy, alpa_solution_status, alpa_solution_objective, alpa_solution_lower_bound,
-    alpa_solution_seconds, alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json,
-    alpa_problem_solve_json, alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops,
-    alpa_graph_set_alias, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer,
+    alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster,
+    alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation,
+    alpa_progress_fn, alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress,
+    alpa_stage_info, alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result,
+    alpa_manual_plan, alpa_baseline_point, alpa_simulated_stage, alpa_version_string,
+    alpa_version_number, alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free,
+    alpa_buffer_data, alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create,
+    alpa_cancel_token_trigger, alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy,
+    alpa_problem_add_nodes, alpa_problem_set_intervals, alpa_problem_set_live_sets,
+    alpa_problem_add_edges, alpa_problem_set_followers, alpa_problem_add_aliases,
+    alpa_problem_set_memory_limit, alpa_problem_finalize, alpa_problem_read_file,
+    alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count, alpa_problem_edge_count,
+    alpa_problem_strategy_count, alpa_problem_evaluate, alpa_assignment_parse,
+    alpa_solve_options_create, alpa_solve_options_destroy, alpa_solve_options_set_double,
+    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
+    alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
+    alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
+    alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
+    alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
+    alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
+    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
     alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_to_json,
     alpa_graph_op_count, alpa_graph_op_kind, alpa_graph_op_dtype, alpa_graph_op_role,
     alpa_graph_op_phase, alpa_graph_op_layer, alpa_graph_op_alias, alpa_graph_op_value,
@@ -2933,8 +2961,8 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_mesh_collective_cost, alpa_sharding_plan_op_spec, alpa_plan_op_spec, alpa_manual_plan_init,
     alpa_model_plan_manual, alpa_model_plan_baseline, alpa_plan_manual_spec,
     alpa_plan_baseline_table, alpa_plan_baseline_evaluated, alpa_plan_baseline_feasible,
-    alpa_plan_baseline_pruned, alpa_plan_simulate, alpa_plan_simulate_json, alpa_simulation_destroy,
-    alpa_simulation_iteration_seconds, alpa_simulation_closed_form_seconds,
+    alpa_plan_baseline_pruned, alpa_plan_launch_config, alpa_plan_simulate, alpa_plan_simulate_json,
+    alpa_simulation_destroy, alpa_simulation_iteration_seconds, alpa_simulation_closed_form_seconds,
     alpa_simulation_planner_seconds, alpa_simulation_stage_count, alpa_simulation_stage,
     alpa_simulation_timeline_to_svg, alpa_simulation_to_json
 

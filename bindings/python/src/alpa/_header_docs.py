@@ -1597,6 +1597,37 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                'returns': 'int64_t',
                                'params': ['const alpa_plan* plan'],
                                'header': 'alpa_experimental.h'},
+ 'alpa_plan_launch_config': {'doc': 'The launch configuration of a plan made by '
+                                    'alpa_model_plan_manual or alpa_model_plan_baseline:\n'
+                                    'the text a user pastes to run its degrees with Megatron-LM '
+                                    '(ALPA_LAUNCH_MEGATRON: torchrun\n'
+                                    '--nnodes/--nproc-per-node, --tensor-model-parallel-size, '
+                                    '--pipeline-model-parallel-size,\n'
+                                    '--micro-batch-size = batch / (dp x microbatches), '
+                                    '--global-batch-size, ZeRO-1 as\n'
+                                    '--use-distributed-optimizer, remat as full recompute, and the '
+                                    'model flags of a gpt, bert or\n'
+                                    'llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config '
+                                    'JSON, train_batch_size,\n'
+                                    'train_micro_batch_size_per_gpu, gradient_accumulation_steps, '
+                                    'zero_optimization.stage,\n'
+                                    "fp16 / bf16, activation_checkpointing). Both begin with '#' "
+                                    'note lines (the plan, the launch\n'
+                                    "command, what the framework needs besides: DeepSpeed's "
+                                    'pipeline engine for the stages,\n'
+                                    'Megatron-DeepSpeed for tensor parallelism). '
+                                    'ALPA_ERR_INVALID_ARGUMENT for NULLs, another\n'
+                                    'framework, a plan of alpa_model_plan / alpa_graph_plan, or a '
+                                    'batch that data_parallel x\n'
+                                    'microbatches does not divide (the message gives the numbers). '
+                                    'Caller frees *out with\n'
+                                    'alpa_buffer_free.',
+                             'returns': 'int32_t',
+                             'params': ['alpa_buffer** out',
+                                        'const alpa_plan* plan',
+                                        'int32_t framework',
+                                        'alpa_error** err'],
+                             'header': 'alpa_experimental.h'},
  'alpa_plan_simulate': {'doc': 'Simulates `plan` on the cluster it was planned for (slice moves as '
                                'planned). Errors:\n'
                                'ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than '

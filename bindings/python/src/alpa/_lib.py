@@ -356,6 +356,7 @@ ERR_INVALID_GRAPH = 11
 
 FORMAT_AUTO, FORMAT_IOPDDL, FORMAT_ALPA = 0, 1, 2
 SCHEDULE_GPIPE, SCHEDULE_1F1B = 0, 1
+LAUNCH_MEGATRON, LAUNCH_DEEPSPEED = 0, 1
 
 
 # ---- Call helpers ----------------------------------------------------------------------------

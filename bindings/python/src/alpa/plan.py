@@ -13,6 +13,8 @@ import numpy as np
 
 from ._handle import Owner
 from ._lib import (
+    LAUNCH_DEEPSPEED,
+    LAUNCH_MEGATRON,
     SCHEDULE_1F1B,
     SCHEDULE_GPIPE,
     alpa_baseline_point,
@@ -37,6 +39,7 @@ from .graph import Collective, Graph, _collectives
 from .problem import ProgressArg, run_with_options
 
 SCHEDULES = {"1f1b": SCHEDULE_1F1B, "gpipe": SCHEDULE_GPIPE}
+LAUNCH_FRAMEWORKS = {"megatron": LAUNCH_MEGATRON, "deepspeed": LAUNCH_DEEPSPEED}
 
 
 @dataclass(frozen=True)
@@ -461,6 +464,16 @@ class Plan(Owner):
             lib.alpa_error_free(err)
             return None
         return _spec_from_c(spec)
+
+    @c_doc("alpa_plan_launch_config")
+    def launch_config(self, framework: str = "megatron") -> str:
+        """The manual / baseline plan as a launch configuration: "megatron" (a torchrun command
+        with Megatron-LM's flags) or "deepspeed" (a ds_config.json after '#' note lines)."""
+        kind = LAUNCH_FRAMEWORKS.get(framework.lower())
+        if kind is None:
+            raise InvalidArgumentError(
+                f"unknown framework {framework!r} (megatron or deepspeed)", 1)
+        return buffer_call(lib.alpa_plan_launch_config, self._handle(), kind).decode()
 
     def baseline_table(self) -> list[BaselinePoint]:
         """The grid points a baseline search evaluated, fastest first ([] for other plans)."""

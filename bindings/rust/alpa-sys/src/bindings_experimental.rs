@@ -6,6 +6,8 @@ pub const ALPA_COMPUTE_MATMUL: i32 = 0;
 pub const ALPA_COMPUTE_CONVOLUTION: i32 = 1;
 pub const ALPA_COMPUTE_ELEMENTWISE: i32 = 2;
 pub const ALPA_COMPUTE_OTHER: i32 = 3;
+pub const ALPA_LAUNCH_MEGATRON: i32 = 0;
+pub const ALPA_LAUNCH_DEEPSPEED: i32 = 1;
 extern "C" {
     #[doc = " Number of presets; presets are indexed 0 .. count-1 in a stable order (family, then size)."]
     pub fn alpa_model_count() -> i64;
@@ -653,6 +655,27 @@ extern "C" {
 extern "C" {
     #[doc = " Grid points not evaluated: the configuration did not fit with more microbatches (0 as above)."]
     pub fn alpa_plan_baseline_pruned(plan: *const alpa_plan) -> i64;
+}
+extern "C" {
+    #[doc = " The launch configuration of a plan made by alpa_model_plan_manual or alpa_model_plan_baseline:"]
+    #[doc = " the text a user pastes to run its degrees with Megatron-LM (ALPA_LAUNCH_MEGATRON: torchrun"]
+    #[doc = " --nnodes/--nproc-per-node, --tensor-model-parallel-size, --pipeline-model-parallel-size,"]
+    #[doc = " --micro-batch-size = batch / (dp x microbatches), --global-batch-size, ZeRO-1 as"]
+    #[doc = " --use-distributed-optimizer, remat as full recompute, and the model flags of a gpt, bert or"]
+    #[doc = " llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,"]
+    #[doc = " train_micro_batch_size_per_gpu, gradient_accumulation_steps, zero_optimization.stage,"]
+    #[doc = " fp16 / bf16, activation_checkpointing). Both begin with '#' note lines (the plan, the launch"]
+    #[doc = " command, what the framework needs besides: DeepSpeed's pipeline engine for the stages,"]
+    #[doc = " Megatron-DeepSpeed for tensor parallelism). ALPA_ERR_INVALID_ARGUMENT for NULLs, another"]
+    #[doc = " framework, a plan of alpa_model_plan / alpa_graph_plan, or a batch that data_parallel x"]
+    #[doc = " microbatches does not divide (the message gives the numbers). Caller frees *out with"]
+    #[doc = " alpa_buffer_free."]
+    pub fn alpa_plan_launch_config(
+        out: *mut *mut alpa_buffer,
+        plan: *const alpa_plan,
+        framework: i32,
+        err: *mut *mut alpa_error,
+    ) -> i32;
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
