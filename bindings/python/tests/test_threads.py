@@ -51,7 +51,10 @@ def test_exception_in_progress_callback_cancels_and_propagates():
 def test_ctrl_c_cancels_a_long_plan():
     code = textwrap.dedent(
         f"""
-        import sys, time, alpa
+        import signal, sys, time, alpa
+        # A shell without job control starts background jobs with SIGINT ignored, and Python
+        # then installs no handler: restore Python's own, as in an interactive session.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         first = []
         token = alpa.CancelToken()
         def progress(p):
