@@ -96,6 +96,16 @@ Difference Compare(const std::vector<double>& got, const std::vector<double>& wa
 
 }  // namespace
 
+namespace {
+
+Result<std::unique_ptr<ProgramRunner>> CreateRunner(const DeviceProgram& program,
+                                                    const PlanRunOptions& options) {
+  if (options.backend == ExecBackend::kCuda) return CreateCudaRunner(program, options.cuda);
+  return std::unique_ptr<ProgramRunner>(std::make_unique<DeviceRuntime>(program));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<PlanExecutor>> PlanExecutor::Create(const PipelinePlan& plan,
                                                            const Graph& whole,
                                                            const PlanRunOptions& options,
@@ -119,7 +129,13 @@ Result<std::unique_ptr<PlanExecutor>> PlanExecutor::Create(const PipelinePlan& p
   }
   for (const DeviceProgram& p : ex->programs_.programs) {
     const bool here = world == nullptr || p.device == world->rank();
-    ex->runtimes_.push_back(p.stage < 0 || !here ? nullptr : std::make_unique<DeviceRuntime>(p));
+    if (p.stage < 0 || !here) {
+      ex->runtimes_.push_back(nullptr);
+      continue;
+    }
+    Result<std::unique_ptr<ProgramRunner>> runner = CreateRunner(p, options);
+    if (!runner.ok()) return runner.status();
+    ex->runtimes_.push_back(std::move(runner).value());
   }
   ex->results_.assign(ex->runtimes_.size(), DeviceStepResult());
   return ex;
@@ -147,8 +163,16 @@ Status PlanExecutor::LoadAll() {
   }
   // The tiles as loaded, so that Parameter() answers before the first step.
   results_.assign(runtimes_.size(), DeviceStepResult());
+  ALPA_RETURN_IF_ERROR(FetchAllTiles());
+  return Status::Ok();
+}
+
+Status PlanExecutor::FetchAllTiles() {
   for (size_t d = 0; d < runtimes_.size(); ++d) {
-    if (runtimes_[d] != nullptr) results_[d].tiles = runtimes_[d]->FetchParameters();
+    if (runtimes_[d] == nullptr) continue;
+    Result<std::vector<ParameterTile>> tiles = runtimes_[d]->FetchParameters();
+    if (!tiles.ok()) return tiles.status();
+    results_[d].tiles = std::move(tiles).value();
   }
   return Status::Ok();
 }
@@ -191,9 +215,7 @@ Status PlanExecutor::SetParameter(int32_t id, const HostTensor& value) {
     ALPA_RETURN_IF_ERROR(runtime->LoadParameters(
         [&](int32_t) -> const HostTensor* { return &parameters_[id]; }, plan_.graph, id));
   }
-  for (size_t d = 0; d < runtimes_.size(); ++d) {
-    if (runtimes_[d] != nullptr) results_[d].tiles = runtimes_[d]->FetchParameters();
-  }
+  ALPA_RETURN_IF_ERROR(FetchAllTiles());
   return Status::Ok();
 }
 
@@ -273,7 +295,9 @@ Status PlanExecutor::RunDevicesOnThreads(const std::map<int32_t, std::vector<Hos
     Result<StepReport> step = runtimes_[d]->RunStep(comm, MicrobatchLookup(inputs), plan_.graph);
     if (!step.ok()) return step.status();
     results[d].report = std::move(step).value();
-    results[d].tiles = runtimes_[d]->FetchParameters();
+    Result<std::vector<ParameterTile>> tiles = runtimes_[d]->FetchParameters();
+    if (!tiles.ok()) return tiles.status();
+    results[d].tiles = std::move(tiles).value();
     return Status::Ok();
   });
   if (!run.ok()) return run;
@@ -292,7 +316,12 @@ Status PlanExecutor::RunLocalDevice(const std::map<int32_t, std::vector<HostTens
       return step.status();
     }
     results_[me].report = std::move(step).value();
-    results_[me].tiles = runtimes_[me]->FetchParameters();
+    Result<std::vector<ParameterTile>> tiles = runtimes_[me]->FetchParameters();
+    if (!tiles.ok()) {
+      world_->Abort(tiles.status());
+      return tiles.status();
+    }
+    results_[me].tiles = std::move(tiles).value();
   }
   Status gathered = GatherResults();
   if (!gathered.ok()) world_->Abort(gathered);

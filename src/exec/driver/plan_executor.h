@@ -63,6 +63,7 @@ class PlanExecutor {
   PlanExecutor() = default;
   Status EnsureLoaded();
   Status LoadAll();
+  Status FetchAllTiles();  // every runner's tiles into results_
   Result<std::map<int32_t, std::vector<HostTensor>>> Microbatches(
       const std::map<int32_t, HostTensor>& whole_inputs) const;
   Result<StepSummary> Summarize(const std::map<int32_t, HostTensor>& whole_inputs);
@@ -75,7 +76,7 @@ class PlanExecutor {
   Graph whole_;
   PlanRunOptions options_;
   ProgramSet programs_;
-  std::vector<std::unique_ptr<DeviceRuntime>> runtimes_;  // per device (null: idle)
+  std::vector<std::unique_ptr<ProgramRunner>> runtimes_;  // per device (null: idle)
   std::map<int32_t, HostTensor> parameters_;  // the reference's parameters (and the initial ones)
   std::map<int32_t, HostTensor> next_inputs_;
   std::vector<DeviceStepResult> results_;

@@ -13,10 +13,15 @@
 
 #include "core/util/status.h"
 #include "exec/comm/communicator.h"
+#include "exec/cuda/cuda_backend.h"
 #include "exec/lower/lower_plan.h"
 #include "exec/runtime/device_runtime.h"
 
 namespace alpa {
+
+// What runs the devices' programs: the CPU runtime (exact in double, rounded per dtype) or the
+// CUDA backend (exec/cuda: the programs on GPUs).
+enum class ExecBackend : int32_t { kCpu = 0, kCuda = 1 };
 
 struct PlanRunOptions {
   int64_t steps = 1;
@@ -25,6 +30,8 @@ struct PlanRunOptions {
   // numpy's allclose: |a - b| <= atol + rtol |b| per element (PyTorch's pipelining tests' values).
   double rtol = 1e-5, atol = 4e-5;
   LowerOptions lower;
+  ExecBackend backend = ExecBackend::kCpu;
+  CudaBackendOptions cuda;  // backend kCuda
 };
 
 struct StepSummary {

@@ -90,7 +90,7 @@ Status DeviceRuntime::LoadParameters(const ParameterValue& value, const Graph& g
   return Status::Ok();
 }
 
-std::vector<ParameterTile> DeviceRuntime::FetchParameters() const {
+Result<std::vector<ParameterTile>> DeviceRuntime::FetchParameters() const {
   std::vector<ParameterTile> tiles;
   for (const ParameterBinding& b : program_.parameters) {
     if (!b.owner) continue;

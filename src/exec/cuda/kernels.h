@@ -1,0 +1,53 @@
+// The CUDA backend's kernels: every op of the IR (core/ir/graph.h) on device tensors, and the
+// data movement the runner's instructions need. Each launch is enqueued on ctx.stream and
+// returns without waiting for the GPU (a launch error is returned; errors of the kernel itself
+// surface at the runner's next synchronisation).
+//
+// Numerics follow the CPU interpreter (exec/cpu/interpreter.h): elementwise math in double,
+// sums accumulated in at least f32 (contractions on cuBLASLt with f32 accumulation), and the
+// result rounded once to the op's dtype (round-to-nearest-even; integers wrap) when `round`.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "core/util/status.h"
+#include "exec/cuda/device_tensor.h"
+
+namespace alpa {
+namespace cuda {
+
+// Per-launch facts of a kRun instruction beyond the op itself.
+struct OpLaunch {
+  // Round the result to the op's dtype; false keeps `out.storage`'s precision (partial sums).
+  bool round = true;
+  // Gather / scatter_add over a split table axis (Instruction::axis_offset / axis_size): this
+  // device holds rows [axis_offset, axis_offset + local size) of axis_size; -1: not split.
+  int64_t axis_offset = 0, axis_size = -1;
+};
+
+// Runs op `id` of `graph` (a validated local graph; not a parameter) on `operands` (one per
+// operand, of the operand ops' shapes) into `out` (allocated by the caller with the op's shape).
+// kUnsupported naming the op for a kind or dtype combination the backend cannot run.
+Status LaunchOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
+                const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
+                const OpLaunch& launch);
+
+// dst's box at `dst_offsets` (sizes `sizes`) = src's box at `src_offsets`, converting storage
+// types (and rounding to `round_to` unless it is nullptr-like: pass the dst's storage to keep).
+Status LaunchCopyBox(const LaunchContext& ctx, const DeviceTensor& src,
+                     const std::vector<int64_t>& src_offsets, const DeviceTensor& dst,
+                     const std::vector<int64_t>& dst_offsets, const std::vector<int64_t>& sizes);
+// dst = dst + src (same shape), rounded to `round_to`'s precision when `round`.
+Status LaunchAccumulate(const LaunchContext& ctx, const DeviceTensor& src, const DeviceTensor& dst,
+                        DType round_to, bool round);
+// dst = src * value (same shape), rounded to `round_to` when `round`.
+Status LaunchScale(const LaunchContext& ctx, const DeviceTensor& src, const DeviceTensor& dst,
+                   double value, DType round_to, bool round);
+// dst = src converted to dst.storage (same shape), rounded to `round_to` when `round`.
+Status LaunchConvert(const LaunchContext& ctx, const DeviceTensor& src, const DeviceTensor& dst,
+                     DType round_to, bool round);
+
+}  // namespace cuda
+}  // namespace alpa

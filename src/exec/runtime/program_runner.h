@@ -1,0 +1,31 @@
+// What runs one device's program: the CPU runtime (device_runtime.h) or the CUDA backend
+// (exec/cuda). The driver (exec/driver) holds one runner per device and knows nothing else of
+// the backend: a runner keeps the device's buffers (parameters and optimizer state persist from
+// step to step), runs a step with a communicator, and reads the parameter tiles back.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/util/status.h"
+#include "exec/comm/communicator.h"
+#include "exec/runtime/device_runtime_types.h"
+
+namespace alpa {
+
+class ProgramRunner {
+ public:
+  virtual ~ProgramRunner() = default;
+  // Fills the parameter tiles of `tensor` (every tile when -1) from the whole tensors.
+  // kInvalidArgument naming the tensor when a value is missing or has the wrong shape.
+  virtual Status LoadParameters(const ParameterValue& value, const Graph& graph,
+                                int32_t tensor = -1) = 0;
+  // Runs the program once with `comm` (comm.rank() is the program's device). Errors name the
+  // instruction; a communicator error (another device failed) is returned as is.
+  virtual Result<StepReport> RunStep(Communicator& comm, const MicrobatchInput& input,
+                                     const Graph& graph) = 0;
+  // Every tile the device holds values of, as doubles.
+  virtual Result<std::vector<ParameterTile>> FetchParameters() const = 0;
+};
+
+}  // namespace alpa
