@@ -389,5 +389,20 @@ expect plan_no_layers_warns 0 'warning: .*fwd_flat.json has no layer markers' --
 expect shard_forward_warns 0 'warning: .*fwd.json has no backward phase' -- "$alpa" shard --file "$tmp/fwd.json" --mesh 2 --cost-model alpa -q
 expect shard_trained 0 '^status: ' -- "$alpa" shard --file "$tmp/fwd.json" --train momentum --mesh 2 --cost-model alpa -q
 
+# alpa calibrate: without a GPU (or in a build without CUDA) it fails with the reason and writes
+# no file; where a GPU is present it writes a calibration file the planner reads.
+calibrate_out=$("$alpa" calibrate --quick --out "$tmp/calibration.json" 2>&1)
+calibrate_rc=$?
+if [[ $calibrate_rc -eq 0 ]]; then
+  expect calibrate_table 0 '^calibration: matmul [0-9.]+  memory' -- printf '%s\n' "$calibrate_out"
+  expect calibrate_file 0 '"format": "alpa-calibration"' -- cat "$tmp/calibration.json"
+elif grep -q -E '^alpa: error: (calibrating needs a GPU and libalpa built with ALPA_WITH_CUDA=ON|no usable GPU: |no GPU found)' <<<"$calibrate_out" && [[ $calibrate_rc -eq 1 && ! -e $tmp/calibration.json ]]; then
+  passed=$((passed + 1))
+else
+  echo "FAIL calibrate_without_gpu: exit $calibrate_rc; output:"; echo "$calibrate_out" | tail -5
+  failed=$((failed + 1))
+fi
+expect calibrate_bad_preset 1 '^alpa: error: unknown cluster preset "tpu-v4" \(known: ' -- "$alpa" calibrate --quick --preset tpu-v4
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

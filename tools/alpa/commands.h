@@ -51,6 +51,9 @@ Command AddSimulateCommand(CLI::App& app);
 // `alpa run PLAN.json`: trains a plan for some steps on CPU devices (threads or MPI processes).
 Command AddRunCommand(CLI::App& app);
 
+// `alpa calibrate [--out FILE] [--quick]`: measures the GPU and writes the calibration file.
+Command AddCalibrateCommand(CLI::App& app);
+
 // `alpa compile PLAN.json`: prints the device programs a plan lowers to.
 Command AddCompileCommand(CLI::App& app);
 

@@ -9,6 +9,7 @@
 //   alpa compile PLAN.json [--device D]    the device programs the plan lowers to
 //   alpa run PLAN.json [--steps N] [--check] [--devices threads|mpi]
 //                                          train the plan on CPU devices (synthetic data)
+//   alpa calibrate [--out F] [--quick]     measure the GPU, write the calibration file
 //   alpa solve FILE [TIMEOUT] [--json] [-o A.txt]
 //                                          solve a sharding problem (IOPDDL or Alpa JSON); -o
 //                                          also writes the assignment to A.txt
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   commands.push_back(alpa_cli::AddSimulateCommand(app));
   commands.push_back(alpa_cli::AddCompileCommand(app));
   commands.push_back(alpa_cli::AddRunCommand(app));
+  commands.push_back(alpa_cli::AddCalibrateCommand(app));
   // After the subcommands, which would inherit it.
   app.footer(
       "Without a subcommand, alpa runs the main job: alpa plan with its defaults (gpt-2.6b on two "

@@ -47,6 +47,7 @@ struct Measurement {
 struct CalibrationMeasurements {
   std::string device_name;  // as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
   int32_t gpus = 0;         // GPUs visible to the process
+  std::string libraries;  // the versions measured with, e.g. "CUDA runtime 13000, cuBLASLt 130100"
   std::vector<Measurement> measurements;
 };
 

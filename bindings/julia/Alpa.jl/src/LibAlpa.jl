@@ -2870,6 +2870,33 @@ function alpa_simulation_to_json(out, simulation, err)
     ccall((:alpa_simulation_to_json, libalpa), Int32, (Ptr{Ptr{alpa_buffer}}, Ptr{alpa_simulation}, Ptr{Ptr{alpa_error}}), out, simulation, err)
 end
 
+"""
+    alpa_calibrate(out_json, preset, quick, err) -> Int32
+
+---- Calibration on a GPU ------------------------------------------------------------------ */
+/** Measures the first GPU with CUDA events (median of several repeats after a warm-up):
+cuBLASLt GEMMs over square and GPT-like shapes in bf16 (f16, f32 and TF32 on one square),
+HBM streaming (cudaMemcpy and a read + write kernel), elementwise kernels (add and gelu over
+large arrays; FMA chains for the arithmetic rate) and empty-kernel launches; then fits the
+roofline's efficiency factors against the peaks of cluster preset `preset` (NULL or "": the
+preset matching the GPU's name, e.g. "dgx-h100" for "NVIDIA H100 80GB HBM3";
+docs/cluster-format.md, "Calibrating on a GPU"). quick != 0: fewer shapes, smaller arrays and
+fewer repeats (under 10 s on an H100; otherwise under 40 s). *out_json: {"device", "gpus",
+"libraries", "preset", "quick", "calibration" (a calibration file's object), "measurements":
+[{"kind", "name", "dtype", "tf32", "fit", "work", "seconds", "rate", "peak",
+"fraction_of_peak"}], "notes": [...]}; rate is FLOP/s, bytes/s or launches/s; peak and
+fraction_of_peak are null for launches. NCCL bus bandwidth is not measured here (a note says
+so where 2+ GPUs are visible). ALPA_ERR_UNSUPPORTED when libalpa was built without CUDA or
+the machine has no usable GPU (the message says which); ALPA_ERR_INVALID_ARGUMENT for an
+unknown preset or a GPU no preset describes; ALPA_ERR_INTERNAL naming the measurement for a
+CUDA or cuBLASLt failure. Caller frees *out_json with alpa_buffer_free.
+
+C: `int32_t alpa_calibrate(alpa_buffer** out_json, const char* preset, int32_t quick, alpa_error** err)` (alpa_experimental.h)
+"""
+function alpa_calibrate(out_json, preset, quick, err)
+    ccall((:alpa_calibrate, libalpa), Int32, (Ptr{Ptr{alpa_buffer}}, Cstring, Int32, Ptr{Ptr{alpa_error}}), out_json, preset, quick, err)
+end
+
 # Every name above: `using .LibAlpa` gives the whole C ABI.
 export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA_VERSION_NUMBER,
     ALPA_OK, ALPA_ERR_INVALID_ARGUMENT, ALPA_ERR_INVALID_PROBLEM, ALPA_ERR_INFEASIBLE,
@@ -2964,6 +2991,6 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_plan_baseline_pruned, alpa_plan_launch_config, alpa_plan_simulate, alpa_plan_simulate_json,
     alpa_simulation_destroy, alpa_simulation_iteration_seconds, alpa_simulation_closed_form_seconds,
     alpa_simulation_planner_seconds, alpa_simulation_stage_count, alpa_simulation_stage,
-    alpa_simulation_timeline_to_svg, alpa_simulation_to_json
+    alpa_simulation_timeline_to_svg, alpa_simulation_to_json, alpa_calibrate
 
 end # module LibAlpa

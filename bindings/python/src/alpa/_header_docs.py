@@ -1735,4 +1735,42 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                              'params': ['alpa_buffer** out',
                                         'const alpa_simulation* simulation',
                                         'alpa_error** err'],
-                             'header': 'alpa_experimental.h'}}
+                             'header': 'alpa_experimental.h'},
+ 'alpa_calibrate': {'doc': 'Measures the first GPU with CUDA events (median of several repeats '
+                           'after a warm-up):\n'
+                           'cuBLASLt GEMMs over square and GPT-like shapes in bf16 (f16, f32 and '
+                           'TF32 on one square),\n'
+                           'HBM streaming (cudaMemcpy and a read + write kernel), elementwise '
+                           'kernels (add and gelu over\n'
+                           'large arrays; FMA chains for the arithmetic rate) and empty-kernel '
+                           'launches; then fits the\n'
+                           "roofline's efficiency factors against the peaks of cluster preset "
+                           '`preset` (NULL or "": the\n'
+                           'preset matching the GPU\'s name, e.g. "dgx-h100" for "NVIDIA H100 80GB '
+                           'HBM3";\n'
+                           'docs/cluster-format.md, "Calibrating on a GPU"). quick != 0: fewer '
+                           'shapes, smaller arrays and\n'
+                           'fewer repeats (under 10 s on an H100; otherwise under 40 s). '
+                           '*out_json: {"device", "gpus",\n'
+                           '"libraries", "preset", "quick", "calibration" (a calibration file\'s '
+                           'object), "measurements":\n'
+                           '[{"kind", "name", "dtype", "tf32", "fit", "work", "seconds", "rate", '
+                           '"peak",\n'
+                           '"fraction_of_peak"}], "notes": [...]}; rate is FLOP/s, bytes/s or '
+                           'launches/s; peak and\n'
+                           'fraction_of_peak are null for launches. NCCL bus bandwidth is not '
+                           'measured here (a note says\n'
+                           'so where 2+ GPUs are visible). ALPA_ERR_UNSUPPORTED when libalpa was '
+                           'built without CUDA or\n'
+                           'the machine has no usable GPU (the message says which); '
+                           'ALPA_ERR_INVALID_ARGUMENT for an\n'
+                           'unknown preset or a GPU no preset describes; ALPA_ERR_INTERNAL naming '
+                           'the measurement for a\n'
+                           'CUDA or cuBLASLt failure. Caller frees *out_json with '
+                           'alpa_buffer_free.',
+                    'returns': 'int32_t',
+                    'params': ['alpa_buffer** out_json',
+                               'const char* preset',
+                               'int32_t quick',
+                               'alpa_error** err'],
+                    'header': 'alpa_experimental.h'}}

@@ -982,3 +982,27 @@ extern "C" {
         err: *mut *mut alpa_error,
     ) -> i32;
 }
+extern "C" {
+    #[doc = " Measures the first GPU with CUDA events (median of several repeats after a warm-up):"]
+    #[doc = " cuBLASLt GEMMs over square and GPT-like shapes in bf16 (f16, f32 and TF32 on one square),"]
+    #[doc = " HBM streaming (cudaMemcpy and a read + write kernel), elementwise kernels (add and gelu over"]
+    #[doc = " large arrays; FMA chains for the arithmetic rate) and empty-kernel launches; then fits the"]
+    #[doc = " roofline's efficiency factors against the peaks of cluster preset `preset` (NULL or \"\": the"]
+    #[doc = " preset matching the GPU's name, e.g. \"dgx-h100\" for \"NVIDIA H100 80GB HBM3\";"]
+    #[doc = " docs/cluster-format.md, \"Calibrating on a GPU\"). quick != 0: fewer shapes, smaller arrays and"]
+    #[doc = " fewer repeats (under 10 s on an H100; otherwise under 40 s). *out_json: {\"device\", \"gpus\","]
+    #[doc = " \"libraries\", \"preset\", \"quick\", \"calibration\" (a calibration file's object), \"measurements\":"]
+    #[doc = " [{\"kind\", \"name\", \"dtype\", \"tf32\", \"fit\", \"work\", \"seconds\", \"rate\", \"peak\","]
+    #[doc = " \"fraction_of_peak\"}], \"notes\": [...]}; rate is FLOP/s, bytes/s or launches/s; peak and"]
+    #[doc = " fraction_of_peak are null for launches. NCCL bus bandwidth is not measured here (a note says"]
+    #[doc = " so where 2+ GPUs are visible). ALPA_ERR_UNSUPPORTED when libalpa was built without CUDA or"]
+    #[doc = " the machine has no usable GPU (the message says which); ALPA_ERR_INVALID_ARGUMENT for an"]
+    #[doc = " unknown preset or a GPU no preset describes; ALPA_ERR_INTERNAL naming the measurement for a"]
+    #[doc = " CUDA or cuBLASLt failure. Caller frees *out_json with alpa_buffer_free."]
+    pub fn alpa_calibrate(
+        out_json: *mut *mut alpa_buffer,
+        preset: *const ::std::os::raw::c_char,
+        quick: i32,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
