@@ -22,7 +22,11 @@ struct DeviceTensor {
   Dims shape;
   DType storage = DType::kF32;
 
-  int64_t elements() const { return ElementCountOf(shape); }
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
 };
 
 // Device memory that a launch may use for its own temporaries until the next launch on the

@@ -15,6 +15,11 @@
 namespace alpa {
 namespace cuda {
 
+// A reduction over at least this many elements per output runs a block of kReduceBlockThreads
+// per output (strided partial results combined in a tree); shorter ones a thread per output.
+constexpr int64_t kBlockReduceMinExtent = 1024;
+constexpr int32_t kReduceBlockThreads = 256;
+
 // reduce_sum / reduce_max: output element o (row-major) reduces x over `reduced` from the
 // x offset that `kept` gives for o.
 struct ReduceArgs {
