@@ -21,11 +21,13 @@ namespace alpa {
 namespace cuda {
 
 constexpr int32_t kThreadsPerBlock = 256;
+// Grid-stride loops cover what lies beyond this many blocks.
+constexpr int64_t kMaxBlocks = 1 << 20;
 
 // Blocks of a grid-stride loop over n items (at least one; capped, the loop covers the rest).
 inline unsigned BlocksFor(int64_t n) {
   const int64_t blocks = (n + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(blocks, 1), int64_t{1} << 20));
+  return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(blocks, 1), kMaxBlocks));
 }
 
 // kInternal naming `what` and the CUDA error; Ok for cudaSuccess.

@@ -70,7 +70,7 @@ Status LaunchReduceOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
   const int64_t n = out.elements();
   if (n == 0) return Status::Ok();
   if (r.reduced.count >= kBlockReduceMinExtent) {
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n, int64_t{1} << 20));
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n, kMaxBlocks));
     ReduceBlockPerOutputKernel<<<blocks, kReduceBlockThreads, 0, ctx.stream>>>(r, n);
   } else {
     ReduceThreadPerOutputKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(r, n);

@@ -59,7 +59,7 @@ struct Buffer {
 // The reduction as the block-per-row kernel does it: 256 strided partial results combined in a
 // tree (lower index = earlier).
 double BlockReduce(const ReduceArgs& r, int64_t x_base) {
-  constexpr int kThreads = 256;
+  constexpr int kThreads = kReduceBlockThreads;
   std::vector<double> partial(kThreads);
   for (int t = 0; t < kThreads; ++t) partial[static_cast<size_t>(t)] = ReduceRange(r, x_base, t, kThreads);
   for (int half = kThreads / 2; half > 0; half /= 2) {
@@ -124,7 +124,7 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
       a.out_storage = out_storage;
       a.rounding = rounding;
       for (int64_t o = 0; o < n; ++o) {
-        if (a.reduced.count >= 1024) {
+        if (a.reduced.count >= kBlockReduceMinExtent) {
           int64_t x_base = 0, out_offset = 0;
           WalkOffsets(a.kept, o, &x_base, &out_offset);
           StoreElement(a.out, out_storage, out_offset, FinishValue(BlockReduce(a, x_base), rounding));
