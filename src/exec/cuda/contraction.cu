@@ -7,6 +7,9 @@
 // run on a kernel of one thread per output summing in double in the interpreter's order.
 #include <cublasLt.h>
 
+#include <cstdint>
+#include <utility>
+
 #include "exec/cuda/contraction_body.h"
 #include "exec/cuda/kernel_launch.h"
 
@@ -89,6 +92,14 @@ Status MakeLayout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t r
                     what);
 }
 
+// The largest power of two (up to 256) that divides the address.
+uint32_t AlignmentOf(const void* p) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
 // The GEMM's operands as cuBLASLt reads them, and where its result goes.
 struct GemmOperands {
   const void* lhs = nullptr;
@@ -142,6 +153,19 @@ Status RunGemm(const LaunchContext& ctx, const GemmPlan& p, const GemmOperands& 
                                       desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                       &workspace, sizeof(workspace)),
                                   what));
+  // Algorithms that need more alignment than the operands have are left out (cuBLASLt assumes
+  // 256-byte aligned pointers unless told; a tensor may start inside a buffer).
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.rhs},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.lhs},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.result},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.result}};
+  for (const auto& [attribute, pointer] : alignments) {
+    const uint32_t alignment = AlignmentOf(pointer);
+    ALPA_RETURN_IF_ERROR(BlasStatus(cublasLtMatmulPreferenceSetAttribute(
+                                        desc.preference, attribute, &alignment, sizeof(alignment)),
+                                    what));
+  }
   cublasLtMatmulHeuristicResult_t heuristic{};
   int returned = 0;
   const cublasStatus_t hs =

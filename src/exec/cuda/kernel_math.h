@@ -297,6 +297,30 @@ ALPA_HD bool ApplyCompare(Comparison c, double x, double y) {
   return false;
 }
 
+// x^y. An integral power of an integer whose result stays an exact integer below 2^53 is
+// multiplied out: exact, as the host's pow gives it, where the device's pow may be an ulp off
+// (which the truncation to an integer dtype would turn into an off-by-one).
+ALPA_HD double Power(double x, double y) {
+  const double exact_limit = DoubleOfBits(0x4340000000000000ULL);  // 2^53
+  if (x == trunc(x) && y == trunc(y) && y >= 0.0 && y <= 64.0 && fabs(x) < exact_limit) {
+    double result = 1.0, base = x;
+    bool exact = true;
+    for (int64_t e = static_cast<int64_t>(y); e > 0 && exact;) {
+      if ((e & 1) != 0) {
+        result *= base;
+        exact = fabs(result) < exact_limit;
+      }
+      e >>= 1;
+      if (e > 0 && exact) {
+        base *= base;
+        exact = fabs(base) < exact_limit;
+      }
+    }
+    if (exact) return result;
+  }
+  return pow(x, y);
+}
+
 // Integer division is formed in double and truncated (and saturated on division by zero) by the
 // rounding to the integer dtype, as in the interpreter.
 ALPA_HD double ApplyBinary(OpKind kind, Comparison c, double x, double y) {
@@ -314,7 +338,7 @@ ALPA_HD double ApplyBinary(OpKind kind, Comparison c, double x, double y) {
     case OpKind::kMin:
       return IsNaN(x) || IsNaN(y) ? QuietNaN() : (x < y ? x : y);
     case OpKind::kPow:
-      return pow(x, y);
+      return Power(x, y);
     case OpKind::kCompare:
       return ApplyCompare(c, x, y) ? 1.0 : 0.0;
     default:

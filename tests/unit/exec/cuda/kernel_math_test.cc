@@ -283,6 +283,20 @@ TEST(KernelMath, RoundToEqualsTheInterpretersRounding) {
   }
 }
 
+TEST(KernelMath, PowerEqualsTheHostsPow) {
+  // The exact integral powers and everything else (pow itself).
+  const std::vector<double> xs{0.0, -0.0, 1.0, -1.0, 2.0, -3.0, 7.0, 94906265.0, 1e16, 0.5, -2.5,
+                               std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::quiet_NaN()};
+  const std::vector<double> ys{0.0, 1.0, 2.0, 3.0, 5.0, 31.0, 52.0, 53.0, 64.0, 65.0, -1.0, 0.5,
+                               -2.0, std::numeric_limits<double>::infinity()};
+  for (double x : xs) {
+    for (double y : ys) {
+      EXPECT_TRUE(SameDouble(Power(x, y), std::pow(x, y))) << x << " ^ " << y;
+    }
+  }
+}
+
 TEST(KernelMath, EverySixteenBitPatternRoundTrips) {
   for (FloatFormat f : {kF16Format, kBF16Format}) {
     const DType dtype = f.mantissa_bits == 10 ? DType::kF16 : DType::kBF16;
