@@ -77,8 +77,8 @@ Status LaunchScale(const LaunchContext& ctx, const DeviceTensor& src, const Devi
 Status LaunchConvert(const LaunchContext& ctx, const DeviceTensor& src, const DeviceTensor& dst,
                      DType round_to, bool round) {
   ALPA_RETURN_IF_ERROR(SameShape(src, dst, "convert"));
-  return LaunchBoxElementwise(ctx, BoxMode::kConvert, src.data, src.storage, dst.data,
-                              dst.storage, dst.elements(), 0.0, OutputRounding{round, round_to},
+  return LaunchBoxElementwise(ctx, BoxMode::kConvert, src.data, src.storage, dst.data, dst.storage,
+                              dst.elements(), 0.0, OutputRounding{round, round_to},
                               "convert of " + ShapeString(dst.shape));
 }
 

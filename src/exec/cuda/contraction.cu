@@ -78,18 +78,18 @@ struct BlasDescriptors {
 // elements apart.
 Status MakeLayout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t rows, int64_t cols,
                   int64_t ld, int32_t batch, int64_t stride, const std::string& what) {
-  ALPA_RETURN_IF_ERROR(BlasStatus(
-      cublasLtMatrixLayoutCreate(layout, type, static_cast<uint64_t>(rows),
-                                 static_cast<uint64_t>(cols), ld),
-      what));
-  ALPA_RETURN_IF_ERROR(BlasStatus(cublasLtMatrixLayoutSetAttribute(
-                                      *layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
-                                      sizeof(batch)),
-                                  what));
-  return BlasStatus(cublasLtMatrixLayoutSetAttribute(
-                        *layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                        sizeof(stride)),
-                    what);
+  ALPA_RETURN_IF_ERROR(
+      BlasStatus(cublasLtMatrixLayoutCreate(layout, type, static_cast<uint64_t>(rows),
+                                            static_cast<uint64_t>(cols), ld),
+                 what));
+  ALPA_RETURN_IF_ERROR(
+      BlasStatus(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                  &batch, sizeof(batch)),
+                 what));
+  return BlasStatus(
+      cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                       &stride, sizeof(stride)),
+      what);
 }
 
 // The largest power of two (up to 256) that divides the address.
@@ -118,17 +118,18 @@ Status RunGemm(const LaunchContext& ctx, const GemmPlan& p, const GemmOperands& 
   const bool f32 = g.input_type == DType::kF32;
   const cublasComputeType_t compute =
       f32 && ctx.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  ALPA_RETURN_IF_ERROR(BlasStatus(cublasLtMatmulDescCreate(&desc.matmul, compute, CUDA_R_32F), what));
+  ALPA_RETURN_IF_ERROR(
+      BlasStatus(cublasLtMatmulDescCreate(&desc.matmul, compute, CUDA_R_32F), what));
   const int32_t trans_a = p.rhs_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t trans_b = p.lhs_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ALPA_RETURN_IF_ERROR(BlasStatus(cublasLtMatmulDescSetAttribute(
-                                      desc.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
-                                      sizeof(trans_a)),
-                                  what));
-  ALPA_RETURN_IF_ERROR(BlasStatus(cublasLtMatmulDescSetAttribute(
-                                      desc.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
-                                      sizeof(trans_b)),
-                                  what));
+  ALPA_RETURN_IF_ERROR(
+      BlasStatus(cublasLtMatmulDescSetAttribute(desc.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                                sizeof(trans_a)),
+                 what));
+  ALPA_RETURN_IF_ERROR(
+      BlasStatus(cublasLtMatmulDescSetAttribute(desc.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                                sizeof(trans_b)),
+                 what));
   const cudaDataType_t in_type = BlasType(g.input_type);
   const int32_t batch = static_cast<int32_t>(p.batch);
   // A (rhs): [K, N] row-major is column-major N x K (ld N); [N, K] is K x N (ld K), transposed.
@@ -149,10 +150,10 @@ Status RunGemm(const LaunchContext& ctx, const GemmPlan& p, const GemmOperands& 
 
   ALPA_RETURN_IF_ERROR(BlasStatus(cublasLtMatmulPreferenceCreate(&desc.preference), what));
   const uint64_t workspace = ctx.blas_workspace == nullptr ? 0 : ctx.blas_workspace_bytes;
-  ALPA_RETURN_IF_ERROR(BlasStatus(cublasLtMatmulPreferenceSetAttribute(
-                                      desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                      &workspace, sizeof(workspace)),
-                                  what));
+  ALPA_RETURN_IF_ERROR(BlasStatus(
+      cublasLtMatmulPreferenceSetAttribute(
+          desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)),
+      what));
   // Algorithms that need more alignment than the operands have are left out (cuBLASLt assumes
   // 256-byte aligned pointers unless told; a tensor may start inside a buffer).
   const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> alignments[] = {
@@ -187,8 +188,8 @@ Status RunGemm(const LaunchContext& ctx, const GemmPlan& p, const GemmOperands& 
 bool IsBlasFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // Copies operand `t` into `dst` as `type`, in the order `permutation` (empty: as it is).
-Status Arrange(const LaunchContext& ctx, const DeviceTensor& t, const Dims& permutation,
-               void* dst, DType type, const std::string& what) {
+Status Arrange(const LaunchContext& ctx, const DeviceTensor& t, const Dims& permutation, void* dst,
+               DType type, const std::string& what) {
   CopyArgs args;
   args.src = t.data;
   args.src_storage = t.storage;

@@ -45,7 +45,8 @@ ALPA_HD void DotOutputAt(const DotArgs& d, int64_t flat) {
   for (int64_t k = 0; k < d.contracting.count; ++k) {
     int64_t lc = 0, rc = 0;
     WalkOffsets(d.contracting, k, &lc, &rc);
-    sum += LoadElement(d.lhs, d.lhs_storage, lhs + lc) * LoadElement(d.rhs, d.rhs_storage, rhs + rc);
+    sum +=
+        LoadElement(d.lhs, d.lhs_storage, lhs + lc) * LoadElement(d.rhs, d.rhs_storage, rhs + rc);
   }
   StoreElement(d.out, d.out_storage, flat, FinishValue(sum, d.rounding));
 }
@@ -54,7 +55,8 @@ ALPA_HD void DotOutputAt(const DotArgs& d, int64_t flat) {
 inline Dims FreeDimsOf(int64_t rank, const Dims& a, const Dims& b) {
   Dims free;
   for (int64_t d = 0; d < rank; ++d) {
-    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) {
+    if (std::find(a.begin(), a.end(), d) == a.end() &&
+        std::find(b.begin(), b.end(), d) == b.end()) {
       free.push_back(d);
     }
   }
@@ -79,8 +81,10 @@ inline Result<DotArgs> DotArgsFor(const Graph& graph, int32_t id) {
   const std::string what = DescribeOp(graph, id);
   const Dims& ls = graph.op(op.operands[0]).shape;
   const Dims& rs = graph.op(op.operands[1]).shape;
-  const Dims lhs_free = FreeDimsOf(static_cast<int64_t>(ls.size()), dd.lhs_batch, dd.lhs_contracting);
-  const Dims rhs_free = FreeDimsOf(static_cast<int64_t>(rs.size()), dd.rhs_batch, dd.rhs_contracting);
+  const Dims lhs_free =
+      FreeDimsOf(static_cast<int64_t>(ls.size()), dd.lhs_batch, dd.lhs_contracting);
+  const Dims rhs_free =
+      FreeDimsOf(static_cast<int64_t>(rs.size()), dd.rhs_batch, dd.rhs_contracting);
   Dims size, lstride, rstride, unused;
   DotArgs d;
   PickDims(ls, dd.lhs_batch, &size, &lstride);
@@ -110,8 +114,8 @@ inline Result<DotArgs> DotArgsFor(const Graph& graph, int32_t id) {
 // (`*_permutation`: the transpose's attrs.dims, giving the [batch, M, K] / [batch, K, N] order).
 struct GemmPlan {
   int64_t batch = 1, m = 1, n = 1, k = 1;
-  bool lhs_transposed = false;  // lhs memory is [batch, K, M]
-  bool rhs_transposed = false;  // rhs memory is [batch, N, K]
+  bool lhs_transposed = false;            // lhs memory is [batch, K, M]
+  bool rhs_transposed = false;            // rhs memory is [batch, N, K]
   Dims lhs_permutation, rhs_permutation;  // empty: used in place
 };
 
@@ -137,8 +141,10 @@ inline GemmPlan PlanGemm(const Graph& graph, int32_t id) {
   const DotDims& dd = op.attrs.dot;
   const Dims& ls = graph.op(op.operands[0]).shape;
   const Dims& rs = graph.op(op.operands[1]).shape;
-  const Dims lhs_free = FreeDimsOf(static_cast<int64_t>(ls.size()), dd.lhs_batch, dd.lhs_contracting);
-  const Dims rhs_free = FreeDimsOf(static_cast<int64_t>(rs.size()), dd.rhs_batch, dd.rhs_contracting);
+  const Dims lhs_free =
+      FreeDimsOf(static_cast<int64_t>(ls.size()), dd.lhs_batch, dd.lhs_contracting);
+  const Dims rhs_free =
+      FreeDimsOf(static_cast<int64_t>(rs.size()), dd.rhs_batch, dd.rhs_contracting);
   GemmPlan p;
   for (int64_t d : dd.lhs_batch) p.batch *= ls[static_cast<size_t>(d)];
   for (int64_t d : lhs_free) p.m *= ls[static_cast<size_t>(d)];
@@ -225,10 +231,9 @@ inline Result<ConvArgs> ConvArgsFor(const Graph& graph, int32_t id) {
   const Dims& xs = graph.op(op.operands[0]).shape;
   const Dims& ws = graph.op(op.operands[1]).shape;
   if (xs.size() > static_cast<size_t>(kMaxKernelRank)) {
-    return Status(StatusCode::kUnsupported, DescribeOp(graph, id) + ": rank " +
-                                                std::to_string(xs.size()) +
-                                                " is beyond the CUDA kernels' " +
-                                                std::to_string(kMaxKernelRank));
+    return Status(StatusCode::kUnsupported,
+                  DescribeOp(graph, id) + ": rank " + std::to_string(xs.size()) +
+                      " is beyond the CUDA kernels' " + std::to_string(kMaxKernelRank));
   }
   ConvArgs c;
   c.spatial_rank = static_cast<int32_t>(xs.size() - 2);

@@ -41,7 +41,7 @@ Status LaunchFill(const LaunchContext& ctx, void* out, DType storage, int64_t n,
                   OutputRounding rounding, const std::string& what) {
   if (n == 0) return Status::Ok();
   FillKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(out, storage, n,
-                                                                 FinishValue(value, rounding));
+                                                                FinishValue(value, rounding));
   return CheckLaunch(what);
 }
 
@@ -49,7 +49,7 @@ Status LaunchIota(const LaunchContext& ctx, void* out, DType storage, int64_t n,
                   int64_t size, OutputRounding rounding, const std::string& what) {
   if (n == 0) return Status::Ok();
   IotaKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(out, storage, n, stride, size,
-                                                                 rounding);
+                                                                rounding);
   return CheckLaunch(what);
 }
 

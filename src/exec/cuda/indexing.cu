@@ -51,12 +51,11 @@ Status LaunchLoadToDouble(const LaunchContext& ctx, const void* src, DType stora
   return CheckLaunch(what);
 }
 
-Status LaunchStoreFromDouble(const LaunchContext& ctx, const double* acc, void* out,
-                             DType storage, int64_t n, OutputRounding rounding,
-                             const std::string& what) {
+Status LaunchStoreFromDouble(const LaunchContext& ctx, const double* acc, void* out, DType storage,
+                             int64_t n, OutputRounding rounding, const std::string& what) {
   if (n == 0) return Status::Ok();
   StoreFromDoubleKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(acc, out, storage, n,
-                                                                            rounding);
+                                                                           rounding);
   return CheckLaunch(what);
 }
 

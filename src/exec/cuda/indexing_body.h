@@ -39,8 +39,8 @@ ALPA_HD int64_t IndexedTableOffset(const IndexingArgs& a, int64_t e) {
   const int64_t rest = e / a.inner;
   const int64_t j = rest % a.index_count;
   const int64_t o = rest / a.index_count;
-  const int64_t row = LocalRowOf(LoadElement(a.indices, a.index_storage, j), a.axis_offset, a.rows,
-                                 a.axis_size);
+  const int64_t row =
+      LocalRowOf(LoadElement(a.indices, a.index_storage, j), a.axis_offset, a.rows, a.axis_size);
   return row < 0 ? -1 : (o * a.rows + row) * a.inner + k;
 }
 

@@ -93,17 +93,16 @@ Status LaunchReduceWindowOp(const LaunchContext& ctx, const Graph& graph, int32_
                             const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
                             OutputRounding rounding);
 Status LaunchSelectAndScatterOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
-                                const std::vector<DeviceTensor>& operands,
-                                const DeviceTensor& out, OutputRounding rounding);
+                                const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
+                                OutputRounding rounding);
 
 // ---- indexing.cu ----
 // acc[i] = src[i] as double (i < n).
 Status LaunchLoadToDouble(const LaunchContext& ctx, const void* src, DType storage, double* acc,
                           int64_t n, const std::string& what);
 // out[i] = FinishValue(acc[i]) (i < n).
-Status LaunchStoreFromDouble(const LaunchContext& ctx, const double* acc, void* out,
-                             DType storage, int64_t n, OutputRounding rounding,
-                             const std::string& what);
+Status LaunchStoreFromDouble(const LaunchContext& ctx, const double* acc, void* out, DType storage,
+                             int64_t n, OutputRounding rounding, const std::string& what);
 Status LaunchGatherOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
                       const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
                       const OpLaunch& launch);

@@ -82,8 +82,7 @@ ALPA_HD uint32_t EncodeFloat(double v, FloatFormat f) {
   if (rest > half || (rest == half && (kept & 1ULL) != 0)) ++kept;
   // `kept` holds the implicit bit of a normal value; a carry out of the mantissa moves into the
   // exponent (and a subnormal that rounds up becomes the smallest normal) by plain addition.
-  const uint64_t bits =
-      (biased > 0 ? static_cast<uint64_t>(biased - 1) << mbits : 0ULL) + kept;
+  const uint64_t bits = (biased > 0 ? static_cast<uint64_t>(biased - 1) << mbits : 0ULL) + kept;
   if (bits >= (static_cast<uint64_t>(exp_all) << mbits)) return sign | (exp_all << mbits);
   return sign | static_cast<uint32_t>(bits);
 }
@@ -200,9 +199,8 @@ ALPA_HD void StoreElement(void* data, DType storage, int64_t i, double v) {
       // RoundTo's saturated 2^63 - 1 is 2^63 in double: stored as the largest int64 (which
       // loads back as 2^63) rather than wrapped a second time.
       const int64_t max = 0x7fffffffffffffffLL;
-      static_cast<int64_t*>(data)[i] = v == DoubleOfBits(0x43e0000000000000ULL)
-                                           ? max
-                                           : static_cast<int64_t>(WrapInteger(v, 64));
+      static_cast<int64_t*>(data)[i] =
+          v == DoubleOfBits(0x43e0000000000000ULL) ? max : static_cast<int64_t>(WrapInteger(v, 64));
       return;
     }
     case DType::kPred:
@@ -219,7 +217,9 @@ struct OutputRounding {
   DType round_to = DType::kF32;
 };
 
-ALPA_HD double FinishValue(double v, OutputRounding r) { return r.round ? RoundTo(v, r.round_to) : v; }
+ALPA_HD double FinishValue(double v, OutputRounding r) {
+  return r.round ? RoundTo(v, r.round_to) : v;
+}
 
 // Kinds whose results are operand values moved or picked unchanged: the interpreter does not
 // round them (their operands already hold values of the dtype).
@@ -368,7 +368,8 @@ ALPA_HD void ElementwiseAt(const ElementwiseArgs& a, int64_t i) {
   const double x = LoadElement(a.in[0], a.in_storage[0], i);
   double v = 0.0;
   if (a.kind == OpKind::kSelect) {
-    v = x != 0.0 ? LoadElement(a.in[1], a.in_storage[1], i) : LoadElement(a.in[2], a.in_storage[2], i);
+    v = x != 0.0 ? LoadElement(a.in[1], a.in_storage[1], i)
+                 : LoadElement(a.in[2], a.in_storage[2], i);
   } else if (a.operand_count == 1) {
     v = ApplyUnary(a.kind, x);
   } else {

@@ -95,8 +95,8 @@ Status LaunchReduceWindowOp(const LaunchContext& ctx, const Graph& graph, int32_
 }
 
 Status LaunchSelectAndScatterOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
-                                const std::vector<DeviceTensor>& operands,
-                                const DeviceTensor& out, OutputRounding rounding) {
+                                const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
+                                OutputRounding rounding) {
   const std::string what = DescribeOp(graph, id);
   Result<WindowArgs> args = WindowArgsFor(graph, id);
   if (!args.ok()) return args.status();

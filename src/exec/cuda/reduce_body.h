@@ -55,7 +55,8 @@ ALPA_HD double ReduceRange(const ReduceArgs& r, int64_t x_base, int64_t begin, i
 ALPA_HD void ReduceOutputAt(const ReduceArgs& r, int64_t o) {
   int64_t x_base = 0, out_offset = 0;
   WalkOffsets(r.kept, o, &x_base, &out_offset);
-  StoreElement(r.out, r.out_storage, out_offset, FinishValue(ReduceRange(r, x_base, 0, 1), r.rounding));
+  StoreElement(r.out, r.out_storage, out_offset,
+               FinishValue(ReduceRange(r, x_base, 0, 1), r.rounding));
 }
 
 // reduce_sum / reduce_max op `id` on x at `x`; the caller sets pointers and rounding.
@@ -77,8 +78,7 @@ inline Result<ReduceArgs> ReduceArgsFor(const Graph& graph, int32_t id) {
   }
   ReduceArgs r;
   r.is_max = op.kind == OpKind::kReduceMax;
-  Result<StridedWalk> kept =
-      MakeWalk(op.shape, kept_strides, 0, DenseStrides(op.shape), 0, what);
+  Result<StridedWalk> kept = MakeWalk(op.shape, kept_strides, 0, DenseStrides(op.shape), 0, what);
   if (!kept.ok()) return kept.status();
   Result<StridedWalk> reduced =
       MakeWalk(reduced_shape, reduced_strides, 0, reduced_strides, 0, what);
@@ -151,10 +151,9 @@ inline Result<WindowArgs> WindowArgsFor(const Graph& graph, int32_t id) {
   const Dims& out_shape =
       op.kind == OpKind::kSelectAndScatter ? graph.op(op.operands[1]).shape : op.shape;
   if (x_shape.size() > static_cast<size_t>(kMaxKernelRank)) {
-    return Status(StatusCode::kUnsupported, DescribeOp(graph, id) + ": rank " +
-                                                std::to_string(x_shape.size()) +
-                                                " is beyond the CUDA kernels' " +
-                                                std::to_string(kMaxKernelRank));
+    return Status(StatusCode::kUnsupported,
+                  DescribeOp(graph, id) + ": rank " + std::to_string(x_shape.size()) +
+                      " is beyond the CUDA kernels' " + std::to_string(kMaxKernelRank));
   }
   WindowArgs a;
   a.rank = static_cast<int32_t>(x_shape.size());

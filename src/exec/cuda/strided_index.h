@@ -60,9 +60,9 @@ inline int64_t ElementsOf(const Dims& shape) {
 inline Result<StridedWalk> MakeWalk(const Dims& shape, const Dims& a_stride, int64_t a_base,
                                     const Dims& b_stride, int64_t b_base, const std::string& what) {
   if (shape.size() > static_cast<size_t>(kMaxKernelRank)) {
-    return Status(StatusCode::kUnsupported,
-                  what + ": rank " + std::to_string(shape.size()) +
-                      " is beyond the CUDA kernels' " + std::to_string(kMaxKernelRank));
+    return Status(StatusCode::kUnsupported, what + ": rank " + std::to_string(shape.size()) +
+                                                " is beyond the CUDA kernels' " +
+                                                std::to_string(kMaxKernelRank));
   }
   StridedWalk w;
   w.rank = static_cast<int32_t>(shape.size());
@@ -193,11 +193,10 @@ inline Result<StridedWalk> BoxWalk(const Dims& src_shape, const Dims& src_offset
   for (size_t d = 0; d < rank; ++d) {
     if (sizes[d] < 0 || src_offsets[d] < 0 || dst_offsets[d] < 0 ||
         src_offsets[d] > src_shape[d] - sizes[d] || dst_offsets[d] > dst_shape[d] - sizes[d]) {
-      return InvalidArgument("box copy: dim " + std::to_string(d) + " of size " +
-                             std::to_string(sizes[d]) + " at " + std::to_string(src_offsets[d]) +
-                             " of " + ShapeString(src_shape) + " to " +
-                             std::to_string(dst_offsets[d]) + " of " + ShapeString(dst_shape) +
-                             " leaves a tensor");
+      return InvalidArgument(
+          "box copy: dim " + std::to_string(d) + " of size " + std::to_string(sizes[d]) + " at " +
+          std::to_string(src_offsets[d]) + " of " + ShapeString(src_shape) + " to " +
+          std::to_string(dst_offsets[d]) + " of " + ShapeString(dst_shape) + " leaves a tensor");
     }
   }
   const Dims ss = DenseStrides(src_shape), ds = DenseStrides(dst_shape);
@@ -223,7 +222,8 @@ struct CopyArgs {
 ALPA_HD void CopyAt(const CopyArgs& c, int64_t flat) {
   int64_t a = 0, b = 0;
   WalkOffsets(c.walk, flat, &a, &b);
-  StoreElement(c.dst, c.dst_storage, b, FinishValue(LoadElement(c.src, c.src_storage, a), c.rounding));
+  StoreElement(c.dst, c.dst_storage, b,
+               FinishValue(LoadElement(c.src, c.src_storage, a), c.rounding));
 }
 
 }  // namespace cuda

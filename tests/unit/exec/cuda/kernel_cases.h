@@ -43,8 +43,22 @@ inline std::vector<double> RandomValues(DType dtype, int64_t n, std::mt19937_64&
   std::vector<double> edge_values;
   if (IsFloating(dtype)) {
     // Ties of each format's rounding (1 + half an ulp of bf16, f16), huge, tiny, +-0, inf, NaN.
-    edge_values = {nan, inf, -inf, -0.0, 0.0, 1.0 + std::ldexp(1.0, -8), 1.0 + std::ldexp(1.0, -11),
-                   65504.0, 70000.0, 1e30, -3e38, 1e-8, 6e-8, 1e-40, 0.5, -2.5};
+    edge_values = {nan,
+                   inf,
+                   -inf,
+                   -0.0,
+                   0.0,
+                   1.0 + std::ldexp(1.0, -8),
+                   1.0 + std::ldexp(1.0, -11),
+                   65504.0,
+                   70000.0,
+                   1e30,
+                   -3e38,
+                   1e-8,
+                   6e-8,
+                   1e-40,
+                   0.5,
+                   -2.5};
   } else if (dtype == DType::kS8) {
     edge_values = {127, -128, 0, -1, 1, 100, -100};
   } else if (dtype == DType::kS32) {
@@ -88,8 +102,8 @@ class CaseBuilder {
     return ParamWith(shape, dtype, RandomValues(dtype, cpu_elements(shape), rng_, edges, scale));
   }
   int32_t ParamWith(const Dims& shape, DType dtype, std::vector<double> values) {
-    const int32_t id = b_.Parameter(shape, dtype, TensorRole::kInput,
-                                    "p" + std::to_string(values_.size()));
+    const int32_t id =
+        b_.Parameter(shape, dtype, TensorRole::kInput, "p" + std::to_string(values_.size()));
     values_.push_back(HostTensor{shape, dtype, std::move(values)});
     return id;
   }
@@ -137,8 +151,8 @@ inline const std::vector<Dims>& EdgeShapes() {
 }
 
 inline void AddElementwiseCases(CaseBuilder& cb) {
-  const std::vector<OpKind> unary{OpKind::kNeg,  OpKind::kAbs,   OpKind::kExp,
-                                  OpKind::kLog,  OpKind::kTanh,  OpKind::kSqrt,
+  const std::vector<OpKind> unary{OpKind::kNeg,   OpKind::kAbs,  OpKind::kExp,
+                                  OpKind::kLog,   OpKind::kTanh, OpKind::kSqrt,
                                   OpKind::kRsqrt, OpKind::kGelu, OpKind::kRelu};
   const std::vector<OpKind> binary{OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv,
                                    OpKind::kMax, OpKind::kMin, OpKind::kPow};
@@ -147,7 +161,8 @@ inline void AddElementwiseCases(CaseBuilder& cb) {
   for (const Dims& shape : EdgeShapes()) {
     for (DType t : all) {
       for (OpKind k : unary) {
-        if (!IsFloating(t) && k != OpKind::kNeg && k != OpKind::kAbs && k != OpKind::kRelu) continue;
+        if (!IsFloating(t) && k != OpKind::kNeg && k != OpKind::kAbs && k != OpKind::kRelu)
+          continue;
         cb.Begin();
         cb.End("edges", cb.b().Unary(k, cb.Param(shape, t, true)));
       }
@@ -235,8 +250,8 @@ inline void AddReduceCases(CaseBuilder& cb) {
     cb.End("2d pad", cb.b().ReduceWindow(ReduceKind::kMax, cb.Param({5, 7}, t, false), {2, 3},
                                          {1, 2}, {1, 0}, {0, 2}));
     cb.Begin();
-    cb.End("1d", cb.b().ReduceWindow(ReduceKind::kSum, cb.Param({33}, t, false), {4}, {3}, {2},
-                                     {1}));
+    cb.End("1d",
+           cb.b().ReduceWindow(ReduceKind::kSum, cb.Param({33}, t, false), {4}, {3}, {2}, {1}));
     cb.Begin();
     {
       const int32_t x = cb.Param({6, 7}, t, false);

@@ -51,7 +51,8 @@ struct Buffer {
   const void* data() const { return bytes.data(); }
   HostTensor Read(DType dtype) const {
     HostTensor t{shape, dtype, {}};
-    for (int64_t i = 0; i < ElementsOf(shape); ++i) t.data.push_back(LoadElement(data(), storage, i));
+    for (int64_t i = 0; i < ElementsOf(shape); ++i)
+      t.data.push_back(LoadElement(data(), storage, i));
     return t;
   }
 };
@@ -61,11 +62,12 @@ struct Buffer {
 double BlockReduce(const ReduceArgs& r, int64_t x_base) {
   constexpr int kThreads = kReduceBlockThreads;
   std::vector<double> partial(kThreads);
-  for (int t = 0; t < kThreads; ++t) partial[static_cast<size_t>(t)] = ReduceRange(r, x_base, t, kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    partial[static_cast<size_t>(t)] = ReduceRange(r, x_base, t, kThreads);
   for (int half = kThreads / 2; half > 0; half /= 2) {
     for (int t = 0; t < half; ++t) {
-      partial[static_cast<size_t>(t)] =
-          CombineReduce(r.is_max, partial[static_cast<size_t>(t)], partial[static_cast<size_t>(t + half)]);
+      partial[static_cast<size_t>(t)] = CombineReduce(r.is_max, partial[static_cast<size_t>(t)],
+                                                      partial[static_cast<size_t>(t + half)]);
     }
   }
   return partial[0];
@@ -81,7 +83,8 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
   const int64_t n = ElementsOf(op.shape);
   switch (op.kind) {
     case OpKind::kConstant:
-      for (int64_t i = 0; i < n; ++i) StoreElement(out.data(), out_storage, i, FinishValue(op.attrs.value, rounding));
+      for (int64_t i = 0; i < n; ++i)
+        StoreElement(out.data(), out_storage, i, FinishValue(op.attrs.value, rounding));
       break;
     case OpKind::kIota: {
       const Dims s = DenseStrides(op.shape);
@@ -100,7 +103,8 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
     case OpKind::kPad:
     case OpKind::kReverse: {
       if (op.kind == OpKind::kPad) {
-        for (int64_t i = 0; i < n; ++i) StoreElement(out.data(), out_storage, i, FinishValue(op.attrs.value, rounding));
+        for (int64_t i = 0; i < n; ++i)
+          StoreElement(out.data(), out_storage, i, FinishValue(op.attrs.value, rounding));
       }
       Result<std::vector<CopyPiece>> pieces = MovementPieces(c.graph, c.id);
       EXPECT_TRUE(pieces.ok()) << pieces.status().message();
@@ -127,7 +131,8 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
         if (a.reduced.count >= kBlockReduceMinExtent) {
           int64_t x_base = 0, out_offset = 0;
           WalkOffsets(a.kept, o, &x_base, &out_offset);
-          StoreElement(a.out, out_storage, out_offset, FinishValue(BlockReduce(a, x_base), rounding));
+          StoreElement(a.out, out_storage, out_offset,
+                       FinishValue(BlockReduce(a, x_base), rounding));
         } else {
           ReduceOutputAt(a, o);
         }
@@ -145,17 +150,20 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
       if (op.kind == OpKind::kReduceWindow) {
         const bool is_max = op.attrs.reduce == ReduceKind::kMax;
         for (int64_t t = 0; t < n; ++t) {
-          StoreElement(out.data(), out_storage, t, FinishValue(WindowReduceAt(a, is_max, t), rounding));
+          StoreElement(out.data(), out_storage, t,
+                       FinishValue(WindowReduceAt(a, is_max, t), rounding));
         }
       } else {
         std::vector<double> acc(static_cast<size_t>(n), 0.0);
         const int64_t windows = ElementsOf(in[1].shape);
         for (int64_t t = 0; t < windows; ++t) {
           const int64_t target = WindowArgmaxAt(a, t);
-          if (target >= 0) acc[static_cast<size_t>(target)] += LoadElement(in[1].data(), in[1].storage, t);
+          if (target >= 0)
+            acc[static_cast<size_t>(target)] += LoadElement(in[1].data(), in[1].storage, t);
         }
         for (int64_t i = 0; i < n; ++i) {
-          StoreElement(out.data(), out_storage, i, FinishValue(acc[static_cast<size_t>(i)], rounding));
+          StoreElement(out.data(), out_storage, i,
+                       FinishValue(acc[static_cast<size_t>(i)], rounding));
         }
       }
       break;
@@ -172,14 +180,17 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
         }
       } else {
         std::vector<double> acc(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) acc[static_cast<size_t>(i)] = LoadElement(in[0].data(), in[0].storage, i);
+        for (int64_t i = 0; i < n; ++i)
+          acc[static_cast<size_t>(i)] = LoadElement(in[0].data(), in[0].storage, i);
         const int64_t updates = ElementsOf(in[2].shape);
         for (int64_t e = 0; e < updates; ++e) {
           const int64_t offset = IndexedTableOffset(a, e);
-          if (offset >= 0) acc[static_cast<size_t>(offset)] += LoadElement(in[2].data(), in[2].storage, e);
+          if (offset >= 0)
+            acc[static_cast<size_t>(offset)] += LoadElement(in[2].data(), in[2].storage, e);
         }
         for (int64_t i = 0; i < n; ++i) {
-          StoreElement(out.data(), out_storage, i, FinishValue(acc[static_cast<size_t>(i)], rounding));
+          StoreElement(out.data(), out_storage, i,
+                       FinishValue(acc[static_cast<size_t>(i)], rounding));
         }
       }
       break;
@@ -244,14 +255,37 @@ TEST(KernelMath, RoundToEqualsTheInterpretersRounding) {
   std::uniform_int_distribution<uint64_t> bits;
   std::uniform_int_distribution<int> exponent(-160, 140);
   std::uniform_real_distribution<double> mantissa(1.0, 2.0);
-  std::vector<double> values{0.0, -0.0, std::numeric_limits<double>::infinity(),
+  std::vector<double> values{0.0,
+                             -0.0,
+                             std::numeric_limits<double>::infinity(),
                              -std::numeric_limits<double>::infinity(),
-                             std::numeric_limits<double>::quiet_NaN(), 65504.0, 65519.99, 65520.0,
-                             -65520.0, 3.4028235677973366e38, 3.4028235e38 * 1.0000001, 1e-320,
-                             std::ldexp(1.0, -149), std::ldexp(1.0, -150), std::ldexp(3.0, -151),
-                             std::ldexp(1.0, -24), std::ldexp(1.0, -25), std::ldexp(3.0, -26),
-                             2147483647.5, -2147483648.9, 2147483648.0, 4294967296.0 + 5,
-                             9.3e18, -9.3e18, 1e300, 127.9, 128.0, -129.0, 255.0, 0.5, -0.5};
+                             std::numeric_limits<double>::quiet_NaN(),
+                             65504.0,
+                             65519.99,
+                             65520.0,
+                             -65520.0,
+                             3.4028235677973366e38,
+                             3.4028235e38 * 1.0000001,
+                             1e-320,
+                             std::ldexp(1.0, -149),
+                             std::ldexp(1.0, -150),
+                             std::ldexp(3.0, -151),
+                             std::ldexp(1.0, -24),
+                             std::ldexp(1.0, -25),
+                             std::ldexp(3.0, -26),
+                             2147483647.5,
+                             -2147483648.9,
+                             2147483648.0,
+                             4294967296.0 + 5,
+                             9.3e18,
+                             -9.3e18,
+                             1e300,
+                             127.9,
+                             128.0,
+                             -129.0,
+                             255.0,
+                             0.5,
+                             -0.5};
   for (int i = 0; i < 20000; ++i) {
     values.push_back(DoubleOfBits(bits(rng)));  // any double, NaN payloads and subnormals included
     values.push_back((i % 2 ? -1 : 1) * std::ldexp(mantissa(rng), exponent(rng)));
@@ -270,8 +304,8 @@ TEST(KernelMath, RoundToEqualsTheInterpretersRounding) {
       const DType dtype = static_cast<DType>(t);
       const double want = RoundToDType(v, dtype);
       ASSERT_TRUE(SameDouble(RoundTo(v, dtype), want))
-          << DTypeName(dtype) << " of " << v << " (bits " << std::hex << BitsOfDouble(v)
-          << std::dec << "): " << RoundTo(v, dtype) << ", expected " << want;
+          << DTypeName(dtype) << " of " << v << " (bits " << std::hex << BitsOfDouble(v) << std::dec
+          << "): " << RoundTo(v, dtype) << ", expected " << want;
       // Storing rounds the same way, and loading gives the stored value back.
       std::vector<unsigned char> cell(8, 0);
       StoreElement(cell.data(), dtype, 0, v);
@@ -285,11 +319,22 @@ TEST(KernelMath, RoundToEqualsTheInterpretersRounding) {
 
 TEST(KernelMath, PowerEqualsTheHostsPow) {
   // The exact integral powers and everything else (pow itself).
-  const std::vector<double> xs{0.0, -0.0, 1.0, -1.0, 2.0, -3.0, 7.0, 94906265.0, 1e16, 0.5, -2.5,
+  const std::vector<double> xs{0.0,
+                               -0.0,
+                               1.0,
+                               -1.0,
+                               2.0,
+                               -3.0,
+                               7.0,
+                               94906265.0,
+                               1e16,
+                               0.5,
+                               -2.5,
                                std::numeric_limits<double>::infinity(),
                                std::numeric_limits<double>::quiet_NaN()};
-  const std::vector<double> ys{0.0, 1.0, 2.0, 3.0, 5.0, 31.0, 52.0, 53.0, 64.0, 65.0, -1.0, 0.5,
-                               -2.0, std::numeric_limits<double>::infinity()};
+  const std::vector<double> ys{
+      0.0,  1.0,  2.0,  3.0,  5.0, 31.0, 52.0,
+      53.0, 64.0, 65.0, -1.0, 0.5, -2.0, std::numeric_limits<double>::infinity()};
   for (double x : xs) {
     for (double y : ys) {
       EXPECT_TRUE(SameDouble(Power(x, y), std::pow(x, y))) << x << " ^ " << y;
@@ -390,7 +435,8 @@ TEST(KernelMath, UnroundedResultsKeepF32Precision) {
   for (const KernelCase& c : kernel_cases::AllCases(2)) {
     const Op& op = c.graph.op(c.id);
     if (op.dtype != DType::kBF16 && op.dtype != DType::kF16) continue;
-    HostTensor want = EvaluateValidatedOp(c.graph, c.id, Pointers(c), alpa::ResultRounding::kKeepExact);
+    HostTensor want =
+        EvaluateValidatedOp(c.graph, c.id, Pointers(c), alpa::ResultRounding::kKeepExact);
     for (double& v : want.data) v = RoundToDType(v, DType::kF32);
     want.dtype = DType::kF32;
     HostTensor got = HostRun(c, false, DType::kF32);
@@ -407,7 +453,8 @@ TEST(KernelMath, MaskedIndexingEqualsTheRuntimes) {
     // The table holds rows [2, 2 + rows) of an axis of rows + 3.
     const int64_t rows = c.operands[0].shape[static_cast<size_t>(op.attrs.axis)];
     const int64_t offset = 2, size = rows + 3;
-    HostTensor want{op.shape, op.dtype, std::vector<double>(static_cast<size_t>(ElementsOf(op.shape)))};
+    HostTensor want{op.shape, op.dtype,
+                    std::vector<double>(static_cast<size_t>(ElementsOf(op.shape)))};
     IndexingArgs a = IndexingArgsFor(c.graph, c.id, offset, size);
     const Buffer x = Buffer::Of(c.operands[0]), indices = Buffer::Of(c.operands[1]);
     a.indices = indices.data();

@@ -27,10 +27,10 @@ namespace {
 
 using kernel_cases::KernelCase;
 
-#define ASSERT_CUDA(expr)                                                             \
-  do {                                                                                \
-    const cudaError_t e_ = (expr);                                                    \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_);            \
+#define ASSERT_CUDA(expr)                                                  \
+  do {                                                                     \
+    const cudaError_t e_ = (expr);                                         \
+    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_); \
   } while (0)
 
 // A bump allocator over one device buffer, reset between cases (the tests' tensors are small).
@@ -108,7 +108,8 @@ class CudaKernels : public ::testing::Test {
   DeviceTensor Upload(const HostTensor& t, DType storage) {
     const size_t bytes = static_cast<size_t>(t.size() * DTypeBytes(storage));
     std::vector<unsigned char> host(bytes + 8);
-    for (int64_t i = 0; i < t.size(); ++i) StoreElement(host.data(), storage, i, t.data[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < t.size(); ++i)
+      StoreElement(host.data(), storage, i, t.data[static_cast<size_t>(i)]);
     DeviceTensor d;
     d.shape = t.shape;
     d.storage = storage;
@@ -120,7 +121,8 @@ class CudaKernels : public ::testing::Test {
     return d;
   }
   DeviceTensor Allocate(const Dims& shape, DType storage) {
-    return Upload(HostTensor{shape, storage, std::vector<double>(static_cast<size_t>(ElementsOf(shape)), 0.0)},
+    return Upload(HostTensor{shape, storage,
+                             std::vector<double>(static_cast<size_t>(ElementsOf(shape)), 0.0)},
                   storage);
   }
   HostTensor Download(const DeviceTensor& d, DType dtype) {
@@ -130,7 +132,8 @@ class CudaKernels : public ::testing::Test {
       EXPECT_EQ(cudaMemcpy(host.data(), d.data, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
     }
     HostTensor t{d.shape, dtype, {}};
-    for (int64_t i = 0; i < d.elements(); ++i) t.data.push_back(LoadElement(host.data(), d.storage, i));
+    for (int64_t i = 0; i < d.elements(); ++i)
+      t.data.push_back(LoadElement(host.data(), d.storage, i));
     return t;
   }
   // Launches and waits; the launch's and the kernel's errors as a string ("" when none).
@@ -185,7 +188,8 @@ Tolerance ToleranceOf(const KernelCase& c, DType result) {
     case OpKind::kConvolution: {
       // f32 accumulation over K terms of magnitude <= 9 (operands within +-3).
       const double k = static_cast<double>(std::max<int64_t>(1, c.contracted));
-      const bool on_blas = kind == OpKind::kDotGeneral && result != DType::kF64 && IsFloating(result);
+      const bool on_blas =
+          kind == OpKind::kDotGeneral && result != DType::kF64 && IsFloating(result);
       return {1.0, on_blas ? 9.0 * k * std::ldexp(1.0, -22) : 1e-12 * k};
     }
     default:
@@ -208,7 +212,8 @@ TEST_F(CudaKernels, EveryOpKindAndDTypeEqualsTheInterpreter) {
     Result<HostTensor> want = EvaluateOp(c.graph, c.id, Pointers(c));
     ASSERT_TRUE(want.ok()) << c.name << ": " << want.status().message();
     const Tolerance tol = ToleranceOf(c, op.dtype);
-    EXPECT_EQ(kernel_cases::Compare(c, Download(out, op.dtype), want.value(), tol.ulps, tol.abs), "");
+    EXPECT_EQ(kernel_cases::Compare(c, Download(out, op.dtype), want.value(), tol.ulps, tol.abs),
+              "");
   }
 }
 
@@ -230,7 +235,8 @@ TEST_F(CudaKernels, UnroundedResultsAndF32StoredOperands) {
     OpLaunch launch;
     launch.round = false;
     ASSERT_EQ(Run(c, in, out, launch), "");
-    HostTensor want = EvaluateValidatedOp(c.graph, c.id, Pointers(c), alpa::ResultRounding::kKeepExact);
+    HostTensor want =
+        EvaluateValidatedOp(c.graph, c.id, Pointers(c), alpa::ResultRounding::kKeepExact);
     for (double& v : want.data) v = RoundToDType(v, DType::kF32);
     want.dtype = DType::kF32;
     const Tolerance tol = ToleranceOf(c, DType::kF32);
@@ -251,7 +257,8 @@ TEST_F(CudaKernels, MaskedIndexingOfASplitAxis) {
     for (const HostTensor& t : c.operands) in.push_back(Upload(t, t.dtype));
     const DeviceTensor out = Allocate(op.shape, op.dtype);
     ASSERT_EQ(Run(c, in, out, launch), "");
-    HostTensor want{op.shape, op.dtype, std::vector<double>(static_cast<size_t>(ElementsOf(op.shape)))};
+    HostTensor want{op.shape, op.dtype,
+                    std::vector<double>(static_cast<size_t>(ElementsOf(op.shape)))};
     if (op.kind == OpKind::kGather) {
       MaskedGather(op, c.operands[0], c.operands[1], 2, rows + 3, want);
     } else {
@@ -266,7 +273,8 @@ TEST_F(CudaKernels, BoxCopyAccumulateScaleConvert) {
   arena_.Reset();
   std::mt19937_64 rng(5);
   const HostTensor a{{5, 7}, DType::kF32, kernel_cases::RandomValues(DType::kF32, 35, rng, false)};
-  const HostTensor b{{5, 7}, DType::kBF16, kernel_cases::RandomValues(DType::kBF16, 35, rng, false)};
+  const HostTensor b{
+      {5, 7}, DType::kBF16, kernel_cases::RandomValues(DType::kBF16, 35, rng, false)};
   const DeviceTensor da = Upload(a, DType::kF32), db = Upload(b, DType::kBF16);
   // Copy box [2, 3] at (1, 2) of a into (3, 0) of a bf16 tensor: converted (rounded) to bf16.
   const DeviceTensor dst = Upload(b, DType::kBF16);
@@ -280,7 +288,8 @@ TEST_F(CudaKernels, BoxCopyAccumulateScaleConvert) {
     }
   }
   EXPECT_EQ(Download(dst, DType::kBF16).data, want.data);
-  EXPECT_EQ(LaunchCopyBox(ctx_, da, {4, 2}, dst, {3, 0}, {2, 3}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LaunchCopyBox(ctx_, da, {4, 2}, dst, {3, 0}, {2, 3}).code(),
+            StatusCode::kInvalidArgument);
   // dst (f32) += b, rounded to bf16; then scaled by 0.5 without rounding; then converted.
   const DeviceTensor acc = Upload(a, DType::kF32);
   ASSERT_TRUE(LaunchAccumulate(ctx_, db, acc, DType::kBF16, true).ok());
