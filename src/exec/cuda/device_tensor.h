@@ -10,6 +10,7 @@
 
 #include "core/ir/graph.h"
 #include "core/util/status.h"
+#include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
 namespace cuda {
@@ -22,11 +23,7 @@ struct DeviceTensor {
   Dims shape;
   DType storage = DType::kF32;
 
-  int64_t elements() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }
+  int64_t elements() const { return ElementCountOf(shape); }
 };
 
 // Device memory that a launch may use for its own temporaries until the next launch on the
