@@ -69,7 +69,7 @@ Status LaunchReduceOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
   r.rounding = rounding;
   const int64_t n = out.elements();
   if (n == 0) return Status::Ok();
-  if (r.reduced.count >= kBlockReduceMinExtent) {
+  if (UsesBlockReduce(r, n)) {
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n, kMaxBlocks));
     ReduceBlockPerOutputKernel<<<blocks, kReduceBlockThreads, 0, ctx.stream>>>(r, n);
   } else {

@@ -52,6 +52,16 @@ ALPA_HD double ReduceRange(const ReduceArgs& r, int64_t x_base, int64_t begin, i
   return acc;
 }
 
+// Whether the reduction runs a block per output: long rows that are contiguous in memory (the
+// innermost reduced dim is x's innermost: softmax, layer norm), or long reductions with too few
+// outputs to fill the GPU with a thread each. Reductions over outer dims with many outputs run a
+// thread per output, whose neighbours read neighbouring elements.
+inline bool UsesBlockReduce(const ReduceArgs& r, int64_t outputs) {
+  if (r.reduced.count < kBlockReduceMinExtent) return false;
+  const bool contiguous = r.reduced.rank > 0 && r.reduced.a_stride[r.reduced.rank - 1] == 1;
+  return contiguous || outputs < kBlockReduceMinExtent;
+}
+
 ALPA_HD void ReduceOutputAt(const ReduceArgs& r, int64_t o) {
   int64_t x_base = 0, out_offset = 0;
   WalkOffsets(r.kept, o, &x_base, &out_offset);

@@ -247,6 +247,8 @@ inline void AddReduceCases(CaseBuilder& cb) {
     cb.Begin();
     cb.End("long rows", cb.b().ReduceMax(cb.Param({2, 5000}, t, edges), {1}));
     cb.Begin();
+    cb.End("long columns", cb.b().ReduceSum(cb.Param({1100, 3}, t, false), {0}));
+    cb.Begin();
     cb.End("2d pad", cb.b().ReduceWindow(ReduceKind::kMax, cb.Param({5, 7}, t, false), {2, 3},
                                          {1, 2}, {1, 0}, {0, 2}));
     cb.Begin();

@@ -128,7 +128,7 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
       a.out_storage = out_storage;
       a.rounding = rounding;
       for (int64_t o = 0; o < n; ++o) {
-        if (a.reduced.count >= kBlockReduceMinExtent) {
+        if (UsesBlockReduce(a, n)) {
           int64_t x_base = 0, out_offset = 0;
           WalkOffsets(a.kept, o, &x_base, &out_offset);
           StoreElement(a.out, out_storage, out_offset,
