@@ -196,11 +196,12 @@ ALPA_HD void StoreElement(void* data, DType storage, int64_t i, double v) {
       static_cast<int32_t*>(data)[i] = static_cast<int32_t>(WrapInteger(v, 32));
       return;
     case DType::kS64: {
-      // RoundTo's saturated 2^63 - 1 is 2^63 in double: stored as the largest int64 (which
-      // loads back as 2^63) rather than wrapped a second time.
-      const int64_t max = 0x7fffffffffffffffLL;
+      // Saturation gives 2^63 - 1, which is 2^63 in double: stored as the largest int64 (it
+      // loads back as 2^63), whether v is that rounded value or still unrounded (+inf).
+      const double two63 = DoubleOfBits(0x43e0000000000000ULL);
+      const double w = v == two63 ? two63 : WrapInteger(v, 64);
       static_cast<int64_t*>(data)[i] =
-          v == DoubleOfBits(0x43e0000000000000ULL) ? max : static_cast<int64_t>(WrapInteger(v, 64));
+          w >= two63 ? static_cast<int64_t>(0x7fffffffffffffffLL) : static_cast<int64_t>(w);
       return;
     }
     case DType::kPred:
