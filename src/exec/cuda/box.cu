@@ -62,7 +62,8 @@ Status LaunchAccumulate(const LaunchContext& ctx, const DeviceTensor& src, const
                         DType round_to, bool round) {
   ALPA_RETURN_IF_ERROR(SameShape(src, dst, "accumulate"));
   return LaunchBoxElementwise(ctx, BoxMode::kAccumulate, src.data, src.storage, dst.data,
-                              dst.storage, dst.elements(), 0.0, OutputRounding{round, round_to},
+                              dst.storage, dst.elements(), 0.0,
+                              ForStorage(OutputRounding{round, round_to}, dst.storage),
                               "accumulate of " + ShapeString(dst.shape));
 }
 
@@ -70,7 +71,8 @@ Status LaunchScale(const LaunchContext& ctx, const DeviceTensor& src, const Devi
                    double value, DType round_to, bool round) {
   ALPA_RETURN_IF_ERROR(SameShape(src, dst, "scale"));
   return LaunchBoxElementwise(ctx, BoxMode::kScale, src.data, src.storage, dst.data, dst.storage,
-                              dst.elements(), value, OutputRounding{round, round_to},
+                              dst.elements(), value,
+                              ForStorage(OutputRounding{round, round_to}, dst.storage),
                               "scale of " + ShapeString(dst.shape));
 }
 
@@ -78,7 +80,8 @@ Status LaunchConvert(const LaunchContext& ctx, const DeviceTensor& src, const De
                      DType round_to, bool round) {
   ALPA_RETURN_IF_ERROR(SameShape(src, dst, "convert"));
   return LaunchBoxElementwise(ctx, BoxMode::kConvert, src.data, src.storage, dst.data, dst.storage,
-                              dst.elements(), 0.0, OutputRounding{round, round_to},
+                              dst.elements(), 0.0,
+                              ForStorage(OutputRounding{round, round_to}, dst.storage),
                               "convert of " + ShapeString(dst.shape));
 }
 

@@ -222,6 +222,13 @@ ALPA_HD double FinishValue(double v, OutputRounding r) {
   return r.round ? RoundTo(v, r.round_to) : v;
 }
 
+// `r` for results stored into `storage`: a rounding to the storage type itself is left to the
+// store, which rounds the same way (one encoding per element instead of two).
+ALPA_HD OutputRounding ForStorage(OutputRounding r, DType storage) {
+  if (r.round && r.round_to == storage) r.round = false;
+  return r;
+}
+
 // Kinds whose results are operand values moved or picked unchanged: the interpreter does not
 // round them (their operands already hold values of the dtype).
 inline bool KeepsOperandValues(OpKind kind) {

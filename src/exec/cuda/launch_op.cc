@@ -93,7 +93,7 @@ Status LaunchOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
   ALPA_RETURN_IF_ERROR(CheckLaunchArguments(graph, id, operands, out));
   const Op& op = graph.op(id);
   const std::string what = DescribeOp(graph, id);
-  const OutputRounding rounding = RoundingFor(op, launch.round);
+  const OutputRounding rounding = ForStorage(RoundingFor(op, launch.round), out.storage);
   switch (op.kind) {
     case OpKind::kConstant:
       return LaunchFill(ctx, out.data, out.storage, out.elements(), op.attrs.value, rounding, what);

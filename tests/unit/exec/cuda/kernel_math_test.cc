@@ -79,7 +79,7 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
   std::vector<Buffer> in;
   for (const HostTensor& t : c.operands) in.push_back(Buffer::Of(t));
   Buffer out(op.shape, out_storage);
-  const OutputRounding rounding = RoundingFor(op, round);
+  const OutputRounding rounding = ForStorage(RoundingFor(op, round), out_storage);
   const int64_t n = ElementsOf(op.shape);
   switch (op.kind) {
     case OpKind::kConstant:
