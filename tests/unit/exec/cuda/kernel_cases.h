@@ -346,6 +346,59 @@ inline void AddContractionCases(CaseBuilder& cb) {
   }
 }
 
+// Model-sized cases for the GPU (tensor-core GEMM tiles, softmax rows, embedding tables): too
+// slow for the interpreter in every host test, a fraction of a second once.
+inline std::vector<KernelCase> LargeCases(uint64_t seed) {
+  CaseBuilder cb(seed);
+  for (DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
+    cb.Begin();
+    {
+      const int32_t x = cb.Param({4, 128, 256}, t, false), y = cb.Param({4, 256, 192}, t, false);
+      cb.End("batched GEMM", cb.b().DotGeneral(x, y, {{0}, {0}, {2}, {1}}), 256);
+    }
+    cb.Begin();
+    {
+      const int32_t x = cb.Param({257, 129}, t, false), y = cb.Param({65, 129}, t, false);
+      cb.End("odd sizes, rhs transposed", cb.b().DotGeneral(x, y, {{}, {}, {1}, {1}}), 129);
+    }
+    cb.Begin();
+    {
+      // Attention scores: [batch, seq, heads, dim] x [batch, seq, heads, dim] over dim, with
+      // heads as a batch dim that is not leading (transposed into scratch).
+      const int32_t q = cb.Param({2, 64, 4, 32}, t, false), k = cb.Param({2, 64, 4, 32}, t, false);
+      cb.End("attention scores", cb.b().DotGeneral(q, k, {{0, 2}, {0, 2}, {3}, {3}}), 32);
+    }
+    cb.Begin();
+    cb.End("softmax rows", cb.b().ReduceMax(cb.Param({32, 16384}, t, false), {1}));
+    cb.Begin();
+    cb.End("layer-norm rows", cb.b().ReduceSum(cb.Param({64, 4096}, t, false), {1}));
+    cb.Begin();
+    cb.End("bias gradient", cb.b().ReduceSum(cb.Param({4096, 64}, t, false), {0}));
+    cb.Begin();
+    cb.End("", cb.b().Transpose(cb.Param({64, 128, 96}, t, false), {2, 0, 1}));
+    cb.Begin();
+    {
+      const int32_t table = cb.Param({1000, 256}, t, false);
+      std::vector<double> idx(512);
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<double>((i * 37) % 1003);
+      const int32_t i = cb.ParamWith({512}, DType::kS32, idx);
+      cb.End("embedding", cb.b().Gather(table, i, 0));
+    }
+    cb.Begin();
+    {
+      const int32_t table = cb.Param({1000, 256}, t, false);
+      std::vector<double> idx(512);
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<double>((i * 37) % 1003);
+      const int32_t i = cb.ParamWith({512}, DType::kS32, idx);
+      const int32_t u = cb.Param({512, 256}, t, false);
+      cb.End("embedding gradient", cb.b().ScatterAdd(table, i, u, 0));
+    }
+    cb.Begin();
+    cb.End("", cb.b().Unary(OpKind::kGelu, cb.Param({3, 1000, 37}, t, false)));
+  }
+  return cb.Take();
+}
+
 // Every case, deterministic for a seed.
 inline std::vector<KernelCase> AllCases(uint64_t seed) {
   CaseBuilder cb(seed);

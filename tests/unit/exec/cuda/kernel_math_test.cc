@@ -524,6 +524,16 @@ TEST(KernelMath, GemmPlanGivesTheDotProduct) {
   }
 }
 
+TEST(KernelMath, ModelSizedGpuCasesAreValidOps) {
+  // The GPU test's large cases (kernels_gpu_test.cc) are checked here too, where CI runs: each
+  // builds, and the interpreter accepts its operands.
+  for (const KernelCase& c : kernel_cases::LargeCases(6)) {
+    ASSERT_EQ(c.name.rfind("invalid", 0), std::string::npos) << c.name;
+    ASSERT_TRUE(ValidateGraph(c.graph).ok()) << c.name;
+    ASSERT_EQ(c.operands.size(), c.graph.op(c.id).operands.size()) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace cuda
 }  // namespace alpa

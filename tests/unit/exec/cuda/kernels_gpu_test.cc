@@ -217,6 +217,67 @@ TEST_F(CudaKernels, EveryOpKindAndDTypeEqualsTheInterpreter) {
   }
 }
 
+TEST_F(CudaKernels, ModelSizedShapesEqualTheInterpreter) {
+  for (const KernelCase& c : kernel_cases::LargeCases(6)) {
+    ASSERT_EQ(c.name.rfind("invalid", 0), std::string::npos) << c.name;
+    arena_.Reset();
+    const Op& op = c.graph.op(c.id);
+    std::vector<DeviceTensor> in;
+    for (const HostTensor& t : c.operands) in.push_back(Upload(t, t.dtype));
+    const DeviceTensor out = Allocate(op.shape, op.dtype);
+    ASSERT_EQ(Run(c, in, out, OpLaunch{}), "");
+    Result<HostTensor> want = EvaluateOp(c.graph, c.id, Pointers(c));
+    ASSERT_TRUE(want.ok()) << c.name << ": " << want.status().message();
+    const Tolerance tol = ToleranceOf(c, op.dtype);
+    EXPECT_EQ(kernel_cases::Compare(c, Download(out, op.dtype), want.value(), tol.ulps, tol.abs),
+              "");
+  }
+}
+
+TEST_F(CudaKernels, Tf32ContractionsWhenAllowed) {
+  // TF32 keeps 10 mantissa bits of each product's operands: errors of about 2^-11 per term.
+  ctx_.allow_tf32 = true;
+  for (const KernelCase& c : kernel_cases::LargeCases(7)) {
+    const Op& op = c.graph.op(c.id);
+    if (op.kind != OpKind::kDotGeneral || op.dtype != DType::kF32) continue;
+    arena_.Reset();
+    std::vector<DeviceTensor> in;
+    for (const HostTensor& t : c.operands) in.push_back(Upload(t, t.dtype));
+    const DeviceTensor out = Allocate(op.shape, op.dtype);
+    ASSERT_EQ(Run(c, in, out, OpLaunch{}), "");
+    Result<HostTensor> want = EvaluateOp(c.graph, c.id, Pointers(c));
+    ASSERT_TRUE(want.ok());
+    const double tol = 9.0 * static_cast<double>(c.contracted) * std::ldexp(1.0, -10);
+    EXPECT_EQ(kernel_cases::Compare(c, Download(out, op.dtype), want.value(), 1.0, tol), "");
+  }
+}
+
+TEST_F(CudaKernels, ContractionsOnOperandsOffTheAllocationAlignment) {
+  // Tensors that start one element into a buffer (a view): cuBLASLt must pick algorithms for
+  // that alignment, or the kernel runs instead.
+  for (const KernelCase& c : kernel_cases::AllCases(8)) {
+    const Op& op = c.graph.op(c.id);
+    if (op.kind != OpKind::kDotGeneral || !IsFloating(op.dtype)) continue;
+    arena_.Reset();
+    std::vector<DeviceTensor> in;
+    for (const HostTensor& t : c.operands) {
+      HostTensor shifted{{t.size() + 1}, t.dtype, t.data};
+      shifted.data.insert(shifted.data.begin(), 0.0);
+      DeviceTensor d = Upload(shifted, t.dtype);
+      d.data = static_cast<char*>(d.data) + DTypeBytes(t.dtype);
+      d.shape = t.shape;
+      in.push_back(d);
+    }
+    const DeviceTensor out = Allocate(op.shape, op.dtype);
+    ASSERT_EQ(Run(c, in, out, OpLaunch{}), "");
+    Result<HostTensor> want = EvaluateOp(c.graph, c.id, Pointers(c));
+    ASSERT_TRUE(want.ok());
+    const Tolerance tol = ToleranceOf(c, op.dtype);
+    EXPECT_EQ(kernel_cases::Compare(c, Download(out, op.dtype), want.value(), tol.ulps, tol.abs),
+              "");
+  }
+}
+
 TEST_F(CudaKernels, UnroundedResultsAndF32StoredOperands) {
   // 16-bit float ops whose operands are held in f32 (exact copies) and whose result is kept in
   // f32 unrounded: the interpreter's kKeepExact result, rounded to f32.
