@@ -3,7 +3,7 @@
 // place when their dims already come as [batch, M, K] or [batch, K, M] (lhs) and [batch, K, N] or
 // [batch, N, K] (rhs), else transposed into scratch; an operand whose storage differs from the
 // other's (an f32 partial sum beside 16-bit values) is converted to f32 on the way. f64 and
-// integer dtypes, and shapes cuBLASLt cannot take (a batch beyond int32, or no algorithm found),
+// integer dtypes, and shapes cuBLASLt cannot take (a dim beyond int32, or no algorithm found),
 // run on a kernel of one thread per output summing in double in the interpreter's order.
 #include <cublasLt.h>
 
@@ -172,7 +172,10 @@ Status RunGemm(const LaunchContext& ctx, const GemmPlan& p, const GemmOperands& 
   const cublasStatus_t hs =
       cublasLtMatmulAlgoGetHeuristic(ctx.blas, desc.matmul, desc.a, desc.b, desc.d, desc.d,
                                      desc.preference, 1, &heuristic, &returned);
-  if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && returned == 0)) {
+  // No algorithm for this combination of types, sizes and alignments (the heuristic answers
+  // NOT_SUPPORTED or INVALID_VALUE, or finds none): the caller runs the kernel instead.
+  if (hs == CUBLAS_STATUS_NOT_SUPPORTED || hs == CUBLAS_STATUS_INVALID_VALUE ||
+      (hs == CUBLAS_STATUS_SUCCESS && returned == 0)) {
     *found = false;
     return Status::Ok();
   }
@@ -227,7 +230,8 @@ Status LaunchDotGeneralOp(const LaunchContext& ctx, const Graph& graph, int32_t 
   const DeviceTensor& lhs = operands[0];
   const DeviceTensor& rhs = operands[1];
   const bool blas = ctx.blas != nullptr && IsBlasFloat(op.dtype) && IsBlasFloat(lhs.storage) &&
-                    IsBlasFloat(rhs.storage) && p.batch <= INT32_MAX;
+                    IsBlasFloat(rhs.storage) && p.batch <= INT32_MAX && p.m <= INT32_MAX &&
+                    p.n <= INT32_MAX && p.k <= INT32_MAX;
   if (!blas) return LaunchDotKernel(ctx, graph, id, operands, out, rounding);
 
   // Both operands in one storage type: the 16-bit type when both hold it, else f32.
