@@ -29,13 +29,18 @@ struct OpLaunch {
 
 // Runs op `id` of `graph` (a validated local graph; not a parameter) on `operands` (one per
 // operand, of the operand ops' shapes) into `out` (allocated by the caller with the op's shape).
-// kUnsupported naming the op for a kind or dtype combination the backend cannot run.
+// A tensor's storage is its op's dtype, or f32 for an f16 / bf16 value (kInvalidArgument naming
+// the op and operand otherwise, or for a wrong shape or operand count). Every kind and dtype
+// runs; kUnsupported naming the op for a rank beyond 8. dot_general, scatter_add and
+// select_and_scatter use ctx.scratch (one Reserve per launch); dot_general of f32 / f16 / bf16
+// uses ctx.blas and its workspace when set, else a kernel summing in double.
 Status LaunchOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
                 const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
                 const OpLaunch& launch);
 
-// dst's box at `dst_offsets` (sizes `sizes`) = src's box at `src_offsets`, converting storage
-// types (and rounding to `round_to` unless it is nullptr-like: pass the dst's storage to keep).
+// dst's box at `dst_offsets` (sizes `sizes`) = src's box at `src_offsets`, converting between
+// the storage types (a store into a narrower float type rounds to nearest even; nothing else is
+// rounded). kInvalidArgument when the box leaves either tensor or the ranks differ.
 Status LaunchCopyBox(const LaunchContext& ctx, const DeviceTensor& src,
                      const std::vector<int64_t>& src_offsets, const DeviceTensor& dst,
                      const std::vector<int64_t>& dst_offsets, const std::vector<int64_t>& sizes);

@@ -1,0 +1,125 @@
+// Reductions: reduce_sum / reduce_max over any dims (a thread per output for short reductions,
+// a block per output for long rows such as softmax and layer-norm rows; double accumulation in a
+// fixed order, no atomics), reduce_window (a thread per window) and select_and_scatter (a thread
+// per source element, atomics on a double scratch, then one rounding to the dtype).
+#include "exec/cuda/kernel_launch.h"
+#include "exec/cuda/reduce_body.h"
+
+namespace alpa {
+namespace cuda {
+namespace {
+
+__global__ void ReduceThreadPerOutputKernel(ReduceArgs r, int64_t n) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < n; o += step) {
+    ReduceOutputAt(r, o);
+  }
+}
+
+// Launched with kReduceBlockThreads threads: thread t reduces elements t, t + 256, ... of the
+// row; the partial results combine in a tree, lower threads holding earlier elements.
+__global__ void ReduceBlockPerOutputKernel(ReduceArgs r, int64_t n) {
+  __shared__ double partial[kReduceBlockThreads];
+  const int32_t t = static_cast<int32_t>(threadIdx.x);
+  for (int64_t o = blockIdx.x; o < n; o += gridDim.x) {  // uniform across the block
+    int64_t x_base = 0, out_offset = 0;
+    WalkOffsets(r.kept, o, &x_base, &out_offset);
+    partial[t] = ReduceRange(r, x_base, t, kReduceBlockThreads);
+    __syncthreads();
+    for (int32_t half = kReduceBlockThreads / 2; half > 0; half /= 2) {
+      if (t < half) partial[t] = CombineReduce(r.is_max, partial[t], partial[t + half]);
+      __syncthreads();
+    }
+    if (t == 0) StoreElement(r.out, r.out_storage, out_offset, FinishValue(partial[0], r.rounding));
+    __syncthreads();  // partial[0] is read before the next row overwrites it
+  }
+}
+
+__global__ void WindowReduceKernel(WindowArgs a, bool is_max, void* out, DType out_storage,
+                                   int64_t n, OutputRounding rounding) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += step) {
+    StoreElement(out, out_storage, t, FinishValue(WindowReduceAt(a, is_max, t), rounding));
+  }
+}
+
+__global__ void SelectAndScatterKernel(WindowArgs a, const void* source, DType source_storage,
+                                       double* acc, int64_t windows) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < windows;
+       t += step) {
+    const int64_t target = WindowArgmaxAt(a, t);
+    if (target >= 0) atomicAdd(acc + target, LoadElement(source, source_storage, t));
+  }
+}
+
+}  // namespace
+
+Status LaunchReduceOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
+                      const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
+                      OutputRounding rounding) {
+  const std::string what = DescribeOp(graph, id);
+  Result<ReduceArgs> args = ReduceArgsFor(graph, id);
+  if (!args.ok()) return args.status();
+  ReduceArgs r = args.value();
+  r.x = operands[0].data;
+  r.x_storage = operands[0].storage;
+  r.out = out.data;
+  r.out_storage = out.storage;
+  r.rounding = rounding;
+  const int64_t n = out.elements();
+  if (n == 0) return Status::Ok();
+  if (UsesBlockReduce(r, n)) {
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n, kMaxBlocks));
+    ReduceBlockPerOutputKernel<<<blocks, kReduceBlockThreads, 0, ctx.stream>>>(r, n);
+  } else {
+    ReduceThreadPerOutputKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(r, n);
+  }
+  return CheckLaunch(what);
+}
+
+Status LaunchReduceWindowOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
+                            const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
+                            OutputRounding rounding) {
+  const Op& op = graph.op(id);
+  Result<WindowArgs> args = WindowArgsFor(graph, id);
+  if (!args.ok()) return args.status();
+  WindowArgs a = args.value();
+  a.x = operands[0].data;
+  a.x_storage = operands[0].storage;
+  const int64_t n = out.elements();
+  if (n == 0) return Status::Ok();
+  WindowReduceKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(
+      a, op.attrs.reduce == ReduceKind::kMax, out.data, out.storage, n, rounding);
+  return CheckLaunch(DescribeOp(graph, id));
+}
+
+Status LaunchSelectAndScatterOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
+                                const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
+                                OutputRounding rounding) {
+  const std::string what = DescribeOp(graph, id);
+  Result<WindowArgs> args = WindowArgsFor(graph, id);
+  if (!args.ok()) return args.status();
+  WindowArgs a = args.value();
+  a.x = operands[0].data;
+  a.x_storage = operands[0].storage;
+  const int64_t n = out.elements();
+  if (n == 0) return Status::Ok();
+  ScratchPlan plan;
+  plan.Add(static_cast<size_t>(n) * sizeof(double));
+  Result<char*> scratch = ReserveScratch(ctx, plan, what);
+  if (!scratch.ok()) return scratch.status();
+  double* acc = reinterpret_cast<double*>(scratch.value());
+  ALPA_RETURN_IF_ERROR(CudaStatus(
+      cudaMemsetAsync(acc, 0, static_cast<size_t>(n) * sizeof(double), ctx.stream), what));
+  const int64_t windows = operands[1].elements();
+  if (windows > 0) {
+    SelectAndScatterKernel<<<BlocksFor(windows), kThreadsPerBlock, 0, ctx.stream>>>(
+        a, operands[1].data, operands[1].storage, acc, windows);
+    ALPA_RETURN_IF_ERROR(CheckLaunch(what));
+  }
+  return LaunchStoreFromDouble(ctx, acc, out.data, out.storage, n, rounding, what);
+}
+
+}  // namespace cuda
+}  // namespace alpa
