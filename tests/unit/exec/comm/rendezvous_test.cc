@@ -275,14 +275,15 @@ TEST(TcpRendezvous, RankZeroNamesTheRanksThatDidNotConnect) {
   Status zero_status;
   std::unique_ptr<Rendezvous> two;
   std::thread zero([&] {
-    zero_status = ConnectRendezvous(ConfigFor(spec, 0, 4, std::chrono::milliseconds(500))).status();
+    zero_status =
+        ConnectRendezvous(ConfigFor(spec, 0, 4, std::chrono::milliseconds(2000))).status();
   });
   Result<std::unique_ptr<Rendezvous>> met = ConnectRendezvous(ConfigFor(spec, 2, 4));
   zero.join();
   ASSERT_TRUE(met.ok()) << met.status().message();
   EXPECT_EQ(zero_status.code(), StatusCode::kTimeout);
   EXPECT_EQ(zero_status.message(),
-            "rendezvous " + spec + ": rank 0 waited 500 ms; ranks {1, 3} did not connect");
+            "rendezvous " + spec + ": rank 0 waited 2 s; ranks {1, 3} did not connect");
   // Rank 0 told rank 2 before leaving.
   std::vector<uint8_t> blob;
   const Status shared = met.value()->ShareBlob(&blob);
