@@ -16,7 +16,9 @@
 //   mpi             under mpirun, through the MPI communicator (the blob is broadcast); a
 //                   failure ends the whole job through MPI_Abort, as the MPI communicator does.
 //                   Chosen by default when ALPA_RENDEZVOUS is unset and the process runs under
-//                   mpirun (Open MPI's, MPICH's or PMIx's rank variables are set).
+//                   mpirun (Open MPI's, MPICH's or PMIx's rank variables are set). MPI is
+//                   initialised by the rendezvous; FinalizeMpi (mpi_communicator.h) after it
+//                   is destroyed.
 // Every wait has a deadline (RendezvousConfig::timeout, default 30 s) and ends with an error
 // naming the rendezvous and what was missing.
 #pragma once

@@ -240,7 +240,8 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     ALPA_RETURN_IF_ERROR(CheckPeer("Recv", "source", from, size_, tag));
     ALPA_RETURN_IF_ERROR(CheckBuffers("Recv", count, 1, data, data));
     ALPA_RETURN_IF_ERROR(Begin());
-    if (TakeFromMailbox(from, tag, data, count, &matched_)) return matched_;
+    Status taken;
+    if (TakeFromMailbox(from, tag, data, count, &taken)) return taken;
     if (from == rank_) {
       return InvalidArgument("Recv: rank " + std::to_string(rank_) +
                              " waits for a message from itself with tag " + std::to_string(tag) +
@@ -256,8 +257,8 @@ class NcclCommunicatorImpl : public NcclCommunicator {
       ALPA_RETURN_IF_ERROR(ReceiveValues(from, arrived_count, values.data(), what));
       mailbox_[{from, arrived_tag}].push_back(std::move(values));
       if (arrived_tag == tag) {
-        TakeFromMailbox(from, tag, data, count, &matched_);
-        return matched_;
+        TakeFromMailbox(from, tag, data, count, &taken);
+        return taken;
       }
     }
   }
@@ -558,7 +559,6 @@ class NcclCommunicatorImpl : public NcclCommunicator {
   std::deque<QueuedSend> outbox_;
   std::vector<DeviceBuffer> in_flight_;
   std::map<std::pair<int32_t, int64_t>, std::deque<std::vector<double>>> mailbox_;
-  Status matched_;
   Status aborted_;
 };
 
