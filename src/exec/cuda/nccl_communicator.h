@@ -27,10 +27,13 @@
 //     world) and stream. A message is a header (count, tag; ncclInt64) and its values, so Recv
 //     matches tags and checks counts as the interface asks; messages of other tags that arrive
 //     first are kept for later Recvs. A send to oneself never touches NCCL.
-//     What this cannot do: two ranks that each send to the other, then run a collective, then
-//     receive. Each send is issued before the collective, on its own, and each rank's receive
-//     queues behind its own send, which waits for the other's receive: the receive ends at the
-//     wait deadline (kTimeout, then an abort), never in a hang.
+//     A send issued before a collective completes while the collective runs only because NCCL
+//     progresses the point-to-point and the collective communicators side by side, which it
+//     does in practice but does not promise. What this cannot do: two ranks that each send to
+//     the other, then run a collective, then receive. Each send is issued before the
+//     collective, on its own, and each rank's receive queues behind its own send, which waits
+//     for the other's receive: the receive ends at the wait deadline ("rank R failed: ... not
+//     done after ..."), never in a hang.
 //   - Waiting: every wait (initialisation, splits, collectives, receives) polls the stream,
 //     ncclCommGetAsyncError and the rendezvous's failure channel, up to wait_timeout. On an
 //     error or the deadline, the rank reports it through the rendezvous and calls
