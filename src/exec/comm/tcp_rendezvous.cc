@@ -143,7 +143,7 @@ class TcpRendezvous : public Rendezvous {
     const std::string message = cause.message().empty() ? "aborted" : cause.message();
     {
       std::lock_guard<std::mutex> lock(failure_mutex_);
-      if (reported_ || !peer_failure_.ok()) return;
+      if (reported_ || failure_claimed_) return;
       reported_ = true;
     }
     std::lock_guard<std::mutex> lock(write_mutex_);
@@ -249,21 +249,26 @@ class TcpRendezvous : public Rendezvous {
     }
   }
 
-  // Keeps the first failure; rank 0 forwards it to every rank but the failed one.
+  // Keeps the first failure; rank 0 forwards it to every rank but the failed one. The failure
+  // becomes visible to this process only after the forwarding: a rank 0 that ends as soon as it
+  // sees the failure must not take the others' news with it.
   void RecordFailure(int32_t failed_rank, const std::string& message) {
     {
       std::lock_guard<std::mutex> lock(failure_mutex_);
-      if (!peer_failure_.ok()) return;
-      peer_failure_ = AbortedStatus(failed_rank, InternalError(message));
+      if (failure_claimed_) return;
+      failure_claimed_ = true;
     }
-    if (config_.rank != 0) return;
-    std::lock_guard<std::mutex> lock(write_mutex_);
-    const Frame forward{FrameType::kFailure, failed_rank, message};
-    for (size_t slot = 1; slot < peers_.size(); ++slot) {
-      if (static_cast<int32_t>(slot) != failed_rank && !finished_[slot]) {
-        WriteFrame(peers_[slot], forward);
+    if (config_.rank == 0) {
+      std::lock_guard<std::mutex> lock(write_mutex_);
+      const Frame forward{FrameType::kFailure, failed_rank, message};
+      for (size_t slot = 1; slot < peers_.size(); ++slot) {
+        if (static_cast<int32_t>(slot) != failed_rank && !finished_[slot]) {
+          WriteFrame(peers_[slot], forward);
+        }
       }
     }
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    peer_failure_ = AbortedStatus(failed_rank, InternalError(message));
   }
 
   RendezvousConfig config_;
@@ -276,6 +281,7 @@ class TcpRendezvous : public Rendezvous {
   std::mutex write_mutex_;
   mutable std::mutex failure_mutex_;
   bool reported_ = false;
+  bool failure_claimed_ = false;  // a peer's failure is being recorded (and forwarded)
   Status peer_failure_;
 };
 
