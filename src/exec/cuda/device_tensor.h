@@ -10,6 +10,7 @@
 
 #include "core/ir/graph.h"
 #include "core/util/status.h"
+#include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
 namespace cuda {
