@@ -1,5 +1,6 @@
 #include "exec/cuda/cuda_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <utility>
@@ -59,7 +60,7 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::Create(const DeviceProgram& prog
   std::string why;
   const int32_t count = CudaDeviceCount(&why);
   if (count == 0) return Status(StatusCode::kUnsupported, "the CUDA backend: " + why);
-  if (options.gpu >= count) {
+  if (options.gpu < -1 || options.gpu >= count) {
     return InvalidArgument("GPU " + std::to_string(options.gpu) +
                            " does not exist (this process sees " + std::to_string(count) + ")");
   }

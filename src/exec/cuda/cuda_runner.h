@@ -48,7 +48,7 @@ class CudaRunner : public ProgramRunner {
                              const Graph& graph) override;
   Result<std::vector<ParameterTile>> FetchParameters() const override;
 
-  int32_t gpu() const { return gpu_; }
+  int32_t gpu() const override { return gpu_; }
   const std::vector<DType>& storage() const { return storage_; }
 
  private:
