@@ -206,8 +206,12 @@ void CudaRunner::ReleaseTemp(cuda::DeviceTensor& t) {
 Status CudaRunner::Synchronize(const char* what) const {
   const cudaError_t e = cudaStreamSynchronize(stream_);
   if (e != cudaSuccess) {
-    return CudaError(e, std::string(what) + ": the GPU failed in a launch after instruction " +
-                            std::to_string(waited_after_) + " (asynchronous error)");
+    // A kernel's own error surfaces at the next wait: name the launches it may come from.
+    const std::string since = waited_after_ < 0
+                                  ? std::string("since the step began")
+                                  : "after instruction " + std::to_string(waited_after_);
+    return CudaError(e, std::string(what) + ": the GPU failed in a launch " + since +
+                            " (asynchronous error; CUDA_LAUNCH_BLOCKING=1 names the launch)");
   }
   waited_after_ = instruction_;
   return Status::Ok();
