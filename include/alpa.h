@@ -1113,7 +1113,7 @@ ALPA_API int32_t alpa_plan_read_json(alpa_plan** out, const char* json, size_t l
  * path. Caller frees *out with alpa_plan_destroy. */
 ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_error** err);
 
-/* ---- Executor: a plan's device programs run on CPU devices (docs/executor.md) ----
+/* ---- Executor: a plan's device programs run on CPU devices or GPUs (docs/executor.md) ----
  *
  * The plan is lowered to one program per device (its SPMD pieces, the planned collectives, the
  * cross-stage slice moves, the pipeline schedule, gradient accumulation and the update) and each
@@ -1146,19 +1146,36 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
 #define ALPA_DEVICES_THREADS 0
 #define ALPA_DEVICES_MPI 1
 
+/** What runs the devices' programs: the CPU runtime (exact in double, rounded per dtype), or the
+ * CUDA backend (each device's program on a GPU: device d on GPU d modulo the GPUs the process
+ * sees, so that the devices of a plan larger than the machine share its GPUs, each with its own
+ * stream; docs/executor.md). ALPA_ERR_UNSUPPORTED from alpa_executor_create for the CUDA backend
+ * when the library was built without CUDA (ALPA_WITH_CUDA=OFF) or no GPU can be used, with the
+ * reason. */
+#define ALPA_BACKEND_CPU 0
+#define ALPA_BACKEND_CUDA 1
+
 typedef struct alpa_executor_config {
   size_t struct_size; /**< sizeof(alpa_executor_config) */
-  int32_t version;    /**< 1 */
+  int32_t version;    /**< 2 (1: ends at atol; the later fields then take their defaults) */
   int32_t schedule;   /**< ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE */
   uint64_t seed;      /**< synthetic parameters and data; default 0 */
   int32_t check;      /**< 1: compare every step with the one-device interpreter */
   int32_t devices;    /**< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI */
   double rtol, atol;  /**< the check's tolerance per element: |a - b| <= atol + rtol |b| */
+  /* Version 2. */
+  int32_t backend;    /**< ALPA_BACKEND_CPU (default) or ALPA_BACKEND_CUDA */
+  int32_t allow_tf32; /**< 1: f32 contractions on the GPU's tensor cores in TF32 (faster, 10-bit
+                           mantissa: loosen the check's tolerance); default 0 */
 } alpa_executor_config;
-#define ALPA_EXECUTOR_CONFIG_INIT \
-  { sizeof(alpa_executor_config), 1, ALPA_SCHEDULE_1F1B, 0, 0, ALPA_DEVICES_THREADS, 1e-5, 4e-5 }
+#define ALPA_EXECUTOR_CONFIG_INIT                                                                \
+  {                                                                                              \
+    sizeof(alpa_executor_config), 2, ALPA_SCHEDULE_1F1B, 0, 0, ALPA_DEVICES_THREADS, 1e-5, 4e-5, \
+        ALPA_BACKEND_CPU, 0                                                                      \
+  }
 /** Writes the defaults above into the first min(size, sizeof(alpa_executor_config)) bytes of
- * *config. ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's. */
+ * *config (a version-1 caller's smaller struct gets version 1's fields, with version 1).
+ * ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's. */
 ALPA_API int32_t alpa_executor_config_init(alpa_executor_config* config, size_t size,
                                            alpa_error** err);
 
@@ -1178,6 +1195,10 @@ ALPA_API void alpa_executor_destroy(alpa_executor* executor);
 ALPA_API int32_t alpa_executor_devices(const alpa_executor* executor);
 /** This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 for NULL. */
 ALPA_API int32_t alpa_executor_rank(const alpa_executor* executor);
+/** The GPU device `device`'s program runs on (config.backend ALPA_BACKEND_CUDA); -1 on the CPU
+ * backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI), for a
+ * device out of range and for NULL. */
+ALPA_API int32_t alpa_executor_gpu(const alpa_executor* executor, int32_t device);
 /** Device `device`'s program, one instruction per line (what `alpa compile` prints); device -1:
  * every device's. Caller frees *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_executor_program_text(alpa_buffer** out, const alpa_executor* executor,

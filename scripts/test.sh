@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds and runs the tests with ctest.
 #   scripts/test.sh               the README's test command: every test, Release, in ./build,
-#                                 then the bindings' suites (scripts/test-bindings.sh)
+#                                 then the bindings' suites (scripts/test-bindings.sh); with the
+#                                 CUDA backend (ALPA_WITH_CUDA=ON) where nvcc is found (its tests
+#                                 that need a GPU skip where there is none)
 #   scripts/test.sh --sanitize    the C++ and C suites under ASan+UBSan, in ./build-asan, then the
 #                                 Python and Go suites against that library
 #   scripts/test.sh --tsan        the tests that run threads, under ThreadSanitizer, in ./build-tsan
@@ -15,6 +17,17 @@ launcher=()
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+# The CUDA backend joins the Release build where the toolkit is installed (nvcc on the PATH or
+# in /usr/local/cuda); the sanitizer builds stay without it (the sanitizers do not see into the
+# CUDA runtime, and there is no GPU code to check on a machine without a GPU).
+cuda=()
+nvcc=$(command -v nvcc || true)
+if [[ -z $nvcc && -x /usr/local/cuda/bin/nvcc ]]; then nvcc=/usr/local/cuda/bin/nvcc; fi
+if [[ -n $nvcc ]]; then
+  cuda=(-DALPA_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
+  if command -v ccache >/dev/null; then cuda+=(-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache); fi
 fi
 
 # The tests whose code runs on several threads: the planner's parallel stage costs and baseline
@@ -63,7 +76,7 @@ case ${1:-} in
         -E "$tsan_skip"
     ;;
   "")
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${cuda[@]}"
     cmake --build build -j"$jobs"
     ctest --test-dir build --output-on-failure -j"$jobs"
     scripts/test-bindings.sh build

@@ -1,12 +1,16 @@
 // The executor's C ABI (include/alpa.h): a plan lowered to device programs and run step by step
-// on thread devices (exec/driver/plan_executor.h).
+// on thread devices or GPUs (exec/driver/plan_executor.h).
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
 
 #include "capi/handles.h"
 #include "exec/comm/mpi_communicator.h"
+#include "exec/cuda/cuda_backend.h"
 #include "exec/driver/plan_executor.h"
 #include "models/planner_model.h"
 
@@ -21,7 +25,8 @@ namespace {
 using alpa::capi::Fail;
 using alpa::capi::Guard;
 
-constexpr size_t kConfigV1Size = sizeof(alpa_executor_config);
+// The end of version 1 of alpa_executor_config (atol): the smallest size a caller may pass.
+constexpr size_t kConfigV1Size = offsetof(alpa_executor_config, atol) + sizeof(double);
 constexpr size_t kStepResultV1Size = sizeof(alpa_step_result);
 
 alpa::Result<alpa::Graph> WholeBatchGraph(const alpa_plan& plan) {
@@ -39,14 +44,48 @@ alpa::Result<alpa::Graph> WholeBatchGraph(const alpa_plan& plan) {
   return model.value().build(1);
 }
 
-alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* config) {
-  alpa::PlanRunOptions options;
-  if (config == nullptr) return options;
-  if (config->struct_size < kConfigV1Size || config->version != 1) {
+// The caller's config: the first min(struct_size, sizeof) bytes; the fields of a later version
+// than the caller's keep their zero defaults.
+alpa::Result<alpa_executor_config> ReadConfig(const alpa_executor_config* config) {
+  if (config->struct_size < kConfigV1Size || config->version < 1) {
     return alpa::InvalidArgument("config: struct_size " + std::to_string(config->struct_size) +
                                  " / version " + std::to_string(config->version) +
-                                 " is not version 1 (use ALPA_EXECUTOR_CONFIG_INIT)");
+                                 " is below version 1 (use ALPA_EXECUTOR_CONFIG_INIT)");
   }
+  alpa_executor_config c;
+  std::memset(&c, 0, sizeof(c));
+  std::memcpy(&c, config, std::min(config->struct_size, sizeof(c)));
+  return c;
+}
+
+// The CUDA backend's options, or kUnsupported naming why it cannot run here.
+alpa::Status SetBackend(const alpa_executor_config& config, alpa::PlanRunOptions& options) {
+  if (config.backend != ALPA_BACKEND_CPU && config.backend != ALPA_BACKEND_CUDA) {
+    return alpa::InvalidArgument(
+        "config.backend must be ALPA_BACKEND_CPU (0) or ALPA_BACKEND_CUDA (1), got " +
+        std::to_string(config.backend));
+  }
+  if (config.allow_tf32 != 0 && config.allow_tf32 != 1) {
+    return alpa::InvalidArgument("config.allow_tf32 must be 0 or 1, got " +
+                                 std::to_string(config.allow_tf32));
+  }
+  if (config.backend == ALPA_BACKEND_CPU) return alpa::Status::Ok();
+  std::string why;
+  if (alpa::CudaDeviceCount(&why) == 0) {
+    return alpa::Status(alpa::StatusCode::kUnsupported,
+                        "config.backend ALPA_BACKEND_CUDA: the CUDA backend cannot run: " + why);
+  }
+  options.backend = alpa::ExecBackend::kCuda;
+  options.cuda.allow_tf32 = config.allow_tf32 == 1;
+  return alpa::Status::Ok();
+}
+
+alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* caller) {
+  alpa::PlanRunOptions options;
+  if (caller == nullptr) return options;
+  alpa::Result<alpa_executor_config> read = ReadConfig(caller);
+  if (!read.ok()) return read.status();
+  const alpa_executor_config* config = &read.value();
   if (config->schedule != ALPA_SCHEDULE_1F1B && config->schedule != ALPA_SCHEDULE_GPIPE) {
     return alpa::InvalidArgument(
         "config.schedule must be ALPA_SCHEDULE_1F1B (1) or "
@@ -74,6 +113,7 @@ alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* config
   options.check = config->check == 1;
   options.rtol = config->rtol;
   options.atol = config->atol;
+  ALPA_RETURN_IF_ERROR(SetBackend(*config, options));
   return options;
 }
 
@@ -125,8 +165,11 @@ ALPA_API int32_t alpa_executor_config_init(alpa_executor_config* config, size_t 
                   "size " + std::to_string(size) + " is below version 1 of alpa_executor_config (" +
                       std::to_string(kConfigV1Size) + " bytes)");
     }
-    const alpa_executor_config defaults = ALPA_EXECUTOR_CONFIG_INIT;
-    std::memcpy(config, &defaults, sizeof(defaults));
+    alpa_executor_config defaults = ALPA_EXECUTOR_CONFIG_INIT;
+    // A caller built against an older header gets its own version's fields, and says so.
+    defaults.struct_size = std::min(size, sizeof(defaults));
+    if (defaults.struct_size < sizeof(defaults)) defaults.version = 1;
+    std::memcpy(config, &defaults, defaults.struct_size);
     return ALPA_OK;
   });
 }
@@ -172,6 +215,10 @@ ALPA_API int32_t alpa_executor_devices(const alpa_executor* executor) {
 
 ALPA_API int32_t alpa_executor_rank(const alpa_executor* executor) {
   return executor == nullptr ? -1 : executor->executor->rank();
+}
+
+ALPA_API int32_t alpa_executor_gpu(const alpa_executor* executor, int32_t device) {
+  return executor == nullptr ? -1 : executor->executor->DeviceGpu(device);
 }
 
 ALPA_API int32_t alpa_executor_program_text(alpa_buffer** out, const alpa_executor* executor,

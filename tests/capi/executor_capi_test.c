@@ -1,7 +1,8 @@
 /* The executor through the C ABI, from C: a manual plan of a small MLP on 4 devices (dp 2 x
  * tp 2, 2 microbatches) trains for 3 steps equal to one device; parameters set by name go in and
  * come out whole; the loss goes down on a fixed batch; the program text lists collectives; bad
- * names, counts and configs are clear errors. */
+ * names, counts and configs are clear errors; a version-1 config still works; the CUDA backend
+ * runs or answers ALPA_ERR_UNSUPPORTED. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -150,12 +151,65 @@ static void check_program_text_and_config(const alpa_plan* plan) {
   alpa_executor_destroy(ex);
 }
 
+/* Version 1 of alpa_executor_config (a caller built before backend / allow_tf32 existed: a
+ * struct ending at atol) still works, on the CPU backend. */
+typedef struct config_v1 {
+  size_t struct_size;
+  int32_t version;
+  int32_t schedule;
+  uint64_t seed;
+  int32_t check;
+  int32_t devices;
+  double rtol, atol;
+} config_v1;
+
+static void check_version_1_config(const alpa_plan* plan) {
+  config_v1 old;
+  alpa_executor* ex = NULL;
+  alpa_error* err = NULL;
+  memset(&old, 0x5a, sizeof old);
+  CHECK(alpa_executor_config_init((alpa_executor_config*)&old, sizeof old, NULL) == ALPA_OK);
+  CHECK(old.struct_size == sizeof old && old.version == 1 && old.rtol == 1e-5);
+  CHECK(alpa_executor_create(&ex, plan, (const alpa_executor_config*)&old, &err) == ALPA_OK);
+  print_error(err);
+  CHECK(alpa_executor_gpu(ex, 0) == -1);
+  alpa_executor_destroy(ex);
+}
+
+/* The CUDA backend: runs where there is a GPU (each device on one), else
+ * ALPA_ERR_UNSUPPORTED with the reason; a backend value out of range is an invalid argument. */
+static void check_backend(const alpa_plan* plan) {
+  alpa_executor_config config = ALPA_EXECUTOR_CONFIG_INIT;
+  alpa_executor* ex = NULL;
+  alpa_error* err = NULL;
+  int32_t status;
+  CHECK(config.version == 2 && config.backend == ALPA_BACKEND_CPU && config.allow_tf32 == 0);
+  config.backend = 5;
+  CHECK(alpa_executor_create(&ex, plan, &config, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "config.backend"));
+  config.backend = ALPA_BACKEND_CUDA;
+  err = NULL;
+  status = alpa_executor_create(&ex, plan, &config, &err);
+  if (status == ALPA_OK) {
+    CHECK(alpa_executor_gpu(ex, 0) >= 0 && alpa_executor_gpu(ex, 3) >= 0);
+    CHECK(alpa_executor_gpu(ex, 4) == -1);
+  } else {
+    CHECK(status == ALPA_ERR_UNSUPPORTED);
+    CHECK(ex == NULL);
+    CHECK(error_mentions(err, "CUDA"));
+  }
+  alpa_executor_destroy(ex);
+  CHECK(alpa_executor_gpu(NULL, 0) == -1);
+}
+
 int main(void) {
   alpa_plan* plan = make_plan();
   if (plan != NULL) {
     check_equal_to_one_device(plan);
     check_parameters_and_inputs(plan);
     check_program_text_and_config(plan);
+    check_version_1_config(plan);
+    check_backend(plan);
   }
   alpa_plan_destroy(plan);
   return check_summary();

@@ -100,6 +100,8 @@ expect run_other_model 1 'not the same model' -- "$alpa" run "$tmp/other.json"
 expect run_missing 1 'cannot open' -- "$alpa" run "$tmp/none.json"
 expect run_schedule 1 'schedule' -- "$alpa" run "$tmp/gpt_tp4.json" --schedule zigzag
 expect run_steps 1 'steps' -- "$alpa" run "$tmp/gpt_tp4.json" --steps 0
+expect run_backend 1 'backend must be cpu or cuda' -- "$alpa" run "$tmp/gpt_tp4.json" --backend tpu
+expect run_tf32_on_cpu 1 'tf32 needs --backend cuda' -- "$alpa" run "$tmp/gpt_tp4.json" --tf32
 expect compile_device_range 1 'device 9' -- "$alpa" compile "$tmp/gpt_tp4.json" --device 9
 if [[ -n $mpiexec ]]; then
   # Fewer processes than the plan's devices: every process says so and the job ends.

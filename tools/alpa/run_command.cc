@@ -1,5 +1,5 @@
 // `alpa run PLAN.json` and `alpa compile PLAN.json`: a plan's device programs, run on CPU devices
-// or printed (include/alpa.h's executor).
+// or GPUs, or printed (include/alpa.h's executor).
 #include "run_command.h"
 
 #include <CLI/CLI.hpp>
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "cli_output.h"
@@ -42,6 +43,15 @@ int CreateExecutor(const alpa_plan* plan, const RunArgs& args, ExecutorHandle& h
   } else if (args.devices != "threads") {
     return ReportBadInput("--devices must be threads or mpi (got '" + args.devices + "')");
   }
+  if (args.backend == "cuda") {
+    config.backend = ALPA_BACKEND_CUDA;
+  } else if (args.backend != "cpu") {
+    return ReportBadInput("--backend must be cpu or cuda (got '" + args.backend + "')");
+  }
+  if (args.tf32 && config.backend != ALPA_BACKEND_CUDA) {
+    return ReportBadInput("--tf32 needs --backend cuda");
+  }
+  config.allow_tf32 = args.tf32 ? 1 : 0;
   config.seed = args.seed;
   config.check = args.check ? 1 : 0;
   alpa_error* err = nullptr;
@@ -67,12 +77,36 @@ void PrintStep(const alpa_step_result& r, bool check) {
   std::fflush(stdout);
 }
 
-void PrintStepJson(const alpa_step_result& r, bool check) {
+// The GPU of every device (-1: the CPU, or idle), as a JSON array.
+std::string GpusJson(const alpa_executor* executor) {
+  std::string out = "[";
+  for (int32_t d = 0; d < alpa_executor_devices(executor); ++d) {
+    if (d > 0) out += ", ";
+    out += std::to_string(alpa_executor_gpu(executor, d));
+  }
+  return out + "]";
+}
+
+// "GPU 0" or "GPUs 0, 1": the GPUs the devices run on, each once.
+std::string GpusText(const alpa_executor* executor) {
+  std::set<int32_t> gpus;
+  for (int32_t d = 0; d < alpa_executor_devices(executor); ++d) {
+    const int32_t gpu = alpa_executor_gpu(executor, d);
+    if (gpu >= 0) gpus.insert(gpu);
+  }
+  std::string out = gpus.size() == 1 ? "GPU " : "GPUs ";
+  for (int32_t gpu : gpus) out += (out.back() == ' ' ? "" : ", ") + std::to_string(gpu);
+  return out;
+}
+
+void PrintStepJson(const alpa_step_result& r, bool check, const std::string& backend,
+                   const alpa_executor* executor) {
   std::printf(
       "{\"step\": %lld, \"loss\": %.17g, \"seconds\": %.9g, \"peak_bytes\": %lld, "
-      "\"planned_bytes\": %lld",
+      "\"planned_bytes\": %lld, \"backend\": \"%s\"",
       static_cast<long long>(r.step), r.loss, r.seconds, static_cast<long long>(r.peak_bytes),
-      static_cast<long long>(r.planned_bytes));
+      static_cast<long long>(r.planned_bytes), backend.c_str());
+  if (backend == "cuda") std::printf(", \"gpus\": %s", GpusJson(executor).c_str());
   if (check) {
     std::printf(
         ", \"reference_loss\": %.17g, \"loss_error\": %.9g, \"parameter_error\": %.9g, "
@@ -125,6 +159,12 @@ void AddRunOptions(CLI::App* command, RunArgs* args) {
   command->add_option("--devices", args->devices,
                       "threads (default: every device a thread of this process) or mpi (one "
                       "device per process of an mpirun job)");
+  command->add_option("--backend", args->backend,
+                      "cpu (default: the CPU runtime, exact) or cuda (every device's program on a "
+                      "GPU: device d on GPU d modulo the GPUs there are)");
+  command->add_flag("--tf32", args->tf32,
+                    "With --backend cuda: f32 contractions on tensor cores in TF32 (faster, "
+                    "less exact: --check's tolerance is for f32)");
   command->add_flag("--json", args->json, "One JSON object per step");
 }
 
@@ -135,8 +175,11 @@ int RunPlanSteps(const alpa_plan* plan, const RunArgs& args) {
   // With MPI every process runs this; rank 0 speaks for the job.
   const bool speaks = alpa_executor_rank(ex.executor) == 0;
   if (!args.json && speaks) {
-    std::printf("Running %lld step(s) on %d devices (%s)%s\n", static_cast<long long>(args.steps),
-                alpa_executor_devices(ex.executor), args.devices.c_str(),
+    const std::string backend = args.backend == "cuda" ? "cuda backend on " + GpusText(ex.executor)
+                                                       : std::string("cpu backend");
+    std::printf("Running %lld step(s) on %d devices (%s, %s)%s\n",
+                static_cast<long long>(args.steps), alpa_executor_devices(ex.executor),
+                args.devices.c_str(), backend.c_str(),
                 args.check ? ", checked against one device" : "");
   }
   bool passed = true;
@@ -149,7 +192,7 @@ int RunPlanSteps(const alpa_plan* plan, const RunArgs& args) {
     passed = passed && r.passed != 0;
     if (!speaks) continue;
     if (args.json) {
-      PrintStepJson(r, args.check);
+      PrintStepJson(r, args.check, args.backend, ex.executor);
     } else {
       PrintStep(r, args.check);
     }
@@ -163,7 +206,8 @@ int RunPlanSteps(const alpa_plan* plan, const RunArgs& args) {
 Command AddRunCommand(CLI::App& app) {
   auto args = std::make_shared<RunFileArgs>();
   CLI::App* run = app.add_subcommand(
-      "run", "Train a plan (alpa plan -o) for some steps on CPU devices, on synthetic data");
+      "run",
+      "Train a plan (alpa plan -o) for some steps on CPU devices or GPUs, on synthetic data");
   run->add_option("plan", args->file, "Plan JSON file (alpa plan -o / alpa baseline -o)")
       ->required();
   run->add_option("--steps", args->run.steps, "Training steps (default 1)");

@@ -19,10 +19,13 @@ struct RunArgs {
   bool check = false;
   std::string schedule = "1f1b";    // or "gpipe"
   std::string devices = "threads";  // or "mpi"
+  std::string backend = "cpu";      // or "cuda"
+  bool tf32 = false;                // cuda: f32 contractions in TF32
   bool json = false;                // one JSON object per step, as the last lines
 };
 
-// Registers --seed, --check, --schedule and --devices (not --steps: each command names it).
+// Registers --seed, --check, --schedule, --devices, --backend, --tf32 and --json (not --steps:
+// each command names it).
 void AddRunOptions(CLI::App* command, RunArgs* args);
 
 // Runs `plan` for args.steps steps, printing per step the loss, wall time and measured against

@@ -92,7 +92,8 @@ def test_struct_sizes_match_the_library():
     assert spec.struct_size == ctypes.sizeof(spec) == 56
     config = _lib.alpa_executor_config()
     _lib.call(_lib.lib.alpa_executor_config_init, ctypes.byref(config), ctypes.sizeof(config))
-    assert config.struct_size == ctypes.sizeof(config) == 48 and config.rtol == 1e-5
+    assert config.struct_size == ctypes.sizeof(config) == 56 and config.rtol == 1e-5
+    assert config.version == 2 and config.backend == 0 and config.allow_tf32 == 0
     executor = ctypes.c_void_p()
     _lib.call(_lib.lib.alpa_executor_create, ctypes.byref(executor), plan._ptr,
               ctypes.byref(config))

@@ -3,6 +3,8 @@
 
 #include <cuda_runtime.h>
 
+#include "exec/cuda/cuda_runner.h"
+
 namespace alpa {
 
 int32_t CudaDeviceCount(std::string* why) {
@@ -17,11 +19,11 @@ int32_t CudaDeviceCount(std::string* why) {
   return count;
 }
 
-Result<std::unique_ptr<ProgramRunner>> CreateCudaRunner(const DeviceProgram&,
-                                                        const CudaBackendOptions&) {
-  std::string why;
-  if (CudaDeviceCount(&why) == 0) return Status(StatusCode::kUnsupported, why);
-  return Status(StatusCode::kUnsupported, "the CUDA runner is not written yet");
+Result<std::unique_ptr<ProgramRunner>> CreateCudaRunner(const DeviceProgram& program,
+                                                        const CudaBackendOptions& options) {
+  Result<std::unique_ptr<CudaRunner>> runner = CudaRunner::Create(program, options);
+  if (!runner.ok()) return runner.status();
+  return std::unique_ptr<ProgramRunner>(std::move(runner).value());
 }
 
 }  // namespace alpa

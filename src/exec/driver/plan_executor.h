@@ -41,6 +41,13 @@ class PlanExecutor {
   const ProgramSet& programs() const { return programs_; }
   // This process's rank among the processes (0 with thread devices).
   int32_t rank() const { return world_ == nullptr ? 0 : world_->rank(); }
+  // The GPU device `device` runs on (the CUDA backend); -1 on the CPU, for a device that runs
+  // nothing or another process's, or out of range.
+  int32_t DeviceGpu(int32_t device) const {
+    if (device < 0 || static_cast<size_t>(device) >= runtimes_.size()) return -1;
+    const auto& runner = runtimes_[static_cast<size_t>(device)];
+    return runner == nullptr ? -1 : runner->gpu();
+  }
   const Graph& whole() const { return whole_; }
   int64_t steps_run() const { return step_; }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "exec/runtime/host_collective.h"
 #include "exec/runtime/masked_indexing.h"
 #include "exec/runtime/tensor_boxes.h"
 
@@ -19,27 +20,6 @@ int64_t BytesOf(const HostTensor& t) {
 void Round(HostTensor& t) {
   if (t.dtype == DType::kF64) return;
   for (double& v : t.data) v = RoundToDType(v, t.dtype);
-}
-
-ReduceOp ToReduceOp(CollectiveReduce r) {
-  return r == CollectiveReduce::kMax ? ReduceOp::kMax : ReduceOp::kSum;
-}
-
-// Position of `device` in `group`.
-int64_t PositionIn(const std::vector<int32_t>& group, int32_t device) {
-  for (size_t i = 0; i < group.size(); ++i) {
-    if (group[i] == device) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
-
-// The box of piece `i` of `n` along `dim` of `shape`.
-void PieceBox(const Dims& shape, int32_t dim, int64_t n, int64_t i, std::vector<int64_t>& offsets,
-              std::vector<int64_t>& sizes) {
-  offsets.assign(shape.size(), 0);
-  sizes = shape;
-  sizes[static_cast<size_t>(dim)] = shape[static_cast<size_t>(dim)] / n;
-  offsets[static_cast<size_t>(dim)] = i * sizes[static_cast<size_t>(dim)];
 }
 
 }  // namespace
@@ -243,69 +223,13 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
 }
 
 Status DeviceRuntime::RunCollective(Communicator& comm, const Instruction& in, StepReport& report) {
-  const HostTensor& src = Get(in.in[0]);
-  const int64_t n = static_cast<int64_t>(in.group.size());
-  const int64_t p = PositionIn(in.group, program_.device);
-  if (p < 0) return InternalError("the device is not in the collective's group");
-  const int64_t count = src.size();
-  switch (in.kind) {
-    case InstructionKind::kAllReduce: {
-      std::vector<double> data = src.data;
-      ALPA_RETURN_IF_ERROR(comm.AllReduce(in.group, ToReduceOp(in.reduce), data.data(), count));
-      HostTensor& out = Allocate(in.out);
-      out.data = std::move(data);
-      if (in.round) Round(out);
-      break;
-    }
-    case InstructionKind::kAllGather: {
-      std::vector<double> chunks(static_cast<size_t>(count * n));
-      ALPA_RETURN_IF_ERROR(comm.AllGather(in.group, src.data.data(), count, chunks.data()));
-      HostTensor& out = Allocate(in.out);
-      std::vector<int64_t> offsets(src.shape.size(), 0);
-      for (int64_t i = 0; i < n; ++i) {
-        offsets[static_cast<size_t>(in.dim)] = i * src.shape[static_cast<size_t>(in.dim)];
-        InsertBox(chunks.data() + i * count, offsets, src.shape, out.data.data(), out.shape);
-      }
-      break;
-    }
-    case InstructionKind::kReduceScatter: {
-      std::vector<double> chunks(static_cast<size_t>(count));
-      std::vector<int64_t> offsets, sizes;
-      const int64_t piece = count / n;
-      for (int64_t i = 0; i < n; ++i) {
-        PieceBox(src.shape, in.dim, n, i, offsets, sizes);
-        ExtractBox(src.data.data(), src.shape, offsets, sizes, chunks.data() + i * piece);
-      }
-      HostTensor& out = Allocate(in.out);
-      ALPA_RETURN_IF_ERROR(comm.ReduceScatter(in.group, ToReduceOp(in.reduce), chunks.data(), piece,
-                                              out.data.data()));
-      if (in.round) Round(out);
-      break;
-    }
-    case InstructionKind::kAllToAll: {
-      std::vector<double> chunks(static_cast<size_t>(count));
-      std::vector<int64_t> offsets, sizes;
-      const int64_t piece = count / n;
-      for (int64_t i = 0; i < n; ++i) {
-        PieceBox(src.shape, in.split_dim, n, i, offsets, sizes);
-        ExtractBox(src.data.data(), src.shape, offsets, sizes, chunks.data() + i * piece);
-      }
-      std::vector<double> received(static_cast<size_t>(count));
-      ALPA_RETURN_IF_ERROR(comm.AllToAll(in.group, chunks.data(), piece, received.data()));
-      HostTensor& out = Allocate(in.out);
-      // Each received chunk has sizes: src's shape cut along split_dim; it goes to position i
-      // along dim.
-      PieceBox(src.shape, in.split_dim, n, 0, offsets, sizes);
-      std::vector<int64_t> at(src.shape.size(), 0);
-      for (int64_t i = 0; i < n; ++i) {
-        at[static_cast<size_t>(in.dim)] = i * sizes[static_cast<size_t>(in.dim)];
-        InsertBox(received.data() + i * piece, at, sizes, out.data.data(), out.shape);
-      }
-      break;
-    }
-    default:
-      return InternalError("not a collective");
-  }
+  // The source is copied first: the output may reuse the input's buffer.
+  const HostTensor src = Get(in.in[0]);
+  HostTensor& out = Allocate(in.out);
+  ALPA_RETURN_IF_ERROR(RunCollectiveOnHost(comm, in, program_.device, src, out));
+  const bool reduces =
+      in.kind == InstructionKind::kAllReduce || in.kind == InstructionKind::kReduceScatter;
+  if (reduces && in.round) Round(out);
   report.moves.push_back(
       {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
   return Status::Ok();

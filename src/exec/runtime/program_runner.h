@@ -26,6 +26,8 @@ class ProgramRunner {
                                      const Graph& graph) = 0;
   // Every tile the device holds values of, as doubles.
   virtual Result<std::vector<ParameterTile>> FetchParameters() const = 0;
+  // The GPU the program runs on; -1 for a runner on the CPU.
+  virtual int32_t gpu() const { return -1; }
 };
 
 }  // namespace alpa

@@ -291,6 +291,14 @@ const ALPA_SCHEDULE_1F1B = Cint(1)
 # built without MPI.
 const ALPA_DEVICES_THREADS = Cint(0)
 const ALPA_DEVICES_MPI = Cint(1)
+# What runs the devices' programs: the CPU runtime (exact in double, rounded per dtype), or the
+# CUDA backend (each device's program on a GPU: device d on GPU d modulo the GPUs the process
+# sees, so that the devices of a plan larger than the machine share its GPUs, each with its own
+# stream; docs/executor.md). ALPA_ERR_UNSUPPORTED from alpa_executor_create for the CUDA backend
+# when the library was built without CUDA (ALPA_WITH_CUDA=OFF) or no GPU can be used, with the
+# reason.
+const ALPA_BACKEND_CPU = Cint(0)
+const ALPA_BACKEND_CUDA = Cint(1)
 
 # ---- opaque handles (used as Ptr{T}) ---------------------------------------------------------
 
@@ -481,13 +489,15 @@ end
 """
 struct alpa_executor_config
     struct_size::Csize_t  # sizeof(alpa_executor_config)
-    version::Int32  # 1
+    version::Int32  # 2 (1: ends at atol; the later fields then take their defaults)
     schedule::Int32  # ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE
     seed::UInt64  # synthetic parameters and data; default 0
     check::Int32  # 1: compare every step with the one-device interpreter
     devices::Int32  # ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI
     rtol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|
     atol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|
+    backend::Int32  # ALPA_BACKEND_CPU (default) or ALPA_BACKEND_CUDA
+    allow_tf32::Int32  # 1: f32 contractions on the GPU's tensor cores in TF32 (faster, 10-bit mantissa: loosen the check's tolerance); default 0
 end
 
 """
@@ -2222,7 +2232,8 @@ end
     alpa_executor_config_init(config, size, err) -> Int32
 
 Writes the defaults above into the first min(size, sizeof(alpa_executor_config)) bytes of
-*config. ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's.
+*config (a version-1 caller's smaller struct gets version 1's fields, with version 1).
+ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's.
 
 C: `int32_t alpa_executor_config_init(alpa_executor_config* config, size_t size, alpa_error** err)` (alpa.h)
 """
@@ -2276,6 +2287,19 @@ C: `int32_t alpa_executor_rank(const alpa_executor* executor)` (alpa.h)
 """
 function alpa_executor_rank(executor)
     ccall((:alpa_executor_rank, libalpa), Int32, (Ptr{alpa_executor},), executor)
+end
+
+"""
+    alpa_executor_gpu(executor, device) -> Int32
+
+The GPU device `device`'s program runs on (config.backend ALPA_BACKEND_CUDA); -1 on the CPU
+backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI), for a
+device out of range and for NULL.
+
+C: `int32_t alpa_executor_gpu(const alpa_executor* executor, int32_t device)` (alpa.h)
+"""
+function alpa_executor_gpu(executor, device)
+    ccall((:alpa_executor_gpu, libalpa), Int32, (Ptr{alpa_executor}, Int32), executor, device)
 end
 
 """
@@ -2933,23 +2957,24 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
     ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON,
     ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS,
-    ALPA_DEVICES_MPI, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE,
-    ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer,
-    alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster,
-    alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation,
-    alpa_progress_fn, alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress,
-    alpa_stage_info, alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result,
-    alpa_manual_plan, alpa_baseline_point, alpa_simulated_stage, alpa_version_string,
-    alpa_version_number, alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free,
-    alpa_buffer_data, alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create,
-    alpa_cancel_token_trigger, alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy,
-    alpa_problem_add_nodes, alpa_problem_set_intervals, alpa_problem_set_live_sets,
-    alpa_problem_add_edges, alpa_problem_set_followers, alpa_problem_add_aliases,
-    alpa_problem_set_memory_limit, alpa_problem_finalize, alpa_problem_read_file,
-    alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count, alpa_problem_edge_count,
-    alpa_problem_strategy_count, alpa_problem_evaluate, alpa_assignment_parse,
-    alpa_solve_options_create, alpa_solve_options_destroy, alpa_solve_options_set_double,
-    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
+    ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL,
+    ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON,
+    ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem,
+    alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan,
+    alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation, alpa_progress_fn,
+    alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress, alpa_stage_info,
+    alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result, alpa_manual_plan,
+    alpa_baseline_point, alpa_simulated_stage, alpa_version_string, alpa_version_number,
+    alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data,
+    alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger,
+    alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes,
+    alpa_problem_set_intervals, alpa_problem_set_live_sets, alpa_problem_add_edges,
+    alpa_problem_set_followers, alpa_problem_add_aliases, alpa_problem_set_memory_limit,
+    alpa_problem_finalize, alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json,
+    alpa_problem_node_count, alpa_problem_edge_count, alpa_problem_strategy_count,
+    alpa_problem_evaluate, alpa_assignment_parse, alpa_solve_options_create,
+    alpa_solve_options_destroy, alpa_solve_options_set_double, alpa_solve_options_set_int,
+    alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
     alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
     alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
     alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
@@ -2980,7 +3005,7 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_plan_stage_devices, alpa_plan_op_stages, alpa_plan_stage_collectives, alpa_plan_transfers,
     alpa_plan_transfer_moves, alpa_plan_stage_schedule, alpa_plan_to_json, alpa_plan_read_json,
     alpa_plan_read_file, alpa_executor_config_init, alpa_executor_create, alpa_executor_destroy,
-    alpa_executor_devices, alpa_executor_rank, alpa_executor_program_text,
+    alpa_executor_devices, alpa_executor_rank, alpa_executor_gpu, alpa_executor_program_text,
     alpa_executor_set_parameter, alpa_executor_set_input, alpa_executor_run_step,
     alpa_executor_get_parameter, alpa_model_count, alpa_model_name, alpa_model_family,
     alpa_model_nominal_params, alpa_model_benchmark_gpus, alpa_model_zoo_to_json,

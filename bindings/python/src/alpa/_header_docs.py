@@ -1249,8 +1249,10 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                          'header': 'alpa.h'},
  'alpa_executor_config_init': {'doc': 'Writes the defaults above into the first min(size, '
                                       'sizeof(alpa_executor_config)) bytes of\n'
-                                      '*config. ALPA_ERR_INVALID_ARGUMENT for NULL or a size below '
-                                      "version 1's.",
+                                      "*config (a version-1 caller's smaller struct gets version "
+                                      "1's fields, with version 1).\n"
+                                      'ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version '
+                                      "1's.",
                                'returns': 'int32_t',
                                'params': ['alpa_executor_config* config',
                                           'size_t size',
@@ -1289,6 +1291,14 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                         'returns': 'int32_t',
                         'params': ['const alpa_executor* executor'],
                         'header': 'alpa.h'},
+ 'alpa_executor_gpu': {'doc': "The GPU device `device`'s program runs on (config.backend "
+                              'ALPA_BACKEND_CUDA); -1 on the CPU\n'
+                              "backend, for a device that runs nothing or is another process's "
+                              '(ALPA_DEVICES_MPI), for a\n'
+                              'device out of range and for NULL.',
+                       'returns': 'int32_t',
+                       'params': ['const alpa_executor* executor', 'int32_t device'],
+                       'header': 'alpa.h'},
  'alpa_executor_program_text': {'doc': "Device `device`'s program, one instruction per line (what "
                                        '`alpa compile` prints); device -1:\n'
                                        "every device's. Caller frees *out with alpa_buffer_free.",

@@ -188,6 +188,8 @@ class alpa_executor_config(Structure):
         ("devices", c_int32),
         ("rtol", c_double),
         ("atol", c_double),
+        ("backend", c_int32),
+        ("allow_tf32", c_int32),
     ]
 
 

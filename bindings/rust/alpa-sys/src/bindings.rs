@@ -145,6 +145,8 @@ pub const ALPA_SCHEDULE_GPIPE: i32 = 0;
 pub const ALPA_SCHEDULE_1F1B: i32 = 1;
 pub const ALPA_DEVICES_THREADS: i32 = 0;
 pub const ALPA_DEVICES_MPI: i32 = 1;
+pub const ALPA_BACKEND_CPU: i32 = 0;
+pub const ALPA_BACKEND_CUDA: i32 = 1;
 pub type __uint8_t = ::std::os::raw::c_uchar;
 pub type __int32_t = ::std::os::raw::c_int;
 pub type __uint32_t = ::std::os::raw::c_uint;
@@ -2796,7 +2798,7 @@ extern "C" {
 pub struct alpa_executor_config {
     #[doc = "< sizeof(alpa_executor_config)"]
     pub struct_size: usize,
-    #[doc = "< 1"]
+    #[doc = "< 2 (1: ends at atol; the later fields then take their defaults)"]
     pub version: i32,
     #[doc = "< ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE"]
     pub schedule: i32,
@@ -2810,12 +2812,17 @@ pub struct alpa_executor_config {
     pub rtol: f64,
     #[doc = "< the check's tolerance per element: |a - b| <= atol + rtol |b|"]
     pub atol: f64,
+    #[doc = "< ALPA_BACKEND_CPU (default) or ALPA_BACKEND_CUDA"]
+    pub backend: i32,
+    #[doc = "< 1: f32 contractions on the GPU's tensor cores in TF32 (faster, 10-bit"]
+    #[doc = "mantissa: loosen the check's tolerance); default 0"]
+    pub allow_tf32: i32,
 }
 #[test]
 fn bindgen_test_layout_alpa_executor_config() {
     assert_eq!(
         ::std::mem::size_of::<alpa_executor_config>(),
-        48usize,
+        56usize,
         concat!("Size of: ", stringify!(alpa_executor_config))
     );
     assert_eq!(
@@ -2959,10 +2966,45 @@ fn bindgen_test_layout_alpa_executor_config() {
         );
     }
     test_field_atol();
+    fn test_field_backend() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).backend) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(backend)
+            )
+        );
+    }
+    test_field_backend();
+    fn test_field_allow_tf32() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_executor_config>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).allow_tf32) as usize - ptr as usize
+            },
+            52usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_executor_config),
+                "::",
+                stringify!(allow_tf32)
+            )
+        );
+    }
+    test_field_allow_tf32();
 }
 extern "C" {
     #[doc = " Writes the defaults above into the first min(size, sizeof(alpa_executor_config)) bytes of"]
-    #[doc = " *config. ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's."]
+    #[doc = " *config (a version-1 caller's smaller struct gets version 1's fields, with version 1)."]
+    #[doc = " ALPA_ERR_INVALID_ARGUMENT for NULL or a size below version 1's."]
     pub fn alpa_executor_config_init(
         config: *mut alpa_executor_config,
         size: usize,
@@ -2999,6 +3041,12 @@ extern "C" {
 extern "C" {
     #[doc = " This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 for NULL."]
     pub fn alpa_executor_rank(executor: *const alpa_executor) -> i32;
+}
+extern "C" {
+    #[doc = " The GPU device `device`'s program runs on (config.backend ALPA_BACKEND_CUDA); -1 on the CPU"]
+    #[doc = " backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI), for a"]
+    #[doc = " device out of range and for NULL."]
+    pub fn alpa_executor_gpu(executor: *const alpa_executor, device: i32) -> i32;
 }
 extern "C" {
     #[doc = " Device `device`'s program, one instruction per line (what `alpa compile` prints); device -1:"]

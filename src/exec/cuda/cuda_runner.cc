@@ -1,0 +1,556 @@
+#include "exec/cuda/cuda_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "exec/cuda/kernels.h"
+#include "exec/cuda/storage_codec.h"
+#include "exec/cuda/storage_policy.h"
+#include "exec/runtime/host_collective.h"
+#include "exec/runtime/tensor_boxes.h"
+
+namespace alpa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// cuBLASLt's workspace: NVIDIA recommends 32 MiB on Hopper for its best algorithms.
+constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
+
+Status CudaError(cudaError_t e, const std::string& what) {
+  const StatusCode code =
+      e == cudaErrorMemoryAllocation ? StatusCode::kOutOfMemory : StatusCode::kInternal;
+  return Status(code, what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+#define ALPA_CUDA_RETURN_IF_ERROR(call, what)     \
+  do {                                            \
+    const cudaError_t alpa_cuda_error_ = (call);  \
+    if (alpa_cuda_error_ != cudaSuccess) {        \
+      return CudaError(alpa_cuda_error_, (what)); \
+    }                                             \
+  } while (false)
+
+bool IsWholeBox(const Dims& shape, const std::vector<int64_t>& offsets,
+                const std::vector<int64_t>& sizes) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (offsets[d] != 0 || sizes[d] != shape[d]) return false;
+  }
+  return true;
+}
+
+// `t` seen with another shape of the same element count (a box's sizes for the dense buffer
+// it fills).
+Result<cuda::DeviceTensor> Reshaped(const cuda::DeviceTensor& t, const Dims& shape) {
+  if (ElementCountOf(shape) != t.elements()) {
+    return InternalError("a box of " + ShapeString(shape) + " does not fit a buffer of " +
+                         ShapeString(t.shape));
+  }
+  cuda::DeviceTensor view = t;
+  view.shape = shape;
+  return view;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CudaRunner>> CudaRunner::Create(const DeviceProgram& program,
+                                                       const CudaBackendOptions& options) {
+  std::string why;
+  const int32_t count = CudaDeviceCount(&why);
+  if (count == 0) return Status(StatusCode::kUnsupported, "the CUDA backend: " + why);
+  if (options.gpu < -1 || options.gpu >= count) {
+    return InvalidArgument("GPU " + std::to_string(options.gpu) +
+                           " does not exist (this process sees " + std::to_string(count) + ")");
+  }
+  const int32_t gpu = options.gpu >= 0 ? options.gpu : program.device % count;
+  std::unique_ptr<CudaRunner> runner(new CudaRunner(program, gpu, options));
+  Status s = runner->Initialize();
+  if (!s.ok()) {
+    return Status(s.code(), "device " + std::to_string(program.device) + " on GPU " +
+                                std::to_string(gpu) + ": " + s.message());
+  }
+  return runner;
+}
+
+CudaRunner::CudaRunner(const DeviceProgram& program, int32_t gpu, const CudaBackendOptions& options)
+    : program_(program),
+      gpu_(gpu),
+      options_(options),
+      storage_(cuda::StorageDTypes(program)),
+      buffers_(program.buffers.size()),
+      allocated_(program.buffers.size(), 0) {
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    buffers_[b].shape = program.buffers[b].shape;
+    buffers_[b].storage = storage_[b];
+  }
+}
+
+Status CudaRunner::Initialize() {
+  ALPA_RETURN_IF_ERROR(SelectGpu());
+  ALPA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                            "creating the compute stream");
+  const cublasStatus_t blas = cublasLtCreate(&blas_);
+  if (blas != CUBLAS_STATUS_SUCCESS) {
+    blas_ = nullptr;
+    return InternalError(std::string("creating the cuBLASLt handle: ") +
+                         cublasLtGetStatusString(blas));
+  }
+  allocator_ = std::make_unique<cuda::DeviceAllocator>();
+  scratch_ = std::make_unique<cuda::AllocatorScratch>(*allocator_);
+  Result<void*> workspace = allocator_->Allocate(kBlasWorkspaceBytes);
+  if (!workspace.ok()) {
+    return Status(workspace.status().code(),
+                  "the cuBLASLt workspace: " + workspace.status().message());
+  }
+  blas_workspace_ = workspace.value();
+  return Status::Ok();
+}
+
+CudaRunner::~CudaRunner() {
+  // Nothing here can be reported: the runner goes either way.
+  if (!SelectGpu().ok()) return;
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  scratch_.reset();
+  allocator_.reset();  // frees every buffer
+  if (blas_ != nullptr) (void)cublasLtDestroy(blas_);
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+Status CudaRunner::SelectGpu() const {
+  ALPA_CUDA_RETURN_IF_ERROR(cudaSetDevice(gpu_), "selecting GPU " + std::to_string(gpu_));
+  return Status::Ok();
+}
+
+cuda::LaunchContext CudaRunner::Context() {
+  cuda::LaunchContext ctx;
+  ctx.stream = stream_;
+  ctx.blas = blas_;
+  ctx.blas_workspace = blas_workspace_;
+  ctx.blas_workspace_bytes = kBlasWorkspaceBytes;
+  ctx.allow_tf32 = options_.allow_tf32;
+  ctx.scratch = scratch_.get();
+  return ctx;
+}
+
+// ---- Buffers ----
+
+Result<cuda::DeviceTensor*> CudaRunner::Allocate(int32_t buffer) {
+  cuda::DeviceTensor& t = buffers_[static_cast<size_t>(buffer)];
+  if (allocated_[static_cast<size_t>(buffer)]) return &t;
+  const Buffer& b = program_.buffers[static_cast<size_t>(buffer)];
+  const int64_t elements = t.elements();
+  const int64_t width = DTypeBytes(t.storage);
+  if (elements < 0 || elements > std::numeric_limits<int64_t>::max() / width) {
+    return InternalError("buffer " + std::to_string(buffer) + " '" + b.name + "' " +
+                         ShapeString(b.shape) + " has too many bytes to address");
+  }
+  const int64_t bytes = elements * width;
+  Result<void*> block = allocator_->Allocate(static_cast<size_t>(bytes));
+  if (!block.ok()) {
+    return Status(block.status().code(),
+                  "out of GPU memory for buffer " + std::to_string(buffer) + " '" + b.name + "' " +
+                      ShapeString(b.shape) + " " + DTypeName(t.storage) + " (" +
+                      std::to_string(bytes) + " bytes; " + std::to_string(live_bytes_) +
+                      " bytes of the program live): " + block.status().message());
+  }
+  t.data = block.value();
+  allocated_[static_cast<size_t>(buffer)] = 1;
+  live_bytes_ += elements * DTypeBytes(b.dtype);
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+  return &t;
+}
+
+void CudaRunner::Release(int32_t buffer) {
+  if (!allocated_[static_cast<size_t>(buffer)]) return;
+  cuda::DeviceTensor& t = buffers_[static_cast<size_t>(buffer)];
+  // Stream-ordered: the launches that read the block are enqueued before any that reuses it.
+  allocator_->Release(t.data);
+  t.data = nullptr;
+  allocated_[static_cast<size_t>(buffer)] = 0;
+  live_bytes_ -= t.elements() * DTypeBytes(program_.buffers[static_cast<size_t>(buffer)].dtype);
+}
+
+Result<const cuda::DeviceTensor*> CudaRunner::Get(int32_t buffer) const {
+  if (!allocated_[static_cast<size_t>(buffer)]) {
+    return InternalError("buffer " + std::to_string(buffer) + " '" +
+                         program_.buffers[static_cast<size_t>(buffer)].name +
+                         "' is read before it is written");
+  }
+  return &buffers_[static_cast<size_t>(buffer)];
+}
+
+Result<cuda::DeviceTensor> CudaRunner::AllocateTemp(const Dims& shape, DType storage) {
+  cuda::DeviceTensor t;
+  t.shape = shape;
+  t.storage = storage;
+  const int64_t bytes = t.elements() * DTypeBytes(storage);
+  Result<void*> block = allocator_->Allocate(static_cast<size_t>(bytes));
+  if (!block.ok()) {
+    return Status(block.status().code(), "out of GPU memory for a staging box of " +
+                                             std::to_string(bytes) +
+                                             " bytes: " + block.status().message());
+  }
+  t.data = block.value();
+  return t;
+}
+
+void CudaRunner::ReleaseTemp(cuda::DeviceTensor& t) {
+  allocator_->Release(t.data);
+  t.data = nullptr;
+}
+
+// ---- Host <-> device ----
+
+Status CudaRunner::Synchronize(const char* what) const {
+  const cudaError_t e = cudaStreamSynchronize(stream_);
+  if (e != cudaSuccess) {
+    // A kernel's own error surfaces at the next wait: name the launches it may come from.
+    const std::string since = waited_after_ < 0
+                                  ? std::string("since the step began")
+                                  : "after instruction " + std::to_string(waited_after_);
+    return CudaError(e, std::string(what) + ": the GPU failed in a launch " + since +
+                            " (asynchronous error; CUDA_LAUNCH_BLOCKING=1 names the launch)");
+  }
+  waited_after_ = instruction_;
+  return Status::Ok();
+}
+
+Status CudaRunner::Download(const cuda::DeviceTensor& t, std::vector<double>& values) const {
+  const size_t bytes = static_cast<size_t>(t.elements() * DTypeBytes(t.storage));
+  staging_.resize(bytes);
+  values.assign(static_cast<size_t>(t.elements()), 0.0);
+  if (bytes == 0) return Status::Ok();
+  ALPA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(staging_.data(), t.data, bytes, cudaMemcpyDeviceToHost, stream_),
+      "copying to the host");
+  ALPA_RETURN_IF_ERROR(Synchronize("copying to the host"));
+  cuda::DecodeStorage(staging_.data(), t.elements(), t.storage, values.data());
+  return Status::Ok();
+}
+
+Status CudaRunner::Upload(const std::vector<double>& values, DType round_to,
+                          cuda::DeviceTensor& t) {
+  if (static_cast<int64_t>(values.size()) != t.elements()) {
+    return InternalError("uploading " + std::to_string(values.size()) + " values into " +
+                         ShapeString(t.shape));
+  }
+  cuda::EncodeStorage(values.data(), t.elements(), round_to, t.storage, staging_);
+  if (staging_.empty()) return Status::Ok();
+  // From pageable memory the copy has taken the bytes when it returns, so staging_ may be
+  // reused at once; the GPU side stays ordered on the stream.
+  ALPA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(t.data, staging_.data(), staging_.size(), cudaMemcpyHostToDevice, stream_),
+      "copying to the GPU");
+  return Status::Ok();
+}
+
+// ---- Parameters ----
+
+Status CudaRunner::LoadParameters(const ParameterValue& value, const Graph& graph, int32_t tensor) {
+  ALPA_RETURN_IF_ERROR(SelectGpu());
+  for (const ParameterBinding& b : program_.parameters) {
+    if (tensor >= 0 && b.tensor != tensor) continue;
+    const HostTensor* full = value(b.tensor);
+    if (full == nullptr) {
+      return InvalidArgument("device " + std::to_string(program_.device) + ": no value for " +
+                             DescribeOp(graph, b.tensor));
+    }
+    if (full->shape != graph.op(b.tensor).shape ||
+        full->size() != ElementCountOf(graph.op(b.tensor).shape)) {
+      return InvalidArgument("the value for " + DescribeOp(graph, b.tensor) + " has shape " +
+                             ShapeString(full->shape) + ", expected " +
+                             ShapeString(graph.op(b.tensor).shape));
+    }
+    Result<cuda::DeviceTensor*> t = Allocate(b.buffer);
+    if (!t.ok()) return t.status();
+    std::vector<double> tile(static_cast<size_t>(t.value()->elements()), 0.0);
+    if (b.owner) ExtractBox(full->data.data(), full->shape, b.offsets, b.sizes, tile.data());
+    ALPA_RETURN_IF_ERROR(
+        Upload(tile, program_.buffers[static_cast<size_t>(b.buffer)].dtype, *t.value()));
+  }
+  return Synchronize("loading the parameters");
+}
+
+Result<std::vector<ParameterTile>> CudaRunner::FetchParameters() const {
+  ALPA_RETURN_IF_ERROR(SelectGpu());
+  std::vector<ParameterTile> tiles;
+  for (const ParameterBinding& b : program_.parameters) {
+    if (!b.owner) continue;
+    Result<const cuda::DeviceTensor*> t = Get(b.buffer);
+    if (!t.ok()) return t.status();
+    ParameterTile tile{b.tensor, b.offsets, b.sizes, {}, b.fetch};
+    ALPA_RETURN_IF_ERROR(Download(*t.value(), tile.values));
+    tiles.push_back(std::move(tile));
+  }
+  return tiles;
+}
+
+// ---- A step ----
+
+Result<StepReport> CudaRunner::RunStep(Communicator& comm, const MicrobatchInput& input,
+                                       const Graph& graph) {
+  ALPA_RETURN_IF_ERROR(SelectGpu());
+  StepReport report;
+  report.seconds_by_kind.assign(static_cast<size_t>(InstructionKind::kReportLoss) + 1, 0.0);
+  peak_bytes_ = live_bytes_;
+  waited_after_ = -1;
+  const Clock::time_point start = Clock::now();
+  for (size_t i = 0; i < program_.code.size(); ++i) {
+    const Instruction& in = program_.code[i];
+    instruction_ = static_cast<int64_t>(i);
+    const Clock::time_point t0 = Clock::now();
+    Status s = Execute(comm, in, input, graph, report);
+    if (!s.ok()) {
+      if (s.code() == StatusCode::kCancelled) return s;  // another device failed: its message
+      return Status(s.code(), "device " + std::to_string(program_.device) + " (GPU " +
+                                  std::to_string(gpu_) + ") instruction " + std::to_string(i) +
+                                  " (" + InstructionText(program_, in) + "): " + s.message());
+    }
+    // Host time: the launch, or the staging and the wait for a move (launches run on).
+    report.seconds_by_kind[static_cast<size_t>(in.kind)] +=
+        std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  instruction_ = static_cast<int64_t>(program_.code.size());
+  Status done = Synchronize("the end of the step");
+  if (!done.ok()) {
+    return Status(done.code(), "device " + std::to_string(program_.device) + " (GPU " +
+                                   std::to_string(gpu_) + "): " + done.message());
+  }
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.peak_bytes = peak_bytes_;
+  return report;
+}
+
+Status CudaRunner::Execute(Communicator& comm, const Instruction& in, const MicrobatchInput& input,
+                           const Graph& graph, StepReport& report) {
+  switch (in.kind) {
+    case InstructionKind::kRun:
+      return RunOp(in);
+    case InstructionKind::kAllReduce:
+    case InstructionKind::kAllGather:
+    case InstructionKind::kReduceScatter:
+    case InstructionKind::kAllToAll:
+      return RunCollective(comm, in, report);
+    case InstructionKind::kSlice:
+      return RunSlice(in);
+    case InstructionKind::kSend:
+      return RunSend(comm, in, report);
+    case InstructionKind::kRecv:
+      return RunRecv(comm, in, report);
+    case InstructionKind::kFeed:
+      return RunFeed(in, input, graph);
+    case InstructionKind::kAccumulate:
+      return RunAccumulate(in);
+    case InstructionKind::kZero: {
+      Result<cuda::DeviceTensor*> out = Allocate(in.out);
+      if (!out.ok()) return out.status();
+      const size_t bytes =
+          static_cast<size_t>(out.value()->elements() * DTypeBytes(out.value()->storage));
+      if (bytes == 0) return Status::Ok();
+      ALPA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.value()->data, 0, bytes, stream_),
+                                "clearing the buffer");
+      return Status::Ok();
+    }
+    case InstructionKind::kScale:
+      return RunScale(in);
+    case InstructionKind::kCopy:
+      return RunCopy(in);
+    case InstructionKind::kFree:
+      Release(in.in[0]);
+      return Status::Ok();
+    case InstructionKind::kReportLoss:
+      return ReportLoss(in, report);
+  }
+  return InternalError("unknown instruction kind");
+}
+
+Status CudaRunner::RunOp(const Instruction& in) {
+  const Graph& local = program_.local_ops[static_cast<size_t>(in.local_op)];
+  const int32_t id = local.size() - 1;
+  std::vector<cuda::DeviceTensor> operands;
+  for (int32_t b : in.in) {
+    Result<const cuda::DeviceTensor*> t = Get(b);
+    if (!t.ok()) return t.status();
+    operands.push_back(*t.value());
+  }
+  Result<cuda::DeviceTensor*> out = Allocate(in.out);
+  if (!out.ok()) return out.status();
+  cuda::OpLaunch launch;
+  launch.round = in.round;
+  launch.axis_offset = in.axis_offset;
+  launch.axis_size = in.axis_size;
+  return cuda::LaunchOp(Context(), local, id, operands, *out.value(), launch);
+}
+
+Status CudaRunner::RunCollective(Communicator& comm, const Instruction& in, StepReport& report) {
+  Result<const cuda::DeviceTensor*> src = Get(in.in[0]);
+  if (!src.ok()) return src.status();
+  HostTensor host_src;
+  host_src.shape = src.value()->shape;
+  host_src.dtype = program_.buffers[static_cast<size_t>(in.in[0])].dtype;
+  ALPA_RETURN_IF_ERROR(Download(*src.value(), host_src.data));
+  Result<cuda::DeviceTensor*> out = Allocate(in.out);
+  if (!out.ok()) return out.status();
+  const Buffer& out_buffer = program_.buffers[static_cast<size_t>(in.out)];
+  HostTensor host_out;
+  host_out.shape = out_buffer.shape;
+  host_out.dtype = out_buffer.dtype;
+  host_out.data.assign(static_cast<size_t>(ElementCountOf(out_buffer.shape)), 0.0);
+  ALPA_RETURN_IF_ERROR(RunCollectiveOnHost(comm, in, program_.device, host_src, host_out));
+  const bool reduces =
+      in.kind == InstructionKind::kAllReduce || in.kind == InstructionKind::kReduceScatter;
+  const DType round_to = reduces && in.round ? out_buffer.dtype : out.value()->storage;
+  ALPA_RETURN_IF_ERROR(Upload(host_out.data, round_to, *out.value()));
+  report.moves.push_back(
+      {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+  return Status::Ok();
+}
+
+Status CudaRunner::RunSlice(const Instruction& in) {
+  Result<const cuda::DeviceTensor*> src = Get(in.in[0]);
+  if (!src.ok()) return src.status();
+  if (!BoxInside(src.value()->shape, in.offsets, in.sizes)) {
+    return InternalError("the slice box lies outside its buffer");
+  }
+  const cuda::DeviceTensor source = *src.value();
+  Result<cuda::DeviceTensor*> out = Allocate(in.out);
+  if (!out.ok()) return out.status();
+  Result<cuda::DeviceTensor> dense = Reshaped(*out.value(), in.sizes);
+  if (!dense.ok()) return dense.status();
+  return cuda::LaunchCopyBox(Context(), source, in.offsets, dense.value(),
+                             std::vector<int64_t>(in.sizes.size(), 0), in.sizes);
+}
+
+Status CudaRunner::RunSend(Communicator& comm, const Instruction& in, StepReport& report) {
+  Result<const cuda::DeviceTensor*> src = Get(in.in[0]);
+  if (!src.ok()) return src.status();
+  const cuda::DeviceTensor& source = *src.value();
+  if (!BoxInside(source.shape, in.offsets, in.sizes)) {
+    return InternalError("the sent box lies outside its buffer");
+  }
+  std::vector<double> box;
+  if (IsWholeBox(source.shape, in.offsets, in.sizes)) {
+    ALPA_RETURN_IF_ERROR(Download(source, box));
+  } else {
+    Result<cuda::DeviceTensor> temp = AllocateTemp(in.sizes, source.storage);
+    if (!temp.ok()) return temp.status();
+    Status s = cuda::LaunchCopyBox(Context(), source, in.offsets, temp.value(),
+                                   std::vector<int64_t>(in.sizes.size(), 0), in.sizes);
+    if (s.ok()) s = Download(temp.value(), box);
+    ReleaseTemp(temp.value());
+    ALPA_RETURN_IF_ERROR(s);
+  }
+  ALPA_RETURN_IF_ERROR(comm.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
+  report.moves.push_back(
+      {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+  return Status::Ok();
+}
+
+Status CudaRunner::RunRecv(Communicator& comm, const Instruction& in, StepReport& report) {
+  Result<const cuda::DeviceTensor*> dst = Get(in.out);
+  if (!dst.ok()) return dst.status();
+  cuda::DeviceTensor target = *dst.value();
+  if (!BoxInside(target.shape, in.offsets, in.sizes)) {
+    return InternalError("the received box lies outside its buffer");
+  }
+  std::vector<double> box(static_cast<size_t>(ElementCountOf(in.sizes)));
+  ALPA_RETURN_IF_ERROR(comm.Recv(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
+  // The values go in as they came (no rounding beyond the storage's, as the CPU runtime).
+  if (IsWholeBox(target.shape, in.offsets, in.sizes)) {
+    ALPA_RETURN_IF_ERROR(Upload(box, target.storage, target));
+  } else {
+    Result<cuda::DeviceTensor> temp = AllocateTemp(in.sizes, target.storage);
+    if (!temp.ok()) return temp.status();
+    Status s = Upload(box, target.storage, temp.value());
+    if (s.ok()) {
+      s = cuda::LaunchCopyBox(Context(), temp.value(), std::vector<int64_t>(in.sizes.size(), 0),
+                              target, in.offsets, in.sizes);
+    }
+    ReleaseTemp(temp.value());  // stream-ordered after the copy
+    ALPA_RETURN_IF_ERROR(s);
+  }
+  report.moves.push_back(
+      {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+  return Status::Ok();
+}
+
+Status CudaRunner::RunFeed(const Instruction& in, const MicrobatchInput& input,
+                           const Graph& graph) {
+  const HostTensor* full = input(in.tensor, in.microbatch);
+  if (full == nullptr) {
+    return InvalidArgument("no data for " + DescribeOp(graph, in.tensor) + " in microbatch " +
+                           std::to_string(in.microbatch));
+  }
+  if (!BoxInside(full->shape, in.offsets, in.sizes) ||
+      full->size() != ElementCountOf(full->shape)) {
+    return InvalidArgument("the data for " + DescribeOp(graph, in.tensor) + " has shape " +
+                           ShapeString(full->shape) + ", expected " +
+                           ShapeString(graph.op(in.tensor).shape));
+  }
+  Result<cuda::DeviceTensor*> out = Allocate(in.out);
+  if (!out.ok()) return out.status();
+  std::vector<double> box(static_cast<size_t>(ElementCountOf(in.sizes)));
+  ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, box.data());
+  return Upload(box, program_.buffers[static_cast<size_t>(in.out)].dtype, *out.value());
+}
+
+Status CudaRunner::RunAccumulate(const Instruction& in) {
+  Result<const cuda::DeviceTensor*> src = Get(in.in[0]);
+  if (!src.ok()) return src.status();
+  Result<const cuda::DeviceTensor*> dst = Get(in.out);
+  if (!dst.ok()) return dst.status();
+  if (src.value()->elements() != dst.value()->elements()) {
+    return InternalError("accumulating a buffer of another size");
+  }
+  return cuda::LaunchAccumulate(Context(), *src.value(), *dst.value(),
+                                program_.buffers[static_cast<size_t>(in.out)].dtype, in.round);
+}
+
+Status CudaRunner::RunScale(const Instruction& in) {
+  Result<const cuda::DeviceTensor*> src = Get(in.in[0]);
+  if (!src.ok()) return src.status();
+  const cuda::DeviceTensor source = *src.value();
+  Result<cuda::DeviceTensor*> out = Allocate(in.out);
+  if (!out.ok()) return out.status();
+  if (source.elements() != out.value()->elements()) {
+    return InternalError("scaling into a buffer of another size");
+  }
+  return cuda::LaunchScale(Context(), source, *out.value(), in.value,
+                           program_.buffers[static_cast<size_t>(in.out)].dtype, in.round);
+}
+
+Status CudaRunner::RunCopy(const Instruction& in) {
+  Result<const cuda::DeviceTensor*> src = Get(in.in[0]);
+  if (!src.ok()) return src.status();
+  const cuda::DeviceTensor source = *src.value();
+  Result<cuda::DeviceTensor*> out = Allocate(in.out);
+  if (!out.ok()) return out.status();
+  cuda::DeviceTensor& target = *out.value();
+  if (source.elements() != target.elements()) {
+    return InternalError("copying a buffer of another size");
+  }
+  if (source.data == target.data || source.elements() == 0) return Status::Ok();
+  if (source.storage == target.storage) {
+    const size_t bytes = static_cast<size_t>(source.elements() * DTypeBytes(source.storage));
+    ALPA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(target.data, source.data, bytes, cudaMemcpyDeviceToDevice, stream_),
+        "copying the buffer");
+    return Status::Ok();
+  }
+  // The values as they are (kCopy does not round): only the storage's width changes.
+  return cuda::LaunchConvert(Context(), source, target, target.storage, false);
+}
+
+Status CudaRunner::ReportLoss(const Instruction& in, StepReport& report) {
+  Result<const cuda::DeviceTensor*> src = Get(in.in[0]);
+  if (!src.ok()) return src.status();
+  std::vector<double> values;
+  ALPA_RETURN_IF_ERROR(Download(*src.value(), values));
+  if (values.empty()) return InternalError("the loss buffer is empty");
+  report.losses.push_back({in.microbatch, values[0]});
+  return Status::Ok();
+}
+
+}  // namespace alpa

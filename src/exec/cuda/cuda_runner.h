@@ -1,0 +1,110 @@
+// The CUDA backend's ProgramRunner: one device's program (exec/program) on one GPU, mirroring
+// the CPU runtime (exec/runtime/device_runtime.h) instruction by instruction.
+//
+// A runner owns one compute stream, a cuBLASLt handle with its workspace, a caching allocator
+// (device_allocator.h) and the buffer table in device memory, each buffer in its storage dtype
+// (storage_policy.h). Ops run as the kernels of kernels.h; collectives and point-to-point moves
+// go through the communicator, which moves host doubles: the runner stages the buffer to the
+// host, converts, calls the communicator and uploads the result (the chunk layout of
+// host_collective.h, the CPU runtime's). The host waits for the GPU only where it needs data:
+// staging, a reported loss, reading parameters and the end of a step.
+//
+// Several runners may share one GPU (the devices of a plan larger than the machine), each with
+// its own stream; every entry point selects the runner's GPU on the calling thread, so the
+// driver may call each runner from a thread of its own.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+#include "exec/cuda/cuda_backend.h"
+#include "exec/cuda/device_allocator.h"
+#include "exec/cuda/device_tensor.h"
+#include "exec/program/program.h"
+#include "exec/runtime/program_runner.h"
+
+namespace alpa {
+
+class CudaRunner : public ProgramRunner {
+ public:
+  // The runner of `program` (which must outlive it) on GPU options.gpu, or program.device
+  // modulo the GPUs there are when it is -1. kUnsupported without a GPU; kInvalidArgument for a
+  // GPU index out of range; the CUDA error of a failed stream / handle creation.
+  static Result<std::unique_ptr<CudaRunner>> Create(const DeviceProgram& program,
+                                                    const CudaBackendOptions& options);
+  ~CudaRunner() override;
+  CudaRunner(const CudaRunner&) = delete;
+  CudaRunner& operator=(const CudaRunner&) = delete;
+
+  Status LoadParameters(const ParameterValue& value, const Graph& graph,
+                        int32_t tensor = -1) override;
+  Result<StepReport> RunStep(Communicator& comm, const MicrobatchInput& input,
+                             const Graph& graph) override;
+  Result<std::vector<ParameterTile>> FetchParameters() const override;
+
+  int32_t gpu() const override { return gpu_; }
+  const std::vector<DType>& storage() const { return storage_; }
+
+ private:
+  CudaRunner(const DeviceProgram& program, int32_t gpu, const CudaBackendOptions& options);
+  Status Initialize();
+
+  // One function per instruction kind (Execute dispatches).
+  Status Execute(Communicator& comm, const Instruction& in, const MicrobatchInput& input,
+                 const Graph& graph, StepReport& report);
+  Status RunOp(const Instruction& in);
+  Status RunCollective(Communicator& comm, const Instruction& in, StepReport& report);
+  Status RunSlice(const Instruction& in);
+  Status RunSend(Communicator& comm, const Instruction& in, StepReport& report);
+  Status RunRecv(Communicator& comm, const Instruction& in, StepReport& report);
+  Status RunFeed(const Instruction& in, const MicrobatchInput& input, const Graph& graph);
+  Status RunAccumulate(const Instruction& in);
+  Status RunScale(const Instruction& in);
+  Status RunCopy(const Instruction& in);
+  Status ReportLoss(const Instruction& in, StepReport& report);
+
+  // The buffer table. Allocate keeps the memory of a buffer that is already allocated (the
+  // same shape: an instruction overwriting it); the memory is not cleared.
+  Result<cuda::DeviceTensor*> Allocate(int32_t buffer);
+  void Release(int32_t buffer);
+  Result<const cuda::DeviceTensor*> Get(int32_t buffer) const;
+  // A dense tensor of `shape` in `storage` outside the table (staging), freed by ReleaseTemp.
+  Result<cuda::DeviceTensor> AllocateTemp(const Dims& shape, DType storage);
+  void ReleaseTemp(cuda::DeviceTensor& t);
+
+  // Host <-> device: the values of `t` as doubles (waits for the stream), and `values` (t's
+  // elements) rounded to `round_to` into t's storage.
+  Status Download(const cuda::DeviceTensor& t, std::vector<double>& values) const;
+  Status Upload(const std::vector<double>& values, DType round_to, cuda::DeviceTensor& t);
+  Status Synchronize(const char* what) const;
+  Status SelectGpu() const;
+
+  cuda::LaunchContext Context();
+
+  const DeviceProgram& program_;
+  const int32_t gpu_;
+  const CudaBackendOptions options_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t blas_ = nullptr;
+  // Declared before everything that holds its blocks, so that it is destroyed after them.
+  std::unique_ptr<cuda::DeviceAllocator> allocator_;
+  std::unique_ptr<cuda::AllocatorScratch> scratch_;
+  void* blas_workspace_ = nullptr;
+  std::vector<DType> storage_;  // per buffer (storage_policy.h)
+  std::vector<cuda::DeviceTensor> buffers_;
+  std::vector<char> allocated_;
+  mutable std::vector<unsigned char> staging_;  // host bytes of an upload or download
+  // For messages: the instruction running, and the last one after which the host waited for
+  // the GPU (an asynchronous kernel error happened in between).
+  mutable int64_t instruction_ = -1, waited_after_ = -1;
+  int64_t live_bytes_ = 0;
+  int64_t peak_bytes_ = 0;
+};
+
+}  // namespace alpa

@@ -1,0 +1,160 @@
+// The CUDA backend equals one device: every case of the shared list
+// (support/plan_equivalence_cases.h) lowered to device programs that run on the GPU (each device
+// of a plan a runner with its own stream; all of them share this machine's GPU and talk through
+// the thread communicator, docs/executor.md) for 2 steps, checked against the one-device
+// interpreter and against the plan. Skips, with the reason, where there is no GPU or the build
+// has no CUDA (the CPU runtime's test, plan_equivalence_test.cc, runs the same cases exactly).
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+#include "exec/cuda/cuda_backend.h"
+#include "exec/driver/plan_conformance.h"
+#include "exec/driver/plan_run.h"
+#include "models/planner_model.h"
+#include "solvers/planner/manual_plan.h"
+#include "support/plan_equivalence_cases.h"
+
+namespace alpa::testing {
+
+void PrintTo(const EquivalenceCase& c, std::ostream* os) { *os << c.name; }
+
+namespace {
+
+// GPU f32 against the interpreter (exact sums in double, rounded once per op): the GPU sums in
+// f32 in its own order (cuBLASLt's K splits, tree reductions), which moves an op's result by a
+// few f32 ulps (relative 1e-7 to 1e-6 for the sums here, up to a few hundred terms); two Adam
+// steps carry that into the parameters, where Adam's division by sqrt(v) magnifies it for the
+// smallest gradients. 1e-4 relative and absolute leaves two orders of magnitude above the
+// expected differences and stays far below any real error (a wrong layout or a missing
+// addend moves values by 1e-2 and more).
+constexpr double kGpuRtol = 1e-4, kGpuAtol = 1e-4;
+constexpr int64_t kGpuSteps = 2;
+
+PlanRunOptions CudaRunOptions(const EquivalenceCase& c) {
+  PlanRunOptions options = EquivalenceRunOptions(c);
+  options.steps = kGpuSteps;
+  options.rtol = kGpuRtol;
+  options.atol = kGpuAtol;
+  options.backend = ExecBackend::kCuda;
+  return options;
+}
+
+// Every step within tolerance (loss, parameters, and the copies of each parameter equal on
+// every device), and the moves that ran are the plan's.
+void ExpectEquivalent(const PipelinePlan& plan, const PlanRunReport& run) {
+  ASSERT_EQ(static_cast<int64_t>(run.steps.size()), kGpuSteps);
+  for (const StepSummary& s : run.steps) {
+    EXPECT_LE(s.loss_error, 1.0) << "step " << s.step << ": loss " << s.loss << " vs "
+                                 << s.reference_loss;
+    EXPECT_LE(s.parameter_error, 1.0)
+        << "step " << s.step << ": " << s.worst_parameter << " off by " << s.parameter_error
+        << " of the tolerance (relative " << s.parameter_relative << ")";
+    EXPECT_TRUE(s.replicas_agree) << "step " << s.step << ": copies of " << s.diverged_parameter
+                                  << " disagree";
+    EXPECT_TRUE(s.passed) << "step " << s.step;
+  }
+  Status conforms = CheckExecutedAgainstPlan(plan, run);
+  EXPECT_TRUE(conforms.ok()) << conforms.message();
+}
+
+// The reason to skip, or empty where a GPU runs the tests.
+std::string NoGpuReason() {
+  std::string why;
+  return CudaDeviceCount(&why) > 0 ? std::string() : "no GPU: " + why;
+}
+
+class CudaPlanEquivalenceTest : public ::testing::TestWithParam<EquivalenceCase> {};
+
+TEST_P(CudaPlanEquivalenceTest, ShardedOnTheGpuEqualsOneDevice) {
+  const std::string skip = NoGpuReason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const EquivalenceCase& c = GetParam();
+  Result<PlannedCase> planned = PlanEquivalenceCase(c);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  Result<PlanRunReport> run =
+      RunPlanOnThreads(planned.value().plan, planned.value().whole, CudaRunOptions(c));
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ExpectEquivalent(planned.value().plan, run.value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, CudaPlanEquivalenceTest, ::testing::ValuesIn(EquivalenceCases()),
+                         [](const ::testing::TestParamInfo<EquivalenceCase>& param) {
+                           return param.param.name;
+                         });
+
+// A plan of one device (the whole model on one GPU), and the same GPT in bf16 on two
+// tensor-parallel devices, where the partial sums of the sharded contractions stay in f32
+// storage until the all-reduce rounds them (storage_policy.h).
+struct SmallPlan {
+  PipelinePlan plan;
+  Graph whole;
+};
+
+SmallPlan PlanGpt(const std::string& dtype, int64_t tensor_parallel) {
+  SmallPlan p;
+  Result<PlannerModel> model = PlannerModelFromSpec(
+      "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=" + dtype + ",adam_eps=1e-5");
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return p;
+  Result<Cluster> cluster =
+      ParseClusterSpec("p3.16xlarge:hosts=1,devices_per_host=" + std::to_string(tensor_parallel));
+  EXPECT_TRUE(cluster.ok()) << cluster.status().message();
+  if (!cluster.ok()) return p;
+  ManualPlanSpec spec;
+  spec.tensor_parallel = tensor_parallel;
+  spec.microbatches = 2;
+  Result<PipelinePlan> plan = EvaluateManualPlan(model.value(), cluster.value(), spec);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  if (!plan.ok()) return p;
+  Result<Graph> whole = model.value().build(1);
+  EXPECT_TRUE(whole.ok()) << whole.status().message();
+  if (!whole.ok()) return p;
+  p.plan = std::move(plan).value();
+  p.whole = std::move(whole).value();
+  return p;
+}
+
+TEST(CudaBackendTest, OneDeviceGptOnTheGpuEqualsTheInterpreter) {
+  const std::string skip = NoGpuReason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const SmallPlan p = PlanGpt("f32", 1);
+  ASSERT_FALSE(p.plan.stages.empty());
+  PlanRunOptions options;
+  options.steps = kGpuSteps;
+  options.check = true;
+  options.rtol = kGpuRtol;
+  options.atol = kGpuAtol;
+  options.backend = ExecBackend::kCuda;
+  Result<PlanRunReport> run = RunPlanOnThreads(p.plan, p.whole, options);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ExpectEquivalent(p.plan, run.value());
+  // The runner counts live bytes in the buffers' dtypes, as the CPU runtime: the same peak.
+  options.backend = ExecBackend::kCpu;
+  Result<PlanRunReport> cpu = RunPlanOnThreads(p.plan, p.whole, options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  EXPECT_EQ(run.value().steps.back().peak_bytes, cpu.value().steps.back().peak_bytes);
+}
+
+TEST(CudaBackendTest, Bf16TensorParallelGptOnTheGpuEqualsTheInterpreterWithinBf16) {
+  const std::string skip = NoGpuReason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const SmallPlan p = PlanGpt("bf16", 2);
+  ASSERT_FALSE(p.plan.stages.empty());
+  PlanRunOptions options;
+  options.steps = kGpuSteps;
+  options.check = true;
+  // Both sides round every op to bf16 (8 bits of mantissa, 2^-8 = 0.4 % apart); a GPU sum in
+  // another order flips a rounding by one ulp now and then, and two steps pass it on: a few
+  // ulps relative, and an Adam update's size (1e-3) absolute where a gradient near 0 flips sign.
+  options.rtol = 2e-2;
+  options.atol = 5e-3;
+  options.backend = ExecBackend::kCuda;
+  Result<PlanRunReport> run = RunPlanOnThreads(p.plan, p.whole, options);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ExpectEquivalent(p.plan, run.value());
+}
+
+}  // namespace
+}  // namespace alpa::testing
