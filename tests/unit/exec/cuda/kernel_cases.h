@@ -170,9 +170,11 @@ inline void AddElementwiseCases(CaseBuilder& cb) {
         cb.Begin();
         // An integer power is formed in double and wrapped (as the interpreter does): beyond
         // 2^53 neither side's double power is exact, so its wrapped value is no defined result
-        // to compare. Integer powers take small operands instead of the dtype's edges.
-        const bool edges = k != OpKind::kPow || IsFloating(t);
-        const int32_t x = cb.Param(shape, t, edges), y = cb.Param(shape, t, edges);
+        // to compare. Integer powers take operands of at most 30 and
+        // exponents of at most 4 instead of the dtype's edges.
+        const bool small_power = k == OpKind::kPow && !IsFloating(t);
+        const int32_t x = cb.Param(shape, t, !small_power);
+        const int32_t y = cb.Param(shape, t, !small_power, small_power ? 0.4 : 3.0);  // |y| <= 4
         cb.End("edges", cb.b().Binary(k, x, y));
       }
       for (int32_t c = 0; c < 6; ++c) {
