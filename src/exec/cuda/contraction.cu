@@ -188,6 +188,34 @@ Status RunGemm(const LaunchContext& ctx, const GemmPlan& p, const GemmOperands& 
                     what);
 }
 
+// The same GEMM on cuBLAS's cublasGemmStridedBatchedEx, for what cuBLASLt's heuristic turned
+// down. Sets *found to false when cuBLAS cannot run it either.
+Status RunCublasGemm(const LaunchContext& ctx, const GemmPlan& p, const GemmOperands& g,
+                     bool* found, const std::string& what) {
+  *found = false;
+  if (ctx.gemm == nullptr) return Status::Ok();
+  const bool f32 = g.input_type == DType::kF32;
+  const cublasComputeType_t compute =
+      f32 && ctx.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t in_type = BlasType(g.input_type);
+  const cublasOperation_t trans_a = p.rhs_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t trans_b = p.lhs_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t lda = p.rhs_transposed ? p.k : p.n;
+  const int64_t ldb = p.lhs_transposed ? p.m : p.k;
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t s = cublasGemmStridedBatchedEx(
+      ctx.gemm, trans_a, trans_b, static_cast<int>(p.n), static_cast<int>(p.m),
+      static_cast<int>(p.k), &alpha, g.rhs, in_type, static_cast<int>(lda), p.k * p.n, g.lhs,
+      in_type, static_cast<int>(ldb), p.m * p.k, &beta, g.result, BlasType(g.result_type),
+      static_cast<int>(p.n), p.m * p.n, static_cast<int>(p.batch), compute, CUBLAS_GEMM_DEFAULT);
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) return Status::Ok();
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    return InternalError(what + ": cublasGemmStridedBatchedEx: " + cublasGetStatusString(s));
+  }
+  *found = true;
+  return Status::Ok();
+}
+
 bool IsBlasFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // Copies operand `t` into `dst` as `type`, in the order `permutation` (empty: as it is).
@@ -217,6 +245,12 @@ Status Arrange(const LaunchContext& ctx, const DeviceTensor& t, const Dims& perm
 
 }  // namespace
 
+namespace {
+thread_local const char* last_dot_path = "none";
+}  // namespace
+
+const char* LastDotGeneralPath() { return last_dot_path; }
+
 Status LaunchDotGeneralOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
                           const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
                           OutputRounding rounding) {
@@ -232,6 +266,7 @@ Status LaunchDotGeneralOp(const LaunchContext& ctx, const Graph& graph, int32_t 
   const bool blas = ctx.blas != nullptr && IsBlasFloat(op.dtype) && IsBlasFloat(lhs.storage) &&
                     IsBlasFloat(rhs.storage) && p.batch <= INT32_MAX && p.m <= INT32_MAX &&
                     p.n <= INT32_MAX && p.k <= INT32_MAX;
+  last_dot_path = "kernel";
   if (!blas) return LaunchDotKernel(ctx, graph, id, operands, out, rounding);
 
   // Both operands in one storage type: the 16-bit type when both hold it, else f32.
@@ -272,7 +307,15 @@ Status LaunchDotGeneralOp(const LaunchContext& ctx, const Graph& graph, int32_t 
   g.result_type = result_type;
   bool found = false;
   ALPA_RETURN_IF_ERROR(RunGemm(ctx, layout, g, &found, what));
-  if (!found) return LaunchDotKernel(ctx, graph, id, operands, out, rounding);
+  last_dot_path = "cublaslt";
+  if (!found) {
+    ALPA_RETURN_IF_ERROR(RunCublasGemm(ctx, layout, g, &found, what));
+    last_dot_path = "cublas";
+  }
+  if (!found) {
+    last_dot_path = "kernel";
+    return LaunchDotKernel(ctx, graph, id, operands, out, rounding);
+  }
   // The f32 result rounded once to the dtype (or converted to the output's storage).
   const bool needs_rounding = rounding.round && rounding.round_to != result_type;
   if (!direct || needs_rounding) {

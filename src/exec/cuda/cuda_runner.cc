@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -76,6 +78,7 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::Create(const DeviceProgram& prog
 
 CudaRunner::CudaRunner(const DeviceProgram& program, int32_t gpu, const CudaBackendOptions& options)
     : program_(program),
+      profiling_(std::getenv("ALPA_CUDA_PROFILE") != nullptr),
       gpu_(gpu),
       options_(options),
       storage_(cuda::StorageDTypes(program)),
@@ -97,6 +100,17 @@ Status CudaRunner::Initialize() {
     return InternalError(std::string("creating the cuBLASLt handle: ") +
                          cublasLtGetStatusString(blas));
   }
+  const cublasStatus_t gemm = cublasCreate(&gemm_);
+  if (gemm != CUBLAS_STATUS_SUCCESS) {
+    gemm_ = nullptr;
+    return InternalError(std::string("creating the cuBLAS handle: ") +
+                         cublasGetStatusString(gemm));
+  }
+  const cublasStatus_t bound = cublasSetStream(gemm_, stream_);
+  if (bound != CUBLAS_STATUS_SUCCESS) {
+    return InternalError(std::string("setting the cuBLAS stream: ") +
+                         cublasGetStatusString(bound));
+  }
   allocator_ = std::make_unique<cuda::DeviceAllocator>();
   scratch_ = std::make_unique<cuda::AllocatorScratch>(*allocator_);
   Result<void*> workspace = allocator_->Allocate(kBlasWorkspaceBytes);
@@ -115,6 +129,7 @@ CudaRunner::~CudaRunner() {
   scratch_.reset();
   allocator_.reset();  // frees every buffer
   if (blas_ != nullptr) (void)cublasLtDestroy(blas_);
+  if (gemm_ != nullptr) (void)cublasDestroy(gemm_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
@@ -129,6 +144,7 @@ cuda::LaunchContext CudaRunner::Context() {
   ctx.blas = blas_;
   ctx.blas_workspace = blas_workspace_;
   ctx.blas_workspace_bytes = kBlasWorkspaceBytes;
+  ctx.gemm = gemm_;
   ctx.allow_tf32 = options_.allow_tf32;
   ctx.scratch = scratch_.get();
   return ctx;
@@ -308,6 +324,10 @@ Result<StepReport> CudaRunner::RunStep(Communicator& comm, const MicrobatchInput
                                   std::to_string(gpu_) + ") instruction " + std::to_string(i) +
                                   " (" + InstructionText(program_, in) + "): " + s.message());
     }
+    if (profiling_) {
+      ALPA_RETURN_IF_ERROR(Synchronize("profiling"));
+      profile_.Add(ProfileLabel(in), std::chrono::duration<double>(Clock::now() - t0).count());
+    }
     // Host time: the launch, or the staging and the wait for a move (launches run on).
     report.seconds_by_kind[static_cast<size_t>(in.kind)] +=
         std::chrono::duration<double>(Clock::now() - t0).count();
@@ -320,7 +340,25 @@ Result<StepReport> CudaRunner::RunStep(Communicator& comm, const MicrobatchInput
   }
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.peak_bytes = peak_bytes_;
+  if (profiling_) {
+    std::fprintf(stderr, "device %d (GPU %d) %s", program_.device, gpu_,
+                 profile_.Table(25).c_str());
+    profile_.Clear();
+  }
   return report;
+}
+
+std::string CudaRunner::ProfileLabel(const Instruction& in) const {
+  std::string label = InstructionKindName(in.kind);
+  if (in.kind != InstructionKind::kRun) return label;
+  const Graph& local = program_.local_ops[static_cast<size_t>(in.local_op)];
+  const Op& op = local.op(local.size() - 1);
+  label += std::string(" ") + OpKindName(op.kind) + " " + DTypeName(op.dtype) + " <-";
+  for (int32_t b : in.in) label += std::string(" ") + DTypeName(storage_[static_cast<size_t>(b)]);
+  label += std::string(" -> ") + DTypeName(storage_[static_cast<size_t>(in.out)]);
+  if (op.kind == OpKind::kDotGeneral) label += std::string(" ") + cuda::LastDotGeneralPath();
+  if (!in.round) label += " unrounded";
+  return label;
 }
 
 Status CudaRunner::Execute(Communicator& comm, const Instruction& in, const MicrobatchInput& input,

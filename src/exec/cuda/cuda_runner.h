@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "core/util/status.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/device_allocator.h"
+#include "exec/cuda/step_profile.h"
 #include "exec/cuda/device_tensor.h"
 #include "exec/program/program.h"
 #include "exec/runtime/program_runner.h"
@@ -87,11 +89,17 @@ class CudaRunner : public ProgramRunner {
 
   cuda::LaunchContext Context();
 
+  std::string ProfileLabel(const Instruction& in) const;
+
   const DeviceProgram& program_;
+  // ALPA_CUDA_PROFILE: wait after every instruction and print where the step's time went.
+  const bool profiling_;
+  cuda::StepProfile profile_;
   const int32_t gpu_;
   const CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t blas_ = nullptr;
+  cublasHandle_t gemm_ = nullptr;
   // Declared before everything that holds its blocks, so that it is destroyed after them.
   std::unique_ptr<cuda::DeviceAllocator> allocator_;
   std::unique_ptr<cuda::AllocatorScratch> scratch_;

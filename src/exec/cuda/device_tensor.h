@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -40,6 +41,8 @@ struct LaunchContext {
   cublasLtHandle_t blas = nullptr;
   void* blas_workspace = nullptr;  // for cuBLASLt's algorithms
   size_t blas_workspace_bytes = 0;
+  // cuBLAS for the GEMMs cuBLASLt's heuristic offers no algorithm for (cublasGemmStridedBatchedEx).
+  cublasHandle_t gemm = nullptr;
   bool allow_tf32 = false;
   Scratch* scratch = nullptr;
 };

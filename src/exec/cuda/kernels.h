@@ -54,5 +54,10 @@ Status LaunchScale(const LaunchContext& ctx, const DeviceTensor& src, const Devi
 Status LaunchConvert(const LaunchContext& ctx, const DeviceTensor& src, const DeviceTensor& dst,
                      DType round_to, bool round);
 
+// How this thread's last dot_general ran: "cublaslt", "cublas" (cuBLASLt's heuristic offered no
+// algorithm) or "kernel" (the double-precision kernel: f64, integers, a dim beyond int32, or
+// neither cuBLAS offers one). For profiles (step_profile.h).
+const char* LastDotGeneralPath();
+
 }  // namespace cuda
 }  // namespace alpa
