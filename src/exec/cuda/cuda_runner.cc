@@ -103,13 +103,11 @@ Status CudaRunner::Initialize() {
   const cublasStatus_t gemm = cublasCreate(&gemm_);
   if (gemm != CUBLAS_STATUS_SUCCESS) {
     gemm_ = nullptr;
-    return InternalError(std::string("creating the cuBLAS handle: ") +
-                         cublasGetStatusString(gemm));
+    return InternalError(std::string("creating the cuBLAS handle: ") + cublasGetStatusString(gemm));
   }
   const cublasStatus_t bound = cublasSetStream(gemm_, stream_);
   if (bound != CUBLAS_STATUS_SUCCESS) {
-    return InternalError(std::string("setting the cuBLAS stream: ") +
-                         cublasGetStatusString(bound));
+    return InternalError(std::string("setting the cuBLAS stream: ") + cublasGetStatusString(bound));
   }
   allocator_ = std::make_unique<cuda::DeviceAllocator>();
   scratch_ = std::make_unique<cuda::AllocatorScratch>(*allocator_);

@@ -26,8 +26,8 @@
 #include "core/util/status.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/device_allocator.h"
-#include "exec/cuda/step_profile.h"
 #include "exec/cuda/device_tensor.h"
+#include "exec/cuda/step_profile.h"
 #include "exec/program/program.h"
 #include "exec/runtime/program_runner.h"
 
