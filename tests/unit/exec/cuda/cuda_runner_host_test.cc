@@ -63,6 +63,37 @@ TEST(StorageCodecTest, EveryFloatStorageHoldsExactlyWhatRoundToDTypeGives) {
   }
 }
 
+// Enough values for several parallel chunks, with the ties of every float format (half an ulp
+// above values with odd and even last bits, in every binade) and the values around each
+// format's largest finite one: the bit-operation rounding of normal values and its fallback.
+TEST(StorageCodecTest, ManyValuesWithEveryTieRoundAsRoundToDType) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> exponent(-40, 40);
+  std::uniform_int_distribution<int> fraction(0, 1 << 12);
+  std::vector<double> values;
+  for (int mantissa_bits : {7, 10, 23}) {
+    for (int i = 0; i < 120000; ++i) {
+      const double tie = 1.0 + std::ldexp(2.0 * fraction(rng) + 1.0, -(mantissa_bits + 1));
+      values.push_back((i % 2 == 0 ? 1.0 : -1.0) * std::ldexp(tie, exponent(rng)));
+    }
+  }
+  for (double top : {65504.0, 65520.0, 3.3895313892515355e38, 3.4028234663852886e38}) {
+    for (double f : {1.0 - 1e-9, 1.0, 1.0 + 1e-9, 1.0 + 1e-3}) values.push_back(top * f);
+  }
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const std::vector<double> back = RoundTrip(values, dtype, dtype);
+    int64_t wrong = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double want = RoundToDType(values[i], dtype);
+      if (back[i] != want && wrong++ < 5) {
+        ADD_FAILURE() << DTypeName(dtype) << " of " << values[i] << ": " << back[i] << ", expected "
+                      << want;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << DTypeName(dtype);
+  }
+}
+
 TEST(StorageCodecTest, AHalfValueKeptInF32IsRoundedOnlyWhereAsked) {
   const std::vector<double> values = {1.0 + 1.0 / 1024 + 1.0 / 4096, 3.14159265358979};
   // Unrounded (a partial sum): f32 precision.
