@@ -1,8 +1,11 @@
 #include "exec/driver/synthetic_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
+
+#include "core/util/parallel.h"
 
 namespace alpa {
 namespace {
@@ -47,6 +50,20 @@ double FanIn(const Dims& shape) {
 }
 
 constexpr uint64_t kWeights = 1, kInputs = 2;
+
+// t.data[i] = value(i) for every element, on every hardware thread in chunks: each value depends
+// on its index alone, so the data are the same whatever the thread count (and a model-sized
+// tensor takes a fraction of a second instead of seconds).
+template <typename F>
+void FillEach(HostTensor& t, const F& value) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  const int64_t n = t.size();
+  (void)RunParallel((n + kChunk - 1) / kChunk, ResolveThreadCount(0), [&](int64_t c) {
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i) t.data[static_cast<size_t>(i)] = value(i);
+    return Status::Ok();
+  });
+}
 
 }  // namespace
 
@@ -100,9 +117,12 @@ std::map<int32_t, HostTensor> InitialParameters(const Graph& graph, uint64_t see
         for (double& v : t.data) v = scale ? 1.0 : 0.0;
       } else {
         const double a = std::sqrt(3.0 / FanIn(op.shape));
-        for (size_t i = 0; i < t.data.size(); ++i) {
-          t.data[i] = a * (2.0 * Unit(seed, kWeights, static_cast<uint64_t>(id), i) - 1.0);
-        }
+        // Unrounded here: the f32 master copies below start from these values.
+        FillEach(t, [&](int64_t i) {
+          return a *
+                 (2.0 * Unit(seed, kWeights, static_cast<uint64_t>(id), static_cast<uint64_t>(i)) -
+                  1.0);
+        });
       }
     }
     values[id] = std::move(t);
@@ -118,7 +138,7 @@ std::map<int32_t, HostTensor> InitialParameters(const Graph& graph, uint64_t see
   }
   for (auto& [id, t] : values) {
     if (t.dtype != DType::kF64) {
-      for (double& v : t.data) v = RoundToDType(v, t.dtype);
+      FillEach(t, [&](int64_t i) { return RoundToDType(t.data[static_cast<size_t>(i)], t.dtype); });
     }
   }
   return values;
@@ -133,20 +153,20 @@ std::map<int32_t, HostTensor> StepInputs(const Graph& graph, uint64_t seed, int6
     const uint64_t s = static_cast<uint64_t>(step);
     if (IsInteger(op.dtype) || op.dtype == DType::kPred) {
       const int64_t range = IntegerInputRange(graph, id);
-      for (size_t i = 0; i < t.data.size(); ++i) {
-        t.data[i] = std::floor(Unit(seed ^ (s << 32), kInputs, static_cast<uint64_t>(id), i) *
-                               static_cast<double>(range));
-      }
+      FillEach(t, [&](int64_t i) {
+        return std::floor(
+            Unit(seed ^ (s << 32), kInputs, static_cast<uint64_t>(id), static_cast<uint64_t>(i)) *
+            static_cast<double>(range));
+      });
     } else {
-      // Box-Muller from two uniforms.
-      for (size_t i = 0; i < t.data.size(); ++i) {
-        const double u1 = Unit(seed ^ (s << 32), kInputs, static_cast<uint64_t>(id), 2 * i);
-        const double u2 = Unit(seed ^ (s << 32), kInputs, static_cast<uint64_t>(id), 2 * i + 1);
-        t.data[i] = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2);
-      }
-      if (t.dtype != DType::kF64) {
-        for (double& v : t.data) v = RoundToDType(v, t.dtype);
-      }
+      // Box-Muller from two uniforms, rounded to the input's dtype.
+      FillEach(t, [&](int64_t i) {
+        const uint64_t k = 2 * static_cast<uint64_t>(i);
+        const double u1 = Unit(seed ^ (s << 32), kInputs, static_cast<uint64_t>(id), k);
+        const double u2 = Unit(seed ^ (s << 32), kInputs, static_cast<uint64_t>(id), k + 1);
+        return RoundToDType(std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2),
+                            t.dtype);
+      });
     }
     values[id] = std::move(t);
   }
