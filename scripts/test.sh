@@ -32,12 +32,13 @@ fi
 
 # The tests whose code runs on several threads: the planner's parallel stage costs and baseline
 # grid (RunParallel), the sharding solver's parallel local searches and block elimination pool,
-# concurrent GLPK solves, the thread communicator (ranks as threads), the executor's devices as
+# concurrent GLPK solves, the thread communicator (ranks as threads), the NCCL rendezvous (ranks
+# as threads, its watchdog thread), the executor's devices as
 # threads (a plan's perturbations, the C executor), and the C ABI's planning calls (each sets
 # two threads).
 tsan_unit_tests=(planner_test manual_plan_test plan_simulation_test sharding_solver_test
                  block_elimination_test ilp_glpk_test thread_communicator_test
-                 plan_perturbation_test)
+                 plan_perturbation_test rendezvous_test)
 tsan_c_tests=(capi_test plan_capi_test baseline_capi_test simulate_capi_test example_plan_model
               executor_capi_test)
 # Left out under TSan: a quality comparison that runs the baseline grid's threaded code (as
