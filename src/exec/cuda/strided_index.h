@@ -31,13 +31,31 @@ struct StridedWalk {
   int64_t count = 1;  // elements of the box
 };
 
+// A flat index below 2^32 (every tensor but the largest) is split with 32-bit divisions, which a
+// GPU runs several times faster than 64-bit ones; the quotients only shrink, so they fit too.
 ALPA_HD void WalkOffsets(const StridedWalk& w, int64_t flat, int64_t* a, int64_t* b) {
   int64_t oa = w.a_base, ob = w.b_base;
-  for (int32_t d = w.rank - 1; d >= 0; --d) {
-    const int64_t i = flat % w.shape[d];
-    flat /= w.shape[d];
-    oa += i * w.a_stride[d];
-    ob += i * w.b_stride[d];
+  constexpr int64_t kNarrow = 0xffffffffLL;
+  if (flat >= 0 && flat <= kNarrow) {
+    uint32_t f = static_cast<uint32_t>(flat);
+    for (int32_t d = w.rank - 1; d >= 0; --d) {
+      uint32_t i = f, q = 0;  // a dim beyond 2^32 holds the whole index
+      if (w.shape[d] <= kNarrow) {
+        const uint32_t extent = static_cast<uint32_t>(w.shape[d]);
+        q = f / extent;
+        i = f - q * extent;
+      }
+      f = q;
+      oa += static_cast<int64_t>(i) * w.a_stride[d];
+      ob += static_cast<int64_t>(i) * w.b_stride[d];
+    }
+  } else {
+    for (int32_t d = w.rank - 1; d >= 0; --d) {
+      const int64_t i = flat % w.shape[d];
+      flat /= w.shape[d];
+      oa += i * w.a_stride[d];
+      ob += i * w.b_stride[d];
+    }
   }
   *a = oa;
   *b = ob;

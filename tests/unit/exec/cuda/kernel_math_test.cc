@@ -385,6 +385,34 @@ TEST(KernelMath, WalkOffsetsEqualTheInterpretersWalk) {
             StatusCode::kUnsupported);
 }
 
+// Walks of tensors beyond 2^32 elements: indices on either side of 2^32 (the 32-bit and the
+// 64-bit division paths) and dims beyond 2^32 themselves, against the index's digits computed
+// by hand.
+TEST(KernelMath, WalkOffsetsOfTensorsBeyondFourBillionElements) {
+  const int64_t big = (int64_t{1} << 33) + 7;
+  const std::vector<Dims> shapes = {{3, big}, {big, 5}, {70000, 70000, 3}, {2, 65536, 65537}};
+  for (const Dims& shape : shapes) {
+    const Dims sa = DenseStrides(shape);
+    Dims sb(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) sb[d] = -static_cast<int64_t>(d) - 2;
+    Result<StridedWalk> w = MakeWalk(shape, sa, 0, sb, 1000, "walk");
+    ASSERT_TRUE(w.ok());
+    const int64_t count = w.value().count;
+    for (int64_t flat : {int64_t{0}, int64_t{1}, int64_t{0xfffffffe}, int64_t{0xffffffff},
+                         int64_t{0x100000000}, int64_t{0x100000001}, count / 2, count - 1}) {
+      int64_t want_b = 1000, rest = flat;
+      for (size_t d = shape.size(); d-- > 0;) {
+        want_b += (rest % shape[d]) * sb[d];
+        rest /= shape[d];
+      }
+      int64_t a = 0, b = 0;
+      WalkOffsets(w.value(), flat, &a, &b);
+      EXPECT_EQ(a, flat) << ShapeString(shape) << " at " << flat;  // dense strides: a = flat
+      EXPECT_EQ(b, want_b) << ShapeString(shape) << " at " << flat;
+    }
+  }
+}
+
 TEST(KernelMath, BoxWalkCopiesTheBoxAndRejectsBoxesOutside) {
   // A [2, 3] box at (1, 2) of a [4, 7] tensor to (0, 1) of a [2, 5] one.
   Result<StridedWalk> w = BoxWalk({4, 7}, {1, 2}, {2, 5}, {0, 1}, {2, 3});
