@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The checks that need a GPU, in one command, on a machine with one (issue 16): the CUDA kernels
+# against the interpreter, the part-1 equality cases on the CUDA backend, the one-GPU NCCL tests,
+# the calibration's measurement, a profiled step of one GPT layer, then the GPT-layer benchmark
+# (bench/gpu/run.sh). Each part has its own time limit; logs go to OUT.
+#   scripts/gpu-check.sh [BUILD] [OUT] [-- BENCH_ARGS...]
+#     BUILD  a build with -DALPA_WITH_CUDA=ON (default build-cuda); its bin/ holds the tests
+#     OUT    where the logs go (default $OUT, else gpu-check-out)
+# Build first, e.g.:
+#   cmake -S . -B build-cuda -DALPA_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+#   cmake --build build-cuda -j --target alpa_cli alpa_shared kernels_gpu_test \
+#     cuda_plan_equivalence_test nccl_communicator_test calibration_test
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-cuda}
+out=${2:-${OUT:-gpu-check-out}}
+shift $(($# > 2 ? 2 : $#))
+[[ ${1:-} == -- ]] && shift
+mkdir -p "$out"
+# The build's RUNPATH names the build machine's folders: a copied build finds libalpa beside it.
+export LD_LIBRARY_PATH="$(cd "$build" && pwd)/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+status=0
+
+part() {  # part NAME SECONDS COMMAND...: runs COMMAND under a limit, logs it, prints its end
+  local name=$1 seconds=$2
+  shift 2
+  echo "=== $name"
+  local start=$SECONDS
+  timeout "$seconds" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "rc $rc after $((SECONDS - start)) s"
+  tail -n 25 "$out/$name.log"
+  [[ $rc -eq 0 ]] || status=1
+}
+
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
+for t in kernels_gpu_test nccl_communicator_test calibration_test cuda_plan_equivalence_test; do
+  part "$t" 300 "$build/bin/$t" --gtest_brief=1
+done
+# Where a GPT layer's step goes (the waits after every instruction slow it: not a timing).
+model=gpt:layers=1,embed=0,hidden=4096,heads=32,seq=2048,batch=2,dtype=bf16
+part plan_gpt_layer 60 "$build/bin/alpa" plan --model "$model" --cluster dgx-h100:devices_per_host=1 \
+  -B 1 --remat off -o "$out/gpt_layer_b2.json" -q --deterministic
+part profile_gpt_layer 180 env ALPA_CUDA_PROFILE=1 "$build/bin/alpa" run "$out/gpt_layer_b2.json" \
+  --backend cuda --steps 2
+part bench 600 bash bench/gpu/run.sh "$build/bin/alpa" "$out" "$@"
+exit $status
