@@ -11,6 +11,7 @@
 #include "exec/cuda/storage_codec.h"
 #include "exec/cuda/storage_policy.h"
 #include "exec/runtime/host_collective.h"
+#include "exec/runtime/parameter_value.h"
 #include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
@@ -266,17 +267,10 @@ Status CudaRunner::LoadParameters(const ParameterValue& value, const Graph& grap
   ALPA_RETURN_IF_ERROR(SelectGpu());
   for (const ParameterBinding& b : program_.parameters) {
     if (tensor >= 0 && b.tensor != tensor) continue;
-    const HostTensor* full = value(b.tensor);
-    if (full == nullptr) {
-      return InvalidArgument("device " + std::to_string(program_.device) + ": no value for " +
-                             DescribeOp(graph, b.tensor));
-    }
-    if (full->shape != graph.op(b.tensor).shape ||
-        full->size() != ElementCountOf(graph.op(b.tensor).shape)) {
-      return InvalidArgument("the value for " + DescribeOp(graph, b.tensor) + " has shape " +
-                             ShapeString(full->shape) + ", expected " +
-                             ShapeString(graph.op(b.tensor).shape));
-    }
+    Result<const HostTensor*> checked =
+        CheckedParameterValue(value, graph, b.tensor, program_.device);
+    if (!checked.ok()) return checked.status();
+    const HostTensor* full = checked.value();
     Result<cuda::DeviceTensor*> t = Allocate(b.buffer);
     if (!t.ok()) return t.status();
     std::vector<double> tile(static_cast<size_t>(t.value()->elements()), 0.0);

@@ -6,6 +6,7 @@
 
 #include "exec/runtime/host_collective.h"
 #include "exec/runtime/masked_indexing.h"
+#include "exec/runtime/parameter_value.h"
 #include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
@@ -52,17 +53,10 @@ Status DeviceRuntime::LoadParameters(const ParameterValue& value, const Graph& g
                                      int32_t tensor) {
   for (const ParameterBinding& b : program_.parameters) {
     if (tensor >= 0 && b.tensor != tensor) continue;
-    const HostTensor* full = value(b.tensor);
-    if (full == nullptr) {
-      return InvalidArgument("device " + std::to_string(program_.device) + ": no value for " +
-                             DescribeOp(graph, b.tensor));
-    }
-    if (full->shape != graph.op(b.tensor).shape ||
-        full->size() != ElementCountOf(graph.op(b.tensor).shape)) {
-      return InvalidArgument("the value for " + DescribeOp(graph, b.tensor) + " has shape " +
-                             ShapeString(full->shape) + ", expected " +
-                             ShapeString(graph.op(b.tensor).shape));
-    }
+    Result<const HostTensor*> checked =
+        CheckedParameterValue(value, graph, b.tensor, program_.device);
+    if (!checked.ok()) return checked.status();
+    const HostTensor* full = checked.value();
     HostTensor& t = Allocate(b.buffer);
     if (b.owner) ExtractBox(full->data.data(), full->shape, b.offsets, b.sizes, t.data.data());
     Round(t);
