@@ -37,7 +37,9 @@ nlohmann::json MeasurementJson(const alpa::Measurement& m, const alpa::DeviceSpe
   double peak = 0;
   if (m.kind == alpa::MeasurementKind::kMemory) {
     peak = device.memory_bandwidth;
-  } else if (m.kind != alpa::MeasurementKind::kLaunch) {
+  } else if (m.kind != alpa::MeasurementKind::kLaunch && !m.tf32) {
+    // A TF32 product has no peak in the presets (their f32 peak is the vector units'): it would
+    // read as several times "the peak".
     peak = device.PeakFlops(m.dtype);
   }
   if (peak > 0) {
