@@ -79,8 +79,8 @@ if command -v valgrind >/dev/null 2>&1; then
   case "$bin" in /*) ;; *) bin="$here/$bin" ;; esac
   [ -x "$bin" ] || { echo "could not find the api test binary" >&2; exit 1; }
   valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
-    "$bin" --test-threads=1 solve_ graph_from_slices bad_model_spec option_errors \
-    progress_callback cancel_from
+    --suppressions="$here/valgrind.supp" "$bin" --test-threads=1 solve_ graph_from_slices \
+    bad_model_spec option_errors progress_callback cancel_from
 else
   echo "== valgrind not available: leak check skipped" >&2
 fi
