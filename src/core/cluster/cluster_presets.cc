@@ -17,6 +17,11 @@
 //   H100 SXM5         NVIDIA H100 datasheet: FP64 34 (tensor 67), FP32 67, TF32 495,
 //                     BF16/FP16 989 (dense), INT8 1979 TOP/s; 80 GB HBM3 3.35 TB/s; NVLink4
 //                     900 GB/s per GPU (450 GB/s one direction).
+//   A100 PCIe 80 GB   NVIDIA A100 PCIe datasheet: the SXM4 part's rates (BF16/FP16 312 TFLOP/s),
+//                     HBM2e 1935 GB/s, no NVLink bridge in this preset: GPUs talk over PCIe
+//                     Gen4 x16, 64 GB/s both ways = 32 GB/s one direction per GPU (nccl-tests
+//                     reach ~20-25 GB/s bus bandwidth on such servers; a cluster file can lower
+//                     it), one 200 Gb/s HDR NIC per host = 25 GB/s.
 //   DGX H100          DGX H100 user guide: 8 x H100, NVSwitch, 8 x 400 Gb/s NDR InfiniBand
 //                     (ConnectX-7) = 400 GB/s per host.
 // Choices: f32 is strict IEEE FP32 (no TF32; set 156e12 / 495e12 in a cluster file for TF32
@@ -80,6 +85,17 @@ Cluster DgxA100_40() {
   return c;
 }
 
+// An 8-GPU server without NVLink: every GPU pair goes through PCIe (issue 20's PCIe-only case).
+Cluster PcieA100() {
+  Cluster c;
+  c.name = "pcie-a100-80g";
+  c.devices_per_host = 8;
+  c.device = A100("A100-PCIe-80GB", 80 * kGiB, 1935e9);
+  c.intra_host_link = {32e9, 10e-6};
+  c.inter_host_link = {200e9 / 8, 10e-6};
+  return c;
+}
+
 Cluster DgxH100() {
   Cluster c;
   c.name = "dgx-h100";
@@ -111,6 +127,9 @@ const std::vector<PresetEntry>& Entries() {
       {{"dgx-h100", "h100,dgx-h100-80g,dgx-h100-80gb",
         "NVIDIA DGX H100: 8 x H100 SXM 80 GB, NVLink4/NVSwitch, 8 x 400 Gb/s NDR InfiniBand"},
        &DgxH100},
+      {{"pcie-a100-80g", "pcie-a100,a100-pcie",
+        "8 x A100 PCIe 80 GB without NVLink (PCIe Gen4 x16 between GPUs), 200 Gb/s per host"},
+       &PcieA100},
   };
   return kEntries;
 }

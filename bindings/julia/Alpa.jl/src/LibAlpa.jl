@@ -1446,7 +1446,7 @@ end
 
 The built-in presets: their number, and the canonical name of preset `index` (static storage;
 "" when index is out of range). Names: "p3.16xlarge", "dgx-a100-80g", "dgx-a100-40g",
-"dgx-h100"; aliases such as "dgx-a100" and "h100" are accepted too.
+"dgx-h100", "pcie-a100-80g"; aliases such as "dgx-a100" and "h100" are accepted too.
 
 C: `int32_t alpa_cluster_preset_count(void)` (alpa.h)
 """

@@ -669,8 +669,8 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                       'of preset `index` (static storage;\n'
                                       '"" when index is out of range). Names: "p3.16xlarge", '
                                       '"dgx-a100-80g", "dgx-a100-40g",\n'
-                                      '"dgx-h100"; aliases such as "dgx-a100" and "h100" are '
-                                      'accepted too.',
+                                      '"dgx-h100", "pcie-a100-80g"; aliases such as "dgx-a100" and '
+                                      '"h100" are accepted too.',
                                'returns': 'int32_t',
                                'params': [],
                                'header': 'alpa.h'},

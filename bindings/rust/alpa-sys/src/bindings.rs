@@ -967,7 +967,7 @@ pub struct alpa_mesh {
 extern "C" {
     #[doc = " The built-in presets: their number, and the canonical name of preset `index` (static storage;"]
     #[doc = " \"\" when index is out of range). Names: \"p3.16xlarge\", \"dgx-a100-80g\", \"dgx-a100-40g\","]
-    #[doc = " \"dgx-h100\"; aliases such as \"dgx-a100\" and \"h100\" are accepted too."]
+    #[doc = " \"dgx-h100\", \"pcie-a100-80g\"; aliases such as \"dgx-a100\" and \"h100\" are accepted too."]
     pub fn alpa_cluster_preset_count() -> i32;
 }
 extern "C" {

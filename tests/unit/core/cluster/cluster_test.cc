@@ -68,8 +68,9 @@ TEST(ClusterPresets, DgxA100AndH100Numbers) {
 
 TEST(ClusterPresets, ListAndLookup) {
   const auto& presets = ClusterPresets();
-  ASSERT_EQ(presets.size(), 4u);
+  ASSERT_EQ(presets.size(), 5u);
   EXPECT_STREQ(presets[0].name, "p3.16xlarge");
+  EXPECT_STREQ(presets[4].name, "pcie-a100-80g");
   for (const ClusterPresetInfo& p : presets) {
     Result<Cluster> c = MakePresetCluster(p.name, 2);
     ASSERT_TRUE(c.ok()) << p.name;

@@ -1,0 +1,58 @@
+// The link between the GPUs of a host decides how much tensor parallelism pays: on an 8-GPU
+// server without NVLink (PCIe Gen4, 32 GB/s a direction against NVSwitch's 300) the planner
+// splits gpt-39b into a pipeline with less tensor parallelism than on a DGX A100, where one
+// stage with tp 8 wins; both plans pass the independent checker.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/cluster/cluster.h"
+#include "models/planner_model.h"
+#include "solvers/auto_sharding/plan_check.h"
+#include "solvers/planner/planner.h"
+
+namespace alpa {
+namespace {
+
+PipelinePlan PlanGpt39b(const char* preset) {
+  Result<Cluster> cluster = MakePresetCluster(preset, 1);
+  EXPECT_TRUE(cluster.ok()) << cluster.status().message();
+  Result<PlannerModel> model = PlannerModelFromSpec("gpt-39b");
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!cluster.ok() || !model.ok()) return {};
+  PlannerOptions options;
+  options.threads = 2;
+  Result<PipelinePlan> plan = PlanPipeline(model.value(), cluster.value(), options);
+  EXPECT_TRUE(plan.ok()) << preset << ": " << plan.status().message();
+  if (!plan.ok()) return {};
+  for (size_t s = 0; s < plan.value().stages.size(); ++s) {
+    const PlannedStage& st = plan.value().stages[s];
+    for (const StagePiece& p : st.pieces) {
+      const Status check =
+          CheckShardingPlan(p.subgraph->graph, st.logical_mesh, *p.sharding, std::nullopt);
+      EXPECT_TRUE(check.ok()) << preset << " stage " << s << ": " << check.message();
+    }
+  }
+  return std::move(plan).value();
+}
+
+int64_t MaxTensorParallel(const PipelinePlan& plan) {
+  int64_t tp = 0;
+  for (const PlannedStage& st : plan.stages) tp = std::max(tp, st.tensor_parallel);
+  return tp;
+}
+
+TEST(PcieServer, LessTensorParallelismThanOnNvlink) {
+  const PipelinePlan nvlink = PlanGpt39b("dgx-a100-80g");
+  const PipelinePlan pcie = PlanGpt39b("pcie-a100-80g");
+  ASSERT_FALSE(nvlink.stages.empty());
+  ASSERT_FALSE(pcie.stages.empty());
+  EXPECT_EQ(MaxTensorParallel(nvlink), 8);
+  EXPECT_LT(MaxTensorParallel(pcie), MaxTensorParallel(nvlink));
+  EXPECT_GT(pcie.stages.size(), nvlink.stages.size());
+  // The slower links cost time: the PCIe server's plan is slower than the DGX's.
+  EXPECT_GT(pcie.iteration_seconds, nvlink.iteration_seconds);
+}
+
+}  // namespace
+}  // namespace alpa
