@@ -19,10 +19,11 @@ std::string Take(alpa_error* err) {
 }
 
 TEST(ClusterCapi, PresetsAndGetters) {
-  ASSERT_EQ(alpa_cluster_preset_count(), 4);
+  ASSERT_EQ(alpa_cluster_preset_count(), 5);
   EXPECT_STREQ(alpa_cluster_preset_name(0), "p3.16xlarge");
   EXPECT_STREQ(alpa_cluster_preset_name(3), "dgx-h100");
-  EXPECT_STREQ(alpa_cluster_preset_name(4), "");
+  EXPECT_STREQ(alpa_cluster_preset_name(4), "pcie-a100-80g");
+  EXPECT_STREQ(alpa_cluster_preset_name(5), "");
   EXPECT_STREQ(alpa_cluster_preset_name(-1), "");
 
   alpa_cluster* c = nullptr;
