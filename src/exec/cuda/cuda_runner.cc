@@ -11,7 +11,7 @@
 #include "exec/cuda/storage_codec.h"
 #include "exec/cuda/storage_policy.h"
 #include "exec/runtime/host_collective.h"
-#include "exec/runtime/parameter_value.h"
+#include "exec/runtime/runner_inputs.h"
 #include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
@@ -508,17 +508,10 @@ Status CudaRunner::RunRecv(Communicator& comm, const Instruction& in, StepReport
 
 Status CudaRunner::RunFeed(const Instruction& in, const MicrobatchInput& input,
                            const Graph& graph) {
-  const HostTensor* full = input(in.tensor, in.microbatch);
-  if (full == nullptr) {
-    return InvalidArgument("no data for " + DescribeOp(graph, in.tensor) + " in microbatch " +
-                           std::to_string(in.microbatch));
-  }
-  if (!BoxInside(full->shape, in.offsets, in.sizes) ||
-      full->size() != ElementCountOf(full->shape)) {
-    return InvalidArgument("the data for " + DescribeOp(graph, in.tensor) + " has shape " +
-                           ShapeString(full->shape) + ", expected " +
-                           ShapeString(graph.op(in.tensor).shape));
-  }
+  Result<const HostTensor*> checked =
+      CheckedMicrobatchInput(input, graph, in.tensor, in.microbatch, in.offsets, in.sizes);
+  if (!checked.ok()) return checked.status();
+  const HostTensor* full = checked.value();
   Result<cuda::DeviceTensor*> out = Allocate(in.out);
   if (!out.ok()) return out.status();
   std::vector<double> box(static_cast<size_t>(ElementCountOf(in.sizes)));

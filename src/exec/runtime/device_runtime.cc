@@ -6,7 +6,7 @@
 
 #include "exec/runtime/host_collective.h"
 #include "exec/runtime/masked_indexing.h"
-#include "exec/runtime/parameter_value.h"
+#include "exec/runtime/runner_inputs.h"
 #include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
@@ -161,17 +161,10 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
       return Status::Ok();
     }
     case InstructionKind::kFeed: {
-      const HostTensor* full = input(in.tensor, in.microbatch);
-      if (full == nullptr) {
-        return InvalidArgument("no data for " + DescribeOp(graph, in.tensor) + " in microbatch " +
-                               std::to_string(in.microbatch));
-      }
-      if (!BoxInside(full->shape, in.offsets, in.sizes) ||
-          full->size() != ElementCountOf(full->shape)) {
-        return InvalidArgument("the data for " + DescribeOp(graph, in.tensor) + " has shape " +
-                               ShapeString(full->shape) + ", expected " +
-                               ShapeString(graph.op(in.tensor).shape));
-      }
+      Result<const HostTensor*> checked =
+          CheckedMicrobatchInput(input, graph, in.tensor, in.microbatch, in.offsets, in.sizes);
+      if (!checked.ok()) return checked.status();
+      const HostTensor* full = checked.value();
       HostTensor& out = Allocate(in.out);
       ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, out.data.data());
       Round(out);
