@@ -5,8 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +16,7 @@
 
 #include "exec/comm/communicator_rendezvous.h"
 #include "exec/comm/thread_communicator.h"
+#include "support/free_port.h"
 
 namespace alpa {
 namespace {
@@ -25,18 +24,7 @@ namespace {
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-// A port nobody listens on right now (the kernel's choice for an ephemeral bind).
-uint16_t FreePort() {
-  const int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(probe, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
-  close(probe);
-  return ntohs(address.sin_port);
-}
+using testing::FreePort;
 
 std::string FreshPath(const std::string& name) {
   const std::string path =

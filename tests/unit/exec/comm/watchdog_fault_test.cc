@@ -5,10 +5,8 @@
 // rank's message, long before its own 20 s deadline.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 
 #include "exec/comm/rendezvous.h"
 #include "exec/comm/watched_wait.h"
+#include "support/free_port.h"
 
 namespace alpa {
 namespace {
@@ -32,17 +31,7 @@ constexpr std::chrono::seconds kWaitTimeout{20};
 // What "ends at once" means here: far below both the wait's deadline and the 30 s asked for.
 constexpr std::chrono::seconds kPromptly{8};
 
-uint16_t FreePort() {
-  const int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(probe, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
-  close(probe);
-  return ntohs(address.sin_port);
-}
+using testing::FreePort;
 
 // What a rank does once the blob is shared: returns the status its wait ended with.
 using RankBody = std::function<Status(int32_t rank, Rendezvous& rendezvous)>;
