@@ -3,6 +3,8 @@
 #
 #   1. pip installs the package from the repository into a fresh venv: this builds libalpa and
 #      the alpa program from the repository's sources (scikit-build-core + CMake) and bundles them;
+#      jax, jaxlib, torch and transformers from PyPI too, unless PREFIX's libalpa is an ASan build
+#      (about 2.5 minutes and 6 GB on a fresh machine);
 #   2. runs the pytest suite and the examples against that package;
 #   3. runs the suite once more against PREFIX's libalpa (ALPA_LIBRARY=PREFIX/lib/libalpa.so),
 #      under ASan when that library is an ASan build.
@@ -43,6 +45,24 @@ PY=$WORK/venv/bin/python
 "$PY" -m pip install -q --upgrade pip
 "$PY" -m pip install -q pytest tqdm
 
+# The frameworks whose models the package imports and hands plans back to (jax, jaxlib, torch,
+# transformers; CPU use): their tests skip where they are missing. They are installed for the
+# Release run only (ALPA_PY_FRAMEWORKS=0 leaves them out): under ASan the interpreter preloads
+# the sanitizer runtime, which those packages' own native code was not built for.
+LIB=""
+for d in lib lib64 lib/x86_64-linux-gnu; do
+  if [ -e "$PREFIX/$d/libalpa.so" ]; then LIB=$PREFIX/$d/libalpa.so; break; fi
+done
+if [ -z "$LIB" ]; then echo "no libalpa.so under $PREFIX" >&2; exit 1; fi
+frameworks=${ALPA_PY_FRAMEWORKS:-1}
+if ldd "$LIB" | grep -q libasan; then frameworks=0; fi
+if [ "$frameworks" = 1 ]; then
+  step "pip install jax jaxlib torch transformers"
+  start=$(date +%s)
+  "$PY" -m pip install -q jax jaxlib torch transformers
+  echo "frameworks install took $(( $(date +%s) - start )) s"
+fi
+
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$REPO")}
   export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
@@ -67,12 +87,7 @@ grep -q "objective 445 assignment \[0, 0, 2, 1, 0\]" "$WORK/solve.out"
 "$PY" "$HERE/examples/plan_gpt.py" | tee "$WORK/plan.out"
 grep -q "^Plan: " "$WORK/plan.out"
 
-# ---- the same tests against the prefix's libalpa ----
-LIB=""
-for d in lib lib64 lib/x86_64-linux-gnu; do
-  if [ -e "$PREFIX/$d/libalpa.so" ]; then LIB=$PREFIX/$d/libalpa.so; break; fi
-done
-if [ -z "$LIB" ]; then echo "no libalpa.so under $PREFIX" >&2; exit 1; fi
+# ---- the same tests against the prefix's libalpa ($LIB, found above) ----
 extra_env=()
 if ldd "$LIB" | grep -q libasan; then
   # Python is not built with ASan: preload the runtime; CPython's own allocations are not ours
