@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -46,7 +48,11 @@ struct MeshKey {
 // A piece set: (microbatches, pp for graphs without markers whose pieces depend on it, else 0).
 using SetKey = std::pair<int64_t, int64_t>;
 using SolveKey = std::tuple<SetKey, int32_t, MeshKey>;  // set, piece type, mesh
-using EdgeKey = std::tuple<SetKey, MeshKey, int32_t, int32_t, int32_t, int32_t>;
+// set, mesh, the two piece types, producer and reader ops, the two types' memory levels
+using EdgeKey =
+    std::tuple<SetKey, MeshKey, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t>;
+// The memory level each piece type is composed at (absent: level 0, its first solve).
+using TypeLevels = std::map<int32_t, int32_t>;
 
 // The submesh and mesh of a spec (checked by CheckSpec).
 MeshKey MeshOf(const ManualPlanSpec& spec, const Cluster& cluster) {
@@ -158,6 +164,11 @@ struct ManualPlanEvaluator::Impl {
   };
   std::map<int64_t, std::unique_ptr<GraphCtx>> graphs;
   std::map<SolveKey, Result<UnitProfile>> profiles;
+  // Levels 1, 2, ... of a solve: the piece re-solved under shrinking memory budgets, made only
+  // for the types of a stage that does not fit (ComposeFitting). A deque, because stage
+  // evaluations point into it while it grows.
+  std::map<SolveKey, std::deque<UnitProfile>> tighter;
+  std::set<SolveKey> exhausted;  // no further level: the budget was infeasible or bought < 10 %
   std::map<EdgeKey, double> edge_costs;
 
   // A spec resolved against the graph: its piece set and stage ranges of layer groups.
@@ -338,7 +349,8 @@ struct ManualPlanEvaluator::Impl {
   }
 
   Result<UnitProfile> Solve(const PieceSet& set, int64_t microbatches, int32_t type,
-                            const MeshKey& key) const {
+                            const MeshKey& key,
+                            std::optional<int64_t> memory_budget_bytes = std::nullopt) const {
     Result<LogicalMesh> mesh = MeshFor(key);
     if (!mesh.ok()) return mesh.status();
     AutoShardOptions o;
@@ -349,10 +361,14 @@ struct ManualPlanEvaluator::Impl {
     o.solve.threads = 1;
     o.solve.deterministic = true;
     o.solve.deterministic_searches = 1;  // the solves themselves run side by side
-    o.solve.heuristic_only = !options.intra_op_exact;
+    // Under a memory budget the local search alone can end far from the optimum (on the
+    // 7.5B GPT row of bench/fidelity.py with fused elementwise pricing: 2.1x the exact
+    // latency), so budgeted solves are proved with the ILP, within the same time limit.
+    o.solve.heuristic_only = !options.intra_op_exact && !memory_budget_bytes;
     o.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
     o.solve.relative_gap = options.intra_op_relative_gap;
     o.solve.cancel = options.cancel;
+    o.memory_budget_bytes = memory_budget_bytes;
     const int32_t rep = set.pieces.type_rep[static_cast<size_t>(type)];
     Result<UnitProfile> p = ProfileUnit(set.pieces.piece_graph[static_cast<size_t>(rep)]->graph,
                                         mesh.value(), cluster, o);
@@ -452,18 +468,16 @@ struct ManualPlanEvaluator::Impl {
     ComposedStage composed;
     std::vector<const UnitProfile*> profiles;  // per piece of the stage
   };
-  Result<std::vector<StageEval>> Compose(const Resolved& resolved, bool remat) {
+  Result<std::vector<StageEval>> Compose(const Resolved& resolved, bool remat,
+                                         const TypeLevels& levels) {
     ALPA_RETURN_IF_ERROR(EnsureSolved(resolved));
     const StagePieces& sp = resolved.set->pieces;
     std::vector<StageEval> out;
     Result<LogicalMesh> mesh = MeshFor(resolved.mesh);
     if (!mesh.ok()) return mesh.status();
     auto profile = [&](int32_t p) -> Result<const UnitProfile*> {
-      const auto it = profiles.find(
-          SolveKey{resolved.set_key, sp.piece_type[static_cast<size_t>(p)], resolved.mesh});
-      if (it == profiles.end()) return InternalError("manual plan: a piece was not solved");
-      if (!it->second.ok()) return it->second.status();
-      return &it->second.value();
+      const int32_t type = sp.piece_type[static_cast<size_t>(p)];
+      return ProfileAt(SolveKey{resolved.set_key, type, resolved.mesh}, LevelOf(levels, type));
     };
     for (const auto& [first, last] : resolved.stage_groups) {
       const int32_t p0 = sp.group_first_piece[static_cast<size_t>(first)];
@@ -477,12 +491,11 @@ struct ManualPlanEvaluator::Impl {
       std::vector<StageEdgeCost> edges;
       for (const PieceEdge& pe : sp.edges) {
         if (std::min(pe.a, pe.b) < p0 || std::max(pe.a, pe.b) >= p1) continue;
-        const EdgeKey key{resolved.set_key,
-                          resolved.mesh,
-                          sp.piece_type[static_cast<size_t>(pe.a)],
-                          sp.piece_type[static_cast<size_t>(pe.b)],
-                          pe.producer,
-                          pe.reader};
+        const int32_t type_a = sp.piece_type[static_cast<size_t>(pe.a)];
+        const int32_t type_b = sp.piece_type[static_cast<size_t>(pe.b)];
+        const EdgeKey key{resolved.set_key,      resolved.mesh,         type_a,
+                          type_b,                pe.producer,           pe.reader,
+                          LevelOf(levels, type_a), LevelOf(levels, type_b)};
         auto it = edge_costs.find(key);
         if (it == edge_costs.end()) {
           Result<double> cost =
@@ -497,6 +510,104 @@ struct ManualPlanEvaluator::Impl {
       out.push_back(std::move(ev));
     }
     return out;
+  }
+
+  static int32_t LevelOf(const TypeLevels& levels, int32_t type) {
+    const auto it = levels.find(type);
+    return it == levels.end() ? 0 : it->second;
+  }
+
+  // The profile of a solve at a memory level that has been made.
+  Result<const UnitProfile*> ProfileAt(const SolveKey& key, int32_t level) const {
+    const auto it = profiles.find(key);
+    if (it == profiles.end()) return InternalError("manual plan: a piece was not solved");
+    if (!it->second.ok()) return it->second.status();
+    if (level == 0) return &it->second.value();
+    const auto deeper = tighter.find(key);
+    if (deeper == tighter.end() || static_cast<size_t>(level) > deeper->second.size()) {
+      return InternalError("manual plan: a memory level was not solved");
+    }
+    return &deeper->second[static_cast<size_t>(level) - 1];
+  }
+
+  // Makes level `level` + 1 of a piece type's solve (if not made yet): the piece re-solved with
+  // a memory budget of its peak at `level` times `scale`, cutting it by at most 8x, as the
+  // planner's levels do (stage_costs.h); a budget that cannot be met is relaxed halfway to the
+  // peak, once, so that a stage that cannot fit still reports the least memory found. False
+  // when there is no such level: both budgets are infeasible, or the peak falls by < 10 %.
+  Result<bool> MakeTighterLevel(const Resolved& r, int64_t microbatches, int32_t type,
+                                int32_t level, double scale) {
+    const SolveKey key{r.set_key, type, r.mesh};
+    std::deque<UnitProfile>& made = tighter[key];
+    if (static_cast<size_t>(level) < made.size()) return true;
+    if (exhausted.count(key)) return false;
+    Result<const UnitProfile*> current = ProfileAt(key, level);
+    if (!current.ok()) return current.status();
+    const int64_t peak = current.value()->one_microbatch_peak();
+    const int64_t aimed = static_cast<int64_t>(static_cast<double>(peak) * scale);
+    int64_t budget = std::max<int64_t>(std::min<int64_t>(aimed, peak - 1), peak / 8);
+    Result<UnitProfile> p = InternalError("manual plan: no budgeted solve ran");
+    for (int32_t attempt = 0; attempt < 2; ++attempt) {
+      const Clock::time_point t0 = Clock::now();
+      p = Solve(*r.set, microbatches, type, r.mesh, budget);
+      solve_seconds += Since(t0);
+      ++solves;
+      if (p.ok() || p.status().code() != StatusCode::kInfeasible) break;
+      budget += (peak - budget) / 2;
+    }
+    if (!p.ok()) {
+      if (p.status().code() != StatusCode::kInfeasible) return p.status();
+      exhausted.insert(key);
+      return false;
+    }
+    if (p.value().one_microbatch_peak() * 10 >= peak * 9) {
+      exhausted.insert(key);
+      return false;
+    }
+    made.push_back(std::move(p).value());
+    return true;
+  }
+
+  // The stages of a spec at the lowest memory levels that fit the device: first every piece
+  // type at its first solve; then, while some stage is over the device memory, the types of
+  // every such stage one level tighter, their peaks scaled by the stage's memory over its
+  // need, for at most options.memory_levels rounds. Stages that still do not fit are returned
+  // as they are (CostOf reports them).
+  Result<std::vector<StageEval>> ComposeFitting(const Resolved& r, const ManualPlanSpec& spec) {
+    TypeLevels levels;
+    const int64_t memory = DeviceMemory();
+    const StagePieces& sp = r.set->pieces;
+    for (int32_t round = 0;; ++round) {
+      Result<std::vector<StageEval>> stages = Compose(r, spec.remat, levels);
+      if (!stages.ok() || round >= options.memory_levels) return stages;
+      const std::vector<StageEval>& evals = stages.value();
+      const int64_t n = static_cast<int64_t>(evals.size());
+      TypeLevels next = levels;
+      bool tightened = false;
+      for (int64_t s = 0; s < n; ++s) {
+        const int64_t bytes = evals[static_cast<size_t>(s)].composed.memory.With(
+            std::min<int64_t>(spec.microbatches, n - s));
+        if (bytes <= memory) continue;
+        // A little under the exact ratio: the stage's composition is not linear in the peaks.
+        const double scale = 0.95 * static_cast<double>(memory) / static_cast<double>(bytes);
+        const auto& [first, last] = r.stage_groups[static_cast<size_t>(s)];
+        const int32_t p0 = sp.group_first_piece[static_cast<size_t>(first)];
+        const int32_t p1 = sp.group_first_piece[static_cast<size_t>(last) + 1];
+        for (int32_t p = p0; p < p1; ++p) {
+          const int32_t type = sp.piece_type[static_cast<size_t>(p)];
+          if (LevelOf(next, type) != LevelOf(levels, type)) continue;  // tightened this round
+          Result<bool> made =
+              MakeTighterLevel(r, spec.microbatches, type, LevelOf(levels, type), scale);
+          if (!made.ok()) return made.status();
+          if (made.value()) {
+            next[type] = LevelOf(levels, type) + 1;
+            tightened = true;
+          }
+        }
+      }
+      if (!tightened) return stages;
+      levels = std::move(next);
+    }
   }
 
   static ManualPlanCost CostOf(const std::vector<StageEval>& stages, int64_t microbatches,
@@ -526,7 +637,8 @@ struct ManualPlanEvaluator::Impl {
     ALPA_RETURN_IF_ERROR(CheckInputs());
     Result<Resolved> r = Resolve(spec);
     if (!r.ok()) return r.status();
-    Result<std::vector<StageEval>> stages = Compose(r.value(), spec.remat);
+    // The grid's ranking: first solves only (levels would multiply a search's solves).
+    Result<std::vector<StageEval>> stages = Compose(r.value(), spec.remat, TypeLevels{});
     if (!stages.ok()) return stages.status();
     return CostOf(stages.value(), spec.microbatches, DeviceMemory());
   }
@@ -542,7 +654,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   Result<Resolved> resolved = Resolve(spec);
   if (!resolved.ok()) return resolved.status();
   const Resolved& resolved_spec = resolved.value();
-  Result<std::vector<StageEval>> evaluated = Compose(resolved_spec, spec.remat);
+  Result<std::vector<StageEval>> evaluated = ComposeFitting(resolved_spec, spec);
   if (!evaluated.ok()) return evaluated.status();
   const std::vector<StageEval>& evals = evaluated.value();
   const int64_t device_memory = DeviceMemory();

@@ -29,10 +29,15 @@
 //     for Cost, and for Plan the planner's prediction with the transfers between stages
 //     (PredictPlanIteration, plan_transfers.h);
 //     stage s holds min(B, pp - s) microbatches of activations (1F1B).
-// Options used: threads, intra_op_exact / time limit / gap, device_memory_bytes,
+//   - Memory levels: when a stage does not fit the device memory, the piece types of every
+//     such stage are solved again under a memory budget (their peak scaled by the device memory
+//     over the stage's need, at most 8x lower per level), for at most options.memory_levels
+//     rounds, as the planner's levels (stage_costs.h). A spec that fits keeps its first solves.
+//     Only Plan does this; Cost (the baseline grid's ranking) uses the first solves, so that
+//     a search does not multiply its solves, and reports a spec that needs levels infeasible.
+// Options used: threads, intra_op_exact / time limit / gap, device_memory_bytes, memory_levels,
 // clustering_delta (the ClusterLayers fallback), cancel and on_progress. The spec's remat wins
-// over options.remat; memory levels and num_layers do not apply (memory is the spec's business:
-// ZeRO and remat are in it).
+// over options.remat; num_layers does not apply.
 #pragma once
 
 #include <cstdint>
@@ -90,7 +95,7 @@ class ManualPlanEvaluator {
   // are invalid are skipped (Cost / Plan report them); errors: cancellation, a graph build error.
   Status Prepare(const std::vector<ManualPlanSpec>& specs);
   // kInvalidArgument naming the field for a bad spec; a solve's error; not an error when the
-  // plan does not fit (feasible = false).
+  // plan does not fit (feasible = false). First solves only: no memory levels (Plan has them).
   Result<ManualPlanCost> Cost(const ManualPlanSpec& spec);
   // The plan; kInfeasible (naming the stage and the bytes it needs) when it does not fit.
   Result<PipelinePlan> Plan(const ManualPlanSpec& spec);

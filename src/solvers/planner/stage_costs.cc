@@ -18,10 +18,6 @@
 namespace alpa {
 namespace {
 
-int64_t UnitPeak(const UnitProfile& p) {
-  return p.persistent_bytes + p.activation_bytes + p.one_microbatch_working();
-}
-
 // Whether candidate a is at least as good as b in every respect: latency, overhead, and
 // memory at any number of microbatches in flight and any device memory.
 bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCandidate& b,
@@ -343,7 +339,7 @@ int32_t MostPiecesPerGroup(const StageCostTable& table, int32_t groups) {
 std::optional<int64_t> NextLevelBudget(const IntraOpContext& ctx, const LogicalMesh& mesh,
                                        const UnitProfile& last) {
   const Cluster& cluster = ctx.cluster;
-  const int64_t peak = UnitPeak(last);
+  const int64_t peak = last.one_microbatch_peak();
   // The pieces a stage holds: at least the largest layer group, and in a balanced pipeline a
   // one-host stage's share of the devices (capped at one host so that the big multi-host
   // meshes, rarely memory-bound, do not multiply the solves).
@@ -410,7 +406,7 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
               " on mesh " + MeshShapeString(mesh.shape) + ": " + profile.status().message());
     }
     if (profile.value().sharding->status == SolveStatus::kOptimal) counters.proven.fetch_add(1);
-    if (level > 0 && UnitPeak(profile.value()) * 10 >= UnitPeak(levels.back()) * 9) break;
+    if (level > 0 && profile.value().one_microbatch_peak() * 10 >= levels.back().one_microbatch_peak() * 9) break;
     levels.push_back(std::move(profile).value());
   }
   return Status::Ok();

@@ -44,6 +44,10 @@ struct UnitProfile {
   int64_t one_microbatch_working() const {
     return std::max(working_bytes, update_bytes - activation_bytes);
   }
+  // The solve's peak with one microbatch in flight (what a memory budget bounds).
+  int64_t one_microbatch_peak() const {
+    return persistent_bytes + activation_bytes + one_microbatch_working();
+  }
 };
 
 // The memory part of a profile, per device, by what the bytes hold.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
 
 #include "core/cluster/cluster.h"
 #include "models/planner_model.h"
@@ -313,6 +314,59 @@ TEST(ManualPlan, TinyMemoryIsInfeasible) {
   EXPECT_EQ(plan.status().code(), StatusCode::kInfeasible);
   EXPECT_NE(plan.status().message().find("stage "), std::string::npos) << plan.status().message();
   EXPECT_NE(plan.status().message().find("bytes"), std::string::npos) << plan.status().message();
+}
+
+// The bytes a "stage S needs X (N bytes) per device" message states.
+int64_t NeededBytes(const std::string& message) {
+  const size_t open = message.find(" bytes)");
+  const size_t start = message.rfind('(', open);
+  if (open == std::string::npos || start == std::string::npos) return -1;
+  return std::stoll(message.substr(start + 1, open - start - 1));
+}
+
+// With dp = 1 the solver may spread the batch over the tensor-parallel dim and keep every
+// weight whole (on this model: the fastest layout, and 40 MiB per device). A device too small
+// for that gets the layout re-solved under a memory budget, as the planner's memory levels do,
+// instead of an infeasible plan; where no layout fits, the error states the least memory found.
+TEST(ManualPlan, MemoryLevelsFitAStageTheFirstSolveDoesNot) {
+  const Cluster cluster = P3(1);
+  const ManualPlanSpec spec = Spec(1, 8, 1, 1);
+  const PipelinePlan first = EvaluateOrDie(spec, cluster);
+  const int64_t first_peak = first.peak_memory_bytes;
+  ASSERT_GT(first_peak, 0);
+
+  PlannerOptions options = Options();
+  options.device_memory_bytes = first_peak * 3 / 4;
+  Result<PipelinePlan> fitted = EvaluateManualPlan(SmallGpt(), cluster, spec, options);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+  EXPECT_LE(fitted.value().peak_memory_bytes, *options.device_memory_bytes);
+  EXPECT_GT(fitted.value().stats.intra_op_solves, first.stats.intra_op_solves);
+  for (const PlannedStage& st : fitted.value().stages) {
+    EXPECT_LE(st.memory_bytes, *options.device_memory_bytes);
+    for (const StagePiece& p : st.pieces) {
+      Status check =
+          CheckShardingPlan(p.subgraph->graph, st.logical_mesh, *p.sharding, std::nullopt);
+      EXPECT_TRUE(check.ok()) << "piece " << p.piece << ": " << check.message();
+    }
+  }
+
+  // Without levels the same device is too small.
+  PlannerOptions no_levels = options;
+  no_levels.memory_levels = 0;
+  Result<PipelinePlan> unfitted = EvaluateManualPlan(SmallGpt(), cluster, spec, no_levels);
+  ASSERT_FALSE(unfitted.ok());
+  EXPECT_EQ(unfitted.status().code(), StatusCode::kInfeasible);
+  EXPECT_EQ(NeededBytes(unfitted.status().message()), first_peak)
+      << unfitted.status().message();
+
+  // Half the first peak fits no layout of zero=0 here; the message names the least found.
+  options.device_memory_bytes = first_peak / 2;
+  Result<PipelinePlan> tiny = EvaluateManualPlan(SmallGpt(), cluster, spec, options);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_EQ(tiny.status().code(), StatusCode::kInfeasible);
+  const int64_t needed = NeededBytes(tiny.status().message());
+  EXPECT_GT(needed, *options.device_memory_bytes) << tiny.status().message();
+  EXPECT_LE(needed, fitted.value().peak_memory_bytes) << tiny.status().message();
 }
 
 TEST(ManualPlan, EvaluatorCachesSolves) {
