@@ -49,8 +49,7 @@ struct MeshKey {
 using SetKey = std::pair<int64_t, int64_t>;
 using SolveKey = std::tuple<SetKey, int32_t, MeshKey>;  // set, piece type, mesh
 // set, mesh, the two piece types, producer and reader ops, the two types' memory levels
-using EdgeKey =
-    std::tuple<SetKey, MeshKey, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t>;
+using EdgeKey = std::tuple<SetKey, MeshKey, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t>;
 // The memory level each piece type is composed at (absent: level 0, its first solve).
 using TypeLevels = std::map<int32_t, int32_t>;
 
@@ -493,9 +492,9 @@ struct ManualPlanEvaluator::Impl {
         if (std::min(pe.a, pe.b) < p0 || std::max(pe.a, pe.b) >= p1) continue;
         const int32_t type_a = sp.piece_type[static_cast<size_t>(pe.a)];
         const int32_t type_b = sp.piece_type[static_cast<size_t>(pe.b)];
-        const EdgeKey key{resolved.set_key,      resolved.mesh,         type_a,
-                          type_b,                pe.producer,           pe.reader,
-                          LevelOf(levels, type_a), LevelOf(levels, type_b)};
+        const EdgeKey key{
+            resolved.set_key,        resolved.mesh,          type_a, type_b, pe.producer, pe.reader,
+            LevelOf(levels, type_a), LevelOf(levels, type_b)};
         auto it = edge_costs.find(key);
         if (it == edge_costs.end()) {
           Result<double> cost =

@@ -406,7 +406,9 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
               " on mesh " + MeshShapeString(mesh.shape) + ": " + profile.status().message());
     }
     if (profile.value().sharding->status == SolveStatus::kOptimal) counters.proven.fetch_add(1);
-    if (level > 0 && profile.value().one_microbatch_peak() * 10 >= levels.back().one_microbatch_peak() * 9) break;
+    if (level > 0 &&
+        profile.value().one_microbatch_peak() * 10 >= levels.back().one_microbatch_peak() * 9)
+      break;
     levels.push_back(std::move(profile).value());
   }
   return Status::Ok();

@@ -356,8 +356,7 @@ TEST(ManualPlan, MemoryLevelsFitAStageTheFirstSolveDoesNot) {
   Result<PipelinePlan> unfitted = EvaluateManualPlan(SmallGpt(), cluster, spec, no_levels);
   ASSERT_FALSE(unfitted.ok());
   EXPECT_EQ(unfitted.status().code(), StatusCode::kInfeasible);
-  EXPECT_EQ(NeededBytes(unfitted.status().message()), first_peak)
-      << unfitted.status().message();
+  EXPECT_EQ(NeededBytes(unfitted.status().message()), first_peak) << unfitted.status().message();
 
   // Half the first peak fits no layout of zero=0 here; the message names the least found.
   options.device_memory_bytes = first_peak / 2;
