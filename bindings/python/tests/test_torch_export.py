@@ -1,0 +1,191 @@
+"""alpa.torch: PyTorch models in, DTensor placements and pipeline schedules out."""
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+import alpa
+
+torch = pytest.importorskip("torch")
+import alpa.torch as atorch  # noqa: E402
+from torch.distributed.tensor import Replicate, Shard  # noqa: E402
+
+F = torch.nn.functional
+
+
+def test_importing_alpa_does_not_import_torch():
+    import subprocess
+    code = "import alpa, sys; assert 'torch' not in sys.modules, 'alpa imported torch'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _dot_flops_of_fx(model, inputs):
+    """2 m n k per matmul of the model's own forward, counted by torch's FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(*inputs)
+    return counter.get_total_flops()
+
+
+def test_mlp_exports_with_names_layers_and_flops():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10))
+    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    with atorch.export(model, (x,), F.cross_entropy, targets=(y,), optimizer=None) as fwd:
+        params = {op.name: op for op in fwd.ops if op.role == "parameter"}
+        assert sorted(params) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+        assert params["0.weight"].shape == (256, 64) and params["0.weight"].layer == 1
+        assert params["2.weight"].layer == 3
+        st = fwd.stats()
+        assert st["parameters"] == sum(p.numel() for p in model.parameters())
+        assert st["dot_flops"] == _dot_flops_of_fx(model, (x,))
+    with atorch.export(model, (x,), F.cross_entropy, targets=(y,), optimizer="sgd") as train:
+        assert train.stats()["ops_by_phase"]["backward"] > 0
+
+
+def test_cnn_exports():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                                torch.nn.Linear(8 * 8 * 8, 10))
+    x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+    with atorch.export(model, (x,), F.cross_entropy, targets=(y,)) as g:
+        st = g.stats()
+        assert st["parameters"] == sum(p.numel() for p in model.parameters())
+        assert st["ops_by_kind"]["convolution"] >= 1 and st["ops_by_kind"]["reduce_window"] >= 1
+        fwd_conv = 2 * 4 * 8 * 16 * 16 * 3 * 9
+        assert st["conv_flops"] >= fwd_conv
+
+
+class _Cumsum(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x).cumsum(dim=1)
+
+
+def test_unsupported_op_names_op_node_and_line():
+    model = _Cumsum()
+    x = torch.randn(4, 8)
+    with pytest.raises(alpa.UnsupportedError) as e:
+        atorch.export(model, (x,), lambda out: out.mean())
+    msg = str(e.value)
+    assert "aten.cumsum" in msg and "FX node cumsum" in msg
+    assert "test_torch_export.py" in msg and ".cumsum(dim=1)" in msg
+
+
+def test_placements_of_a_tensor_parallel_plan():
+    # Megatron's split: the QKV weight [h, 3h] by columns, the output projection by rows.
+    with alpa.plan_manual("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8",
+                          "p3.16xlarge:hosts=1,devices_per_host=2", tensor_parallel=2,
+                          microbatches=1) as plan:
+        (stage,) = plan.stages
+        tp_dims = [d for d, n in enumerate(stage.logical_mesh) if n == 2]
+        placements = atorch.placements(plan)
+        with plan.graph() as g:
+            names = {op.name: op.id for op in g.ops}
+        qkv = placements["h0.attn.qkv.w"]
+        out = placements["h0.attn.out.w"]
+        assert len(qkv) == len(stage.logical_mesh)
+        assert [qkv[d] for d in tp_dims] == [Shard(1)]
+        assert [out[d] for d in tp_dims] == [Shard(0)]
+        assert placements["h0.ln1.g"] == [Replicate()] * len(stage.logical_mesh)
+        # Exactly the plan's layout text, dim by dim.
+        spec = plan.op_spec(names["h0.attn.qkv.w"]).split("(")[0].split()
+        for tensor_dim, token in enumerate(spec):
+            for m in token[1:]:
+                assert qkv[int(m)] == Shard(tensor_dim)
+
+
+def test_spec_translation():
+    from alpa.torch.plan_export import spec_to_placements
+    from torch.distributed.tensor import Partial
+    assert spec_to_placements("S0 R S1", 2) == [Shard(0), Shard(2)]
+    assert spec_to_placements("R S01", 2) == [Shard(1), Shard(1)]
+    assert spec_to_placements("R R partial(1)", 2) == [Replicate(), Partial()]
+    assert spec_to_placements("scalar", 1) == [Replicate()]
+    with pytest.raises(alpa.UnsupportedError, match="S10"):
+        spec_to_placements("S10 R", 2)
+
+
+def test_pipeline_split_and_schedule_csv_parse_in_torch():
+    from torch.distributed.pipelining.schedules import _Action, _validate_schedule
+    with alpa.plan_manual("gpt:layers=4,hidden=256,heads=4,seq=64,vocab=1000,batch=8",
+                          "p3.16xlarge:hosts=1,devices_per_host=2", pipeline_parallel=2,
+                          microbatches=4) as plan:
+        split = atorch.pipeline_split(plan)
+        assert split[0][:2] == ["wte", "wpe"] and "h0.ln1" in split[0] and "h3.ln1" in split[1]
+        assert split[1][-1] == "ln_f"
+        csv_text = atorch.schedule_csv(plan)
+    rows = [line.split(",") for line in csv_text.strip().split("\n")]
+    actions = {rank: [_Action.from_str(a) for a in row] for rank, row in enumerate(rows)}
+    assert _validate_schedule(actions, 2, 2, 4) == {0: 0, 1: 1}
+    assert rows[1][:2] == ["1F0", "1B0"]  # the last stage alternates at once (1F1B)
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(use_cache=False)  # GPT-2 small: 12 layers, 768, 12 heads
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(cfg)
+    batch, seq = 8, 128
+    ids = torch.randint(0, cfg.vocab_size, (batch, seq))
+    labels = torch.randint(0, cfg.vocab_size, (batch, seq))
+
+    def loss_fn(out, labels):
+        return F.cross_entropy(out.logits.flatten(0, 1), labels.flatten())
+
+    graph = atorch.export(model, (ids,), loss_fn, targets=(labels,))
+    yield model, graph, batch, seq, (ids,)
+    graph.close()
+
+
+def test_gpt2_parameters_and_flops(gpt2):
+    model, graph, batch, seq, inputs = gpt2
+    st = graph.stats()
+    # Tied lm_head / wte: one parameter, as in model.parameters().
+    assert st["parameters"] == sum(p.numel() for p in model.parameters()) == 124439808
+    forward_dots = 2 * sum(  # the forward's dot FLOPs of the graph, from its dot ops' shapes
+        _dot_macs(op, graph) for op in graph.ops if op.kind == "dot_general"
+        and op.phase == "forward")
+    torch_flops = _dot_flops_of_fx(model, inputs)
+    assert abs(forward_dots / torch_flops - 1) < 0.005
+    names = {op.name for op in graph.ops if op.role == "parameter"}
+    assert "transformer.h.0.attn.c_attn.weight" in names and "lm_head.weight" not in names
+
+
+def _dot_macs(op, graph):
+    lhs = graph.op(op.operands[0]).shape
+    nb, rest = op.attrs[0], op.attrs[1 + 2 * op.attrs[0]:]
+    contracting = rest[1:1 + rest[0]]
+    k = 1
+    for d in contracting:
+        k *= lhs[d]
+    out = 1
+    for d in op.shape:
+        out *= d
+    return out * k
+
+
+def test_gpt2_plans_like_the_zoo(gpt2):
+    model, graph, batch, seq, _ = gpt2
+    start = time.perf_counter()
+    with alpa.plan(graph, "p3.16xlarge:2", microbatches=1) as plan:
+        seconds = time.perf_counter() - start
+        predicted = plan.iteration_seconds
+        placements = atorch.placements(plan, graph)
+        split = atorch.pipeline_split(plan, graph)
+    assert seconds < 10
+    assert set(placements) == {op.name for op in graph.ops if op.role == "parameter"}
+    assert split[0][0] == "transformer.wte"
+    # The zoo's GPT of the same sizes in the same dtype (the export is f32; the zoo's default
+    # dtype is f16).
+    spec = f"gpt:layers=12,hidden=768,heads=12,seq={seq},vocab=50257,batch={batch},dtype=f32"
+    with alpa.plan(spec, "p3.16xlarge:2", microbatches=1) as zoo:
+        assert abs(predicted / zoo.iteration_seconds - 1) < 0.05
