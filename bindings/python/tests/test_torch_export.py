@@ -21,6 +21,14 @@ def test_importing_alpa_does_not_import_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_alpa_torch_without_torch_says_what_to_install():
+    import subprocess
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "try:\n    import alpa.torch\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert "alpa.torch needs PyTorch" in out.stdout and "pip install torch" in out.stdout
+
+
 def _dot_flops_of_fx(model, inputs):
     """2 m n k per matmul of the model's own forward, counted by torch's FlopCounterMode."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -160,6 +168,10 @@ def test_gpt2_parameters_and_flops(gpt2):
         and op.phase == "forward")
     torch_flops = _dot_flops_of_fx(model, inputs)
     assert abs(forward_dots / torch_flops - 1) < 0.005
+    # NewGELUActivation's arithmetic is one gelu per block, as in the zoo.
+    forward_kinds = [op.kind for op in graph.ops if op.phase == "forward"]
+    assert forward_kinds.count("gelu") == 12
+    assert "tanh" not in forward_kinds and "pow" not in forward_kinds
     names = {op.name for op in graph.ops if op.role == "parameter"}
     assert "transformer.h.0.attn.c_attn.weight" in names and "lm_head.weight" not in names
 

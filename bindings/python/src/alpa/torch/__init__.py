@@ -3,7 +3,8 @@
     import alpa, alpa.torch
     g = alpa.torch.export(model, (tokens,), loss_fn, targets=(labels,))
     plan = alpa.plan(g, "p3.16xlarge:2", microbatches=1)
-    alpa.torch.placements(plan, g)       # {"transformer.h.0.attn.c_attn.weight": [Replicate(), Shard(1)], ...}
+    alpa.torch.placements(plan, g)       # {"transformer.h.0.attn.c_attn.weight":
+                                         #  [Replicate(), Shard(1)], ...}
     alpa.torch.pipeline_split(plan, g)   # [["transformer.wte", "transformer.h.0", ...], ...]
     alpa.torch.schedule_csv(plan)        # torch.distributed.pipelining's CSV
 

@@ -317,26 +317,27 @@ def _amax(b: Builder, node: Any, x: Value, dims: Any = (), keepdim: bool = False
     return b.reshape(b.reduce("reduce_max", x, _dims(x, dims)), shape)
 
 
-def _softmax_parts(b: Builder, x: Value, dim: int) -> tuple[Value, Value]:
-    """(x - max, sum of exp) along dim, the max broadcast back."""
+def _softmax_parts(b: Builder, x: Value, dim: int) -> tuple[Value, Value, Value]:
+    """(z = x - max, exp(z), sum of exp(z)) along dim, the max broadcast back."""
     dim = norm_dim(dim, len(x.shape))
     z = b.binary("sub", x, b.unreduce(b.reduce("reduce_max", x, [dim]), x.shape, [dim]))
-    return z, b.reduce("reduce_sum", b.unary("exp", z), [dim])
+    e = b.unary("exp", z)
+    return z, e, b.reduce("reduce_sum", e, [dim])
 
 
 def _softmax(b: Builder, node: Any, x: Value, dim: int, *_: Any, **__: Any) -> Value:
     _, dtype = meta(node)
     x = b.convert(x, dtype)
     dim = norm_dim(dim, len(x.shape))
-    z, total = _softmax_parts(b, x, dim)
-    return b.binary("div", b.unary("exp", z), b.unreduce(total, x.shape, [dim]))
+    _, e, total = _softmax_parts(b, x, dim)
+    return b.binary("div", e, b.unreduce(total, x.shape, [dim]))
 
 
 def _log_softmax(b: Builder, node: Any, x: Value, dim: int, *_: Any, **__: Any) -> Value:
     _, dtype = meta(node)
     x = b.convert(x, dtype)
     dim = norm_dim(dim, len(x.shape))
-    z, total = _softmax_parts(b, x, dim)
+    z, _, total = _softmax_parts(b, x, dim)
     return b.binary("sub", z, b.unreduce(b.unary("log", total), x.shape, [dim]))
 
 
@@ -447,8 +448,8 @@ def _sdpa(b: Builder, node: Any, q: Value, k: Value, v: Value, attn_mask: Any = 
         else:
             mask = b.broadcast_to(b.convert(attn_mask, scores.dtype), scores.shape)
             scores = b.binary("add", scores, mask)
-    z, total = _softmax_parts(b, scores, 3)
-    probs = b.binary("div", b.unary("exp", z), b.unreduce(total, scores.shape, [3]))
+    _, e, total = _softmax_parts(b, scores, 3)
+    probs = b.binary("div", e, b.unreduce(total, scores.shape, [3]))
     return b.dot_general(probs, v, [0, 1], [0, 1], [3], [2])  # [B, H, s_q, d]
 
 

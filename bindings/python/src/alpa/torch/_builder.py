@@ -158,8 +158,10 @@ class Builder:
     def dot_general(self, x: Value, y: Value, lhs_batch: Sequence[int], rhs_batch: Sequence[int],
                     lhs_contracting: Sequence[int], rhs_contracting: Sequence[int]) -> Value:
         shape = [x.shape[d] for d in lhs_batch]
-        shape += [s for i, s in enumerate(x.shape) if i not in lhs_batch and i not in lhs_contracting]
-        shape += [s for i, s in enumerate(y.shape) if i not in rhs_batch and i not in rhs_contracting]
+        lhs_used = set(lhs_batch) | set(lhs_contracting)
+        rhs_used = set(rhs_batch) | set(rhs_contracting)
+        shape += [s for i, s in enumerate(x.shape) if i not in lhs_used]
+        shape += [s for i, s in enumerate(y.shape) if i not in rhs_used]
         attrs = [len(lhs_batch), *lhs_batch, *rhs_batch,
                  len(lhs_contracting), *lhs_contracting, *rhs_contracting]
         return self.emit("dot_general", [x, y], shape, x.dtype, attrs=attrs)

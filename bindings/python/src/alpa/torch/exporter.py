@@ -17,7 +17,7 @@ from torch.fx.node import map_arg
 
 from ..errors import UnsupportedError
 from ..graph import Graph
-from . import _aten, _fold
+from . import _activations, _aten, _fold
 from ._builder import FLOATS, Builder, Value
 
 _WRAPPED = "model"  # the attribute the traced wrapper holds the user's model under
@@ -92,6 +92,7 @@ class _Layers:
 class _Export:
     def __init__(self, program: Any, model: torch.nn.Module) -> None:
         self.program = program
+        self.model = model
         self.graph = program.graph_module.graph
         self.b = Builder()
         self.env: dict[Any, Any] = {}        # node -> translated value
@@ -157,9 +158,6 @@ class _Export:
             return v
         return value  # a folded Python scalar or tuple
 
-    def is_folded(self, node: Any) -> bool:
-        return node in self.folded
-
     # ---- passes ----
     def fold(self) -> None:
         for node in self.graph.nodes:
@@ -177,6 +175,12 @@ class _Export:
     def translate(self) -> Value:
         nodes = [n for n in self.graph.nodes if n.op == "call_function"]
         layers = _Layers([n for n in nodes if n not in self.folded])
+        gelu_output: dict[Any, Any] = {}  # a GELU module's output node -> its input node
+        skipped: set[Any] = set()
+        for call in _activations.gelu_calls([n for n in nodes if n not in self.folded],
+                                            module_path, self._submodule):
+            gelu_output[call.output] = call.input
+            skipped.update(call.nodes)
         loss = None
         for node in self.graph.nodes:
             if node.op == "output":
@@ -187,8 +191,17 @@ class _Export:
                 continue
             self.b.layer = layers.of(node)
             self.b.name = node.name
-            self.env[node] = self._translate(node)
+            if node in gelu_output:
+                self.env[node] = self.b.unary("gelu", self.value(gelu_output[node]))
+            elif node not in skipped:
+                self.env[node] = self._translate(node)
         return self._loss(loss)
+
+    def _submodule(self, path: str) -> Optional[torch.nn.Module]:
+        try:
+            return self.model.get_submodule(path)
+        except AttributeError:
+            return None
 
     def _translate(self, node: Any) -> Any:
         if node.target is operator.getitem:
@@ -237,8 +250,9 @@ def _trace(model: torch.nn.Module, inputs: tuple[Any, ...], targets: tuple[Any, 
     return program.run_decompositions(table)
 
 
-def export(model: torch.nn.Module, example_inputs: Any, loss_fn: Optional[Callable[..., Any]] = None,
-           optimizer: Optional[str] = "adam", *, targets: Any = ()) -> Graph:
+def export(model: torch.nn.Module, example_inputs: Any,
+           loss_fn: Optional[Callable[..., Any]] = None, optimizer: Optional[str] = "adam", *,
+           targets: Any = ()) -> Graph:
     """The training step of ``model`` as a libalpa graph.
 
     ``example_inputs``: the model's positional inputs (a tensor or a tuple), with the shapes of

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Union
+from typing import Union
 
 from torch.distributed.tensor import Partial, Replicate, Shard
 
