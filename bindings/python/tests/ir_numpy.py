@@ -2,6 +2,7 @@
 that check an exported graph computes what the framework computes."""
 from __future__ import annotations
 
+import itertools
 import string
 
 import numpy as np
@@ -33,6 +34,42 @@ def _dot(x: np.ndarray, y: np.ndarray, attrs: tuple[int, ...]) -> np.ndarray:
     out += [lhs[i] for i in range(x.ndim) if i not in lb and i not in lc]
     out += [rhs[i] for i in range(y.ndim) if i not in rb and i not in rc]
     return np.einsum(f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}", x, y)
+
+
+def _windows(x: np.ndarray, window, strides, out_shape):
+    """Per window offset, the strided view of x that offset reads for every output element."""
+    for offset in itertools.product(*[range(w) for w in window]):
+        yield offset, x[tuple(slice(o, o + (n - 1) * st + 1, st)
+                              for o, n, st in zip(offset, out_shape, strides))]
+
+
+def _convolution(x: np.ndarray, w: np.ndarray, a: tuple[int, ...]) -> np.ndarray:
+    k = a[0]
+    strides, lo, hi = a[1:1 + k], a[1 + k:1 + 2 * k], a[1 + 2 * k:1 + 3 * k]
+    lhs_dil, rhs_dil, groups = a[1 + 3 * k:1 + 4 * k], a[1 + 4 * k:1 + 5 * k], a[1 + 5 * k]
+    if any(d != 1 for d in lhs_dil) or groups != 1:
+        raise NotImplementedError("ir_numpy: convolution with lhs dilation or groups")
+    x = np.pad(x, [(0, 0), (0, 0)] + [(l, h) for l, h in zip(lo, hi)])
+    span = [(kk - 1) * d + 1 for kk, d in zip(w.shape[2:], rhs_dil)]
+    out_sp = [(n - s) // st + 1 for n, s, st in zip(x.shape[2:], span, strides)]
+    out = np.zeros((x.shape[0], w.shape[0], *out_sp), dtype=x.dtype)
+    for offset in itertools.product(*[range(kk) for kk in w.shape[2:]]):
+        start = [o * d for o, d in zip(offset, rhs_dil)]
+        part = x[(slice(None), slice(None)) + tuple(
+            slice(s0, s0 + (n - 1) * st + 1, st) for s0, n, st in zip(start, out_sp, strides))]
+        out += np.einsum("nc...,oc->no...", part, w[(slice(None), slice(None)) + offset])
+    return out
+
+
+def _reduce_window(x: np.ndarray, a: tuple[int, ...]) -> np.ndarray:
+    kind, r = a[0], a[1]
+    window, strides = a[2:2 + r], a[2 + r:2 + 2 * r]
+    lo, hi = a[2 + 2 * r:2 + 3 * r], a[2 + 3 * r:2 + 4 * r]
+    fill = -np.inf if kind == 1 else 0
+    x = np.pad(x, [(l, h) for l, h in zip(lo, hi)], constant_values=fill)
+    out_shape = [(n - w) // st + 1 for n, w, st in zip(x.shape, window, strides)]
+    parts = [p for _, p in _windows(x, window, strides, out_shape)]
+    return np.max(parts, axis=0) if kind == 1 else np.sum(parts, axis=0)
 
 
 def evaluate(graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -83,6 +120,10 @@ def evaluate(graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         elif k == "gather":
             idx = np.clip(xs[1], 0, xs[0].shape[a[0]] - 1)
             v = np.take(xs[0], idx, axis=a[0])
+        elif k == "convolution":
+            v = _convolution(xs[0], xs[1], a)
+        elif k == "reduce_window":
+            v = _reduce_window(xs[0], a)
         else:
             raise NotImplementedError(f"ir_numpy: op kind {k}")
         vals.append(np.asarray(v))

@@ -215,14 +215,16 @@ def _feeds(model, graph, named_inputs):
     return feeds
 
 
-def test_exported_gpt2_computes_torchs_loss():
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_exported_gpt2_computes_torchs_loss(attention):
     # The IR's semantics (evaluated by numpy) against torch on a small GPT-2: every translation
     # on the way (attention with its causal mask, layer norm, tied head, cross-entropy, GELU).
     from ir_numpy import evaluate
     transformers = pytest.importorskip("transformers")
     cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100,
                                   n_positions=32, use_cache=False, attn_pdrop=0.0,
-                                  resid_pdrop=0.0, embd_pdrop=0.0)
+                                  resid_pdrop=0.0, embd_pdrop=0.0,
+                                  attn_implementation=attention)
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(cfg).eval()
     ids, labels = torch.randint(0, 100, (2, 16)), torch.randint(0, 100, (2, 16))
@@ -235,6 +237,8 @@ def test_exported_gpt2_computes_torchs_loss():
     # The gelu of the IR is the tanh form, as is GPT-2's NewGELUActivation.
     with atorch.export(model, (ids,), loss_fn, targets=(labels,), optimizer=None) as g:
         (loss,) = evaluate(g, _feeds(model, g, {"args_0": ids, "args_1": labels}))
+        # The folded causal mask and position ids are IR ops, not tensors fed as inputs.
+        assert [op.name for op in g.ops if op.role == "input"] == ["args_0", "args_1"]
     assert float(loss) == pytest.approx(expected, rel=1e-5)
 
 
@@ -252,5 +256,20 @@ def test_exported_mlp_computes_torchs_loss():
     with torch.no_grad():
         expected = float(loss_fn(model(x), y))
     with atorch.export(model, (x,), loss_fn, targets=(y,), optimizer=None) as g:
+        (loss,) = evaluate(g, _feeds(model, g, {"args_0": x, "args_1": y}))
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
+
+
+def test_exported_cnn_computes_torchs_loss():
+    from ir_numpy import evaluate
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, stride=2, padding=1), torch.nn.ReLU(),
+                                torch.nn.MaxPool2d(2), torch.nn.Conv2d(4, 4, 3, dilation=2),
+                                torch.nn.AvgPool2d(1), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 1 * 1, 3))
+    x, y = torch.randn(2, 3, 20, 20), torch.randint(0, 3, (2,))
+    with torch.no_grad():
+        expected = float(F.cross_entropy(model(x), y))
+    with atorch.export(model, (x,), F.cross_entropy, targets=(y,), optimizer=None) as g:
         (loss,) = evaluate(g, _feeds(model, g, {"args_0": x, "args_1": y}))
     assert float(loss) == pytest.approx(expected, rel=1e-5)
