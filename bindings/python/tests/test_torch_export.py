@@ -19,6 +19,9 @@ def test_importing_alpa_does_not_import_torch():
     import subprocess
     code = "import alpa, sys; assert 'torch' not in sys.modules, 'alpa imported torch'"
     subprocess.run([sys.executable, "-c", code], check=True)
+    assert alpa.torch is atorch  # loaded on attribute access
+
+
 
 
 def test_alpa_torch_without_torch_says_what_to_install():
@@ -273,3 +276,31 @@ def test_exported_cnn_computes_torchs_loss():
     with atorch.export(model, (x,), F.cross_entropy, targets=(y,), optimizer=None) as g:
         (loss,) = evaluate(g, _feeds(model, g, {"args_0": x, "args_1": y}))
     assert float(loss) == pytest.approx(expected, rel=1e-5)
+
+
+def test_exported_gpt2_pipeline_split_follows_its_blocks():
+    from torch.distributed.pipelining.schedules import _Action, _validate_schedule
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=1000,
+                                  n_positions=128, use_cache=False, bos_token_id=None,
+                                  eos_token_id=None)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(cfg)
+    ids, labels = torch.randint(0, 1000, (4, 128)), torch.randint(0, 1000, (4, 128))
+
+    def loss_fn(out, labels):
+        return F.cross_entropy(out.logits.flatten(0, 1), labels.flatten())
+
+    with atorch.export(model, (ids,), loss_fn, targets=(labels,)) as g, \
+            alpa.plan(g, "p3.16xlarge:hosts=2,devices_per_host=1", microbatches=4) as plan:
+        assert plan.stage_count == 2
+        split = atorch.pipeline_split(plan, g)
+        csv_text = atorch.schedule_csv(plan)
+    blocks = [f"transformer.h.{i}" for i in range(4)]
+    assert split[0][:2] == ["transformer.wte", "transformer.wpe"]
+    assert split[1][-1] == "transformer.ln_f"
+    assert [m for m in split[0] + split[1] if m in blocks] == blocks
+    assert all(len([m for m in stage if m in blocks]) >= 1 for stage in split)
+    rows = [line.split(",") for line in csv_text.strip().split("\n")]
+    actions = {rank: [_Action.from_str(a) for a in row] for rank, row in enumerate(rows)}
+    assert _validate_schedule(actions, 2, 2, 4) == {0: 0, 1: 1}
