@@ -62,3 +62,12 @@ __all__ = [
     "handle_counts", "live_handles", "models", "parse_assignment", "plan", "plan_baseline",
     "plan_manual", "solve", "version",
 ]  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    # alpa.torch imports PyTorch: loaded on first use only, so that `import alpa` never does.
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'alpa' has no attribute {name!r}")
