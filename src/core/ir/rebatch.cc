@@ -145,8 +145,8 @@ Status BatchTracer::TraceParameter(int32_t id) {
     return Status();
   }
   if (static_cast<int32_t>(op.shape.size()) <= batch_dim_) {
-    return Fail(id, "an input of shape " + ShapeString(op.shape) + " has no batch " +
-                        Dim(batch_dim_));
+    return Fail(id,
+                "an input of shape " + ShapeString(op.shape) + " has no batch " + Dim(batch_dim_));
   }
   const int64_t size = op.shape[static_cast<size_t>(batch_dim_)];
   if (first_input_ < 0) {
@@ -218,8 +218,8 @@ Status BatchTracer::TraceReshape(int32_t id) {
     if (prefix > before) break;
   }
   return Fail(id, "reshaping " + ShapeString(in) + " to " + ShapeString(out) +
-                      " splits or mixes the batch (" + std::to_string(batch_) + " in " +
-                      Dim(s) + ")");
+                      " splits or mixes the batch (" + std::to_string(batch_) + " in " + Dim(s) +
+                      ")");
 }
 
 Status BatchTracer::TraceDot(int32_t id) {
@@ -236,8 +236,8 @@ Status BatchTracer::TraceDot(int32_t id) {
     return index;
   };
   const Dims& lhs_shape = graph_.op(Operand(id, 0)).shape;
-  const int32_t lhs_free = static_cast<int32_t>(lhs_shape.size()) - nb -
-                           static_cast<int32_t>(dd.lhs_contracting.size());
+  const int32_t lhs_free =
+      static_cast<int32_t>(lhs_shape.size()) - nb - static_cast<int32_t>(dd.lhs_contracting.size());
   int32_t lb = ls >= 0 ? IndexOf(dd.lhs_batch, ls) : -1;
   int32_t lc = ls >= 0 ? IndexOf(dd.lhs_contracting, ls) : -1;
   int32_t rb = rs >= 0 ? IndexOf(dd.rhs_batch, rs) : -1;
@@ -251,8 +251,9 @@ Status BatchTracer::TraceDot(int32_t id) {
   if (lb >= 0 || rb >= 0 || lc >= 0 || rc >= 0) {
     const bool paired = ls >= 0 && rs >= 0 && ((lb >= 0 && lb == rb) || (lc >= 0 && lc == rc));
     if (!paired) {
-      return Fail(id, "it pairs the batch of one operand with a dim of the other that does not "
-                      "hold the batch");
+      return Fail(id,
+                  "it pairs the batch of one operand with a dim of the other that does not "
+                  "hold the batch");
     }
     Set(id, lb >= 0 ? lb : kNoBatch);  // a batch dim pair stays; a contraction sums it away
     return Status();
@@ -351,8 +352,9 @@ Status BatchTracer::TraceConvolution(int32_t id) {
   } else if (xs == 1 && ks == 1 && op.attrs.feature_group_count == 1) {
     Set(id, kNoBatch);
   } else {
-    return Fail(id, "it holds the batch outside the input's batch dim and the contracted "
-                    "feature dims");
+    return Fail(id,
+                "it holds the batch outside the input's batch dim and the contracted "
+                "feature dims");
   }
   return Status();
 }
@@ -377,8 +379,8 @@ Status BatchTracer::TraceDimPreserving(int32_t id) {
       touches = at(a.starts, 0) != 0 || at(a.limits, size) != size || at(a.strides, 1) != 1;
       break;
     case OpKind::kPad:
-      touches = at(a.padding_lo, 0) != 0 || at(a.padding_hi, 0) != 0 ||
-                at(a.padding_interior, 0) != 0;
+      touches =
+          at(a.padding_lo, 0) != 0 || at(a.padding_hi, 0) != 0 || at(a.padding_interior, 0) != 0;
       break;
     case OpKind::kReverse:
       touches = IndexOf(a.dims, s) >= 0;
@@ -464,7 +466,8 @@ void BatchTracer::FindMeanDivisors(BatchAnalysis& analysis) const {
     const int32_t s = State(op.operands[0]);
     if (s < 0 || IndexOf(op.attrs.dims, s) < 0) return 0;
     int64_t count = 1;
-    for (int64_t d : op.attrs.dims) count *= graph_.op(op.operands[0]).shape[static_cast<size_t>(d)];
+    for (int64_t d : op.attrs.dims)
+      count *= graph_.op(op.operands[0]).shape[static_cast<size_t>(d)];
     return count;
   };
   auto record = [&](int32_t constant, int64_t count, bool reciprocal) {
@@ -494,8 +497,7 @@ void BatchTracer::FindMeanDivisors(BatchAnalysis& analysis) const {
 
 Result<BatchAnalysis> AnalyzeBatch(const Graph& graph, int32_t batch_dim) {
   if (batch_dim < 0) {
-    return InvalidArgument("rebatch: the batch dim " + std::to_string(batch_dim) +
-                           " is negative");
+    return InvalidArgument("rebatch: the batch dim " + std::to_string(batch_dim) + " is negative");
   }
   return BatchTracer(graph, batch_dim).Run();
 }

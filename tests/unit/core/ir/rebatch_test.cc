@@ -31,9 +31,9 @@ void ExpectSameGraph(const Graph& expected, const Graph& actual, const std::stri
     ASSERT_EQ(e.kind, a.kind) << what << ": " << DescribeOp(expected, id);
     ASSERT_EQ(e.shape, a.shape) << what << ": " << DescribeOp(expected, id) << " "
                                 << ShapeString(e.shape) << " vs " << ShapeString(a.shape);
-    ASSERT_TRUE(e.attrs == a.attrs) << what << ": attrs of " << DescribeOp(expected, id)
-                                    << " (value " << e.attrs.value << " vs " << a.attrs.value
-                                    << ")";
+    ASSERT_TRUE(e.attrs == a.attrs)
+        << what << ": attrs of " << DescribeOp(expected, id) << " (value " << e.attrs.value
+        << " vs " << a.attrs.value << ")";
     ASSERT_TRUE(e == a) << what << ": " << DescribeOp(expected, id);
   }
   EXPECT_EQ(expected.outputs, actual.outputs) << what;
