@@ -153,7 +153,11 @@ int32_t PlannerModelOfGraph(const alpa_graph* graph, const alpa_plan_options* op
     return ALPA_OK;
   }
   alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromGraph(std::move(copy), batch_dim);
-  if (!model.ok()) return Fail(err, model.status());
+  if (!model.ok()) {
+    return Fail(err, ToCode(model.status().code()),
+                model.status().message() +
+                    " (graph_batch_dim -1 plans the graph as one microbatch, as it is)");
+  }
   *out = std::move(model).value();
   return ALPA_OK;
 }

@@ -515,7 +515,8 @@ static void test_graph_baseline(void) {
 
   spec.microbatches = 3;
   CHECK(alpa_graph_plan_manual(&from_graph, g, c, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(err != NULL && strstr(alpa_error_message(err), "3 microbatches") != NULL);
+  CHECK(err != NULL &&
+        strstr(alpa_error_message(err), "microbatches 3 do not divide the batch of 16") != NULL);
   alpa_error_free(err);
   err = NULL;
   CHECK(alpa_graph_plan_baseline(&from_graph, NULL, c, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
