@@ -888,6 +888,14 @@ typedef struct alpa_plan_options alpa_plan_options;
 /** 0/1, default 0: 1 keeps tensor parallelism inside a host (on a stage of several hosts the
  * batch is split over the mesh dim that spans them) */
 #define ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST 319
+/** int >= -1, default -1: alpa_graph_plan's graph is one microbatch (B of them make an
+ * iteration). d >= 0: the graph holds the global batch in dim d of its input parameters (role
+ * ALPA_ROLE_INPUT), and each microbatch runs it rebatched to batch / B: B is searched (powers of
+ * two dividing the batch, as for alpa_model_plan) or ALPA_PLAN_OPT_MICROBATCHES, which must divide
+ * the batch. The graph's loss should be a mean over its batch, as the zoo writes it (the mean's
+ * divisor becomes the microbatch's; docs/graph-format.md, "Batch"). A graph whose batch cannot be
+ * followed through its ops is ALPA_ERR_INVALID_GRAPH naming the op. */
+#define ALPA_PLAN_OPT_GRAPH_BATCH_DIM 320
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: rematerialize (recompute the forward) or not */
 #define ALPA_REMAT_OFF 1
@@ -962,9 +970,11 @@ typedef struct alpa_plan alpa_plan;
 ALPA_API int32_t alpa_model_plan(alpa_plan** out, const char* model_spec,
                                  const alpa_cluster* cluster, const alpa_plan_options* options,
                                  alpa_error** err);
-/** Plans a finalized graph of one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when 0). Its
- * ops' layer markers (alpa_graph_add_ops) are the layers; without them ops are clustered. Same
- * errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out with alpa_plan_destroy. */
+/** Plans a finalized graph: by default one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when
+ * 0); with ALPA_PLAN_OPT_GRAPH_BATCH_DIM set, the global batch, split into searched or given
+ * microbatches like a zoo model's. Its ops' layer markers (alpa_graph_add_ops) are the layers;
+ * without them ops are clustered. Same errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out
+ * with alpa_plan_destroy. */
 ALPA_API int32_t alpa_graph_plan(alpa_plan** out, const alpa_graph* graph,
                                  const alpa_cluster* cluster, const alpa_plan_options* options,
                                  alpa_error** err);

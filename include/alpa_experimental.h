@@ -169,6 +169,17 @@ ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
 ALPA_API int32_t alpa_model_plan_baseline(alpa_plan** out, const char* model_spec,
                                           const alpa_cluster* cluster,
                                           const alpa_plan_options* options, alpa_error** err);
+/** alpa_model_plan_manual of a finalized graph instead of a zoo spec: the graph is the global
+ * batch when ALPA_PLAN_OPT_GRAPH_BATCH_DIM is set in options (spec->microbatches then splits
+ * it), else one microbatch (alpa_graph_plan's semantics). Errors as alpa_model_plan_manual's,
+ * with NULL / unfinalized graph for the spec, plus ALPA_ERR_INVALID_GRAPH. */
+ALPA_API int32_t alpa_graph_plan_manual(alpa_plan** out, const alpa_graph* graph,
+                                        const alpa_cluster* cluster, const alpa_manual_plan* spec,
+                                        const alpa_plan_options* options, alpa_error** err);
+/** alpa_model_plan_baseline of a finalized graph, with alpa_graph_plan_manual's semantics. */
+ALPA_API int32_t alpa_graph_plan_baseline(alpa_plan** out, const alpa_graph* graph,
+                                          const alpa_cluster* cluster,
+                                          const alpa_plan_options* options, alpa_error** err);
 /** The configuration of a plan made by alpa_model_plan_manual or alpa_model_plan_baseline (size =
  * sizeof(alpa_manual_plan); the library writes the first min(size, its own size) bytes).
  * ALPA_ERR_INVALID_ARGUMENT for NULLs, size below version 1's size, or a plan of

@@ -107,6 +107,33 @@ std::unique_ptr<alpa_plan> PlanHandle(alpa::PipelinePlan plan, const alpa_cluste
   return handle;
 }
 
+// alpa_model_plan_manual / alpa_graph_plan_manual once the model is made.
+int32_t PlanManual(alpa_plan** out, const alpa::PlannerModel& model, const char* name,
+                   const alpa_cluster* cluster, const alpa::ManualPlanSpec& manual,
+                   const alpa_plan_options* options, alpa_error** err) {
+  alpa::Result<alpa::PipelinePlan> plan = alpa::EvaluateManualPlan(
+      model, cluster->cluster, manual, alpa::capi::ToPlannerOptions(options));
+  if (!plan.ok()) return Fail(err, plan.status());
+  *out = PlanHandle(std::move(plan).value(), cluster, name, manual).release();
+  return ALPA_OK;
+}
+
+// alpa_model_plan_baseline / alpa_graph_plan_baseline once the model is made.
+int32_t PlanBaseline(alpa_plan** out, const alpa::PlannerModel& model, const char* name,
+                     const alpa_cluster* cluster, const alpa_plan_options* options,
+                     alpa_error** err) {
+  alpa::Result<alpa::BaselineSearchResult> searched =
+      alpa::SearchMegatronBaseline(model, cluster->cluster, alpa::capi::ToPlannerOptions(options));
+  if (!searched.ok()) return Fail(err, searched.status());
+  alpa::BaselineSearchResult& result = searched.value();
+  std::unique_ptr<alpa_plan> handle =
+      PlanHandle(std::move(result.best), cluster, name, result.spec);
+  result.best = alpa::PipelinePlan();
+  handle->baseline = std::move(result);
+  *out = handle.release();
+  return ALPA_OK;
+}
+
 }  // namespace
 
 namespace alpa::capi {
@@ -137,11 +164,22 @@ ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
     if (int32_t rc = ReadSpec(spec, &manual, err)) return rc;
     alpa::PlannerModel model;
     if (int32_t rc = alpa::capi::PlannerModelOf(model_spec, &model, err)) return rc;
-    alpa::Result<alpa::PipelinePlan> plan = alpa::EvaluateManualPlan(
-        model, cluster->cluster, manual, alpa::capi::ToPlannerOptions(options));
-    if (!plan.ok()) return Fail(err, plan.status());
-    *out = PlanHandle(std::move(plan).value(), cluster, model_spec, manual).release();
-    return ALPA_OK;
+    return PlanManual(out, model, model_spec, cluster, manual, options, err);
+  });
+}
+
+ALPA_API int32_t alpa_graph_plan_manual(alpa_plan** out, const alpa_graph* graph,
+                                        const alpa_cluster* cluster, const alpa_manual_plan* spec,
+                                        const alpa_plan_options* options, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
+    if (cluster == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "cluster is NULL");
+    if (spec == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "spec is NULL");
+    alpa::ManualPlanSpec manual;
+    if (int32_t rc = ReadSpec(spec, &manual, err)) return rc;
+    alpa::PlannerModel model;
+    if (int32_t rc = alpa::capi::PlannerModelOfGraph(graph, options, &model, err)) return rc;
+    return PlanManual(out, model, "", cluster, manual, options, err);
   });
 }
 
@@ -154,16 +192,19 @@ ALPA_API int32_t alpa_model_plan_baseline(alpa_plan** out, const char* model_spe
     if (cluster == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "cluster is NULL");
     alpa::PlannerModel model;
     if (int32_t rc = alpa::capi::PlannerModelOf(model_spec, &model, err)) return rc;
-    alpa::Result<alpa::BaselineSearchResult> searched = alpa::SearchMegatronBaseline(
-        model, cluster->cluster, alpa::capi::ToPlannerOptions(options));
-    if (!searched.ok()) return Fail(err, searched.status());
-    alpa::BaselineSearchResult& result = searched.value();
-    std::unique_ptr<alpa_plan> handle =
-        PlanHandle(std::move(result.best), cluster, model_spec, result.spec);
-    result.best = alpa::PipelinePlan();
-    handle->baseline = std::move(result);
-    *out = handle.release();
-    return ALPA_OK;
+    return PlanBaseline(out, model, model_spec, cluster, options, err);
+  });
+}
+
+ALPA_API int32_t alpa_graph_plan_baseline(alpa_plan** out, const alpa_graph* graph,
+                                          const alpa_cluster* cluster,
+                                          const alpa_plan_options* options, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
+    if (cluster == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "cluster is NULL");
+    alpa::PlannerModel model;
+    if (int32_t rc = alpa::capi::PlannerModelOfGraph(graph, options, &model, err)) return rc;
+    return PlanBaseline(out, model, "", cluster, options, err);
   });
 }
 

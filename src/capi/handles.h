@@ -88,6 +88,8 @@ struct alpa_plan_options {
   alpa_cancel_token* cancel = nullptr;
   alpa_plan_progress_fn progress = nullptr;
   void* progress_user_data = nullptr;
+  // ALPA_PLAN_OPT_GRAPH_BATCH_DIM: read by the alpa_graph_plan* calls, not the planner.
+  int32_t graph_batch_dim = -1;
 };
 
 // A pipeline plan (src/capi/plan.cc): the plan (which owns its microbatch graph), a copy of the
@@ -134,6 +136,10 @@ int32_t Guard(alpa_error** err, Body&& body) noexcept {
 alpa::PlannerOptions ToPlannerOptions(const alpa_plan_options* options);
 // The zoo model of `spec` (non-NULL); on failure the error names the spec.
 int32_t PlannerModelOf(const char* spec, alpa::PlannerModel* out, alpa_error** err);
+// The model of a graph (NULL or not finalized: ALPA_ERR_INVALID_ARGUMENT): one microbatch, or
+// the global batch rebatched per microbatch count when options set ALPA_PLAN_OPT_GRAPH_BATCH_DIM.
+int32_t PlannerModelOfGraph(const alpa_graph* graph, const alpa_plan_options* options,
+                            alpa::PlannerModel* out, alpa_error** err);
 // A plan handle owning `plan`, with a copy of the cluster and the model name.
 std::unique_ptr<alpa_plan> MakePlan(alpa::PipelinePlan plan, const alpa::Cluster& cluster,
                                     std::string model);

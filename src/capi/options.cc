@@ -190,6 +190,11 @@ const Option kOptions[] = {
         ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, "tensor_parallel_inside_host",
         "ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST", Family::kPlan, 0, 1, "0 or 1", kFlag,
         [](const OptionFields& f, int64_t v) { f.plan->tensor_parallel_inside_host = v == 1; }),
+    IntOption(
+        ALPA_PLAN_OPT_GRAPH_BATCH_DIM, "graph_batch_dim", "ALPA_PLAN_OPT_GRAPH_BATCH_DIM",
+        Family::kPlan, -1, kInt32Max - 1, "an integer >= -1 (-1: the graph is one microbatch)",
+        "none=-1",
+        [](const OptionFields& f, int64_t v) { *f.graph_batch_dim = static_cast<int32_t>(v); }),
 };
 
 const char* FamilyName(Family family) {

@@ -26,6 +26,7 @@ struct OptionFields {
   AutoShardOptions* shard = nullptr;
   PlannerOptions* plan = nullptr;
   uint64_t* max_input_bytes = nullptr;  // set with the solve family
+  int32_t* graph_batch_dim = nullptr;   // set with the plan family
 };
 
 // Sets option `key` (ALPA_OPT_* / ALPA_PLAN_OPT_*) from an integer or a double. An integer

@@ -32,6 +32,7 @@ using alpa::capi::Guard;
 alpa::capi::OptionFields FieldsOf(alpa_plan_options* o) {
   alpa::capi::OptionFields fields;
   fields.plan = &o->options;
+  fields.graph_batch_dim = &o->graph_batch_dim;
   return fields;
 }
 
@@ -138,6 +139,29 @@ int32_t PlannerModelOf(const char* spec, alpa::PlannerModel* out, alpa_error** e
   return ALPA_OK;
 }
 
+int32_t PlannerModelOfGraph(const alpa_graph* graph, const alpa_plan_options* options,
+                            alpa::PlannerModel* out, alpa_error** err) {
+  if (graph == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "graph is NULL");
+  if (!graph->finalized) {
+    return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                "graph is not finalized: call alpa_graph_finalize first");
+  }
+  auto copy = std::make_shared<const alpa::Graph>(graph->graph);
+  const int32_t batch_dim = options != nullptr ? options->graph_batch_dim : -1;
+  if (batch_dim < 0) {
+    *out = alpa::FixedPlannerModel(std::move(copy));
+    return ALPA_OK;
+  }
+  alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromGraph(std::move(copy), batch_dim);
+  if (!model.ok()) {
+    return Fail(err, ToCode(model.status().code()),
+                model.status().message() +
+                    " (graph_batch_dim -1 plans the graph as one microbatch, as it is)");
+  }
+  *out = std::move(model).value();
+  return ALPA_OK;
+}
+
 std::unique_ptr<alpa_plan> MakePlan(alpa::PipelinePlan plan, const alpa::Cluster& cluster,
                                     std::string model) {
   auto out = std::make_unique<alpa_plan>();
@@ -229,17 +253,9 @@ ALPA_API int32_t alpa_graph_plan(alpa_plan** out, const alpa_graph* graph,
                                  alpa_error** err) {
   return Guard(err, [&] {
     if (out == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out is NULL");
-    if (graph == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "graph is NULL");
-    if (!graph->finalized) {
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                  "graph is not finalized: call alpa_graph_finalize first");
-    }
-    if (cluster == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "cluster is NULL");
-    // The graph is fixed: one microbatch whatever B is (global_batch 0).
-    auto copy = std::make_shared<const alpa::Graph>(graph->graph);
     alpa::PlannerModel model;
-    model.global_batch = 0;
-    model.build = [copy](int64_t) -> alpa::Result<alpa::Graph> { return *copy; };
+    if (int32_t rc = alpa::capi::PlannerModelOfGraph(graph, options, &model, err)) return rc;
+    if (cluster == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "cluster is NULL");
     return RunPlanner(out, model, cluster, options, "", err);
   });
 }

@@ -1,8 +1,10 @@
 #include "models/planner_model.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "core/ir/rebatch.h"
 #include "models/model_zoo.h"
 
 namespace alpa {
@@ -40,6 +42,25 @@ Result<PlannerModel> PlannerModelFromSpec(const std::string& spec) {
     one.keys["batch"] = std::to_string(batch / microbatches);
     return BuildModel(one);
   };
+  return model;
+}
+
+Result<PlannerModel> PlannerModelFromGraph(std::shared_ptr<const Graph> graph, int32_t batch_dim) {
+  Result<BatchAnalysis> analyzed = AnalyzeBatch(*graph, batch_dim);
+  if (!analyzed.ok()) return analyzed.status();
+  auto analysis = std::make_shared<const BatchAnalysis>(std::move(analyzed).value());
+  PlannerModel model;
+  model.global_batch = analysis->batch;
+  model.build = [graph, analysis](int64_t microbatches) -> Result<Graph> {
+    return Rebatch(*graph, *analysis, microbatches);
+  };
+  return model;
+}
+
+PlannerModel FixedPlannerModel(std::shared_ptr<const Graph> graph) {
+  PlannerModel model;
+  model.global_batch = 0;
+  model.build = [graph](int64_t) -> Result<Graph> { return *graph; };
   return model;
 }
 

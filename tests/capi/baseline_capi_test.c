@@ -462,6 +462,71 @@ static void timed(const char* name, void (*test)(void)) {
   printf("  %s: %.2f s cpu\n", name, now_seconds() - t0);
 }
 
+/* The baseline and a manual plan of the zoo graph of SMALL_GPT, read as the global batch, equal
+ * those of the spec. */
+static void test_graph_baseline(void) {
+  alpa_cluster* c = make_cluster();
+  alpa_plan_options* o = quick_options();
+  alpa_graph* g = NULL;
+  alpa_plan* from_graph = NULL;
+  alpa_plan* from_model = NULL;
+  alpa_manual_plan spec = make_spec(2, 2, 1, 2);
+  alpa_manual_plan graph_best, model_best;
+  alpa_error* err = NULL;
+  CHECK(alpa_model_build_graph(&g, SMALL_GPT, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_GRAPH_BATCH_DIM, 0, NULL) == ALPA_OK);
+
+  CHECK(alpa_model_plan_baseline(&from_model, SMALL_GPT, c, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  CHECK(alpa_graph_plan_baseline(&from_graph, g, c, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  if (from_graph != NULL && from_model != NULL) {
+    CHECK(alpa_plan_iteration_seconds(from_graph) == alpa_plan_iteration_seconds(from_model));
+    CHECK(alpa_plan_manual_spec(&graph_best, sizeof graph_best, from_graph, NULL) == ALPA_OK);
+    CHECK(alpa_plan_manual_spec(&model_best, sizeof model_best, from_model, NULL) == ALPA_OK);
+    CHECK(graph_best.data_parallel == model_best.data_parallel &&
+          graph_best.tensor_parallel == model_best.tensor_parallel &&
+          graph_best.pipeline_parallel == model_best.pipeline_parallel &&
+          graph_best.microbatches == model_best.microbatches &&
+          graph_best.zero_stage == model_best.zero_stage && graph_best.remat == model_best.remat);
+    CHECK(alpa_plan_baseline_evaluated(from_graph) == alpa_plan_baseline_evaluated(from_model));
+  }
+  alpa_plan_destroy(from_graph);
+  alpa_plan_destroy(from_model);
+  from_graph = NULL;
+  from_model = NULL;
+
+  CHECK(alpa_model_plan_manual(&from_model, SMALL_GPT, c, &spec, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  CHECK(alpa_graph_plan_manual(&from_graph, g, c, &spec, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  if (from_graph != NULL && from_model != NULL) {
+    CHECK(alpa_plan_iteration_seconds(from_graph) == alpa_plan_iteration_seconds(from_model));
+    CHECK(alpa_plan_microbatches(from_graph) == 2);
+  }
+  alpa_plan_destroy(from_graph);
+  from_graph = NULL;
+
+  spec.microbatches = 3;
+  CHECK(alpa_graph_plan_manual(&from_graph, g, c, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(err != NULL &&
+        strstr(alpa_error_message(err), "microbatches 3 do not divide the batch of 16") != NULL);
+  alpa_error_free(err);
+  err = NULL;
+  CHECK(alpa_graph_plan_baseline(&from_graph, NULL, c, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_graph_plan_manual(&from_graph, g, NULL, &spec, o, NULL) == ALPA_ERR_INVALID_ARGUMENT);
+  alpa_plan_destroy(from_model);
+  alpa_graph_destroy(g);
+  alpa_plan_options_destroy(o);
+  alpa_cluster_destroy(c);
+}
+
 int main(void) {
   timed("manual plan", test_manual);
   timed("manual plan, two stages", test_manual_pipeline);
@@ -469,6 +534,7 @@ int main(void) {
   timed("baseline options", test_baseline_options);
   timed("errors", test_errors);
   timed("launch configurations", test_launch_config);
+  timed("baseline of a graph", test_graph_baseline);
   alpa_plan_destroy(g_manual);
   return check_summary();
 }

@@ -538,6 +538,56 @@ static void test_plan_graph(void) {
   alpa_cluster_destroy(c);
 }
 
+/* A graph of the global batch (ALPA_PLAN_OPT_GRAPH_BATCH_DIM 0) plans as its zoo spec does: the
+ * same microbatch search, the same plan; microbatches that do not divide its batch and a batch
+ * dim its inputs lack are refused. */
+static void test_plan_graph_global_batch(void) {
+  const char* spec = "gpt:layers=2,hidden=64,heads=2,seq=32,vocab=128,batch=16";
+  alpa_cluster* c = make_cluster("p3.16xlarge:devices_per_host=4");
+  alpa_plan_options* o = NULL;
+  alpa_graph* g = NULL;
+  alpa_plan* from_graph = NULL;
+  alpa_plan* from_model = NULL;
+  alpa_error* err = NULL;
+  CHECK(alpa_plan_options_create(&o, &err) == ALPA_OK);
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_THREADS, 2, NULL) == ALPA_OK);
+  CHECK(alpa_model_build_graph(&g, spec, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  CHECK(alpa_model_plan(&from_model, spec, c, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  CHECK(alpa_plan_options_set_by_name(o, "graph_batch_dim", "0", &err) == ALPA_OK);
+  CHECK(alpa_graph_plan(&from_graph, g, c, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  if (from_graph != NULL && from_model != NULL) {
+    CHECK(alpa_plan_microbatches(from_graph) == alpa_plan_microbatches(from_model));
+    CHECK(alpa_plan_stage_count(from_graph) == alpa_plan_stage_count(from_model));
+    CHECK(alpa_plan_iteration_seconds(from_graph) == alpa_plan_iteration_seconds(from_model));
+  }
+  alpa_plan_destroy(from_graph);
+  from_graph = NULL;
+
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, 3, NULL) == ALPA_OK);
+  CHECK(alpa_graph_plan(&from_graph, g, c, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "3 microbatches do not divide the batch of 16"));
+  err = NULL;
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_MICROBATCHES, 0, NULL) == ALPA_OK);
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_GRAPH_BATCH_DIM, 5, NULL) == ALPA_OK);
+  CHECK(alpa_graph_plan(&from_graph, g, c, o, &err) == ALPA_ERR_INVALID_GRAPH);
+  CHECK(error_mentions(err, "no batch dim 5"));
+  err = NULL;
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_GRAPH_BATCH_DIM, -2, &err) ==
+        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "graph_batch_dim"));
+  err = NULL;
+  alpa_plan_destroy(from_model);
+  alpa_graph_destroy(g);
+  alpa_plan_options_destroy(o);
+  alpa_cluster_destroy(c);
+}
+
 static void test_options(void) {
   alpa_plan_options* o = NULL;
   alpa_error* err = NULL;
@@ -769,6 +819,7 @@ int main(void) {
   timed("plan model, one host", test_plan_model_one_host);
   timed("plan model, six devices", test_plan_model_six_devices);
   timed("plan graph", test_plan_graph);
+  timed("plan graph of the global batch", test_plan_graph_global_batch);
   timed("errors", test_errors);
   timed("limits", test_limits);
   return check_summary();

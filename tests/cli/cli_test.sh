@@ -329,6 +329,34 @@ expect baseline_zero_search 1 'error: --zero: applies to a manual plan' -- "$alp
 expect baseline_bad_remat 1 'error: --remat: must be on or off' -- "$alpa" baseline "${bl[@]}" --remat sometimes
 expect baseline_bad_model 1 'error: .*nosuchnet' -- "$alpa" baseline --model nosuchnet
 expect baseline_infeasible 2 'least memory-hungry' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000B
+
+# A graph file holds the global batch: `plan --file` of the zoo's graph searches the microbatches
+# and finds the plan `plan --model` finds; `baseline --file` (search and manual plan) equals
+# `baseline --model`.
+"$alpa" graph --model "$pgpt" -o "$tmp/pgpt.json" >/dev/null
+pf=(--cluster p3.16xlarge:hosts=1,devices_per_host=8 --threads 2 -q --deterministic)
+"$alpa" plan --model "$pgpt" "${pf[@]}" > "$tmp/plan_model.txt"
+"$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" > "$tmp/plan_file.txt" 2>/dev/null
+expect plan_file_equals_model 0 '' -- cmp "$tmp/plan_model.txt" "$tmp/plan_file.txt"
+expect plan_file_searches_microbatches 0 '"microbatches_tried":\[16(,[0-9]+)+\]' -- "$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" --json
+expect plan_file_pinned_b 0 '^Plan: [0-9]+ pipeline stages?, 4 microbatches' -- "$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" -B 4
+expect plan_file_b_not_dividing 1 'error: .*3 microbatches do not divide the batch of 16' -- "$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" -B 3
+expect plan_file_no_batch_dim 1 "error: rebatch: op 0 '.*' \(parameter\): an input of shape \[16, 32\] has no batch dim 5" -- "$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" --batch-dim 5
+expect plan_file_one_microbatch 0 '"microbatches_tried":\[1\]' -- "$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" --batch-dim -1 --json
+expect plan_batch_dim_needs_file 1 'requires --file' -- "$alpa" plan --model "$pgpt" --batch-dim 0
+# Lines of a baseline run without its clock readings.
+baseline_lines() { "$alpa" baseline "$@" -q | grep -v -e 'search time' -e 'evaluation time'; }
+"$alpa" graph --model "$bgpt" -o "$tmp/bgpt.json" >/dev/null
+bf=(--cluster p3.16xlarge:hosts=1,devices_per_host=4 --threads 2)
+baseline_lines --model "$bgpt" "${bf[@]}" > "$tmp/baseline_model.txt"
+baseline_lines --file "$tmp/bgpt.json" "${bf[@]}" > "$tmp/baseline_file.txt" 2>/dev/null
+expect baseline_file_equals_model 0 '' -- cmp "$tmp/baseline_model.txt" "$tmp/baseline_file.txt"
+expect baseline_file_config 0 '^Best configuration: dp=' -- cat "$tmp/baseline_file.txt"
+baseline_lines --model "$bgpt" "${bf[@]}" --dp 2 --tp 2 --pp 1 -B 2 > "$tmp/manual_model.txt"
+baseline_lines --file "$tmp/bgpt.json" "${bf[@]}" --dp 2 --tp 2 --pp 1 -B 2 > "$tmp/manual_file.txt" 2>/dev/null
+expect baseline_file_manual_equals_model 0 '' -- cmp "$tmp/manual_model.txt" "$tmp/manual_file.txt"
+expect baseline_file_manual 0 '^Manual configuration: dp=2 tp=2 pp=1 B=2 ' -- cat "$tmp/manual_file.txt"
+expect baseline_file_excludes_model 1 'excludes' -- "$alpa" baseline --model "$bgpt" --file "$tmp/bgpt.json"
 expect baseline_manual_infeasible 2 'stage 0 needs' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000B --dp 4 --tp 1 --pp 1 -B 4
 expect baseline_output 0 "wrote $tmp/baseline.json" -- "$alpa" baseline "${bl[@]}" -q -o "$tmp/baseline.json" --svg "$tmp/baseline.svg"
 expect baseline_output_table 0 '"baseline":\{.*"table":\[\{' -- cat "$tmp/baseline.json"

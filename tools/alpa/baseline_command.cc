@@ -1,7 +1,8 @@
 // `alpa baseline`: the Megatron-LM baseline (alpa_model_plan_baseline: the grid search over manual
 // data / tensor / pipeline parallel configurations) or one manual plan (alpa_model_plan_manual with
-// --dp/--tp/--pp), printed as `alpa plan` prints a plan, plus the configuration and, for the
-// search, its grid counts and fastest points.
+// --dp/--tp/--pp) of a zoo model or, with --file, of a graph file (alpa_graph_plan_baseline /
+// alpa_graph_plan_manual, the file loaded as `alpa plan --file` loads it), printed as `alpa plan`
+// prints a plan, plus the configuration and, for the search, its grid counts and fastest points.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -13,14 +14,16 @@
 #include "alpa_experimental.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "graph_file.h"
 #include "plan_output.h"
 
 namespace alpa_cli {
 namespace {
 
 struct BaselineArgs {
-  std::string model;    // a model-zoo spec (default gpt-2.6b)
-  std::string cluster;  // as `alpa plan --cluster` (default p3.16xlarge:2)
+  std::string model;        // a model-zoo spec (default gpt-2.6b when no --file), or
+  PlanGraphFileArgs graph;  // a graph JSON file (--file, --train, --batch-dim)
+  std::string cluster;      // as `alpa plan --cluster` (default p3.16xlarge:2)
   // A manual plan: all three degrees given (each *_given), else the grid search.
   int64_t dp = 0, tp = 0, pp = 0;
   bool dp_given = false, tp_given = false, pp_given = false;
@@ -103,7 +106,9 @@ int PrintLaunchConfig(const alpa_plan* plan, const std::string& framework, bool 
 int RunBaseline(const BaselineArgs& args) {
   PlanHandles handles;
   alpa_error* err = nullptr;
-  const std::string model = args.model.empty() ? kDefaultPlanModel : args.model;
+  const std::string model =
+      args.graph.file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
+  const std::string what = args.graph.file.empty() ? model : args.graph.file;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
 
   // A manual plan needs all three degrees and the microbatch count; the search takes neither
@@ -161,6 +166,9 @@ int RunBaseline(const BaselineArgs& args) {
   if (!args.quiet && !args.json) {
     alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
+  if (!args.graph.file.empty()) {
+    if (int code = LoadPlanGraphFile(args.graph, handles.options, &handles.graph)) return code;
+  }
 
   alpa_manual_plan spec = ALPA_MANUAL_PLAN_INIT;
   int32_t rc;
@@ -173,17 +181,23 @@ int RunBaseline(const BaselineArgs& args) {
     spec.remat = args.remat == "on" ? 1 : 0;
     spec.tensor_inside_host = args.tp_across_hosts ? 0 : 1;
     if (!args.json && !args.quiet) {
-      PrintPlanHeader("evaluating the manual plan " + ConfigString(spec) + " of", model,
+      PrintPlanHeader("evaluating the manual plan " + ConfigString(spec) + " of", what,
                       handles.cluster);
     }
-    rc = alpa_model_plan_manual(&handles.plan, model.c_str(), handles.cluster, &spec,
-                                handles.options, &err);
+    rc = handles.graph != nullptr
+             ? alpa_graph_plan_manual(&handles.plan, handles.graph, handles.cluster, &spec,
+                                      handles.options, &err)
+             : alpa_model_plan_manual(&handles.plan, model.c_str(), handles.cluster, &spec,
+                                      handles.options, &err);
   } else {
     if (!args.json && !args.quiet) {
-      PrintPlanHeader("searching the Megatron-LM baseline of", model, handles.cluster);
+      PrintPlanHeader("searching the Megatron-LM baseline of", what, handles.cluster);
     }
-    rc = alpa_model_plan_baseline(&handles.plan, model.c_str(), handles.cluster, handles.options,
-                                  &err);
+    rc = handles.graph != nullptr
+             ? alpa_graph_plan_baseline(&handles.plan, handles.graph, handles.cluster,
+                                        handles.options, &err)
+             : alpa_model_plan_baseline(&handles.plan, model.c_str(), handles.cluster,
+                                        handles.options, &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
 
@@ -211,6 +225,7 @@ Command AddBaselineCommand(CLI::App& app) {
       "The Megatron-LM baseline: search manual data x tensor x pipeline parallel plans (or "
       "evaluate one with --dp/--tp/--pp) with the planner's cost model");
   baseline->add_option("--model", args->model, "Model-zoo spec or preset (default gpt-2.6b)");
+  AddPlanGraphFileOptions(baseline, &args->graph);
   baseline->add_option("--cluster", args->cluster,
                        "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
                        "(default p3.16xlarge:2)");

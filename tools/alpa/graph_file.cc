@@ -1,9 +1,12 @@
-// --file with --train, and the warnings on graphs that lack a backward phase or layer markers.
+// --file with --train, the warnings on graphs that lack a backward phase or layer markers, and
+// the planning commands' graph file options.
 #include "graph_file.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <set>
+
+#include "cli_output.h"
 
 namespace alpa_cli {
 
@@ -53,6 +56,35 @@ void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool 
                  "pipeline stages need not end at the model's layers (set each op's \"layer\")\n",
                  path.c_str());
   }
+}
+
+void AddPlanGraphFileOptions(CLI::App* command, PlanGraphFileArgs* args) {
+  command
+      ->add_option("--file", args->file,
+                   "Graph JSON file of the global batch (its input parameters hold the batch in "
+                   "--batch-dim), planned with the microbatch search like a --model")
+      ->excludes(command->get_option("--model"));
+  AddTrainOption(command, &args->train);
+  command
+      ->add_option("--batch-dim", args->batch_dim,
+                   "With --file: the dim of every input parameter that holds the batch (default "
+                   "0); -1: the file is one microbatch, run -B times per iteration")
+      ->needs(command->get_option("--file"))
+      ->check(CLI::Range(-1, 1 << 20));
+  AddInputLimitOption(command, &args->limit);
+}
+
+int LoadPlanGraphFile(const PlanGraphFileArgs& args, alpa_plan_options* options, alpa_graph** out) {
+  alpa_error* err = nullptr;
+  if (alpa_plan_options_set_int(options, ALPA_PLAN_OPT_GRAPH_BATCH_DIM, args.batch_dim, &err) !=
+      ALPA_OK) {
+    return ReportError(err, "--batch-dim");
+  }
+  if (ReadGraphFileForTraining(args.file, args.limit, args.train, out, &err) != ALPA_OK) {
+    return ReportError(err, "--file");
+  }
+  WarnIncompleteGraph(*out, args.file, true);
+  return 0;
 }
 
 }  // namespace alpa_cli

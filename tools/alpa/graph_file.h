@@ -1,6 +1,7 @@
-// Graph files for `alpa graph`, `alpa plan` and `alpa shard`: --file, optionally made a training
-// step with --train OPTIMIZER (alpa_graph_make_training), and the warnings on a graph that is
-// planned as it is although it lacks what a plan needs.
+// Graph files for `alpa graph`, `alpa plan`, `alpa baseline` and `alpa shard`: --file, optionally
+// made a training step with --train OPTIMIZER (alpa_graph_make_training), the warnings on a graph
+// that is planned as it is although it lacks what a plan needs, and the planning commands' batch
+// semantics (--batch-dim: the file holds the global batch, split into microbatches).
 #pragma once
 
 #include <string>
@@ -28,5 +29,23 @@ int32_t ReadGraphFileForTraining(const std::string& path, const InputLimit& limi
 // planner's clustering puts them rather than between the model's own layers. The library's
 // outputs are unchanged.
 void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers);
+
+// The graph file of a planning command (`alpa plan`, `alpa baseline`).
+struct PlanGraphFileArgs {
+  std::string file;   // empty: the command plans --model
+  std::string train;  // --train OPTIMIZER
+  InputLimit limit;   // --max-input-bytes
+  int32_t batch_dim =
+      0;  // the inputs' batch dim (ALPA_PLAN_OPT_GRAPH_BATCH_DIM); -1: one microbatch
+};
+
+// Adds --file (excluding --model, which the command must have), --train, --batch-dim and
+// --max-input-bytes to `command`.
+void AddPlanGraphFileOptions(CLI::App* command, PlanGraphFileArgs* args);
+
+// Reads args.file (a training step with --train), prints WarnIncompleteGraph's warnings and sets
+// ALPA_PLAN_OPT_GRAPH_BATCH_DIM on `options`: 0, or the exit code after the error (stderr). The
+// caller frees *out with alpa_graph_destroy.
+int LoadPlanGraphFile(const PlanGraphFileArgs& args, alpa_plan_options* options, alpa_graph** out);
 
 }  // namespace alpa_cli

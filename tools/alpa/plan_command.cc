@@ -18,9 +18,7 @@ namespace {
 
 struct PlanArgs {
   std::string model;         // a model-zoo spec (default gpt-2.6b when no --file), or
-  std::string file;          // a graph JSON file (one microbatch)
-  std::string train;         // --train: make the file's forward graph a training step
-  InputLimit limit;          // --max-input-bytes
+  PlanGraphFileArgs graph;   // a graph JSON file (--file, --train, --batch-dim)
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
@@ -44,7 +42,7 @@ int RunPlan(const PlanArgs& args) {
   PlanHandles handles;
   alpa_error* err = nullptr;
   const std::string model =
-      args.file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
+      args.graph.file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
   if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
 
@@ -92,18 +90,14 @@ int RunPlan(const PlanArgs& args) {
     alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
 
-  const std::string what = args.file.empty() ? model : args.file;
+  const std::string what = args.graph.file.empty() ? model : args.graph.file;
   if (!args.json && !args.quiet && !args.deterministic)
     PrintPlanHeader("planning", what, handles.cluster);
   int32_t rc;
-  if (args.file.empty()) {
+  if (args.graph.file.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
-    if (ReadGraphFileForTraining(args.file, args.limit, args.train, &handles.graph, &err) !=
-        ALPA_OK) {
-      return ReportError(err, "--file");
-    }
-    WarnIncompleteGraph(handles.graph, args.file, true);
+    if (int code = LoadPlanGraphFile(args.graph, handles.options, &handles.graph)) return code;
     rc = alpa_graph_plan(&handles.plan, handles.graph, handles.cluster, handles.options, &err);
   }
   if (rc != ALPA_OK) return ReportPlanFailure(rc, err);
@@ -130,10 +124,7 @@ Command AddPlanCommand(CLI::App& app) {
   CLI::App* plan = app.add_subcommand(
       "plan", "Plan pipeline stages and their sharding on a cluster (the default job)");
   plan->add_option("--model", args->model, "Model-zoo spec or preset (default gpt-2.6b)");
-  plan->add_option("--file", args->file, "Graph JSON file (one microbatch)")
-      ->excludes(plan->get_option("--model"));
-  AddTrainOption(plan, &args->train);
-  AddInputLimitOption(plan, &args->limit);
+  AddPlanGraphFileOptions(plan, &args->graph);
   plan->add_option("--cluster", args->cluster,
                    "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
                    "(default p3.16xlarge:2)");

@@ -127,6 +127,18 @@ def test_plan_a_graph_and_clusters(cli):
     assert any(m.name == "gpt-2.6b" for m in alpa.models())
 
 
+def test_a_graph_of_the_global_batch_plans_as_its_spec():
+    spec = "gpt:hidden=128,layers=2,heads=2,seq=64,vocab=512,batch=8"
+    with alpa.plan(spec, SMALL_CLUSTER, threads=2) as by_spec, alpa.Graph.from_model(spec) as g:
+        with g.plan(SMALL_CLUSTER, threads=2, batch_dim=0) as by_graph:
+            assert by_graph.microbatches == by_spec.microbatches
+            assert by_graph.iteration_seconds == by_spec.iteration_seconds
+        with pytest.raises(alpa.InvalidArgumentError, match="3 microbatches do not divide"):
+            g.plan(SMALL_CLUSTER, microbatches=3, batch_dim=0)
+    with pytest.raises(alpa.InvalidArgumentError, match="batch_dim applies to a graph"):
+        alpa.plan(spec, SMALL_CLUSTER, batch_dim=0)
+
+
 def test_progress_reports_and_tqdm(capsys):
     reports = []
     alpa.plan(SMALL_MODEL, SMALL_CLUSTER, microbatches=2, progress=reports.append).close()

@@ -272,6 +272,14 @@ const ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL = Cint(318)
 # 0/1, default 0: 1 keeps tensor parallelism inside a host (on a stage of several hosts the
 # batch is split over the mesh dim that spans them)
 const ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST = Cint(319)
+# int >= -1, default -1: alpa_graph_plan's graph is one microbatch (B of them make an
+# iteration). d >= 0: the graph holds the global batch in dim d of its input parameters (role
+# ALPA_ROLE_INPUT), and each microbatch runs it rebatched to batch / B: B is searched (powers of
+# two dividing the batch, as for alpa_model_plan) or ALPA_PLAN_OPT_MICROBATCHES, which must divide
+# the batch. The graph's loss should be a mean over its batch, as the zoo writes it (the mean's
+# divisor becomes the microbatch's; docs/graph-format.md, "Batch"). A graph whose batch cannot be
+# followed through its ops is ALPA_ERR_INVALID_GRAPH naming the op.
+const ALPA_PLAN_OPT_GRAPH_BATCH_DIM = Cint(320)
 # per stage: rematerialize (recompute the forward) or not
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
@@ -1954,9 +1962,11 @@ end
 """
     alpa_graph_plan(out, graph, cluster, options, err) -> Int32
 
-Plans a finalized graph of one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when 0). Its
-ops' layer markers (alpa_graph_add_ops) are the layers; without them ops are clustered. Same
-errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out with alpa_plan_destroy.
+Plans a finalized graph: by default one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when
+0); with ALPA_PLAN_OPT_GRAPH_BATCH_DIM set, the global batch, split into searched or given
+microbatches like a zoo model's. Its ops' layer markers (alpa_graph_add_ops) are the layers;
+without them ops are clustered. Same errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out
+with alpa_plan_destroy.
 
 C: `int32_t alpa_graph_plan(alpa_plan** out, const alpa_graph* graph, const alpa_cluster* cluster, const alpa_plan_options* options, alpa_error** err)` (alpa.h)
 """
@@ -2674,6 +2684,31 @@ function alpa_model_plan_baseline(out, model_spec, cluster, options, err)
 end
 
 """
+    alpa_graph_plan_manual(out, graph, cluster, spec, options, err) -> Int32
+
+alpa_model_plan_manual of a finalized graph instead of a zoo spec: the graph is the global
+batch when ALPA_PLAN_OPT_GRAPH_BATCH_DIM is set in options (spec->microbatches then splits
+it), else one microbatch (alpa_graph_plan's semantics). Errors as alpa_model_plan_manual's,
+with NULL / unfinalized graph for the spec, plus ALPA_ERR_INVALID_GRAPH.
+
+C: `int32_t alpa_graph_plan_manual(alpa_plan** out, const alpa_graph* graph, const alpa_cluster* cluster, const alpa_manual_plan* spec, const alpa_plan_options* options, alpa_error** err)` (alpa_experimental.h)
+"""
+function alpa_graph_plan_manual(out, graph, cluster, spec, options, err)
+    ccall((:alpa_graph_plan_manual, libalpa), Int32, (Ptr{Ptr{alpa_plan}}, Ptr{alpa_graph}, Ptr{alpa_cluster}, Ptr{alpa_manual_plan}, Ptr{alpa_plan_options}, Ptr{Ptr{alpa_error}}), out, graph, cluster, spec, options, err)
+end
+
+"""
+    alpa_graph_plan_baseline(out, graph, cluster, options, err) -> Int32
+
+alpa_model_plan_baseline of a finalized graph, with alpa_graph_plan_manual's semantics.
+
+C: `int32_t alpa_graph_plan_baseline(alpa_plan** out, const alpa_graph* graph, const alpa_cluster* cluster, const alpa_plan_options* options, alpa_error** err)` (alpa_experimental.h)
+"""
+function alpa_graph_plan_baseline(out, graph, cluster, options, err)
+    ccall((:alpa_graph_plan_baseline, libalpa), Int32, (Ptr{Ptr{alpa_plan}}, Ptr{alpa_graph}, Ptr{alpa_cluster}, Ptr{alpa_plan_options}, Ptr{Ptr{alpa_error}}), out, graph, cluster, options, err)
+end
+
+"""
     alpa_plan_manual_spec(out, size, plan, err) -> Int32
 
 The configuration of a plan made by alpa_model_plan_manual or alpa_model_plan_baseline (size =
@@ -2955,9 +2990,9 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_TIME_LIMIT_SECONDS, ALPA_PLAN_OPT_MAX_HOSTS, ALPA_PLAN_OPT_MAX_DEVICES,
     ALPA_PLAN_OPT_MAX_GRAPH_OPS, ALPA_PLAN_OPT_MAX_LAYERS, ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES,
     ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
-    ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON,
-    ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS,
-    ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL,
+    ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_PLAN_OPT_GRAPH_BATCH_DIM, ALPA_REMAT_SEARCH,
+    ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B,
+    ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL,
     ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON,
     ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem,
     alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan,
@@ -3011,10 +3046,11 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_model_nominal_params, alpa_model_benchmark_gpus, alpa_model_zoo_to_json,
     alpa_graph_stats_to_json, alpa_cluster_op_seconds, alpa_cluster_logical_mesh,
     alpa_mesh_collective_cost, alpa_sharding_plan_op_spec, alpa_plan_op_spec, alpa_manual_plan_init,
-    alpa_model_plan_manual, alpa_model_plan_baseline, alpa_plan_manual_spec,
-    alpa_plan_baseline_table, alpa_plan_baseline_evaluated, alpa_plan_baseline_feasible,
-    alpa_plan_baseline_pruned, alpa_plan_launch_config, alpa_plan_simulate, alpa_plan_simulate_json,
-    alpa_simulation_destroy, alpa_simulation_iteration_seconds, alpa_simulation_closed_form_seconds,
+    alpa_model_plan_manual, alpa_model_plan_baseline, alpa_graph_plan_manual,
+    alpa_graph_plan_baseline, alpa_plan_manual_spec, alpa_plan_baseline_table,
+    alpa_plan_baseline_evaluated, alpa_plan_baseline_feasible, alpa_plan_baseline_pruned,
+    alpa_plan_launch_config, alpa_plan_simulate, alpa_plan_simulate_json, alpa_simulation_destroy,
+    alpa_simulation_iteration_seconds, alpa_simulation_closed_form_seconds,
     alpa_simulation_planner_seconds, alpa_simulation_stage_count, alpa_simulation_stage,
     alpa_simulation_timeline_to_svg, alpa_simulation_to_json, alpa_calibrate
 

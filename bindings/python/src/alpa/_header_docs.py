@@ -1027,12 +1027,15 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                 'const alpa_plan_options* options',
                                 'alpa_error** err'],
                      'header': 'alpa.h'},
- 'alpa_graph_plan': {'doc': 'Plans a finalized graph of one microbatch (B = '
-                            'ALPA_PLAN_OPT_MICROBATCHES, or 1 when 0). Its\n'
-                            "ops' layer markers (alpa_graph_add_ops) are the layers; without them "
-                            'ops are clustered. Same\n'
-                            'errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out with '
-                            'alpa_plan_destroy.',
+ 'alpa_graph_plan': {'doc': 'Plans a finalized graph: by default one microbatch (B = '
+                            'ALPA_PLAN_OPT_MICROBATCHES, or 1 when\n'
+                            '0); with ALPA_PLAN_OPT_GRAPH_BATCH_DIM set, the global batch, split '
+                            'into searched or given\n'
+                            "microbatches like a zoo model's. Its ops' layer markers "
+                            '(alpa_graph_add_ops) are the layers;\n'
+                            'without them ops are clustered. Same errors, plus '
+                            'ALPA_ERR_INVALID_GRAPH. Caller frees *out\n'
+                            'with alpa_plan_destroy.',
                      'returns': 'int32_t',
                      'params': ['alpa_plan** out',
                                 'const alpa_graph* graph',
@@ -1554,6 +1557,31 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                               'returns': 'int32_t',
                               'params': ['alpa_plan** out',
                                          'const char* model_spec',
+                                         'const alpa_cluster* cluster',
+                                         'const alpa_plan_options* options',
+                                         'alpa_error** err'],
+                              'header': 'alpa_experimental.h'},
+ 'alpa_graph_plan_manual': {'doc': 'alpa_model_plan_manual of a finalized graph instead of a zoo '
+                                   'spec: the graph is the global\n'
+                                   'batch when ALPA_PLAN_OPT_GRAPH_BATCH_DIM is set in options '
+                                   '(spec->microbatches then splits\n'
+                                   "it), else one microbatch (alpa_graph_plan's semantics). Errors "
+                                   "as alpa_model_plan_manual's,\n"
+                                   'with NULL / unfinalized graph for the spec, plus '
+                                   'ALPA_ERR_INVALID_GRAPH.',
+                            'returns': 'int32_t',
+                            'params': ['alpa_plan** out',
+                                       'const alpa_graph* graph',
+                                       'const alpa_cluster* cluster',
+                                       'const alpa_manual_plan* spec',
+                                       'const alpa_plan_options* options',
+                                       'alpa_error** err'],
+                            'header': 'alpa_experimental.h'},
+ 'alpa_graph_plan_baseline': {'doc': 'alpa_model_plan_baseline of a finalized graph, with '
+                                     "alpa_graph_plan_manual's semantics.",
+                              'returns': 'int32_t',
+                              'params': ['alpa_plan** out',
+                                         'const alpa_graph* graph',
                                          'const alpa_cluster* cluster',
                                          'const alpa_plan_options* options',
                                          'alpa_error** err'],

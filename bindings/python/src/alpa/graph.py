@@ -358,7 +358,8 @@ class Graph(Owner):
         return auto_shard(self, mesh, cluster, **options)
 
     def plan(self, cluster: ClusterLike = "p3.16xlarge:2", **options: Any) -> Any:
-        """``alpa.plan(self, cluster, **options)``: pipeline-plan this microbatch graph."""
+        """``alpa.plan(self, cluster, **options)``: pipeline-plan this graph (one microbatch, or
+        the global batch with ``batch_dim=D``)."""
         from .plan import plan
 
         return plan(self, cluster, **options)

@@ -658,13 +658,17 @@ def plan(
     max_microbatches: "int | None" = None,
     memory_levels: "int | None" = None,
     clustering_delta: "float | None" = None,
+    batch_dim: "int | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
     """Plans pipeline stages and their sharding (``alpa plan``): Alpa's two-level search.
 
     ``model``: a model-zoo spec ("gpt-2.6b", "gpt:hidden=1024,layers=2,batch=8"), a graph JSON
-    file of one microbatch, or a finalized ``Graph``. ``cluster``: what ``alpa plan --cluster``
+    file, or a finalized ``Graph``. A graph is one microbatch unless ``batch_dim`` is given: then
+    it is the global batch, held in that dim of its input parameters, and split into
+    microbatches (searched, or ``microbatches``) as a zoo spec's batch is
+    (ALPA_PLAN_OPT_GRAPH_BATCH_DIM; ``alpa plan --file`` uses 0). ``cluster``: what ``alpa plan --cluster``
     takes ("p3.16xlarge:2", "dgx-h100:hosts=2,devices_per_host=4", a cluster JSON file) or a
     ``Cluster``. ``microbatches``: None searches powers of two. ``remat``: "search" (default),
     "off"/False, "on"/True. ``device_memory``: bytes or "16GiB". ``progress``: a callable
@@ -683,9 +687,12 @@ def plan(
         graph = model
     elif os.path.isfile(os.fspath(model)):
         graph, owned = Graph.read(model), True
+    if graph is None and batch_dim is not None:
+        raise InvalidArgumentError(f"batch_dim applies to a graph, not the zoo spec {model!r}", 1)
     try:
         if graph is not None:
             g = graph
+            options = {**options, "graph_batch_dim": batch_dim}
             return _run_plan(cluster, options, progress, cancel,
                              lambda out, c, o, e: lib.alpa_graph_plan(out, g._ptr, c, o, e))
         spec = os.fspath(model).encode()

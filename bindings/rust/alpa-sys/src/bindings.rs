@@ -137,6 +137,7 @@ pub const ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES: i32 = 316;
 pub const ALPA_PLAN_OPT_PIPELINE_STAGES: i32 = 317;
 pub const ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL: i32 = 318;
 pub const ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST: i32 = 319;
+pub const ALPA_PLAN_OPT_GRAPH_BATCH_DIM: i32 = 320;
 pub const ALPA_REMAT_SEARCH: i32 = 0;
 pub const ALPA_REMAT_OFF: i32 = 1;
 pub const ALPA_REMAT_ON: i32 = 2;
@@ -1874,9 +1875,11 @@ extern "C" {
     ) -> i32;
 }
 extern "C" {
-    #[doc = " Plans a finalized graph of one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when 0). Its"]
-    #[doc = " ops' layer markers (alpa_graph_add_ops) are the layers; without them ops are clustered. Same"]
-    #[doc = " errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out with alpa_plan_destroy."]
+    #[doc = " Plans a finalized graph: by default one microbatch (B = ALPA_PLAN_OPT_MICROBATCHES, or 1 when"]
+    #[doc = " 0); with ALPA_PLAN_OPT_GRAPH_BATCH_DIM set, the global batch, split into searched or given"]
+    #[doc = " microbatches like a zoo model's. Its ops' layer markers (alpa_graph_add_ops) are the layers;"]
+    #[doc = " without them ops are clustered. Same errors, plus ALPA_ERR_INVALID_GRAPH. Caller frees *out"]
+    #[doc = " with alpa_plan_destroy."]
     pub fn alpa_graph_plan(
         out: *mut *mut alpa_plan,
         graph: *const alpa_graph,

@@ -377,6 +377,30 @@ extern "C" {
     ) -> i32;
 }
 extern "C" {
+    #[doc = " alpa_model_plan_manual of a finalized graph instead of a zoo spec: the graph is the global"]
+    #[doc = " batch when ALPA_PLAN_OPT_GRAPH_BATCH_DIM is set in options (spec->microbatches then splits"]
+    #[doc = " it), else one microbatch (alpa_graph_plan's semantics). Errors as alpa_model_plan_manual's,"]
+    #[doc = " with NULL / unfinalized graph for the spec, plus ALPA_ERR_INVALID_GRAPH."]
+    pub fn alpa_graph_plan_manual(
+        out: *mut *mut alpa_plan,
+        graph: *const alpa_graph,
+        cluster: *const alpa_cluster,
+        spec: *const alpa_manual_plan,
+        options: *const alpa_plan_options,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    #[doc = " alpa_model_plan_baseline of a finalized graph, with alpa_graph_plan_manual's semantics."]
+    pub fn alpa_graph_plan_baseline(
+        out: *mut *mut alpa_plan,
+        graph: *const alpa_graph,
+        cluster: *const alpa_cluster,
+        options: *const alpa_plan_options,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
     #[doc = " The configuration of a plan made by alpa_model_plan_manual or alpa_model_plan_baseline (size ="]
     #[doc = " sizeof(alpa_manual_plan); the library writes the first min(size, its own size) bytes)."]
     #[doc = " ALPA_ERR_INVALID_ARGUMENT for NULLs, size below version 1's size, or a plan of"]
