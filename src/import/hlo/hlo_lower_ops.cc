@@ -282,6 +282,19 @@ Result<HloValue> LowerReduce(HloLowering& lowering, const HloInstruction& instru
   int32_t init = operands[1].id;
   std::optional<double> init_value = KnownSplat(lowering, init);
   int32_t result = -1;
+  if ((reducer == "and" || reducer == "or") && b.dtype(x) == DType::kPred) {
+    // On pred as 0 / 1: all = min, any = max, from their identity (true / false) only.
+    const bool all = reducer == "and";
+    if (init_value != (all ? 1.0 : 0.0)) {
+      return InstructionError(instruction, "a reduce of pred must start from " +
+                                               std::string(all ? "true (and)" : "false (or)"));
+    }
+    int32_t numbers = b.Convert(x, DType::kF32);
+    int32_t extreme =
+        all ? b.Unary(OpKind::kNeg, b.ReduceMax(b.Unary(OpKind::kNeg, numbers), dims.value()))
+            : b.ReduceMax(numbers, dims.value());
+    return Array(b.Compare(Comparison::kGt, extreme, b.ScalarLike(0.5, extreme)));
+  }
   if (reducer == "add") {
     result = b.ReduceSum(x, dims.value());
     if (init_value == 0.0) return Array(result);
@@ -301,7 +314,7 @@ Result<HloValue> LowerReduce(HloLowering& lowering, const HloInstruction& instru
   return InstructionError(instruction,
                           "a reduce whose to_apply computes \"" +
                               (reducer.empty() ? std::string("something else") : reducer) +
-                              "\"; the importer takes add, maximum and minimum");
+                              "\"; the importer takes add, maximum and minimum (and / or on pred)");
 }
 
 Result<std::vector<HloWindowDim>> WindowOf(const HloInstruction& instruction, size_t rank) {
