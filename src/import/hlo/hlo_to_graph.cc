@@ -61,10 +61,9 @@ Result<std::vector<HloValue>> LowerEntryParameters(HloLowering& lowering,
     }
     Result<DType> dtype = ElementDType(*instruction, instruction->shape.element_type);
     if (!dtype.ok()) return dtype.status();
-    const std::string op_name = [&] {
-      const HloAttribute* metadata = instruction->FindAttribute("metadata");
-      return metadata == nullptr ? std::string() : MetadataOpName(metadata->value);
-    }();
+    const HloAttribute* metadata = instruction->FindAttribute("metadata");
+    const std::string op_name =
+        metadata == nullptr ? std::string() : MetadataOpName(metadata->value);
     // The pytree path names the weight when jax printed it; else the instruction's name.
     std::string name = op_name.empty() ? instruction->name : op_name;
     int32_t id = lowering.builder.Parameter(instruction->shape.dims, dtype.value(),

@@ -167,6 +167,24 @@ TEST(HloImportTest, AdamStepOptimizerStateIsDonatedButNotReadByTheLoss) {
   EXPECT_EQ(replaced.size(), 19u);
 }
 
+TEST(HloImportTest, TiedEmbeddingHasOneGradientSummingBothUses) {
+  Graph graph = ImportFixture("lm_step");
+  int gradients = 0;
+  for (const Op& op : graph.ops) {
+    if (op.role != TensorRole::kGradient) continue;
+    ++gradients;
+    if (op.shape == Dims{11, 8}) {
+      // The lookup's scatter plus the head's dot (JAX's add_any).
+      EXPECT_EQ(op.kind, OpKind::kAdd);
+    }
+  }
+  EXPECT_EQ(gradients, 3);  // wte, fc, proj: one each
+  EXPECT_EQ(graph.op(0).name, "params['fc']");
+  EXPECT_EQ(graph.op(2).name, "params['wte']");
+  EXPECT_EQ(graph.op(2).role, TensorRole::kParameter);
+  EXPECT_EQ(graph.op(3).role, TensorRole::kInput);  // tokens
+}
+
 TEST(HloImportTest, ForwardFunctionsAreForwardOnlyWithInputs) {
   Graph graph = ImportFixture("elementwise");
   for (const Op& op : graph.ops) {

@@ -75,6 +75,7 @@ TEST(HloNumericsTest, CallInlined) { ExpectMatchesJax("call"); }
 TEST(HloNumericsTest, UnrolledScan) { ExpectMatchesJax("scan_unrolled"); }
 TEST(HloNumericsTest, SgdTrainStep) { ExpectMatchesJax("sgd_step"); }
 TEST(HloNumericsTest, AdamTrainStep) { ExpectMatchesJax("adam_step"); }
+TEST(HloNumericsTest, LanguageModelStepWithTiedEmbedding) { ExpectMatchesJax("lm_step"); }
 
 }  // namespace
 }  // namespace alpa
