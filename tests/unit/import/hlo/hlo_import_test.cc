@@ -237,6 +237,17 @@ TEST(HloImportTest, DynamicSliceNeedsConstantStarts) {
   EXPECT_EQ(slice->attrs.limits, (Dims{4, 3}));
 }
 
+TEST(HloImportTest, NamesAndMessagesStayPrintableUtf8) {
+  Result<Graph> graph = ImportHloText(
+      "HloModule m\nENTRY e {\n  ROOT a = f32[2] parameter(0), metadata={op_name=\"w\x92\"}\n}\n");
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  EXPECT_EQ(graph.value().op(0).name, "w\\x92");
+  Status status = ImportError(
+      "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n"
+      "  ROOT c = pred[2] compare(a, a), direction=\x01X\n}\n");
+  EXPECT_THAT(status.message(), HasSubstr("unknown comparison direction \"\\x01X\""));
+}
+
 TEST(HloImportTest, UnsupportedInstructionsAreNamed) {
   const std::string head = "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n";
   Status custom =
