@@ -106,9 +106,11 @@ int PrintLaunchConfig(const alpa_plan* plan, const std::string& framework, bool 
 int RunBaseline(const BaselineArgs& args) {
   PlanHandles handles;
   alpa_error* err = nullptr;
-  const std::string model =
-      args.graph.file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
-  const std::string what = args.graph.file.empty() ? model : args.graph.file;
+  const bool from_file = !args.graph.file.empty() || !args.graph.hlo.empty();
+  const std::string model = !from_file && args.model.empty() ? kDefaultPlanModel : args.model;
+  const std::string what = !args.graph.hlo.empty()    ? args.graph.hlo
+                           : !args.graph.file.empty() ? args.graph.file
+                                                      : model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
 
   // A manual plan needs all three degrees and the microbatch count; the search takes neither
@@ -166,7 +168,7 @@ int RunBaseline(const BaselineArgs& args) {
   if (!args.quiet && !args.json) {
     alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
-  if (!args.graph.file.empty()) {
+  if (from_file) {
     if (int code = LoadPlanGraphFile(args.graph, handles.options, &handles.graph)) return code;
   }
 

@@ -1,5 +1,5 @@
-// --file with --train, the warnings on graphs that lack a backward phase or layer markers, and
-// the planning commands' graph file options.
+// --file with --train, --hlo, the warnings on graphs that lack a backward phase or layer markers,
+// and the planning commands' graph file options.
 #include "graph_file.h"
 
 #include <cstdint>
@@ -18,6 +18,15 @@ void AddTrainOption(CLI::App* command, std::string* train) {
       ->needs(command->get_option("--file"));
 }
 
+void AddHloOption(CLI::App* command, std::string* hlo) {
+  command
+      ->add_option("--hlo", *hlo,
+                   "XLA HLO text of a JAX step, as jax.jit(step).lower(...).as_text() prints it "
+                   "(donate_argnums marks the weights and optimizer state; docs/hlo-import.md)")
+      ->excludes(command->get_option("--model"))
+      ->excludes(command->get_option("--file"));
+}
+
 int32_t ReadGraphFileForTraining(const std::string& path, const InputLimit& limit,
                                  const std::string& train, alpa_graph** out, alpa_error** err) {
   alpa_graph* forward = nullptr;
@@ -31,7 +40,8 @@ int32_t ReadGraphFileForTraining(const std::string& path, const InputLimit& limi
   return status;
 }
 
-void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers) {
+void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers,
+                         bool from_hlo) {
   bool backward = false;
   std::set<int32_t> forward_layers;
   const int64_t ops = alpa_graph_op_count(graph);
@@ -45,16 +55,20 @@ void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool 
   if (!backward) {
     std::fprintf(stderr,
                  "warning: %s has no backward phase: the plan misses the gradient "
-                 "synchronization and the optimizer's memory and update (make it a training "
-                 "step with --train adam)\n",
-                 path.c_str());
+                 "synchronization and the optimizer's memory and update (%s)\n",
+                 path.c_str(),
+                 from_hlo ? "lower the whole train step, with donate_argnums for the weights and "
+                            "the optimizer state"
+                          : "make it a training step with --train adam");
   }
   if (check_layers && forward_layers.size() < 2) {
     std::fprintf(stderr,
                  "warning: %s has no layer markers (its forward ops carry fewer than two distinct "
                  "layers): the planner's clustering cuts the ops into layers by FLOPs, so "
-                 "pipeline stages need not end at the model's layers (set each op's \"layer\")\n",
-                 path.c_str());
+                 "pipeline stages need not end at the model's layers (%s)\n",
+                 path.c_str(),
+                 from_hlo ? "name each layer's scope layers_N, e.g. jax.named_scope(\"layers_3\")"
+                          : "set each op's \"layer\"");
   }
 }
 
@@ -65,11 +79,11 @@ void AddPlanGraphFileOptions(CLI::App* command, PlanGraphFileArgs* args) {
                    "--batch-dim), planned with the microbatch search like a --model")
       ->excludes(command->get_option("--model"));
   AddTrainOption(command, &args->train);
+  AddHloOption(command, &args->hlo);
   command
       ->add_option("--batch-dim", args->batch_dim,
-                   "With --file: the dim of every input parameter that holds the batch (default "
-                   "0); -1: the file is one microbatch, run -B times per iteration")
-      ->needs(command->get_option("--file"))
+                   "With --file or --hlo: the dim of every input parameter that holds the batch "
+                   "(default 0); -1: the file is one microbatch, run -B times per iteration")
       ->check(CLI::Range(-1, 1 << 20));
   AddInputLimitOption(command, &args->limit);
 }
@@ -79,6 +93,13 @@ int LoadPlanGraphFile(const PlanGraphFileArgs& args, alpa_plan_options* options,
   if (alpa_plan_options_set_int(options, ALPA_PLAN_OPT_GRAPH_BATCH_DIM, args.batch_dim, &err) !=
       ALPA_OK) {
     return ReportError(err, "--batch-dim");
+  }
+  if (!args.hlo.empty()) {
+    if (alpa_graph_read_hlo_file(out, args.hlo.c_str(), &err) != ALPA_OK) {
+      return ReportError(err, "--hlo");
+    }
+    WarnIncompleteGraph(*out, args.hlo, true, /*from_hlo=*/true);
+    return 0;
   }
   if (ReadGraphFileForTraining(args.file, args.limit, args.train, out, &err) != ALPA_OK) {
     return ReportError(err, "--file");

@@ -17,6 +17,10 @@ namespace alpa_cli {
 // the command's --file option.
 void AddTrainOption(CLI::App* command, std::string* train);
 
+// Adds --hlo FILE (XLA HLO text, imported by alpa_graph_read_hlo_file; docs/hlo-import.md) to
+// `command`, excluding its --model and --file options.
+void AddHloOption(CLI::App* command, std::string* hlo);
+
 // Reads the graph file `path` under `limit` and, when `train` is not empty, replaces it by its
 // training step with that optimizer. The C ABI's status (*err set as it sets it); on ALPA_OK the
 // caller frees *out with alpa_graph_destroy.
@@ -28,22 +32,26 @@ int32_t ReadGraphFileForTraining(const std::string& path, const InputLimit& limi
 // `check_layers`, without two distinct layer markers among the forward ops, stages cut where the
 // planner's clustering puts them rather than between the model's own layers. The library's
 // outputs are unchanged.
-void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers);
+// `from_hlo`: the hints speak of the JAX step rather than of the graph file.
+void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers,
+                         bool from_hlo = false);
 
 // The graph file of a planning command (`alpa plan`, `alpa baseline`).
 struct PlanGraphFileArgs {
-  std::string file;   // empty: the command plans --model
+  std::string file;   // empty: the command plans --model (or --hlo)
+  std::string hlo;    // --hlo: XLA HLO text of a JAX step
   std::string train;  // --train OPTIMIZER
   InputLimit limit;   // --max-input-bytes
   int32_t batch_dim =
       0;  // the inputs' batch dim (ALPA_PLAN_OPT_GRAPH_BATCH_DIM); -1: one microbatch
 };
 
-// Adds --file (excluding --model, which the command must have), --train, --batch-dim and
+// Adds --file (excluding --model, which the command must have), --train, --hlo, --batch-dim and
 // --max-input-bytes to `command`.
 void AddPlanGraphFileOptions(CLI::App* command, PlanGraphFileArgs* args);
 
-// Reads args.file (a training step with --train), prints WarnIncompleteGraph's warnings and sets
+// Reads args.hlo or args.file (a training step with --train), prints WarnIncompleteGraph's
+// warnings and sets
 // ALPA_PLAN_OPT_GRAPH_BATCH_DIM on `options`: 0, or the exit code after the error (stderr). The
 // caller frees *out with alpa_graph_destroy.
 int LoadPlanGraphFile(const PlanGraphFileArgs& args, alpa_plan_options* options, alpa_graph** out);

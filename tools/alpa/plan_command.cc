@@ -18,7 +18,7 @@ namespace {
 
 struct PlanArgs {
   std::string model;         // a model-zoo spec (default gpt-2.6b when no --file), or
-  PlanGraphFileArgs graph;   // a graph JSON file (--file, --train, --batch-dim)
+  PlanGraphFileArgs graph;   // a graph JSON file (--file, --train, --batch-dim) or --hlo
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
@@ -41,8 +41,9 @@ struct PlanArgs {
 int RunPlan(const PlanArgs& args) {
   PlanHandles handles;
   alpa_error* err = nullptr;
-  const std::string model =
-      args.graph.file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
+  const std::string model = args.graph.file.empty() && args.graph.hlo.empty() && args.model.empty()
+                                ? kDefaultPlanModel
+                                : args.model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
   if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
 
@@ -90,11 +91,13 @@ int RunPlan(const PlanArgs& args) {
     alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
 
-  const std::string what = args.graph.file.empty() ? model : args.graph.file;
+  const std::string what = !args.graph.hlo.empty()    ? args.graph.hlo
+                           : !args.graph.file.empty() ? args.graph.file
+                                                      : model;
   if (!args.json && !args.quiet && !args.deterministic)
     PrintPlanHeader("planning", what, handles.cluster);
   int32_t rc;
-  if (args.graph.file.empty()) {
+  if (args.graph.file.empty() && args.graph.hlo.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
     if (int code = LoadPlanGraphFile(args.graph, handles.options, &handles.graph)) return code;
