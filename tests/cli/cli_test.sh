@@ -354,7 +354,7 @@ expect plan_file_pinned_b 0 '^Plan: [0-9]+ pipeline stages?, 4 microbatches' -- 
 expect plan_file_b_not_dividing 1 'error: .*3 microbatches do not divide the batch of 16' -- "$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" -B 3
 expect plan_file_no_batch_dim 1 "error: rebatch: op 0 '.*' \(parameter\): an input of shape \[16, 32\] has no batch dim 5" -- "$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" --batch-dim 5
 expect plan_file_one_microbatch 0 '"microbatches_tried":\[1\]' -- "$alpa" plan --file "$tmp/pgpt.json" "${pf[@]}" --batch-dim -1 --json
-expect plan_batch_dim_needs_file 1 'requires --file' -- "$alpa" plan --model "$pgpt" --batch-dim 0
+expect plan_batch_dim_needs_file 1 'batch-dim requires --file or --hlo' -- "$alpa" plan --model "$pgpt" --batch-dim 0
 # Lines of a baseline run without its clock readings.
 baseline_lines() { "$alpa" baseline "$@" -q | grep -v -e 'search time' -e 'evaluation time'; }
 "$alpa" graph --model "$bgpt" -o "$tmp/bgpt.json" >/dev/null
@@ -417,6 +417,16 @@ gpt_spec="gpt:hidden=64,layers=2,heads=4,seq=16,vocab=100,batch=4"  # f16: maste
 "$alpa" graph --file "$tmp/gpt_fwd.json" --train adam -o "$tmp/gpt_made.json" >/dev/null
 "$alpa" graph --model "$gpt_spec" -o "$tmp/gpt_zoo.json" >/dev/null
 expect train_equals_zoo_gpt_json 0 '^same$' -- bash -c 'cmp -s "$0" "$1" && echo same' "$tmp/gpt_made.json" "$tmp/gpt_zoo.json"
+# A Llama block written as a forward graph plans as the zoo's llama of the same sizes.
+llama_spec="llama:hidden=64,layers=2,heads=4,kv_heads=2,ffn=128,seq=16,vocab=100,batch=8"
+"$alpa" graph --model "$llama_spec,training=0" -o "$tmp/llama_fwd.json" >/dev/null
+"$alpa" graph --file "$tmp/llama_fwd.json" --train adam -o "$tmp/llama_made.json" >/dev/null
+"$alpa" graph --model "$llama_spec" -o "$tmp/llama_zoo.json" >/dev/null
+expect train_equals_zoo_llama_json 0 '^same$' -- bash -c 'cmp -s "$0" "$1" && echo same' "$tmp/llama_made.json" "$tmp/llama_zoo.json"
+"$alpa" plan --file "$tmp/llama_fwd.json" --train adam --cluster p3.16xlarge:1 -q --deterministic --json > "$tmp/llama_fwd_plan.json"
+"$alpa" plan --model "$llama_spec" --cluster p3.16xlarge:1 -q --deterministic --json > "$tmp/llama_zoo_plan.json"
+# (the same plan JSON but for its "model" field, the spec, which a graph file has not)
+expect plan_llama_forward_equals_zoo 0 '^same$' -- bash -c 'diff <(sed -E "s/\"model\":\"[^\"]*\"//" "$0") <(sed -E "s/\"model\":\"[^\"]*\"//" "$1") >/dev/null && echo same' "$tmp/llama_fwd_plan.json" "$tmp/llama_zoo_plan.json"
 expect train_twice 1 'error: .*already has a backward phase' -- "$alpa" graph --file "$tmp/gpt_zoo.json" --train adam
 expect train_bad_optimizer 1 'error: optimizer "nadam" is not one of: sgd momentum adam' -- "$alpa" graph --file "$tmp/fwd.json" --train nadam
 expect train_bad_key 1 'error: optimizer key "eps" does not apply to sgd' -- "$alpa" graph --file "$tmp/fwd.json" --train sgd:eps=1

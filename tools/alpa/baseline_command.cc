@@ -104,6 +104,7 @@ int PrintLaunchConfig(const alpa_plan* plan, const std::string& framework, bool 
 
 // Exit code: 0 a plan, 2 nothing fits the device memory, 1 bad input (stderr).
 int RunBaseline(const BaselineArgs& args) {
+  if (int code = CheckPlanGraphFileArgs(args.graph)) return code;
   PlanHandles handles;
   alpa_error* err = nullptr;
   const bool from_file = !args.graph.file.empty() || !args.graph.hlo.empty();

@@ -80,12 +80,22 @@ void AddPlanGraphFileOptions(CLI::App* command, PlanGraphFileArgs* args) {
       ->excludes(command->get_option("--model"));
   AddTrainOption(command, &args->train);
   AddHloOption(command, &args->hlo);
-  command
-      ->add_option("--batch-dim", args->batch_dim,
-                   "With --file or --hlo: the dim of every input parameter that holds the batch "
-                   "(default 0); -1: the file is one microbatch, run -B times per iteration")
-      ->check(CLI::Range(-1, 1 << 20));
+  args->batch_dim_option =
+      command
+          ->add_option(
+              "--batch-dim", args->batch_dim,
+              "With --file or --hlo: the dim of every input parameter that holds the batch "
+              "(default 0); -1: the file is one microbatch, run -B times per iteration")
+          ->check(CLI::Range(-1, 1 << 20));
   AddInputLimitOption(command, &args->limit);
+}
+
+int CheckPlanGraphFileArgs(const PlanGraphFileArgs& args) {
+  if (args.batch_dim_option != nullptr && args.batch_dim_option->count() > 0 && args.file.empty() &&
+      args.hlo.empty()) {
+    return ReportBadInput("--batch-dim requires --file or --hlo");
+  }
+  return 0;
 }
 
 int LoadPlanGraphFile(const PlanGraphFileArgs& args, alpa_plan_options* options, alpa_graph** out) {

@@ -44,11 +44,15 @@ struct PlanGraphFileArgs {
   InputLimit limit;   // --max-input-bytes
   int32_t batch_dim =
       0;  // the inputs' batch dim (ALPA_PLAN_OPT_GRAPH_BATCH_DIM); -1: one microbatch
+  const CLI::Option* batch_dim_option = nullptr;  // set by AddPlanGraphFileOptions
 };
 
 // Adds --file (excluding --model, which the command must have), --train, --hlo, --batch-dim and
 // --max-input-bytes to `command`.
 void AddPlanGraphFileOptions(CLI::App* command, PlanGraphFileArgs* args);
+
+// 0, or the exit code after the error (stderr) when --batch-dim was given without --file or --hlo.
+int CheckPlanGraphFileArgs(const PlanGraphFileArgs& args);
 
 // Reads args.hlo or args.file (a training step with --train), prints WarnIncompleteGraph's
 // warnings and sets

@@ -39,6 +39,7 @@ struct PlanArgs {
 
 // Exit code: 0 a plan was found, 2 no plan fits the device memory, 1 bad input (stderr).
 int RunPlan(const PlanArgs& args) {
+  if (int code = CheckPlanGraphFileArgs(args.graph)) return code;
   PlanHandles handles;
   alpa_error* err = nullptr;
   const std::string model = args.graph.file.empty() && args.graph.hlo.empty() && args.model.empty()
