@@ -87,7 +87,8 @@ def _block(cfg: Config, x: jax.Array, p: dict) -> jax.Array:
     q, k, v = jnp.split(qkv.reshape(b, s, 3, cfg.heads, d), 3, axis=2)
     q, k, v = (t.reshape(b, s, cfg.heads, d) for t in (q, k, v))
     scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(jnp.float32(d))
-    causal = jnp.tril(jnp.ones((s, s), jnp.bool_))
+    causal = jax.lax.broadcasted_iota(jnp.int32, (s, s), 0) >= jax.lax.broadcasted_iota(
+        jnp.int32, (s, s), 1)
     scores = jnp.where(causal, scores, jnp.float32(-1e9))
     probs = jax.nn.softmax(scores, axis=-1)
     attn = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, s, h)
