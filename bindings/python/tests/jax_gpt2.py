@@ -3,9 +3,11 @@
 Token and learned position embeddings, pre-LN blocks (causal multi-head attention with a fused
 qkv projection, tanh-GeLU MLP of 4 x hidden), final layer norm, LM head tied to the token
 embedding (GPT-2's, and the zoo's gpt family's), softmax cross-entropy against `labels`; every
-dense layer has a bias. The blocks are a Python loop (not lax.scan: libalpa imports no while
-loop), block i under ``jax.named_scope(f"layers_{i}")``; the embedding under "embedding" and
-the final LN + head + loss under "head". ``train_step`` is one hand-written Adam step
+dense layer has a bias. The layers are a Python loop (not lax.scan: libalpa imports no while
+loop), each under ``jax.named_scope(f"layers_{i}")`` with the zoo's numbering (src/models/gpt.cc),
+which the HLO importer reads as layer markers: 0 the embeddings, 1..L the blocks, L + 1 the final
+LN, head and loss. Block i's weights are ``params[f"h{i}"]`` (a key that is no layer marker: an
+unmarked weight takes its first reader's layer). ``train_step`` is one hand-written Adam step
 (bias-corrected, no weight decay) of f32 parameters: ``train_step(params, opt_state, batch) ->
 (params, opt_state, loss)``, the first two donated.
 """
@@ -54,7 +56,7 @@ def init_params(cfg: Config, key: jax.Array) -> dict:
     }
     for i in range(cfg.layers):
         k = keys[2 + 4 * i: 6 + 4 * i]
-        params[f"layers_{i}"] = {
+        params[f"h{i}"] = {
             "ln1": _norm(h),
             "attn": {"qkv": _dense(k[0], h, 3 * h), "out": _dense(k[1], h, h)},
             "ln2": _norm(h),
@@ -99,12 +101,12 @@ def _block(cfg: Config, x: jax.Array, p: dict) -> jax.Array:
 
 def loss_fn(cfg: Config, params: dict, batch: dict) -> jax.Array:
     tokens, labels = batch["tokens"], batch["labels"]
-    with jax.named_scope("embedding"):
+    with jax.named_scope("layers_0"):
         x = params["wte"][tokens] + params["wpe"][None, : tokens.shape[1]]
     for i in range(cfg.layers):
-        with jax.named_scope(f"layers_{i}"):
-            x = _block(cfg, x, params[f"layers_{i}"])
-    with jax.named_scope("head"):
+        with jax.named_scope(f"layers_{i + 1}"):
+            x = _block(cfg, x, params[f"h{i}"])
+    with jax.named_scope(f"layers_{cfg.layers + 1}"):
         x = _layer_norm(x, params["ln_f"])
         logits = x @ params["wte"].T
         logp = jax.nn.log_softmax(logits, axis=-1)
