@@ -8,7 +8,7 @@ loop), each under ``jax.named_scope(f"layers_{i}")`` with the zoo's numbering (s
 which the HLO importer reads as layer markers: 0 the embeddings, 1..L the blocks, L + 1 the final
 LN, head and loss. Block i's weights are ``params[f"h{i}"]`` (a key that is no layer marker: an
 unmarked weight takes its first reader's layer). ``train_step`` is one hand-written Adam step
-(bias-corrected, no weight decay) of f32 parameters: ``train_step(params, opt_state, batch) ->
+(bias-corrected, no weight decay; or plain SGD) of f32 parameters: ``train_step(params, opt_state, batch) ->
 (params, opt_state, loss)``, the first two donated.
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ class Config:
     heads: int = 12
     vocab: int = 50257
     seq: int = 1024
+    optimizer: str = "adam"  # or "sgd"
     lr: float = 1e-3
     b1: float = 0.9
     b2: float = 0.999
@@ -34,8 +35,8 @@ class Config:
     def zoo_spec(self, batch: int) -> str:
         """The libalpa zoo spec of the same model (src/models/gpt.cc)."""
         return (f"gpt:hidden={self.hidden},layers={self.layers},heads={self.heads},"
-                f"seq={self.seq},vocab={self.vocab},batch={batch},dtype=f32,optimizer=adam,"
-                f"lr={self.lr}")
+                f"seq={self.seq},vocab={self.vocab},batch={batch},dtype=f32,"
+                f"optimizer={self.optimizer},lr={self.lr}")
 
 
 def _dense(key: jax.Array, fan_in: int, fan_out: int) -> dict[str, jax.Array]:
@@ -66,7 +67,10 @@ def init_params(cfg: Config, key: jax.Array) -> dict:
     return params
 
 
-def init_opt_state(params: dict) -> dict:
+def init_opt_state(params: dict, cfg: Config = Config()) -> dict:
+    """Adam's step count and moments; SGD has no state ({})."""
+    if cfg.optimizer == "sgd":
+        return {}
     zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
     return {"count": jnp.zeros((), jnp.float32), "mu": zeros,
             "nu": jax.tree_util.tree_map(jnp.zeros_like, params)}
@@ -115,10 +119,13 @@ def loss_fn(cfg: Config, params: dict, batch: dict) -> jax.Array:
 
 
 def make_train_step(cfg: Config):
-    """``train_step(params, opt_state, batch) -> (params, opt_state, loss)``: one Adam step."""
+    """``train_step(params, opt_state, batch) -> (params, opt_state, loss)``: one Adam step
+    (or SGD, ``cfg.optimizer == "sgd"``)."""
 
     def train_step(params: dict, opt_state: dict, batch: dict):
         loss, grads = jax.value_and_grad(lambda p: loss_fn(cfg, p, batch))(params)
+        if cfg.optimizer == "sgd":
+            return jax.tree_util.tree_map(lambda p, g: p - cfg.lr * g, params, grads), {}, loss
         count = opt_state["count"] + 1.0
         mu = jax.tree_util.tree_map(lambda m, g: cfg.b1 * m + (1 - cfg.b1) * g,
                                     opt_state["mu"], grads)
