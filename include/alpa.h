@@ -555,6 +555,24 @@ ALPA_API int32_t alpa_graph_read_file_with_options(alpa_graph** out, const char*
  * alpa_graph_destroy. */
 ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size_t size,
                                         alpa_error** err);
+/** Imports XLA HLO text, as `jax.jit(step).lower(*args).as_text(dialect="hlo")` or
+ * `compiler_ir("hlo").as_hlo_text()` prints it, from a file or from bytes (text[length], need not
+ * be NUL-terminated); the result is finalized (docs/hlo-import.md). Entry parameters become
+ * parameter ops (named by their metadata op_name, the pytree path, when present); the module's
+ * input_output_alias (donate_argnums) gives the roles (a donated parameter the loss depends on is
+ * a trainable parameter, another donated one optimizer state, the rest inputs), the alias_of of
+ * the updated outputs and the phases; op_name name scopes such as `layers_3` give the layers.
+ * ALPA_ERR_IO: the file cannot be read (the message starts with the path); ALPA_ERR_PARSE: not
+ * HLO text ("line 3, column 9: expected '=' after the instruction name \"x\"");
+ * ALPA_ERR_UNSUPPORTED: an instruction the IR cannot express, naming it, its opcode and its line,
+ * with the workaround
+ * ("line 40, column 3: instruction \"while.5\" (while): loops are not supported: ... unroll
+ * lax.scan / fori_loop, e.g. jax.lax.scan(..., unroll=True) ..."). Caller frees *out with
+ * alpa_graph_destroy. */
+ALPA_API int32_t alpa_graph_read_hlo_file(alpa_graph** out, const char* path, alpa_error** err);
+/** alpa_graph_read_hlo_file from bytes. Caller frees *out with alpa_graph_destroy. */
+ALPA_API int32_t alpa_graph_read_hlo_buffer(alpa_graph** out, const char* text, size_t length,
+                                            alpa_error** err);
 /** Serializes a finalized graph as JSON (one op per line; reading it back gives the same
  * graph). Caller frees *out with alpa_buffer_free. */
 ALPA_API int32_t alpa_graph_to_json(alpa_buffer** out, const alpa_graph* graph, alpa_error** err);

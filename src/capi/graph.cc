@@ -14,6 +14,7 @@
 #include "core/ir/graph_json.h"
 #include "core/ir/graph_stats.h"
 #include "core/util/json_util.h"
+#include "import/hlo/hlo_import.h"
 
 // The ALPA_* constants are the C++ enum values.
 static_assert(ALPA_DTYPE_F32 == static_cast<int32_t>(alpa::DType::kF32));
@@ -395,6 +396,27 @@ ALPA_API int32_t alpa_graph_read_buffer(alpa_graph** out, const char* data, size
     }
     const std::string_view bytes = size == 0 ? std::string_view() : std::string_view(data, size);
     return WrapGraph(out, alpa::ReadGraphBuffer(bytes), err);
+  });
+}
+
+ALPA_API int32_t alpa_graph_read_hlo_file(alpa_graph** out, const char* path, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || path == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and path must not be NULL");
+    }
+    return WrapGraph(out, alpa::ReadHloFile(path), err);
+  });
+}
+
+ALPA_API int32_t alpa_graph_read_hlo_buffer(alpa_graph** out, const char* text, size_t length,
+                                            alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || (text == nullptr && length > 0)) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and text must not be NULL");
+    }
+    const std::string_view bytes =
+        length == 0 ? std::string_view() : std::string_view(text, length);
+    return WrapGraph(out, alpa::ImportHloText(bytes), err);
   });
 }
 

@@ -21,7 +21,8 @@ namespace {
 
 struct GraphArgs {
   std::string model;   // a model-zoo spec, or
-  std::string file;    // a graph JSON file
+  std::string file;    // a graph JSON file, or
+  std::string hlo;     // an XLA HLO text file (jax.jit(step).lower(...).as_text())
   std::string train;   // --train: make the file's forward graph a training step
   bool json = false;   // statistics as one JSON object (alpa_graph_stats_to_json)
   std::string output;  // write the graph JSON here instead of printing statistics ("-": stdout)
@@ -99,14 +100,19 @@ int WriteGraph(const alpa_graph* graph, const std::string& path) {
 }
 
 int RunGraph(const GraphArgs& args) {
-  if (args.model.empty() == args.file.empty()) {
-    return ReportBadInput("give either --model SPEC or --file graph.json");
+  if (!args.model.empty() + !args.file.empty() + !args.hlo.empty() != 1) {
+    return ReportBadInput("give one of --model SPEC, --file graph.json or --hlo step.hlo");
   }
   alpa_graph* graph = nullptr;
   alpa_error* err = nullptr;
-  const int32_t status =
-      args.model.empty() ? ReadGraphFileForTraining(args.file, args.limit, args.train, &graph, &err)
-                         : alpa_model_build_graph(&graph, args.model.c_str(), &err);
+  int32_t status = ALPA_OK;
+  if (!args.hlo.empty()) {
+    status = alpa_graph_read_hlo_file(&graph, args.hlo.c_str(), &err);
+  } else if (!args.file.empty()) {
+    status = ReadGraphFileForTraining(args.file, args.limit, args.train, &graph, &err);
+  } else {
+    status = alpa_model_build_graph(&graph, args.model.c_str(), &err);
+  }
   if (status != ALPA_OK) return ReportError(err);
   int rc = 0;
   if (!args.output.empty()) {
@@ -118,7 +124,9 @@ int RunGraph(const GraphArgs& args) {
     } else if (args.json) {
       std::printf("%s\n", alpa_buffer_data(stats));
     } else {
-      PrintStats(args.model.empty() ? args.file : args.model,
+      PrintStats(!args.hlo.empty()    ? args.hlo
+                 : args.model.empty() ? args.file
+                                      : args.model,
                  nlohmann::json::parse(alpa_buffer_data(stats)));
     }
     alpa_buffer_free(stats);
@@ -141,8 +149,10 @@ void AddGraphSourceOptions(CLI::App* command, std::string* model, std::string* f
 Command AddGraphCommand(CLI::App& app) {
   auto args = std::make_shared<GraphArgs>();
   CLI::App* graph = app.add_subcommand(
-      "graph", "Statistics of a training-step graph (a model spec or a graph JSON file)");
+      "graph",
+      "Statistics of a training-step graph (a model spec, a graph JSON file or XLA HLO text)");
   AddGraphSourceOptions(graph, &args->model, &args->file, &args->limit);
+  AddHloOption(graph, &args->hlo);
   AddTrainOption(graph, &args->train);
   graph->add_flag("--json", args->json, "Print the statistics as one JSON object");
   graph->add_option("-o,--output", args->output,

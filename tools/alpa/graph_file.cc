@@ -1,4 +1,5 @@
-// --file with --train, and the warnings on graphs that lack a backward phase or layer markers.
+// --file with --train, --hlo, and the warnings on graphs that lack a backward phase or layer
+// markers.
 #include "graph_file.h"
 
 #include <cstdint>
@@ -13,6 +14,15 @@ void AddTrainOption(CLI::App* command, std::string* train) {
                    "Make the --file forward graph (loss first among its outputs) a training "
                    "step with this optimizer: sgd, momentum or adam[:lr=X,eps=X,...]")
       ->needs(command->get_option("--file"));
+}
+
+void AddHloOption(CLI::App* command, std::string* hlo) {
+  command
+      ->add_option("--hlo", *hlo,
+                   "XLA HLO text of a JAX step, as jax.jit(step).lower(...).as_text() prints it "
+                   "(donate_argnums marks the weights and optimizer state; docs/hlo-import.md)")
+      ->excludes(command->get_option("--model"))
+      ->excludes(command->get_option("--file"));
 }
 
 int32_t ReadGraphFileForTraining(const std::string& path, const InputLimit& limit,

@@ -16,6 +16,10 @@ namespace alpa_cli {
 // the command's --file option.
 void AddTrainOption(CLI::App* command, std::string* train);
 
+// Adds --hlo FILE (XLA HLO text, imported by alpa_graph_read_hlo_file; docs/hlo-import.md) to
+// `command`, excluding its --model and --file options.
+void AddHloOption(CLI::App* command, std::string* hlo);
+
 // Reads the graph file `path` under `limit` and, when `train` is not empty, replaces it by its
 // training step with that optimizer. The C ABI's status (*err set as it sets it); on ALPA_OK the
 // caller frees *out with alpa_graph_destroy.

@@ -18,7 +18,8 @@ namespace {
 
 struct PlanArgs {
   std::string model;         // a model-zoo spec (default gpt-2.6b when no --file), or
-  std::string file;          // a graph JSON file (one microbatch)
+  std::string file;          // a graph JSON file (one microbatch), or
+  std::string hlo;           // an XLA HLO text file of a JAX step (one microbatch)
   std::string train;         // --train: make the file's forward graph a training step
   InputLimit limit;          // --max-input-bytes
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
@@ -44,7 +45,7 @@ int RunPlan(const PlanArgs& args) {
   PlanHandles handles;
   alpa_error* err = nullptr;
   const std::string model =
-      args.file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
+      args.file.empty() && args.hlo.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
   if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
 
@@ -92,11 +93,17 @@ int RunPlan(const PlanArgs& args) {
     alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
 
-  const std::string what = args.file.empty() ? model : args.file;
+  const std::string what = !args.hlo.empty() ? args.hlo : args.file.empty() ? model : args.file;
   if (!args.json && !args.quiet && !args.deterministic)
     PrintPlanHeader("planning", what, handles.cluster);
   int32_t rc;
-  if (args.file.empty()) {
+  if (!args.hlo.empty()) {
+    if (alpa_graph_read_hlo_file(&handles.graph, args.hlo.c_str(), &err) != ALPA_OK) {
+      return ReportError(err, "--hlo");
+    }
+    WarnIncompleteGraph(handles.graph, args.hlo, true);
+    rc = alpa_graph_plan(&handles.plan, handles.graph, handles.cluster, handles.options, &err);
+  } else if (args.file.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
     if (ReadGraphFileForTraining(args.file, args.limit, args.train, &handles.graph, &err) !=
@@ -133,6 +140,7 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_option("--file", args->file, "Graph JSON file (one microbatch)")
       ->excludes(plan->get_option("--model"));
   AddTrainOption(plan, &args->train);
+  AddHloOption(plan, &args->hlo);
   AddInputLimitOption(plan, &args->limit);
   plan->add_option("--cluster", args->cluster,
                    "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "

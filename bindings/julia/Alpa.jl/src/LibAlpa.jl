@@ -1246,6 +1246,40 @@ function alpa_graph_read_buffer(out, data, size, err)
 end
 
 """
+    alpa_graph_read_hlo_file(out, path, err) -> Int32
+
+Imports XLA HLO text, as `jax.jit(step).lower(*args).as_text(dialect="hlo")` or
+`compiler_ir("hlo").as_hlo_text()` prints it, from a file or from bytes (text[length], need not
+be NUL-terminated); the result is finalized (docs/hlo-import.md). Entry parameters become
+parameter ops (named by their metadata op_name, the pytree path, when present); the module's
+input_output_alias (donate_argnums) gives the roles (a donated parameter the loss depends on is
+a trainable parameter, another donated one optimizer state, the rest inputs), the alias_of of
+the updated outputs and the phases; op_name name scopes such as `layers_3` give the layers.
+ALPA_ERR_IO: the file cannot be read (the message starts with the path); ALPA_ERR_PARSE: not
+HLO text ("line 3, column 9: expected '=' after the instruction name \\"x\\""); ALPA_ERR_UNSUPPORTED:
+an instruction the IR cannot express, naming it, its opcode and its line, with the workaround
+("line 40, column 3: instruction \\"while.5\\" (while): loops are not supported: ... unroll
+lax.scan / fori_loop, e.g. jax.lax.scan(..., unroll=True) ..."). Caller frees *out with
+alpa_graph_destroy.
+
+C: `int32_t alpa_graph_read_hlo_file(alpa_graph** out, const char* path, alpa_error** err)` (alpa.h)
+"""
+function alpa_graph_read_hlo_file(out, path, err)
+    ccall((:alpa_graph_read_hlo_file, libalpa), Int32, (Ptr{Ptr{alpa_graph}}, Cstring, Ptr{Ptr{alpa_error}}), out, path, err)
+end
+
+"""
+    alpa_graph_read_hlo_buffer(out, text, length, err) -> Int32
+
+alpa_graph_read_hlo_file from bytes. Caller frees *out with alpa_graph_destroy.
+
+C: `int32_t alpa_graph_read_hlo_buffer(alpa_graph** out, const char* text, size_t length, alpa_error** err)` (alpa.h)
+"""
+function alpa_graph_read_hlo_buffer(out, text, length, err)
+    ccall((:alpa_graph_read_hlo_buffer, libalpa), Int32, (Ptr{Ptr{alpa_graph}}, Ptr{UInt8}, Csize_t, Ptr{Ptr{alpa_error}}), out, text, length, err)
+end
+
+"""
     alpa_graph_to_json(out, graph, err) -> Int32
 
 Serializes a finalized graph as JSON (one op per line; reading it back gives the same
@@ -2981,23 +3015,24 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
     alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
     alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
-    alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_to_json,
-    alpa_graph_op_count, alpa_graph_op_kind, alpa_graph_op_dtype, alpa_graph_op_role,
-    alpa_graph_op_phase, alpa_graph_op_layer, alpa_graph_op_alias, alpa_graph_op_value,
-    alpa_graph_op_shape, alpa_graph_op_operands, alpa_graph_op_attrs, alpa_graph_op_name,
-    alpa_graph_outputs, alpa_graph_make_training, alpa_model_build_graph, alpa_cluster_preset_count,
-    alpa_cluster_preset_name, alpa_cluster_create_preset, alpa_cluster_read_file,
-    alpa_cluster_read_buffer, alpa_cluster_apply_calibration, alpa_cluster_to_json,
-    alpa_cluster_destroy, alpa_cluster_name, alpa_cluster_hosts, alpa_cluster_devices_per_host,
-    alpa_cluster_device_memory_bytes, alpa_cluster_device_memory_bandwidth, alpa_cluster_peak_flops,
-    alpa_mesh_create, alpa_mesh_create_abstract, alpa_mesh_destroy, alpa_mesh_ndim,
-    alpa_mesh_dim_size, alpa_mesh_alpha, alpa_mesh_beta, alpa_graph_auto_shard,
-    alpa_sharding_plan_destroy, alpa_sharding_plan_status, alpa_sharding_plan_objective,
-    alpa_sharding_plan_lower_bound, alpa_sharding_plan_cost, alpa_sharding_plan_peak_memory_bytes,
-    alpa_sharding_plan_message, alpa_sharding_plan_collective_counts,
-    alpa_sharding_plan_op_strategies, alpa_sharding_plan_collectives, alpa_sharding_plan_to_json,
-    alpa_plan_options_create, alpa_plan_options_destroy, alpa_plan_options_set_int,
-    alpa_plan_options_set_double, alpa_plan_options_set_by_name, alpa_plan_options_set_cancel_token,
+    alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_read_hlo_file,
+    alpa_graph_read_hlo_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
+    alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,
+    alpa_graph_op_alias, alpa_graph_op_value, alpa_graph_op_shape, alpa_graph_op_operands,
+    alpa_graph_op_attrs, alpa_graph_op_name, alpa_graph_outputs, alpa_graph_make_training,
+    alpa_model_build_graph, alpa_cluster_preset_count, alpa_cluster_preset_name,
+    alpa_cluster_create_preset, alpa_cluster_read_file, alpa_cluster_read_buffer,
+    alpa_cluster_apply_calibration, alpa_cluster_to_json, alpa_cluster_destroy, alpa_cluster_name,
+    alpa_cluster_hosts, alpa_cluster_devices_per_host, alpa_cluster_device_memory_bytes,
+    alpa_cluster_device_memory_bandwidth, alpa_cluster_peak_flops, alpa_mesh_create,
+    alpa_mesh_create_abstract, alpa_mesh_destroy, alpa_mesh_ndim, alpa_mesh_dim_size,
+    alpa_mesh_alpha, alpa_mesh_beta, alpa_graph_auto_shard, alpa_sharding_plan_destroy,
+    alpa_sharding_plan_status, alpa_sharding_plan_objective, alpa_sharding_plan_lower_bound,
+    alpa_sharding_plan_cost, alpa_sharding_plan_peak_memory_bytes, alpa_sharding_plan_message,
+    alpa_sharding_plan_collective_counts, alpa_sharding_plan_op_strategies,
+    alpa_sharding_plan_collectives, alpa_sharding_plan_to_json, alpa_plan_options_create,
+    alpa_plan_options_destroy, alpa_plan_options_set_int, alpa_plan_options_set_double,
+    alpa_plan_options_set_by_name, alpa_plan_options_set_cancel_token,
     alpa_plan_options_set_progress, alpa_model_plan, alpa_graph_plan, alpa_plan_destroy,
     alpa_plan_iteration_seconds, alpa_plan_period_seconds, alpa_plan_schedule_seconds,
     alpa_plan_compile_seconds, alpa_plan_microbatches, alpa_plan_peak_memory_bytes,

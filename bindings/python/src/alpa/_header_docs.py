@@ -536,6 +536,44 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                        'size_t size',
                                        'alpa_error** err'],
                             'header': 'alpa.h'},
+ 'alpa_graph_read_hlo_file': {'doc': 'Imports XLA HLO text, as '
+                                     '`jax.jit(step).lower(*args).as_text(dialect="hlo")` or\n'
+                                     '`compiler_ir("hlo").as_hlo_text()` prints it, from a file or '
+                                     'from bytes (text[length], need not\n'
+                                     'be NUL-terminated); the result is finalized '
+                                     '(docs/hlo-import.md). Entry parameters become\n'
+                                     'parameter ops (named by their metadata op_name, the pytree '
+                                     "path, when present); the module's\n"
+                                     'input_output_alias (donate_argnums) gives the roles (a '
+                                     'donated parameter the loss depends on is\n'
+                                     'a trainable parameter, another donated one optimizer state, '
+                                     'the rest inputs), the alias_of of\n'
+                                     'the updated outputs and the phases; op_name name scopes such '
+                                     'as `layers_3` give the layers.\n'
+                                     'ALPA_ERR_IO: the file cannot be read (the message starts '
+                                     'with the path); ALPA_ERR_PARSE: not\n'
+                                     'HLO text ("line 3, column 9: expected \'=\' after the '
+                                     'instruction name \\"x\\""); ALPA_ERR_UNSUPPORTED:\n'
+                                     'an instruction the IR cannot express, naming it, its opcode '
+                                     'and its line, with the workaround\n'
+                                     '("line 40, column 3: instruction \\"while.5\\" (while): '
+                                     'loops are not supported: ... unroll\n'
+                                     'lax.scan / fori_loop, e.g. jax.lax.scan(..., unroll=True) '
+                                     '..."). Caller frees *out with\n'
+                                     'alpa_graph_destroy.',
+                              'returns': 'int32_t',
+                              'params': ['alpa_graph** out',
+                                         'const char* path',
+                                         'alpa_error** err'],
+                              'header': 'alpa.h'},
+ 'alpa_graph_read_hlo_buffer': {'doc': 'alpa_graph_read_hlo_file from bytes. Caller frees *out '
+                                       'with alpa_graph_destroy.',
+                                'returns': 'int32_t',
+                                'params': ['alpa_graph** out',
+                                           'const char* text',
+                                           'size_t length',
+                                           'alpa_error** err'],
+                                'header': 'alpa.h'},
  'alpa_graph_to_json': {'doc': 'Serializes a finalized graph as JSON (one op per line; reading it '
                                'back gives the same\n'
                                'graph). Caller frees *out with alpa_buffer_free.',

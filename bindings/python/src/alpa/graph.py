@@ -171,6 +171,25 @@ class Graph(Owner):
         call(lib.alpa_graph_read_buffer, byref(out), raw, len(raw))
         return cls(out.value)
 
+    @classmethod
+    @c_doc("alpa_graph_read_hlo_buffer")
+    def from_hlo(cls, text: "str | bytes") -> "Graph":
+        """Imports XLA HLO text of a JAX step, e.g.
+        ``jax.jit(step, donate_argnums=(0, 1)).lower(params, opt_state, batch).as_text(
+        dialect="hlo", debug_info=True)`` (docs/hlo-import.md)."""
+        raw = text.encode() if isinstance(text, str) else bytes(text)
+        out = c_void_p()
+        call(lib.alpa_graph_read_hlo_buffer, byref(out), raw, len(raw))
+        return cls(out.value)
+
+    @classmethod
+    @c_doc("alpa_graph_read_hlo_file")
+    def read_hlo(cls, path: "str | os.PathLike[str]") -> "Graph":
+        """Imports an XLA HLO text file (Graph.from_hlo)."""
+        out = c_void_p()
+        call(lib.alpa_graph_read_hlo_file, byref(out), os.fsencode(path))
+        return cls(out.value)
+
     # ---- building ----
     @c_doc("alpa_graph_add_ops")
     def add_ops(

@@ -843,6 +843,35 @@ extern "C" {
     ) -> i32;
 }
 extern "C" {
+    #[doc = " Imports XLA HLO text, as `jax.jit(step).lower(*args).as_text(dialect=\"hlo\")` or"]
+    #[doc = " `compiler_ir(\"hlo\").as_hlo_text()` prints it, from a file or from bytes (text[length], need not"]
+    #[doc = " be NUL-terminated); the result is finalized (docs/hlo-import.md). Entry parameters become"]
+    #[doc = " parameter ops (named by their metadata op_name, the pytree path, when present); the module's"]
+    #[doc = " input_output_alias (donate_argnums) gives the roles (a donated parameter the loss depends on is"]
+    #[doc = " a trainable parameter, another donated one optimizer state, the rest inputs), the alias_of of"]
+    #[doc = " the updated outputs and the phases; op_name name scopes such as `layers_3` give the layers."]
+    #[doc = " ALPA_ERR_IO: the file cannot be read (the message starts with the path); ALPA_ERR_PARSE: not"]
+    #[doc = " HLO text (\"line 3, column 9: expected '=' after the instruction name \\\"x\\\"\"); ALPA_ERR_UNSUPPORTED:"]
+    #[doc = " an instruction the IR cannot express, naming it, its opcode and its line, with the workaround"]
+    #[doc = " (\"line 40, column 3: instruction \\\"while.5\\\" (while): loops are not supported: ... unroll"]
+    #[doc = " lax.scan / fori_loop, e.g. jax.lax.scan(..., unroll=True) ...\"). Caller frees *out with"]
+    #[doc = " alpa_graph_destroy."]
+    pub fn alpa_graph_read_hlo_file(
+        out: *mut *mut alpa_graph,
+        path: *const ::std::os::raw::c_char,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
+    #[doc = " alpa_graph_read_hlo_file from bytes. Caller frees *out with alpa_graph_destroy."]
+    pub fn alpa_graph_read_hlo_buffer(
+        out: *mut *mut alpa_graph,
+        text: *const ::std::os::raw::c_char,
+        length: usize,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
     #[doc = " Serializes a finalized graph as JSON (one op per line; reading it back gives the same"]
     #[doc = " graph). Caller frees *out with alpa_buffer_free."]
     pub fn alpa_graph_to_json(
