@@ -106,16 +106,21 @@ def _block(cfg: Config, x: jax.Array, p: dict) -> jax.Array:
 def loss_fn(cfg: Config, params: dict, batch: dict) -> jax.Array:
     tokens, labels = batch["tokens"], batch["labels"]
     with jax.named_scope("layers_0"):
-        x = params["wte"][tokens] + params["wpe"][None, : tokens.shape[1]]
+        x = (params["wte"].at[tokens].get(mode="promise_in_bounds")
+             + params["wpe"][None, : tokens.shape[1]])
     for i in range(cfg.layers):
         with jax.named_scope(f"layers_{i + 1}"):
             x = _block(cfg, x, params[f"h{i}"])
     with jax.named_scope(f"layers_{cfg.layers + 1}"):
         x = _layer_norm(x, params["ln_f"])
         logits = x @ params["wte"].T
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        picked = jnp.take_along_axis(logp, labels[..., None], axis=-1)[..., 0]
-        return -jnp.mean(picked)
+        # The zoo's cross-entropy (src/models/layers.cc): a one-hot of the labels, not a
+        # batched gather (which the importer does not take).
+        z = logits - jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+        lse = jnp.log(jnp.sum(jnp.exp(z), axis=-1))
+        one_hot = (jax.lax.broadcasted_iota(jnp.int32, logits.shape, 2)
+                   == labels[..., None]).astype(logits.dtype)
+        return jnp.mean(lse - jnp.sum(z * one_hot, axis=-1))
 
 
 def make_train_step(cfg: Config):
