@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 
 
@@ -169,7 +170,7 @@ def matmul_flops(fn, *args) -> int:
                 lfree = math.prod(lhs) // (contract * batch)
                 rfree = math.prod(rhs) // (contract * batch)
                 total += 2 * batch * lfree * rfree * contract
-            for sub in jax.core.jaxprs_in_params(eqn.params):
+            for sub in jax.extend.core.jaxprs_in_params(eqn.params):
                 total += walk(sub)
         return total
 
