@@ -153,6 +153,17 @@ expect graph_dangling 1 "graph.ops\[0\] 'n' \(neg\): operand 0 refers to op 4" -
 printf '{"ops": [' > "$tmp/truncated_graph.json"
 expect graph_truncated 1 'error: .*truncated_graph.json' -- "$alpa" graph --file "$tmp/truncated_graph.json"
 expect graph_missing 1 'nope.json' -- "$alpa" graph --file "$tmp/nope.json"
+# XLA HLO text of real JAX functions (tests/fixtures/hlo, docs/hlo-import.md).
+hlo=$(dirname "$golden")/fixtures/hlo
+expect graph_hlo_stats 0 '^ops by phase: backward [0-9]+, forward [0-9]+, update [0-9]+' -- "$alpa" graph --hlo "$hlo/sgd_step.hlo"
+expect graph_hlo_params 0 '"parameters":130[,}]' -- "$alpa" graph --hlo "$hlo/sgd_step.hlo" --json
+expect graph_hlo_write 0 'wrote .*sgd.json' -- "$alpa" graph --hlo "$hlo/sgd_step.hlo" -o "$tmp/sgd.json"
+expect graph_hlo_read_back 0 '"alias_of": 5' -- cat "$tmp/sgd.json"
+expect graph_hlo_while 1 'scan.hlo: line 72, column 3: instruction "while.5" \(while\): loops are not supported.*unroll=True' -- "$alpa" graph --hlo "$hlo/scan.hlo"
+expect graph_hlo_not_hlo 1 'graph_mlp.json: line 1, column 1: expected "HloModule"' -- "$alpa" graph --hlo "$golden/graph_mlp.json"
+expect graph_hlo_and_file 1 'excludes' -- "$alpa" graph --hlo "$hlo/sgd_step.hlo" --file "$golden/graph_mlp.json"
+expect plan_hlo 0 '^predicted iteration time' -- "$alpa" plan --hlo "$hlo/adam_step.hlo" --cluster p3.16xlarge:1 --deterministic
+expect plan_hlo_flat_warns 0 'warning: .*elementwise.hlo has no backward phase' -- "$alpa" plan --hlo "$hlo/elementwise.hlo" --cluster p3.16xlarge:1 -q --deterministic
 
 # Auto-sharding.
 # expect_json_keys NAME KEY... -- command: stdout's last line is one JSON object holding each key.

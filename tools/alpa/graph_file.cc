@@ -38,7 +38,8 @@ int32_t ReadGraphFileForTraining(const std::string& path, const InputLimit& limi
   return status;
 }
 
-void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers) {
+void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers,
+                         bool from_hlo) {
   bool backward = false;
   std::set<int32_t> forward_layers;
   const int64_t ops = alpa_graph_op_count(graph);
@@ -52,16 +53,20 @@ void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool 
   if (!backward) {
     std::fprintf(stderr,
                  "warning: %s has no backward phase: the plan misses the gradient "
-                 "synchronization and the optimizer's memory and update (make it a training "
-                 "step with --train adam)\n",
-                 path.c_str());
+                 "synchronization and the optimizer's memory and update (%s)\n",
+                 path.c_str(),
+                 from_hlo ? "lower the whole train step, with donate_argnums for the weights and "
+                            "the optimizer state"
+                          : "make it a training step with --train adam");
   }
   if (check_layers && forward_layers.size() < 2) {
     std::fprintf(stderr,
                  "warning: %s has no layer markers (its forward ops carry fewer than two distinct "
                  "layers): the planner's clustering cuts the ops into layers by FLOPs, so "
-                 "pipeline stages need not end at the model's layers (set each op's \"layer\")\n",
-                 path.c_str());
+                 "pipeline stages need not end at the model's layers (%s)\n",
+                 path.c_str(),
+                 from_hlo ? "name each layer's scope layers_N, e.g. jax.named_scope(\"layers_3\")"
+                          : "set each op's \"layer\"");
   }
 }
 

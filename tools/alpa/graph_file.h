@@ -31,6 +31,8 @@ int32_t ReadGraphFileForTraining(const std::string& path, const InputLimit& limi
 // `check_layers`, without two distinct layer markers among the forward ops, stages cut where the
 // planner's clustering puts them rather than between the model's own layers. The library's
 // outputs are unchanged.
-void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers);
+// `from_hlo`: the hints speak of the JAX step rather than of the graph file.
+void WarnIncompleteGraph(const alpa_graph* graph, const std::string& path, bool check_layers,
+                         bool from_hlo = false);
 
 }  // namespace alpa_cli

@@ -101,7 +101,7 @@ int RunPlan(const PlanArgs& args) {
     if (alpa_graph_read_hlo_file(&handles.graph, args.hlo.c_str(), &err) != ALPA_OK) {
       return ReportError(err, "--hlo");
     }
-    WarnIncompleteGraph(handles.graph, args.hlo, true);
+    WarnIncompleteGraph(handles.graph, args.hlo, true, /*from_hlo=*/true);
     rc = alpa_graph_plan(&handles.plan, handles.graph, handles.cluster, handles.options, &err);
   } else if (args.file.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);

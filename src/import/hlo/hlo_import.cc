@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "core/util/printable_text.h"
+
 #include "import/hlo/hlo_layers.h"
 #include "import/hlo/hlo_parser.h"
 #include "import/hlo/hlo_to_graph.h"
@@ -10,7 +12,9 @@
 
 namespace alpa {
 
-Result<Graph> ImportHloText(std::string_view text) {
+namespace {
+
+Result<Graph> Import(std::string_view text) {
   Result<HloModule> module = ParseHloModule(text);
   if (!module.ok()) return module.status();
   Result<HloImport> import = LowerHloModule(module.value());
@@ -19,6 +23,15 @@ Result<Graph> ImportHloText(std::string_view text) {
   AssignLayers(import.value());
   ALPA_RETURN_IF_ERROR(ValidateGraph(import.value().graph));
   return std::move(import.value().graph);
+}
+
+}  // namespace
+
+Result<Graph> ImportHloText(std::string_view text) {
+  Result<Graph> graph = Import(text);
+  // Messages quote the text (names, attribute values): keep them printable UTF-8.
+  if (!graph.ok()) return Status(graph.status().code(), PrintableText(graph.status().message()));
+  return graph;
 }
 
 Result<Graph> ReadHloFile(const std::string& path, uint64_t max_input_bytes) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "core/util/printable_text.h"
 #include "import/hlo/hlo_lexer.h"
 #include "import/hlo/hlo_lowering.h"
 
@@ -61,12 +62,12 @@ Result<std::vector<HloValue>> LowerEntryParameters(HloLowering& lowering,
     }
     Result<DType> dtype = ElementDType(*instruction, instruction->shape.element_type);
     if (!dtype.ok()) return dtype.status();
-    const std::string op_name = [&] {
-      const HloAttribute* metadata = instruction->FindAttribute("metadata");
-      return metadata == nullptr ? std::string() : MetadataOpName(metadata->value);
-    }();
-    // The pytree path names the weight when jax printed it; else the instruction's name.
-    std::string name = op_name.empty() ? instruction->name : op_name;
+    const HloAttribute* metadata = instruction->FindAttribute("metadata");
+    const std::string op_name =
+        metadata == nullptr ? std::string() : MetadataOpName(metadata->value);
+    // The pytree path names the weight when jax printed it; else the instruction's name. Names
+    // reach JSON and other languages' strings: bytes that are not UTF-8 are written as \xNN.
+    std::string name = op_name.empty() ? instruction->name : PrintableText(op_name);
     int32_t id = lowering.builder.Parameter(instruction->shape.dims, dtype.value(),
                                             TensorRole::kInput, std::move(name));
     if (!lowering.builder.ok())

@@ -82,6 +82,23 @@ std::vector<bool> Ancestors(const Graph& graph, int32_t root) {
   return marked;
 }
 
+// Whether op `id`, met walking up from an update of a parameter of `shape`, is that parameter's
+// gradient: the sum of two backward contributions (JAX's add_any: a weight used twice), or the
+// first op computed from the forward pass that is not elementwise and has the parameter's shape
+// (the transpose, reduction, pad or scatter that ends the backward pass). Other ops computed
+// from the forward pass belong to the update (a gradient-norm clip's reductions).
+bool IsGradient(const Graph& graph, int32_t id, const Dims& shape,
+                const std::vector<bool>& from_forward) {
+  const Op& op = graph.op(id);
+  if (!from_forward[static_cast<size_t>(id)] || op.shape != shape) return false;
+  if (op.kind == OpKind::kAdd && op.operands[0] != op.operands[1] &&
+      from_forward[static_cast<size_t>(op.operands[0])] &&
+      from_forward[static_cast<size_t>(op.operands[1])]) {
+    return true;
+  }
+  return !IsElementwise(op.kind);
+}
+
 void AssignPhases(Graph& graph, int32_t loss, bool has_aliases) {
   const size_t n = graph.ops.size();
   if (loss < 0 || !has_aliases) {
@@ -117,8 +134,7 @@ void AssignPhases(Graph& graph, int32_t loss, bool has_aliases) {
       visited[id] = true;
       Op& op = graph.ops[id];
       if (op.kind == OpKind::kParameter) continue;
-      bool elementwise_of_shape = IsElementwise(op.kind) && op.shape == shape;
-      if (!elementwise_of_shape && from_forward[id]) {
+      if (IsGradient(graph, static_cast<int32_t>(id), shape, from_forward)) {
         op.role = TensorRole::kGradient;
         op.phase = Phase::kBackward;
         continue;

@@ -6,10 +6,11 @@
 //             the loss depends on it, else optimizer state (Adam's moments, the step counter).
 //   loss      the first output that is not aliased; it is listed first among the outputs.
 //   phases    forward: the loss and its ancestors. update: from each aliased output upwards,
-//             the elementwise ops of the parameter's shape and whatever does not depend on the
-//             forward pass (learning rate schedules, the step counter); the first op that
-//             depends on the forward pass and is not elementwise is the gradient (role
-//             gradient, phase backward). backward: everything else.
+//             every op until the gradient. The gradient (role gradient, phase backward) is the
+//             first op on that walk computed from the forward pass, of the parameter's shape,
+//             and either not elementwise (the transpose, reduction, pad or scatter that ends
+//             the backward pass) or an add of two such values (a weight used twice).
+//             backward: everything else.
 // Ops that no output needs are dropped (the entry parameters stay).
 #pragma once
 

@@ -1256,8 +1256,9 @@ input_output_alias (donate_argnums) gives the roles (a donated parameter the los
 a trainable parameter, another donated one optimizer state, the rest inputs), the alias_of of
 the updated outputs and the phases; op_name name scopes such as `layers_3` give the layers.
 ALPA_ERR_IO: the file cannot be read (the message starts with the path); ALPA_ERR_PARSE: not
-HLO text ("line 3, column 9: expected '=' after the instruction name \\"x\\""); ALPA_ERR_UNSUPPORTED:
-an instruction the IR cannot express, naming it, its opcode and its line, with the workaround
+HLO text ("line 3, column 9: expected '=' after the instruction name \\"x\\"");
+ALPA_ERR_UNSUPPORTED: an instruction the IR cannot express, naming it, its opcode and its line,
+with the workaround
 ("line 40, column 3: instruction \\"while.5\\" (while): loops are not supported: ... unroll
 lax.scan / fori_loop, e.g. jax.lax.scan(..., unroll=True) ..."). Caller frees *out with
 alpa_graph_destroy.
