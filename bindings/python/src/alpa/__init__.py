@@ -12,6 +12,8 @@ Everything goes through libalpa's C ABI (alpa.h / alpa_experimental.h) with ctyp
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ._handle import handle_counts, live_handles
 from ._lib import LIBRARY_PATH, version
 from ._run import CancelToken
@@ -50,6 +52,20 @@ from .plan import (
 from .problem import Problem, Solution, SolveProgress, SolveStatus, evaluate, parse_assignment, solve
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # alpa.jax and alpa.parallelize import jax, so only when asked for.
+    if name == "jax":
+        import importlib
+
+        return importlib.import_module(".jax", __name__)
+    if name == "parallelize":
+        from .jax import parallelize
+
+        return parallelize
+    raise AttributeError(f"module 'alpa' has no attribute {name!r}")
+
 
 __all__ = [
     "AlpaError", "AlpaIOError", "AlpaMemoryError", "BaselinePoint", "CancelToken",

@@ -484,6 +484,17 @@ class Plan(Owner):
         check_count(lib.alpa_plan_baseline_table(p, buf, n, size))
         return [BaselinePoint(_spec_from_c(b), bool(b.feasible), b.iteration_seconds) for b in buf]
 
+    def jax_shardings(self, mesh: Any, args: "Sequence[Any] | None" = None, **kwargs: Any) -> Any:
+        """This one-stage plan's layouts as JAX shardings on a ``jax.sharding.Mesh``: a
+        ``NamedSharding`` per parameter, optimizer state and input (by pytree path), a
+        ``PartitionSpec`` per activation (by op name), and with ``args`` (the step's example
+        arguments) a pytree of shardings like them for ``jax.jit(in_shardings=...)``. For a
+        plan of an imported JAX step (``alpa.jax.import_step``); ``alpa.jax.shardings`` documents
+        ``fn`` / ``arg_names`` / ``arg_paths``. Needs jax."""
+        from .jax import shardings
+
+        return shardings(self, mesh, args, **kwargs)
+
     # ---- text ----
     def summary(self) -> str:
         """A readable stage table with the predicted figures (as ``alpa plan`` prints)."""
@@ -599,6 +610,9 @@ def _plan_options(
     intra_op_time_limit: "float | None", intra_op_gap: "float | None",
     max_microbatches: "int | None", memory_levels: "int | None",
     clustering_delta: "float | None",
+    pipeline_stages: "int | None" = None,
+    max_tensor_parallel: "int | None" = None,
+    tensor_parallel_inside_host: "bool | None" = None,
 ) -> dict[str, Any]:
     if isinstance(remat, bool):
         remat = "on" if remat else "off"
@@ -614,6 +628,9 @@ def _plan_options(
         "max_microbatches": max_microbatches,
         "memory_levels": memory_levels,
         "clustering_delta": clustering_delta,
+        "pipeline_stages": pipeline_stages,
+        "max_tensor_parallel": max_tensor_parallel,
+        "tensor_parallel_inside_host": tensor_parallel_inside_host,
     }
 
 
@@ -659,6 +676,9 @@ def plan(
     memory_levels: "int | None" = None,
     clustering_delta: "float | None" = None,
     batch_dim: "int | None" = None,
+    pipeline_stages: "int | None" = None,
+    max_tensor_parallel: "int | None" = None,
+    tensor_parallel_inside_host: "bool | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
@@ -673,14 +693,17 @@ def plan(
     ``Cluster``. ``microbatches``: None searches powers of two. ``remat``: "search" (default),
     "off"/False, "on"/True. ``device_memory``: bytes or "16GiB". ``progress``: a callable
     receiving ``PlanProgress`` (an exception it raises cancels the call and propagates) or True
-    for a tqdm bar. ``cancel``: a ``CancelToken``; Ctrl-C cancels too.
+    for a tqdm bar. ``cancel``: a ``CancelToken``; Ctrl-C cancels too. The pins (docs/planner.md)
+    ``pipeline_stages`` (exactly that many stages; 1: intra-op only), ``max_tensor_parallel`` and
+    ``tensor_parallel_inside_host`` prune the search.
 
     Raises ``InvalidArgumentError`` (bad spec or option, with the library's message),
     ``InfeasibleError`` (nothing fits the device memory; the message gives the memory that
     would), ``CancelledError``."""
     options = _plan_options(microbatches, layers, remat, threads, device_memory, exact,
                             intra_op_time_limit, intra_op_gap, max_microbatches, memory_levels,
-                            clustering_delta)
+                            clustering_delta, pipeline_stages, max_tensor_parallel,
+                            tensor_parallel_inside_host)
     graph: Optional[Graph] = None
     owned = False
     if isinstance(model, Graph):
