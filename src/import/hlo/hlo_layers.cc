@@ -78,12 +78,15 @@ void AssignLayers(HloImport& import) {
       layer[id] = std::max(layer[id], layer[static_cast<size_t>(operand)]);
     }
   }
-  // ...and sources their first user.
+  // ...and what reads only unmarked values (sources, optimizer-state arithmetic, broadcasts of
+  // constants) their first user, users before operands so that chains follow.
+  std::vector<bool> from_users(n);
+  for (size_t id = 0; id < n; ++id) from_users[id] = layer[id] == kUnset;
   for (size_t id = n; id-- > 0;) {
+    if (layer[id] == kUnset) continue;
     for (int32_t operand : graph.ops[id].operands) {
       auto o = static_cast<size_t>(operand);
-      if (layer[id] == kUnset) continue;
-      if (LayerMarker(import.op_names[o]) || !graph.ops[o].operands.empty()) continue;
+      if (!from_users[o]) continue;
       layer[o] = layer[o] == kUnset ? layer[id] : std::min(layer[o], layer[id]);
     }
   }
