@@ -14,9 +14,24 @@ namespace {
 // x[idx], x.at[idx].add(u)) is the IR's gather / scatter_add; the index array drops its
 // index_vector_dim. `positions_of_window` says where the operand's other dims sit in the HLO
 // result (offset_dims / update_window_dims). Returns the permutation from the IR's layout
-// (x[:axis] ++ batch ++ x[axis+1:]) to the HLO's: HLO dim p = IR dim permutation[p].
-Dims TakeLayout(const Dims& positions_of_window, int64_t axis, int64_t batch_rank,
-                int64_t result_rank) {
+// (x[:axis] ++ batch ++ x[axis+1:]) to the HLO's: HLO dim p = IR dim permutation[p]; kParse
+// naming the attribute when the positions are not increasing dims of the result that leave
+// exactly the index array's dims free.
+Result<Dims> TakeLayout(const HloInstruction& instruction, const char* attribute,
+                        const Dims& positions_of_window, int64_t axis, int64_t batch_rank,
+                        int64_t result_rank) {
+  bool valid = static_cast<int64_t>(positions_of_window.size()) + batch_rank == result_rank;
+  for (size_t k = 0; valid && k < positions_of_window.size(); ++k) {
+    const int64_t p = positions_of_window[k];
+    valid = p >= 0 && p < result_rank && (k == 0 || p > positions_of_window[k - 1]);
+  }
+  if (!valid) {
+    return InstructionError(instruction,
+                            std::string(attribute) +
+                                " must be increasing dims of the result, one per operand dim "
+                                "but the indexed one",
+                            StatusCode::kParse);
+  }
   Dims permutation(static_cast<size_t>(result_rank), -1);
   for (size_t k = 0; k < positions_of_window.size(); ++k) {
     auto kk = static_cast<int64_t>(k);
@@ -65,6 +80,7 @@ Result<HloValue> LowerGather(HloLowering& lowering, const HloInstruction& instru
   bool take = start_map.value().size() == 1 && collapsed.value() == start_map.value() &&
               batching.value().empty() && slice_sizes.value().size() == shape.size();
   int64_t axis = take ? start_map.value()[0] : 0;
+  take = take && axis >= 0 && axis < static_cast<int64_t>(shape.size());
   for (size_t d = 0; take && d < shape.size(); ++d) {
     int64_t expected = static_cast<int64_t>(d) == axis ? 1 : shape[d];
     take = slice_sizes.value()[d] == expected;
@@ -77,8 +93,10 @@ Result<HloValue> LowerGather(HloLowering& lowering, const HloInstruction& instru
   Result<int32_t> indices = TakeIndices(b, instruction, operands[1].id, index_vector_dim.value());
   if (!indices.ok()) return indices.status();
   int32_t y = b.Gather(x, indices.value(), axis);
-  Dims permutation = TakeLayout(offset_dims.value(), axis, b.rank(indices.value()), b.rank(y));
-  if (!IsIdentity(permutation)) y = b.Transpose(y, permutation);
+  Result<Dims> permutation = TakeLayout(instruction, "offset_dims", offset_dims.value(), axis,
+                                        b.rank(indices.value()), b.rank(y));
+  if (!permutation.ok()) return permutation.status();
+  if (!IsIdentity(permutation.value())) y = b.Transpose(y, permutation.value());
   return Array(y);
 }
 
@@ -107,6 +125,7 @@ Result<HloValue> LowerScatter(HloLowering& lowering, const HloInstruction& instr
               batching.value().empty() &&
               window_dims.value().size() + 1 == static_cast<size_t>(b.rank(x));
   int64_t axis = take ? to_operand.value()[0] : 0;
+  take = take && axis >= 0 && axis < b.rank(x);
   if (take) {
     // The update windows must be whole slices of x's other dims.
     size_t k = 0;
@@ -124,8 +143,10 @@ Result<HloValue> LowerScatter(HloLowering& lowering, const HloInstruction& instr
   }
   Result<int32_t> indices = TakeIndices(b, instruction, operands[1].id, index_vector_dim.value());
   if (!indices.ok()) return indices.status();
-  Dims permutation =
-      TakeLayout(window_dims.value(), axis, b.rank(indices.value()), b.rank(updates));
+  Result<Dims> layout = TakeLayout(instruction, "update_window_dims", window_dims.value(), axis,
+                                   b.rank(indices.value()), b.rank(updates));
+  if (!layout.ok()) return layout.status();
+  const Dims& permutation = layout.value();
   if (!IsIdentity(permutation)) {
     // HLO dim p holds IR dim permutation[p]: the IR layout is its inverse.
     Dims inverse(permutation.size());

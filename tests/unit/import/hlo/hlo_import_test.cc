@@ -248,6 +248,39 @@ TEST(HloImportTest, NamesAndMessagesStayPrintableUtf8) {
   EXPECT_THAT(status.message(), HasSubstr("unknown comparison direction \"\\x01X\""));
 }
 
+// Window dims out of the result's range, repeated or out of order are an error naming the
+// attribute (fuzz_hlo found offset_dims={2} on a rank-2 gather writing past its permutation).
+TEST(HloImportTest, GatherAndScatterWindowDimsAreChecked) {
+  const std::string head =
+      "HloModule m\nENTRY e {\n  t = f32[5,4] parameter(0)\n  i = s32[3,1] parameter(1)\n";
+  const std::string gather =
+      "  ROOT g = f32[3,4] gather(t, i), offset_dims={%s}, collapsed_slice_dims={0}, "
+      "start_index_map={%s}, index_vector_dim=1, slice_sizes={1,4}\n}\n";
+  auto text = [&](const std::string& offset, const std::string& start) {
+    std::string body = gather;
+    body.replace(body.find("%s"), 2, offset);
+    body.replace(body.find("%s"), 2, start);
+    return head + body;
+  };
+  ASSERT_TRUE(ImportHloText(text("1", "0")).ok());
+  for (const char* offset : {"2", "-1", "0,1"}) {
+    Status status = ImportError(text(offset, "0"));
+    EXPECT_EQ(status.code(), StatusCode::kParse) << offset;
+    EXPECT_THAT(status.message(), HasSubstr("instruction \"g\" (gather): offset_dims must be "
+                                            "increasing dims of the result"))
+        << offset;
+  }
+  Status axis = ImportError(text("1", "7"));
+  EXPECT_THAT(axis.message(), HasSubstr("only a gather of whole slices along one axis"));
+  Status scatter = ImportError(
+      "HloModule m\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+      "  ROOT z = f32[] add(x, y)\n}\nENTRY e {\n  t = f32[5,4,4] parameter(0)\n"
+      "  i = s32[3,1] parameter(1)\n  u = f32[3,4,4] parameter(2)\n"
+      "  ROOT s = f32[5,4,4] scatter(t, i, u), update_window_dims={1,1}, inserted_window_dims={0}, "
+      "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n");
+  EXPECT_THAT(scatter.message(), HasSubstr("update_window_dims must be increasing dims"));
+}
+
 TEST(HloImportTest, UnsupportedInstructionsAreNamed) {
   const std::string head = "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n";
   Status custom =
