@@ -55,11 +55,12 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # alpa.jax and alpa.parallelize import jax, so only when asked for.
-    if name == "jax":
+    # alpa.jax, alpa.parallelize and alpa.torch import their framework (jax, PyTorch), so they
+    # load on first use only: `import alpa` imports neither.
+    if name in ("jax", "torch"):
         import importlib
 
-        return importlib.import_module(".jax", __name__)
+        return importlib.import_module("." + name, __name__)
     if name == "parallelize":
         from .jax import parallelize
 
@@ -80,10 +81,3 @@ __all__ = [
 ]  # fmt: skip
 
 
-def __getattr__(name: str) -> object:
-    # alpa.torch imports PyTorch: loaded on first use only, so that `import alpa` never does.
-    if name == "torch":
-        import importlib
-
-        return importlib.import_module(".torch", __name__)
-    raise AttributeError(f"module 'alpa' has no attribute {name!r}")
