@@ -26,10 +26,14 @@ needs_importer = pytest.mark.skipif(not hasattr(alpa.Graph, "from_hlo"),
                                     reason="this alpa has no HLO importer (alpa.Graph.from_hlo)")
 
 
+# The folder holding the alpa package this test imported (the installed one in CI, the source
+# tree with PYTHONPATH=../src): subprocesses import that same package.
+ALPA_ROOT = str(pathlib.Path(alpa.__file__).resolve().parent.parent)
+
+
 def run_worker(case: str, optimizer: str = "sgd") -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent / "src"), str(HERE),
-                                         env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([ALPA_ROOT, str(HERE), env.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, str(HERE / "jax_worker.py"), case, optimizer], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-4000:]
@@ -39,7 +43,7 @@ def run_worker(case: str, optimizer: str = "sgd") -> dict:
 def test_importing_alpa_does_not_import_jax():
     code = "import sys, alpa; assert 'jax' not in sys.modules; print(alpa.plan)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(HERE.parent / "src")})
+                         env={**os.environ, "PYTHONPATH": ALPA_ROOT})
     assert out.returncode == 0, out.stderr
 
 
