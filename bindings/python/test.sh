@@ -101,6 +101,17 @@ if ldd "$LIB" | grep -q libasan; then
 else
   step "pytest against $LIB"
 fi
-env ALPA_LIBRARY="$LIB" "${extra_env[@]}" "$PY" -m pytest -q -p no:cacheprovider "$HERE/tests"
+ignore=()
+if ldd "$LIB" | grep -q libnccl; then
+  # A libalpa built with ALPA_WITH_CUDA links the system's NCCL (libnccl.so.2). PyTorch's CUDA
+  # wheel brings its own, newer NCCL under the same name, and in one process the one loaded first
+  # serves both: after `import alpa`, `import torch` fails ("undefined symbol: ncclCommResume").
+  # (Importing torch first works: docs/pytorch.md.) The PyTorch tests ran against the bundled
+  # libalpa above.
+  ignore=(--ignore "$HERE/tests/test_torch_export.py")
+  echo "$LIB links NCCL: the PyTorch tests are left out of this run"
+fi
+env ALPA_LIBRARY="$LIB" "${extra_env[@]}" "$PY" -m pytest -q -p no:cacheprovider "${ignore[@]}" \
+  "$HERE/tests"
 
 step "python binding: all passed"
