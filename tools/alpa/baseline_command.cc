@@ -107,11 +107,10 @@ int RunBaseline(const BaselineArgs& args) {
   if (int code = CheckPlanGraphFileArgs(args.graph)) return code;
   PlanHandles handles;
   alpa_error* err = nullptr;
-  const bool from_file = !args.graph.file.empty() || !args.graph.hlo.empty();
+  const std::string& graph_file = PlanGraphFilePath(args.graph);
+  const bool from_file = !graph_file.empty();
   const std::string model = !from_file && args.model.empty() ? kDefaultPlanModel : args.model;
-  const std::string what = !args.graph.hlo.empty()    ? args.graph.hlo
-                           : !args.graph.file.empty() ? args.graph.file
-                                                      : model;
+  const std::string& what = from_file ? graph_file : model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
 
   // A manual plan needs all three degrees and the microbatch count; the search takes neither

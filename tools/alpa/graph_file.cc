@@ -90,6 +90,10 @@ void AddPlanGraphFileOptions(CLI::App* command, PlanGraphFileArgs* args) {
   AddInputLimitOption(command, &args->limit);
 }
 
+const std::string& PlanGraphFilePath(const PlanGraphFileArgs& args) {
+  return args.hlo.empty() ? args.file : args.hlo;
+}
+
 int CheckPlanGraphFileArgs(const PlanGraphFileArgs& args) {
   if (args.batch_dim_option != nullptr && args.batch_dim_option->count() > 0 && args.file.empty() &&
       args.hlo.empty()) {

@@ -51,6 +51,10 @@ struct PlanGraphFileArgs {
 // --max-input-bytes to `command`.
 void AddPlanGraphFileOptions(CLI::App* command, PlanGraphFileArgs* args);
 
+// The file a planning command reads its graph from (--hlo or --file); empty when it plans
+// --model.
+const std::string& PlanGraphFilePath(const PlanGraphFileArgs& args);
+
 // 0, or the exit code after the error (stderr) when --batch-dim was given without --file or --hlo.
 int CheckPlanGraphFileArgs(const PlanGraphFileArgs& args);
 

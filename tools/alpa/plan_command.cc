@@ -42,9 +42,9 @@ int RunPlan(const PlanArgs& args) {
   if (int code = CheckPlanGraphFileArgs(args.graph)) return code;
   PlanHandles handles;
   alpa_error* err = nullptr;
-  const std::string model = args.graph.file.empty() && args.graph.hlo.empty() && args.model.empty()
-                                ? kDefaultPlanModel
-                                : args.model;
+  const std::string& graph_file = PlanGraphFilePath(args.graph);
+  const std::string model =
+      graph_file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
   if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
 
@@ -92,13 +92,11 @@ int RunPlan(const PlanArgs& args) {
     alpa_plan_options_set_progress(handles.options, PrintPlanProgress, nullptr, nullptr);
   }
 
-  const std::string what = !args.graph.hlo.empty()    ? args.graph.hlo
-                           : !args.graph.file.empty() ? args.graph.file
-                                                      : model;
+  const std::string& what = graph_file.empty() ? model : graph_file;
   if (!args.json && !args.quiet && !args.deterministic)
     PrintPlanHeader("planning", what, handles.cluster);
   int32_t rc;
-  if (args.graph.file.empty() && args.graph.hlo.empty()) {
+  if (graph_file.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
     if (int code = LoadPlanGraphFile(args.graph, handles.options, &handles.graph)) return code;

@@ -75,6 +75,27 @@ def run_steps(step, args, count):
     return args, losses
 
 
+def run_report(plan, mesh, hlo: str, losses, params, opt, start: float) -> dict:
+    """What every GPT-2 case reports: the plan's stage and mesh, the losses (unsharded, sharded),
+    how far the sharded parameters and optimizer state are from the unsharded ones, and the
+    collectives of the plan and of XLA's compiled module."""
+    (l0, l1), (p0, p1), (o0, o1) = losses, params, opt
+    return {
+        "logical_mesh": list(plan.stages[0].logical_mesh),
+        "mesh": dict(zip(mesh.axis_names, (int(s) for s in mesh.devices.shape))),
+        "stage": {"data_parallel": plan.stages[0].data_parallel,
+                  "tensor_parallel": plan.stages[0].tensor_parallel,
+                  "zero": plan.stages[0].zero},
+        "losses": [l0, l1],
+        "param_rel_diff": max_relative_difference(p1, p0),
+        "opt_rel_diff": max_relative_difference(o1, o0),
+        "worst_params": worst_leaves(p1, p0),
+        "plan_collectives": plan_collective_counts(plan),
+        "hlo_collectives": hlo_collective_counts(hlo),
+        "seconds": time.perf_counter() - start,
+    }
+
+
 def mlp_graph(batch: int, d: int, h: int) -> alpa.Graph:
     """A forward MLP written in libalpa's graph JSON with the JAX step's pytree names, made a
     training graph by libalpa's autodiff (SGD, lr 0.001): planned without the HLO importer."""
@@ -156,22 +177,11 @@ def case_parallelize_gpt2(optimizer: str) -> dict:
     (p1, o1, _), l1 = run_steps(parallel, fresh, STEPS)
     specs = compiled.shardings.by_name
     return {
-        "logical_mesh": list(plan.stages[0].logical_mesh),
-        "mesh": dict(zip(mesh.axis_names, (int(s) for s in mesh.devices.shape))),
-        "stage": {"data_parallel": plan.stages[0].data_parallel,
-                  "tensor_parallel": plan.stages[0].tensor_parallel,
-                  "zero": plan.stages[0].zero},
+        **run_report(plan, mesh, hlo, (l0, l1), (p0, p1), (o0, o1), start),
         "sharded_arguments": sum(1 for s in specs.values() if s.spec != jax.sharding.PartitionSpec()),
         "arguments": len(specs),
         "unmatched": compiled.shardings.unmatched,
         "example_specs": {k: str(v.spec) for k, v in list(specs.items())[:12]},
-        "losses": [l0, l1],
-        "param_rel_diff": max_relative_difference(p1, p0),
-        "opt_rel_diff": max_relative_difference(o1, o0),
-        "worst_params": worst_leaves(p1, p0),
-        "plan_collectives": plan_collective_counts(plan),
-        "hlo_collectives": hlo_collective_counts(hlo),
-        "seconds": time.perf_counter() - start,
         "output_param_specs_match": all(
             a.sharding.spec == b.spec for a, b in
             zip(jax.tree_util.tree_leaves(p1), jax.tree_util.tree_leaves(compiled.in_shardings[0]))),
@@ -225,22 +235,11 @@ def case_zoo_gpt2(optimizer: str) -> dict:
     (p1, o1, _), l1 = run_steps(sharded, jax.device_put(args, sh.args), STEPS)
     (p0, o0, _), l0 = run_steps(jax.jit(step), args, STEPS)
     return {
-        "logical_mesh": list(plan.stages[0].logical_mesh),
-        "mesh": dict(zip(mesh.axis_names, (int(s) for s in mesh.devices.shape))),
-        "stage": {"data_parallel": plan.stages[0].data_parallel,
-                  "tensor_parallel": plan.stages[0].tensor_parallel,
-                  "zero": plan.stages[0].zero},
+        **run_report(plan, mesh, hlo, (l0, l1), (p0, p1), (o0, o1), start),
         "sharded_arguments": sum(1 for s in flat if s.spec != jax.sharding.PartitionSpec()),
         "arguments": len(flat),
         "unmatched": sh.unmatched,
         "example_specs": {p: str(s.spec) for p, s in list(zip(paths, flat))[:16]},
-        "losses": [l0, l1],
-        "param_rel_diff": max_relative_difference(p1, p0),
-        "opt_rel_diff": max_relative_difference(o1, o0),
-        "worst_params": worst_leaves(p1, p0),
-        "plan_collectives": plan_collective_counts(plan),
-        "hlo_collectives": hlo_collective_counts(hlo),
-        "seconds": time.perf_counter() - start,
     }
 
 

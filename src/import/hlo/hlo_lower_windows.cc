@@ -33,10 +33,13 @@ struct WindowAttrs {
   Dims size, strides, lo, hi;
 };
 
-Result<WindowAttrs> PlainWindow(const HloInstruction& instruction,
-                                const std::vector<HloWindowDim>& window) {
+// The window attribute of a reduce-window / select-and-scatter over an operand of `rank` dims,
+// which must be neither dilated nor reversed.
+Result<WindowAttrs> PlainWindow(const HloInstruction& instruction, int64_t rank) {
+  Result<std::vector<HloWindowDim>> window = WindowOf(instruction, static_cast<size_t>(rank));
+  if (!window.ok()) return window.status();
   WindowAttrs attrs;
-  for (const HloWindowDim& d : window) {
+  for (const HloWindowDim& d : window.value()) {
     if (d.lhs_dilation != 1 || d.rhs_dilation != 1 || d.reversal) {
       return InstructionError(instruction, "a dilated or reversed window is not supported here");
     }
@@ -105,9 +108,7 @@ Result<HloValue> LowerReduceWindow(HloLowering& lowering, const HloInstruction& 
   ALPA_RETURN_IF_ERROR(ExpectOperands(instruction, operands, 2));
   GraphBuilder& b = lowering.builder;
   int32_t x = operands[0].id;
-  Result<std::vector<HloWindowDim>> window = WindowOf(instruction, static_cast<size_t>(b.rank(x)));
-  if (!window.ok()) return window.status();
-  Result<WindowAttrs> attrs = PlainWindow(instruction, window.value());
+  Result<WindowAttrs> attrs = PlainWindow(instruction, b.rank(x));
   if (!attrs.ok()) return attrs.status();
   const std::string reducer = ReducerOpcode(lowering, instruction, "to_apply");
   std::optional<double> init = KnownSplat(lowering, operands[1].id);
@@ -131,9 +132,7 @@ Result<HloValue> LowerSelectAndScatter(HloLowering& lowering, const HloInstructi
   ALPA_RETURN_IF_ERROR(ExpectOperands(instruction, operands, 3));
   GraphBuilder& b = lowering.builder;
   int32_t x = operands[0].id;
-  Result<std::vector<HloWindowDim>> window = WindowOf(instruction, static_cast<size_t>(b.rank(x)));
-  if (!window.ok()) return window.status();
-  Result<WindowAttrs> attrs = PlainWindow(instruction, window.value());
+  Result<WindowAttrs> attrs = PlainWindow(instruction, b.rank(x));
   if (!attrs.ok()) return attrs.status();
   const std::string select = ReducerOpcode(lowering, instruction, "select");
   const std::string scatter = ReducerOpcode(lowering, instruction, "scatter");
