@@ -83,11 +83,18 @@ CudaRunner::CudaRunner(const DeviceProgram& program, int32_t gpu, const CudaBack
       gpu_(gpu),
       options_(options),
       storage_(cuda::StorageDTypes(program)),
+      read_(program.buffers.size(), 0),
       buffers_(program.buffers.size()),
       allocated_(program.buffers.size(), 0) {
   for (size_t b = 0; b < buffers_.size(); ++b) {
     buffers_[b].shape = program.buffers[b].shape;
     buffers_[b].storage = storage_[b];
+  }
+  for (const Instruction& in : program.code) {
+    if (in.kind == InstructionKind::kFree) continue;
+    for (int32_t b : in.in) {
+      if (b >= 0 && static_cast<size_t>(b) < read_.size()) read_[static_cast<size_t>(b)] = 1;
+    }
   }
 }
 
@@ -110,6 +117,8 @@ Status CudaRunner::Initialize() {
   if (bound != CUBLAS_STATUS_SUCCESS) {
     return InternalError(std::string("setting the cuBLAS stream: ") + cublasGetStatusString(bound));
   }
+  ALPA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&feed_copied_, cudaEventDisableTiming),
+                            "creating the feed event");
   allocator_ = std::make_unique<cuda::DeviceAllocator>();
   scratch_ = std::make_unique<cuda::AllocatorScratch>(*allocator_);
   Result<void*> workspace = allocator_->Allocate(kBlasWorkspaceBytes);
@@ -125,6 +134,8 @@ CudaRunner::~CudaRunner() {
   // Nothing here can be reported: the runner goes either way.
   if (!SelectGpu().ok()) return;
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  if (feed_staging_ != nullptr) (void)cudaFreeHost(feed_staging_);
+  if (feed_copied_ != nullptr) (void)cudaEventDestroy(feed_copied_);
   scratch_.reset();
   allocator_.reset();  // frees every buffer
   if (blas_ != nullptr) (void)cublasLtDestroy(blas_);
@@ -261,6 +272,34 @@ Status CudaRunner::Upload(const std::vector<double>& values, DType round_to,
   return Status::Ok();
 }
 
+Status CudaRunner::ReserveFeedStaging(size_t bytes) {
+  // The previous feed's copy reads the staging memory until its event has passed.
+  ALPA_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(feed_copied_), "waiting for the previous feed");
+  if (bytes <= feed_staging_bytes_) return Status::Ok();
+  if (feed_staging_ != nullptr) {
+    ALPA_CUDA_RETURN_IF_ERROR(cudaFreeHost(feed_staging_), "freeing the feed staging memory");
+    feed_staging_ = nullptr;
+    feed_staging_bytes_ = 0;
+  }
+  ALPA_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&feed_staging_, bytes, cudaHostAllocDefault),
+                            "allocating " + std::to_string(bytes) +
+                                " bytes of pinned host memory for a feed");
+  feed_staging_bytes_ = bytes;
+  return Status::Ok();
+}
+
+Status CudaRunner::UploadFeed(const double* values, DType round_to, cuda::DeviceTensor& t) {
+  const size_t bytes = static_cast<size_t>(t.elements() * DTypeBytes(t.storage));
+  if (bytes == 0) return Status::Ok();
+  ALPA_RETURN_IF_ERROR(ReserveFeedStaging(bytes));
+  cuda::EncodeStorageInto(values, t.elements(), round_to, t.storage, feed_staging_);
+  ALPA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(t.data, feed_staging_, bytes, cudaMemcpyHostToDevice, stream_),
+      "copying a feed to the GPU");
+  ALPA_CUDA_RETURN_IF_ERROR(cudaEventRecord(feed_copied_, stream_), "recording the feed's copy");
+  return Status::Ok();
+}
+
 // ---- Parameters ----
 
 Status CudaRunner::LoadParameters(const ParameterValue& value, const Graph& graph, int32_t tensor) {
@@ -318,7 +357,9 @@ Result<StepReport> CudaRunner::RunStep(Communicator& comm, const MicrobatchInput
     }
     if (profiling_) {
       ALPA_RETURN_IF_ERROR(Synchronize("profiling"));
-      profile_.Add(ProfileLabel(in), std::chrono::duration<double>(Clock::now() - t0).count());
+      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      profile_.Add(ProfileLabel(in), seconds);
+      profile_.AddInstruction(seconds, std::to_string(i) + " " + InstructionText(program_, in));
     }
     // Host time: the launch, or the staging and the wait for a move (launches run on).
     report.seconds_by_kind[static_cast<size_t>(in.kind)] +=
@@ -511,12 +552,20 @@ Status CudaRunner::RunFeed(const Instruction& in, const MicrobatchInput& input,
   Result<const HostTensor*> checked =
       CheckedMicrobatchInput(input, graph, in.tensor, in.microbatch, in.offsets, in.sizes);
   if (!checked.ok()) return checked.status();
+  if (!read_[static_cast<size_t>(in.out)]) return Status::Ok();
   const HostTensor* full = checked.value();
   Result<cuda::DeviceTensor*> out = Allocate(in.out);
   if (!out.ok()) return out.status();
-  std::vector<double> box(static_cast<size_t>(ElementCountOf(in.sizes)));
-  ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, box.data());
-  return Upload(box, program_.buffers[static_cast<size_t>(in.out)].dtype, *out.value());
+  const double* values = full->data.data();
+  const bool whole = std::all_of(in.offsets.begin(), in.offsets.end(),
+                                 [](int64_t o) { return o == 0; }) &&
+                     Dims(in.sizes) == full->shape;
+  if (!whole) {
+    feed_box_.resize(static_cast<size_t>(ElementCountOf(in.sizes)));
+    ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, feed_box_.data());
+    values = feed_box_.data();
+  }
+  return UploadFeed(values, program_.buffers[static_cast<size_t>(in.out)].dtype, *out.value());
 }
 
 Status CudaRunner::RunAccumulate(const Instruction& in) {

@@ -84,6 +84,10 @@ class CudaRunner : public ProgramRunner {
   // elements) rounded to `round_to` into t's storage.
   Status Download(const cuda::DeviceTensor& t, std::vector<double>& values) const;
   Status Upload(const std::vector<double>& values, DType round_to, cuda::DeviceTensor& t);
+  // A feed's upload: encoded on every host thread into pinned staging memory (reused once the
+  // previous feed's copy from it is done) and copied without waiting for the copy.
+  Status UploadFeed(const double* values, DType round_to, cuda::DeviceTensor& t);
+  Status ReserveFeedStaging(size_t bytes);
   Status Synchronize(const char* what) const;
   Status SelectGpu() const;
 
@@ -105,6 +109,13 @@ class CudaRunner : public ProgramRunner {
   std::unique_ptr<cuda::AllocatorScratch> scratch_;
   void* blas_workspace_ = nullptr;
   std::vector<DType> storage_;  // per buffer (storage_policy.h)
+  // Per buffer: whether an instruction other than kFree reads it. A feed of a buffer nothing
+  // reads (an input of a piece that does not use it) uploads nothing.
+  std::vector<char> read_;
+  void* feed_staging_ = nullptr;  // pinned host memory of feed_staging_bytes_
+  size_t feed_staging_bytes_ = 0;
+  cudaEvent_t feed_copied_ = nullptr;  // recorded after the last copy from feed_staging_
+  std::vector<double> feed_box_;       // a feed's box when it is not the whole tensor
   std::vector<cuda::DeviceTensor> buffers_;
   std::vector<char> allocated_;
   mutable std::vector<unsigned char> staging_;  // host bytes of an upload or download

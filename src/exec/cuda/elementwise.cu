@@ -13,11 +13,27 @@ __global__ void ElementwiseKernel(ElementwiseArgs args, int64_t n) {
   }
 }
 
-__global__ void FillKernel(void* out, DType storage, int64_t n, double value) {
+__global__ void FloatElementwiseKernel(ElementwiseArgs args, int64_t n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    StoreElement(out, storage, i, value);
+    FloatElementwiseAt(args, i);
   }
+}
+
+// Every element gets the same stored bits.
+template <typename T>
+__global__ void FillKernel(T* out, int64_t n, T bits) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    out[i] = bits;
+  }
+}
+
+template <typename T>
+void LaunchFillBits(const LaunchContext& ctx, void* out, int64_t n, const unsigned char* element) {
+  T bits;
+  memcpy(&bits, element, sizeof(T));
+  FillKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(static_cast<T*>(out), n, bits);
 }
 
 __global__ void IotaKernel(void* out, DType storage, int64_t n, int64_t stride, int64_t size,
@@ -33,15 +49,34 @@ __global__ void IotaKernel(void* out, DType storage, int64_t n, int64_t stride, 
 Status LaunchElementwise(const LaunchContext& ctx, const ElementwiseArgs& args, int64_t n,
                          const std::string& what) {
   if (n == 0) return Status::Ok();
-  ElementwiseKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(args, n);
+  if (UsesFloatPath(args)) {
+    FloatElementwiseKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(args, n);
+  } else {
+    ElementwiseKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(args, n);
+  }
   return CheckLaunch(what);
 }
 
 Status LaunchFill(const LaunchContext& ctx, void* out, DType storage, int64_t n, double value,
                   OutputRounding rounding, const std::string& what) {
   if (n == 0) return Status::Ok();
-  FillKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(out, storage, n,
-                                                                FinishValue(value, rounding));
+  // The stored element, made once on the host.
+  unsigned char element[8] = {};
+  StoreElement(element, storage, 0, FinishValue(value, rounding));
+  switch (DTypeBytes(storage)) {
+    case 1:
+      LaunchFillBits<uint8_t>(ctx, out, n, element);
+      break;
+    case 2:
+      LaunchFillBits<uint16_t>(ctx, out, n, element);
+      break;
+    case 4:
+      LaunchFillBits<uint32_t>(ctx, out, n, element);
+      break;
+    default:
+      LaunchFillBits<uint64_t>(ctx, out, n, element);
+      break;
+  }
   return CheckLaunch(what);
 }
 

@@ -35,6 +35,65 @@ __global__ void ReduceBlockPerOutputKernel(ReduceArgs r, int64_t n) {
   }
 }
 
+// Split reductions (ReduceSplit): block (o, c) reduces chunk c of output o's row, its threads
+// striding through the chunk, into partial[c * n + o].
+__global__ void ReduceSplitBlockKernel(ReduceArgs r, int64_t n, int64_t chunk, double* partial) {
+  __shared__ double part[kReduceBlockThreads];
+  const int32_t t = static_cast<int32_t>(threadIdx.x);
+  const int64_t o = blockIdx.x, c = blockIdx.y;
+  int64_t x_base = 0, out_offset = 0;
+  WalkOffsets(r.kept, o, &x_base, &out_offset);
+  const int64_t begin = c * chunk, end = min(r.reduced.count, begin + chunk);
+  part[t] = ReduceChunk(r, x_base, begin + t, end, kReduceBlockThreads);
+  __syncthreads();
+  for (int32_t half = kReduceBlockThreads / 2; half > 0; half /= 2) {
+    if (t < half) part[t] = CombineReduce(r.is_max, part[t], part[t + half]);
+    __syncthreads();
+  }
+  if (t == 0) partial[c * n + o] = part[0];
+}
+
+// Thread (o, c) reduces chunk c of output o in order into partial[c * n + o].
+__global__ void ReduceSplitThreadKernel(ReduceArgs r, int64_t n, int64_t chunk, double* partial) {
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= n) return;
+  const int64_t c = blockIdx.y;
+  int64_t x_base = 0, out_offset = 0;
+  WalkOffsets(r.kept, o, &x_base, &out_offset);
+  const int64_t begin = c * chunk, end = min(r.reduced.count, begin + chunk);
+  partial[c * n + o] = ReduceChunk(r, x_base, begin, end, 1);
+}
+
+__global__ void CombineSplitKernel(ReduceArgs r, const double* partial, int64_t n,
+                                   int64_t chunks) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < n; o += step) {
+    CombineSplitAt(r, partial, n, chunks, o);
+  }
+}
+
+Status LaunchSplitReduce(const LaunchContext& ctx, const ReduceArgs& r, int64_t n,
+                         const ReduceSplit& split, const std::string& what) {
+  ScratchPlan plan;
+  plan.Add(static_cast<size_t>(n * split.chunks) * sizeof(double));
+  Result<char*> scratch = ReserveScratch(ctx, plan, what);
+  if (!scratch.ok()) return scratch.status();
+  double* partial = reinterpret_cast<double*>(scratch.value());
+  if (UsesBlockReduce(r, n)) {
+    const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(split.chunks));
+    ReduceSplitBlockKernel<<<grid, kReduceBlockThreads, 0, ctx.stream>>>(r, n, split.chunk,
+                                                                         partial);
+  } else {
+    const dim3 grid(BlocksFor(n), static_cast<unsigned>(split.chunks));
+    ReduceSplitThreadKernel<<<grid, kThreadsPerBlock, 0, ctx.stream>>>(r, n, split.chunk,
+                                                                       partial);
+  }
+  ALPA_RETURN_IF_ERROR(CheckLaunch(what));
+  CombineSplitKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(r, partial, n,
+                                                                        split.chunks);
+  return CheckLaunch(what);
+}
+
 __global__ void WindowReduceKernel(WindowArgs a, bool is_max, void* out, DType out_storage,
                                    int64_t n, OutputRounding rounding) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -69,6 +128,8 @@ Status LaunchReduceOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
   r.rounding = rounding;
   const int64_t n = out.elements();
   if (n == 0) return Status::Ok();
+  const ReduceSplit split = ReduceSplitFor(r, n);
+  if (split.chunks > 1) return LaunchSplitReduce(ctx, r, n, split, what);
   if (UsesBlockReduce(r, n)) {
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n, kMaxBlocks));
     ReduceBlockPerOutputKernel<<<blocks, kReduceBlockThreads, 0, ctx.stream>>>(r, n);

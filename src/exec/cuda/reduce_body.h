@@ -41,15 +41,21 @@ ALPA_HD double CombineReduce(bool is_max, double earlier, double later) {
   return is_max ? MaxPropagatingNaN(earlier, later) : earlier + later;
 }
 
-// The reduction of reduced elements begin, begin + step, ... of the output at x offset x_base.
-ALPA_HD double ReduceRange(const ReduceArgs& r, int64_t x_base, int64_t begin, int64_t step) {
+// The reduction of reduced elements begin, begin + step, ... below `end` of the output at x
+// offset x_base.
+ALPA_HD double ReduceChunk(const ReduceArgs& r, int64_t x_base, int64_t begin, int64_t end,
+                           int64_t step) {
   double acc = ReduceIdentity(r.is_max);
-  for (int64_t k = begin; k < r.reduced.count; k += step) {
+  for (int64_t k = begin; k < end; k += step) {
     int64_t a = 0, unused = 0;
     WalkOffsets(r.reduced, k, &a, &unused);
     acc = CombineReduce(r.is_max, acc, LoadElement(r.x, r.x_storage, x_base + a));
   }
   return acc;
+}
+
+ALPA_HD double ReduceRange(const ReduceArgs& r, int64_t x_base, int64_t begin, int64_t step) {
+  return ReduceChunk(r, x_base, begin, r.reduced.count, step);
 }
 
 // Whether the reduction runs a block per output: long rows that are contiguous in memory (the
@@ -60,6 +66,48 @@ inline bool UsesBlockReduce(const ReduceArgs& r, int64_t outputs) {
   if (r.reduced.count < kBlockReduceMinExtent) return false;
   const bool contiguous = r.reduced.rank > 0 && r.reduced.a_stride[r.reduced.rank - 1] == 1;
   return contiguous || outputs < kBlockReduceMinExtent;
+}
+
+// A reduction with too few outputs to fill the GPU is split: each output's reduced elements
+// into `chunks` consecutive chunks of `chunk` elements, reduced in parallel into partial results
+// (partial[c * outputs + o]), which a second pass combines in chunk order per output. Long
+// contiguous rows (UsesBlockReduce) reduce each chunk with a block, others with a thread, whose
+// neighbours read neighbouring outputs.
+struct ReduceSplit {
+  int64_t chunks = 1;  // 1: not split
+  int64_t chunk = 0;
+};
+constexpr int64_t kSplitTargetBlocks = 2048;       // blocks of a split block reduction
+constexpr int64_t kSplitTargetThreads = 1 << 18;   // threads of a split thread reduction
+constexpr int64_t kSplitMinChunk = 32;             // elements per thread of a split chunk
+
+inline ReduceSplit ReduceSplitFor(const ReduceArgs& r, int64_t outputs) {
+  ReduceSplit split;
+  const int64_t count = r.reduced.count;
+  if (outputs <= 0 || count <= 0) return split;
+  int64_t chunks = 1;
+  if (UsesBlockReduce(r, outputs)) {
+    chunks = std::min((kSplitTargetBlocks + outputs - 1) / outputs,
+                      (count + kSplitTargetBlocks - 1) / kSplitTargetBlocks);
+  } else {
+    chunks = std::min((kSplitTargetThreads + outputs - 1) / outputs,
+                      (count + kSplitMinChunk - 1) / kSplitMinChunk);
+  }
+  chunks = std::min<int64_t>(chunks, 65535);  // a grid dimension
+  if (chunks <= 1) return split;
+  split.chunk = (count + chunks - 1) / chunks;
+  split.chunks = (count + split.chunk - 1) / split.chunk;
+  return split;
+}
+
+// The second pass of a split reduction: output o from its partial results.
+ALPA_HD void CombineSplitAt(const ReduceArgs& r, const double* partial, int64_t outputs,
+                            int64_t chunks, int64_t o) {
+  double acc = ReduceIdentity(r.is_max);
+  for (int64_t c = 0; c < chunks; ++c) acc = CombineReduce(r.is_max, acc, partial[c * outputs + o]);
+  int64_t x_base = 0, out_offset = 0;
+  WalkOffsets(r.kept, o, &x_base, &out_offset);
+  StoreElement(r.out, r.out_storage, out_offset, FinishValue(acc, r.rounding));
 }
 
 ALPA_HD void ReduceOutputAt(const ReduceArgs& r, int64_t o) {
@@ -93,8 +141,8 @@ inline Result<ReduceArgs> ReduceArgsFor(const Graph& graph, int32_t id) {
   Result<StridedWalk> reduced =
       MakeWalk(reduced_shape, reduced_strides, 0, reduced_strides, 0, what);
   if (!reduced.ok()) return reduced.status();
-  r.kept = kept.value();
-  r.reduced = reduced.value();
+  r.kept = SimplifyWalk(kept.value());
+  r.reduced = SimplifyWalk(reduced.value());
   return r;
 }
 

@@ -14,6 +14,12 @@ void StepProfile::Add(const std::string& label, double seconds) {
   ++e.count;
 }
 
+void StepProfile::AddInstruction(double seconds, const std::string& text) {
+  if (slowest_.size() >= kSlowest && seconds <= slowest_.begin()->first) return;
+  slowest_.emplace(seconds, text);
+  if (slowest_.size() > kSlowest) slowest_.erase(slowest_.begin());
+}
+
 std::string StepProfile::Table(int32_t top) const {
   std::vector<std::pair<double, const std::string*>> order;
   double total = 0;
@@ -30,6 +36,12 @@ std::string StepProfile::Table(int32_t top) const {
     std::snprintf(line, sizeof(line), "%10.3f ms %5.1f%% %6lld  ", e.seconds * 1e3,
                   total > 0 ? 100.0 * e.seconds / total : 0.0, static_cast<long long>(e.count));
     text += line + *order[i].second + "\n";
+  }
+  text += "slowest instructions:\n";
+  for (auto it = slowest_.rbegin(); it != slowest_.rend(); ++it) {
+    char line[32];
+    std::snprintf(line, sizeof(line), "%10.3f ms  ", it->first * 1e3);
+    text += line + it->second + "\n";
   }
   return text;
 }

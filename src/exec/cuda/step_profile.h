@@ -13,10 +13,17 @@ namespace cuda {
 
 class StepProfile {
  public:
+  // Adds an instruction's time to its label; `text` (the instruction, for the slowest list) is
+  // built only when the instruction may enter that list.
   void Add(const std::string& label, double seconds);
-  // The `top` labels by time, one line each: seconds, share of the total, count, label.
+  void AddInstruction(double seconds, const std::string& text);
+  // The `top` labels by time, one line each: seconds, share of the total, count, label; then the
+  // `top` slowest single instructions.
   std::string Table(int32_t top) const;
-  void Clear() { entries_.clear(); }
+  void Clear() {
+    entries_.clear();
+    slowest_.clear();
+  }
 
  private:
   struct Entry {
@@ -24,6 +31,8 @@ class StepProfile {
     int64_t count = 0;
   };
   std::map<std::string, Entry> entries_;
+  std::multimap<double, std::string> slowest_;  // at most kSlowest, fastest first
+  static constexpr size_t kSlowest = 20;
 };
 
 }  // namespace cuda

@@ -31,10 +31,14 @@ void ForChunks(int64_t count, const F& fn) {
 void EncodeStorage(const double* values, int64_t count, DType round_to, DType storage,
                    std::vector<unsigned char>& bytes) {
   bytes.resize(static_cast<size_t>(count * DTypeBytes(storage)));
+  EncodeStorageInto(values, count, round_to, storage, bytes.data());
+}
+
+void EncodeStorageInto(const double* values, int64_t count, DType round_to, DType storage,
+                       void* bytes) {
   ForChunks(count, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      StoreElement(bytes.data(), storage, i,
-                   round_to == storage ? values[i] : RoundTo(values[i], round_to));
+      StoreElement(bytes, storage, i, round_to == storage ? values[i] : RoundTo(values[i], round_to));
     }
   });
 }

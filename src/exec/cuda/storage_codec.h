@@ -19,6 +19,9 @@ namespace cuda {
 // (resized to count * DTypeBytes(storage)).
 void EncodeStorage(const double* values, int64_t count, DType round_to, DType storage,
                    std::vector<unsigned char>& bytes);
+// The same into `bytes`, which holds count * DTypeBytes(storage) bytes (e.g. pinned memory).
+void EncodeStorageInto(const double* values, int64_t count, DType round_to, DType storage,
+                       void* bytes);
 // count elements of `storage` at `bytes` as doubles (exact).
 void DecodeStorage(const void* bytes, int64_t count, DType storage, double* values);
 

@@ -95,6 +95,33 @@ inline Result<StridedWalk> MakeWalk(const Dims& shape, const Dims& a_stride, int
   return w;
 }
 
+// The same walk with fewer dims: dims of extent 1 dropped, and each dim merged into the one
+// before it where both views step over the pair as over one dim (a reshape becomes one dim, a
+// broadcast of a row two). Element `flat` keeps its offsets, with fewer divisions to find them.
+inline StridedWalk SimplifyWalk(const StridedWalk& w) {
+  StridedWalk s;
+  s.a_base = w.a_base;
+  s.b_base = w.b_base;
+  s.count = w.count;
+  s.rank = 0;
+  for (int32_t d = 0; d < w.rank; ++d) {
+    if (w.shape[d] == 1) continue;
+    const int32_t last = s.rank - 1;
+    if (last >= 0 && s.a_stride[last] == w.a_stride[d] * w.shape[d] &&
+        s.b_stride[last] == w.b_stride[d] * w.shape[d]) {
+      s.shape[last] *= w.shape[d];
+      s.a_stride[last] = w.a_stride[d];
+      s.b_stride[last] = w.b_stride[d];
+      continue;
+    }
+    s.shape[s.rank] = w.shape[d];
+    s.a_stride[s.rank] = w.a_stride[d];
+    s.b_stride[s.rank] = w.b_stride[d];
+    ++s.rank;
+  }
+  return s;
+}
+
 // The copies an op is made of: dst[b offset] = src[a offset] over each walk, src being operand
 // `operand` (a: source offsets, b: destination offsets). Pad first fills the output with its value.
 struct CopyPiece {
@@ -236,6 +263,20 @@ struct CopyArgs {
   OutputRounding rounding{false, DType::kF32};
   StridedWalk walk;
 };
+
+// Whether the copy moves stored elements unchanged: the same storage on both sides and no
+// rounding, so that their bytes may be copied (RawCopyAt).
+inline bool CopiesBytes(const CopyArgs& c) {
+  return c.src_storage == c.dst_storage && !c.rounding.round;
+}
+
+// CopyAt for CopiesBytes copies, with T of the storage's width.
+template <typename T>
+ALPA_HD void RawCopyAt(const CopyArgs& c, int64_t flat) {
+  int64_t a = 0, b = 0;
+  WalkOffsets(c.walk, flat, &a, &b);
+  static_cast<T*>(c.dst)[b] = static_cast<const T*>(c.src)[a];
+}
 
 ALPA_HD void CopyAt(const CopyArgs& c, int64_t flat) {
   int64_t a = 0, b = 0;

@@ -254,6 +254,12 @@ inline void AddReduceCases(CaseBuilder& cb) {
     cb.End("long rows", cb.b().ReduceMax(cb.Param({2, 5000}, t, edges), {1}));
     cb.Begin();
     cb.End("long columns", cb.b().ReduceSum(cb.Param({1100, 3}, t, false), {0}));
+    // Split reductions (reduce_body.h's ReduceSplit): a long row in 129 chunks of blocks, and
+    // 1500 short columns in 2 chunks of threads.
+    cb.Begin();
+    cb.End("split row", cb.b().ReduceSum(cb.Param({(1 << 18) + 3}, t, false), {0}));
+    cb.Begin();
+    cb.End("split columns", cb.b().ReduceMax(cb.Param({64, 1500}, t, edges), {0}));
     cb.Begin();
     cb.End("2d pad", cb.b().ReduceWindow(ReduceKind::kMax, cb.Param({5, 7}, t, false), {2, 3},
                                          {1, 2}, {1, 0}, {0, 2}));

@@ -57,13 +57,13 @@ struct Buffer {
   }
 };
 
-// The reduction as the block-per-row kernel does it: 256 strided partial results combined in a
-// tree (lower index = earlier).
-double BlockReduce(const ReduceArgs& r, int64_t x_base) {
+// The reduction of [begin, end) as the block kernels do it: 256 strided partial results combined
+// in a tree (lower index = earlier).
+double BlockReduce(const ReduceArgs& r, int64_t x_base, int64_t begin, int64_t end) {
   constexpr int kThreads = kReduceBlockThreads;
   std::vector<double> partial(kThreads);
   for (int t = 0; t < kThreads; ++t)
-    partial[static_cast<size_t>(t)] = ReduceRange(r, x_base, t, kThreads);
+    partial[static_cast<size_t>(t)] = ReduceChunk(r, x_base, begin + t, end, kThreads);
   for (int half = kThreads / 2; half > 0; half /= 2) {
     for (int t = 0; t < half; ++t) {
       partial[static_cast<size_t>(t)] = CombineReduce(r.is_max, partial[static_cast<size_t>(t)],
@@ -111,8 +111,22 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
       if (!pieces.ok()) return {};
       for (const CopyPiece& p : pieces.value()) {
         const Buffer& src = in[static_cast<size_t>(p.operand)];
-        CopyArgs args{src.data(), src.storage, out.data(), out_storage, rounding, p.walk};
-        for (int64_t i = 0; i < p.walk.count; ++i) CopyAt(args, i);
+        // As LaunchStridedCopy: the simplified walk, and stored bytes moved where they may be.
+        CopyArgs args{src.data(), src.storage, out.data(), out_storage, rounding,
+                      SimplifyWalk(p.walk)};
+        for (int64_t i = 0; i < p.walk.count; ++i) {
+          if (!CopiesBytes(args)) {
+            CopyAt(args, i);
+          } else if (DTypeBytes(src.storage) == 1) {
+            RawCopyAt<uint8_t>(args, i);
+          } else if (DTypeBytes(src.storage) == 2) {
+            RawCopyAt<uint16_t>(args, i);
+          } else if (DTypeBytes(src.storage) == 4) {
+            RawCopyAt<uint32_t>(args, i);
+          } else {
+            RawCopyAt<uint64_t>(args, i);
+          }
+        }
       }
       break;
     }
@@ -127,12 +141,29 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
       a.out = out.data();
       a.out_storage = out_storage;
       a.rounding = rounding;
+      const ReduceSplit split = ReduceSplitFor(a, n);
+      if (split.chunks > 1) {  // the split kernels: partial results, then their combination
+        std::vector<double> partial(static_cast<size_t>(n * split.chunks));
+        for (int64_t k = 0; k < split.chunks; ++k) {
+          const int64_t begin = k * split.chunk;
+          const int64_t end = std::min(a.reduced.count, begin + split.chunk);
+          for (int64_t o = 0; o < n; ++o) {
+            int64_t x_base = 0, out_offset = 0;
+            WalkOffsets(a.kept, o, &x_base, &out_offset);
+            partial[static_cast<size_t>(k * n + o)] =
+                UsesBlockReduce(a, n) ? BlockReduce(a, x_base, begin, end)
+                                      : ReduceChunk(a, x_base, begin, end, 1);
+          }
+        }
+        for (int64_t o = 0; o < n; ++o) CombineSplitAt(a, partial.data(), n, split.chunks, o);
+        break;
+      }
       for (int64_t o = 0; o < n; ++o) {
         if (UsesBlockReduce(a, n)) {
           int64_t x_base = 0, out_offset = 0;
           WalkOffsets(a.kept, o, &x_base, &out_offset);
           StoreElement(a.out, out_storage, out_offset,
-                       FinishValue(BlockReduce(a, x_base), rounding));
+                       FinishValue(BlockReduce(a, x_base, 0, a.reduced.count), rounding));
         } else {
           ReduceOutputAt(a, o);
         }
@@ -237,7 +268,13 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
       a.out = out.data();
       a.out_storage = out_storage;
       a.rounding = rounding;
-      for (int64_t i = 0; i < n; ++i) ElementwiseAt(a, i);
+      for (int64_t i = 0; i < n; ++i) {
+        if (UsesFloatPath(a)) {
+          FloatElementwiseAt(a, i);
+        } else {
+          ElementwiseAt(a, i);
+        }
+      }
       break;
     }
   }
