@@ -281,9 +281,9 @@ Status CudaRunner::ReserveFeedStaging(size_t bytes) {
     feed_staging_ = nullptr;
     feed_staging_bytes_ = 0;
   }
-  ALPA_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&feed_staging_, bytes, cudaHostAllocDefault),
-                            "allocating " + std::to_string(bytes) +
-                                " bytes of pinned host memory for a feed");
+  ALPA_CUDA_RETURN_IF_ERROR(
+      cudaHostAlloc(&feed_staging_, bytes, cudaHostAllocDefault),
+      "allocating " + std::to_string(bytes) + " bytes of pinned host memory for a feed");
   feed_staging_bytes_ = bytes;
   return Status::Ok();
 }
@@ -557,9 +557,9 @@ Status CudaRunner::RunFeed(const Instruction& in, const MicrobatchInput& input,
   Result<cuda::DeviceTensor*> out = Allocate(in.out);
   if (!out.ok()) return out.status();
   const double* values = full->data.data();
-  const bool whole = std::all_of(in.offsets.begin(), in.offsets.end(),
-                                 [](int64_t o) { return o == 0; }) &&
-                     Dims(in.sizes) == full->shape;
+  const bool whole =
+      std::all_of(in.offsets.begin(), in.offsets.end(), [](int64_t o) { return o == 0; }) &&
+      Dims(in.sizes) == full->shape;
   if (!whole) {
     feed_box_.resize(static_cast<size_t>(ElementCountOf(in.sizes)));
     ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, feed_box_.data());

@@ -13,10 +13,17 @@ __global__ void ElementwiseKernel(ElementwiseArgs args, int64_t n) {
   }
 }
 
+// A block takes kFloatSpan * blockDim consecutive elements at a time; thread t elements t,
+// t + blockDim, ... of them (each load instruction of a warp reads consecutive elements).
 __global__ void FloatElementwiseKernel(ElementwiseArgs args, int64_t n) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    FloatElementwiseAt(args, i);
+  const int64_t tile = static_cast<int64_t>(blockDim.x) * kFloatSpan;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * tile; base < n;
+       base += static_cast<int64_t>(gridDim.x) * tile) {
+    const int64_t first = base + threadIdx.x;
+    if (first >= n) break;
+    const int64_t left = (n - first + blockDim.x - 1) / blockDim.x;
+    const int64_t count = left < kFloatSpan ? left : kFloatSpan;
+    FloatElementwiseSpan(args, first, blockDim.x, static_cast<int32_t>(count));
   }
 }
 
@@ -50,7 +57,8 @@ Status LaunchElementwise(const LaunchContext& ctx, const ElementwiseArgs& args, 
                          const std::string& what) {
   if (n == 0) return Status::Ok();
   if (UsesFloatPath(args)) {
-    FloatElementwiseKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(args, n);
+    FloatElementwiseKernel<<<BlocksFor((n + kFloatSpan - 1) / kFloatSpan), kThreadsPerBlock, 0,
+                             ctx.stream>>>(args, n);
   } else {
     ElementwiseKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(args, n);
   }

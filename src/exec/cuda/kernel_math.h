@@ -146,6 +146,22 @@ ALPA_HD double RoundTo(double v, DType dtype) {
   return v;
 }
 
+// EncodeFloat(v, kBF16Format) in fewer steps where v lies in bf16's normal range: the double's
+// top 16 bits of sign, exponent and fraction rounded to nearest even, then rebiased.
+ALPA_HD uint16_t EncodeBf16(double v) {
+  const uint64_t b = BitsOfDouble(v);
+  const uint32_t e = static_cast<uint32_t>((b >> 52) & 0x7ffULL);
+  if (e < 1023 - 126 || e > 1023 + 127) return static_cast<uint16_t>(EncodeFloat(v, kBF16Format));
+  uint64_t kept = b >> 45;  // sign, 11 exponent bits, 7 fraction bits
+  const uint64_t rest = b & ((1ULL << 45) - 1ULL);
+  const uint64_t half = 1ULL << 44;
+  if (rest > half || (rest == half && (kept & 1ULL) != 0)) ++kept;  // a carry enters the exponent
+  const uint32_t sign = static_cast<uint32_t>(b >> 63) << 15;
+  const uint32_t exponent = static_cast<uint32_t>((kept >> 7) & 0x7ffULL) - (1023 - 127);
+  if (exponent >= 255) return static_cast<uint16_t>(sign | 0x7f80u);  // rounded past the largest
+  return static_cast<uint16_t>(sign | (exponent << 7) | static_cast<uint32_t>(kept & 0x7fULL));
+}
+
 // Element `i` of memory holding `storage` elements, as double.
 ALPA_HD double LoadElement(const void* data, DType storage, int64_t i) {
   switch (storage) {
@@ -188,7 +204,7 @@ ALPA_HD void StoreElement(void* data, DType storage, int64_t i, double v) {
       static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(EncodeFloat(v, kF16Format));
       return;
     case DType::kBF16:
-      static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(EncodeFloat(v, kBF16Format));
+      static_cast<uint16_t*>(data)[i] = EncodeBf16(v);
       return;
     case DType::kF64:
       static_cast<double*>(data)[i] = v;
@@ -493,60 +509,73 @@ ALPA_HD bool UsesFloatPath(const ElementwiseArgs& a) {
 
 ALPA_HD float FloatNaN() { return FloatOfBits(0x7fc00000u); }
 
-ALPA_HD void FloatElementwiseAt(const ElementwiseArgs& a, int64_t i) {
-  const float x = LoadFloat(a.in[0], a.in_storage[0], i);
-  float v = 0.0f;
-  if (a.kind == OpKind::kSelect) {
-    v = x != 0.0f ? LoadFloat(a.in[1], a.in_storage[1], i) : LoadFloat(a.in[2], a.in_storage[2], i);
-  } else if (a.operand_count == 1) {
-    switch (a.kind) {
-      case OpKind::kNeg:
-        v = -x;
-        break;
-      case OpKind::kAbs:
-        v = fabsf(x);
-        break;
-      case OpKind::kSqrt:
-        v = sqrtf(x);
-        break;
-      case OpKind::kRelu:
-        v = x != x ? x : (x > 0.0f ? x : 0.0f);
-        break;
-      default:  // kConvert: the rounding converts
-        v = x;
-        break;
-    }
-  } else {
-    const float y = LoadFloat(a.in[1], a.in_storage[1], i);
-    switch (a.kind) {
-      case OpKind::kAdd:
-        v = x + y;
-        break;
-      case OpKind::kSub:
-        v = x - y;
-        break;
-      case OpKind::kMul:
-        v = x * y;
-        break;
-      case OpKind::kDiv:
-        v = x / y;
-        break;
-      case OpKind::kMax:
-        v = x != x || y != y ? FloatNaN() : (x > y ? x : y);
-        break;
-      case OpKind::kMin:
-        v = x != x || y != y ? FloatNaN() : (x < y ? x : y);
-        break;
-      default:  // kCompare
-        v = ApplyCompare(a.comparison, x, y) ? 1.0f : 0.0f;
-        break;
-    }
+ALPA_HD float FloatUnary(OpKind kind, float x) {
+  switch (kind) {
+    case OpKind::kNeg:
+      return -x;
+    case OpKind::kAbs:
+      return fabsf(x);
+    case OpKind::kSqrt:
+      return sqrtf(x);
+    case OpKind::kRelu:
+      return x != x ? x : (x > 0.0f ? x : 0.0f);
+    default:  // kConvert: the rounding converts
+      return x;
   }
-  if (v != v) v = FloatNaN();
-  if (a.rounding.round) v = RoundFloatTo(v, a.rounding.round_to);
-  StoreFloat(a.out, a.out_storage, i, v);
 }
 
+ALPA_HD float FloatBinary(OpKind kind, Comparison c, float x, float y) {
+  switch (kind) {
+    case OpKind::kAdd:
+      return x + y;
+    case OpKind::kSub:
+      return x - y;
+    case OpKind::kMul:
+      return x * y;
+    case OpKind::kDiv:
+      return x / y;
+    case OpKind::kMax:
+      return x != x || y != y ? FloatNaN() : (x > y ? x : y);
+    case OpKind::kMin:
+      return x != x || y != y ? FloatNaN() : (x < y ? x : y);
+    default:  // kCompare
+      return ApplyCompare(c, x, y) ? 1.0f : 0.0f;
+  }
+}
+
+// Elements first, first + stride, ... (count of them, at most kFloatSpan) of a float-path op:
+// every load first, then the math, then every store, so that the loads of a thread overlap.
+constexpr int32_t kFloatSpan = 4;
+
+ALPA_HD void FloatElementwiseSpan(const ElementwiseArgs& a, int64_t first, int64_t stride,
+                                  int32_t count) {
+  float x[kFloatSpan] = {}, y[kFloatSpan] = {}, z[kFloatSpan] = {};
+  for (int32_t k = 0; k < kFloatSpan; ++k) {
+    if (k >= count) break;
+    const int64_t i = first + k * stride;
+    x[k] = LoadFloat(a.in[0], a.in_storage[0], i);
+    if (a.operand_count > 1) y[k] = LoadFloat(a.in[1], a.in_storage[1], i);
+    if (a.operand_count > 2) z[k] = LoadFloat(a.in[2], a.in_storage[2], i);
+  }
+  for (int32_t k = 0; k < kFloatSpan; ++k) {
+    if (k >= count) break;
+    float v = 0.0f;
+    if (a.kind == OpKind::kSelect) {
+      v = x[k] != 0.0f ? y[k] : z[k];
+    } else if (a.operand_count == 1) {
+      v = FloatUnary(a.kind, x[k]);
+    } else {
+      v = FloatBinary(a.kind, a.comparison, x[k], y[k]);
+    }
+    if (v != v) v = FloatNaN();
+    if (a.rounding.round) v = RoundFloatTo(v, a.rounding.round_to);
+    StoreFloat(a.out, a.out_storage, first + k * stride, v);
+  }
+}
+
+ALPA_HD void FloatElementwiseAt(const ElementwiseArgs& a, int64_t i) {
+  FloatElementwiseSpan(a, i, 1, 1);
+}
 
 }  // namespace cuda
 }  // namespace alpa

@@ -34,8 +34,8 @@ void LaunchRawCopy(const LaunchContext& ctx, const CopyArgs& c) {
 // moving elements of the storage's width.
 Status LaunchByteCopy(const LaunchContext& ctx, const CopyArgs& c, const std::string& what) {
   const int64_t width = DTypeBytes(c.src_storage);
-  const bool dense = c.walk.rank == 0 || (c.walk.rank == 1 && c.walk.a_stride[0] == 1 &&
-                                          c.walk.b_stride[0] == 1);
+  const bool dense =
+      c.walk.rank == 0 || (c.walk.rank == 1 && c.walk.a_stride[0] == 1 && c.walk.b_stride[0] == 1);
   if (dense) {
     return CudaStatus(cudaMemcpyAsync(static_cast<char*>(c.dst) + c.walk.b_base * width,
                                       static_cast<const char*>(c.src) + c.walk.a_base * width,

@@ -35,6 +35,24 @@ __global__ void ReduceBlockPerOutputKernel(ReduceArgs r, int64_t n) {
   }
 }
 
+// UsesWarpReduce: warp w of the grid reduces rows w, w + warps, ...; lane t elements t, t + 32,
+// ...; the lanes combine by shuffles in a tree, lower lanes holding earlier elements.
+__global__ void ReduceWarpPerOutputKernel(ReduceArgs r, int64_t n) {
+  const int32_t lane = static_cast<int32_t>(threadIdx.x) % kWarpThreads;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarpThreads);
+  for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpThreads;
+       o < n; o += warps) {  // uniform across the warp
+    int64_t x_base = 0, out_offset = 0;
+    WalkOffsets(r.kept, o, &x_base, &out_offset);
+    double acc = ReduceRange(r, x_base, lane, kWarpThreads);
+    for (int32_t half = kWarpThreads / 2; half > 0; half /= 2) {
+      const double later = __shfl_down_sync(0xffffffffu, acc, half);
+      if (lane < half) acc = CombineReduce(r.is_max, acc, later);
+    }
+    if (lane == 0) StoreElement(r.out, r.out_storage, out_offset, FinishValue(acc, r.rounding));
+  }
+}
+
 // Split reductions (ReduceSplit): block (o, c) reduces chunk c of output o's row, its threads
 // striding through the chunk, into partial[c * n + o].
 __global__ void ReduceSplitBlockKernel(ReduceArgs r, int64_t n, int64_t chunk, double* partial) {
@@ -64,8 +82,7 @@ __global__ void ReduceSplitThreadKernel(ReduceArgs r, int64_t n, int64_t chunk, 
   partial[c * n + o] = ReduceChunk(r, x_base, begin, end, 1);
 }
 
-__global__ void CombineSplitKernel(ReduceArgs r, const double* partial, int64_t n,
-                                   int64_t chunks) {
+__global__ void CombineSplitKernel(ReduceArgs r, const double* partial, int64_t n, int64_t chunks) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < n; o += step) {
     CombineSplitAt(r, partial, n, chunks, o);
@@ -85,8 +102,7 @@ Status LaunchSplitReduce(const LaunchContext& ctx, const ReduceArgs& r, int64_t 
                                                                          partial);
   } else {
     const dim3 grid(BlocksFor(n), static_cast<unsigned>(split.chunks));
-    ReduceSplitThreadKernel<<<grid, kThreadsPerBlock, 0, ctx.stream>>>(r, n, split.chunk,
-                                                                       partial);
+    ReduceSplitThreadKernel<<<grid, kThreadsPerBlock, 0, ctx.stream>>>(r, n, split.chunk, partial);
   }
   ALPA_RETURN_IF_ERROR(CheckLaunch(what));
   CombineSplitKernel<<<BlocksFor(n), kThreadsPerBlock, 0, ctx.stream>>>(r, partial, n,
@@ -130,7 +146,12 @@ Status LaunchReduceOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
   if (n == 0) return Status::Ok();
   const ReduceSplit split = ReduceSplitFor(r, n);
   if (split.chunks > 1) return LaunchSplitReduce(ctx, r, n, split, what);
-  if (UsesBlockReduce(r, n)) {
+  if (UsesWarpReduce(r, n)) {
+    const int64_t rows_per_block = kThreadsPerBlock / kWarpThreads;
+    const unsigned blocks = static_cast<unsigned>(
+        std::min<int64_t>((n + rows_per_block - 1) / rows_per_block, kMaxBlocks));
+    ReduceWarpPerOutputKernel<<<blocks, kThreadsPerBlock, 0, ctx.stream>>>(r, n);
+  } else if (UsesBlockReduce(r, n)) {
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n, kMaxBlocks));
     ReduceBlockPerOutputKernel<<<blocks, kReduceBlockThreads, 0, ctx.stream>>>(r, n);
   } else {

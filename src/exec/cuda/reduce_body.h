@@ -77,9 +77,9 @@ struct ReduceSplit {
   int64_t chunks = 1;  // 1: not split
   int64_t chunk = 0;
 };
-constexpr int64_t kSplitTargetBlocks = 2048;       // blocks of a split block reduction
-constexpr int64_t kSplitTargetThreads = 1 << 18;   // threads of a split thread reduction
-constexpr int64_t kSplitMinChunk = 32;             // elements per thread of a split chunk
+constexpr int64_t kSplitTargetBlocks = 2048;      // blocks of a split block reduction
+constexpr int64_t kSplitTargetThreads = 1 << 18;  // threads of a split thread reduction
+constexpr int64_t kSplitMinChunk = 32;            // elements per thread of a split chunk
 
 inline ReduceSplit ReduceSplitFor(const ReduceArgs& r, int64_t outputs) {
   ReduceSplit split;
@@ -108,6 +108,19 @@ ALPA_HD void CombineSplitAt(const ReduceArgs& r, const double* partial, int64_t 
   int64_t x_base = 0, out_offset = 0;
   WalkOffsets(r.kept, o, &x_base, &out_offset);
   StoreElement(r.out, r.out_storage, out_offset, FinishValue(acc, r.rounding));
+}
+
+// Many long contiguous rows (softmax and layer-norm rows) run a warp per row instead of a block:
+// lane t reduces elements t, t + 32, ... and the lanes combine in a tree (lower lane = earlier),
+// without the block's barriers.
+constexpr int32_t kWarpThreads = 32;
+constexpr int64_t kWarpReduceMinRows = 2048;
+constexpr int64_t kWarpReduceMaxExtent = 1 << 15;
+
+inline bool UsesWarpReduce(const ReduceArgs& r, int64_t outputs) {
+  const bool contiguous = r.reduced.rank > 0 && r.reduced.a_stride[r.reduced.rank - 1] == 1;
+  return UsesBlockReduce(r, outputs) && contiguous && outputs >= kWarpReduceMinRows &&
+         r.reduced.count <= kWarpReduceMaxExtent;
 }
 
 ALPA_HD void ReduceOutputAt(const ReduceArgs& r, int64_t o) {

@@ -38,7 +38,8 @@ void EncodeStorageInto(const double* values, int64_t count, DType round_to, DTyp
                        void* bytes) {
   ForChunks(count, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      StoreElement(bytes, storage, i, round_to == storage ? values[i] : RoundTo(values[i], round_to));
+      StoreElement(bytes, storage, i,
+                   round_to == storage ? values[i] : RoundTo(values[i], round_to));
     }
   });
 }

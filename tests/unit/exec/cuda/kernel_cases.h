@@ -259,6 +259,8 @@ inline void AddReduceCases(CaseBuilder& cb) {
     cb.Begin();
     cb.End("split row", cb.b().ReduceSum(cb.Param({(1 << 18) + 3}, t, false), {0}));
     cb.Begin();
+    cb.End("warp rows", cb.b().ReduceSum(cb.Param({2048, 1030}, t, false), {1}));
+    cb.Begin();
     cb.End("split columns", cb.b().ReduceMax(cb.Param({64, 1500}, t, edges), {0}));
     cb.Begin();
     cb.End("2d pad", cb.b().ReduceWindow(ReduceKind::kMax, cb.Param({5, 7}, t, false), {2, 3},

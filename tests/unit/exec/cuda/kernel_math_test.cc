@@ -57,14 +57,14 @@ struct Buffer {
   }
 };
 
-// The reduction of [begin, end) as the block kernels do it: 256 strided partial results combined
-// in a tree (lower index = earlier).
-double BlockReduce(const ReduceArgs& r, int64_t x_base, int64_t begin, int64_t end) {
-  constexpr int kThreads = kReduceBlockThreads;
-  std::vector<double> partial(kThreads);
-  for (int t = 0; t < kThreads; ++t)
-    partial[static_cast<size_t>(t)] = ReduceChunk(r, x_base, begin + t, end, kThreads);
-  for (int half = kThreads / 2; half > 0; half /= 2) {
+// The reduction of [begin, end) as the block (warp) kernels do it: 256 (32) strided partial
+// results combined in a tree (lower index = earlier).
+double BlockReduce(const ReduceArgs& r, int64_t x_base, int64_t begin, int64_t end,
+                   int threads = kReduceBlockThreads) {
+  std::vector<double> partial(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t)
+    partial[static_cast<size_t>(t)] = ReduceChunk(r, x_base, begin + t, end, threads);
+  for (int half = threads / 2; half > 0; half /= 2) {
     for (int t = 0; t < half; ++t) {
       partial[static_cast<size_t>(t)] = CombineReduce(r.is_max, partial[static_cast<size_t>(t)],
                                                       partial[static_cast<size_t>(t + half)]);
@@ -112,8 +112,8 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
       for (const CopyPiece& p : pieces.value()) {
         const Buffer& src = in[static_cast<size_t>(p.operand)];
         // As LaunchStridedCopy: the simplified walk, and stored bytes moved where they may be.
-        CopyArgs args{src.data(), src.storage, out.data(), out_storage, rounding,
-                      SimplifyWalk(p.walk)};
+        CopyArgs args{src.data(),  src.storage, out.data(),
+                      out_storage, rounding,    SimplifyWalk(p.walk)};
         for (int64_t i = 0; i < p.walk.count; ++i) {
           if (!CopiesBytes(args)) {
             CopyAt(args, i);
@@ -150,9 +150,9 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
           for (int64_t o = 0; o < n; ++o) {
             int64_t x_base = 0, out_offset = 0;
             WalkOffsets(a.kept, o, &x_base, &out_offset);
-            partial[static_cast<size_t>(k * n + o)] =
-                UsesBlockReduce(a, n) ? BlockReduce(a, x_base, begin, end)
-                                      : ReduceChunk(a, x_base, begin, end, 1);
+            partial[static_cast<size_t>(k * n + o)] = UsesBlockReduce(a, n)
+                                                          ? BlockReduce(a, x_base, begin, end)
+                                                          : ReduceChunk(a, x_base, begin, end, 1);
           }
         }
         for (int64_t o = 0; o < n; ++o) CombineSplitAt(a, partial.data(), n, split.chunks, o);
@@ -162,8 +162,9 @@ HostTensor HostRun(const KernelCase& c, bool round, DType out_storage) {
         if (UsesBlockReduce(a, n)) {
           int64_t x_base = 0, out_offset = 0;
           WalkOffsets(a.kept, o, &x_base, &out_offset);
+          const int threads = UsesWarpReduce(a, n) ? kWarpThreads : kReduceBlockThreads;
           StoreElement(a.out, out_storage, out_offset,
-                       FinishValue(BlockReduce(a, x_base, 0, a.reduced.count), rounding));
+                       FinishValue(BlockReduce(a, x_base, 0, a.reduced.count, threads), rounding));
         } else {
           ReduceOutputAt(a, o);
         }
@@ -352,6 +353,32 @@ TEST(KernelMath, RoundToEqualsTheInterpretersRounding) {
           << DTypeName(dtype) << " " << v;
     }
   }
+}
+
+TEST(KernelMath, Bf16EncodingEqualsTheGeneralEncoding) {
+  // Random doubles over bf16's whole exponent range and beyond, exact ties, and the values next
+  // to them and to the range's ends.
+  std::mt19937_64 rng(7);
+  std::vector<double> values = {
+      0.0,      -0.0,   1.0,  -1.0, 3.3895313892515355e38, 3.4e38, -3.4e38, 1.1754943508222875e-38,
+      1.17e-38, 5e-324, 1e308};
+  for (int e = -140; e <= 130; ++e) {
+    for (int k = 0; k < 64; ++k) {
+      const double m = 1.0 + std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+      values.push_back(std::ldexp(k % 2 == 0 ? m : -m, e));
+      // A tie: a bf16 value plus half its spacing, and its neighbours.
+      const double bf = std::ldexp(1.0 + static_cast<double>(k) / 128.0, e);
+      const double tie = bf + std::ldexp(1.0, e - 8);
+      values.push_back(tie);
+      values.push_back(std::nextafter(tie, 0.0));
+      values.push_back(std::nextafter(tie, 1e300));
+    }
+  }
+  for (double v : values) {
+    EXPECT_EQ(EncodeBf16(v), EncodeFloat(v, kBF16Format)) << v;
+  }
+  EXPECT_EQ(EncodeBf16(std::numeric_limits<double>::infinity()), 0x7f80);
+  EXPECT_TRUE(std::isnan(DecodeFloat(EncodeBf16(std::nan("")), kBF16Format)));
 }
 
 TEST(KernelMath, PowerEqualsTheHostsPow) {
