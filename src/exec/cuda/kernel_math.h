@@ -543,6 +543,21 @@ ALPA_HD float FloatBinary(OpKind kind, Comparison c, float x, float y) {
   }
 }
 
+// A float-path op's result for operand values x, y, z (those it has), rounded as stored.
+ALPA_HD float FloatElementwiseValue(const ElementwiseArgs& a, float x, float y, float z) {
+  float v = 0.0f;
+  if (a.kind == OpKind::kSelect) {
+    v = x != 0.0f ? y : z;
+  } else if (a.operand_count == 1) {
+    v = FloatUnary(a.kind, x);
+  } else {
+    v = FloatBinary(a.kind, a.comparison, x, y);
+  }
+  if (v != v) v = FloatNaN();
+  if (a.rounding.round) v = RoundFloatTo(v, a.rounding.round_to);
+  return v;
+}
+
 // Elements first, first + stride, ... (count of them, at most kFloatSpan) of a float-path op:
 // every load first, then the math, then every store, so that the loads of a thread overlap.
 constexpr int32_t kFloatSpan = 4;
@@ -559,17 +574,8 @@ ALPA_HD void FloatElementwiseSpan(const ElementwiseArgs& a, int64_t first, int64
   }
   for (int32_t k = 0; k < kFloatSpan; ++k) {
     if (k >= count) break;
-    float v = 0.0f;
-    if (a.kind == OpKind::kSelect) {
-      v = x[k] != 0.0f ? y[k] : z[k];
-    } else if (a.operand_count == 1) {
-      v = FloatUnary(a.kind, x[k]);
-    } else {
-      v = FloatBinary(a.kind, a.comparison, x[k], y[k]);
-    }
-    if (v != v) v = FloatNaN();
-    if (a.rounding.round) v = RoundFloatTo(v, a.rounding.round_to);
-    StoreFloat(a.out, a.out_storage, first + k * stride, v);
+    StoreFloat(a.out, a.out_storage, first + k * stride,
+               FloatElementwiseValue(a, x[k], y[k], z[k]));
   }
 }
 

@@ -25,8 +25,52 @@ __global__ void RawStridedCopyKernel(CopyArgs args) {
   }
 }
 
+// A 16-byte pack of destination elements (SpansFit): thread s writes elements [s * span,
+// (s + 1) * span) of the walk, which lie in one run of the innermost dim: one division for
+// the pack, its source elements a_inner apart.
+template <typename T>
+struct alignas(16) Pack16 {
+  static constexpr int64_t kSpan = 16 / sizeof(T);
+  T v[16 / sizeof(T)];
+};
+
+template <typename T>
+__global__ void RawSpanCopyKernel(CopyArgs c, int64_t spans) {
+  constexpr int64_t kSpan = Pack16<T>::kSpan;
+  const int64_t a_inner = c.walk.a_stride[c.walk.rank - 1];
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t s = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; s < spans;
+       s += step) {
+    int64_t a = 0, b = 0;
+    WalkOffsets(c.walk, s * kSpan, &a, &b);
+    Pack16<T> p;
+    for (int64_t k = 0; k < kSpan; ++k) p.v[k] = static_cast<const T*>(c.src)[a + k * a_inner];
+    *reinterpret_cast<Pack16<T>*>(static_cast<T*>(c.dst) + b) = p;
+  }
+}
+
+// Whether every pack of the walk is one aligned 16-byte run of the destination.
+template <typename T>
+bool SpansFit(const CopyArgs& c) {
+  const int64_t span = Pack16<T>::kSpan;
+  const StridedWalk& w = c.walk;
+  if (w.rank == 0 || w.b_stride[w.rank - 1] != 1 || w.shape[w.rank - 1] % span != 0 ||
+      w.b_base % span != 0 || reinterpret_cast<uintptr_t>(c.dst) % 16 != 0) {
+    return false;
+  }
+  for (int32_t d = 0; d + 1 < w.rank; ++d) {
+    if (w.b_stride[d] % span != 0) return false;
+  }
+  return true;
+}
+
 template <typename T>
 void LaunchRawCopy(const LaunchContext& ctx, const CopyArgs& c) {
+  if (SpansFit<T>(c)) {
+    const int64_t spans = c.walk.count / Pack16<T>::kSpan;
+    RawSpanCopyKernel<T><<<BlocksFor(spans), kThreadsPerBlock, 0, ctx.stream>>>(c, spans);
+    return;
+  }
   RawStridedCopyKernel<T><<<BlocksFor(c.walk.count), kThreadsPerBlock, 0, ctx.stream>>>(c);
 }
 

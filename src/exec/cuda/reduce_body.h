@@ -46,9 +46,14 @@ ALPA_HD double CombineReduce(bool is_max, double earlier, double later) {
 ALPA_HD double ReduceChunk(const ReduceArgs& r, int64_t x_base, int64_t begin, int64_t end,
                            int64_t step) {
   double acc = ReduceIdentity(r.is_max);
+  const bool one_dim = r.reduced.rank == 1;  // a row: no division per element
   for (int64_t k = begin; k < end; k += step) {
     int64_t a = 0, unused = 0;
-    WalkOffsets(r.reduced, k, &a, &unused);
+    if (one_dim) {
+      a = r.reduced.a_base + k * r.reduced.a_stride[0];
+    } else {
+      WalkOffsets(r.reduced, k, &a, &unused);
+    }
     acc = CombineReduce(r.is_max, acc, LoadElement(r.x, r.x_storage, x_base + a));
   }
   return acc;

@@ -36,6 +36,13 @@ void EncodeStorage(const double* values, int64_t count, DType round_to, DType st
 
 void EncodeStorageInto(const double* values, int64_t count, DType round_to, DType storage,
                        void* bytes) {
+  if (round_to == DType::kBF16 && storage == DType::kBF16) {  // the common feed: one loop
+    uint16_t* out = static_cast<uint16_t*>(bytes);
+    ForChunks(count, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = EncodeBf16(values[i]);
+    });
+    return;
+  }
   ForChunks(count, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       StoreElement(bytes, storage, i,
