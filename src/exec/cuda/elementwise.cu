@@ -1,6 +1,7 @@
 // Elementwise kernels: unary, binary and select ops (kernel_math.h's ElementwiseAt), and the
 // sources constant and iota. One thread per element in a grid-stride loop.
 #include "exec/cuda/kernel_launch.h"
+#include "exec/cuda/packed_elements.h"
 
 namespace alpa {
 namespace cuda {
@@ -27,56 +28,8 @@ __global__ void FloatElementwiseKernel(ElementwiseArgs args, int64_t n) {
   }
 }
 
-// The packed float path: thread g takes elements 8g .. 8g + 7, each operand and the result
-// moved as 16-byte (f32: two), 16-byte (bf16) or 8-byte (pred) words. For n a multiple of 8 and
-// every pointer 16-byte aligned (PacksEight).
-constexpr int64_t kPack = 8;
-
-__device__ void LoadEight(const void* data, DType storage, int64_t first, float (&v)[kPack]) {
-  if (storage == DType::kF32) {
-    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(data) + first);
-    const float4 lo = p[0], hi = p[1];
-    v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
-    v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
-  } else if (storage == DType::kBF16) {
-    const uint4 w = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(data) + first);
-    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-    for (int j = 0; j < 4; ++j) {
-      v[2 * j] = FloatOfBits(words[j] << 16);
-      v[2 * j + 1] = FloatOfBits(words[j] & 0xffff0000u);
-    }
-  } else {  // kPred
-    const uint2 w = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(data) + first);
-    for (int j = 0; j < 4; ++j) {
-      v[j] = ((w.x >> (8 * j)) & 0xffu) != 0 ? 1.0f : 0.0f;
-      v[4 + j] = ((w.y >> (8 * j)) & 0xffu) != 0 ? 1.0f : 0.0f;
-    }
-  }
-}
-
-__device__ void StoreEight(void* data, DType storage, int64_t first, const float (&v)[kPack]) {
-  if (storage == DType::kF32) {
-    float4* p = reinterpret_cast<float4*>(static_cast<float*>(data) + first);
-    p[0] = make_float4(v[0], v[1], v[2], v[3]);
-    p[1] = make_float4(v[4], v[5], v[6], v[7]);
-  } else if (storage == DType::kBF16) {
-    uint32_t words[4];
-    for (int j = 0; j < 4; ++j) {
-      words[j] = static_cast<uint32_t>(Bf16BitsOf(v[2 * j])) |
-                 (static_cast<uint32_t>(Bf16BitsOf(v[2 * j + 1])) << 16);
-    }
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(data) + first) =
-        make_uint4(words[0], words[1], words[2], words[3]);
-  } else {  // kPred
-    uint32_t lo = 0, hi = 0;
-    for (int j = 0; j < 4; ++j) {
-      lo |= (v[j] != 0.0f ? 1u : 0u) << (8 * j);
-      hi |= (v[4 + j] != 0.0f ? 1u : 0u) << (8 * j);
-    }
-    *reinterpret_cast<uint2*>(static_cast<uint8_t*>(data) + first) = make_uint2(lo, hi);
-  }
-}
-
+// The packed float path: thread g takes elements 8g .. 8g + 7 (packed_elements.h), for n a
+// multiple of 8 and every pointer 16-byte aligned (PacksEight).
 __global__ void PackedFloatElementwiseKernel(ElementwiseArgs a, int64_t groups) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < groups;
@@ -148,7 +101,15 @@ Status LaunchFill(const LaunchContext& ctx, void* out, DType storage, int64_t n,
   // The stored element, made once on the host.
   unsigned char element[8] = {};
   StoreElement(element, storage, 0, FinishValue(value, rounding));
-  switch (DTypeBytes(storage)) {
+  const int64_t width = DTypeBytes(storage);
+  if ((n * width) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
+    // 16-byte words of the repeated element.
+    unsigned char word[16];
+    for (int k = 0; k < 16; ++k) word[k] = element[k % width];
+    LaunchFillBits<uint4>(ctx, out, n * width / 16, word);
+    return CheckLaunch(what);
+  }
+  switch (width) {
     case 1:
       LaunchFillBits<uint8_t>(ctx, out, n, element);
       break;

@@ -498,9 +498,24 @@ ALPA_HD bool FloatPathKind(OpKind kind) {
   }
 }
 
-// Whether ElementwiseAt(a, i) and FloatElementwiseAt(a, i) store the same bits.
+// exp, log, tanh and rsqrt, whose float functions are within 2 ulps of f32 (CUDA's and the
+// host's): a result stored as bf16 is then within one bf16 ulp of the double path's (equal
+// unless the exact value lies within 2 f32 ulps of a rounding boundary, about one in 2^15).
+ALPA_HD bool ApproximateFloatKind(OpKind kind) {
+  return kind == OpKind::kExp || kind == OpKind::kLog || kind == OpKind::kTanh ||
+         kind == OpKind::kRsqrt;
+}
+
+// The precision a result ends in: its rounding's dtype, else its storage's.
+ALPA_HD DType FinalPrecision(const ElementwiseArgs& a) {
+  return a.rounding.round ? a.rounding.round_to : a.out_storage;
+}
+
+// Whether FloatElementwiseAt(a, i) may stand for ElementwiseAt(a, i): the same bits for the
+// exact kinds, within one ulp of bf16 for the approximate kinds ending in bf16.
 ALPA_HD bool UsesFloatPath(const ElementwiseArgs& a) {
-  if (!FloatPathKind(a.kind) || !FloatPathStorage(a.out_storage)) return false;
+  const bool approximate = ApproximateFloatKind(a.kind) && FinalPrecision(a) == DType::kBF16;
+  if (!(FloatPathKind(a.kind) || approximate) || !FloatPathStorage(a.out_storage)) return false;
   for (int32_t k = 0; k < a.operand_count; ++k) {
     if (!FloatPathStorage(a.in_storage[k])) return false;
   }
@@ -519,6 +534,14 @@ ALPA_HD float FloatUnary(OpKind kind, float x) {
       return sqrtf(x);
     case OpKind::kRelu:
       return x != x ? x : (x > 0.0f ? x : 0.0f);
+    case OpKind::kExp:
+      return expf(x);
+    case OpKind::kLog:
+      return logf(x);
+    case OpKind::kTanh:
+      return tanhf(x);
+    case OpKind::kRsqrt:
+      return 1.0f / sqrtf(x);
     default:  // kConvert: the rounding converts
       return x;
   }

@@ -3,6 +3,7 @@
 // fixed order, no atomics), reduce_window (a thread per window) and select_and_scatter (a thread
 // per source element, atomics on a double scratch, then one rounding to the dtype).
 #include "exec/cuda/kernel_launch.h"
+#include "exec/cuda/packed_elements.h"
 #include "exec/cuda/reduce_body.h"
 
 namespace alpa {
@@ -51,6 +52,43 @@ __global__ void ReduceWarpPerOutputKernel(ReduceArgs r, int64_t n) {
     }
     if (lane == 0) StoreElement(r.out, r.out_storage, out_offset, FinishValue(acc, r.rounding));
   }
+}
+
+// ReduceWarpPerOutputKernel for rows that PacksRows: lane t reduces packs t, t + 32, ... of
+// eight elements (16-byte loads), each pack in order.
+__global__ void ReducePackedWarpKernel(ReduceArgs r, int64_t n) {
+  const int32_t lane = static_cast<int32_t>(threadIdx.x) % kWarpThreads;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarpThreads);
+  const int64_t packs = r.reduced.count / kPack;
+  for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpThreads;
+       o < n; o += warps) {  // uniform across the warp
+    int64_t x_base = 0, out_offset = 0;
+    WalkOffsets(r.kept, o, &x_base, &out_offset);
+    double acc = ReduceIdentity(r.is_max);
+    for (int64_t p = lane; p < packs; p += kWarpThreads) {
+      float v[kPack];
+      LoadEight(r.x, r.x_storage, x_base + p * kPack, v);
+      for (int k = 0; k < kPack; ++k) acc = CombineReduce(r.is_max, acc, static_cast<double>(v[k]));
+    }
+    for (int32_t half = kWarpThreads / 2; half > 0; half /= 2) {
+      const double later = __shfl_down_sync(0xffffffffu, acc, half);
+      if (lane < half) acc = CombineReduce(r.is_max, acc, later);
+    }
+    if (lane == 0) StoreElement(r.out, r.out_storage, out_offset, FinishValue(acc, r.rounding));
+  }
+}
+
+// Whether the rows of a warp reduction may be read in packs: f32 or bf16 rows, contiguous, a
+// multiple of 8 long, each starting 16-byte aligned.
+bool PacksRows(const ReduceArgs& r) {
+  const StridedWalk& red = r.reduced;
+  if (red.rank != 1 || red.a_stride[0] != 1 || red.count % kPack != 0) return false;
+  if (r.x_storage != DType::kF32 && r.x_storage != DType::kBF16) return false;
+  if (reinterpret_cast<uintptr_t>(r.x) % 16 != 0 || r.kept.a_base % kPack != 0) return false;
+  for (int32_t d = 0; d < r.kept.rank; ++d) {
+    if (r.kept.a_stride[d] % kPack != 0) return false;
+  }
+  return true;
 }
 
 // Split reductions (ReduceSplit): block (o, c) reduces chunk c of output o's row, its threads
@@ -150,7 +188,11 @@ Status LaunchReduceOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
     const int64_t rows_per_block = kThreadsPerBlock / kWarpThreads;
     const unsigned blocks = static_cast<unsigned>(
         std::min<int64_t>((n + rows_per_block - 1) / rows_per_block, kMaxBlocks));
-    ReduceWarpPerOutputKernel<<<blocks, kThreadsPerBlock, 0, ctx.stream>>>(r, n);
+    if (PacksRows(r)) {
+      ReducePackedWarpKernel<<<blocks, kThreadsPerBlock, 0, ctx.stream>>>(r, n);
+    } else {
+      ReduceWarpPerOutputKernel<<<blocks, kThreadsPerBlock, 0, ctx.stream>>>(r, n);
+    }
   } else if (UsesBlockReduce(r, n)) {
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n, kMaxBlocks));
     ReduceBlockPerOutputKernel<<<blocks, kReduceBlockThreads, 0, ctx.stream>>>(r, n);
