@@ -91,7 +91,8 @@ class Incumbent {
   // Offers an answer of the local search, which RunLocalSearch has already checked against
   // this same core (WorkObjective, WorkMemoryFeasible): no second walk over the rows.
   bool OfferChecked(const LocalSearchResult& search, const char* phase) {
-    if (!search.found || search.assignment.size() != static_cast<size_t>(core_.node_count())) {
+    if (!search.found || !search.checked ||
+        search.assignment.size() != static_cast<size_t>(core_.node_count())) {
       return !stop_;
     }
     if (!found_ || search.objective < objective_) Keep(search.assignment, search.objective, phase);
@@ -356,9 +357,22 @@ void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool lar
   };
   const SolveControl heuristic_control =
       control.WithinSeconds(HeuristicSecondsCap(control, exact_follows, options.deterministic));
-  for (const LocalSearchResult& search :
-       RunSearches(core, heuristic_control, search_options, searches, threads, stop)) {
-    if (search.found) stop.Sync(!incumbent.OfferChecked(search, "heuristic"));
+  std::vector<LocalSearchResult> results =
+      RunSearches(core, heuristic_control, search_options, searches, threads, stop);
+  // Unchecked answers (the searches of a cancelled solve) best first: Offer checks the first
+  // and, once one is kept, skips the memory check of those that are not better.
+  std::stable_sort(results.begin(), results.end(),
+                   [](const LocalSearchResult& a, const LocalSearchResult& b) {
+                     if (a.checked != b.checked) return a.checked;
+                     return !a.checked && a.objective < b.objective;
+                   });
+  for (const LocalSearchResult& search : results) {
+    if (!search.found) continue;
+    if (search.checked) {
+      stop.Sync(!incumbent.OfferChecked(search, "heuristic"));
+    } else {
+      stop.Sync(!incumbent.Offer(search.assignment, "heuristic"));
+    }
   }
 }
 

@@ -370,6 +370,12 @@ LocalSearchResult RunLocalSearch(const WorkProblem& problem, const SolveControl&
   const std::vector<int32_t> best = searcher.Run(start);
   if (best.empty()) return result;
   result.assignment = contracted.Expand(best);
+  if (control.cancelled()) {
+    result.found = true;
+    result.checked = false;
+    result.objective = searcher.best_objective();
+    return result;
+  }
   // The answer is checked against the input problem itself, not the contracted one.
   result.objective = WorkObjective(problem, result.assignment);
   if (!std::isfinite(static_cast<double>(result.objective)) ||

@@ -38,6 +38,11 @@ struct LocalSearchResult {
   bool found = false;  // a feasible assignment was found
   std::vector<int32_t> assignment;
   long double objective = 0;  // includes problem.constant
+  // Whether `assignment` was checked against the input problem (WorkObjective,
+  // WorkMemoryFeasible). A search stopped by a cancel skips the check, which walks every memory
+  // row, and hands over its best as found: the caller checks the best of several searches once
+  // instead of every search checking its own while the cancel waits.
+  bool checked = true;
 };
 
 LocalSearchResult RunLocalSearch(const WorkProblem& problem, const SolveControl& control,

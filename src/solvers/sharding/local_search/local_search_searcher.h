@@ -46,6 +46,8 @@ class Searcher {
   std::vector<int32_t> Run(const std::vector<int32_t>& start);
   // The last objective passed to on_improve (+inf if none).
   long double reported() const { return reported_; }
+  // The best feasible objective found (including the problem's constant); +inf when none.
+  long double best_objective() const { return best_cost_ + problem_.constant; }
   bool cancelled_by_callback() const { return cancelled_by_callback_; }
 
  private:
