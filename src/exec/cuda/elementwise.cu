@@ -1,5 +1,8 @@
-// Elementwise kernels: unary, binary and select ops (kernel_math.h's ElementwiseAt), and the
-// sources constant and iota. One thread per element in a grid-stride loop.
+// Elementwise kernels: unary, binary and select ops, and the sources constant and iota, in
+// grid-stride loops. Ops of f32 / bf16 / pred values that the float path covers (kernel_math.h's
+// UsesFloatPath) run in float, eight elements per thread in 16-byte words where the sizes and
+// pointers allow, else four per thread; the rest run ElementwiseAt in double, one per thread.
+// A constant writes its stored bits, in 16-byte words where it can.
 #include "exec/cuda/kernel_launch.h"
 #include "exec/cuda/packed_elements.h"
 

@@ -1,7 +1,9 @@
-// Data movement: one strided-copy kernel (strided_index.h's CopyAt over a StridedWalk) serves
+// Data movement: strided copies over a StridedWalk (simplified first: SimplifyWalk) serve
 // broadcast_in_dim, reshape, transpose, slice, concatenate (one walk per operand), pad (after a
 // fill with its value; negative padding crops, interior padding spreads) and reverse, as well as
-// the runner's box copies.
+// the runner's box copies. A copy that moves stored elements unchanged (CopiesBytes) is one
+// cudaMemcpyAsync where both views are dense, else a kernel moving the storage's words, 16 bytes
+// of destination per thread where the innermost dim allows; others convert through CopyAt.
 #include "exec/cuda/kernel_launch.h"
 
 namespace alpa {

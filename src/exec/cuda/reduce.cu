@@ -1,7 +1,10 @@
-// Reductions: reduce_sum / reduce_max over any dims (a thread per output for short reductions,
-// a block per output for long rows such as softmax and layer-norm rows; double accumulation in a
-// fixed order, no atomics), reduce_window (a thread per window) and select_and_scatter (a thread
-// per source element, atomics on a double scratch, then one rounding to the dtype).
+// Reductions: reduce_sum / reduce_max over any dims, in double with a fixed order and no
+// atomics: a thread per output for short reductions, a warp per row for many long contiguous
+// rows (softmax and layer-norm rows; 16-byte loads where they fit), a block per output for other
+// long ones, and a split into chunks and a second pass where the outputs are too few to fill the
+// GPU (full reductions, bias gradients: reduce_body.h's ReduceSplit); reduce_window (a thread
+// per window) and select_and_scatter (a thread per source element, atomics on a double scratch,
+// then one rounding to the dtype).
 #include "exec/cuda/kernel_launch.h"
 #include "exec/cuda/packed_elements.h"
 #include "exec/cuda/reduce_body.h"
