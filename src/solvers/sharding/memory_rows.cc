@@ -473,4 +473,36 @@ Status SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>
   return Status::Ok();
 }
 
+void IndexMemoryIntervals(WorkProblem* problem, const SolveControl& control) {
+  if (control.expired()) return;
+  MemoryIntervals m;
+  m.first.assign(problem->memory_items.size(), -1);
+  m.last.assign(problem->memory_items.size(), -1);
+  m.rows = static_cast<int64_t>(problem->memory_rows.size());
+  PeriodicCheck check(control, kEntriesBetweenChecks);
+  bool consecutive = true;
+  for (size_t r = 0; r < problem->memory_rows.size() && consecutive; ++r) {
+    const std::vector<int32_t>& items = problem->memory_rows[r].items;
+    if (check.stop(static_cast<int64_t>(items.size()))) return;
+    m.entries += static_cast<int64_t>(items.size());
+    const int32_t row = static_cast<int32_t>(r);
+    for (int32_t x : items) {
+      const size_t i = static_cast<size_t>(x);
+      if (i >= m.first.size()) return;  // not a valid item: leave the rows to be walked
+      // An item either starts here or continues from the row before (once per row: rows hold
+      // no item twice).
+      if (m.first[i] < 0) {
+        m.first[i] = row;
+      } else if (m.last[i] != row - 1) {
+        consecutive = false;
+        break;
+      }
+      m.last[i] = row;
+    }
+  }
+  if (!consecutive) return;
+  m.valid = true;
+  problem->memory_intervals = std::move(m);
+}
+
 }  // namespace alpa

@@ -42,4 +42,9 @@ Status BuildMemoryRows(const ShardingProblem& problem, const std::vector<int32_t
 Status SimplifyMemoryRows(std::vector<MemoryItem>* items, std::vector<MemoryRow>* rows,
                           int64_t subset_budget, const SolveControl& control);
 
+// Sets problem->memory_intervals when every item's rows are consecutive (each item in rows
+// first..last and no other), else leaves it not valid. One pass over the row entries; stops
+// (not valid) once `control` has expired.
+void IndexMemoryIntervals(WorkProblem* problem, const SolveControl& control);
+
 }  // namespace alpa

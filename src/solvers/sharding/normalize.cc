@@ -348,6 +348,7 @@ Result<NormalizedProblem> Normalize(const ShardingProblem& problem, const SolveC
     if (all_zero) continue;
     work.edges.push_back(WorkEdge{e.a, e.b, std::move(m)});
   }
+  IndexMemoryIntervals(&work, control);
   return out;
 }
 

@@ -179,6 +179,7 @@ void ReductionEngine::BuildCore() {
     out_.stopped_ = true;  // it fails only on a stop
     return;
   }
+  IndexMemoryIntervals(&core, control_);
   core.constant = input_.constant + folded_;
 }
 
