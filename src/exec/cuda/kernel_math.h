@@ -349,9 +349,11 @@ ALPA_HD double Power(double x, double y) {
   return pow(x, y);
 }
 
-// Integer division is formed in double and truncated (and saturated on division by zero) by the
-// rounding to the integer dtype, as in the interpreter.
-ALPA_HD double ApplyBinary(OpKind kind, Comparison c, double x, double y) {
+// +, -, *, /, max and min (NaN-propagating: the quiet NaN) and compare (1 or 0) in T: the
+// double path's ApplyBinary and the float path's arithmetic; other kinds give NaN.
+template <typename T>
+ALPA_HD T ApplyArithmetic(OpKind kind, Comparison c, T x, T y) {
+  const T nan = static_cast<T>(QuietNaN());
   switch (kind) {
     case OpKind::kAdd:
       return x + y;
@@ -362,16 +364,20 @@ ALPA_HD double ApplyBinary(OpKind kind, Comparison c, double x, double y) {
     case OpKind::kDiv:
       return x / y;
     case OpKind::kMax:
-      return IsNaN(x) || IsNaN(y) ? QuietNaN() : (x > y ? x : y);
+      return x != x || y != y ? nan : (x > y ? x : y);
     case OpKind::kMin:
-      return IsNaN(x) || IsNaN(y) ? QuietNaN() : (x < y ? x : y);
-    case OpKind::kPow:
-      return Power(x, y);
+      return x != x || y != y ? nan : (x < y ? x : y);
     case OpKind::kCompare:
-      return ApplyCompare(c, x, y) ? 1.0 : 0.0;
+      return ApplyCompare(c, x, y) ? static_cast<T>(1) : static_cast<T>(0);
     default:
-      return QuietNaN();
+      return nan;
   }
+}
+
+// Integer division is formed in double and truncated (and saturated on division by zero) by the
+// rounding to the integer dtype, as in the interpreter.
+ALPA_HD double ApplyBinary(OpKind kind, Comparison c, double x, double y) {
+  return kind == OpKind::kPow ? Power(x, y) : ApplyArithmetic<double>(kind, c, x, y);
 }
 
 // max that propagates NaN, keeping the earlier value on ties (the interpreter's reduce_max).
@@ -547,25 +553,6 @@ ALPA_HD float FloatUnary(OpKind kind, float x) {
   }
 }
 
-ALPA_HD float FloatBinary(OpKind kind, Comparison c, float x, float y) {
-  switch (kind) {
-    case OpKind::kAdd:
-      return x + y;
-    case OpKind::kSub:
-      return x - y;
-    case OpKind::kMul:
-      return x * y;
-    case OpKind::kDiv:
-      return x / y;
-    case OpKind::kMax:
-      return x != x || y != y ? FloatNaN() : (x > y ? x : y);
-    case OpKind::kMin:
-      return x != x || y != y ? FloatNaN() : (x < y ? x : y);
-    default:  // kCompare
-      return ApplyCompare(c, x, y) ? 1.0f : 0.0f;
-  }
-}
-
 // A float-path op's result for operand values x, y, z (those it has), rounded as stored.
 ALPA_HD float FloatElementwiseValue(const ElementwiseArgs& a, float x, float y, float z) {
   float v = 0.0f;
@@ -574,7 +561,7 @@ ALPA_HD float FloatElementwiseValue(const ElementwiseArgs& a, float x, float y, 
   } else if (a.operand_count == 1) {
     v = FloatUnary(a.kind, x);
   } else {
-    v = FloatBinary(a.kind, a.comparison, x, y);
+    v = ApplyArithmetic<float>(a.kind, a.comparison, x, y);
   }
   if (v != v) v = FloatNaN();
   if (a.rounding.round) v = RoundFloatTo(v, a.rounding.round_to);

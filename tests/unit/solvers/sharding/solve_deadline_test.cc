@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -36,6 +38,19 @@ ShardingProblem GridWithMemory(int32_t nodes, int32_t max_strategies, uint64_t s
   spec.memory = testing::MemoryMode::kIntervals;
   spec.limit_tightness = 0.5;
   return testing::RandomProblem(spec, seed);
+}
+
+// IOPDDL problem `letter` from the shared data; nullopt when the data is absent (the test then
+// skips) or unreadable (a failure is recorded).
+std::optional<ShardingProblem> ReadIopddl(const std::string& letter) {
+  const std::string path = testing::SharedDataPath("asplos-2025-iopddl-" + letter + ".json.gz");
+  if (path.empty()) return std::nullopt;
+  Result<ShardingProblem> problem = ReadProblemFile(path);
+  if (!problem.ok()) {
+    ADD_FAILURE() << path << ": " << problem.status().message();
+    return std::nullopt;
+  }
+  return std::move(problem).value();
 }
 
 void ExpectFeasibleAnswer(const ShardingProblem& problem, const SolveResult& result) {
@@ -117,20 +132,18 @@ TEST(SolveDeadline, ACancelFromAnotherThreadEndsTheSolveAsCancelled) {
 // The bug: the token was read only when the solver reported progress, so a cancel while
 // GLPK solved the root LP of IOPDDL G was ignored and the solve returned OPTIMAL later.
 TEST(SolveDeadline, ACancelDuringTheExactPhaseOfIopddlGIsNotIgnored) {
-  const std::string path = testing::SharedDataPath("asplos-2025-iopddl-G.json.gz");
-  if (path.empty()) GTEST_SKIP() << "shared IOPDDL data not present";
-  Result<ShardingProblem> problem = ReadProblemFile(path);
-  ASSERT_TRUE(problem.ok()) << problem.status().message();
+  const std::optional<ShardingProblem> problem = ReadIopddl("G");
+  if (!problem) GTEST_SKIP() << "shared IOPDDL data not present or unreadable";
   std::atomic<bool> cancel{false};
   SolveOptions options;
   options.cancel = &cancel;
   DelayedCancel trigger(&cancel, 0.8);
-  const SolveResult result = SolveSharding(problem.value(), options);
+  const SolveResult result = SolveSharding(*problem, options);
   const double latency = trigger.SecondsFromTriggerTo(Clock::now());
   if (latency < 0) GTEST_SKIP() << "G was solved before the cancel (a fast machine)";
   EXPECT_EQ(result.status, SolveStatus::kCancelled) << SolveStatusName(result.status);
   EXPECT_LT(latency, 2.0);
-  if (!result.assignment.empty()) ExpectFeasibleAnswer(problem.value(), result);
+  if (!result.assignment.empty()) ExpectFeasibleAnswer(*problem, result);
 }
 
 // The bug: a cancel waited for whole passes over the memory rows (tens of millions of entries on
@@ -139,21 +152,19 @@ TEST(SolveDeadline, ACancelDuringTheExactPhaseOfIopddlGIsNotIgnored) {
 // now reads the control; the bound here is loose (a noisy machine), the bench measures the
 // latency itself (bench/solve_deadlines.py).
 TEST(SolveDeadline, ACancelDuringThePreparationOrSearchOfIopddlSIsCancelled) {
-  const std::string path = testing::SharedDataPath("asplos-2025-iopddl-S.json.gz");
-  if (path.empty()) GTEST_SKIP() << "shared IOPDDL data not present";
-  Result<ShardingProblem> problem = ReadProblemFile(path);
-  ASSERT_TRUE(problem.ok()) << problem.status().message();
+  const std::optional<ShardingProblem> problem = ReadIopddl("S");
+  if (!problem) GTEST_SKIP() << "shared IOPDDL data not present or unreadable";
   for (double delay : {0.2, 1.5}) {
     std::atomic<bool> cancel{false};
     SolveOptions options;
     options.cancel = &cancel;
     DelayedCancel trigger(&cancel, delay);
-    const SolveResult result = SolveSharding(problem.value(), options);
+    const SolveResult result = SolveSharding(*problem, options);
     const double latency = trigger.SecondsFromTriggerTo(Clock::now());
     ASSERT_GE(latency, 0) << "S was solved before a cancel after " << delay << " s";
     EXPECT_EQ(result.status, SolveStatus::kCancelled) << SolveStatusName(result.status);
     EXPECT_LT(latency, 2.0) << "cancelled after " << delay << " s";
-    if (!result.assignment.empty()) ExpectFeasibleAnswer(problem.value(), result);
+    if (!result.assignment.empty()) ExpectFeasibleAnswer(*problem, result);
   }
 }
 
@@ -162,10 +173,8 @@ TEST(SolveDeadline, ACancelDuringThePreparationOrSearchOfIopddlSIsCancelled) {
 // to make while the cancel waited), and the solver checks the best one once. The answer is
 // still returned, and it is feasible.
 TEST(SolveDeadline, ACancelledMultiSearchSolveReturnsItsBestAnswerChecked) {
-  const std::string path = testing::SharedDataPath("asplos-2025-iopddl-S.json.gz");
-  if (path.empty()) GTEST_SKIP() << "shared IOPDDL data not present";
-  Result<ShardingProblem> problem = ReadProblemFile(path);
-  ASSERT_TRUE(problem.ok()) << problem.status().message();
+  const std::optional<ShardingProblem> problem = ReadIopddl("S");
+  if (!problem) GTEST_SKIP() << "shared IOPDDL data not present or unreadable";
   std::atomic<bool> cancel{false};
   SolveOptions options;
   options.cancel = &cancel;
@@ -176,10 +185,10 @@ TEST(SolveDeadline, ACancelledMultiSearchSolveReturnsItsBestAnswerChecked) {
     if (std::string(p.phase) == "heuristic" && ++reports == 2) cancel.store(true);
     return true;
   };
-  const SolveResult result = SolveSharding(problem.value(), options);
+  const SolveResult result = SolveSharding(*problem, options);
   ASSERT_TRUE(cancel.load()) << "the heuristic reported fewer than two answers";
   EXPECT_EQ(result.status, SolveStatus::kCancelled) << SolveStatusName(result.status);
-  ExpectFeasibleAnswer(problem.value(), result);
+  ExpectFeasibleAnswer(*problem, result);
 }
 
 // The memory-row simplification, which had no control at all, stops on a cancel with the
