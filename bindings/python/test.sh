@@ -11,6 +11,10 @@
 # Exits non-zero on any failure.
 set -euo pipefail
 
+# links LIB NAME: whether LIB links a library whose path contains NAME. grep reads all of ldd's
+# output (no -q): under pipefail, an early exit would give ldd SIGPIPE and the test a false "no".
+links() { ldd "$1" | grep "$2" >/dev/null; }
+
 PREFIX=${1:?usage: bindings/python/test.sh PREFIX (an install prefix of libalpa)}
 PREFIX=$(cd "$PREFIX" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,7 +59,7 @@ for d in lib lib64 lib/x86_64-linux-gnu; do
 done
 if [ -z "$LIB" ]; then echo "no libalpa.so under $PREFIX" >&2; exit 1; fi
 frameworks=${ALPA_PY_FRAMEWORKS:-1}
-if ldd "$LIB" | grep -q libasan; then frameworks=0; fi
+if links "$LIB" libasan; then frameworks=0; fi
 if [ "$frameworks" = 1 ]; then
   step "pip install jax jaxlib torch transformers"
   start=$(date +%s)
@@ -89,7 +93,7 @@ grep -q "^Plan: " "$WORK/plan.out"
 
 # ---- the same tests against the prefix's libalpa ($LIB, found above) ----
 extra_env=()
-if ldd "$LIB" | grep -q libasan; then
+if links "$LIB" libasan; then
   # Python is not built with ASan: preload the runtime; CPython's own allocations are not ours
   # to report, so leak detection is off (the tests count handles instead).
   # libstdc++ is preloaded too: the interpreter does not link it, and ASan's __cxa_throw
@@ -102,7 +106,7 @@ else
   step "pytest against $LIB"
 fi
 ignore=()
-if ldd "$LIB" | grep -q libnccl; then
+if links "$LIB" libnccl; then
   # A libalpa built with ALPA_WITH_CUDA links the system's NCCL (libnccl.so.2). PyTorch's CUDA
   # wheel brings its own, newer NCCL under the same name, and in one process the one loaded first
   # serves both: after `import alpa`, `import torch` fails ("undefined symbol: ncclCommResume").
