@@ -607,6 +607,11 @@ ALPA_API int64_t alpa_graph_op_attrs(const alpa_graph* graph, int32_t op, int64_
                                      int64_t capacity);
 /** The op's name ("" if none or for a bad id); valid until the graph changes or is destroyed. */
 ALPA_API const char* alpa_graph_op_name(const alpa_graph* graph, int32_t op);
+/** Where the op came from in the program it was imported from ("" if none or for a bad id):
+ * for alpa_graph_read_hlo_file / _buffer, the metadata op_name of the HLO
+ * instruction it was lowered from ("jit(step)/jvp(layers_3)/dot_general"); the JSON field
+ * "source". No pass reads it. Valid until the graph changes or is destroyed. */
+ALPA_API const char* alpa_graph_op_source(const alpa_graph* graph, int32_t op);
 /** Count-then-fill over the graph's outputs. */
 ALPA_API int64_t alpa_graph_outputs(const alpa_graph* graph, int32_t* out, int64_t capacity);
 

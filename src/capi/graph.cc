@@ -500,6 +500,11 @@ ALPA_API const char* alpa_graph_op_name(const alpa_graph* graph, int32_t op) {
   return o ? o->name.c_str() : "";
 }
 
+ALPA_API const char* alpa_graph_op_source(const alpa_graph* graph, int32_t op) {
+  const alpa::Op* o = FindOp(graph, op);
+  return o ? o->source.c_str() : "";
+}
+
 ALPA_API int64_t alpa_graph_outputs(const alpa_graph* graph, int32_t* out, int64_t capacity) {
   return graph == nullptr ? alpa::capi::kFillMisuse : CopyOut(graph->graph.outputs, out, capacity);
 }

@@ -159,6 +159,7 @@ expect graph_hlo_stats 0 '^ops by phase: backward [0-9]+, forward [0-9]+, update
 expect graph_hlo_params 0 '"parameters":130[,}]' -- "$alpa" graph --hlo "$hlo/sgd_step.hlo" --json
 expect graph_hlo_write 0 'wrote .*sgd.json' -- "$alpa" graph --hlo "$hlo/sgd_step.hlo" -o "$tmp/sgd.json"
 expect graph_hlo_read_back 0 '"alias_of": 5' -- cat "$tmp/sgd.json"
+expect graph_hlo_read_back_source 0 '"source": "jit\(sgd_step\)/transpose\(jvp\(layers_2\)\)/' -- cat "$tmp/sgd.json"
 expect graph_hlo_while 1 'scan.hlo: line 72, column 3: instruction "while.5" \(while\): loops are not supported.*unroll=True' -- "$alpa" graph --hlo "$hlo/scan.hlo"
 expect graph_hlo_not_hlo 1 'graph_mlp.json: line 1, column 1: expected "HloModule"' -- "$alpa" graph --hlo "$golden/graph_mlp.json"
 expect graph_hlo_and_file 1 'excludes' -- "$alpa" graph --hlo "$hlo/sgd_step.hlo" --file "$golden/graph_mlp.json"

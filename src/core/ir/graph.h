@@ -174,6 +174,10 @@ struct Op {
   // step; -1 otherwise. Shape and dtype equal the parameter's.
   int32_t alias_of = -1;
   std::string name;
+  // Where the op came from in the program it was imported from: for the HLO importer, the
+  // metadata op_name of the instruction that made it ("jit(step)/jvp(layers_3)/dot_general");
+  // "" if none. Carried for mapping a plan back to that program; no pass reads it.
+  std::string source;
 
   bool operator==(const Op& o) const;
 };

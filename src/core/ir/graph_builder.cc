@@ -81,6 +81,10 @@ void GraphBuilder::SetName(int32_t id, std::string name) {
   if (Usable({id})) graph_.ops[static_cast<size_t>(id)].name = std::move(name);
 }
 
+void GraphBuilder::SetSource(int32_t id, std::string source) {
+  if (Usable({id})) graph_.ops[static_cast<size_t>(id)].source = std::move(source);
+}
+
 void GraphBuilder::AddOutput(int32_t id) {
   if (Usable({id})) graph_.outputs.push_back(id);
 }

@@ -36,10 +36,11 @@ class GraphBuilder {
   // Appends a fully described op (kind, operands, attrs; shape/dtype for sources and convert).
   // Phase and layer come from the context unless `keep_context` is false. Returns its id.
   int32_t Add(Op op, bool keep_context = false);
-  // Sets the role / alias / name of an existing op (e.g. marking an update op).
+  // Sets the role / alias / name / source of an existing op (e.g. marking an update op).
   void SetRole(int32_t id, TensorRole role);
   void SetAlias(int32_t id, int32_t parameter);
   void SetName(int32_t id, std::string name);
+  void SetSource(int32_t id, std::string source);
   void AddOutput(int32_t id);
 
   // x * y for sizes derived from others (3 * hidden, batch * seq): the product, or 0 and a

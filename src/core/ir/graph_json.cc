@@ -193,6 +193,10 @@ class OpReader {
       const Json& value = it.value();
       if (k == "kind" || k == "name") {
         continue;  // read first / by the caller
+      } else if (k == "source") {
+        if (!value.is_string())
+          return Error(k, std::string("expected a string, found ") + value.type_name());
+        op.source = value.get<std::string>();
       } else if (k == "id") {
         int64_t id = 0;
         ALPA_RETURN_IF_ERROR(Int(value, k, std::numeric_limits<int64_t>::min(),

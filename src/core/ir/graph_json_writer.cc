@@ -141,6 +141,10 @@ void AppendOp(const Op& op, int32_t id, std::string* out) {
     *out += ", \"name\": ";
     AppendString(op.name, out);
   }
+  if (!op.source.empty()) {
+    *out += ", \"source\": ";
+    AppendString(op.source, out);
+  }
   if (!op.operands.empty()) {
     *out += ", \"operands\": [";
     for (size_t i = 0; i < op.operands.size(); ++i) {

@@ -28,6 +28,10 @@ struct HloLowering {
   GraphBuilder builder;
   // Per IR op: the HLO op_name metadata of the instruction that made it ("" if none).
   std::vector<std::string> op_names;
+  // The source of the `call` instruction whose computation is being lowered ("" in ENTRY):
+  // the ops of an inlined computation are sourced under it (JAX prints a nested jit's
+  // instructions without the caller's name stack).
+  std::string caller_source;
   // IR ops whose every element is known (splat constants and what is derived from them by
   // convert, broadcast and reshape).
   std::map<int32_t, double> known_splats;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "core/util/printable_text.h"
@@ -74,11 +75,22 @@ Result<std::vector<HloValue>> LowerEntryParameters(HloLowering& lowering,
       return InstructionError(*instruction, lowering.builder.status().message());
     lowering.op_names.resize(static_cast<size_t>(lowering.builder.graph().size()));
     lowering.op_names[static_cast<size_t>(id)] = op_name;
+    lowering.builder.SetSource(id, PrintableText(op_name));
     HloValue value;
     value.id = id;
     parameters.push_back(value);
   }
   return parameters;
+}
+
+// An op's source: its instruction's op_name under the calling instruction's source, as the
+// name stack of an inlined lowering would read ("jit(step)/jvp(layers_1)/jit(inner)" and
+// "select_n" give "jit(step)/jvp(layers_1)/jit(inner)/select_n"); an op_name that already
+// starts with the caller's source is kept. Kept printable UTF-8.
+std::string SourceOf(const std::string& caller_source, const std::string& op_name) {
+  if (caller_source.empty() || op_name.rfind(caller_source, 0) == 0) return PrintableText(op_name);
+  if (op_name.empty()) return caller_source;
+  return caller_source + "/" + PrintableText(op_name);
 }
 
 void FlattenOutputs(const HloValue& value, std::vector<int64_t>& path,
@@ -135,7 +147,13 @@ Result<HloValue> LowerComputation(HloLowering& lowering, const HloComputation& c
         if (callee == nullptr) {
           return InstructionError(instruction, "calls an unknown computation", StatusCode::kParse);
         }
+        const HloAttribute* metadata = instruction.FindAttribute("metadata");
+        std::string caller_source =
+            SourceOf(lowering.caller_source,
+                     metadata == nullptr ? std::string() : MetadataOpName(metadata->value));
+        std::swap(caller_source, lowering.caller_source);
         Result<HloValue> result = LowerComputation(lowering, *callee, operands);
+        std::swap(caller_source, lowering.caller_source);
         if (!result.ok()) return result.status();
         value = std::move(result).value();
       } else {
@@ -148,8 +166,10 @@ Result<HloValue> LowerComputation(HloLowering& lowering, const HloComputation& c
             metadata == nullptr ? std::string() : MetadataOpName(metadata->value);
         const int32_t end = lowering.builder.graph().size();
         lowering.op_names.resize(static_cast<size_t>(end));
+        const std::string source = SourceOf(lowering.caller_source, op_name);
         for (int32_t id = first_new; id < end; ++id) {
           lowering.op_names[static_cast<size_t>(id)] = op_name;
+          lowering.builder.SetSource(id, source);
         }
         if (!value.is_tuple && value.id >= first_new) {
           lowering.builder.SetName(value.id, instruction.name);

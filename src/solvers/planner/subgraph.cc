@@ -118,6 +118,7 @@ std::string StructuralKey(const Graph& graph) {
   Graph g = graph;
   for (Op& op : g.ops) {
     op.name.clear();
+    op.source.clear();
     op.layer = 0;
   }
   Result<std::string> json = WriteGraphJson(g);

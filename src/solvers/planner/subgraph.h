@@ -37,7 +37,7 @@ Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>&
                                  int32_t first, int32_t last);
 
 // A key equal for two graphs exactly when they are the same computation: every field but op
-// names and layer markers (a byte string; compare keys, do not parse them).
+// names, sources and layer markers (a byte string; compare keys, do not parse them).
 std::string StructuralKey(const Graph& graph);
 
 }  // namespace alpa

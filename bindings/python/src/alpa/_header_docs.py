@@ -656,6 +656,17 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                         'returns': 'const char*',
                         'params': ['const alpa_graph* graph', 'int32_t op'],
                         'header': 'alpa.h'},
+ 'alpa_graph_op_source': {'doc': 'Where the op came from in the program it was imported from ("" '
+                                 'if none or for a bad id):\n'
+                                 'for alpa_graph_read_hlo_file / _buffer, the metadata op_name of '
+                                 'the HLO\n'
+                                 'instruction it was lowered from '
+                                 '("jit(step)/jvp(layers_3)/dot_general"); the JSON field\n'
+                                 '"source". No pass reads it. Valid until the graph changes or is '
+                                 'destroyed.',
+                          'returns': 'const char*',
+                          'params': ['const alpa_graph* graph', 'int32_t op'],
+                          'header': 'alpa.h'},
  'alpa_graph_outputs': {'doc': "Count-then-fill over the graph's outputs.",
                         'returns': 'int64_t',
                         'params': ['const alpa_graph* graph', 'int32_t* out', 'int64_t capacity'],

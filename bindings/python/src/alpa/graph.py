@@ -105,6 +105,9 @@ class Op:
     name: str
     alias: int
     value: float
+    # Where the op came from in the program it was imported from (the HLO importer: the
+    # instruction's metadata op_name); "" if none.
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -299,7 +302,8 @@ class Graph(Owner):
         return tuple(buf)
 
     def op(self, i: int) -> Op:
-        """One op's kind, dtype, shape, operands, attribute words, role, phase, layer, name."""
+        """One op's kind, dtype, shape, operands, attribute words, role, phase, layer, name,
+        alias, value and source."""
         if not 0 <= i < self.op_count:
             raise IndexError(f"op {i} out of range (the graph has {self.op_count} ops)")
         p = self._ptr
@@ -316,6 +320,7 @@ class Graph(Owner):
             name=cstr(lib.alpa_graph_op_name(p, i)),
             alias=int(lib.alpa_graph_op_alias(p, i)),
             value=float(lib.alpa_graph_op_value(p, i)),
+            source=cstr(lib.alpa_graph_op_source(p, i)),
         )
 
     @property

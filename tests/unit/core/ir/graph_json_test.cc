@@ -158,6 +158,24 @@ TEST(GraphJson, RoundTripsEveryKindAndAttribute) {
   EXPECT_EQ(WriteGraphJson(back).value(), WriteGraphJson(g).value());
 }
 
+// An op's source (where an importer found it) is kept, written only when not empty, and part of
+// the graph's equality.
+TEST(GraphJson, SourceRoundTrips) {
+  Graph g = AllKindsGraph();
+  const std::string without = WriteGraphJson(g).value();
+  g.ops[3].source = "jit(step)/jvp(layers_3)/dot_general";
+  const std::string text = WriteGraphJson(g).value();
+  EXPECT_EQ(text.size() - without.size(),
+            std::string(", \"source\": \"jit(step)/jvp(layers_3)/dot_general\"").size());
+  EXPECT_NE(text.find("\"source\": \"jit(step)/jvp(layers_3)/dot_general\""), std::string::npos);
+  const Graph back = RoundTrip(g);
+  EXPECT_EQ(back.op(3).source, "jit(step)/jvp(layers_3)/dot_general");
+  EXPECT_TRUE(back == g);
+  Graph other = g;
+  other.ops[3].source = "jit(step)/dot_general";
+  EXPECT_FALSE(other == g);
+}
+
 TEST(GraphJson, NonFiniteAndSignedZeroConstants) {
   const Graph g = AllKindsGraph();
   const std::string text = WriteGraphJson(g).value();
@@ -268,6 +286,8 @@ TEST(GraphJson, ErrorsNameTheOpAndField) {
       {"{\"ops\": [], \"format\": \"iopddl\"}", {"format", "", StatusCode::kParse, "graph.format"}},
       {R"({"ops": [{"kind": "parameter", "name": "x", "dtype": "f32", "shape": "abc"}]})",
        {"shape type", "", StatusCode::kParse, "graph.ops[0] 'x': shape: expected an array"}},
+      {R"({"ops": [{"kind": "parameter", "name": "x", "source": 3, "dtype": "f32", "shape": [2]}]})",
+       {"source type", "", StatusCode::kParse, "graph.ops[0] 'x': source: expected a string"}},
       {R"({"ops": [{"kind": "parameter", "name": "x", "dtype": "f32", "shape": [8, 2.5]}]})",
        {"fraction", "", StatusCode::kParse, "graph.ops[0] 'x': shape[1]: expected an integer"}},
       {R"({"ops": [{"kind": "parameter", "dtype": "f32", "shape": [1e30]}]})",

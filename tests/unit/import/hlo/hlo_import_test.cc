@@ -2,6 +2,7 @@
 // phases, aliases and layers of real JAX train steps, and its errors.
 #include "import/hlo/hlo_import.h"
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -237,11 +238,37 @@ TEST(HloImportTest, DynamicSliceNeedsConstantStarts) {
   EXPECT_EQ(slice->attrs.limits, (Dims{4, 3}));
 }
 
+// Every op keeps the op_name of the instruction it was lowered from (the ops a `call` inlines
+// included), so that a plan's layouts can be mapped back to the program.
+TEST(HloImportTest, OpsKeepTheirInstructionsOpNameAsSource) {
+  Result<Graph> graph = ImportHloText(
+      "HloModule m\n"
+      "f {\n  p = f32[2,2] parameter(0)\n"
+      "  t = f32[2,2] tanh(p), metadata={op_name=\"jit(f)/tanh\"}\n"
+      "  ROOT u = f32[2,2] exponential(t), metadata={op_name=\"jit(step)/call/exp\"}\n}\n"
+      "ENTRY e {\n  a = f32[2,2] parameter(0), metadata={op_name=\"x\"}\n"
+      "  d = f32[2,2] dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+      "metadata={op_name=\"jit(step)/jvp(layers_1)/dot_general\" source_line=3}\n"
+      "  c = f32[2,2] call(d), to_apply=f, metadata={op_name=\"jit(step)/call\"}\n"
+      "  ROOT n = f32[2,2] negate(c)\n}\n");
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  std::map<std::string, std::string> source_by_name;
+  for (const Op& op : graph.value().ops) source_by_name[op.name] = op.source;
+  EXPECT_EQ(source_by_name["x"], "x");
+  EXPECT_EQ(source_by_name["d"], "jit(step)/jvp(layers_1)/dot_general");
+  // The call's own op_name is the inlined ops' prefix (JAX prints a nested jit's instructions
+  // without the caller's name stack); an op_name that already starts with it is kept.
+  EXPECT_EQ(source_by_name["t"], "jit(step)/call/jit(f)/tanh");
+  EXPECT_EQ(source_by_name["u"], "jit(step)/call/exp");
+  EXPECT_EQ(source_by_name["n"], "");
+}
+
 TEST(HloImportTest, NamesAndMessagesStayPrintableUtf8) {
   Result<Graph> graph = ImportHloText(
       "HloModule m\nENTRY e {\n  ROOT a = f32[2] parameter(0), metadata={op_name=\"w\x92\"}\n}\n");
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   EXPECT_EQ(graph.value().op(0).name, "w\\x92");
+  EXPECT_EQ(graph.value().op(0).source, "w\\x92");
   Status status = ImportError(
       "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n"
       "  ROOT c = pred[2] compare(a, a), direction=\x01X\n}\n");
