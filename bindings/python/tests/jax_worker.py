@@ -154,9 +154,18 @@ def case_hand_built(_optimizer: str) -> dict:
     }
 
 
+def sharding_annotations(lowered) -> int:
+    """The sharding constraints in a lowered step's module: with_sharding_constraint lowers to
+    a custom-call "Sharding" in HLO (sdy.sharding_constraint in Shardy's MLIR, which the
+    HLO export turns into the same custom-call)."""
+    return lowered.as_text(dialect="hlo").count('custom_call_target="Sharding"')
+
+
 def case_parallelize_gpt2(optimizer: str) -> dict:
-    """alpa.parallelize over the small plain-JAX GPT-2 on a 2 x 4 mesh: 3 steps equal the
-    unsharded ones; the compiled module's collectives next to the plan's."""
+    """alpa.parallelize over the small plain-JAX GPT-2 on a 2 x 4 mesh, its activations
+    constrained to the plan's layouts: 3 steps equal the unsharded ones; the compiled module's
+    collectives next to the plan's; the lowered module's sharding constraints against the
+    plan's activation constraints."""
     import jax_gpt2 as gpt
 
     cfg = gpt.Config(layers=2, hidden=64, heads=4, vocab=256, seq=32, optimizer=optimizer,
@@ -171,7 +180,9 @@ def case_parallelize_gpt2(optimizer: str) -> dict:
     parallel = alpa.parallelize(step, cluster=CLUSTER, donate_argnums=(0, 1), mesh_shape=(2, 4))
     compiled = parallel.compile(params, opt, batch)
     plan, mesh = compiled.plan, compiled.mesh
-    hlo = parallel.lower(params, opt, batch).compile().as_text()
+    lowered = parallel.lower(params, opt, batch)
+    hlo = lowered.compile().as_text()
+    report = parallel.constraint_report(params, opt, batch)
     # Donation consumes the arguments: run on copies.
     fresh = jax.tree_util.tree_map(jnp.copy, (params, opt, batch))
     (p1, o1, _), l1 = run_steps(parallel, fresh, STEPS)
@@ -182,6 +193,13 @@ def case_parallelize_gpt2(optimizer: str) -> dict:
         "arguments": len(specs),
         "unmatched": compiled.shardings.unmatched,
         "example_specs": {k: str(v.spec) for k, v in list(specs.items())[:12]},
+        "activation_constraints": len(compiled.shardings.constraints),
+        "constraints_applied": len(report.applied),
+        "constraints_superseded": len(report.superseded),
+        "constraints_unmatched": [f"{c.source}: {why}" for c, why in report.unmatched],
+        "constrained_equations": len({c.equation for c in report.applied}),
+        "sharding_annotations": sharding_annotations(lowered),
+        "example_constraints": {c.source: str(c.spec) for c in report.applied[:12]},
         "output_param_specs_match": all(
             a.sharding.spec == b.spec for a, b in
             zip(jax.tree_util.tree_leaves(p1), jax.tree_util.tree_leaves(compiled.in_shardings[0]))),

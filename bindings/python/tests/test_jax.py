@@ -8,9 +8,11 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -86,6 +88,110 @@ def test_hlo_parameter_names_and_aliases():
     assert aj.input_output_aliases(text) == {0: 0, 1: 1}
 
 
+def mlp_step(params, batch):
+    import jax.numpy as jnp
+
+    def loss(p):
+        with jax.named_scope("layers_1"):
+            h = jnp.tanh(batch["x"] @ p["w1"])
+        with jax.named_scope("layers_2"):
+            y = h @ p["w2"] * 2.0
+        return jnp.mean((y - batch["y"]) ** 2)
+
+    value, grads = jax.value_and_grad(loss)(params)
+    return jax.tree_util.tree_map(lambda w, g: w - 0.1 * g, params, grads), value
+
+
+def mlp_args():
+    import jax.numpy as jnp
+
+    params = {"w1": jnp.linspace(-1, 1, 64 * 32).reshape(64, 32),
+              "w2": jnp.linspace(1, -1, 32 * 16).reshape(32, 16)}
+    batch = {"x": jnp.linspace(0, 1, 128 * 64).reshape(128, 64),
+             "y": jnp.zeros((128, 16))}
+    return params, batch
+
+
+def hlo_without_metadata(text: str) -> str:
+    """The module's computations with every metadata={...} removed (the debug header of file
+    and stack-frame tables, which names the calling line, is dropped)."""
+    body = text[text.index("\n\n", text.index("StackFrames")):] if "StackFrames" in text else text
+    return re.sub(r", metadata=\{[^}]*\}", "", body)
+
+
+@needs_importer
+def test_equation_scopes_reach_the_sources_and_change_nothing_else():
+    params, batch = mlp_args()
+    plain, plain_paths = aj.lower_step(mlp_step, params, batch, scope_equations=False)
+    scoped, paths = aj.lower_step(mlp_step, params, batch)
+    assert paths == plain_paths == ["params['w1']", "params['w2']", "batch['x']", "batch['y']"]
+    assert hlo_without_metadata(scoped) == hlo_without_metadata(plain)
+    assert "alpa_eqn" not in plain and "alpa_eqn" in scoped
+    eqns = jax.make_jaxpr(mlp_step)(params, batch).jaxpr.eqns
+    with alpa.Graph.from_hlo(scoped) as graph, alpa.Graph.from_hlo(plain) as plain_graph:
+        assert [o.layer for o in graph.ops] == [o.layer for o in plain_graph.ops]
+        assert {o.layer for o in graph.ops} >= {1, 2}
+        dots = [o for o in graph.ops if o.kind == "dot_general"]
+        assert dots
+        for op in dots:
+            k, primitive = aj.equation_of(op.source)
+            assert primitive == "dot_general" == eqns[k].primitive.name, op.source
+        assert '"source": "' in graph.to_json()
+        # Parameters keep their pytree paths as names and sources.
+        assert [o.source for o in graph.ops if o.kind == "parameter"][:4] == paths
+
+
+def one_device_shardings(graph_text: str) -> "aj.JaxShardings":
+    with alpa.Graph.from_hlo(graph_text) as graph:
+        with alpa.plan(graph, "p3.16xlarge:hosts=1,devices_per_host=1", microbatches=1,
+                       pipeline_stages=1) as p:
+            mesh = aj.make_mesh(p, devices=jax.devices()[:1])
+            return p.jax_shardings(mesh)
+
+
+@needs_importer
+def test_constraints_apply_to_the_traced_step_and_unmatched_ones_are_reported():
+    import dataclasses
+
+    params, batch = mlp_args()
+    text, _ = aj.lower_step(mlp_step, params, batch)
+    sh = one_device_shardings(text)
+    assert sh.constraints
+    step = aj.constrain_activations(mlp_step, sh, on_unmatched="raise")
+    lowered = jax.jit(step).lower(params, batch)
+    report = step.report
+    assert report.unmatched == []
+    assert report.applied
+    # Every constraint of the plan lands on one output (or lost it to a later op of its
+    # equation); each applied one is one sharding annotation of the lowered module.
+    assert len(report.applied) + len(report.superseded) == len(sh.constraints)
+    assert lowered.as_text(dialect="hlo").count('custom_call_target="Sharding"') == \
+        len(report.applied)
+    # The same numbers as the plain step.
+    (p0, l0), (p1, l1) = jax.jit(mlp_step)(params, batch), jax.jit(step)(params, batch)
+    assert float(l1) == pytest.approx(float(l0), rel=1e-6)
+
+    # A constraint that names no equation, or an equation of another primitive, is reported.
+    some = next(iter(sh.constraints.values()))
+    past_the_end = dataclasses.replace(some, equation=10_000,
+                                       source="jit(step)/alpa_eqn10000:mul/mul")
+    other_primitive = dataclasses.replace(some, primitive="cumsum",
+                                          source="x/alpa_eqn0:cumsum/cumsum")
+    for bad, why in ((past_the_end, "none numbered 10000"), (other_primitive, "not cumsum")):
+        broken = dataclasses.replace(sh, constraints={**sh.constraints, bad.source: bad})
+        warned = aj.constrain_activations(mlp_step, broken)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            jax.jit(warned).lower(params, batch)
+        messages = [str(w.message) for w in caught
+                    if issubclass(w.category, aj.UnmatchedConstraintWarning)]
+        assert len(messages) == 1 and why in messages[0] and bad.source in messages[0], messages
+        assert [c for c, _ in warned.report.unmatched] == [bad]
+        with pytest.raises(alpa.InvalidArgumentError, match=why):
+            jax.jit(aj.constrain_activations(mlp_step, broken, on_unmatched="raise")).lower(
+                params, batch)
+
+
 def test_multi_stage_plan_is_refused():
     with alpa.plan("gpt:hidden=64,layers=2,heads=4,seq=16,vocab=128,batch=8",
                    "p3.16xlarge:hosts=2,devices_per_host=1", microbatches=2,
@@ -129,9 +235,14 @@ def test_zoo_gpt2_plan_runs_the_plain_jax_gpt2():
     assert (r["plan_collectives"]["all_reduce"] > 0) == (r["hlo_collectives"]["all_reduce"] > 0)
 
 
+@pytest.fixture(scope="module")
+def parallelize_gpt2_sgd() -> dict:
+    return run_worker("parallelize_gpt2", "sgd")
+
+
 @needs_importer
-def test_parallelize_gpt2_matches_the_unsharded_step():
-    r = run_worker("parallelize_gpt2", "sgd")
+def test_parallelize_gpt2_matches_the_unsharded_step(parallelize_gpt2_sgd):
+    r = parallelize_gpt2_sgd
     print(json.dumps(r, indent=1))
     print_collectives(r)
     assert r["mesh"] == {"x": 2, "y": 4}
@@ -144,6 +255,19 @@ def test_parallelize_gpt2_matches_the_unsharded_step():
     # Gradients of parameters laid out alike on devices that see different data are summed:
     # the plan's all-reduces and XLA's go together.
     assert (r["plan_collectives"]["all_reduce"] > 0) == (r["hlo_collectives"]["all_reduce"] > 0)
+
+
+@needs_importer
+def test_parallelize_gpt2_constrains_the_plans_activations(parallelize_gpt2_sgd):
+    """The step alpa.parallelize runs carries the plan's activation layouts: every constraint
+    the plan gives lands on an output of its equation, and each applied one is a sharding
+    annotation of the lowered module (the losses and parameters: the test above)."""
+    r = parallelize_gpt2_sgd
+    assert r["constraints_unmatched"] == []
+    assert r["activation_constraints"] > 100
+    assert r["constraints_applied"] + r["constraints_superseded"] == r["activation_constraints"]
+    assert r["sharding_annotations"] == r["constraints_applied"]
+    assert any(s != "PartitionSpec()" for s in r["example_constraints"].values())
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@
     graph = alpa.jax.import_step(train_step, params, opt_state, batch)    # an alpa.Graph
     plan = alpa.plan(graph, "p3.16xlarge:1", microbatches=1, pipeline_stages=1)
     sh = plan.jax_shardings(mesh, args=(params, opt_state, batch), fn=train_step)
-    jax.jit(train_step, in_shardings=sh.args)
+    jax.jit(alpa.jax.constrain_activations(train_step, sh), in_shardings=sh.args)
 
 The step is lowered to HLO text with its metadata (``as_text(dialect="hlo", debug_info=True)``),
 read by libalpa's HLO importer (``alpa.Graph.from_hlo``), whose parameter ops are named by the
@@ -16,6 +16,12 @@ arguments' pytree paths (``params['h0']['w']``). A plan's layout of those ops, i
 spec notation over the stage's logical mesh (``"R S0"``, ``"S01 R"``), becomes a
 ``jax.sharding.PartitionSpec`` over a ``jax.sharding.Mesh`` (docs/jax.md). Only the intra-op part
 of a plan maps onto one jitted step: a plan of several pipeline stages is refused.
+
+Activations: ``lower_step`` lowers the step's jaxpr with each top-level equation under a name
+scope ``alpa_eqn<k>:<primitive>`` (k its index), which reaches every HLO instruction's op_name
+and so every imported op's ``source``. A plan's layout of the value an equation returns is an
+``ActivationConstraint`` of equation k; ``constrain_activations`` re-traces the step and puts
+``jax.lax.with_sharding_constraint`` on equation k's output of the same shape and dtype.
 
 Importing ``alpa`` does not import jax; this module does (ImportError when jax is missing).
 """
@@ -25,12 +31,15 @@ import functools
 import inspect
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 try:
     import jax
     import numpy as np
+    from jax._src import core as jax_core
+    from jax._src import source_info_util
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 except ImportError as e:  # pragma: no cover - exercised only without jax
     raise ImportError(
@@ -41,8 +50,9 @@ from .errors import InvalidArgumentError, UnsupportedError
 from .graph import Graph
 
 __all__ = [
-    "JaxShardings", "Parallelized", "import_step", "lower_step", "make_mesh", "parallelize",
-    "partition_spec", "shardings",
+    "ActivationConstraint", "ConstraintReport", "JaxShardings", "Parallelized",
+    "UnmatchedConstraintWarning", "constrain_activations", "import_step", "lower_step",
+    "make_mesh", "parallelize", "partition_spec", "shardings",
 ]  # fmt: skip
 
 DEFAULT_AXIS_NAMES = ("x", "y", "z", "w")
@@ -51,14 +61,87 @@ DEFAULT_AXIS_NAMES = ("x", "y", "z", "w")
 _ARGUMENT_ROLES = ("parameter", "optimizer_state", "input")
 
 
+# ---- the step's equations ---------------------------------------------------------------------
+# The name scope lower_step puts each top-level equation of the step's jaxpr under,
+# "alpa_eqn<k>:<primitive>"; it reaches the op_name of every HLO instruction the equation lowers
+# to (nested jits' included: the importer sources a called computation's ops under the call's
+# op_name). The primitive is recorded because the op_name's own last component may be another
+# (integer_pow(x, -1) lowers through a "div").
+EQUATION_SCOPE = "alpa_eqn"
+_EQUATION_IN_SOURCE = re.compile(r"\b" + EQUATION_SCOPE + r"(\d+):([^/;()\s]+)")
+
+
+def trace_step(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[Any, Any]:
+    """``fn(*args)``'s closed jaxpr and the tree structure of its result, traced from the
+    arguments' shapes and dtypes only: arguments that carry a sharding (the tracers of a step
+    jitted with ``in_shardings``) give JAX's tracing ``reshard`` equations, which would number
+    the equations unlike ``lower_step``'s."""
+
+    def plain(x: Any) -> Any:
+        aval = jax.typeof(x)
+        return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+    abstract = jax.tree_util.tree_map(plain, tuple(args))
+    closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*abstract)
+    return closed, jax.tree_util.tree_structure(out_shape)
+
+
+def run_equations(closed: Any, flat_args: Sequence[Any], *, scope_equations: bool = False,
+                  after_equation: Optional[Callable[[int, Any, list], list]] = None) -> list:
+    """Evaluates a closed jaxpr equation by equation (as ``jax.core.eval_jaxpr``, each equation
+    under its own name stack): with ``scope_equations`` each equation k under one more name
+    scope ``alpa_eqn<k>:<primitive>``; with ``after_equation``, ``after_equation(k, eqn,
+    outputs)`` replaces equation k's outputs (a list, one per outvar)."""
+    jaxpr = closed.jaxpr
+    env: dict[Any, Any] = {}
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, jax_core.Literal) else env[v]
+
+    env.update(zip(jaxpr.constvars, closed.consts))
+    env.update(zip(jaxpr.invars, flat_args))
+    for k, eqn in enumerate(jaxpr.eqns):
+        params = eqn.primitive.get_bind_params(eqn.params)
+        name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
+        if scope_equations:
+            name_stack = name_stack.extend(f"{EQUATION_SCOPE}{k}:{eqn.primitive.name}")
+        with source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack), \
+                eqn.ctx.manager:
+            result = eqn.primitive.bind(*map(read, eqn.invars), **params)
+        outputs = list(result) if eqn.primitive.multiple_results else [result]
+        if after_equation is not None:
+            outputs = after_equation(k, eqn, outputs)
+        env.update(zip(eqn.outvars, outputs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _rerun_as(fn: Callable[..., Any], closed: Any, out_tree: Any, **how: Any) -> Callable:
+    """A function of ``fn``'s signature and name (JAX names the HLO parameters and the jit by
+    them) that runs ``closed`` by ``run_equations(..., **how)``."""
+
+    def rerun(*args: Any) -> Any:
+        flat = run_equations(closed, jax.tree_util.tree_leaves(args), **how)
+        return jax.tree_util.tree_unflatten(out_tree, flat)
+
+    return functools.wraps(fn)(rerun)
+
+
 # ---- lowering and import --------------------------------------------------------------------
 def lower_step(fn: Callable[..., Any], *args: Any,
-               donate_argnums: "int | Sequence[int]" = ()) -> tuple[str, list[str]]:
+               donate_argnums: "int | Sequence[int]" = (),
+               scope_equations: bool = True) -> tuple[str, list[str]]:
     """Lowers ``fn(*args)`` with ``jax.jit`` and returns ``(hlo_text, arg_paths)``: the HLO text
     with metadata that ``alpa.Graph.from_hlo`` reads, and per flattened leaf of ``args`` its
     pytree path as the HLO names it (``"params['w1']['kernel']"``). Every argument is kept
-    (``keep_unused=True``) so that HLO parameter i is leaf i."""
-    jitted = jax.jit(fn, donate_argnums=donate_argnums, keep_unused=True)
+    (``keep_unused=True``) so that HLO parameter i is leaf i. With ``scope_equations`` (the
+    default) equation k of ``fn``'s jaxpr is lowered under the name scope
+    ``alpa_eqn<k>:<primitive>``, which the imported ops' sources keep and ``shardings`` maps
+    activation layouts back by; the HLO is otherwise the same."""
+    target = fn
+    if scope_equations:
+        closed, out_tree = trace_step(fn, args)
+        target = _rerun_as(fn, closed, out_tree, scope_equations=True)
+    jitted = jax.jit(target, donate_argnums=donate_argnums, keep_unused=True)
     lowered = jitted.lower(*args)
     text = lowered.as_text(dialect="hlo", debug_info=True)
     leaves = jax.tree_util.tree_leaves(args)
@@ -258,6 +341,26 @@ def make_mesh(plan: Any, mesh_shape: Optional[Sequence[int]] = None,
 
 
 # ---- shardings of a plan --------------------------------------------------------------------
+@dataclass(frozen=True)
+class ActivationConstraint:
+    """The plan's layout of a value an equation of the step computes.
+
+    ``equation``, ``primitive``: k and p of the ``alpa_eqn<k>:<p>`` scope in the op's source
+    (the equation's index in the step's jaxpr and its primitive); ``source``: the op's source,
+    its name (``"jit(step)/jvp(layers_1)/alpa_eqn3:dot_general/dot_general"``); ``op``,
+    ``op_id``: the graph op (its HLO instruction); ``shape``, ``dtype``: its type (``dtype``
+    as JAX names it); ``spec``: its layout as a ``PartitionSpec``."""
+
+    equation: int
+    primitive: str
+    source: str
+    op: str
+    op_id: int
+    shape: tuple[int, ...]
+    dtype: str
+    spec: PartitionSpec
+
+
 @dataclass
 class JaxShardings:
     """A one-stage plan's layouts as JAX shardings.
@@ -265,15 +368,19 @@ class JaxShardings:
     ``by_name``: pytree path (the graph op's name) -> ``NamedSharding`` for every parameter,
     optimizer state and input op of the planned graph. ``activations``: op name ->
     ``PartitionSpec`` for every named activation op with a layout of its own (for
-    ``jax.lax.with_sharding_constraint``; see ``constrain``). ``args``: when the step's example
-    arguments were given, a pytree like them of ``NamedSharding`` (leaves the graph does not
-    name are replicated), to pass as ``jax.jit(..., in_shardings=sh.args)``."""
+    ``jax.lax.with_sharding_constraint``; see ``constrain``). ``constraints``: the
+    ``ActivationConstraint`` of every value of an equation of the step the plan lays out, by
+    ``source`` (``source#op_id`` where ops share one; graphs lowered by ``lower_step``; see
+    ``constrain_activations``). ``args``: when
+    the step's example arguments were given, a pytree like them of ``NamedSharding`` (leaves the
+    graph does not name are replicated), to pass as ``jax.jit(..., in_shardings=sh.args)``."""
 
     mesh: Mesh
     by_name: dict[str, NamedSharding]
     activations: dict[str, PartitionSpec]
     args: Any = None
     unmatched: list[str] = field(default_factory=list)
+    constraints: dict[str, ActivationConstraint] = field(default_factory=dict)
 
     def for_args(self, args: Sequence[Any], paths: Sequence[str]) -> tuple[Any, list[str]]:
         """A pytree like ``args`` of the shardings of its leaves, given each leaf's path; and
@@ -315,9 +422,11 @@ def shardings(plan: Any, mesh: Mesh, args: Optional[Sequence[Any]] = None, *,
     graph = plan.graph()
     try:
         stages = plan.op_stages()
+        ops = graph.ops
         by_name: dict[str, NamedSharding] = {}
         activations: dict[str, PartitionSpec] = {}
-        for op in graph.ops:
+        constraints = activation_constraints(plan, ops, stages, groups)
+        for op in ops:
             if not op.name:
                 continue
             is_argument = op.kind == "parameter" and op.role in _ARGUMENT_ROLES
@@ -333,11 +442,176 @@ def shardings(plan: Any, mesh: Mesh, args: Optional[Sequence[Any]] = None, *,
                 activations[op.name] = partition_spec(text, groups)
     finally:
         graph.close()
-    out = JaxShardings(mesh, by_name, activations)
+    out = JaxShardings(mesh, by_name, activations, constraints=_by_source(constraints))
     if args is not None:
         paths = list(arg_paths) if arg_paths is not None else argument_paths(fn, args, arg_names)
         out.args, out.unmatched = out.for_args(args, paths)
     return out
+
+
+_JAX_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64",
+               "s8": "int8", "s32": "int32", "s64": "int64", "pred": "bool"}
+
+
+def equation_of(source: str) -> Optional[tuple[int, str]]:
+    """``(k, primitive)`` of an op's source that names the ``alpa_eqn<k>:<primitive>`` scope
+    (the first ';'-separated op_name, the one XLA's simplifier kept first, decides), else
+    None."""
+    m = _EQUATION_IN_SOURCE.search(source.split(";", 1)[0])
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def activation_constraints(plan: Any, ops: Sequence[Any], stages: Sequence[int],
+                           groups: Sequence[tuple[str, ...]]) -> list[ActivationConstraint]:
+    """The values the equations of the step compute, with the plan's layouts. An equation's ops
+    are those whose source names its ``alpa_eqn<k>`` scope; its values are those of its ops no
+    other of its ops reads (the results of the HLO instructions it lowered to). A value is
+    constrained when the plan lays it out on the stage; not a partial sum (the plan reduces it
+    later, a constraint would reduce it here) and not an argument of the step."""
+    members: dict[int, list[Any]] = {}
+    for op in ops:
+        if op.kind == "parameter":
+            continue
+        found = equation_of(op.source)
+        if found is not None:
+            members.setdefault(found[0], []).append(op)
+    out: list[ActivationConstraint] = []
+    for k, group in sorted(members.items()):
+        ids = {op.id for op in group}
+        read_inside = {i for op in group for i in op.operands if i in ids}
+        for op in group:
+            if op.id in read_inside or stages[op.id] < 0:
+                continue
+            text = plan.op_spec(op.id)
+            spec = parse_spec(text)
+            if spec is None or spec.partial:
+                continue
+            out.append(ActivationConstraint(
+                equation=k, primitive=equation_of(op.source)[1], source=op.source, op=op.name,
+                op_id=op.id, shape=tuple(op.shape), dtype=_JAX_DTYPES.get(op.dtype, op.dtype),
+                spec=partition_spec(text, groups)))
+    return out
+
+
+def _by_source(constraints: Sequence[ActivationConstraint]) -> dict[str, ActivationConstraint]:
+    """Constraints by source; by ``source#op_id`` where several ops share a source (the values
+    of one instruction the importer lowered to several ops)."""
+    counts: dict[str, int] = {}
+    for c in constraints:
+        counts[c.source] = counts.get(c.source, 0) + 1
+    return {(c.source if counts[c.source] == 1 else f"{c.source}#{c.op_id}"): c
+            for c in constraints}
+
+
+class UnmatchedConstraintWarning(UserWarning):
+    """An activation constraint of the plan that names no value of the traced step."""
+
+
+@dataclass
+class ConstraintReport:
+    """What ``constrain_activations`` did at the step's last trace. ``applied``: the
+    constraints put on an equation's output; ``superseded``: constraints of an output that
+    another constraint of the same equation, emitted later, took; ``unmatched``: ``(constraint,
+    why)`` for those that name no equation of the step, or an equation of another primitive or
+    without an output of their shape and dtype."""
+
+    applied: list[ActivationConstraint] = field(default_factory=list)
+    superseded: list[ActivationConstraint] = field(default_factory=list)
+    unmatched: list[tuple[ActivationConstraint, str]] = field(default_factory=list)
+
+
+def _names_primitive(constraint: ActivationConstraint, eqn: Any) -> bool:
+    return constraint.primitive == eqn.primitive.name
+
+
+def _constrain_outputs(shardings_: JaxShardings, by_equation: Mapping[int, list],
+                       report: ConstraintReport) -> Callable[[int, Any, list], list]:
+    def after_equation(k: int, eqn: Any, outputs: list) -> list:
+        candidates = by_equation.get(k)
+        if not candidates:
+            return outputs
+        taken: list[ActivationConstraint] = []
+        for j, var in enumerate(eqn.outvars):
+            aval = var.aval
+            fits = [c for c in candidates if _names_primitive(c, eqn)
+                    and c.shape == tuple(aval.shape) and c.dtype == str(aval.dtype)
+                    and not any(c is t for t in taken)]
+            if not fits:
+                continue
+            # The equation's result is the last of its instructions the importer emitted.
+            chosen = max(fits, key=lambda c: c.op_id)
+            outputs[j] = jax.lax.with_sharding_constraint(
+                outputs[j], NamedSharding(shardings_.mesh, chosen.spec))
+            report.applied.append(chosen)
+            report.superseded.extend(c for c in fits if c is not chosen)
+            taken.extend(fits)
+        for c in candidates:
+            if any(c is t for t in taken):
+                continue
+            if not _names_primitive(c, eqn):
+                why = f"equation {k} of the step is {eqn.primitive.name}, not {c.primitive}"
+            else:
+                types = ", ".join(f"{v.aval.dtype}{list(v.aval.shape)}" for v in eqn.outvars)
+                why = (f"equation {k} ({eqn.primitive.name}) has no output of type "
+                       f"{c.dtype}{list(c.shape)} (its outputs: {types})")
+            report.unmatched.append((c, why))
+        return outputs
+
+    return after_equation
+
+
+def constrain_activations(fn: Callable[..., Any], shardings_: JaxShardings, *,
+                          on_unmatched: str = "warn") -> Callable[..., Any]:
+    """``fn`` with the plan's activation layouts: a function of ``fn``'s signature that, when
+    traced (under ``jax.jit``), traces ``fn``'s jaxpr and runs it equation by equation, putting
+    ``jax.lax.with_sharding_constraint(x, NamedSharding(mesh, c.spec))`` on each output x of
+    equation k that a constraint c of ``shardings_.constraints`` with ``c.equation == k`` fits:
+    the equation's primitive is ``c.primitive``, and x has ``c.shape`` and ``c.dtype``; of
+    several that fit one output, the last op emitted. Other equations are left alone. The
+    jaxpr must be the one ``lower_step`` lowered (the same ``fn`` and argument types):
+    equation indices are positions in it.
+
+    A constraint that fits nothing (an index past the jaxpr's end, another primitive, no output
+    of its type) is reported: ``on_unmatched="warn"`` (an ``UnmatchedConstraintWarning`` naming
+    it and why), ``"raise"`` (``InvalidArgumentError``) or ``"ignore"``. The returned function's
+    ``report`` is the last trace's ``ConstraintReport``."""
+    if on_unmatched not in ("warn", "raise", "ignore"):
+        raise InvalidArgumentError(
+            f"on_unmatched={on_unmatched!r}: expected 'warn', 'raise' or 'ignore'", 1)
+    by_equation: dict[int, list[ActivationConstraint]] = {}
+    for c in shardings_.constraints.values():
+        by_equation.setdefault(c.equation, []).append(c)
+
+    def constrained(*args: Any) -> Any:
+        closed, out_tree = trace_step(fn, args)
+        report = ConstraintReport()
+        flat = run_equations(closed, jax.tree_util.tree_leaves(args),
+                             after_equation=_constrain_outputs(shardings_, by_equation, report))
+        count = len(closed.jaxpr.eqns)
+        for k in sorted(by_equation):
+            if k >= count:
+                report.unmatched.extend(
+                    (c, f"the step has {count} equations, none numbered {k}")
+                    for c in by_equation[k])
+        wrapper.report = report
+        _report_unmatched(report, on_unmatched)
+        return jax.tree_util.tree_unflatten(out_tree, flat)
+
+    wrapper = functools.wraps(fn)(constrained)
+    wrapper.report = ConstraintReport()
+    return wrapper
+
+
+def _report_unmatched(report: ConstraintReport, on_unmatched: str) -> None:
+    if not report.unmatched or on_unmatched == "ignore":
+        return
+    shown = "; ".join(f"{c.source!r} (op {c.op!r}): {why}" for c, why in report.unmatched[:5])
+    more = len(report.unmatched) - 5
+    message = (f"{len(report.unmatched)} activation constraint(s) of the plan match no value "
+               f"of the step: {shown}" + (f"; and {more} more" if more > 0 else ""))
+    if on_unmatched == "raise":
+        raise InvalidArgumentError(message, 1)
+    warnings.warn(message, UnmatchedConstraintWarning, stacklevel=3)
 
 
 # ---- alpa.parallelize -----------------------------------------------------------------------
@@ -350,17 +624,19 @@ class _Compiled:
     out_shardings: Any
     jitted: Any
     hlo: str
+    step: Any  # the function jitted: fn, or constrain_activations(fn, shardings)
 
 
 class Parallelized:
     """A JAX step run with a libalpa plan (``alpa.parallelize``). Calling it plans on the first
     call per argument shapes and dtypes (lower, import, one-stage plan, mesh, shardings) and runs
-    ``jax.jit(fn, in_shardings=..., out_shardings=...)``. ``get_plan(*args)``,
-    ``get_mesh(*args)`` and ``lower(*args)`` expose what it runs."""
+    ``jax.jit(fn, in_shardings=..., out_shardings=...)``, ``fn``'s activations constrained to the
+    plan's layouts unless ``constrain`` is false. ``get_plan(*args)``, ``get_mesh(*args)``,
+    ``constraint_report(*args)`` and ``lower(*args)`` expose what it runs."""
 
     def __init__(self, fn: Callable[..., Any], cluster: Any, donate_argnums: Sequence[int],
                  mesh_shape: Optional[Sequence[int]], axis_names: Optional[Sequence[str]],
-                 plan_options: Mapping[str, Any]) -> None:
+                 plan_options: Mapping[str, Any], constrain: bool = True) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.cluster = cluster
@@ -368,6 +644,7 @@ class Parallelized:
         self.mesh_shape = mesh_shape
         self.axis_names = axis_names
         self.plan_options = dict(plan_options)
+        self.constrain = constrain
         self._cache: dict[Any, _Compiled] = {}
 
     def _key(self, args: Sequence[Any]) -> Any:
@@ -396,9 +673,10 @@ class Parallelized:
         flat_out = [flat_in[aliases[i]] if i in aliases else None
                     for i in range(out_tree.num_leaves)]
         out_shardings = jax.tree_util.tree_unflatten(out_tree, flat_out)
-        jitted = jax.jit(self.fn, in_shardings=tuple(sh.args), out_shardings=out_shardings,
+        step = constrain_activations(self.fn, sh) if self.constrain else self.fn
+        jitted = jax.jit(step, in_shardings=tuple(sh.args), out_shardings=out_shardings,
                          donate_argnums=self.donate_argnums, keep_unused=True)
-        compiled = _Compiled(plan, mesh, sh, sh.args, out_shardings, jitted, text)
+        compiled = _Compiled(plan, mesh, sh, sh.args, out_shardings, jitted, text, step)
         self._cache[key] = compiled
         return compiled
 
@@ -413,6 +691,16 @@ class Parallelized:
     def get_mesh(self, *args: Any) -> Mesh:
         return self.compile(*args).mesh
 
+    def constraint_report(self, *args: Any) -> Optional[ConstraintReport]:
+        """Which activation constraints the step for these arguments carries (traced if it was
+        not yet); None with ``constrain=False``."""
+        c = self.compile(*args)
+        if not self.constrain:
+            return None
+        if not (c.step.report.applied or c.step.report.unmatched):
+            self.lower(*args)
+        return c.step.report
+
     def lower(self, *args: Any) -> Any:
         """The sharded step lowered for these arguments (``.compile().as_text()`` shows the
         collectives XLA inserted for the plan's layouts)."""
@@ -424,6 +712,7 @@ def parallelize(fn: Optional[Callable[..., Any]] = None, *, cluster: Any,
                 donate_argnums: "int | Sequence[int]" = (),
                 mesh_shape: Optional[Sequence[int]] = None,
                 axis_names: Optional[Sequence[str]] = None,
+                constrain: bool = True,
                 **plan_options: Any) -> Any:
     """``@alpa.parallelize(cluster=...)``: the JAX step ``fn`` run with libalpa's plan.
 
@@ -433,12 +722,15 @@ def parallelize(fn: Optional[Callable[..., Any]] = None, *, cluster: Any,
     ``jax.devices()`` (plan device i is JAX device i; the plan's logical mesh shape, or
     ``mesh_shape`` with ``axis_names``) and the step is jitted with the plan's layouts of its
     arguments as ``in_shardings`` and, for donated arguments, as the ``out_shardings`` of the
-    outputs that reuse them. The cluster must have as many devices as JAX gives the plan."""
+    outputs that reuse them. With ``constrain`` (the default) the step's activations the plan lays
+    out are pinned to those layouts (``constrain_activations``; a constraint that matches
+    nothing gives an ``UnmatchedConstraintWarning``); without, XLA propagates the arguments'
+    layouts. The cluster must have as many devices as JAX gives the plan."""
     if isinstance(donate_argnums, int):
         donate_argnums = (donate_argnums,)
 
     def wrap(f: Callable[..., Any]) -> Parallelized:
         return Parallelized(f, cluster, tuple(donate_argnums), mesh_shape, axis_names,
-                            plan_options)
+                            plan_options, constrain)
 
     return wrap if fn is None else wrap(fn)
