@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
+
+import pytest
 
 import alpa
 from alpa.graph import COMPARISONS
@@ -27,8 +29,11 @@ class LlamaSizes:
     vocab: int = 100
     layers: int = 2
     dtype: str = "bf16"
+    preset: Optional[str] = None  # the zoo preset these sizes are (refined by layers and batch)
 
     def zoo_spec(self) -> str:
+        if self.preset is not None:
+            return f"{self.preset}:layers={self.layers},batch={self.batch}"
         return (f"llama:hidden={self.hidden},layers={self.layers},heads={self.heads},"
                 f"kv_heads={self.kv_heads},ffn={self.ffn},seq={self.seq},vocab={self.vocab},"
                 f"batch={self.batch},dtype={self.dtype}")
@@ -204,8 +209,14 @@ def test_llama_forward_is_the_zoos_forward_graph() -> None:
         assert forward.to_json() == zoo.to_json()
 
 
-def test_llama_forward_trains_and_plans_like_the_zoo() -> None:
-    s = LlamaSizes()
+# Llama 3 8B's sizes (grouped-query attention with 8 kv heads, 128K vocabulary, seq 8192), two
+# of its blocks and a batch of 16, against the preset.
+LLAMA3_8B = LlamaSizes(batch=16, seq=8192, hidden=4096, heads=32, kv_heads=8, ffn=14336,
+                       vocab=128256, layers=2, preset="llama3-8b")
+
+
+@pytest.mark.parametrize("s", [LlamaSizes(), LLAMA3_8B], ids=["small", "llama3-8b"])
+def test_llama_forward_trains_and_plans_like_the_zoo(s: LlamaSizes) -> None:
     with llama_forward(s) as forward, forward.make_training("adam") as train, \
             alpa.Graph.from_model(s.zoo_spec()) as zoo:
         # op for op the zoo's training graph: backward, Adam with f32 master weights, layers
