@@ -13,8 +13,10 @@
 //   - An NCCL already loaded in the process (PyTorch's, say) is reused, looked for first with
 //     RTLD_NOLOAD: one NCCL per process, so the library that loaded it keeps the version it
 //     needs, and the two never hold separate copies of NCCL's global state (its proxy threads,
-//     network plugins, environment). glibc would hand back that copy for "libnccl.so.2" anyway
-//     (it matches sonames of loaded libraries); the explicit look-up lets the table say so.
+//     network plugins, environment). For a name (libnccl.so.2) glibc matches the sonames of
+//     loaded libraries, so it would hand back that copy anyway; the explicit look-up lets the
+//     table say so. A path matches only that very file: ALPA_NCCL_LIBRARY naming another file
+//     loads a second NCCL beside the first.
 //   - Opened with RTLD_LOCAL, so NCCL's symbols do not join the global scope and resolve no
 //     other library's references. RTLD_LOCAL does not stop the soname match above: a library
 //     loaded after the first NCCL communicator and needing libnccl.so.2 gets this copy (import
