@@ -559,8 +559,9 @@ Result<StepSummary> PlanExecutor::Summarize(const std::map<int32_t, HostTensor>&
   Result<std::vector<HostTensor>> out = Interpret(whole_, feeds, whole_.outputs, io);
   if (!out.ok()) return out.status();
   sum.reference_loss = out.value()[0].data.at(0);
-  const Difference ld = Compare({sum.loss}, {sum.reference_loss},
-                                ToleranceFor(LeastPreciseFloat(whole_), options_.rtol, options_.atol));
+  const Difference ld =
+      Compare({sum.loss}, {sum.reference_loss},
+              ToleranceFor(LeastPreciseFloat(whole_), options_.rtol, options_.atol));
   sum.loss_error = ld.allclose;
   sum.loss_relative = ld.relative;
   for (size_t i = 1; i < whole_.outputs.size(); ++i) {
