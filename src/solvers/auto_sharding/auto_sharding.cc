@@ -63,6 +63,13 @@ Status CheckOptions(const Graph& graph, const LogicalMesh& mesh, const Cluster* 
     return InvalidArgument("auto-sharding: iteration_weight must be in (0, 1] (got " +
                            std::to_string(o.iteration_weight) + ")");
   }
+  for (const HandedOffOutput& out : o.handed_off_outputs) {
+    const int32_t id = out.op;
+    if (id < 0 || id >= graph.size()) {
+      return InvalidArgument("auto-sharding: handed_off_outputs names op " + std::to_string(id) +
+                             ", not an op of the graph (" + std::to_string(graph.size()) + " ops)");
+    }
+  }
   return ValidateGraph(graph);
 }
 

@@ -68,6 +68,14 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& graph,
                                                             const Cluster* cluster,
                                                             const AutoShardOptions& options);
 
+// Every layout a tensor's readers may read it in: each mesh dim of size > 1 splits one tensor
+// dim (after the mesh dims before it on that dim) or is unused; splits must divide the dim. No
+// partial sums: readers read a fully reduced value, so a partial sum is reduced once for all of
+// them (all-reduce, or reduce-scatter onto a split they read). Reductions staged across mesh
+// dims (reduce-scatter on one, all-reduce on the other, all-gather back) are not modelled, as in
+// Alpa.
+std::vector<ShardingSpec> TensorLayouts(const Dims& shape, const LogicalMesh& mesh);
+
 // Whether follower `id` reads its leader through the leader's reader layout (and so follows
 // that layout node), and the specs its strategies are derived from, index by index.
 bool ReadsLeaderLayout(const AutoShardModel& model, int32_t id);
@@ -86,5 +94,10 @@ Result<OpStrategy> ModelStrategy(const AutoShardModel& model, int32_t id, int32_
 Status AddReaderLayoutEdges(AutoShardModel& model, const AutoShardOptions& options);
 // Phase 4b: edges into each reader, from its operand's reader layout node or its producer.
 Status AddOperandEdges(AutoShardModel& model, const AutoShardOptions& options);
+// Phase 4c: the handover of options.handed_off_outputs. Each strategy of such an output (one
+// without a reader layout node, whose readers here would reduce it first) that leaves it a
+// partial sum costs the cheapest resharding into one of its reader layouts, weighted by
+// iteration_weight when it is handed over once per iteration or is gradient-like here.
+Status AddHandoffCosts(AutoShardModel& model, const AutoShardOptions& options);
 
 }  // namespace alpa
