@@ -332,7 +332,12 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
 
   // Objective (re-evaluated from the problem) and peak memory.
   const Evaluation eval = EvaluateAssignment(model.problem, solved.assignment);
-  result.objective = eval.cost;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const std::vector<double>& added = model.handoff_costs[static_cast<size_t>(v)];
+    if (added.empty()) continue;
+    result.handoff_cost += added[static_cast<size_t>(result.ops[static_cast<size_t>(v)].strategy)];
+  }
+  result.objective = eval.cost - result.handoff_cost;
   result.iteration_weight = options.iteration_weight;
   const PeakUsage peak = PeakOverTime(model.problem, [&](size_t nd) {
     return model.problem.nodes[nd].usage(solved.assignment[nd]);

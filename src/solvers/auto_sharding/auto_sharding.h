@@ -85,9 +85,9 @@ struct AutoShardOptions {
   // output a partial sum pays, in the objective only, the cheapest resharding of it into a
   // layout without partial sums, so that the solve sees what its layout costs the reader
   // (alone, a piece leaves a tied embedding's gradient a partial sum over every mesh dim,
-  // across hosts, for free). Per-op costs, collectives and the result's compute /
-  // communication / resharding split leave it out: the caller prices the actual handover
-  // between the two solves' layouts.
+  // across hosts, for free). The result reports it as handoff_cost, outside the objective, the
+  // per-op costs and the collectives: the caller prices the actual handover between the two
+  // solves' layouts.
   std::vector<HandedOffOutput> handed_off_outputs;
   SolveOptions solve;  // time limit, threads, cancel, progress
 };
@@ -151,11 +151,14 @@ struct AutoShardResult {
   std::vector<PlannedCollective> collectives;
   CollectiveCounts counts;  // gradient syncs combined
   CollectiveCounts counts_uncombined;
-  // compute + communication + resharding (+ the handover of partial sums in
-  // handed_off_outputs), the once-per-iteration part weighted by iteration_weight (the
-  // options' value, kept here).
+  // compute + communication + resharding, the once-per-iteration part weighted by
+  // iteration_weight (the options' value, kept here).
   long double objective = 0;
   double iteration_weight = 1.0;
+  // What the solve minimised beyond the objective: the handover of the partial sums the plan
+  // leaves in AutoShardOptions::handed_off_outputs (weighted as there).
+  long double handoff_cost = 0;
+  // A lower bound on objective + handoff_cost.
   long double lower_bound = 0;
   long double compute_cost = 0, communication_cost = 0, resharding_cost = 0;
   int64_t peak_memory_bytes = 0;  // per device, over the schedule

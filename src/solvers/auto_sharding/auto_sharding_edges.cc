@@ -114,6 +114,7 @@ Status AddOperandEdges(AutoShardModel& model, const AutoShardOptions& options) {
 Status AddHandoffCosts(AutoShardModel& model, const AutoShardOptions& options) {
   const Graph& graph = *model.graph;
   std::vector<char> handed_off(static_cast<size_t>(graph.size()), 0);
+  model.handoff_costs.assign(static_cast<size_t>(graph.size()), {});
   for (const HandedOffOutput& out : options.handed_off_outputs) {
     const int32_t u = out.op;
     const size_t i = static_cast<size_t>(u);
@@ -130,6 +131,8 @@ Status AddHandoffCosts(AutoShardModel& model, const AutoShardOptions& options) {
     const Restriction limit = ReshardRestriction(model, u, options);
     ShardingNode& node = model.problem.nodes[static_cast<size_t>(model.node[i])];
     const std::vector<int32_t>& results = model.result_spec[i];
+    std::vector<double>& added = model.handoff_costs[i];
+    added.assign(results.size(), 0.0);
     for (size_t s = 0; s < results.size(); ++s) {
       if (model.specs.spec(results[s]).partial.empty()) continue;
       double cheapest = kForbiddenCost;
@@ -140,7 +143,8 @@ Status AddHandoffCosts(AutoShardModel& model, const AutoShardOptions& options) {
         }
         cheapest = std::min(cheapest, cost.value());
       }
-      node.costs[s] += cheapest * weight;
+      added[s] = cheapest * weight;
+      node.costs[s] += added[s];
     }
   }
   return Status::Ok();

@@ -56,8 +56,11 @@ struct AutoShardModel {
   std::vector<std::vector<int32_t>> result_spec;
   std::vector<std::vector<int32_t>> wanted_spec;
   std::vector<int32_t> tensor_type;  // per op: its result type in the reshard cache
-  std::vector<int32_t> schedule;     // op ids
-  std::vector<int32_t> position;     // per op: index in schedule
+  // Per op: the handover cost AddHandoffCosts added to each of its node's strategies (weighted;
+  // empty for an op that is not handed off).
+  std::vector<std::vector<double>> handoff_costs;
+  std::vector<int32_t> schedule;  // op ids
+  std::vector<int32_t> position;  // per op: index in schedule
   SpecTable specs;
   std::unique_ptr<ReshardCostCache> reshard;
   ShardingProblem problem;

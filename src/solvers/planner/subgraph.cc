@@ -20,9 +20,11 @@ bool AccumulatedIntoGradient(const Graph& graph, int32_t id) {
   if (op.role == TensorRole::kGradient) return true;
   for (int32_t v = id + 1; v < graph.size(); ++v) {
     const Op& reader = graph.op(v);
-    if (reader.kind == OpKind::kAdd && reader.role == TensorRole::kGradient &&
+    // A sum of the gradient's contributions, directly or through further sums.
+    if (reader.kind == OpKind::kAdd && reader.phase == Phase::kBackward &&
         reader.shape == op.shape &&
-        std::find(reader.operands.begin(), reader.operands.end(), id) != reader.operands.end()) {
+        std::find(reader.operands.begin(), reader.operands.end(), id) != reader.operands.end() &&
+        AccumulatedIntoGradient(graph, v)) {
       return true;
     }
   }

@@ -25,8 +25,8 @@ struct Subgraph {
   std::vector<char> boundary_output_accumulated;
 };
 
-// Whether op `id` of `graph` is a weight's gradient (role kGradient) or is added into one of its
-// own shape: a value accumulated over microbatches.
+// Whether op `id` of `graph` is a weight's gradient (role kGradient) or a term of a sum of
+// backward adds of its own shape that is one: a value accumulated over microbatches.
 bool AccumulatedIntoGradient(const Graph& graph, int32_t id);
 
 // The ops with op_group[id] in [first, last], in graph order, plus:

@@ -52,7 +52,8 @@ Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& 
 std::vector<HandedOffOutput> HandedOffOutputs(const Subgraph& sub) {
   std::vector<HandedOffOutput> out;
   for (size_t i = 0; i < sub.boundary_outputs.size(); ++i) {
-    out.push_back({sub.boundary_outputs[i], sub.boundary_output_accumulated[i] != 0});
+    if (sub.boundary_output_accumulated[i] == 0) continue;
+    out.push_back({sub.boundary_outputs[i], true});
   }
   return out;
 }

@@ -70,7 +70,9 @@ struct UnitMemory {
 Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result);
 
 // The outputs of piece `sub` that other pieces read, for AutoShardOptions::handed_off_outputs:
-// its boundary outputs, once per iteration where they accumulate into a weight's gradient.
+// its boundary outputs that accumulate into a weight's gradient (a tied weight's contribution
+// from another layer), handed over once per iteration. Activations and their gradients are
+// left to the pieces' edges, whose layouts both solves choose per microbatch.
 std::vector<HandedOffOutput> HandedOffOutputs(const Subgraph& sub);
 
 // Auto-shards `graph` (a subgraph from ExtractSubgraph) on `mesh` and profiles the result.
