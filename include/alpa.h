@@ -1195,7 +1195,8 @@ typedef struct alpa_executor_config {
   uint64_t seed;      /**< synthetic parameters and data; default 0 */
   int32_t check;      /**< 1: compare every step with the one-device interpreter */
   int32_t devices;    /**< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI */
-  double rtol, atol;  /**< the check's tolerance per element: |a - b| <= atol + rtol |b| */
+  double rtol, atol;  /**< the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16
+                           and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5) */
   /* Version 2. */
   int32_t backend;    /**< ALPA_BACKEND_CPU (default) or ALPA_BACKEND_CUDA */
   int32_t allow_tf32; /**< 1: f32 contractions on the GPU's tensor cores in TF32 (faster, 10-bit

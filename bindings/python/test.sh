@@ -105,17 +105,9 @@ if links "$LIB" libasan; then
 else
   step "pytest against $LIB"
 fi
-ignore=()
-if links "$LIB" libnccl; then
-  # A libalpa built with ALPA_WITH_CUDA links the system's NCCL (libnccl.so.2). PyTorch's CUDA
-  # wheel brings its own, newer NCCL under the same name, and in one process the one loaded first
-  # serves both: after `import alpa`, `import torch` fails ("undefined symbol: ncclCommResume").
-  # (Importing torch first works: docs/pytorch.md.) The PyTorch tests ran against the bundled
-  # libalpa above.
-  ignore=(--ignore "$HERE/tests/test_torch_export.py")
-  echo "$LIB links NCCL: the PyTorch tests are left out of this run"
-fi
-env ALPA_LIBRARY="$LIB" "${extra_env[@]}" "$PY" -m pytest -q -p no:cacheprovider "${ignore[@]}" \
-  "$HERE/tests"
+# A CUDA-built libalpa opens NCCL only when an NCCL communicator is created, so the PyTorch tests
+# run here too (PyTorch's CUDA wheel brings its own libnccl.so.2; test_import_order.py checks
+# that `import alpa` then `import torch` works).
+env ALPA_LIBRARY="$LIB" "${extra_env[@]}" "$PY" -m pytest -q -p no:cacheprovider "$HERE/tests"
 
 step "python binding: all passed"

@@ -18,6 +18,10 @@
 // inputs they are split with the tokens by data parallelism and microbatching, like every other
 // input, and they admit any position ids (packed sequences).
 //
+// Ops that feed one call are made in separate statements, in a fixed order: the op order (and so
+// the graph JSON, which a forward graph built op by op through the C ABI or Python reproduces)
+// must not depend on the compiler's order of evaluating function arguments.
+//
 // embed=0 drops the embedding, the final norm and the head: the inputs are hidden states
 // x [B, s, h] (and the rotary tables), the loss the mean squared error against y [B, s, h].
 #include "models/layers.h"
@@ -71,8 +75,8 @@ int32_t RmsNorm(GraphBuilder& b, int32_t x, const std::string& name) {
 // silu(x) = x * sigmoid(x) = x / (1 + exp(-x)).
 int32_t Silu(GraphBuilder& b, int32_t x) {
   if (!b.ok()) return -1;
-  int32_t denominator =
-      b.Add(b.ScalarLike(1.0, x), b.Unary(OpKind::kExp, b.Unary(OpKind::kNeg, x)));
+  int32_t exp_neg_x = b.Unary(OpKind::kExp, b.Unary(OpKind::kNeg, x));
+  int32_t denominator = b.Add(b.ScalarLike(1.0, x), exp_neg_x);
   return b.Div(x, denominator);
 }
 
@@ -101,7 +105,9 @@ int32_t ApplyRotary(GraphBuilder& b, int32_t x, const RotaryTables& tables) {
   int32_t rotated = b.Concatenate({b.Unary(OpKind::kNeg, second), first}, 3);
   int32_t cos = b.BroadcastInDim(tables.cos, shape, {0, 1, 3});
   int32_t sin = b.BroadcastInDim(tables.sin, shape, {0, 1, 3});
-  return b.Add(b.Mul(x, cos), b.Mul(rotated, sin));
+  int32_t rotated_sin = b.Mul(rotated, sin);
+  int32_t x_cos = b.Mul(x, cos);
+  return b.Add(x_cos, rotated_sin);
 }
 
 // k or v [B, s, kv_heads, d] -> [B, s, heads, d], query head i reading kv head i / group (HF's
@@ -129,8 +135,9 @@ int32_t GroupedQueryAttention(GraphBuilder& b, int32_t x, const LlamaShape& llam
   int32_t v = b.Reshape(Dense(b, x, kv_width, Bias::kNone, name + ".v"), {batch, seq, kv_heads, d});
   q = ApplyRotary(b, q, tables);
   k = ApplyRotary(b, k, tables);
-  int32_t context = ScaledDotProductAttention(b, q, RepeatKvHeads(b, k, heads),
-                                              RepeatKvHeads(b, v, heads), AttentionMask::kCausal);
+  int32_t v_repeated = RepeatKvHeads(b, v, heads);
+  int32_t k_repeated = RepeatKvHeads(b, k, heads);
+  int32_t context = ScaledDotProductAttention(b, q, k_repeated, v_repeated, AttentionMask::kCausal);
   return Dense(b, context, hidden, Bias::kNone, name + ".o");
 }
 
@@ -168,8 +175,9 @@ Result<Graph> BuildLlamaForward(const ModelSpec& spec) {
   if (t.embed) {
     int32_t logits = Dense(b, RmsNorm(b, x, "norm_f"), t.vocab, Bias::kNone, "lm_head");
     const int64_t tokens = b.CheckedProduct(t.batch, t.seq, "tokens batch * seq");
-    loss =
-        SoftmaxCrossEntropy(b, b.Reshape(logits, {tokens, t.vocab}), b.Reshape(target, {tokens}));
+    int32_t flat_labels = b.Reshape(target, {tokens});
+    int32_t flat_logits = b.Reshape(logits, {tokens, t.vocab});
+    loss = SoftmaxCrossEntropy(b, flat_logits, flat_labels);
   } else {
     loss = MeanSquaredError(b, x, target);
   }

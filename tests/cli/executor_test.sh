@@ -91,6 +91,11 @@ expect compile_device 0 '(all-reduce|all-gather|reduce-scatter) +\{0,1,2,3\}' --
 expect compile_transfers 0 'send +to 4 ' -- "$alpa" compile "$tmp/gpt_dp2tp2pp2.json" --device 0
 expect plan_run 0 "$ok" -- "$alpa" plan --model "$mlp" --cluster "$cluster4" -B 2 -q --run 3 \
   --check
+# An f16 model (SGD) is checked at f16's tolerance: the f32-sized default fails it by rounding
+# order alone (loss 4.2x, parameters 2.9x the default at step 1).
+"$alpa" baseline --model "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,optimizer=sgd" \
+  --cluster "$cluster4" --dp 2 --tp 2 --pp 1 -B 2 --threads 2 -q -o "$tmp/gpt_f16.json" >/dev/null
+expect run_f16 0 "$ok" -- "$alpa" run "$tmp/gpt_f16.json" --steps 3 --check
 
 # Bad input: a corrupted plan, a plan for another model, a missing file, a bad option.
 head -c 5000 "$tmp/gpt_tp4.json" >"$tmp/truncated.json"

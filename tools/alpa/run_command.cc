@@ -153,8 +153,10 @@ struct RunFileArgs {
 
 void AddRunOptions(CLI::App* command, RunArgs* args) {
   command->add_option("--seed", args->seed, "Seed of the synthetic parameters and data (0)");
-  command->add_flag("--check", args->check,
-                    "Also step the one-device interpreter and compare (rtol 1e-5, atol 4e-5)");
+  command->add_flag(
+      "--check", args->check,
+      "Also step the one-device interpreter and compare (rtol 1e-5, atol 4e-5; f16 1e-3, 1e-5; "
+      "bf16 1.6e-2, 1e-5)");
   command->add_option("--schedule", args->schedule, "Pipeline schedule: 1f1b (default), gpipe");
   command->add_option("--devices", args->devices,
                       "threads (default: every device a thread of this process) or mpi (one "

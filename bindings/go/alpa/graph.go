@@ -194,6 +194,74 @@ func ReadGraph(data []byte) (*Graph, error) {
 	return newGraph(p), nil
 }
 
+// ReadGraphFileWithOptions is ReadGraphFile with the input limit of opts
+// (Set["max_input_bytes"]; nil: the default, 1 GiB).
+func ReadGraphFileWithOptions(path string, opts *SolveOptions) (*Graph, error) {
+	o, res, err := opts.build()
+	if err != nil {
+		return nil, err
+	}
+	defer res.release()
+	defer C.alpa_solve_options_destroy(o)
+	cp := cString(path)
+	defer freeCString(cp)
+	var p *C.alpa_graph
+	var e *C.alpa_error
+	if err := takeError(C.alpa_graph_read_file_with_options(&p, cp, o, &e), e); err != nil {
+		return nil, err
+	}
+	return newGraph(p), nil
+}
+
+// ReadHLOFile imports the XLA HLO text of a jitted training step, as
+// `jax.jit(step).lower(*args).as_text(dialect="hlo")` prints it (docs/hlo-import.md): donated
+// arguments become weights and optimizer state, `layers_N` name scopes the layers. ErrIO: the
+// file cannot be read; ErrParse: not HLO text (line and column); ErrUnsupported: an instruction
+// the IR cannot express (named, with its line and the workaround).
+func ReadHLOFile(path string) (*Graph, error) {
+	cp := cString(path)
+	defer freeCString(cp)
+	var p *C.alpa_graph
+	var e *C.alpa_error
+	if err := takeError(C.alpa_graph_read_hlo_file(&p, cp, &e), e); err != nil {
+		return nil, err
+	}
+	return newGraph(p), nil
+}
+
+// ReadHLO is ReadHLOFile from the text itself.
+func ReadHLO(text []byte) (*Graph, error) {
+	var p *C.alpa_graph
+	var e *C.alpa_error
+	st := C.alpa_graph_read_hlo_buffer(&p, bytesPtr(text), C.size_t(len(text)), &e)
+	runtime.KeepAlive(text)
+	if err := takeError(st, e); err != nil {
+		return nil, err
+	}
+	return newGraph(p), nil
+}
+
+// MakeTraining turns a finalized forward graph (outputs[0] a floating-point scalar loss) into
+// its training step: the backward pass and the optimizer's update, as the model zoo builds its
+// graphs. optimizer: "sgd", "momentum" or "adam", with keys ("adam:lr=0.0003,eps=1e-6"; see
+// docs/graph-format.md). The forward graph is unchanged. ErrInvalidArgument names the bad spec,
+// loss or op; ErrUnsupported an op autodiff cannot differentiate.
+func (x *Graph) MakeTraining(optimizer string) (*Graph, error) {
+	if x.p == nil {
+		return nil, closedError("Graph")
+	}
+	cs := cString(optimizer)
+	defer freeCString(cs)
+	var p *C.alpa_graph
+	var e *C.alpa_error
+	st := C.alpa_graph_make_training(&p, x.p, cs, &e)
+	runtime.KeepAlive(x)
+	if err := takeError(st, e); err != nil {
+		return nil, err
+	}
+	return newGraph(p), nil
+}
+
 // AddOps appends ops (ids continue from OpCount). All or nothing: on failure
 // (ErrInvalidGraph naming the first bad op) no op is added.
 func (x *Graph) AddOps(ops []Op) error {

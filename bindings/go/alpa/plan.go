@@ -338,6 +338,37 @@ func (x *Plan) Transfers() ([]Transfer, error) {
 	return out, nil
 }
 
+// SliceMove is one device-to-device piece of a transfer: the box (offsets, sizes in elements
+// per tensor dim) that SrcDevice sends DstDevice each microbatch.
+type SliceMove struct {
+	SrcDevice, DstDevice int64
+	Offsets, Sizes       []int64
+	Bytes                int64
+}
+
+// TransferMoves lists transfer i's slice moves, by receiving device, then slice.
+// ErrUnsupported for a tensor of more than 8 dims (the plan JSON at detail 1 lists those).
+func (x *Plan) TransferMoves(i int) ([]SliceMove, error) {
+	raw, err := countThenFill("Plan.TransferMoves", func(out *C.alpa_slice_move, c C.int64_t) C.int64_t {
+		return C.alpa_plan_transfer_moves(x.p, C.int64_t(i), out, c, C.sizeof_alpa_slice_move)
+	})
+	runtime.KeepAlive(x)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SliceMove, len(raw))
+	for k, m := range raw {
+		rank := int(m.rank)
+		mv := SliceMove{SrcDevice: int64(m.src_device), DstDevice: int64(m.dst_device),
+			Bytes: int64(m.bytes), Offsets: make([]int64, rank), Sizes: make([]int64, rank)}
+		for d := 0; d < rank; d++ {
+			mv.Offsets[d], mv.Sizes[d] = int64(m.offsets[d]), int64(m.sizes[d])
+		}
+		out[k] = mv
+	}
+	return out, nil
+}
+
 // ScheduleTask is one task of a stage's 1F1B schedule.
 type ScheduleTask struct {
 	Backward   bool
@@ -411,4 +442,31 @@ func (x *Plan) JSON(detail int) ([]byte, error) {
 		return nil, err
 	}
 	return takeBuffer(b), nil
+}
+
+// ReadPlanJSON reads an executable plan JSON (Plan.JSON(PlanJSONExecutable), `alpa plan -o`)
+// back into a plan; every piece is checked against its graph. ErrParse names the JSON path of
+// a missing or mistyped field (and refuses plans written at detail 0 or 1); ErrInvalidGraph and
+// ErrInvalidArgument name what does not fit together.
+func ReadPlanJSON(data []byte) (*Plan, error) {
+	var p *C.alpa_plan
+	var e *C.alpa_error
+	st := C.alpa_plan_read_json(&p, bytesPtr(data), C.size_t(len(data)), &e)
+	runtime.KeepAlive(data)
+	if err := takeError(st, e); err != nil {
+		return nil, err
+	}
+	return newPlan(p), nil
+}
+
+// ReadPlanFile is ReadPlanJSON from a file (ErrIO when it cannot be read).
+func ReadPlanFile(path string) (*Plan, error) {
+	cp := cString(path)
+	defer freeCString(cp)
+	var p *C.alpa_plan
+	var e *C.alpa_error
+	if err := takeError(C.alpa_plan_read_file(&p, cp, &e), e); err != nil {
+		return nil, err
+	}
+	return newPlan(p), nil
 }

@@ -162,7 +162,7 @@ def sharding_annotations(lowered) -> int:
 
 
 def case_parallelize_gpt2(optimizer: str) -> dict:
-    """alpa.parallelize over the small plain-JAX GPT-2 on a 2 x 4 mesh, its activations
+    """alpa.parallelize over the small plain-JAX GPT-2 on the plan's mesh, its activations
     constrained to the plan's layouts: 3 steps equal the unsharded ones; the compiled module's
     collectives next to the plan's; the lowered module's sharding constraints against the
     plan's activation constraints."""
@@ -177,7 +177,7 @@ def case_parallelize_gpt2(optimizer: str) -> dict:
 
     start = time.perf_counter()
     (p0, o0, _), l0 = run_steps(jax.jit(step), (params, opt, batch), STEPS)
-    parallel = alpa.parallelize(step, cluster=CLUSTER, donate_argnums=(0, 1), mesh_shape=(2, 4))
+    parallel = alpa.parallelize(step, cluster=CLUSTER, donate_argnums=(0, 1))
     compiled = parallel.compile(params, opt, batch)
     plan, mesh = compiled.plan, compiled.mesh
     lowered = parallel.lower(params, opt, batch)

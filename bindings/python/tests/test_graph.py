@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 import alpa
-from conftest import GOLDEN
+from conftest import GOLDEN, REPO
 
 F32 = 0
 PARAMETER, DOT, ADD, RELU, MUL, REDUCE_SUM, BROADCAST = 0, 50, 30, 18, 32, 80, 60
@@ -118,3 +119,18 @@ def test_make_training_equals_the_zoo() -> None:
     forward = alpa.Graph.from_model(spec + ",training=0")
     zoo = alpa.Graph.from_model(spec + ",optimizer=sgd")
     assert forward.make_training("sgd").to_json() == zoo.to_json()
+
+
+def test_name_tables_are_the_headers_constants() -> None:
+    """The names add_op / add_ops take (kinds, roles, phases) and the attribute words of compare
+    and reduce_window are alpa.h's pinned values."""
+    header = REPO / "include" / "alpa.h"
+    if not header.exists():
+        pytest.skip(f"{header} not found (tests run from the repository)")
+    defines = dict(re.findall(r"^#define (ALPA_\w+) \(?(-?\d+)\)?", header.read_text(), re.M))
+    tables = {"OP": alpa.graph.OP_KINDS, "ROLE": alpa.graph.ROLES, "PHASE": alpa.graph.PHASES,
+              "CMP": alpa.graph.COMPARISONS, "REDUCE": alpa.graph.REDUCTIONS}
+    for prefix, table in tables.items():
+        in_header = {k[len(prefix) + 6:].lower(): int(v) for k, v in defines.items()
+                     if k.startswith(f"ALPA_{prefix}_")}
+        assert table == in_header, prefix

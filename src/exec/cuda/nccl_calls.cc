@@ -10,10 +10,11 @@ Status CudaStatus(cudaError_t error, const std::string& what) {
   return InternalError(what + ": " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
 }
 
-Status NcclStatus(ncclResult_t result, ncclComm_t comm, const std::string& what) {
+Status NcclStatus(const NcclApi& nccl, ncclResult_t result, ncclComm_t comm,
+                  const std::string& what) {
   if (result == ncclSuccess || result == ncclInProgress) return Status::Ok();
-  std::string text = what + ": " + ncclGetErrorString(result);
-  const char* last = ncclGetLastError(comm);
+  std::string text = what + ": " + nccl.GetErrorString(result);
+  const char* last = nccl.GetLastError(comm);
   if (last != nullptr && last[0] != '\0') text += std::string(" (") + last + ")";
   return InternalError(text);
 }
@@ -50,30 +51,31 @@ Status DeviceBuffer::Reserve(size_t bytes, const std::string& what) {
   return Status::Ok();
 }
 
-Result<bool> PollCommsReady(const std::vector<ncclComm_t>& comms, const std::string& what) {
+Result<bool> PollCommsReady(const NcclApi& nccl, const std::vector<ncclComm_t>& comms,
+                            const std::string& what) {
   bool ready = true;
   for (ncclComm_t comm : comms) {
     if (comm == nullptr) continue;
     ncclResult_t state = ncclSuccess;
-    ALPA_RETURN_IF_ERROR(
-        NcclStatus(ncclCommGetAsyncError(comm, &state), comm, what + ": ncclCommGetAsyncError"));
+    ALPA_RETURN_IF_ERROR(NcclStatus(nccl, nccl.CommGetAsyncError(comm, &state), comm,
+                                    what + ": ncclCommGetAsyncError"));
     if (state == ncclInProgress) {
       ready = false;
       continue;
     }
-    ALPA_RETURN_IF_ERROR(NcclStatus(state, comm, what));
+    ALPA_RETURN_IF_ERROR(NcclStatus(nccl, state, comm, what));
   }
   return ready;
 }
 
-Result<bool> PollStreamAndComms(cudaStream_t stream, const std::vector<ncclComm_t>& comms,
-                                const std::string& what) {
+Result<bool> PollStreamAndComms(const NcclApi& nccl, cudaStream_t stream,
+                                const std::vector<ncclComm_t>& comms, const std::string& what) {
   for (ncclComm_t comm : comms) {
     if (comm == nullptr) continue;
     ncclResult_t state = ncclSuccess;
-    ALPA_RETURN_IF_ERROR(
-        NcclStatus(ncclCommGetAsyncError(comm, &state), comm, what + ": ncclCommGetAsyncError"));
-    ALPA_RETURN_IF_ERROR(NcclStatus(state, comm, what));
+    ALPA_RETURN_IF_ERROR(NcclStatus(nccl, nccl.CommGetAsyncError(comm, &state), comm,
+                                    what + ": ncclCommGetAsyncError"));
+    ALPA_RETURN_IF_ERROR(NcclStatus(nccl, state, comm, what));
   }
   const cudaError_t queried = cudaStreamQuery(stream);
   if (queried == cudaErrorNotReady) return false;

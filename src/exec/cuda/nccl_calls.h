@@ -1,6 +1,7 @@
 // What the NCCL communicator needs around the raw CUDA and NCCL calls: their results as
 // Status, device buffers that free themselves, and the poll of a stream and its communicators
-// that a watched wait (exec/comm/watched_wait.h) runs.
+// that a watched wait (exec/comm/watched_wait.h) runs. NCCL is reached through the table of the
+// library opened at run time (nccl_loader.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/util/status.h"
+#include "exec/cuda/nccl_loader.h"
 
 namespace alpa {
 namespace cuda {
@@ -20,7 +22,8 @@ Status CudaStatus(cudaError_t error, const std::string& what);
 
 // OK for ncclSuccess and ncclInProgress (a non-blocking communicator's call still running:
 // the wait polls it); otherwise kInternal "<what>: <NCCL's text> (<its last error>)".
-Status NcclStatus(ncclResult_t result, ncclComm_t comm, const std::string& what);
+Status NcclStatus(const NcclApi& nccl, ncclResult_t result, ncclComm_t comm,
+                  const std::string& what);
 
 // Device memory that only grows (realloc on demand); freed with the object.
 class DeviceBuffer {
@@ -45,12 +48,13 @@ class DeviceBuffer {
 // The poll of a watched wait: done when `stream` has finished its work; an error when a
 // communicator reports an asynchronous error or the stream fails. Null communicators are
 // skipped.
-Result<bool> PollStreamAndComms(cudaStream_t stream, const std::vector<ncclComm_t>& comms,
-                                const std::string& what);
+Result<bool> PollStreamAndComms(const NcclApi& nccl, cudaStream_t stream,
+                                const std::vector<ncclComm_t>& comms, const std::string& what);
 
 // The poll of a non-blocking communicator's own call (init, split, finalize, an enqueue):
 // done when no communicator is ncclInProgress any more.
-Result<bool> PollCommsReady(const std::vector<ncclComm_t>& comms, const std::string& what);
+Result<bool> PollCommsReady(const NcclApi& nccl, const std::vector<ncclComm_t>& comms,
+                            const std::string& what);
 
 }  // namespace cuda
 }  // namespace alpa

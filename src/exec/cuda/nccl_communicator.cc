@@ -15,6 +15,7 @@
 #include "exec/comm/watched_wait.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/nccl_calls.h"
+#include "exec/cuda/nccl_loader.h"
 
 namespace alpa {
 
@@ -55,9 +56,10 @@ struct Route {
 
 class NcclCommunicatorImpl : public NcclCommunicator {
  public:
-  NcclCommunicatorImpl(std::unique_ptr<Rendezvous> rendezvous,
+  NcclCommunicatorImpl(const cuda::NcclApi& nccl, std::unique_ptr<Rendezvous> rendezvous,
                        const NcclCommunicatorOptions& options, int32_t gpu)
-      : rendezvous_(std::move(rendezvous)),
+      : nccl_(nccl),
+        rendezvous_(std::move(rendezvous)),
         options_(options),
         rank_(rendezvous_->rank()),
         size_(rendezvous_->size()),
@@ -86,11 +88,11 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     }
     ALPA_RETURN_IF_ERROR(Failed(header_.Reserve(kHeaderBytes, what)));
     ncclConfig_t config = NonBlockingConfig();
-    ALPA_RETURN_IF_ERROR(Issued(ncclCommInitRankConfig(&world_, size_, id, rank_, &config),
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.CommInitRankConfig(&world_, size_, id, rank_, &config),
                                 {world_}, what + ": ncclCommInitRankConfig"));
     ALPA_RETURN_IF_ERROR(WaitReady({world_}, what + ": ncclCommInitRankConfig"));
     ncclConfig_t split_config = NonBlockingConfig();
-    ALPA_RETURN_IF_ERROR(Issued(ncclCommSplit(world_, 0, rank_, &p2p_, &split_config),
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.CommSplit(world_, 0, rank_, &p2p_, &split_config),
                                 {world_, p2p_}, what + ": ncclCommSplit (point to point)"));
     return WaitReady({world_, p2p_}, what + ": ncclCommSplit (point to point)");
   }
@@ -131,8 +133,8 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     if (!options_.ordered_reductions) {
       ALPA_RETURN_IF_ERROR(StageIn(data, count, &send_staging_, what));
       ALPA_RETURN_IF_ERROR(Issued(
-          ncclAllReduce(send_staging_.data(), send_staging_.data(), static_cast<size_t>(count),
-                        ncclFloat64, NcclOp(op), route.comm, comm_stream_),
+          nccl_.AllReduce(send_staging_.data(), send_staging_.data(), static_cast<size_t>(count),
+                          ncclFloat64, NcclOp(op), route.comm, comm_stream_),
           {route.comm}, what + ": ncclAllReduce"));
       ALPA_RETURN_IF_ERROR(Wait(comm_stream_, {route.comm}, what));
       return StageOut(send_staging_, data, count, what);
@@ -178,9 +180,9 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     if (!options_.ordered_reductions) {
       ALPA_RETURN_IF_ERROR(StageIn(in, count * members, &send_staging_, what));
       ALPA_RETURN_IF_ERROR(Failed(receive_staging_.Reserve(BytesOf(count), what)));
-      ALPA_RETURN_IF_ERROR(Issued(ncclReduceScatter(send_staging_.data(), receive_staging_.data(),
-                                                    static_cast<size_t>(count), ncclFloat64,
-                                                    NcclOp(op), route.comm, comm_stream_),
+      ALPA_RETURN_IF_ERROR(Issued(nccl_.ReduceScatter(send_staging_.data(), receive_staging_.data(),
+                                                      static_cast<size_t>(count), ncclFloat64,
+                                                      NcclOp(op), route.comm, comm_stream_),
                                   {route.comm}, what + ": ncclReduceScatter"));
       ALPA_RETURN_IF_ERROR(Wait(comm_stream_, {route.comm}, what));
       return StageOut(receive_staging_, out, count, what);
@@ -267,8 +269,8 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     ALPA_RETURN_IF_ERROR(Begin());
     const std::string what = Where() + ": Barrier";
     ALPA_RETURN_IF_ERROR(IssueQueuedSends(what));
-    ALPA_RETURN_IF_ERROR(Issued(ncclAllReduce(header_.data(), header_.data(), 1, ncclFloat64,
-                                              ncclSum, world_, comm_stream_),
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.AllReduce(header_.data(), header_.data(), 1, ncclFloat64,
+                                                ncclSum, world_, comm_stream_),
                                 {world_}, what + ": ncclAllReduce"));
     return Wait(comm_stream_, {world_}, what);
   }
@@ -311,11 +313,11 @@ class NcclCommunicatorImpl : public NcclCommunicator {
 
   void AbortComms() {
     for (auto& [group, comm] : prepared_) {
-      if (comm != nullptr) ncclCommAbort(comm);
+      if (comm != nullptr) nccl_.CommAbort(comm);
       comm = nullptr;
     }
     for (ncclComm_t* comm : {&p2p_, &world_}) {
-      if (*comm != nullptr) ncclCommAbort(*comm);
+      if (*comm != nullptr) nccl_.CommAbort(*comm);
       *comm = nullptr;
     }
   }
@@ -328,11 +330,11 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     std::vector<ncclComm_t> comms = {world_, p2p_};
     for (auto& [group, comm] : prepared_) comms.push_back(comm);
     for (ncclComm_t comm : comms) {
-      if (comm != nullptr && !Issued(ncclCommFinalize(comm), {comm}, what).ok()) return;
+      if (comm != nullptr && !Issued(nccl_.CommFinalize(comm), {comm}, what).ok()) return;
     }
     if (!WaitReady(comms, what + ": ncclCommFinalize").ok()) return;
     for (ncclComm_t comm : comms) {
-      if (comm != nullptr) ncclCommDestroy(comm);
+      if (comm != nullptr) nccl_.CommDestroy(comm);
     }
     world_ = nullptr;
     p2p_ = nullptr;
@@ -342,20 +344,21 @@ class NcclCommunicatorImpl : public NcclCommunicator {
   // Checks an NCCL call's result; a non-blocking call still in progress is waited for.
   Status Issued(ncclResult_t result, const std::vector<ncclComm_t>& comms,
                 const std::string& what) {
-    ALPA_RETURN_IF_ERROR(Failed(NcclStatus(result, comms.empty() ? nullptr : comms[0], what)));
+    ALPA_RETURN_IF_ERROR(
+        Failed(NcclStatus(nccl_, result, comms.empty() ? nullptr : comms[0], what)));
     if (result == ncclInProgress) return WaitReady(comms, what);
     return Status::Ok();
   }
 
   Status WaitReady(const std::vector<ncclComm_t>& comms, const std::string& what) {
     return Failed(WaitWatched(
-        what, [&] { return cuda::PollCommsReady(comms, what); }, *rendezvous_,
+        what, [&] { return cuda::PollCommsReady(nccl_, comms, what); }, *rendezvous_,
         options_.wait_timeout));
   }
 
   Status Wait(cudaStream_t stream, const std::vector<ncclComm_t>& comms, const std::string& what) {
     const Status waited = Failed(WaitWatched(
-        what, [&] { return cuda::PollStreamAndComms(stream, comms, what); }, *rendezvous_,
+        what, [&] { return cuda::PollStreamAndComms(nccl_, stream, comms, what); }, *rendezvous_,
         options_.wait_timeout));
     if (waited.ok() && stream == p2p_stream_) in_flight_.clear();
     return waited;
@@ -390,8 +393,8 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     }
     ncclComm_t split = nullptr;
     ncclConfig_t config = NonBlockingConfig();
-    ALPA_RETURN_IF_ERROR(Issued(ncclCommSplit(world_, position >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
-                                              position >= 0 ? position : 0, &split, &config),
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.CommSplit(world_, position >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
+                                                position >= 0 ? position : 0, &split, &config),
                                 {world_, split}, what));
     ALPA_RETURN_IF_ERROR(WaitReady({world_, split}, what));
     prepared_.emplace(group, split);
@@ -421,8 +424,8 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     ALPA_RETURN_IF_ERROR(StageIn(in, count, &send_staging_, what));
     ALPA_RETURN_IF_ERROR(Failed(receive_staging_.Reserve(BytesOf(count * members), what)));
     ALPA_RETURN_IF_ERROR(
-        Issued(ncclAllGather(send_staging_.data(), receive_staging_.data(),
-                             static_cast<size_t>(count), ncclFloat64, comm, comm_stream_),
+        Issued(nccl_.AllGather(send_staging_.data(), receive_staging_.data(),
+                               static_cast<size_t>(count), ncclFloat64, comm, comm_stream_),
                {comm}, what + ": ncclAllGather"));
     return Wait(comm_stream_, {comm}, what);
   }
@@ -433,21 +436,23 @@ class NcclCommunicatorImpl : public NcclCommunicator {
                           const std::string& what) {
     ALPA_RETURN_IF_ERROR(StageIn(in, count * members, &send_staging_, what));
     ALPA_RETURN_IF_ERROR(Failed(receive_staging_.Reserve(BytesOf(count * members), what)));
-    ALPA_RETURN_IF_ERROR(Issued(ncclGroupStart(), {comm}, what + ": ncclGroupStart"));
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.GroupStart(), {comm}, what + ": ncclGroupStart"));
     Status posted;
     for (int64_t peer = 0; peer < members && posted.ok(); ++peer) {
       posted =
-          NcclStatus(ncclSend(send_staging_.values() + peer * count, static_cast<size_t>(count),
-                              ncclFloat64, static_cast<int>(peer), comm, comm_stream_),
+          NcclStatus(nccl_,
+                     nccl_.Send(send_staging_.values() + peer * count, static_cast<size_t>(count),
+                                ncclFloat64, static_cast<int>(peer), comm, comm_stream_),
                      comm, what + ": ncclSend");
       if (!posted.ok()) break;
-      posted =
-          NcclStatus(ncclRecv(receive_staging_.values() + peer * count, static_cast<size_t>(count),
-                              ncclFloat64, static_cast<int>(peer), comm, comm_stream_),
-                     comm, what + ": ncclRecv");
+      posted = NcclStatus(
+          nccl_,
+          nccl_.Recv(receive_staging_.values() + peer * count, static_cast<size_t>(count),
+                     ncclFloat64, static_cast<int>(peer), comm, comm_stream_),
+          comm, what + ": ncclRecv");
     }
     // The group is closed whatever happened inside it.
-    ALPA_RETURN_IF_ERROR(Issued(ncclGroupEnd(), {comm}, what + ": ncclGroupEnd"));
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.GroupEnd(), {comm}, what + ": ncclGroupEnd"));
     ALPA_RETURN_IF_ERROR(Failed(posted));
     return Wait(comm_stream_, {comm}, what);
   }
@@ -471,24 +476,27 @@ class NcclCommunicatorImpl : public NcclCommunicator {
   // that stream is waited for.
   Status IssuePointToPoint(const std::string& what, int32_t header_from) {
     if (outbox_.empty() && header_from < 0) return Status::Ok();
-    ALPA_RETURN_IF_ERROR(Issued(ncclGroupStart(), {p2p_}, what + ": ncclGroupStart"));
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.GroupStart(), {p2p_}, what + ": ncclGroupStart"));
     Status posted;
     for (const QueuedSend& send : outbox_) {
-      posted = NcclStatus(ncclSend(send.message.data(), 2, ncclInt64, send.to, p2p_, p2p_stream_),
+      posted = NcclStatus(nccl_,
+                          nccl_.Send(send.message.data(), 2, ncclInt64, send.to, p2p_, p2p_stream_),
                           p2p_, what + ": ncclSend");
       if (posted.ok() && send.count > 0) {
         posted = NcclStatus(
-            ncclSend(static_cast<char*>(send.message.data()) + kHeaderBytes,
-                     static_cast<size_t>(send.count), ncclFloat64, send.to, p2p_, p2p_stream_),
+            nccl_,
+            nccl_.Send(static_cast<char*>(send.message.data()) + kHeaderBytes,
+                       static_cast<size_t>(send.count), ncclFloat64, send.to, p2p_, p2p_stream_),
             p2p_, what + ": ncclSend");
       }
       if (!posted.ok()) break;
     }
     if (posted.ok() && header_from >= 0) {
-      posted = NcclStatus(ncclRecv(header_.data(), 2, ncclInt64, header_from, p2p_, p2p_stream_),
+      posted = NcclStatus(nccl_,
+                          nccl_.Recv(header_.data(), 2, ncclInt64, header_from, p2p_, p2p_stream_),
                           p2p_, what + ": ncclRecv");
     }
-    ALPA_RETURN_IF_ERROR(Issued(ncclGroupEnd(), {p2p_}, what + ": ncclGroupEnd"));
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.GroupEnd(), {p2p_}, what + ": ncclGroupEnd"));
     ALPA_RETURN_IF_ERROR(Failed(posted));
     for (QueuedSend& send : outbox_) in_flight_.push_back(std::move(send.message));
     outbox_.clear();
@@ -516,8 +524,8 @@ class NcclCommunicatorImpl : public NcclCommunicator {
   Status ReceiveValues(int32_t from, int64_t count, double* values, const std::string& what) {
     if (count == 0) return Status::Ok();
     ALPA_RETURN_IF_ERROR(Failed(receive_staging_.Reserve(BytesOf(count), what)));
-    ALPA_RETURN_IF_ERROR(Issued(ncclRecv(receive_staging_.data(), static_cast<size_t>(count),
-                                         ncclFloat64, from, p2p_, p2p_stream_),
+    ALPA_RETURN_IF_ERROR(Issued(nccl_.Recv(receive_staging_.data(), static_cast<size_t>(count),
+                                           ncclFloat64, from, p2p_, p2p_stream_),
                                 {p2p_}, what + ": ncclRecv"));
     ALPA_RETURN_IF_ERROR(Wait(p2p_stream_, {p2p_}, what));
     return StageOut(receive_staging_, values, count, what);
@@ -541,6 +549,8 @@ class NcclCommunicatorImpl : public NcclCommunicator {
     return true;
   }
 
+  // The process's NCCL (LoadNccl): loaded for good, so a reference outlives every communicator.
+  const cuda::NcclApi& nccl_;
   std::unique_ptr<Rendezvous> rendezvous_;
   NcclCommunicatorOptions options_;
   int32_t rank_;
@@ -563,10 +573,11 @@ class NcclCommunicatorImpl : public NcclCommunicator {
 };
 
 // Rank 0's ncclUniqueId, shared through the rendezvous.
-Status ShareUniqueId(Rendezvous& rendezvous, ncclUniqueId* id) {
+Status ShareUniqueId(const cuda::NcclApi& nccl, Rendezvous& rendezvous, ncclUniqueId* id) {
   std::vector<uint8_t> blob;
   if (rendezvous.rank() == 0) {
-    ALPA_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(id), nullptr, "rank 0: ncclGetUniqueId"));
+    ALPA_RETURN_IF_ERROR(
+        NcclStatus(nccl, nccl.GetUniqueId(id), nullptr, "rank 0: ncclGetUniqueId"));
     const uint8_t* bytes = reinterpret_cast<const uint8_t*>(id);
     blob.assign(bytes, bytes + sizeof(ncclUniqueId));
   }
@@ -596,6 +607,30 @@ Result<int32_t> ChooseGpu(int32_t rank, const NcclCommunicatorOptions& options) 
   return gpu;
 }
 
+// What a rank needs before its communicator: its GPU, the process's NCCL and rank 0's id.
+struct RankStart {
+  int32_t gpu = 0;
+  const cuda::NcclApi* nccl = nullptr;
+  ncclUniqueId id;
+};
+
+// The GPU first, so that a machine without one never loads NCCL; the first failure.
+Result<RankStart> StartRank(Rendezvous& rendezvous, const NcclCommunicatorOptions& options) {
+  RankStart start;
+  Result<int32_t> gpu = ChooseGpu(rendezvous.rank(), options);
+  ALPA_RETURN_IF_ERROR(gpu.status());
+  start.gpu = gpu.value();
+  Result<const cuda::NcclApi*> nccl = cuda::LoadNccl();
+  if (!nccl.ok()) {
+    return Status(nccl.status().code(),
+                  "rank " + std::to_string(rendezvous.rank()) + ": " + nccl.status().message());
+  }
+  start.nccl = nccl.value();
+  ALPA_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(start.gpu), "cudaSetDevice"));
+  ALPA_RETURN_IF_ERROR(ShareUniqueId(*start.nccl, rendezvous, &start.id));
+  return start;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<NcclCommunicator>> CreateNcclCommunicator(
@@ -606,18 +641,17 @@ Result<std::unique_ptr<NcclCommunicator>> CreateNcclCommunicator(
                            std::to_string(options.wait_timeout.count()) + " ms is not positive");
   }
   // A rank that cannot start tells the others, so they do not wait for it until the deadline.
-  Result<int32_t> gpu = ChooseGpu(rendezvous->rank(), options);
-  Status started =
-      gpu.ok() ? CudaStatus(cudaSetDevice(gpu.value()), "cudaSetDevice") : gpu.status();
-  ncclUniqueId id;
-  if (started.ok()) started = ShareUniqueId(*rendezvous, &id);
-  if (!started.ok()) {
-    if (started.code() != StatusCode::kCancelled) rendezvous->ReportFailure(started);
-    return started;
+  Result<RankStart> start = StartRank(*rendezvous, options);
+  if (!start.ok()) {
+    if (start.status().code() != StatusCode::kCancelled) {
+      rendezvous->ReportFailure(start.status());
+    }
+    return start.status();
   }
-  auto communicator =
-      std::make_unique<NcclCommunicatorImpl>(std::move(rendezvous), options, gpu.value());
-  ALPA_RETURN_IF_ERROR(communicator->Initialise(id));
+  const RankStart& started = start.value();
+  auto communicator = std::make_unique<NcclCommunicatorImpl>(*started.nccl, std::move(rendezvous),
+                                                             options, started.gpu);
+  ALPA_RETURN_IF_ERROR(communicator->Initialise(started.id));
   return std::unique_ptr<NcclCommunicator>(std::move(communicator));
 }
 

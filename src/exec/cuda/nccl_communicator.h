@@ -76,7 +76,9 @@ class NcclCommunicator : public Communicator {
 
 // Shares rank 0's ncclUniqueId through `rendezvous` and initialises this rank's NCCL
 // communicator on its GPU (waiting at most options.wait_timeout). The rendezvous stays the
-// failure channel for the communicator's life.
+// failure channel for the communicator's life. NCCL itself is opened here, on the first call
+// (exec/cuda/nccl_loader.h): kUnsupported naming the library, symbol or version and what to
+// install when it cannot be used.
 Result<std::unique_ptr<NcclCommunicator>> CreateNcclCommunicator(
     std::unique_ptr<Rendezvous> rendezvous, const NcclCommunicatorOptions& options);
 

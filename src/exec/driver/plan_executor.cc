@@ -76,8 +76,33 @@ struct Difference {
   double relative = 0;  // max |a - b| / |b| (|b| > 0)
 };
 
-Difference Compare(const std::vector<double>& got, const std::vector<double>& want, double rtol,
-                   double atol) {
+// The tolerance for values of `dtype`: the caller's, raised for 16-bit floats to
+// torch.testing.assert_close's defaults for them (f16 rtol 1e-3 atol 1e-5, bf16 rtol 1.6e-2
+// atol 1e-5): one rounding of a sum taken in another order moves such a value by about its
+// precision, far beyond the f32-sized default.
+struct Tolerance {
+  double rtol = 0, atol = 0;
+};
+Tolerance ToleranceFor(DType dtype, double rtol, double atol) {
+  if (dtype == DType::kF16) return {std::max(rtol, 1e-3), std::max(atol, 1e-5)};
+  if (dtype == DType::kBF16) return {std::max(rtol, 1.6e-2), std::max(atol, 1e-5)};
+  return {rtol, atol};
+}
+
+// The loss is computed (often in f32) from values of the model's own precision: its noise is
+// theirs. bf16 if any op is bf16, else f16 if any is f16, else f32.
+DType LeastPreciseFloat(const Graph& graph) {
+  DType least = DType::kF32;
+  for (const Op& op : graph.ops) {
+    if (op.dtype == DType::kBF16) return DType::kBF16;
+    if (op.dtype == DType::kF16) least = DType::kF16;
+  }
+  return least;
+}
+
+Difference Compare(const std::vector<double>& got, const std::vector<double>& want,
+                   const Tolerance& tolerance) {
+  const double rtol = tolerance.rtol, atol = tolerance.atol;
   Difference d;
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
     const double diff = std::fabs(got[i] - want[i]);
@@ -534,7 +559,9 @@ Result<StepSummary> PlanExecutor::Summarize(const std::map<int32_t, HostTensor>&
   Result<std::vector<HostTensor>> out = Interpret(whole_, feeds, whole_.outputs, io);
   if (!out.ok()) return out.status();
   sum.reference_loss = out.value()[0].data.at(0);
-  const Difference ld = Compare({sum.loss}, {sum.reference_loss}, options_.rtol, options_.atol);
+  const Difference ld =
+      Compare({sum.loss}, {sum.reference_loss},
+              ToleranceFor(LeastPreciseFloat(whole_), options_.rtol, options_.atol));
   sum.loss_error = ld.allclose;
   sum.loss_relative = ld.relative;
   for (size_t i = 1; i < whole_.outputs.size(); ++i) {
@@ -544,7 +571,8 @@ Result<StepSummary> PlanExecutor::Summarize(const std::map<int32_t, HostTensor>&
   for (const auto& [id, want] : parameters_) {
     Result<HostTensor> got = Parameter(id);
     if (!got.ok()) return got.status();
-    const Difference pd = Compare(got.value().data, want.data, options_.rtol, options_.atol);
+    const Difference pd = Compare(got.value().data, want.data,
+                                  ToleranceFor(want.dtype, options_.rtol, options_.atol));
     if (pd.allclose > sum.parameter_error) {
       sum.parameter_error = pd.allclose;
       sum.worst_parameter = DescribeOp(whole_, id);

@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -335,11 +337,20 @@ void ListRefreshes(PlanContext& ctx) {
   }
 }
 
+struct OpMicrobatchHash {
+  size_t operator()(const std::pair<int32_t, int64_t>& k) const {
+    return std::hash<int64_t>()(k.second * 1000003 + k.first);
+  }
+};
+// (local op, microbatch) -> value. Looked up once per operand of every op of every microbatch
+// (millions of times for a real model), never iterated: hashed.
+using OpMicrobatchValues = std::unordered_map<std::pair<int32_t, int64_t>, Value, OpMicrobatchHash>;
+
 // The values one device holds for one piece.
 struct PieceState {
   std::map<int32_t, Value> params;
-  std::map<std::pair<int32_t, int64_t>, Value> values;         // (local op, microbatch)
-  std::map<std::pair<int32_t, int64_t>, Value> reader_values;  // in the reader layout
+  OpMicrobatchValues values;
+  OpMicrobatchValues reader_values;  // in the reader layout
   std::map<int32_t, Value> accumulators;
 };
 
@@ -388,6 +399,10 @@ class DeviceLowering {
   Result<Value> EdgeValue(int32_t pi, int32_t consumer, int32_t k, int64_t mb);
   Result<Value> FreeValue(int32_t pi, int32_t l, int64_t mb);
   Result<Value> ExportValue(int32_t pi, int32_t l, int64_t mb);
+  // The index in local_ops of op l of piece p on operands and a result of these local shapes:
+  // built once, shared by every microbatch's instruction.
+  Result<int32_t> LocalOpIndex(const PieceInfo& p, int32_t l, std::vector<Dims> operand_shapes,
+                               const Dims& result_shape);
   Result<Value> RunLocal(const PieceInfo& p, int32_t l, const std::vector<Value>& operands,
                          const ShardingSpec& result_spec, const EmitTag& tag, int64_t mb);
   Result<Value> Reshard(const Value& value, const Dims& shape, DType dtype,
@@ -395,10 +410,22 @@ class DeviceLowering {
   Result<Value> ReceiveTransfer(int32_t transfer, int64_t mb, int64_t tag);
   Status SendTransfer(const Value& value, int32_t transfer, int64_t tag, const EmitTag& etag);
 
+  struct LocalOpKey {
+    const Graph* graph;
+    int32_t op;
+    std::vector<Dims> operand_shapes;
+    Dims result_shape;
+    bool operator<(const LocalOpKey& o) const {
+      return std::tie(graph, op, operand_shapes, result_shape) <
+             std::tie(o.graph, o.op, o.operand_shapes, o.result_shape);
+    }
+  };
+
   const PlanContext& ctx_;
   int32_t stage_;
   DeviceEmitter em_;
   std::vector<PieceState> state_;
+  std::map<LocalOpKey, int32_t> local_op_index_;
 };
 
 std::string DeviceLowering::ValueName(const PieceInfo& p, int32_t l, int64_t mb) const {
@@ -457,6 +484,21 @@ Status DeviceLowering::ZeroAccumulators() {
   return Status::Ok();
 }
 
+Result<int32_t> DeviceLowering::LocalOpIndex(const PieceInfo& p, int32_t l,
+                                             std::vector<Dims> operand_shapes,
+                                             const Dims& result_shape) {
+  LocalOpKey key{&p.sub->graph, l, std::move(operand_shapes), result_shape};
+  auto found = local_op_index_.find(key);
+  if (found != local_op_index_.end()) return found->second;
+  Result<Graph> local_op = BuildLocalOp(p.sub->graph, l, key.operand_shapes, result_shape);
+  if (!local_op.ok()) return local_op.status();
+  std::vector<Graph>& ops = em_.program().local_ops;
+  ops.push_back(std::move(local_op).value());
+  const int32_t index = static_cast<int32_t>(ops.size() - 1);
+  local_op_index_.emplace(std::move(key), index);
+  return index;
+}
+
 Result<Value> DeviceLowering::RunLocal(const PieceInfo& p, int32_t l,
                                        const std::vector<Value>& operands,
                                        const ShardingSpec& result_spec, const EmitTag& tag,
@@ -472,7 +514,7 @@ Result<Value> DeviceLowering::RunLocal(const PieceInfo& p, int32_t l,
   const ShardingSpec spec = CanonicalSpec(result_spec, em_.mesh().shape);
   Result<Dims> local = em_.LocalShape(spec, op.shape);
   if (!local.ok()) return local.status();
-  Result<Graph> local_op = BuildLocalOp(p.sub->graph, l, shapes, local.value());
+  Result<int32_t> local_op = LocalOpIndex(p, l, std::move(shapes), local.value());
   if (!local_op.ok()) return local_op.status();
   // Gather / scatter-add over a split table axis: only the indices inside this device's rows.
   if ((op.kind == OpKind::kGather || op.kind == OpKind::kScatterAdd) && !operands.empty()) {
@@ -486,8 +528,7 @@ Result<Value> DeviceLowering::RunLocal(const PieceInfo& p, int32_t l,
     }
   }
   in.round = spec.partial.empty() && !tag.exact;
-  em_.program().local_ops.push_back(std::move(local_op).value());
-  in.local_op = static_cast<int32_t>(em_.program().local_ops.size() - 1);
+  in.local_op = local_op.value();
   const int32_t global = p.sub->origin[static_cast<size_t>(l)];
   Value out{em_.NewBuffer(ValueName(p, l, mb), local.value(), op.dtype, global, false), spec};
   in.out = out.buffer;

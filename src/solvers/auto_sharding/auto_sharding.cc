@@ -63,6 +63,13 @@ Status CheckOptions(const Graph& graph, const LogicalMesh& mesh, const Cluster* 
     return InvalidArgument("auto-sharding: iteration_weight must be in (0, 1] (got " +
                            std::to_string(o.iteration_weight) + ")");
   }
+  for (const HandedOffOutput& out : o.handed_off_outputs) {
+    const int32_t id = out.op;
+    if (id < 0 || id >= graph.size()) {
+      return InvalidArgument("auto-sharding: handed_off_outputs names op " + std::to_string(id) +
+                             ", not an op of the graph (" + std::to_string(graph.size()) + " ops)");
+    }
+  }
   return ValidateGraph(graph);
 }
 
@@ -325,7 +332,12 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
 
   // Objective (re-evaluated from the problem) and peak memory.
   const Evaluation eval = EvaluateAssignment(model.problem, solved.assignment);
-  result.objective = eval.cost;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const std::vector<double>& added = model.handoff_costs[static_cast<size_t>(v)];
+    if (added.empty()) continue;
+    result.handoff_cost += added[static_cast<size_t>(result.ops[static_cast<size_t>(v)].strategy)];
+  }
+  result.objective = eval.cost - result.handoff_cost;
   result.iteration_weight = options.iteration_weight;
   const PeakUsage peak = PeakOverTime(model.problem, [&](size_t nd) {
     return model.problem.nodes[nd].usage(solved.assignment[nd]);

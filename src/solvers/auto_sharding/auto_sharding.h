@@ -46,6 +46,15 @@ enum class ZeroMode : int32_t { kOff = 0, kSearch = 1, kForce = 2 };
 inline constexpr int32_t kBatchDimFree = -2;  // no constraint
 inline constexpr int32_t kBatchDimAllMeshDims = -1;
 
+// An output of the graph that another solve's graph reads (AutoShardOptions::
+// handed_off_outputs).
+struct HandedOffOutput {
+  int32_t op = -1;
+  // Accumulated over the microbatches and handed over once per iteration (a contribution to a
+  // weight's gradient): its handover is weighted by iteration_weight.
+  bool once_per_iteration = false;
+};
+
 struct AutoShardOptions {
   CostMode cost_mode = CostMode::kRealUnits;
   // Every weight replicated and every input split on its batch dim over all mesh dims.
@@ -71,6 +80,15 @@ struct AutoShardOptions {
   // 1 (the default) prices one step of a graph that is the whole batch. The result's objective
   // is the weighted one; its per-op costs and collectives are not weighted.
   double iteration_weight = 1.0;
+  // Outputs that another solve's graph reads: a planner piece's boundary outputs, which the
+  // reading piece takes as inputs, never as partial sums. A strategy that leaves such an
+  // output a partial sum pays, in the objective only, the cheapest resharding of it into a
+  // layout without partial sums, so that the solve sees what its layout costs the reader
+  // (alone, a piece leaves a tied embedding's gradient a partial sum over every mesh dim,
+  // across hosts, for free). The result reports it as handoff_cost, outside the objective, the
+  // per-op costs and the collectives: the caller prices the actual handover between the two
+  // solves' layouts.
+  std::vector<HandedOffOutput> handed_off_outputs;
   SolveOptions solve;  // time limit, threads, cancel, progress
 };
 
@@ -137,6 +155,10 @@ struct AutoShardResult {
   // iteration_weight (the options' value, kept here).
   long double objective = 0;
   double iteration_weight = 1.0;
+  // What the solve minimised beyond the objective: the handover of the partial sums the plan
+  // leaves in AutoShardOptions::handed_off_outputs (weighted as there).
+  long double handoff_cost = 0;
+  // A lower bound on objective + handoff_cost.
   long double lower_bound = 0;
   long double compute_cost = 0, communication_cost = 0, resharding_cost = 0;
   int64_t peak_memory_bytes = 0;  // per device, over the schedule

@@ -1,6 +1,8 @@
 // The resharding edges of the sharding problem of a graph (phase 4 of BuildAutoShardModel):
 // producer -> reader layout -> readers, or producer -> reader.
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "solvers/auto_sharding/auto_sharding_problem.h"
 
@@ -104,6 +106,45 @@ Status AddOperandEdges(AutoShardModel& model, const AutoShardOptions& options) {
         return InternalError(DescribeOp(graph, v) + " operand " + std::to_string(k) + ": " +
                              st.message());
       }
+    }
+  }
+  return Status::Ok();
+}
+
+Status AddHandoffCosts(AutoShardModel& model, const AutoShardOptions& options) {
+  const Graph& graph = *model.graph;
+  std::vector<char> handed_off(static_cast<size_t>(graph.size()), 0);
+  model.handoff_costs.assign(static_cast<size_t>(graph.size()), {});
+  for (const HandedOffOutput& out : options.handed_off_outputs) {
+    const int32_t u = out.op;
+    const size_t i = static_cast<size_t>(u);
+    // Counted once per op; a free or fused op is made locally in any layout, and an op with a
+    // reader layout node hands over that (never partial) layout.
+    if (handed_off[i] || model.node[i] < 0 || model.layout_node[i] >= 0) continue;
+    handed_off[i] = 1;
+    std::vector<int32_t> layouts;
+    for (const ShardingSpec& spec : TensorLayouts(graph.op(u).shape, model.mesh)) {
+      layouts.push_back(model.specs.Intern(spec));
+    }
+    const double weight =
+        out.once_per_iteration || model.gradient_like[i] ? options.iteration_weight : 1.0;
+    const Restriction limit = ReshardRestriction(model, u, options);
+    ShardingNode& node = model.problem.nodes[static_cast<size_t>(model.node[i])];
+    const std::vector<int32_t>& results = model.result_spec[i];
+    std::vector<double>& added = model.handoff_costs[i];
+    added.assign(results.size(), 0.0);
+    for (size_t s = 0; s < results.size(); ++s) {
+      if (model.specs.spec(results[s]).partial.empty()) continue;
+      double cheapest = kForbiddenCost;
+      for (int32_t layout : layouts) {
+        Result<double> cost = model.reshard->Cost(model.tensor_type[i], results[s], layout, limit);
+        if (!cost.ok()) {
+          return InternalError(DescribeOp(graph, u) + " handover: " + cost.status().message());
+        }
+        cheapest = std::min(cheapest, cost.value());
+      }
+      added[s] = cheapest * weight;
+      node.costs[s] += added[s];
     }
   }
   return Status::Ok();

@@ -69,36 +69,6 @@ std::vector<bool> GradientLike(const Graph& g) {
   return like;
 }
 
-// Every layout a tensor's readers may read it in: each mesh dim of size > 1 splits one tensor
-// dim (after the mesh dims before it on that dim) or is unused; splits must divide the dim. No
-// partial sums: readers read a fully reduced value, so a partial sum is reduced once for all of
-// them (all-reduce, or reduce-scatter onto a split they read). Reductions staged across mesh
-// dims (reduce-scatter on one, all-reduce on the other, all-gather back) are not modelled, as in
-// Alpa.
-std::vector<ShardingSpec> TensorLayouts(const Dims& shape, const LogicalMesh& mesh) {
-  std::vector<int32_t> split_dims;
-  for (int32_t d = 0; d < mesh.ndim(); ++d) {
-    if (mesh.shape[static_cast<size_t>(d)] > 1) split_dims.push_back(d);
-  }
-  const int32_t rank = static_cast<int32_t>(shape.size());
-  std::vector<int32_t> choice(split_dims.size(), -1);  // per split mesh dim: tensor dim or -1
-  std::vector<ShardingSpec> out;
-  while (true) {
-    ShardingSpec spec = ShardingSpec::Replicated(shape.size());
-    for (size_t i = 0; i < split_dims.size(); ++i) {
-      if (choice[i] >= 0) spec.dims[static_cast<size_t>(choice[i])].push_back(split_dims[i]);
-    }
-    if (ValidateShardingSpec(spec, shape, mesh.shape).ok()) out.push_back(std::move(spec));
-    size_t i = 0;
-    for (; i < choice.size(); ++i) {
-      if (++choice[i] < rank) break;
-      choice[i] = -1;
-    }
-    if (i == choice.size()) break;
-  }
-  return out;
-}
-
 // A spec on a source's result as the operand dims see it (source dim i -> operand dim map[i]).
 ShardingSpec SourceToOperand(const ShardingSpec& spec, const OperandSource& src, size_t rank) {
   if (!src.through_broadcast) return spec;
@@ -191,6 +161,30 @@ Result<std::vector<int32_t>> KeptStrategies(const Graph& graph, int32_t id,
 }
 
 }  // namespace
+
+std::vector<ShardingSpec> TensorLayouts(const Dims& shape, const LogicalMesh& mesh) {
+  std::vector<int32_t> split_dims;
+  for (int32_t d = 0; d < mesh.ndim(); ++d) {
+    if (mesh.shape[static_cast<size_t>(d)] > 1) split_dims.push_back(d);
+  }
+  const int32_t rank = static_cast<int32_t>(shape.size());
+  std::vector<int32_t> choice(split_dims.size(), -1);  // per split mesh dim: tensor dim or -1
+  std::vector<ShardingSpec> out;
+  while (true) {
+    ShardingSpec spec = ShardingSpec::Replicated(shape.size());
+    for (size_t i = 0; i < split_dims.size(); ++i) {
+      if (choice[i] >= 0) spec.dims[static_cast<size_t>(choice[i])].push_back(split_dims[i]);
+    }
+    if (ValidateShardingSpec(spec, shape, mesh.shape).ok()) out.push_back(std::move(spec));
+    size_t i = 0;
+    for (; i < choice.size(); ++i) {
+      if (++choice[i] < rank) break;
+      choice[i] = -1;
+    }
+    if (i == choice.size()) break;
+  }
+  return out;
+}
 
 bool ReadsLeaderLayout(const AutoShardModel& model, int32_t id) {
   const int32_t leader = model.leader[static_cast<size_t>(id)];
@@ -541,6 +535,7 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& graph,
   // Resharding edges: producer -> reader layout -> readers, or producer -> reader.
   ALPA_RETURN_IF_ERROR(AddReaderLayoutEdges(*model, options));
   ALPA_RETURN_IF_ERROR(AddOperandEdges(*model, options));
+  ALPA_RETURN_IF_ERROR(AddHandoffCosts(*model, options));
   return model;
 }
 

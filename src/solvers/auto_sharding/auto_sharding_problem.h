@@ -56,8 +56,11 @@ struct AutoShardModel {
   std::vector<std::vector<int32_t>> result_spec;
   std::vector<std::vector<int32_t>> wanted_spec;
   std::vector<int32_t> tensor_type;  // per op: its result type in the reshard cache
-  std::vector<int32_t> schedule;     // op ids
-  std::vector<int32_t> position;     // per op: index in schedule
+  // Per op: the handover cost AddHandoffCosts added to each of its node's strategies (weighted;
+  // empty for an op that is not handed off).
+  std::vector<std::vector<double>> handoff_costs;
+  std::vector<int32_t> schedule;  // op ids
+  std::vector<int32_t> position;  // per op: index in schedule
   SpecTable specs;
   std::unique_ptr<ReshardCostCache> reshard;
   ShardingProblem problem;
@@ -67,6 +70,14 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& graph,
                                                             const LogicalMesh& mesh,
                                                             const Cluster* cluster,
                                                             const AutoShardOptions& options);
+
+// Every layout a tensor's readers may read it in: each mesh dim of size > 1 splits one tensor
+// dim (after the mesh dims before it on that dim) or is unused; splits must divide the dim. No
+// partial sums: readers read a fully reduced value, so a partial sum is reduced once for all of
+// them (all-reduce, or reduce-scatter onto a split they read). Reductions staged across mesh
+// dims (reduce-scatter on one, all-reduce on the other, all-gather back) are not modelled, as in
+// Alpa.
+std::vector<ShardingSpec> TensorLayouts(const Dims& shape, const LogicalMesh& mesh);
 
 // Whether follower `id` reads its leader through the leader's reader layout (and so follows
 // that layout node), and the specs its strategies are derived from, index by index.
@@ -86,5 +97,10 @@ Result<OpStrategy> ModelStrategy(const AutoShardModel& model, int32_t id, int32_
 Status AddReaderLayoutEdges(AutoShardModel& model, const AutoShardOptions& options);
 // Phase 4b: edges into each reader, from its operand's reader layout node or its producer.
 Status AddOperandEdges(AutoShardModel& model, const AutoShardOptions& options);
+// Phase 4c: the handover of options.handed_off_outputs. Each strategy of such an output (one
+// without a reader layout node, whose readers here would reduce it first) that leaves it a
+// partial sum costs the cheapest resharding into one of its reader layouts, weighted by
+// iteration_weight when it is handed over once per iteration or is gradient-like here.
+Status AddHandoffCosts(AutoShardModel& model, const AutoShardOptions& options);
 
 }  // namespace alpa

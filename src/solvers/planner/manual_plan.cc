@@ -369,8 +369,10 @@ struct ManualPlanEvaluator::Impl {
     o.solve.cancel = options.cancel;
     o.memory_budget_bytes = memory_budget_bytes;
     const int32_t rep = set.pieces.type_rep[static_cast<size_t>(type)];
-    Result<UnitProfile> p = ProfileUnit(set.pieces.piece_graph[static_cast<size_t>(rep)]->graph,
-                                        mesh.value(), cluster, o);
+    const Subgraph& sub = *set.pieces.piece_graph[static_cast<size_t>(rep)];
+    // Other pieces read these as inputs: the solve prices leaving them partial sums.
+    o.handed_off_outputs = HandedOffOutputs(sub);
+    Result<UnitProfile> p = ProfileUnit(sub.graph, mesh.value(), cluster, o);
     if (!p.ok()) {
       if (options.cancel && options.cancel->load()) {
         return Status(StatusCode::kCancelled, "planning cancelled");

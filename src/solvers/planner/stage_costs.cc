@@ -371,9 +371,12 @@ struct SolveCounters {
 Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_index,
                          std::vector<UnitProfile>& levels, SolveCounters& counters) {
   const int32_t rep = ctx.type_rep[static_cast<size_t>(type)];
-  const Graph& piece = ctx.table.piece_graph[static_cast<size_t>(rep)]->graph;
+  const Subgraph& sub = *ctx.table.piece_graph[static_cast<size_t>(rep)];
+  const Graph& piece = sub.graph;
   const LogicalMesh& mesh = ctx.meshes[mesh_index];
   AutoShardOptions shard = IntraOpOptions(ctx.options, ctx.microbatches);
+  // Other pieces read these as inputs: the solve prices leaving them partial sums.
+  shard.handed_off_outputs = HandedOffOutputs(sub);
   shard.batch_mesh_dim = ctx.batch_dims[mesh_index];
   shard.batch_size = ctx.microbatch_size;
   // A weight-shaped value crossing a piece boundary (a tied embedding) is replicated where the

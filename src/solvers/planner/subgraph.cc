@@ -15,6 +15,22 @@ bool IsConstantLike(const Op& op) {
 
 }  // namespace
 
+bool AccumulatedIntoGradient(const Graph& graph, int32_t id) {
+  const Op& op = graph.op(id);
+  if (op.role == TensorRole::kGradient) return true;
+  for (int32_t v = id + 1; v < graph.size(); ++v) {
+    const Op& reader = graph.op(v);
+    // A sum of the gradient's contributions, directly or through further sums.
+    if (reader.kind == OpKind::kAdd && reader.phase == Phase::kBackward &&
+        reader.shape == op.shape &&
+        std::find(reader.operands.begin(), reader.operands.end(), id) != reader.operands.end() &&
+        AccumulatedIntoGradient(graph, v)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>& op_group,
                                  int32_t first, int32_t last) {
   if (op_group.size() != static_cast<size_t>(graph.size())) {
@@ -106,6 +122,7 @@ Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>&
     const int32_t l = local[static_cast<size_t>(id)];
     if (!read_outside[static_cast<size_t>(id)] || l < 0) continue;
     sub.boundary_outputs.push_back(l);
+    sub.boundary_output_accumulated.push_back(AccumulatedIntoGradient(graph, id) ? 1 : 0);
     if (!is_output[static_cast<size_t>(l)]) {
       is_output[static_cast<size_t>(l)] = 1;
       sub.graph.outputs.push_back(l);

@@ -20,7 +20,14 @@ struct Subgraph {
   // Ops of `graph` whose results the rest of the full graph reads (besides the full graph's
   // own outputs, which stay outputs here).
   std::vector<int32_t> boundary_outputs;
+  // Per boundary output: whether it is a weight's gradient or added into one of its shape in
+  // the full graph (accumulated over microbatches, handed over once per iteration).
+  std::vector<char> boundary_output_accumulated;
 };
+
+// Whether op `id` of `graph` is a weight's gradient (role kGradient) or a term of a sum of
+// backward adds of its own shape that is one: a value accumulated over microbatches.
+bool AccumulatedIntoGradient(const Graph& graph, int32_t id);
 
 // The ops with op_group[id] in [first, last], in graph order, plus:
 //   - parameters they read (or, for update ops, replace) from other groups, copied as they are (a

@@ -49,6 +49,15 @@ Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& 
   return memory;
 }
 
+std::vector<HandedOffOutput> HandedOffOutputs(const Subgraph& sub) {
+  std::vector<HandedOffOutput> out;
+  for (size_t i = 0; i < sub.boundary_outputs.size(); ++i) {
+    if (sub.boundary_output_accumulated[i] == 0) continue;
+    out.push_back({sub.boundary_outputs[i], true});
+  }
+  return out;
+}
+
 Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, const Cluster& cluster,
                                 const AutoShardOptions& options) {
   Result<AutoShardResult> solved = AutoShard(graph, mesh, &cluster, options);

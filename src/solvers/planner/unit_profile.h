@@ -12,6 +12,7 @@
 #include "core/ir/graph.h"
 #include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
+#include "solvers/planner/subgraph.h"
 
 namespace alpa {
 
@@ -67,6 +68,12 @@ struct UnitMemory {
 // over its schedule (RecomputePlanMemory); what ProfileUnit reports. Errors:
 // RecomputePlanMemory's (a result that is not a plan of `graph`).
 Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result);
+
+// The outputs of piece `sub` that other pieces read, for AutoShardOptions::handed_off_outputs:
+// its boundary outputs that accumulate into a weight's gradient (a tied weight's contribution
+// from another layer), handed over once per iteration. Activations and their gradients are
+// left to the pieces' edges, whose layouts both solves choose per microbatch.
+std::vector<HandedOffOutput> HandedOffOutputs(const Subgraph& sub);
 
 // Auto-shards `graph` (a subgraph from ExtractSubgraph) on `mesh` and profiles the result.
 // Errors as AutoShard's; kInfeasible when a memory budget cannot be met, kInternal naming

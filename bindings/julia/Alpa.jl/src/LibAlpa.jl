@@ -502,8 +502,8 @@ struct alpa_executor_config
     seed::UInt64  # synthetic parameters and data; default 0
     check::Int32  # 1: compare every step with the one-device interpreter
     devices::Int32  # ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI
-    rtol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|
-    atol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|
+    rtol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16 and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5)
+    atol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16 and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5)
     backend::Int32  # ALPA_BACKEND_CPU (default) or ALPA_BACKEND_CUDA
     allow_tf32::Int32  # 1: f32 contractions on the GPU's tensor cores in TF32 (faster, 10-bit mantissa: loosen the check's tolerance); default 0
 end

@@ -38,6 +38,10 @@ OP_KINDS: dict[str, int] = {
 }  # fmt: skip
 ROLES = {"activation": 0, "parameter": 1, "gradient": 2, "optimizer_state": 3, "input": 4}
 PHASES = {"forward": 0, "backward": 1, "update": 2}
+# The attribute words that name a comparison (compare: [COMPARISONS["le"]]) or a reduction
+# (reduce_window: [REDUCTIONS["max"], ...]): ALPA_CMP_* and ALPA_REDUCE_* of alpa.h.
+COMPARISONS = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5}
+REDUCTIONS = {"sum": 0, "max": 1}
 COLLECTIVES = ("all_gather", "all_reduce", "reduce_scatter", "all_to_all", "send_recv")
 _KIND_NAMES = {v: k for k, v in OP_KINDS.items()}
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}

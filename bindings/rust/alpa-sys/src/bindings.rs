@@ -2841,9 +2841,11 @@ pub struct alpa_executor_config {
     pub check: i32,
     #[doc = "< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI"]
     pub devices: i32,
-    #[doc = "< the check's tolerance per element: |a - b| <= atol + rtol |b|"]
+    #[doc = "< the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16"]
+    #[doc = "and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5)"]
     pub rtol: f64,
-    #[doc = "< the check's tolerance per element: |a - b| <= atol + rtol |b|"]
+    #[doc = "< the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16"]
+    #[doc = "and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5)"]
     pub atol: f64,
     #[doc = "< ALPA_BACKEND_CPU (default) or ALPA_BACKEND_CUDA"]
     pub backend: i32,

@@ -7,11 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..graph import Graph
+from ..graph import COMPARISONS, REDUCTIONS, Graph
 
-# The attribute words of alpa.h (ALPA_CMP_*, ALPA_REDUCE_*).
-COMPARISONS = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5}
-REDUCE_SUM, REDUCE_MAX = 0, 1
+REDUCE_SUM, REDUCE_MAX = REDUCTIONS["sum"], REDUCTIONS["max"]
 FLOATS = ("f32", "f16", "bf16", "f64")
 
 
