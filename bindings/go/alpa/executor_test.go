@@ -231,15 +231,22 @@ func TestReadHLO(t *testing.T) {
 		t.Fatalf("op counts %d (file) and %d (bytes)", g.OpCount(), h.OpCount())
 	}
 	phases := map[alpa.Phase]int{}
+	sources := 0
 	for i := 0; i < g.OpCount(); i++ {
 		op, err := g.Op(i)
 		if err != nil {
 			t.Fatal(err)
 		}
 		phases[op.Phase]++
+		if strings.HasPrefix(op.Source, "jit(") {
+			sources++
+		}
 	}
 	if phases[alpa.PhaseUpdate] == 0 {
 		t.Fatalf("an Adam step without update ops: %v", phases)
+	}
+	if sources == 0 {
+		t.Fatal("no imported op names its HLO source")
 	}
 	e := mustStatus(t, func() error {
 		_, err := alpa.ReadHLO([]byte("HloModule m\n\nENTRY main {\n  x = f32[2] parameter(0\n}\n"))

@@ -118,7 +118,8 @@ type Op struct {
 	Attrs    []int64 // the kind's attribute words (alpa.h)
 	Value    float64 // splat value of constant, fill value of pad
 	Name     string
-	Alias    int32 // read back by Graph.Op: the parameter this op replaces after the step, or -1 (AddOps ignores it: use SetAlias)
+	Alias    int32  // read back by Graph.Op: the parameter this op replaces after the step, or -1 (AddOps ignores it: use SetAlias)
+	Source   string // read back by Graph.Op: where an imported op came from (HLO metadata op_name), or ""; AddOps ignores it
 }
 
 // Graph is a training step as an operator graph. Build it (NewGraph, AddOps, SetAlias,
@@ -401,14 +402,15 @@ func (x *Graph) Op(i int) (Op, error) {
 		return Op{}, statusError(StatusInvalidArgument, "Graph.Op: no op "+strconv.Itoa(i))
 	}
 	op := Op{
-		Kind:  OpKind(kind),
-		DType: DType(C.alpa_graph_op_dtype(x.p, id)),
-		Role:  Role(C.alpa_graph_op_role(x.p, id)),
-		Phase: Phase(C.alpa_graph_op_phase(x.p, id)),
-		Layer: int32(C.alpa_graph_op_layer(x.p, id)),
-		Alias: int32(C.alpa_graph_op_alias(x.p, id)),
-		Value: float64(C.alpa_graph_op_value(x.p, id)),
-		Name:  C.GoString(C.alpa_graph_op_name(x.p, id)),
+		Kind:   OpKind(kind),
+		DType:  DType(C.alpa_graph_op_dtype(x.p, id)),
+		Role:   Role(C.alpa_graph_op_role(x.p, id)),
+		Phase:  Phase(C.alpa_graph_op_phase(x.p, id)),
+		Layer:  int32(C.alpa_graph_op_layer(x.p, id)),
+		Alias:  int32(C.alpa_graph_op_alias(x.p, id)),
+		Value:  float64(C.alpa_graph_op_value(x.p, id)),
+		Name:   C.GoString(C.alpa_graph_op_name(x.p, id)),
+		Source: C.GoString(C.alpa_graph_op_source(x.p, id)),
 	}
 	operands, err := countThenFill("Graph.Op operands", func(out *C.int32_t, c C.int64_t) C.int64_t {
 		return C.alpa_graph_op_operands(x.p, id, out, c)

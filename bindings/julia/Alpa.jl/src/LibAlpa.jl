@@ -1436,6 +1436,20 @@ function alpa_graph_op_name(graph, op)
 end
 
 """
+    alpa_graph_op_source(graph, op) -> Cstring
+
+Where the op came from in the program it was imported from ("" if none or for a bad id):
+for alpa_graph_read_hlo_file / _buffer, the metadata op_name of the HLO
+instruction it was lowered from ("jit(step)/jvp(layers_3)/dot_general"); the JSON field
+"source". No pass reads it. Valid until the graph changes or is destroyed.
+
+C: `const char* alpa_graph_op_source(const alpa_graph* graph, int32_t op)` (alpa.h)
+"""
+function alpa_graph_op_source(graph, op)
+    ccall((:alpa_graph_op_source, libalpa), Cstring, (Ptr{alpa_graph}, Int32), graph, op)
+end
+
+"""
     alpa_graph_outputs(graph, out, capacity) -> Int64
 
 Count-then-fill over the graph's outputs.
@@ -3055,20 +3069,20 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_graph_read_hlo_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
     alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,
     alpa_graph_op_alias, alpa_graph_op_value, alpa_graph_op_shape, alpa_graph_op_operands,
-    alpa_graph_op_attrs, alpa_graph_op_name, alpa_graph_outputs, alpa_graph_make_training,
-    alpa_model_build_graph, alpa_cluster_preset_count, alpa_cluster_preset_name,
-    alpa_cluster_create_preset, alpa_cluster_read_file, alpa_cluster_read_buffer,
-    alpa_cluster_apply_calibration, alpa_cluster_to_json, alpa_cluster_destroy, alpa_cluster_name,
-    alpa_cluster_hosts, alpa_cluster_devices_per_host, alpa_cluster_device_memory_bytes,
-    alpa_cluster_device_memory_bandwidth, alpa_cluster_peak_flops, alpa_mesh_create,
-    alpa_mesh_create_abstract, alpa_mesh_destroy, alpa_mesh_ndim, alpa_mesh_dim_size,
-    alpa_mesh_alpha, alpa_mesh_beta, alpa_graph_auto_shard, alpa_sharding_plan_destroy,
-    alpa_sharding_plan_status, alpa_sharding_plan_objective, alpa_sharding_plan_lower_bound,
-    alpa_sharding_plan_cost, alpa_sharding_plan_peak_memory_bytes, alpa_sharding_plan_message,
-    alpa_sharding_plan_collective_counts, alpa_sharding_plan_op_strategies,
-    alpa_sharding_plan_collectives, alpa_sharding_plan_to_json, alpa_plan_options_create,
-    alpa_plan_options_destroy, alpa_plan_options_set_int, alpa_plan_options_set_double,
-    alpa_plan_options_set_by_name, alpa_plan_options_set_cancel_token,
+    alpa_graph_op_attrs, alpa_graph_op_name, alpa_graph_op_source, alpa_graph_outputs,
+    alpa_graph_make_training, alpa_model_build_graph, alpa_cluster_preset_count,
+    alpa_cluster_preset_name, alpa_cluster_create_preset, alpa_cluster_read_file,
+    alpa_cluster_read_buffer, alpa_cluster_apply_calibration, alpa_cluster_to_json,
+    alpa_cluster_destroy, alpa_cluster_name, alpa_cluster_hosts, alpa_cluster_devices_per_host,
+    alpa_cluster_device_memory_bytes, alpa_cluster_device_memory_bandwidth, alpa_cluster_peak_flops,
+    alpa_mesh_create, alpa_mesh_create_abstract, alpa_mesh_destroy, alpa_mesh_ndim,
+    alpa_mesh_dim_size, alpa_mesh_alpha, alpa_mesh_beta, alpa_graph_auto_shard,
+    alpa_sharding_plan_destroy, alpa_sharding_plan_status, alpa_sharding_plan_objective,
+    alpa_sharding_plan_lower_bound, alpa_sharding_plan_cost, alpa_sharding_plan_peak_memory_bytes,
+    alpa_sharding_plan_message, alpa_sharding_plan_collective_counts,
+    alpa_sharding_plan_op_strategies, alpa_sharding_plan_collectives, alpa_sharding_plan_to_json,
+    alpa_plan_options_create, alpa_plan_options_destroy, alpa_plan_options_set_int,
+    alpa_plan_options_set_double, alpa_plan_options_set_by_name, alpa_plan_options_set_cancel_token,
     alpa_plan_options_set_progress, alpa_model_plan, alpa_graph_plan, alpa_plan_destroy,
     alpa_plan_iteration_seconds, alpa_plan_period_seconds, alpa_plan_schedule_seconds,
     alpa_plan_compile_seconds, alpa_plan_microbatches, alpa_plan_peak_memory_bytes,

@@ -949,6 +949,14 @@ extern "C" {
     pub fn alpa_graph_op_name(graph: *const alpa_graph, op: i32) -> *const ::std::os::raw::c_char;
 }
 extern "C" {
+    #[doc = " Where the op came from in the program it was imported from (\"\" if none or for a bad id):"]
+    #[doc = " for alpa_graph_read_hlo_file / _buffer, the metadata op_name of the HLO"]
+    #[doc = " instruction it was lowered from (\"jit(step)/jvp(layers_3)/dot_general\"); the JSON field"]
+    #[doc = " \"source\". No pass reads it. Valid until the graph changes or is destroyed."]
+    pub fn alpa_graph_op_source(graph: *const alpa_graph, op: i32)
+        -> *const ::std::os::raw::c_char;
+}
+extern "C" {
     #[doc = " Count-then-fill over the graph's outputs."]
     pub fn alpa_graph_outputs(graph: *const alpa_graph, out: *mut i32, capacity: i64) -> i64;
 }
