@@ -198,17 +198,14 @@ func ReadGraph(data []byte) (*Graph, error) {
 // ReadGraphFileWithOptions is ReadGraphFile with the input limit of opts
 // (Set["max_input_bytes"]; nil: the default, 1 GiB).
 func ReadGraphFileWithOptions(path string, opts *SolveOptions) (*Graph, error) {
-	o, res, err := opts.build()
-	if err != nil {
-		return nil, err
-	}
-	defer res.release()
-	defer C.alpa_solve_options_destroy(o)
 	cp := cString(path)
 	defer freeCString(cp)
 	var p *C.alpa_graph
-	var e *C.alpa_error
-	if err := takeError(C.alpa_graph_read_file_with_options(&p, cp, o, &e), e); err != nil {
+	err := withSolveOptions(opts, func(o *C.alpa_solve_options) error {
+		var e *C.alpa_error
+		return takeError(C.alpa_graph_read_file_with_options(&p, cp, o, &e), e)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return newGraph(p), nil

@@ -412,3 +412,14 @@ func (o *PlanOptions) build() (*C.alpa_plan_options, *callResources, error) {
 	}
 	return opts, res, nil
 }
+
+// withSolveOptions builds opts for one call and frees them (and their resources) after it.
+func withSolveOptions(opts *SolveOptions, call func(o *C.alpa_solve_options) error) error {
+	o, res, err := opts.build()
+	if err != nil {
+		return err
+	}
+	defer res.release()
+	defer C.alpa_solve_options_destroy(o)
+	return call(o)
+}

@@ -75,17 +75,14 @@ func ReadProblemFile(path string, format Format) (*Problem, error) {
 // ReadProblemFileWithOptions is ReadProblemFile with the input limit of opts
 // (Set["max_input_bytes"]; nil: the default, 1 GiB).
 func ReadProblemFileWithOptions(path string, format Format, opts *SolveOptions) (*Problem, error) {
-	o, res, err := opts.build()
-	if err != nil {
-		return nil, err
-	}
-	defer res.release()
-	defer C.alpa_solve_options_destroy(o)
 	cp := cString(path)
 	defer freeCString(cp)
 	var p *C.alpa_problem
-	var e *C.alpa_error
-	if err := takeError(C.alpa_problem_read_file_with_options(&p, cp, C.int32_t(format), o, &e), e); err != nil {
+	err := withSolveOptions(opts, func(o *C.alpa_solve_options) error {
+		var e *C.alpa_error
+		return takeError(C.alpa_problem_read_file_with_options(&p, cp, C.int32_t(format), o, &e), e)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return newProblem(p), nil
