@@ -4,11 +4,12 @@
 #   1. pip installs the package from the repository into a fresh venv: this builds libalpa and
 #      the alpa program from the repository's sources (scikit-build-core + CMake) and bundles them;
 #      jax, jaxlib, torch and transformers from PyPI too, unless PREFIX's libalpa is an ASan build
-#      (about 2.5 minutes and 6 GB on a fresh machine);
+#      (about 2.5 minutes and 6 GB on a fresh machine; skipped, saying so, with less than 12 GiB
+#      free);
 #   2. runs the pytest suite and the examples against that package;
 #   3. runs the suite once more against PREFIX's libalpa (ALPA_LIBRARY=PREFIX/lib/libalpa.so),
 #      under ASan when that library is an ASan build.
-# Exits non-zero on any failure.
+# The venv is removed at the end (ALPA_PY_KEEP_VENV=1 keeps it). Exits non-zero on any failure.
 set -euo pipefail
 
 # links LIB NAME: whether LIB links a library whose path contains NAME. grep reads all of ldd's
@@ -46,8 +47,8 @@ step "venv in $WORK/venv"
 rm -rf "$WORK/venv"
 python3 -m venv "$WORK/venv"
 PY=$WORK/venv/bin/python
-"$PY" -m pip install -q --upgrade pip
-"$PY" -m pip install -q pytest tqdm
+"$PY" -m pip install -q --no-cache-dir --upgrade pip
+"$PY" -m pip install -q --no-cache-dir pytest tqdm
 
 # The frameworks whose models the package imports and hands plans back to (jax, jaxlib, torch,
 # transformers; CPU use): their tests skip where they are missing. They are installed for the
@@ -60,10 +61,26 @@ done
 if [ -z "$LIB" ]; then echo "no libalpa.so under $PREFIX" >&2; exit 1; fi
 frameworks=${ALPA_PY_FRAMEWORKS:-1}
 if links "$LIB" libasan; then frameworks=0; fi
+# They take about 6 GB installed (torch from PyPI brings the CUDA libraries), and pip's download
+# cache would double that (--no-cache-dir). A machine with less than ALPA_PY_FRAMEWORKS_GIB (12)
+# GiB free skips them, saying so, rather than fill the disk halfway through the install.
+free_gib() { df -Pk "$1" | awk 'NR == 2 { print int($4 / 1048576) }'; }
 if [ "$frameworks" = 1 ]; then
-  step "pip install jax jaxlib torch transformers"
+  need_gib=${ALPA_PY_FRAMEWORKS_GIB:-12}
+  avail_gib=$(free_gib "$WORK")
+  tmp_gib=$(free_gib "${TMPDIR:-/tmp}")
+  if [ "$tmp_gib" -lt "$avail_gib" ]; then avail_gib=$tmp_gib; fi
+  if [ "$avail_gib" -lt "$need_gib" ]; then
+    step "SKIPPED: pip install jax jaxlib torch transformers"
+    echo "only $avail_gib GiB free on $WORK or ${TMPDIR:-/tmp}, the frameworks need about" \
+         "$need_gib GiB: the JAX and PyTorch tests skip" >&2
+    frameworks=0
+  fi
+fi
+if [ "$frameworks" = 1 ]; then
+  step "pip install jax jaxlib torch transformers ($avail_gib GiB free)"
   start=$(date +%s)
-  "$PY" -m pip install -q jax jaxlib torch transformers
+  "$PY" -m pip install -q --no-cache-dir jax jaxlib torch transformers
   echo "frameworks install took $(( $(date +%s) - start )) s"
 fi
 
@@ -73,7 +90,7 @@ if command -v ccache >/dev/null; then
 fi
 step "pip install ./bindings/python (builds libalpa; CMAKE_ARGS=${CMAKE_ARGS:-})"
 start=$(date +%s)
-(cd "$REPO" && "$PY" -m pip install ./bindings/python)
+(cd "$REPO" && "$PY" -m pip install --no-cache-dir ./bindings/python)
 echo "pip install took $(( $(date +%s) - start )) s"
 
 # Run from outside the source tree so that `import alpa` is the installed package.
@@ -110,4 +127,6 @@ fi
 # that `import alpa` then `import torch` works).
 env ALPA_LIBRARY="$LIB" "${extra_env[@]}" "$PY" -m pytest -q -p no:cacheprovider "$HERE/tests"
 
+# The venv holds the frameworks (about 6 GB): the phases after this one need the disk more.
+if [ "${ALPA_PY_KEEP_VENV:-0}" != 1 ]; then rm -rf "$WORK/venv"; fi
 step "python binding: all passed"
