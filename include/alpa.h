@@ -1006,8 +1006,9 @@ ALPA_API void alpa_plan_destroy(alpa_plan* plan);
 
 /** Scalars (NaN / 0 for NULL). The predicted iteration time: one microbatch through every stage
  * and transfer and back, then (microbatches - 1) steady-state periods of the 1F1B schedule with
- * the transfers between stages, plus the once-per-iteration overheads (docs/planner.md,
- * "Prediction"). What the planner ranks plans by. */
+ * the transfers between stages, plus the once-per-iteration overheads, which every stage runs on
+ * its own devices after its own last backward (the latest end counts; docs/planner.md,
+ * "Simulation"). What the planner ranks plans by. */
 ALPA_API double alpa_plan_iteration_seconds(const alpa_plan* plan);
 /** The steady-state seconds per microbatch of that prediction (at least the largest latency). */
 ALPA_API double alpa_plan_period_seconds(const alpa_plan* plan);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 
 namespace alpa::testing {
 namespace {
@@ -45,7 +46,7 @@ double PredictIterationByBisection(const std::vector<PredictionStage>& stages,
     const PredictionStage& st = stages[s];
     edges.push_back({2 * s, 2 * s + 1, st.forward, 0});
     edges.push_back({2 * s + 1, 2 * s, st.backward, 1});
-    total += st.forward + st.backward + st.overhead;
+    total += st.forward + st.backward;
     hi += st.forward + st.backward;
     if (s + 1 < n) {
       edges.push_back({2 * s, 2 * s + 2, st.forward + st.to_next, in_flight(s) - in_flight(s + 1)});
@@ -61,7 +62,16 @@ double PredictIterationByBisection(const std::vector<PredictionStage>& stages,
     (HasPositiveCycle(2 * n, edges, mid) ? lo : hi) = mid;
   }
   if (period != nullptr) *period = hi;
-  return total + static_cast<double>(microbatches - 1) * hi;
+  // The once-per-iteration work: stage s starts it when its last backward ends. That backward
+  // ends before stage 0's by the chain of backward edges from it down to stage 0 (the last
+  // microbatch's gradient passing through b and the transfer back of every stage before it).
+  double last_end = -std::numeric_limits<double>::infinity();
+  for (size_t s = 0; s < n; ++s) {
+    double before_stage0 = 0;
+    for (size_t r = 0; r < s; ++r) before_stage0 += stages[r].backward + stages[r].from_next;
+    last_end = std::max(last_end, stages[s].overhead - before_stage0);
+  }
+  return total + static_cast<double>(microbatches - 1) * hi + last_end;
 }
 
 double PredictPlanByBisection(const PipelinePlan& plan, double* period) {

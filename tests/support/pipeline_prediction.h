@@ -14,7 +14,8 @@ struct PredictionStage {
   double forward = 0, backward = 0, overhead = 0, to_next = 0, from_next = 0;
 };
 
-// T = sum (f + b + o) + sum (to_next + from_next) + (B - 1) * P.
+// T = sum (f + b) + sum (to_next + from_next) + (B - 1) * P + the latest end of a stage's
+// overhead o after stage 0's last backward (each stage's starts after its own last backward).
 double PredictIterationByBisection(const std::vector<PredictionStage>& stages,
                                    long long microbatches, double* period = nullptr);
 

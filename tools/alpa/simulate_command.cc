@@ -94,8 +94,9 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
   } else {
     std::printf("planner's prediction      unknown\n");
   }
-  std::printf("closed form               %s  (the planner's formula: no transfers)\n",
-              Seconds(alpa_simulation_closed_form_seconds(sim), 3).c_str());
+  std::printf(
+      "closed form               %s  (the stage DP's objective: no transfers, overheads summed)\n",
+      Seconds(alpa_simulation_closed_form_seconds(sim), 3).c_str());
   const nlohmann::json& transfers = report["transfers"];
   std::printf("transfers per microbatch  %lld forward, %lld backward, %lld moves, %s\n",
               static_cast<long long>(transfers.value("forward", int64_t{0})),

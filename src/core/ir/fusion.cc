@@ -17,6 +17,26 @@ bool FusibleConsumer(OpKind kind) {
   return FusibleProducer(kind) || kind == OpKind::kReduceSum || kind == OpKind::kReduceMax;
 }
 
+// Ops whose value a fusion in another phase can compute again from (much) less than the value:
+// constants and iotas from nothing, a broadcast from its operand.
+bool Regenerable(OpKind kind) {
+  return kind == OpKind::kConstant || kind == OpKind::kIota || kind == OpKind::kBroadcastInDim;
+}
+
+// Marks what a fusion in another phase reads to regenerate `id` (a Regenerable op): nothing for
+// a constant or an iota; a broadcast's operand, or what that operand is regenerated from.
+void MarkRegenerationSource(const Graph& graph, int32_t id, std::vector<bool>& materialized) {
+  while (graph.op(id).kind == OpKind::kBroadcastInDim) {
+    const int32_t operand = graph.op(id).operands[0];
+    if (operand < 0 || operand >= graph.size()) return;
+    if (!Regenerable(graph.op(operand).kind)) {
+      materialized[static_cast<size_t>(operand)] = true;
+      return;
+    }
+    id = operand;
+  }
+}
+
 }  // namespace
 
 std::vector<bool> MaterializedResults(const Graph& graph) {
@@ -32,8 +52,15 @@ std::vector<bool> MaterializedResults(const Graph& graph) {
     for (int32_t x : user.operands) {
       if (x < 0 || x >= graph.size()) continue;
       const Op& producer = graph.op(x);
-      if (!FusibleConsumer(user.kind) || user.phase != producer.phase) {
+      if (!FusibleConsumer(user.kind)) {
         materialized[static_cast<size_t>(x)] = true;
+      } else if (user.phase != producer.phase) {
+        // A value kept for another phase is written, unless that phase's fusion regenerates it.
+        if (Regenerable(producer.kind)) {
+          MarkRegenerationSource(graph, x, materialized);
+        } else {
+          materialized[static_cast<size_t>(x)] = true;
+        }
       }
     }
   }

@@ -14,7 +14,9 @@ namespace alpa {
 
 // Per op: true when its result is written to memory. Sources other than constants and iotas
 // (parameters), non-fusible ops (dot_general, convolution, gather, transpose, ...), the graph's
-// outputs and values read in another phase (kept for the backward pass) are materialised.
+// outputs and values read in another phase (kept for the backward pass) are materialised, but
+// for constants, iotas and broadcasts: the reading phase's fusion makes those again (a
+// broadcast from its operand, which is materialised instead).
 std::vector<bool> MaterializedResults(const Graph& graph);
 
 }  // namespace alpa

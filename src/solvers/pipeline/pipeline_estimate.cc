@@ -4,6 +4,21 @@
 #include <algorithm>
 
 namespace alpa {
+namespace {
+
+// max_s (o_s - sum_{r<s} (b_r + d_r)): how far the last stage to finish its once-per-iteration
+// work ends after stage 0's last backward (pipeline_estimate.h).
+double OverlappedOverhead(const std::vector<PipelineEstimateStage>& stages) {
+  double latest = stages.front().iteration_overhead;
+  double drain = 0;  // how much earlier stage s's last backward ends than stage 0's
+  for (size_t s = 1; s < stages.size(); ++s) {
+    drain += stages[s - 1].backward + stages[s - 1].from_next;
+    latest = std::max(latest, stages[s].iteration_overhead - drain);
+  }
+  return latest;
+}
+
+}  // namespace
 
 PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stages,
                                   int64_t microbatches) {
@@ -14,7 +29,7 @@ PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stag
   double first_pass = 0;
   for (int64_t s = 0; s < n; ++s) {
     const PipelineEstimateStage& st = stages[static_cast<size_t>(s)];
-    first_pass += st.forward + st.backward + st.iteration_overhead;
+    first_pass += st.forward + st.backward;
     if (s + 1 < n) first_pass += st.to_next + st.from_next;
   }
   for (int64_t a = 0; a < n; ++a) {
@@ -35,8 +50,9 @@ PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stag
       }
     }
   }
-  estimate.iteration_seconds =
-      first_pass + static_cast<double>(microbatches - 1) * estimate.period_seconds;
+  estimate.iteration_seconds = first_pass +
+                               static_cast<double>(microbatches - 1) * estimate.period_seconds +
+                               OverlappedOverhead(stages);
   return estimate;
 }
 

@@ -12,11 +12,17 @@
 // largest cycle ratio (weight / slots). Every simple cycle is a range a..z of stages (forward
 // along the F row, back along the B row), so
 //     P = max over a <= z of [sum_{a..z} (f + b) + sum_{a..z-1} (c + d)] / (1 + k_a - k_z)
-// (a = z: f_a + b_a, the stage itself; 1 + k_a - k_z = z - a + 1 when B >= S). The iteration
-// then takes
-//     T = sum_s (f_s + b_s + o_s) + sum_s (c_s + d_s) + (B - 1) P
-// (the first microbatch through and back, B - 1 periods, and the once-per-iteration overheads o).
-// With no transfers P = max_s (f_s + b_s) and T is the DP's objective exactly. Link contention
+// (a = z: f_a + b_a, the stage itself; 1 + k_a - k_z = z - a + 1 when B >= S). Stage 0's last
+// backward then ends at
+//     T_0 = sum_s (f_s + b_s) + sum_s (c_s + d_s) + (B - 1) P
+// (the first microbatch through and back, then B - 1 periods). Each stage runs its
+// once-per-iteration work o_s (gradient synchronisation, the update) on its own devices after its
+// own last backward, which ends at least sum_{r<s} (b_r + d_r) before stage 0's (the last
+// microbatch's gradient still has to travel back), so the overheads overlap and
+//     T = T_0 + max_s (o_s - sum_{r<s} (b_r + d_r)),
+// an upper bound that is exact when the last microbatch's backward drains without waiting. The
+// stage DP (stage_dp.h) charges sum_s o_s instead; with no transfers and one stage, or with o
+// only on stage 0, T is the DP's objective exactly. Link contention
 // between transfers and the exact fill and drain are the simulator's business
 // (exec/sim); this form is what the planner ranks plans by and reports.
 #pragma once

@@ -2039,8 +2039,9 @@ end
 
 Scalars (NaN / 0 for NULL). The predicted iteration time: one microbatch through every stage
 and transfer and back, then (microbatches - 1) steady-state periods of the 1F1B schedule with
-the transfers between stages, plus the once-per-iteration overheads (docs/planner.md,
-"Prediction"). What the planner ranks plans by.
+the transfers between stages, plus the once-per-iteration overheads, which every stage runs on
+its own devices after its own last backward (the latest end counts; docs/planner.md,
+"Simulation"). What the planner ranks plans by.
 
 C: `double alpa_plan_iteration_seconds(const alpa_plan* plan)` (alpa.h)
 """

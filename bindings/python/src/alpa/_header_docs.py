@@ -1102,8 +1102,10 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                         'and transfer and back, then (microbatches - 1) '
                                         'steady-state periods of the 1F1B schedule with\n'
                                         'the transfers between stages, plus the once-per-iteration '
-                                        'overheads (docs/planner.md,\n'
-                                        '"Prediction"). What the planner ranks plans by.',
+                                        'overheads, which every stage runs on\n'
+                                        'its own devices after its own last backward (the latest '
+                                        'end counts; docs/planner.md,\n'
+                                        '"Simulation"). What the planner ranks plans by.',
                                  'returns': 'double',
                                  'params': ['const alpa_plan* plan'],
                                  'header': 'alpa.h'},

@@ -1933,8 +1933,9 @@ extern "C" {
 extern "C" {
     #[doc = " Scalars (NaN / 0 for NULL). The predicted iteration time: one microbatch through every stage"]
     #[doc = " and transfer and back, then (microbatches - 1) steady-state periods of the 1F1B schedule with"]
-    #[doc = " the transfers between stages, plus the once-per-iteration overheads (docs/planner.md,"]
-    #[doc = " \"Prediction\"). What the planner ranks plans by."]
+    #[doc = " the transfers between stages, plus the once-per-iteration overheads, which every stage runs on"]
+    #[doc = " its own devices after its own last backward (the latest end counts; docs/planner.md,"]
+    #[doc = " \"Simulation\"). What the planner ranks plans by."]
     pub fn alpa_plan_iteration_seconds(plan: *const alpa_plan) -> f64;
 }
 extern "C" {

@@ -50,5 +50,32 @@ TEST(FusionTest, ValuesKeptForAnotherPhaseAreWritten) {
   EXPECT_TRUE(m[static_cast<size_t>(g)]);
 }
 
+TEST(FusionTest, ConstantsAndBroadcastsReadInAnotherPhaseAreRegenerated) {
+  // The attention pattern: a scale (a splat constant) and a softmax denominator broadcast to
+  // [rows, cols] are read again by the backward pass. A backward fusion makes the splat again
+  // and broadcasts the stored [rows] sums again: neither [rows, cols] value is written, the
+  // sums are.
+  GraphBuilder b;
+  const int32_t x = b.Parameter({8, 16}, DType::kF32, TensorRole::kInput, "x");
+  const int32_t scale = b.Constant(0.5, {8, 16}, DType::kF32);
+  const int32_t scaled = b.Mul(x, scale);
+  const int32_t e = b.Unary(OpKind::kExp, scaled);
+  const int32_t sums = b.ReduceSum(e, {1});
+  const int32_t wide = b.BroadcastInDim(sums, {8, 16}, {0});
+  const int32_t p = b.Div(e, wide);
+  b.set_phase(Phase::kBackward);
+  const int32_t g = b.Mul(b.Div(p, wide), scale);
+  b.AddOutput(p);
+  b.AddOutput(g);
+  Result<Graph> graph = std::move(b).Finish();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const std::vector<bool> m = MaterializedResults(graph.value());
+  EXPECT_FALSE(m[static_cast<size_t>(scale)]);
+  EXPECT_FALSE(m[static_cast<size_t>(wide)]);
+  EXPECT_TRUE(m[static_cast<size_t>(sums)]);  // what the backward broadcasts again
+  EXPECT_TRUE(m[static_cast<size_t>(p)]);     // read by the backward: written
+  EXPECT_FALSE(m[static_cast<size_t>(scaled)]);
+}
+
 }  // namespace
 }  // namespace alpa

@@ -13,17 +13,35 @@
 namespace alpa {
 namespace {
 
-TEST(PipelineEstimate, NoTransfersIsTheDpFormula) {
-  // t = 3, 5, 2; o = 1, 0, 0.5; B = 8: T = (3 + 5 + 2) + 1.5 + 7 * 5 = 46.5.
+TEST(PipelineEstimate, NoTransfersIsTheDpFormulaWhenOnlyStageZeroHasOverhead) {
+  // t = 3, 5, 2; o = 1, 0, 0; B = 8: T = (3 + 5 + 2) + 1 + 7 * 5 = 46.
   std::vector<PipelineEstimateStage> s(3);
   s[0] = {1, 2, 1, 0, 0};
   s[1] = {2, 3, 0, 0, 0};
-  s[2] = {0.5, 1.5, 0.5, 0, 0};
+  s[2] = {0.5, 1.5, 0, 0, 0};
   const PipelineEstimate e = EstimateOneFOneB(s, 8);
   EXPECT_DOUBLE_EQ(e.period_seconds, 5);
-  EXPECT_DOUBLE_EQ(e.iteration_seconds, 46.5);
+  EXPECT_DOUBLE_EQ(e.iteration_seconds, 46);
   EXPECT_EQ(e.bottleneck_first, 1);
   EXPECT_EQ(e.bottleneck_last, 1);
+}
+
+TEST(PipelineEstimate, StagesRunTheirOverheadsInParallel) {
+  // Each stage synchronises its own gradients after its own last backward: stage 1's ends
+  // b_0 = 2 s before stage 0's, stage 2's b_0 + b_1 = 5 s before. With o = 1, 1, 1 the
+  // iteration ends 1 s after stage 0's last backward (not 3 s, as if they ran one after another).
+  std::vector<PipelineEstimateStage> s(3);
+  s[0] = {1, 2, 1, 0, 0};
+  s[1] = {2, 3, 1, 0, 0};
+  s[2] = {0.5, 1.5, 1, 0, 0};
+  EXPECT_DOUBLE_EQ(EstimateOneFOneB(s, 8).iteration_seconds, 10 + 7 * 5 + 1);
+  // A long overhead on the last stage sets the end: 9 s after its last backward, 5 s before
+  // stage 0's.
+  s[2].iteration_overhead = 9;
+  EXPECT_DOUBLE_EQ(EstimateOneFOneB(s, 8).iteration_seconds, 10 + 7 * 5 + 4);
+  // A gradient transfer back from stage 1 to stage 0 (d_0 = 0.5) moves stage 1 and 2 earlier.
+  s[0].from_next = 0.5;
+  EXPECT_DOUBLE_EQ(EstimateOneFOneB(s, 8).iteration_seconds, 10.5 + 7 * 5 + 3.5);
 }
 
 TEST(PipelineEstimate, SlowLinkBoundsThePeriod) {
