@@ -10,10 +10,18 @@ TFLOP/s per GPU, computed from the predicted iteration time with Megatron's form
 (recomputation included), next to the measured figure, and their ratio.
 
     python3 bench/fidelity.py [build/bin/alpa] [--planner] [--fuse] [--rows 1.7B,3.6B]
-                              [--timeout 900]
+                              [--calibration FILE] [--fit [--write FILE]] [--timeout 900]
 
---fuse prices elementwise chains as fused kernels (the calibration key fuse_elementwise, through
-a cluster file {"preset": "dgx-a100-80g", "hosts": N, "calibration": {...}}).
+--fuse prices elementwise chains as fused kernels (the calibration key fuse_elementwise);
+--calibration FILE merges a calibration object (docs/cluster-format.md) into the preset's, e.g.
+bench/calibration/a100-megatron-sc21.json, the fit below. Both reach alpa through a cluster
+file {"preset": "dgx-a100-80g", "hosts": N, "calibration": {...}}.
+
+--fit fits the one free parameter, efficiency.matmul (with fuse_elementwise on and the rest of
+the calibration as given), so that the largest over- and under-prediction are equal: first on
+the even rows (3.6B, 18.4B, 76.1B, 310.1B, 1008B), printing the odd rows as a held-back check,
+then on all rows; --write FILE writes the all-rows fit as a calibration file. The predicted
+throughput grows with the efficiency on every row, so a bisection finds it.
 
 Microbatches: the paper gives the global batch but not the microbatch size; the rows use
 microbatches of 1 sample per pipeline replica when pp > 1 (B = batch / dp, as in Megatron's
@@ -74,15 +82,121 @@ def predicted_tflops(summary, flops, gpus):
     return flops / (summary["iteration_seconds"] * gpus) / 1e12
 
 
+def cluster_arg(gpus, calibration):
+    """The --cluster argument: the preset, or a cluster file when a calibration is given."""
+    if not calibration:
+        return "dgx-a100-80g:%d" % (gpus // GPUS_PER_HOST)
+    path = os.path.join(tempfile.gettempdir(), "fidelity_a100_%d_%d.json" % (gpus, os.getpid()))
+    with open(path, "w") as f:
+        json.dump({"preset": "dgx-a100-80g", "hosts": gpus // GPUS_PER_HOST,
+                   "calibration": calibration}, f)
+    return path
+
+
+def model_spec(row):
+    name, hidden, layers, heads, gpus, batch, tp, pp, dp, measured = row
+    return "gpt:hidden=%d,layers=%d,heads=%d,seq=%d,vocab=%d,batch=%d" % (
+        hidden, layers, heads, SEQ, VOCAB, batch)
+
+
+def manual_ratio(alpa, row, calibration, timeout):
+    """(predicted TFLOP/s per GPU, predicted / measured) of the row's manual plan, or
+    (error text, None)."""
+    name, hidden, layers, heads, gpus, batch, tp, pp, dp, measured = row
+    manual, error, _ = run_json(
+        [alpa, "baseline", "--model", model_spec(row), "--cluster",
+         cluster_arg(gpus, calibration), "--dp", str(dp), "--tp", str(tp), "--pp", str(pp),
+         "-B", str(microbatches(batch, pp, dp)), "--remat", "on", "--json", "-q"], timeout)
+    if manual is None:
+        return error, None
+    tflops = predicted_tflops(manual, megatron_flops(batch, layers, hidden), gpus)
+    return tflops, tflops / measured
+
+
+def spread(alpa, rows, calibration, timeout):
+    """max ratio + min ratio - 2 over the rows (0 when the errors balance), and the ratios."""
+    ratios = {}
+    for row in rows:
+        _, ratio = manual_ratio(alpa, row, calibration, timeout)
+        if ratio is None:
+            raise SystemExit("row %s failed during the fit" % row[0])
+        ratios[row[0]] = ratio
+    return max(ratios.values()) + min(ratios.values()) - 2, ratios
+
+
+def fit_matmul(alpa, rows, calibration, timeout):
+    """The efficiency.matmul in [0.3, 0.95] that balances the rows' errors (bisection to 0.0025),
+    and the rows' ratios there."""
+    lo, hi = 0.3, 0.95
+    while hi - lo > 0.0025:
+        mid = (lo + hi) / 2
+        trial = dict(calibration, efficiency=dict(calibration.get("efficiency", {}), matmul=mid))
+        value, _ = spread(alpa, rows, trial, timeout)
+        print("#   efficiency.matmul %.4f: max + min ratio - 2 = %+.3f" % (mid, value),
+              flush=True)
+        if value < 0:
+            lo = mid
+        else:
+            hi = mid
+    best = round((lo + hi) / 2, 3)
+    fitted = dict(calibration, efficiency=dict(calibration.get("efficiency", {}), matmul=best))
+    return fitted, spread(alpa, rows, fitted, timeout)[1]
+
+
+def print_ratios(title, ratios):
+    print("%s: %s; within 10 %%: %d of %d" % (
+        title, ", ".join("%s %.2f" % kv for kv in ratios.items()),
+        sum(1 for r in ratios.values() if abs(r - 1) <= 0.10), len(ratios)))
+
+
+def run_fit(args, rows, calibration):
+    calibration = dict(calibration, fuse_elementwise=True)
+    even, odd = rows[1::2], rows[0::2]
+    print("# fitting efficiency.matmul on the even rows (%s)" % ", ".join(r[0] for r in even))
+    fitted, ratios = fit_matmul(args.alpa, even, calibration, args.timeout)
+    print("fit on the even rows: efficiency.matmul %.3f" % fitted["efficiency"]["matmul"])
+    print_ratios("  even rows (fitted)", ratios)
+    print_ratios("  odd rows (held back)", spread(args.alpa, odd, fitted, args.timeout)[1])
+    print("# fitting efficiency.matmul on all rows")
+    fitted, ratios = fit_matmul(args.alpa, rows, calibration, args.timeout)
+    print("fit on all rows: efficiency.matmul %.3f" % fitted["efficiency"]["matmul"])
+    print_ratios("  all rows", ratios)
+    if args.write:
+        fitted["comment"] = (
+            "Fitted by bench/fidelity.py --fit to Megatron-LM's measured A100 throughput "
+            "(Narayanan et al., SC'21, Table 1; REFERENCE.md section 9): efficiency.matmul "
+            "balances the largest over- and under-prediction of the ten rows' manual plans, "
+            "with fused elementwise chains (Megatron fuses them); the rest are the defaults.")
+        with open(args.write, "w") as f:
+            json.dump(fitted, f, indent=2, sort_keys=True)
+            f.write("\n")
+        print("wrote " + args.write)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("alpa", nargs="?", default="build/bin/alpa")
     parser.add_argument("--planner", action="store_true", help="also the planner's own plan")
     parser.add_argument("--fuse", action="store_true", help="price fused elementwise chains")
+    parser.add_argument("--calibration", help="a calibration JSON object to merge into the "
+                        "preset's (e.g. bench/calibration/a100-megatron-sc21.json)")
+    parser.add_argument("--fit", action="store_true", help="fit efficiency.matmul (see above)")
+    parser.add_argument("--write", help="with --fit: write the all-rows fit to this file")
     parser.add_argument("--rows", default="", help="comma-separated row names (default: all)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per call")
     args = parser.parse_args()
     wanted = set(filter(None, args.rows.split(",")))
+    rows = [r for r in ROWS if not wanted or r[0] in wanted]
+    calibration = {}
+    if args.calibration:
+        with open(args.calibration) as f:
+            calibration = json.load(f)
+        calibration.pop("comment", None)
+    if args.fuse:
+        calibration["fuse_elementwise"] = True
+    if args.fit:
+        run_fit(args, rows, calibration)
+        return
 
     header = ["model", "GPUs", "tp x pp x dp", "B", "measured", "manual", "ratio"]
     if args.planner:
@@ -90,38 +204,24 @@ def main():
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     ratios = []
-    for name, hidden, layers, heads, gpus, batch, tp, pp, dp, measured in ROWS:
-        if wanted and name not in wanted:
-            continue
-        model = "gpt:hidden=%d,layers=%d,heads=%d,seq=%d,vocab=%d,batch=%d" % (
-            hidden, layers, heads, SEQ, VOCAB, batch)
-        cluster = "dgx-a100-80g:%d" % (gpus // GPUS_PER_HOST)
-        if args.fuse:
-            cluster = os.path.join(tempfile.gettempdir(), "fidelity_a100_%d.json" % gpus)
-            with open(cluster, "w") as f:
-                json.dump({"preset": "dgx-a100-80g", "hosts": gpus // GPUS_PER_HOST,
-                           "calibration": {"fuse_elementwise": True}}, f)
+    for row in rows:
+        name, hidden, layers, heads, gpus, batch, tp, pp, dp, measured = row
         b = microbatches(batch, pp, dp)
-        flops = megatron_flops(batch, layers, hidden)
-        manual, error, _ = run_json(
-            [args.alpa, "baseline", "--model", model, "--cluster", cluster, "--dp", str(dp),
-             "--tp", str(tp), "--pp", str(pp), "-B", str(b), "--remat", "on", "--json", "-q"],
-            args.timeout)
         cells = [name, str(gpus), "%d x %d x %d" % (tp, pp, dp), str(b), "%d" % measured]
-        if manual is None:
-            cells += [error, "-"]
+        tflops, ratio = manual_ratio(args.alpa, row, calibration, args.timeout)
+        if ratio is None:
+            cells += [tflops, "-"]
         else:
-            tflops = predicted_tflops(manual, flops, gpus)
-            ratios.append(tflops / measured)
-            cells += ["%.1f" % tflops, "%.2f" % (tflops / measured)]
+            ratios.append(ratio)
+            cells += ["%.1f" % tflops, "%.2f" % ratio]
         if args.planner:
             plan, error, wall = run_json(
-                [args.alpa, "plan", "--model", model, "--cluster", cluster, "--json", "-q"],
-                args.timeout)
+                [args.alpa, "plan", "--model", model_spec(row), "--cluster",
+                 cluster_arg(gpus, calibration), "--json", "-q"], args.timeout)
             if plan is None:
                 cells += [error, "-", "-", "%.1f s" % wall]
             else:
-                tflops = predicted_tflops(plan, flops, gpus)
+                tflops = predicted_tflops(plan, megatron_flops(batch, layers, hidden), gpus)
                 stages = plan["stages"]
                 shape = "%d stages, tp %s, B=%d" % (
                     len(stages), "/".join(sorted({str(s["tensor_parallel"]) for s in stages})),
