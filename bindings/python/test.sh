@@ -4,7 +4,7 @@
 #   1. pip installs the package from the repository into a fresh venv: this builds libalpa and
 #      the alpa program from the repository's sources (scikit-build-core + CMake) and bundles them;
 #      jax, jaxlib, torch and transformers from PyPI too, unless PREFIX's libalpa is an ASan build
-#      (about 2.5 minutes and 6 GB on a fresh machine; skipped, saying so, with less than 12 GiB
+#      (about 2.5 minutes and 6 GB on a fresh machine; skipped, saying so, with less than 10 GiB
 #      free);
 #   2. runs the pytest suite and the examples against that package;
 #   3. runs the suite once more against PREFIX's libalpa (ALPA_LIBRARY=PREFIX/lib/libalpa.so),
@@ -62,11 +62,12 @@ if [ -z "$LIB" ]; then echo "no libalpa.so under $PREFIX" >&2; exit 1; fi
 frameworks=${ALPA_PY_FRAMEWORKS:-1}
 if links "$LIB" libasan; then frameworks=0; fi
 # They take about 6 GB installed (torch from PyPI brings the CUDA libraries), and pip's download
-# cache would double that (--no-cache-dir). A machine with less than ALPA_PY_FRAMEWORKS_GIB (12)
-# GiB free skips them, saying so, rather than fill the disk halfway through the install.
+# cache would double that (--no-cache-dir; the install peaks near 9 GB). A machine with less than
+# ALPA_PY_FRAMEWORKS_GIB (10) GiB free skips them, saying so, rather than fill the disk halfway
+# through the install.
 free_gib() { df -Pk "$1" | awk 'NR == 2 { print int($4 / 1048576) }'; }
 if [ "$frameworks" = 1 ]; then
-  need_gib=${ALPA_PY_FRAMEWORKS_GIB:-12}
+  need_gib=${ALPA_PY_FRAMEWORKS_GIB:-10}
   avail_gib=$(free_gib "$WORK")
   tmp_gib=$(free_gib "${TMPDIR:-/tmp}")
   if [ "$tmp_gib" -lt "$avail_gib" ]; then avail_gib=$tmp_gib; fi
