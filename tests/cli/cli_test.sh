@@ -370,6 +370,19 @@ expect baseline_file_manual_equals_model 0 '' -- cmp "$tmp/manual_model.txt" "$t
 expect baseline_file_manual 0 '^Manual configuration: dp=2 tp=2 pp=1 B=2 ' -- cat "$tmp/manual_file.txt"
 expect baseline_file_excludes_model 1 'excludes' -- "$alpa" baseline --model "$bgpt" --file "$tmp/bgpt.json"
 expect baseline_manual_infeasible 2 'stage 0 needs' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000B --dp 4 --tp 1 --pp 1 -B 4
+# --calibration applies a calibration file to the cluster: slower matmuls and memory, a longer
+# iteration; the shipped A100 fit reads; a missing file and a bad value are errors naming the
+# option.
+iteration_of() { "$alpa" baseline "$@" --json -q | tail -n 1 | grep -o '"iteration_seconds":[^,}]*' | cut -d: -f2; }
+printf '{"efficiency": {"matmul": 0.1, "memory": 0.2}}\n' > "$tmp/slow.calibration.json"
+manual=(--dp 2 --tp 1 --pp 2 -B 4)
+base_t=$(iteration_of "${bl[@]}" "${manual[@]}")
+slow_t=$(iteration_of "${bl[@]}" "${manual[@]}" --calibration "$tmp/slow.calibration.json")
+expect baseline_calibration_slower 0 '^slower$' -- awk -v a="$base_t" -v b="$slow_t" 'BEGIN { print (b > a * 1.2 ? "slower" : "not slower: " a " vs " b) }'
+expect plan_calibration_file 0 '^Plan: ' -- "$alpa" plan "${pl[@]}" --calibration "$golden/../../bench/calibration/a100-megatron-sc21.json"
+expect plan_calibration_missing 1 'error: --calibration: /nonexistent.json: No such file' -- "$alpa" plan "${pl[@]}" --calibration /nonexistent.json
+printf '{"efficiency": {"matmul": 2}}\n' > "$tmp/bad.calibration.json"
+expect baseline_calibration_bad 1 'error: --calibration: .*calibration.efficiency.matmul: must be in \(0, 1\] \(got 2\)' -- "$alpa" baseline "${bl[@]}" --calibration "$tmp/bad.calibration.json"
 expect baseline_output 0 "wrote $tmp/baseline.json" -- "$alpa" baseline "${bl[@]}" -q -o "$tmp/baseline.json" --svg "$tmp/baseline.svg"
 expect baseline_output_table 0 '"baseline":\{.*"table":\[\{' -- cat "$tmp/baseline.json"
 expect baseline_simulate 0 '^simulated iteration time +[0-9.]+ (s|ms|us)' -- "$alpa" simulate "$tmp/baseline.json"

@@ -151,7 +151,7 @@ int RunBaseline(const BaselineArgs& args) {
     return ReportBadInput("--launch: prints text; leave out --json (or run twice)");
   }
 
-  if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
+  if (int rc = MakePlanCluster(cluster_text, args.planner.calibration, &handles.cluster)) return rc;
   if (alpa_plan_options_create(&handles.options, &err) != ALPA_OK) return ReportError(err);
   if (int rc = SetPlannerOptions(handles.options, args.planner)) return rc;
   if (!manual) {

@@ -46,7 +46,7 @@ int RunPlan(const PlanArgs& args) {
   const std::string model =
       graph_file.empty() && args.model.empty() ? kDefaultPlanModel : args.model;
   const std::string cluster_text = args.cluster.empty() ? kDefaultPlanCluster : args.cluster;
-  if (int rc = MakePlanCluster(cluster_text, &handles.cluster)) return rc;
+  if (int rc = MakePlanCluster(cluster_text, args.planner.calibration, &handles.cluster)) return rc;
 
   if (alpa_plan_options_create(&handles.options, &err) != ALPA_OK) return ReportError(err);
   auto set_int = [&](int32_t key, int64_t value, const char* option) {

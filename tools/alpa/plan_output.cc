@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_output.h"
+#include "input_limit.h"
 #include "seconds_validator.h"
 
 namespace alpa_cli {
@@ -49,6 +50,9 @@ std::string PlanJsonText(const char* text, ClockReadings clock) {
 }  // namespace
 
 void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args) {
+  command->add_option("--calibration", args->calibration,
+                      "Calibration JSON file applied to the cluster (e.g. "
+                      "bench/calibration/a100-megatron-sc21.json; docs/cluster-format.md)");
   command->add_option("--device-memory", args->device_memory,
                       "Device memory to fit, with a unit (16GiB, 80GB, 1000B; default: the "
                       "cluster's)");
@@ -105,6 +109,24 @@ int MakePlanCluster(const std::string& text, alpa_cluster** out) {
   return alpa_cluster_create_preset(out, spec.c_str(), hosts, &err) == ALPA_OK
              ? 0
              : ReportError(err, "--cluster");
+}
+
+int MakePlanCluster(const std::string& text, const std::string& calibration_path,
+                    alpa_cluster** out) {
+  if (int rc = MakePlanCluster(text, out)) return rc;
+  if (calibration_path.empty()) return 0;
+  std::string bytes, reason;
+  if (!ReadFile(calibration_path, &bytes, kDefaultMaxInputBytes, &reason, StreamContent::kJson)) {
+    return ReportBadInput("--calibration: " + calibration_path + ": " + reason);
+  }
+  alpa_cluster* calibrated = nullptr;
+  alpa_error* err = nullptr;
+  const int32_t status =
+      alpa_cluster_apply_calibration(&calibrated, *out, bytes.data(), bytes.size(), &err);
+  if (status != ALPA_OK) return ReportError(err, "--calibration: " + calibration_path);
+  alpa_cluster_destroy(*out);
+  *out = calibrated;
+  return 0;
 }
 
 int SetPlannerOptions(alpa_plan_options* options, const PlannerOptionArgs& args) {

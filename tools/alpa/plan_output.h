@@ -19,6 +19,7 @@ constexpr const char* kDefaultPlanCluster = "p3.16xlarge:2";
 
 // The planner options `alpa plan` and `alpa baseline` share.
 struct PlannerOptionArgs {
+  std::string calibration;         // a calibration file applied to --cluster; empty: none
   std::string device_memory;       // bytes per device ("16GiB"); empty: the cluster's
   double intra_op_time_limit = 0;  // <= 0: the library's default
   bool exact = false;              // intra-op solves proven by GLPK
@@ -30,7 +31,8 @@ struct PlannerOptionArgs {
           max_layers = kLimitNotGiven, max_intra_op_solves = kLimitNotGiven;
 };
 
-// Registers --device-memory, --exact, --intra-op-time-limit, --threads and the work limits
+// Registers --calibration, --device-memory, --exact, --intra-op-time-limit, --threads and the work
+// limits
 // (--max-hosts, --max-devices, --max-graph-ops, --max-layers, --max-intra-op-solves) on
 // `command`.
 void AddPlannerOptions(CLI::App* command, PlannerOptionArgs* args);
@@ -50,6 +52,11 @@ struct PlanHandles {
 // "p3.16xlarge:8" (preset and host count), "p3.16xlarge:hosts=8,..." (preset spec) or a file.
 // 0, or the exit code after reporting the error (naming --cluster).
 int MakePlanCluster(const std::string& text, alpa_cluster** out);
+
+// The same, then the calibration file `calibration_path` applied to it when the path is not
+// empty (errors name --calibration).
+int MakePlanCluster(const std::string& text, const std::string& calibration_path,
+                    alpa_cluster** out);
 
 // Sets the options AddPlannerOptions registers on `options`; 0, or the exit code after reporting
 // the error (naming the option).
