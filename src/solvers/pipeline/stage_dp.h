@@ -75,6 +75,20 @@ Status ValidateStageDpInput(const StageDpInput& input);
 // or devices_per_host is out of range (see SubmeshShapesTile).
 std::vector<SubmeshShape> EnumerateSubmeshShapes(int64_t hosts, int64_t devices_per_host);
 
+// The submesh shapes the planner solves on (a subset of EnumerateSubmeshShapes that keeps the
+// stage DP's choices that matter while the intra-op solves grow only logarithmically in the
+// hosts): the within-host chain, and (n, devices_per_host) for
+//   - every n <= kAllSubmeshHosts (so clusters of up to that many hosts get every shape),
+//   - n = floor(hosts / S) and ceil(hosts / S) for every stage count S = 1..max_stages (so a
+//     pipeline of S stages whose sizes differ by at most one host, which sums to the cluster
+//     for every S, is always available), and
+//   - a geometric ladder n = m * 2^k with 8 <= m < 16 (at most 12.5 % apart) for unbalanced
+//     pipelines.
+// Ascending; empty as EnumerateSubmeshShapes is. max_stages < 1 counts as 1.
+inline constexpr int64_t kAllSubmeshHosts = 16;
+std::vector<SubmeshShape> PlannerSubmeshShapes(int64_t hosts, int64_t devices_per_host,
+                                               int32_t max_stages);
+
 // Checks the tiling rule of StageDpInput::submeshes; the message names the offending shape.
 Status SubmeshShapesTile(int64_t hosts, int64_t devices_per_host,
                          const std::vector<SubmeshShape>& submeshes);

@@ -110,6 +110,26 @@ std::vector<SubmeshShape> EnumerateSubmeshShapes(int64_t hosts, int64_t devices_
   return shapes;
 }
 
+std::vector<SubmeshShape> PlannerSubmeshShapes(int64_t hosts, int64_t devices_per_host,
+                                               int32_t max_stages) {
+  std::vector<SubmeshShape> all = EnumerateSubmeshShapes(hosts, devices_per_host);
+  if (hosts <= kAllSubmeshHosts || all.empty()) return all;
+  std::vector<char> keep(static_cast<size_t>(hosts) + 1, 0);
+  for (int64_t n = 1; n <= kAllSubmeshHosts; ++n) keep[static_cast<size_t>(n)] = 1;
+  for (int64_t s = 1; s <= std::max<int32_t>(max_stages, 1) && s <= hosts; ++s) {
+    keep[static_cast<size_t>(hosts / s)] = 1;
+    keep[static_cast<size_t>((hosts + s - 1) / s)] = 1;
+  }
+  for (int64_t step = 1; 8 * step <= hosts; step *= 2) {
+    for (int64_t m = 8; m < 16 && m * step <= hosts; ++m) keep[static_cast<size_t>(m * step)] = 1;
+  }
+  std::vector<SubmeshShape> shapes;
+  for (const SubmeshShape& s : all) {
+    if (s.hosts == 1 || keep[static_cast<size_t>(s.hosts)]) shapes.push_back(s);
+  }
+  return shapes;
+}
+
 Status SubmeshShapesTile(int64_t hosts, int64_t devices_per_host,
                          const std::vector<SubmeshShape>& submeshes) {
   return CheckShapes(hosts, devices_per_host, submeshes, "submesh");

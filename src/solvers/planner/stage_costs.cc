@@ -641,7 +641,8 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   table.piece_graph = pieces.piece_graph;
   table.piece_type = pieces.piece_type;
 
-  table.submeshes = EnumerateSubmeshShapes(cluster.hosts, cluster.devices_per_host);
+  table.submeshes =
+      PlannerSubmeshShapes(cluster.hosts, cluster.devices_per_host, clustering.num_layers);
   Result<StageMeshes> meshes =
       EnumerateStageMeshes(cluster, table.submeshes, options, run.microbatch_size);
   if (!meshes.ok()) return meshes.status();

@@ -15,20 +15,28 @@ bool IsConstantLike(const Op& op) {
 
 }  // namespace
 
-bool AccumulatedIntoGradient(const Graph& graph, int32_t id) {
-  const Op& op = graph.op(id);
-  if (op.role == TensorRole::kGradient) return true;
-  for (int32_t v = id + 1; v < graph.size(); ++v) {
-    const Op& reader = graph.op(v);
-    // A sum of the gradient's contributions, directly or through further sums.
-    if (reader.kind == OpKind::kAdd && reader.phase == Phase::kBackward &&
-        reader.shape == op.shape &&
-        std::find(reader.operands.begin(), reader.operands.end(), id) != reader.operands.end() &&
-        AccumulatedIntoGradient(graph, v)) {
-      return true;
+std::vector<char> AccumulatedIntoGradient(const Graph& graph) {
+  // From the last op back: when op r is reached every reader of it (a later op) has been, so
+  // whether r is accumulated is final, and it passes that on to its operands of its own shape
+  // when it is a backward add. One pass, where asking op by op walked the rest of the graph per
+  // op and per term of the sum (a residual stream's gradient runs through every layer's adds).
+  std::vector<char> accumulated(static_cast<size_t>(graph.size()), 0);
+  for (int32_t r = graph.size() - 1; r >= 0; --r) {
+    const Op& reader = graph.op(r);
+    if (reader.role == TensorRole::kGradient) accumulated[static_cast<size_t>(r)] = 1;
+    if (!accumulated[static_cast<size_t>(r)] || reader.kind != OpKind::kAdd ||
+        reader.phase != Phase::kBackward) {
+      continue;
+    }
+    for (int32_t u : reader.operands) {
+      if (u < r && graph.op(u).shape == reader.shape) accumulated[static_cast<size_t>(u)] = 1;
     }
   }
-  return false;
+  return accumulated;
+}
+
+bool AccumulatedIntoGradient(const Graph& graph, int32_t id) {
+  return AccumulatedIntoGradient(graph)[static_cast<size_t>(id)] != 0;
 }
 
 Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>& op_group,
@@ -118,11 +126,13 @@ Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>&
       if (selected(u)) read_outside[static_cast<size_t>(u)] = 1;
     }
   }
+  std::vector<char> accumulated;  // computed at the first boundary output
   for (int32_t id = 0; id < graph.size(); ++id) {
     const int32_t l = local[static_cast<size_t>(id)];
     if (!read_outside[static_cast<size_t>(id)] || l < 0) continue;
+    if (accumulated.empty()) accumulated = AccumulatedIntoGradient(graph);
     sub.boundary_outputs.push_back(l);
-    sub.boundary_output_accumulated.push_back(AccumulatedIntoGradient(graph, id) ? 1 : 0);
+    sub.boundary_output_accumulated.push_back(accumulated[static_cast<size_t>(id)]);
     if (!is_output[static_cast<size_t>(l)]) {
       is_output[static_cast<size_t>(l)] = 1;
       sub.graph.outputs.push_back(l);

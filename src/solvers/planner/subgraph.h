@@ -26,8 +26,12 @@ struct Subgraph {
 };
 
 // Whether op `id` of `graph` is a weight's gradient (role kGradient) or a term of a sum of
-// backward adds of its own shape that is one: a value accumulated over microbatches.
+// backward adds of its own shape that is one: a value accumulated over microbatches. Readers
+// are the ops after `id` (graphs are in topological order).
 bool AccumulatedIntoGradient(const Graph& graph, int32_t id);
+// The same for every op at once (one entry per op, 1 where it holds), in time linear in the
+// graph.
+std::vector<char> AccumulatedIntoGradient(const Graph& graph);
 
 // The ops with op_group[id] in [first, last], in graph order, plus:
 //   - parameters they read (or, for update ops, replace) from other groups, copied as they are (a

@@ -46,6 +46,51 @@ TEST(SubmeshShapes, EnumeratedShapesTile) {
   }
 }
 
+// The planner's subset: every shape up to kAllSubmeshHosts hosts; beyond, balanced pipelines
+// of every stage count, sizes at most 12.5 % apart, and a count that grows with the log of the
+// hosts.
+TEST(SubmeshShapes, PlannerSubsetKeepsBalancedPipelines) {
+  for (int64_t hosts : {1, 2, 8, 16}) {
+    EXPECT_EQ(PlannerSubmeshShapes(hosts, 8, 16), EnumerateSubmeshShapes(hosts, 8)) << hosts;
+  }
+  EXPECT_TRUE(PlannerSubmeshShapes(0, 8, 16).empty());
+  for (int64_t hosts : {17, 40, 384, 2048}) {
+    for (int32_t max_stages : {1, 16, 64}) {
+      SCOPED_TRACE(std::to_string(hosts) + " hosts, " + std::to_string(max_stages) + " stages");
+      const Shapes shapes = PlannerSubmeshShapes(hosts, 8, max_stages);
+      EXPECT_TRUE(SubmeshShapesTile(hosts, 8, shapes).ok());
+      std::vector<char> kept(static_cast<size_t>(hosts) + 1, 0);
+      for (const SubmeshShape& s : shapes) kept[static_cast<size_t>(s.hosts)] = 1;
+      for (int64_t n = 1; n <= kAllSubmeshHosts; ++n) EXPECT_TRUE(kept[static_cast<size_t>(n)]);
+      // S stages of floor / ceil(hosts / S) hosts: sum to the cluster with kept shapes only.
+      for (int64_t stages = 1; stages <= max_stages && stages <= hosts; ++stages) {
+        Shapes pipeline;
+        for (int64_t j = 0; j < stages; ++j) {
+          const int64_t n = hosts / stages + (j < hosts % stages ? 1 : 0);
+          EXPECT_TRUE(kept[static_cast<size_t>(n)]) << n << " hosts for " << stages;
+          pipeline.push_back({n, 8});
+        }
+        EXPECT_TRUE(PlaceSubmeshes(hosts, 8, pipeline).ok()) << stages;
+      }
+      // Any size has a kept one at most 12.5 % smaller.
+      int64_t below = 1;
+      for (int64_t n = 1; n <= hosts; ++n) {
+        if (kept[static_cast<size_t>(n)]) below = n;
+        EXPECT_GE(below * 9, n * 8) << n;
+      }
+      int64_t log2 = 0;
+      while ((int64_t{1} << (log2 + 1)) <= hosts) ++log2;
+      EXPECT_LE(static_cast<int64_t>(shapes.size()),
+                4 + kAllSubmeshHosts + 2 * max_stages + 8 * log2);
+    }
+  }
+  // 384 hosts, 16 stages: 4 within-host shapes, (n, 8) for n = 2..16, the balanced sizes, the
+  // ladder 18, 20, ..., 352, 384.
+  const Shapes shapes = PlannerSubmeshShapes(384, 8, 16);
+  EXPECT_LT(shapes.size(), 80u);
+  EXPECT_EQ(shapes.back(), (SubmeshShape{384, 8}));
+}
+
 void ExpectTileError(int64_t hosts, int64_t per_host, const Shapes& shapes,
                      const std::string& fragment) {
   const Status s = SubmeshShapesTile(hosts, per_host, shapes);

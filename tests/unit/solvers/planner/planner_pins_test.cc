@@ -4,11 +4,14 @@
 // candidates, from the planner's statistics).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/cluster/cluster.h"
 #include "models/planner_model.h"
 #include "solvers/auto_sharding/plan_check.h"
+#include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/planner.h"
 #include "support/clusters.h"
 
@@ -143,6 +146,41 @@ TEST(PlannerPins, FixedMicrobatches) {
   EXPECT_EQ(pinned.microbatches, 4);
   EXPECT_EQ(pinned.stats.microbatches_tried, std::vector<int64_t>{4});
   EXPECT_LT(pinned.stats.intra_op_solves, searched.stats.intra_op_solves);
+}
+
+// Beyond 16 hosts the planner solves on PlannerSubmeshShapes' subset only: fewer intra-op solves
+// than every (n, 8) would take, every stage on a kept size, and a pinned stage count still gets
+// its balanced pipeline (40 hosts, 3 stages: 13 + 13 + 14 hosts).
+TEST(PlannerSubmeshes, LargeClustersSolveTheSubsetOnly) {
+  const Cluster cluster = P3(40);
+  PlannerOptions options;
+  options.microbatches = 4;
+  const PipelinePlan free = PlanOrDie(cluster, options);
+  // 6 layer groups (embedding, 4 blocks, head): at most 6 stages.
+  const std::vector<SubmeshShape> kept = PlannerSubmeshShapes(40, 8, 6);
+  ASSERT_LT(kept.size(), EnumerateSubmeshShapes(40, 8).size());
+  // Every logical mesh of every kept shape, each solved per piece type (3) at memory level 0
+  // and at most 3 levels more.
+  int64_t meshes = 0;
+  for (const SubmeshShape& s : kept)
+    meshes += static_cast<int64_t>(EnumerateLogicalShapes(s).size());
+  EXPECT_GE(free.stats.intra_op_solves, meshes * 3);
+  EXPECT_LE(free.stats.intra_op_solves, meshes * 3 * 4);
+  int64_t devices = 0;
+  for (const PlannedStage& st : free.stages) {
+    EXPECT_NE(std::find(kept.begin(), kept.end(), st.submesh), kept.end())
+        << "(" << st.submesh.hosts << ", " << st.submesh.devices_per_host << ")";
+    devices += st.submesh.num_devices();
+  }
+  EXPECT_EQ(devices, cluster.num_devices());
+  ExpectPiecesCheck(free);
+  options.pipeline_stages = 3;
+  const PipelinePlan pinned = PlanOrDie(cluster, options);
+  ASSERT_EQ(pinned.stages.size(), 3u);
+  devices = 0;
+  for (const PlannedStage& st : pinned.stages) devices += st.submesh.num_devices();
+  EXPECT_EQ(devices, cluster.num_devices());
+  ExpectPiecesCheck(pinned);
 }
 
 TEST(PlannerPins, BadPinsNameTheOption) {
