@@ -29,11 +29,17 @@ published scripts for the large rows) and B = batch / dp / 4 (4 samples per micr
 pp = 1, where B only sets the gradient accumulation. Rows whose manual plan fails show the error.
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
+
+# The cluster files of calibrated runs, removed at exit.
+SCRATCH = tempfile.mkdtemp(prefix="fidelity_")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 SEQ = 2048
 VOCAB = 51200
@@ -86,7 +92,7 @@ def cluster_arg(gpus, calibration):
     """The --cluster argument: the preset, or a cluster file when a calibration is given."""
     if not calibration:
         return "dgx-a100-80g:%d" % (gpus // GPUS_PER_HOST)
-    path = os.path.join(tempfile.gettempdir(), "fidelity_a100_%d_%d.json" % (gpus, os.getpid()))
+    path = os.path.join(SCRATCH, "a100_%d.json" % gpus)
     with open(path, "w") as f:
         json.dump({"preset": "dgx-a100-80g", "hosts": gpus // GPUS_PER_HOST,
                    "calibration": calibration}, f)
