@@ -52,6 +52,7 @@ struct Enumeration {
   void Visit(int32_t first_layer, int64_t devices_used) {
     if (first_layer == input.num_layers) {
       if (devices_used != cluster_devices || !MemoryFits(stages)) return;
+      if (static_cast<int32_t>(stages.size()) < input.min_stages) return;
       double max_latency = 0;
       const double t = Objective(stages, &max_latency);
       if (t < best_objective || (t == best_objective && stages.size() < best.size())) {

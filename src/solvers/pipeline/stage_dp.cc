@@ -278,13 +278,16 @@ class DpTable {
     return best;
   }
   int32_t best_stages() const { return best_stages_; }
+  // After Evaluate: the least sum over the plans of exactly s stages (infinity: none).
+  double Final(int32_t s) const { return At(Row(s, 0), p_.slots - 1); }
+  int32_t MaxStages(int32_t k) const { return std::min(p_.max_stages, p_.layers - k); }
 
-  // The plan behind the last Evaluate(t_max): at each step the lowest-index candidate that
-  // attains the table entry.
-  Result<std::vector<int32_t>> Plan(double t_max) const {
+  // The plan of `stages` stages behind the last Evaluate(t_max) (Final(stages) finite): at each
+  // step the lowest-index candidate that attains the table entry.
+  Result<std::vector<int32_t>> Plan(double t_max, int32_t stage_count) const {
     const StageDpInput& in = *p_.in;
     std::vector<int32_t> stages;
-    int32_t k = 0, s = best_stages_;
+    int32_t k = 0, s = stage_count;
     int64_t d = p_.slots - 1;
     while (k < p_.layers) {
       const double target = At(Row(s, k), d);
@@ -310,7 +313,6 @@ class DpTable {
   }
 
  private:
-  int32_t MaxStages(int32_t k) const { return std::min(p_.max_stages, p_.layers - k); }
   int64_t Row(int32_t s, int32_t k) const { return row_start_[static_cast<size_t>(k)] + s; }
   double At(int64_t row, int64_t d) const { return f_[static_cast<size_t>(row * p_.slots + d)]; }
 
@@ -373,20 +375,34 @@ class DpTable {
   int32_t best_stages_ = 0;
 };
 
-// The bisection over latency indices (see the top of the file).
+// The bisection over latency indices (see the top of the file), for one objective G (the least
+// sum over any stage count) or one per stage count s (G_s: exactly s stages). Each G_s is a
+// non-increasing step function too, so an interval is skipped when no objective can change in it
+// or improve on its best; the search evaluates the union of the objectives' step starts it needs.
 class TMaxSearch {
  public:
-  explicit TMaxSearch(const Prepared& p)
-      : p_(p), table_(p), bm1_(static_cast<double>(p.in->microbatches - 1)) {}
+  using Values = std::vector<double>;
 
-  // The index of the best t_max, -1 when no plan exists.
-  int64_t Run() {
+  TMaxSearch(const Prepared& p, bool per_stage_count)
+      : p_(p),
+        table_(p),
+        bm1_(static_cast<double>(p.in->microbatches - 1)),
+        per_stage_count_(per_stage_count),
+        width_(per_stage_count ? static_cast<size_t>(table_.MaxStages(0)) + 1 : 1),
+        best_(width_, kInf),
+        best_index_(width_, -1) {}
+
+  // Per objective (index 0: the overall G; per stage count: index s), the index of the best
+  // t_max, -1 where no plan exists.
+  const std::vector<int64_t>& Run() {
     const int64_t n = static_cast<int64_t>(p_.latencies.size());
-    if (n == 0) return -1;
+    if (n == 0) return best_index_;
     stop_ = n - 1;
     g_all_ = Eval(n - 1);
-    if (g_all_ == kInf) return -1;
-    Explore(-1, n - 1, kInf, g_all_);
+    if (std::all_of(g_all_.begin(), g_all_.end(), [](double g) { return g == kInf; })) {
+      return best_index_;
+    }
+    Explore(-1, n - 1, Values(width_, kInf), g_all_);
     return best_index_;
   }
   int64_t tried() const { return tried_; }
@@ -394,37 +410,62 @@ class TMaxSearch {
 
  private:
   double Latency(int64_t q) const { return p_.latencies[static_cast<size_t>(q)]; }
-  double Eval(int64_t q) {
+  Values Eval(int64_t q) {
     ++tried_;
-    return table_.Evaluate(Latency(q));
+    const double g = table_.Evaluate(Latency(q));
+    if (!per_stage_count_) return Values{g};
+    Values v(width_, kInf);
+    for (int32_t s = std::max<int32_t>(1, p_.min_stages); s < static_cast<int32_t>(width_); ++s) {
+      v[static_cast<size_t>(s)] = table_.Final(s);
+    }
+    return v;
   }
-  // No plan whose max latency is >= Latency(q) has a T* below this.
-  double LowerBound(int64_t q) const {
-    const double sum = p_.overheads_nonnegative ? std::max(g_all_, Latency(q)) : g_all_;
+  // No plan of objective i whose max latency is >= Latency(q) has a T* below this.
+  double LowerBound(size_t i, int64_t q) const {
+    const double sum = p_.overheads_nonnegative ? std::max(g_all_[i], Latency(q)) : g_all_[i];
     return bm1_ * Latency(q) + sum;
   }
+  bool MayImprove(size_t i, int64_t q) const { return LowerBound(i, q) < best_[i]; }
 
   // Finds the step starts in (a, b] up to stop_; G(a) = ga, G(b) = gb.
-  void Explore(int64_t a, int64_t b, double ga, double gb) {
-    if (a >= stop_ || ga == gb) return;
-    // Every step start q in (a, b] has G(q) >= G(b) and latency >= Latency(a + 1).
-    if (gb + bm1_ * Latency(a + 1) >= best_) return;
+  void Explore(int64_t a, int64_t b, const Values& ga, const Values& gb) {
+    if (a >= stop_) return;
+    // Every step start q in (a, b] of objective i has G_i(q) >= G_i(b) and latency >=
+    // Latency(a + 1).
+    bool open = false;
+    for (size_t i = 0; i < width_ && !open; ++i) {
+      open = ga[i] != gb[i] && gb[i] + bm1_ * Latency(a + 1) < best_[i];
+    }
+    if (!open) return;
     if (b > stop_) {
       const int64_t m = stop_;
       Explore(a, m, ga, Eval(m));
       return;
     }
     if (b == a + 1) {
-      const double t = gb + bm1_ * Latency(b);
-      if (t < best_) {
-        best_ = t;
-        best_index_ = b;
-        while (stop_ >= 0 && LowerBound(stop_) >= best_) --stop_;
+      bool improved = false;
+      for (size_t i = 0; i < width_; ++i) {
+        if (ga[i] == gb[i]) continue;
+        const double t = gb[i] + bm1_ * Latency(b);
+        if (t < best_[i]) {
+          best_[i] = t;
+          best_index_[i] = b;
+          improved = true;
+        }
+      }
+      if (improved) {
+        auto open_at = [&](int64_t q) {
+          for (size_t i = 0; i < width_; ++i) {
+            if (MayImprove(i, q)) return true;
+          }
+          return false;
+        };
+        while (stop_ >= 0 && !open_at(stop_)) --stop_;
       }
       return;
     }
     const int64_t m = a + (b - a) / 2;
-    const double gm = Eval(m);
+    const Values gm = Eval(m);
     Explore(a, m, ga, gm);
     Explore(m, b, gm, gb);
   }
@@ -432,8 +473,11 @@ class TMaxSearch {
   const Prepared& p_;
   DpTable table_;
   const double bm1_;
-  double g_all_ = kInf, best_ = kInf;
-  int64_t stop_ = -1, best_index_ = -1, tried_ = 0;
+  const bool per_stage_count_;
+  const size_t width_;
+  Values g_all_, best_;
+  std::vector<int64_t> best_index_;
+  int64_t stop_ = -1, tried_ = 0;
 };
 
 }  // namespace
@@ -446,17 +490,47 @@ Result<StageDpResult> SolveStageDp(const StageDpInput& input) {
   if (!possible.ok()) return possible.status();
   result.t_max_values = static_cast<int64_t>(p.latencies.size());
   if (!possible.value()) return result;
-  TMaxSearch search(p);
-  const int64_t q = search.Run();
+  TMaxSearch search(p, /*per_stage_count=*/false);
+  const int64_t q = search.Run()[0];
   result.t_max_tried = search.tried();
   if (q < 0) return result;
   // The table holds a later evaluation: run the winner again to read its plan.
   const double t_max = p.latencies[static_cast<size_t>(q)];
   search.table().Evaluate(t_max);
-  Result<std::vector<int32_t>> plan = search.table().Plan(t_max);
+  Result<std::vector<int32_t>> plan = search.table().Plan(t_max, search.table().best_stages());
   if (!plan.ok()) return plan.status();
   FillPlan(input, std::move(plan).value(), &result);
   return result;
+}
+
+Result<std::vector<StageDpResult>> SolveStageDpPerStageCount(const StageDpInput& input) {
+  ALPA_RETURN_IF_ERROR(ValidateStageDpInput(input));
+  Prepared p;
+  Result<bool> possible = Prepare(input, &p);
+  if (!possible.ok()) return possible.status();
+  std::vector<StageDpResult> results;
+  if (!possible.value()) return results;
+  TMaxSearch search(p, /*per_stage_count=*/true);
+  const std::vector<int64_t> best = search.Run();
+  results.resize(best.size() - 1);
+  for (StageDpResult& r : results) {
+    r.t_max_values = static_cast<int64_t>(p.latencies.size());
+    r.t_max_tried = search.tried();
+  }
+  // Read the plans back, one evaluation per distinct winning t_max.
+  std::vector<std::pair<int64_t, int32_t>> winners;  // (latency index, stage count)
+  for (size_t s = 1; s < best.size(); ++s) {
+    if (best[s] >= 0) winners.emplace_back(best[s], static_cast<int32_t>(s));
+  }
+  std::sort(winners.begin(), winners.end());
+  for (size_t w = 0; w < winners.size(); ++w) {
+    const double t_max = p.latencies[static_cast<size_t>(winners[w].first)];
+    if (w == 0 || winners[w].first != winners[w - 1].first) search.table().Evaluate(t_max);
+    Result<std::vector<int32_t>> plan = search.table().Plan(t_max, winners[w].second);
+    if (!plan.ok()) return plan.status();
+    FillPlan(input, std::move(plan).value(), &results[static_cast<size_t>(winners[w].second) - 1]);
+  }
+  return results;
 }
 
 }  // namespace alpa

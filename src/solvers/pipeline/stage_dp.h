@@ -65,6 +65,14 @@ struct StageDpResult {
 // the lowest candidate index.
 Result<StageDpResult> SolveStageDp(const StageDpInput& input);
 
+// For every stage count s from 1 to the most the DP allows (min(num_layers, max_stages, the
+// devices over the smallest usable submesh)): the best plan of exactly s stages, as SolveStageDp
+// would return it with min_stages = max_stages = s; entry s - 1, infeasible where no plan has s
+// stages (or s < min_stages). Empty when no plan can exist at all. One search serves every count
+// (t_max_tried is its total), far cheaper than one SolveStageDp per count. Errors as
+// SolveStageDp.
+Result<std::vector<StageDpResult>> SolveStageDpPerStageCount(const StageDpInput& input);
+
 // The input checks of SolveStageDp alone (the errors listed above but kUnsupported).
 Status ValidateStageDpInput(const StageDpInput& input);
 

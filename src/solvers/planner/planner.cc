@@ -275,35 +275,40 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
 
   // The DP's answer, and its best answers with fewer stages, ranked by the prediction with
   // the transfers between stages (which the DP's objective leaves out): fewer stages cut fewer
-  // activations at stage boundaries. A pinned stage count has no alternatives.
+  // activations at stage boundaries. A pinned stage count has no alternatives. One search gives
+  // the best plan of every stage count.
   phase = Clock::now();
-  std::optional<PipelinePlan> chosen;
   const int32_t dp_stages = static_cast<int32_t>(dp.stages.size());
-  const int32_t fewest = options.pipeline_stages > 0 ? dp_stages : 1;
-  for (int32_t limit = dp_stages; limit >= fewest; --limit) {
-    StageDpResult alternative;
-    if (limit == dp_stages) {
-      alternative = dp;
-    } else if (call.DeadlinePassed()) {
+  std::vector<StageDpResult> alternatives;
+  if (options.pipeline_stages == 0 && dp_stages > 1) {
+    if (call.DeadlinePassed()) {
+      attempt.time_limit_reached = true;
+    } else {
+      input.max_stages = dp_stages - 1;
+      Result<std::vector<StageDpResult>> r = SolveStageDpPerStageCount(input);
+      if (!r.ok()) return r.status();
+      alternatives = std::move(r).value();
+    }
+  }
+  Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, dp, microbatches);
+  if (!first.ok()) return first.status();
+  PipelinePlan chosen = std::move(first).value();
+  for (int32_t count = static_cast<int32_t>(alternatives.size()); count >= 1; --count) {
+    const StageDpResult& alternative = alternatives[static_cast<size_t>(count) - 1];
+    if (!alternative.feasible) continue;
+    if (call.DeadlinePassed()) {
       attempt.time_limit_reached = true;
       break;
-    } else {
-      input.max_stages = limit;
-      Result<StageDpResult> r = SolveStageDp(input);
-      if (!r.ok()) return r.status();
-      if (!r.value().feasible) break;
-      alternative = std::move(r).value();
-      if (static_cast<int32_t>(alternative.stages.size()) != limit) continue;
     }
     Result<PipelinePlan> plan = PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
     if (!plan.ok()) return plan.status();
-    if (!chosen || plan.value().iteration_seconds < chosen->iteration_seconds) {
+    if (plan.value().iteration_seconds < chosen.iteration_seconds) {
       chosen = std::move(plan).value();
     }
   }
   stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
-  plan = std::move(*chosen);
+  plan = std::move(chosen);
   SetPlanFlops(plan, graph, stage_costs, cluster);
   plan.stats.pieces = static_cast<int64_t>(stage_costs.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(stage_costs.solutions.size());

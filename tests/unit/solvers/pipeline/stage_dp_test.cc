@@ -356,6 +356,73 @@ TEST(StageDp, MatchesAllTMaxEnumerationOnLargerInstances) {
   EXPECT_LT(tried * 4, values);  // the bisection and the early stop skip most t_max values
 }
 
+// Every entry of the per-stage-count search is the answer SolveStageDp gives with that count
+// pinned (min_stages = max_stages = s): the same plan, objective and max latency; counts beyond
+// the returned ones have no plan. The small instances are checked against the brute force too.
+void ExpectPerCountMatchesPinned(const StageDpInput& in, bool brute_force, int64_t* per_tried,
+                                 int64_t* pinned_tried) {
+  Result<std::vector<StageDpResult>> per = SolveStageDpPerStageCount(in);
+  ASSERT_TRUE(per.ok()) << per.status().message();
+  const std::vector<StageDpResult>& by_count = per.value();
+  if (!by_count.empty()) *per_tried += by_count[0].t_max_tried;
+  const int32_t most = in.max_stages > 0 ? in.max_stages : in.num_layers;
+  for (int32_t s = 1; s <= most; ++s) {
+    SCOPED_TRACE("stages " + std::to_string(s));
+    StageDpInput pinned = in;
+    pinned.min_stages = pinned.max_stages = s;
+    Result<StageDpResult> one = SolveStageDp(pinned);
+    ASSERT_TRUE(one.ok()) << one.status().message();
+    *pinned_tried += one.value().t_max_tried;
+    if (static_cast<size_t>(s) > by_count.size() || s < in.min_stages) {
+      EXPECT_FALSE(one.value().feasible && s >= in.min_stages);
+      if (static_cast<size_t>(s) <= by_count.size()) {
+        EXPECT_FALSE(by_count[static_cast<size_t>(s) - 1].feasible);
+      }
+      continue;
+    }
+    const StageDpResult& got = by_count[static_cast<size_t>(s) - 1];
+    ASSERT_EQ(got.feasible, one.value().feasible);
+    if (brute_force) {
+      Result<StageDpResult> bf = SolveStageDpBruteForce(pinned);
+      ASSERT_TRUE(bf.ok()) << bf.status().message();
+      ExpectSameOptimum(pinned, got, bf.value().feasible, bf.value().objective, "brute force");
+    }
+    if (!got.feasible) continue;
+    EXPECT_EQ(static_cast<int32_t>(got.stages.size()), s);
+    CheckPlan(pinned, got);
+    EXPECT_EQ(got.stages, one.value().stages);
+    EXPECT_EQ(got.objective, one.value().objective);
+    EXPECT_EQ(got.max_latency, one.value().max_latency);
+  }
+}
+
+TEST(StageDp, PerStageCountMatchesPinnedSolves) {
+  int64_t per_tried = 0, pinned_tried = 0;
+  for (uint32_t seed = 0; seed < 120; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ExpectPerCountMatchesPinned(RandomInstance(seed, 1, 5), true, &per_tried, &pinned_tried);
+  }
+  per_tried = pinned_tried = 0;  // the count below is over the larger instances
+  for (uint32_t seed = 1000; seed < 1036; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const uint32_t kind = seed % 3;
+    const StageDpInput in =
+        kind == 0 ? RandomInstance(seed, 6, 10) : ScalingInstance(seed, kind == 2);
+    ExpectPerCountMatchesPinned(in, false, &per_tried, &pinned_tried);
+  }
+  // One search for all counts evaluates the DP far less often than one search per count.
+  EXPECT_LT(per_tried * 3, pinned_tried * 2) << per_tried << " vs " << pinned_tried;
+}
+
+TEST(StageDp, PerStageCountRejectsWhatSolveRejects) {
+  StageDpInput in = RandomInstance(3, 4, 4);
+  in.microbatches = 0;
+  Result<std::vector<StageDpResult>> r = SolveStageDpPerStageCount(in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("microbatches must be >= 1"), std::string::npos);
+}
+
 TEST(StageDp, Deterministic) {
   const StageDpInput in = RandomInstance(7, 8, 8);
   Result<StageDpResult> a = SolveStageDp(in);
