@@ -45,6 +45,13 @@ tsan_c_tests=(capi_test plan_capi_test baseline_capi_test simulate_capi_test exa
 # BaselineSearch.FixedMicrobatchesAndRemat does) on a larger model, and takes minutes there.
 tsan_skip='^BaselineSearch\.PlannerIsNeverSlowerWhereTheSpacesMeet$'
 
+# The sanitizer builds compile at -O1 with line tables only (-g1: enough for the sanitizers' stack
+# traces): measured with g++ 12 under ASan+UBSan, twice as fast to build as RelWithDebInfo's
+# -O2 -g (src/exec/lower/lower_plan.cc 33.6 -> 15.0 s, planner_test.cc 10.9 -> 5.6 s), and the
+# sanitizers' own documentation recommends -O1.
+sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+                 -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
+
 # The ctest names of the tsan tests: GoogleTest cases are discovered as Suite.Name, so each
 # unit test contributes its suites (from --gtest_list_tests); C tests are named as the target.
 tsan_test_regex() {
@@ -61,7 +68,7 @@ tsan_test_regex() {
 
 case ${1:-} in
   --sanitize)
-    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALPA_SANITIZE="address;undefined" \
+    cmake -S . -B build-asan "${sanitizer_flags[@]}" -DALPA_SANITIZE="address;undefined" \
           -DALPA_BUILD_BENCH=OFF "${launcher[@]}"
     cmake --build build-asan -j"$jobs"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -69,7 +76,7 @@ case ${1:-} in
     scripts/test-bindings.sh --asan build-asan build
     ;;
   --tsan)
-    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALPA_SANITIZE=thread \
+    cmake -S . -B build-tsan "${sanitizer_flags[@]}" -DALPA_SANITIZE=thread \
           -DALPA_BUILD_BENCH=OFF "${launcher[@]}"
     cmake --build build-tsan -j"$jobs" --target "${tsan_unit_tests[@]}" "${tsan_c_tests[@]}"
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

@@ -3,12 +3,12 @@
 #
 #   1. pip installs the package from the repository into a fresh venv: this builds libalpa and
 #      the alpa program from the repository's sources (scikit-build-core + CMake) and bundles them;
-#      jax, jaxlib, torch and transformers from PyPI too, unless PREFIX's libalpa is an ASan build
-#      (about 2.5 minutes and 6 GB on a fresh machine; skipped, saying so, with less than 10 GiB
-#      free);
+#      jax, jaxlib, torch and transformers from PyPI too (about 2.5 minutes and 6 GB on a fresh
+#      machine; skipped, saying so, with less than 10 GiB free);
 #   2. runs the pytest suite and the examples against that package;
-#   3. runs the suite once more against PREFIX's libalpa (ALPA_LIBRARY=PREFIX/lib/libalpa.so),
-#      under ASan when that library is an ASan build.
+#   3. runs the suite once more against PREFIX's libalpa (ALPA_LIBRARY=PREFIX/lib/libalpa.so).
+# When PREFIX's libalpa is an ASan build, only step 3 runs, under ASan, with the package's Python
+# sources from the repository (PYTHONPATH): the Release run has built and tested the package.
 # The venv is removed at the end (ALPA_PY_KEEP_VENV=1 keeps it). Exits non-zero on any failure.
 set -euo pipefail
 
@@ -85,40 +85,46 @@ if [ "$frameworks" = 1 ]; then
   echo "frameworks install took $(( $(date +%s) - start )) s"
 fi
 
-if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$REPO")}
-  export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+asan=0
+if links "$LIB" libasan; then asan=1; fi
+
+if [ "$asan" = 0 ]; then
+  if command -v ccache >/dev/null; then
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$REPO")}
+    export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+  fi
+  step "pip install ./bindings/python (builds libalpa; CMAKE_ARGS=${CMAKE_ARGS:-})"
+  start=$(date +%s)
+  (cd "$REPO" && "$PY" -m pip install --no-cache-dir ./bindings/python)
+  echo "pip install took $(( $(date +%s) - start )) s"
+
+  # Run from outside the source tree so that `import alpa` is the installed package.
+  cd "$WORK"
+  step "import alpa (bundled libalpa)"
+  "$PY" -c 'import alpa; print(alpa.LIBRARY_PATH, alpa.version())'
+  "$PY" -m alpa --version
+
+  step "pytest (bundled libalpa)"
+  "$PY" -m pytest -q -p no:cacheprovider "$HERE/tests"
+
+  step "examples"
+  "$PY" "$HERE/examples/solve_iopddl.py" | tee "$WORK/solve.out"
+  grep -q "objective 445 assignment \[0, 0, 2, 1, 0\]" "$WORK/solve.out"
+  "$PY" "$HERE/examples/plan_gpt.py" | tee "$WORK/plan.out"
+  grep -q "^Plan: " "$WORK/plan.out"
 fi
-step "pip install ./bindings/python (builds libalpa; CMAKE_ARGS=${CMAKE_ARGS:-})"
-start=$(date +%s)
-(cd "$REPO" && "$PY" -m pip install --no-cache-dir ./bindings/python)
-echo "pip install took $(( $(date +%s) - start )) s"
-
-# Run from outside the source tree so that `import alpa` is the installed package.
-cd "$WORK"
-step "import alpa (bundled libalpa)"
-"$PY" -c 'import alpa; print(alpa.LIBRARY_PATH, alpa.version())'
-"$PY" -m alpa --version
-
-step "pytest (bundled libalpa)"
-"$PY" -m pytest -q -p no:cacheprovider "$HERE/tests"
-
-step "examples"
-"$PY" "$HERE/examples/solve_iopddl.py" | tee "$WORK/solve.out"
-grep -q "objective 445 assignment \[0, 0, 2, 1, 0\]" "$WORK/solve.out"
-"$PY" "$HERE/examples/plan_gpt.py" | tee "$WORK/plan.out"
-grep -q "^Plan: " "$WORK/plan.out"
 
 # ---- the same tests against the prefix's libalpa ($LIB, found above) ----
 extra_env=()
-if links "$LIB" libasan; then
+if [ "$asan" = 1 ]; then
   # Python is not built with ASan: preload the runtime; CPython's own allocations are not ours
   # to report, so leak detection is off (the tests count handles instead).
   # libstdc++ is preloaded too: the interpreter does not link it, and ASan's __cxa_throw
   # interceptor must find the real one when it starts (else the first C++ exception inside
   # libalpa fails ASan's CHECK "real___cxa_throw != 0").
   extra_env=(LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so.6)"
-             ASAN_OPTIONS=detect_leaks=0)
+             ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$HERE/src")
+  cd "$WORK"
   step "pytest against $LIB (ASan build)"
 else
   step "pytest against $LIB"
