@@ -190,6 +190,8 @@ def main():
     parser.add_argument("--write", help="with --fit: write the all-rows fit to this file")
     parser.add_argument("--rows", default="", help="comma-separated row names (default: all)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per call")
+    parser.add_argument("--plan-args", default="", help="extra arguments of `alpa plan` "
+                        "(with --planner), e.g. \"--layers 64\"")
     args = parser.parse_args()
     wanted = set(filter(None, args.rows.split(",")))
     rows = [r for r in ROWS if not wanted or r[0] in wanted]
@@ -223,7 +225,8 @@ def main():
         if args.planner:
             plan, error, wall = run_json(
                 [args.alpa, "plan", "--model", model_spec(row), "--cluster",
-                 cluster_arg(gpus, calibration), "--json", "-q"], args.timeout)
+                 cluster_arg(gpus, calibration), "--json", "-q"] +
+                args.plan_args.split(), args.timeout)
             if plan is None:
                 cells += [error, "-", "-", "%.1f s" % wall]
             else:

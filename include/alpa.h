@@ -877,7 +877,7 @@ typedef struct alpa_plan_options alpa_plan_options;
 
 /** Planner option keys (pinned values). */
 #define ALPA_PLAN_OPT_NUM_LAYERS 300          /**< int >= 0, default 0: the graph's layers, <= 16 */
-#define ALPA_PLAN_OPT_MICROBATCHES 301        /**< int >= 0, default 0: searched (powers of two) */
+#define ALPA_PLAN_OPT_MICROBATCHES 301        /**< int >= 0, default 0: searched (divisors) */
 #define ALPA_PLAN_OPT_MAX_MICROBATCHES 302    /**< int >= 1, default 1024: the search's largest */
 #define ALPA_PLAN_OPT_THREADS 303             /**< int 0..4096, default 0: all hardware threads */
 #define ALPA_PLAN_OPT_INTRA_OP_TIME_LIMIT 304 /**< double > 0 seconds per intra-op solve, 0.5 */

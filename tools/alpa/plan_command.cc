@@ -130,9 +130,9 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_option("--cluster", args->cluster,
                    "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
                    "(default p3.16xlarge:2)");
-  CLI::Option* microbatches =
-      plan->add_option("--microbatches,-B", args->microbatches,
-                       "Microbatches (default: searched over powers of two)");
+  CLI::Option* microbatches = plan->add_option(
+      "--microbatches,-B", args->microbatches,
+      "Microbatches (default: searched over the batch's divisors nearest to powers of two)");
   plan->add_option("--layers", args->layers, "Layer groups (default: the graph's, <= 16)")
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--remat", args->remat, "Rematerialization: search (default), off, on");

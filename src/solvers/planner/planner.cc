@@ -15,6 +15,7 @@
 #include "core/ir/graph_stats.h"
 #include "core/util/number_text.h"
 #include "solvers/pipeline/stage_dp.h"
+#include "solvers/planner/microbatch_counts.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
 
@@ -429,10 +430,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   } else if (model.global_batch == 0) {
     choices.push_back(1);
   } else {
-    for (int64_t b = 1; b <= std::min(model.global_batch, options.max_microbatches); b *= 2) {
-      if (model.global_batch % b == 0) choices.push_back(b);
-    }
-    std::reverse(choices.begin(), choices.end());
+    choices = MicrobatchCounts(model.global_batch, options.max_microbatches);
   }
 
   // The microbatch search. Each count costs every intra-op solve again, so the search is

@@ -2,11 +2,12 @@
 // it builds the training graph of one microbatch, clusters it into layers, auto-shards every
 // distinct layer piece on every logical mesh of every submesh shape (stage_costs.h), composes
 // stage candidates from those pieces, and runs the stage DP (stage_dp.h). Without a fixed B
-// it tries powers of two that divide the global batch, from the largest allowed down in steps
-// of 4 while the plan improves, then the neighbours (half, twice) of the best, at most three
-// counts in all (each costs every intra-op solve again; up to two more while the counts so far
-// took at most 1,000 intra-op solves). The DP's answer and its best answers with fewer stages are
-// ranked by the prediction with the transfers between stages (plan_transfers.h).
+// it tries the divisors of the global batch nearest to the powers of two (microbatch_counts.h),
+// from the largest allowed down in steps of two rungs (about 4x) while the plan improves, then the
+// neighbours (half, twice) of the best, at most three counts in all (each costs every intra-op
+// solve again; up to two more while the counts so far took at most 1,000 intra-op solves). The DP's
+// answer and its best answers with fewer stages are ranked by the prediction with the transfers
+// between stages (plan_transfers.h).
 #pragma once
 
 #include <atomic>

@@ -227,7 +227,7 @@ const ALPA_COLLECTIVE_FLAG_INSIDE_OP = Cint(1)
 const ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC = Cint(2)
 # int >= 0, default 0: the graph's layers, <= 16
 const ALPA_PLAN_OPT_NUM_LAYERS = Cint(300)
-# int >= 0, default 0: searched (powers of two)
+# int >= 0, default 0: searched (divisors)
 const ALPA_PLAN_OPT_MICROBATCHES = Cint(301)
 # int >= 1, default 1024: the search's largest
 const ALPA_PLAN_OPT_MAX_MICROBATCHES = Cint(302)

@@ -690,7 +690,7 @@ def plan(
     microbatches (searched, or ``microbatches``) as a zoo spec's batch is
     (ALPA_PLAN_OPT_GRAPH_BATCH_DIM; ``alpa plan --file`` uses 0). ``cluster``: what ``alpa plan --cluster``
     takes ("p3.16xlarge:2", "dgx-h100:hosts=2,devices_per_host=4", a cluster JSON file) or a
-    ``Cluster``. ``microbatches``: None searches powers of two. ``remat``: "search" (default),
+    ``Cluster``. ``microbatches``: None searches the divisors of the batch nearest to the powers of two. ``remat``: "search" (default),
     "off"/False, "on"/True. ``device_memory``: bytes or "16GiB". ``progress``: a callable
     receiving ``PlanProgress`` (an exception it raises cancels the call and propagates) or True
     for a tqdm bar. ``cancel``: a ``CancelToken``; Ctrl-C cancels too. The pins (docs/planner.md)

@@ -1,0 +1,43 @@
+#include "solvers/planner/microbatch_counts.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace alpa {
+namespace {
+
+// The divisors of n up to `most`, ascending (trial division up to sqrt(n): n is a batch size).
+std::vector<int64_t> DivisorsUpTo(int64_t n, int64_t most) {
+  std::vector<int64_t> small, large;
+  for (int64_t d = 1; d <= n / d; ++d) {
+    if (n % d != 0) continue;
+    if (d <= most) small.push_back(d);
+    const int64_t pair = n / d;
+    if (pair != d && pair <= most) large.push_back(pair);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+}  // namespace
+
+std::vector<int64_t> MicrobatchCounts(int64_t global_batch, int64_t max_microbatches) {
+  std::vector<int64_t> counts;
+  if (global_batch < 1 || max_microbatches < 1) return counts;
+  const std::vector<int64_t> divisors = DivisorsUpTo(global_batch, max_microbatches);
+  for (int64_t target = 1; target <= max_microbatches; target *= 2) {
+    int64_t best = 1;
+    double best_distance = INFINITY;
+    for (int64_t d : divisors) {
+      const double distance =
+          std::abs(std::log2(static_cast<double>(d)) - std::log2(static_cast<double>(target)));
+      if (distance <= best_distance) best = d, best_distance = distance;
+    }
+    if (counts.empty() || counts.back() != best) counts.push_back(best);
+    if (target > max_microbatches / 2) break;  // the next target would overflow past the cap
+  }
+  std::reverse(counts.begin(), counts.end());
+  return counts;
+}
+
+}  // namespace alpa
