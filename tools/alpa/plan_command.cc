@@ -22,7 +22,7 @@ struct PlanArgs {
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
-  int32_t layers = 0;  // layer groups; 0: the graph's layers, at most 16
+  int32_t layers = 0;  // layer groups; 0: the graph's layers, at most DefaultLayerGroupCap
   std::string remat;   // "", "search", "off", "on"
   // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
   int64_t pipeline_stages = 0, max_tensor_parallel = 0;
@@ -133,7 +133,9 @@ Command AddPlanCommand(CLI::App& app) {
   CLI::Option* microbatches = plan->add_option(
       "--microbatches,-B", args->microbatches,
       "Microbatches (default: searched over the batch's divisors nearest to powers of two)");
-  plan->add_option("--layers", args->layers, "Layer groups (default: the graph's, <= 16)")
+  plan->add_option(
+          "--layers", args->layers,
+          "Layer groups (default: the graph's, at most 16, or hosts / 6 up to 64 beyond 96 hosts)")
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--remat", args->remat, "Rematerialization: search (default), off, on");
   plan->add_option("--pp", args->pipeline_stages,

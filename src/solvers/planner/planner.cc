@@ -91,6 +91,22 @@ int64_t SmallestFittingMemory(StageDpInput input, const StageCostTable& t, int32
   return hi;
 }
 
+// Marks the candidates slower than `latency` per microbatch unusable. The prediction of a plan
+// whose slowest stage takes t per microbatch is at least B t (EstimateOneFOneB: the first
+// microbatch's pass takes at least t, each of the B - 1 periods after it at least t, and stage
+// 0's once-per-iteration work is not negative), so with latency = (the best prediction so far) /
+// B no plan using such a candidate can beat it (a relative 1e-9 of slack covers rounding).
+// Nothing is marked when some overhead is negative.
+void LeaveOutSlowerThan(double latency, StageDpInput& input) {
+  for (const StageCandidate& c : input.candidates) {
+    if (c.iteration_overhead < 0) return;
+  }
+  const double limit = latency * (1 + 1e-9);
+  for (StageCandidate& c : input.candidates) {
+    if (c.latency > limit) c.max_stages_after = -1;
+  }
+}
+
 // The plan of one DP answer: stages placed, pieces, transfers and the prediction (not the
 // FLOPs, graph, clustering or statistics: the caller's, for the plan it keeps).
 Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
@@ -207,7 +223,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   if (!report("cluster")) return Status(StatusCode::kCancelled, "planning cancelled");
   Clock::time_point phase = Clock::now();
   LayerClusteringOptions co;
-  co.num_layers = options.num_layers;
+  co.num_layers = options.num_layers > 0 ? options.num_layers : DefaultLayerGroupCap(cluster);
   co.delta = options.clustering_delta;
   Result<LayerClustering> clustered = ClusterLayers(graph, co);
   if (!clustered.ok()) return clustered.status();
@@ -280,20 +296,21 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   // the best plan of every stage count.
   phase = Clock::now();
   const int32_t dp_stages = static_cast<int32_t>(dp.stages.size());
+  Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, dp, microbatches);
+  if (!first.ok()) return first.status();
+  PipelinePlan chosen = std::move(first).value();
   std::vector<StageDpResult> alternatives;
   if (options.pipeline_stages == 0 && dp_stages > 1) {
     if (call.DeadlinePassed()) {
       attempt.time_limit_reached = true;
     } else {
       input.max_stages = dp_stages - 1;
+      LeaveOutSlowerThan(chosen.iteration_seconds / static_cast<double>(microbatches), input);
       Result<std::vector<StageDpResult>> r = SolveStageDpPerStageCount(input);
       if (!r.ok()) return r.status();
       alternatives = std::move(r).value();
     }
   }
-  Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, dp, microbatches);
-  if (!first.ok()) return first.status();
-  PipelinePlan chosen = std::move(first).value();
   for (int32_t count = static_cast<int32_t>(alternatives.size()); count >= 1; --count) {
     const StageDpResult& alternative = alternatives[static_cast<size_t>(count) - 1];
     if (!alternative.feasible) continue;
@@ -376,6 +393,11 @@ std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
     }
   }
   return sites;
+}
+
+int32_t DefaultLayerGroupCap(const Cluster& cluster) {
+  constexpr int64_t kHostsPerGroup = 6, kMinCap = 16, kMaxCap = 64;
+  return static_cast<int32_t>(std::clamp(cluster.hosts / kHostsPerGroup, kMinCap, kMaxCap));
 }
 
 Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,

@@ -45,7 +45,8 @@ struct PlannerProgress {
 enum class RematMode : int32_t { kSearch = 0, kOff = 1, kOn = 2 };
 
 struct PlannerOptions {
-  int32_t num_layers = 0;  // layer groups L (0: as many as the graph has layers, at most 16)
+  // Layer groups L (0: as many as the graph has layers, at most DefaultLayerGroupCap).
+  int32_t num_layers = 0;
   double clustering_delta = 0.5;
   int64_t microbatches = 0;         // B; 0: search
   int64_t max_microbatches = 1024;  // the search's largest B
@@ -179,6 +180,12 @@ struct PlanOpSite {
   int32_t stage = -1, piece = -1, local = -1;
 };
 std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan);
+
+// The most layer groups the planner makes by default (PlannerOptions::num_layers = 0): 16 (Alpa's
+// setting) on clusters of up to 96 hosts, then one per 6 hosts up to 64, so that on the largest
+// clusters pipelines are deep enough to keep tensor parallelism inside hosts (Megatron-LM runs its
+// 1T model on 384 DGX hosts as 64 stages; docs/planner.md has the measurements).
+int32_t DefaultLayerGroupCap(const Cluster& cluster);
 
 // Errors: kInvalidArgument (bad options: microbatches < 0 or not dividing the global batch,
 // num_layers < 0, ...; a bad cluster; a model, graph, cluster or work estimate over

@@ -225,7 +225,7 @@ const ALPA_PLAN_COST_RESHARDING = Cint(2)
 const ALPA_COLLECTIVE_FLAG_INSIDE_OP = Cint(1)
 # moves a gradient into the update (combinable)
 const ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC = Cint(2)
-# int >= 0, default 0: the graph's layers, <= 16
+# int >= 0, default 0: the graph's, <= 16..64
 const ALPA_PLAN_OPT_NUM_LAYERS = Cint(300)
 # int >= 0, default 0: searched (divisors)
 const ALPA_PLAN_OPT_MICROBATCHES = Cint(301)

@@ -100,6 +100,16 @@ TEST(Planner, SmallGptOnOneHostIsValid) {
   EXPECT_EQ(plan.stats.pieces, 6);
 }
 
+// Alpa's 16 groups up to 96 hosts, then one per 6 hosts up to 64 (Megatron-LM's 1T model runs
+// 64 stages on 384 hosts).
+TEST(Planner, DefaultLayerGroupCapGrowsWithTheCluster) {
+  EXPECT_EQ(DefaultLayerGroupCap(P3(1)), 16);
+  EXPECT_EQ(DefaultLayerGroupCap(P3(96)), 16);
+  EXPECT_EQ(DefaultLayerGroupCap(P3(240)), 40);
+  EXPECT_EQ(DefaultLayerGroupCap(P3(384)), 64);
+  EXPECT_EQ(DefaultLayerGroupCap(P3(2048)), 64);
+}
+
 TEST(Planner, TwoHostsAndFixedMicrobatches) {
   const Cluster cluster = P3(2);
   PlannerOptions options;
