@@ -124,6 +124,8 @@ if [ "$asan" = 1 ]; then
   # libalpa fails ASan's CHECK "real___cxa_throw != 0").
   extra_env=(LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so.6)"
              ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$HERE/src")
+  # The package is not installed in this run: install its runtime dependency (pyproject.toml).
+  "$PY" -m pip install -q --no-cache-dir numpy
   cd "$WORK"
   step "pytest against $LIB (ASan build)"
 else
