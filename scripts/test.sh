@@ -4,8 +4,9 @@
 #                                 then the bindings' suites (scripts/test-bindings.sh); with the
 #                                 CUDA backend (ALPA_WITH_CUDA=ON) where nvcc is found (its tests
 #                                 that need a GPU skip where there is none)
-#   scripts/test.sh --sanitize    the C++ and C suites under ASan+UBSan, in ./build-asan, then the
-#                                 Python and Go suites against that library
+#   scripts/test.sh --sanitize    the C++ and C suites under ASan+UBSan (but for three plan-quality
+#                                 searches, asan_skip below), in ./build-asan, then the Python and
+#                                 Go suites against that library
 #   scripts/test.sh --tsan        the tests that run threads, under ThreadSanitizer, in ./build-tsan
 set -euo pipefail
 cd "$(dirname "$0")/.."
