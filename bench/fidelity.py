@@ -9,16 +9,18 @@ TFLOP/s per GPU, computed from the predicted iteration time with Megatron's form
 
 (recomputation included), next to the measured figure, and their ratio.
 
-    python3 bench/fidelity.py [build/bin/alpa] [--planner] [--fuse] [--rows 1.7B,3.6B]
+    python3 bench/fidelity.py [build/bin/alpa] [--planner] [--fuse] [--fuse-attention]
+                              [--rows 1.7B,3.6B]
                               [--calibration FILE] [--fit [--write FILE]] [--timeout 900]
 
---fuse prices elementwise chains as fused kernels (the calibration key fuse_elementwise);
+--fuse prices elementwise chains as fused kernels (the calibration key fuse_elementwise),
+--fuse-attention the attention cores (fuse_attention);
 --calibration FILE merges a calibration object (docs/cluster-format.md) into the preset's, e.g.
 bench/calibration/a100-megatron-sc21.json, the fit below. Both reach alpa through a cluster
 file {"preset": "dgx-a100-80g", "hosts": N, "calibration": {...}}.
 
---fit fits the one free parameter, efficiency.matmul (with fuse_elementwise on and the rest of
-the calibration as given), so that the largest over- and under-prediction are equal: first on
+--fit fits the one free parameter, efficiency.matmul (with fuse_elementwise and fuse_attention
+on and the rest of the calibration as given), so that the largest over- and under-prediction are equal: first on
 the even rows (3.6B, 18.4B, 76.1B, 310.1B, 1008B), printing the odd rows as a held-back check,
 then on all rows; --write FILE writes the all-rows fit as a calibration file. The predicted
 throughput grows with the efficiency on every row, so a bisection finds it.
@@ -119,34 +121,44 @@ def manual_ratio(alpa, row, calibration, timeout):
     return tflops, tflops / measured
 
 
-def spread(alpa, rows, calibration, timeout):
-    """max ratio + min ratio - 2 over the rows (0 when the errors balance), and the ratios."""
+def manual_ratios(alpa, rows, calibration, timeout):
+    """{row name: predicted / measured} of the rows' manual plans."""
     ratios = {}
     for row in rows:
         _, ratio = manual_ratio(alpa, row, calibration, timeout)
         if ratio is None:
             raise SystemExit("row %s failed during the fit" % row[0])
         ratios[row[0]] = ratio
-    return max(ratios.values()) + min(ratios.values()) - 2, ratios
+    return ratios
 
 
-def fit_matmul(alpa, rows, calibration, timeout):
-    """The efficiency.matmul in [0.3, 0.95] that balances the rows' errors (bisection to 0.0025),
-    and the rows' ratios there."""
+def bisect_matmul(ratios_of, calibration):
+    """The efficiency.matmul in [0.3, 0.95] at which ratios_of(calibration) (row name ->
+    predicted / measured, growing with the efficiency) balances its largest over- and
+    under-prediction (max + min = 2), by bisection to 0.0025; the fitted calibration and its
+    ratios."""
+    def with_matmul(value):
+        return dict(calibration,
+                    efficiency=dict(calibration.get("efficiency", {}), matmul=value))
+
     lo, hi = 0.3, 0.95
     while hi - lo > 0.0025:
         mid = (lo + hi) / 2
-        trial = dict(calibration, efficiency=dict(calibration.get("efficiency", {}), matmul=mid))
-        value, _ = spread(alpa, rows, trial, timeout)
+        ratios = ratios_of(with_matmul(mid))
+        value = max(ratios.values()) + min(ratios.values()) - 2
         print("#   efficiency.matmul %.4f: max + min ratio - 2 = %+.3f" % (mid, value),
               flush=True)
         if value < 0:
             lo = mid
         else:
             hi = mid
-    best = round((lo + hi) / 2, 3)
-    fitted = dict(calibration, efficiency=dict(calibration.get("efficiency", {}), matmul=best))
-    return fitted, spread(alpa, rows, fitted, timeout)[1]
+    fitted = with_matmul(round((lo + hi) / 2, 3))
+    return fitted, ratios_of(fitted)
+
+
+def fit_matmul(alpa, rows, calibration, timeout):
+    """bisect_matmul over the rows' manual plans."""
+    return bisect_matmul(lambda trial: manual_ratios(alpa, rows, trial, timeout), calibration)
 
 
 def print_ratios(title, ratios):
@@ -156,13 +168,13 @@ def print_ratios(title, ratios):
 
 
 def run_fit(args, rows, calibration):
-    calibration = dict(calibration, fuse_elementwise=True)
+    calibration = dict(calibration, fuse_elementwise=True, fuse_attention=True)
     even, odd = rows[1::2], rows[0::2]
     print("# fitting efficiency.matmul on the even rows (%s)" % ", ".join(r[0] for r in even))
     fitted, ratios = fit_matmul(args.alpa, even, calibration, args.timeout)
     print("fit on the even rows: efficiency.matmul %.3f" % fitted["efficiency"]["matmul"])
     print_ratios("  even rows (fitted)", ratios)
-    print_ratios("  odd rows (held back)", spread(args.alpa, odd, fitted, args.timeout)[1])
+    print_ratios("  odd rows (held back)", manual_ratios(args.alpa, odd, fitted, args.timeout))
     print("# fitting efficiency.matmul on all rows")
     fitted, ratios = fit_matmul(args.alpa, rows, calibration, args.timeout)
     print("fit on all rows: efficiency.matmul %.3f" % fitted["efficiency"]["matmul"])
@@ -172,7 +184,8 @@ def run_fit(args, rows, calibration):
             "Fitted by bench/fidelity.py --fit to Megatron-LM's measured A100 throughput "
             "(Narayanan et al., SC'21, Table 1; REFERENCE.md section 9): efficiency.matmul "
             "balances the largest over- and under-prediction of the ten rows' manual plans, "
-            "with fused elementwise chains (Megatron fuses them); the rest are the defaults.")
+            "with fused elementwise chains and fused attention (Megatron fuses both: its "
+            "softmax is one kernel); the rest are the defaults.")
         with open(args.write, "w") as f:
             json.dump(fitted, f, indent=2, sort_keys=True)
             f.write("\n")
@@ -184,6 +197,8 @@ def main():
     parser.add_argument("alpa", nargs="?", default="build/bin/alpa")
     parser.add_argument("--planner", action="store_true", help="also the planner's own plan")
     parser.add_argument("--fuse", action="store_true", help="price fused elementwise chains")
+    parser.add_argument("--fuse-attention", action="store_true",
+                        help="price attention cores as fused kernels")
     parser.add_argument("--calibration", help="a calibration JSON object to merge into the "
                         "preset's (e.g. bench/calibration/a100-megatron-sc21.json)")
     parser.add_argument("--fit", action="store_true", help="fit efficiency.matmul (see above)")
@@ -202,6 +217,8 @@ def main():
         calibration.pop("comment", None)
     if args.fuse:
         calibration["fuse_elementwise"] = True
+    if args.fuse_attention:
+        calibration["fuse_attention"] = True
     if args.fit:
         run_fit(args, rows, calibration)
         return

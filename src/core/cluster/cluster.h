@@ -59,6 +59,10 @@ struct Calibration {
   // counts only the results it reads or writes that are materialised. false prices every op by
   // its own operands and result.
   bool fuse_elementwise = false;
+  // Attention cores (core/ir/attention_core.h) priced as one fused kernel (Megatron's fused
+  // softmax, FlashAttention): their [batch, heads, seq, seq] values cost no memory traffic.
+  // Memory use still counts the values kept for the backward pass.
+  bool fuse_attention = false;
 
   bool operator==(const Calibration& o) const;
 };

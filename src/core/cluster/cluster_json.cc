@@ -189,6 +189,7 @@ Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
   ALPA_RETURN_IF_ERROR(
       r.Double("op_overhead_seconds", Presence::kOptional, &c->op_overhead_seconds));
   ALPA_RETURN_IF_ERROR(r.Bool("fuse_elementwise", Presence::kOptional, &c->fuse_elementwise));
+  ALPA_RETURN_IF_ERROR(r.Bool("fuse_attention", Presence::kOptional, &c->fuse_attention));
   // Free-text provenance ("measured on p3.16xlarge with cuBLAS 11"), kept out of the struct.
   std::string ignored;
   ALPA_RETURN_IF_ERROR(r.String("comment", Presence::kOptional, &ignored));
@@ -275,6 +276,7 @@ Json CalibrationFields(const Calibration& c) {
                      {"memory", c.memory_efficiency}};
   j["op_overhead_seconds"] = c.op_overhead_seconds;
   j["fuse_elementwise"] = c.fuse_elementwise;
+  j["fuse_attention"] = c.fuse_attention;
   return j;
 }
 

@@ -1,6 +1,10 @@
 // Materialised results under elementwise fusion (see fusion.h).
 #include "core/ir/fusion.h"
 
+#include <cstdint>
+#include <numeric>
+#include <unordered_set>
+
 namespace alpa {
 namespace {
 
@@ -37,6 +41,31 @@ void MarkRegenerationSource(const Graph& graph, int32_t id, std::vector<bool>& m
   }
 }
 
+// The fusion of every op (a union-find root): ops joined through values that stay in registers.
+std::vector<int32_t> FusionOf(const Graph& graph, const std::vector<bool>& materialized) {
+  std::vector<int32_t> parent(static_cast<size_t>(graph.size()));
+  std::iota(parent.begin(), parent.end(), 0);
+  auto root = [&parent](int32_t v) {
+    while (parent[static_cast<size_t>(v)] != v) {
+      parent[static_cast<size_t>(v)] = parent[static_cast<size_t>(parent[static_cast<size_t>(v)])];
+      v = parent[static_cast<size_t>(v)];
+    }
+    return v;
+  };
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const Op& user = graph.op(id);
+    for (int32_t x : user.operands) {
+      if (x < 0 || x >= graph.size() || materialized[static_cast<size_t>(x)]) continue;
+      // Constants, iotas and broadcasts are made again inside each reading fusion (and across
+      // phases); joining through them would make one fusion of everything a splat feeds.
+      if (Regenerable(graph.op(x).kind) || graph.op(x).phase != user.phase) continue;
+      parent[static_cast<size_t>(root(x))] = root(id);
+    }
+  }
+  for (int32_t id = 0; id < graph.size(); ++id) parent[static_cast<size_t>(id)] = root(id);
+  return parent;
+}
+
 }  // namespace
 
 std::vector<bool> MaterializedResults(const Graph& graph) {
@@ -65,6 +94,25 @@ std::vector<bool> MaterializedResults(const Graph& graph) {
     }
   }
   return materialized;
+}
+
+std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
+                                            const std::vector<bool>& materialized) {
+  const std::vector<int32_t> fusion = FusionOf(graph, materialized);
+  std::unordered_set<uint64_t> read;  // (fusion, value) pairs already paid for
+  std::vector<std::vector<bool>> charged(static_cast<size_t>(graph.size()));
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const Op& op = graph.op(id);
+    charged[static_cast<size_t>(id)].assign(op.operands.size(), false);
+    for (size_t k = 0; k < op.operands.size(); ++k) {
+      const int32_t x = op.operands[k];
+      if (x < 0 || x >= graph.size() || !materialized[static_cast<size_t>(x)]) continue;
+      const uint64_t key = (static_cast<uint64_t>(fusion[static_cast<size_t>(id)]) << 32) |
+                           static_cast<uint32_t>(x);
+      charged[static_cast<size_t>(id)][k] = read.insert(key).second;
+    }
+  }
+  return charged;
 }
 
 }  // namespace alpa

@@ -19,4 +19,11 @@ namespace alpa {
 // broadcast from its operand, which is materialised instead).
 std::vector<bool> MaterializedResults(const Graph& graph);
 
+// Per op and operand slot: whether that read costs memory traffic. A fusion (ops of one phase
+// joined through values that stay in registers) reads each materialised value once however
+// many of its ops use it: the lowest-numbered reader pays, the others read it for free. Reads
+// of values that are not materialised never pay. `materialized` is MaterializedResults(graph).
+std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
+                                            const std::vector<bool>& materialized);
+
 }  // namespace alpa

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/ir/attention_core.h"
 #include "core/ir/fusion.h"
 #include "solvers/auto_sharding/schedule.h"
 
@@ -237,6 +238,24 @@ std::vector<bool> ReadByUpdate(const AutoShardModel& model) {
 
 namespace {
 
+// Per op: whether its result costs memory traffic under the calibration's fusion keys (empty:
+// every result does).
+std::vector<bool> PricedResults(const Graph& graph, const Calibration& calibration) {
+  std::vector<bool> materialized;
+  if (calibration.fuse_elementwise) {
+    materialized = MaterializedResults(graph);
+  } else if (calibration.fuse_attention) {
+    materialized.assign(static_cast<size_t>(graph.size()), true);
+  }
+  if (calibration.fuse_attention) {
+    const std::vector<bool> core = AttentionCoreValues(graph);
+    for (size_t v = 0; v < core.size(); ++v) {
+      if (core[v]) materialized[v] = false;
+    }
+  }
+  return materialized;
+}
+
 // The model's strategy context, reshard cache and per-op tables, sized for the graph.
 void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mesh,
                const Cluster* cluster, const AutoShardOptions& options) {
@@ -246,8 +265,9 @@ void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mes
   model.context.mesh = &model.mesh;
   model.context.cluster = cluster;
   model.context.cost_mode = options.cost_mode;
-  if (cluster != nullptr && cluster->calibration.fuse_elementwise) {
-    model.context.materialized = MaterializedResults(graph);
+  if (cluster != nullptr) model.context.materialized = PricedResults(graph, cluster->calibration);
+  if (!model.context.materialized.empty()) {
+    model.context.charged_reads = ChargedReads(graph, model.context.materialized);
   }
   ReshardPolicy policy;
   policy.options.cost_mode = options.cost_mode;

@@ -131,8 +131,10 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
       return ctx.materialized.empty() || ctx.materialized[static_cast<size_t>(x)];
     };
     double bytes = in_memory(id) ? static_cast<double>(result_shard) : 0.0;
+    const std::vector<bool>* charged =
+        ctx.charged_reads.empty() ? nullptr : &ctx.charged_reads[static_cast<size_t>(id)];
     for (size_t k = 0; k < op.operands.size(); ++k) {
-      if (!in_memory(op.operands[k])) continue;
+      if (!in_memory(op.operands[k]) || (charged != nullptr && !(*charged)[k])) continue;
       bytes += static_cast<double>(
           ShardBytes(graph.op(op.operands[k]), strategy.operands[k], mesh.shape));
     }

@@ -80,6 +80,9 @@ struct StrategyContext {
   // Per op of *graph: whether its result is written to memory (core/ir/fusion.h); empty: every
   // result is (each op pays for reading its operands and writing its result).
   std::vector<bool> materialized;
+  // Per op and operand slot, with `materialized`: whether the op's fusion pays for that read
+  // (core/ir/fusion.h ChargedReads); empty: every materialised operand is paid for.
+  std::vector<std::vector<bool>> charged_reads;
 };
 
 // The strategy of `assignment` for op `id` with iteration space `space`. Fails (kInvalidArgument)

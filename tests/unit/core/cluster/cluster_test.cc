@@ -165,6 +165,12 @@ TEST(ClusterJson, HandWrittenAndPresetBased) {
       R"({"preset": "p3.16xlarge", "hosts": 1, "calibration": {"fuse_elementwise": true}})");
   ASSERT_TRUE(fused.ok()) << fused.status().message();
   EXPECT_TRUE(fused.value().calibration.fuse_elementwise);
+  EXPECT_FALSE(fused.value().calibration.fuse_attention);
+  Result<Cluster> attention = ReadClusterBuffer(
+      R"({"preset": "p3.16xlarge", "hosts": 1, "calibration": {"fuse_attention": true}})");
+  ASSERT_TRUE(attention.ok()) << attention.status().message();
+  EXPECT_TRUE(attention.value().calibration.fuse_attention);
+  EXPECT_FALSE(attention.value().calibration == fused.value().calibration);
   Result<Cluster> wrong = ReadClusterBuffer(
       R"({"preset": "p3.16xlarge", "hosts": 1, "calibration": {"fuse_elementwise": 1}})");
   ASSERT_FALSE(wrong.ok());

@@ -77,5 +77,43 @@ TEST(FusionTest, ConstantsAndBroadcastsReadInAnotherPhaseAreRegenerated) {
   EXPECT_FALSE(m[static_cast<size_t>(scaled)]);
 }
 
+TEST(FusionTest, AFusionReadsEachMaterialisedValueOnce) {
+  // exp(x) * x is one fusion reading x once; the dot reads x in a kernel of its own, and
+  // y * y reads y once.
+  GraphBuilder b;
+  const int32_t x = b.Parameter({8, 8}, DType::kF32, TensorRole::kInput, "x");
+  const int32_t e = b.Unary(OpKind::kExp, x);
+  const int32_t ex = b.Mul(e, x);
+  const int32_t y = b.MatMul(x, ex);
+  const int32_t yy = b.Mul(y, y);
+  b.AddOutput(yy);
+  Result<Graph> g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::vector<bool> m = MaterializedResults(g.value());
+  const std::vector<std::vector<bool>> charged = ChargedReads(g.value(), m);
+  EXPECT_EQ(charged[static_cast<size_t>(e)], std::vector<bool>({true}));
+  EXPECT_EQ(charged[static_cast<size_t>(ex)], std::vector<bool>({false, false}));
+  EXPECT_EQ(charged[static_cast<size_t>(y)], std::vector<bool>({true, true}));
+  EXPECT_EQ(charged[static_cast<size_t>(yy)], std::vector<bool>({true, false}));
+}
+
+TEST(FusionTest, ASplatReadByTwoChainsDoesNotJoinThem) {
+  // Both chains read x and the same constant; the constant is made again inside each, so each
+  // chain is a kernel of its own and reads x.
+  GraphBuilder b;
+  const int32_t x = b.Parameter({8}, DType::kF32, TensorRole::kInput, "x");
+  const int32_t c = b.Constant(2.0, {8}, DType::kF32);
+  const int32_t first = b.Mul(x, c);
+  const int32_t second = b.Add(x, c);
+  b.AddOutput(first);
+  b.AddOutput(second);
+  Result<Graph> g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::vector<std::vector<bool>> charged =
+      ChargedReads(g.value(), MaterializedResults(g.value()));
+  EXPECT_TRUE(charged[static_cast<size_t>(first)][0]);
+  EXPECT_TRUE(charged[static_cast<size_t>(second)][0]);
+}
+
 }  // namespace
 }  // namespace alpa

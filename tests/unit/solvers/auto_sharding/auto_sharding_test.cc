@@ -232,6 +232,32 @@ TEST(AutoShardingTest, FusedElementwiseChainsCostLess) {
   EXPECT_GT(fused.value().compute_cost, 0.0);
 }
 
+// Fused attention (calibration fuse_attention): the [batch, heads, seq, seq] scores and
+// probabilities move no bytes, so a long-sequence GPT step (seq 1024, head dim 64: the softmax
+// traffic dominates) costs less on top of the fused elementwise chains; the matmuls' flops stay,
+// so it never costs nothing, and the plan still checks (its memory keeps the stored values).
+TEST(AutoShardingTest, FusedAttentionCostsLessWhereTheScoresDominate) {
+  Result<Graph> g = BuildModel("gpt:layers=1,hidden=256,heads=4,seq=1024,vocab=512,batch=2");
+  ASSERT_TRUE(g.ok());
+  Result<Cluster> cluster = MakePresetCluster("p3.16xlarge", 1);
+  ASSERT_TRUE(cluster.ok());
+  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster.value(), SubmeshShape{1, 1}, {1, 1});
+  ASSERT_TRUE(mesh.ok());
+  AutoShardOptions o;
+  Cluster chains = cluster.value();
+  chains.calibration.fuse_elementwise = true;
+  Cluster attention = chains;
+  attention.calibration.fuse_attention = true;
+  Result<AutoShardResult> by_chains = AutoShard(g.value(), mesh.value(), &chains, o);
+  Result<AutoShardResult> fused = AutoShard(g.value(), mesh.value(), &attention, o);
+  ASSERT_TRUE(by_chains.ok() && fused.ok());
+  EXPECT_LT(fused.value().compute_cost, 0.8 * by_chains.value().compute_cost);
+  EXPECT_GT(fused.value().compute_cost, 0.0);
+  EXPECT_EQ(fused.value().peak_memory_bytes, by_chains.value().peak_memory_bytes);
+  Status check = CheckShardingPlan(g.value(), {1, 1}, fused.value(), std::nullopt);
+  EXPECT_TRUE(check.ok()) << check.message();
+}
+
 TEST(AutoShardingTest, ForceDataParallelReplicatesWeights) {
   AutoShardOptions o;
   o.force_data_parallel = true;

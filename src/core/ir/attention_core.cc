@@ -1,0 +1,100 @@
+// Attention cores (attention_core.h).
+#include "core/ir/attention_core.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace alpa {
+namespace {
+
+int64_t Elements(const Op& op) {
+  Result<int64_t> count = ElementCount(op.shape);
+  return count.ok() ? count.value() : -1;
+}
+
+// Kinds a core is made of: what a fused attention kernel computes between its products.
+bool CoreKind(OpKind kind) {
+  return IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect ||
+         kind == OpKind::kConvert || kind == OpKind::kBroadcastInDim ||
+         kind == OpKind::kReshape || kind == OpKind::kTranspose || kind == OpKind::kConstant ||
+         kind == OpKind::kDotGeneral;
+}
+
+// A forward Q K^T: batch dims, computed operands, a result larger than either operand.
+bool ScoreProduct(const Graph& graph, int32_t id) {
+  const Op& op = graph.op(id);
+  if (op.kind != OpKind::kDotGeneral || op.phase != Phase::kForward) return false;
+  if (op.attrs.dot.lhs_batch.empty() || op.operands.size() != 2) return false;
+  const int64_t elements = Elements(op);
+  for (int32_t x : op.operands) {
+    if (x < 0 || x >= graph.size()) return false;
+    const Op& operand = graph.op(x);
+    if (operand.kind == OpKind::kParameter || Elements(operand) >= elements) return false;
+  }
+  return true;
+}
+
+std::vector<std::vector<int32_t>> Users(const Graph& graph) {
+  std::vector<std::vector<int32_t>> users(static_cast<size_t>(graph.size()));
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    for (int32_t x : graph.op(id).operands) {
+      if (x >= 0 && x < graph.size()) users[static_cast<size_t>(x)].push_back(id);
+    }
+  }
+  return users;
+}
+
+// The ops connected to `start` through values of its element count (CoreKind ops only).
+std::vector<int32_t> Region(const Graph& graph, const std::vector<std::vector<int32_t>>& users,
+                            int32_t start, std::vector<char>& seen) {
+  const int64_t elements = Elements(graph.op(start));
+  std::vector<int32_t> region, stack = {start};
+  seen[static_cast<size_t>(start)] = 1;
+  auto visit = [&](int32_t v) {
+    if (seen[static_cast<size_t>(v)] || !CoreKind(graph.op(v).kind)) return;
+    if (Elements(graph.op(v)) != elements) return;
+    seen[static_cast<size_t>(v)] = 1;
+    stack.push_back(v);
+  };
+  while (!stack.empty()) {
+    const int32_t v = stack.back();
+    stack.pop_back();
+    region.push_back(v);
+    for (int32_t x : graph.op(v).operands) {
+      if (x >= 0 && x < graph.size()) visit(x);
+    }
+    for (int32_t u : users[static_cast<size_t>(v)]) visit(u);
+  }
+  return region;
+}
+
+// Whether a softmax (a reduce_max / reduce_sum) and a smaller dot_general read the region.
+bool ReadLikeAttention(const Graph& graph, const std::vector<std::vector<int32_t>>& users,
+                       const std::vector<int32_t>& region, int64_t elements) {
+  bool softmax = false, product = false;
+  for (int32_t v : region) {
+    for (int32_t u : users[static_cast<size_t>(v)]) {
+      const Op& user = graph.op(u);
+      if (user.kind == OpKind::kReduceMax || user.kind == OpKind::kReduceSum) softmax = true;
+      if (user.kind == OpKind::kDotGeneral && Elements(user) < elements) product = true;
+    }
+  }
+  return softmax && product;
+}
+
+}  // namespace
+
+std::vector<bool> AttentionCoreValues(const Graph& graph) {
+  std::vector<bool> core(static_cast<size_t>(graph.size()), false);
+  const std::vector<std::vector<int32_t>> users = Users(graph);
+  std::vector<char> seen(static_cast<size_t>(graph.size()), 0);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    if (seen[static_cast<size_t>(id)] || !ScoreProduct(graph, id)) continue;
+    const std::vector<int32_t> region = Region(graph, users, id, seen);
+    if (!ReadLikeAttention(graph, users, region, Elements(graph.op(id)))) continue;
+    for (int32_t v : region) core[static_cast<size_t>(v)] = true;
+  }
+  return core;
+}
+
+}  // namespace alpa

@@ -1,0 +1,23 @@
+// The attention cores of a graph: the [batch, heads, q_seq, k_seq] score-sized values between
+// the score product (Q K^T) and the products that read the probabilities (P V, and in the
+// backward pass dP = dO V^T and the products that read dS). A fused attention kernel
+// (Megatron's fused softmax, FlashAttention) keeps them on chip: the cost model's
+// `fuse_attention` calibration charges no memory traffic for them.
+#pragma once
+
+#include <vector>
+
+#include "core/ir/graph.h"
+
+namespace alpa {
+
+// Per op: true when its result is part of an attention core. A core starts at a forward
+// dot_general with batch dims whose operands are both computed values (not parameters) and
+// whose result has more elements than each operand (s_q * s_k against s * d), and spans the
+// ops of every phase connected to it through values of the same element count (elementwise
+// ops, selects, converts, broadcasts, reshapes, transposes and dot_generals). It counts only
+// when a softmax reads it (a reduce_max or reduce_sum of a core value) and a dot_general with
+// a smaller result reads it (the P V product); other graphs have no cores.
+std::vector<bool> AttentionCoreValues(const Graph& graph);
+
+}  // namespace alpa

@@ -1,0 +1,83 @@
+// Attention cores: the score-sized values between Q K^T and the products reading P.
+#include "core/ir/attention_core.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "models/model_zoo.h"
+
+namespace alpa {
+namespace {
+
+int64_t Elements(const Op& op) {
+  int64_t n = 1;
+  for (int64_t d : op.shape) n *= d;
+  return n;
+}
+
+struct CoreCounts {
+  int forward_products = 0;  // score products (dot_generals) in the forward pass
+  int backward_ops = 0;
+  int other_sizes = 0;  // core ops whose size is not batch * heads * seq^2
+  int parameters = 0;
+};
+
+CoreCounts CountCore(const Graph& graph, int64_t score_elements) {
+  const std::vector<bool> core = AttentionCoreValues(graph);
+  CoreCounts counts;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    if (!core[static_cast<size_t>(v)]) continue;
+    const Op& op = graph.op(v);
+    if (op.kind == OpKind::kDotGeneral && op.phase == Phase::kForward) ++counts.forward_products;
+    if (op.phase == Phase::kBackward) ++counts.backward_ops;
+    if (Elements(op) != score_elements) ++counts.other_sizes;
+    if (op.kind == OpKind::kParameter) ++counts.parameters;
+  }
+  return counts;
+}
+
+TEST(AttentionCore, EveryGptLayerHasOneCoreAcrossItsPasses) {
+  // batch 2, 4 heads, seq 64: scores of 2 * 4 * 64 * 64 elements; head dim 8.
+  Result<Graph> g = BuildModel("gpt:layers=3,hidden=32,heads=4,seq=64,vocab=128,batch=2");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const CoreCounts counts = CountCore(g.value(), 2 * 4 * 64 * 64);
+  EXPECT_EQ(counts.forward_products, 3);  // Q K^T per layer, not P V
+  EXPECT_GT(counts.backward_ops, 3 * 3);  // dP = dO V^T and the softmax's gradient
+  EXPECT_EQ(counts.other_sizes, 0);
+  EXPECT_EQ(counts.parameters, 0);
+}
+
+TEST(AttentionCore, BertAndMoeLayersHaveCoresAndTheExpertDispatchIsNone) {
+  // BERT: bidirectional attention. MoE: its dispatch and combine einsums are batched products
+  // of computed values too (tokens x dispatch mask), but no softmax reads their results.
+  Result<Graph> bert = BuildModel("bert:layers=2,hidden=32,heads=4,seq=64,vocab=128,batch=2");
+  ASSERT_TRUE(bert.ok()) << bert.status().message();
+  const CoreCounts b = CountCore(bert.value(), 2 * 4 * 64 * 64);
+  EXPECT_EQ(b.forward_products, 2);
+  EXPECT_EQ(b.other_sizes, 0);
+  Result<Graph> moe =
+      BuildModel("moe:layers=2,batch=8,seq=64,hidden=64,heads=4,experts=8,group=64,moe_every=1");
+  ASSERT_TRUE(moe.ok()) << moe.status().message();
+  const CoreCounts m = CountCore(moe.value(), 8 * 4 * 64 * 64);
+  EXPECT_EQ(m.forward_products, 2);
+  EXPECT_EQ(m.other_sizes, 0);
+  EXPECT_EQ(m.parameters, 0);
+}
+
+TEST(AttentionCore, GraphsWithoutAttentionHaveNone) {
+  for (const std::string spec :
+       {"mlp:layers=3,batch=16,hidden=64",
+        "wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=8,optimizer=momentum"}) {
+    Result<Graph> g = BuildModel(spec);
+    ASSERT_TRUE(g.ok()) << spec << ": " << g.status().message();
+    const std::vector<bool> core = AttentionCoreValues(g.value());
+    int n = 0;
+    for (bool c : core) n += c ? 1 : 0;
+    EXPECT_EQ(n, 0) << spec;
+  }
+}
+
+}  // namespace
+}  // namespace alpa
