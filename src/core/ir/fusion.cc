@@ -107,8 +107,8 @@ std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
     for (size_t k = 0; k < op.operands.size(); ++k) {
       const int32_t x = op.operands[k];
       if (x < 0 || x >= graph.size() || !materialized[static_cast<size_t>(x)]) continue;
-      const uint64_t key = (static_cast<uint64_t>(fusion[static_cast<size_t>(id)]) << 32) |
-                           static_cast<uint32_t>(x);
+      const uint64_t key =
+          (static_cast<uint64_t>(fusion[static_cast<size_t>(id)]) << 32) | static_cast<uint32_t>(x);
       charged[static_cast<size_t>(id)][k] = read.insert(key).second;
     }
   }
