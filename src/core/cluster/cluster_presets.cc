@@ -24,6 +24,14 @@
 //                     it), one 200 Gb/s HDR NIC per host = 25 GB/s.
 //   DGX H100          DGX H100 user guide: 8 x H100, NVSwitch, 8 x 400 Gb/s NDR InfiniBand
 //                     (ConnectX-7) = 400 GB/s per host.
+// Calibration (the roofline's efficiencies, cluster.h), fitted to published throughput by
+// bench/fidelity*.py (docs/cluster-format.md "Calibrations fitted to published measurements"):
+//   V100 (p3.16xlarge) bench/calibration/v100-p3.json: matmul 0.693 with fused elementwise
+//                     chains and fused attention (NVIDIA ADLR's Megatron-LM v1.0 times on one
+//                     and four V100s, Alpa's GPT-39B on 64 V100s).
+//   A100 (dgx-a100-*, pcie-a100-80g) bench/calibration/a100-megatron-sc21.json: matmul 0.786
+//                     with fused elementwise chains (Megatron-LM SC'21 Table 1, ten rows).
+//   H100 keeps the defaults: no published end-to-end measurement is fitted yet.
 // Choices: f32 is strict IEEE FP32 (no TF32; set 156e12 / 495e12 in a cluster file for TF32
 // matmuls). f64 uses the FP64 tensor-core rate where there is one (matmul-class peak). V100 has no
 // bf16 hardware: XLA computes it in f32, so bf16 gets the f32 rate. Integer and pred rates are
@@ -60,6 +68,9 @@ Cluster P3() {
                     16 * kGiB, 900e9);
   c.intra_host_link = {150e9, 5e-6};
   c.inter_host_link = {25e9 / 8, 20e-6};
+  c.calibration.matmul_efficiency = 0.693;
+  c.calibration.fuse_elementwise = true;
+  c.calibration.fuse_attention = true;
   return c;
 }
 
@@ -75,6 +86,8 @@ Cluster DgxA100_80() {
   c.device = A100("A100-SXM4-80GB", 80 * kGiB, 2039e9);
   c.intra_host_link = {300e9, 5e-6};
   c.inter_host_link = {8 * 200e9 / 8, 10e-6};
+  c.calibration.matmul_efficiency = 0.786;
+  c.calibration.fuse_elementwise = true;
   return c;
 }
 
@@ -93,6 +106,7 @@ Cluster PcieA100() {
   c.device = A100("A100-PCIe-80GB", 80 * kGiB, 1935e9);
   c.intra_host_link = {32e9, 10e-6};
   c.inter_host_link = {200e9 / 8, 10e-6};
+  c.calibration = DgxA100_80().calibration;  // the same chip
   return c;
 }
 

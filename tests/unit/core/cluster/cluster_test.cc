@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -159,24 +160,47 @@ TEST(ClusterJson, HandWrittenAndPresetBased) {
   EXPECT_DOUBLE_EQ(p.value().device.PeakFlops(DType::kF16), 125e12);
   EXPECT_DOUBLE_EQ(p.value().calibration.matmul_efficiency, 0.45);
   EXPECT_DOUBLE_EQ(p.value().calibration.memory_efficiency, 0.8);
-  EXPECT_FALSE(p.value().calibration.fuse_elementwise);
+  // The preset's fitted keys (bench/calibration/v100-p3.json) stay unless overridden.
+  EXPECT_TRUE(p.value().calibration.fuse_elementwise);
+  EXPECT_TRUE(p.value().calibration.fuse_attention);
 
-  Result<Cluster> fused = ReadClusterBuffer(
-      R"({"preset": "p3.16xlarge", "hosts": 1, "calibration": {"fuse_elementwise": true}})");
-  ASSERT_TRUE(fused.ok()) << fused.status().message();
-  EXPECT_TRUE(fused.value().calibration.fuse_elementwise);
-  EXPECT_FALSE(fused.value().calibration.fuse_attention);
+  Result<Cluster> unfused = ReadClusterBuffer(
+      R"({"preset": "p3.16xlarge", "hosts": 1,
+          "calibration": {"fuse_elementwise": false, "fuse_attention": false}})");
+  ASSERT_TRUE(unfused.ok()) << unfused.status().message();
+  EXPECT_FALSE(unfused.value().calibration.fuse_elementwise);
+  EXPECT_FALSE(unfused.value().calibration.fuse_attention);
   Result<Cluster> attention = ReadClusterBuffer(
-      R"({"preset": "p3.16xlarge", "hosts": 1, "calibration": {"fuse_attention": true}})");
+      R"({"preset": "dgx-h100", "hosts": 1, "calibration": {"fuse_attention": true}})");
   ASSERT_TRUE(attention.ok()) << attention.status().message();
   EXPECT_TRUE(attention.value().calibration.fuse_attention);
-  EXPECT_FALSE(attention.value().calibration == fused.value().calibration);
+  EXPECT_FALSE(attention.value().calibration.fuse_elementwise);
   Result<Cluster> wrong = ReadClusterBuffer(
       R"({"preset": "p3.16xlarge", "hosts": 1, "calibration": {"fuse_elementwise": 1}})");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("calibration.fuse_elementwise: expected true or false"),
             std::string::npos)
       << wrong.status().message();
+}
+
+// The presets carry the calibrations bench/fidelity.py and bench/fidelity_v100.py fitted to
+// published measurements; the files there are their record.
+TEST(ClusterPresets, CarryTheFittedCalibrationFiles) {
+  const std::pair<const char*, const char*> fits[] = {{"p3.16xlarge", "v100-p3.json"},
+                                                      {"dgx-a100-80g", "a100-megatron-sc21.json"},
+                                                      {"dgx-a100-40g", "a100-megatron-sc21.json"},
+                                                      {"pcie-a100-80g", "a100-megatron-sc21.json"}};
+  for (const auto& [preset, file] : fits) {
+    Result<Cluster> c = MakePresetCluster(preset, 1);
+    ASSERT_TRUE(c.ok()) << preset;
+    Result<Calibration> fitted =
+        ReadCalibrationFile(std::string(ALPA_CALIBRATION_DIR) + "/" + file);
+    ASSERT_TRUE(fitted.ok()) << file << ": " << fitted.status().message();
+    EXPECT_TRUE(c.value().calibration == fitted.value()) << preset << " against " << file;
+  }
+  Result<Cluster> h100 = MakePresetCluster("dgx-h100", 1);
+  ASSERT_TRUE(h100.ok());
+  EXPECT_TRUE(h100.value().calibration == Calibration{});
 }
 
 // Each bad document fails with `code` and a message containing `needle`.

@@ -222,8 +222,11 @@ TEST(AutoShardingTest, FusedElementwiseChainsCostLess) {
   Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster.value(), SubmeshShape{1, 1}, {1, 1});
   ASSERT_TRUE(mesh.ok());
   AutoShardOptions o;
-  Result<AutoShardResult> unfused = AutoShard(g.value(), mesh.value(), &cluster.value(), o);
-  Cluster fusing = cluster.value();
+  Cluster by_op = cluster.value();
+  by_op.calibration.fuse_elementwise = false;
+  by_op.calibration.fuse_attention = false;
+  Result<AutoShardResult> unfused = AutoShard(g.value(), mesh.value(), &by_op, o);
+  Cluster fusing = by_op;
   fusing.calibration.fuse_elementwise = true;
   Result<AutoShardResult> fused = AutoShard(g.value(), mesh.value(), &fusing, o);
   ASSERT_TRUE(unfused.ok() && fused.ok());
@@ -246,6 +249,7 @@ TEST(AutoShardingTest, FusedAttentionCostsLessWhereTheScoresDominate) {
   AutoShardOptions o;
   Cluster chains = cluster.value();
   chains.calibration.fuse_elementwise = true;
+  chains.calibration.fuse_attention = false;
   Cluster attention = chains;
   attention.calibration.fuse_attention = true;
   Result<AutoShardResult> by_chains = AutoShard(g.value(), mesh.value(), &chains, o);
