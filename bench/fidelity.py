@@ -9,21 +9,23 @@ TFLOP/s per GPU, computed from the predicted iteration time with Megatron's form
 
 (recomputation included), next to the measured figure, and their ratio.
 
-    python3 bench/fidelity.py [build/bin/alpa] [--planner] [--fuse] [--fuse-attention]
-                              [--rows 1.7B,3.6B]
-                              [--calibration FILE] [--fit [--write FILE]] [--timeout 900]
+    python3 bench/fidelity.py [build/bin/alpa] [--planner] [--uncalibrated] [--fuse]
+                              [--fuse-attention] [--rows 1.7B,3.6B] [--calibration FILE]
+                              [--fit [--write FILE]] [--timeout 900]
 
---fuse prices elementwise chains as fused kernels (the calibration key fuse_elementwise),
---fuse-attention the attention cores (fuse_attention);
---calibration FILE merges a calibration object (docs/cluster-format.md) into the preset's, e.g.
-bench/calibration/a100-megatron-sc21.json, the fit below. Both reach alpa through a cluster
-file {"preset": "dgx-a100-80g", "hosts": N, "calibration": {...}}.
+The preset carries the fit below (bench/calibration/a100-megatron-sc21.json). --uncalibrated
+starts from the cost model's struct defaults instead (matmul efficiency 0.6, nothing fused);
+--fuse then prices elementwise chains as fused kernels (the calibration key fuse_elementwise),
+--fuse-attention the attention cores (fuse_attention); --calibration FILE merges a calibration
+object (docs/cluster-format.md) on top. They reach alpa through a cluster file
+{"preset": "dgx-a100-80g", "hosts": N, "calibration": {...}}.
 
 --fit fits the one free parameter, efficiency.matmul (with fuse_elementwise on, fuse_attention
-with --fuse-attention, and the rest of the calibration as given), so that the largest over- and under-prediction are equal: first on
-the even rows (3.6B, 18.4B, 76.1B, 310.1B, 1008B), printing the odd rows as a held-back check,
-then on all rows; --write FILE writes the all-rows fit as a calibration file. The predicted
-throughput grows with the efficiency on every row, so a bisection finds it.
+with --fuse-attention, and the rest of the calibration as given), so that the largest over- and
+under-prediction are equal: first on the even rows (3.6B, 18.4B, 76.1B, 310.1B, 1008B), printing
+the odd rows as a held-back check, then on all rows; --write FILE writes the all-rows fit as a
+calibration file. The predicted throughput grows with the efficiency on every row, so a
+bisection finds it.
 
 Microbatches: the paper gives the global batch but not the microbatch size; the rows use
 microbatches of 1 sample per pipeline replica when pp > 1 (B = batch / dp, as in Megatron's
@@ -42,6 +44,10 @@ import time
 # The cluster files of calibrated runs, removed at exit.
 SCRATCH = tempfile.mkdtemp(prefix="fidelity_")
 atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
+
+# The cost model's struct defaults (core/cluster/cluster.h), which the preset's fit replaces.
+UNCALIBRATED = {"efficiency": {"matmul": 0.6}, "fuse_elementwise": False,
+                "fuse_attention": False}
 
 SEQ = 2048
 VOCAB = 51200
@@ -196,6 +202,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("alpa", nargs="?", default="build/bin/alpa")
     parser.add_argument("--planner", action="store_true", help="also the planner's own plan")
+    parser.add_argument("--uncalibrated", action="store_true",
+                        help="start from the struct defaults, not the preset's fit")
     parser.add_argument("--fuse", action="store_true", help="price fused elementwise chains")
     parser.add_argument("--fuse-attention", action="store_true",
                         help="price attention cores as fused kernels")
@@ -210,10 +218,10 @@ def main():
     args = parser.parse_args()
     wanted = set(filter(None, args.rows.split(",")))
     rows = [r for r in ROWS if not wanted or r[0] in wanted]
-    calibration = {}
+    calibration = dict(UNCALIBRATED) if args.uncalibrated else {}
     if args.calibration:
         with open(args.calibration) as f:
-            calibration = json.load(f)
+            calibration.update(json.load(f))
         calibration.pop("comment", None)
     if args.fuse:
         calibration["fuse_elementwise"] = True

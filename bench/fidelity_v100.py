@@ -2,7 +2,11 @@
 """The cost model against published V100 measurements, and the p3.16xlarge calibration fitted
 to them (bench/calibration/v100-p3.json), the way bench/fidelity.py does it for A100.
 
-    python3 bench/fidelity_v100.py [build/bin/alpa] [--calibration FILE] [--fit [--write FILE]]
+    python3 bench/fidelity_v100.py [build/bin/alpa] [--uncalibrated] [--calibration FILE]
+                                   [--fit [--write FILE]]
+
+The preset carries the fit (bench/calibration/v100-p3.json); --uncalibrated starts from the cost
+model's struct defaults instead, --calibration FILE merges a calibration object on top.
 
 The rows (each cited; predicted / measured is measured seconds over predicted seconds, i.e.
 predicted throughput over measured throughput):
@@ -107,16 +111,18 @@ def fit(args, rows, calibration):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("alpa", nargs="?", default="build/bin/alpa")
+    parser.add_argument("--uncalibrated", action="store_true",
+                        help="start from the struct defaults, not the preset's fit")
     parser.add_argument("--calibration", help="a calibration JSON object for the preset "
                         "(e.g. bench/calibration/v100-p3.json)")
     parser.add_argument("--fit", action="store_true", help="fit efficiency.matmul (see above)")
     parser.add_argument("--write", help="with --fit: write the all-rows fit to this file")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per call")
     args = parser.parse_args()
-    calibration = {}
+    calibration = dict(fidelity.UNCALIBRATED) if args.uncalibrated else {}
     if args.calibration:
         with open(args.calibration) as f:
-            calibration = json.load(f)
+            calibration.update(json.load(f))
         calibration.pop("comment", None)
 
     if args.fit:
