@@ -2,11 +2,11 @@
 """The cost model against published V100 measurements, and the p3.16xlarge calibration fitted
 to them (bench/calibration/v100-p3.json), the way bench/fidelity.py does it for A100.
 
-    python3 bench/fidelity_v100.py [build/bin/alpa] [--uncalibrated] [--calibration FILE]
-                                   [--fit [--write FILE]]
+    python3 bench/fidelity_v100.py [build/bin/alpa] [--calibration FILE] [--fit [--write FILE]]
 
-The preset carries the fit (bench/calibration/v100-p3.json); --uncalibrated starts from the cost
-model's struct defaults instead, --calibration FILE merges a calibration object on top.
+Without --calibration the rows use the preset's own (uncalibrated) costs; --calibration
+bench/calibration/v100-p3.json applies the fit, which the preset does not carry (docs/
+cluster-format.md says why).
 
 The rows (each cited; predicted / measured is measured seconds over predicted seconds, i.e.
 predicted throughput over measured throughput):
@@ -111,15 +111,13 @@ def fit(args, rows, calibration):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("alpa", nargs="?", default="build/bin/alpa")
-    parser.add_argument("--uncalibrated", action="store_true",
-                        help="start from the struct defaults, not the preset's fit")
     parser.add_argument("--calibration", help="a calibration JSON object for the preset "
                         "(e.g. bench/calibration/v100-p3.json)")
     parser.add_argument("--fit", action="store_true", help="fit efficiency.matmul (see above)")
     parser.add_argument("--write", help="with --fit: write the all-rows fit to this file")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per call")
     args = parser.parse_args()
-    calibration = dict(fidelity.UNCALIBRATED) if args.uncalibrated else {}
+    calibration = {}
     if args.calibration:
         with open(args.calibration) as f:
             calibration.update(json.load(f))

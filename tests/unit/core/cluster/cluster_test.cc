@@ -160,12 +160,13 @@ TEST(ClusterJson, HandWrittenAndPresetBased) {
   EXPECT_DOUBLE_EQ(p.value().device.PeakFlops(DType::kF16), 125e12);
   EXPECT_DOUBLE_EQ(p.value().calibration.matmul_efficiency, 0.45);
   EXPECT_DOUBLE_EQ(p.value().calibration.memory_efficiency, 0.8);
-  // The preset's fitted keys (bench/calibration/v100-p3.json) stay unless overridden.
-  EXPECT_TRUE(p.value().calibration.fuse_elementwise);
-  EXPECT_TRUE(p.value().calibration.fuse_attention);
+  EXPECT_FALSE(p.value().calibration.fuse_elementwise);
+  EXPECT_FALSE(p.value().calibration.fuse_attention);
 
+  // An A100 preset's fitted keys (bench/calibration/a100-megatron-sc21.json) stay unless
+  // overridden.
   Result<Cluster> unfused = ReadClusterBuffer(
-      R"({"preset": "p3.16xlarge", "hosts": 1,
+      R"({"preset": "dgx-a100-80g", "hosts": 1,
           "calibration": {"fuse_elementwise": false, "fuse_attention": false}})");
   ASSERT_TRUE(unfused.ok()) << unfused.status().message();
   EXPECT_FALSE(unfused.value().calibration.fuse_elementwise);
@@ -183,11 +184,10 @@ TEST(ClusterJson, HandWrittenAndPresetBased) {
       << wrong.status().message();
 }
 
-// The presets carry the calibrations bench/fidelity.py and bench/fidelity_v100.py fitted to
-// published measurements; the files there are their record.
+// The A100 presets carry the calibration bench/fidelity.py fitted to published measurements;
+// the file is its record. V100 and H100 keep the defaults.
 TEST(ClusterPresets, CarryTheFittedCalibrationFiles) {
-  const std::pair<const char*, const char*> fits[] = {{"p3.16xlarge", "v100-p3.json"},
-                                                      {"dgx-a100-80g", "a100-megatron-sc21.json"},
+  const std::pair<const char*, const char*> fits[] = {{"dgx-a100-80g", "a100-megatron-sc21.json"},
                                                       {"dgx-a100-40g", "a100-megatron-sc21.json"},
                                                       {"pcie-a100-80g", "a100-megatron-sc21.json"}};
   for (const auto& [preset, file] : fits) {
@@ -198,9 +198,16 @@ TEST(ClusterPresets, CarryTheFittedCalibrationFiles) {
     ASSERT_TRUE(fitted.ok()) << file << ": " << fitted.status().message();
     EXPECT_TRUE(c.value().calibration == fitted.value()) << preset << " against " << file;
   }
-  Result<Cluster> h100 = MakePresetCluster("dgx-h100", 1);
-  ASSERT_TRUE(h100.ok());
-  EXPECT_TRUE(h100.value().calibration == Calibration{});
+  for (const char* preset : {"dgx-h100", "p3.16xlarge"}) {
+    Result<Cluster> c = MakePresetCluster(preset, 1);
+    ASSERT_TRUE(c.ok()) << preset;
+    EXPECT_TRUE(c.value().calibration == Calibration{}) << preset;
+  }
+  // The V100 fit is a file to apply: it parses and carries both fusion keys.
+  Result<Calibration> v100 =
+      ReadCalibrationFile(std::string(ALPA_CALIBRATION_DIR) + "/v100-p3.json");
+  ASSERT_TRUE(v100.ok()) << v100.status().message();
+  EXPECT_TRUE(v100.value().fuse_elementwise && v100.value().fuse_attention);
 }
 
 // Each bad document fails with `code` and a message containing `needle`.
