@@ -186,16 +186,20 @@ def run_fit(args, rows, calibration):
     print("fit on all rows: efficiency.matmul %.3f" % fitted["efficiency"]["matmul"])
     print_ratios("  all rows", ratios)
     if args.write:
-        fitted["comment"] = (
+        write_calibration(args.write, fitted, (
             "Fitted by bench/fidelity.py --fit to Megatron-LM's measured A100 throughput "
             "(Narayanan et al., SC'21, Table 1; REFERENCE.md section 9): efficiency.matmul "
             "balances the largest over- and under-prediction of the ten rows' manual plans, "
             "with fused elementwise chains (Megatron fuses them and its softmax); the rest are "
-            "the defaults.")
-        with open(args.write, "w") as f:
-            json.dump(fitted, f, indent=2, sort_keys=True)
-            f.write("\n")
-        print("wrote " + args.write)
+            "the defaults."))
+
+
+def write_calibration(path, calibration, comment):
+    """Writes a fitted calibration object with its provenance as `comment`."""
+    with open(path, "w") as f:
+        json.dump(dict(calibration, comment=comment), f, indent=2, sort_keys=True)
+        f.write("\n")
+    print("wrote " + path)
 
 
 def main():

@@ -137,16 +137,12 @@ def main():
         print("fit on all rows: efficiency.matmul %.3f" % fitted["efficiency"]["matmul"])
         fidelity.print_ratios("  all rows", fit_ratios)
         if args.write:
-            fitted["comment"] = (
+            fidelity.write_calibration(args.write, fitted, (
                 "Fitted by bench/fidelity_v100.py --fit to published V100 measurements "
                 "(NVIDIA ADLR's Megatron-LM v1.0 iteration times on DGX-2H, Alpa's GPT-39B on "
                 "8 p3.16xlarge; the script lists the sources): efficiency.matmul balances the "
                 "largest over- and under-prediction, with fused elementwise chains and fused "
-                "attention; the rest are the defaults.")
-            with open(args.write, "w") as f:
-                json.dump(fitted, f, indent=2, sort_keys=True)
-                f.write("\n")
-            print("wrote " + args.write)
+                "attention; the rest are the defaults."))
         return
 
     print("| row | plan | measured (s) | predicted (s) | predicted / measured throughput |")

@@ -212,23 +212,32 @@ TEST(AutoShardingTest, RealUnitsOnADerivedMesh) {
   EXPECT_TRUE(check.ok()) << check.message();
 }
 
+// One device of a p3.16xlarge with the given fusion keys.
+struct OneDevice {
+  Cluster cluster;
+  LogicalMesh mesh;
+};
+
+OneDevice OneV100(bool fuse_elementwise, bool fuse_attention) {
+  OneDevice d;
+  d.cluster = MakePresetCluster("p3.16xlarge", 1).value();
+  d.cluster.calibration.fuse_elementwise = fuse_elementwise;
+  d.cluster.calibration.fuse_attention = fuse_attention;
+  d.mesh = DeriveLogicalMesh(d.cluster, SubmeshShape{1, 1}, {1, 1}).value();
+  return d;
+}
+
+Result<AutoShardResult> ShardOn(const Graph& graph, const OneDevice& d) {
+  return AutoShard(graph, d.mesh, &d.cluster, AutoShardOptions{});
+}
+
 // Fused pricing (calibration fuse_elementwise): a layer-norm / softmax / gelu chain costs its
 // inputs and outputs, so a GPT step's compute time falls while its matmuls cost the same.
 TEST(AutoShardingTest, FusedElementwiseChainsCostLess) {
   Result<Graph> g = BuildModel("gpt:layers=1,hidden=256,heads=4,seq=128,vocab=512,batch=8");
   ASSERT_TRUE(g.ok());
-  Result<Cluster> cluster = MakePresetCluster("p3.16xlarge", 1);
-  ASSERT_TRUE(cluster.ok());
-  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster.value(), SubmeshShape{1, 1}, {1, 1});
-  ASSERT_TRUE(mesh.ok());
-  AutoShardOptions o;
-  Cluster by_op = cluster.value();
-  by_op.calibration.fuse_elementwise = false;
-  by_op.calibration.fuse_attention = false;
-  Result<AutoShardResult> unfused = AutoShard(g.value(), mesh.value(), &by_op, o);
-  Cluster fusing = by_op;
-  fusing.calibration.fuse_elementwise = true;
-  Result<AutoShardResult> fused = AutoShard(g.value(), mesh.value(), &fusing, o);
+  Result<AutoShardResult> unfused = ShardOn(g.value(), OneV100(false, false));
+  Result<AutoShardResult> fused = ShardOn(g.value(), OneV100(true, false));
   ASSERT_TRUE(unfused.ok() && fused.ok());
   // One device: no communication, the objective is the compute time alone.
   EXPECT_LT(fused.value().compute_cost, 0.8 * unfused.value().compute_cost);
@@ -242,18 +251,8 @@ TEST(AutoShardingTest, FusedElementwiseChainsCostLess) {
 TEST(AutoShardingTest, FusedAttentionCostsLessWhereTheScoresDominate) {
   Result<Graph> g = BuildModel("gpt:layers=1,hidden=256,heads=4,seq=1024,vocab=512,batch=2");
   ASSERT_TRUE(g.ok());
-  Result<Cluster> cluster = MakePresetCluster("p3.16xlarge", 1);
-  ASSERT_TRUE(cluster.ok());
-  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster.value(), SubmeshShape{1, 1}, {1, 1});
-  ASSERT_TRUE(mesh.ok());
-  AutoShardOptions o;
-  Cluster chains = cluster.value();
-  chains.calibration.fuse_elementwise = true;
-  chains.calibration.fuse_attention = false;
-  Cluster attention = chains;
-  attention.calibration.fuse_attention = true;
-  Result<AutoShardResult> by_chains = AutoShard(g.value(), mesh.value(), &chains, o);
-  Result<AutoShardResult> fused = AutoShard(g.value(), mesh.value(), &attention, o);
+  Result<AutoShardResult> by_chains = ShardOn(g.value(), OneV100(true, false));
+  Result<AutoShardResult> fused = ShardOn(g.value(), OneV100(true, true));
   ASSERT_TRUE(by_chains.ok() && fused.ok());
   EXPECT_LT(fused.value().compute_cost, 0.8 * by_chains.value().compute_cost);
   EXPECT_GT(fused.value().compute_cost, 0.0);
