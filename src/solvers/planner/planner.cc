@@ -107,6 +107,38 @@ void LeaveOutSlowerThan(double latency, StageDpInput& input) {
   }
 }
 
+// The DP's best answers, each without one of the logical meshes `dp`'s stages use (on that
+// submesh; every level and remat choice of it left out), feasible ones only. The DP's objective
+// leaves out the transfers between stages, and two meshes of nearly equal stage latency can
+// differ in what their boundaries cost: a [4, 1] mesh's replicated boundary gathered over a
+// host's NIC against a [2, 2] mesh's split one. The caller ranks them by the full prediction.
+Result<std::vector<StageDpResult>> WithoutEachMesh(const StageDpInput& input,
+                                                   const StageCostTable& table,
+                                                   const StageDpResult& dp) {
+  auto mesh_key = [&table](int32_t candidate) {
+    const StageMeshConfig& config =
+        table.configs[static_cast<size_t>(table.candidates[static_cast<size_t>(candidate)].config)];
+    return std::make_pair(config.submesh, config.mesh.shape);
+  };
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> used;
+  for (int32_t k : dp.stages) {
+    if (std::find(used.begin(), used.end(), mesh_key(k)) == used.end()) {
+      used.push_back(mesh_key(k));
+    }
+  }
+  std::vector<StageDpResult> out;
+  for (const auto& key : used) {
+    StageDpInput without = input;
+    for (size_t k = 0; k < without.candidates.size(); ++k) {
+      if (mesh_key(static_cast<int32_t>(k)) == key) without.candidates[k].max_stages_after = -1;
+    }
+    Result<StageDpResult> r = SolveStageDp(without);
+    if (!r.ok()) return r.status();
+    if (r.value().feasible) out.push_back(std::move(r).value());
+  }
+  return out;
+}
+
 // The plan of one DP answer: stages placed, pieces, transfers and the prediction (not the
 // FLOPs, graph, clustering or statistics: the caller's, for the plan it keeps).
 Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
@@ -299,7 +331,29 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, dp, microbatches);
   if (!first.ok()) return first.status();
   PipelinePlan chosen = std::move(first).value();
+  // Keeps the alternative's plan when its prediction beats the chosen one's.
+  auto consider = [&](const StageDpResult& alternative) -> Status {
+    Result<PipelinePlan> plan = PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
+    if (!plan.ok()) return plan.status();
+    if (plan.value().iteration_seconds < chosen.iteration_seconds) {
+      chosen = std::move(plan).value();
+    }
+    return Status::Ok();
+  };
   std::vector<StageDpResult> alternatives;
+  if (dp_stages > 1 && !call.DeadlinePassed()) {
+    Result<std::vector<StageDpResult>> r = WithoutEachMesh(input, stage_costs, dp);
+    if (!r.ok()) return r.status();
+    alternatives = std::move(r).value();
+  }
+  for (const StageDpResult& alternative : alternatives) {
+    if (call.DeadlinePassed()) {
+      attempt.time_limit_reached = true;
+      break;
+    }
+    ALPA_RETURN_IF_ERROR(consider(alternative));
+  }
+  alternatives.clear();
   if (options.pipeline_stages == 0 && dp_stages > 1) {
     if (call.DeadlinePassed()) {
       attempt.time_limit_reached = true;
@@ -318,11 +372,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
       attempt.time_limit_reached = true;
       break;
     }
-    Result<PipelinePlan> plan = PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
-    if (!plan.ok()) return plan.status();
-    if (plan.value().iteration_seconds < chosen.iteration_seconds) {
-      chosen = std::move(plan).value();
-    }
+    ALPA_RETURN_IF_ERROR(consider(alternative));
   }
   stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
