@@ -31,9 +31,9 @@
 //   V100 (p3.16xlarge) keeps the defaults; its fit, bench/calibration/v100-p3.json (matmul
 //                     0.693 with fused elementwise chains and fused attention: NVIDIA ADLR's
 //                     Megatron-LM v1.0 times on one and four V100s, Alpa's GPT-39B on 64), is
-//                     applied with --calibration: under it the stage DP, which leaves the
-//                     transfers between stages out of its objective, picks plans slower than
-//                     the Megatron grid's on gpt-6.7b and gpt-15b (docs/planner.md, Quality).
+//                     applied with --calibration: under it the planner's plans are slower
+//                     than the Megatron grid's on gpt-6.7b and gpt-15b, for transfers between
+//                     stages without a local all-gather (docs/planner.md, Quality).
 //   H100 keeps the defaults: no published end-to-end measurement is fitted yet.
 // Choices: f32 is strict IEEE FP32 (no TF32; set 156e12 / 495e12 in a cluster file for TF32
 // matmuls). f64 uses the FP64 tensor-core rate where there is one (matmul-class peak). V100 has no
