@@ -115,22 +115,28 @@ void LeaveOutSlowerThan(double latency, StageDpInput& input) {
 Result<std::vector<StageDpResult>> WithoutEachMesh(const StageDpInput& input,
                                                    const StageCostTable& table,
                                                    const StageDpResult& dp) {
-  auto mesh_key = [&table](int32_t candidate) {
-    const StageMeshConfig& config =
-        table.configs[static_cast<size_t>(table.candidates[static_cast<size_t>(candidate)].config)];
-    return std::make_pair(config.submesh, config.mesh.shape);
+  // Per config: an id shared by the configs of one (submesh, logical mesh shape).
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> meshes;
+  std::vector<int32_t> mesh_of_config;
+  for (const StageMeshConfig& config : table.configs) {
+    const auto key = std::make_pair(config.submesh, config.mesh.shape);
+    const auto it = std::find(meshes.begin(), meshes.end(), key);
+    mesh_of_config.push_back(static_cast<int32_t>(it - meshes.begin()));
+    if (it == meshes.end()) meshes.push_back(key);
+  }
+  auto mesh_of = [&](size_t candidate) {
+    return mesh_of_config[static_cast<size_t>(input.candidates[candidate].config)];
   };
-  std::vector<std::pair<int32_t, std::vector<int64_t>>> used;
+  std::vector<int32_t> used;
   for (int32_t k : dp.stages) {
-    if (std::find(used.begin(), used.end(), mesh_key(k)) == used.end()) {
-      used.push_back(mesh_key(k));
-    }
+    const int32_t mesh = mesh_of(static_cast<size_t>(k));
+    if (std::find(used.begin(), used.end(), mesh) == used.end()) used.push_back(mesh);
   }
   std::vector<StageDpResult> out;
-  for (const auto& key : used) {
+  for (int32_t mesh : used) {
     StageDpInput without = input;
     for (size_t k = 0; k < without.candidates.size(); ++k) {
-      if (mesh_key(static_cast<int32_t>(k)) == key) without.candidates[k].max_stages_after = -1;
+      if (mesh_of(k) == mesh) without.candidates[k].max_stages_after = -1;
     }
     Result<StageDpResult> r = SolveStageDp(without);
     if (!r.ok()) return r.status();
@@ -331,12 +337,21 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, dp, microbatches);
   if (!first.ok()) return first.status();
   PipelinePlan chosen = std::move(first).value();
-  // Keeps the alternative's plan when its prediction beats the chosen one's.
-  auto consider = [&](const StageDpResult& alternative) -> Status {
-    Result<PipelinePlan> plan = PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
-    if (!plan.ok()) return plan.status();
-    if (plan.value().iteration_seconds < chosen.iteration_seconds) {
-      chosen = std::move(plan).value();
+  // Keeps, in order, each feasible alternative's plan whose prediction beats the chosen one's,
+  // until the deadline.
+  auto consider = [&](const std::vector<StageDpResult>& alternatives) -> Status {
+    for (const StageDpResult& alternative : alternatives) {
+      if (!alternative.feasible) continue;
+      if (call.DeadlinePassed()) {
+        attempt.time_limit_reached = true;
+        break;
+      }
+      Result<PipelinePlan> plan =
+          PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
+      if (!plan.ok()) return plan.status();
+      if (plan.value().iteration_seconds < chosen.iteration_seconds) {
+        chosen = std::move(plan).value();
+      }
     }
     return Status::Ok();
   };
@@ -344,16 +359,8 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   if (dp_stages > 1 && !call.DeadlinePassed()) {
     Result<std::vector<StageDpResult>> r = WithoutEachMesh(input, stage_costs, dp);
     if (!r.ok()) return r.status();
-    alternatives = std::move(r).value();
+    ALPA_RETURN_IF_ERROR(consider(r.value()));
   }
-  for (const StageDpResult& alternative : alternatives) {
-    if (call.DeadlinePassed()) {
-      attempt.time_limit_reached = true;
-      break;
-    }
-    ALPA_RETURN_IF_ERROR(consider(alternative));
-  }
-  alternatives.clear();
   if (options.pipeline_stages == 0 && dp_stages > 1) {
     if (call.DeadlinePassed()) {
       attempt.time_limit_reached = true;
@@ -365,15 +372,9 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
       alternatives = std::move(r).value();
     }
   }
-  for (int32_t count = static_cast<int32_t>(alternatives.size()); count >= 1; --count) {
-    const StageDpResult& alternative = alternatives[static_cast<size_t>(count) - 1];
-    if (!alternative.feasible) continue;
-    if (call.DeadlinePassed()) {
-      attempt.time_limit_reached = true;
-      break;
-    }
-    ALPA_RETURN_IF_ERROR(consider(alternative));
-  }
+  // The most stages first (alternatives[k - 1] has k stages).
+  std::reverse(alternatives.begin(), alternatives.end());
+  ALPA_RETURN_IF_ERROR(consider(alternatives));
   stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
   plan = std::move(chosen);
