@@ -14,7 +14,8 @@ Phases, each through the `alpa` program only:
                 --memory-fraction of the device; then planned again on a cluster file carrying the
                 measured calibration (and once more with fuse_elementwise on);
   3. run        `alpa run PLAN --backend cuda --steps N --json`: the median step time after the
-                warm-up steps;
+                warm-up steps; then the same with ALPA_CUDA_FUSION=0 (every op its own kernel)
+                as the baseline of the same run (--no-unfused-baseline skips it);
   4. report     model FLOPs = 6 P T + 12 s h T per step (P the layer's parameters, T = batch x seq
                 tokens, s the sequence length, h the hidden size: the matmuls of forward and
                 backward, 2 FLOPs per multiply-add, the attention's QK^T and AV over the full s x s
@@ -47,10 +48,14 @@ class PhaseError(Exception):
     """A phase failed; the message says which and why."""
 
 
-def run_alpa(alpa: str, args: list[str], phase: str, timeout: float = 600) -> str:
-    """Runs alpa with args and returns its stdout; PhaseError with its stderr on failure."""
+def run_alpa(alpa: str, args: list[str], phase: str, timeout: float = 600,
+             env: dict | None = None) -> str:
+    """Runs alpa with args (and `env` added to the environment) and returns its stdout;
+    PhaseError with its stderr on failure."""
+    environment = dict(os.environ, **(env or {}))
     try:
-        done = subprocess.run([alpa, *args], capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([alpa, *args], capture_output=True, text=True, timeout=timeout,
+                              env=environment)
     except subprocess.TimeoutExpired as e:
         raise PhaseError(f"{phase}: `alpa {' '.join(args)}` ran past {timeout:.0f} s") from e
     if done.returncode != 0:
@@ -156,15 +161,17 @@ def run_supports_backend(alpa: str) -> bool:
     return "--backend" in run_alpa(alpa, ["run", "--help"], "run")
 
 
-def run_steps(opts, plan_path: pathlib.Path) -> list[float]:
-    """Per-step seconds of `alpa run --json`."""
+def run_steps(opts, plan_path: pathlib.Path, fused: bool = True) -> list[float]:
+    """Per-step seconds of `alpa run --json` (fused=False: ALPA_CUDA_FUSION=0, every op its own
+    kernel)."""
     args = ["run", str(plan_path), "--steps", str(opts.steps), "--json"]
     if run_supports_backend(opts.alpa):
         args += ["--backend", opts.backend]
     elif opts.backend != "cpu":
         raise PhaseError("run: this alpa has no `alpa run --backend` (the CUDA runner is not in "
                          "this build)")
-    stdout = run_alpa(opts.alpa, args, "run")
+    env = None if fused else {"ALPA_CUDA_FUSION": "0"}
+    stdout = run_alpa(opts.alpa, args, "run" if fused else "run (unfused)", env=env)
     seconds = []
     for line in stdout.splitlines():
         line = line.strip()
@@ -198,11 +205,15 @@ def graph_stats(opts, spec: str) -> dict:
     return json.loads(run_alpa(opts.alpa, ["graph", "--model", spec, "--json"], "graph"))
 
 
+def median_step(opts, steps: list[float]) -> float:
+    return statistics.median(steps[opts.warmup_steps:] or steps)
+
+
 def summarise(opts, cal: dict, spec: str, batch: int, plans: dict, steps: list[float],
-              stats: dict) -> dict:
+              unfused: list[float], stats: dict) -> dict:
     flops = model_flops(opts.hidden, opts.seq, batch)
-    timed = steps[opts.warmup_steps:] or steps
-    measured = statistics.median(timed)
+    measured = median_step(opts, steps)
+    unfused_measured = median_step(opts, unfused) if unfused else None
     peak = plans["calibrated"]["cluster"]["device"]["peak_flops"]["bf16"]
     achieved = flops["total"] / measured
     predicted = {name: p["iteration_seconds"] for name, p in plans.items()}
@@ -220,6 +231,8 @@ def summarise(opts, cal: dict, spec: str, batch: int, plans: dict, steps: list[f
         "planned_peak_memory_bytes": plans["calibrated"]["peak_memory_bytes"],
         "predicted_step_seconds": predicted,
         "predicted_over_measured": {name: s / measured for name, s in predicted.items()},
+        "unfused_step_seconds": unfused, "unfused_measured_step_seconds": unfused_measured,
+        "fusion_speedup": unfused_measured / measured if unfused_measured else None,
     }
 
 
@@ -260,6 +273,10 @@ def print_table(r: dict) -> None:
     steps = ", ".join(f"{s * 1e3:.2f}" for s in r["step_seconds"])
     row(f"step times (ms; first {r['warmup_steps']} warm-up)", steps[:66])
     row("measured step (median after warm-up)", f"{r['measured_step_seconds'] * 1e3:.3f} ms")
+    if r["unfused_measured_step_seconds"]:
+        row("same run, every op its own kernel (ALPA_CUDA_FUSION=0)",
+            f"{r['unfused_measured_step_seconds'] * 1e3:.3f} ms; fusion "
+            f"{r['fusion_speedup']:.2f}x faster")
     row("achieved (model FLOPs / step)", scaled(r["achieved_flops_per_second"], "FLOP/s"))
     mfu = r["mfu"]
     row(f"MFU vs {r['peak_bf16_flops_per_second'] / 1e12:.0f} TFLOP/s bf16 dense",
@@ -298,6 +315,8 @@ def parse_args(argv: list[str]):
                          "device memory (room for the runner's own buffers)")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--warmup-steps", type=int, default=1)
+    ap.add_argument("--no-unfused-baseline", action="store_true",
+                    help="skip the baseline run with every op its own kernel")
     opts = ap.parse_args(argv)
     if opts.heads == 0:
         opts.heads = max(1, opts.hidden // 128)
@@ -324,11 +343,14 @@ def main(argv: list[str]) -> int:
                                          out / f"cluster_{name}.json")
             plans[name] = plan(opts, spec, cluster, out / f"plan_{name}.json")
         steps = run_steps(opts, out / "plan_calibrated.json")
+        unfused = []
+        if opts.backend == "cuda" and not opts.no_unfused_baseline:
+            unfused = run_steps(opts, out / "plan_calibrated.json", fused=False)
         stats = graph_stats(opts, spec)
     except PhaseError as e:
         print(f"gpt_layer_bench: {e}", file=sys.stderr)
         return 1
-    result = summarise(opts, cal, spec, batch, plans, steps, stats)
+    result = summarise(opts, cal, spec, batch, plans, steps, unfused, stats)
     (out / "gpt_layer_bench.json").write_text(json.dumps(result, indent=2) + "\n")
     print_table(result)
     return 0

@@ -47,59 +47,13 @@
 #include <string>
 #include <vector>
 
+#include "core/ir/op_kind.h"
 #include "core/util/dtype.h"
 #include "core/util/status.h"
 
 namespace alpa {
 
 using Dims = std::vector<int64_t>;
-
-// Op kinds; the values are the ALPA_OP_* constants of include/alpa.h (pinned, never reused).
-enum class OpKind : int32_t {
-  kParameter = 0,
-  kConstant = 1,
-  kIota = 2,
-  // Elementwise unary.
-  kNeg = 10,
-  kAbs = 11,
-  kExp = 12,
-  kLog = 13,
-  kTanh = 14,
-  kSqrt = 15,
-  kRsqrt = 16,
-  kGelu = 17,
-  kRelu = 18,
-  kConvert = 19,
-  // Elementwise binary / ternary.
-  kAdd = 30,
-  kSub = 31,
-  kMul = 32,
-  kDiv = 33,
-  kMax = 34,
-  kMin = 35,
-  kPow = 36,
-  kCompare = 37,
-  kSelect = 38,
-  // Contractions.
-  kDotGeneral = 50,
-  kConvolution = 51,
-  // Data movement.
-  kBroadcastInDim = 60,
-  kReshape = 61,
-  kTranspose = 62,
-  kSlice = 63,
-  kConcatenate = 64,
-  kPad = 65,
-  kReverse = 66,
-  // Reductions.
-  kReduceSum = 80,
-  kReduceMax = 81,
-  kReduceWindow = 82,
-  kSelectAndScatter = 83,
-  // Indexing.
-  kGather = 90,
-  kScatterAdd = 91,
-};
 
 // "parameter", "dot_general", ... (the names used in the JSON graph format).
 const char* OpKindName(OpKind kind);
@@ -110,7 +64,6 @@ const std::vector<OpKind>& AllOpKinds();
 bool IsElementwiseUnary(OpKind kind);
 bool IsElementwiseBinary(OpKind kind);  // add .. compare (not select)
 
-enum class Comparison : int32_t { kEq = 0, kNe = 1, kLt = 2, kLe = 3, kGt = 4, kGe = 5 };
 const char* ComparisonName(Comparison c);  // "eq", "ne", ...
 Result<Comparison> ParseComparison(const std::string& name);
 

@@ -4,21 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include "core/util/dtype_enum.h"
 #include "core/util/status.h"
 
 namespace alpa {
-
-enum class DType : int32_t {
-  kF32 = 0,
-  kF16 = 1,
-  kBF16 = 2,
-  kF64 = 3,
-  kS8 = 4,
-  kS32 = 5,
-  kS64 = 6,
-  kPred = 7,  // boolean (compare results, select predicates); one byte
-};
-inline constexpr int32_t kNumDTypes = 8;
 
 // Bytes per element.
 int64_t DTypeBytes(DType dtype);

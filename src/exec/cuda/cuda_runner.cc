@@ -127,6 +127,19 @@ Status CudaRunner::Initialize() {
                   "the cuBLASLt workspace: " + workspace.status().message());
   }
   blas_workspace_ = workspace.value();
+  return PrepareFusion();
+}
+
+Status CudaRunner::PrepareFusion() {
+  const char* env = std::getenv("ALPA_CUDA_FUSION");
+  if (env != nullptr && std::string(env) == "0") return Status::Ok();
+  cuda::FusionPlan plan = cuda::PlanFusion(program_, storage_);
+  if (plan.groups.empty()) return Status::Ok();
+  Result<std::unique_ptr<cuda::FusedKernels>> kernels =
+      cuda::FusedKernels::Load(plan.groups, "the fused elementwise kernels");
+  if (!kernels.ok()) return kernels.status();
+  fused_ = std::move(kernels.value());
+  fusion_ = std::move(plan);
   return Status::Ok();
 }
 
@@ -344,11 +357,18 @@ Result<StepReport> CudaRunner::RunStep(Communicator& comm, const MicrobatchInput
   peak_bytes_ = live_bytes_;
   waited_after_ = -1;
   const Clock::time_point start = Clock::now();
+  const bool fusing = !fusion_.groups.empty();
   for (size_t i = 0; i < program_.code.size(); ++i) {
     const Instruction& in = program_.code[i];
+    if (fusing && fusion_.skip[i]) continue;
     instruction_ = static_cast<int64_t>(i);
     const Clock::time_point t0 = Clock::now();
-    Status s = Execute(comm, in, input, graph, report);
+    const int32_t group = fusing ? fusion_.group_at[i] : -1;
+    Status s =
+        group >= 0 ? RunFused(static_cast<size_t>(group)) : Execute(comm, in, input, graph, report);
+    if (s.ok() && fusing) {
+      for (int32_t b : fusion_.free_after[i]) Release(b);
+    }
     if (!s.ok()) {
       if (s.code() == StatusCode::kCancelled) return s;  // another device failed: its message
       return Status(s.code(), "device " + std::to_string(program_.device) + " (GPU " +
@@ -358,7 +378,12 @@ Result<StepReport> CudaRunner::RunStep(Communicator& comm, const MicrobatchInput
     if (profiling_) {
       ALPA_RETURN_IF_ERROR(Synchronize("profiling"));
       const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      profile_.Add(ProfileLabel(in), seconds);
+      profile_.Add(
+          group >= 0 ? "run fused " +
+                           std::to_string(fusion_.groups[static_cast<size_t>(group)].nodes.size()) +
+                           " nodes"
+                     : ProfileLabel(in),
+          seconds);
       profile_.AddInstruction(seconds, std::to_string(i) + " " + InstructionText(program_, in));
     }
     // Host time: the launch, or the staging and the wait for a move (launches run on).
@@ -453,6 +478,20 @@ Status CudaRunner::RunOp(const Instruction& in) {
   launch.axis_offset = in.axis_offset;
   launch.axis_size = in.axis_size;
   return cuda::LaunchOp(Context(), local, id, operands, *out.value(), launch);
+}
+
+Status CudaRunner::RunFused(size_t index) {
+  const cuda::FusedGroup& g = fusion_.groups[index];
+  std::vector<const void*> inputs;
+  for (int32_t b : g.inputs) {
+    Result<const cuda::DeviceTensor*> t = Get(b);
+    if (!t.ok()) return t.status();
+    inputs.push_back(t.value()->data);
+  }
+  Result<cuda::DeviceTensor*> out = Allocate(g.out);
+  if (!out.ok()) return out.status();
+  return fused_->Launch(index, inputs, out.value()->data, stream_,
+                        "fused group of " + std::to_string(g.members.size() + 1) + " ops");
 }
 
 Status CudaRunner::RunCollective(Communicator& comm, const Instruction& in, StepReport& report) {

@@ -27,6 +27,8 @@
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/device_allocator.h"
 #include "exec/cuda/device_tensor.h"
+#include "exec/cuda/fused_kernels.h"
+#include "exec/cuda/fusion_plan.h"
 #include "exec/cuda/step_profile.h"
 #include "exec/program/program.h"
 #include "exec/runtime/program_runner.h"
@@ -61,6 +63,11 @@ class CudaRunner : public ProgramRunner {
   Status Execute(Communicator& comm, const Instruction& in, const MicrobatchInput& input,
                  const Graph& graph, StepReport& report);
   Status RunOp(const Instruction& in);
+  // Runs fused group `index` (fusion_plan.h) in place of its root instruction.
+  Status RunFused(size_t index);
+  // Plans the fusion of the program's elementwise chains and compiles their kernels, unless
+  // ALPA_CUDA_FUSION=0 is in the environment.
+  Status PrepareFusion();
   Status RunCollective(Communicator& comm, const Instruction& in, StepReport& report);
   Status RunSlice(const Instruction& in);
   Status RunSend(Communicator& comm, const Instruction& in, StepReport& report);
@@ -109,6 +116,8 @@ class CudaRunner : public ProgramRunner {
   std::unique_ptr<cuda::AllocatorScratch> scratch_;
   void* blas_workspace_ = nullptr;
   std::vector<DType> storage_;  // per buffer (storage_policy.h)
+  cuda::FusionPlan fusion_;     // empty: every instruction runs alone
+  std::unique_ptr<cuda::FusedKernels> fused_;
   // Per buffer: whether an instruction other than kFree reads it. A feed of a buffer nothing
   // reads (an input of a piece that does not use it) uploads nothing.
   std::vector<char> read_;

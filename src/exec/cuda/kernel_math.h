@@ -16,30 +16,11 @@
 
 #include "core/ir/graph.h"
 #include "core/util/dtype.h"
-
-#if defined(__CUDACC__)
-#define ALPA_HD __host__ __device__ inline
-#else
-#define ALPA_HD inline
-#endif
+#include "exec/cuda/float_math.h"
 
 namespace alpa {
 namespace cuda {
 
-ALPA_HD uint64_t BitsOfDouble(double v) {
-  uint64_t bits = 0;
-  memcpy(&bits, &v, sizeof(bits));
-  return bits;
-}
-
-ALPA_HD double DoubleOfBits(uint64_t bits) {
-  double v = 0.0;
-  memcpy(&v, &bits, sizeof(v));
-  return v;
-}
-
-ALPA_HD double Infinity() { return DoubleOfBits(0x7ff0000000000000ULL); }
-ALPA_HD double QuietNaN() { return DoubleOfBits(0x7ff8000000000000ULL); }
 ALPA_HD bool IsNaN(double v) { return v != v; }
 ALPA_HD bool IsInf(double v) { return v == Infinity() || v == -Infinity(); }
 
@@ -230,14 +211,6 @@ ALPA_HD void StoreElement(void* data, DType storage, int64_t i, double v) {
   }
 }
 
-// How a computed value becomes an output element: rounded once to the op's dtype (`round`),
-// then stored at the output's storage precision (which equals the dtype, or is f32 for a value
-// a later reduction completes).
-struct OutputRounding {
-  bool round = true;
-  DType round_to = DType::kF32;
-};
-
 ALPA_HD double FinishValue(double v, OutputRounding r) {
   return r.round ? RoundTo(v, r.round_to) : v;
 }
@@ -307,24 +280,6 @@ ALPA_HD double ApplyUnary(OpKind kind, double x) {
   }
 }
 
-ALPA_HD bool ApplyCompare(Comparison c, double x, double y) {
-  switch (c) {
-    case Comparison::kEq:
-      return x == y;
-    case Comparison::kNe:
-      return x != y;
-    case Comparison::kLt:
-      return x < y;
-    case Comparison::kLe:
-      return x <= y;
-    case Comparison::kGt:
-      return x > y;
-    case Comparison::kGe:
-      return x >= y;
-  }
-  return false;
-}
-
 // x^y. An integral power of an integer whose result stays an exact integer below 2^53 is
 // multiplied out: exact, as the host's pow gives it, where the device's pow may be an ulp off
 // (which the truncation to an integer dtype would turn into an off-by-one).
@@ -347,31 +302,6 @@ ALPA_HD double Power(double x, double y) {
     if (exact) return result;
   }
   return pow(x, y);
-}
-
-// +, -, *, /, max and min (NaN-propagating: the quiet NaN) and compare (1 or 0) in T: the
-// double path's ApplyBinary and the float path's arithmetic; other kinds give NaN.
-template <typename T>
-ALPA_HD T ApplyArithmetic(OpKind kind, Comparison c, T x, T y) {
-  const T nan = static_cast<T>(QuietNaN());
-  switch (kind) {
-    case OpKind::kAdd:
-      return x + y;
-    case OpKind::kSub:
-      return x - y;
-    case OpKind::kMul:
-      return x * y;
-    case OpKind::kDiv:
-      return x / y;
-    case OpKind::kMax:
-      return x != x || y != y ? nan : (x > y ? x : y);
-    case OpKind::kMin:
-      return x != x || y != y ? nan : (x < y ? x : y);
-    case OpKind::kCompare:
-      return ApplyCompare(c, x, y) ? static_cast<T>(1) : static_cast<T>(0);
-    default:
-      return nan;
-  }
 }
 
 // Integer division is formed in double and truncated (and saturated on division by zero) by the
@@ -412,106 +342,6 @@ ALPA_HD void ElementwiseAt(const ElementwiseArgs& a, int64_t i) {
   StoreElement(a.out, a.out_storage, i, FinishValue(v, a.rounding));
 }
 
-// ---- The float path of the exact elementwise ops ----
-//
-// For +, -, *, / and sqrt of values held in f32 or bf16, the float result rounded to bf16 or
-// kept in f32 equals the double result rounded the same way (a double rounding through a format
-// of p' >= 2p + 2 bits is innocuous: 24 >= 2 * 8 + 2 for bf16, 53 >= 2 * 24 + 2 for f32), and
-// neg, abs, max, min, relu, compare, select and convert between those types are exact. So these
-// ops run in float with 32-bit integer rounding, bit for bit the double path's result, several
-// times faster on a GPU. NaN results are the positive quiet NaN, as the double path stores them.
-
-ALPA_HD float FloatOfBits(uint32_t bits) {
-  float f = 0.0f;
-  memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-ALPA_HD uint32_t BitsOfFloat(float f) {
-  uint32_t bits = 0;
-  memcpy(&bits, &f, sizeof(bits));
-  return bits;
-}
-
-// The bf16 bits of f rounded to nearest even (EncodeFloat's result for a float value).
-ALPA_HD uint16_t Bf16BitsOf(float f) {
-  const uint32_t u = BitsOfFloat(f);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0) {
-    return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7fc0u);
-  }
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-// Whether the float path holds values of `storage` exactly.
-ALPA_HD bool FloatPathStorage(DType storage) {
-  return storage == DType::kF32 || storage == DType::kBF16 || storage == DType::kPred;
-}
-
-ALPA_HD float LoadFloat(const void* data, DType storage, int64_t i) {
-  switch (storage) {
-    case DType::kF32:
-      return static_cast<const float*>(data)[i];
-    case DType::kBF16:
-      return FloatOfBits(static_cast<uint32_t>(static_cast<const uint16_t*>(data)[i]) << 16);
-    default:  // kPred
-      return static_cast<const uint8_t*>(data)[i] != 0 ? 1.0f : 0.0f;
-  }
-}
-
-ALPA_HD float RoundFloatTo(float v, DType dtype) {
-  switch (dtype) {
-    case DType::kBF16:
-      return FloatOfBits(static_cast<uint32_t>(Bf16BitsOf(v)) << 16);
-    case DType::kPred:
-      return v != 0.0f ? 1.0f : 0.0f;
-    default:  // kF32
-      return v;
-  }
-}
-
-ALPA_HD void StoreFloat(void* data, DType storage, int64_t i, float v) {
-  switch (storage) {
-    case DType::kF32:
-      static_cast<float*>(data)[i] = v;
-      return;
-    case DType::kBF16:
-      static_cast<uint16_t*>(data)[i] = Bf16BitsOf(v);
-      return;
-    default:  // kPred
-      static_cast<uint8_t*>(data)[i] = v != 0.0f ? 1 : 0;
-      return;
-  }
-}
-
-ALPA_HD bool FloatPathKind(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAdd:
-    case OpKind::kSub:
-    case OpKind::kMul:
-    case OpKind::kDiv:
-    case OpKind::kMax:
-    case OpKind::kMin:
-    case OpKind::kCompare:
-    case OpKind::kSelect:
-    case OpKind::kNeg:
-    case OpKind::kAbs:
-    case OpKind::kSqrt:
-    case OpKind::kRelu:
-    case OpKind::kConvert:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// exp, log, tanh and rsqrt, whose float functions are within 2 ulps of f32 (CUDA's and the
-// host's): a result stored as bf16 is then within one bf16 ulp of the double path's (equal
-// unless the exact value lies within 2 f32 ulps of a rounding boundary, about one in 2^15).
-ALPA_HD bool ApproximateFloatKind(OpKind kind) {
-  return kind == OpKind::kExp || kind == OpKind::kLog || kind == OpKind::kTanh ||
-         kind == OpKind::kRsqrt;
-}
-
 // The precision a result ends in: its rounding's dtype, else its storage's.
 ALPA_HD DType FinalPrecision(const ElementwiseArgs& a) {
   return a.rounding.round ? a.rounding.round_to : a.out_storage;
@@ -528,44 +358,9 @@ ALPA_HD bool UsesFloatPath(const ElementwiseArgs& a) {
   return !a.rounding.round || FloatPathStorage(a.rounding.round_to);
 }
 
-ALPA_HD float FloatNaN() { return FloatOfBits(0x7fc00000u); }
-
-ALPA_HD float FloatUnary(OpKind kind, float x) {
-  switch (kind) {
-    case OpKind::kNeg:
-      return -x;
-    case OpKind::kAbs:
-      return fabsf(x);
-    case OpKind::kSqrt:
-      return sqrtf(x);
-    case OpKind::kRelu:
-      return x != x ? x : (x > 0.0f ? x : 0.0f);
-    case OpKind::kExp:
-      return expf(x);
-    case OpKind::kLog:
-      return logf(x);
-    case OpKind::kTanh:
-      return tanhf(x);
-    case OpKind::kRsqrt:
-      return 1.0f / sqrtf(x);
-    default:  // kConvert: the rounding converts
-      return x;
-  }
-}
-
 // A float-path op's result for operand values x, y, z (those it has), rounded as stored.
 ALPA_HD float FloatElementwiseValue(const ElementwiseArgs& a, float x, float y, float z) {
-  float v = 0.0f;
-  if (a.kind == OpKind::kSelect) {
-    v = x != 0.0f ? y : z;
-  } else if (a.operand_count == 1) {
-    v = FloatUnary(a.kind, x);
-  } else {
-    v = ApplyArithmetic<float>(a.kind, a.comparison, x, y);
-  }
-  if (v != v) v = FloatNaN();
-  if (a.rounding.round) v = RoundFloatTo(v, a.rounding.round_to);
-  return v;
+  return FloatOpValue(a.kind, a.comparison, a.operand_count, a.rounding, x, y, z);
 }
 
 // Elements first, first + stride, ... (count of them, at most kFloatSpan) of a float-path op:

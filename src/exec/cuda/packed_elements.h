@@ -4,7 +4,7 @@
 // aligned.
 #pragma once
 
-#include "exec/cuda/kernel_math.h"
+#include "exec/cuda/float_math.h"
 
 namespace alpa {
 namespace cuda {

@@ -1,0 +1,68 @@
+// FusedKernels: NVRTC's cubin loaded as a CUDA library; each kernel taken by name.
+#include "exec/cuda/fused_kernels.h"
+
+#include <algorithm>
+
+#include "exec/cuda/fused_source.h"
+#include "exec/cuda/kernel_launch.h"
+#include "exec/cuda/runtime_compiler.h"
+
+namespace alpa {
+namespace cuda {
+namespace {
+
+// The kernels' parameter (fused_source.h's AlpaFusedInputs).
+struct FusedInputs {
+  const void* p[kMaxFusedInputs];
+};
+
+}  // namespace
+
+Result<std::unique_ptr<FusedKernels>> FusedKernels::Load(const std::vector<FusedGroup>& groups,
+                                                         const std::string& what) {
+  int device = 0;
+  ALPA_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), what + ": the current GPU"));
+  cudaDeviceProp props{};
+  ALPA_RETURN_IF_ERROR(
+      CudaStatus(cudaGetDeviceProperties(&props, device), what + ": the GPU's properties"));
+  const FusedSource source = FusedKernelsSource(groups);
+  Result<std::string> cubin = CompileToCubin(source.text, props.major, props.minor, what);
+  if (!cubin.ok()) return cubin.status();
+  std::unique_ptr<FusedKernels> k(new FusedKernels());
+  ALPA_RETURN_IF_ERROR(CudaStatus(cudaLibraryLoadData(&k->library_, cubin.value().data(), nullptr,
+                                                      nullptr, 0, nullptr, nullptr, 0),
+                                  what + ": loading the fused kernels"));
+  std::vector<cudaKernel_t> kernels(source.kernels, nullptr);
+  for (size_t i = 0; i < source.kernels; ++i) {
+    const std::string name = FusedKernelName(i);
+    ALPA_RETURN_IF_ERROR(CudaStatus(cudaLibraryGetKernel(&kernels[i], k->library_, name.c_str()),
+                                    what + ": kernel " + name));
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    k->kernels_.push_back(kernels[source.kernel_of_group[i]]);
+    k->packed_.push_back(FusedKernelPacks(groups[i]) ? 1 : 0);
+    k->elements_.push_back(groups[i].elements);
+  }
+  return k;
+}
+
+FusedKernels::~FusedKernels() {
+  if (library_ != nullptr) (void)cudaLibraryUnload(library_);
+}
+
+Status FusedKernels::Launch(size_t index, const std::vector<const void*>& inputs, void* out,
+                            cudaStream_t stream, const std::string& what) const {
+  const int64_t n = elements_[index];
+  if (n == 0) return Status::Ok();
+  FusedInputs in{};
+  std::copy(inputs.begin(), inputs.end(), in.p);
+  long long count = packed_[index] ? n / 8 : n;
+  void* args[] = {&out, &in, &count};
+  return CudaStatus(
+      cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[index]), dim3(BlocksFor(count)),
+                       dim3(kThreadsPerBlock), args, 0, stream),
+      what + " (fused kernel launch)");
+}
+
+}  // namespace cuda
+}  // namespace alpa

@@ -1,0 +1,196 @@
+// FusedKernelsSource: writes each group's kernel as straight-line code over its nodes, one
+// statement (or one unrolled loop of 8) per node, so that the compiler keeps every value in
+// registers and folds the op dispatch away.
+#include "exec/cuda/fused_source.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace alpa {
+namespace cuda {
+namespace {
+
+std::string DTypeCode(DType d) {
+  return "static_cast<DType>(" + std::to_string(static_cast<int32_t>(d)) + ")";
+}
+
+std::string FloatLiteral(float v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "FloatOfBits(0x%08" PRIx32 "u)", BitsOfFloat(v));
+  return text;
+}
+
+std::string RoundingCode(const OutputRounding& r) {
+  return std::string("OutputRounding{") + (r.round ? "true" : "false") + ", " +
+         DTypeCode(r.round_to) + "}";
+}
+
+// Statements setting `var` (of `type`) to the broadcast source index of element `element`.
+std::string SourceIndexCode(const FusedNode& n, const std::string& type, const std::string& var,
+                            const std::string& element) {
+  const char* u = type == "unsigned" ? "u" : "ull";  // literals of the index type
+  std::ostringstream o;
+  o << type << " " << var << " = 0;\n";
+  if (n.sizes.empty()) return o.str();
+  o << "{ " << type << " f = static_cast<" << type << ">(" << element << ");\n";
+  for (size_t d = n.sizes.size(); d-- > 1;) {
+    o << "  { const " << type << " q = f / " << n.sizes[d] << u << "; ";
+    if (n.strides[d] != 0) {
+      o << var << " += (f - q * " << n.sizes[d] << u << ") * " << n.strides[d] << u << "; ";
+    }
+    o << "f = q; }\n";
+  }
+  if (n.strides[0] != 0) o << "  " << var << " += f * " << n.strides[0] << u << ";\n";
+  o << "}\n";
+  return o.str();
+}
+
+std::string OperandCode(const FusedNode& n, int32_t j, const std::string& suffix) {
+  if (j >= n.operand_count) return "0.0f";
+  return "v" + std::to_string(n.operands[j]) + suffix;
+}
+
+std::string OpValueCode(const FusedNode& n, const std::string& suffix) {
+  return "RoundFloatTo(FloatOpValue(static_cast<OpKind>(" +
+         std::to_string(static_cast<int32_t>(n.op)) + "), static_cast<Comparison>(" +
+         std::to_string(static_cast<int32_t>(n.comparison)) + "), " +
+         std::to_string(n.operand_count) + ", " + RoundingCode(n.rounding) + ", " +
+         OperandCode(n, 0, suffix) + ", " + OperandCode(n, 1, suffix) + ", " +
+         OperandCode(n, 2, suffix) + "), " + DTypeCode(n.storage) + ")";
+}
+
+std::string InputCode(const FusedGroup& g, int32_t input) {
+  return "in.p[" + std::to_string(input) + "], " +
+         DTypeCode(g.input_storage[static_cast<size_t>(input)]);
+}
+
+// The index type: 32-bit where every index fits.
+std::string IndexType(const FusedGroup& g) {
+  return g.elements <= 0xffffffffLL ? "unsigned" : "unsigned long long";
+}
+
+std::string PackedBody(const FusedGroup& g) {
+  std::ostringstream o;
+  const std::string type = IndexType(g);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const FusedNode& n = g.nodes[k];
+    const std::string v = "v" + std::to_string(k);
+    o << "    float " << v << "[8];\n";
+    switch (n.kind) {
+      case FusedNodeKind::kLoad:
+        o << "    LoadEight(" << InputCode(g, n.input) << ", first, " << v << ");\n";
+        break;
+      case FusedNodeKind::kBroadcastLoad: {
+        o << "    {\n" << SourceIndexCode(n, type, "s", "first");
+        const std::string load = "RoundFloatTo(LoadFloat(" + InputCode(g, n.input) + ", s";
+        if (n.strides.back() == 0) {
+          o << "    const float x = " << load << "), " << DTypeCode(n.storage) << ");\n"
+            << "    for (int k = 0; k < 8; ++k) " << v << "[k] = x;\n";
+        } else {
+          o << "    for (int k = 0; k < 8; ++k) " << v << "[k] = " << load << " + k), "
+            << DTypeCode(n.storage) << ");\n";
+        }
+        o << "    }\n";
+        break;
+      }
+      case FusedNodeKind::kConstant:
+        o << "    for (int k = 0; k < 8; ++k) " << v << "[k] = " << FloatLiteral(n.value) << ";\n";
+        break;
+      case FusedNodeKind::kOp:
+        o << "    for (int k = 0; k < 8; ++k) " << v << "[k] = " << OpValueCode(n, "[k]") << ";\n";
+        break;
+    }
+  }
+  return o.str();
+}
+
+std::string ScalarBody(const FusedGroup& g) {
+  std::ostringstream o;
+  const std::string type = IndexType(g);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const FusedNode& n = g.nodes[k];
+    const std::string v = "v" + std::to_string(k);
+    switch (n.kind) {
+      case FusedNodeKind::kLoad:
+        o << "    const float " << v << " = LoadFloat(" << InputCode(g, n.input) << ", i);\n";
+        break;
+      case FusedNodeKind::kBroadcastLoad:
+        o << "    float " << v << ";\n    {\n"
+          << SourceIndexCode(n, type, "s", "i") << "    " << v << " = RoundFloatTo(LoadFloat("
+          << InputCode(g, n.input) << ", s), " << DTypeCode(n.storage) << ");\n    }\n";
+        break;
+      case FusedNodeKind::kConstant:
+        o << "    const float " << v << " = " << FloatLiteral(n.value) << ";\n";
+        break;
+      case FusedNodeKind::kOp:
+        o << "    const float " << v << " = " << OpValueCode(n, "") << ";\n";
+        break;
+    }
+  }
+  return o.str();
+}
+
+// The kernel's parameters and body (its name goes in front).
+std::string KernelCode(const FusedGroup& g) {
+  std::ostringstream o;
+  const std::string last = "v" + std::to_string(g.nodes.size() - 1);
+  const DType out = g.nodes.back().storage;
+  o << "(void* out, AlpaFusedInputs in, long long count) {\n"
+    << "  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;\n"
+    << "  for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; "
+       "g < count; g += step) {\n";
+  if (FusedKernelPacks(g)) {
+    o << "    const long long first = g * 8;\n"
+      << PackedBody(g) << "    StoreEight(out, " << DTypeCode(out) << ", first, " << last << ");\n";
+  } else {
+    o << "    const long long i = g;\n"
+      << ScalarBody(g) << "    StoreFloat(out, " << DTypeCode(out) << ", i, " << last << ");\n";
+  }
+  o << "  }\n}\n\n";
+  return o.str();
+}
+
+}  // namespace
+
+bool FusedKernelPacks(const FusedGroup& g) {
+  if (g.elements % 8 != 0) return false;
+  for (const FusedNode& n : g.nodes) {
+    if (n.kind != FusedNodeKind::kBroadcastLoad || n.sizes.empty()) continue;
+    if (n.sizes.back() % 8 != 0 || (n.strides.back() != 0 && n.strides.back() != 1)) return false;
+  }
+  return true;
+}
+
+std::string FusedKernelName(size_t index) { return "alpa_fused_" + std::to_string(index); }
+
+FusedSource FusedKernelsSource(const std::vector<FusedGroup>& groups) {
+  FusedSource source;
+  std::map<std::string, size_t> kernel_of_code;
+  std::ostringstream o;
+  // The run-time compiler has no <cstdint>: the fixed-width types its headers use.
+  o << "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\n"
+    << "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned uint32_t;\n"
+    << "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n\n"
+    << "#include \"exec/cuda/packed_elements.h\"\n\n"
+    << "struct AlpaFusedInputs {\n  const void* p[" << kMaxFusedInputs << "];\n};\n\n"
+    << "using namespace alpa;\nusing namespace alpa::cuda;\n\n";
+  for (const FusedGroup& g : groups) {
+    const std::string code = KernelCode(g);
+    const auto found = kernel_of_code.find(code);
+    if (found != kernel_of_code.end()) {
+      source.kernel_of_group.push_back(found->second);
+      continue;
+    }
+    const size_t index = source.kernels++;
+    kernel_of_code.emplace(code, index);
+    source.kernel_of_group.push_back(index);
+    o << "extern \"C\" __global__ void " << FusedKernelName(index) << code;
+  }
+  source.text = o.str();
+  return source;
+}
+
+}  // namespace cuda
+}  // namespace alpa

@@ -1,0 +1,35 @@
+// The CUDA source of fused elementwise kernels (fusion_plan.h), compiled at run time
+// (runtime_compiler.h). Each group becomes one kernel, `alpa_fused_<index>`, taking
+// (void* out, AlpaFusedInputs in, long long count) with `in.p[k]` group input k. Its per-element
+// math is float_math.h's (FloatOpValue, RoundFloatTo, LoadFloat), evaluated node by node as
+// FusedValueAt does on the host, with the group's shapes and dtypes written in as constants.
+// A packed kernel (FusedKernelPacks) takes 8 elements per thread (`count` is elements / 8) and
+// needs every input and the output 16-byte aligned; the other takes one element per thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/cuda/fusion_plan.h"
+
+namespace alpa {
+namespace cuda {
+
+// Whether group g's kernel is the packed one: its elements a multiple of 8 and every broadcast
+// input read along its last dim in runs of 8 (the same element, or 8 consecutive ones).
+bool FusedKernelPacks(const FusedGroup& g);
+
+// The name of kernel `index` of a FusedSource.
+std::string FusedKernelName(size_t index);
+
+// One translation unit holding the kernels of a program's groups. Groups that differ only in
+// their buffers (the same chain in every layer and microbatch) share one kernel.
+struct FusedSource {
+  std::string text;
+  std::vector<size_t> kernel_of_group;  // per group: the index of its kernel
+  size_t kernels = 0;
+};
+FusedSource FusedKernelsSource(const std::vector<FusedGroup>& groups);
+
+}  // namespace cuda
+}  // namespace alpa

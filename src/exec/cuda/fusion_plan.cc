@@ -1,0 +1,360 @@
+// PlanFusion: classifies the program's ops (fusible elementwise ops, inlinable broadcasts and
+// constants), finds which buffers exist only to feed elementwise ops, builds one group per root,
+// and keeps the groups whose reads stay valid until the root runs. A group that cannot be kept
+// (too large, an input overwritten in between, or more bytes held than it saves) runs its ops
+// alone, and the plan is made again without them until nothing changes.
+#include "exec/cuda/fusion_plan.h"
+
+#include <algorithm>
+#include <map>
+
+#include "exec/cuda/kernel_math.h"
+#include "exec/runtime/tensor_boxes.h"
+
+namespace alpa {
+namespace cuda {
+namespace {
+
+enum class Role { kNone, kElementwise, kLeaf };
+
+// What the program says about each buffer and instruction, computed once.
+struct ProgramFacts {
+  std::vector<int32_t> writers, writer;       // per buffer: how many instructions write it, one
+  std::vector<std::vector<int32_t>> readers;  // per buffer: reading instructions (no kFree)
+  std::vector<int32_t> free_at;               // per buffer: its kFree, or -1
+  std::vector<Role> role;                     // per instruction
+  std::vector<OutputRounding> rounding;       // per kRun instruction
+};
+
+const Op& LocalOp(const DeviceProgram& program, const Instruction& in) {
+  const Graph& local = program.local_ops[static_cast<size_t>(in.local_op)];
+  return local.op(local.size() - 1);
+}
+
+bool IsElementwiseKind(OpKind kind) {
+  return kind == OpKind::kSelect || IsElementwiseUnary(kind) || IsElementwiseBinary(kind);
+}
+
+Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage,
+                 const Instruction& in, OutputRounding& rounding) {
+  const Op& op = LocalOp(program, in);
+  const DType out_storage = storage[static_cast<size_t>(in.out)];
+  rounding = ForStorage(RoundingFor(op, in.round), out_storage);
+  if (op.kind == OpKind::kConstant) {
+    return FloatPathStorage(out_storage) ? Role::kLeaf : Role::kNone;
+  }
+  if (op.kind == OpKind::kBroadcastInDim) {
+    if (in.in.size() != 1 || op.shape.size() > 8) return Role::kNone;
+    const bool floats =
+        FloatPathStorage(storage[static_cast<size_t>(in.in[0])]) && FloatPathStorage(out_storage);
+    return floats ? Role::kLeaf : Role::kNone;
+  }
+  if (!IsElementwiseKind(op.kind) || in.in.empty() || in.in.size() > 3) return Role::kNone;
+  ElementwiseArgs args;
+  args.kind = op.kind;
+  args.comparison = op.attrs.comparison;
+  args.operand_count = static_cast<int32_t>(in.in.size());
+  for (size_t k = 0; k < in.in.size(); ++k)
+    args.in_storage[k] = storage[static_cast<size_t>(in.in[k])];
+  args.out_storage = out_storage;
+  args.rounding = rounding;
+  return UsesFloatPath(args) ? Role::kElementwise : Role::kNone;
+}
+
+ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>& storage) {
+  ProgramFacts f;
+  const size_t buffers = program.buffers.size(), code = program.code.size();
+  f.writers.assign(buffers, 0);
+  f.writer.assign(buffers, -1);
+  f.readers.assign(buffers, {});
+  f.free_at.assign(buffers, -1);
+  f.role.assign(code, Role::kNone);
+  f.rounding.assign(code, OutputRounding{});
+  for (size_t i = 0; i < code; ++i) {
+    const Instruction& in = program.code[i];
+    if (in.kind == InstructionKind::kFree) {
+      f.free_at[static_cast<size_t>(in.in[0])] = static_cast<int32_t>(i);
+      continue;
+    }
+    if (in.out >= 0) {
+      ++f.writers[static_cast<size_t>(in.out)];
+      f.writer[static_cast<size_t>(in.out)] = static_cast<int32_t>(i);
+    }
+    for (int32_t b : in.in) {
+      std::vector<int32_t>& r = f.readers[static_cast<size_t>(b)];
+      if (r.empty() || r.back() != static_cast<int32_t>(i)) r.push_back(static_cast<int32_t>(i));
+    }
+    if (in.kind == InstructionKind::kRun && in.out >= 0) {
+      f.role[i] = ClassifyRun(program, storage, in, f.rounding[i]);
+    }
+  }
+  return f;
+}
+
+int64_t BufferBytes(const Buffer& b) { return ElementCountOf(b.shape) * DTypeBytes(b.dtype); }
+
+// Whether buffer b's value is computed inside its readers' kernels instead of stored.
+bool Inlinable(const DeviceProgram& program, const ProgramFacts& f, const std::vector<char>& alone,
+               int32_t b) {
+  const size_t ub = static_cast<size_t>(b);
+  if (program.buffers[ub].persistent || f.writers[ub] != 1 || f.readers[ub].empty()) return false;
+  const int32_t w = f.writer[ub];
+  const Role role = alone[static_cast<size_t>(w)] ? Role::kNone : f.role[static_cast<size_t>(w)];
+  if (role == Role::kNone) return false;
+  for (int32_t r : f.readers[ub]) {
+    if (alone[static_cast<size_t>(r)] || f.role[static_cast<size_t>(r)] != Role::kElementwise) {
+      return false;
+    }
+  }
+  return role == Role::kLeaf || f.readers[ub].size() == 1;
+}
+
+// The broadcast's result dims and source strides, size-1 dims dropped and neighbours that walk
+// the source alike merged.
+void BroadcastWalk(const Op& op, const Dims& source_shape, FusedNode& node) {
+  const size_t rank = op.shape.size();
+  std::vector<int64_t> stride(rank, 0);
+  int64_t s = 1;
+  for (size_t j = source_shape.size(); j-- > 0;) {
+    const size_t d = static_cast<size_t>(op.attrs.dims[j]);
+    if (source_shape[j] == op.shape[d]) stride[d] = s;
+    s *= source_shape[j];
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (op.shape[d] == 1) continue;
+    if (!node.sizes.empty() && node.strides.back() == stride[d] * op.shape[d]) {
+      node.sizes.back() *= op.shape[d];
+      node.strides.back() = stride[d];
+    } else {
+      node.sizes.push_back(op.shape[d]);
+      node.strides.push_back(stride[d]);
+    }
+  }
+}
+
+float StoredConstant(const Op& op, OutputRounding rounding, DType storage) {
+  unsigned char element[8] = {};
+  StoreElement(element, storage, 0, FinishValue(op.attrs.value, rounding));
+  return LoadFloat(element, storage, 0);
+}
+
+// Builds the group rooted at instruction `root` (DFS over inlinable operands).
+class GroupBuilder {
+ public:
+  GroupBuilder(const DeviceProgram& program, const std::vector<DType>& storage,
+               const ProgramFacts& facts, const std::vector<char>& alone)
+      : program_(program), storage_(storage), facts_(facts), alone_(alone) {}
+
+  FusedGroup Build(int32_t root) {
+    group_ = FusedGroup{};
+    memo_.clear();
+    loads_.clear();
+    group_.root = root;
+    const Instruction& in = program_.code[static_cast<size_t>(root)];
+    group_.out = in.out;
+    group_.elements = ElementCountOf(program_.buffers[static_cast<size_t>(in.out)].shape);
+    NodeOf(root);
+    std::sort(group_.members.begin(), group_.members.end());
+    group_.members.erase(std::unique(group_.members.begin(), group_.members.end()),
+                         group_.members.end());
+    return std::move(group_);
+  }
+
+ private:
+  int32_t Add(FusedNode node) {
+    group_.nodes.push_back(std::move(node));
+    return static_cast<int32_t>(group_.nodes.size()) - 1;
+  }
+
+  int32_t InputIndex(int32_t b) {
+    for (size_t k = 0; k < group_.inputs.size(); ++k) {
+      if (group_.inputs[k] == b) return static_cast<int32_t>(k);
+    }
+    group_.inputs.push_back(b);
+    group_.input_storage.push_back(storage_[static_cast<size_t>(b)]);
+    return static_cast<int32_t>(group_.inputs.size()) - 1;
+  }
+
+  int32_t OperandNode(int32_t b) {
+    if (Inlinable(program_, facts_, alone_, b)) {
+      const int32_t w = facts_.writer[static_cast<size_t>(b)];
+      group_.members.push_back(w);
+      return NodeOf(w);
+    }
+    const auto found = loads_.find(b);
+    if (found != loads_.end()) return found->second;
+    FusedNode node;
+    node.kind = FusedNodeKind::kLoad;
+    node.input = InputIndex(b);
+    node.storage = storage_[static_cast<size_t>(b)];
+    const int32_t id = Add(std::move(node));
+    loads_[b] = id;
+    return id;
+  }
+
+  int32_t NodeOf(int32_t i) {
+    const auto found = memo_.find(i);
+    if (found != memo_.end()) return found->second;
+    const Instruction& in = program_.code[static_cast<size_t>(i)];
+    const Op& op = LocalOp(program_, in);
+    FusedNode node;
+    node.instruction = i;
+    node.storage = storage_[static_cast<size_t>(in.out)];
+    if (op.kind == OpKind::kConstant) {
+      node.kind = FusedNodeKind::kConstant;
+      node.value = StoredConstant(op, facts_.rounding[static_cast<size_t>(i)], node.storage);
+    } else if (op.kind == OpKind::kBroadcastInDim) {
+      node.kind = FusedNodeKind::kBroadcastLoad;
+      node.input = InputIndex(in.in[0]);
+      BroadcastWalk(op, program_.buffers[static_cast<size_t>(in.in[0])].shape, node);
+    } else {
+      node.kind = FusedNodeKind::kOp;
+      node.op = op.kind;
+      node.comparison = op.attrs.comparison;
+      node.operand_count = static_cast<int32_t>(in.in.size());
+      node.rounding = facts_.rounding[static_cast<size_t>(i)];
+      for (size_t k = 0; k < in.in.size(); ++k) node.operands[k] = OperandNode(in.in[k]);
+    }
+    const int32_t id = Add(std::move(node));
+    memo_[i] = id;
+    return id;
+  }
+
+  const DeviceProgram& program_;
+  const std::vector<DType>& storage_;
+  const ProgramFacts& facts_;
+  const std::vector<char>& alone_;
+  FusedGroup group_;
+  std::map<int32_t, int32_t> memo_;   // instruction -> node
+  std::map<int32_t, int32_t> loads_;  // buffer -> its kLoad node
+};
+
+// Whether `g` may run as one kernel: within the size limits, its inputs not overwritten before
+// the root, and the bytes it keeps alive longer no more than the bytes it never allocates.
+bool Keepable(const DeviceProgram& program, const ProgramFacts& f, const FusedGroup& g) {
+  if (g.nodes.size() > static_cast<size_t>(kMaxFusedNodes) ||
+      g.inputs.size() > static_cast<size_t>(kMaxFusedInputs)) {
+    return false;
+  }
+  const int32_t first = g.members.front();
+  int64_t deferred = 0, saved = 0;
+  for (int32_t m : g.members) {
+    saved +=
+        BufferBytes(program.buffers[static_cast<size_t>(program.code[static_cast<size_t>(m)].out)]);
+  }
+  for (int32_t b : g.inputs) {
+    for (int32_t j = first + 1; j < g.root; ++j) {
+      const Instruction& in = program.code[static_cast<size_t>(j)];
+      if (in.kind != InstructionKind::kFree && in.out == b) return false;
+    }
+    const int32_t freed = f.free_at[static_cast<size_t>(b)];
+    if (freed > first && freed < g.root)
+      deferred += BufferBytes(program.buffers[static_cast<size_t>(b)]);
+  }
+  return deferred <= saved;
+}
+
+// The groups of every root, given the instructions that run alone; adds to `alone` the ops of
+// groups that cannot be kept. Returns the kept groups.
+std::vector<FusedGroup> FormGroups(const DeviceProgram& program, const std::vector<DType>& storage,
+                                   const ProgramFacts& f, std::vector<char>& alone, bool& changed) {
+  std::vector<FusedGroup> groups;
+  GroupBuilder builder(program, storage, f, alone);
+  std::vector<int32_t> dropped;
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    if (alone[i] || f.role[i] != Role::kElementwise) continue;
+    const int32_t out = program.code[i].out;
+    if (Inlinable(program, f, alone, out)) continue;  // a member of a later root's group
+    FusedGroup g = builder.Build(static_cast<int32_t>(i));
+    if (g.members.empty()) continue;
+    if (Keepable(program, f, g)) {
+      groups.push_back(std::move(g));
+      continue;
+    }
+    dropped.push_back(g.root);
+    dropped.insert(dropped.end(), g.members.begin(), g.members.end());
+  }
+  changed = !dropped.empty();
+  for (int32_t i : dropped) alone[static_cast<size_t>(i)] = 1;
+  return groups;
+}
+
+}  // namespace
+
+FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage) {
+  const ProgramFacts facts = GatherFacts(program, storage);
+  std::vector<char> alone(program.code.size(), 0);
+  FusionPlan plan;
+  for (bool changed = true; changed;)
+    plan.groups = FormGroups(program, storage, facts, alone, changed);
+  const size_t code = program.code.size();
+  plan.group_at.assign(code, -1);
+  plan.skip.assign(code, 0);
+  plan.free_after.assign(code, {});
+  std::vector<int32_t> needed_until(program.buffers.size(), -1);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    const FusedGroup& g = plan.groups[gi];
+    plan.group_at[static_cast<size_t>(g.root)] = static_cast<int32_t>(gi);
+    for (int32_t m : g.members) {
+      plan.skip[static_cast<size_t>(m)] = 1;
+      const int32_t freed =
+          facts.free_at[static_cast<size_t>(program.code[static_cast<size_t>(m)].out)];
+      if (freed >= 0) plan.skip[static_cast<size_t>(freed)] = 1;
+    }
+    for (int32_t b : g.inputs) {
+      const int32_t freed = facts.free_at[static_cast<size_t>(b)];
+      if (freed > g.members.front() && freed < g.root) {
+        needed_until[static_cast<size_t>(b)] =
+            std::max(needed_until[static_cast<size_t>(b)], g.root);
+      }
+    }
+  }
+  for (size_t b = 0; b < needed_until.size(); ++b) {
+    if (needed_until[b] < 0) continue;
+    plan.skip[static_cast<size_t>(facts.free_at[b])] = 1;
+    plan.free_after[static_cast<size_t>(needed_until[b])].push_back(static_cast<int32_t>(b));
+  }
+  return plan;
+}
+
+int64_t BroadcastSourceIndex(const FusedNode& node, int64_t i) {
+  int64_t source = 0;
+  for (size_t d = node.sizes.size(); d-- > 0;) {
+    source += (i % node.sizes[d]) * node.strides[d];
+    i /= node.sizes[d];
+  }
+  return source;
+}
+
+float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
+                   const std::vector<DType>& input_storage, int64_t i) {
+  std::vector<float> v(g.nodes.size(), 0.0f);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const FusedNode& n = g.nodes[k];
+    const size_t input = static_cast<size_t>(n.input);
+    switch (n.kind) {
+      case FusedNodeKind::kLoad:
+        v[k] = LoadFloat(inputs[input], input_storage[input], i);
+        break;
+      case FusedNodeKind::kBroadcastLoad:
+        v[k] = RoundFloatTo(
+            LoadFloat(inputs[input], input_storage[input], BroadcastSourceIndex(n, i)), n.storage);
+        break;
+      case FusedNodeKind::kConstant:
+        v[k] = n.value;
+        break;
+      case FusedNodeKind::kOp: {
+        float x[3] = {0.0f, 0.0f, 0.0f};
+        for (int32_t j = 0; j < n.operand_count; ++j) x[j] = v[static_cast<size_t>(n.operands[j])];
+        v[k] = RoundFloatTo(
+            FloatOpValue(n.op, n.comparison, n.operand_count, n.rounding, x[0], x[1], x[2]),
+            n.storage);
+        break;
+      }
+    }
+  }
+  return v.back();
+}
+
+}  // namespace cuda
+}  // namespace alpa

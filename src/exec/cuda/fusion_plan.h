@@ -1,0 +1,86 @@
+// Which instructions of a device program the CUDA runner fuses into one elementwise kernel.
+//
+// A fused group is an elementwise op (its root) and the producers of its operands that exist
+// only to feed it: elementwise ops whose result has one reading instruction, and broadcasts
+// and constants whose every reader is an elementwise op (each reader recomputes them). Every op
+// of a group runs on the float path (kernel_math.h's UsesFloatPath: f32 / bf16 / pred values,
+// the same bits as the op alone), and each fused value is rounded to the storage its buffer
+// would have had, so a group computes what its ops computed one by one, bit for bit. The
+// producers' buffers are never allocated; a buffer the group reads that the program frees
+// between the first producer and the root is freed after the root instead (a group is formed
+// only where those deferred bytes do not exceed the bytes of the buffers it leaves out).
+// Host code: the plan is made and tested without a GPU; fused_source.h writes the kernels.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "exec/cuda/float_math.h"
+#include "exec/program/program.h"
+
+namespace alpa {
+namespace cuda {
+
+enum class FusedNodeKind : int32_t {
+  kLoad = 0,           // element i of input `input`
+  kBroadcastLoad = 1,  // input `input` at the broadcast's source index of i
+  kConstant = 2,       // `value` (the stored constant)
+  kOp = 3,             // an elementwise op of earlier nodes
+};
+
+// One value of a fused kernel, per element; nodes are in evaluation order.
+struct FusedNode {
+  FusedNodeKind kind = FusedNodeKind::kLoad;
+  int32_t input = -1;  // kLoad, kBroadcastLoad: index into FusedGroup::inputs
+  // kBroadcastLoad: the result's dims, merged where they walk the source alike (row-major), and
+  // the source's stride per dim (0 where the source is broadcast).
+  std::vector<int64_t> sizes, strides;
+  float value = 0.0f;  // kConstant
+  // kOp: the op, its operands (node indices) and its rounding (ForStorage'd, as LaunchOp).
+  OpKind op = OpKind::kAdd;
+  Comparison comparison = Comparison::kEq;
+  int32_t operand_count = 0;
+  int32_t operands[3] = {-1, -1, -1};
+  OutputRounding rounding;
+  // Every node: the storage of the buffer this value would have been stored in (the value is
+  // rounded to it, as a store and a load would).
+  DType storage = DType::kF32;
+  int32_t instruction = -1;  // the program instruction it comes from
+};
+
+struct FusedGroup {
+  int32_t root = -1;                 // instruction index of the root
+  std::vector<int32_t> members;      // the fused producers' instruction indices, ascending
+  std::vector<int32_t> inputs;       // buffers the kernel reads
+  std::vector<DType> input_storage;  // their storage dtypes
+  std::vector<FusedNode> nodes;      // the last is the root's value
+  int32_t out = -1;                  // the root's buffer
+  int64_t elements = 0;
+};
+
+// The most inputs and nodes a fused kernel takes (larger groups are cut: their ops run alone).
+constexpr int32_t kMaxFusedInputs = 12;
+constexpr int32_t kMaxFusedNodes = 48;
+
+struct FusionPlan {
+  std::vector<FusedGroup> groups;
+  std::vector<int32_t> group_at;  // per instruction: the group it is the root of, or -1
+  std::vector<char> skip;         // per instruction: a fused producer, or a deferred kFree
+  std::vector<std::vector<int32_t>> free_after;  // per instruction: buffers freed after it
+};
+
+// The fusion plan of `program` whose buffers are kept in `storage` (storage_policy.h).
+FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage);
+
+// Host evaluation of group `g` at element i, reading `inputs` (one pointer per g.inputs, in
+// their storage `input_storage`): the value the fused kernel computes (fused_source.h), for
+// tests against the ops run one by one.
+float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
+                   const std::vector<DType>& input_storage, int64_t i);
+
+// The source index of element i of a kBroadcastLoad node.
+int64_t BroadcastSourceIndex(const FusedNode& node, int64_t i);
+
+}  // namespace cuda
+}  // namespace alpa

@@ -1,0 +1,222 @@
+// The fusion of elementwise chains (exec/cuda/fusion_plan.h), without a GPU: on the device
+// programs of a bf16 GPT (one device, and tensor parallel on two), the plan fuses the softmax
+// and the optimizer's chains; a replay of each program as the runner runs it (skips, deferred
+// frees) finds every buffer written before it is read and never read after it is freed; every
+// group's host value (FusedValueAt, the kernels' math) equals its ops evaluated one by one by
+// the interpreter on random inputs; and the kernels' source compiles with NVRTC for sm_90.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exec/cpu/interpreter.h"
+#include "exec/cuda/fused_source.h"
+#include "exec/cuda/fusion_plan.h"
+#include "exec/cuda/kernel_math.h"
+#include "exec/cuda/runtime_compiler.h"
+#include "exec/cuda/storage_policy.h"
+#include "exec/lower/lower_plan.h"
+#include "exec/runtime/tensor_boxes.h"
+#include "models/planner_model.h"
+#include "solvers/planner/manual_plan.h"
+
+namespace alpa::cuda {
+namespace {
+
+ProgramSet LowerGpt(const std::string& dtype, int64_t tensor_parallel) {
+  Result<PlannerModel> model = PlannerModelFromSpec(
+      "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=" + dtype + ",adam_eps=1e-5");
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Result<Cluster> cluster =
+      ParseClusterSpec("p3.16xlarge:hosts=1,devices_per_host=" + std::to_string(tensor_parallel));
+  EXPECT_TRUE(cluster.ok()) << cluster.status().message();
+  if (!model.ok() || !cluster.ok()) return {};
+  ManualPlanSpec spec;
+  spec.tensor_parallel = tensor_parallel;
+  spec.microbatches = 2;
+  Result<PipelinePlan> plan = EvaluateManualPlan(model.value(), cluster.value(), spec);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  if (!plan.ok()) return {};
+  Result<Graph> whole = model.value().build(1);
+  EXPECT_TRUE(whole.ok()) << whole.status().message();
+  if (!whole.ok()) return {};
+  LowerOptions options;
+  options.whole_batch = &whole.value();
+  Result<ProgramSet> programs = LowerPlan(plan.value(), options);
+  EXPECT_TRUE(programs.ok()) << programs.status().message();
+  return programs.ok() ? std::move(programs).value() : ProgramSet{};
+}
+
+const Op& LocalOp(const DeviceProgram& p, const Instruction& in) {
+  const Graph& local = p.local_ops[static_cast<size_t>(in.local_op)];
+  return local.op(local.size() - 1);
+}
+
+// Runs the program's buffer lifetimes as the runner does with `plan`: an error string for the
+// first read of a buffer that is not live, or of a fused producer's buffer outside its group.
+std::string ReplayLifetimes(const DeviceProgram& p, const FusionPlan& plan) {
+  std::vector<char> live(p.buffers.size(), 0);
+  std::set<int32_t> never;  // buffers of fused producers
+  for (const FusedGroup& g : plan.groups) {
+    for (int32_t m : g.members) never.insert(p.code[static_cast<size_t>(m)].out);
+  }
+  for (size_t b = 0; b < p.buffers.size(); ++b) live[b] = p.buffers[b].persistent ? 1 : 0;
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    if (plan.skip[i]) continue;
+    const Instruction& in = p.code[i];
+    std::vector<int32_t> reads = in.in;
+    if (plan.group_at[i] >= 0) reads = plan.groups[static_cast<size_t>(plan.group_at[i])].inputs;
+    if (in.kind == InstructionKind::kFree) {
+      if (never.count(in.in[0]) != 0)
+        return "instruction " + std::to_string(i) + " frees a fused buffer";
+      live[static_cast<size_t>(in.in[0])] = 0;
+      continue;
+    }
+    for (int32_t b : reads) {
+      if (never.count(b) != 0)
+        return "instruction " + std::to_string(i) + " reads fused buffer " + std::to_string(b);
+      if (!live[static_cast<size_t>(b)]) {
+        return "instruction " + std::to_string(i) + " reads buffer " + std::to_string(b) + " '" +
+               p.buffers[static_cast<size_t>(b)].name + "', which is not live";
+      }
+    }
+    if (in.out >= 0) live[static_cast<size_t>(in.out)] = 1;
+    for (int32_t b : plan.free_after[i]) live[static_cast<size_t>(b)] = 0;
+  }
+  return "";
+}
+
+bool Approximate(const FusedGroup& g) {
+  for (const FusedNode& n : g.nodes) {
+    if (n.kind == FusedNodeKind::kOp && ApproximateFloatKind(n.op)) return true;
+  }
+  return false;
+}
+
+// Group g's ops evaluated one by one by the interpreter, on random inputs, against FusedValueAt.
+void ExpectGroupEqualsItsOps(const DeviceProgram& p, const FusedGroup& g, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> value(-3.0, 3.0);
+  std::vector<HostTensor> values(p.buffers.size());
+  std::vector<std::vector<unsigned char>> bytes;
+  std::vector<const void*> inputs;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const Buffer& b = p.buffers[static_cast<size_t>(g.inputs[k])];
+    HostTensor& t = values[static_cast<size_t>(g.inputs[k])];
+    t.shape = b.shape;
+    t.dtype = b.dtype;
+    const int64_t n = ElementCountOf(b.shape);
+    bytes.emplace_back(static_cast<size_t>(n * DTypeBytes(g.input_storage[k])));
+    for (int64_t i = 0; i < n; ++i) {
+      double v = value(rng);
+      if (b.dtype == DType::kPred) v = v > 0 ? 1.0 : 0.0;
+      v = RoundToDType(v, g.input_storage[k]);
+      t.data.push_back(v);
+      StoreElement(bytes.back().data(), g.input_storage[k], i, v);
+    }
+    inputs.push_back(bytes.back().data());
+  }
+  std::vector<int32_t> order = g.members;
+  order.push_back(g.root);
+  for (int32_t i : order) {
+    const Instruction& in = p.code[static_cast<size_t>(i)];
+    const Graph& local = p.local_ops[static_cast<size_t>(in.local_op)];
+    std::vector<const HostTensor*> operands;
+    for (int32_t b : in.in) operands.push_back(&values[static_cast<size_t>(b)]);
+    values[static_cast<size_t>(in.out)] =
+        EvaluateValidatedOp(local, local.size() - 1, operands,
+                            in.round ? ResultRounding::kRound : ResultRounding::kKeepExact);
+  }
+  const HostTensor& want = values[static_cast<size_t>(g.out)];
+  const DType storage = g.nodes.back().storage;
+  const bool approximate = Approximate(g);
+  for (int64_t i = 0; i < g.elements; ++i) {
+    const double expected = RoundToDType(want.data[static_cast<size_t>(i)], storage);
+    const double got = FusedValueAt(g, inputs, g.input_storage, i);
+    if (std::isnan(got) && std::isnan(expected)) continue;
+    if (approximate) {
+      ASSERT_NEAR(got, expected, 2e-2 * std::fabs(expected) + 1e-6)
+          << "group at instruction " << g.root << " element " << i;
+    } else {
+      ASSERT_EQ(got, expected) << "group at instruction " << g.root << " element " << i << "\n"
+                               << ProgramText(p);
+    }
+  }
+}
+
+TEST(FusionPlanTest, Bf16GptFusesItsChainsAndEachGroupEqualsItsOps) {
+  for (int64_t tp : {1, 2}) {
+    const ProgramSet programs = LowerGpt("bf16", tp);
+    ASSERT_EQ(static_cast<int64_t>(programs.programs.size()), tp);
+    const DeviceProgram& p = programs.programs[0];
+    const std::vector<DType> storage = StorageDTypes(p);
+    const FusionPlan plan = PlanFusion(p, storage);
+    ASSERT_FALSE(plan.groups.empty());
+    int64_t runs = 0, launches = 0;
+    bool softmax = false;
+    for (size_t i = 0; i < p.code.size(); ++i) {
+      if (p.code[i].kind != InstructionKind::kRun) continue;
+      ++runs;
+      if (!plan.skip[i]) ++launches;
+    }
+    for (const FusedGroup& g : plan.groups) {
+      bool exp = false, broadcast = false;
+      for (const FusedNode& n : g.nodes) {
+        exp = exp || (n.kind == FusedNodeKind::kOp && n.op == OpKind::kExp);
+        broadcast = broadcast || n.kind == FusedNodeKind::kBroadcastLoad;
+      }
+      softmax = softmax || (exp && broadcast);
+      EXPECT_EQ(LocalOp(p, p.code[static_cast<size_t>(g.root)]).kind != OpKind::kBroadcastInDim,
+                true);
+    }
+    // x - broadcast(max) and its exp run as one kernel; a third or more of the ops are fused.
+    EXPECT_TRUE(softmax) << "tp " << tp;
+    EXPECT_LT(launches * 3, runs * 2) << "tp " << tp << ": " << launches << " of " << runs;
+    EXPECT_EQ(ReplayLifetimes(p, plan), "") << "tp " << tp;
+    std::mt19937_64 rng(11);
+    for (const FusedGroup& g : plan.groups) ExpectGroupEqualsItsOps(p, g, rng);
+  }
+}
+
+TEST(FusionPlanTest, F32GroupsEqualTheirOpsAndUnfusibleKindsStayAlone) {
+  const ProgramSet programs = LowerGpt("f32", 1);
+  ASSERT_EQ(programs.programs.size(), 1u);
+  const DeviceProgram& p = programs.programs[0];
+  const FusionPlan plan = PlanFusion(p, StorageDTypes(p));
+  ASSERT_FALSE(plan.groups.empty());
+  EXPECT_EQ(ReplayLifetimes(p, plan), "");
+  std::mt19937_64 rng(5);
+  for (const FusedGroup& g : plan.groups) {
+    // exp, log, tanh and rsqrt ending in f32 run on the double path: never fused.
+    EXPECT_FALSE(Approximate(g)) << "group at instruction " << g.root;
+    ExpectGroupEqualsItsOps(p, g, rng);
+  }
+}
+
+TEST(FusionPlanTest, TheKernelsCompileForHopperWithoutAGpu) {
+  for (const std::string dtype : {"bf16", "f32"}) {
+    const ProgramSet programs = LowerGpt(dtype, 2);
+    ASSERT_FALSE(programs.programs.empty());
+    const DeviceProgram& p = programs.programs[0];
+    const FusionPlan plan = PlanFusion(p, StorageDTypes(p));
+    ASSERT_FALSE(plan.groups.empty());
+    const FusedSource source = FusedKernelsSource(plan.groups);
+    // The chain of every layer and microbatch is one kernel.
+    EXPECT_LT(source.kernels * 2, plan.groups.size()) << dtype;
+    Result<std::string> cubin = CompileToCubin(source.text, 9, 0, dtype);
+    ASSERT_TRUE(cubin.ok()) << cubin.status().message() << "\n" << source.text;
+    EXPECT_GT(cubin.value().size(), 1000u);
+  }
+}
+
+TEST(FusionPlanTest, ACompileErrorNamesTheCallerAndCarriesTheLog) {
+  Result<std::string> cubin = CompileToCubin("this is not CUDA", 9, 0, "the test's kernels");
+  ASSERT_FALSE(cubin.ok());
+  EXPECT_NE(cubin.status().message().find("the test's kernels"), std::string::npos);
+  EXPECT_NE(cubin.status().message().find("error"), std::string::npos) << cubin.status().message();
+}
+
+}  // namespace
+}  // namespace alpa::cuda
