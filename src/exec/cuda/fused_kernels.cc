@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/util/parallel.h"
 #include "exec/cuda/fused_source.h"
 #include "exec/cuda/kernel_launch.h"
 #include "exec/cuda/runtime_compiler.h"
@@ -26,17 +27,25 @@ Result<std::unique_ptr<FusedKernels>> FusedKernels::Load(const std::vector<Fused
   ALPA_RETURN_IF_ERROR(
       CudaStatus(cudaGetDeviceProperties(&props, device), what + ": the GPU's properties"));
   const FusedSource source = FusedKernelsSource(groups);
-  Result<std::string> cubin = CompileToCubin(source.text, props.major, props.minor, what);
-  if (!cubin.ok()) return cubin.status();
+  std::vector<std::string> cubins(source.units.size());
+  ALPA_RETURN_IF_ERROR(
+      RunParallel(static_cast<int64_t>(source.units.size()), ResolveThreadCount(0), [&](int64_t u) {
+        Result<std::string> cubin =
+            CompileToCubin(source.units[static_cast<size_t>(u)], props.major, props.minor, what);
+        if (!cubin.ok()) return cubin.status();
+        cubins[static_cast<size_t>(u)] = std::move(cubin).value();
+        return Status::Ok();
+      }));
   std::unique_ptr<FusedKernels> k(new FusedKernels());
-  ALPA_RETURN_IF_ERROR(CudaStatus(cudaLibraryLoadData(&k->library_, cubin.value().data(), nullptr,
-                                                      nullptr, 0, nullptr, nullptr, 0),
-                                  what + ": loading the fused kernels"));
-  std::vector<cudaKernel_t> kernels(source.kernels, nullptr);
-  for (size_t i = 0; i < source.kernels; ++i) {
-    const std::string name = FusedKernelName(i);
-    ALPA_RETURN_IF_ERROR(CudaStatus(cudaLibraryGetKernel(&kernels[i], k->library_, name.c_str()),
-                                    what + ": kernel " + name));
+  std::vector<cudaKernel_t> kernels(source.units.size(), nullptr);
+  for (size_t u = 0; u < source.units.size(); ++u) {
+    cudaLibrary_t library = nullptr;
+    ALPA_RETURN_IF_ERROR(CudaStatus(
+        cudaLibraryLoadData(&library, cubins[u].data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+        what + ": loading a fused kernel"));
+    k->libraries_.push_back(library);
+    ALPA_RETURN_IF_ERROR(CudaStatus(cudaLibraryGetKernel(&kernels[u], library, kFusedKernelName),
+                                    what + ": the fused kernel"));
   }
   for (size_t i = 0; i < groups.size(); ++i) {
     k->kernels_.push_back(kernels[source.kernel_of_group[i]]);
@@ -47,7 +56,7 @@ Result<std::unique_ptr<FusedKernels>> FusedKernels::Load(const std::vector<Fused
 }
 
 FusedKernels::~FusedKernels() {
-  if (library_ != nullptr) (void)cudaLibraryUnload(library_);
+  for (cudaLibrary_t library : libraries_) (void)cudaLibraryUnload(library);
 }
 
 Status FusedKernels::Launch(size_t index, const std::vector<const void*>& inputs, void* out,

@@ -32,8 +32,8 @@ class FusedKernels {
  private:
   FusedKernels() = default;
 
-  cudaLibrary_t library_ = nullptr;
-  std::vector<cudaKernel_t> kernels_;
+  std::vector<cudaLibrary_t> libraries_;  // one per distinct kernel
+  std::vector<cudaKernel_t> kernels_;     // per group
   std::vector<char> packed_;
   std::vector<int64_t> elements_;
 };

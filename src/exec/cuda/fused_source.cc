@@ -163,32 +163,32 @@ bool FusedKernelPacks(const FusedGroup& g) {
   return true;
 }
 
-std::string FusedKernelName(size_t index) { return "alpa_fused_" + std::to_string(index); }
-
 FusedSource FusedKernelsSource(const std::vector<FusedGroup>& groups) {
-  FusedSource source;
-  std::map<std::string, size_t> kernel_of_code;
-  std::ostringstream o;
   // The run-time compiler has no <cstdint>: the fixed-width types its headers use.
-  o << "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\n"
-    << "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned uint32_t;\n"
-    << "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n\n"
-    << "#include \"exec/cuda/packed_elements.h\"\n\n"
-    << "struct AlpaFusedInputs {\n  const void* p[" << kMaxFusedInputs << "];\n};\n\n"
-    << "using namespace alpa;\nusing namespace alpa::cuda;\n\n";
+  const std::string prelude =
+      "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\n"
+      "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned uint32_t;\n"
+      "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n\n"
+      "#include \"exec/cuda/packed_elements.h\"\n\n"
+      "struct AlpaFusedInputs {\n  const void* p[" +
+      std::to_string(kMaxFusedInputs) +
+      "];\n};\n\n"
+      "using namespace alpa;\nusing namespace alpa::cuda;\n\n"
+      "extern \"C\" __global__ void " +
+      std::string(kFusedKernelName);
+  FusedSource source;
+  std::map<std::string, size_t> unit_of_code;
   for (const FusedGroup& g : groups) {
     const std::string code = KernelCode(g);
-    const auto found = kernel_of_code.find(code);
-    if (found != kernel_of_code.end()) {
+    const auto found = unit_of_code.find(code);
+    if (found != unit_of_code.end()) {
       source.kernel_of_group.push_back(found->second);
       continue;
     }
-    const size_t index = source.kernels++;
-    kernel_of_code.emplace(code, index);
-    source.kernel_of_group.push_back(index);
-    o << "extern \"C\" __global__ void " << FusedKernelName(index) << code;
+    unit_of_code.emplace(code, source.units.size());
+    source.kernel_of_group.push_back(source.units.size());
+    source.units.push_back(prelude + code);
   }
-  source.text = o.str();
   return source;
 }
 

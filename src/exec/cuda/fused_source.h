@@ -19,15 +19,15 @@ namespace cuda {
 // input read along its last dim in runs of 8 (the same element, or 8 consecutive ones).
 bool FusedKernelPacks(const FusedGroup& g);
 
-// The name of kernel `index` of a FusedSource.
-std::string FusedKernelName(size_t index);
+// The name of the kernel in every translation unit of a FusedSource.
+constexpr const char* kFusedKernelName = "alpa_fused";
 
-// One translation unit holding the kernels of a program's groups. Groups that differ only in
-// their buffers (the same chain in every layer and microbatch) share one kernel.
+// The kernels of a program's groups, one translation unit each (compiled separately, in
+// parallel, and cached by their text). Groups that differ only in their buffers (the same chain
+// in every layer and microbatch) share one kernel.
 struct FusedSource {
-  std::string text;
-  std::vector<size_t> kernel_of_group;  // per group: the index of its kernel
-  size_t kernels = 0;
+  std::vector<std::string> units;
+  std::vector<size_t> kernel_of_group;  // per group: the index of its unit
 };
 FusedSource FusedKernelsSource(const std::vector<FusedGroup>& groups);
 

@@ -229,27 +229,38 @@ class GroupBuilder {
   std::map<int32_t, int32_t> loads_;  // buffer -> its kLoad node
 };
 
-// Whether `g` may run as one kernel: within the size limits, its inputs not overwritten before
-// the root, and the bytes it keeps alive longer no more than the bytes it never allocates.
+// The earliest instruction of `g` (a member, or the root) that reads buffer b.
+int32_t FirstRead(const DeviceProgram& program, const FusedGroup& g, int32_t b) {
+  for (int32_t m : g.members) {
+    const std::vector<int32_t>& in = program.code[static_cast<size_t>(m)].in;
+    if (std::find(in.begin(), in.end(), b) != in.end()) return m;
+  }
+  return g.root;
+}
+
+// Whether `g` may run as one kernel: within the size limits, no input written again between
+// its first reader in the group and the root, and the bytes it keeps alive longer (inputs the
+// program frees before the root) no more than the bytes it never allocates.
 bool Keepable(const DeviceProgram& program, const ProgramFacts& f, const FusedGroup& g) {
   if (g.nodes.size() > static_cast<size_t>(kMaxFusedNodes) ||
       g.inputs.size() > static_cast<size_t>(kMaxFusedInputs)) {
     return false;
   }
-  const int32_t first = g.members.front();
   int64_t deferred = 0, saved = 0;
   for (int32_t m : g.members) {
     saved +=
         BufferBytes(program.buffers[static_cast<size_t>(program.code[static_cast<size_t>(m)].out)]);
   }
   for (int32_t b : g.inputs) {
+    const int32_t first = FirstRead(program, g, b);
     for (int32_t j = first + 1; j < g.root; ++j) {
       const Instruction& in = program.code[static_cast<size_t>(j)];
       if (in.kind != InstructionKind::kFree && in.out == b) return false;
     }
     const int32_t freed = f.free_at[static_cast<size_t>(b)];
-    if (freed > first && freed < g.root)
+    if (freed > first && freed < g.root) {
       deferred += BufferBytes(program.buffers[static_cast<size_t>(b)]);
+    }
   }
   return deferred <= saved;
 }
@@ -303,7 +314,7 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
     }
     for (int32_t b : g.inputs) {
       const int32_t freed = facts.free_at[static_cast<size_t>(b)];
-      if (freed > g.members.front() && freed < g.root) {
+      if (freed > FirstRead(program, g, b) && freed < g.root) {
         needed_until[static_cast<size_t>(b)] =
             std::max(needed_until[static_cast<size_t>(b)], g.root);
       }

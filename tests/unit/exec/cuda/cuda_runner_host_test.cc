@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "exec/cpu/interpreter.h"
 #include "exec/cuda/device_allocator.h"
+#include "exec/cuda/kernel_math.h"
 #include "exec/cuda/storage_codec.h"
 #include "exec/cuda/storage_policy.h"
 
@@ -48,6 +50,32 @@ std::vector<double> Samples() {
                            -std::numeric_limits<double>::infinity()};
   for (int i = 0; i < 2000; ++i) v.push_back(std::ldexp(mantissa(rng), exponent(rng)));
   return v;
+}
+
+// The bf16 feed path (a branch-free encoding for normal values, EncodeBf16 for the rest) gives
+// EncodeFloat's bits over every binade a double can reach in bf16, its subnormals, the rounding
+// ties, overflow to infinity and NaN.
+TEST(StorageCodecTest, Bf16FeedsGiveTheKernelsBitsInEveryBinade) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::vector<double> values = {0.0, -0.0, std::numeric_limits<double>::quiet_NaN(),
+                                std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity(), 1.0 + 1.0 / 256,
+                                1.0 + 3.0 / 256, 3.3895313892515355e38, 3.4e38, 1e-310};
+  for (int e = -160; e <= 130; ++e) {
+    for (int k = 0; k < 16; ++k) {
+      const double v = std::ldexp(mantissa(rng), e);
+      values.push_back(k % 2 == 0 ? v : -v);
+    }
+  }
+  std::vector<unsigned char> bytes;
+  EncodeStorage(values.data(), static_cast<int64_t>(values.size()), DType::kBF16, DType::kBF16,
+                bytes);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t got = 0;
+    std::memcpy(&got, bytes.data() + 2 * i, sizeof(got));
+    EXPECT_EQ(got, EncodeFloat(values[i], kBF16Format)) << values[i];
+  }
 }
 
 TEST(StorageCodecTest, EveryFloatStorageHoldsExactlyWhatRoundToDTypeGives) {
