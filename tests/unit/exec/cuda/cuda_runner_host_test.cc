@@ -58,10 +58,16 @@ std::vector<double> Samples() {
 TEST(StorageCodecTest, Bf16FeedsGiveTheKernelsBitsInEveryBinade) {
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> mantissa(1.0, 2.0);
-  std::vector<double> values = {0.0, -0.0, std::numeric_limits<double>::quiet_NaN(),
+  std::vector<double> values = {0.0,
+                                -0.0,
+                                std::numeric_limits<double>::quiet_NaN(),
                                 std::numeric_limits<double>::infinity(),
-                                -std::numeric_limits<double>::infinity(), 1.0 + 1.0 / 256,
-                                1.0 + 3.0 / 256, 3.3895313892515355e38, 3.4e38, 1e-310};
+                                -std::numeric_limits<double>::infinity(),
+                                1.0 + 1.0 / 256,
+                                1.0 + 3.0 / 256,
+                                3.3895313892515355e38,
+                                3.4e38,
+                                1e-310};
   for (int e = -160; e <= 130; ++e) {
     for (int k = 0; k < 16; ++k) {
       const double v = std::ldexp(mantissa(rng), e);
