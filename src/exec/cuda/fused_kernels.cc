@@ -51,6 +51,7 @@ Result<std::unique_ptr<FusedKernels>> FusedKernels::Load(const std::vector<Fused
     k->kernels_.push_back(kernels[source.kernel_of_group[i]]);
     k->packed_.push_back(FusedKernelPacks(groups[i]) ? 1 : 0);
     k->elements_.push_back(groups[i].elements);
+    k->rows_.push_back(groups[i].row > 0 ? 1 : 0);
   }
   return k;
 }
@@ -67,8 +68,10 @@ Status FusedKernels::Launch(size_t index, const std::vector<const void*>& inputs
   std::copy(inputs.begin(), inputs.end(), in.p);
   long long count = packed_[index] ? n / 8 : n;
   void* args[] = {&out, &in, &count};
+  // A reduction runs a warp per output.
+  const int64_t threads = rows_[index] ? count * 32 : count;
   return CudaStatus(
-      cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[index]), dim3(BlocksFor(count)),
+      cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[index]), dim3(BlocksFor(threads)),
                        dim3(kThreadsPerBlock), args, 0, stream),
       what + " (fused kernel launch)");
 }

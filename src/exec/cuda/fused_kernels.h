@@ -36,6 +36,7 @@ class FusedKernels {
   std::vector<cudaKernel_t> kernels_;     // per group
   std::vector<char> packed_;
   std::vector<int64_t> elements_;
+  std::vector<char> rows_;  // a reduction group
 };
 
 }  // namespace cuda

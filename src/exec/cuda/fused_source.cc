@@ -101,15 +101,18 @@ std::string PackedBody(const FusedGroup& g) {
       case FusedNodeKind::kOp:
         o << "    for (int k = 0; k < 8; ++k) " << v << "[k] = " << OpValueCode(n, "[k]") << ";\n";
         break;
+      case FusedNodeKind::kReduce:
+        break;  // never in a packed kernel
     }
   }
   return o.str();
 }
 
-std::string ScalarBody(const FusedGroup& g) {
+// Nodes [0, count) for element i.
+std::string ScalarBody(const FusedGroup& g, size_t count) {
   std::ostringstream o;
   const std::string type = IndexType(g);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
+  for (size_t k = 0; k < count; ++k) {
     const FusedNode& n = g.nodes[k];
     const std::string v = "v" + std::to_string(k);
     switch (n.kind) {
@@ -127,13 +130,42 @@ std::string ScalarBody(const FusedGroup& g) {
       case FusedNodeKind::kOp:
         o << "    const float " << v << " = " << OpValueCode(n, "") << ";\n";
         break;
+      case FusedNodeKind::kReduce:
+        break;  // ReduceKernelCode reduces
     }
   }
   return o.str();
 }
 
+// A reduction group: warp w of the grid reduces rows w, w + warps, ...; lane t its elements t,
+// t + 32, ... in double, the lanes combining by shuffles (the reduce kernels' warp order).
+std::string ReduceKernelCode(const FusedGroup& g) {
+  const FusedNode& root = g.nodes.back();
+  const std::string is_max = root.op == OpKind::kReduceMax ? "true" : "false";
+  const std::string last = "v" + std::to_string(g.nodes.size() - 2);
+  std::ostringstream o;
+  o << "(void* out, AlpaFusedInputs in, long long count) {\n"
+    << "  const int lane = static_cast<int>(threadIdx.x) % 32;\n"
+    << "  const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x / 32);\n"
+    << "  for (long long o = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;"
+       " o < count; o += warps) {\n"
+    << "    double acc = ReduceIdentity(" << is_max << ");\n"
+    << "    for (long long c = lane; c < " << g.row << "ll; c += 32) {\n"
+    << "    const long long i = o * " << g.row << "ll + c;\n"
+    << ScalarBody(g, g.nodes.size() - 1) << "    acc = CombineReduce(" << is_max << ", acc, "
+    << "static_cast<double>(" << last << "));\n    }\n"
+    << "    for (int half = 16; half > 0; half /= 2) {\n"
+    << "      const double later = __shfl_down_sync(0xffffffffu, acc, half);\n"
+    << "      if (lane < half) acc = CombineReduce(" << is_max << ", acc, later);\n    }\n"
+    << "    if (lane == 0) StoreElement(out, " << DTypeCode(root.storage)
+    << ", o, FinishValue(acc, " << RoundingCode(root.rounding) << "));\n"
+    << "  }\n}\n\n";
+  return o.str();
+}
+
 // The kernel's parameters and body (its name goes in front).
 std::string KernelCode(const FusedGroup& g) {
+  if (g.nodes.back().kind == FusedNodeKind::kReduce) return ReduceKernelCode(g);
   std::ostringstream o;
   const std::string last = "v" + std::to_string(g.nodes.size() - 1);
   const DType out = g.nodes.back().storage;
@@ -146,7 +178,8 @@ std::string KernelCode(const FusedGroup& g) {
       << PackedBody(g) << "    StoreEight(out, " << DTypeCode(out) << ", first, " << last << ");\n";
   } else {
     o << "    const long long i = g;\n"
-      << ScalarBody(g) << "    StoreFloat(out, " << DTypeCode(out) << ", i, " << last << ");\n";
+      << ScalarBody(g, g.nodes.size()) << "    StoreFloat(out, " << DTypeCode(out) << ", i, "
+      << last << ");\n";
   }
   o << "  }\n}\n\n";
   return o.str();
@@ -155,7 +188,7 @@ std::string KernelCode(const FusedGroup& g) {
 }  // namespace
 
 bool FusedKernelPacks(const FusedGroup& g) {
-  if (g.elements % 8 != 0) return false;
+  if (g.row > 0 || g.elements % 8 != 0) return false;
   for (const FusedNode& n : g.nodes) {
     if (n.kind != FusedNodeKind::kBroadcastLoad || n.sizes.empty()) continue;
     if (n.sizes.back() % 8 != 0 || (n.strides.back() != 0 && n.strides.back() != 1)) return false;
@@ -169,7 +202,7 @@ FusedSource FusedKernelsSource(const std::vector<FusedGroup>& groups) {
       "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\n"
       "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned uint32_t;\n"
       "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n\n"
-      "#include \"exec/cuda/packed_elements.h\"\n\n"
+      "#include \"exec/cuda/kernel_math.h\"\n#include \"exec/cuda/packed_elements.h\"\n\n"
       "struct AlpaFusedInputs {\n  const void* p[" +
       std::to_string(kMaxFusedInputs) +
       "];\n};\n\n"

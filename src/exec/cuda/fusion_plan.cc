@@ -9,13 +9,14 @@
 #include <map>
 
 #include "exec/cuda/kernel_math.h"
+#include "exec/cuda/op_rounding.h"
 #include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
 namespace cuda {
 namespace {
 
-enum class Role { kNone, kElementwise, kLeaf };
+enum class Role { kNone, kElementwise, kLeaf, kReduceRoot };
 
 // What the program says about each buffer and instruction, computed once.
 struct ProgramFacts {
@@ -35,6 +36,29 @@ bool IsElementwiseKind(OpKind kind) {
   return kind == OpKind::kSelect || IsElementwiseUnary(kind) || IsElementwiseBinary(kind);
 }
 
+// A reduction of float-path values over the operand's trailing dims (each output a row).
+bool ReducesRows(const DeviceProgram& program, const std::vector<DType>& storage,
+                 const Instruction& in, const Op& op) {
+  if (in.in.size() != 1) return false;
+  if (!FloatPathStorage(storage[static_cast<size_t>(in.in[0])]) ||
+      !FloatPathStorage(storage[static_cast<size_t>(in.out)])) {
+    return false;
+  }
+  const int64_t rank =
+      static_cast<int64_t>(program.buffers[static_cast<size_t>(in.in[0])].shape.size());
+  const int64_t reduced = static_cast<int64_t>(op.attrs.dims.size());
+  for (int64_t k = 0; k < reduced; ++k) {
+    if (op.attrs.dims[static_cast<size_t>(k)] != rank - reduced + k) return false;
+  }
+  // A warp per output: enough outputs to fill the GPU, rows short enough for one warp (a full
+  // reduction, such as a loss, stays with the reduce kernels, which split it).
+  const int64_t outputs = ElementCountOf(program.buffers[static_cast<size_t>(in.out)].shape);
+  const int64_t row =
+      outputs > 0 ? ElementCountOf(program.buffers[static_cast<size_t>(in.in[0])].shape) / outputs
+                  : 0;
+  return reduced > 0 && outputs >= kMinFusedReduceOutputs && row <= kMaxFusedReduceRow;
+}
+
 Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage,
                  const Instruction& in, OutputRounding& rounding) {
   const Op& op = LocalOp(program, in);
@@ -48,6 +72,9 @@ Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage
     const bool floats =
         FloatPathStorage(storage[static_cast<size_t>(in.in[0])]) && FloatPathStorage(out_storage);
     return floats ? Role::kLeaf : Role::kNone;
+  }
+  if (op.kind == OpKind::kReduceSum || op.kind == OpKind::kReduceMax) {
+    return ReducesRows(program, storage, in, op) ? Role::kReduceRoot : Role::kNone;
   }
   if (!IsElementwiseKind(op.kind) || in.in.empty() || in.in.size() > 3) return Role::kNone;
   ElementwiseArgs args;
@@ -100,11 +127,14 @@ bool Inlinable(const DeviceProgram& program, const ProgramFacts& f, const std::v
   if (program.buffers[ub].persistent || f.writers[ub] != 1 || f.readers[ub].empty()) return false;
   const int32_t w = f.writer[ub];
   const Role role = alone[static_cast<size_t>(w)] ? Role::kNone : f.role[static_cast<size_t>(w)];
-  if (role == Role::kNone) return false;
+  if (role == Role::kNone || role == Role::kReduceRoot) return false;  // a reduction is stored
   for (int32_t r : f.readers[ub]) {
-    if (alone[static_cast<size_t>(r)] || f.role[static_cast<size_t>(r)] != Role::kElementwise) {
-      return false;
+    const Role reader = f.role[static_cast<size_t>(r)];
+    if (alone[static_cast<size_t>(r)]) return false;
+    if (reader == Role::kReduceRoot && (role != Role::kElementwise || f.readers[ub].size() != 1)) {
+      return false;  // a reduction takes in only an elementwise chain that nothing else reads
     }
+    if (reader != Role::kElementwise && reader != Role::kReduceRoot) return false;
   }
   return role == Role::kLeaf || f.readers[ub].size() == 1;
 }
@@ -153,6 +183,10 @@ class GroupBuilder {
     const Instruction& in = program_.code[static_cast<size_t>(root)];
     group_.out = in.out;
     group_.elements = ElementCountOf(program_.buffers[static_cast<size_t>(in.out)].shape);
+    if (facts_.role[static_cast<size_t>(root)] == Role::kReduceRoot) {
+      const int64_t operand = ElementCountOf(program_.buffers[static_cast<size_t>(in.in[0])].shape);
+      group_.row = group_.elements > 0 ? operand / group_.elements : 0;
+    }
     NodeOf(root);
     std::sort(group_.members.begin(), group_.members.end());
     group_.members.erase(std::unique(group_.members.begin(), group_.members.end()),
@@ -208,7 +242,8 @@ class GroupBuilder {
       node.input = InputIndex(in.in[0]);
       BroadcastWalk(op, program_.buffers[static_cast<size_t>(in.in[0])].shape, node);
     } else {
-      node.kind = FusedNodeKind::kOp;
+      node.kind = facts_.role[static_cast<size_t>(i)] == Role::kReduceRoot ? FusedNodeKind::kReduce
+                                                                           : FusedNodeKind::kOp;
       node.op = op.kind;
       node.comparison = op.attrs.comparison;
       node.operand_count = static_cast<int32_t>(in.in.size());
@@ -273,7 +308,7 @@ std::vector<FusedGroup> FormGroups(const DeviceProgram& program, const std::vect
   GroupBuilder builder(program, storage, f, alone);
   std::vector<int32_t> dropped;
   for (size_t i = 0; i < program.code.size(); ++i) {
-    if (alone[i] || f.role[i] != Role::kElementwise) continue;
+    if (alone[i] || (f.role[i] != Role::kElementwise && f.role[i] != Role::kReduceRoot)) continue;
     const int32_t out = program.code[i].out;
     if (Inlinable(program, f, alone, out)) continue;  // a member of a later root's group
     FusedGroup g = builder.Build(static_cast<int32_t>(i));
@@ -337,10 +372,13 @@ int64_t BroadcastSourceIndex(const FusedNode& node, int64_t i) {
   return source;
 }
 
-float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
-                   const std::vector<DType>& input_storage, int64_t i) {
-  std::vector<float> v(g.nodes.size(), 0.0f);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
+namespace {
+
+// The values of nodes [0, count) of g at element i of the operand's index space.
+float NodeValuesAt(const FusedGroup& g, const std::vector<const void*>& inputs,
+                   const std::vector<DType>& input_storage, int64_t i, size_t count,
+                   std::vector<float>& v) {
+  for (size_t k = 0; k < count; ++k) {
     const FusedNode& n = g.nodes[k];
     const size_t input = static_cast<size_t>(n.input);
     switch (n.kind) {
@@ -362,9 +400,31 @@ float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
             n.storage);
         break;
       }
+      case FusedNodeKind::kReduce:
+        break;  // the caller reduces
     }
   }
-  return v.back();
+  return count > 0 ? v[count - 1] : 0.0f;
+}
+
+}  // namespace
+
+float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
+                   const std::vector<DType>& input_storage, int64_t i) {
+  std::vector<float> v(g.nodes.size(), 0.0f);
+  const FusedNode& root = g.nodes.back();
+  if (root.kind != FusedNodeKind::kReduce) {
+    return NodeValuesAt(g, inputs, input_storage, i, g.nodes.size(), v);
+  }
+  const bool is_max = root.op == OpKind::kReduceMax;
+  double acc = ReduceIdentity(is_max);
+  for (int64_t c = 0; c < g.row; ++c) {
+    const float x = NodeValuesAt(g, inputs, input_storage, i * g.row + c, g.nodes.size() - 1, v);
+    acc = CombineReduce(is_max, acc, static_cast<double>(x));
+  }
+  unsigned char stored[8] = {};
+  StoreElement(stored, root.storage, 0, FinishValue(acc, root.rounding));
+  return LoadFloat(stored, root.storage, 0);
 }
 
 }  // namespace cuda

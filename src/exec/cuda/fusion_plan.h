@@ -1,13 +1,14 @@
 // Which instructions of a device program the CUDA runner fuses into one elementwise kernel.
 //
-// A fused group is an elementwise op (its root) and the producers of its operands that exist
-// only to feed it: elementwise ops whose result has one reading instruction, and broadcasts
-// and constants whose every reader is an elementwise op (each reader recomputes them). Every op
-// of a group runs on the float path (kernel_math.h's UsesFloatPath: f32 / bf16 / pred values,
-// the same bits as the op alone), and each fused value is rounded to the storage its buffer
-// would have had, so a group computes what its ops computed one by one, bit for bit. The
-// producers' buffers are never allocated; a buffer the group reads that the program frees
-// between the first producer and the root is freed after the root instead (a group is formed
+// A fused group is an elementwise op, or a reduction over trailing dims (its root), and the
+// producers of its operands that exist only to feed it: elementwise ops whose result has one
+// reading instruction, and broadcasts and constants whose every reader is an elementwise op (each
+// reader recomputes them). Every op of a group runs on the float path (kernel_math.h's
+// UsesFloatPath: f32 / bf16 / pred values, the same bits as the op alone), and each fused value is
+// rounded to the storage its buffer would have had, so a group computes what its ops computed one
+// by one, bit for bit (a reduction sums its row in double, as the reduce kernels do, in its own
+// order). The producers' buffers are never allocated; a buffer the group reads that the program
+// frees between the first producer and the root is freed after the root instead (a group is formed
 // only where those deferred bytes do not exceed the bytes of the buffers it leaves out).
 // Host code: the plan is made and tested without a GPU; fused_source.h writes the kernels.
 #pragma once
@@ -27,6 +28,8 @@ enum class FusedNodeKind : int32_t {
   kBroadcastLoad = 1,  // input `input` at the broadcast's source index of i
   kConstant = 2,       // `value` (the stored constant)
   kOp = 3,             // an elementwise op of earlier nodes
+  kReduce = 4,         // the root of a reduction group: reduce_sum / max of node operands[0]
+                       // over each output's row (FusedGroup::row consecutive elements)
 };
 
 // One value of a fused kernel, per element; nodes are in evaluation order.
@@ -37,7 +40,8 @@ struct FusedNode {
   // the source's stride per dim (0 where the source is broadcast).
   std::vector<int64_t> sizes, strides;
   float value = 0.0f;  // kConstant
-  // kOp: the op, its operands (node indices) and its rounding (ForStorage'd, as LaunchOp).
+  // kOp, kReduce: the op, its operands (node indices) and its rounding (ForStorage'd, as
+  // LaunchOp).
   OpKind op = OpKind::kAdd;
   Comparison comparison = Comparison::kEq;
   int32_t operand_count = 0;
@@ -56,12 +60,19 @@ struct FusedGroup {
   std::vector<DType> input_storage;  // their storage dtypes
   std::vector<FusedNode> nodes;      // the last is the root's value
   int32_t out = -1;                  // the root's buffer
-  int64_t elements = 0;
+  int64_t elements = 0;              // of the root's buffer
+  // A reduction group: the elements each output reduces (a row of the operand: the reduced
+  // dims are its trailing ones), else 0.
+  int64_t row = 0;
 };
 
 // The most inputs and nodes a fused kernel takes (larger groups are cut: their ops run alone).
 constexpr int32_t kMaxFusedInputs = 12;
 constexpr int32_t kMaxFusedNodes = 48;
+// A reduction takes in its operand's chain only with this many outputs (a warp each) or more,
+// and rows of at most this many elements.
+constexpr int64_t kMinFusedReduceOutputs = 2048;
+constexpr int64_t kMaxFusedReduceRow = int64_t{1} << 16;
 
 struct FusionPlan {
   std::vector<FusedGroup> groups;
@@ -73,9 +84,9 @@ struct FusionPlan {
 // The fusion plan of `program` whose buffers are kept in `storage` (storage_policy.h).
 FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage);
 
-// Host evaluation of group `g` at element i, reading `inputs` (one pointer per g.inputs, in
-// their storage `input_storage`): the value the fused kernel computes (fused_source.h), for
-// tests against the ops run one by one.
+// Host evaluation of group `g` at element i of its result, reading `inputs` (one pointer per
+// g.inputs, in their storage `input_storage`): the value the fused kernel computes
+// (fused_source.h; a reduction's sum in row order), for tests against the ops run one by one.
 float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
                    const std::vector<DType>& input_storage, int64_t i);
 

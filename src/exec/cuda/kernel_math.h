@@ -3,19 +3,22 @@
 // CPU interpreter's RoundToDType does, storing, and the elementwise ops of the IR. Compiled by
 // nvcc as __host__ __device__ functions and by the host compiler as plain inline functions (no
 // CUDA header needed), so that the unit tests check the kernels' arithmetic against the
-// interpreter on machines without a GPU.
+// interpreter on machines without a GPU. It includes only the enums and float_math.h, so that
+// the kernels compiled at run time (fused_source.h) include it as it is.
 //
 // Floats are rounded with integer operations on the double's bits (round to nearest even,
 // straight from double: no double rounding through f32), which gives the same result on the
 // host and the device whatever the FP environment.
 #pragma once
 
+#if !defined(__CUDACC_RTC__)
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#endif
 
-#include "core/ir/graph.h"
-#include "core/util/dtype.h"
+#include "core/ir/op_kind.h"
+#include "core/util/dtype_enum.h"
 #include "exec/cuda/float_math.h"
 
 namespace alpa {
@@ -222,30 +225,6 @@ ALPA_HD OutputRounding ForStorage(OutputRounding r, DType storage) {
   return r;
 }
 
-// Kinds whose results are operand values moved or picked unchanged: the interpreter does not
-// round them (their operands already hold values of the dtype).
-inline bool KeepsOperandValues(OpKind kind) {
-  switch (kind) {
-    case OpKind::kBroadcastInDim:
-    case OpKind::kReshape:
-    case OpKind::kTranspose:
-    case OpKind::kSlice:
-    case OpKind::kConcatenate:
-    case OpKind::kReverse:
-    case OpKind::kSelect:
-    case OpKind::kGather:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The rounding of op's result: to its dtype when the launch asks for it and the interpreter
-// rounds that kind.
-inline OutputRounding RoundingFor(const Op& op, bool round) {
-  return OutputRounding{round && !KeepsOperandValues(op.kind) && op.dtype != DType::kF64, op.dtype};
-}
-
 // ---- The elementwise ops, in double, as the interpreter computes them ----
 
 ALPA_HD double Gelu(double x) {
@@ -314,6 +293,14 @@ ALPA_HD double ApplyBinary(OpKind kind, Comparison c, double x, double y) {
 ALPA_HD double MaxPropagatingNaN(double acc, double v) {
   if (IsNaN(acc)) return acc;
   return IsNaN(v) || v > acc ? v : acc;
+}
+
+ALPA_HD double ReduceIdentity(bool is_max) { return is_max ? -Infinity() : 0.0; }
+
+// Combines a partial result with a later one (max keeps the earlier on ties, like the
+// interpreter's left-to-right loop).
+ALPA_HD double CombineReduce(bool is_max, double earlier, double later) {
+  return is_max ? MaxPropagatingNaN(earlier, later) : earlier + later;
 }
 
 // One element of an elementwise op (unary, binary, select; up to three operands of one shape).

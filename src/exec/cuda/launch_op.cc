@@ -5,6 +5,7 @@
 
 #include "exec/cuda/kernel_launch.h"
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/op_rounding.h"
 
 namespace alpa {
 namespace cuda {

@@ -33,14 +33,6 @@ struct ReduceArgs {
   StridedWalk reduced;  // over the reduced dims in x's order; a: x offset
 };
 
-ALPA_HD double ReduceIdentity(bool is_max) { return is_max ? -Infinity() : 0.0; }
-
-// Combines a partial result with a later one (max keeps the earlier on ties, like the
-// interpreter's left-to-right loop).
-ALPA_HD double CombineReduce(bool is_max, double earlier, double later) {
-  return is_max ? MaxPropagatingNaN(earlier, later) : earlier + later;
-}
-
 // The reduction of reduced elements begin, begin + step, ... below `end` of the output at x
 // offset x_base.
 ALPA_HD double ReduceChunk(const ReduceArgs& r, int64_t x_base, int64_t begin, int64_t end,

@@ -1,9 +1,10 @@
 // The fusion of elementwise chains (exec/cuda/fusion_plan.h), without a GPU: on the device
 // programs of a bf16 GPT (one device, and tensor parallel on two), the plan fuses the softmax
-// and the optimizer's chains; a replay of each program as the runner runs it (skips, deferred
-// frees) finds every buffer written before it is read and never read after it is freed; every
-// group's host value (FusedValueAt, the kernels' math) equals its ops evaluated one by one by
-// the interpreter on random inputs; and the kernels' source compiles with NVRTC for sm_90.
+// and the optimizer's chains, and row reductions with the chains they sum; a replay of each program
+// as the runner runs it (skips, deferred frees) finds every buffer written before it is read and
+// never read after it is freed; every group's host value (FusedValueAt, the kernels' math) equals
+// its ops evaluated one by one by the interpreter on random inputs; and the kernels' source
+// compiles with NVRTC for sm_90.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,9 +27,11 @@
 namespace alpa::cuda {
 namespace {
 
-ProgramSet LowerGpt(const std::string& dtype, int64_t tensor_parallel) {
-  Result<PlannerModel> model = PlannerModelFromSpec(
-      "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=" + dtype + ",adam_eps=1e-5");
+ProgramSet LowerGpt(
+    const std::string& dtype, int64_t tensor_parallel,
+    const std::string& shape = "layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8") {
+  Result<PlannerModel> model =
+      PlannerModelFromSpec("gpt:" + shape + ",dtype=" + dtype + ",adam_eps=1e-5");
   EXPECT_TRUE(model.ok()) << model.status().message();
   Result<Cluster> cluster =
       ParseClusterSpec("p3.16xlarge:hosts=1,devices_per_host=" + std::to_string(tensor_parallel));
@@ -177,6 +180,33 @@ TEST(FusionPlanTest, Bf16GptFusesItsChainsAndEachGroupEqualsItsOps) {
     EXPECT_EQ(ReplayLifetimes(p, plan), "") << "tp " << tp;
     std::mt19937_64 rng(11);
     for (const FusedGroup& g : plan.groups) ExpectGroupEqualsItsOps(p, g, rng);
+  }
+}
+
+// Rows of the attention scores (2,048 of them and more per microbatch: enough to fill a GPU a
+// warp each) are summed straight from the chains that compute them; the loss (one output)
+// is left to the reduce kernels.
+TEST(FusionPlanTest, ManyRowsAreReducedFromTheirChainAndOneOutputIsNot) {
+  const ProgramSet programs =
+      LowerGpt("bf16", 1, "layers=1,hidden=32,heads=2,seq=64,vocab=16,batch=32");
+  ASSERT_EQ(programs.programs.size(), 1u);
+  const DeviceProgram& p = programs.programs[0];
+  const FusionPlan plan = PlanFusion(p, StorageDTypes(p));
+  int64_t reductions = 0;
+  std::mt19937_64 rng(9);
+  for (const FusedGroup& g : plan.groups) {
+    if (g.row == 0) continue;
+    ++reductions;
+    EXPECT_GE(g.elements, kMinFusedReduceOutputs);
+    EXPECT_EQ(g.nodes.back().kind, FusedNodeKind::kReduce);
+    ExpectGroupEqualsItsOps(p, g, rng);
+  }
+  EXPECT_GE(reductions, 2);  // the softmax backward's two sums
+  EXPECT_EQ(ReplayLifetimes(p, plan), "");
+  const FusedSource source = FusedKernelsSource(plan.groups);
+  for (const std::string& unit : source.units) {
+    Result<std::string> cubin = CompileToCubin(unit, 9, 0, "rows");
+    ASSERT_TRUE(cubin.ok()) << cubin.status().message() << "\n" << unit;
   }
 }
 

@@ -15,6 +15,7 @@
 #include "exec/cuda/contraction_body.h"
 #include "exec/cuda/indexing_body.h"
 #include "exec/cuda/kernel_math.h"
+#include "exec/cuda/op_rounding.h"
 #include "exec/cuda/reduce_body.h"
 #include "exec/cuda/strided_index.h"
 #include "exec/runtime/masked_indexing.h"

@@ -93,10 +93,11 @@ struct SmallPlan {
   Graph whole;
 };
 
-SmallPlan PlanGpt(const std::string& dtype, int64_t tensor_parallel) {
+SmallPlan PlanGpt(const std::string& dtype, int64_t tensor_parallel,
+                  const std::string& shape = "layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8") {
   SmallPlan p;
-  Result<PlannerModel> model = PlannerModelFromSpec(
-      "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=" + dtype + ",adam_eps=1e-5");
+  Result<PlannerModel> model =
+      PlannerModelFromSpec("gpt:" + shape + ",dtype=" + dtype + ",adam_eps=1e-5");
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (!model.ok()) return p;
   Result<Cluster> cluster =
@@ -157,6 +158,24 @@ TEST(CudaBackendTest, Bf16TensorParallelGptOnTheGpuEqualsTheInterpreterWithinBf1
   // another order flips a rounding by one ulp now and then, and two steps pass it on: a few
   // ulps relative, and an Adam update's size (1e-3) absolute where a gradient near 0 flips sign.
   options.rtol = 2e-2;
+  options.atol = 5e-3;
+  options.backend = ExecBackend::kCuda;
+  Result<PlanRunReport> run = RunPlanOnThreads(p.plan, p.whole, options);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ExpectEquivalent(p.plan, run.value());
+}
+
+// Attention rows enough for the runner to sum them straight from their chains (fusion_plan.h's
+// reductions: 2,048 rows per microbatch), in bf16 on one GPU.
+TEST(CudaBackendTest, Bf16GptWithFusedRowSumsOnTheGpuEqualsTheInterpreterWithinBf16) {
+  const std::string skip = NoGpuReason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const SmallPlan p = PlanGpt("bf16", 1, "layers=1,hidden=32,heads=2,seq=64,vocab=16,batch=32");
+  ASSERT_FALSE(p.plan.stages.empty());
+  PlanRunOptions options;
+  options.steps = kGpuSteps;
+  options.check = true;
+  options.rtol = 2e-2;  // as the bf16 tensor-parallel case above
   options.atol = 5e-3;
   options.backend = ExecBackend::kCuda;
   Result<PlanRunReport> run = RunPlanOnThreads(p.plan, p.whole, options);
