@@ -1,8 +1,9 @@
 // Compiling CUDA source at run time (NVRTC) into a cubin for one GPU architecture, with the
 // backend's own headers that such source may include: core/ir/op_kind.h, core/util/dtype_enum.h,
-// exec/cuda/float_math.h and exec/cuda/packed_elements.h, embedded in the library at build time
-// (runtime_headers.h). Compiling needs no GPU. Results are cached for the process by source and
-// architecture, so that the runners of one plan compile their common kernels once.
+// exec/cuda/float_math.h, exec/cuda/kernel_math.h and exec/cuda/packed_elements.h, embedded in
+// the library at build time (runtime_headers.h). Compiling needs no GPU. Results are cached for
+// the process by source and architecture, so that the runners of one plan (and the groups of
+// every layer and microbatch) compile a kernel once.
 #pragma once
 
 #include <string>
