@@ -21,6 +21,7 @@ enum class Role { kNone, kElementwise, kLeaf, kReduceRoot };
 // What the program says about each buffer and instruction, computed once.
 struct ProgramFacts {
   std::vector<int32_t> writers, writer;       // per buffer: how many instructions write it, one
+  std::vector<std::vector<int32_t>> writes;   // per buffer: the instructions writing it, in order
   std::vector<std::vector<int32_t>> readers;  // per buffer: reading instructions (no kFree)
   std::vector<int32_t> free_at;               // per buffer: its kFree, or -1
   std::vector<Role> role;                     // per instruction
@@ -93,6 +94,7 @@ ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>&
   const size_t buffers = program.buffers.size(), code = program.code.size();
   f.writers.assign(buffers, 0);
   f.writer.assign(buffers, -1);
+  f.writes.assign(buffers, {});
   f.readers.assign(buffers, {});
   f.free_at.assign(buffers, -1);
   f.role.assign(code, Role::kNone);
@@ -106,6 +108,7 @@ ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>&
     if (in.out >= 0) {
       ++f.writers[static_cast<size_t>(in.out)];
       f.writer[static_cast<size_t>(in.out)] = static_cast<int32_t>(i);
+      f.writes[static_cast<size_t>(in.out)].push_back(static_cast<int32_t>(i));
     }
     for (int32_t b : in.in) {
       std::vector<int32_t>& r = f.readers[static_cast<size_t>(b)];
@@ -288,10 +291,9 @@ bool Keepable(const DeviceProgram& program, const ProgramFacts& f, const FusedGr
   }
   for (int32_t b : g.inputs) {
     const int32_t first = FirstRead(program, g, b);
-    for (int32_t j = first + 1; j < g.root; ++j) {
-      const Instruction& in = program.code[static_cast<size_t>(j)];
-      if (in.kind != InstructionKind::kFree && in.out == b) return false;
-    }
+    const std::vector<int32_t>& writes = f.writes[static_cast<size_t>(b)];
+    const auto later = std::upper_bound(writes.begin(), writes.end(), first);
+    if (later != writes.end() && *later < g.root) return false;  // written in between
     const int32_t freed = f.free_at[static_cast<size_t>(b)];
     if (freed > first && freed < g.root) {
       deferred += BufferBytes(program.buffers[static_cast<size_t>(b)]);
