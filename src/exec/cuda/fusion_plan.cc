@@ -20,7 +20,6 @@ enum class Role { kNone, kElementwise, kLeaf, kReduceRoot };
 
 // What the program says about each buffer and instruction, computed once.
 struct ProgramFacts {
-  std::vector<int32_t> writers, writer;       // per buffer: how many instructions write it, one
   std::vector<std::vector<int32_t>> writes;   // per buffer: the instructions writing it, in order
   std::vector<std::vector<int32_t>> readers;  // per buffer: reading instructions (no kFree)
   std::vector<int32_t> free_at;               // per buffer: its kFree, or -1
@@ -92,8 +91,6 @@ Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage
 ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>& storage) {
   ProgramFacts f;
   const size_t buffers = program.buffers.size(), code = program.code.size();
-  f.writers.assign(buffers, 0);
-  f.writer.assign(buffers, -1);
   f.writes.assign(buffers, {});
   f.readers.assign(buffers, {});
   f.free_at.assign(buffers, -1);
@@ -105,11 +102,7 @@ ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>&
       f.free_at[static_cast<size_t>(in.in[0])] = static_cast<int32_t>(i);
       continue;
     }
-    if (in.out >= 0) {
-      ++f.writers[static_cast<size_t>(in.out)];
-      f.writer[static_cast<size_t>(in.out)] = static_cast<int32_t>(i);
-      f.writes[static_cast<size_t>(in.out)].push_back(static_cast<int32_t>(i));
-    }
+    if (in.out >= 0) f.writes[static_cast<size_t>(in.out)].push_back(static_cast<int32_t>(i));
     for (int32_t b : in.in) {
       std::vector<int32_t>& r = f.readers[static_cast<size_t>(b)];
       if (r.empty() || r.back() != static_cast<int32_t>(i)) r.push_back(static_cast<int32_t>(i));
@@ -127,8 +120,10 @@ int64_t BufferBytes(const Buffer& b) { return ElementCountOf(b.shape) * DTypeByt
 bool Inlinable(const DeviceProgram& program, const ProgramFacts& f, const std::vector<char>& alone,
                int32_t b) {
   const size_t ub = static_cast<size_t>(b);
-  if (program.buffers[ub].persistent || f.writers[ub] != 1 || f.readers[ub].empty()) return false;
-  const int32_t w = f.writer[ub];
+  if (program.buffers[ub].persistent || f.writes[ub].size() != 1 || f.readers[ub].empty()) {
+    return false;
+  }
+  const int32_t w = f.writes[ub].front();
   const Role role = alone[static_cast<size_t>(w)] ? Role::kNone : f.role[static_cast<size_t>(w)];
   if (role == Role::kNone || role == Role::kReduceRoot) return false;  // a reduction is stored
   for (int32_t r : f.readers[ub]) {
@@ -214,7 +209,7 @@ class GroupBuilder {
 
   int32_t OperandNode(int32_t b) {
     if (Inlinable(program_, facts_, alone_, b)) {
-      const int32_t w = facts_.writer[static_cast<size_t>(b)];
+      const int32_t w = facts_.writes[static_cast<size_t>(b)].front();
       group_.members.push_back(w);
       return NodeOf(w);
     }
@@ -235,7 +230,6 @@ class GroupBuilder {
     const Instruction& in = program_.code[static_cast<size_t>(i)];
     const Op& op = LocalOp(program_, in);
     FusedNode node;
-    node.instruction = i;
     node.storage = storage_[static_cast<size_t>(in.out)];
     if (op.kind == OpKind::kConstant) {
       node.kind = FusedNodeKind::kConstant;
@@ -278,8 +272,9 @@ int32_t FirstRead(const DeviceProgram& program, const FusedGroup& g, int32_t b) 
 
 // Whether `g` may run as one kernel: within the size limits, no input written again between
 // its first reader in the group and the root, and the bytes it keeps alive longer (inputs the
-// program frees before the root) no more than the bytes it never allocates.
-bool Keepable(const DeviceProgram& program, const ProgramFacts& f, const FusedGroup& g) {
+// program frees before the root: g.deferred_frees, which this fills) no more than the bytes it
+// never allocates.
+bool Keepable(const DeviceProgram& program, const ProgramFacts& f, FusedGroup& g) {
   if (g.nodes.size() > static_cast<size_t>(kMaxFusedNodes) ||
       g.inputs.size() > static_cast<size_t>(kMaxFusedInputs)) {
     return false;
@@ -297,6 +292,7 @@ bool Keepable(const DeviceProgram& program, const ProgramFacts& f, const FusedGr
     const int32_t freed = f.free_at[static_cast<size_t>(b)];
     if (freed > first && freed < g.root) {
       deferred += BufferBytes(program.buffers[static_cast<size_t>(b)]);
+      g.deferred_frees.push_back(b);
     }
   }
   return deferred <= saved;
@@ -349,12 +345,8 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
           facts.free_at[static_cast<size_t>(program.code[static_cast<size_t>(m)].out)];
       if (freed >= 0) plan.skip[static_cast<size_t>(freed)] = 1;
     }
-    for (int32_t b : g.inputs) {
-      const int32_t freed = facts.free_at[static_cast<size_t>(b)];
-      if (freed > FirstRead(program, g, b) && freed < g.root) {
-        needed_until[static_cast<size_t>(b)] =
-            std::max(needed_until[static_cast<size_t>(b)], g.root);
-      }
+    for (int32_t b : g.deferred_frees) {
+      needed_until[static_cast<size_t>(b)] = std::max(needed_until[static_cast<size_t>(b)], g.root);
     }
   }
   for (size_t b = 0; b < needed_until.size(); ++b) {

@@ -50,7 +50,6 @@ struct FusedNode {
   // Every node: the storage of the buffer this value would have been stored in (the value is
   // rounded to it, as a store and a load would).
   DType storage = DType::kF32;
-  int32_t instruction = -1;  // the program instruction it comes from
 };
 
 struct FusedGroup {
@@ -58,9 +57,12 @@ struct FusedGroup {
   std::vector<int32_t> members;      // the fused producers' instruction indices, ascending
   std::vector<int32_t> inputs;       // buffers the kernel reads
   std::vector<DType> input_storage;  // their storage dtypes
-  std::vector<FusedNode> nodes;      // the last is the root's value
-  int32_t out = -1;                  // the root's buffer
-  int64_t elements = 0;              // of the root's buffer
+  // Inputs the program frees between their first reader in the group and the root: the runner
+  // frees them after the root instead.
+  std::vector<int32_t> deferred_frees;
+  std::vector<FusedNode> nodes;  // the last is the root's value
+  int32_t out = -1;              // the root's buffer
+  int64_t elements = 0;          // of the root's buffer
   // A reduction group: the elements each output reduces (a row of the operand: the reduced
   // dims are its trailing ones), else 0.
   int64_t row = 0;

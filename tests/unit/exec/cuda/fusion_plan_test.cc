@@ -172,8 +172,7 @@ TEST(FusionPlanTest, Bf16GptFusesItsChainsAndEachGroupEqualsItsOps) {
         broadcast = broadcast || n.kind == FusedNodeKind::kBroadcastLoad;
       }
       softmax = softmax || (exp && broadcast);
-      EXPECT_EQ(LocalOp(p, p.code[static_cast<size_t>(g.root)]).kind != OpKind::kBroadcastInDim,
-                true);
+      EXPECT_NE(LocalOp(p, p.code[static_cast<size_t>(g.root)]).kind, OpKind::kBroadcastInDim);
     }
     // x - broadcast(max) and its exp run as one kernel; a third or more of the ops are fused.
     EXPECT_TRUE(softmax) << "tp " << tp;
