@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "exec/cuda/buffer_handover.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/storage_codec.h"
 #include "exec/cuda/storage_policy.h"
@@ -127,7 +128,9 @@ Status CudaRunner::Initialize() {
                   "the cuBLASLt workspace: " + workspace.status().message());
   }
   blas_workspace_ = workspace.value();
-  return PrepareFusion();
+  ALPA_RETURN_IF_ERROR(PrepareFusion());
+  handover_ = cuda::PlanHandovers(program_, storage_, fusion_);
+  return Status::Ok();
 }
 
 Status CudaRunner::PrepareFusion() {
@@ -209,6 +212,23 @@ void CudaRunner::Release(int32_t buffer) {
   t.data = nullptr;
   allocated_[static_cast<size_t>(buffer)] = 0;
   live_bytes_ -= t.elements() * DTypeBytes(program_.buffers[static_cast<size_t>(buffer)].dtype);
+}
+
+void CudaRunner::HandOver(int32_t src, int32_t dst) {
+  cuda::DeviceTensor& s = buffers_[static_cast<size_t>(src)];
+  cuda::DeviceTensor& d = buffers_[static_cast<size_t>(dst)];
+  if (allocated_[static_cast<size_t>(dst)]) {
+    std::swap(s.data, d.data);  // src's kFree frees what dst held
+    return;
+  }
+  d.data = s.data;
+  s.data = nullptr;
+  allocated_[static_cast<size_t>(src)] = 0;
+  allocated_[static_cast<size_t>(dst)] = 1;
+  // The bytes of the copy's moment: both buffers, then src's freed.
+  live_bytes_ += d.elements() * DTypeBytes(program_.buffers[static_cast<size_t>(dst)].dtype);
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+  live_bytes_ -= s.elements() * DTypeBytes(program_.buffers[static_cast<size_t>(src)].dtype);
 }
 
 Result<const cuda::DeviceTensor*> CudaRunner::Get(int32_t buffer) const {
@@ -351,6 +371,18 @@ Result<std::vector<ParameterTile>> CudaRunner::FetchParameters() const {
 
 Result<StepReport> CudaRunner::RunStep(Communicator& comm, const MicrobatchInput& input,
                                        const Graph& graph) {
+  Result<StepReport> report = RunInstructions(comm, input, graph);
+  prepared_.EndStep();
+  return report;
+}
+
+void CudaRunner::AnnounceNextInput(MicrobatchInput next) {
+  if (!next) prepared_.Drop();
+  announced_ = std::move(next);
+}
+
+Result<StepReport> CudaRunner::RunInstructions(Communicator& comm, const MicrobatchInput& input,
+                                               const Graph& graph) {
   ALPA_RETURN_IF_ERROR(SelectGpu());
   StepReport report;
   report.seconds_by_kind.assign(static_cast<size_t>(InstructionKind::kReportLoss) + 1, 0.0);
@@ -391,6 +423,12 @@ Result<StepReport> CudaRunner::RunStep(Communicator& comm, const MicrobatchInput
         std::chrono::duration<double>(Clock::now() - t0).count();
   }
   instruction_ = static_cast<int64_t>(program_.code.size());
+  if (announced_) {
+    // While the GPU runs what was queued. A failure (no pinned memory) only means that the
+    // next step encodes its feeds when they run.
+    (void)prepared_.Prepare(program_, storage_, read_, announced_, graph);
+    announced_ = nullptr;
+  }
   Status done = Synchronize("the end of the step");
   if (!done.ok()) {
     return Status(done.code(), "device " + std::to_string(program_.device) + " (GPU " +
@@ -465,6 +503,11 @@ Status CudaRunner::Execute(Communicator& comm, const Instruction& in, const Micr
 Status CudaRunner::RunOp(const Instruction& in) {
   const Graph& local = program_.local_ops[static_cast<size_t>(in.local_op)];
   const int32_t id = local.size() - 1;
+  if (handover_[static_cast<size_t>(instruction_)]) {  // a reshape of a buffer that dies here
+    ALPA_RETURN_IF_ERROR(Get(in.in[0]).status());
+    HandOver(in.in[0], in.out);
+    return Status::Ok();
+  }
   std::vector<cuda::DeviceTensor> operands;
   for (int32_t b : in.in) {
     Result<const cuda::DeviceTensor*> t = Get(b);
@@ -595,6 +638,14 @@ Status CudaRunner::RunFeed(const Instruction& in, const MicrobatchInput& input,
   const HostTensor* full = checked.value();
   Result<cuda::DeviceTensor*> out = Allocate(in.out);
   if (!out.ok()) return out.status();
+  cuda::DeviceTensor& t = *out.value();
+  const size_t bytes = static_cast<size_t>(t.elements() * DTypeBytes(t.storage));
+  if (const void* ready = prepared_.Find(static_cast<size_t>(instruction_), full, bytes)) {
+    ALPA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(t.data, ready, bytes, cudaMemcpyHostToDevice, stream_),
+        "copying a prepared feed to the GPU");
+    return prepared_.RecordCopies(stream_);
+  }
   const double* values = full->data.data();
   const bool whole =
       std::all_of(in.offsets.begin(), in.offsets.end(), [](int64_t o) { return o == 0; }) &&
@@ -604,7 +655,7 @@ Status CudaRunner::RunFeed(const Instruction& in, const MicrobatchInput& input,
     ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, feed_box_.data());
     values = feed_box_.data();
   }
-  return UploadFeed(values, program_.buffers[static_cast<size_t>(in.out)].dtype, *out.value());
+  return UploadFeed(values, program_.buffers[static_cast<size_t>(in.out)].dtype, t);
 }
 
 Status CudaRunner::RunAccumulate(const Instruction& in) {
@@ -635,6 +686,10 @@ Status CudaRunner::RunScale(const Instruction& in) {
 Status CudaRunner::RunCopy(const Instruction& in) {
   Result<const cuda::DeviceTensor*> src = Get(in.in[0]);
   if (!src.ok()) return src.status();
+  if (handover_[static_cast<size_t>(instruction_)]) {
+    HandOver(in.in[0], in.out);
+    return Status::Ok();
+  }
   const cuda::DeviceTensor source = *src.value();
   Result<cuda::DeviceTensor*> out = Allocate(in.out);
   if (!out.ok()) return out.status();

@@ -29,6 +29,7 @@
 #include "exec/cuda/device_tensor.h"
 #include "exec/cuda/fused_kernels.h"
 #include "exec/cuda/fusion_plan.h"
+#include "exec/cuda/prepared_feeds.h"
 #include "exec/cuda/step_profile.h"
 #include "exec/program/program.h"
 #include "exec/runtime/program_runner.h"
@@ -51,6 +52,9 @@ class CudaRunner : public ProgramRunner {
   Result<StepReport> RunStep(Communicator& comm, const MicrobatchInput& input,
                              const Graph& graph) override;
   Result<std::vector<ParameterTile>> FetchParameters() const override;
+  // The next step's feeds are encoded while the GPU finishes this step (prepared_feeds.h).
+  void AnnounceNextInput(MicrobatchInput next) override;
+  bool PreparesNextInput() const override { return true; }
 
   int32_t gpu() const override { return gpu_; }
   const std::vector<DType>& storage() const { return storage_; }
@@ -59,6 +63,10 @@ class CudaRunner : public ProgramRunner {
   CudaRunner(const DeviceProgram& program, int32_t gpu, const CudaBackendOptions& options);
   Status Initialize();
 
+  // The step's instructions in order, then the announced feeds prepared, then the wait for
+  // the GPU.
+  Result<StepReport> RunInstructions(Communicator& comm, const MicrobatchInput& input,
+                                     const Graph& graph);
   // One function per instruction kind (Execute dispatches).
   Status Execute(Communicator& comm, const Instruction& in, const MicrobatchInput& input,
                  const Graph& graph, StepReport& report);
@@ -82,6 +90,8 @@ class CudaRunner : public ProgramRunner {
   // same shape: an instruction overwriting it); the memory is not cleared.
   Result<cuda::DeviceTensor*> Allocate(int32_t buffer);
   void Release(int32_t buffer);
+  // Gives `dst` the memory of `src` (handover_): swapped when dst holds memory, else moved.
+  void HandOver(int32_t src, int32_t dst);
   Result<const cuda::DeviceTensor*> Get(int32_t buffer) const;
   // A dense tensor of `shape` in `storage` outside the table (staging), freed by ReleaseTemp.
   Result<cuda::DeviceTensor> AllocateTemp(const Dims& shape, DType storage);
@@ -117,6 +127,7 @@ class CudaRunner : public ProgramRunner {
   void* blas_workspace_ = nullptr;
   std::vector<DType> storage_;  // per buffer (storage_policy.h)
   cuda::FusionPlan fusion_;     // empty: every instruction runs alone
+  std::vector<char> handover_;  // per instruction: a move done by handing memory over
   std::unique_ptr<cuda::FusedKernels> fused_;
   // Per buffer: whether an instruction other than kFree reads it. A feed of a buffer nothing
   // reads (an input of a piece that does not use it) uploads nothing.
@@ -125,6 +136,8 @@ class CudaRunner : public ProgramRunner {
   size_t feed_staging_bytes_ = 0;
   cudaEvent_t feed_copied_ = nullptr;  // recorded after the last copy from feed_staging_
   std::vector<double> feed_box_;       // a feed's box when it is not the whole tensor
+  cuda::PreparedFeeds prepared_;       // feeds encoded during the previous step
+  MicrobatchInput announced_;          // the next step's input (empty: not known)
   std::vector<cuda::DeviceTensor> buffers_;
   std::vector<char> allocated_;
   mutable std::vector<unsigned char> staging_;  // host bytes of an upload or download

@@ -184,9 +184,11 @@ ALPA_HD bool FloatPathKind(OpKind kind) {
 // exp, log, tanh and rsqrt, whose float functions are within 2 ulps of f32 (CUDA's and the
 // host's): a result stored as bf16 is then within one bf16 ulp of the double path's (equal
 // unless the exact value lies within 2 f32 ulps of a rounding boundary, about one in 2^15).
+// gelu too: as x * sigmoid(2u) its float error stays below 2^-16 relative for every |x| < 10
+// (the error of u times 2|u|), far inside one bf16 ulp (2^-8).
 ALPA_HD bool ApproximateFloatKind(OpKind kind) {
   return kind == OpKind::kExp || kind == OpKind::kLog || kind == OpKind::kTanh ||
-         kind == OpKind::kRsqrt;
+         kind == OpKind::kRsqrt || kind == OpKind::kGelu;
 }
 
 ALPA_HD float FloatNaN() { return FloatOfBits(0x7fc00000u); }
@@ -207,6 +209,12 @@ ALPA_HD float FloatUnary(OpKind kind, float x) {
       return logf(x);
     case OpKind::kTanh:
       return tanhf(x);
+    case OpKind::kGelu: {
+      // 0.5 x (1 + tanh u) as x sigmoid(2u): no cancellation where tanh u nears -1. The same
+      // infinities and NaNs as the double path (gelu(-inf) is NaN in both).
+      const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+      return x / (1.0f + expf(-2.0f * u));
+    }
     case OpKind::kRsqrt:
       return 1.0f / sqrtf(x);
     default:  // kConvert: the rounding converts

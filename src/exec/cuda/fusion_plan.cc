@@ -310,7 +310,10 @@ std::vector<FusedGroup> FormGroups(const DeviceProgram& program, const std::vect
     const int32_t out = program.code[i].out;
     if (Inlinable(program, f, alone, out)) continue;  // a member of a later root's group
     FusedGroup g = builder.Build(static_cast<int32_t>(i));
-    if (g.members.empty()) continue;
+    // An elementwise op with no producer to take in is a group of one all the same: its kernel,
+    // specialised to its storage types and packed, outruns the generic one. A row reduction
+    // alone stays with the reduce kernels.
+    if (g.members.empty() && f.role[i] == Role::kReduceRoot) continue;
     if (Keepable(program, f, g)) {
       groups.push_back(std::move(g));
       continue;
@@ -331,6 +334,13 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
   FusionPlan plan;
   for (bool changed = true; changed;)
     plan.groups = FormGroups(program, storage, facts, alone, changed);
+  // The ops of dropped groups still run as groups of one (every operand loaded).
+  GroupBuilder single(program, storage, facts, alone);
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    if (!alone[i] || facts.role[i] != Role::kElementwise) continue;
+    FusedGroup g = single.Build(static_cast<int32_t>(i));
+    if (g.members.empty() && Keepable(program, facts, g)) plan.groups.push_back(std::move(g));
+  }
   const size_t code = program.code.size();
   plan.group_at.assign(code, -1);
   plan.skip.assign(code, 0);

@@ -9,7 +9,9 @@
 // by one, bit for bit (a reduction sums its row in double, as the reduce kernels do, in its own
 // order). The producers' buffers are never allocated; a buffer the group reads that the program
 // frees between the first producer and the root is freed after the root instead (a group is formed
-// only where those deferred bytes do not exceed the bytes of the buffers it leaves out).
+// only where those deferred bytes do not exceed the bytes of the buffers it leaves out). An
+// elementwise op without such producers is a group of one (its generated kernel is faster than
+// the generic one); a reduction needs at least one.
 // Host code: the plan is made and tested without a GPU; fused_source.h writes the kernels.
 #pragma once
 

@@ -273,30 +273,6 @@ Result<std::map<int32_t, std::vector<HostTensor>>> PlanExecutor::Microbatches(
   return micro;
 }
 
-Result<StepSummary> PlanExecutor::RunStep() {
-  ALPA_RETURN_IF_ERROR(EnsureLoaded());
-  std::map<int32_t, HostTensor> whole_inputs = StepInputs(whole_, options_.seed, step_);
-  for (auto& [id, t] : next_inputs_) whole_inputs[id] = std::move(t);
-  next_inputs_.clear();
-  Result<std::map<int32_t, std::vector<HostTensor>>> micro = Microbatches(whole_inputs);
-  if (!micro.ok()) return micro.status();
-  const auto& inputs = micro.value();
-  ALPA_RETURN_IF_ERROR(world_ == nullptr ? RunDevicesOnThreads(inputs) : RunLocalDevice(inputs));
-  Result<StepSummary> sum = Status::Ok();
-  if (world_ == nullptr || world_->rank() == 0) sum = Summarize(whole_inputs);
-  if (world_ != nullptr) {
-    StepSummary shared = sum.ok() ? sum.value() : StepSummary();
-    Status s = sum.ok() ? ShareSummary(shared) : sum.status();
-    if (!s.ok()) {
-      world_->Abort(s);
-      return s;
-    }
-    sum = shared;
-  }
-  ++step_;
-  return sum;
-}
-
 namespace {
 
 // The runtime's view of a step's data: microbatch `mb` of input `t`, or null.
@@ -311,6 +287,68 @@ MicrobatchInput MicrobatchLookup(const std::map<int32_t, std::vector<HostTensor>
 }
 
 }  // namespace
+
+Result<std::unique_ptr<PlanExecutor::StepData>> PlanExecutor::MakeStepData(int64_t step,
+                                                                           bool with_fed_inputs) {
+  auto data = std::make_unique<StepData>();
+  data->whole = StepInputs(whole_, options_.seed, step);
+  if (with_fed_inputs) {
+    for (auto& [id, t] : next_inputs_) data->whole[id] = std::move(t);
+    next_inputs_.clear();
+  }
+  Result<std::map<int32_t, std::vector<HostTensor>>> micro = Microbatches(data->whole);
+  if (!micro.ok()) return micro.status();
+  data->micro = std::move(micro).value();
+  return data;
+}
+
+Result<std::unique_ptr<PlanExecutor::StepData>> PlanExecutor::TakeStepData() {
+  if (upcoming_ != nullptr && next_inputs_.empty()) return std::move(upcoming_);
+  if (upcoming_ != nullptr) {
+    for (auto& runner : runtimes_) {
+      if (runner != nullptr) runner->AnnounceNextInput(MicrobatchInput());
+    }
+    upcoming_.reset();
+  }
+  return MakeStepData(step_, true);
+}
+
+Status PlanExecutor::AnnounceNextStep() {
+  const bool wanted = std::any_of(runtimes_.begin(), runtimes_.end(), [](const auto& r) {
+    return r != nullptr && r->PreparesNextInput();
+  });
+  if (!wanted) return Status::Ok();
+  Result<std::unique_ptr<StepData>> next = MakeStepData(step_ + 1, false);
+  if (!next.ok()) return next.status();
+  upcoming_ = std::move(next).value();
+  for (auto& runner : runtimes_) {
+    if (runner != nullptr) runner->AnnounceNextInput(MicrobatchLookup(upcoming_->micro));
+  }
+  return Status::Ok();
+}
+
+Result<StepSummary> PlanExecutor::RunStep() {
+  ALPA_RETURN_IF_ERROR(EnsureLoaded());
+  Result<std::unique_ptr<StepData>> taken = TakeStepData();
+  if (!taken.ok()) return taken.status();
+  const std::unique_ptr<StepData> data = std::move(taken).value();
+  ALPA_RETURN_IF_ERROR(AnnounceNextStep());
+  ALPA_RETURN_IF_ERROR(world_ == nullptr ? RunDevicesOnThreads(data->micro)
+                                         : RunLocalDevice(data->micro));
+  Result<StepSummary> sum = Status::Ok();
+  if (world_ == nullptr || world_->rank() == 0) sum = Summarize(data->whole);
+  if (world_ != nullptr) {
+    StepSummary shared = sum.ok() ? sum.value() : StepSummary();
+    Status s = sum.ok() ? ShareSummary(shared) : sum.status();
+    if (!s.ok()) {
+      world_->Abort(s);
+      return s;
+    }
+    sum = shared;
+  }
+  ++step_;
+  return sum;
+}
 
 Status PlanExecutor::RunDevicesOnThreads(const std::map<int32_t, std::vector<HostTensor>>& inputs) {
   std::vector<DeviceStepResult> results(runtimes_.size());

@@ -74,6 +74,17 @@ class PlanExecutor {
   Result<std::map<int32_t, std::vector<HostTensor>>> Microbatches(
       const std::map<int32_t, HostTensor>& whole_inputs) const;
   Result<StepSummary> Summarize(const std::map<int32_t, HostTensor>& whole_inputs);
+  // A step's data: the whole batch's inputs and their microbatches.
+  struct StepData {
+    std::map<int32_t, HostTensor> whole;
+    std::map<int32_t, std::vector<HostTensor>> micro;
+  };
+  Result<std::unique_ptr<StepData>> MakeStepData(int64_t step, bool with_fed_inputs);
+  // This step's data: what was made during the previous step when nothing was fed since, else
+  // made now (the runners drop what they prepared from the other).
+  Result<std::unique_ptr<StepData>> TakeStepData();
+  // The next step's synthetic data, made now and announced to the runners that prepare it.
+  Status AnnounceNextStep();
   Status RunDevicesOnThreads(const std::map<int32_t, std::vector<HostTensor>>& inputs);
   Status RunLocalDevice(const std::map<int32_t, std::vector<HostTensor>>& inputs);
   Status GatherResults();
@@ -86,6 +97,8 @@ class PlanExecutor {
   std::vector<std::unique_ptr<ProgramRunner>> runtimes_;  // per device (null: idle)
   std::map<int32_t, HostTensor> parameters_;  // the reference's parameters (and the initial ones)
   std::map<int32_t, HostTensor> next_inputs_;
+  // Step step_'s data, made and announced while the previous step ran (null: none).
+  std::unique_ptr<StepData> upcoming_;
   std::vector<DeviceStepResult> results_;
   int64_t step_ = 0;
   bool loaded_ = false;

@@ -24,6 +24,13 @@ class ProgramRunner {
   // instruction; a communicator error (another device failed) is returned as is.
   virtual Result<StepReport> RunStep(Communicator& comm, const MicrobatchInput& input,
                                      const Graph& graph) = 0;
+  // The input the next RunStep will be given, known before this step runs: a runner that
+  // prepares it (PreparesNextInput) may do so while its device works on this step (the CUDA
+  // runner encodes its feeds into pinned memory). The next RunStep uses what was prepared only
+  // for the same HostTensor objects; the driver keeps them alive until that step has returned,
+  // or announces an empty function first, which drops whatever was prepared.
+  virtual void AnnounceNextInput(MicrobatchInput next) { (void)next; }
+  virtual bool PreparesNextInput() const { return false; }
   // Every tile the device holds values of, as doubles.
   virtual Result<std::vector<ParameterTile>> FetchParameters() const = 0;
   // The GPU the program runs on; -1 for a runner on the CPU.

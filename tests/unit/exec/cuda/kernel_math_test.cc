@@ -507,8 +507,8 @@ TEST(KernelMath, EveryOpKindAndDTypeEqualsTheInterpreter) {
     ASSERT_TRUE(want.ok()) << c.name << ": " << want.status().message();
     const OpKind kind = c.graph.op(c.id).kind;
     seen[static_cast<size_t>(kind)] = true;
-    // Only the block reductions sum in another order (still in double), and exp, log, tanh and
-    // rsqrt ending in bf16 run in float (kernel_math.h's ApproximateFloatKind): one ulp.
+    // Only the block reductions sum in another order (still in double), and exp, log, tanh,
+    // rsqrt and gelu ending in bf16 run in float (float_math.h's ApproximateFloatKind): one ulp.
     const bool reordered = (kind == OpKind::kReduceSum || kind == OpKind::kReduceMax) ||
                            (ApproximateFloatKind(kind) && c.graph.op(c.id).dtype == DType::kBF16);
     const HostTensor got = HostRun(c, true, c.graph.op(c.id).dtype);

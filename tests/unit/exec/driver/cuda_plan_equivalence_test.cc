@@ -12,7 +12,9 @@
 
 #include "exec/cuda/cuda_backend.h"
 #include "exec/driver/plan_conformance.h"
+#include "exec/driver/plan_executor.h"
 #include "exec/driver/plan_run.h"
+#include "exec/driver/synthetic_data.h"
 #include "models/planner_model.h"
 #include "solvers/planner/manual_plan.h"
 #include "support/plan_equivalence_cases.h"
@@ -181,6 +183,41 @@ TEST(CudaBackendTest, Bf16GptWithFusedRowSumsOnTheGpuEqualsTheInterpreterWithinB
   Result<PlanRunReport> run = RunPlanOnThreads(p.plan, p.whole, options);
   ASSERT_TRUE(run.ok()) << run.status().message();
   ExpectEquivalent(p.plan, run.value());
+}
+
+// The runner encodes the next step's synthetic feeds while the GPU runs this one
+// (prepared_feeds.h); inputs fed between steps must replace them. Step 1 runs on fed data (the
+// synthetic data of another step), step 2 on the synthetic data again: each equals the
+// interpreter on the same data, which it would not if a prepared feed were used for the fed one.
+TEST(CudaBackendTest, InputsFedBetweenStepsReplaceTheFeedsPreparedAhead) {
+  const std::string skip = NoGpuReason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const SmallPlan p = PlanGpt("f32", 1);
+  ASSERT_FALSE(p.plan.stages.empty());
+  PlanRunOptions options;
+  options.check = true;
+  options.rtol = kGpuRtol;
+  options.atol = kGpuAtol;
+  options.backend = ExecBackend::kCuda;
+  Result<std::unique_ptr<PlanExecutor>> ex = PlanExecutor::Create(p.plan, p.whole, options);
+  ASSERT_TRUE(ex.ok()) << ex.status().message();
+  PlanExecutor& executor = *ex.value();
+  std::vector<StepSummary> steps;
+  for (int64_t step = 0; step < 3; ++step) {
+    if (step == 1) {
+      for (auto& [id, value] : StepInputs(p.whole, options.seed, 7)) {
+        ASSERT_TRUE(executor.SetInput(id, value).ok()) << id;
+      }
+    }
+    Result<StepSummary> s = executor.RunStep();
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    steps.push_back(s.value());
+  }
+  for (const StepSummary& s : steps) {
+    EXPECT_LE(s.loss_error, 1.0) << "step " << s.step << ": loss " << s.loss << " vs "
+                                 << s.reference_loss;
+    EXPECT_TRUE(s.passed) << "step " << s.step;
+  }
 }
 
 }  // namespace
