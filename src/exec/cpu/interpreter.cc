@@ -13,23 +13,6 @@ namespace {
 
 Status Unsupported(std::string m) { return Status(StatusCode::kUnsupported, std::move(m)); }
 
-// Kinds whose results are operand values moved or picked unchanged: no rounding needed.
-bool KeepsOperandValues(OpKind kind) {
-  switch (kind) {
-    case OpKind::kBroadcastInDim:
-    case OpKind::kReshape:
-    case OpKind::kTranspose:
-    case OpKind::kSlice:
-    case OpKind::kConcatenate:
-    case OpKind::kReverse:
-    case OpKind::kSelect:
-    case OpKind::kGather:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Checks that `t` can stand for op `id`'s value (`what` says where it came from).
 Status CheckTensor(const Graph& graph, int32_t id, const HostTensor& t, const std::string& what) {
   const Op& op = graph.op(id);
@@ -142,6 +125,22 @@ HostTensor EvaluateValidatedOp(const Graph& graph, int32_t id, const cpu::Operan
     for (double& v : out.data) v = RoundToDType(v, out.dtype);
   }
   return out;
+}
+
+bool KeepsOperandValues(OpKind kind) {
+  switch (kind) {
+    case OpKind::kBroadcastInDim:
+    case OpKind::kReshape:
+    case OpKind::kTranspose:
+    case OpKind::kSlice:
+    case OpKind::kConcatenate:
+    case OpKind::kReverse:
+    case OpKind::kSelect:
+    case OpKind::kGather:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Result<HostTensor> EvaluateOp(const Graph& graph, int32_t id,

@@ -54,10 +54,15 @@ Result<std::vector<HostTensor>> Interpret(const Graph& graph, const HostFeeds& f
                                           const std::vector<int32_t>& fetch,
                                           const InterpretOptions& options = {});
 
+// The kinds whose results are operand values moved or picked unchanged (broadcast, reshape,
+// transpose, slice, concatenate, reverse, select, gather): the interpreter does not round them,
+// as their operands hold values of the dtype (the CUDA backend rounds as it does).
+bool KeepsOperandValues(OpKind kind);
+
 // Evaluates one non-parameter op given its operand values (one per operand, of the operand
 // ops' shapes and dtypes), after checking the op's stored type against its inferred one.
-// Ops that only move values (broadcast, reshape, transpose, slice, concatenate, reverse,
-// select, gather) do not round them: operands are assumed to hold values of their dtype.
+// Ops that only move values (KeepsOperandValues) do not round them: operands are assumed to
+// hold values of their dtype.
 Result<HostTensor> EvaluateOp(const Graph& graph, int32_t id,
                               const std::vector<const HostTensor*>& operands);
 

@@ -16,8 +16,7 @@ bool IsMove(const DeviceProgram& program, const Instruction& in) {
   if (in.in.size() != 1 || in.out < 0) return false;
   if (in.kind == InstructionKind::kCopy) return true;
   if (in.kind != InstructionKind::kRun) return false;
-  const Graph& local = program.local_ops[static_cast<size_t>(in.local_op)];
-  return local.op(local.size() - 1).kind == OpKind::kReshape;
+  return LocalOpOf(program, in).kind == OpKind::kReshape;
 }
 
 // Whether instruction or group j (as the runner runs it) touches buffer b.

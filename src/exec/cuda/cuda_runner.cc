@@ -447,8 +447,7 @@ Result<StepReport> CudaRunner::RunInstructions(Communicator& comm, const Microba
 std::string CudaRunner::ProfileLabel(const Instruction& in) const {
   std::string label = InstructionKindName(in.kind);
   if (in.kind != InstructionKind::kRun) return label;
-  const Graph& local = program_.local_ops[static_cast<size_t>(in.local_op)];
-  const Op& op = local.op(local.size() - 1);
+  const Op& op = LocalOpOf(program_, in);
   label += std::string(" ") + OpKindName(op.kind) + " " + DTypeName(op.dtype) + " <-";
   for (int32_t b : in.in) label += std::string(" ") + DTypeName(storage_[static_cast<size_t>(b)]);
   label += std::string(" -> ") + DTypeName(storage_[static_cast<size_t>(in.out)]);

@@ -27,11 +27,6 @@ struct ProgramFacts {
   std::vector<OutputRounding> rounding;       // per kRun instruction
 };
 
-const Op& LocalOp(const DeviceProgram& program, const Instruction& in) {
-  const Graph& local = program.local_ops[static_cast<size_t>(in.local_op)];
-  return local.op(local.size() - 1);
-}
-
 bool IsElementwiseKind(OpKind kind) {
   return kind == OpKind::kSelect || IsElementwiseUnary(kind) || IsElementwiseBinary(kind);
 }
@@ -61,7 +56,7 @@ bool ReducesRows(const DeviceProgram& program, const std::vector<DType>& storage
 
 Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage,
                  const Instruction& in, OutputRounding& rounding) {
-  const Op& op = LocalOp(program, in);
+  const Op& op = LocalOpOf(program, in);
   const DType out_storage = storage[static_cast<size_t>(in.out)];
   rounding = ForStorage(RoundingFor(op, in.round), out_storage);
   if (op.kind == OpKind::kConstant) {
@@ -228,7 +223,7 @@ class GroupBuilder {
     const auto found = memo_.find(i);
     if (found != memo_.end()) return found->second;
     const Instruction& in = program_.code[static_cast<size_t>(i)];
-    const Op& op = LocalOp(program_, in);
+    const Op& op = LocalOpOf(program_, in);
     FusedNode node;
     node.storage = storage_[static_cast<size_t>(in.out)];
     if (op.kind == OpKind::kConstant) {

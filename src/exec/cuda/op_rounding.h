@@ -1,30 +1,14 @@
-// How the CUDA kernels round an op's result (host code, over the graph's ops): which kinds the
-// interpreter leaves unrounded, and the OutputRounding of an op's launch.
+// How the CUDA kernels round an op's result (host code, over the graph's ops): the
+// OutputRounding of an op's launch, unrounded for the kinds the interpreter leaves unrounded
+// (exec/cpu/interpreter.h's KeepsOperandValues).
 #pragma once
 
 #include "core/ir/graph.h"
+#include "exec/cpu/interpreter.h"
 #include "exec/cuda/kernel_math.h"
 
 namespace alpa {
 namespace cuda {
-
-// Kinds whose results are operand values moved or picked unchanged: the interpreter does not
-// round them (their operands already hold values of the dtype).
-inline bool KeepsOperandValues(OpKind kind) {
-  switch (kind) {
-    case OpKind::kBroadcastInDim:
-    case OpKind::kReshape:
-    case OpKind::kTranspose:
-    case OpKind::kSlice:
-    case OpKind::kConcatenate:
-    case OpKind::kReverse:
-    case OpKind::kSelect:
-    case OpKind::kGather:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // The rounding of op's result: to its dtype when the launch asks for it and the interpreter
 // rounds that kind.

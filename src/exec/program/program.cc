@@ -67,13 +67,17 @@ const char* InstructionKindName(InstructionKind kind) {
   return "?";
 }
 
+const Op& LocalOpOf(const DeviceProgram& program, const Instruction& in) {
+  const Graph& local = program.local_ops[static_cast<size_t>(in.local_op)];
+  return local.op(local.size() - 1);
+}
+
 std::string InstructionText(const DeviceProgram& program, const Instruction& in) {
   std::string s = InstructionKindName(in.kind);
   s.resize(std::max<size_t>(s.size(), 14), ' ');
   switch (in.kind) {
     case InstructionKind::kRun: {
-      const Graph& g = program.local_ops[static_cast<size_t>(in.local_op)];
-      const Op& op = g.ops.back();
+      const Op& op = LocalOpOf(program, in);
       s += std::string(OpKindName(op.kind));
       if (!op.name.empty()) s += " '" + op.name + "'";
       break;

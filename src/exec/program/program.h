@@ -123,6 +123,10 @@ struct ProgramSet {
   std::vector<int32_t> input_batch_dim;
 };
 
+// The op a kRun instruction runs: the last op of its local graph (whose parameters stand for
+// the instruction's operands).
+const Op& LocalOpOf(const DeviceProgram& program, const Instruction& in);
+
 // One line per instruction, e.g.
 //   12 run      dot_general op 31 'fc1.w.grad' [64, 8] <- b4 [16, 64], b9 [16, 8]   mb 2
 std::string ProgramText(const DeviceProgram& program);

@@ -12,28 +12,14 @@
 #include "exec/cuda/buffer_handover.h"
 #include "exec/cuda/fusion_plan.h"
 #include "exec/cuda/storage_policy.h"
-#include "exec/lower/lower_plan.h"
-#include "models/planner_model.h"
-#include "solvers/planner/manual_plan.h"
+#include "support/small_plans.h"
 
 namespace alpa::cuda {
 namespace {
 
 ProgramSet LowerGpt(const std::string& dtype, int64_t tensor_parallel) {
-  Result<PlannerModel> model =
-      PlannerModelFromSpec("gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=" + dtype);
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  Result<Cluster> cluster =
-      ParseClusterSpec("p3.16xlarge:hosts=1,devices_per_host=" + std::to_string(tensor_parallel));
-  EXPECT_TRUE(cluster.ok()) << cluster.status().message();
-  if (!model.ok() || !cluster.ok()) return {};
-  ManualPlanSpec spec;
-  spec.tensor_parallel = tensor_parallel;
-  spec.microbatches = 2;
-  Result<PipelinePlan> plan = EvaluateManualPlan(model.value(), cluster.value(), spec);
-  EXPECT_TRUE(plan.ok()) << plan.status().message();
-  if (!plan.ok()) return {};
-  Result<ProgramSet> programs = LowerPlan(plan.value());
+  Result<ProgramSet> programs = testing::LowerSmallModel(
+      "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=" + dtype, tensor_parallel);
   EXPECT_TRUE(programs.ok()) << programs.status().message();
   return programs.ok() ? std::move(programs).value() : ProgramSet{};
 }

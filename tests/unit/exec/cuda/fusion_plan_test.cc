@@ -20,10 +20,8 @@
 #include "exec/cuda/kernel_math.h"
 #include "exec/cuda/runtime_compiler.h"
 #include "exec/cuda/storage_policy.h"
-#include "exec/lower/lower_plan.h"
 #include "exec/runtime/tensor_boxes.h"
-#include "models/planner_model.h"
-#include "solvers/planner/manual_plan.h"
+#include "support/small_plans.h"
 
 namespace alpa::cuda {
 namespace {
@@ -31,32 +29,10 @@ namespace {
 ProgramSet LowerGpt(
     const std::string& dtype, int64_t tensor_parallel,
     const std::string& shape = "layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8") {
-  Result<PlannerModel> model =
-      PlannerModelFromSpec("gpt:" + shape + ",dtype=" + dtype + ",adam_eps=1e-5");
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  Result<Cluster> cluster =
-      ParseClusterSpec("p3.16xlarge:hosts=1,devices_per_host=" + std::to_string(tensor_parallel));
-  EXPECT_TRUE(cluster.ok()) << cluster.status().message();
-  if (!model.ok() || !cluster.ok()) return {};
-  ManualPlanSpec spec;
-  spec.tensor_parallel = tensor_parallel;
-  spec.microbatches = 2;
-  Result<PipelinePlan> plan = EvaluateManualPlan(model.value(), cluster.value(), spec);
-  EXPECT_TRUE(plan.ok()) << plan.status().message();
-  if (!plan.ok()) return {};
-  Result<Graph> whole = model.value().build(1);
-  EXPECT_TRUE(whole.ok()) << whole.status().message();
-  if (!whole.ok()) return {};
-  LowerOptions options;
-  options.whole_batch = &whole.value();
-  Result<ProgramSet> programs = LowerPlan(plan.value(), options);
+  Result<ProgramSet> programs = testing::LowerSmallModel(
+      "gpt:" + shape + ",dtype=" + dtype + ",adam_eps=1e-5", tensor_parallel);
   EXPECT_TRUE(programs.ok()) << programs.status().message();
   return programs.ok() ? std::move(programs).value() : ProgramSet{};
-}
-
-const Op& LocalOp(const DeviceProgram& p, const Instruction& in) {
-  const Graph& local = p.local_ops[static_cast<size_t>(in.local_op)];
-  return local.op(local.size() - 1);
 }
 
 // Runs the program's buffer lifetimes as the runner does with `plan`: an error string for the
@@ -172,7 +148,7 @@ TEST(FusionPlanTest, Bf16GptFusesItsChainsAndEachGroupEqualsItsOps) {
         broadcast = broadcast || n.kind == FusedNodeKind::kBroadcastLoad;
       }
       softmax = softmax || (exp && broadcast);
-      EXPECT_NE(LocalOp(p, p.code[static_cast<size_t>(g.root)]).kind, OpKind::kBroadcastInDim);
+      EXPECT_NE(LocalOpOf(p, p.code[static_cast<size_t>(g.root)]).kind, OpKind::kBroadcastInDim);
     }
     // x - broadcast(max) and its exp run as one kernel; a third or more of the ops are fused.
     EXPECT_TRUE(softmax) << "tp " << tp;

@@ -15,9 +15,8 @@
 #include "exec/driver/plan_executor.h"
 #include "exec/driver/plan_run.h"
 #include "exec/driver/synthetic_data.h"
-#include "models/planner_model.h"
-#include "solvers/planner/manual_plan.h"
 #include "support/plan_equivalence_cases.h"
+#include "support/small_plans.h"
 
 namespace alpa::testing {
 
@@ -90,34 +89,12 @@ INSTANTIATE_TEST_SUITE_P(Zoo, CudaPlanEquivalenceTest, ::testing::ValuesIn(Equiv
 // A plan of one device (the whole model on one GPU), and the same GPT in bf16 on two
 // tensor-parallel devices, where the partial sums of the sharded contractions stay in f32
 // storage until the all-reduce rounds them (storage_policy.h).
-struct SmallPlan {
-  PipelinePlan plan;
-  Graph whole;
-};
-
 SmallPlan PlanGpt(const std::string& dtype, int64_t tensor_parallel,
                   const std::string& shape = "layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8") {
-  SmallPlan p;
-  Result<PlannerModel> model =
-      PlannerModelFromSpec("gpt:" + shape + ",dtype=" + dtype + ",adam_eps=1e-5");
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  if (!model.ok()) return p;
-  Result<Cluster> cluster =
-      ParseClusterSpec("p3.16xlarge:hosts=1,devices_per_host=" + std::to_string(tensor_parallel));
-  EXPECT_TRUE(cluster.ok()) << cluster.status().message();
-  if (!cluster.ok()) return p;
-  ManualPlanSpec spec;
-  spec.tensor_parallel = tensor_parallel;
-  spec.microbatches = 2;
-  Result<PipelinePlan> plan = EvaluateManualPlan(model.value(), cluster.value(), spec);
-  EXPECT_TRUE(plan.ok()) << plan.status().message();
-  if (!plan.ok()) return p;
-  Result<Graph> whole = model.value().build(1);
-  EXPECT_TRUE(whole.ok()) << whole.status().message();
-  if (!whole.ok()) return p;
-  p.plan = std::move(plan).value();
-  p.whole = std::move(whole).value();
-  return p;
+  Result<SmallPlan> p =
+      PlanSmallModel("gpt:" + shape + ",dtype=" + dtype + ",adam_eps=1e-5", tensor_parallel);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? std::move(p).value() : SmallPlan{};
 }
 
 TEST(CudaBackendTest, OneDeviceGptOnTheGpuEqualsTheInterpreter) {
