@@ -11,12 +11,15 @@
 namespace alpa {
 namespace {
 
-// A partial plan: its cost, tie-breaking keys and steps.
+// A partial plan: its cost, tie-breaking keys, and its last step after the entry it extends
+// (the steps are read back along the parents once the search ends; their layouts and texts are
+// written only then).
 struct Label {
   double cost = 0;
   int32_t collectives = 0;
   std::vector<std::array<int32_t, 4>> keys;  // (kind, mesh dim, from dim, to dim) per step
-  std::vector<ReshardStep> steps;
+  int64_t parent = -1;                       // the entry this plan extends; -1 for the source
+  ReshardStep step;                          // without `after` and `description`
 };
 
 bool NearlyEqual(double a, double b) {
@@ -70,14 +73,14 @@ struct Planner {
   const LogicalMesh& mesh;
   CostMode mode;
 
-  // Appends to `out` every move from `cur` (labelled `base`); an error from the cost model ends
-  // the search.
-  Status Expand(const ShardingSpec& cur, const Label& base,
+  // Appends to `out` every move from `cur` (entry `base_entry`, labelled `base`); an error from
+  // the cost model ends the search.
+  Status Expand(const ShardingSpec& cur, const Label& base, int64_t base_entry,
                 std::vector<std::pair<ShardingSpec, Label>>& out) const {
     const double local = LocalBytes(cur, shape, elem, mesh.shape);
     const int32_t ndim = mesh.ndim();
     auto add = [&](ReshardStepKind kind, int32_t k, int32_t from, int32_t to, ShardingSpec next,
-                   double bytes, const std::string& what) -> Status {
+                   double bytes) -> Status {
       ReshardStep step;
       step.kind = kind;
       step.mesh_dims = {k};
@@ -94,14 +97,14 @@ struct Planner {
         step.bytes_per_device = n > 1 ? ReceivedBytes(step.collective, n, bytes) : 0.0;
         step.cost = c.value();
       }
-      step.description = std::string(ReshardStepName(kind)) + " " + what + " over mesh dim " +
-                         std::to_string(k) + ": " + ToString(cur) + " -> " + ToString(next);
-      step.after = next;
-      Label l = base;
-      l.cost += step.cost;
-      l.collectives += step.is_collective ? 1 : 0;
+      Label l;
+      l.cost = base.cost + step.cost;
+      l.collectives = base.collectives + (step.is_collective ? 1 : 0);
+      l.keys.reserve(base.keys.size() + 1);
+      l.keys = base.keys;
       l.keys.push_back({static_cast<int32_t>(kind), k, from, to});
-      l.steps.push_back(std::move(step));
+      l.parent = base_entry;
+      l.step = std::move(step);
       out.emplace_back(std::move(next), std::move(l));
       return Status::Ok();
     };
@@ -111,13 +114,13 @@ struct Planner {
       if (Contains(dst.partial, k)) continue;
       ShardingSpec reduced = cur;
       reduced.partial.erase(std::find(reduced.partial.begin(), reduced.partial.end(), k));
-      ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kAllReduce, k, -1, -1, reduced, local, "partial"));
+      ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kAllReduce, k, -1, -1, reduced, local));
       for (size_t i = 0; i < rank; ++i) {
         if (!AppendsTowardDst(cur, dst, i, k)) continue;
         ShardingSpec next = reduced;
         next.dims[i].push_back(k);
-        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kReduceScatter, k, -1, static_cast<int32_t>(i),
-                                 next, local, "partial onto tensor dim " + std::to_string(i)));
+        ALPA_RETURN_IF_ERROR(
+            add(ReshardStepKind::kReduceScatter, k, -1, static_cast<int32_t>(i), next, local));
       }
     }
     // The minor-most mesh dim of each tensor dim: all-gather, or all-to-all onto another dim.
@@ -131,12 +134,11 @@ struct Planner {
         if (j == i || !AppendsTowardDst(cur, dst, j, k)) continue;
         ShardingSpec next = gathered;
         next.dims[j].push_back(k);
-        ALPA_RETURN_IF_ERROR(add(
-            ReshardStepKind::kAllToAll, k, static_cast<int32_t>(i), static_cast<int32_t>(j), next,
-            group, "tensor dim " + std::to_string(i) + " to tensor dim " + std::to_string(j)));
+        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kAllToAll, k, static_cast<int32_t>(i),
+                                 static_cast<int32_t>(j), next, group));
       }
-      ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kAllGather, k, static_cast<int32_t>(i), -1,
-                               gathered, group, "tensor dim " + std::to_string(i)));
+      ALPA_RETURN_IF_ERROR(
+          add(ReshardStepKind::kAllGather, k, static_cast<int32_t>(i), -1, gathered, group));
     }
     // Unused mesh dims: slice toward dst, or zero-fill where dst is partial.
     for (int32_t k = 0; k < ndim; ++k) {
@@ -147,18 +149,67 @@ struct Planner {
         if (!AppendsTowardDst(cur, dst, i, k)) continue;
         ShardingSpec next = cur;
         next.dims[i].push_back(k);
-        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kSlice, k, -1, static_cast<int32_t>(i), next, 0,
-                                 "tensor dim " + std::to_string(i)));
+        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kSlice, k, -1, static_cast<int32_t>(i), next, 0));
       }
       if (Contains(dst.partial, k)) {
         ShardingSpec next = cur;
         next.partial.insert(std::lower_bound(next.partial.begin(), next.partial.end(), k), k);
-        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kZeroFill, k, -1, -1, next, 0, "partial"));
+        ALPA_RETURN_IF_ERROR(add(ReshardStepKind::kZeroFill, k, -1, -1, next, 0));
       }
     }
     return Status::Ok();
   }
 };
+
+// What a step moves, from its key (kind, mesh dim, from dim, to dim): "partial", "tensor dim 1",
+// "tensor dim 0 to tensor dim 1", "partial onto tensor dim 2".
+std::string StepObject(const std::array<int32_t, 4>& key) {
+  const auto kind = static_cast<ReshardStepKind>(key[0]);
+  const std::string from = "tensor dim " + std::to_string(key[2]);
+  const std::string to = "tensor dim " + std::to_string(key[3]);
+  switch (kind) {
+    case ReshardStepKind::kAllReduce:
+    case ReshardStepKind::kZeroFill:
+      return "partial";
+    case ReshardStepKind::kReduceScatter:
+      return "partial onto " + to;
+    case ReshardStepKind::kAllToAll:
+      return from + " to " + to;
+    case ReshardStepKind::kAllGather:
+      return from;
+    case ReshardStepKind::kSlice:
+      return to;
+  }
+  return "?";
+}
+
+// The steps of entry `e`'s plan in execution order, each with its layout after and its text
+// when `describe`.
+template <typename Entries>
+std::vector<ReshardStep> StepsOf(const Entries& entries, int64_t e, bool describe) {
+  std::vector<int64_t> chain;
+  for (int64_t i = e; entries[static_cast<size_t>(i)].second.parent >= 0;
+       i = entries[static_cast<size_t>(i)].second.parent) {
+    chain.push_back(i);
+  }
+  std::vector<ReshardStep> steps;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const auto& [after, label] = entries[static_cast<size_t>(*it)];
+    const ShardingSpec& before = entries[static_cast<size_t>(label.parent)].first;
+    ReshardStep step = label.step;
+    if (!describe) {
+      steps.push_back(std::move(step));
+      continue;
+    }
+    step.description = std::string(ReshardStepName(step.kind)) + " " +
+                       StepObject(label.keys.back()) + " over mesh dim " +
+                       std::to_string(label.keys.back()[1]) + ": " + ToString(before) + " -> " +
+                       ToString(after);
+    step.after = after;
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
 
 }  // namespace
 
@@ -222,37 +273,48 @@ Result<ReshardPlan> PlanReshard(const ShardingSpec& src, const ShardingSpec& dst
   // Dijkstra over specs; the state space is small (each tensor dim's list is a prefix of its
   // src or dst list), so a lazy-deletion heap over stored labels is plenty.
   std::vector<std::pair<ShardingSpec, Label>> entries;
-  std::map<ShardingSpec, size_t> best;
+  struct State {
+    size_t best = 0;  // the entry of the best plan to reach the spec so far
+    bool settled = false;
+  };
+  std::map<ShardingSpec, State> states;
   auto worse = [&](size_t a, size_t b) { return Better(entries[b].second, entries[a].second); };
   std::priority_queue<size_t, std::vector<size_t>, decltype(worse)> heap(worse);
   entries.emplace_back(src, Label{});
-  best[src] = 0;
+  states[src] = State{0, false};
   heap.push(0);
-  std::map<ShardingSpec, bool> settled;
   std::vector<std::pair<ShardingSpec, Label>> next;
   while (!heap.empty()) {
     const size_t e = heap.top();
     heap.pop();
-    if (best[entries[e].first] != e || settled[entries[e].first]) continue;
-    settled[entries[e].first] = true;
+    State& state = states[entries[e].first];
+    if (state.best != e || state.settled) continue;
+    state.settled = true;
     if (entries[e].first == dst) {
       ReshardPlan plan;
-      plan.steps = entries[e].second.steps;
+      plan.steps = StepsOf(entries, static_cast<int64_t>(e), options.describe);
       plan.plan_cost = entries[e].second.cost;
       plan.forbidden = options.alpa_compatible && IsAlpaForbiddenReshard(src, dst);
       plan.cost = plan.forbidden ? std::numeric_limits<double>::infinity() : plan.plan_cost;
       return plan;
     }
     next.clear();
-    ALPA_RETURN_IF_ERROR(planner.Expand(entries[e].first, entries[e].second, next));
+    ALPA_RETURN_IF_ERROR(
+        planner.Expand(entries[e].first, entries[e].second, static_cast<int64_t>(e), next));
     for (auto& [spec, label] : next) {
-      auto it = best.find(spec);
-      if (it != best.end() && (settled[spec] || !Better(label, entries[it->second].second))) {
+      auto it = states.find(spec);
+      if (it != states.end() &&
+          (it->second.settled || !Better(label, entries[it->second.best].second))) {
         continue;
       }
-      entries.emplace_back(spec, std::move(label));
-      best[spec] = entries.size() - 1;
-      heap.push(entries.size() - 1);
+      entries.emplace_back(std::move(spec), std::move(label));
+      const size_t added = entries.size() - 1;
+      if (it != states.end()) {
+        it->second.best = added;
+      } else {
+        states.emplace(entries[added].first, State{added, false});
+      }
+      heap.push(added);
     }
   }
   return InternalError("reshard: no plan from '" + ToString(src) + "' to '" + ToString(dst) + "'");

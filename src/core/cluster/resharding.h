@@ -81,6 +81,9 @@ struct ReshardOptions {
   CostMode cost_mode = CostMode::kAlpaCompatible;
   // Flag (and price at +infinity) the moves Alpa forbids.
   bool alpa_compatible = true;
+  // Write each step's description and layout after; false leaves them empty (for callers that
+  // only price the move: the search then builds no text).
+  bool describe = true;
 };
 
 // Whether src -> dst contains a move Alpa forbids (see the top of this file). Specs must have

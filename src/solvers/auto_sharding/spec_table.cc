@@ -69,7 +69,11 @@ Result<double> ReshardCostCache::Cost(int32_t type, int32_t src, int32_t dst,
                        static_cast<uint64_t>(dst);
   auto it = costs_.find(key);
   if (it == costs_.end()) {
-    Result<ReshardPlan> plan = Plan(type, src, dst);
+    const TypeKey& t = types_[static_cast<size_t>(type)];
+    ReshardOptions priced_only = policy_.options;
+    priced_only.describe = false;
+    Result<ReshardPlan> plan = PlanReshard(specs_.spec(src), specs_.spec(dst), t.shape,
+                                           t.element_bytes, mesh_, priced_only);
     if (!plan.ok()) return plan.status();
     Priced priced{Allowed(plan.value()) ? plan.value().cost : kForbiddenCost,
                   plan.value().NumCollectives() == 0, false};
