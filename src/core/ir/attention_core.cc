@@ -14,9 +14,9 @@ int64_t Elements(const Op& op) {
 
 // Kinds a core is made of: what a fused attention kernel computes between its products.
 bool CoreKind(OpKind kind) {
-  return IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect ||
-         kind == OpKind::kConvert || kind == OpKind::kBroadcastInDim || kind == OpKind::kReshape ||
-         kind == OpKind::kTranspose || kind == OpKind::kConstant || kind == OpKind::kDotGeneral;
+  return IsElementwise(kind) || kind == OpKind::kConvert || kind == OpKind::kBroadcastInDim ||
+         kind == OpKind::kReshape || kind == OpKind::kTranspose || kind == OpKind::kConstant ||
+         kind == OpKind::kDotGeneral;
 }
 
 // A forward Q K^T: batch dims, computed operands, a result larger than either operand.

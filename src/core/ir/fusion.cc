@@ -10,9 +10,8 @@ namespace {
 
 // Ops a fusion can compute inline for its consumers.
 bool FusibleProducer(OpKind kind) {
-  return IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect ||
-         kind == OpKind::kBroadcastInDim || kind == OpKind::kReshape || kind == OpKind::kConstant ||
-         kind == OpKind::kIota;
+  return IsElementwise(kind) || kind == OpKind::kBroadcastInDim || kind == OpKind::kReshape ||
+         kind == OpKind::kConstant || kind == OpKind::kIota;
 }
 
 // Ops that can take a fused producer's value without reading it from memory: the producers'

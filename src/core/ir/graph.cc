@@ -111,6 +111,10 @@ bool IsElementwiseBinary(OpKind kind) {
   return v >= static_cast<int32_t>(OpKind::kAdd) && v <= static_cast<int32_t>(OpKind::kCompare);
 }
 
+bool IsElementwise(OpKind kind) {
+  return IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect;
+}
+
 const char* ComparisonName(Comparison c) {
   size_t i = static_cast<size_t>(c);
   return i < kComparisonNames.size() ? kComparisonNames[i] : "unknown";

@@ -63,6 +63,8 @@ bool IsValidOpKind(int32_t value);
 const std::vector<OpKind>& AllOpKinds();
 bool IsElementwiseUnary(OpKind kind);
 bool IsElementwiseBinary(OpKind kind);  // add .. compare (not select)
+// Unary, binary or select: each result element from the same element of every operand.
+bool IsElementwise(OpKind kind);
 
 const char* ComparisonName(Comparison c);  // "eq", "ne", ...
 Result<Comparison> ParseComparison(const std::string& name);

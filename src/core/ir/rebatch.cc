@@ -17,10 +17,6 @@ int32_t IndexOf(const std::vector<int64_t>& values, int64_t value) {
   return it == values.end() ? -1 : static_cast<int32_t>(it - values.begin());
 }
 
-bool IsElementwise(OpKind kind) {
-  return IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect;
-}
-
 // One forward pass over the graph gives each op its batch state from its operands'. A pending
 // operand that meets a batched one is resolved backward (`Resolve`) and recorded in `hints_`;
 // the passes repeat until no hint is added, since ops between the pending op and the one that

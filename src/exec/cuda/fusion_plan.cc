@@ -27,10 +27,6 @@ struct ProgramFacts {
   std::vector<OutputRounding> rounding;       // per kRun instruction
 };
 
-bool IsElementwiseKind(OpKind kind) {
-  return kind == OpKind::kSelect || IsElementwiseUnary(kind) || IsElementwiseBinary(kind);
-}
-
 // A reduction of float-path values over the operand's trailing dims (each output a row).
 bool ReducesRows(const DeviceProgram& program, const std::vector<DType>& storage,
                  const Instruction& in, const Op& op) {
@@ -71,7 +67,7 @@ Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage
   if (op.kind == OpKind::kReduceSum || op.kind == OpKind::kReduceMax) {
     return ReducesRows(program, storage, in, op) ? Role::kReduceRoot : Role::kNone;
   }
-  if (!IsElementwiseKind(op.kind) || in.in.empty() || in.in.size() > 3) return Role::kNone;
+  if (!IsElementwise(op.kind) || in.in.empty() || in.in.size() > 3) return Role::kNone;
   ElementwiseArgs args;
   args.kind = op.kind;
   args.comparison = op.attrs.comparison;

@@ -9,10 +9,6 @@
 namespace alpa {
 namespace {
 
-bool IsElementwise(OpKind kind) {
-  return IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect;
-}
-
 // Appends an identity reshape of op `id` (a fresh op to carry an alias).
 int32_t AppendCopy(Graph& graph, std::vector<std::string>& op_names, int32_t id) {
   Op copy;

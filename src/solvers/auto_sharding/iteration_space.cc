@@ -318,8 +318,7 @@ Result<IterationSpace> OpIterationSpace(const Graph& graph, int32_t id) {
       space = ScatterAddSpace(graph, op);
       break;
     default:
-      if (IsElementwiseUnary(op.kind) || IsElementwiseBinary(op.kind) ||
-          op.kind == OpKind::kSelect) {
+      if (IsElementwise(op.kind)) {
         space = ResultLoops(op, n);
         if (op.kind == OpKind::kAdd || op.kind == OpKind::kSub) {
           space.linear_operand.assign(n, true);

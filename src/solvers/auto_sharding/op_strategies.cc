@@ -29,9 +29,7 @@ void AddPartial(ShardingSpec& spec, const std::vector<int32_t>& dims) {
 ComputeClass ClassOf(OpKind kind) {
   if (kind == OpKind::kDotGeneral) return ComputeClass::kMatmul;
   if (kind == OpKind::kConvolution) return ComputeClass::kConvolution;
-  if (IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect) {
-    return ComputeClass::kElementwise;
-  }
+  if (IsElementwise(kind)) return ComputeClass::kElementwise;
   return ComputeClass::kOther;
 }
 

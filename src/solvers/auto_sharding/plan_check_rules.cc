@@ -430,9 +430,7 @@ std::string DeriveResult(const OpView& view, Layout& out) {
     out.spec = view.claimed;
     return "";
   }
-  if (IsElementwiseUnary(kind) || IsElementwiseBinary(kind) || kind == OpKind::kSelect) {
-    return DeriveElementwise(view, out);
-  }
+  if (IsElementwise(kind)) return DeriveElementwise(view, out);
   switch (kind) {
     case OpKind::kDotGeneral:
       return DeriveDot(view, out);
