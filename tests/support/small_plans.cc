@@ -1,7 +1,10 @@
 #include "support/small_plans.h"
 
+#include <gtest/gtest.h>
+
 #include <utility>
 
+#include "core/ir/graph_builder.h"
 #include "exec/lower/lower_plan.h"
 #include "models/planner_model.h"
 
@@ -34,6 +37,37 @@ Result<ProgramSet> LowerSmallModel(const std::string& model, int64_t tensor_para
   LowerOptions options;
   options.whole_batch = &p.value().whole;
   return LowerPlan(p.value().plan, options);
+}
+
+void AddBuffers(DeviceProgram& p, int32_t count, const Dims& shape, DType dtype) {
+  for (int32_t i = 0; i < count; ++i) {
+    p.buffers.push_back({"b" + std::to_string(p.buffers.size()), shape, dtype, false, -1});
+  }
+}
+
+int32_t AddElementwiseLocalOp(DeviceProgram& p, OpKind kind, int32_t operands, const Dims& shape,
+                              DType dtype) {
+  GraphBuilder b;
+  std::vector<int32_t> in;
+  for (int32_t k = 0; k < operands; ++k) {
+    in.push_back(b.Parameter(shape, dtype, TensorRole::kActivation, "x" + std::to_string(k)));
+  }
+  b.AddOutput(operands == 1 ? b.Unary(kind, in[0]) : b.Binary(kind, in[0], in[1]));
+  Result<Graph> g = std::move(b).Finish();
+  if (!g.ok()) ADD_FAILURE() << OpKindName(kind) << ": " << g.status().message();
+  p.local_ops.push_back(g.ok() ? std::move(g).value() : Graph());
+  return static_cast<int32_t>(p.local_ops.size()) - 1;
+}
+
+void AddInstruction(DeviceProgram& p, InstructionKind kind, int32_t out, std::vector<int32_t> in,
+                    int32_t local_op, bool round) {
+  Instruction i;
+  i.kind = kind;
+  i.out = out;
+  i.in = std::move(in);
+  i.local_op = local_op;
+  i.round = round;
+  p.code.push_back(std::move(i));
 }
 
 }  // namespace alpa::testing

@@ -22,6 +22,9 @@ struct Label {
   ReshardStep step;                          // without `after` and `description`
 };
 
+// The search's entries: a spec and the plan that reaches it.
+using Entries = std::vector<std::pair<ShardingSpec, Label>>;
+
 bool NearlyEqual(double a, double b) {
   return std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b));
 }
@@ -76,7 +79,7 @@ struct Planner {
   // Appends to `out` every move from `cur` (entry `base_entry`, labelled `base`); an error from
   // the cost model ends the search.
   Status Expand(const ShardingSpec& cur, const Label& base, int64_t base_entry,
-                std::vector<std::pair<ShardingSpec, Label>>& out) const {
+                Entries& out) const {
     const double local = LocalBytes(cur, shape, elem, mesh.shape);
     const int32_t ndim = mesh.ndim();
     auto add = [&](ReshardStepKind kind, int32_t k, int32_t from, int32_t to, ShardingSpec next,
@@ -101,7 +104,7 @@ struct Planner {
       l.cost = base.cost + step.cost;
       l.collectives = base.collectives + (step.is_collective ? 1 : 0);
       l.keys.reserve(base.keys.size() + 1);
-      l.keys = base.keys;
+      l.keys.assign(base.keys.begin(), base.keys.end());
       l.keys.push_back({static_cast<int32_t>(kind), k, from, to});
       l.parent = base_entry;
       l.step = std::move(step);
@@ -185,7 +188,6 @@ std::string StepObject(const std::array<int32_t, 4>& key) {
 
 // The steps of entry `e`'s plan in execution order, each with its layout after and its text
 // when `describe`.
-template <typename Entries>
 std::vector<ReshardStep> StepsOf(const Entries& entries, int64_t e, bool describe) {
   std::vector<int64_t> chain;
   for (int64_t i = e; entries[static_cast<size_t>(i)].second.parent >= 0;
@@ -272,7 +274,7 @@ Result<ReshardPlan> PlanReshard(const ShardingSpec& src, const ShardingSpec& dst
   const Planner planner{dst, tensor_shape, element_bytes, mesh, options.cost_mode};
   // Dijkstra over specs; the state space is small (each tensor dim's list is a prefix of its
   // src or dst list), so a lazy-deletion heap over stored labels is plenty.
-  std::vector<std::pair<ShardingSpec, Label>> entries;
+  Entries entries;
   struct State {
     size_t best = 0;  // the entry of the best plan to reach the spec so far
     bool settled = false;
@@ -283,7 +285,7 @@ Result<ReshardPlan> PlanReshard(const ShardingSpec& src, const ShardingSpec& dst
   entries.emplace_back(src, Label{});
   states[src] = State{0, false};
   heap.push(0);
-  std::vector<std::pair<ShardingSpec, Label>> next;
+  Entries next;
   while (!heap.empty()) {
     const size_t e = heap.top();
     heap.pop();

@@ -37,14 +37,6 @@ Status CudaError(cudaError_t e, const std::string& what) {
     }                                             \
   } while (false)
 
-bool IsWholeBox(const Dims& shape, const std::vector<int64_t>& offsets,
-                const std::vector<int64_t>& sizes) {
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (offsets[d] != 0 || sizes[d] != shape[d]) return false;
-  }
-  return true;
-}
-
 // `t` seen with another shape of the same element count (a box's sizes for the dense buffer
 // it fills).
 Result<cuda::DeviceTensor> Reshaped(const cuda::DeviceTensor& t, const Dims& shape) {
@@ -645,15 +637,7 @@ Status CudaRunner::RunFeed(const Instruction& in, const MicrobatchInput& input,
         "copying a prepared feed to the GPU");
     return prepared_.RecordCopies(stream_);
   }
-  const double* values = full->data.data();
-  const bool whole =
-      std::all_of(in.offsets.begin(), in.offsets.end(), [](int64_t o) { return o == 0; }) &&
-      Dims(in.sizes) == full->shape;
-  if (!whole) {
-    feed_box_.resize(static_cast<size_t>(ElementCountOf(in.sizes)));
-    ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, feed_box_.data());
-    values = feed_box_.data();
-  }
+  const double* values = BoxValues(full->data.data(), full->shape, in.offsets, in.sizes, feed_box_);
   return UploadFeed(values, program_.buffers[static_cast<size_t>(in.out)].dtype, t);
 }
 

@@ -297,7 +297,10 @@ std::vector<FusedGroup> FormGroups(const DeviceProgram& program, const std::vect
   GroupBuilder builder(program, storage, f, alone);
   std::vector<int32_t> dropped;
   for (size_t i = 0; i < program.code.size(); ++i) {
-    if (alone[i] || (f.role[i] != Role::kElementwise && f.role[i] != Role::kReduceRoot)) continue;
+    // The ops of a dropped group run alone: each elementwise one as a group of one (every
+    // operand loaded: nothing is inlinable into an op that runs alone).
+    if (f.role[i] != Role::kElementwise && f.role[i] != Role::kReduceRoot) continue;
+    if (alone[i] && f.role[i] != Role::kElementwise) continue;
     const int32_t out = program.code[i].out;
     if (Inlinable(program, f, alone, out)) continue;  // a member of a later root's group
     FusedGroup g = builder.Build(static_cast<int32_t>(i));
@@ -325,13 +328,6 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
   FusionPlan plan;
   for (bool changed = true; changed;)
     plan.groups = FormGroups(program, storage, facts, alone, changed);
-  // The ops of dropped groups still run as groups of one (every operand loaded).
-  GroupBuilder single(program, storage, facts, alone);
-  for (size_t i = 0; i < program.code.size(); ++i) {
-    if (!alone[i] || facts.role[i] != Role::kElementwise) continue;
-    FusedGroup g = single.Build(static_cast<int32_t>(i));
-    if (g.members.empty() && Keepable(program, facts, g)) plan.groups.push_back(std::move(g));
-  }
   const size_t code = program.code.size();
   plan.group_at.assign(code, -1);
   plan.skip.assign(code, 0);

@@ -82,12 +82,7 @@ Status PreparedFeeds::Prepare(const DeviceProgram& program, const std::vector<DT
         CheckedMicrobatchInput(next, graph, in.tensor, in.microbatch, in.offsets, in.sizes);
     if (!source.ok()) continue;  // the step reports it
     const HostTensor* full = source.value();
-    const double* values = full->data.data();
-    if (Dims(in.sizes) != full->shape) {
-      box_.resize(static_cast<size_t>(ElementCountOf(in.sizes)));
-      ExtractBox(full->data.data(), full->shape, in.offsets, in.sizes, box_.data());
-      values = box_.data();
-    }
+    const double* values = BoxValues(full->data.data(), full->shape, in.offsets, in.sizes, box_);
     const size_t b = static_cast<size_t>(in.out);
     EncodeStorageInto(values, ElementCountOf(in.sizes), program.buffers[b].dtype, storage[b],
                       static_cast<unsigned char*>(arena.host) + offset);

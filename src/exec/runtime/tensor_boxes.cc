@@ -60,6 +60,22 @@ void InsertBox(const double* src, const std::vector<int64_t>& offsets,
   });
 }
 
+bool IsWholeBox(const Dims& shape, const std::vector<int64_t>& offsets,
+                const std::vector<int64_t>& sizes) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (offsets[d] != 0 || sizes[d] != shape[d]) return false;
+  }
+  return true;
+}
+
+const double* BoxValues(const double* src, const Dims& shape, const std::vector<int64_t>& offsets,
+                        const std::vector<int64_t>& sizes, std::vector<double>& scratch) {
+  if (IsWholeBox(shape, offsets, sizes)) return src;
+  scratch.resize(static_cast<size_t>(ElementCountOf(sizes)));
+  ExtractBox(src, shape, offsets, sizes, scratch.data());
+  return scratch.data();
+}
+
 bool BoxInside(const Dims& shape, const std::vector<int64_t>& offsets,
                const std::vector<int64_t>& sizes) {
   if (offsets.size() != shape.size() || sizes.size() != shape.size()) return false;

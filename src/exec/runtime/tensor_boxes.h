@@ -19,6 +19,14 @@ void ExtractBox(const double* src, const Dims& shape, const std::vector<int64_t>
 void InsertBox(const double* src, const std::vector<int64_t>& offsets,
                const std::vector<int64_t>& sizes, double* dst, const Dims& shape);
 
+// Whether the box (offsets, sizes) is all of `shape`.
+bool IsWholeBox(const Dims& shape, const std::vector<int64_t>& offsets,
+                const std::vector<int64_t>& sizes);
+// The box's values, dense: `src` itself when the box is the whole tensor, else the box copied
+// into `scratch` (resized to it).
+const double* BoxValues(const double* src, const Dims& shape, const std::vector<int64_t>& offsets,
+                        const std::vector<int64_t>& sizes, std::vector<double>& scratch);
+
 // Whether the box lies inside `shape`.
 bool BoxInside(const Dims& shape, const std::vector<int64_t>& offsets,
                const std::vector<int64_t>& sizes);

@@ -56,10 +56,12 @@ bool ReshardCostCache::Allowed(const ReshardPlan& plan) const {
   return true;
 }
 
-Result<ReshardPlan> ReshardCostCache::Plan(int32_t type, int32_t src, int32_t dst) const {
+Result<ReshardPlan> ReshardCostCache::Plan(int32_t type, int32_t src, int32_t dst,
+                                           bool describe) const {
   const TypeKey& t = types_[static_cast<size_t>(type)];
-  return PlanReshard(specs_.spec(src), specs_.spec(dst), t.shape, t.element_bytes, mesh_,
-                     policy_.options);
+  ReshardOptions options = policy_.options;
+  options.describe = describe;
+  return PlanReshard(specs_.spec(src), specs_.spec(dst), t.shape, t.element_bytes, mesh_, options);
 }
 
 Result<double> ReshardCostCache::Cost(int32_t type, int32_t src, int32_t dst,
@@ -69,11 +71,7 @@ Result<double> ReshardCostCache::Cost(int32_t type, int32_t src, int32_t dst,
                        static_cast<uint64_t>(dst);
   auto it = costs_.find(key);
   if (it == costs_.end()) {
-    const TypeKey& t = types_[static_cast<size_t>(type)];
-    ReshardOptions priced_only = policy_.options;
-    priced_only.describe = false;
-    Result<ReshardPlan> plan = PlanReshard(specs_.spec(src), specs_.spec(dst), t.shape,
-                                           t.element_bytes, mesh_, priced_only);
+    Result<ReshardPlan> plan = Plan(type, src, dst, /*describe=*/false);
     if (!plan.ok()) return plan.status();
     Priced priced{Allowed(plan.value()) ? plan.value().cost : kForbiddenCost,
                   plan.value().NumCollectives() == 0, false};

@@ -52,8 +52,9 @@ class ReshardCostCache {
   // The cost of src -> dst for a tensor of `type` (an error when a spec does not fit it).
   Result<double> Cost(int32_t type, int32_t src, int32_t dst,
                       Restriction restriction = Restriction::kNone);
-  // The full plan (not cached): for reporting the chosen collectives.
-  Result<ReshardPlan> Plan(int32_t type, int32_t src, int32_t dst) const;
+  // The full plan (not cached): for reporting the chosen collectives; without `describe`, the
+  // steps carry no text or layout after.
+  Result<ReshardPlan> Plan(int32_t type, int32_t src, int32_t dst, bool describe = true) const;
   bool Allowed(const ReshardPlan& plan) const;
 
  private:

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "core/ir/graph_builder.h"
 #include "exec/cuda/buffer_handover.h"
 #include "exec/cuda/fusion_plan.h"
 #include "exec/cuda/storage_policy.h"
@@ -117,26 +116,12 @@ TEST(BufferHandoverTest, TheOptimizersNewStateIsHandedOverAndEveryReadFindsItsVa
 // b1 = copy(b0); b2 = neg(b0) when `read_again`; free b0.
 DeviceProgram CopyThenRead(bool read_again) {
   DeviceProgram p;
-  for (int i = 0; i < 3; ++i)
-    p.buffers.push_back({"b" + std::to_string(i), {8}, DType::kF32, false, -1});
-  GraphBuilder b;
-  const int32_t x = b.Parameter({8}, DType::kF32, TensorRole::kActivation, "x");
-  b.AddOutput(b.Unary(OpKind::kNeg, x));
-  Result<Graph> neg = std::move(b).Finish();
-  EXPECT_TRUE(neg.ok()) << neg.status().message();
-  p.local_ops.push_back(std::move(neg).value());
-  auto add = [&](InstructionKind kind, int32_t out, std::vector<int32_t> in, int32_t op = -1) {
-    Instruction i;
-    i.kind = kind;
-    i.out = out;
-    i.in = std::move(in);
-    i.local_op = op;
-    p.code.push_back(i);
-  };
-  add(InstructionKind::kFeed, 0, {});
-  add(InstructionKind::kCopy, 1, {0});
-  if (read_again) add(InstructionKind::kRun, 2, {0}, 0);
-  add(InstructionKind::kFree, -1, {0});
+  testing::AddBuffers(p, 3, {8}, DType::kF32);
+  const int32_t neg = testing::AddElementwiseLocalOp(p, OpKind::kNeg, 1, {8}, DType::kF32);
+  testing::AddInstruction(p, InstructionKind::kFeed, 0, {});
+  testing::AddInstruction(p, InstructionKind::kCopy, 1, {0});
+  if (read_again) testing::AddInstruction(p, InstructionKind::kRun, 2, {0}, neg);
+  testing::AddInstruction(p, InstructionKind::kFree, -1, {0});
   return p;
 }
 

@@ -14,6 +14,7 @@
 #include "exec/cuda/kernel_math.h"
 #include "exec/cuda/storage_codec.h"
 #include "exec/cuda/storage_policy.h"
+#include "support/small_plans.h"
 
 namespace alpa::cuda {
 namespace {
@@ -162,15 +163,10 @@ TEST(StorageCodecTest, NanStaysNanInEveryFloatStorage) {
 // unrounded value, a received boundary tensor.
 DeviceProgram PolicyProgram(DType dtype) {
   DeviceProgram p;
-  for (int i = 0; i < 9; ++i) p.buffers.push_back({"b" + std::to_string(i), {4}, dtype, false, -1});
+  testing::AddBuffers(p, 9, {4}, dtype);
   p.buffers[8].dtype = DType::kF32;
   auto add = [&](InstructionKind kind, int32_t out, std::vector<int32_t> in, bool round) {
-    Instruction i;
-    i.kind = kind;
-    i.out = out;
-    i.in = std::move(in);
-    i.round = round;
-    p.code.push_back(i);
+    testing::AddInstruction(p, kind, out, std::move(in), -1, round);
   };
   add(InstructionKind::kFeed, 0, {}, true);          // b0: data, rounded
   add(InstructionKind::kRun, 1, {0}, false);         // b1: partial sum

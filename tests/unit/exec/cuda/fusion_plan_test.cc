@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "core/ir/graph_builder.h"
 #include "exec/cpu/interpreter.h"
 #include "exec/cuda/fused_source.h"
 #include "exec/cuda/fusion_plan.h"
@@ -205,35 +204,14 @@ TEST(FusionPlanTest, F32GroupsEqualTheirOpsAndUnfusibleKindsStayAlone) {
 // where b0 still holds the value neg read.
 DeviceProgram NegThenAdd(bool overwrite) {
   DeviceProgram p;
-  for (int i = 0; i < 4; ++i)
-    p.buffers.push_back({"b" + std::to_string(i), {8}, DType::kBF16, false, -1});
-  auto local = [&](OpKind kind, int operands) {
-    GraphBuilder b;
-    std::vector<int32_t> in;
-    for (int k = 0; k < operands; ++k) {
-      in.push_back(
-          b.Parameter({8}, DType::kBF16, TensorRole::kActivation, "x" + std::to_string(k)));
-    }
-    const int32_t op = operands == 1 ? b.Unary(kind, in[0]) : b.Binary(kind, in[0], in[1]);
-    b.AddOutput(op);
-    Result<Graph> g = std::move(b).Finish();
-    EXPECT_TRUE(g.ok()) << g.status().message();
-    p.local_ops.push_back(std::move(g).value());
-    return static_cast<int32_t>(p.local_ops.size()) - 1;
-  };
-  auto add = [&](InstructionKind kind, int32_t out, std::vector<int32_t> in, int32_t op = -1) {
-    Instruction i;
-    i.kind = kind;
-    i.out = out;
-    i.in = std::move(in);
-    i.local_op = op;
-    p.code.push_back(i);
-  };
-  add(InstructionKind::kFeed, 0, {});
-  add(InstructionKind::kFeed, 1, {});
-  add(InstructionKind::kRun, 2, {0}, local(OpKind::kNeg, 1));
-  if (overwrite) add(InstructionKind::kCopy, 0, {1});
-  add(InstructionKind::kRun, 3, {2, 1}, local(OpKind::kAdd, 2));
+  testing::AddBuffers(p, 4, {8}, DType::kBF16);
+  const int32_t neg = testing::AddElementwiseLocalOp(p, OpKind::kNeg, 1, {8}, DType::kBF16);
+  const int32_t add = testing::AddElementwiseLocalOp(p, OpKind::kAdd, 2, {8}, DType::kBF16);
+  testing::AddInstruction(p, InstructionKind::kFeed, 0, {});
+  testing::AddInstruction(p, InstructionKind::kFeed, 1, {});
+  testing::AddInstruction(p, InstructionKind::kRun, 2, {0}, neg);
+  if (overwrite) testing::AddInstruction(p, InstructionKind::kCopy, 0, {1});
+  testing::AddInstruction(p, InstructionKind::kRun, 3, {2, 1}, add);
   return p;
 }
 
