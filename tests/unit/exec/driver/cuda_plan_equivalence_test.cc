@@ -97,17 +97,28 @@ SmallPlan PlanGpt(const std::string& dtype, int64_t tensor_parallel,
   return p.ok() ? std::move(p).value() : SmallPlan{};
 }
 
+// Both sides round every op to bf16 (8 bits of mantissa, 2^-8 = 0.4 % apart); a GPU sum in
+// another order flips a rounding by one ulp now and then, and two steps pass it on: a few ulps
+// relative, and an Adam update's size (1e-3) absolute where a gradient near 0 flips sign.
+constexpr double kBf16Rtol = 2e-2, kBf16Atol = 5e-3;
+
+// kGpuSteps on the CUDA backend, checked against the interpreter at (rtol, atol).
+PlanRunOptions CheckedCudaOptions(double rtol, double atol) {
+  PlanRunOptions options;
+  options.steps = kGpuSteps;
+  options.check = true;
+  options.rtol = rtol;
+  options.atol = atol;
+  options.backend = ExecBackend::kCuda;
+  return options;
+}
+
 TEST(CudaBackendTest, OneDeviceGptOnTheGpuEqualsTheInterpreter) {
   const std::string skip = NoGpuReason();
   if (!skip.empty()) GTEST_SKIP() << skip;
   const SmallPlan p = PlanGpt("f32", 1);
   ASSERT_FALSE(p.plan.stages.empty());
-  PlanRunOptions options;
-  options.steps = kGpuSteps;
-  options.check = true;
-  options.rtol = kGpuRtol;
-  options.atol = kGpuAtol;
-  options.backend = ExecBackend::kCuda;
+  PlanRunOptions options = CheckedCudaOptions(kGpuRtol, kGpuAtol);
   Result<PlanRunReport> run = RunPlanOnThreads(p.plan, p.whole, options);
   ASSERT_TRUE(run.ok()) << run.status().message();
   ExpectEquivalent(p.plan, run.value());
@@ -130,16 +141,8 @@ TEST(CudaBackendTest, Bf16TensorParallelGptOnTheGpuEqualsTheInterpreterWithinBf1
   if (!skip.empty()) GTEST_SKIP() << skip;
   const SmallPlan p = PlanGpt("bf16", 2);
   ASSERT_FALSE(p.plan.stages.empty());
-  PlanRunOptions options;
-  options.steps = kGpuSteps;
-  options.check = true;
-  // Both sides round every op to bf16 (8 bits of mantissa, 2^-8 = 0.4 % apart); a GPU sum in
-  // another order flips a rounding by one ulp now and then, and two steps pass it on: a few
-  // ulps relative, and an Adam update's size (1e-3) absolute where a gradient near 0 flips sign.
-  options.rtol = 2e-2;
-  options.atol = 5e-3;
-  options.backend = ExecBackend::kCuda;
-  Result<PlanRunReport> run = RunPlanOnThreads(p.plan, p.whole, options);
+  Result<PlanRunReport> run =
+      RunPlanOnThreads(p.plan, p.whole, CheckedCudaOptions(kBf16Rtol, kBf16Atol));
   ASSERT_TRUE(run.ok()) << run.status().message();
   ExpectEquivalent(p.plan, run.value());
 }
@@ -151,13 +154,8 @@ TEST(CudaBackendTest, Bf16GptWithFusedRowSumsOnTheGpuEqualsTheInterpreterWithinB
   if (!skip.empty()) GTEST_SKIP() << skip;
   const SmallPlan p = PlanGpt("bf16", 1, "layers=1,hidden=32,heads=2,seq=64,vocab=16,batch=32");
   ASSERT_FALSE(p.plan.stages.empty());
-  PlanRunOptions options;
-  options.steps = kGpuSteps;
-  options.check = true;
-  options.rtol = 2e-2;  // as the bf16 tensor-parallel case above
-  options.atol = 5e-3;
-  options.backend = ExecBackend::kCuda;
-  Result<PlanRunReport> run = RunPlanOnThreads(p.plan, p.whole, options);
+  Result<PlanRunReport> run =
+      RunPlanOnThreads(p.plan, p.whole, CheckedCudaOptions(kBf16Rtol, kBf16Atol));
   ASSERT_TRUE(run.ok()) << run.status().message();
   ExpectEquivalent(p.plan, run.value());
 }
@@ -171,11 +169,7 @@ TEST(CudaBackendTest, InputsFedBetweenStepsReplaceTheFeedsPreparedAhead) {
   if (!skip.empty()) GTEST_SKIP() << skip;
   const SmallPlan p = PlanGpt("f32", 1);
   ASSERT_FALSE(p.plan.stages.empty());
-  PlanRunOptions options;
-  options.check = true;
-  options.rtol = kGpuRtol;
-  options.atol = kGpuAtol;
-  options.backend = ExecBackend::kCuda;
+  const PlanRunOptions options = CheckedCudaOptions(kGpuRtol, kGpuAtol);
   Result<std::unique_ptr<PlanExecutor>> ex = PlanExecutor::Create(p.plan, p.whole, options);
   ASSERT_TRUE(ex.ok()) << ex.status().message();
   PlanExecutor& executor = *ex.value();
