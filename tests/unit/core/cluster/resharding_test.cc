@@ -251,5 +251,27 @@ TEST(Reshard, ThreeDimensionalMesh) {
   EXPECT_DOUBLE_EQ(p.cost, 227.0);
 }
 
+TEST(Reshard, MeshesOfManyDimsAreAnErrorNotACorruptPlan) {
+  // Six dims of size 1 and one of 2 (past the 5 dims kept inline): still planned.
+  LogicalMesh mesh;
+  mesh.shape = {1, 1, 1, 1, 1, 1, 2};
+  mesh.alpha.assign(7, 1);
+  mesh.beta.assign(7, 1);
+  mesh.crosses_hosts.assign(7, false);
+  const ReshardPlan p = Plan("S6 R", "R S6", mesh, kReal, {8, 8});
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].kind, ReshardStepKind::kAllToAll);
+  // 256 dims: positions no longer fit the search's encoding.
+  mesh.shape.assign(256, 1);
+  mesh.alpha.assign(256, 1);
+  mesh.beta.assign(256, 1);
+  mesh.crosses_hosts.assign(256, false);
+  Result<ReshardPlan> r = PlanReshard(P("R R"), P("R R"), {8, 8}, 4, mesh, kReal);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("a mesh of 256 dims"), std::string::npos)
+      << r.status().message();
+}
+
 }  // namespace
 }  // namespace alpa
