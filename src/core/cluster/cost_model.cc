@@ -66,7 +66,7 @@ Result<double> MeshCollectiveCost(const LogicalMesh& mesh, CollectiveKind kind, 
 }
 
 double CollectiveCostModel::Cost(CollectiveKind kind, int32_t mesh_dim, double bytes) const {
-  Result<double> r = MeshCollectiveCost(mesh_, kind, mesh_dim, bytes, mode_);
+  Result<double> r = MeshCollectiveCost(*mesh_, kind, mesh_dim, bytes, mode_);
   return r.ok() ? r.value() : std::numeric_limits<double>::infinity();
 }
 

@@ -59,10 +59,13 @@ Result<double> MeshCollectiveCost(const LogicalMesh& mesh, CollectiveKind kind, 
 
 // Convenience wrappers for strategy enumeration, where mesh_dim is known to be valid; an invalid
 // dimension gives +infinity (a forbidden choice rather than a silent zero).
+// The model refers to the mesh (built once per strategy, it copies nothing): the mesh must
+// outlive it.
 class CollectiveCostModel {
  public:
-  CollectiveCostModel(LogicalMesh mesh, CostMode mode) : mesh_(std::move(mesh)), mode_(mode) {}
-  const LogicalMesh& mesh() const { return mesh_; }
+  CollectiveCostModel(const LogicalMesh& mesh, CostMode mode) : mesh_(&mesh), mode_(mode) {}
+  CollectiveCostModel(LogicalMesh&& mesh, CostMode mode) = delete;  // would dangle
+  const LogicalMesh& mesh() const { return *mesh_; }
   CostMode mode() const { return mode_; }
 
   double AllGather(int32_t mesh_dim, double bytes) const;
@@ -73,7 +76,7 @@ class CollectiveCostModel {
   double Cost(CollectiveKind kind, int32_t mesh_dim, double bytes) const;
 
  private:
-  LogicalMesh mesh_;
+  const LogicalMesh* mesh_;
   CostMode mode_;
 };
 

@@ -77,34 +77,37 @@ bool ShardingSpec::operator<(const ShardingSpec& o) const {
 }
 
 Status ValidateShardingSpecForMesh(const ShardingSpec& spec, int32_t mesh_ndim) {
-  // where[k]: the first place mesh dim k was seen, for the "used twice" message.
-  std::vector<std::string> where(static_cast<size_t>(std::max(mesh_ndim, 0)));
-  const std::string text = ToString(spec);
-  auto use = [&](int32_t k, const std::string& place) -> Status {
+  // seen[k]: where mesh dim k was first used (kUnseen, kSeenPartial or the tensor dim); the
+  // texts are written only for an error.
+  constexpr int64_t kUnseen = -2, kSeenPartial = -1;
+  std::vector<int64_t> seen(static_cast<size_t>(std::max(mesh_ndim, 0)), kUnseen);
+  auto place = [](int64_t where) {
+    return where == kSeenPartial ? std::string("partial") : "tensor dim " + std::to_string(where);
+  };
+  auto use = [&](int32_t k, int64_t where) -> Status {
     if (k < 0 || k >= mesh_ndim) {
-      return InvalidArgument("sharding spec '" + text + "': " + place + " uses mesh dim " +
-                             std::to_string(k) + ", out of range for a " +
+      return InvalidArgument("sharding spec '" + ToString(spec) + "': " + place(where) +
+                             " uses mesh dim " + std::to_string(k) + ", out of range for a " +
                              std::to_string(mesh_ndim) + "-D mesh");
     }
-    std::string& w = where[static_cast<size_t>(k)];
-    if (!w.empty()) {
-      return InvalidArgument("sharding spec '" + text + "': mesh dim " + std::to_string(k) +
-                             " is used twice (" + w + " and " + place + ")");
+    int64_t& first = seen[static_cast<size_t>(k)];
+    if (first != kUnseen) {
+      return InvalidArgument("sharding spec '" + ToString(spec) + "': mesh dim " +
+                             std::to_string(k) + " is used twice (" + place(first) + " and " +
+                             place(where) + ")");
     }
-    w = place;
+    first = where;
     return Status::Ok();
   };
   for (size_t i = 0; i < spec.dims.size(); ++i) {
-    for (int32_t k : spec.dims[i]) {
-      ALPA_RETURN_IF_ERROR(use(k, "tensor dim " + std::to_string(i)));
-    }
+    for (int32_t k : spec.dims[i]) ALPA_RETURN_IF_ERROR(use(k, static_cast<int64_t>(i)));
   }
   for (size_t j = 0; j < spec.partial.size(); ++j) {
     if (j > 0 && spec.partial[j] < spec.partial[j - 1]) {
-      return InvalidArgument("sharding spec '" + text +
+      return InvalidArgument("sharding spec '" + ToString(spec) +
                              "': partial mesh dims must be listed in increasing order");
     }
-    ALPA_RETURN_IF_ERROR(use(spec.partial[j], "partial"));
+    ALPA_RETURN_IF_ERROR(use(spec.partial[j], kSeenPartial));
   }
   return Status::Ok();
 }
