@@ -287,12 +287,6 @@ Result<StageMeshes> EnumerateStageMeshes(const Cluster& cluster,
   return out;
 }
 
-// The local search's work per node in an intra-op solve: a quarter of the solver's default.
-// On the 10 largest rows of the Alpa suite (bench/plan_table.py) the plans are the same at
-// 2,000, 1,000 and 500 and planning takes 0.5-0.7x the time at 500; at 250 two rows change
-// (wresnet-4b 0.2 % slower, wresnet-13b 0.2 % faster), at 100 gpt-6.7b is 2.8 % slower.
-constexpr int64_t kIntraOpMovesPerNode = 500;
-
 // The auto-sharding options of every intra-op solve (before its memory budget).
 AutoShardOptions IntraOpOptions(const PlannerOptions& options, int64_t microbatches) {
   AutoShardOptions shard;
@@ -300,7 +294,6 @@ AutoShardOptions IntraOpOptions(const PlannerOptions& options, int64_t microbatc
   shard.solve.threads = 1;
   shard.solve.deterministic = true;
   shard.solve.deterministic_searches = 1;  // the solves themselves run side by side
-  shard.solve.moves_per_node = kIntraOpMovesPerNode;
   shard.solve.heuristic_only = !options.intra_op_exact;
   shard.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
   shard.solve.relative_gap = options.intra_op_relative_gap;

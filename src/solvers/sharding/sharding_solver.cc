@@ -288,12 +288,7 @@ double HeuristicSecondsCap(const SolveControl& control, bool exact_follows, bool
 int64_t HeuristicMoveBudget(const WorkProblem& core, const SolveOptions& options,
                             bool exact_follows, int32_t searches) {
   if (!options.deterministic && !exact_follows) return 0;
-  // At most 2^30 per node, so that the product with a node count (an int32) stays far from
-  // overflowing.
-  const int64_t per_node = options.moves_per_node > 0
-                               ? std::min<int64_t>(options.moves_per_node, int64_t{1} << 30)
-                               : kDeterministicMovesPerNode;
-  int64_t moves = per_node * std::max<int64_t>(1, core.node_count());
+  int64_t moves = kDeterministicMovesPerNode * std::max<int64_t>(1, core.node_count());
   if (options.deterministic && std::isfinite(options.time_limit_seconds)) {
     const double by_limit = kDeterministicMovesPerSecond *
                             std::max(0.0, options.time_limit_seconds) / std::max(1, searches);

@@ -38,10 +38,6 @@ struct SolveOptions {
   // threads share them). More searches explore more at equal work; the planner, which runs many
   // one-thread solves side by side, uses 1.
   int32_t deterministic_searches = 2;
-  // The local search's counted work per core node where counted work ends it (deterministic
-  // mode, or before GLPK); 0: the solver's default (2,000). The planner, whose plans come out
-  // the same with far less (bench/plan_table.py), passes less.
-  int64_t moves_per_node = 0;
   int32_t threads = 0;  // 0: all hardware threads
   double relative_gap = 0.0;
   // The local search alone, without GLPK's proof: much faster on cores of a few dozen nodes
