@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -66,24 +67,34 @@ ShardingSpec Decode(const Code& c, size_t rank) {
   return spec;
 }
 
-// One step of a partial plan (the text and layout after are written once the search ends).
-struct Step {
-  ReshardStepKind kind = ReshardStepKind::kSlice;
-  int32_t mesh_dim = 0;
-  bool is_collective = false;
-  CollectiveKind collective = CollectiveKind::kAllGather;
-  double bytes = 0, bytes_per_device = 0, cost = 0;
-};
+// The collective a step kind runs; nullopt for the local steps (slice, zero-fill).
+std::optional<CollectiveKind> CollectiveOf(ReshardStepKind kind) {
+  switch (kind) {
+    case ReshardStepKind::kAllReduce:
+      return CollectiveKind::kAllReduce;
+    case ReshardStepKind::kReduceScatter:
+      return CollectiveKind::kReduceScatter;
+    case ReshardStepKind::kAllToAll:
+      return CollectiveKind::kAllToAll;
+    case ReshardStepKind::kAllGather:
+      return CollectiveKind::kAllGather;
+    case ReshardStepKind::kSlice:
+    case ReshardStepKind::kZeroFill:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 // A partial plan: its cost, tie-breaking keys, and its last step after the entry it extends
-// (the earlier steps and keys are read back along the parents).
+// (the earlier steps and keys are read back along the parents; the step's kind and mesh dim are
+// its key's, its text and layout after are written once the search ends).
 struct Label {
   double cost = 0;
   int32_t collectives = 0;
   int32_t depth = 0;                // steps
   std::array<int32_t, 4> key = {};  // the last step's (kind, mesh dim, from dim, to dim)
   int64_t parent = -1;              // the entry this plan extends; -1 for the source
-  Step step;
+  double bytes = 0, bytes_per_device = 0, step_cost = 0;  // the last step's (0 when local)
 };
 
 // The search's entries: a spec and the plan that reaches it.
@@ -190,24 +201,17 @@ struct Planner {
     auto add = [&](ReshardStepKind kind, int32_t k, int32_t from, int32_t to, Code next,
                    double bytes) -> Status {
       Label l;
-      Step& step = l.step;
-      step.kind = kind;
-      step.mesh_dim = k;
-      step.is_collective = kind != ReshardStepKind::kSlice && kind != ReshardStepKind::kZeroFill;
-      if (step.is_collective) {
-        step.collective = kind == ReshardStepKind::kAllReduce       ? CollectiveKind::kAllReduce
-                          : kind == ReshardStepKind::kReduceScatter ? CollectiveKind::kReduceScatter
-                          : kind == ReshardStepKind::kAllToAll      ? CollectiveKind::kAllToAll
-                                                                    : CollectiveKind::kAllGather;
+      const std::optional<CollectiveKind> collective = CollectiveOf(kind);
+      if (collective) {
         const int64_t n = mesh.shape[static_cast<size_t>(k)];
-        Result<double> c = MeshCollectiveCost(mesh, step.collective, k, bytes, mode);
+        Result<double> c = MeshCollectiveCost(mesh, *collective, k, bytes, mode);
         ALPA_RETURN_IF_ERROR(c.status());
-        step.bytes = bytes;
-        step.bytes_per_device = n > 1 ? ReceivedBytes(step.collective, n, bytes) : 0.0;
-        step.cost = c.value();
+        l.bytes = bytes;
+        l.bytes_per_device = n > 1 ? ReceivedBytes(*collective, n, bytes) : 0.0;
+        l.step_cost = c.value();
       }
-      l.cost = base.cost + step.cost;
-      l.collectives = base.collectives + (step.is_collective ? 1 : 0);
+      l.cost = base.cost + l.step_cost;
+      l.collectives = base.collectives + (collective ? 1 : 0);
       l.depth = base.depth + 1;
       l.key = {static_cast<int32_t>(kind), k, from, to};
       l.parent = base_entry;
@@ -299,13 +303,14 @@ std::vector<ReshardStep> StepsOf(const Entries& entries, int64_t e, size_t rank,
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     const auto& [after, label] = entries[static_cast<size_t>(*it)];
     ReshardStep step;
-    step.kind = label.step.kind;
-    step.is_collective = label.step.is_collective;
-    step.collective = label.step.collective;
-    step.mesh_dims = {label.step.mesh_dim};
-    step.bytes = label.step.bytes;
-    step.bytes_per_device = label.step.bytes_per_device;
-    step.cost = label.step.cost;
+    step.kind = static_cast<ReshardStepKind>(label.key[0]);
+    const std::optional<CollectiveKind> collective = CollectiveOf(step.kind);
+    step.is_collective = collective.has_value();
+    if (collective) step.collective = *collective;
+    step.mesh_dims = {label.key[1]};
+    step.bytes = label.bytes;
+    step.bytes_per_device = label.bytes_per_device;
+    step.cost = label.step_cost;
     if (describe) {
       const Code& before = entries[static_cast<size_t>(label.parent)].first;
       step.after = Decode(after, rank);
