@@ -920,9 +920,12 @@ typedef struct alpa_plan_options alpa_plan_options;
  * followed through its ops is ALPA_ERR_INVALID_GRAPH naming the op. */
 #define ALPA_PLAN_OPT_GRAPH_BATCH_DIM 320
 
-#define ALPA_REMAT_SEARCH 0 /**< per stage: rematerialize (recompute the forward) or not */
+#define ALPA_REMAT_SEARCH 0 /**< per stage: none, full, or selective where there is attention */
 #define ALPA_REMAT_OFF 1
-#define ALPA_REMAT_ON 2
+#define ALPA_REMAT_ON 2 /**< full: every piece's forward recomputed in the backward */
+/** Selective: only the attention cores (the [batch, heads, seq, seq] scores, softmax and their
+ * product with V) recomputed; the rest kept (Megatron-LM's selective recomputation). */
+#define ALPA_REMAT_SELECTIVE 3
 
 /** Defaults as listed above. Caller frees *out with alpa_plan_options_destroy. */
 ALPA_API int32_t alpa_plan_options_create(alpa_plan_options** out, alpa_error** err);
@@ -940,10 +943,10 @@ ALPA_API int32_t alpa_plan_options_set_double(alpa_plan_options* options, int32_
                                               alpa_error** err);
 /** By name: "num_layers", "microbatches", "max_microbatches", "threads",
  * "intra_op_time_limit_seconds", "intra_op_gap", "memory_levels", "device_memory_bytes",
- * "clustering_delta", "intra_op_exact" (0/1/true/false), "remat" ("search" / "off" / "on" or the
- * number), "time_limit_seconds", "max_hosts", "max_devices", "max_graph_ops", "max_layers",
- * "max_intra_op_solves". Integer options take an integer in any strtod form ("16e9"). Errors as for
- * set_int, and for an unknown name or text that is not a number. */
+ * "clustering_delta", "intra_op_exact" (0/1/true/false), "remat" ("search" / "off" / "on" /
+ * "selective" or the number), "time_limit_seconds", "max_hosts", "max_devices", "max_graph_ops",
+ * "max_layers", "max_intra_op_solves". Integer options take an integer in any strtod form ("16e9").
+ * Errors as for set_int, and for an unknown name or text that is not a number. */
 ALPA_API int32_t alpa_plan_options_set_by_name(alpa_plan_options* options, const char* name,
                                                const char* value, alpa_error** err);
 /** Cancel token (may be NULL to remove); it must outlive every planning call using it. */
@@ -1041,7 +1044,7 @@ typedef struct alpa_stage_info {
   int64_t devices;                        /**< submesh_hosts * submesh_devices_per_host */
   int64_t data_parallel, tensor_parallel; /**< degrees; product = devices */
   int32_t zero;                      /**< 1: optimizer state sharded over data-parallel devices */
-  int32_t remat;                     /**< 1: forward recomputed in the backward */
+  int32_t remat;                     /**< 0 none, 1 forward recomputed, 2 attention cores */
   double latency_seconds;            /**< one microbatch, forward + backward */
   double iteration_overhead_seconds; /**< gradient synchronisation and update, once */
   int64_t memory_bytes;              /**< per device at its peak */

@@ -127,7 +127,7 @@ typedef struct alpa_manual_plan {
    * split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel). */
   int64_t data_parallel, tensor_parallel, pipeline_parallel;
   int64_t microbatches; /**< >= 1, dividing the batch; data_parallel divides batch / microbatches */
-  int32_t remat;        /**< 0/1: per-layer activation checkpointing in every stage */
+  int32_t remat;        /**< 0 off, 1 full, 2 selective recomputation in every stage */
   /** 1 (default): tensor parallelism on mesh dim 1, inside a host (tensor_parallel must divide
    * the devices per host); 0: data parallelism there, tensor parallelism across hosts. */
   int32_t tensor_inside_host;
@@ -160,12 +160,13 @@ ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
  * dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
  * give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
  * of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
- * ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off and on, or as
- * ALPA_PLAN_OPT_REMAT fixes it). Options used otherwise as for alpa_model_plan_manual;
- * alpa_plan_compile_seconds is the search's time. Errors: ALPA_ERR_INVALID_ARGUMENT (NULL
- * arguments, a bad model spec or option, an empty grid), ALPA_ERR_INFEASIBLE (no grid point
- * fits the device memory; the message names the least memory-hungry one and what it needs),
- * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
+ * ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off, full
+ * and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used
+ * otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
+ * ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),
+ * ALPA_ERR_INFEASIBLE (no grid point fits the device memory; the message names the least
+ * memory-hungry one and what it needs), ALPA_ERR_CANCELLED. Caller frees *out with
+ * alpa_plan_destroy. */
 ALPA_API int32_t alpa_model_plan_baseline(alpa_plan** out, const char* model_spec,
                                           const alpa_cluster* cluster,
                                           const alpa_plan_options* options, alpa_error** err);
@@ -193,10 +194,11 @@ typedef struct alpa_baseline_point {
   int32_t version;    /**< 1 */
   int32_t zero_stage;
   int64_t data_parallel, tensor_parallel, pipeline_parallel, microbatches;
-  int32_t remat, tensor_inside_host; /**< 0/1 */
-  int32_t feasible;                  /**< 1: fits the device memory */
-  int32_t reserved;                  /**< 0 */
-  double iteration_seconds;          /**< predicted; +inf when it does not fit */
+  int32_t remat;              /**< 0 off, 1 full, 2 selective */
+  int32_t tensor_inside_host; /**< 0/1 */
+  int32_t feasible;           /**< 1: fits the device memory */
+  int32_t reserved;           /**< 0 */
+  double iteration_seconds;   /**< predicted; +inf when it does not fit */
 } alpa_baseline_point;
 /** Count-then-fill over the grid points an alpa_model_plan_baseline search evaluated, fastest first
  * (the points that do not fit last; ties in grid order). Points skipped because the same
@@ -221,8 +223,8 @@ ALPA_API int64_t alpa_plan_baseline_pruned(const alpa_plan* plan);
  * the text a user pastes to run its degrees with Megatron-LM (ALPA_LAUNCH_MEGATRON: torchrun
  * --nnodes/--nproc-per-node, --tensor-model-parallel-size, --pipeline-model-parallel-size,
  * --micro-batch-size = batch / (dp x microbatches), --global-batch-size, ZeRO-1 as
- * --use-distributed-optimizer, remat as full recompute, and the model flags of a gpt, bert or
- * llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,
+ * --use-distributed-optimizer, remat as full or selective recompute, and the model flags of a gpt,
+ * bert or llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,
  * train_micro_batch_size_per_gpu, gradient_accumulation_steps, zero_optimization.stage,
  * fp16 / bf16, activation_checkpointing). Both begin with '#' note lines (the plan, the launch
  * command, what the framework needs besides: DeepSpeed's pipeline engine for the stages,

@@ -44,9 +44,10 @@ int32_t ReadSpec(const alpa_manual_plan* in, alpa::ManualPlanSpec* out, alpa_err
     return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
                 "spec->version must be >= 1 (got " + std::to_string(s.version) + ")");
   }
-  if (s.remat != 0 && s.remat != 1) {
+  if (s.remat < 0 || s.remat > 2) {
     return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                "manual plan: remat must be 0 or 1 (got " + std::to_string(s.remat) + ")");
+                "manual plan: remat must be 0 (off), 1 (full) or 2 (selective) (got " +
+                    std::to_string(s.remat) + ")");
   }
   if (s.tensor_inside_host != 0 && s.tensor_inside_host != 1) {
     return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
@@ -58,7 +59,7 @@ int32_t ReadSpec(const alpa_manual_plan* in, alpa::ManualPlanSpec* out, alpa_err
   out->pipeline_parallel = s.pipeline_parallel;
   out->microbatches = s.microbatches;
   out->zero_stage = s.zero_stage;
-  out->remat = s.remat == 1;
+  out->remat = static_cast<alpa::Recompute>(s.remat);
   out->tensor_inside_host = s.tensor_inside_host == 1;
   return ALPA_OK;
 }
@@ -70,7 +71,7 @@ nlohmann::json SpecJson(const alpa::ManualPlanSpec& spec) {
                         {"pipeline_parallel", spec.pipeline_parallel},
                         {"microbatches", spec.microbatches},
                         {"zero_stage", spec.zero_stage},
-                        {"remat", spec.remat},
+                        {"remat", alpa::RecomputeJson(spec.remat)},
                         {"tensor_inside_host", spec.tensor_inside_host}};
 }
 
@@ -235,7 +236,7 @@ ALPA_API int32_t alpa_plan_manual_spec(alpa_manual_plan* out, size_t size, const
     s.tensor_parallel = m.tensor_parallel;
     s.pipeline_parallel = m.pipeline_parallel;
     s.microbatches = m.microbatches;
-    s.remat = m.remat ? 1 : 0;
+    s.remat = static_cast<int32_t>(m.remat);
     s.tensor_inside_host = m.tensor_inside_host ? 1 : 0;
     alpa::capi::WriteElement(out, size, 0, s);
     return ALPA_OK;
@@ -276,7 +277,7 @@ ALPA_API int64_t alpa_plan_baseline_table(const alpa_plan* plan, alpa_baseline_p
         p.tensor_parallel = m.tensor_parallel;
         p.pipeline_parallel = m.pipeline_parallel;
         p.microbatches = m.microbatches;
-        p.remat = m.remat ? 1 : 0;
+        p.remat = static_cast<int32_t>(m.remat);
         p.tensor_inside_host = m.tensor_inside_host ? 1 : 0;
         p.feasible = std::isfinite(seconds) ? 1 : 0;
         p.iteration_seconds = seconds;

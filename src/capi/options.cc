@@ -149,10 +149,10 @@ const Option kOptions[] = {
                  "ALPA_PLAN_OPT_CLUSTERING_DELTA", Family::kPlan, 0.0, false, kInf, true,
                  "finite and >= 0",
                  [](const OptionFields& f, double v) { f.plan->clustering_delta = v; }),
-    IntOption(ALPA_PLAN_OPT_REMAT, "remat", "ALPA_PLAN_OPT_REMAT", Family::kPlan, 0, 2,
-              "ALPA_REMAT_SEARCH (0, \"search\"), ALPA_REMAT_OFF (1, \"off\") or ALPA_REMAT_ON "
-              "(2, \"on\")",
-              "search=0,off=1,on=2",
+    IntOption(ALPA_PLAN_OPT_REMAT, "remat", "ALPA_PLAN_OPT_REMAT", Family::kPlan, 0, 3,
+              "ALPA_REMAT_SEARCH (0, \"search\"), ALPA_REMAT_OFF (1, \"off\"), ALPA_REMAT_ON "
+              "(2, \"on\") or ALPA_REMAT_SELECTIVE (3, \"selective\")",
+              "search=0,off=1,on=2,selective=3",
               [](const OptionFields& f, int64_t v) { f.plan->remat = static_cast<RematMode>(v); }),
     IntOption(ALPA_PLAN_OPT_INTRA_OP_EXACT, "intra_op_exact", "ALPA_PLAN_OPT_INTRA_OP_EXACT",
               Family::kPlan, 0, 1, "0 or 1", kFlag,

@@ -341,7 +341,7 @@ ALPA_API int32_t alpa_plan_stage(alpa_stage_info* out, size_t element_size, cons
     info.data_parallel = st->data_parallel;
     info.tensor_parallel = st->tensor_parallel;
     info.zero = st->zero ? 1 : 0;
-    info.remat = st->remat ? 1 : 0;
+    info.remat = static_cast<int32_t>(st->remat);
     info.latency_seconds = st->latency;
     info.iteration_overhead_seconds = st->iteration_overhead;
     info.memory_bytes = st->memory_bytes;

@@ -190,11 +190,14 @@ std::string MegatronText(const ManualPlanSpec& spec, const LaunchShape& shape,
     flags.push_back(Flag("--global-batch-size", shape.global_batch));
   }
   if (spec.zero_stage == 1) flags.push_back("--use-distributed-optimizer");
-  if (spec.remat) {
+  if (spec.remat == Recompute::kFull) {
     // Full recompute of every layer: the plan checkpoints each transformer layer's input.
     flags.push_back("--recompute-granularity full");
     flags.push_back("--recompute-method uniform");
     flags.push_back("--recompute-num-layers 1");
+  } else if (spec.remat == Recompute::kSelective) {
+    // Megatron-LM's selective recomputation reruns the attention core, as the plan does.
+    flags.push_back("--recompute-granularity selective");
   }
   if (launch_model) {
     for (std::string& flag : MegatronModelFlags(*launch_model)) flags.push_back(std::move(flag));
@@ -229,10 +232,14 @@ std::string DeepSpeedText(const ManualPlanSpec& spec, const LaunchShape& shape,
                     std::to_string(spec.pipeline_parallel) +
                     " --deepspeed --deepspeed_config ds_config.json");
   }
-  if (spec.remat) {
+  if (spec.remat == Recompute::kFull) {
     notes.push_back(
         "activation checkpointing: the model wraps each transformer layer in "
         "deepspeed.checkpointing.checkpoint");
+  } else if (spec.remat == Recompute::kSelective) {
+    notes.push_back(
+        "selective recomputation: the model wraps each layer's attention core (scores, softmax, "
+        "the product with V) in deepspeed.checkpointing.checkpoint");
   }
   if (shape.micro_batch == 0) {
     notes.push_back(
@@ -257,7 +264,7 @@ std::string DeepSpeedText(const ManualPlanSpec& spec, const LaunchShape& shape,
     if (reader.ok() && dtype == DType::kF16) config["fp16"] = {{"enabled", true}};
     if (reader.ok() && dtype == DType::kBF16) config["bf16"] = {{"enabled", true}};
   }
-  if (spec.remat) {
+  if (spec.remat != Recompute::kNone) {
     config["activation_checkpointing"] = {{"partition_activations", false},
                                           {"contiguous_memory_optimization", false},
                                           {"cpu_checkpointing", false}};

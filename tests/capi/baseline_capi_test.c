@@ -173,6 +173,27 @@ static void test_manual_pipeline(void) {
     check_simulates(plan);
   }
   alpa_plan_destroy(plan);
+  plan = NULL;
+
+  /* Selective recomputation (the attention cores): stage info 2, "selective" in the JSON. */
+  spec.remat = 2;
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  if (plan != NULL) {
+    alpa_buffer* json = plan_json(plan, 0);
+    for (s = 0; s < alpa_plan_stage_count(plan); ++s) {
+      alpa_stage_info info;
+      CHECK(alpa_plan_stage(&info, sizeof info, plan, s, NULL) == ALPA_OK);
+      CHECK(info.remat == 2);
+    }
+    CHECK(json != NULL && strstr(alpa_buffer_data(json), "\"remat\":\"selective\"") != NULL);
+    CHECK(json != NULL && strstr(alpa_buffer_data(json), "remat=selective") != NULL);
+    alpa_buffer_free(json);
+    check_spec(plan, &spec);
+    check_simulates(plan);
+  }
+  alpa_plan_destroy(plan);
   alpa_plan_options_destroy(o);
   alpa_cluster_destroy(c);
 }
@@ -351,7 +372,7 @@ static void test_errors(void) {
   CHECK(error_mentions(err, "zero_stage"));
   err = NULL;
   bad = make_spec(2, 2, 1, 2);
-  bad.remat = 2;
+  bad.remat = 3;
   CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "remat"));
   err = NULL;

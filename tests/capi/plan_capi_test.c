@@ -643,7 +643,7 @@ static void test_options(void) {
   CHECK(error_mentions(err, "device_memory_bytes"));
   err = NULL;
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, 0, NULL) == ALPA_OK);
-  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_REMAT, 3, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_REMAT, 4, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "remat"));
   err = NULL;
   CHECK(alpa_plan_options_set_int(o, ALPA_PLAN_OPT_REMAT, ALPA_REMAT_OFF, NULL) == ALPA_OK);

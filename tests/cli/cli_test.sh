@@ -338,7 +338,7 @@ expect baseline_missing_pp 1 'error: --pp: a manual plan needs all of --dp, --tp
 expect baseline_manual_no_b 1 'error: --microbatches: a manual plan' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1
 expect baseline_bad_zero 1 'error: manual plan: zero_stage' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1 -B 2 --zero 3
 expect baseline_zero_search 1 'error: --zero: applies to a manual plan' -- "$alpa" baseline "${bl[@]}" --zero 1
-expect baseline_bad_remat 1 'error: --remat: must be on or off' -- "$alpa" baseline "${bl[@]}" --remat sometimes
+expect baseline_bad_remat 1 'error: --remat: must be on, off or selective' -- "$alpa" baseline "${bl[@]}" --remat sometimes
 expect baseline_bad_model 1 'error: .*nosuchnet' -- "$alpa" baseline --model nosuchnet
 expect baseline_infeasible 2 'least memory-hungry' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000B
 

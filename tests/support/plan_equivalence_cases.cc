@@ -22,6 +22,8 @@ const char* kGpt = "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=
 const char* kGpt4 = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kBert =
     "bert:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
+const char* kBert4 =
+    "bert:layers=2,hidden=16,heads=4,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kMoe =
     "moe:layers=2,hidden=16,heads=2,experts=4,seq=8,vocab=16,batch=8,group=8,dtype=f32,adam_eps=1e-"
     "5";
@@ -38,7 +40,7 @@ std::string ClusterSpec(int64_t hosts, int64_t per_host) {
 }
 
 EquivalenceCase Manual(const std::string& model, int64_t hosts, int64_t per_host, int64_t dp,
-                       int64_t tp, int64_t pp, int64_t b, int32_t zero, bool remat,
+                       int64_t tp, int64_t pp, int64_t b, int32_t zero, Recompute remat,
                        PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB) {
   EquivalenceCase c;
   c.model = model;
@@ -53,7 +55,10 @@ EquivalenceCase Manual(const std::string& model, int64_t hosts, int64_t per_host
   c.name = model.substr(0, model.find(':')) + "_baseline_" + std::to_string(hosts) + "x" +
            std::to_string(per_host) + "_dp" + std::to_string(dp) + "tp" + std::to_string(tp) +
            "pp" + std::to_string(pp) + "B" + std::to_string(b) + (zero ? "_zero" : "") +
-           (remat ? "_remat" : "") + (schedule == PipelineScheduleKind::kGPipe ? "_gpipe" : "");
+           (remat == Recompute::kFull        ? "_remat"
+            : remat == Recompute::kSelective ? "_selective"
+                                             : "") +
+           (schedule == PipelineScheduleKind::kGPipe ? "_gpipe" : "");
   return c;
 }
 
@@ -69,9 +74,10 @@ EquivalenceCase Planned(const std::string& model, int64_t hosts, int64_t per_hos
   c.schedule = schedule;
   c.name = model.substr(0, model.find(':')) + "_plan_" + std::to_string(hosts) + "x" +
            std::to_string(per_host) + "_B" + std::to_string(b) +
-           (remat == RematMode::kOn    ? "_remat"
-            : remat == RematMode::kOff ? "_noremat"
-                                       : "") +
+           (remat == RematMode::kOn          ? "_remat"
+            : remat == RematMode::kOff       ? "_noremat"
+            : remat == RematMode::kSelective ? "_selective"
+                                             : "") +
            (schedule == PipelineScheduleKind::kGPipe ? "_gpipe" : "");
   return c;
 }
@@ -80,46 +86,55 @@ EquivalenceCase Planned(const std::string& model, int64_t hosts, int64_t per_hos
 
 std::vector<EquivalenceCase> EquivalenceCases() {
   using K = PipelineScheduleKind;
+  constexpr Recompute kNo = Recompute::kNone, kFull = Recompute::kFull,
+                      kSel = Recompute::kSelective;
   std::vector<EquivalenceCase> cases;
   // Every family on the meshes 1x2, 2x1, 2x2, 1x4, 2x4 and pipelines of 1 to 4 stages.
   for (const char* model : {kMlp, kGpt, kBert, kMoe}) {
-    cases.push_back(Manual(model, 1, 2, 1, 2, 1, 1, 0, false));            // mesh 1x2
-    cases.push_back(Manual(model, 1, 2, 2, 1, 1, 2, 0, false));            // mesh 2x1
-    cases.push_back(Manual(model, 1, 4, 2, 2, 1, 2, 1, false));            // 2x2, ZeRO
-    cases.push_back(Manual(model, 1, 4, 1, 4, 1, 1, 0, true));             // 1x4, remat
-    cases.push_back(Manual(model, 1, 8, 2, 4, 1, 1, 1, false));            // 2x4, ZeRO
-    cases.push_back(Manual(model, 1, 4, 1, 2, 2, 2, 0, false));            // 2 stages
-    cases.push_back(Manual(model, 1, 4, 1, 2, 2, 4, 0, true, K::kGPipe));  // GPipe, remat
-    cases.push_back(Manual(model, 2, 4, 2, 2, 2, 4, 1, false));            // 2 hosts
+    cases.push_back(Manual(model, 1, 2, 1, 2, 1, 1, 0, kNo));               // mesh 1x2
+    cases.push_back(Manual(model, 1, 2, 2, 1, 1, 2, 0, kNo));               // mesh 2x1
+    cases.push_back(Manual(model, 1, 4, 2, 2, 1, 2, 1, kNo));               // 2x2, ZeRO
+    cases.push_back(Manual(model, 1, 4, 1, 4, 1, 1, 0, kFull));             // 1x4, remat
+    cases.push_back(Manual(model, 1, 8, 2, 4, 1, 1, 1, kNo));               // 2x4, ZeRO
+    cases.push_back(Manual(model, 1, 4, 1, 2, 2, 2, 0, kNo));               // 2 stages
+    cases.push_back(Manual(model, 1, 4, 1, 2, 2, 4, 0, kFull, K::kGPipe));  // GPipe, remat
+    cases.push_back(Manual(model, 2, 4, 2, 2, 2, 4, 1, kNo));               // 2 hosts
     cases.push_back(Planned(model, 1, 2, 2));
     cases.push_back(Planned(model, 1, 4, 2, RematMode::kOn));
     cases.push_back(Planned(model, 1, 8, 4, RematMode::kOff, K::kGPipe));
   }
   // Pipelines of 3 and 4 stages (4 layers).
-  cases.push_back(Manual(kMlp, 1, 4, 1, 1, 4, 4, 0, false));
-  cases.push_back(Manual(kMlp, 1, 4, 1, 1, 4, 4, 0, true, K::kGPipe));
-  cases.push_back(Manual(kGpt4, 1, 4, 1, 1, 4, 4, 0, false));
-  cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 1, true));
-  cases.push_back(Manual(kGpt4, 1, 8, 1, 2, 4, 2, 0, false, K::kGPipe));
-  cases.push_back(Manual(kMlpCe, 1, 2, 1, 1, 2, 4, 0, false));
-  cases.push_back(Manual(kMlpCe, 1, 4, 2, 2, 1, 1, 1, true));
+  cases.push_back(Manual(kMlp, 1, 4, 1, 1, 4, 4, 0, kNo));
+  cases.push_back(Manual(kMlp, 1, 4, 1, 1, 4, 4, 0, kFull, K::kGPipe));
+  cases.push_back(Manual(kGpt4, 1, 4, 1, 1, 4, 4, 0, kNo));
+  cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 1, kFull));
+  cases.push_back(Manual(kGpt4, 1, 8, 1, 2, 4, 2, 0, kNo, K::kGPipe));
+  cases.push_back(Manual(kMlpCe, 1, 2, 1, 1, 2, 4, 0, kNo));
+  cases.push_back(Manual(kMlpCe, 1, 4, 2, 2, 1, 1, 1, kFull));
   cases.push_back(Planned(kMlpCe, 1, 4, 4));
   cases.push_back(Planned(kGpt4, 1, 4, 4));
-  cases.push_back(Manual(kLlama, 1, 2, 1, 2, 1, 1, 0, false));            // mesh 1x2
-  cases.push_back(Manual(kLlama, 1, 4, 2, 2, 1, 2, 1, false));            // 2x2, ZeRO
-  cases.push_back(Manual(kLlama, 1, 4, 1, 4, 1, 1, 0, true));             // 1x4: 4 > kv_heads
-  cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, true, K::kGPipe));  // 2 stages
-  cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 1, false));            // 2 hosts
+  cases.push_back(Manual(kLlama, 1, 2, 1, 2, 1, 1, 0, kNo));               // mesh 1x2
+  cases.push_back(Manual(kLlama, 1, 4, 2, 2, 1, 2, 1, kNo));               // 2x2, ZeRO
+  cases.push_back(Manual(kLlama, 1, 4, 1, 4, 1, 1, 0, kFull));             // 1x4: 4 > kv_heads
+  cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, kFull, K::kGPipe));  // 2 stages
+  cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 1, kNo));               // 2 hosts
   cases.push_back(Planned(kLlama, 1, 4, 2));
   // Batch normalisation normalises over the microbatch, which the whole-batch step does not
   // do: the convolutional network runs with one microbatch.
-  cases.push_back(Manual(kWres, 1, 2, 2, 1, 1, 1, 0, false));
-  cases.push_back(Manual(kWres, 1, 2, 1, 2, 1, 1, 0, false));
-  cases.push_back(Manual(kWres, 1, 4, 2, 2, 1, 1, 1, true));
-  cases.push_back(Manual(kWres, 1, 4, 2, 1, 2, 1, 0, false));
-  cases.push_back(Manual(kWres, 1, 8, 2, 2, 2, 1, 1, false, K::kGPipe));
+  cases.push_back(Manual(kWres, 1, 2, 2, 1, 1, 1, 0, kNo));
+  cases.push_back(Manual(kWres, 1, 2, 1, 2, 1, 1, 0, kNo));
+  cases.push_back(Manual(kWres, 1, 4, 2, 2, 1, 1, 1, kFull));
+  cases.push_back(Manual(kWres, 1, 4, 2, 1, 2, 1, 0, kNo));
+  cases.push_back(Manual(kWres, 1, 8, 2, 2, 2, 1, 1, kNo, K::kGPipe));
   cases.push_back(Planned(kWres, 1, 4, 1));
   cases.push_back(Planned(kWres, 1, 8, 1, RematMode::kOn));
+  // Selective recomputation: the attention cores rerun before the backward (models whose
+  // sequence is longer than a head, so that the scores are the larger values and have cores).
+  cases.push_back(Manual(kGpt4, 1, 2, 1, 2, 1, 2, 0, kSel));              // 1x2, B = 2
+  cases.push_back(Manual(kBert4, 1, 4, 2, 2, 1, 2, 1, kSel));             // 2x2, ZeRO
+  cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 1, kSel));              // 4 stages
+  cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, kSel, K::kGPipe));  // 2 stages, GQA
+  cases.push_back(Planned(kGpt4, 1, 4, 2, RematMode::kSelective));
   return cases;
 }
 

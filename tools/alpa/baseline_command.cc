@@ -43,6 +43,11 @@ struct BaselineArgs {
   std::string launch;
 };
 
+// The library's words for a manual plan's remat: 0 off, 1 on (full), 2 selective.
+std::string RematWord(int32_t remat) {
+  return remat == 2 ? "selective" : remat == 1 ? "on" : "off";
+}
+
 // "dp=2 tp=4 pp=2 B=256 zero=1 remat=off" (plus " tp-across-hosts"), as the library's messages
 // write a configuration; T is alpa_manual_plan or alpa_baseline_point.
 template <typename T>
@@ -52,7 +57,7 @@ std::string ConfigString(const T& config) {
                      " pp=" + std::to_string(config.pipeline_parallel) +
                      " B=" + std::to_string(config.microbatches) +
                      " zero=" + std::to_string(config.zero_stage) +
-                     " remat=" + (config.remat != 0 ? "on" : "off");
+                     " remat=" + RematWord(config.remat);
   if (config.tensor_inside_host == 0) text += " tp-across-hosts";
   return text;
 }
@@ -141,8 +146,9 @@ int RunBaseline(const BaselineArgs& args) {
         "--tp-across-hosts: applies to a manual plan (--dp/--tp/--pp); the "
         "search keeps tensor parallelism inside a host");
   }
-  if (!args.remat.empty() && args.remat != "on" && args.remat != "off") {
-    return ReportBadInput("--remat: must be on or off (got \"" + args.remat + "\")");
+  if (!args.remat.empty() && args.remat != "on" && args.remat != "off" &&
+      args.remat != "selective") {
+    return ReportBadInput("--remat: must be on, off or selective (got \"" + args.remat + "\")");
   }
   if (!args.launch.empty() && args.launch != "megatron" && args.launch != "deepspeed") {
     return ReportBadInput("--launch: must be megatron or deepspeed (got \"" + args.launch + "\")");
@@ -180,7 +186,7 @@ int RunBaseline(const BaselineArgs& args) {
     spec.pipeline_parallel = args.pp;
     spec.microbatches = args.microbatches;
     spec.zero_stage = args.zero;
-    spec.remat = args.remat == "on" ? 1 : 0;
+    spec.remat = args.remat == "selective" ? 2 : args.remat == "on" ? 1 : 0;
     spec.tensor_inside_host = args.tp_across_hosts ? 0 : 1;
     if (!args.json && !args.quiet) {
       PrintPlanHeader("evaluating the manual plan " + ConfigString(spec) + " of", what,
@@ -241,7 +247,8 @@ Command AddBaselineCommand(CLI::App& app) {
   CLI::Option* zero = baseline->add_option(
       "--zero", args->zero, "Manual plan: ZeRO stage 0 (default) or 1 (2 and 3 are not modelled)");
   baseline->add_option("--remat", args->remat,
-                       "Rematerialization on or off (manual plan: default off; search: both)");
+                       "Recomputation: on (full), off or selective (the attention cores); manual "
+                       "plan: default off; search: all three");
   baseline->add_flag("--tp-across-hosts", args->tp_across_hosts,
                      "Manual plan: tensor parallelism across hosts, data parallelism inside");
   AddPlannerOptions(baseline, &args->planner);

@@ -23,7 +23,7 @@ struct PlanArgs {
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
   int32_t layers = 0;  // layer groups; 0: the graph's layers, at most DefaultLayerGroupCap
-  std::string remat;   // "", "search", "off", "on"
+  std::string remat;   // "", "search", "off", "on", "selective"
   // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
   int64_t pipeline_stages = 0, max_tensor_parallel = 0;
   bool no_tp_across_hosts = false;
@@ -137,7 +137,9 @@ Command AddPlanCommand(CLI::App& app) {
           "--layers", args->layers,
           "Layer groups (default: the graph's, at most 16, or hosts / 6 up to 64 beyond 96 hosts)")
       ->check(CLI::Range(0, 1 << 20));
-  plan->add_option("--remat", args->remat, "Rematerialization: search (default), off, on");
+  plan->add_option("--remat", args->remat,
+                   "Recomputation per stage: search (default), off, on (full) or selective (the "
+                   "attention cores)");
   plan->add_option("--pp", args->pipeline_stages,
                    "Pin: exactly this many pipeline stages (default 0: searched)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

@@ -13,6 +13,7 @@
 
 #include "core/cluster/cross_mesh.h"
 #include "core/cluster/resharding.h"
+#include "core/ir/recompute.h"
 #include "core/util/wide_int.h"
 #include "exec/lower/device_emitter.h"
 #include "exec/lower/local_op.h"
@@ -51,6 +52,7 @@ struct PieceInfo {
   std::map<int32_t, std::vector<int32_t>> shared_collectives;  // per tensor (reader layouts)
   std::map<int32_t, std::vector<int32_t>> inside_collectives;  // per op
   std::vector<int32_t> forward_ops, backward_ops, update_ops;  // materialized, schedule order
+  std::vector<bool> rerun;  // per local op: run again before the backward (selective recompute)
   std::vector<int32_t> read_by_update;     // per-microbatch values an update op reads
   std::vector<int32_t> boundary_transfer;  // per local op: the transfer feeding it, or -1
   // Transfers sent or received once per iteration (MarkOncePerIteration): the transfers this
@@ -104,6 +106,9 @@ Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& bat
     } else {
       p.edge_collectives[{c.consumer, c.operand}].push_back(idx);
     }
+  }
+  if (plan.stages[static_cast<size_t>(p.stage)].remat == Recompute::kSelective) {
+    p.rerun = SelectivelyRecomputedOps(g);
   }
   std::vector<char> once(g.ops.size(), 0);  // computed once per iteration
   for (int32_t l : r.schedule) {
@@ -1001,12 +1006,15 @@ Status DeviceLowering::ForwardTask(int64_t mb) {
 }
 
 Status DeviceLowering::BackwardTask(int64_t mb) {
-  const bool remat = ctx_.plan.stages[static_cast<size_t>(stage_)].remat;
+  const Recompute remat = ctx_.plan.stages[static_cast<size_t>(stage_)].remat;
   const std::vector<int32_t>& pieces = my_pieces();
   for (size_t i = pieces.size(); i-- > 0;) {
     const int32_t pi = pieces[i];
-    if (remat) {
-      for (int32_t l : piece(pi).forward_ops) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
+    const PieceInfo& p = piece(pi);
+    for (int32_t l : p.forward_ops) {
+      const bool again = remat == Recompute::kFull ||
+                         (remat == Recompute::kSelective && p.rerun[static_cast<size_t>(l)]);
+      if (again) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
     }
     ALPA_RETURN_IF_ERROR(ReceiveInputs(pi, mb, Phase::kBackward));
     for (int32_t l : piece(pi).backward_ops) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "core/util/number_text.h"
+#include "solvers/planner/stage_costs.h"
 
 namespace alpa {
 namespace {
@@ -51,6 +52,9 @@ Result<std::vector<ManualPlanSpec>> MegatronBaselineGrid(ManualPlanEvaluator& ev
   }
   Result<int64_t> layers = evaluator.Layers(counts.front());
   if (!layers.ok()) return layers.status();
+  Result<bool> selective = evaluator.RecomputesSelectively(counts.front());
+  if (!selective.ok()) return selective.status();
+  const std::vector<Recompute> choices = RecomputeChoices(options.remat, selective.value());
 
   const int64_t devices = cluster.num_devices();
   const int64_t per_host = cluster.devices_per_host;
@@ -69,11 +73,7 @@ Result<std::vector<ManualPlanSpec>> MegatronBaselineGrid(ManualPlanEvaluator& ev
         if (b < pp && options.microbatches == 0) continue;
         if (batch > 0 && (batch / b) % dp != 0) continue;
         for (int32_t zero = 0; zero <= (dp > 1 ? 1 : 0); ++zero) {
-          for (bool remat : {false, true}) {
-            if ((remat && options.remat == RematMode::kOff) ||
-                (!remat && options.remat == RematMode::kOn)) {
-              continue;
-            }
+          for (Recompute remat : choices) {
             ManualPlanSpec spec;
             spec.data_parallel = dp;
             spec.tensor_parallel = tp;
@@ -112,7 +112,7 @@ Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
   for (const ManualPlanSpec& spec : specs) counts.push_back(spec.microbatches);
   std::sort(counts.begin(), counts.end(), std::greater<int64_t>());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  using Config = std::tuple<int64_t, int64_t, int64_t, int32_t, bool>;
+  using Config = std::tuple<int64_t, int64_t, int64_t, int32_t, Recompute>;
   auto config_of = [](const ManualPlanSpec& s) {
     return Config{s.data_parallel, s.tensor_parallel, s.pipeline_parallel, s.zero_stage, s.remat};
   };

@@ -19,9 +19,11 @@
 #include <utility>
 
 #include "core/ir/graph_stats.h"
+#include "core/ir/recompute.h"
 #include "core/util/number_text.h"
 #include "core/util/parallel.h"
 #include "solvers/pipeline/layer_clustering.h"
+#include "solvers/planner/plan_flops.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
 #include "solvers/planner/unit_profile.h"
@@ -135,7 +137,8 @@ std::string ManualPlanSpecString(const ManualPlanSpec& spec) {
   std::string s =
       "dp=" + std::to_string(spec.data_parallel) + " tp=" + std::to_string(spec.tensor_parallel) +
       " pp=" + std::to_string(spec.pipeline_parallel) + " B=" + std::to_string(spec.microbatches) +
-      " zero=" + std::to_string(spec.zero_stage) + " remat=" + (spec.remat ? "on" : "off");
+      " zero=" + std::to_string(spec.zero_stage) +
+      " remat=" + std::string(RecomputeName(spec.remat));
   if (!spec.tensor_inside_host) s += " tp-across-hosts";
   return s;
 }
@@ -469,7 +472,7 @@ struct ManualPlanEvaluator::Impl {
     ComposedStage composed;
     std::vector<const UnitProfile*> profiles;  // per piece of the stage
   };
-  Result<std::vector<StageEval>> Compose(const Resolved& resolved, bool remat,
+  Result<std::vector<StageEval>> Compose(const Resolved& resolved, Recompute remat,
                                          const TypeLevels& levels) {
     ALPA_RETURN_IF_ERROR(EnsureSolved(resolved));
     const StagePieces& sp = resolved.set->pieces;
@@ -724,20 +727,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
   PredictPlanIteration(plan);
-  // Hardware FLOPs: a rematerialized stage runs its forward twice.
-  long double per_microbatch = 0, per_iteration = 0;
-  for (int32_t v = 0; v < graph.size(); ++v) {
-    const Op& op = graph.op(v);
-    const long double flops = OpFlops(graph, v);
-    (op.phase == Phase::kUpdate ? per_iteration : per_microbatch) += flops;
-    if (op.phase == Phase::kForward && spec.remat && sp.op_piece[static_cast<size_t>(v)] >= 0) {
-      per_microbatch += flops;
-    }
-  }
-  plan.flops_per_iteration = per_microbatch * static_cast<long double>(B) + per_iteration;
-  plan.tflops_per_device =
-      static_cast<double>(plan.flops_per_iteration / plan.iteration_seconds /
-                          static_cast<long double>(cluster.num_devices()) / 1e12L);
+  SetPlanFlops(plan, graph, cluster);
   plan.stats.pieces = static_cast<int64_t>(sp.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(sp.type_rep.size());
   plan.stats.intra_op_solves = solves - solves_before;
@@ -765,6 +755,17 @@ Result<int64_t> ManualPlanEvaluator::Layers(int64_t microbatches) {
   Result<Impl::GraphCtx*> ctx = impl_->GraphFor(microbatches);
   if (!ctx.ok()) return ctx.status();
   return static_cast<int64_t>(ctx.value()->layers);
+}
+
+Result<bool> ManualPlanEvaluator::RecomputesSelectively(int64_t microbatches) {
+  ALPA_RETURN_IF_ERROR(impl_->CheckInputs());
+  if (microbatches < 1) return InvalidArgument("manual plan: microbatches must be >= 1");
+  Result<Impl::GraphCtx*> ctx = impl_->GraphFor(microbatches);
+  if (!ctx.ok()) return ctx.status();
+  for (bool rerun : SelectivelyRecomputedOps(ctx.value()->graph)) {
+    if (rerun) return true;
+  }
+  return false;
 }
 
 Status ManualPlanEvaluator::Prepare(const std::vector<ManualPlanSpec>& specs) {

@@ -59,11 +59,12 @@ struct ManualPlanSpec {
   // finds that cheaper). No effect when data_parallel == 1. ZeRO-2 and 3 are not modelled
   // (an error: gradient memory is held whole).
   int32_t zero_stage = 0;
-  bool tensor_inside_host = true;  // tp on the fast mesh dim (dim 1); else dp there
-  bool remat = false;              // per-layer activation checkpointing in every stage
+  bool tensor_inside_host = true;      // tp on the fast mesh dim (dim 1); else dp there
+  Recompute remat = Recompute::kNone;  // per-layer recomputation in every stage
 };
 
-// "dp=2 tp=2 pp=2 B=8 zero=1 remat=off" (plus " tp-across-hosts" when not tensor_inside_host).
+// "dp=2 tp=2 pp=2 B=8 zero=1 remat=off" (remat=on / selective) (plus " tp-across-hosts" when not
+// tensor_inside_host).
 std::string ManualPlanSpecString(const ManualPlanSpec& spec);
 
 // Predicted time and memory of a spec without building the plan.
@@ -91,6 +92,8 @@ class ManualPlanEvaluator {
   // The number of layers pipeline stages split (transformer layers with markers, else the
   // clustering units) in the graph of `microbatches`.
   Result<int64_t> Layers(int64_t microbatches);
+  // Whether selective recomputation reruns anything in that graph (it has attention cores).
+  Result<bool> RecomputesSelectively(int64_t microbatches);
   // Solves in parallel every intra-op problem the specs need that is not cached yet. Specs that
   // are invalid are skipped (Cost / Plan report them); errors: cancellation, a graph build error.
   Status Prepare(const std::vector<ManualPlanSpec>& specs);

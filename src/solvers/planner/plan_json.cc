@@ -109,6 +109,11 @@ Status AddExecutableJson(const PipelinePlan& plan, json& j) {
 
 }  // namespace
 
+json RecomputeJson(Recompute remat) {
+  if (remat == Recompute::kSelective) return std::string(RecomputeName(remat));
+  return remat == Recompute::kFull;
+}
+
 Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
                                      const std::string& model, int32_t detail) {
   json j;
@@ -164,7 +169,7 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
                   {"data_parallel", st.data_parallel},
                   {"tensor_parallel", st.tensor_parallel},
                   {"zero", st.zero},
-                  {"remat", st.remat},
+                  {"remat", RecomputeJson(st.remat)},
                   {"memory_level", st.memory_level},
                   {"latency_seconds", st.latency},
                   {"forward_latency_seconds", st.forward_latency},

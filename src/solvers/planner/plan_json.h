@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/cluster/cluster.h"
 #include "core/util/status.h"
 #include "solvers/planner/planner.h"
@@ -21,6 +23,10 @@ inline constexpr int32_t kPlanJsonExecutable = 2;
 // collectives), everything ReadPipelinePlanJson (plan_json_read.h) needs to rebuild the plan.
 // `model` names the model ("" when unknown). Errors: only at detail 2, a graph that does not
 // validate (kInvalidGraph).
+// A stage's (or a manual spec's) recomputation as the plan JSON writes it: false (none), true
+// (full) or "selective".
+nlohmann::json RecomputeJson(Recompute remat);
+
 Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cluster,
                                      const std::string& model, int32_t detail);
 

@@ -105,6 +105,21 @@ Status ReadClustering(const Json& root, const Graph& graph, LayerClustering* out
   return Status::Ok();
 }
 
+// "remat": false (none), true (full) or "selective"; also the words "off" and "on".
+Status ReadRecompute(const Json& obj, const std::string& path, Recompute* out) {
+  const Json* j = nullptr;
+  ALPA_RETURN_IF_ERROR(Field(obj, path, "remat", &j));
+  if (j->is_boolean()) {
+    *out = j->get<bool>() ? Recompute::kFull : Recompute::kNone;
+    return Status::Ok();
+  }
+  const std::optional<Recompute> r =
+      j->is_string() ? ParseRecompute(j->get<std::string>()) : std::nullopt;
+  if (!r) return Malformed(Join(path, "remat"), "expected true, false or \"selective\"");
+  *out = *r;
+  return Status::Ok();
+}
+
 Status ReadStageFields(const Json& j, const std::string& path, PlannedStage* st) {
   std::vector<int32_t> layers;
   ALPA_RETURN_IF_ERROR(Int32List(j, path, "layers", 0, kInt32Max, &layers));
@@ -123,7 +138,7 @@ Status ReadStageFields(const Json& j, const std::string& path, PlannedStage* st)
   ALPA_RETURN_IF_ERROR(Int(j, path, "data_parallel", 1, kInt64Max, &st->data_parallel));
   ALPA_RETURN_IF_ERROR(Int(j, path, "tensor_parallel", 1, kInt64Max, &st->tensor_parallel));
   ALPA_RETURN_IF_ERROR(Bool(j, path, "zero", &st->zero));
-  ALPA_RETURN_IF_ERROR(Bool(j, path, "remat", &st->remat));
+  ALPA_RETURN_IF_ERROR(ReadRecompute(j, path, &st->remat));
   ALPA_RETURN_IF_ERROR(Int32(j, path, "memory_level", 0, kInt32Max, &st->memory_level));
   ALPA_RETURN_IF_ERROR(Double(j, path, "latency_seconds", &st->latency));
   ALPA_RETURN_IF_ERROR(Double(j, path, "forward_latency_seconds", &st->forward_latency));

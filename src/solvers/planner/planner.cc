@@ -16,6 +16,7 @@
 #include "core/util/number_text.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/microbatch_counts.h"
+#include "solvers/planner/plan_flops.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/stage_costs.h"
 
@@ -211,33 +212,6 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
   return plan;
 }
 
-// The chosen plan's hardware FLOPs per iteration and per device per second.
-void SetPlanFlops(PipelinePlan& plan, const Graph& graph, const StageCostTable& t,
-                  const Cluster& cluster) {
-  // A rematerialized stage runs its forward twice.
-  std::vector<char> remat_piece(t.piece_marker.size(), 0);
-  for (const PlannedStage& st : plan.stages) {
-    const int32_t p0 = t.group_first_piece[static_cast<size_t>(st.first_layer)];
-    const int32_t p1 = t.group_first_piece[static_cast<size_t>(st.last_layer) + 1];
-    for (int32_t p = p0; p < p1; ++p) remat_piece[static_cast<size_t>(p)] = st.remat;
-  }
-  long double per_microbatch = 0, per_iteration = 0;
-  for (int32_t v = 0; v < graph.size(); ++v) {
-    const Op& op = graph.op(v);
-    const long double flops = OpFlops(graph, v);
-    (op.phase == Phase::kUpdate ? per_iteration : per_microbatch) += flops;
-    const int32_t p = t.op_piece[static_cast<size_t>(v)];
-    if (op.phase == Phase::kForward && p >= 0 && remat_piece[static_cast<size_t>(p)]) {
-      per_microbatch += flops;
-    }
-  }
-  plan.flops_per_iteration =
-      per_microbatch * static_cast<long double>(plan.microbatches) + per_iteration;
-  plan.tflops_per_device =
-      static_cast<double>(plan.flops_per_iteration / plan.iteration_seconds /
-                          static_cast<long double>(cluster.num_devices()) / 1e12L);
-}
-
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
                                     const PlannerOptions& options, int64_t microbatches,
                                     int64_t device_memory, PlannerCall& call) {
@@ -378,7 +352,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
   plan = std::move(chosen);
-  SetPlanFlops(plan, graph, stage_costs, cluster);
+  SetPlanFlops(plan, graph, cluster);
   plan.stats.pieces = static_cast<int64_t>(stage_costs.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(stage_costs.solutions.size());
   plan.stats.candidates = static_cast<int64_t>(stage_costs.candidates.size());

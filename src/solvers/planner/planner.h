@@ -23,6 +23,7 @@
 #include "core/cluster/logical_mesh.h"
 #include "core/cluster/sharding_spec.h"
 #include "core/ir/graph.h"
+#include "core/ir/recompute.h"
 #include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 #include "solvers/pipeline/layer_clustering.h"
@@ -42,7 +43,9 @@ struct PlannerProgress {
   PlannerWorkEstimate estimate;   // of the latest B estimated (zeros before the first)
 };
 
-enum class RematMode : int32_t { kSearch = 0, kOff = 1, kOn = 2 };
+// Recomputation per stage: searched (none, full, and selective where the graph has attention
+// cores), or fixed to none (kOff), full (kOn) or selective.
+enum class RematMode : int32_t { kSearch = 0, kOff = 1, kOn = 2, kSelective = 3 };
 
 struct PlannerOptions {
   // Layer groups L (0: as many as the graph has layers, at most DefaultLayerGroupCap).
@@ -110,15 +113,15 @@ struct PlannedStage {
   int32_t first_layer = 0, last_layer = 0;  // layer groups, inclusive
   SubmeshShape submesh;
   std::vector<int64_t> logical_mesh;
-  std::vector<int64_t> devices;   // physical ids: host * devices_per_host + local index
-  int32_t memory_level = 0;       // 0: unconstrained intra-op solves
-  bool remat = false;             // forward recomputed in the backward
-  double latency = 0;             // seconds per microbatch, forward + backward
-  double forward_latency = 0;     // its forward part (with remat: the forward once)
-  double iteration_overhead = 0;  // seconds per iteration: gradient sync and update
-  int64_t in_flight = 0;          // microbatches whose activations it holds (1F1B)
-  int64_t memory_bytes = 0;       // per device, at its peak
-  int64_t activation_bytes = 0;   // of memory_bytes: per device per microbatch in flight
+  std::vector<int64_t> devices;        // physical ids: host * devices_per_host + local index
+  int32_t memory_level = 0;            // 0: unconstrained intra-op solves
+  Recompute remat = Recompute::kNone;  // forward values recomputed in the backward
+  double latency = 0;                  // seconds per microbatch, forward + backward
+  double forward_latency = 0;          // its forward part (with remat: the forward once)
+  double iteration_overhead = 0;       // seconds per iteration: gradient sync and update
+  int64_t in_flight = 0;               // microbatches whose activations it holds (1F1B)
+  int64_t memory_bytes = 0;            // per device, at its peak
+  int64_t activation_bytes = 0;        // of memory_bytes: per device per microbatch in flight
   int64_t data_parallel = 1, tensor_parallel = 1;  // degrees (product = devices)
   bool zero = false;  // optimizer state sharded over the data-parallel devices
   std::vector<StagePiece> pieces;

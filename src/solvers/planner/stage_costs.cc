@@ -135,17 +135,30 @@ Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdg
 }
 
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
-                           const std::vector<StageEdgeCost>& edges, bool remat) {
+                           const std::vector<StageEdgeCost>& edges, Recompute remat) {
   ComposedStage composed;
   int64_t persistent = 0, activation = 0, working = 0, update = 0;
   for (const UnitProfile* pu : pieces) {
     const UnitProfile& u = *pu;
-    composed.latency += u.latency + (remat ? u.forward_latency : 0.0);
+    // What runs again before the backward, what stays per microbatch in flight, and what the
+    // rerun holds while one microbatch's backward runs.
+    double rerun = 0;
+    int64_t kept = u.activation_bytes, rerun_bytes = 0;
+    if (remat == Recompute::kFull) {
+      rerun = u.forward_latency;
+      kept = u.checkpoint_bytes;
+      rerun_bytes = u.activation_bytes;
+    } else if (remat == Recompute::kSelective) {
+      rerun = u.selective_latency;
+      kept = u.selective_activation_bytes;
+      rerun_bytes = u.recomputed_bytes;
+    }
+    composed.latency += u.latency + rerun;
     composed.forward_latency += u.forward_latency;
     composed.iteration_overhead += u.iteration_overhead;
     persistent += u.persistent_bytes;
-    activation += remat ? u.checkpoint_bytes : u.activation_bytes;
-    working = std::max(working, u.working_bytes + (remat ? u.activation_bytes : 0));
+    activation += kept;
+    working = std::max(working, u.working_bytes + rerun_bytes);
     update = std::max(update, u.update_bytes);
   }
   for (const StageEdgeCost& e : edges) {
@@ -204,6 +217,8 @@ Result<StageMemory> PlannedStageMemoryModel(const PlannedStage& stage) {
     u.persistent_bytes = m.value().persistent();
     u.activation_bytes = m.value().activations;
     u.checkpoint_bytes = m.value().checkpoints;
+    u.selective_activation_bytes = m.value().selective_activations;
+    u.recomputed_bytes = m.value().recomputed;
     u.working_bytes = m.value().working;
     u.update_bytes = m.value().update;
     units.push_back(u);
@@ -505,18 +520,26 @@ bool MeshSolved(const StageCostTable& table, size_t m) {
   return true;
 }
 
-// Configs: (mesh, level) for every level some type reached, with and without remat as the
-// options allow.
+// Whether some piece has an attention core that selective recomputation reruns.
+bool AnyPieceRecomputesSelectively(const StageCostTable& table) {
+  for (const std::shared_ptr<const Subgraph>& sub : table.piece_graph) {
+    for (bool rerun : SelectivelyRecomputedOps(sub->graph)) {
+      if (rerun) return true;
+    }
+  }
+  return false;
+}
+
+// Configs: (mesh, level) for every level some type reached, under each recomputation choice.
 void AddConfigs(StageCostTable& table, const StageMeshes& meshes, RematMode remat_mode) {
+  const std::vector<Recompute> choices =
+      RecomputeChoices(remat_mode, AnyPieceRecomputesSelectively(table));
   for (size_t m = 0; m < meshes.meshes.size(); ++m) {
     if (!MeshSolved(table, m)) continue;
     size_t most = 1;
     for (const auto& per_mesh : table.solutions) most = std::max(most, per_mesh[m].size());
     for (size_t level = 0; level < most; ++level) {
-      for (bool remat : {false, true}) {
-        if ((remat && remat_mode == RematMode::kOff) || (!remat && remat_mode == RematMode::kOn)) {
-          continue;
-        }
+      for (Recompute remat : choices) {
         table.configs.push_back(
             {meshes.submesh[m], meshes.meshes[m], static_cast<int32_t>(level), remat});
         table.mesh_of_config.push_back(static_cast<int32_t>(m));
@@ -605,6 +628,21 @@ void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
 
 }  // namespace
 
+std::vector<Recompute> RecomputeChoices(RematMode mode, bool selective_applies) {
+  switch (mode) {
+    case RematMode::kOff:
+      return {Recompute::kNone};
+    case RematMode::kOn:
+      return {Recompute::kFull};
+    case RematMode::kSelective:
+      return {Recompute::kSelective};
+    case RematMode::kSearch:
+      break;
+  }
+  if (selective_applies) return {Recompute::kNone, Recompute::kFull, Recompute::kSelective};
+  return {Recompute::kNone, Recompute::kFull};
+}
+
 PlannerWorkEstimate EstimateIntraOpWork(const PlannerOptions& options, int64_t piece_types,
                                         int64_t logical_meshes, int64_t microbatch_counts,
                                         int32_t groups) {
@@ -616,7 +654,7 @@ PlannerWorkEstimate EstimateIntraOpWork(const PlannerOptions& options, int64_t p
   e.max_solves_per_count = SaturatingProduct(e.solves_per_count, levels);
   e.microbatch_counts = microbatch_counts;
   e.solves = SaturatingProduct(e.solves_per_count, microbatch_counts);
-  const int64_t remat_choices = options.remat == RematMode::kSearch ? 2 : 1;
+  const int64_t remat_choices = options.remat == RematMode::kSearch ? 3 : 1;
   const int64_t configs =
       SaturatingProduct(SaturatingProduct(logical_meshes, levels), remat_choices);
   const int64_t ranges = static_cast<int64_t>(groups) * (static_cast<int64_t>(groups) + 1) / 2;

@@ -40,6 +40,7 @@
 #include "core/cluster/cluster.h"
 #include "core/cluster/logical_mesh.h"
 #include "core/ir/graph.h"
+#include "core/ir/recompute.h"
 #include "core/util/status.h"
 #include "core/util/wide_int.h"
 #include "solvers/pipeline/layer_clustering.h"
@@ -55,9 +56,10 @@ struct StageMeshConfig {
   int32_t submesh = 0;  // index into StageCostTable::submeshes
   LogicalMesh mesh;
   int32_t level = 0;
-  // Rematerialization: the stage keeps only its pieces' forward inputs per microbatch and
-  // recomputes each piece's forward before its backward.
-  bool remat = false;
+  // Recomputation: kFull keeps only the pieces' forward inputs per microbatch and reruns each
+  // piece's forward before its backward; kSelective reruns only the attention cores
+  // (core/ir/recompute.h).
+  Recompute remat = Recompute::kNone;
 };
 
 // Memory of a stage per device: the larger of its forward-backward peak, persistent + in
@@ -124,7 +126,7 @@ struct ComposedStage {
   StageMemory memory;
 };
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
-                           const std::vector<StageEdgeCost>& edges, bool remat);
+                           const std::vector<StageEdgeCost>& edges, Recompute remat);
 
 // The memory model of a placed stage (its pieces' solutions composed as ComposeStage does, with
 // the stage's remat): what the planner charged it, at any number of microbatches in flight.
@@ -185,9 +187,13 @@ struct StageCostTable {
 // unchanged.
 void PruneDominatedCandidates(StageCostTable& t);
 
+// The recomputation choices `mode` allows: kSearch gives none and full, and selective where
+// `selective_applies` (some piece has an attention core to rerun; elsewhere selective is none).
+std::vector<Recompute> RecomputeChoices(RematMode mode, bool selective_applies);
+
 // The intra-op work of one microbatch count before it starts (planner_limits.h): level-0 solves
-// are piece types x logical meshes; stage candidates at most configs (meshes x levels x remat
-// choices) x layer-group ranges.
+// are piece types x logical meshes; stage candidates at most configs (meshes x levels x
+// recomputation choices) x layer-group ranges.
 PlannerWorkEstimate EstimateIntraOpWork(const PlannerOptions& options, int64_t piece_types,
                                         int64_t logical_meshes, int64_t microbatch_counts,
                                         int32_t groups);

@@ -5,15 +5,22 @@
 #include <utility>
 #include <vector>
 
+#include "core/ir/recompute.h"
 #include "solvers/auto_sharding/plan_check.h"
 
 namespace alpa {
 
 Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result) {
+  const std::vector<bool> rerun = SelectivelyRecomputedOps(graph);
   std::vector<char> read_by_backward(static_cast<size_t>(graph.size()), 0);
-  for (const Op& op : graph.ops) {
-    if (op.phase != Phase::kBackward) continue;
-    for (int32_t u : op.operands) read_by_backward[static_cast<size_t>(u)] = 1;
+  std::vector<char> read_by_rerun(static_cast<size_t>(graph.size()), 0);
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const Op& op = graph.op(v);
+    std::vector<char>* reads = op.phase == Phase::kBackward    ? &read_by_backward
+                               : rerun[static_cast<size_t>(v)] ? &read_by_rerun
+                                                               : nullptr;
+    if (reads == nullptr) continue;
+    for (int32_t u : op.operands) (*reads)[static_cast<size_t>(u)] = 1;
   }
   UnitMemory memory;
   for (int32_t v = 0; v < graph.size(); ++v) {
@@ -26,8 +33,14 @@ Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& 
       memory.optimizer_state += bytes;
     } else if (op.role == TensorRole::kGradient) {
       memory.gradients += bytes;
-    } else if (op.phase == Phase::kForward && read_by_backward[static_cast<size_t>(v)]) {
-      memory.activations += bytes;
+    } else if (op.phase == Phase::kForward) {
+      const size_t i = static_cast<size_t>(v);
+      if (read_by_backward[i]) memory.activations += bytes;
+      if (rerun[i]) {
+        memory.recomputed += bytes;
+      } else if (read_by_backward[i] || read_by_rerun[i]) {
+        memory.selective_activations += bytes;
+      }
     }
     if (held && op.role == TensorRole::kInput && op.phase == Phase::kForward) {
       memory.checkpoints += bytes;
@@ -72,25 +85,32 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
   UnitProfile profile;
   // Once per iteration: the update phase and every gradient synchronisation (unweighted
   // costs, whatever options.iteration_weight the solve used).
-  long double per_microbatch = 0, per_iteration = 0, forward = 0;
+  // Selective recomputation reruns its ops and whatever feeds them (a collective consumed by a
+  // rerun op, or a shared resharding of a rerun op's value).
+  const std::vector<bool> rerun = SelectivelyRecomputedOps(graph);
+  long double per_microbatch = 0, per_iteration = 0, forward = 0, selective = 0;
   for (int32_t v = 0; v < graph.size(); ++v) {
     const OpSharding& o = result.ops[static_cast<size_t>(v)];
     const Phase phase = graph.op(v).phase;
     (phase == Phase::kUpdate ? per_iteration : per_microbatch) += o.compute_cost;
     if (phase == Phase::kForward) forward += o.compute_cost;
+    if (rerun[static_cast<size_t>(v)]) selective += o.compute_cost;
   }
   for (const PlannedCollective& c : result.collectives) {
     // A shared resharding (consumer -1) belongs to the phase of the tensor it lays out.
-    const Phase phase = graph.op(c.consumer >= 0 ? c.consumer : c.tensor).phase;
+    const int32_t owner = c.consumer >= 0 ? c.consumer : c.tensor;
+    const Phase phase = graph.op(owner).phase;
     if (c.gradient_sync || (c.consumer >= 0 && phase == Phase::kUpdate)) {
       per_iteration += c.cost;
     } else {
       per_microbatch += c.cost;
       if (phase == Phase::kForward) forward += c.cost;
+      if (rerun[static_cast<size_t>(owner)]) selective += c.cost;
     }
   }
   profile.latency = static_cast<double>(per_microbatch);
   profile.forward_latency = static_cast<double>(forward);
+  profile.selective_latency = static_cast<double>(selective);
   profile.iteration_overhead = static_cast<double>(per_iteration);
 
   Result<UnitMemory> memory = ProfileUnitMemory(graph, result);
@@ -98,6 +118,8 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
   profile.persistent_bytes = memory.value().persistent();
   profile.activation_bytes = memory.value().activations;
   profile.checkpoint_bytes = memory.value().checkpoints;
+  profile.selective_activation_bytes = memory.value().selective_activations;
+  profile.recomputed_bytes = memory.value().recomputed;
   profile.working_bytes = memory.value().working;
   profile.update_bytes = memory.value().update;
   profile.sharding = std::make_shared<const AutoShardResult>(std::move(solved).value());

@@ -21,6 +21,9 @@ struct UnitProfile {
   double latency = 0;
   // The forward part of `latency` (what rematerialization runs again in the backward).
   double forward_latency = 0;
+  // The part of forward_latency that selective recomputation runs again (its ops, with the
+  // collectives and reshardings that feed them; core/ir/recompute.h).
+  double selective_latency = 0;
   // Seconds once per iteration: gradient synchronisation (all-reduce / reduce-scatter of
   // gradients, ZeRO's all-gathers of new weights) and the optimizer update.
   double iteration_overhead = 0;
@@ -38,6 +41,11 @@ struct UnitProfile {
   // Bytes per device per microbatch in flight under rematerialization: the forward inputs of
   // the piece (activations from other pieces and data), from which its forward is recomputed.
   int64_t checkpoint_bytes = 0;
+  // Under selective recomputation: bytes per device per microbatch in flight (activation_bytes
+  // less the recomputed values, plus what the recomputation reads and the backward does not),
+  // and the recomputed values' bytes (live while one microbatch's backward runs).
+  int64_t selective_activation_bytes = 0;
+  int64_t recomputed_bytes = 0;
   std::shared_ptr<const AutoShardResult> sharding;
 
   // The solve's own peak beyond persistent and activation bytes (one microbatch, nothing else
@@ -56,6 +64,9 @@ struct UnitMemory {
   int64_t parameters = 0, optimizer_state = 0, gradients = 0;  // held all iteration
   int64_t activations = 0;  // forward results the backward reads (per microbatch in flight)
   int64_t checkpoints = 0;  // forward inputs (per microbatch in flight under remat)
+  // Under selective recomputation: what stays per microbatch in flight, and what is rerun.
+  int64_t selective_activations = 0;
+  int64_t recomputed = 0;
   // Beyond persistent and activations at the largest usage at a forward or backward op's
   // schedule position (temporaries of one microbatch).
   int64_t working = 0;

@@ -26,7 +26,7 @@ ManualPlanSpec Spec(int64_t dp, int64_t tp, int64_t pp, int64_t microbatches, in
   spec.pipeline_parallel = pp;
   spec.microbatches = microbatches;
   spec.zero_stage = zero;
-  spec.remat = remat;
+  spec.remat = remat ? Recompute::kFull : Recompute::kNone;
   return spec;
 }
 
@@ -125,6 +125,22 @@ TEST(LaunchConfigTest, MegatronLlamaWithoutGroupedQueryAttention) {
   EXPECT_EQ(text.find("--group-query-attention"), std::string::npos) << text;
   EXPECT_EQ(text.find("--num-query-groups"), std::string::npos) << text;
   EXPECT_NE(text.find("    --ffn-hidden-size 11008 \\\n"), std::string::npos) << text;
+}
+
+TEST(LaunchConfigTest, SelectiveRecomputationIsMegatronsSelectiveGranularity) {
+  const ModelSpec model = Parse("gpt-2.6b");
+  ManualPlanSpec spec = Spec(2, 4, 2, 64, 1, false);
+  spec.remat = Recompute::kSelective;
+  const std::string megatron = Text(LaunchFramework::kMegatron, spec, Hosts(2, 8), &model);
+  EXPECT_NE(megatron.find("remat=selective"), std::string::npos) << megatron;
+  EXPECT_NE(megatron.find("    --recompute-granularity selective"), std::string::npos) << megatron;
+  EXPECT_EQ(megatron.find("--recompute-method"), std::string::npos) << megatron;
+  const std::string deepspeed = Text(LaunchFramework::kDeepSpeed, spec, Hosts(2, 8), &model);
+  EXPECT_NE(deepspeed.find("# note: selective recomputation: the model wraps each layer's "
+                           "attention core"),
+            std::string::npos)
+      << deepspeed;
+  EXPECT_TRUE(DeepSpeedJson(deepspeed).contains("activation_checkpointing")) << deepspeed;
 }
 
 TEST(LaunchConfigTest, DeepSpeedGptWithZeroAndRemat) {

@@ -37,7 +37,7 @@ std::string CheckMemoryAgainstPlan(const EquivalenceCase& c, const PipelinePlan&
   const ProgramSet& programs = run.programs;
   const std::vector<char> free_op = FreeOpsOfPlan(plan);
   bool remat = false;
-  for (const PlannedStage& st : plan.stages) remat = remat || st.remat;
+  for (const PlannedStage& st : plan.stages) remat = remat || st.remat != Recompute::kNone;
   const double least = plan.microbatches > 1 && !remat ? 0.85 : 0.65;
   double worst = 1;
   std::string worst_row;

@@ -204,7 +204,7 @@ TEST(ManualPlan, ThreeDimensional) {
 
   // Rematerialization: less activation memory, a longer stage.
   spec.tensor_inside_host = true;
-  spec.remat = true;
+  spec.remat = Recompute::kFull;
   const PipelinePlan remat = EvaluateOrDie(spec, cluster);
   ExpectConsistent(remat, cluster, spec);
   EXPECT_GT(remat.stages[0].latency, plan.stages[0].latency);
@@ -380,8 +380,8 @@ TEST(ManualPlan, EvaluatorCachesSolves) {
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_TRUE(a.value().feasible);
   const int64_t solves = evaluator.solves();
-  EXPECT_EQ(solves, 3);  // embedding, block, head on the (2, 2) mesh
-  spec.remat = true;     // only the composition changes
+  EXPECT_EQ(solves, 3);           // embedding, block, head on the (2, 2) mesh
+  spec.remat = Recompute::kFull;  // only the composition changes
   Result<ManualPlanCost> b = evaluator.Cost(spec);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(evaluator.solves(), solves);
@@ -455,7 +455,7 @@ TEST(BaselineSearch, FixedMicrobatchesAndRemat) {
   ASSERT_TRUE(baseline.ok()) << baseline.status().message();
   for (const auto& [spec, seconds] : baseline.value().table) {
     EXPECT_EQ(spec.microbatches, 4);
-    EXPECT_FALSE(spec.remat);
+    EXPECT_EQ(spec.remat, Recompute::kNone);
     EXPECT_EQ(spec.data_parallel * spec.tensor_parallel * spec.pipeline_parallel, 8);
     EXPECT_EQ(4 % spec.data_parallel, 0);
   }

@@ -33,7 +33,7 @@ struct PlanCase {
   Cluster cluster;
 };
 
-ManualPlanSpec TwoStages(int64_t dp, int64_t tp, int32_t zero, bool remat) {
+ManualPlanSpec TwoStages(int64_t dp, int64_t tp, int32_t zero, Recompute remat) {
   ManualPlanSpec s;
   s.data_parallel = dp;
   s.tensor_parallel = tp;
@@ -110,12 +110,13 @@ void ExpectRoundTrip(const PlanCase& c, const std::string& model) {
 }
 
 TEST(PlanJsonReadTest, ManualPlansRoundTrip) {
-  ExpectRoundTrip(Manual(kMlp, TwoStages(2, 1, 0, false)), kMlp);
-  ExpectRoundTrip(Manual(kMlp, TwoStages(1, 2, 1, true)), kMlp);
-  ExpectRoundTrip(Manual(kGpt, TwoStages(1, 2, 0, false)), kGpt);
-  ExpectRoundTrip(Manual(kGpt, TwoStages(2, 1, 1, true)), kGpt);
-  ExpectRoundTrip(Manual(kMoe, TwoStages(1, 2, 0, false)), kMoe);
-  ExpectRoundTrip(Manual(kWres, TwoStages(2, 1, 0, false)), kWres);
+  ExpectRoundTrip(Manual(kMlp, TwoStages(2, 1, 0, Recompute::kNone)), kMlp);
+  ExpectRoundTrip(Manual(kMlp, TwoStages(1, 2, 1, Recompute::kFull)), kMlp);
+  ExpectRoundTrip(Manual(kGpt, TwoStages(1, 2, 0, Recompute::kNone)), kGpt);
+  ExpectRoundTrip(Manual(kGpt, TwoStages(2, 1, 1, Recompute::kFull)), kGpt);
+  ExpectRoundTrip(Manual(kGpt, TwoStages(1, 2, 0, Recompute::kSelective)), kGpt);
+  ExpectRoundTrip(Manual(kMoe, TwoStages(1, 2, 0, Recompute::kNone)), kMoe);
+  ExpectRoundTrip(Manual(kWres, TwoStages(2, 1, 0, Recompute::kNone)), kWres);
 }
 
 TEST(PlanJsonReadTest, PlannerPlansRoundTrip) {
@@ -135,7 +136,7 @@ class CorruptPlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // Data parallel: every stage synchronises its gradients (collectives to corrupt).
-    const PlanCase c = Manual(kGpt, TwoStages(2, 1, 0, false));
+    const PlanCase c = Manual(kGpt, TwoStages(2, 1, 0, Recompute::kNone));
     text_ = Write(c.plan, c.cluster, kGpt);
     ASSERT_FALSE(text_.empty());
     plan_ = json::parse(text_);
@@ -230,7 +231,7 @@ TEST_F(CorruptPlanTest, FormatAndVersion) {
   plan_ = json::parse(text_);
   plan_["format"] = "alpa-graph";
   ExpectRejected(plan_.dump(), StatusCode::kParse, "format");
-  const PlanCase c = Manual(kGpt, TwoStages(1, 2, 0, false));
+  const PlanCase c = Manual(kGpt, TwoStages(1, 2, 0, Recompute::kNone));
   ExpectRejected(PipelinePlanJson(c.plan, c.cluster, kGpt, kPlanJsonDetailed).value(),
                  StatusCode::kParse, "graph");
 }
