@@ -626,6 +626,113 @@ func TestGraphFromSlicesAutoShard(t *testing.T) {
 	}
 }
 
+// A small GPT whose sequence (8) is longer than its head dim (4): its attention cores are what
+// selective recomputation reruns.
+const (
+	attentionModel   = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5"
+	attentionCluster = "p3.16xlarge:hosts=1,devices_per_host=2"
+)
+
+func TestManualPlanWithSelectiveRecomputationReportsItPerStage(t *testing.T) {
+	defer noLeaks(t)()
+	cluster := openCluster(t, attentionCluster)
+	defer cluster.Close()
+	manual := alpa.DefaultManualPlan()
+	if manual.Recompute != alpa.RematOff || manual.Remat {
+		t.Fatalf("default manual plan: Recompute %v, Remat %v", manual.Recompute, manual.Remat)
+	}
+	manual.TensorParallel, manual.Microbatches = 2, 2
+	manual.Recompute = alpa.RematSelective
+	plan, err := alpa.PlanModelManual(attentionModel, cluster, manual, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plan.Close()
+	stages, err := plan.Stages()
+	if err != nil || len(stages) != 1 {
+		t.Fatalf("%d stages (%v)", len(stages), err)
+	}
+	if s := stages[0]; s.Recompute != alpa.RematSelective || !s.Remat || s.TensorParallel != 2 {
+		t.Fatalf("stage 0: Recompute %v, Remat %v, tp %d", s.Recompute, s.Remat, s.TensorParallel)
+	}
+	spec, err := plan.ManualSpec()
+	if err != nil || spec.Recompute != alpa.RematSelective || !spec.Remat {
+		t.Fatalf("ManualSpec %+v (%v)", spec, err)
+	}
+	// The plan JSON says "selective" for the stage and in the configuration.
+	js, err := plan.JSON(alpa.PlanJSONSummary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Stages   []struct{ Remat interface{} }
+		Baseline struct{ Remat interface{} }
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Stages) != 1 || doc.Stages[0].Remat != "selective" || doc.Baseline.Remat != "selective" {
+		t.Fatalf("plan JSON: stages %+v, baseline remat %v", doc.Stages, doc.Baseline.Remat)
+	}
+	// ManualSpec's answer plans the same again.
+	again, err := alpa.PlanModelManual(attentionModel, cluster, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.IterationSeconds() != plan.IterationSeconds() {
+		t.Fatalf("ManualSpec planned again: %v s, first %v s", again.IterationSeconds(), plan.IterationSeconds())
+	}
+
+	// The two-way Remat still asks for full recomputation; Recompute, when set, decides.
+	for _, c := range []struct {
+		recompute alpa.Remat
+		remat     bool
+		want      alpa.Remat
+	}{
+		{alpa.RematSearch, true, alpa.RematOn},
+		{alpa.RematSearch, false, alpa.RematOff},
+		{alpa.RematOff, true, alpa.RematOff},
+		{alpa.RematOn, false, alpa.RematOn},
+	} {
+		manual.Recompute, manual.Remat = c.recompute, c.remat
+		p, err := alpa.PlanModelManual(attentionModel, cluster, manual, nil)
+		if err != nil {
+			t.Fatalf("Recompute %v, Remat %v: %v", c.recompute, c.remat, err)
+		}
+		s, err := p.Stage(0)
+		p.Close()
+		if err != nil || s.Recompute != c.want || s.Remat != (c.want != alpa.RematOff) {
+			t.Fatalf("Recompute %v, Remat %v: stage Recompute %v, Remat %v (%v)", c.recompute, c.remat,
+				s.Recompute, s.Remat, err)
+		}
+	}
+	manual.Recompute = alpa.Remat(7)
+	_, err = alpa.PlanModelManual(attentionModel, cluster, manual, nil)
+	if e := mustStatus(t, err, alpa.ErrInvalidArgument); !strings.Contains(e.Message, "Recompute") {
+		t.Fatalf("message %q", e.Message)
+	}
+
+	// The planner's search, fixed to selective by the option, recomputes selectively everywhere.
+	searched, err := alpa.PlanModel(attentionModel, cluster, &alpa.PlanOptions{Remat: alpa.RematSelective})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer searched.Close()
+	stages, err = searched.Stages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stages {
+		if s.Recompute != alpa.RematSelective {
+			t.Fatalf("searched stage %d: Recompute %v", s.Index, s.Recompute)
+		}
+	}
+	if got := alpa.RematSelective.String() + " " + alpa.Remat(9).String(); got != "selective Remat(9)" {
+		t.Fatalf("String: %q", got)
+	}
+}
+
 func TestBadModelSpec(t *testing.T) {
 	defer noLeaks(t)()
 	cluster := openCluster(t, smallCluster)

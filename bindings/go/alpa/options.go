@@ -13,6 +13,7 @@ import "C"
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/cgo"
 	"sync"
@@ -303,14 +304,33 @@ func (o *SolveOptions) build() (*C.alpa_solve_options, *callResources, error) {
 
 // ---- plan options ----------------------------------------------------------------------------
 
-// Remat is the rematerialization choice of PlanOptions (ALPA_REMAT_*).
+// Remat is a recomputation choice (ALPA_REMAT_*): what PlanOptions.Remat asks the planner for
+// (RematSearch: per stage, the planner's choice), what ManualPlan.Recompute states for every
+// stage, and what Stage.Recompute reports (RematOff, RematOn or RematSelective).
 type Remat int32
 
 const (
-	RematSearch Remat = C.ALPA_REMAT_SEARCH // per stage, searched (default)
-	RematOff    Remat = C.ALPA_REMAT_OFF
-	RematOn     Remat = C.ALPA_REMAT_ON
+	RematSearch    Remat = C.ALPA_REMAT_SEARCH    // per stage, searched (default)
+	RematOff       Remat = C.ALPA_REMAT_OFF       // nothing recomputed
+	RematOn        Remat = C.ALPA_REMAT_ON        // full: every forward recomputed in the backward
+	RematSelective Remat = C.ALPA_REMAT_SELECTIVE // only the attention cores recomputed
 )
+
+// String is the choice's name as the "remat" option by name takes it ("search", "off", "on",
+// "selective").
+func (r Remat) String() string {
+	switch r {
+	case RematSearch:
+		return "search"
+	case RematOff:
+		return "off"
+	case RematOn:
+		return "on"
+	case RematSelective:
+		return "selective"
+	}
+	return fmt.Sprintf("Remat(%d)", int32(r))
+}
 
 // PlanOptions configure the planning calls (PlanModel, Graph.Plan, PlanModelManual,
 // PlanModelBaseline). The zero value (or a nil pointer) is the library's defaults; a zero field
@@ -321,7 +341,7 @@ type PlanOptions struct {
 	NumLayers         int64   // 0: the graph's layers (<= 16)
 	Threads           int     // 0: all hardware threads
 	DeviceMemoryBytes int64   // 0: the cluster's device memory
-	Remat             Remat   // RematSearch (default), RematOff, RematOn
+	Remat             Remat   // RematSearch (default), RematOff, RematOn, RematSelective
 	IntraOpExact      bool    // prove every intra-op solve with GLPK
 	IntraOpTimeLimit  float64 // seconds per intra-op solve (0: default 0.5)
 

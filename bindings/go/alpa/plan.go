@@ -7,6 +7,7 @@ package alpa
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 )
 
@@ -92,12 +93,18 @@ type ManualPlan struct {
 	TensorParallel   int64
 	PipelineParallel int64
 	Microbatches     int64
+	// Recompute is every stage's recomputation in the backward: RematOff, RematOn (full) or
+	// RematSelective (only the attention cores). RematSearch, the zero value, leaves it to Remat.
+	Recompute Remat
+	// Remat is the two-way form: true asks for full recomputation when Recompute is
+	// RematSearch. Read back (DefaultManualPlan, Plan.ManualSpec) it is true when anything is
+	// recomputed, full or selective; Recompute then says which.
 	Remat            bool
 	TensorInsideHost bool // tensor parallelism inside a host (the library's default)
 }
 
 // DefaultManualPlan is the library's defaults (alpa_manual_plan_init): dp = tp = pp = 1, one
-// microbatch, ZeRO and remat off, tensor parallelism inside a host.
+// microbatch, ZeRO and recomputation off (Recompute RematOff), tensor parallelism inside a host.
 func DefaultManualPlan() ManualPlan {
 	var c C.alpa_manual_plan
 	C.alpa_manual_plan_init(&c, C.sizeof_alpa_manual_plan, nil)
@@ -108,9 +115,41 @@ func manualFromC(c *C.alpa_manual_plan) ManualPlan {
 	return ManualPlan{
 		ZeroStage: int32(c.zero_stage), DataParallel: int64(c.data_parallel),
 		TensorParallel: int64(c.tensor_parallel), PipelineParallel: int64(c.pipeline_parallel),
-		Microbatches: int64(c.microbatches), Remat: c.remat != 0,
+		Microbatches: int64(c.microbatches), Recompute: recomputeFromC(c.remat), Remat: c.remat != 0,
 		TensorInsideHost: c.tensor_inside_host != 0,
 	}
+}
+
+// recomputeFromC reads the recomputation of alpa_stage_info.remat and alpa_manual_plan.remat
+// (0 none, 1 full, 2 selective); RematSearch for a kind this binding does not know (a newer
+// library).
+func recomputeFromC(v C.int32_t) Remat {
+	switch v {
+	case 0:
+		return RematOff
+	case 1:
+		return RematOn
+	case 2:
+		return RematSelective
+	}
+	return RematSearch
+}
+
+// recomputeToC is alpa_manual_plan.remat for manual: Recompute when set, else Remat.
+func recomputeToC(manual ManualPlan) (C.int32_t, error) {
+	switch manual.Recompute {
+	case RematSearch:
+		return b32(manual.Remat), nil
+	case RematOff:
+		return 0, nil
+	case RematOn:
+		return 1, nil
+	case RematSelective:
+		return 2, nil
+	}
+	return 0, statusError(StatusInvalidArgument, fmt.Sprintf(
+		"ManualPlan.Recompute: %v is not RematOff, RematOn, RematSelective or RematSearch (Remat decides)",
+		manual.Recompute))
 }
 
 func b32(v bool) C.int32_t {
@@ -127,6 +166,10 @@ func PlanModelManual(spec string, cluster *Cluster, manual ManualPlan, opts *Pla
 	if cluster == nil || cluster.p == nil {
 		return nil, closedError("Cluster")
 	}
+	remat, err := recomputeToC(manual)
+	if err != nil {
+		return nil, err
+	}
 	var c C.alpa_manual_plan
 	C.alpa_manual_plan_init(&c, C.sizeof_alpa_manual_plan, nil)
 	c.zero_stage = C.int32_t(manual.ZeroStage)
@@ -134,7 +177,7 @@ func PlanModelManual(spec string, cluster *Cluster, manual ManualPlan, opts *Pla
 	c.tensor_parallel = C.int64_t(manual.TensorParallel)
 	c.pipeline_parallel = C.int64_t(manual.PipelineParallel)
 	c.microbatches = C.int64_t(manual.Microbatches)
-	c.remat = b32(manual.Remat)
+	c.remat = remat
 	c.tensor_inside_host = b32(manual.TensorInsideHost)
 	cs := cString(spec)
 	defer freeCString(cs)
@@ -238,7 +281,8 @@ type Stage struct {
 	DataParallel             int64
 	TensorParallel           int64
 	ZeRO                     bool    // optimizer state sharded over the data-parallel devices
-	Remat                    bool    // forward recomputed in the backward
+	Recompute                Remat   // RematOff, RematOn (full) or RematSelective (attention cores)
+	Remat                    bool    // anything recomputed in the backward (full or selective)
 	LatencySeconds           float64 // one microbatch, forward + backward
 	IterationOverheadSeconds float64 // gradient synchronisation and update, once per iteration
 	MemoryBytes              int64   // per device at its peak
@@ -272,7 +316,7 @@ func (x *Plan) Stage(i int) (Stage, error) {
 		SubmeshHosts: int64(info.submesh_hosts), SubmeshDevicesPerHost: int64(info.submesh_devices_per_host),
 		LogicalMesh: mesh, Devices: toInt64s(devices),
 		DataParallel: int64(info.data_parallel), TensorParallel: int64(info.tensor_parallel),
-		ZeRO: info.zero != 0, Remat: info.remat != 0,
+		ZeRO: info.zero != 0, Recompute: recomputeFromC(info.remat), Remat: info.remat != 0,
 		LatencySeconds: float64(info.latency_seconds), IterationOverheadSeconds: float64(info.iteration_overhead_seconds),
 		MemoryBytes: int64(info.memory_bytes), InFlight: int64(info.in_flight),
 	}, nil

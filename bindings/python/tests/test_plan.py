@@ -163,6 +163,52 @@ def test_baseline_and_manual_plans():
     assert "data_parallel" in str(info.value)
 
 
+# A small GPT whose sequence (8) is longer than its head dim (4): its attention cores are what
+# selective recomputation reruns.
+ATTENTION_MODEL = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5"
+ATTENTION_CLUSTER = "p3.16xlarge:hosts=1,devices_per_host=2"
+
+
+def remat_column(plan: alpa.Plan) -> list[str]:
+    """The summary's remat column, one entry per stage (the alpa program's no / full / sel)."""
+    lines = plan.summary().splitlines()
+    column = lines[1].split().index("remat")  # "dp x tp" and its "1 x 2" split alike
+    return [line.split()[column] for line in lines[2:] if line[:1].isdigit()]
+
+
+def test_manual_plan_with_selective_recomputation_reports_it_per_stage():
+    with alpa.plan_manual(ATTENTION_MODEL, ATTENTION_CLUSTER, tensor_parallel=2, microbatches=2,
+                          remat="selective") as p:
+        (stage,) = p.stages
+        assert (stage.recompute, stage.remat, stage.tensor_parallel) == ("selective", True, 2)
+        spec = p.manual_spec
+        assert (spec.remat, spec.recompute) == ("selective", "selective")
+        assert spec == alpa.ManualPlanSpec(tensor_parallel=2, microbatches=2, remat="selective")
+        assert remat_column(p) == ["sel"]
+        doc = json.loads(p.to_json())
+        assert doc["stages"][0]["remat"] == "selective" and doc["baseline"]["remat"] == "selective"
+        detached = alpa.Plan.from_json(p.to_json())
+        assert (detached.stages[0].recompute, detached.stages[0].remat) == ("selective", True)
+        with alpa.plan_manual(ATTENTION_MODEL, ATTENTION_CLUSTER, spec) as again:
+            assert again.iteration_seconds == p.iteration_seconds
+    # The two-way forms still work; the spec keeps the plan JSON's values.
+    for remat, recompute, column in [(False, "off", "no"), ("off", "off", "no"),
+                                     (True, "on", "full"), ("on", "on", "full")]:
+        spec = alpa.ManualPlanSpec(tensor_parallel=2, microbatches=2, remat=remat)
+        assert spec.remat == (recompute == "on") and spec.recompute == recompute
+        with alpa.plan_manual(ATTENTION_MODEL, ATTENTION_CLUSTER, spec) as p:
+            assert (p.stages[0].recompute, p.stages[0].remat) == (recompute, recompute == "on")
+            assert remat_column(p) == [column]
+    with pytest.raises(alpa.InvalidArgumentError, match="remat"):
+        alpa.ManualPlanSpec(remat="search")
+    # The search, fixed to selective by the option, recomputes selectively in every stage.
+    with alpa.plan(ATTENTION_MODEL, ATTENTION_CLUSTER, remat="selective") as searched:
+        assert {s.recompute for s in searched.stages} == {"selective"}
+    with alpa.plan_baseline(ATTENTION_MODEL, ATTENTION_CLUSTER, remat="selective") as best:
+        assert best.manual_spec.remat == "selective"
+        assert {b.spec.recompute for b in best.baseline_table()} == {"selective"}
+
+
 def test_launch_configs():
     with alpa.plan_manual(SMALL_MODEL, SMALL_CLUSTER, data_parallel=1, pipeline_parallel=2,
                           microbatches=4) as manual:

@@ -146,6 +146,22 @@ Result<std::vector<StageDpResult>> WithoutEachMesh(const StageDpInput& input,
   return out;
 }
 
+// `input` with the selective-recomputation candidates unusable, when `dp`'s stages use one;
+// nothing otherwise.
+std::optional<StageDpInput> WithoutSelective(const StageDpInput& input, const StageCostTable& table,
+                                             const StageDpResult& dp) {
+  auto selective = [&](int32_t k) {
+    const int32_t config = input.candidates[static_cast<size_t>(k)].config;
+    return table.configs[static_cast<size_t>(config)].remat == Recompute::kSelective;
+  };
+  if (std::none_of(dp.stages.begin(), dp.stages.end(), selective)) return std::nullopt;
+  StageDpInput without = input;
+  for (size_t k = 0; k < without.candidates.size(); ++k) {
+    if (selective(static_cast<int32_t>(k))) without.candidates[k].max_stages_after = -1;
+  }
+  return without;
+}
+
 // The plan of one DP answer: stages placed, pieces, transfers and the prediction (not the
 // FLOPs, graph, clustering or statistics: the caller's, for the plan it keeps).
 Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
@@ -210,6 +226,62 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
   plan.transfers = std::move(transfers).value();
   PredictPlanIteration(plan);
   return plan;
+}
+
+// The DP's answer `dp` on `input`, and its best answers with fewer stages, ranked by the
+// prediction with the transfers between stages (which the DP's objective leaves out): fewer
+// stages cut fewer activations at stage boundaries. A pinned stage count has no alternatives.
+// One search gives the best plan of every stage count. Sets time_limit_reached when the
+// deadline cut the ranking short.
+Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stage_costs,
+                                  const Cluster& cluster, const PlannerOptions& options,
+                                  int64_t microbatches, const StageDpInput& input,
+                                  const StageDpResult& dp, const PlannerCall& call,
+                                  bool& time_limit_reached) {
+  const int32_t dp_stages = static_cast<int32_t>(dp.stages.size());
+  Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, dp, microbatches);
+  if (!first.ok()) return first.status();
+  PipelinePlan chosen = std::move(first).value();
+  // Keeps, in order, each feasible alternative's plan whose prediction beats the chosen one's,
+  // until the deadline.
+  auto consider = [&](const std::vector<StageDpResult>& alternatives) -> Status {
+    for (const StageDpResult& alternative : alternatives) {
+      if (!alternative.feasible) continue;
+      if (call.DeadlinePassed()) {
+        time_limit_reached = true;
+        break;
+      }
+      Result<PipelinePlan> plan =
+          PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
+      if (!plan.ok()) return plan.status();
+      if (plan.value().iteration_seconds < chosen.iteration_seconds) {
+        chosen = std::move(plan).value();
+      }
+    }
+    return Status::Ok();
+  };
+  std::vector<StageDpResult> alternatives;
+  if (dp_stages > 1 && !call.DeadlinePassed()) {
+    Result<std::vector<StageDpResult>> r = WithoutEachMesh(input, stage_costs, dp);
+    if (!r.ok()) return r.status();
+    ALPA_RETURN_IF_ERROR(consider(r.value()));
+  }
+  if (options.pipeline_stages == 0 && dp_stages > 1) {
+    if (call.DeadlinePassed()) {
+      time_limit_reached = true;
+    } else {
+      StageDpInput fewer = input;
+      fewer.max_stages = dp_stages - 1;
+      LeaveOutSlowerThan(chosen.iteration_seconds / static_cast<double>(microbatches), fewer);
+      Result<std::vector<StageDpResult>> r = SolveStageDpPerStageCount(fewer);
+      if (!r.ok()) return r.status();
+      alternatives = std::move(r).value();
+    }
+  }
+  // The most stages first (alternatives[k - 1] has k stages).
+  std::reverse(alternatives.begin(), alternatives.end());
+  ALPA_RETURN_IF_ERROR(consider(alternatives));
+  return chosen;
 }
 
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
@@ -302,56 +374,28 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   }
   stats.dp_seconds += Since(phase);
 
-  // The DP's answer, and its best answers with fewer stages, ranked by the prediction with
-  // the transfers between stages (which the DP's objective leaves out): fewer stages cut fewer
-  // activations at stage boundaries. A pinned stage count has no alternatives. One search gives
-  // the best plan of every stage count.
   phase = Clock::now();
-  const int32_t dp_stages = static_cast<int32_t>(dp.stages.size());
-  Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, dp, microbatches);
-  if (!first.ok()) return first.status();
-  PipelinePlan chosen = std::move(first).value();
-  // Keeps, in order, each feasible alternative's plan whose prediction beats the chosen one's,
-  // until the deadline.
-  auto consider = [&](const std::vector<StageDpResult>& alternatives) -> Status {
-    for (const StageDpResult& alternative : alternatives) {
-      if (!alternative.feasible) continue;
-      if (call.DeadlinePassed()) {
-        attempt.time_limit_reached = true;
-        break;
-      }
+  Result<PipelinePlan> chosen = BestDpAnswer(graph, stage_costs, cluster, options, microbatches,
+                                             input, dp, call, attempt.time_limit_reached);
+  if (!chosen.ok()) return chosen.status();
+  // Selective recomputation changes which meshes and stage counts minimise the DP's objective,
+  // which leaves out the transfers between stages: the search without it runs too when the
+  // DP's answer uses it, so that adding the choice never predicts a slower plan.
+  const std::optional<StageDpInput> without = WithoutSelective(input, stage_costs, dp);
+  if (without && !call.DeadlinePassed()) {
+    Result<StageDpResult> other = SolveStageDp(*without);
+    if (!other.ok()) return other.status();
+    if (other.value().feasible) {
       Result<PipelinePlan> plan =
-          PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
+          BestDpAnswer(graph, stage_costs, cluster, options, microbatches, *without, other.value(),
+                       call, attempt.time_limit_reached);
       if (!plan.ok()) return plan.status();
-      if (plan.value().iteration_seconds < chosen.iteration_seconds) {
-        chosen = std::move(plan).value();
-      }
-    }
-    return Status::Ok();
-  };
-  std::vector<StageDpResult> alternatives;
-  if (dp_stages > 1 && !call.DeadlinePassed()) {
-    Result<std::vector<StageDpResult>> r = WithoutEachMesh(input, stage_costs, dp);
-    if (!r.ok()) return r.status();
-    ALPA_RETURN_IF_ERROR(consider(r.value()));
-  }
-  if (options.pipeline_stages == 0 && dp_stages > 1) {
-    if (call.DeadlinePassed()) {
-      attempt.time_limit_reached = true;
-    } else {
-      input.max_stages = dp_stages - 1;
-      LeaveOutSlowerThan(chosen.iteration_seconds / static_cast<double>(microbatches), input);
-      Result<std::vector<StageDpResult>> r = SolveStageDpPerStageCount(input);
-      if (!r.ok()) return r.status();
-      alternatives = std::move(r).value();
+      if (plan.value().iteration_seconds < chosen.value().iteration_seconds) chosen = plan;
     }
   }
-  // The most stages first (alternatives[k - 1] has k stages).
-  std::reverse(alternatives.begin(), alternatives.end());
-  ALPA_RETURN_IF_ERROR(consider(alternatives));
   stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
-  plan = std::move(chosen);
+  plan = std::move(chosen).value();
   SetPlanFlops(plan, graph, cluster);
   plan.stats.pieces = static_cast<int64_t>(stage_costs.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(stage_costs.solutions.size());

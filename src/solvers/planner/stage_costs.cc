@@ -178,10 +178,17 @@ void PruneDominatedCandidates(StageCostTable& table) {
   }
   std::vector<char> keep(table.candidates.size(), 1);
   const bool has_forward = table.candidate_forward_latency.size() == table.candidates.size();
+  // A selective-recomputation candidate never prunes another one: the planner also solves the
+  // DP without them (planner.cc, WithoutSelective), over exactly the candidates it would have
+  // kept had there been none.
+  auto selective = [&](size_t k) {
+    return table.configs[static_cast<size_t>(table.candidates[k].config)].remat ==
+           Recompute::kSelective;
+  };
   for (const auto& [group, members] : groups) {
     for (size_t x : members) {
       for (size_t y : members) {
-        if (x == y || !keep[y]) continue;
+        if (x == y || !keep[y] || (selective(y) && !selective(x))) continue;
         const bool y_dominates = AtLeastAsGood(table.candidates[y], table.candidate_memory[y],
                                                table.candidates[x], table.candidate_memory[x]) &&
                                  (!AtLeastAsGood(table.candidates[x], table.candidate_memory[x],

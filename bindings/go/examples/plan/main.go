@@ -54,7 +54,7 @@ func run(model, clusterSpec, svg string) error {
 			fmt.Sprintf("(%d,%d)", s.SubmeshHosts, s.SubmeshDevicesPerHost),
 			"("+strings.Join(mesh, ",")+")",
 			fmt.Sprintf("%d-%d", s.Devices[0], s.Devices[len(s.Devices)-1]),
-			fmt.Sprintf("%d x %d", s.DataParallel, s.TensorParallel), yes(s.ZeRO), yes(s.Remat),
+			fmt.Sprintf("%d x %d", s.DataParallel, s.TensorParallel), yes(s.ZeRO), recompute(s.Recompute),
 			fmt.Sprintf("%.2f ms", s.LatencySeconds*1e3), float64(s.MemoryBytes)/(1<<30))
 	}
 	fmt.Printf("\npredicted iteration time  %.2f ms\n", plan.IterationSeconds()*1e3)
@@ -80,6 +80,17 @@ func run(model, clusterSpec, svg string) error {
 		fmt.Println("wrote", svg)
 	}
 	return nil
+}
+
+// recompute is the remat column as the alpa CLI prints it: no, full or sel.
+func recompute(r alpa.Remat) string {
+	switch r {
+	case alpa.RematOn:
+		return "full"
+	case alpa.RematSelective:
+		return "sel"
+	}
+	return "no"
 }
 
 func yes(b bool) string {

@@ -370,7 +370,8 @@ end
 
 Plans a model-zoo spec (`"gpt-2.6b"`, `"gpt:hidden=256,layers=4,heads=4,seq=128,vocab=1000,batch=16"`)
 on a cluster (a [`Cluster`](@ref) or its spec). Keyword options are the planner's options by name
-(`microbatches = 16`, `num_layers = 8`, `remat = :off`, `threads = 4`, `device_memory_bytes`, ...).
+(`microbatches = 16`, `num_layers = 8`, `remat = :off` (or `:on`, `:selective`, `:search`),
+`threads = 4`, `device_memory_bytes`, ...).
 """
 function plan(model::AbstractString = "gpt-2.6b"; cluster = "p3.16xlarge:2", kwargs...)
     c = cluster isa Cluster ? cluster : Cluster(cluster)
@@ -391,8 +392,12 @@ end
 
 One pipeline stage of a plan: its layers (0-based, inclusive range), submesh (hosts, devices
 per host), logical mesh shape, physical device ids, data / tensor parallel degrees, whether
-ZeRO and rematerialization are on, latency of one microbatch (forward + backward) and the
+ZeRO is on, its recomputation, latency of one microbatch (forward + backward) and the
 per-device memory at its peak.
+
+`recompute` is what the backward recomputes, named as the `remat` option takes it: `:off`,
+`:on` (full: every forward) or `:selective` (only the attention cores: scores, softmax, their
+product with V). `remat` is `true` when anything is recomputed, full or selective.
 """
 struct Stage
     index::Int
@@ -406,7 +411,12 @@ struct Stage
     remat::Bool
     latency_seconds::Float64
     memory_bytes::Int64
+    recompute::Symbol
 end
+
+# alpa_stage_info.remat (0 none, 1 full, 2 selective) as the `remat` option names it; `:search`
+# for a kind this binding does not know (a newer library).
+recompute_symbol(kind::Integer) = get((:off, :on, :selective), kind + 1, :search)
 
 """The stages of a plan, in pipeline order."""
 function stages(p::Plan)
@@ -423,7 +433,7 @@ function stages(p::Plan)
                             (Int(s.submesh_hosts), Int(s.submesh_devices_per_host)),
                             Int[s.logical_mesh[k] for k in 1:s.logical_ndim], devices,
                             s.data_parallel, s.tensor_parallel, s.zero != 0, s.remat != 0,
-                            s.latency_seconds, s.memory_bytes))
+                            s.latency_seconds, s.memory_bytes, recompute_symbol(s.remat)))
     end
     return result
 end

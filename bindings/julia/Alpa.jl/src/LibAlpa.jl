@@ -280,10 +280,14 @@ const ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST = Cint(319)
 # divisor becomes the microbatch's; docs/graph-format.md, "Batch"). A graph whose batch cannot be
 # followed through its ops is ALPA_ERR_INVALID_GRAPH naming the op.
 const ALPA_PLAN_OPT_GRAPH_BATCH_DIM = Cint(320)
-# per stage: rematerialize (recompute the forward) or not
+# per stage: none, full, or selective where there is attention
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
+# full: every piece's forward recomputed in the backward
 const ALPA_REMAT_ON = Cint(2)
+# Selective: only the attention cores (the [batch, heads, seq, seq] scores, softmax and their
+# product with V) recomputed; the rest kept (Megatron-LM's selective recomputation).
+const ALPA_REMAT_SELECTIVE = Cint(3)
 # The most tensor dims an alpa_slice_move describes.
 const ALPA_SLICE_MOVE_MAX_RANK = Cint(8)
 # every forward, then every backward
@@ -455,7 +459,7 @@ struct alpa_stage_info
     data_parallel::Int64  # degrees; product = devices
     tensor_parallel::Int64  # degrees; product = devices
     zero::Int32  # 1: optimizer state sharded over data-parallel devices
-    remat::Int32  # 1: forward recomputed in the backward
+    remat::Int32  # 0 none, 1 forward recomputed, 2 attention cores
     latency_seconds::Cdouble  # one microbatch, forward + backward
     iteration_overhead_seconds::Cdouble  # gradient synchronisation and update, once
     memory_bytes::Int64  # per device at its peak
@@ -1959,10 +1963,10 @@ end
 
 By name: "num_layers", "microbatches", "max_microbatches", "threads",
 "intra_op_time_limit_seconds", "intra_op_gap", "memory_levels", "device_memory_bytes",
-"clustering_delta", "intra_op_exact" (0/1/true/false), "remat" ("search" / "off" / "on" or the
-number), "time_limit_seconds", "max_hosts", "max_devices", "max_graph_ops", "max_layers",
-"max_intra_op_solves". Integer options take an integer in any strtod form ("16e9"). Errors as for
-set_int, and for an unknown name or text that is not a number.
+"clustering_delta", "intra_op_exact" (0/1/true/false), "remat" ("search" / "off" / "on" /
+"selective" or the number), "time_limit_seconds", "max_hosts", "max_devices", "max_graph_ops",
+"max_layers", "max_intra_op_solves". Integer options take an integer in any strtod form ("16e9").
+Errors as for set_int, and for an unknown name or text that is not a number.
 
 C: `int32_t alpa_plan_options_set_by_name(alpa_plan_options* options, const char* name, const char* value, alpa_error** err)` (alpa.h)
 """
@@ -2476,7 +2480,7 @@ struct alpa_manual_plan
     tensor_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     pipeline_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     microbatches::Int64  # >= 1, dividing the batch; data_parallel divides batch / microbatches
-    remat::Int32  # 0/1: per-layer activation checkpointing in every stage
+    remat::Int32  # 0 off, 1 full, 2 selective recomputation in every stage
     tensor_inside_host::Int32  # 1 (default): tensor parallelism on mesh dim 1, inside a host (tensor_parallel must divide the devices per host); 0: data parallelism there, tensor parallelism across hosts.
 end
 
@@ -2491,7 +2495,7 @@ struct alpa_baseline_point
     tensor_parallel::Int64
     pipeline_parallel::Int64
     microbatches::Int64
-    remat::Int32  # 0/1
+    remat::Int32  # 0 off, 1 full, 2 selective
     tensor_inside_host::Int32  # 0/1
     feasible::Int32  # 1: fits the device memory
     reserved::Int32  # 0
@@ -2720,12 +2724,13 @@ The Megatron-LM baseline: the fastest feasible manual plan of a grid (tp: powers
 dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
 give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
 of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
-ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off and on, or as
-ALPA_PLAN_OPT_REMAT fixes it). Options used otherwise as for alpa_model_plan_manual;
-alpa_plan_compile_seconds is the search's time. Errors: ALPA_ERR_INVALID_ARGUMENT (NULL
-arguments, a bad model spec or option, an empty grid), ALPA_ERR_INFEASIBLE (no grid point
-fits the device memory; the message names the least memory-hungry one and what it needs),
-ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy.
+ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off, full
+and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used
+otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
+ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),
+ALPA_ERR_INFEASIBLE (no grid point fits the device memory; the message names the least
+memory-hungry one and what it needs), ALPA_ERR_CANCELLED. Caller frees *out with
+alpa_plan_destroy.
 
 C: `int32_t alpa_model_plan_baseline(alpa_plan** out, const char* model_spec, const alpa_cluster* cluster, const alpa_plan_options* options, alpa_error** err)` (alpa_experimental.h)
 """
@@ -2829,8 +2834,8 @@ The launch configuration of a plan made by alpa_model_plan_manual or alpa_model_
 the text a user pastes to run its degrees with Megatron-LM (ALPA_LAUNCH_MEGATRON: torchrun
 --nnodes/--nproc-per-node, --tensor-model-parallel-size, --pipeline-model-parallel-size,
 --micro-batch-size = batch / (dp x microbatches), --global-batch-size, ZeRO-1 as
---use-distributed-optimizer, remat as full recompute, and the model flags of a gpt, bert or
-llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,
+--use-distributed-optimizer, remat as full or selective recompute, and the model flags of a gpt,
+bert or llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,
 train_micro_batch_size_per_gpu, gradient_accumulation_steps, zero_optimization.stage,
 fp16 / bf16, activation_checkpointing). Both begin with '#' note lines (the plan, the launch
 command, what the framework needs besides: DeepSpeed's pipeline engine for the stages,
@@ -3041,31 +3046,31 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_MAX_GRAPH_OPS, ALPA_PLAN_OPT_MAX_LAYERS, ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES,
     ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
     ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_PLAN_OPT_GRAPH_BATCH_DIM, ALPA_REMAT_SEARCH,
-    ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B,
-    ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL,
-    ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON,
-    ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem,
-    alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan,
-    alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation, alpa_progress_fn,
-    alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress, alpa_stage_info,
-    alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result, alpa_manual_plan,
-    alpa_baseline_point, alpa_simulated_stage, alpa_version_string, alpa_version_number,
-    alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data,
-    alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger,
-    alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes,
-    alpa_problem_set_intervals, alpa_problem_set_live_sets, alpa_problem_add_edges,
-    alpa_problem_set_followers, alpa_problem_add_aliases, alpa_problem_set_memory_limit,
-    alpa_problem_finalize, alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json,
-    alpa_problem_node_count, alpa_problem_edge_count, alpa_problem_strategy_count,
-    alpa_problem_evaluate, alpa_assignment_parse, alpa_solve_options_create,
-    alpa_solve_options_destroy, alpa_solve_options_set_double, alpa_solve_options_set_int,
-    alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
-    alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
-    alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
-    alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
-    alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
-    alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
-    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK,
+    ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI,
+    ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION,
+    ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED,
+    alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution,
+    alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan,
+    alpa_executor, alpa_simulation, alpa_progress_fn, alpa_plan_progress_fn, alpa_progress,
+    alpa_collective, alpa_plan_progress, alpa_stage_info, alpa_transfer, alpa_slice_move,
+    alpa_executor_config, alpa_step_result, alpa_manual_plan, alpa_baseline_point,
+    alpa_simulated_stage, alpa_version_string, alpa_version_number, alpa_status_string,
+    alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data, alpa_buffer_size,
+    alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger, alpa_cancel_token_destroy,
+    alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes, alpa_problem_set_intervals,
+    alpa_problem_set_live_sets, alpa_problem_add_edges, alpa_problem_set_followers,
+    alpa_problem_add_aliases, alpa_problem_set_memory_limit, alpa_problem_finalize,
+    alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count,
+    alpa_problem_edge_count, alpa_problem_strategy_count, alpa_problem_evaluate,
+    alpa_assignment_parse, alpa_solve_options_create, alpa_solve_options_destroy,
+    alpa_solve_options_set_double, alpa_solve_options_set_int, alpa_solve_options_set_by_name,
+    alpa_problem_read_file_with_options, alpa_solve_options_set_warm_start,
+    alpa_solve_options_set_cancel_token, alpa_solve_options_set_progress, alpa_problem_solve,
+    alpa_solution_destroy, alpa_solution_status, alpa_solution_objective, alpa_solution_lower_bound,
+    alpa_solution_seconds, alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json,
+    alpa_problem_solve_json, alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops,
+    alpa_graph_set_alias, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
     alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_read_hlo_file,
     alpa_graph_read_hlo_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
     alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,

@@ -1031,13 +1031,13 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                           '"intra_op_time_limit_seconds", "intra_op_gap", '
                                           '"memory_levels", "device_memory_bytes",\n'
                                           '"clustering_delta", "intra_op_exact" (0/1/true/false), '
-                                          '"remat" ("search" / "off" / "on" or the\n'
-                                          'number), "time_limit_seconds", "max_hosts", '
-                                          '"max_devices", "max_graph_ops", "max_layers",\n'
-                                          '"max_intra_op_solves". Integer options take an integer '
-                                          'in any strtod form ("16e9"). Errors as for\n'
-                                          'set_int, and for an unknown name or text that is not a '
-                                          'number.',
+                                          '"remat" ("search" / "off" / "on" /\n'
+                                          '"selective" or the number), "time_limit_seconds", '
+                                          '"max_hosts", "max_devices", "max_graph_ops",\n'
+                                          '"max_layers", "max_intra_op_solves". Integer options '
+                                          'take an integer in any strtod form ("16e9").\n'
+                                          'Errors as for set_int, and for an unknown name or text '
+                                          'that is not a number.',
                                    'returns': 'int32_t',
                                    'params': ['alpa_plan_options* options',
                                               'const char* name',
@@ -1595,16 +1595,17 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                      'of two dividing the batch from pp up to '
                                      'ALPA_PLAN_OPT_MAX_MICROBATCHES, or\n'
                                      'ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only '
-                                     'when dp > 1); remat off and on, or as\n'
-                                     'ALPA_PLAN_OPT_REMAT fixes it). Options used otherwise as for '
-                                     'alpa_model_plan_manual;\n'
-                                     "alpa_plan_compile_seconds is the search's time. Errors: "
-                                     'ALPA_ERR_INVALID_ARGUMENT (NULL\n'
-                                     'arguments, a bad model spec or option, an empty grid), '
-                                     'ALPA_ERR_INFEASIBLE (no grid point\n'
-                                     'fits the device memory; the message names the least '
-                                     'memory-hungry one and what it needs),\n'
-                                     'ALPA_ERR_CANCELLED. Caller frees *out with '
+                                     'when dp > 1); remat off, full\n'
+                                     'and (for graphs with attention) selective, or as '
+                                     'ALPA_PLAN_OPT_REMAT fixes it). Options used\n'
+                                     'otherwise as for alpa_model_plan_manual; '
+                                     "alpa_plan_compile_seconds is the search's time. Errors:\n"
+                                     'ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec '
+                                     'or option, an empty grid),\n'
+                                     'ALPA_ERR_INFEASIBLE (no grid point fits the device memory; '
+                                     'the message names the least\n'
+                                     'memory-hungry one and what it needs), ALPA_ERR_CANCELLED. '
+                                     'Caller frees *out with\n'
                                      'alpa_plan_destroy.',
                               'returns': 'int32_t',
                               'params': ['alpa_plan** out',
@@ -1695,10 +1696,10 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                     '--pipeline-model-parallel-size,\n'
                                     '--micro-batch-size = batch / (dp x microbatches), '
                                     '--global-batch-size, ZeRO-1 as\n'
-                                    '--use-distributed-optimizer, remat as full recompute, and the '
-                                    'model flags of a gpt, bert or\n'
-                                    'llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config '
-                                    'JSON, train_batch_size,\n'
+                                    '--use-distributed-optimizer, remat as full or selective '
+                                    'recompute, and the model flags of a gpt,\n'
+                                    'bert or llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the '
+                                    'config JSON, train_batch_size,\n'
                                     'train_micro_batch_size_per_gpu, gradient_accumulation_steps, '
                                     'zero_optimization.stage,\n'
                                     "fp16 / bf16, activation_checkpointing). Both begin with '#' "

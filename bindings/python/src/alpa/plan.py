@@ -66,10 +66,26 @@ class Submesh:
         return self.hosts * self.devices_per_host
 
 
+# What a stage recomputes in the backward, by alpa_stage_info.remat / alpa_manual_plan.remat
+# (0 none, 1 full, 2 selective), named as the "remat" option takes it.
+_RECOMPUTE_KINDS = ("off", "on", "selective")
+
+
+def _recompute_name(kind: int) -> str:
+    """"off", "on" or "selective" for the C value; "search" for a kind this binding does not
+    know (a newer library)."""
+    return _RECOMPUTE_KINDS[kind] if 0 <= kind < len(_RECOMPUTE_KINDS) else "search"
+
+
 @dataclass(frozen=True)
 class Stage:
     """One pipeline stage: its layer groups, submesh, logical mesh, physical devices, how it
-    shards (data / tensor parallel degrees, ZeRO, remat) and its predicted figures."""
+    shards (data / tensor parallel degrees, ZeRO, recomputation) and its predicted figures.
+
+    ``recompute`` is what the backward recomputes: "off", "on" (full: every forward) or
+    "selective" (only the attention cores: scores, softmax, their product with V), the values
+    the ``remat`` option takes. ``remat`` is True when anything is recomputed, full or
+    selective."""
 
     index: int
     first_layer: int
@@ -87,6 +103,7 @@ class Stage:
     in_flight: int
     forward_latency_seconds: Optional[float] = None
     activation_bytes: Optional[int] = None
+    recompute: str = "off"
 
     @property
     def layers(self) -> range:
@@ -133,15 +150,48 @@ class Prediction:
 
 @dataclass(frozen=True)
 class ManualPlanSpec:
-    """A Megatron-LM style configuration (experimental)."""
+    """A Megatron-LM style configuration (experimental).
+
+    ``remat``, every stage's recomputation: False / "off", True / "on" (full: every forward
+    recomputed) or "selective" (only the attention cores). It is kept as False, True or
+    "selective" (the plan JSON's values; truthy when anything is recomputed); ``recompute``
+    gives it as "off", "on" or "selective"."""
 
     data_parallel: int = 1
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     microbatches: int = 1
     zero_stage: int = 0
-    remat: bool = False
+    remat: "bool | str" = False
     tensor_inside_host: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "remat", _remat_value(self.remat))
+
+    @property
+    def recompute(self) -> str:
+        """"off", "on" (full) or "selective"."""
+        return _recompute_of(self.remat)
+
+
+def _remat_value(value: Any) -> "bool | str":
+    """A recomputation as the plan JSON writes it: False, True or "selective". Takes those,
+    "off" / "on", and alpa_manual_plan.remat's 0 / 1 / 2."""
+    if isinstance(value, str):
+        names = {"off": False, "on": True, "selective": "selective"}
+        if value.lower() in names:
+            return names[value.lower()]
+    elif isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    elif isinstance(value, (int, np.integer)) and 0 <= value <= 2:
+        return (False, True, "selective")[int(value)]
+    raise InvalidArgumentError(
+        f'remat must be False / "off", True / "on" or "selective" (got {value!r})', 1)
+
+
+def _recompute_of(remat: "bool | str") -> str:
+    """"off", "on" or "selective" for a value of _remat_value."""
+    return "selective" if remat == "selective" else ("on" if remat else "off")
 
 
 @dataclass(frozen=True)
@@ -222,13 +272,14 @@ def _stage_from_json(i: int, s: Mapping[str, Any]) -> Stage:
         data_parallel=int(s["data_parallel"]),
         tensor_parallel=int(s["tensor_parallel"]),
         zero=bool(s["zero"]),
-        remat=bool(s["remat"]),
+        remat=bool(s["remat"]),  # false, true or "selective"
         latency_seconds=float(s["latency_seconds"]),
         iteration_overhead_seconds=float(s["iteration_overhead_seconds"]),
         memory_bytes=int(s["memory_bytes"]),
         in_flight=int(s["in_flight"]),
         forward_latency_seconds=s.get("forward_latency_seconds"),
         activation_bytes=s.get("activation_bytes"),
+        recompute=_recompute_of(_remat_value(s["remat"])),
     )
 
 
@@ -306,13 +357,14 @@ class Plan(Owner):
             data_parallel=info.data_parallel,
             tensor_parallel=info.tensor_parallel,
             zero=bool(info.zero),
-            remat=bool(info.remat),
+            remat=info.remat != 0,
             latency_seconds=info.latency_seconds,
             iteration_overhead_seconds=info.iteration_overhead_seconds,
             memory_bytes=info.memory_bytes,
             in_flight=info.in_flight,
             forward_latency_seconds=extra.get("forward_latency_seconds"),
             activation_bytes=extra.get("activation_bytes"),
+            recompute=_recompute_name(info.remat),
         )
 
     def _transfers(self, extra: Sequence[Mapping[str, Any]]) -> list[Transfer]:
@@ -513,7 +565,7 @@ class Plan(Owner):
                 f"{s.index:<6}{layers:<8}{'(%d,%d)' % (s.submesh.hosts, s.submesh.devices_per_host):<9}"
                 f"{'(' + ','.join(map(str, s.logical_mesh)) + ')':<10}{_ranges_text(s.devices):<12}"
                 f"{'%d x %d' % (s.data_parallel, s.tensor_parallel):<9}"
-                f"{'yes' if s.zero else 'no':<6}{'yes' if s.remat else 'no':<6}"
+                f"{'yes' if s.zero else 'no':<6}{_REMAT_COLUMN.get(s.recompute, '?'):<6}"
                 f"{_seconds(s.latency_seconds):<13}{_seconds(s.iteration_overhead_seconds):<13}"
                 f"{_bytes(s.memory_bytes)}"
             )
@@ -538,9 +590,13 @@ class Plan(Owner):
         )
 
 
+# The summary's remat column, as the alpa program prints it.
+_REMAT_COLUMN = {"off": "no", "on": "full", "selective": "sel"}
+
+
 def _spec_from_c(s: Any) -> ManualPlanSpec:
     return ManualPlanSpec(int(s.data_parallel), int(s.tensor_parallel), int(s.pipeline_parallel),
-                          int(s.microbatches), int(s.zero_stage), bool(s.remat),
+                          int(s.microbatches), int(s.zero_stage), int(s.remat),
                           bool(s.tensor_inside_host))
 
 
@@ -690,10 +746,12 @@ def plan(
     microbatches (searched, or ``microbatches``) as a zoo spec's batch is
     (ALPA_PLAN_OPT_GRAPH_BATCH_DIM; ``alpa plan --file`` uses 0). ``cluster``: what ``alpa plan --cluster``
     takes ("p3.16xlarge:2", "dgx-h100:hosts=2,devices_per_host=4", a cluster JSON file) or a
-    ``Cluster``. ``microbatches``: None searches the divisors of the batch nearest to the powers of two. ``remat``: "search" (default),
-    "off"/False, "on"/True. ``device_memory``: bytes or "16GiB". ``progress``: a callable
-    receiving ``PlanProgress`` (an exception it raises cancels the call and propagates) or True
-    for a tqdm bar. ``cancel``: a ``CancelToken``; Ctrl-C cancels too. The pins (docs/planner.md)
+    ``Cluster``. ``microbatches``: None searches the divisors of the batch nearest to the powers
+    of two. ``remat``: "search" (default: per stage, none, full or, where there is attention,
+    selective), "off"/False, "on"/True (full: every forward recomputed), "selective" (only the
+    attention cores). ``device_memory``: bytes or "16GiB". ``progress``: a callable receiving
+    ``PlanProgress`` (an exception it raises cancels the call and propagates) or True for a
+    tqdm bar. ``cancel``: a ``CancelToken``; Ctrl-C cancels too. The pins (docs/planner.md)
     ``pipeline_stages`` (exactly that many stages; 1: intra-op only), ``max_tensor_parallel`` and
     ``tensor_parallel_inside_host`` prune the search.
 
@@ -739,14 +797,15 @@ def plan_manual(
     **spec_fields: Any,
 ) -> Plan:
     """Predicts one Megatron-LM style plan (experimental): ``spec`` or its fields
-    (data_parallel=2, tensor_parallel=4, pipeline_parallel=2, microbatches=64, ...)."""
+    (data_parallel=2, tensor_parallel=4, pipeline_parallel=2, microbatches=64,
+    remat="selective", ...)."""
     spec = spec or ManualPlanSpec(**spec_fields)
     c_spec = alpa_manual_plan()
     call(lib.alpa_manual_plan_init, byref(c_spec), ctypes.sizeof(c_spec))
     for name in ("data_parallel", "tensor_parallel", "pipeline_parallel", "microbatches",
                  "zero_stage"):
         setattr(c_spec, name, int(getattr(spec, name)))
-    c_spec.remat = int(spec.remat)
+    c_spec.remat = _RECOMPUTE_KINDS.index(spec.recompute)
     c_spec.tensor_inside_host = int(spec.tensor_inside_host)
     options = _plan_options(None, None, None, threads, device_memory, None, None, None, None,
                             None, None)
@@ -768,7 +827,9 @@ def plan_baseline(
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
-    """The Megatron-LM baseline: the fastest feasible manual plan of a grid (experimental)."""
+    """The Megatron-LM baseline: the fastest feasible manual plan of a grid (experimental).
+    ``remat``: None searches off, full and (for models with attention) selective; "off"/False,
+    "on"/True or "selective" fixes it."""
     options = _plan_options(microbatches, None, remat, threads, device_memory, None, None, None,
                             max_microbatches, None, None)
     raw = model.encode()

@@ -141,6 +141,7 @@ pub const ALPA_PLAN_OPT_GRAPH_BATCH_DIM: i32 = 320;
 pub const ALPA_REMAT_SEARCH: i32 = 0;
 pub const ALPA_REMAT_OFF: i32 = 1;
 pub const ALPA_REMAT_ON: i32 = 2;
+pub const ALPA_REMAT_SELECTIVE: i32 = 3;
 pub const ALPA_SLICE_MOVE_MAX_RANK: i32 = 8;
 pub const ALPA_SCHEDULE_GPIPE: i32 = 0;
 pub const ALPA_SCHEDULE_1F1B: i32 = 1;
@@ -1521,10 +1522,10 @@ extern "C" {
 extern "C" {
     #[doc = " By name: \"num_layers\", \"microbatches\", \"max_microbatches\", \"threads\","]
     #[doc = " \"intra_op_time_limit_seconds\", \"intra_op_gap\", \"memory_levels\", \"device_memory_bytes\","]
-    #[doc = " \"clustering_delta\", \"intra_op_exact\" (0/1/true/false), \"remat\" (\"search\" / \"off\" / \"on\" or the"]
-    #[doc = " number), \"time_limit_seconds\", \"max_hosts\", \"max_devices\", \"max_graph_ops\", \"max_layers\","]
-    #[doc = " \"max_intra_op_solves\". Integer options take an integer in any strtod form (\"16e9\"). Errors as for"]
-    #[doc = " set_int, and for an unknown name or text that is not a number."]
+    #[doc = " \"clustering_delta\", \"intra_op_exact\" (0/1/true/false), \"remat\" (\"search\" / \"off\" / \"on\" /"]
+    #[doc = " \"selective\" or the number), \"time_limit_seconds\", \"max_hosts\", \"max_devices\", \"max_graph_ops\","]
+    #[doc = " \"max_layers\", \"max_intra_op_solves\". Integer options take an integer in any strtod form (\"16e9\")."]
+    #[doc = " Errors as for set_int, and for an unknown name or text that is not a number."]
     pub fn alpa_plan_options_set_by_name(
         options: *mut alpa_plan_options,
         name: *const ::std::os::raw::c_char,
@@ -2005,7 +2006,7 @@ pub struct alpa_stage_info {
     pub tensor_parallel: i64,
     #[doc = "< 1: optimizer state sharded over data-parallel devices"]
     pub zero: i32,
-    #[doc = "< 1: forward recomputed in the backward"]
+    #[doc = "< 0 none, 1 forward recomputed, 2 attention cores"]
     pub remat: i32,
     #[doc = "< one microbatch, forward + backward"]
     pub latency_seconds: f64,

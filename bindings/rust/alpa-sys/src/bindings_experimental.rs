@@ -152,7 +152,7 @@ pub struct alpa_manual_plan {
     pub pipeline_parallel: i64,
     #[doc = "< >= 1, dividing the batch; data_parallel divides batch / microbatches"]
     pub microbatches: i64,
-    #[doc = "< 0/1: per-layer activation checkpointing in every stage"]
+    #[doc = "< 0 off, 1 full, 2 selective recomputation in every stage"]
     pub remat: i32,
     #[doc = " 1 (default): tensor parallelism on mesh dim 1, inside a host (tensor_parallel must divide"]
     #[doc = " the devices per host); 0: data parallelism there, tensor parallelism across hosts."]
@@ -362,12 +362,13 @@ extern "C" {
     #[doc = " dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and"]
     #[doc = " give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers"]
     #[doc = " of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or"]
-    #[doc = " ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off and on, or as"]
-    #[doc = " ALPA_PLAN_OPT_REMAT fixes it). Options used otherwise as for alpa_model_plan_manual;"]
-    #[doc = " alpa_plan_compile_seconds is the search's time. Errors: ALPA_ERR_INVALID_ARGUMENT (NULL"]
-    #[doc = " arguments, a bad model spec or option, an empty grid), ALPA_ERR_INFEASIBLE (no grid point"]
-    #[doc = " fits the device memory; the message names the least memory-hungry one and what it needs),"]
-    #[doc = " ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy."]
+    #[doc = " ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off, full"]
+    #[doc = " and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used"]
+    #[doc = " otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:"]
+    #[doc = " ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),"]
+    #[doc = " ALPA_ERR_INFEASIBLE (no grid point fits the device memory; the message names the least"]
+    #[doc = " memory-hungry one and what it needs), ALPA_ERR_CANCELLED. Caller frees *out with"]
+    #[doc = " alpa_plan_destroy."]
     pub fn alpa_model_plan_baseline(
         out: *mut *mut alpa_plan,
         model_spec: *const ::std::os::raw::c_char,
@@ -425,7 +426,7 @@ pub struct alpa_baseline_point {
     pub tensor_parallel: i64,
     pub pipeline_parallel: i64,
     pub microbatches: i64,
-    #[doc = "< 0/1"]
+    #[doc = "< 0 off, 1 full, 2 selective"]
     pub remat: i32,
     #[doc = "< 0/1"]
     pub tensor_inside_host: i32,
@@ -685,8 +686,8 @@ extern "C" {
     #[doc = " the text a user pastes to run its degrees with Megatron-LM (ALPA_LAUNCH_MEGATRON: torchrun"]
     #[doc = " --nnodes/--nproc-per-node, --tensor-model-parallel-size, --pipeline-model-parallel-size,"]
     #[doc = " --micro-batch-size = batch / (dp x microbatches), --global-batch-size, ZeRO-1 as"]
-    #[doc = " --use-distributed-optimizer, remat as full recompute, and the model flags of a gpt, bert or"]
-    #[doc = " llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,"]
+    #[doc = " --use-distributed-optimizer, remat as full or selective recompute, and the model flags of a gpt,"]
+    #[doc = " bert or llama spec) or DeepSpeed (ALPA_LAUNCH_DEEPSPEED: the config JSON, train_batch_size,"]
     #[doc = " train_micro_batch_size_per_gpu, gradient_accumulation_steps, zero_optimization.stage,"]
     #[doc = " fp16 / bf16, activation_checkpointing). Both begin with '#' note lines (the plan, the launch"]
     #[doc = " command, what the framework needs besides: DeepSpeed's pipeline engine for the stages,"]

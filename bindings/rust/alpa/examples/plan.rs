@@ -85,7 +85,11 @@ fn run(model: &str, cluster: &str, json: bool, svg: Option<&str>) -> alpa::Resul
             mesh.join("x"),
             format!("{} x {}", s.data_parallel(), s.tensor_parallel()),
             if s.zero() { "yes" } else { "no" },
-            if s.remat() { "yes" } else { "no" },
+            match s.recompute() {
+                alpa::Remat::On => "full",
+                alpa::Remat::Selective => "sel",
+                _ => "no",
+            },
             s.latency_seconds() * 1e3,
             s.memory_bytes() as f64 / (1u64 << 30) as f64,
             s.devices()

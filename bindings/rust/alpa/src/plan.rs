@@ -1,7 +1,7 @@
 //! Pipeline planning (Alpa's two-level search): plans of a model-zoo spec or a graph on a
 //! cluster, their stages, transfers and layouts, and plan JSON.
 use crate::cluster::Cluster;
-use crate::error::{check, Result};
+use crate::error::{check, Error, ErrorKind, Result};
 use crate::graph::Graph;
 use crate::progress::{self, CancelToken, PlanCallback, PlanProgress};
 use crate::shard::{collectives_of, Collective};
@@ -12,15 +12,48 @@ use std::ops::RangeInclusive;
 use std::os::raw::c_void;
 use std::ptr;
 
-/// Rematerialization choice of `ALPA_PLAN_OPT_REMAT`.
+/// A recomputation choice (`ALPA_REMAT_*`): what [`PlanOptions::remat`] asks the planner for,
+/// what [`ManualPlan::remat`] states for every stage and what [`Stage::recompute`] reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Remat {
-    /// Per stage: recompute the forward or not (the default).
+    /// Per stage, the planner's choice among the others (the default of [`PlanOptions`]).
     Search,
-    /// Never.
+    /// Nothing recomputed: every activation the backward reads is kept.
     Off,
-    /// Always.
+    /// Full: every forward recomputed in the backward.
     On,
+    /// Selective (Megatron-LM's): only the attention cores (scores, softmax, their product with
+    /// V) recomputed, the rest kept.
+    Selective,
+}
+
+impl Remat {
+    /// The kind of `alpa_stage_info.remat` / `alpa_manual_plan.remat` (0 none, 1 full,
+    /// 2 selective); `Search` for a kind this crate does not know (a newer library).
+    fn from_kind(kind: i32) -> Remat {
+        match kind {
+            0 => Remat::Off,
+            1 => Remat::On,
+            2 => Remat::Selective,
+            _ => Remat::Search,
+        }
+    }
+
+    /// The name the "remat" option takes ("search", "off", "on", "selective").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Remat::Search => "search",
+            Remat::Off => "off",
+            Remat::On => "on",
+            Remat::Selective => "selective",
+        }
+    }
+}
+
+impl std::fmt::Display for Remat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Planner options (`ALPA_PLAN_OPT_*`), a cancel token and a progress callback.
@@ -104,12 +137,13 @@ impl PlanOptions {
     pub fn device_memory_bytes(&mut self, bytes: i64) -> Result<&mut Self> {
         self.set_int(sys::ALPA_PLAN_OPT_DEVICE_MEMORY_BYTES, bytes)
     }
-    /// Rematerialization.
+    /// Recomputation: searched per stage (the default), or fixed for every stage.
     pub fn remat(&mut self, remat: Remat) -> Result<&mut Self> {
         let v = match remat {
             Remat::Search => sys::ALPA_REMAT_SEARCH,
             Remat::Off => sys::ALPA_REMAT_OFF,
             Remat::On => sys::ALPA_REMAT_ON,
+            Remat::Selective => sys::ALPA_REMAT_SELECTIVE,
         };
         self.set_int(sys::ALPA_PLAN_OPT_REMAT, i64::from(v))
     }
@@ -165,8 +199,9 @@ pub struct ManualPlan {
     pub pipeline_parallel: i64,
     /// Microbatches per iteration.
     pub microbatches: i64,
-    /// Per-layer activation checkpointing.
-    pub remat: bool,
+    /// Every stage's recomputation: `Off` (the default), `On` (full) or `Selective` (the
+    /// attention cores); `Search` is not a manual choice (`Plan::manual` refuses it).
+    pub remat: Remat,
     /// Tensor parallelism inside a host (mesh dim 1).
     pub tensor_inside_host: bool,
 }
@@ -191,12 +226,23 @@ impl ManualPlan {
             tensor_parallel: r.tensor_parallel,
             pipeline_parallel: r.pipeline_parallel,
             microbatches: r.microbatches,
-            remat: r.remat != 0,
+            remat: Remat::from_kind(r.remat),
             tensor_inside_host: r.tensor_inside_host != 0,
         }
     }
-    fn to_raw(self) -> sys::alpa_manual_plan {
-        sys::alpa_manual_plan {
+    fn to_raw(self) -> Result<sys::alpa_manual_plan> {
+        let remat = match self.remat {
+            Remat::Off => 0,
+            Remat::On => 1,
+            Remat::Selective => 2,
+            Remat::Search => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "ManualPlan.remat: Remat::Search is not a manual choice (Off, On or Selective)",
+                ))
+            }
+        };
+        Ok(sys::alpa_manual_plan {
             struct_size: std::mem::size_of::<sys::alpa_manual_plan>(),
             version: 1,
             zero_stage: self.zero_stage,
@@ -204,9 +250,9 @@ impl ManualPlan {
             tensor_parallel: self.tensor_parallel,
             pipeline_parallel: self.pipeline_parallel,
             microbatches: self.microbatches,
-            remat: i32::from(self.remat),
+            remat,
             tensor_inside_host: i32::from(self.tensor_inside_host),
-        }
+        })
     }
 }
 
@@ -252,10 +298,11 @@ impl Plan {
         planning_call(|out, err| unsafe { sys::alpa_model_plan(out, c.as_ptr(), cluster.as_ptr(), o, err) })
     }
 
-    /// Evaluates a manual configuration of a model-zoo spec (experimental).
+    /// Evaluates a manual configuration of a model-zoo spec (experimental). `Err(InvalidArgument)`
+    /// names a bad field (`remat: Remat::Search` among them).
     pub fn manual(spec: &str, cluster: &Cluster, manual: &ManualPlan, options: Option<&PlanOptions>) -> Result<Plan> {
         let c = cstring(spec, "model spec")?;
-        let raw = manual.to_raw();
+        let raw = manual.to_raw()?;
         let o = PlanOptions::raw(options);
         // SAFETY: as for `model`; raw is a complete version-1 struct.
         planning_call(|out, err| unsafe {
@@ -483,9 +530,15 @@ impl<'a> Stage<'a> {
     pub fn zero(&self) -> bool {
         self.info.zero != 0
     }
-    /// Forward recomputed in the backward.
+    /// Anything recomputed in the backward, fully or selectively ([`Stage::recompute`] says
+    /// which).
     pub fn remat(&self) -> bool {
         self.info.remat != 0
+    }
+    /// What it recomputes in the backward: `Off`, `On` (full) or `Selective` (the attention
+    /// cores).
+    pub fn recompute(&self) -> Remat {
+        Remat::from_kind(self.info.remat)
     }
     /// Predicted seconds of one microbatch, forward + backward.
     pub fn latency_seconds(&self) -> f64 {

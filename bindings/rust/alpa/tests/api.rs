@@ -351,6 +351,42 @@ fn plan_from_graph_and_manual_plans() {
     assert!(plan.manual_spec().is_err());
 }
 
+/// A small GPT whose sequence (8) is longer than its head dim (4): its attention cores are what
+/// selective recomputation reruns.
+const ATTENTION_GPT: &str = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5";
+
+#[test]
+fn manual_plan_with_selective_recomputation_reports_it_per_stage() {
+    let cluster = Cluster::from_spec("p3.16xlarge:hosts=1,devices_per_host=2").unwrap();
+    assert_eq!(ManualPlan::default().remat, Remat::Off);
+    let manual = ManualPlan { tensor_parallel: 2, microbatches: 2, remat: Remat::Selective, ..ManualPlan::default() };
+    let plan = Plan::manual(ATTENTION_GPT, &cluster, &manual, None).unwrap();
+    assert_eq!(plan.stage_count(), 1);
+    let stage = plan.stage(0).unwrap();
+    assert_eq!(stage.recompute(), Remat::Selective);
+    assert!(stage.remat(), "remat() is true when anything is recomputed");
+    assert_eq!(plan.manual_spec().unwrap(), manual);
+    // The plan JSON says "selective" for the stage and in its "baseline" object.
+    let json: String = plan.to_json(0).unwrap().split_whitespace().collect();
+    assert_eq!(json.matches("\"remat\":\"selective\"").count(), 2, "{}", json);
+
+    for (remat, stage_remat) in [(Remat::Off, false), (Remat::On, true)] {
+        let p = Plan::manual(ATTENTION_GPT, &cluster, &ManualPlan { remat, ..manual }, None).unwrap();
+        let s = p.stage(0).unwrap();
+        assert_eq!((s.recompute(), s.remat()), (remat, stage_remat));
+    }
+    let e = Plan::manual(ATTENTION_GPT, &cluster, &ManualPlan { remat: Remat::Search, ..manual }, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("remat"), "{}", e);
+
+    // The search, fixed to selective by the option, recomputes selectively in every stage.
+    let mut options = PlanOptions::new().unwrap();
+    options.remat(Remat::Selective).unwrap();
+    let searched = Plan::model(ATTENTION_GPT, &cluster, Some(&options)).unwrap();
+    assert!(searched.stages().all(|s| s.recompute() == Remat::Selective));
+    assert_eq!(Remat::Selective.to_string(), "selective");
+}
+
 // ---- cancellation, callbacks and threads ----------------------------------------------------
 
 #[test]

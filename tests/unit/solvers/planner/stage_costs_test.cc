@@ -9,6 +9,8 @@
 namespace alpa {
 namespace {
 
+// Also without the selective-recomputation candidates (config 3 here), as the planner solves
+// it too (planner.cc): a selective candidate prunes no other one.
 TEST(StageCosts, PruningDominatedCandidatesKeepsTheOptimum) {
   std::mt19937_64 rng(7);
   int64_t pruned_total = 0;
@@ -18,6 +20,9 @@ TEST(StageCosts, PruningDominatedCandidatesKeepsTheOptimum) {
     StageCostTable t;
     t.microbatches = microbatches;
     t.submeshes = EnumerateSubmeshShapes(1, 4);
+    t.configs.resize(5);
+    t.configs[3].remat = Recompute::kSelective;
+    t.configs[4].remat = Recompute::kFull;
     std::uniform_real_distribution<double> seconds(0.5, 2.0);
     for (int32_t i = 0; i < layers; ++i) {
       for (int32_t j = i; j < layers; ++j) {
@@ -46,7 +51,7 @@ TEST(StageCosts, PruningDominatedCandidatesKeepsTheOptimum) {
     pruned_total += pruned.pruned;
     EXPECT_EQ(pruned.candidates.size() + static_cast<size_t>(pruned.pruned), t.candidates.size());
     for (int64_t memory : {300, 450, 600, 900}) {
-      auto solve = [&](const StageCostTable& table) {
+      auto solve = [&](const StageCostTable& table, bool with_selective) {
         StageDpInput input;
         input.num_layers = layers;
         input.hosts = 1;
@@ -57,16 +62,21 @@ TEST(StageCosts, PruningDominatedCandidatesKeepsTheOptimum) {
         for (size_t k = 0; k < input.candidates.size(); ++k) {
           input.candidates[k].max_stages_after =
               MaxStagesAfter(table.candidate_memory[k], memory, microbatches, layers);
+          if (!with_selective && input.candidates[k].config == 3) {
+            input.candidates[k].max_stages_after = -1;
+          }
         }
         Result<StageDpResult> r = SolveStageDp(input);
         EXPECT_TRUE(r.ok()) << r.status().message();
         return r.ok() ? r.value() : StageDpResult{};
       };
-      const StageDpResult full = solve(t);
-      const StageDpResult kept = solve(pruned);
-      ASSERT_EQ(full.feasible, kept.feasible) << "round " << round << " memory " << memory;
-      if (full.feasible) {
-        EXPECT_NEAR(full.objective, kept.objective, 1e-12) << "round " << round;
+      for (bool with_selective : {true, false}) {
+        const StageDpResult full = solve(t, with_selective);
+        const StageDpResult kept = solve(pruned, with_selective);
+        ASSERT_EQ(full.feasible, kept.feasible) << "round " << round << " memory " << memory;
+        if (full.feasible) {
+          EXPECT_NEAR(full.objective, kept.objective, 1e-12) << "round " << round;
+        }
       }
     }
   }
