@@ -20,6 +20,11 @@
 static_assert(ALPA_REMAT_SEARCH == static_cast<int32_t>(alpa::RematMode::kSearch));
 static_assert(ALPA_REMAT_OFF == static_cast<int32_t>(alpa::RematMode::kOff));
 static_assert(ALPA_REMAT_ON == static_cast<int32_t>(alpa::RematMode::kOn));
+static_assert(ALPA_REMAT_SELECTIVE == static_cast<int32_t>(alpa::RematMode::kSelective));
+// alpa_stage_info.remat and alpa_manual_plan.remat: 0 none, 1 full, 2 selective.
+static_assert(static_cast<int32_t>(alpa::Recompute::kNone) == 0);
+static_assert(static_cast<int32_t>(alpa::Recompute::kFull) == 1);
+static_assert(static_cast<int32_t>(alpa::Recompute::kSelective) == 2);
 static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kForward) == 0);
 static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kBackward) == 1);
 
