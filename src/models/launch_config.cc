@@ -39,9 +39,9 @@ Result<LaunchShape> CheckPlan(const ManualPlanSpec& spec, const Cluster& cluster
     if (value < 1)
       return Invalid(std::string(name) + " must be >= 1 (got " + std::to_string(value) + ")");
   }
-  if (spec.zero_stage < 0 || spec.zero_stage > 1) {
-    return Invalid("zero_stage must be 0 or 1 (got " + std::to_string(spec.zero_stage) +
-                   "; ZeRO-2 and 3 are not modelled)");
+  if (spec.zero_stage < 0 || spec.zero_stage > 3 || spec.zero_stage == 2) {
+    return Invalid("zero_stage must be 0, 1 or 3 (got " + std::to_string(spec.zero_stage) +
+                   "; ZeRO-2 is not modelled)");
   }
   LaunchShape shape;
   shape.hosts = cluster.hosts;
@@ -281,6 +281,11 @@ Result<std::string> LaunchConfig(LaunchFramework framework, const ManualPlanSpec
   Result<std::optional<LaunchModel>> launch_model = ReadLaunchModel(model);
   if (!launch_model.ok()) return launch_model.status();
   if (framework == LaunchFramework::kMegatron) {
+    if (spec.zero_stage == 3) {
+      return Invalid(
+          "zero_stage 3: Megatron-LM has no ZeRO-3 (its distributed optimizer is ZeRO-1); "
+          "launch it with DeepSpeed, whose zero_optimization stage 3 shards the weights");
+    }
     return MegatronText(spec, shape.value(), model, launch_model.value());
   }
   return DeepSpeedText(spec, shape.value(), model, launch_model.value());

@@ -367,7 +367,7 @@ static void test_errors(void) {
   CHECK(error_mentions(err, "microbatches"));
   err = NULL;
   bad = make_spec(2, 2, 1, 2);
-  bad.zero_stage = 3;
+  bad.zero_stage = 2;
   CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "zero_stage"));
   err = NULL;

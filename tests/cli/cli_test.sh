@@ -333,10 +333,11 @@ expect baseline_manual_degrees 0 '^0 +0-5 +\(1,4\) +\(2,2\) +0-3 +2 x 2 ' -- "$a
 expect baseline_manual_stages 0 '^Plan: 2 pipeline stages, 4 microbatches' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 1 --pp 2 -B 4 --zero 1 --remat on -q
 expect baseline_manual_json 0 '"baseline":\{[^}]*"kind":"manual"' -- "$alpa" baseline "${bl[@]}" --dp 4 --tp 1 --pp 1 -B 4 --json
 expect baseline_bad_split 1 'error: manual plan: data_parallel x tensor_parallel x pipeline_parallel = 2 x 2 x 2 must equal' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 2 -B 2
-expect baseline_zero2 1 'error: manual plan: zero_stage must be 0 or 1 \(got 2; ZeRO-2' -- "$alpa" baseline "${bl[@]}" --dp 4 --tp 1 --pp 1 -B 4 --zero 2
+expect baseline_zero2 1 'error: manual plan: zero_stage must be 0, 1 or 3 \(got 2; ZeRO-2' -- "$alpa" baseline "${bl[@]}" --dp 4 --tp 1 --pp 1 -B 4 --zero 2
 expect baseline_missing_pp 1 'error: --pp: a manual plan needs all of --dp, --tp and --pp' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 -B 2
 expect baseline_manual_no_b 1 'error: --microbatches: a manual plan' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1
-expect baseline_bad_zero 1 'error: manual plan: zero_stage' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1 -B 2 --zero 3
+expect baseline_bad_zero 1 'error: manual plan: zero_stage' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 --pp 1 -B 2 --zero 4
+expect baseline_zero3 0 'zero=3' -- "$alpa" baseline "${bl[@]}" --dp 4 --tp 1 --pp 1 -B 4 --zero 3
 expect baseline_zero_search 1 'error: --zero: applies to a manual plan' -- "$alpa" baseline "${bl[@]}" --zero 1
 expect baseline_bad_remat 1 'error: --remat: must be on, off or selective' -- "$alpa" baseline "${bl[@]}" --remat sometimes
 expect baseline_bad_model 1 'error: .*nosuchnet' -- "$alpa" baseline --model nosuchnet

@@ -54,7 +54,10 @@ EquivalenceCase Manual(const std::string& model, int64_t hosts, int64_t per_host
   c.schedule = schedule;
   c.name = model.substr(0, model.find(':')) + "_baseline_" + std::to_string(hosts) + "x" +
            std::to_string(per_host) + "_dp" + std::to_string(dp) + "tp" + std::to_string(tp) +
-           "pp" + std::to_string(pp) + "B" + std::to_string(b) + (zero ? "_zero" : "") +
+           "pp" + std::to_string(pp) + "B" + std::to_string(b) +
+           (zero == 3 ? "_zero3"
+            : zero    ? "_zero"
+                      : "") +
            (remat == Recompute::kFull        ? "_remat"
             : remat == Recompute::kSelective ? "_selective"
                                              : "") +
@@ -135,6 +138,9 @@ std::vector<EquivalenceCase> EquivalenceCases() {
   cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 1, kSel));              // 4 stages
   cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, kSel, K::kGPipe));  // 2 stages, GQA
   cases.push_back(Planned(kGpt4, 1, 4, 2, RematMode::kSelective));
+  // ZeRO-3: the weights sharded over the data-parallel devices, gathered where they are read.
+  cases.push_back(Manual(kGpt4, 1, 4, 2, 2, 1, 2, 3, kNo));  // 2x2
+  cases.push_back(Manual(kMlp, 1, 4, 2, 1, 2, 4, 3, kNo));   // 2 stages
   return cases;
 }
 

@@ -29,7 +29,7 @@ struct BaselineArgs {
   bool dp_given = false, tp_given = false, pp_given = false;
   int64_t microbatches = 0;  // required for a manual plan; fixes B in the search
   bool microbatches_given = false;
-  int32_t zero = 0;  // ZeRO stage of a manual plan (0 or 1)
+  int32_t zero = 0;  // ZeRO stage of a manual plan (0, 1 or 3)
   bool zero_given = false;
   std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
   bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
@@ -245,7 +245,9 @@ Command AddBaselineCommand(CLI::App& app) {
       "--microbatches,-B", args->microbatches,
       "Microbatches (required for a manual plan; default for the search: powers of two)");
   CLI::Option* zero = baseline->add_option(
-      "--zero", args->zero, "Manual plan: ZeRO stage 0 (default) or 1 (2 and 3 are not modelled)");
+      "--zero", args->zero,
+      "Manual plan: ZeRO stage 0 (default), 1 (optimizer state sharded) or 3 (weights too; 2 is "
+      "not modelled)");
   baseline->add_option("--remat", args->remat,
                        "Recomputation: on (full), off or selective (the attention cores); manual "
                        "plan: default off; search: all three");

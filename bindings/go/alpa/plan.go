@@ -88,7 +88,7 @@ func (x *Graph) Plan(cluster *Cluster, opts *PlanOptions) (*Plan, error) {
 
 // ManualPlan is a pipeline configuration stated Megatron-LM style (experimental).
 type ManualPlan struct {
-	ZeroStage        int32 // 0: off; 1 or 2: optimizer state sharded over data-parallel devices
+	ZeroStage        int32 // 0: off; 1: optimizer state sharded over data-parallel devices; 3: weights too
 	DataParallel     int64 // dp x tp x pp = the cluster's devices
 	TensorParallel   int64
 	PipelineParallel int64

@@ -71,6 +71,9 @@ struct AutoShardOptions {
   // (the batch); the others are laid out freely.
   int64_t batch_size = 0;
   ZeroMode zero = ZeroMode::kOff;
+  // With zero == kForce: the parameters too are laid out with the fewest copies (ZeRO-3: each
+  // device holds a shard of every weight, gathered where the forward and backward read it).
+  bool zero_parameters = false;
   bool allow_all_gather = true;                // resharding may use all-gathers
   bool allow_all_to_all = true;                // resharding may use all-to-alls
   std::optional<int64_t> memory_budget_bytes;  // per device; none: no memory constraint

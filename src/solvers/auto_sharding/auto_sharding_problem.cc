@@ -151,7 +151,10 @@ Result<std::vector<int32_t>> KeptStrategies(const Graph& graph, int32_t id,
     keep_if([](const ShardingSpec& s) { return s.IsReplicated(); });
     return keep;
   }
-  if (op.role == TensorRole::kOptimizerState && options.zero == ZeroMode::kForce) {
+  const bool fewest_copies = options.zero == ZeroMode::kForce &&
+                             (op.role == TensorRole::kOptimizerState ||
+                              (op.role == TensorRole::kParameter && options.zero_parameters));
+  if (fewest_copies) {
     int64_t best = INT64_MAX;
     for (const OpStrategy& s : all) best = std::min(best, ReplicationFactor(s.result, mesh.shape));
     keep_if([&](const ShardingSpec& s) { return ReplicationFactor(s, mesh.shape) == best; });

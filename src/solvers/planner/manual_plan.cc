@@ -43,7 +43,10 @@ struct MeshKey {
   int64_t d0 = 1, d1 = 1;           // the logical shape
   int32_t batch_dim = kBatchDimFree;
   ZeroMode zero = ZeroMode::kOff;
-  auto Tie() const { return std::make_tuple(hosts, per_host, d0, d1, batch_dim, zero); }
+  bool zero_parameters = false;  // ZeRO-3: the weights sharded too
+  auto Tie() const {
+    return std::make_tuple(hosts, per_host, d0, d1, batch_dim, zero, zero_parameters);
+  }
   bool operator<(const MeshKey& o) const { return Tie() < o.Tie(); }
 };
 
@@ -69,6 +72,7 @@ MeshKey MeshOf(const ManualPlanSpec& spec, const Cluster& cluster) {
   k.d1 = spec.tensor_inside_host ? spec.tensor_parallel : spec.data_parallel;
   if (spec.data_parallel > 1) k.batch_dim = spec.tensor_inside_host ? 0 : 1;
   k.zero = spec.zero_stage >= 1 && spec.data_parallel > 1 ? ZeroMode::kForce : ZeroMode::kOff;
+  k.zero_parameters = k.zero == ZeroMode::kForce && spec.zero_stage == 3;
   return k;
 }
 
@@ -83,14 +87,14 @@ Status CheckSpec(const ManualPlanSpec& spec, const Cluster& cluster, int64_t glo
                              std::to_string(value) + ")");
     }
   }
-  if (spec.zero_stage < 0 || spec.zero_stage > 1) {
-    // ZeRO-2 would also shard the gradients' memory; the cost model holds gradients whole, so
-    // a 2 would predict exactly what 1 does under another name.
-    return InvalidArgument("manual plan: zero_stage must be 0 or 1 (got " +
+  if (spec.zero_stage < 0 || spec.zero_stage > 3 || spec.zero_stage == 2) {
+    // ZeRO-2 would shard the gradients' memory; the cost model holds gradients whole, so a 2
+    // would predict exactly what 1 does under another name.
+    return InvalidArgument("manual plan: zero_stage must be 0, 1 or 3 (got " +
                            std::to_string(spec.zero_stage) +
-                           "; ZeRO-2 and ZeRO-3 are not modelled: ZeRO-1 shards the optimizer "
-                           "state and reduce-scatters gradients where that is cheaper, but "
-                           "gradient and weight memory stay whole)");
+                           "; ZeRO-2 is not modelled: ZeRO-1 shards the optimizer state and "
+                           "reduce-scatters gradients where that is cheaper, ZeRO-3 shards the "
+                           "weights too, but gradient memory stays whole)");
   }
   const int64_t devices = cluster.num_devices();
   if (spec.data_parallel > devices || spec.tensor_parallel > devices ||
@@ -360,6 +364,7 @@ struct ManualPlanEvaluator::Impl {
     o.batch_mesh_dim = key.batch_dim;
     o.replicate_indivisible_inputs = true;  // CheckSpec: dp divides the microbatch
     o.zero = key.zero;
+    o.zero_parameters = key.zero_parameters;
     o.solve.threads = 1;
     o.solve.deterministic = true;
     o.solve.deterministic_searches = 1;  // the solves themselves run side by side

@@ -56,8 +56,9 @@ struct ManualPlanSpec {
   int64_t microbatches = 1;
   // 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
   // devices (AutoShard's ZeroMode::kForce; gradients are reduce-scattered where the solver
-  // finds that cheaper). No effect when data_parallel == 1. ZeRO-2 and 3 are not modelled
-  // (an error: gradient memory is held whole).
+  // finds that cheaper); 3: the weights sharded too, gathered where they are read in every
+  // microbatch's forward and backward (AutoShardOptions::zero_parameters). No effect when
+  // data_parallel == 1. ZeRO-2 is not modelled (an error: gradient memory is held whole).
   int32_t zero_stage = 0;
   bool tensor_inside_host = true;      // tp on the fast mesh dim (dim 1); else dp there
   Recompute remat = Recompute::kNone;  // per-layer recomputation in every stage

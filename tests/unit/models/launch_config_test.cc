@@ -209,7 +209,14 @@ TEST(LaunchConfigTest, BadPlansAreRejected) {
             "the cluster's 8 devices (1 host x 8)");
   text = LaunchConfig(LaunchFramework::kMegatron, Spec(8, 1, 1, 4, 2, false), Hosts(1, 8), &model);
   ASSERT_FALSE(text.ok());
-  EXPECT_NE(text.status().message().find("zero_stage must be 0 or 1 (got 2"), std::string::npos);
+  EXPECT_NE(text.status().message().find("zero_stage must be 0, 1 or 3 (got 2"), std::string::npos);
+  // ZeRO-3: DeepSpeed's stage 3; Megatron-LM has none, which the message says.
+  text = LaunchConfig(LaunchFramework::kMegatron, Spec(8, 1, 1, 4, 3, false), Hosts(1, 8), &model);
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.status().message().find("Megatron-LM has no ZeRO-3"), std::string::npos);
+  text = LaunchConfig(LaunchFramework::kDeepSpeed, Spec(8, 1, 1, 4, 3, false), Hosts(1, 8), &model);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(DeepSpeedJson(text.value())["zero_optimization"]["stage"], 3) << text.value();
   text = LaunchConfig(LaunchFramework::kMegatron, Spec(8, 1, 1, 0, 0, false), Hosts(1, 8), &model);
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().message(), "launch config: microbatches must be >= 1 (got 0)");

@@ -2475,7 +2475,7 @@ defaults); the library reads the first min(struct_size, its own size) bytes. As 
 struct alpa_manual_plan
     struct_size::Csize_t
     version::Int32  # 1
-    zero_stage::Int32  # 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel devices; no effect when data_parallel is 1. ZeRO-2 and ZeRO-3 are not modelled (2 and 3 are errors: gradient memory is held whole, so 2 would predict what 1 does).
+    zero_stage::Int32  # 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel devices; 3: the weights sharded too, gathered where each microbatch's forward and backward read them; no effect when data_parallel is 1. ZeRO-2 is not modelled (an error: gradient memory is held whole, so 2 would predict what 1 does).
     data_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     tensor_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     pipeline_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
@@ -2705,8 +2705,8 @@ spec->remat wins over ALPA_PLAN_OPT_REMAT and spec->microbatches over
 ALPA_PLAN_OPT_MICROBATCHES. Errors: ALPA_ERR_INVALID_ARGUMENT for NULL out / model_spec /
 cluster / spec, struct_size below version 1's size, a bad model spec and a bad configuration,
 the message naming the field ("manual plan: data_parallel x tensor_parallel x
-pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat and
-tensor_inside_host must be 0 or 1, zero_stage 0 or 1, microbatches must divide the batch,
+pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat 0, 1 or 2,
+tensor_inside_host 0 or 1, zero_stage 0, 1 or 3, microbatches must divide the batch,
 pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
 fit the device memory (the message names the stage and the bytes it needs);
 ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy.

@@ -1570,9 +1570,9 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                    'the message naming the field ("manual plan: data_parallel x '
                                    'tensor_parallel x\n'
                                    "pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 "
-                                   'devices"; remat and\n'
-                                   'tensor_inside_host must be 0 or 1, zero_stage 0 or 1, '
-                                   'microbatches must divide the batch,\n'
+                                   'devices"; remat 0, 1 or 2,\n'
+                                   'tensor_inside_host 0 or 1, zero_stage 0, 1 or 3, microbatches '
+                                   'must divide the batch,\n'
                                    'pipeline_parallel may not exceed the layers, ...); '
                                    'ALPA_ERR_INFEASIBLE when a stage does not\n'
                                    'fit the device memory (the message names the stage and the '

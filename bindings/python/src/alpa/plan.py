@@ -161,7 +161,7 @@ class ManualPlanSpec:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     microbatches: int = 1
-    zero_stage: int = 0
+    zero_stage: int = 0  # 0 off, 1 optimizer state sharded, 3 weights too (2: an error)
     remat: "bool | str" = False
     tensor_inside_host: bool = True
 

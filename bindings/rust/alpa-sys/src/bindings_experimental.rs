@@ -132,8 +132,9 @@ pub struct alpa_manual_plan {
     #[doc = "< 1"]
     pub version: i32,
     #[doc = " 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel"]
-    #[doc = " devices; no effect when data_parallel is 1. ZeRO-2 and ZeRO-3 are not modelled (2 and 3 are"]
-    #[doc = " errors: gradient memory is held whole, so 2 would predict what 1 does)."]
+    #[doc = " devices; 3: the weights sharded too, gathered where each microbatch's forward and backward"]
+    #[doc = " read them; no effect when data_parallel is 1. ZeRO-2 is not modelled (an error: gradient"]
+    #[doc = " memory is held whole, so 2 would predict what 1 does)."]
     pub zero_stage: i32,
     #[doc = " Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's"]
     #[doc = " devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or"]
@@ -343,8 +344,8 @@ extern "C" {
     #[doc = " ALPA_PLAN_OPT_MICROBATCHES. Errors: ALPA_ERR_INVALID_ARGUMENT for NULL out / model_spec /"]
     #[doc = " cluster / spec, struct_size below version 1's size, a bad model spec and a bad configuration,"]
     #[doc = " the message naming the field (\"manual plan: data_parallel x tensor_parallel x"]
-    #[doc = " pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices\"; remat and"]
-    #[doc = " tensor_inside_host must be 0 or 1, zero_stage 0 or 1, microbatches must divide the batch,"]
+    #[doc = " pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices\"; remat 0, 1 or 2,"]
+    #[doc = " tensor_inside_host 0 or 1, zero_stage 0, 1 or 3, microbatches must divide the batch,"]
     #[doc = " pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not"]
     #[doc = " fit the device memory (the message names the stage and the bytes it needs);"]
     #[doc = " ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy."]

@@ -189,7 +189,7 @@ impl PlanOptions {
 /// A manual (Megatron-LM style) configuration (experimental `alpa_manual_plan`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ManualPlan {
-    /// 0: off; 1 or 2: optimizer state sharded over the data-parallel devices.
+    /// 0: off; 1: optimizer state sharded over the data-parallel devices; 3: the weights too.
     pub zero_stage: i32,
     /// Data-parallel degree.
     pub data_parallel: i64,

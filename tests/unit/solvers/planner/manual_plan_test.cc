@@ -211,6 +211,42 @@ TEST(ManualPlan, ThreeDimensional) {
   EXPECT_LT(remat.stages[0].activation_bytes, plan.stages[0].activation_bytes);
 }
 
+// ZeRO-3 shards the weights over the data-parallel devices: less persistent memory than ZeRO-1,
+// paid for by gathering them in every microbatch; so it fits where ZeRO-1 does not, and is
+// slower where both fit.
+TEST(ManualPlan, ZeroThreeShardsTheWeightsAndFitsWhereZeroOneDoesNot) {
+  const Cluster cluster = P3(1, 4);
+  const PipelinePlan one = EvaluateOrDie(Spec(4, 1, 1, 2, 1), cluster);
+  const PipelinePlan three = EvaluateOrDie(Spec(4, 1, 1, 2, 3), cluster);
+  ASSERT_EQ(one.stages.size(), 1u);
+  ASSERT_EQ(three.stages.size(), 1u);
+  ExpectConsistent(three, cluster, Spec(4, 1, 1, 2, 3));
+  EXPECT_TRUE(three.stages[0].zero);
+  // Every weight has one copy over the four devices.
+  int weights = 0;
+  for (const StagePiece& piece : three.stages[0].pieces) {
+    for (int32_t v = 0; v < piece.subgraph->graph.size(); ++v) {
+      const Op& op = piece.subgraph->graph.op(v);
+      if (op.kind != OpKind::kParameter || op.role != TensorRole::kParameter) continue;
+      const ShardingSpec& spec = piece.sharding->ops[static_cast<size_t>(v)].result;
+      EXPECT_EQ(ReplicationFactor(spec, three.stages[0].logical_mesh), 1) << op.name;
+      ++weights;
+    }
+  }
+  EXPECT_GT(weights, 8);
+  EXPECT_LT(three.peak_memory_bytes, one.peak_memory_bytes);
+  EXPECT_GT(three.iteration_seconds, one.iteration_seconds);
+  // Without memory levels: with them, a ZeRO-1 stage that does not fit is re-solved under a
+  // budget, and the solver may then shard weights itself.
+  PlannerOptions tight = Options();
+  tight.memory_levels = 0;
+  tight.device_memory_bytes = (one.peak_memory_bytes + three.peak_memory_bytes) / 2;
+  Result<PipelinePlan> no = EvaluateManualPlan(SmallGpt(), cluster, Spec(4, 1, 1, 2, 1), tight);
+  ASSERT_FALSE(no.ok());
+  EXPECT_EQ(no.status().code(), StatusCode::kInfeasible);
+  EXPECT_TRUE(EvaluateManualPlan(SmallGpt(), cluster, Spec(4, 1, 1, 2, 3), tight).ok());
+}
+
 TEST(ManualPlan, UnevenLayersFallBackToClustering) {
   const Cluster cluster = P3(1, 6);  // 6 devices: pp = 3 over 4 blocks
   const ManualPlanSpec spec = Spec(2, 1, 3, 4);
@@ -283,7 +319,6 @@ TEST(ManualPlan, BadSpecsNameTheField) {
     const char* field;
   };
   ManualPlanSpec zero2 = Spec(8, 1, 1, 2, 2);  // not modelled: it would equal ZeRO-1
-  ManualPlanSpec zero3 = Spec(8, 1, 1, 2, 3);
   ManualPlanSpec across = Spec(1, 8, 1, 2);
   const std::vector<Case> cases = {
       {P3(1), Spec(2, 2, 1, 2), "data_parallel x tensor_parallel x pipeline_parallel"},
@@ -291,8 +326,8 @@ TEST(ManualPlan, BadSpecsNameTheField) {
       {P3(1), Spec(8, 1, 1, 0), "microbatches"},
       {P3(1), Spec(8, 1, 1, 3), "microbatches"},
       {P3(1), Spec(8, 1, 1, 4), "data_parallel"},  // microbatch size 4
-      {P3(1), zero2, "zero_stage must be 0 or 1"},
-      {P3(1), zero3, "zero_stage"},
+      {P3(1), zero2, "zero_stage must be 0, 1 or 3"},
+      {P3(1), Spec(8, 1, 1, 2, 4), "zero_stage"},
       {P3(1), Spec(1, 1, 8, 8), "pipeline_parallel"},  // 4 layers
       {P3(2, 4), across, "tensor_parallel"},           // 8 > 4 devices per host
       {P3(2, 6), Spec(4, 1, 3, 4), "straddle"},        // 4-device stages on 6-device hosts
