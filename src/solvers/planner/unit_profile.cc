@@ -10,8 +10,12 @@
 
 namespace alpa {
 
-Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result) {
-  const std::vector<bool> rerun = SelectivelyRecomputedOps(graph);
+namespace {
+
+// ProfileUnitMemory with the ops selective recomputation reruns (SelectivelyRecomputedOps of
+// `graph`) given, so that ProfileUnit finds them once for its time and its memory.
+Result<UnitMemory> MemoryWithRerun(const Graph& graph, const AutoShardResult& result,
+                                   const std::vector<bool>& rerun) {
   std::vector<char> read_by_backward(static_cast<size_t>(graph.size()), 0);
   std::vector<char> read_by_rerun(static_cast<size_t>(graph.size()), 0);
   for (int32_t v = 0; v < graph.size(); ++v) {
@@ -60,6 +64,12 @@ Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& 
       std::max<int64_t>(0, forward_backward_peak - memory.persistent() - memory.activations);
   memory.update = std::max<int64_t>(0, update_peak - memory.persistent());
   return memory;
+}
+
+}  // namespace
+
+Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result) {
+  return MemoryWithRerun(graph, result, SelectivelyRecomputedOps(graph));
 }
 
 std::vector<HandedOffOutput> HandedOffOutputs(const Subgraph& sub) {
@@ -113,7 +123,7 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
   profile.selective_latency = static_cast<double>(selective);
   profile.iteration_overhead = static_cast<double>(per_iteration);
 
-  Result<UnitMemory> memory = ProfileUnitMemory(graph, result);
+  Result<UnitMemory> memory = MemoryWithRerun(graph, result, rerun);
   if (!memory.ok()) return memory.status();
   profile.persistent_bytes = memory.value().persistent();
   profile.activation_bytes = memory.value().activations;
