@@ -919,6 +919,12 @@ typedef struct alpa_plan_options alpa_plan_options;
  * divisor becomes the microbatch's; docs/graph-format.md, "Batch"). A graph whose batch cannot be
  * followed through its ops is ALPA_ERR_INVALID_GRAPH naming the op. */
 #define ALPA_PLAN_OPT_GRAPH_BATCH_DIM 320
+/** double >= 0, default 0.05: a plan whose tensor parallelism crosses hosts must be predicted this
+ * fraction faster than the best plan that keeps it inside hosts (0: the faster prediction wins;
+ * infinity: inside hosts whenever such a plan fits). Unlike
+ * ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST it prunes nothing: the search without such stages runs
+ * after the full one */
+#define ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN 321
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: none, full, or selective where there is attention */
 #define ALPA_REMAT_OFF 1

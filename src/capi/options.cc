@@ -190,6 +190,11 @@ const Option kOptions[] = {
         ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, "tensor_parallel_inside_host",
         "ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST", Family::kPlan, 0, 1, "0 or 1", kFlag,
         [](const OptionFields& f, int64_t v) { f.plan->tensor_parallel_inside_host = v == 1; }),
+    DoubleOption(
+        ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN, "tensor_parallel_across_hosts_margin",
+        "ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN", Family::kPlan, 0.0, false, kInf, false,
+        ">= 0 (infinity: inside hosts wherever a plan fits)",
+        [](const OptionFields& f, double v) { f.plan->tensor_parallel_across_hosts_margin = v; }),
     IntOption(
         ALPA_PLAN_OPT_GRAPH_BATCH_DIM, "graph_batch_dim", "ALPA_PLAN_OPT_GRAPH_BATCH_DIM",
         Family::kPlan, -1, kInt32Max - 1, "an integer >= -1 (-1: the graph is one microbatch)",

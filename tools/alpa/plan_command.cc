@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "alpa.h"
@@ -27,6 +28,7 @@ struct PlanArgs {
   // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
   int64_t pipeline_stages = 0, max_tensor_parallel = 0;
   bool no_tp_across_hosts = false;
+  std::optional<double> tp_across_hosts_margin;  // none: the library's default
   PlannerOptionArgs planner;
   double time_limit = 0;  // seconds for the whole search; 0: none
   std::string output;     // write the executable plan JSON here
@@ -78,6 +80,12 @@ int RunPlan(const PlanArgs& args) {
     if (int rc = set_int(ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, 1, "--no-tp-across-hosts")) {
       return rc;
     }
+  }
+  if (args.tp_across_hosts_margin &&
+      alpa_plan_options_set_double(handles.options,
+                                   ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN,
+                                   *args.tp_across_hosts_margin, &err) != ALPA_OK) {
+    return ReportError(err, "--tp-across-hosts-margin");
   }
   if (!args.remat.empty() && alpa_plan_options_set_by_name(handles.options, "remat",
                                                            args.remat.c_str(), &err) != ALPA_OK) {
@@ -132,7 +140,7 @@ Command AddPlanCommand(CLI::App& app) {
                    "(default p3.16xlarge:2)");
   CLI::Option* microbatches = plan->add_option(
       "--microbatches,-B", args->microbatches,
-      "Microbatches (default: searched over the batch's divisors nearest to powers of two)");
+      "Microbatches (default: searched over the batch's divisors near powers of two)");
   plan->add_option(
           "--layers", args->layers,
           "Layer groups (default: the graph's, at most 16, or hosts / 6 up to 64 beyond 96 hosts)")
@@ -149,6 +157,10 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_flag("--no-tp-across-hosts", args->no_tp_across_hosts,
                  "Pin: tensor parallelism stays inside a host (stages spanning hosts split the "
                  "batch across them)");
+  plan->add_option("--tp-across-hosts-margin", args->tp_across_hosts_margin,
+                   "Tensor parallelism across hosts only where predicted this fraction faster "
+                   "than the best plan keeping it inside hosts (default 0.05; 0: the faster wins; "
+                   "inf: inside hosts wherever a plan fits)");
   AddPlannerOptions(plan, &args->planner);
   plan->add_option("--time-limit", args->time_limit,
                    "Seconds for the whole search; when they run out, the best plan found so far "

@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "core/cluster/sharding_spec.h"
@@ -31,15 +32,8 @@ double Since(Clock::time_point t0) {
 
 // Whether some optimizer state is split over a mesh dim that also splits the batch.
 bool ShardsOptimizerState(const Subgraph& sub, const AutoShardResult& r) {
-  std::vector<int32_t> batch_dims;
-  for (int32_t v = 0; v < sub.graph.size() && batch_dims.empty(); ++v) {
-    const Op& op = sub.graph.op(v);
-    if (op.kind == OpKind::kParameter && op.role == TensorRole::kInput && !op.shape.empty() &&
-        op.phase == Phase::kForward) {
-      batch_dims = r.ops[static_cast<size_t>(v)].result.dims[0];
-      if (batch_dims.empty()) return false;
-    }
-  }
+  const std::vector<int32_t> batch_dims = BatchMeshDims(sub, r);
+  if (batch_dims.empty()) return false;
   for (int32_t v = 0; v < sub.graph.size(); ++v) {
     const Op& op = sub.graph.op(v);
     if (op.kind != OpKind::kParameter || op.role != TensorRole::kOptimizerState) continue;
@@ -146,6 +140,60 @@ Result<std::vector<StageDpResult>> WithoutEachMesh(const StageDpInput& input,
   return out;
 }
 
+// The piece of a stage candidate whose solution computes the most: its degrees are the stage's
+// (an embedding may not split the batch).
+int32_t CandidateLeadPiece(const StageCostTable& table, const StageCandidate& candidate) {
+  const int32_t p0 = table.group_first_piece[static_cast<size_t>(candidate.first_layer)];
+  const int32_t p1 = table.group_first_piece[static_cast<size_t>(candidate.last_layer) + 1];
+  int32_t lead = p0;
+  for (int32_t p = p0 + 1; p < p1; ++p) {
+    if (table.Solution(p, candidate.config).sharding->compute_cost >
+        table.Solution(lead, candidate.config).sharding->compute_cost) {
+      lead = p;
+    }
+  }
+  return lead;
+}
+
+// Whether a stage candidate keeps tensor parallelism inside hosts (TensorParallelInsideHosts of
+// its lead piece, CandidateLeadPiece).
+bool CandidateInsideHosts(const StageCostTable& table, const StageCandidate& candidate,
+                          int32_t lead) {
+  return TensorParallelInsideHosts(table.submeshes[static_cast<size_t>(candidate.submesh)],
+                                   table.configs[static_cast<size_t>(candidate.config)].mesh.shape,
+                                   BatchMeshDims(*table.piece_graph[static_cast<size_t>(lead)],
+                                                 *table.Solution(lead, candidate.config).sharding));
+}
+
+// `input` with the candidates whose tensor parallelism crosses hosts unusable, when `chosen`
+// has such a stage; nothing otherwise.
+std::optional<StageDpInput> WithoutTensorParallelAcrossHosts(const StageDpInput& input,
+                                                             const StageCostTable& table,
+                                                             const PipelinePlan& chosen) {
+  const bool used = std::any_of(chosen.stages.begin(), chosen.stages.end(), [](const auto& st) {
+    const StagePiece& lead = *std::max_element(
+        st.pieces.begin(), st.pieces.end(), [](const StagePiece& a, const StagePiece& b) {
+          return a.sharding->compute_cost < b.sharding->compute_cost;
+        });
+    return !TensorParallelInsideHosts(st.submesh, st.logical_mesh,
+                                      BatchMeshDims(*lead.subgraph, *lead.sharding));
+  });
+  if (!used) return std::nullopt;
+  StageDpInput without = input;
+  // Many candidates share a lead piece and a config: each pair is checked once.
+  std::unordered_map<int64_t, bool> inside;
+  for (StageCandidate& candidate : without.candidates) {
+    if (candidate.max_stages_after < 0) continue;
+    const int32_t lead = CandidateLeadPiece(table, candidate);
+    const int64_t key =
+        int64_t{lead} * static_cast<int64_t>(table.configs.size()) + candidate.config;
+    auto [it, fresh] = inside.try_emplace(key, true);
+    if (fresh) it->second = CandidateInsideHosts(table, candidate, lead);
+    if (!it->second) candidate.max_stages_after = -1;
+  }
+  return without;
+}
+
 // `input` with the selective-recomputation candidates unusable, when `dp`'s stages or `chosen`'s
 // (the plan ranked best from it) use one; nothing otherwise.
 std::optional<StageDpInput> WithoutSelective(const StageDpInput& input, const StageCostTable& table,
@@ -208,12 +256,10 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
                            stage_costs.piece_graph[static_cast<size_t>(p)],
                            stage_costs.Solution(p, candidate.config).sharding});
     }
-    // Degrees as the stage's heaviest piece shards (an embedding may not split the batch).
-    const StagePiece& lead = *std::max_element(
-        st.pieces.begin(), st.pieces.end(), [](const StagePiece& a, const StagePiece& b) {
-          return a.sharding->compute_cost < b.sharding->compute_cost;
-        });
-    st.data_parallel = DataParallelDegree(*lead.subgraph, *lead.sharding, st.logical_mesh);
+    const int32_t lead = CandidateLeadPiece(stage_costs, candidate);
+    st.data_parallel = DataParallelDegree(*stage_costs.piece_graph[static_cast<size_t>(lead)],
+                                          *stage_costs.Solution(lead, candidate.config).sharding,
+                                          config.mesh.shape);
     st.tensor_parallel = st.submesh.num_devices() / std::max<int64_t>(1, st.data_parallel);
     st.zero = std::any_of(st.pieces.begin(), st.pieces.end(), [](const StagePiece& sp) {
       return ShardsOptimizerState(*sp.subgraph, *sp.sharding);
@@ -284,6 +330,33 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
   // The most stages first (alternatives[k - 1] has k stages).
   std::reverse(alternatives.begin(), alternatives.end());
   ALPA_RETURN_IF_ERROR(consider(alternatives));
+  return chosen;
+}
+
+// The best plan ranked from the DP's answer `dp` on `input` (BestDpAnswer). Selective
+// recomputation changes which meshes and stage counts minimise the DP's objective, which leaves
+// out the transfers between stages, so the plans ranked from its answer can all be predicted
+// slower than those of the search without it (1008B of Megatron-LM's SC'21 table at B = 256:
+// 108.9 s against 93.6 s, its stages of tp 32 and 256 across hosts). Where they use it, the
+// search without it runs too, and the faster prediction wins.
+Result<PipelinePlan> RankDpAnswer(const Graph& graph, const StageCostTable& stage_costs,
+                                  const Cluster& cluster, const PlannerOptions& options,
+                                  int64_t microbatches, const StageDpInput& input,
+                                  const StageDpResult& dp, const PlannerCall& call,
+                                  bool& time_limit_reached) {
+  Result<PipelinePlan> chosen = BestDpAnswer(graph, stage_costs, cluster, options, microbatches,
+                                             input, dp, call, time_limit_reached);
+  if (!chosen.ok()) return chosen.status();
+  const std::optional<StageDpInput> without =
+      WithoutSelective(input, stage_costs, dp, chosen.value());
+  if (!without || call.DeadlinePassed()) return chosen;
+  Result<StageDpResult> other = SolveStageDp(*without);
+  if (!other.ok()) return other.status();
+  if (!other.value().feasible) return chosen;
+  Result<PipelinePlan> plan = BestDpAnswer(graph, stage_costs, cluster, options, microbatches,
+                                           *without, other.value(), call, time_limit_reached);
+  if (!plan.ok()) return plan.status();
+  if (plan.value().iteration_seconds < chosen.value().iteration_seconds) return plan;
   return chosen;
 }
 
@@ -378,25 +451,25 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   stats.dp_seconds += Since(phase);
 
   phase = Clock::now();
-  Result<PipelinePlan> chosen = BestDpAnswer(graph, stage_costs, cluster, options, microbatches,
+  Result<PipelinePlan> chosen = RankDpAnswer(graph, stage_costs, cluster, options, microbatches,
                                              input, dp, call, attempt.time_limit_reached);
   if (!chosen.ok()) return chosen.status();
-  // Selective recomputation changes which meshes and stage counts minimise the DP's objective,
-  // which leaves out the transfers between stages, so the plans ranked from its answer can all
-  // be predicted slower than those of the search without it (1008B of Megatron-LM's SC'21 table
-  // at B = 256: 108.9 s against 93.6 s, its stages of tp 32 and 256 across hosts). Where they
-  // use it, the search without it runs too, and the faster prediction wins.
-  const std::optional<StageDpInput> without =
-      WithoutSelective(input, stage_costs, dp, chosen.value());
-  if (without && !call.DeadlinePassed()) {
-    Result<StageDpResult> other = SolveStageDp(*without);
+  // Tensor parallelism across hosts only where it is predicted more than
+  // options.tensor_parallel_across_hosts_margin faster than the best plan keeping it inside.
+  const std::optional<StageDpInput> inside =
+      WithoutTensorParallelAcrossHosts(input, stage_costs, chosen.value());
+  if (inside && !call.DeadlinePassed()) {
+    Result<StageDpResult> other = SolveStageDp(*inside);
     if (!other.ok()) return other.status();
     if (other.value().feasible) {
       Result<PipelinePlan> plan =
-          BestDpAnswer(graph, stage_costs, cluster, options, microbatches, *without, other.value(),
+          RankDpAnswer(graph, stage_costs, cluster, options, microbatches, *inside, other.value(),
                        call, attempt.time_limit_reached);
       if (!plan.ok()) return plan.status();
-      if (plan.value().iteration_seconds < chosen.value().iteration_seconds) chosen = plan;
+      if (plan.value().iteration_seconds <=
+          chosen.value().iteration_seconds * (1 + options.tensor_parallel_across_hosts_margin)) {
+        chosen = plan;
+      }
     }
   }
   stats.dp_seconds += Since(phase);
@@ -512,6 +585,11 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     return InvalidArgument("planner: max_tensor_parallel must be >= 0 (0: no limit; got " +
                            std::to_string(options.max_tensor_parallel) + ")");
   }
+  if (!(options.tensor_parallel_across_hosts_margin >= 0)) {
+    return InvalidArgument(
+        "planner: tensor_parallel_across_hosts_margin must be >= 0 (infinity: inside hosts "
+        "wherever a plan fits)");
+  }
   if (!(options.intra_op_time_limit_seconds > 0)) {
     return InvalidArgument("planner: intra_op_time_limit_seconds must be > 0");
   }
@@ -527,7 +605,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   } else if (model.global_batch == 0) {
     choices.push_back(1);
   } else {
-    choices = MicrobatchCounts(model.global_batch, options.max_microbatches);
+    choices = MicrobatchCounts(model.global_batch, options.max_microbatches, cluster.hosts);
   }
 
   // The microbatch search. Each count costs every intra-op solve again, so the search is

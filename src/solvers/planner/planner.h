@@ -79,6 +79,14 @@ struct PlannerOptions {
   // first mesh dim (the one that spans hosts), so tensor parallelism gets the second, which
   // stays inside a host.
   bool tensor_parallel_inside_host = false;
+  // Not a pin: a plan whose tensor parallelism crosses hosts (a stage of several hosts whose
+  // batch split does not span them all) must be predicted this fraction faster than the best
+  // plan from the same intra-op solves without such stages (the stage DP and its ranking run
+  // again without them). Its collectives sit on the critical path of every layer and share the
+  // hosts' NICs with the pipeline's sends and the gradient synchronisation, which the cost model
+  // prices apart; Megatron-LM (SC'21) keeps tensor parallelism inside a server for that reason.
+  // 0: the faster prediction wins; infinity: inside hosts wherever such a plan fits.
+  double tensor_parallel_across_hosts_margin = 0.05;
   // Device memory the plan must fit in; none: the cluster's.
   std::optional<int64_t> device_memory_bytes;
   // The whole call's wall-clock limit in seconds (0 or infinity: none). When it expires no

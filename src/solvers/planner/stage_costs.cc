@@ -29,21 +29,35 @@ bool AtLeastAsGood(const StageCandidate& a, const StageMemory& ma, const StageCa
 
 }  // namespace
 
-int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
-                           const std::vector<int64_t>& mesh_shape) {
+std::vector<int32_t> BatchMeshDims(const Subgraph& sub, const AutoShardResult& r) {
   for (int32_t v = 0; v < sub.graph.size(); ++v) {
     const Op& op = sub.graph.op(v);
-    if (op.kind != OpKind::kParameter || op.role != TensorRole::kInput || op.shape.empty() ||
-        op.phase != Phase::kForward) {
+    if (op.kind == OpKind::kParameter && op.role == TensorRole::kInput && !op.shape.empty() &&
+        op.phase == Phase::kForward) {
+      return r.ops[static_cast<size_t>(v)].result.dims[0];
+    }
+  }
+  return {};
+}
+
+int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
+                           const std::vector<int64_t>& mesh_shape) {
+  int64_t degree = 1;
+  for (int32_t d : BatchMeshDims(sub, r)) degree *= mesh_shape[static_cast<size_t>(d)];
+  return degree;
+}
+
+bool TensorParallelInsideHosts(const SubmeshShape& submesh, const std::vector<int64_t>& mesh_shape,
+                               const std::vector<int32_t>& batch_dims) {
+  if (submesh.hosts <= 1) return true;
+  for (size_t d = 0; d < mesh_shape.size(); ++d) {
+    if (mesh_shape[d] == 1 || std::find(batch_dims.begin(), batch_dims.end(),
+                                        static_cast<int32_t>(d)) != batch_dims.end()) {
       continue;
     }
-    int64_t degree = 1;
-    for (int32_t d : r.ops[static_cast<size_t>(v)].result.dims[0]) {
-      degree *= mesh_shape[static_cast<size_t>(d)];
-    }
-    return degree;
+    if (d + 1 != mesh_shape.size() || submesh.devices_per_host % mesh_shape[d] != 0) return false;
   }
-  return 1;
+  return true;
 }
 
 void AssignStagePieces(const Graph& graph, const LayerClustering& clustering, StagePieces& pieces) {

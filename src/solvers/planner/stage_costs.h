@@ -145,6 +145,15 @@ int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t
 int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
                            const std::vector<int64_t>& mesh_shape);
 
+// The mesh dims that split the batch of that input (empty when it has none or splits nothing).
+std::vector<int32_t> BatchMeshDims(const Subgraph& sub, const AutoShardResult& r);
+
+// Whether a piece solved on `mesh_shape` over `submesh` keeps its tensor parallelism inside
+// hosts: every mesh dim of size > 1 that does not split the batch is the last dim and its groups
+// lie in one host (devices are numbered host by host, the last dim fastest). True on one host.
+bool TensorParallelInsideHosts(const SubmeshShape& submesh, const std::vector<int64_t>& mesh_shape,
+                               const std::vector<int32_t>& batch_dims);
+
 struct StageCostTable {
   int64_t microbatches = 1;
   int64_t device_memory = 0;

@@ -280,6 +280,12 @@ const ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST = Cint(319)
 # divisor becomes the microbatch's; docs/graph-format.md, "Batch"). A graph whose batch cannot be
 # followed through its ops is ALPA_ERR_INVALID_GRAPH naming the op.
 const ALPA_PLAN_OPT_GRAPH_BATCH_DIM = Cint(320)
+# double >= 0, default 0.05: a plan whose tensor parallelism crosses hosts must be predicted this
+# fraction faster than the best plan that keeps it inside hosts (0: the faster prediction wins;
+# infinity: inside hosts whenever such a plan fits). Unlike
+# ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST it prunes nothing: the search without such stages runs
+# after the full one
+const ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN = Cint(321)
 # per stage: none, full, or selective where there is attention
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
@@ -3045,32 +3051,33 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_TIME_LIMIT_SECONDS, ALPA_PLAN_OPT_MAX_HOSTS, ALPA_PLAN_OPT_MAX_DEVICES,
     ALPA_PLAN_OPT_MAX_GRAPH_OPS, ALPA_PLAN_OPT_MAX_LAYERS, ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES,
     ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
-    ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_PLAN_OPT_GRAPH_BATCH_DIM, ALPA_REMAT_SEARCH,
-    ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK,
-    ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI,
-    ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION,
-    ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED,
-    alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution,
-    alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan,
-    alpa_executor, alpa_simulation, alpa_progress_fn, alpa_plan_progress_fn, alpa_progress,
-    alpa_collective, alpa_plan_progress, alpa_stage_info, alpa_transfer, alpa_slice_move,
-    alpa_executor_config, alpa_step_result, alpa_manual_plan, alpa_baseline_point,
-    alpa_simulated_stage, alpa_version_string, alpa_version_number, alpa_status_string,
-    alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data, alpa_buffer_size,
-    alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger, alpa_cancel_token_destroy,
-    alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes, alpa_problem_set_intervals,
-    alpa_problem_set_live_sets, alpa_problem_add_edges, alpa_problem_set_followers,
-    alpa_problem_add_aliases, alpa_problem_set_memory_limit, alpa_problem_finalize,
-    alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count,
-    alpa_problem_edge_count, alpa_problem_strategy_count, alpa_problem_evaluate,
-    alpa_assignment_parse, alpa_solve_options_create, alpa_solve_options_destroy,
-    alpa_solve_options_set_double, alpa_solve_options_set_int, alpa_solve_options_set_by_name,
-    alpa_problem_read_file_with_options, alpa_solve_options_set_warm_start,
-    alpa_solve_options_set_cancel_token, alpa_solve_options_set_progress, alpa_problem_solve,
-    alpa_solution_destroy, alpa_solution_status, alpa_solution_objective, alpa_solution_lower_bound,
-    alpa_solution_seconds, alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json,
-    alpa_problem_solve_json, alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops,
-    alpa_graph_set_alias, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_PLAN_OPT_GRAPH_BATCH_DIM,
+    ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN, ALPA_REMAT_SEARCH, ALPA_REMAT_OFF,
+    ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE,
+    ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA,
+    ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER,
+    ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token,
+    alpa_problem, alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh,
+    alpa_sharding_plan, alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation,
+    alpa_progress_fn, alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress,
+    alpa_stage_info, alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result,
+    alpa_manual_plan, alpa_baseline_point, alpa_simulated_stage, alpa_version_string,
+    alpa_version_number, alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free,
+    alpa_buffer_data, alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create,
+    alpa_cancel_token_trigger, alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy,
+    alpa_problem_add_nodes, alpa_problem_set_intervals, alpa_problem_set_live_sets,
+    alpa_problem_add_edges, alpa_problem_set_followers, alpa_problem_add_aliases,
+    alpa_problem_set_memory_limit, alpa_problem_finalize, alpa_problem_read_file,
+    alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count, alpa_problem_edge_count,
+    alpa_problem_strategy_count, alpa_problem_evaluate, alpa_assignment_parse,
+    alpa_solve_options_create, alpa_solve_options_destroy, alpa_solve_options_set_double,
+    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
+    alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
+    alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
+    alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
+    alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
+    alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
+    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
     alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_read_hlo_file,
     alpa_graph_read_hlo_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
     alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,

@@ -669,6 +669,7 @@ def _plan_options(
     pipeline_stages: "int | None" = None,
     max_tensor_parallel: "int | None" = None,
     tensor_parallel_inside_host: "bool | None" = None,
+    tensor_parallel_across_hosts_margin: "float | None" = None,
 ) -> dict[str, Any]:
     if isinstance(remat, bool):
         remat = "on" if remat else "off"
@@ -687,6 +688,7 @@ def _plan_options(
         "pipeline_stages": pipeline_stages,
         "max_tensor_parallel": max_tensor_parallel,
         "tensor_parallel_inside_host": tensor_parallel_inside_host,
+        "tensor_parallel_across_hosts_margin": tensor_parallel_across_hosts_margin,
     }
 
 
@@ -735,6 +737,7 @@ def plan(
     pipeline_stages: "int | None" = None,
     max_tensor_parallel: "int | None" = None,
     tensor_parallel_inside_host: "bool | None" = None,
+    tensor_parallel_across_hosts_margin: "float | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
@@ -753,7 +756,9 @@ def plan(
     ``PlanProgress`` (an exception it raises cancels the call and propagates) or True for a
     tqdm bar. ``cancel``: a ``CancelToken``; Ctrl-C cancels too. The pins (docs/planner.md)
     ``pipeline_stages`` (exactly that many stages; 1: intra-op only), ``max_tensor_parallel`` and
-    ``tensor_parallel_inside_host`` prune the search.
+    ``tensor_parallel_inside_host`` prune the search; ``tensor_parallel_across_hosts_margin``
+    (default 0.05) keeps tensor parallelism inside hosts unless crossing is predicted more than
+    that fraction faster.
 
     Raises ``InvalidArgumentError`` (bad spec or option, with the library's message),
     ``InfeasibleError`` (nothing fits the device memory; the message gives the memory that
@@ -761,7 +766,7 @@ def plan(
     options = _plan_options(microbatches, layers, remat, threads, device_memory, exact,
                             intra_op_time_limit, intra_op_gap, max_microbatches, memory_levels,
                             clustering_delta, pipeline_stages, max_tensor_parallel,
-                            tensor_parallel_inside_host)
+                            tensor_parallel_inside_host, tensor_parallel_across_hosts_margin)
     graph: Optional[Graph] = None
     owned = False
     if isinstance(model, Graph):

@@ -1,5 +1,6 @@
-// The planner's microbatch ladder: powers of two where the batch has them, the nearest divisors
-// where it does not, never a count that does not divide the batch or exceeds the cap.
+// The planner's microbatch ladder: powers of two where the batch has them, divisors near them
+// where it does not (first those whose microbatch splits over the most hosts), never a count that
+// does not divide the batch or exceeds the cap.
 #include "solvers/planner/microbatch_counts.h"
 
 #include <gtest/gtest.h>
@@ -29,17 +30,37 @@ TEST(MicrobatchCounts, OddBatchesGetTheirNearestDivisors) {
   EXPECT_EQ(MicrobatchCounts(1009, 2048), (Counts{1009, 1}));
 }
 
+TEST(MicrobatchCounts, NearAPowerOfTwoTheMicrobatchThatSplitsOverMoreHostsWins) {
+  // Megatron-LM's 76.1B row: 1,792 = 2^8 * 7 samples on 128 hosts. Near 64 the count is 56
+  // (microbatches of 32 samples: data parallel over 32 hosts), not 64 (28 samples, which split
+  // over at most 4 hosts, so stages of 16 hosts had to use tensor parallelism across hosts).
+  EXPECT_EQ(MicrobatchCounts(1792, 1024, 128),
+            (Counts{896, 448, 224, 112, 56, 28, 14, 7, 4, 2, 1}));
+  EXPECT_EQ(MicrobatchCounts(1792, 1024), (Counts{896, 448, 256, 128, 64, 32, 16, 8, 4, 2, 1}));
+  // 48 samples on 8 hosts: microbatches of 1, 2, 4, 8 and 16 samples rather than 3 and 6; on 2
+  // hosts only odd microbatches (3 samples) lose to even ones.
+  EXPECT_EQ(MicrobatchCounts(48, 1024, 8), (Counts{48, 24, 12, 6, 3, 2, 1}));
+  EXPECT_EQ(MicrobatchCounts(48, 1024, 2), (Counts{48, 24, 12, 8, 4, 2, 1}));
+  // A power-of-two batch keeps its powers of two whatever the devices.
+  EXPECT_EQ(MicrobatchCounts(1024, 1024, 96),
+            (Counts{1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1}));
+  // Nothing within half an octave: the nearest divisor, as without devices.
+  EXPECT_EQ(MicrobatchCounts(1009, 2048, 64), (Counts{1009, 1}));
+}
+
 TEST(MicrobatchCounts, EveryCountDividesTheBatchAndRespectsTheCap) {
   for (int64_t batch = 1; batch <= 600; ++batch) {
     for (int64_t cap : {1, 3, 16, 100, 1024}) {
-      const Counts c = MicrobatchCounts(batch, cap);
-      ASSERT_FALSE(c.empty());
-      EXPECT_EQ(c.back(), 1);
-      for (size_t k = 0; k < c.size(); ++k) {
-        EXPECT_EQ(batch % c[k], 0) << batch << " " << c[k];
-        EXPECT_LE(c[k], cap);
-        if (k > 0) {
-          EXPECT_LT(c[k], c[k - 1]) << "descending, no duplicates";
+      for (int64_t hosts : {1, 8, 24}) {
+        const Counts c = MicrobatchCounts(batch, cap, hosts);
+        ASSERT_FALSE(c.empty());
+        EXPECT_EQ(c.back(), 1);
+        for (size_t k = 0; k < c.size(); ++k) {
+          EXPECT_EQ(batch % c[k], 0) << batch << " " << c[k];
+          EXPECT_LE(c[k], cap);
+          if (k > 0) {
+            EXPECT_LT(c[k], c[k - 1]) << "descending, no duplicates";
+          }
         }
       }
     }
