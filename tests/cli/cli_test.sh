@@ -315,6 +315,8 @@ expect plan_pin_pp 0 '^Plan: 3 pipeline stages, 4 microbatches' -- "$alpa" plan 
 expect plan_pin_max_tp 0 '^predicted iteration time' -- "$alpa" plan "${pl[@]}" --max-tp 1 --no-tp-across-hosts
 expect plan_memory_no_unit 1 'error: --device-memory: "16" has no unit; give one, e.g. 16GiB' -- "$alpa" plan "${pl[@]}" --device-memory 16
 expect plan_pin_pp_too_many 1 "error: .*pipeline_stages 7 exceeds the 6 layer groups" -- "$alpa" plan "${pl[@]}" --pp 7
+expect plan_tp_margin_inf 0 '^predicted iteration time' -- "$alpa" plan "${pl[@]}" --tp-across-hosts-margin inf
+expect plan_tp_margin_negative 1 'error: --tp-across-hosts-margin: plan option "tensor_parallel_across_hosts_margin": must be >= 0' -- "$alpa" plan "${pl[@]}" --tp-across-hosts-margin -0.5
 
 # alpa baseline: the Megatron-LM grid search and manual plans (four devices, a small GPT).
 bgpt=gpt:layers=4,hidden=256,heads=4,seq=64,batch=16,vocab=1024
