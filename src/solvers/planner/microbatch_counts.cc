@@ -21,11 +21,10 @@ std::vector<int64_t> DivisorsUpTo(int64_t n, int64_t most) {
 }
 
 // The divisor nearest to `target` in ratio (ties: the larger); among those within half an octave
-// of it, first the one whose microbatch splits over the largest power of two dividing `hosts`.
+// of it, first the one whose microbatch splits over the most of `pow2_hosts` (a power of two).
 int64_t CountForTarget(const std::vector<int64_t>& divisors, int64_t target, int64_t global_batch,
-                       int64_t hosts) {
+                       int64_t pow2_hosts) {
   constexpr double kWindowOctaves = 0.5;
-  const int64_t pow2_hosts = std::max<int64_t>(hosts, 1) & -std::max<int64_t>(hosts, 1);
   int64_t best = 1, best_split = 0;
   double best_distance = INFINITY;
   for (int64_t d : divisors) {  // ascending, so that "<=" prefers the larger on ties
@@ -46,8 +45,10 @@ std::vector<int64_t> MicrobatchCounts(int64_t global_batch, int64_t max_microbat
   std::vector<int64_t> counts;
   if (global_batch < 1 || max_microbatches < 1) return counts;
   const std::vector<int64_t> divisors = DivisorsUpTo(global_batch, max_microbatches);
+  // The largest power of two dividing the host count (hosts < 1 counts as one host).
+  const int64_t pow2_hosts = std::max<int64_t>(hosts, 1) & -std::max<int64_t>(hosts, 1);
   for (int64_t target = 1; target <= max_microbatches; target *= 2) {
-    const int64_t best = CountForTarget(divisors, target, global_batch, hosts);
+    const int64_t best = CountForTarget(divisors, target, global_batch, pow2_hosts);
     if (counts.empty() || counts.back() != best) counts.push_back(best);
     if (target > max_microbatches / 2) break;  // the next target would overflow past the cap
   }

@@ -146,11 +146,10 @@ int32_t CandidateLeadPiece(const StageCostTable& table, const StageCandidate& ca
   const int32_t p0 = table.group_first_piece[static_cast<size_t>(candidate.first_layer)];
   const int32_t p1 = table.group_first_piece[static_cast<size_t>(candidate.last_layer) + 1];
   int32_t lead = p0;
+  double lead_cost = table.Solution(p0, candidate.config).sharding->compute_cost;
   for (int32_t p = p0 + 1; p < p1; ++p) {
-    if (table.Solution(p, candidate.config).sharding->compute_cost >
-        table.Solution(lead, candidate.config).sharding->compute_cost) {
-      lead = p;
-    }
+    const double cost = table.Solution(p, candidate.config).sharding->compute_cost;
+    if (cost > lead_cost) lead = p, lead_cost = cost;
   }
   return lead;
 }
