@@ -8,6 +8,7 @@
 
 #include "core/problem/sharding_evaluator.h"
 #include "solvers/auto_sharding/auto_sharding_problem.h"
+#include "solvers/auto_sharding/warm_start.h"
 
 namespace alpa {
 namespace {
@@ -308,7 +309,9 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
   result.stats.build_seconds = Since(build_start);
 
   const auto solve_start = std::chrono::steady_clock::now();
-  SolveResult solved = SolveSharding(model.problem, WithLayerGroups(graph, model, options.solve));
+  SolveOptions solve = WithLayerGroups(graph, model, options.solve);
+  if (options.warm_start) solve.warm_start = WarmStartAssignment(graph, model, *options.warm_start);
+  SolveResult solved = SolveSharding(model.problem, solve);
   result.stats.solve_seconds = Since(solve_start);
   result.stats.solver = solved.stats;
   result.status = solved.status;
@@ -318,6 +321,11 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
     result.message = MemoryInfeasibleMessage(model.problem);
   }
   result.ops.assign(static_cast<size_t>(graph.size()), {});
+  result.node_strategies = solved.assignment;
+  result.node_strategy_counts.reserve(model.problem.nodes.size());
+  for (const ShardingNode& node : model.problem.nodes) {
+    result.node_strategy_counts.push_back(node.strategy_count());
+  }
   if (solved.assignment.empty()) {
     result.objective = std::numeric_limits<long double>::infinity();
     return result;

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,8 @@ struct HandedOffOutput {
   // weight's gradient): its handover is weighted by iteration_weight.
   bool once_per_iteration = false;
 };
+
+struct AutoShardResult;
 
 struct AutoShardOptions {
   CostMode cost_mode = CostMode::kRealUnits;
@@ -92,6 +95,11 @@ struct AutoShardOptions {
   // per-op costs and the collectives: the caller prices the actual handover between the two
   // solves' layouts.
   std::vector<HandedOffOutput> handed_off_outputs;
+  // A solve of the same graph structure (the same ops, e.g. at another batch size) on a mesh of
+  // the same shape: the solve starts from its layouts (warm_start.h), and where that start is
+  // feasible the local search does solve.warm_start_effort of its work. Ignored (a cold start)
+  // when the structure differs.
+  std::shared_ptr<const AutoShardResult> warm_start;
   SolveOptions solve;  // time limit, threads, cancel, progress
 };
 
@@ -164,6 +172,9 @@ struct AutoShardResult {
   // A lower bound on objective + handoff_cost.
   long double lower_bound = 0;
   long double compute_cost = 0, communication_cost = 0, resharding_cost = 0;
+  // The solver's answer: per sharding-problem node its strategy and how many it had (what a
+  // warm start of the same structure at another size reuses, warm_start.h).
+  std::vector<int32_t> node_strategies, node_strategy_counts;
   int64_t peak_memory_bytes = 0;  // per device, over the schedule
   int64_t peak_memory_time = 0;   // schedule position of the peak
   AutoShardStats stats;

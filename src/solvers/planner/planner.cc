@@ -62,6 +62,7 @@ struct PlannerCall {
   int64_t microbatch_counts = 1;  // the search's counts (at most), for the estimate
   PlannerProgress progress;       // the time limit and the latest estimate
   PlannerStats stats;
+  IntraOpWarmStarts warm_starts;  // the solutions of the counts tried so far
 
   bool DeadlinePassed() const { return deadline && Clock::now() >= *deadline; }
 };
@@ -401,6 +402,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   run.deadline = call.deadline;
   run.microbatch_counts = call.microbatch_counts;
   run.microbatch_size = model.global_batch > 0 ? model.global_batch / microbatches : 0;
+  if (options.intra_op_warm_start) run.warm_starts = &call.warm_starts;
   run.before_solves = [&](const PlannerWorkEstimate& estimate) -> Status {
     ALPA_RETURN_IF_ERROR(CheckWorkEstimate(estimate, options.limits));
     call.progress.estimate = estimate;

@@ -61,6 +61,10 @@ struct PlannerOptions {
   bool intra_op_exact = false;
   double intra_op_time_limit_seconds = 0.5;
   double intra_op_relative_gap = 0.01;
+  // Each microbatch count after the first starts its solves from the previous count's
+  // solutions with a quarter of the local search's work (stage_costs.h, IntraOpWarmStarts);
+  // false: every solve starts cold (for comparisons).
+  bool intra_op_warm_start = true;
   // Memory levels per (piece, logical mesh) beyond the unconstrained solve: each halves the
   // previous level's peak as a budget (stage_costs.h says when they are skipped).
   int32_t memory_levels = 3;

@@ -353,7 +353,38 @@ struct IntraOpContext {
   int64_t microbatch_size = 0;  // StageCostRun::microbatch_size
   int32_t most_pieces_per_group = 1;
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  const IntraOpWarmStarts* warm_starts = nullptr;  // StageCostRun::warm_starts
 };
+
+// The warm-start key of piece type `type` on mesh `mesh_index`.
+IntraOpWarmStarts::Key WarmStartKey(const IntraOpContext& ctx, int32_t type, size_t mesh_index) {
+  const int32_t rep = ctx.type_rep[static_cast<size_t>(type)];
+  return {ctx.table.piece_marker[static_cast<size_t>(rep)],
+          ctx.table.piece_graph[static_cast<size_t>(rep)]->graph.size(),
+          ctx.meshes[mesh_index].shape, ctx.batch_dims[mesh_index]};
+}
+
+// Sets `shard` to start from the solution of an earlier microbatch count, where there is one.
+void UseWarmStart(const IntraOpContext& ctx, int32_t type, size_t mesh_index,
+                  AutoShardOptions& shard) {
+  if (!ctx.warm_starts) return;
+  const auto it = ctx.warm_starts->solutions.find(WarmStartKey(ctx, type, mesh_index));
+  if (it == ctx.warm_starts->solutions.end()) return;
+  shard.warm_start = it->second;
+  shard.solve.warm_start_effort = kWarmStartEffort;
+}
+
+// Keeps every level-0 solution of `table` as the warm start of the next count.
+void KeepWarmStarts(const IntraOpContext& ctx, IntraOpWarmStarts& warm_starts) {
+  for (size_t type = 0; type < ctx.type_rep.size(); ++type) {
+    for (size_t m = 0; m < ctx.meshes.size(); ++m) {
+      const std::vector<UnitProfile>& levels = ctx.table.solutions[type][m];
+      if (levels.empty() || !levels.front().sharding) continue;
+      warm_starts.solutions[WarmStartKey(ctx, static_cast<int32_t>(type), m)] =
+          levels.front().sharding;
+    }
+  }
+}
 
 // Seconds left before the deadline (infinity without one).
 double SecondsLeft(const IntraOpContext& ctx) {
@@ -419,6 +450,7 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
   // forced split does not divide it; a batch the split does not divide is replicated too, which
   // the cost model prices as redundant work.
   shard.replicate_indivisible_inputs = true;
+  UseWarmStart(ctx, type, mesh_index, shard);
   for (int32_t level = 0; level <= ctx.options.memory_levels; ++level) {
     // Past the deadline no solve starts; one that starts ends at it at the latest.
     const double left = SecondsLeft(ctx);
@@ -431,6 +463,8 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
       const std::optional<int64_t> budget = NextLevelBudget(ctx, mesh, levels.back());
       if (!budget) break;
       shard.memory_budget_bytes = *budget;
+      shard.warm_start = nullptr;  // a smaller budget than the solution it would start from
+      shard.solve.warm_start_effort = 1.0;
     }
     Result<UnitProfile> profile = ProfileUnit(piece, mesh, ctx.cluster, shard);
     counters.solves.fetch_add(1);
@@ -727,8 +761,10 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
                            microbatches,
                            run.microbatch_size,
                            MostPiecesPerGroup(table, clustering.num_layers),
-                           run.deadline};
+                           run.deadline,
+                           run.warm_starts};
   ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
+  if (run.warm_starts) KeepWarmStarts(ctx, *run.warm_starts);
 
   AddConfigs(table, meshes.value(), options.remat);
   if (table.configs.empty()) {

@@ -33,8 +33,10 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "core/cluster/cluster.h"
@@ -207,6 +209,17 @@ PlannerWorkEstimate EstimateIntraOpWork(const PlannerOptions& options, int64_t p
                                         int64_t logical_meshes, int64_t microbatch_counts,
                                         int32_t groups);
 
+// The level-0 intra-op solutions of the microbatch counts solved so far, from which the next
+// count's solves start (AutoShardOptions::warm_start): a piece's best layouts rarely change
+// with the microbatch size, so a warm solve does kWarmStartEffort of a cold one's local
+// search. Keyed by the piece (its layer marker and op count) and the logical mesh (shape and
+// forced batch dim); the latest count's solution of a key replaces the earlier one.
+struct IntraOpWarmStarts {
+  using Key = std::tuple<int32_t, int32_t, std::vector<int64_t>, int32_t>;
+  std::map<Key, std::shared_ptr<const AutoShardResult>> solutions;
+};
+inline constexpr double kWarmStartEffort = 0.25;
+
 // What one planning call gives BuildStageCosts beyond its options.
 struct StageCostRun {
   PlannerProgress progress_base;  // the planner's phase / timing fields for progress reports
@@ -221,6 +234,9 @@ struct StageCostRun {
   // Called with the work estimate once the pieces and logical meshes are known, before any
   // solve; an error (a limit, a cancellation) is returned as it is.
   std::function<Status(const PlannerWorkEstimate&)> before_solves;
+  // Read by the solves and updated with this count's solutions after them; null: every solve
+  // starts cold.
+  IntraOpWarmStarts* warm_starts = nullptr;
 };
 
 // Logical meshes are solved on from the largest submesh down (every piece type on one mesh

@@ -339,7 +339,7 @@ std::vector<LocalSearchResult> RunSearches(const WorkProblem& core,
 // The heuristic: an incumbent for GLPK and an anytime answer. On small cores it gets a bounded
 // burst (GLPK then proves optimality); on large ones, where GLPK's model alone would take
 // minutes and gigabytes, all of the time.
-void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool large,
+void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool large, double effort,
                   const SolveControl& control, Incumbent& incumbent, ProgressStop& stop) {
   const bool exact_follows = !large && !options.heuristic_only;
   LocalSearchOptions search_options;
@@ -351,6 +351,11 @@ void RunHeuristic(const WorkProblem& core, const SolveOptions& options, bool lar
   const int32_t searches = large ? SearchCount(options) : 1;
   const int32_t threads = large ? SearchThreads(options.threads) : 1;
   search_options.max_moves = HeuristicMoveBudget(core, options, exact_follows, searches);
+  if (search_options.max_moves > 0) {
+    search_options.max_moves = std::max<int64_t>(
+        1, static_cast<int64_t>(effort * static_cast<double>(search_options.max_moves)));
+  }
+  search_options.patience_scale = effort;
   search_options.on_improve = [&](long double objective) {
     stop.Sync(!incumbent.Note(objective, "heuristic"));
     return !control.cancelled();
@@ -470,11 +475,15 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   result.stats.core_edges = static_cast<int32_t>(core.edges.size());
 
   Incumbent incumbent(core, control, options);
+  // The local search's share of its work: less from a feasible warm start.
+  double effort = 1.0;
   if (!options.warm_start.empty()) {
     std::optional<std::vector<int32_t>> work_start =
         ToWorkAssignment(normalized, options.warm_start);
     if (work_start) incumbent.Offer(reduced.Restrict(*work_start), "warm_start");
     stop.Sync(incumbent.stopped());
+    const double e = options.warm_start_effort;
+    if (incumbent.found() && e > 0) effort = std::min(e, 1.0);  // NaN, <= 0: as cold
   }
 
   Proof proof;
@@ -487,7 +496,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   }
   if (!proof.any() && !control.expired()) {
     const bool large = IlpSizeEstimate(core) > kLargeIlpEntries;
-    RunHeuristic(core, options, large, control, incumbent, stop);
+    RunHeuristic(core, options, large, effort, control, incumbent, stop);
     if (!large && !options.heuristic_only && !control.expired()) {
       proof = RunIlp(core, options, control, incumbent, stop, result.message);
     }

@@ -44,6 +44,10 @@ struct SolveOptions {
   // with wide edges (the LP is the cost), never proven optimal (status kFeasible).
   bool heuristic_only = false;
   std::vector<int32_t> warm_start;  // one strategy per node, or empty
+  // With a feasible warm_start, the share (0, 1] of the local search's work it gets (its
+  // deterministic move budget and the idle moves it waits before stopping): a start known to
+  // be near the optimum (the same problem at another size) needs less search. 1: as cold.
+  double warm_start_effort = 1.0;
   // One group per node (a network layer; -1: none), or empty. Nodes of a group that repeats
   // bit for bit (the same costs, edges and layout) are eliminated once by the exact
   // block elimination (block_elimination.h), which then proves optimality without GLPK.

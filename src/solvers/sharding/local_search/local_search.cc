@@ -297,7 +297,10 @@ bool Searcher::Perturb() {
 // a long run without a new best (which on small problems leaves time to the exact solver).
 void Searcher::IteratedSearch() {
   if (movable_.empty()) return;
-  const int64_t patience = std::max<int64_t>(2000, 100 * static_cast<int64_t>(movable_.size()));
+  const double scale = options_.patience_scale > 0 ? std::min(options_.patience_scale, 1.0) : 1.0;
+  const int64_t patience = std::max<int64_t>(
+      1, static_cast<int64_t>(scale * static_cast<double>(std::max<int64_t>(
+                                          2000, 100 * static_cast<int64_t>(movable_.size())))));
   int64_t idle = 0;
   while (!StoppedNow() && idle < patience) {
     const long double before = best_cost_;

@@ -28,6 +28,9 @@ struct LocalSearchOptions {
   // Deterministic mode sets this so that results do not depend on timing: the clock then only
   // decides the hard stop. Roughly 1e6 units per second on the IOPDDL benchmarks.
   int64_t max_moves = 0;
+  // Scales the idle moves the iterated search waits for an improvement before it stops
+  // (max(2000, 100 per movable node) at 1).
+  double patience_scale = 1.0;
   // A starting assignment (may be empty, or infeasible: it is repaired first).
   std::vector<int32_t> start;
   // Called on the calling thread with each new best feasible objective; false stops the search.

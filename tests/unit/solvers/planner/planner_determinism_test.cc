@@ -45,5 +45,32 @@ TEST(PlannerDeterminism, SamePlanOnEveryRunAndThreadCount) {
   }
 }
 
+// With the microbatch search, every count after the first starts its solves from the last
+// count's solutions (warm starts): the plan still does not depend on the thread count, and it
+// is the plan of cold solves.
+TEST(PlannerDeterminism, TheMicrobatchSearchWithWarmStartsIsDeterministicAndFindsTheColdPlan) {
+  Result<PlannerModel> model = PlannerModelFromSpec(kSmallGpt);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const Cluster cluster = testing::P3(1);
+  std::vector<std::string> plans;
+  double cold_seconds = 0;
+  for (int32_t threads : {1, 2}) {
+    PlannerOptions options;
+    options.threads = threads;
+    Result<PipelinePlan> plan = PlanPipeline(model.value(), cluster, options);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_GE(plan.value().stats.microbatches_tried.size(), 2u);
+    plans.push_back(PlanJsonWithoutTimings(std::move(plan).value(), cluster));
+    options.intra_op_warm_start = false;
+    Result<PipelinePlan> cold = PlanPipeline(model.value(), cluster, options);
+    ASSERT_TRUE(cold.ok()) << cold.status().message();
+    cold_seconds = cold.value().iteration_seconds;
+  }
+  EXPECT_EQ(plans[1], plans[0]);
+  Result<PipelinePlan> warm = PlanPipeline(model.value(), cluster, PlannerOptions{});
+  ASSERT_TRUE(warm.ok());
+  EXPECT_DOUBLE_EQ(warm.value().iteration_seconds, cold_seconds);
+}
+
 }  // namespace
 }  // namespace alpa
