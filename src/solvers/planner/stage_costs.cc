@@ -640,13 +640,61 @@ Result<std::vector<double>> PieceEdgeCosts(const StageCostTable& table, const St
 // One candidate per (layer group range, config), composed from its pieces and inner edges;
 // ranges longer than max_groups (those that leave a pinned stage count too few groups) are left
 // out.
+// The edges between pieces of a layer range as the range grows by one group at a time (every
+// range starting at one group): each edge joins when the range reaches its later piece, and the
+// list stays in `edges` order (the order the stage's costs are summed in). The walk over every
+// edge per range and config it replaces dominated the 1T row's cost table.
+class RangeEdges {
+ public:
+  RangeEdges(const StageCostTable& table, const std::vector<PieceEdge>& edges, int32_t groups)
+      : table_(table), edges_(edges) {
+    const int32_t pieces = table.group_first_piece[static_cast<size_t>(groups)];
+    by_last_.resize(static_cast<size_t>(std::max(pieces, 0)));
+    for (size_t e = 0; e < edges.size(); ++e) {
+      const int32_t last = std::max(edges[e].a, edges[e].b);
+      if (last >= 0 && last < pieces) {
+        by_last_[static_cast<size_t>(last)].push_back(static_cast<int32_t>(e));
+      }
+    }
+  }
+  // Starts the ranges at group i (none of its edges yet).
+  void Start(int32_t i) {
+    first_piece_ = table_.group_first_piece[static_cast<size_t>(i)];
+    inside_.clear();
+  }
+  // Grows the range to end at group j (the next one) and returns its edges.
+  const std::vector<int32_t>& GrowTo(int32_t j) {
+    const size_t before = inside_.size();
+    for (int32_t p = table_.group_first_piece[static_cast<size_t>(j)];
+         p < table_.group_first_piece[static_cast<size_t>(j) + 1]; ++p) {
+      for (int32_t e : by_last_[static_cast<size_t>(p)]) {
+        const PieceEdge& pe = edges_[static_cast<size_t>(e)];
+        if (std::min(pe.a, pe.b) >= first_piece_) inside_.push_back(e);
+      }
+    }
+    const auto middle = inside_.begin() + static_cast<std::ptrdiff_t>(before);
+    std::sort(middle, inside_.end());
+    std::inplace_merge(inside_.begin(), middle, inside_.end());
+    return inside_;
+  }
+
+ private:
+  const StageCostTable& table_;
+  const std::vector<PieceEdge>& edges_;
+  std::vector<std::vector<int32_t>> by_last_;  // per piece: the edges it is the later end of
+  int32_t first_piece_ = 0;
+  std::vector<int32_t> inside_;
+};
+
 void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
                    const std::vector<double>& edge_cost, int32_t groups, int32_t max_groups) {
   const size_t nc = table.configs.size();
+  RangeEdges range_edges(table, edges, groups);
   std::vector<const UnitProfile*> stage_pieces;
   std::vector<StageEdgeCost> stage_edges;
   for (size_t c = 0; c < nc; ++c) {
     for (int32_t i = 0; i < groups; ++i) {
+      range_edges.Start(i);
       for (int32_t j = i; j < groups && j - i < max_groups; ++j) {
         const int32_t p0 = table.group_first_piece[static_cast<size_t>(i)];
         const int32_t p1 = table.group_first_piece[static_cast<size_t>(j) + 1];  // exclusive
@@ -655,11 +703,9 @@ void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
           stage_pieces.push_back(&table.Solution(p, static_cast<int32_t>(c)));
         }
         stage_edges.clear();
-        for (size_t e = 0; e < edges.size(); ++e) {
-          const PieceEdge& pe = edges[e];
-          if (std::min(pe.a, pe.b) >= p0 && std::max(pe.a, pe.b) < p1) {
-            stage_edges.push_back({edge_cost[e * nc + c], pe.forward});
-          }
+        for (int32_t e : range_edges.GrowTo(j)) {
+          stage_edges.push_back(
+              {edge_cost[static_cast<size_t>(e) * nc + c], edges[static_cast<size_t>(e)].forward});
         }
         const ComposedStage composed =
             ComposeStage(stage_pieces, stage_edges, table.configs[c].remat);
