@@ -43,9 +43,11 @@ int32_t CheapestAllowed(const ShardingNode& node) {
 // operand layouts are `chosen`'s too; -1 when no result layout matches.
 int32_t MatchingStrategy(const AutoShardModel& model, int32_t v, const OpSharding& chosen) {
   const std::vector<int32_t>& results = model.result_spec[static_cast<size_t>(v)];
+  const ShardingNode& node =
+      model.problem.nodes[static_cast<size_t>(model.node[static_cast<size_t>(v)])];
   int32_t first = -1;
   for (int32_t s = 0; s < static_cast<int32_t>(results.size()); ++s) {
-    if (!Allowed(model.problem.nodes[static_cast<size_t>(model.node[static_cast<size_t>(v)])], s) ||
+    if (!Allowed(node, s) ||
         !(model.specs.spec(results[static_cast<size_t>(s)]) == chosen.result)) {
       continue;
     }

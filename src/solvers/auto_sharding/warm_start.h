@@ -17,7 +17,8 @@ namespace alpa {
 // A node with as many strategies as in `from` takes `from`'s choice (the same enumeration); a
 // deciding op's node whose strategies differ (a split the new shapes allow or forbid) takes
 // the strategy with the result layout, and then the operand layouts, `from` chose; any other
-// node its first strategy. The solver drops a start that breaks a constraint.
+// node (or a choice of infinite cost) its cheapest allowed strategy; a follower its root's
+// choice. The solver drops a start that breaks a constraint.
 std::vector<int32_t> WarmStartAssignment(const Graph& graph, const AutoShardModel& model,
                                          const AutoShardResult& from);
 

@@ -637,9 +637,6 @@ Result<std::vector<double>> PieceEdgeCosts(const StageCostTable& table, const St
   return edge_cost;
 }
 
-// One candidate per (layer group range, config), composed from its pieces and inner edges;
-// ranges longer than max_groups (those that leave a pinned stage count too few groups) are left
-// out.
 // The edges between pieces of a layer range as the range grows by one group at a time (every
 // range starting at one group): each edge joins when the range reaches its later piece, and the
 // list stays in `edges` order (the order the stage's costs are summed in). The walk over every
@@ -686,6 +683,9 @@ class RangeEdges {
   std::vector<int32_t> inside_;
 };
 
+// One candidate per (layer group range, config), composed from its pieces and inner edges;
+// ranges longer than max_groups (those that leave a pinned stage count too few groups) are left
+// out.
 void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
                    const std::vector<double>& edge_cost, int32_t groups, int32_t max_groups) {
   const size_t nc = table.configs.size();
