@@ -274,6 +274,19 @@ ALPA_API int32_t alpa_plan_simulate(alpa_simulation** out, const alpa_plan* plan
  * alpa_simulation_destroy. */
 ALPA_API int32_t alpa_plan_simulate_json(alpa_simulation** out, const char* json, size_t size,
                                          int32_t schedule, alpa_error** err);
+/** Simulates `plan` on its device programs (docs/planner.md, "Simulation on the device
+ * programs"): the plan lowered as alpa_executor_create lowers it, for min(microbatches, 2)
+ * microbatches (every microbatch's task runs the same instructions), every instruction priced by
+ * the cost model from its local shapes and group, the stages' tasks run under the lowering's
+ * schedule for all microbatches, and the transfers moved as the programs send them. What runs is
+ * priced, not the plan's own figures; the JSON (alpa_simulation_to_json) gives per stage the
+ * priced parts (compute, collective, transfer, bookkeeping) beside the plan's. Errors: those of
+ * alpa_plan_simulate, ALPA_ERR_UNSUPPORTED for a plan the executor cannot lower (naming the op),
+ * the model spec's errors when the whole batch's graph is rebuilt from it (a plan without one
+ * is lowered without it: the same instructions). Caller frees *out with
+ * alpa_simulation_destroy. */
+ALPA_API int32_t alpa_plan_simulate_programs(alpa_simulation** out, const alpa_plan* plan,
+                                             int32_t schedule, alpa_error** err);
 /** Frees a simulation; NULL is allowed. */
 ALPA_API void alpa_simulation_destroy(alpa_simulation* simulation);
 

@@ -24,25 +24,11 @@ namespace {
 
 using alpa::capi::Fail;
 using alpa::capi::Guard;
+using alpa::capi::WholeBatchGraph;
 
 // The end of version 1 of alpa_executor_config (atol): the smallest size a caller may pass.
 constexpr size_t kConfigV1Size = offsetof(alpa_executor_config, atol) + sizeof(double);
 constexpr size_t kStepResultV1Size = sizeof(alpa_step_result);
-
-alpa::Result<alpa::Graph> WholeBatchGraph(const alpa_plan& plan) {
-  if (plan.model.empty()) {
-    if (plan.plan.microbatches != 1) {
-      return alpa::InvalidArgument(
-          "the plan has " + std::to_string(plan.plan.microbatches) +
-          " microbatches but no model spec to rebuild the whole batch from: plan the graph with "
-          "one microbatch");
-    }
-    return plan.plan.graph;
-  }
-  alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromSpec(plan.model);
-  if (!model.ok()) return model.status();
-  return model.value().build(1);
-}
 
 // The caller's config: the first min(struct_size, sizeof) bytes; the fields of a later version
 // than the caller's keep their zero defaults.

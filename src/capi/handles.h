@@ -143,6 +143,9 @@ int32_t PlannerModelOfGraph(const alpa_graph* graph, const alpa_plan_options* op
 // A plan handle owning `plan`, with a copy of the cluster and the model name.
 std::unique_ptr<alpa_plan> MakePlan(alpa::PipelinePlan plan, const alpa::Cluster& cluster,
                                     std::string model);
+// The plan's model for the whole batch (one microbatch): rebuilt from its model spec; a plan of
+// one microbatch without a spec is its own graph; kInvalidArgument otherwise (saying so).
+alpa::Result<alpa::Graph> WholeBatchGraph(const alpa_plan& plan);
 // alpa_plan_to_json's text: PipelinePlanJson plus, for a manual or baseline plan, its
 // "baseline" object (src/capi/baseline.cc).
 alpa::Result<std::string> PlanJson(const alpa_plan& plan, int32_t detail);

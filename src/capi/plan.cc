@@ -167,6 +167,21 @@ int32_t PlannerModelOfGraph(const alpa_graph* graph, const alpa_plan_options* op
   return ALPA_OK;
 }
 
+alpa::Result<alpa::Graph> WholeBatchGraph(const alpa_plan& plan) {
+  if (plan.model.empty()) {
+    if (plan.plan.microbatches != 1) {
+      return alpa::InvalidArgument(
+          "the plan has " + std::to_string(plan.plan.microbatches) +
+          " microbatches but no model spec to rebuild the whole batch from: plan the graph with "
+          "one microbatch");
+    }
+    return plan.plan.graph;
+  }
+  alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromSpec(plan.model);
+  if (!model.ok()) return model.status();
+  return model.value().build(1);
+}
+
 std::unique_ptr<alpa_plan> MakePlan(alpa::PipelinePlan plan, const alpa::Cluster& cluster,
                                     std::string model) {
   auto out = std::make_unique<alpa_plan>();

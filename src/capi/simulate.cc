@@ -1,10 +1,12 @@
-// Simulation of a pipeline plan through the C ABI: alpa_plan_simulate / alpa_plan_simulate_json
-// and the simulation's getters (versioned stage statistics, the timeline as SVG, JSON).
+// Simulation of a pipeline plan through the C ABI: alpa_plan_simulate, alpa_plan_simulate_json and
+// alpa_plan_simulate_programs, and the simulation's getters (versioned stage statistics, the
+// timeline as SVG, JSON).
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "capi/handles.h"
 #include "exec/sim/pipeline_simulator.h"
 #include "exec/sim/plan_simulation.h"
+#include "exec/sim/program_simulation.h"
 #include "exec/sim/timeline_svg.h"
 
 static_assert(ALPA_SCHEDULE_GPIPE == static_cast<int32_t>(alpa::PipelineScheduleKind::kGPipe));
@@ -88,6 +91,33 @@ ALPA_API int32_t alpa_plan_simulate_json(alpa_simulation** out, const char* json
         std::string_view(json, size), static_cast<alpa::PipelineScheduleKind>(schedule), &context);
     if (!input.ok()) return Fail(err, input.status());
     return Simulate(out, std::move(input).value(), std::move(context), err);
+  });
+}
+
+ALPA_API int32_t alpa_plan_simulate_programs(alpa_simulation** out, const alpa_plan* plan,
+                                             int32_t schedule, alpa_error** err) {
+  return Guard(err, [&] {
+    if (out == nullptr || plan == nullptr) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out and plan must not be NULL");
+    }
+    if (int32_t rc = CheckSchedule(schedule, err)) return rc;
+    // Without the whole batch's graph (a graph file's plan) the lowering keeps every gradient
+    // per microbatch until the sum: the same instructions, rounded elsewhere.
+    std::optional<alpa::Graph> whole;
+    if (!plan->model.empty() || plan->plan.microbatches == 1) {
+      alpa::Result<alpa::Graph> built = alpa::capi::WholeBatchGraph(*plan);
+      if (!built.ok()) return Fail(err, built.status());
+      whole = std::move(built).value();
+    }
+    alpa::Result<alpa::ProgramSimulationInput> input =
+        alpa::SimInputFromPrograms(plan->plan, whole ? &*whole : nullptr, plan->cluster,
+                                   static_cast<alpa::PipelineScheduleKind>(schedule));
+    if (!input.ok()) return Fail(err, input.status());
+    alpa::PlanSimulationContext context =
+        alpa::PlanSimulationContextOf(plan->plan, plan->cluster, plan->model);
+    context.program_prices = std::move(input.value().stages);
+    context.lowered_microbatches = input.value().lowered_microbatches;
+    return Simulate(out, std::move(input.value().input), std::move(context), err);
   });
 }
 

@@ -1,7 +1,8 @@
 /* Simulation of a plan through the C ABI, from C: alpa_plan_simulate and alpa_plan_simulate_json
  * agree, the closed form is the plan's iteration time, stage statistics add up, the timeline is
- * an SVG, the JSON report names the planner's prediction, and misuse and bad JSON are clear
- * errors. A small GPT: planning takes about a second on two threads. */
+ * an SVG, the JSON report names the planner's prediction, alpa_plan_simulate_programs prices the
+ * device programs next to the plan, and misuse and bad JSON are clear errors. A small GPT:
+ * planning takes about a second on two threads. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -200,6 +201,44 @@ static void test_plan(int64_t hosts) {
   alpa_plan_destroy(plan);
 }
 
+/* The device programs' simulation: the same stages and schedule, stage statistics that add up,
+ * a JSON report saying it was priced from the programs, with each stage's priced tasks beside
+ * the plan's; forward and backward within 10 % of the plan's (the programs price what runs). */
+static void test_programs(int64_t hosts) {
+  alpa_plan* plan = make_plan(hosts);
+  alpa_simulation* sim = NULL;
+  alpa_buffer* json = NULL;
+  alpa_error* err = NULL;
+  if (plan == NULL) return;
+  CHECK(alpa_plan_simulate_programs(&sim, plan, ALPA_SCHEDULE_1F1B, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  if (sim != NULL) {
+    check_stages(sim, plan, 1);
+    CHECK(alpa_simulation_planner_seconds(sim) == alpa_plan_iteration_seconds(plan));
+    CHECK(alpa_simulation_to_json(&json, sim, &err) == ALPA_OK);
+    if (json != NULL) {
+      const char* text = alpa_buffer_data(json);
+      CHECK(strstr(text, "\"priced_from\":\"programs\"") != NULL);
+      CHECK(strstr(text, "\"lowered_microbatches\":2") != NULL);
+      CHECK(strstr(text, "\"planned_forward_seconds\"") != NULL);
+      CHECK(strstr(text, "\"bookkeeping\"") != NULL);
+    }
+    alpa_buffer_free(json);
+  }
+  alpa_simulation_destroy(sim);
+  sim = NULL;
+  CHECK(alpa_plan_simulate_programs(&sim, plan, 7, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "schedule"));
+  err = NULL;
+  CHECK(alpa_plan_simulate_programs(&sim, NULL, ALPA_SCHEDULE_1F1B, &err) ==
+        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "NULL"));
+  err = NULL;
+  CHECK(sim == NULL);
+  alpa_plan_destroy(plan);
+}
+
 static void test_errors(void) {
   alpa_simulation* sim = NULL;
   alpa_error* err = NULL;
@@ -252,5 +291,7 @@ int main(void) {
   test_errors();
   test_plan(1);
   test_plan(2);
+  test_programs(1);
+  test_programs(2);
   return check_summary();
 }

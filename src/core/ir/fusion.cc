@@ -5,6 +5,8 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "core/ir/attention_core.h"
+
 namespace alpa {
 namespace {
 
@@ -112,6 +114,22 @@ std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
     }
   }
   return charged;
+}
+
+std::vector<bool> PricedResults(const Graph& graph, bool fuse_elementwise, bool fuse_attention) {
+  std::vector<bool> materialized;
+  if (fuse_elementwise) {
+    materialized = MaterializedResults(graph);
+  } else if (fuse_attention) {
+    materialized.assign(static_cast<size_t>(graph.size()), true);
+  }
+  if (fuse_attention) {
+    const std::vector<bool> core = AttentionCoreValues(graph);
+    for (size_t v = 0; v < core.size(); ++v) {
+      if (core[v]) materialized[v] = false;
+    }
+  }
+  return materialized;
 }
 
 }  // namespace alpa

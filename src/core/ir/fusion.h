@@ -19,6 +19,12 @@ namespace alpa {
 // broadcast from its operand, which is materialised instead).
 std::vector<bool> MaterializedResults(const Graph& graph);
 
+// Per op: whether its result costs the cost model memory traffic under a calibration's fusion
+// keys: with `fuse_elementwise` MaterializedResults, with `fuse_attention` never the values of
+// attention cores (AttentionCoreValues: a fused attention kernel keeps them on chip). Empty
+// when neither is set: every result does.
+std::vector<bool> PricedResults(const Graph& graph, bool fuse_elementwise, bool fuse_attention);
+
 // Per op and operand slot: whether that read costs memory traffic. A fusion (ops of one phase
 // joined through values that stay in registers) reads each materialised value once however
 // many of its ops use it: the lowest-numbered reader pays, the others read it for free. Reads

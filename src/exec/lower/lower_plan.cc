@@ -379,6 +379,8 @@ class DeviceLowering {
     return em_.LocalShape(CanonicalSpec(spec, em_.mesh().shape), p.op(l).shape);
   }
 
+  // Closes the program's current task: the instructions emitted since the last one.
+  void EndTask(ProgramTaskKind kind, int64_t microbatch);
   Status BindParameters();
   Status ZeroAccumulators();
   Status ForwardTask(int64_t mb);
@@ -512,6 +514,8 @@ Result<Value> DeviceLowering::RunLocal(const PieceInfo& p, int32_t l,
   std::vector<Dims> shapes;
   Instruction in;
   in.kind = InstructionKind::kRun;
+  in.piece = p.index;
+  in.piece_op = l;
   for (const Value& v : operands) {
     shapes.push_back(em_.program().buffers[static_cast<size_t>(v.buffer)].shape);
     in.in.push_back(v.buffer);
@@ -1204,17 +1208,31 @@ Status DeviceLowering::RefreshCopies() {
   return Status::Ok();
 }
 
+void DeviceLowering::EndTask(ProgramTaskKind kind, int64_t microbatch) {
+  std::vector<ProgramTask>& tasks = em_.program().tasks;
+  ProgramTask task;
+  task.kind = kind;
+  task.microbatch = microbatch;
+  task.begin = tasks.empty() ? 0 : tasks.back().end;
+  task.end = static_cast<int64_t>(em_.program().code.size());
+  tasks.push_back(task);
+}
+
 Status DeviceLowering::Lower() {
   ALPA_RETURN_IF_ERROR(BindParameters());
   ALPA_RETURN_IF_ERROR(ZeroAccumulators());
+  EndTask(ProgramTaskKind::kSetup, -1);
   const int32_t stages = static_cast<int32_t>(ctx_.plan.stages.size());
   for (const PipelineTask& task :
        StageSchedule(ctx_.options.schedule, stages, stage_, ctx_.plan.microbatches)) {
-    ALPA_RETURN_IF_ERROR(task.kind == PipelineTaskKind::kForward ? ForwardTask(task.microbatch)
-                                                                 : BackwardTask(task.microbatch));
+    const bool forward = task.kind == PipelineTaskKind::kForward;
+    ALPA_RETURN_IF_ERROR(forward ? ForwardTask(task.microbatch) : BackwardTask(task.microbatch));
+    EndTask(forward ? ProgramTaskKind::kForward : ProgramTaskKind::kBackward, task.microbatch);
   }
   ALPA_RETURN_IF_ERROR(Update());
-  return RefreshCopies();
+  ALPA_RETURN_IF_ERROR(RefreshCopies());
+  EndTask(ProgramTaskKind::kUpdate, -1);
+  return Status::Ok();
 }
 
 // The plan's memory for `stage` with the microbatches `schedule` keeps in flight: the plan
@@ -1253,7 +1271,14 @@ void InsertFrees(DeviceProgram& program) {
   }
   std::vector<Instruction> code;
   code.reserve(program.code.size() * 2);
+  // Each free joins the task of the instruction it follows.
+  size_t task = 0;
   for (size_t i = 0; i < program.code.size(); ++i) {
+    while (task < program.tasks.size() && program.tasks[task].end <= static_cast<int64_t>(i)) {
+      program.tasks[task].end = static_cast<int64_t>(code.size());
+      if (++task < program.tasks.size())
+        program.tasks[task].begin = static_cast<int64_t>(code.size());
+    }
     code.push_back(std::move(program.code[i]));
     for (int32_t b : frees[i]) {
       Instruction f;
@@ -1264,6 +1289,12 @@ void InsertFrees(DeviceProgram& program) {
       f.microbatch = code.back().microbatch;
       f.origin = code.back().origin;
       code.push_back(std::move(f));
+    }
+  }
+  for (; task < program.tasks.size(); ++task) {
+    program.tasks[task].end = static_cast<int64_t>(code.size());
+    if (task + 1 < program.tasks.size()) {
+      program.tasks[task + 1].begin = static_cast<int64_t>(code.size());
     }
   }
   program.code = std::move(code);

@@ -141,7 +141,47 @@ std::string ProgramText(const DeviceProgram& program) {
   return s;
 }
 
+const char* ProgramTaskKindName(ProgramTaskKind kind) {
+  switch (kind) {
+    case ProgramTaskKind::kSetup:
+      return "setup";
+    case ProgramTaskKind::kForward:
+      return "forward";
+    case ProgramTaskKind::kBackward:
+      return "backward";
+    case ProgramTaskKind::kUpdate:
+      return "update";
+  }
+  return "?";
+}
+
+namespace {
+
+// The tasks tile the code: consecutive, in order, from 0 to its end.
+Status ValidateTasks(const DeviceProgram& program) {
+  int64_t next = 0;
+  for (size_t t = 0; t < program.tasks.size(); ++t) {
+    const ProgramTask& task = program.tasks[t];
+    if (task.begin != next || task.end < task.begin) {
+      return InternalError("device " + std::to_string(program.device) + " task " +
+                           std::to_string(t) + " (" + ProgramTaskKindName(task.kind) +
+                           ") covers instructions [" + std::to_string(task.begin) + ", " +
+                           std::to_string(task.end) + "), not from " + std::to_string(next));
+    }
+    next = task.end;
+  }
+  if (!program.tasks.empty() && next != static_cast<int64_t>(program.code.size())) {
+    return InternalError("device " + std::to_string(program.device) + ": the tasks end at " +
+                         std::to_string(next) + " of " + std::to_string(program.code.size()) +
+                         " instructions");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateProgram(const DeviceProgram& program) {
+  ALPA_RETURN_IF_ERROR(ValidateTasks(program));
   const size_t n = program.buffers.size();
   std::vector<char> live(n, 0);
   for (const ParameterBinding& b : program.parameters) {

@@ -75,7 +75,10 @@ struct Instruction {
   int32_t tensor = -1;      // the global op id this instruction computes or moves (-1: none)
   int64_t microbatch = -1;  // -1: once per iteration
   InstructionOrigin origin = InstructionOrigin::kPlan;
-  int32_t stage = -1;       // the plan's stage this instruction belongs to
+  int32_t stage = -1;  // the plan's stage this instruction belongs to
+  // kRun: the op it runs as the plan has it: piece `piece` of the stage, op `piece_op` of that
+  // piece's subgraph (an op of no layer is copied into several pieces).
+  int32_t piece = -1, piece_op = -1;
   int32_t collective = -1;  // the planned collective's index in its piece's list, when known
   int64_t bytes = 0;        // bytes moved (collectives: the local input; send / recv: the box)
 };
@@ -98,6 +101,19 @@ struct ParameterBinding {
   bool fetch = true;  // the one copy to read back when several buffers hold this tile
 };
 
+// The parts of a step a program runs, in the order the lowering emits them: the set-up (zeroed
+// accumulators), the pipeline schedule's tasks (each the forward or backward of one microbatch)
+// and the update (gradient synchronisation, optimizer, refreshed copies).
+enum class ProgramTaskKind : int32_t { kSetup = 0, kForward = 1, kBackward = 2, kUpdate = 3 };
+const char* ProgramTaskKindName(ProgramTaskKind kind);  // "setup", "forward", ...
+
+// One task: the instructions [begin, end) of the program's code.
+struct ProgramTask {
+  ProgramTaskKind kind = ProgramTaskKind::kSetup;
+  int64_t microbatch = -1;  // forward / backward: the microbatch; else -1
+  int64_t begin = 0, end = 0;
+};
+
 struct DeviceProgram {
   int32_t device = 0;  // physical id
   int32_t stage = -1;  // -1: the device runs nothing (not in any stage)
@@ -106,6 +122,9 @@ struct DeviceProgram {
   // parameters of the local operand types (so the CPU kernels see local shapes).
   std::vector<Graph> local_ops;
   std::vector<Instruction> code;
+  // The code's tasks, in order: they tile [0, code.size()) (empty for a device that runs
+  // nothing).
+  std::vector<ProgramTask> tasks;
   std::vector<ParameterBinding> parameters;
   // Bytes the planner predicts for this device at its peak: its stage's memory with the
   // microbatches the lowering's schedule keeps in flight (memory_breakdown.h).
@@ -133,7 +152,8 @@ std::string ProgramText(const DeviceProgram& program);
 std::string InstructionText(const DeviceProgram& program, const Instruction& instruction);
 
 // Structural checks: buffer ids in range, each buffer written before read, groups containing
-// the device, boxes inside their buffers. kInternal naming the instruction.
+// the device, boxes inside their buffers, tasks tiling the code. kInternal naming the
+// instruction or task.
 Status ValidateProgram(const DeviceProgram& program);
 
 }  // namespace alpa

@@ -28,6 +28,7 @@
 #include "core/cluster/cluster.h"
 #include "core/util/status.h"
 #include "exec/sim/pipeline_simulator.h"
+#include "exec/sim/program_pricing.h"
 #include "solvers/pipeline/pipeline_schedule.h"
 #include "solvers/planner/planner.h"
 
@@ -43,6 +44,10 @@ struct PlanSimulationContext {
   // The device memory the plan must fit (the cluster's); 0 when unknown. A stage whose
   // simulated peak exceeds it is flagged in the JSON ("exceeds_device_memory").
   int64_t device_memory_bytes = 0;
+  // Set when the stages were priced from the device programs (program_simulation.h): per stage
+  // its priced tasks, and the microbatches lowered. Empty: priced from the plan.
+  std::vector<ProgramStagePrice> program_prices;
+  int64_t lowered_microbatches = 0;
 };
 
 // The simulator's input for `plan` on `cluster` (the one it was planned for) under `schedule`;

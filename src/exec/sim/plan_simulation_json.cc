@@ -317,6 +317,28 @@ Result<PipelineSimInput> SimInputFromPlanJson(std::string_view plan_json,
   }
 }
 
+namespace {
+
+json PricedJson(const PricedSeconds& priced, int32_t device) {
+  json j = {{"seconds", priced.simulated()}, {"device", device}};
+  for (int32_t p = 0; p < kPricedParts; ++p) {
+    j[PricedPartName(static_cast<PricedPart>(p))] = priced.part[p];
+  }
+  return j;
+}
+
+json ProgramPriceJson(const ProgramStagePrice& price) {
+  return {{"forward", PricedJson(price.forward, price.forward_device)},
+          {"backward", PricedJson(price.backward, price.backward_device)},
+          {"update", PricedJson(price.update, price.update_device)},
+          {"instructions", price.instructions},
+          {"planned_forward_seconds", price.planned_forward},
+          {"planned_backward_seconds", price.planned_backward},
+          {"planned_overhead_seconds", price.planned_overhead}};
+}
+
+}  // namespace
+
 std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResult& result,
                            const PlanSimulationContext& context) {
   json j;
@@ -332,6 +354,8 @@ std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResul
   j["closed_form_seconds"] = result.closed_form_seconds;
   j["planner_iteration_seconds"] = NumberOrNull(context.planner_iteration_seconds);
   j["relative_error"] = NumberOrNull(PlanPredictionError(result, context));
+  j["priced_from"] = context.program_prices.empty() ? "plan" : "programs";
+  if (!context.program_prices.empty()) j["lowered_microbatches"] = context.lowered_microbatches;
   json stages = json::array();
   bool memory_exceeded = false;
   for (size_t s = 0; s < input.stages.size(); ++s) {
@@ -357,6 +381,8 @@ std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResul
     if (s < context.first_layer.size() && s < context.last_layer.size()) {
       stage["layers"] = {context.first_layer[s], context.last_layer[s]};
     }
+    if (s < context.program_prices.size())
+      stage["programs"] = ProgramPriceJson(context.program_prices[s]);
     stages.push_back(std::move(stage));
   }
   j["stages"] = std::move(stages);

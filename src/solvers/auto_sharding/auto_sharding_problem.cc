@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "core/ir/attention_core.h"
 #include "core/ir/fusion.h"
 #include "solvers/auto_sharding/schedule.h"
 
@@ -241,24 +240,6 @@ std::vector<bool> ReadByUpdate(const AutoShardModel& model) {
 
 namespace {
 
-// Per op: whether its result costs memory traffic under the calibration's fusion keys (empty:
-// every result does).
-std::vector<bool> PricedResults(const Graph& graph, const Calibration& calibration) {
-  std::vector<bool> materialized;
-  if (calibration.fuse_elementwise) {
-    materialized = MaterializedResults(graph);
-  } else if (calibration.fuse_attention) {
-    materialized.assign(static_cast<size_t>(graph.size()), true);
-  }
-  if (calibration.fuse_attention) {
-    const std::vector<bool> core = AttentionCoreValues(graph);
-    for (size_t v = 0; v < core.size(); ++v) {
-      if (core[v]) materialized[v] = false;
-    }
-  }
-  return materialized;
-}
-
 // The model's strategy context, reshard cache and per-op tables, sized for the graph.
 void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mesh,
                const Cluster* cluster, const AutoShardOptions& options) {
@@ -268,7 +249,10 @@ void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mes
   model.context.mesh = &model.mesh;
   model.context.cluster = cluster;
   model.context.cost_mode = options.cost_mode;
-  if (cluster != nullptr) model.context.materialized = PricedResults(graph, cluster->calibration);
+  if (cluster != nullptr) {
+    model.context.materialized = PricedResults(graph, cluster->calibration.fuse_elementwise,
+                                               cluster->calibration.fuse_attention);
+  }
   if (!model.context.materialized.empty()) {
     model.context.charged_reads = ChargedReads(graph, model.context.materialized);
   }

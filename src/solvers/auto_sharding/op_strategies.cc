@@ -26,13 +26,6 @@ void AddPartial(ShardingSpec& spec, const std::vector<int32_t>& dims) {
   std::sort(spec.partial.begin(), spec.partial.end());
 }
 
-ComputeClass ClassOf(OpKind kind) {
-  if (kind == OpKind::kDotGeneral) return ComputeClass::kMatmul;
-  if (kind == OpKind::kConvolution) return ComputeClass::kConvolution;
-  if (IsElementwise(kind)) return ComputeClass::kElementwise;
-  return ComputeClass::kOther;
-}
-
 int64_t ShardBytes(const Op& op, const ShardingSpec& spec, const std::vector<int64_t>& mesh) {
   return TensorBytes(op) / ShardCount(spec, mesh);
 }
@@ -139,9 +132,16 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
     const double flops = static_cast<double>(OpFlops(graph, id)) /
                          static_cast<double>(std::max<int64_t>(1, strategy.work_split));
     strategy.compute_cost =
-        OpComputeSeconds(flops, bytes, op.dtype, ClassOf(op.kind), *ctx.cluster);
+        OpComputeSeconds(flops, bytes, op.dtype, ComputeClassOf(op.kind), *ctx.cluster);
   }
   return strategy;
+}
+
+ComputeClass ComputeClassOf(OpKind kind) {
+  if (kind == OpKind::kDotGeneral) return ComputeClass::kMatmul;
+  if (kind == OpKind::kConvolution) return ComputeClass::kConvolution;
+  if (IsElementwise(kind)) return ComputeClass::kElementwise;
+  return ComputeClass::kOther;
 }
 
 Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx, int32_t id,

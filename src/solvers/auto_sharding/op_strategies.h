@@ -85,6 +85,10 @@ struct StrategyContext {
   std::vector<std::vector<bool>> charged_reads;
 };
 
+// The roofline class the cost model prices an op of `kind` in: dot_general matmul, convolution,
+// elementwise ops elementwise, the rest other.
+ComputeClass ComputeClassOf(OpKind kind);
+
 // The strategy of `assignment` for op `id` with iteration space `space`. Fails (kInvalidArgument)
 // when a split does not divide its loop or a mesh dim is used twice.
 Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,

@@ -1,0 +1,252 @@
+// Instructions priced by the cost model (program_pricing.h has the table).
+#include "exec/sim/program_pricing.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/cluster/cost_model.h"
+#include "core/ir/fusion.h"
+#include "core/ir/graph_stats.h"
+#include "solvers/auto_sharding/op_strategies.h"
+
+namespace alpa {
+
+const char* PricedPartName(PricedPart part) {
+  switch (part) {
+    case PricedPart::kCompute:
+      return "compute";
+    case PricedPart::kCollective:
+      return "collective";
+    case PricedPart::kTransfer:
+      return "transfer";
+    case PricedPart::kBookkeeping:
+      return "bookkeeping";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string Where(const DeviceProgram& program, const Instruction& in) {
+  return "device " + std::to_string(program.device) + ": " + InstructionText(program, in);
+}
+
+// Bytes of a local buffer (its shape and dtype); 0 when it does not fit in int64.
+double BufferBytes(const DeviceProgram& program, int32_t buffer) {
+  if (buffer < 0 || static_cast<size_t>(buffer) >= program.buffers.size()) return 0;
+  const Buffer& b = program.buffers[static_cast<size_t>(buffer)];
+  Result<int64_t> bytes = TensorBytes(b.shape, b.dtype);
+  return bytes.ok() ? static_cast<double>(bytes.value()) : 0.0;
+}
+
+CollectiveKind CollectiveOf(InstructionKind kind) {
+  switch (kind) {
+    case InstructionKind::kAllGather:
+      return CollectiveKind::kAllGather;
+    case InstructionKind::kReduceScatter:
+      return CollectiveKind::kReduceScatter;
+    case InstructionKind::kAllToAll:
+      return CollectiveKind::kAllToAll;
+    default:
+      return CollectiveKind::kAllReduce;
+  }
+}
+
+}  // namespace
+
+Result<ProgramPricer> ProgramPricer::Create(const PipelinePlan& plan, const Cluster& cluster) {
+  ProgramPricer pricer;
+  pricer.plan_ = &plan;
+  pricer.cluster_ = cluster;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlannedStage& stage = plan.stages[s];
+    Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster, stage.submesh, stage.logical_mesh);
+    if (!mesh.ok()) {
+      return InvalidArgument("stage " + std::to_string(s) + ": " + mesh.status().message());
+    }
+    StagePricing st;
+    st.mesh = std::move(mesh).value();
+    for (size_t k = 0; k < stage.devices.size(); ++k) {
+      const int64_t d = stage.devices[k];
+      if (d < 0 || d >= cluster.num_devices()) {
+        return InvalidArgument("stage " + std::to_string(s) + ": device " + std::to_string(d) +
+                               " is outside the cluster");
+      }
+      if (st.logical_of_device.size() <= static_cast<size_t>(d)) {
+        st.logical_of_device.resize(static_cast<size_t>(d) + 1, -1);
+      }
+      st.logical_of_device[static_cast<size_t>(d)] = static_cast<int64_t>(k);
+    }
+    for (size_t p = 0; p < stage.pieces.size(); ++p) {
+      const Subgraph* sub = stage.pieces[p].subgraph.get();
+      if (sub == nullptr) {
+        return InvalidArgument("stage " + std::to_string(s) + " piece " + std::to_string(p) +
+                               " has no subgraph");
+      }
+      const Calibration& c = cluster.calibration;
+      st.materialized.push_back(PricedResults(sub->graph, c.fuse_elementwise, c.fuse_attention));
+      st.charged.push_back(st.materialized.back().empty()
+                               ? std::vector<std::vector<bool>>{}
+                               : ChargedReads(sub->graph, st.materialized.back()));
+    }
+    pricer.stages_.push_back(std::move(st));
+  }
+  return pricer;
+}
+
+Result<InstructionPrice> ProgramPricer::PriceRun(const StagePricing& st,
+                                                 const DeviceProgram& program,
+                                                 const Instruction& in) const {
+  const PlannedStage& stage = plan_->stages[static_cast<size_t>(program.stage)];
+  if (in.piece < 0 || static_cast<size_t>(in.piece) >= stage.pieces.size() || in.piece_op < 0 ||
+      in.piece_op >= stage.pieces[static_cast<size_t>(in.piece)].subgraph->graph.size()) {
+    return InternalError(Where(program, in) + ": piece " + std::to_string(in.piece) + " op " +
+                         std::to_string(in.piece_op) + " is not an op of stage " +
+                         std::to_string(program.stage));
+  }
+  const size_t p = static_cast<size_t>(in.piece);
+  const size_t l = static_cast<size_t>(in.piece_op);
+  const Graph& piece_graph = stage.pieces[p].subgraph->graph;
+  const Op& piece_op = piece_graph.op(static_cast<int32_t>(l));
+  const AutoShardResult* sharding = stage.pieces[p].sharding.get();
+  if (sharding != nullptr && l < sharding->ops.size() &&
+      (sharding->ops[l].free || sharding->ops[l].fused)) {
+    return InstructionPrice{};  // made inside its readers' kernels (as the solve prices it)
+  }
+  const std::vector<bool>& materialized = st.materialized[p];
+  auto in_memory = [&materialized](int32_t x) {
+    return materialized.empty() || materialized[static_cast<size_t>(x)];
+  };
+  const Graph& local = program.local_ops[static_cast<size_t>(in.local_op)];
+  const int32_t id = local.size() - 1;
+  const Op& op = local.op(id);
+  double bytes = in_memory(static_cast<int32_t>(l)) ? static_cast<double>(TensorBytes(op)) : 0.0;
+  const std::vector<bool>* charged =
+      st.charged.empty() || st.charged[p].empty() ? nullptr : &st.charged[p][l];
+  for (size_t k = 0; k < op.operands.size() && k < piece_op.operands.size(); ++k) {
+    if (!in_memory(piece_op.operands[k]) || (charged != nullptr && !(*charged)[k])) continue;
+    bytes += static_cast<double>(TensorBytes(local.op(op.operands[k])));
+  }
+  const double flops = static_cast<double>(OpFlops(local, id));
+  InstructionPrice price;
+  price.seconds = OpComputeSeconds(flops, bytes, op.dtype, ComputeClassOf(op.kind), cluster_);
+  price.part = PricedPart::kCompute;
+  return price;
+}
+
+Result<InstructionPrice> ProgramPricer::PriceCollective(const StagePricing& st,
+                                                        const DeviceProgram& program,
+                                                        const Instruction& in) const {
+  const LogicalMesh& mesh = st.mesh;
+  // The mesh dims along which the group's members differ (row-major logical coordinates).
+  std::vector<bool> spans(mesh.shape.size(), false);
+  std::vector<int64_t> first;
+  for (int32_t d : in.group) {
+    const int64_t k = d >= 0 && static_cast<size_t>(d) < st.logical_of_device.size()
+                          ? st.logical_of_device[static_cast<size_t>(d)]
+                          : -1;
+    if (k < 0) {
+      return InternalError(Where(program, in) + ": device " + std::to_string(d) +
+                           " of its group is not in stage " + std::to_string(program.stage));
+    }
+    std::vector<int64_t> coords(mesh.shape.size());
+    int64_t rest = k;
+    for (size_t m = mesh.shape.size(); m-- > 0;) {
+      coords[m] = rest % mesh.shape[m];
+      rest /= mesh.shape[m];
+    }
+    if (first.empty()) first = coords;
+    for (size_t m = 0; m < coords.size(); ++m) spans[m] = spans[m] || coords[m] != first[m];
+  }
+  int32_t dim = kFlattenedMeshDim, count = 0;
+  for (size_t m = 0; m < spans.size(); ++m) {
+    if (!spans[m]) continue;
+    dim = static_cast<int32_t>(m);
+    ++count;
+  }
+  InstructionPrice price;
+  price.part = PricedPart::kCollective;
+  if (count == 0) return price;  // a group of one moves nothing
+  if (count > 1) dim = kFlattenedMeshDim;
+  const CollectiveKind kind = CollectiveOf(in.kind);
+  const double n = static_cast<double>(in.group.size());
+  const bool times_n = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kAllToAll;
+  const double b = static_cast<double>(in.bytes) * (times_n ? n : 1.0);
+  Result<double> seconds = MeshCollectiveCost(mesh, kind, dim, b, CostMode::kRealUnits);
+  if (!seconds.ok()) return InternalError(Where(program, in) + ": " + seconds.status().message());
+  price.seconds = seconds.value();
+  return price;
+}
+
+InstructionPrice ProgramPricer::PriceBookkeeping(const DeviceProgram& program,
+                                                 const Instruction& in) const {
+  const double out = BufferBytes(program, in.out);
+  double bytes = 0;
+  DType dtype = in.out >= 0 && static_cast<size_t>(in.out) < program.buffers.size()
+                    ? program.buffers[static_cast<size_t>(in.out)].dtype
+                    : DType::kF32;
+  switch (in.kind) {
+    case InstructionKind::kSlice: {
+      double box = static_cast<double>(DTypeBytes(dtype));
+      for (int64_t s : in.sizes) box *= static_cast<double>(s);
+      bytes = 2 * box;  // read the box, write it
+      break;
+    }
+    case InstructionKind::kAccumulate:
+      bytes = 3 * out;  // read both addends, write the sum
+      break;
+    case InstructionKind::kCopy:
+    case InstructionKind::kScale:
+      bytes = 2 * out;
+      break;
+    default:  // kZero, kFeed: written once
+      bytes = out;
+      break;
+  }
+  InstructionPrice price;
+  price.part = PricedPart::kBookkeeping;
+  price.seconds = OpComputeSeconds(0, bytes, dtype, ComputeClass::kElementwise, cluster_);
+  return price;
+}
+
+Result<InstructionPrice> ProgramPricer::Price(const DeviceProgram& program,
+                                              const Instruction& in) const {
+  if (program.stage < 0 || static_cast<size_t>(program.stage) >= stages_.size()) {
+    return InternalError("device " + std::to_string(program.device) + " runs stage " +
+                         std::to_string(program.stage) + ", which the plan does not have");
+  }
+  const StagePricing& st = stages_[static_cast<size_t>(program.stage)];
+  switch (in.kind) {
+    case InstructionKind::kRun:
+      return PriceRun(st, program, in);
+    case InstructionKind::kAllReduce:
+    case InstructionKind::kAllGather:
+    case InstructionKind::kReduceScatter:
+    case InstructionKind::kAllToAll:
+      return PriceCollective(st, program, in);
+    case InstructionKind::kSend:
+    case InstructionKind::kRecv: {
+      InstructionPrice price;
+      price.part = PricedPart::kTransfer;
+      return price;
+    }
+    case InstructionKind::kFree:
+    case InstructionKind::kReportLoss:
+      return InstructionPrice{};
+    default:
+      return PriceBookkeeping(program, in);
+  }
+}
+
+Result<PricedSeconds> ProgramPricer::PriceRange(const DeviceProgram& program, int64_t begin,
+                                                int64_t end) const {
+  PricedSeconds sum;
+  for (int64_t i = begin; i < end; ++i) {
+    Result<InstructionPrice> p = Price(program, program.code[static_cast<size_t>(i)]);
+    if (!p.ok()) return p.status();
+    sum.Add(p.value());
+  }
+  return sum;
+}
+
+}  // namespace alpa
