@@ -320,7 +320,10 @@ Result<PipelineSimInput> SimInputFromPlanJson(std::string_view plan_json,
 namespace {
 
 json PricedJson(const PricedSeconds& priced, int32_t device) {
-  json j = {{"seconds", priced.simulated()}, {"device", device}};
+  json j = {{"seconds", priced.simulated()},
+            {"device", device},
+            {"not_in_plan", priced.not_in_plan},
+            {"deferred_backward", priced.deferred_backward}};
   for (int32_t p = 0; p < kPricedParts; ++p) {
     j[PricedPartName(static_cast<PricedPart>(p))] = priced.part[p];
   }
@@ -334,7 +337,9 @@ json ProgramPriceJson(const ProgramStagePrice& price) {
           {"instructions", price.instructions},
           {"planned_forward_seconds", price.planned_forward},
           {"planned_backward_seconds", price.planned_backward},
-          {"planned_overhead_seconds", price.planned_overhead}};
+          {"planned_overhead_seconds", price.planned_overhead},
+          {"planned_parameter_seconds",
+           {price.parameter_forward, price.parameter_backward, price.parameter_update}}};
 }
 
 }  // namespace

@@ -238,13 +238,50 @@ Result<InstructionPrice> ProgramPricer::Price(const DeviceProgram& program,
   }
 }
 
-Result<PricedSeconds> ProgramPricer::PriceRange(const DeviceProgram& program, int64_t begin,
-                                                int64_t end) const {
+std::array<double, 3> ProgramPricer::ParameterCharges(int32_t stage) const {
+  std::array<double, 3> charges = {0, 0, 0};
+  if (stage < 0 || static_cast<size_t>(stage) >= stages_.size()) return charges;
+  const StagePricing& st = stages_[static_cast<size_t>(stage)];
+  const PlannedStage& planned = plan_->stages[static_cast<size_t>(stage)];
+  for (size_t p = 0; p < planned.pieces.size(); ++p) {
+    const Graph& graph = planned.pieces[p].subgraph->graph;
+    const AutoShardResult* sharding = planned.pieces[p].sharding.get();
+    if (sharding == nullptr) continue;
+    const std::vector<bool>& materialized = st.materialized[p];
+    for (int32_t v = 0; v < graph.size(); ++v) {
+      const Op& op = graph.op(v);
+      if (op.kind != OpKind::kParameter || static_cast<size_t>(v) >= sharding->ops.size()) {
+        continue;
+      }
+      const OpSharding& o = sharding->ops[static_cast<size_t>(v)];
+      if (o.free || o.fused) continue;
+      double bytes = 0;
+      if (materialized.empty() || materialized[static_cast<size_t>(v)]) {
+        bytes = static_cast<double>(TensorBytes(op)) /
+                static_cast<double>(std::max<int64_t>(1, ShardCount(o.result, st.mesh.shape)));
+      }
+      charges[static_cast<size_t>(op.phase)] +=
+          OpComputeSeconds(0, bytes, op.dtype, ComputeClassOf(op.kind), cluster_);
+    }
+  }
+  return charges;
+}
+
+Result<PricedSeconds> ProgramPricer::PriceTask(const DeviceProgram& program,
+                                               const ProgramTask& task) const {
   PricedSeconds sum;
-  for (int64_t i = begin; i < end; ++i) {
-    Result<InstructionPrice> p = Price(program, program.code[static_cast<size_t>(i)]);
+  for (int64_t i = task.begin; i < task.end; ++i) {
+    const Instruction& in = program.code[static_cast<size_t>(i)];
+    Result<InstructionPrice> p = Price(program, in);
     if (!p.ok()) return p.status();
     sum.Add(p.value());
+    if (p.value().part == PricedPart::kBookkeeping) continue;
+    if (in.origin == InstructionOrigin::kExtra) sum.not_in_plan += p.value().seconds;
+    if (task.kind == ProgramTaskKind::kUpdate && in.kind == InstructionKind::kRun &&
+        in.tensor >= 0 && in.tensor < plan_->graph.size() &&
+        plan_->graph.op(in.tensor).phase == Phase::kBackward) {
+      sum.deferred_backward += p.value().seconds;
+    }
   }
   return sum;
 }

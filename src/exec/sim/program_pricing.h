@@ -24,6 +24,7 @@
 //                   0
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +54,11 @@ struct InstructionPrice {
 // Seconds per priced part, summed over some instructions.
 struct PricedSeconds {
   double part[kPricedParts] = {0, 0, 0, 0};
+  // Of the simulated seconds: those of instructions the plan does not list (a partial-sum
+  // loss's all-reduce, a tied weight's refreshed copy), and, in the update task, those of
+  // backward work the lowering defers to run once on the sums over the microbatches (the plan
+  // prices it in every microbatch's backward).
+  double not_in_plan = 0, deferred_backward = 0;
   // What the simulator runs: compute, collectives and transfers (not bookkeeping).
   double simulated() const { return part[0] + part[1] + part[2]; }
   void Add(const InstructionPrice& p) { part[static_cast<int32_t>(p.part)] += p.seconds; }
@@ -66,6 +72,11 @@ struct ProgramStagePrice {
   int64_t instructions = 0;  // of the lowered programs, summed over the stage's devices
   // The plan's: PlannedStage::forward_latency, latency - forward_latency, iteration_overhead.
   double planned_forward = 0, planned_backward = 0, planned_overhead = 0;
+  // Of those, what the plan charges its parameter ops (weights, data and activations from other
+  // pieces) in each task: the solve prices each as writing its value, which no instruction does
+  // (ProgramPricer::ParameterCharges; under full recomputation the backward's include the
+  // forward's again).
+  double parameter_forward = 0, parameter_backward = 0, parameter_update = 0;
 };
 
 class ProgramPricer {
@@ -79,8 +90,13 @@ class ProgramPricer {
   // in its stage's pieces, a group outside the stage).
   Result<InstructionPrice> Price(const DeviceProgram& program, const Instruction& in) const;
 
-  // The instructions [begin, end) of `program`, summed.
-  Result<PricedSeconds> PriceRange(const DeviceProgram& program, int64_t begin, int64_t end) const;
+  // What the intra-op solves of `stage` charge its pieces' parameter ops, per phase (forward,
+  // backward, update): the roofline of writing each one's shard, as op_strategies.h prices every
+  // op. No instruction stands for it: a weight is in memory, an activation arrives by a message.
+  std::array<double, 3> ParameterCharges(int32_t stage) const;
+
+  // The instructions of `task` of `program`, summed.
+  Result<PricedSeconds> PriceTask(const DeviceProgram& program, const ProgramTask& task) const;
 
  private:
   // Per stage: its mesh and, per piece, the fusion model's charged results and reads.

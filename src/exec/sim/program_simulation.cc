@@ -89,12 +89,14 @@ Status PriceProgram(const ProgramPricer& pricer, const ProgramSet& set,
         task.kind != ProgramTaskKind::kUpdate) {
       continue;
     }
-    Result<PricedSeconds> priced = pricer.PriceRange(program, task.begin, task.end);
+    Result<PricedSeconds> priced = pricer.PriceTask(program, task);
     if (!priced.ok()) return priced.status();
     PricedSeconds& into = task.kind == ProgramTaskKind::kForward    ? f
                           : task.kind == ProgramTaskKind::kBackward ? b
                                                                     : u;
     for (int32_t p = 0; p < kPricedParts; ++p) into.part[p] += priced.value().part[p];
+    into.not_in_plan += priced.value().not_in_plan;
+    into.deferred_backward += priced.value().deferred_backward;
     if (task.kind == ProgramTaskKind::kForward) CollectSends(set, program, task, messages.forward);
     if (task.kind == ProgramTaskKind::kBackward) {
       CollectSends(set, program, task, messages.backward);
@@ -144,8 +146,16 @@ Result<ProgramSimulationInput> SimInputFromPrograms(const PipelinePlan& plan,
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     // The update's messages, each tensor's moves as the planner times them.
     for (const auto& [tensor, moves] : messages[s].update) {
-      out.stages[s].update.part[static_cast<int32_t>(PricedPart::kTransfer)] +=
-          TransferSeconds(moves, cluster);
+      const double seconds = TransferSeconds(moves, cluster);
+      out.stages[s].update.part[static_cast<int32_t>(PricedPart::kTransfer)] += seconds;
+      // The plan moves a tied weight's gradient contribution (which it prices); the refreshed
+      // copy of the weight is the lowering's own message.
+      bool planned = false;
+      for (const CrossStageTransfer& t : plan.transfers) {
+        planned = planned || (t.once_per_iteration && t.tensor == tensor &&
+                              t.to_stage == static_cast<int32_t>(s));
+      }
+      if (!planned) out.stages[s].update.not_in_plan += seconds;
     }
     PipelineSimStage& st = out.input.stages[s];
     st.forward_seconds = out.stages[s].forward.simulated();
@@ -156,6 +166,12 @@ Result<ProgramSimulationInput> SimInputFromPrograms(const PipelinePlan& plan,
     out.stages[s].planned_forward = planned.forward_latency;
     out.stages[s].planned_backward = planned.latency - planned.forward_latency;
     out.stages[s].planned_overhead = planned.iteration_overhead;
+    const std::array<double, 3> charges = pricer.value().ParameterCharges(static_cast<int32_t>(s));
+    out.stages[s].parameter_forward = charges[0];
+    // Full recomputation runs the forward again in the backward, as the plan prices it.
+    out.stages[s].parameter_backward =
+        charges[1] + (planned.remat == Recompute::kFull ? charges[0] : 0.0);
+    out.stages[s].parameter_update = charges[2];
     AddTransfers(static_cast<int32_t>(s), SimTransferDirection::kForward, messages[s].forward,
                  out.input.transfers);
     AddTransfers(static_cast<int32_t>(s), SimTransferDirection::kBackward, messages[s].backward,
