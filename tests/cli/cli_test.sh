@@ -296,6 +296,11 @@ expect simulate_svg 0 "wrote $tmp/sim.svg" -- "$alpa" simulate "$sim_plan" --svg
 expect simulate_svg_file 0 '^<svg' -- head -c 200 "$tmp/sim.svg"
 "$alpa" plan "${plan[@]}" --json 2>/dev/null | tail -n 1 > "$tmp/plan_summary.json"
 expect simulate_summary 0 '^simulated iteration time' -- "$alpa" simulate "$tmp/plan_summary.json"
+# --programs: the device programs priced instruction by instruction (needs the detail-2 file).
+expect simulate_programs 0 '^Priced from the device programs \([12] microbatch(es)? lowered; against the plan\)' -- "$alpa" simulate "$sim_plan" --programs
+expect simulate_programs_table 0 '^0 +[0-9.]+ (s|ms|us) \([+-][0-9.]+ %\) ' -- "$alpa" simulate "$sim_plan" --programs
+expect simulate_programs_json 0 '"priced_from":"programs".*"planned_parameter_seconds"' -- "$alpa" simulate "$sim_plan" --programs --json
+expect simulate_programs_summary 1 'not an executable plan \(detail 0 or 1\)' -- "$alpa" simulate "$tmp/plan_summary.json" --programs
 expect plan_svg 0 "wrote $tmp/plan.svg" -- "$alpa" plan "${plan[@]}" -q --svg "$tmp/plan.svg"
 expect plan_svg_file 0 '^<svg' -- head -c 200 "$tmp/plan.svg"
 expect simulate_missing 1 'error: cannot read .*nope.json' -- "$alpa" simulate "$tmp/nope.json"

@@ -57,8 +57,9 @@ std::string AgainstPlan(double priced, double planned) {
 
 // With --programs: per stage the priced tasks against the plan's figures, and what they hold.
 void PrintProgramPrices(const nlohmann::json& report) {
-  std::printf("\nPriced from the device programs (%lld microbatches lowered; against the plan):\n",
-              static_cast<long long>(report.value("lowered_microbatches", int64_t{0})));
+  const int64_t lowered = report.value("lowered_microbatches", int64_t{0});
+  std::printf("\nPriced from the device programs (%lld microbatch%s lowered; against the plan):\n",
+              static_cast<long long>(lowered), lowered == 1 ? "" : "es");
   std::printf("%-5s %-22s %-22s %-22s %-11s %-11s %-11s %s\n", "stage", "forward/mb", "backward/mb",
               "sync+update", "compute", "collective", "bookkeeping", "instructions");
   const nlohmann::json& stages = report["stages"];
