@@ -143,6 +143,8 @@ Result<std::unique_ptr<PlanExecutor>> PlanExecutor::Create(const PipelinePlan& p
   ex->options_ = options;
   LowerOptions lower = options.lower;
   lower.whole_batch = &ex->whole_;
+  // Processes of one job share their hosts' cores: each lowers on one thread.
+  if (world != nullptr) lower.threads = 1;
   Result<ProgramSet> lowered = LowerPlan(ex->plan_, lower);
   if (!lowered.ok()) return lowered.status();
   ex->programs_ = std::move(lowered).value();

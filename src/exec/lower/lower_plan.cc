@@ -14,6 +14,7 @@
 #include "core/cluster/cross_mesh.h"
 #include "core/cluster/resharding.h"
 #include "core/ir/recompute.h"
+#include "core/util/parallel.h"
 #include "core/util/wide_int.h"
 #include "exec/lower/device_emitter.h"
 #include "exec/lower/local_op.h"
@@ -1385,8 +1386,12 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
   set.graph = plan.graph;
   set.programs.resize(static_cast<size_t>(world));
   for (int32_t d = 0; d < set.devices; ++d) set.programs[static_cast<size_t>(d)].device = d;
+  // Each device's program on its own (in parallel): (stage, logical index) per device.
+  std::vector<std::pair<int32_t, int64_t>> jobs;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const MeshView& mesh = ctx.meshes[s];
+    Result<int64_t> planned = PlannedMemoryUnder(plan, static_cast<int32_t>(s), options.schedule);
+    if (!planned.ok()) return planned.status();
     for (size_t li = 0; li < mesh.devices.size(); ++li) {
       DeviceProgram& prog = set.programs[static_cast<size_t>(mesh.devices[li])];
       if (prog.stage >= 0) {
@@ -1395,14 +1400,21 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
                                std::to_string(s) + ")");
       }
       prog.stage = static_cast<int32_t>(s);
-      Result<int64_t> planned = PlannedMemoryUnder(plan, static_cast<int32_t>(s), options.schedule);
-      if (!planned.ok()) return planned.status();
       prog.planned_memory_bytes = planned.value();
-      DeviceLowering lowering(ctx, prog, static_cast<int32_t>(s), static_cast<int64_t>(li));
-      ALPA_RETURN_IF_ERROR(lowering.Lower());
-      InsertFrees(prog);
+      jobs.emplace_back(static_cast<int32_t>(s), static_cast<int64_t>(li));
     }
   }
+  auto lower_one = [&](int64_t j) -> Status {
+    const auto [s, li] = jobs[static_cast<size_t>(j)];
+    DeviceProgram& prog = set.programs[static_cast<size_t>(
+        ctx.meshes[static_cast<size_t>(s)].devices[static_cast<size_t>(li)])];
+    DeviceLowering lowering(ctx, prog, s, li);
+    ALPA_RETURN_IF_ERROR(lowering.Lower());
+    InsertFrees(prog);
+    return Status::Ok();
+  };
+  ALPA_RETURN_IF_ERROR(RunParallel(static_cast<int64_t>(jobs.size()),
+                                   ResolveThreadCount(options.threads), lower_one));
   MarkFetchCopies(ctx, set);
   return set;
 }

@@ -35,6 +35,9 @@ struct LowerOptions {
   // (a weight gradient) is then kept unrounded until the sum over microbatches is complete,
   // so that the executed step rounds where the one-device step rounds (Instruction::round).
   const Graph* whole_batch = nullptr;
+  // Threads lowering the devices' programs (each on its own; the result does not depend on
+  // the count): 0 = one per hardware thread.
+  int32_t threads = 0;
 };
 
 // Errors: kInvalidArgument for a plan without stages or pieces; kUnsupported for what the
