@@ -10,22 +10,6 @@
 namespace alpa {
 namespace {
 
-InstructionKind KindOf(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return InstructionKind::kAllReduce;
-    case CollectiveKind::kAllGather:
-      return InstructionKind::kAllGather;
-    case CollectiveKind::kReduceScatter:
-      return InstructionKind::kReduceScatter;
-    case CollectiveKind::kAllToAll:
-      return InstructionKind::kAllToAll;
-    case CollectiveKind::kSendRecv:
-      break;
-  }
-  return InstructionKind::kSend;
-}
-
 // The devices of `stage` that differ from logical index `logical` only on the mesh dims of
 // `dims` of size > 1.
 std::set<int32_t> ExpectedGroup(const PlannedStage& stage, int64_t logical,
@@ -158,7 +142,7 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
         return InternalError(where + " ran a " + std::string(InstructionKindName(m.kind)) +
                              " of op " + std::to_string(m.tensor) + " that the plan does not list");
       }
-      if (KindOf(c->kind) != m.kind) {
+      if (CollectiveKindOf(m.kind) != c->kind) {
         return InternalError(where + " ran a " + std::string(InstructionKindName(m.kind)) +
                              " for the planned " + CollectiveName(c->kind) + " " + c->description +
                              " of op " + std::to_string(m.tensor));

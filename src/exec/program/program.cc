@@ -141,6 +141,21 @@ std::string ProgramText(const DeviceProgram& program) {
   return s;
 }
 
+std::optional<CollectiveKind> CollectiveKindOf(InstructionKind kind) {
+  switch (kind) {
+    case InstructionKind::kAllReduce:
+      return CollectiveKind::kAllReduce;
+    case InstructionKind::kAllGather:
+      return CollectiveKind::kAllGather;
+    case InstructionKind::kReduceScatter:
+      return CollectiveKind::kReduceScatter;
+    case InstructionKind::kAllToAll:
+      return CollectiveKind::kAllToAll;
+    default:
+      return std::nullopt;
+  }
+}
+
 const char* ProgramTaskKindName(ProgramTaskKind kind) {
   switch (kind) {
     case ProgramTaskKind::kSetup:

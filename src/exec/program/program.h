@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/cluster/cost_model.h"
 #include "core/ir/graph.h"
 #include "core/util/status.h"
 
@@ -40,6 +42,9 @@ enum class InstructionKind : int32_t {
   kReportLoss = 14,    // the value of `in` (a scalar) is microbatch `microbatch`'s loss
 };
 const char* InstructionKindName(InstructionKind kind);
+// The cost model's collective an instruction runs (all-reduce, all-gather, reduce-scatter,
+// all-to-all); none for the other kinds.
+std::optional<CollectiveKind> CollectiveKindOf(InstructionKind kind);
 
 enum class CollectiveReduce : int32_t { kSum = 0, kMax = 1 };
 

@@ -39,19 +39,6 @@ double BufferBytes(const DeviceProgram& program, int32_t buffer) {
   return bytes.ok() ? static_cast<double>(bytes.value()) : 0.0;
 }
 
-CollectiveKind CollectiveOf(InstructionKind kind) {
-  switch (kind) {
-    case InstructionKind::kAllGather:
-      return CollectiveKind::kAllGather;
-    case InstructionKind::kReduceScatter:
-      return CollectiveKind::kReduceScatter;
-    case InstructionKind::kAllToAll:
-      return CollectiveKind::kAllToAll;
-    default:
-      return CollectiveKind::kAllReduce;
-  }
-}
-
 }  // namespace
 
 Result<ProgramPricer> ProgramPricer::Create(const PipelinePlan& plan, const Cluster& cluster) {
@@ -168,7 +155,7 @@ Result<InstructionPrice> ProgramPricer::PriceCollective(const StagePricing& st,
   price.part = PricedPart::kCollective;
   if (count == 0) return price;  // a group of one moves nothing
   if (count > 1) dim = kFlattenedMeshDim;
-  const CollectiveKind kind = CollectiveOf(in.kind);
+  const CollectiveKind kind = CollectiveKindOf(in.kind).value_or(CollectiveKind::kAllReduce);
   const double n = static_cast<double>(in.group.size());
   const bool times_n = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kAllToAll;
   const double b = static_cast<double>(in.bytes) * (times_n ? n : 1.0);
