@@ -2,9 +2,11 @@
 #include "exec/lower/lower_plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -1325,9 +1327,9 @@ void MarkFetchCopies(const PlanContext& ctx, ProgramSet& set) {
   }
 }
 
-}  // namespace
-
-Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& options) {
+// LowerPlan, or LowerPlanEach when `take` is set.
+Result<ProgramSet> LowerPlanWith(const PipelinePlan& plan, const LowerOptions& options,
+                                 const std::function<Status(DeviceProgram&)>* take) {
   if (plan.stages.empty()) return InvalidArgument("the plan has no stages");
   if (plan.microbatches < 1) return InvalidArgument("the plan has no microbatches");
   PlanContext ctx{plan, options,
@@ -1404,19 +1406,40 @@ Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& optio
       jobs.emplace_back(static_cast<int32_t>(s), static_cast<int64_t>(li));
     }
   }
+  std::mutex taking;
   auto lower_one = [&](int64_t j) -> Status {
     const auto [s, li] = jobs[static_cast<size_t>(j)];
-    DeviceProgram& prog = set.programs[static_cast<size_t>(
+    DeviceProgram& kept = set.programs[static_cast<size_t>(
         ctx.meshes[static_cast<size_t>(s)].devices[static_cast<size_t>(li)])];
+    DeviceProgram handed;
+    DeviceProgram& prog = take == nullptr ? kept : handed;
+    if (take != nullptr) {
+      prog.device = kept.device;
+      prog.stage = kept.stage;
+      prog.planned_memory_bytes = kept.planned_memory_bytes;
+    }
     DeviceLowering lowering(ctx, prog, s, li);
     ALPA_RETURN_IF_ERROR(lowering.Lower());
     InsertFrees(prog);
-    return Status::Ok();
+    if (take == nullptr) return Status::Ok();
+    const std::lock_guard<std::mutex> lock(taking);
+    return (*take)(prog);
   };
   ALPA_RETURN_IF_ERROR(RunParallel(static_cast<int64_t>(jobs.size()),
                                    ResolveThreadCount(options.threads), lower_one));
-  MarkFetchCopies(ctx, set);
+  if (take == nullptr) MarkFetchCopies(ctx, set);
   return set;
+}
+
+}  // namespace
+
+Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& options) {
+  return LowerPlanWith(plan, options, nullptr);
+}
+
+Result<ProgramSet> LowerPlanEach(const PipelinePlan& plan, const LowerOptions& options,
+                                 const std::function<Status(DeviceProgram&)>& take) {
+  return LowerPlanWith(plan, options, &take);
 }
 
 }  // namespace alpa

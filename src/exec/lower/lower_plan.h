@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "core/util/status.h"
 #include "exec/program/program.h"
@@ -44,5 +45,13 @@ struct LowerOptions {
 // executor cannot run yet (naming the op); kInternal when the plan's layouts do not fit together
 // (a planner bug: the message names the op or edge).
 Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& options = {});
+
+// The same, handing each device's program to `take` as soon as it is lowered (one call at a
+// time, from the lowering's threads, devices in no fixed order) instead of keeping it: memory
+// then holds a few programs rather than every device's (a plan on thousands of devices has tens
+// of millions of instructions). The set's programs are left without code (device, stage and
+// planned memory only); take's error ends the lowering with it.
+Result<ProgramSet> LowerPlanEach(const PipelinePlan& plan, const LowerOptions& options,
+                                 const std::function<Status(DeviceProgram&)>& take);
 
 }  // namespace alpa

@@ -13,15 +13,18 @@
 namespace alpa {
 namespace {
 
-// The plan lowered for min(B, 2) microbatches (program_simulation.h).
-Result<ProgramSet> LowerCompact(const PipelinePlan& plan, const Graph* whole_batch,
-                                PipelineScheduleKind schedule) {
-  PipelinePlan compact = plan;
-  compact.microbatches = std::min<int64_t>(plan.microbatches, 2);
-  LowerOptions options;
-  options.schedule = schedule;
-  options.whole_batch = whole_batch;
-  return LowerPlan(compact, options);
+// Per physical device: its stage in `plan` (-1: none).
+std::vector<int32_t> StageOfDevice(const PipelinePlan& plan) {
+  std::vector<int32_t> stage_of;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    for (int64_t d : plan.stages[s].devices) {
+      if (d < 0) continue;
+      if (stage_of.size() <= static_cast<size_t>(d))
+        stage_of.resize(static_cast<size_t>(d) + 1, -1);
+      stage_of[static_cast<size_t>(d)] = static_cast<int32_t>(s);
+    }
+  }
+  return stage_of;
 }
 
 // Sends of one task, keyed (receiving stage, tensor): bytes per (device, peer).
@@ -43,12 +46,15 @@ void CollectUpdateReceives(const DeviceProgram& program, const ProgramTask& task
   }
 }
 
-void CollectSends(const ProgramSet& set, const DeviceProgram& program, const ProgramTask& task,
-                  TaskSends& sends) {
+void CollectSends(const std::vector<int32_t>& stage_of, const DeviceProgram& program,
+                  const ProgramTask& task, TaskSends& sends) {
   for (int64_t i = task.begin; i < task.end; ++i) {
     const Instruction& in = program.code[static_cast<size_t>(i)];
-    if (in.kind != InstructionKind::kSend || in.peer < 0 || in.peer >= set.devices) continue;
-    const int32_t to_stage = set.programs[static_cast<size_t>(in.peer)].stage;
+    if (in.kind != InstructionKind::kSend || in.peer < 0 ||
+        static_cast<size_t>(in.peer) >= stage_of.size()) {
+      continue;
+    }
+    const int32_t to_stage = stage_of[static_cast<size_t>(in.peer)];
     sends[{to_stage, in.tensor}][{program.device, in.peer}] += in.bytes;
   }
 }
@@ -76,10 +82,10 @@ struct StageMessages {
 
 // Prices `program`'s tasks into its stage's entry (the slowest device per task kind) and
 // collects the messages of the representative microbatch's tasks and of the update.
-Status PriceProgram(const ProgramPricer& pricer, const ProgramSet& set,
+// `mb` is the representative microbatch (the last lowered).
+Status PriceProgram(const ProgramPricer& pricer, const std::vector<int32_t>& stage_of, int64_t mb,
                     const DeviceProgram& program, ProgramStagePrice& stage,
                     StageMessages& messages) {
-  const int64_t mb = set.microbatches - 1;
   PricedSeconds f, b, u;
   for (const ProgramTask& task : program.tasks) {
     const bool representative =
@@ -97,15 +103,18 @@ Status PriceProgram(const ProgramPricer& pricer, const ProgramSet& set,
     for (int32_t p = 0; p < kPricedParts; ++p) into.part[p] += priced.value().part[p];
     into.not_in_plan += priced.value().not_in_plan;
     into.deferred_backward += priced.value().deferred_backward;
-    if (task.kind == ProgramTaskKind::kForward) CollectSends(set, program, task, messages.forward);
+    if (task.kind == ProgramTaskKind::kForward)
+      CollectSends(stage_of, program, task, messages.forward);
     if (task.kind == ProgramTaskKind::kBackward) {
-      CollectSends(set, program, task, messages.backward);
+      CollectSends(stage_of, program, task, messages.backward);
     }
     if (task.kind == ProgramTaskKind::kUpdate)
       CollectUpdateReceives(program, task, messages.update);
   }
+  // The slowest device; of equally slow ones the lowest id (devices come in any order).
   auto keep = [&program](PricedSeconds& slowest, int32_t& device, const PricedSeconds& mine) {
-    if (device < 0 || mine.simulated() > slowest.simulated()) {
+    if (device < 0 || mine.simulated() > slowest.simulated() ||
+        (mine.simulated() == slowest.simulated() && program.device < device)) {
       slowest = mine;
       device = program.device;
     }
@@ -126,26 +135,38 @@ Result<ProgramSimulationInput> SimInputFromPrograms(const PipelinePlan& plan,
   // The plan's own conversion gives the links, the memory and the checks of the cluster.
   Result<PipelineSimInput> base = SimInputFromPlan(plan, cluster, schedule);
   if (!base.ok()) return base.status();
-  Result<ProgramSet> set = LowerCompact(plan, whole_batch, schedule);
-  if (!set.ok()) return set.status();
   Result<ProgramPricer> pricer = ProgramPricer::Create(plan, cluster);
   if (!pricer.ok()) return pricer.status();
 
+  // The plan lowered for min(B, 2) microbatches, each device's program priced as it comes.
   ProgramSimulationInput out;
-  out.lowered_microbatches = set.value().microbatches;
+  out.lowered_microbatches = std::min<int64_t>(plan.microbatches, 2);
   out.stages.resize(plan.stages.size());
   std::vector<StageMessages> messages(plan.stages.size());
-  for (const DeviceProgram& program : set.value().programs) {
-    if (program.stage < 0) continue;
-    const size_t s = static_cast<size_t>(program.stage);
-    ALPA_RETURN_IF_ERROR(
-        PriceProgram(pricer.value(), set.value(), program, out.stages[s], messages[s]));
-  }
+  const std::vector<int32_t> stage_of = StageOfDevice(plan);
+  PipelinePlan compact = plan;
+  compact.microbatches = out.lowered_microbatches;
+  LowerOptions options;
+  options.schedule = schedule;
+  options.whole_batch = whole_batch;
+  Result<ProgramSet> lowered =
+      LowerPlanEach(compact, options, [&](DeviceProgram& program) -> Status {
+        if (program.stage < 0) return Status::Ok();
+        const size_t s = static_cast<size_t>(program.stage);
+        return PriceProgram(pricer.value(), stage_of, out.lowered_microbatches - 1, program,
+                            out.stages[s], messages[s]);
+      });
+  if (!lowered.ok()) return lowered.status();
   out.input = std::move(base).value();
   out.input.transfers.clear();
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     // The update's messages, each tensor's moves as the planner times them.
-    for (const auto& [tensor, moves] : messages[s].update) {
+    for (auto& [tensor, moves] : messages[s].update) {
+      // In device order, whatever order the programs came in.
+      std::sort(moves.begin(), moves.end(), [](const SliceMove& a, const SliceMove& b) {
+        return std::tie(a.dst_device, a.src_device, a.bytes) <
+               std::tie(b.dst_device, b.src_device, b.bytes);
+      });
       const double seconds = TransferSeconds(moves, cluster);
       out.stages[s].update.part[static_cast<int32_t>(PricedPart::kTransfer)] += seconds;
       // The plan moves a tied weight's gradient contribution (which it prices); the refreshed
