@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/cluster/cost_model.h"
 #include "exec/lower/lower_plan.h"
@@ -97,6 +98,32 @@ TEST(ProgramTasks, ValidationNamesATaskThatDoesNotTile) {
   const Status status = ValidateProgram(p);
   EXPECT_EQ(status.code(), StatusCode::kInternal);
   EXPECT_NE(status.message().find("task 2"), std::string::npos) << status.message();
+}
+
+TEST(ProgramTasks, HandedOverOneByOneTheyAreTheKeptPrograms) {
+  const PlannedModel& m = TwoStagePlan();
+  LowerOptions options;
+  options.whole_batch = &m.whole;
+  Result<ProgramSet> kept = LowerPlan(m.plan, options);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  std::vector<std::string> handed(kept.value().programs.size());
+  options.threads = 2;
+  Result<ProgramSet> shells = LowerPlanEach(m.plan, options, [&](DeviceProgram& p) -> Status {
+    handed[static_cast<size_t>(p.device)] = ProgramText(p);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(shells.ok()) << shells.status().message();
+  for (const DeviceProgram& p : kept.value().programs) {
+    EXPECT_EQ(handed[static_cast<size_t>(p.device)], ProgramText(p)) << "device " << p.device;
+    EXPECT_TRUE(shells.value().programs[static_cast<size_t>(p.device)].code.empty());
+    EXPECT_EQ(shells.value().programs[static_cast<size_t>(p.device)].stage, p.stage);
+  }
+  // The taker's error ends the lowering with it.
+  Result<ProgramSet> refused = LowerPlanEach(m.plan, options, [](DeviceProgram& p) -> Status {
+    return InvalidArgument("no room for device " + std::to_string(p.device));
+  });
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("no room for device"), std::string::npos);
 }
 
 TEST(ProgramPricing, EveryOpInstructionCostsWhatTheSolvePricedItsOp) {
