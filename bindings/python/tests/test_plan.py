@@ -66,6 +66,20 @@ def test_plan_json_round_trip_and_simulation(small_plan):
     assert len(detail["stages"]) == len(small_plan.stages)
 
 
+def test_simulation_on_the_device_programs(small_plan):
+    with small_plan.simulate(programs=True) as sim, small_plan.simulate() as planned:
+        report = json.loads(sim.to_json())
+        assert report["priced_from"] == "programs"
+        assert json.loads(planned.to_json())["priced_from"] == "plan"
+        assert len(sim.stages) == len(small_plan.stages)
+        # The same tasks as the plan's, priced from what runs: within 10 % here.
+        assert sim.iteration_seconds == pytest.approx(planned.iteration_seconds, rel=0.1)
+        for stage in report["stages"]:
+            assert stage["programs"]["forward"]["compute"] > 0
+    with pytest.raises(alpa.UnsupportedError):
+        alpa.Plan.from_json(small_plan.to_json()).simulate(programs=True)
+
+
 def test_plan_per_op_queries(small_plan):
     stages = small_plan.op_stages()
     with small_plan.graph() as g:

@@ -2891,6 +2891,27 @@ function alpa_plan_simulate_json(out, json, size, schedule, err)
 end
 
 """
+    alpa_plan_simulate_programs(out, plan, schedule, err) -> Int32
+
+Simulates `plan` on its device programs (docs/planner.md, "Simulation on the device
+programs"): the plan lowered as alpa_executor_create lowers it, for min(microbatches, 2)
+microbatches (every microbatch's task runs the same instructions), every instruction priced by
+the cost model from its local shapes and group, the stages' tasks run under the lowering's
+schedule for all microbatches, and the transfers moved as the programs send them. What runs is
+priced, not the plan's own figures; the JSON (alpa_simulation_to_json) gives per stage the
+priced parts (compute, collective, transfer, bookkeeping) beside the plan's. Errors: those of
+alpa_plan_simulate, ALPA_ERR_UNSUPPORTED for a plan the executor cannot lower (naming the op),
+the model spec's errors when the whole batch's graph is rebuilt from it (a plan without one
+is lowered without it: the same instructions). Caller frees *out with
+alpa_simulation_destroy.
+
+C: `int32_t alpa_plan_simulate_programs(alpa_simulation** out, const alpa_plan* plan, int32_t schedule, alpa_error** err)` (alpa_experimental.h)
+"""
+function alpa_plan_simulate_programs(out, plan, schedule, err)
+    ccall((:alpa_plan_simulate_programs, libalpa), Int32, (Ptr{Ptr{alpa_simulation}}, Ptr{alpa_plan}, Int32, Ptr{Ptr{alpa_error}}), out, plan, schedule, err)
+end
+
+"""
     alpa_simulation_destroy(simulation) -> Cvoid
 
 Frees a simulation; NULL is allowed.
@@ -3112,9 +3133,10 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_model_plan_manual, alpa_model_plan_baseline, alpa_graph_plan_manual,
     alpa_graph_plan_baseline, alpa_plan_manual_spec, alpa_plan_baseline_table,
     alpa_plan_baseline_evaluated, alpa_plan_baseline_feasible, alpa_plan_baseline_pruned,
-    alpa_plan_launch_config, alpa_plan_simulate, alpa_plan_simulate_json, alpa_simulation_destroy,
-    alpa_simulation_iteration_seconds, alpa_simulation_closed_form_seconds,
-    alpa_simulation_planner_seconds, alpa_simulation_stage_count, alpa_simulation_stage,
-    alpa_simulation_timeline_to_svg, alpa_simulation_to_json, alpa_calibrate
+    alpa_plan_launch_config, alpa_plan_simulate, alpa_plan_simulate_json,
+    alpa_plan_simulate_programs, alpa_simulation_destroy, alpa_simulation_iteration_seconds,
+    alpa_simulation_closed_form_seconds, alpa_simulation_planner_seconds,
+    alpa_simulation_stage_count, alpa_simulation_stage, alpa_simulation_timeline_to_svg,
+    alpa_simulation_to_json, alpa_calibrate
 
 end # module LibAlpa

@@ -1758,6 +1758,33 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                         'int32_t schedule',
                                         'alpa_error** err'],
                              'header': 'alpa_experimental.h'},
+ 'alpa_plan_simulate_programs': {'doc': 'Simulates `plan` on its device programs (docs/planner.md, '
+                                        '"Simulation on the device\n'
+                                        'programs"): the plan lowered as alpa_executor_create '
+                                        'lowers it, for min(microbatches, 2)\n'
+                                        "microbatches (every microbatch's task runs the same "
+                                        'instructions), every instruction priced by\n'
+                                        'the cost model from its local shapes and group, the '
+                                        "stages' tasks run under the lowering's\n"
+                                        'schedule for all microbatches, and the transfers moved as '
+                                        'the programs send them. What runs is\n'
+                                        "priced, not the plan's own figures; the JSON "
+                                        '(alpa_simulation_to_json) gives per stage the\n'
+                                        'priced parts (compute, collective, transfer, bookkeeping) '
+                                        "beside the plan's. Errors: those of\n"
+                                        'alpa_plan_simulate, ALPA_ERR_UNSUPPORTED for a plan the '
+                                        'executor cannot lower (naming the op),\n'
+                                        "the model spec's errors when the whole batch's graph is "
+                                        'rebuilt from it (a plan without one\n'
+                                        'is lowered without it: the same instructions). Caller '
+                                        'frees *out with\n'
+                                        'alpa_simulation_destroy.',
+                                 'returns': 'int32_t',
+                                 'params': ['alpa_simulation** out',
+                                            'const alpa_plan* plan',
+                                            'int32_t schedule',
+                                            'alpa_error** err'],
+                                 'header': 'alpa_experimental.h'},
  'alpa_simulation_destroy': {'doc': 'Frees a simulation; NULL is allowed.',
                              'returns': 'void',
                              'params': ['alpa_simulation* simulation'],

@@ -440,14 +440,18 @@ class Plan(Owner):
         return cls(_json=text)
 
     # ---- simulation ----
-    @c_doc("alpa_plan_simulate", "alpa_plan_simulate_json")
-    def simulate(self, schedule: str = "1f1b") -> Simulation:
-        """Simulates one training iteration ("1f1b", as the planner assumes, or "gpipe")."""
+    @c_doc("alpa_plan_simulate", "alpa_plan_simulate_json", "alpa_plan_simulate_programs")
+    def simulate(self, schedule: str = "1f1b", programs: bool = False) -> Simulation:
+        """Simulates one training iteration ("1f1b", as the planner assumes, or "gpipe"); with
+        ``programs=True`` from the plan's device programs, every instruction priced by the cost
+        model (``alpa simulate --programs``; a plan made by alpa.plan())."""
         sched = SCHEDULES.get(schedule.lower())
         if sched is None:
             raise InvalidArgumentError(f"unknown schedule {schedule!r} (1f1b or gpipe)", 1)
         out = c_void_p()
-        if self._detached:
+        if programs:
+            call(lib.alpa_plan_simulate_programs, byref(out), self._handle(), sched)
+        elif self._detached:
             raw = self._json_text.encode()
             call(lib.alpa_plan_simulate_json, byref(out), raw, len(raw), sched)
         else:

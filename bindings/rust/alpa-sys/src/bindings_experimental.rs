@@ -740,6 +740,25 @@ extern "C" {
     ) -> i32;
 }
 extern "C" {
+    #[doc = " Simulates `plan` on its device programs (docs/planner.md, \"Simulation on the device"]
+    #[doc = " programs\"): the plan lowered as alpa_executor_create lowers it, for min(microbatches, 2)"]
+    #[doc = " microbatches (every microbatch's task runs the same instructions), every instruction priced by"]
+    #[doc = " the cost model from its local shapes and group, the stages' tasks run under the lowering's"]
+    #[doc = " schedule for all microbatches, and the transfers moved as the programs send them. What runs is"]
+    #[doc = " priced, not the plan's own figures; the JSON (alpa_simulation_to_json) gives per stage the"]
+    #[doc = " priced parts (compute, collective, transfer, bookkeeping) beside the plan's. Errors: those of"]
+    #[doc = " alpa_plan_simulate, ALPA_ERR_UNSUPPORTED for a plan the executor cannot lower (naming the op),"]
+    #[doc = " the model spec's errors when the whole batch's graph is rebuilt from it (a plan without one"]
+    #[doc = " is lowered without it: the same instructions). Caller frees *out with"]
+    #[doc = " alpa_simulation_destroy."]
+    pub fn alpa_plan_simulate_programs(
+        out: *mut *mut alpa_simulation,
+        plan: *const alpa_plan,
+        schedule: i32,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
     #[doc = " Frees a simulation; NULL is allowed."]
     pub fn alpa_simulation_destroy(simulation: *mut alpa_simulation);
 }
