@@ -433,6 +433,17 @@ func TestPlanSmallModel(t *testing.T) {
 	}
 	_, err = sim.TimelineSVG(5)
 	mustStatus(t, err, alpa.ErrInvalidArgument)
+	// The device programs' simulation: the same stages, within 10 % of the plan's here.
+	programs, err := plan.SimulatePrograms(alpa.Schedule1F1B)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer programs.Close()
+	if programs.NumStages() != len(stages) ||
+		math.Abs(programs.IterationSeconds()-sim.IterationSeconds()) > 0.1*sim.IterationSeconds() {
+		t.Fatalf("programs' simulation: %d stages, %v s against %v s", programs.NumStages(),
+			programs.IterationSeconds(), sim.IterationSeconds())
+	}
 	detailed, err := plan.JSON(alpa.PlanJSONDetailed)
 	if err != nil {
 		t.Fatal(err)

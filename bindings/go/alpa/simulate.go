@@ -57,6 +57,22 @@ func (x *Plan) Simulate(schedule Schedule) (*Simulation, error) {
 	return newSimulation(s), nil
 }
 
+// SimulatePrograms simulates the plan on its device programs (`alpa simulate --programs`): the
+// plan lowered as the executor lowers it, every instruction priced by the cost model.
+func (x *Plan) SimulatePrograms(schedule Schedule) (*Simulation, error) {
+	if x.p == nil {
+		return nil, closedError("Plan")
+	}
+	var s *C.alpa_simulation
+	var e *C.alpa_error
+	st := C.alpa_plan_simulate_programs(&s, x.p, C.int32_t(schedule), &e)
+	runtime.KeepAlive(x)
+	if err := takeError(st, e); err != nil {
+		return nil, err
+	}
+	return newSimulation(s), nil
+}
+
 // SimulatePlanJSON simulates a plan given as JSON (Plan.JSON, `alpa plan -o` / `--json`).
 func SimulatePlanJSON(planJSON []byte, schedule Schedule) (*Simulation, error) {
 	var s *C.alpa_simulation

@@ -457,10 +457,14 @@ function Base.show(io::IO, p::Plan)
           round(iteration_seconds(p); sigdigits = 4), " s/iteration)")
 end
 
-function with_simulation(f, p::Plan, schedule::Integer)
+function with_simulation(f, p::Plan, schedule::Integer; programs::Bool = false)
     out = Ref{Ptr{alpa_simulation}}(C_NULL)
     err = errref()
-    throw_on(alpa_plan_simulate(out, p, Int32(schedule), err), err)
+    if programs
+        throw_on(alpa_plan_simulate_programs(out, p, Int32(schedule), err), err)
+    else
+        throw_on(alpa_plan_simulate(out, p, Int32(schedule), err), err)
+    end
     try
         return f(out[])
     finally
@@ -469,13 +473,14 @@ function with_simulation(f, p::Plan, schedule::Integer)
 end
 
 """
-    simulate(plan; schedule = LibAlpa.ALPA_SCHEDULE_1F1B)
+    simulate(plan; schedule = LibAlpa.ALPA_SCHEDULE_1F1B, programs = false)
 
-Runs one iteration of the plan event by event (experimental API). Returns
-`(iteration_seconds, closed_form_seconds, planner_seconds)`.
+Runs one iteration of the plan event by event (experimental API); with `programs = true` from
+the plan's device programs, every instruction priced by the cost model (`alpa simulate
+--programs`). Returns `(iteration_seconds, closed_form_seconds, planner_seconds)`.
 """
-simulate(p::Plan; schedule::Integer = ALPA_SCHEDULE_1F1B) =
-    with_simulation(p, schedule) do s
+simulate(p::Plan; schedule::Integer = ALPA_SCHEDULE_1F1B, programs::Bool = false) =
+    with_simulation(p, schedule; programs = programs) do s
         (iteration_seconds = alpa_simulation_iteration_seconds(s),
          closed_form_seconds = alpa_simulation_closed_form_seconds(s),
          planner_seconds = alpa_simulation_planner_seconds(s))

@@ -450,6 +450,15 @@ impl Plan {
         Ok(Simulation::from_raw(out))
     }
 
+    /// Simulates one iteration on the plan's device programs (`alpa simulate --programs`): the
+    /// plan lowered as the executor lowers it, every instruction priced by the cost model.
+    pub fn simulate_programs(&self, schedule: Schedule) -> Result<Simulation> {
+        let mut out = ptr::null_mut();
+        // SAFETY: live handle, only read.
+        check(|err| unsafe { sys::alpa_plan_simulate_programs(&mut out, self.ptr, schedule.raw(), err) })?;
+        Ok(Simulation::from_raw(out))
+    }
+
     /// The timeline of the simulated 1F1B iteration as SVG, `width` pixels wide (0: 1600).
     pub fn timeline_svg(&self, width: i32) -> Result<String> {
         self.simulate(Schedule::OneForwardOneBackward)?.timeline_svg(width)

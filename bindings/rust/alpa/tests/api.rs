@@ -328,6 +328,10 @@ fn plan_small_model_matches_the_cli() {
     assert_eq!(sim.stages().len(), stages.len());
     assert!(sim.iteration_seconds() > 0.0);
     assert_eq!(sim.planner_seconds(), ours);
+    // The device programs' simulation: the same stages, within 10 % of the plan's here.
+    let programs = plan.simulate_programs(Schedule::OneForwardOneBackward).unwrap();
+    assert_eq!(programs.stages().len(), stages.len());
+    assert!((programs.iteration_seconds() - sim.iteration_seconds()).abs() <= 0.1 * sim.iteration_seconds());
     let sim2 = Simulation::from_plan_json(json.as_bytes(), Schedule::GPipe).unwrap();
     assert!(sim2.iteration_seconds() > 0.0);
     let svg = plan.timeline_svg(800).unwrap();
