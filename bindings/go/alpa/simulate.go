@@ -44,28 +44,27 @@ func (x *Simulation) Close() error {
 
 // Simulate simulates the plan on the cluster it was planned for.
 func (x *Plan) Simulate(schedule Schedule) (*Simulation, error) {
-	if x.p == nil {
-		return nil, closedError("Plan")
-	}
-	var s *C.alpa_simulation
-	var e *C.alpa_error
-	st := C.alpa_plan_simulate(&s, x.p, C.int32_t(schedule), &e)
-	runtime.KeepAlive(x)
-	if err := takeError(st, e); err != nil {
-		return nil, err
-	}
-	return newSimulation(s), nil
+	return x.simulate(schedule, false)
 }
 
 // SimulatePrograms simulates the plan on its device programs (`alpa simulate --programs`): the
 // plan lowered as the executor lowers it, every instruction priced by the cost model.
 func (x *Plan) SimulatePrograms(schedule Schedule) (*Simulation, error) {
+	return x.simulate(schedule, true)
+}
+
+func (x *Plan) simulate(schedule Schedule, programs bool) (*Simulation, error) {
 	if x.p == nil {
 		return nil, closedError("Plan")
 	}
 	var s *C.alpa_simulation
 	var e *C.alpa_error
-	st := C.alpa_plan_simulate_programs(&s, x.p, C.int32_t(schedule), &e)
+	var st C.int32_t
+	if programs {
+		st = C.alpa_plan_simulate_programs(&s, x.p, C.int32_t(schedule), &e)
+	} else {
+		st = C.alpa_plan_simulate(&s, x.p, C.int32_t(schedule), &e)
+	}
 	runtime.KeepAlive(x)
 	if err := takeError(st, e); err != nil {
 		return nil, err
