@@ -11,20 +11,6 @@
 
 namespace alpa {
 
-const char* PricedPartName(PricedPart part) {
-  switch (part) {
-    case PricedPart::kCompute:
-      return "compute";
-    case PricedPart::kCollective:
-      return "collective";
-    case PricedPart::kTransfer:
-      return "transfer";
-    case PricedPart::kBookkeeping:
-      return "bookkeeping";
-  }
-  return "?";
-}
-
 namespace {
 
 std::string Where(const DeviceProgram& program, const Instruction& in) {

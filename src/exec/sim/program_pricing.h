@@ -44,7 +44,21 @@ enum class PricedPart : int32_t {
   kBookkeeping = 3,  // slice, copy, zero, scale, accumulate, feed: reported, not simulated
 };
 inline constexpr int32_t kPricedParts = 4;
-const char* PricedPartName(PricedPart part);  // "compute", "collective", ...
+// "compute", "collective", "transfer", "bookkeeping" (inline: plan_simulation_json.cc, which the
+// plan reader's fuzzer builds alone, names the parts too).
+inline const char* PricedPartName(PricedPart part) {
+  switch (part) {
+    case PricedPart::kCompute:
+      return "compute";
+    case PricedPart::kCollective:
+      return "collective";
+    case PricedPart::kTransfer:
+      return "transfer";
+    case PricedPart::kBookkeeping:
+      return "bookkeeping";
+  }
+  return "?";
+}
 
 struct InstructionPrice {
   double seconds = 0;
