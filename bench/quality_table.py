@@ -3,7 +3,7 @@
 the best Megatron-LM-style baseline, both judged by the pipeline simulator.
 
     python3 bench/quality_table.py [build/bin/alpa] [--rows gpt,moe,wresnet]
-        [--markdown quality.md] [--svg quality.svg] [--timeout 900]
+        [--markdown quality.md] [--svg quality.svg] [--timeout 900] [--calibration FILE]
 
 Per row (G GPUs: one p3.16xlarge host of G devices when G <= 8, else G/8 hosts of 8):
   1. `alpa plan -o plan.json` (compile time from its JSON), then `alpa simulate plan.json`;
@@ -30,11 +30,12 @@ SYSTEMS = (("planner", "libalpa planner", "#1f77b4"),
            ("baseline", "Megatron-LM-style baseline", "#d62728"))
 
 
-def run_system(alpa, command, model, cluster, workdir, timeout):
+def run_system(alpa, command, model, cluster, workdir, timeout, calibration=""):
     """Plans (or searches the baseline) and simulates. A dict or an error string."""
     path = os.path.join(workdir, f"{command}.json")
+    extra = ["--calibration", calibration] if calibration else []
     summary, error, wall = run_json([alpa, command, "--model", model, "--cluster", cluster,
-                                     "-o", path, "--json", "-q"], timeout)
+                                     "-o", path, "--json", "-q"] + extra, timeout)
     if summary is None:
         return error
     sim, error, _ = run_json([alpa, "simulate", path, "--json"], timeout)
@@ -188,6 +189,9 @@ def main():
     parser.add_argument("--markdown", default="", help="also write the Markdown here")
     parser.add_argument("--svg", default="", help="write the TFLOP/s plot (SVG) here")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per alpa call")
+    parser.add_argument("--calibration", default="",
+                        help="calibration JSON applied to every cluster (e.g. "
+                             "bench/calibration/v100-p3.json)")
     args = parser.parse_args()
     families = [f for f in args.rows.split(",") if f]
     unknown = [f for f in families if f not in FAMILIES]
@@ -204,7 +208,8 @@ def main():
             row = {"family": family, "model": model, "gpus": gpus, "tflops": {}}
             for key, _, _ in SYSTEMS:
                 command = "plan" if key == "planner" else "baseline"
-                row[key] = run_system(args.alpa, command, model, cluster, workdir, args.timeout)
+                row[key] = run_system(args.alpa, command, model, cluster, workdir, args.timeout,
+                                      args.calibration)
                 if isinstance(row[key], dict):
                     r = row[key]
                     row["tflops"][key] = r["flops"] / r["simulated"] / gpus / 1e12

@@ -20,6 +20,10 @@ const char* kMlp = "mlp:layers=4,hidden=16,batch=16,dtype=f32";
 const char* kMlpCe = "mlp:layers=3,hidden=16,batch=16,dtype=f32,loss=ce,bias=1";
 const char* kGpt = "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kGpt4 = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5";
+// Activations wide enough across two hosts that the receiving stage takes 1/k per replica and
+// all-gathers the rest (a local all-gather, cross_mesh.h).
+const char* kGptWide =
+    "gpt:layers=2,hidden=64,heads=2,seq=16,vocab=64,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kBert =
     "bert:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kBert4 =
@@ -138,6 +142,10 @@ std::vector<EquivalenceCase> EquivalenceCases() {
   cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 1, kSel));              // 4 stages
   cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, kSel, K::kGPipe));  // 2 stages, GQA
   cases.push_back(Planned(kGpt4, 1, 4, 2, RematMode::kSelective));
+  // Local all-gathers into the second host's dp 2 x tp 2 stage (forward) and back (backward).
+  cases.push_back(Manual(kGptWide, 2, 4, 2, 2, 2, 2, 0, kNo));
+  cases.push_back(Manual(kGptWide, 2, 4, 2, 2, 2, 2, 1, kNo, K::kGPipe));
+  cases.push_back(Manual(kGptWide, 2, 4, 2, 2, 2, 2, 0, kFull));
   // ZeRO-3: the weights sharded over the data-parallel devices, gathered where they are read.
   cases.push_back(Manual(kGpt4, 1, 4, 2, 2, 1, 2, 3, kNo));  // 2x2
   cases.push_back(Manual(kMlp, 1, 4, 2, 1, 2, 4, 3, kNo));   // 2 stages

@@ -203,4 +203,77 @@ Result<std::vector<SliceMove>> PlanCrossMeshTransfer(const std::vector<int64_t>&
   return moves;
 }
 
+std::optional<LocalAllGather> PlanLocalAllGather(const ShardingSpec& dst,
+                                                 const std::vector<int64_t>& shape,
+                                                 const std::vector<int64_t>& dst_mesh) {
+  if (dst.rank() != shape.size()) return std::nullopt;
+  std::vector<bool> used(dst_mesh.size(), false);
+  for (const std::vector<int32_t>& ms : dst.dims) {
+    for (int32_t m : ms) used[static_cast<size_t>(m)] = true;
+  }
+  for (int32_t m : dst.partial) used[static_cast<size_t>(m)] = true;
+  LocalAllGather out;
+  int64_t replicas = 1;
+  for (size_t m = 0; m < dst_mesh.size(); ++m) {
+    if (used[m] || dst_mesh[m] <= 1) continue;
+    out.mesh_dims.push_back(static_cast<int32_t>(m));
+    replicas *= dst_mesh[m];
+  }
+  if (out.mesh_dims.empty()) return std::nullopt;
+  int64_t best_tile = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t shards = 1;
+    for (int32_t m : dst.dims[i]) shards *= dst_mesh[static_cast<size_t>(m)];
+    const int64_t tile = shape[i] / shards;
+    if (tile % replicas == 0 && tile > best_tile) {
+      best_tile = tile;
+      out.tensor_dim = static_cast<int32_t>(i);
+    }
+  }
+  if (out.tensor_dim < 0) return std::nullopt;
+  out.landing = dst;
+  std::vector<int32_t>& split = out.landing.dims[static_cast<size_t>(out.tensor_dim)];
+  split.insert(split.end(), out.mesh_dims.begin(), out.mesh_dims.end());
+  return out;
+}
+
+Result<std::vector<int32_t>> LandingGatherDims(const ShardingSpec& landing,
+                                               const ShardingSpec& dst) {
+  if (landing.rank() != dst.rank()) {
+    return InvalidArgument("landing spec " + ToString(landing) + " has rank " +
+                           std::to_string(landing.rank()) + ", the destination spec " +
+                           ToString(dst) + " " + std::to_string(dst.rank()));
+  }
+  if (landing.partial != dst.partial) {
+    return InvalidArgument("landing spec " + ToString(landing) +
+                           " sums over other mesh dims than the destination spec " + ToString(dst));
+  }
+  std::vector<int32_t> gather;
+  for (size_t i = 0; i < dst.rank(); ++i) {
+    const std::vector<int32_t>& a = landing.dims[i];
+    const std::vector<int32_t>& b = dst.dims[i];
+    if (a.size() < b.size() || !std::equal(b.begin(), b.end(), a.begin())) {
+      return InvalidArgument("landing spec " + ToString(landing) + " does not extend tensor dim " +
+                             std::to_string(i) + " of the destination spec " + ToString(dst));
+    }
+    gather.insert(gather.end(), a.begin() + static_cast<std::ptrdiff_t>(b.size()), a.end());
+  }
+  for (int32_t m : gather) {
+    const bool in_dst = std::any_of(dst.dims.begin(), dst.dims.end(), [m](const auto& ms) {
+      return std::find(ms.begin(), ms.end(), m) != ms.end();
+    });
+    if (in_dst || std::find(dst.partial.begin(), dst.partial.end(), m) != dst.partial.end()) {
+      return InvalidArgument("landing spec " + ToString(landing) + " splits over mesh dim " +
+                             std::to_string(m) + ", which the destination spec " + ToString(dst) +
+                             " already uses");
+    }
+  }
+  if (gather.empty()) {
+    return InvalidArgument("landing spec " + ToString(landing) +
+                           " equals the destination spec: no all-gather to run");
+  }
+  std::sort(gather.begin(), gather.end());
+  return gather;
+}
+
 }  // namespace alpa

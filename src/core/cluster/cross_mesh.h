@@ -18,6 +18,13 @@
 // it holds the piece (a local copy, not counted as sent), else the holder that has sent the fewest
 // bytes so far, ties to the lowest device id. The result is deterministic.
 //
+// Local all-gather (Alpa's cross-mesh resharding optimisation, PlanLocalAllGather): where `dst`
+// holds each tile on several devices (mesh dims it neither splits nor sums over), the transfer can
+// instead deliver a `landing` layout that splits the tile further over those mesh dims, each
+// replica receiving 1/k of it, and an all-gather over them on the destination mesh rebuilds
+// `dst`: the sending side's links carry each element once per tile instead of once per replica,
+// and the replicas exchange the rest over the destination's own (faster) links.
+//
 // Partial sums. Source `partial` mesh dims: the transfer needs the reduced value, so a reduction
 // on the source mesh (an all-reduce over the partial dims, which this plan does not include or
 // price) precedes it; afterwards every device of a partial group holds the value, and they are
@@ -27,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/cluster/sharding_spec.h"
@@ -78,5 +86,26 @@ Result<std::vector<SliceMove>> PlanCrossMeshTransfer(const std::vector<int64_t>&
                                                      const ShardingSpec& dst,
                                                      const std::vector<int64_t>& dst_mesh,
                                                      const std::vector<int64_t>& dst_devices);
+
+// The local all-gather of a transfer into `dst` (see the top of this file).
+struct LocalAllGather {
+  ShardingSpec landing;            // dst with `tensor_dim` split further over `mesh_dims`
+  std::vector<int32_t> mesh_dims;  // the all-gather's mesh dims, increasing
+  int32_t tensor_dim = -1;
+};
+
+// Landing layout for `dst` (valid for `shape` on `dst_mesh`): the mesh dims of size > 1 that
+// `dst` neither splits nor sums over, appended at the minor end of the tensor dim whose tile
+// their product divides (the largest such tile; ties: the lowest dim). nullopt when there is no
+// such mesh dim or no tensor dim divides.
+std::optional<LocalAllGather> PlanLocalAllGather(const ShardingSpec& dst,
+                                                 const std::vector<int64_t>& shape,
+                                                 const std::vector<int64_t>& dst_mesh);
+
+// The mesh dims an all-gather runs over to take `landing` to `dst`: `landing` must equal `dst`
+// but for mesh dims appended at the minor end of tensor dims, which `dst` does not use (and
+// does not sum over). kInvalidArgument saying what differs otherwise (a plan read from a file).
+Result<std::vector<int32_t>> LandingGatherDims(const ShardingSpec& landing,
+                                               const ShardingSpec& dst);
 
 }  // namespace alpa

@@ -79,6 +79,31 @@ Status CheckOnceMoved(const std::string& where, const char* verb, int32_t tensor
   return Status::Ok();
 }
 
+// An executed local all-gather of `tensor` on `stage_index`: the transfer into that stage that
+// plans it, and that it ran as an all-gather over the transfer's gather dims.
+Status CheckTransferGather(const PipelinePlan& plan, int32_t stage_index, int64_t logical,
+                           const std::string& where, const ExecutedMove& m) {
+  const PlannedStage& stage = plan.stages[static_cast<size_t>(stage_index)];
+  for (const CrossStageTransfer& t : plan.transfers) {
+    if (t.tensor != m.tensor || t.to_stage != stage_index || !t.landing_spec) continue;
+    Result<std::vector<int32_t>> dims = LandingGatherDims(*t.landing_spec, t.to_spec);
+    if (!dims.ok()) return InternalError(where + ": " + dims.status().message());
+    if (m.kind != InstructionKind::kAllGather) {
+      return InternalError(where + " completed the transfer of op " + std::to_string(m.tensor) +
+                           " with a " + InstructionKindName(m.kind) + ", not an all-gather");
+    }
+    const std::set<int32_t> expected = ExpectedGroup(stage, logical, dims.value());
+    const std::set<int32_t> group(m.group.begin(), m.group.end());
+    if (group != expected) {
+      return InternalError(where + " gathered the transfer of op " + std::to_string(m.tensor) +
+                           " over another group than its landing layout's mesh dims");
+    }
+    return Status::Ok();
+  }
+  return InternalError(where + " ran a local all-gather of op " + std::to_string(m.tensor) +
+                       " that no transfer into its stage plans");
+}
+
 }  // namespace
 
 Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& run,
@@ -130,6 +155,11 @@ Status CheckExecutedAgainstPlan(const PipelinePlan& plan, const PlanRunReport& r
       }
       if (m.origin == InstructionOrigin::kPieceEdge) {
         ++sum.piece_edge_collectives;
+        continue;
+      }
+      if (m.origin == InstructionOrigin::kTransferGather) {
+        ++sum.transfer_gathers;
+        ALPA_RETURN_IF_ERROR(CheckTransferGather(plan, program.stage, logical, where, m));
         continue;
       }
       if (m.origin == InstructionOrigin::kExtra) {

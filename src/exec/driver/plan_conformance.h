@@ -12,6 +12,8 @@
 //     equal the plan's slice moves of that tensor from and to that device; for a transfer the
 //     plan moves once per iteration (a tied weight's gradient contribution), per step, in one
 //     message per slice move rather than one per microbatch.
+//   - Every all-gather completing a transfer's local all-gather gathers a tensor that a transfer
+//     into the stage lands, over the landing layout's extra mesh dims.
 // Collectives and moves the plan does not list (resharding between two pieces of a stage, which
 // the planner prices in the stage's latency; reductions before a partial-sum transfer; the
 // loss's all-reduce; refreshing a tied weight's copy) are counted, not checked.
@@ -28,6 +30,9 @@ struct ConformanceSummary {
   int64_t planned_collectives = 0;   // planned collectives over mesh dims of size > 1
   int64_t executed_collectives = 0;  // collective instructions run for them (all devices)
   int64_t piece_edge_collectives = 0, extra_collectives = 0;
+  // All-gathers completing a transfer's local all-gather (checked: an all-gather of a tensor a
+  // transfer into the stage lands, over its landing layout's mesh dims).
+  int64_t transfer_gathers = 0;
   int64_t planned_transfer_bytes = 0, sent_transfer_bytes = 0;  // per step, all devices
 };
 

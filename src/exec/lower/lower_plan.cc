@@ -795,9 +795,12 @@ Status DeviceLowering::FeedInputs(int32_t pi, int64_t mb) {
 Result<Value> DeviceLowering::ReceiveTransfer(int32_t transfer, int64_t mb, int64_t tag) {
   const CrossStageTransfer& tr = ctx_.plan.transfers[static_cast<size_t>(transfer)];
   const Op& op = ctx_.plan.graph.op(tr.tensor);
-  const ShardingSpec to = CanonicalSpec(
+  const ShardingSpec want = CanonicalSpec(
       tr.to_spec.rank() == op.shape.size() ? tr.to_spec : ShardingSpec::Replicated(op.shape.size()),
       em_.mesh().shape);
+  // With a local all-gather the moves deliver the landing layout, gathered into `want` below.
+  const ShardingSpec to =
+      tr.landing_spec ? CanonicalSpec(*tr.landing_spec, em_.mesh().shape) : want;
   Result<Dims> local = em_.LocalShape(to, op.shape);
   if (!local.ok()) return local.status();
   std::vector<int64_t> my_off, my_size;
@@ -826,7 +829,16 @@ Result<Value> DeviceLowering::ReceiveTransfer(int32_t transfer, int64_t mb, int6
     for (size_t d = 0; d < m.offsets.size(); ++d) in.offsets.push_back(m.offsets[d] - my_off[d]);
     em_.Emit(std::move(in), etag);
   }
-  return v;
+  if (!tr.landing_spec) return v;
+  Result<std::vector<int32_t>> dims = LandingGatherDims(to, want);
+  if (!dims.ok()) {
+    return InternalError("transfer of " + DescribeOp(ctx_.plan.graph, tr.tensor) + ": " +
+                         dims.status().message());
+  }
+  EmitTag gather = etag;
+  gather.origin = InstructionOrigin::kTransferGather;
+  return em_.ApplyCollective(v, op.shape, op.dtype, CollectiveKind::kAllGather, dims.value(), want,
+                             CollectiveReduce::kSum, gather, name);
 }
 
 Status DeviceLowering::SendTransfer(const Value& value, int32_t transfer, int64_t tag,

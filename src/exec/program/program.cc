@@ -126,6 +126,7 @@ std::string InstructionText(const DeviceProgram& program, const Instruction& in)
   if (in.microbatch >= 0) s += " mb " + std::to_string(in.microbatch);
   if (in.origin == InstructionOrigin::kPieceEdge) s += " (piece edge)";
   if (in.origin == InstructionOrigin::kExtra) s += " (not in the plan)";
+  if (in.origin == InstructionOrigin::kTransferGather) s += " (transfer's local all-gather)";
   return s;
 }
 

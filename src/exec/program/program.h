@@ -53,6 +53,9 @@ enum class InstructionOrigin : int32_t {
   kPlan = 0,       // an op, a planned collective or a planned cross-stage transfer
   kPieceEdge = 1,  // resharding between two pieces of one stage (priced by the planner)
   kExtra = 2,      // bookkeeping the plan does not list (loss reporting, weight refresh)
+  // The all-gather that completes a planned transfer's local all-gather on the receiving stage
+  // (CrossStageTransfer::landing_spec).
+  kTransferGather = 3,
 };
 
 struct Instruction {

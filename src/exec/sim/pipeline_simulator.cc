@@ -239,7 +239,7 @@ void Simulator::TaskEnd(int32_t s, double now) {
       double start = 0;
       const double arrival = Reserve(mv, now, &start);
       QueuedEvent e;
-      e.time = arrival;
+      e.time = arrival + tr.gather_seconds;
       e.is_arrival = true;
       e.stage = tr.to_stage;
       e.input = Slot(tr.to_stage, dir, task.microbatch);

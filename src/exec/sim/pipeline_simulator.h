@@ -89,6 +89,9 @@ struct PipelineSimTransfer {
   // alone decide the traffic and `bytes` is not used: their sum exceeds it when the receiver holds
   // replicas (every receiving device gets its whole tile).
   std::vector<SimSliceMove> slices;
+  // Seconds the receiving stage spends after the last move arrived before the tensor is ready
+  // (a local all-gather's all-gather on its mesh, planner.h); 0 for none.
+  double gather_seconds = 0;
 };
 
 struct PipelineSimInput {

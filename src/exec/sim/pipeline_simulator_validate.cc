@@ -112,6 +112,9 @@ Status CheckTransfers(const PipelineSimInput& in) {
                              std::to_string(tr.to_stage) + " (must go to an earlier stage)");
     }
     ALPA_RETURN_IF_ERROR(CheckBytes(name + ".bytes", tr.bytes));
+    if (!(tr.gather_seconds >= 0) || !std::isfinite(tr.gather_seconds)) {
+      return InvalidArgument(name + ".gather_seconds must be finite and >= 0");
+    }
     if (tr.slices.empty()) continue;
     const PipelineSimStage& from = in.stages[static_cast<size_t>(tr.from_stage)];
     const PipelineSimStage& to = in.stages[static_cast<size_t>(tr.to_stage)];

@@ -63,6 +63,7 @@ Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluste
                                              : SimTransferDirection::kBackward;
     tr.slices.reserve(t.moves.size());
     for (const SliceMove& m : t.moves) tr.slices.push_back({m.src_device, m.dst_device, m.bytes});
+    tr.gather_seconds = t.gather_seconds;
     in.transfers.push_back(std::move(tr));
   }
   ALPA_RETURN_IF_ERROR(ValidatePipelineSimInput(in));

@@ -189,6 +189,10 @@ Status ReadTransfer(const json& j, const std::string& path, const PipelineSimInp
       return Malformed(Join(path, "once_per_iteration"), "expected a boolean");
     *once_per_iteration = once->get<bool>();
   }
+  // A local all-gather's all-gather on the receiving stage (planner.h), when there is one.
+  if (j.contains("gather_seconds")) {
+    ALPA_RETURN_IF_ERROR(Seconds(j, path, "gather_seconds", &out->gather_seconds));
+  }
   const auto moves = j.find("moves");  // detail 1 only
   if (moves == j.end()) return Status::Ok();
   if (!moves->is_array()) return Malformed(Join(path, "moves"), "expected an array");
@@ -323,7 +327,8 @@ json PricedJson(const PricedSeconds& priced, int32_t device) {
   json j = {{"seconds", priced.simulated()},
             {"device", device},
             {"not_in_plan", priced.not_in_plan},
-            {"deferred_backward", priced.deferred_backward}};
+            {"deferred_backward", priced.deferred_backward},
+            {"transfer_gather", priced.transfer_gather}};
   for (int32_t p = 0; p < kPricedParts; ++p) {
     j[PricedPartName(static_cast<PricedPart>(p))] = priced.part[p];
   }

@@ -250,6 +250,7 @@ Result<PricedSeconds> ProgramPricer::PriceTask(const DeviceProgram& program,
     sum.Add(p.value());
     if (p.value().part == PricedPart::kBookkeeping) continue;
     if (in.origin == InstructionOrigin::kExtra) sum.not_in_plan += p.value().seconds;
+    if (in.origin == InstructionOrigin::kTransferGather) sum.transfer_gather += p.value().seconds;
     if (task.kind == ProgramTaskKind::kUpdate && in.kind == InstructionKind::kRun &&
         in.tensor >= 0 && in.tensor < plan_->graph.size() &&
         plan_->graph.op(in.tensor).phase == Phase::kBackward) {

@@ -73,6 +73,9 @@ struct PricedSeconds {
   // backward work the lowering defers to run once on the sums over the microbatches (the plan
   // prices it in every microbatch's backward).
   double not_in_plan = 0, deferred_backward = 0;
+  // Of the collective seconds: the all-gathers completing a transfer's local all-gather, which
+  // the plan prices in the transfer (CrossStageTransfer::gather_seconds), not in the stage.
+  double transfer_gather = 0;
   // What the simulator runs: compute, collectives and transfers (not bookkeeping).
   double simulated() const { return part[0] + part[1] + part[2]; }
   void Add(const InstructionPrice& p) { part[static_cast<int32_t>(p.part)] += p.seconds; }

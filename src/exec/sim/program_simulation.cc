@@ -103,6 +103,7 @@ Status PriceProgram(const ProgramPricer& pricer, const std::vector<int32_t>& sta
     for (int32_t p = 0; p < kPricedParts; ++p) into.part[p] += priced.value().part[p];
     into.not_in_plan += priced.value().not_in_plan;
     into.deferred_backward += priced.value().deferred_backward;
+    into.transfer_gather += priced.value().transfer_gather;
     if (task.kind == ProgramTaskKind::kForward)
       CollectSends(stage_of, program, task, messages.forward);
     if (task.kind == ProgramTaskKind::kBackward) {

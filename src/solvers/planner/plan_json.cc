@@ -198,6 +198,10 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
                      {"to_spec", ToString(t.to_spec)},
                      {"seconds", t.seconds},
                      {"move_count", t.moves.size()}};
+    if (t.landing_spec) {
+      transfer["landing_spec"] = ToString(*t.landing_spec);
+      transfer["gather_seconds"] = t.gather_seconds;
+    }
     if (detail > 0) {
       json moves = json::array();
       for (const SliceMove& m : t.moves) {

@@ -311,6 +311,22 @@ Status ReadTransfer(const Json& j, const std::string& path, const PipelinePlan& 
   ALPA_RETURN_IF_ERROR(Spec(j, path, "to_spec", &t->to_spec));
   const Status s = ValidateShardingSpec(t->to_spec, op.shape, to.logical_mesh);
   if (!s.ok()) return Invalid(Join(path, "to_spec"), s.message());
+  // A local all-gather (planner.h): optional, a layout to_spec's all-gather starts from.
+  if (j.contains("landing_spec")) {
+    ShardingSpec landing;
+    ALPA_RETURN_IF_ERROR(Spec(j, path, "landing_spec", &landing));
+    const Status valid = ValidateShardingSpec(landing, op.shape, to.logical_mesh);
+    if (!valid.ok()) return Invalid(Join(path, "landing_spec"), valid.message());
+    Result<std::vector<int32_t>> gather = LandingGatherDims(landing, t->to_spec);
+    if (!gather.ok()) return Invalid(Join(path, "landing_spec"), gather.status().message());
+    if (t->once_per_iteration) {
+      return Invalid(Join(path, "landing_spec"),
+                     "a transfer sent once per iteration has no local all-gather");
+    }
+    t->landing_spec = landing;
+    ALPA_RETURN_IF_ERROR(Double(j, path, "gather_seconds", &t->gather_seconds));
+    if (!(t->gather_seconds >= 0)) return Invalid(Join(path, "gather_seconds"), "must be >= 0");
+  }
   const Json* moves = nullptr;
   ALPA_RETURN_IF_ERROR(ArrayField(j, path, "moves", &moves));
   int64_t move_count = 0;

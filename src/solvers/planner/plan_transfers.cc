@@ -3,10 +3,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "core/cluster/cost_model.h"
 #include "core/cluster/cross_mesh.h"
+#include "core/cluster/logical_mesh.h"
 #include "core/cluster/sharding_spec.h"
 #include "solvers/pipeline/pipeline_estimate.h"
 
@@ -40,6 +44,68 @@ double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& clust
   if (any_inter) latency = std::max(latency, cluster.inter_host_link.latency);
   return latency + busiest;
 }
+
+namespace {
+
+// The all-gather of a local all-gather on the receiving stage's mesh: over the one mesh dim, or
+// the flattened mesh when the dims are all of its dims of size > 1, else one dim after another;
+// `tile_bytes` is the receiving tile (the cost model's b of an all-gather).
+Result<double> GatherSeconds(const PlannedStage& to, const Cluster& cluster,
+                             const std::vector<int32_t>& mesh_dims, double tile_bytes) {
+  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster, to.submesh, to.logical_mesh);
+  if (!mesh.ok()) return mesh.status();
+  size_t wide = 0;
+  for (int64_t d : to.logical_mesh) wide += d > 1 ? 1 : 0;
+  if (mesh_dims.size() > 1 && mesh_dims.size() == wide) {
+    return MeshCollectiveCost(mesh.value(), CollectiveKind::kAllGather, kFlattenedMeshDim,
+                              tile_bytes, CostMode::kRealUnits);
+  }
+  double seconds = 0;
+  for (int32_t m : mesh_dims) {
+    Result<double> one = MeshCollectiveCost(mesh.value(), CollectiveKind::kAllGather, m, tile_bytes,
+                                            CostMode::kRealUnits);
+    if (!one.ok()) return one.status();
+    seconds += one.value();
+  }
+  return seconds;
+}
+
+// Plans `tr`'s moves from `from_layout` to `to_layout` and, for a per-microbatch transfer into
+// a replicated layout, the local all-gather instead where it is predicted faster.
+Status PlanTransferMoves(const Op& tensor_op, const ShardingSpec& from_layout,
+                         const ShardingSpec& to_layout, const PlannedStage& from,
+                         const PlannedStage& to, const Cluster& cluster, CrossStageTransfer& tr) {
+  const int64_t element_bytes = DTypeBytes(tensor_op.dtype);
+  Result<std::vector<SliceMove>> moves =
+      PlanCrossMeshTransfer(tensor_op.shape, element_bytes, from_layout, from.logical_mesh,
+                            from.devices, to_layout, to.logical_mesh, to.devices);
+  if (!moves.ok()) return moves.status();
+  tr.moves = std::move(moves).value();
+  tr.seconds = TransferSeconds(tr.moves, cluster);
+  if (tr.once_per_iteration) return Status::Ok();
+  const std::optional<LocalAllGather> local =
+      PlanLocalAllGather(to_layout, tensor_op.shape, to.logical_mesh);
+  if (!local) return Status::Ok();
+  Result<std::vector<SliceMove>> landing_moves =
+      PlanCrossMeshTransfer(tensor_op.shape, element_bytes, from_layout, from.logical_mesh,
+                            from.devices, local->landing, to.logical_mesh, to.devices);
+  if (!landing_moves.ok()) return landing_moves.status();
+  Result<std::vector<int64_t>> tile = ShardShape(to_layout, tensor_op.shape, to.logical_mesh);
+  if (!tile.ok()) return tile.status();
+  double tile_bytes = static_cast<double>(element_bytes);
+  for (int64_t d : tile.value()) tile_bytes *= static_cast<double>(d);
+  Result<double> gather = GatherSeconds(to, cluster, local->mesh_dims, tile_bytes);
+  if (!gather.ok()) return gather.status();
+  const double seconds = TransferSeconds(landing_moves.value(), cluster) + gather.value();
+  if (!(seconds < tr.seconds)) return Status::Ok();
+  tr.moves = std::move(landing_moves).value();
+  tr.landing_spec = local->landing;
+  tr.gather_seconds = gather.value();
+  tr.seconds = seconds;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<std::vector<CrossStageTransfer>> ListCrossStageTransfers(
     const Graph& graph, const std::vector<std::shared_ptr<const Subgraph>>& piece_graph,
@@ -90,16 +156,13 @@ Result<std::vector<CrossStageTransfer>> ListCrossStageTransfers(
           tr.from_spec.rank() == rank ? tr.from_spec : ShardingSpec::Replicated(rank);
       const ShardingSpec to_layout =
           tr.to_spec.rank() == rank ? tr.to_spec : ShardingSpec::Replicated(rank);
-      Result<std::vector<SliceMove>> moves = PlanCrossMeshTransfer(
-          tensor_op.shape, DTypeBytes(tensor_op.dtype), from_layout, from.logical_mesh,
-          from.devices, to_layout, to.logical_mesh, to.devices);
-      if (!moves.ok()) {
+      const Status planned =
+          PlanTransferMoves(tensor_op, from_layout, to_layout, from, to, cluster, tr);
+      if (!planned.ok()) {
         return InternalError("cross-mesh transfer of " + DescribeOp(graph, u) + " from stage " +
                              std::to_string(sa) + " to stage " + std::to_string(sb) + ": " +
-                             moves.status().message());
+                             planned.message());
       }
-      tr.moves = std::move(moves).value();
-      tr.seconds = TransferSeconds(tr.moves, cluster);
       transfers.push_back(std::move(tr));
     }
   }

@@ -145,13 +145,21 @@ struct CrossStageTransfer {
   int32_t tensor = -1;              // op id in the plan's graph
   int64_t bytes = 0;                // the whole tensor
   ShardingSpec from_spec, to_spec;  // on the two stages' logical meshes
-  double seconds = 0;               // estimate: TransferSeconds (plan_transfers.h) of its moves
+  // Estimate: TransferSeconds (plan_transfers.h) of its moves, plus gather_seconds.
+  double seconds = 0;
   // Cross-mesh resharding (cross_mesh.h): which device of from_stage sends which slice to which
   // device of to_stage (physical ids). Every device of to_stage receives its whole tile, so the
   // bytes sum to `bytes` times the destination's replication. A producer that is free or fused
   // has no layout of its own (from_spec default-constructed): its stage holds the tensor whole
   // on every device, and the moves are planned from R...R.
   std::vector<SliceMove> moves;
+  // Local all-gather (cross_mesh.h's PlanLocalAllGather), when predicted faster: the moves
+  // deliver this layout (to_spec split further over mesh dims to_spec replicates), and the
+  // receiving stage all-gathers it over those mesh dims into to_spec, in gather_seconds (the
+  // cost model's all-gather on the receiving stage's logical mesh). Absent: the moves deliver
+  // to_spec itself.
+  std::optional<ShardingSpec> landing_spec;
+  double gather_seconds = 0;
   // A gradient contribution the receiver accumulates (the head's part of a tied embedding's
   // gradient): summed locally over the microbatches and sent once per iteration, before the
   // receiver's gradient synchronisation, rather than per microbatch.

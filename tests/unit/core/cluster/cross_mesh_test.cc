@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -271,6 +272,70 @@ bool Inside(const V& offsets, const V& sizes, const TensorTile& tile) {
     }
   }
   return true;
+}
+
+TEST(LocalAllGather, ReplicatedMeshDimsSplitTheLargestDividingTile) {
+  // R S1 R of [8, 1024, 512] on a (4, 2) mesh: mesh dim 0 replicates the tile [8, 512, 512];
+  // dims 1 and 2 both divide by 4, the first of the two largest wins.
+  std::optional<LocalAllGather> local = PlanLocalAllGather(P("R S1 R"), {8, 1024, 512}, {4, 2});
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(ToString(local->landing), "R S10 R");
+  EXPECT_EQ(local->mesh_dims, std::vector<int32_t>({0}));
+  EXPECT_EQ(local->tensor_dim, 1);
+  // Both mesh dims replicate a replicated tensor: the landing splits over both, major first.
+  local = PlanLocalAllGather(P("R R"), {6, 16}, {2, 4});
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(ToString(local->landing), "R S01");
+  EXPECT_EQ(local->mesh_dims, std::vector<int32_t>({0, 1}));
+  Result<std::vector<int32_t>> dims = LandingGatherDims(local->landing, P("R R"));
+  ASSERT_TRUE(dims.ok()) << dims.status().message();
+  EXPECT_EQ(dims.value(), std::vector<int32_t>({0, 1}));
+}
+
+TEST(LocalAllGather, NoneWithoutReplicasOrWithoutADividingTile) {
+  EXPECT_FALSE(PlanLocalAllGather(P("S0 S1"), {8, 8}, {2, 4}).has_value());  // no replica
+  EXPECT_FALSE(PlanLocalAllGather(P("R R"), {8, 8}, {1, 1}).has_value());    // one device
+  EXPECT_FALSE(PlanLocalAllGather(P("S1 R"), {8, 4}, {3, 2}).has_value());   // tiles 4, 4 on 3
+  EXPECT_FALSE(PlanLocalAllGather(P("R R partial(0)"), {8, 8}, {2, 1}).has_value());  // sums
+  // A partial mesh dim is not a replica: only mesh dim 1 is.
+  std::optional<LocalAllGather> local = PlanLocalAllGather(P("R R partial(0)"), {8, 8}, {2, 2});
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(local->mesh_dims, std::vector<int32_t>({1}));
+}
+
+TEST(LocalAllGather, TheLandingMovesCarryEachElementOncePerTile) {
+  // A [4, 8] tensor split S0 on host 0's (2, 1) mesh {0, 1}, needed replicated on a (1, 4)
+  // mesh {8, 9, 10, 11}: plain, every receiver gets all 32 elements (4 copies); landing on
+  // R S1, each receiver gets its quarter once and the all-gather rebuilds the rest.
+  const std::vector<SliceMove> plain =
+      Plan({4, 8}, 4, "S0 R", {2, 1}, {0, 1}, "R R", {1, 4}, {8, 9, 10, 11});
+  std::optional<LocalAllGather> local = PlanLocalAllGather(P("R R"), {4, 8}, {1, 4});
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(ToString(local->landing), "R S1");
+  const std::vector<SliceMove> landing =
+      Plan({4, 8}, 4, "S0 R", {2, 1}, {0, 1}, ToString(local->landing), {1, 4}, {8, 9, 10, 11});
+  auto total = [](const std::vector<SliceMove>& moves) {
+    int64_t sum = 0;
+    for (const SliceMove& m : moves) sum += m.bytes;
+    return sum;
+  };
+  EXPECT_EQ(total(plain), 4 * 4 * 8 * 4);
+  EXPECT_EQ(total(landing), 4 * 8 * 4);
+}
+
+TEST(LocalAllGather, LandingGatherDimsRejectsWhatIsNotAnExtension) {
+  EXPECT_FALSE(LandingGatherDims(P("R S0"), P("S0 R")).ok());            // moved, not extended
+  EXPECT_FALSE(LandingGatherDims(P("R R"), P("R R")).ok());              // nothing to gather
+  EXPECT_FALSE(LandingGatherDims(P("R S0"), P("R")).ok());               // rank
+  EXPECT_FALSE(LandingGatherDims(P("S0 R partial(1)"), P("R R")).ok());  // sums
+  Result<std::vector<int32_t>> bad = LandingGatherDims(P("S10 R"), P("S1 R"));
+  ASSERT_TRUE(bad.ok());  // S1 extended by mesh dim 0
+  EXPECT_EQ(bad.value(), std::vector<int32_t>({0}));
+  ShardingSpec twice;  // mesh dim 1 twice: no text parses to it, a file's spec reader checks
+  twice.dims = {{0, 1}, {1}};
+  Status reused = LandingGatherDims(twice, P("S0 S1")).status();
+  EXPECT_FALSE(reused.ok());
+  EXPECT_NE(reused.message().find("mesh dim 1"), std::string::npos) << reused.message();
 }
 
 TEST(CrossMesh, RandomCasesCoverEveryDestinationElementOnce) {

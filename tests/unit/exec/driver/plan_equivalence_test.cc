@@ -81,6 +81,10 @@ TEST_P(PlanEquivalenceTest, ShardedEqualsOneDevice) {
   EXPECT_TRUE(checked.ok()) << checked.message();
   const std::string memory = CheckMemoryAgainstPlan(c, plan, run.value());
   std::printf("memory %s: measured / planned peak, %s\n", c.name.c_str(), memory.c_str());
+  int64_t landings = 0;
+  for (const CrossStageTransfer& t : plan.transfers) landings += t.landing_spec ? 1 : 0;
+  std::printf("transfers %s: %lld of %zu with a local all-gather\n", c.name.c_str(),
+              static_cast<long long>(landings), plan.transfers.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, PlanEquivalenceTest, ::testing::ValuesIn(EquivalenceCases()),

@@ -239,12 +239,22 @@ TEST(ProgramSimulation, LandsNextToThePlansSimulation) {
     // op a write of its value, which no instruction does, and prices in every backward the
     // backward work the programs run once at the update; the programs also run what the plan
     // does not list (the loss's all-reduce, the refreshed copy of the tied embedding). With
-    // those, every task is the plan's to rounding.
-    EXPECT_NEAR(p.forward.simulated() - p.forward.not_in_plan + p.parameter_forward,
+    // those, every task is the plan's to rounding. A transfer's local all-gather runs in the
+    // receiving task; the plan prices it in the transfer (gather_seconds, below).
+    EXPECT_NEAR(p.forward.simulated() - p.forward.not_in_plan - p.forward.transfer_gather +
+                    p.parameter_forward,
                 st.forward_latency, 1e-9 * st.forward_latency);
-    EXPECT_NEAR(p.backward.simulated() - p.backward.not_in_plan + p.parameter_backward +
-                    p.update.deferred_backward,
+    EXPECT_NEAR(p.backward.simulated() - p.backward.not_in_plan - p.backward.transfer_gather +
+                    p.parameter_backward + p.update.deferred_backward,
                 st.latency - st.forward_latency, 1e-9 * (st.latency - st.forward_latency));
+    // The programs' gathers are the plan's, each priced as the plan prices it.
+    double forward_gathers = 0, backward_gathers = 0;
+    for (const CrossStageTransfer& t : m.plan.transfers) {
+      if (t.to_stage != static_cast<int32_t>(s) || !t.landing_spec) continue;
+      (t.to_stage > t.from_stage ? forward_gathers : backward_gathers) += t.gather_seconds;
+    }
+    EXPECT_NEAR(p.forward.transfer_gather, forward_gathers, 1e-12);
+    EXPECT_NEAR(p.backward.transfer_gather, backward_gathers, 1e-12);
     EXPECT_NEAR(p.update.simulated() - p.update.not_in_plan - p.update.deferred_backward +
                     p.parameter_update,
                 st.iteration_overhead, 1e-9 * st.iteration_overhead);
@@ -265,6 +275,10 @@ TEST(ProgramSimulation, LandsNextToThePlansSimulation) {
   }
   EXPECT_EQ(sent_bytes, planned_bytes);
   EXPECT_GT(sent_bytes, 0);
+  // This plan's activations land on a replicated layout: a local all-gather is planned.
+  int64_t landings = 0;
+  for (const CrossStageTransfer& t : m.plan.transfers) landings += t.landing_spec ? 1 : 0;
+  EXPECT_GT(landings, 0);
 
   // The last stage holds a copy of the tied embedding, which the programs refresh from the
   // first stage's update (across the hosts' NICs): a message the plan does not price.

@@ -123,6 +123,28 @@ TEST(PlanJsonReadTest, PlannerPlansRoundTrip) {
   for (const char* model : {kMlp, kGpt, kMoe, kWres}) ExpectRoundTrip(Planned(model), model);
 }
 
+// A plan whose transfers across two hosts take a local all-gather (landing_spec).
+PlanCase LocalAllGatherPlan(const std::string& model_spec) {
+  Result<PlannerModel> model = PlannerModelFromSpec(model_spec);
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Result<Cluster> cluster = ParseClusterSpec("p3.16xlarge:hosts=2,devices_per_host=4");
+  EXPECT_TRUE(cluster.ok()) << cluster.status().message();
+  ManualPlanSpec spec = TwoStages(2, 2, 0, Recompute::kNone);
+  Result<PipelinePlan> plan = EvaluateManualPlan(model.value(), cluster.value(), spec);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  return {std::move(plan).value(), cluster.value()};
+}
+
+const char* kWideGpt = "gpt:layers=2,hidden=64,heads=2,seq=16,vocab=64,batch=8,dtype=f32";
+
+TEST(PlanJsonReadTest, LocalAllGathersRoundTrip) {
+  const PlanCase c = LocalAllGatherPlan(kWideGpt);
+  int64_t landings = 0;
+  for (const CrossStageTransfer& t : c.plan.transfers) landings += t.landing_spec ? 1 : 0;
+  ASSERT_GT(landings, 0);
+  ExpectRoundTrip(c, kWideGpt);
+}
+
 // A corrupted plan: the status code and a message that names `element`.
 void ExpectRejected(const std::string& text, StatusCode code, const std::string& element) {
   Result<PipelinePlan> read = ReadPipelinePlanJson(text, nullptr);
@@ -234,6 +256,21 @@ TEST_F(CorruptPlanTest, FormatAndVersion) {
   const PlanCase c = Manual(kGpt, TwoStages(1, 2, 0, Recompute::kNone));
   ExpectRejected(PipelinePlanJson(c.plan, c.cluster, kGpt, kPlanJsonDetailed).value(),
                  StatusCode::kParse, "graph");
+}
+
+TEST(CorruptLandingTest, LandingSpecMustExtendTheDestinationSpec) {
+  const PlanCase c = LocalAllGatherPlan(kWideGpt);
+  json plan = json::parse(Write(c.plan, c.cluster, kWideGpt));
+  size_t k = 0;
+  while (k < plan["transfers"].size() && !plan["transfers"][k].contains("landing_spec")) ++k;
+  ASSERT_LT(k, plan["transfers"].size());
+  const std::string element = "transfers[" + std::to_string(k) + "].landing_spec";
+  plan["transfers"][k]["landing_spec"] = plan["transfers"][k]["to_spec"];  // nothing to gather
+  ExpectRejected(plan.dump(), StatusCode::kInvalidArgument, element);
+  plan["transfers"][k]["landing_spec"] = "S7 R R";  // no mesh dim 7
+  ExpectRejected(plan.dump(), StatusCode::kInvalidArgument, element);
+  plan["transfers"][k]["landing_spec"] = "R R R R R";  // the wrong rank
+  ExpectRejected(plan.dump(), StatusCode::kInvalidArgument, element);
 }
 
 }  // namespace
