@@ -277,10 +277,11 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
   return plan;
 }
 
-// The DP's answer `dp` on `input`, and its best answers with fewer stages, ranked by the
-// prediction with the transfers between stages (which the DP's objective leaves out): fewer
-// stages cut fewer activations at stage boundaries. A pinned stage count has no alternatives.
-// One search gives the best plan of every stage count. Sets time_limit_reached when the
+// The DP's answer `dp` on `input`, and its best answers with every other stage count, ranked by
+// the prediction with the transfers between stages (which the DP's objective leaves out): fewer
+// stages cut fewer activations at stage boundaries, more stages can shorten each stage's
+// transfers or its per-microbatch time enough to pay for theirs. A pinned stage count has no
+// alternatives. One search gives the best plan of every stage count. Sets time_limit_reached when the
 // deadline cut the ranking short.
 Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stage_costs,
                                   const Cluster& cluster, const PlannerOptions& options,
@@ -315,21 +316,28 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
     if (!r.ok()) return r.status();
     ALPA_RETURN_IF_ERROR(consider(r.value()));
   }
-  if (options.pipeline_stages == 0 && dp_stages > 1) {
+  if (options.pipeline_stages == 0) {
     if (call.DeadlinePassed()) {
       time_limit_reached = true;
     } else {
-      StageDpInput fewer = input;
-      fewer.max_stages = dp_stages - 1;
-      LeaveOutSlowerThan(chosen.iteration_seconds / static_cast<double>(microbatches), fewer);
-      Result<std::vector<StageDpResult>> r = SolveStageDpPerStageCount(fewer);
+      StageDpInput other = input;
+      LeaveOutSlowerThan(chosen.iteration_seconds / static_cast<double>(microbatches), other);
+      Result<std::vector<StageDpResult>> r = SolveStageDpPerStageCount(other);
       if (!r.ok()) return r.status();
       alternatives = std::move(r).value();
+      // The DP's own count is its answer already.
+      if (dp_stages >= 1 && static_cast<size_t>(dp_stages) <= alternatives.size()) {
+        alternatives[static_cast<size_t>(dp_stages - 1)].feasible = false;
+      }
     }
   }
-  // The most stages first (alternatives[k - 1] has k stages).
-  std::reverse(alternatives.begin(), alternatives.end());
-  ALPA_RETURN_IF_ERROR(consider(alternatives));
+  // Fewer stages first, from the DP's count down (alternatives[k - 1] has k stages), then more.
+  std::vector<StageDpResult> ordered;
+  for (size_t k = std::min<size_t>(alternatives.size(), static_cast<size_t>(dp_stages)); k-- > 0;)
+    ordered.push_back(std::move(alternatives[k]));
+  for (size_t k = static_cast<size_t>(dp_stages); k < alternatives.size(); ++k)
+    ordered.push_back(std::move(alternatives[k]));
+  ALPA_RETURN_IF_ERROR(consider(ordered));
   return chosen;
 }
 
