@@ -6,7 +6,8 @@
 // all-reduce, with 1/tp of the norm work and activation memory). The solve takes it where the
 // cost model prices that work (real units) and leaves it off where only communication counts
 // (Alpa's units: an all-reduce costs what a reduce-scatter and an all-gather cost, and fewer
-// collectives win the tie), and it cannot split a sequence the mesh dim does not divide.
+// collectives win the tie) or saves less than a collective's latency (small activations), and
+// it cannot split a sequence the mesh dim does not divide.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -25,9 +26,11 @@
 namespace alpa {
 namespace {
 
-// Two pre-LN GPT layers without embeddings: [batch 2, seq 256, hidden 512], 8 heads. A batch of 2
-// leaves 4 devices the sequence, the hidden dim or the heads to split.
-constexpr const char* kLayers = "gpt:layers=2,batch=2,seq=256,hidden=512,heads=8,embed=0";
+// Two pre-LN GPT layers without embeddings: [batch 2, seq 1024, hidden 1024], 16 heads. A batch
+// of 2 leaves 4 devices the sequence, the hidden dim or the heads to split.
+constexpr const char* kLayers = "gpt:layers=2,batch=2,seq=1024,hidden=1024,heads=16,embed=0";
+// The same layers at [2, 256, 512]: 1 MiB activations.
+constexpr const char* kSmallLayers = "gpt:layers=2,batch=2,seq=256,hidden=512,heads=8,embed=0";
 
 struct TensorParallelRun {
   Graph graph;
@@ -37,13 +40,19 @@ struct TensorParallelRun {
   AutoShardResult result;
 };
 
-// The layers on one host's 4 GPUs as one tensor-parallel mesh dim (1 x 4).
+// The layers on one host's 4 GPUs as one tensor-parallel mesh dim (1 x 4), priced with the V100
+// calibration fitted to published runs (bench/calibration/v100-p3.json).
 TensorParallelRun SolveTensorParallel(const std::string& spec, CostMode mode) {
   TensorParallelRun run;
   Result<Graph> g = BuildModel(spec);
   EXPECT_TRUE(g.ok()) << g.status().message();
   run.graph = std::move(g).value();
   run.cluster = MakePresetCluster("p3.16xlarge", 1).value();
+  // The V100 fit (fused elementwise chains and attention), whatever the preset carries.
+  Result<Calibration> fit =
+      ReadCalibrationFile(std::string(ALPA_CALIBRATION_DIR) + "/v100-p3.json");
+  EXPECT_TRUE(fit.ok()) << fit.status().message();
+  if (fit.ok()) run.cluster.calibration = fit.value();
   run.mesh = DeriveLogicalMesh(run.cluster, SubmeshShape{1, 4}, {1, 4}).value();
   run.options.cost_mode = mode;
   run.options.solve.deterministic = true;
@@ -141,6 +150,20 @@ TEST(SequenceParallelTest, StaysOffWhereOnlyCommunicationCounts) {
   for (const std::string& spec : LayerNormStatisticInputs(run)) EXPECT_EQ(spec, "R R R");
   const ForwardCollectives c = CountForward(run);
   EXPECT_EQ(c.all_reduce, 4);  // after attention out and MLP fc2 of each layer
+  EXPECT_EQ(c.reduce_scatter, 0);
+}
+
+TEST(SequenceParallelTest, StaysOffWhereTheSavedNormWorkIsBelowACollectivesLatency) {
+  // With fused elementwise chains (the V100 fit) a norm costs one read and one
+  // write of a 1 MiB activation, about 2 us on a V100: splitting it saves less than the second
+  // collective's latency, so the layers stay Megatron-TP.
+  TensorParallelRun run = SolveTensorParallel(kSmallLayers, CostMode::kRealUnits);
+  ASSERT_TRUE(run.cluster.calibration.fuse_elementwise);
+  for (const std::string& spec : LayerNormStatisticInputs(run)) {
+    EXPECT_EQ(SequenceDimLayout(spec), "R") << spec;
+  }
+  const ForwardCollectives c = CountForward(run);
+  EXPECT_EQ(c.all_reduce, 4);
   EXPECT_EQ(c.reduce_scatter, 0);
 }
 
