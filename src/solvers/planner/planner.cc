@@ -281,8 +281,8 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
 // the prediction with the transfers between stages (which the DP's objective leaves out): fewer
 // stages cut fewer activations at stage boundaries, more stages can shorten each stage's
 // transfers or its per-microbatch time enough to pay for theirs. A pinned stage count has no
-// alternatives. One search gives the best plan of every stage count. Sets time_limit_reached when the
-// deadline cut the ranking short.
+// alternatives. One search gives the best plan of every stage count. Sets time_limit_reached when
+// the deadline cut the ranking short.
 Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stage_costs,
                                   const Cluster& cluster, const PlannerOptions& options,
                                   int64_t microbatches, const StageDpInput& input,
