@@ -35,11 +35,13 @@ fi
 # grid (RunParallel), the sharding solver's parallel local searches and block elimination pool,
 # concurrent GLPK solves, the thread communicator (ranks as threads), the NCCL rendezvous (ranks
 # as threads, its watchdog thread), the executor's devices as
-# threads (a plan's perturbations, the C executor), the lowering's devices on threads (the
-# programs' simulation), and the C ABI's planning calls (each sets two threads).
+# threads (a plan's perturbations, transfers with a local all-gather, the C executor), the
+# lowering's devices on threads (the programs' simulation), and the C ABI's planning calls (each
+# sets two threads).
 tsan_unit_tests=(planner_test manual_plan_test plan_simulation_test sharding_solver_test
                  block_elimination_test ilp_glpk_test thread_communicator_test
-                 plan_perturbation_test rendezvous_test program_simulation_test)
+                 plan_perturbation_test rendezvous_test program_simulation_test
+                 local_all_gather_test)
 tsan_c_tests=(capi_test plan_capi_test baseline_capi_test simulate_capi_test example_plan_model
               executor_capi_test)
 # Left out under TSan: a quality comparison that runs the baseline grid's threaded code (as
