@@ -171,13 +171,17 @@ Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
                       ManualPlanSpecString(specs[static_cast<size_t>(lightest)]) + ", needs " +
                       ExactByteSizeText(lightest_bytes));
   }
-  // The kReranked fastest by the schedule formula, ranked again by the prediction with the
-  // transfers between stages (what the planner ranks its plans by).
+  // Ranked again by the prediction with the transfers between stages (what the planner ranks
+  // its plans by), in the order of the schedule formula: the kReranked fastest by it, then every
+  // point whose formula value is below the best prediction so far. The formula is a lower bound
+  // of the prediction (pipeline_estimate.h: the period is at least the slowest stage, and the
+  // transfers only add), so no point left out can be predicted faster than the one chosen.
   std::stable_sort(result.table.begin(), result.table.end(),
                    [](const auto& a, const auto& b) { return a.second < b.second; });
   std::optional<PipelinePlan> chosen;
-  for (size_t k = 0; k < std::min(kReranked, result.table.size()); ++k) {
+  for (size_t k = 0; k < result.table.size(); ++k) {
     if (result.table[k].second == inf) break;
+    if (k >= kReranked && result.table[k].second >= chosen->iteration_seconds) break;
     Result<PipelinePlan> plan = evaluator.Plan(result.table[k].first);
     if (!plan.ok()) return plan.status();
     result.table[k].second = plan.value().iteration_seconds;

@@ -38,7 +38,10 @@ struct BaselineSearchResult {
   int64_t evaluated = 0, feasible = 0;  // grid points
   int64_t pruned = 0;                   // grid points skipped (see above)
   // Every evaluated grid point and its iteration time (infinity when it does not fit the
-  // device memory), fastest first (ties in grid order).
+  // device memory), fastest first (ties in grid order): the prediction with the transfers for
+  // the points ranked again (at least the 8 fastest by the schedule formula, and every point
+  // whose formula value is below the best prediction), the formula's value, a lower bound of
+  // the prediction, for the rest, which is never below the best point's prediction.
   std::vector<std::pair<ManualPlanSpec, double>> table;
   int64_t intra_op_solves = 0;
   double search_seconds = 0;

@@ -482,6 +482,33 @@ TEST(BaselineSearch, PlannerIsNeverSlowerWhereTheSpacesMeet) {
   EXPECT_GT(compared, 0);
 }
 
+// The chosen configuration is the table's first, and no point of the table, ranked again or
+// not, is listed faster than it: a point left unranked keeps its schedule formula's value, a
+// lower bound of its prediction. With the V100 fit, a GPT on two single-GPU hosts has points
+// past the eight fastest by the formula whose formula value is below the best prediction.
+TEST(BaselineSearch, TheChosenPointIsTheFastestListed) {
+  Result<PlannerModel> model =
+      PlannerModelFromSpec("gpt:hidden=256,layers=4,heads=4,seq=128,vocab=1000,batch=16");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Result<Cluster> cluster = ParseClusterSpec("p3.16xlarge:hosts=2,devices_per_host=1");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  Result<Calibration> fit =
+      ReadCalibrationFile(std::string(ALPA_CALIBRATION_DIR) + "/v100-p3.json");
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  cluster.value().calibration = fit.value();
+  PlannerOptions options = Options();
+  Result<BaselineSearchResult> baseline =
+      SearchMegatronBaseline(model.value(), cluster.value(), options);
+  ASSERT_TRUE(baseline.ok()) << baseline.status().message();
+  const BaselineSearchResult& r = baseline.value();
+  ASSERT_FALSE(r.table.empty());
+  EXPECT_EQ(ManualPlanSpecString(r.table.front().first), ManualPlanSpecString(r.spec));
+  EXPECT_DOUBLE_EQ(r.table.front().second, r.best.iteration_seconds);
+  for (const auto& [spec, seconds] : r.table) {
+    EXPECT_GE(seconds, r.best.iteration_seconds) << ManualPlanSpecString(spec);
+  }
+}
+
 TEST(BaselineSearch, FixedMicrobatchesAndRemat) {
   PlannerOptions options = Options();
   options.microbatches = 4;
