@@ -398,13 +398,18 @@ fn cancel_from_another_thread() {
     let cluster = Cluster::from_spec("p3.16xlarge:2").unwrap();
     let token = CancelToken::new().unwrap();
     let (started_tx, started_rx) = mpsc::channel::<()>();
+    let (triggered_tx, triggered_rx) = mpsc::channel::<()>();
     let mut options = PlanOptions::new().unwrap();
     options.cancel_token(Some(&token)).unwrap();
     let mut first = Some(started_tx);
     options
         .on_progress(move |_p| {
+            // The first report hands over to the other thread and waits until it has
+            // triggered the token (under valgrind, which runs one thread at a time, the other
+            // thread could otherwise wait for a long slice of the planning).
             if let Some(tx) = first.take() {
                 let _ = tx.send(());
+                let _ = triggered_rx.recv();
             }
             true
         })
@@ -414,6 +419,7 @@ fn cancel_from_another_thread() {
         thread::spawn(move || {
             started_rx.recv().unwrap();
             token.trigger();
+            let _ = triggered_tx.send(());
         })
     };
     let t0 = Instant::now();
