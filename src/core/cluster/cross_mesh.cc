@@ -222,9 +222,7 @@ std::optional<LocalAllGather> PlanLocalAllGather(const ShardingSpec& dst,
   if (out.mesh_dims.empty()) return std::nullopt;
   int64_t best_tile = 0;
   for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t shards = 1;
-    for (int32_t m : dst.dims[i]) shards *= dst_mesh[static_cast<size_t>(m)];
-    const int64_t tile = shape[i] / shards;
+    const int64_t tile = shape[i] / TensorDimShards(dst, i, dst_mesh);
     if (tile % replicas == 0 && tile > best_tile) {
       best_tile = tile;
       out.tensor_dim = static_cast<int32_t>(i);

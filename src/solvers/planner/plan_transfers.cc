@@ -92,9 +92,10 @@ Status PlanTransferMoves(const Op& tensor_op, const ShardingSpec& from_layout,
   if (!landing_moves.ok()) return landing_moves.status();
   Result<std::vector<int64_t>> tile = ShardShape(to_layout, tensor_op.shape, to.logical_mesh);
   if (!tile.ok()) return tile.status();
-  double tile_bytes = static_cast<double>(element_bytes);
-  for (int64_t d : tile.value()) tile_bytes *= static_cast<double>(d);
-  Result<double> gather = GatherSeconds(to, cluster, local->mesh_dims, tile_bytes);
+  Result<int64_t> tile_bytes = TensorBytes(tile.value(), tensor_op.dtype);
+  if (!tile_bytes.ok()) return tile_bytes.status();
+  Result<double> gather =
+      GatherSeconds(to, cluster, local->mesh_dims, static_cast<double>(tile_bytes.value()));
   if (!gather.ok()) return gather.status();
   const double seconds = TransferSeconds(landing_moves.value(), cluster) + gather.value();
   if (!(seconds < tr.seconds)) return Status::Ok();
