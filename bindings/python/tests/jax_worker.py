@@ -172,7 +172,9 @@ def case_parallelize_gpt2(optimizer: str) -> dict:
                      lr=1e-3 if optimizer == "adam" else 0.1)
     params = gpt.init_params(cfg, jax.random.PRNGKey(0))
     opt = gpt.init_opt_state(params, cfg)
-    batch = gpt.make_batch(cfg, 16, jax.random.PRNGKey(1))
+    # 64 sequences: with fewer, the cost model's cheapest layout of so small a model on 8 V100s
+    # is no parallelism at all (every collective's latency outweighs its compute).
+    batch = gpt.make_batch(cfg, 64, jax.random.PRNGKey(1))
     step = gpt.make_train_step(cfg)
 
     start = time.perf_counter()
@@ -236,7 +238,7 @@ def case_zoo_gpt2(optimizer: str) -> dict:
     start = time.perf_counter()
     cfg = gpt.Config(layers=2, hidden=64, heads=4, vocab=256, seq=32, optimizer=optimizer,
                      lr=1e-3 if optimizer == "adam" else 0.1)
-    batch_size = 16
+    batch_size = 64  # as in case_parallelize_gpt2
     params = gpt.init_params(cfg, jax.random.PRNGKey(0))
     opt = gpt.init_opt_state(params, cfg)
     batch = gpt.make_batch(cfg, batch_size, jax.random.PRNGKey(1))

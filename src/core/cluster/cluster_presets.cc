@@ -28,12 +28,9 @@
 // bench/fidelity*.py (docs/cluster-format.md "Calibrations fitted to published measurements"):
 //   A100 (dgx-a100-*, pcie-a100-80g) bench/calibration/a100-megatron-sc21.json: matmul 0.786
 //                     with fused elementwise chains (Megatron-LM SC'21 Table 1, ten rows).
-//   V100 (p3.16xlarge) keeps the defaults; its fit, bench/calibration/v100-p3.json (matmul
-//                     0.693 with fused elementwise chains and fused attention: NVIDIA ADLR's
-//                     Megatron-LM v1.0 times on one and four V100s, Alpa's GPT-39B on 64), is
-//                     applied with --calibration: under it the planner's plans are slower
-//                     than the Megatron grid's on gpt-6.7b and gpt-15b, for transfers between
-//                     stages without a local all-gather (docs/planner.md, Quality).
+//   V100 (p3.16xlarge) bench/calibration/v100-p3.json: matmul 0.693 with fused elementwise
+//                     chains and fused attention (NVIDIA ADLR's Megatron-LM v1.0 times on one
+//                     and four V100s, Alpa's GPT-39B on 64).
 //   H100 keeps the defaults: no published end-to-end measurement is fitted yet.
 // Choices: f32 is strict IEEE FP32 (no TF32; set 156e12 / 495e12 in a cluster file for TF32
 // matmuls). f64 uses the FP64 tensor-core rate where there is one (matmul-class peak). V100 has no
@@ -71,6 +68,9 @@ Cluster P3() {
                     16 * kGiB, 900e9);
   c.intra_host_link = {150e9, 5e-6};
   c.inter_host_link = {25e9 / 8, 20e-6};
+  c.calibration.matmul_efficiency = 0.693;
+  c.calibration.fuse_elementwise = true;
+  c.calibration.fuse_attention = true;
   return c;
 }
 

@@ -13,6 +13,24 @@ bool IsConstantLike(const Op& op) {
   return op.kind == OpKind::kConstant || op.kind == OpKind::kIota;
 }
 
+// Per op: whether it is a constant or iota, or computed from such ops alone (an XLA import
+// defines a layer-independent broadcast of a constant, such as a causal mask, once, in the
+// first layer that uses it). Every piece that reads one computes it itself, as the auto-sharding
+// pass treats them (free: each device makes its piece locally).
+std::vector<char> ComputedFromConstants(const Graph& graph) {
+  std::vector<char> constant(static_cast<size_t>(graph.size()), 0);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const Op& op = graph.op(id);
+    bool derived = IsConstantLike(op);
+    if (!derived && op.kind != OpKind::kParameter && !op.operands.empty()) {
+      derived = std::all_of(op.operands.begin(), op.operands.end(),
+                            [&](int32_t u) { return constant[static_cast<size_t>(u)] != 0; });
+    }
+    constant[static_cast<size_t>(id)] = derived ? 1 : 0;
+  }
+  return constant;
+}
+
 }  // namespace
 
 std::vector<char> AccumulatedIntoGradient(const Graph& graph) {
@@ -55,7 +73,9 @@ Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>&
     return g >= first && g <= last;
   };
   // What is copied: the selection, plus (walking backwards, so users come before operands)
-  // parameters, constants and ungrouped ops that a copied op reads.
+  // parameters, constants (and what is computed from them alone) and ungrouped ops that a
+  // copied op reads.
+  const std::vector<char> from_constants = ComputedFromConstants(graph);
   std::vector<char> copy(n, 0);
   for (int32_t id = graph.size() - 1; id >= 0; --id) {
     if (selected(id)) copy[static_cast<size_t>(id)] = 1;
@@ -65,7 +85,7 @@ Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>&
     if (graph.op(id).alias_of >= 0) copy[static_cast<size_t>(graph.op(id).alias_of)] = 1;
     for (int32_t u : graph.op(id).operands) {
       const Op& operand = graph.op(u);
-      if (operand.kind == OpKind::kParameter || IsConstantLike(operand) ||
+      if (operand.kind == OpKind::kParameter || from_constants[static_cast<size_t>(u)] ||
           op_group[static_cast<size_t>(u)] < 0) {
         copy[static_cast<size_t>(u)] = 1;
       }
@@ -123,7 +143,10 @@ Result<Subgraph> ExtractSubgraph(const Graph& graph, const std::vector<int32_t>&
   for (int32_t id = 0; id < graph.size(); ++id) {
     if (selected(id)) continue;
     for (int32_t u : graph.op(id).operands) {
-      if (selected(u)) read_outside[static_cast<size_t>(u)] = 1;
+      // A reader elsewhere computes a constant-derived value itself.
+      if (selected(u) && !from_constants[static_cast<size_t>(u)]) {
+        read_outside[static_cast<size_t>(u)] = 1;
+      }
     }
   }
   std::vector<char> accumulated;  // computed at the first boundary output

@@ -37,7 +37,9 @@ std::vector<char> AccumulatedIntoGradient(const Graph& graph);
 //   - parameters they read (or, for update ops, replace) from other groups, copied as they are (a
 //   tied weight is held by every
 //     group that reads it, as Megatron keeps the embedding on the first and the last stage);
-//   - constants and iotas they read, copied;
+//   - constants and iotas they read, and ops computed from such ops alone, copied (each piece
+//     computes them itself: an XLA import defines a constant's broadcast, such as a causal
+//     mask, once, in the first layer that reads it; these are not boundary outputs either);
 //   - ops of no group (op_group -1: global optimizer state such as Adam's step counter) that
 //     they read, directly or through other such ops, copied;
 //   - any other tensor they read becomes a kInput parameter of the same shape and dtype.

@@ -160,8 +160,9 @@ TEST(ClusterJson, HandWrittenAndPresetBased) {
   EXPECT_DOUBLE_EQ(p.value().device.PeakFlops(DType::kF16), 125e12);
   EXPECT_DOUBLE_EQ(p.value().calibration.matmul_efficiency, 0.45);
   EXPECT_DOUBLE_EQ(p.value().calibration.memory_efficiency, 0.8);
-  EXPECT_FALSE(p.value().calibration.fuse_elementwise);
-  EXPECT_FALSE(p.value().calibration.fuse_attention);
+  // The preset's fitted fusion keys (bench/calibration/v100-p3.json) stay.
+  EXPECT_TRUE(p.value().calibration.fuse_elementwise);
+  EXPECT_TRUE(p.value().calibration.fuse_attention);
 
   // An A100 preset's fitted keys (bench/calibration/a100-megatron-sc21.json) stay unless
   // overridden.
@@ -189,7 +190,8 @@ TEST(ClusterJson, HandWrittenAndPresetBased) {
 TEST(ClusterPresets, CarryTheFittedCalibrationFiles) {
   const std::pair<const char*, const char*> fits[] = {{"dgx-a100-80g", "a100-megatron-sc21.json"},
                                                       {"dgx-a100-40g", "a100-megatron-sc21.json"},
-                                                      {"pcie-a100-80g", "a100-megatron-sc21.json"}};
+                                                      {"pcie-a100-80g", "a100-megatron-sc21.json"},
+                                                      {"p3.16xlarge", "v100-p3.json"}};
   for (const auto& [preset, file] : fits) {
     Result<Cluster> c = MakePresetCluster(preset, 1);
     ASSERT_TRUE(c.ok()) << preset;
@@ -198,16 +200,13 @@ TEST(ClusterPresets, CarryTheFittedCalibrationFiles) {
     ASSERT_TRUE(fitted.ok()) << file << ": " << fitted.status().message();
     EXPECT_TRUE(c.value().calibration == fitted.value()) << preset << " against " << file;
   }
-  for (const char* preset : {"dgx-h100", "p3.16xlarge"}) {
-    Result<Cluster> c = MakePresetCluster(preset, 1);
-    ASSERT_TRUE(c.ok()) << preset;
-    EXPECT_TRUE(c.value().calibration == Calibration{}) << preset;
-  }
-  // The V100 fit is a file to apply: it parses and carries both fusion keys.
-  Result<Calibration> v100 =
-      ReadCalibrationFile(std::string(ALPA_CALIBRATION_DIR) + "/v100-p3.json");
-  ASSERT_TRUE(v100.ok()) << v100.status().message();
-  EXPECT_TRUE(v100.value().fuse_elementwise && v100.value().fuse_attention);
+  Result<Cluster> h100 = MakePresetCluster("dgx-h100", 1);
+  ASSERT_TRUE(h100.ok());
+  EXPECT_TRUE(h100.value().calibration == Calibration{});
+  // The V100 fit carries both fusion keys.
+  Result<Cluster> p3 = MakePresetCluster("p3.16xlarge", 1);
+  ASSERT_TRUE(p3.ok());
+  EXPECT_TRUE(p3.value().calibration.fuse_elementwise && p3.value().calibration.fuse_attention);
 }
 
 // Each bad document fails with `code` and a message containing `needle`.

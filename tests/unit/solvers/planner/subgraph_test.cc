@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "core/ir/graph_builder.h"
 #include "models/model_zoo.h"
 
 namespace alpa {
@@ -148,6 +149,41 @@ TEST(Subgraph, RangesCoverSeveralMarkers) {
   EXPECT_TRUE(all.value().boundary_inputs.empty());
   EXPECT_TRUE(all.value().boundary_outputs.empty());
   EXPECT_TRUE(ValidateGraph(all.value().graph).ok());
+}
+
+// An XLA import defines a constant's broadcast (a causal mask) once, in the first layer that
+// reads it, and later layers read that op: each piece computes it itself, so that it is neither
+// an input of the readers' pieces (a tensor read from memory in every layer) nor an output of
+// the first piece (a transfer between stages).
+TEST(Subgraph, ValuesComputedFromConstantsAreCopiedNotHandedOver) {
+  GraphBuilder b;
+  b.set_layer(0);
+  const int32_t x = b.Parameter({4, 8}, DType::kF32, TensorRole::kInput, "x");
+  const int32_t mask = b.BroadcastInDim(b.Constant(-1e9, {}, DType::kF32), {4, 8}, {});
+  const int32_t h0 = b.Add(x, mask);
+  b.set_layer(1);
+  const int32_t h1 = b.Mul(h0, mask);
+  b.AddOutput(h1);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  const Graph& g = b.graph();
+  const std::vector<int32_t> markers = Markers(g);
+
+  Result<Subgraph> first = ExtractSubgraph(g, markers, 0, 0);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_EQ(first.value().boundary_outputs.size(), 1u);  // h0 only
+  EXPECT_EQ(first.value().origin[static_cast<size_t>(first.value().boundary_outputs[0])], h0);
+
+  Result<Subgraph> second = ExtractSubgraph(g, markers, 1, 1);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  const Subgraph& s = second.value();
+  EXPECT_TRUE(ValidateGraph(s.graph).ok());
+  ASSERT_EQ(s.boundary_inputs.size(), 1u);  // h0 only
+  EXPECT_EQ(s.origin[static_cast<size_t>(s.boundary_inputs[0])], h0);
+  // The mask and its constant are copied as they are.
+  EXPECT_NE(std::find(s.origin.begin(), s.origin.end(), mask), s.origin.end());
+  const int32_t local_mask = static_cast<int32_t>(
+      std::find(s.origin.begin(), s.origin.end(), mask) - s.origin.begin());
+  EXPECT_EQ(s.graph.op(local_mask).kind, OpKind::kBroadcastInDim);
 }
 
 TEST(Subgraph, BadRangesAreErrors) {
