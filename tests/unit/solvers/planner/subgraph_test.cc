@@ -181,8 +181,8 @@ TEST(Subgraph, ValuesComputedFromConstantsAreCopiedNotHandedOver) {
   EXPECT_EQ(s.origin[static_cast<size_t>(s.boundary_inputs[0])], h0);
   // The mask and its constant are copied as they are.
   EXPECT_NE(std::find(s.origin.begin(), s.origin.end(), mask), s.origin.end());
-  const int32_t local_mask = static_cast<int32_t>(
-      std::find(s.origin.begin(), s.origin.end(), mask) - s.origin.begin());
+  const int32_t local_mask =
+      static_cast<int32_t>(std::find(s.origin.begin(), s.origin.end(), mask) - s.origin.begin());
   EXPECT_EQ(s.graph.op(local_mask).kind, OpKind::kBroadcastInDim);
 }
 
