@@ -4,9 +4,10 @@ to them (bench/calibration/v100-p3.json), the way bench/fidelity.py does it for 
 
     python3 bench/fidelity_v100.py [build/bin/alpa] [--calibration FILE] [--fit [--write FILE]]
 
-Without --calibration the rows use the preset's own (uncalibrated) costs; --calibration
-bench/calibration/v100-p3.json applies the fit, which the preset does not carry (docs/
-cluster-format.md says why).
+Without --calibration the rows use the preset's own costs, which since stop 39 are the fit
+(bench/calibration/v100-p3.json, the preset's calibration); --calibration FILE applies another
+(a file of the struct's defaults, {"efficiency": {"matmul": 0.6}, "fuse_elementwise": false,
+"fuse_attention": false}, gives the uncalibrated costs of before).
 
 The rows (each cited; predicted / measured is measured seconds over predicted seconds, i.e.
 predicted throughput over measured throughput):
