@@ -210,6 +210,10 @@ expect shard_text_problem 0 '^sharding problem: [0-9]+ nodes, .*after reductions
 expect shard_progress 0 '^# .*objective' -- "$alpa" shard "${dp[@]}"
 expect_no shard_quiet '^#' -- "$alpa" shard "${dp[@]}" -q
 expect shard_real_cluster 0 'p3\.16xlarge, 2 hosts x 8 devices' -- "$alpa" shard --model mlp:layers=2 --mesh 2x8
+# PRESET:HOSTS as alpa plan takes it: the host count is the spec's, not grown to the mesh's.
+expect shard_preset_hosts 0 'p3\.16xlarge, 2 hosts x 8 devices' -- "$alpa" shard --model mlp:layers=2 --mesh 2x8 --cluster p3.16xlarge:2
+expect shard_preset_few_hosts 1 'error: --mesh: needs 2 hosts of 8 devices; the cluster has 1' -- "$alpa" shard --model mlp:layers=2 --mesh 2x8 --cluster p3.16xlarge:1
+expect shard_preset_no_hosts 1 'error: --cluster: "p3\.16xlarge:0" needs at least one host' -- "$alpa" shard --model mlp:layers=2 --mesh 2 --cluster p3.16xlarge:0
 expect shard_real_status 0 '"status":"(optimal|feasible)"' -- "$alpa" shard --model mlp:layers=2 --mesh 2x4 --json
 expect shard_zero 0 '^status: ' -- "$alpa" shard "${dp[@]}" --zero -q
 expect shard_zero_force 0 '^status: ' -- "$alpa" shard "${dp[@]}" --zero=force --no-all-to-all -q

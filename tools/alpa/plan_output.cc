@@ -87,6 +87,19 @@ PlanHandles::~PlanHandles() {
   alpa_cluster_destroy(cluster);
 }
 
+bool SplitPresetHosts(const std::string& text, std::string* preset, int64_t* hosts) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string tail = text.substr(colon + 1);
+  if (tail.empty() || tail.size() > 9 ||
+      tail.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *preset = text.substr(0, colon);
+  *hosts = std::stoll(tail);
+  return true;
+}
+
 int MakePlanCluster(const std::string& text, alpa_cluster** out) {
   alpa_error* err = nullptr;
   if (IsFile(text)) {
@@ -96,15 +109,8 @@ int MakePlanCluster(const std::string& text, alpa_cluster** out) {
   }
   std::string spec = text;
   int64_t hosts = 0;
-  const size_t colon = text.find(':');
-  if (colon != std::string::npos) {
-    const std::string tail = text.substr(colon + 1);
-    if (!tail.empty() && tail.size() <= 9 &&
-        tail.find_first_not_of("0123456789") == std::string::npos) {
-      hosts = std::stoll(tail);
-      if (hosts < 1) return ReportBadInput("--cluster: \"" + text + "\" needs at least one host");
-      spec = text.substr(0, colon);
-    }
+  if (SplitPresetHosts(text, &spec, &hosts) && hosts < 1) {
+    return ReportBadInput("--cluster: \"" + text + "\" needs at least one host");
   }
   return alpa_cluster_create_preset(out, spec.c_str(), hosts, &err) == ALPA_OK
              ? 0

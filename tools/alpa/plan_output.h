@@ -49,6 +49,10 @@ struct PlanHandles {
   ~PlanHandles();
 };
 
+// "p3.16xlarge:8": the preset and the host count (true), else false (a preset spec such as
+// "p3.16xlarge:hosts=8" or a file name).
+bool SplitPresetHosts(const std::string& text, std::string* preset, int64_t* hosts);
+
 // "p3.16xlarge:8" (preset and host count), "p3.16xlarge:hosts=8,..." (preset spec) or a file.
 // 0, or the exit code after reporting the error (naming --cluster).
 int MakePlanCluster(const std::string& text, alpa_cluster** out);

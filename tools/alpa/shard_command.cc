@@ -17,6 +17,7 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "graph_file.h"
+#include "plan_output.h"
 #include "seconds_validator.h"
 
 namespace alpa_cli {
@@ -31,16 +32,16 @@ constexpr int32_t kGradientSyncsCombined = 1;
 constexpr int32_t kPerTensor = 0;
 
 struct ShardArgs {
-  std::string model;           // a model-zoo spec, or
-  std::string file;            // a graph JSON file
-  std::string train;           // --train: make the file's forward graph a training step
-  InputLimit limit;            // --max-input-bytes
-  std::string mesh;            // "8" or "2x4"
-  std::string cluster;         // preset spec ("p3.16xlarge:hosts=2") or cluster JSON file
-  std::string alpha, beta;     // comma lists per mesh dim: an abstract mesh
-  std::string cost_model;      // "alpa" | "real"; empty: alpa with --alpha/--beta, else real
-  std::string zero;            // "" (off), "off", "search", "force"
-  bool force_dp = false;       // force data parallelism
+  std::string model;        // a model-zoo spec, or
+  std::string file;         // a graph JSON file
+  std::string train;        // --train: make the file's forward graph a training step
+  InputLimit limit;         // --max-input-bytes
+  std::string mesh;         // "8" or "2x4"
+  std::string cluster;      // "PRESET:HOSTS", a preset spec ("p3.16xlarge:hosts=2") or a JSON file
+  std::string alpha, beta;  // comma lists per mesh dim: an abstract mesh
+  std::string cost_model;   // "alpa" | "real"; empty: alpa with --alpha/--beta, else real
+  std::string zero;         // "" (off), "off", "search", "force"
+  bool force_dp = false;    // force data parallelism
   std::string batch_mesh_dim;  // "" (free), "free", "all" or a mesh dim
   bool no_all_gather = false;
   bool no_all_to_all = false;
@@ -135,6 +136,15 @@ int MakeCluster(const ShardArgs& args, int64_t devices, alpa_cluster** out) {
       return ReportError(err, "--cluster");
     }
     return 0;
+  }
+  // "PRESET:HOSTS", as alpa plan takes it.
+  std::string preset;
+  int64_t hosts = 0;
+  if (SplitPresetHosts(spec, &preset, &hosts)) {
+    if (hosts < 1) return ReportBadInput("--cluster: \"" + spec + "\" needs at least one host");
+    return alpa_cluster_create_preset(out, preset.c_str(), hosts, &err) == ALPA_OK
+               ? 0
+               : ReportError(err, "--cluster");
   }
   if (alpa_cluster_create_preset(out, spec.c_str(), 0, &err) != ALPA_OK) {
     return ReportError(err, "--cluster");
@@ -452,8 +462,8 @@ Command AddShardCommand(CLI::App& app) {
   // Required, but checked by RunShard so that its absence exits 1 like other bad input.
   shard->add_option("--mesh", args->mesh, "Logical mesh shape: 8 or 2x4 (required)");
   shard->add_option("--cluster", args->cluster,
-                    "Cluster preset (p3.16xlarge, dgx-a100, ...; :hosts=N) or cluster JSON file "
-                    "(default p3.16xlarge with enough hosts)");
+                    "PRESET:HOSTS (p3.16xlarge:2), a preset spec (dgx-a100-80g:hosts=2) or a "
+                    "cluster JSON file (default p3.16xlarge with enough hosts)");
   shard->add_option("--alpha", args->alpha,
                     "Abstract mesh: latency per mesh dim, e.g. 1,1 (implies --cost-model alpa)");
   shard->add_option("--beta", args->beta,
