@@ -129,15 +129,19 @@ SolveOptions WithLayerGroups(const Graph& graph, const AutoShardModel& model,
   return solve;
 }
 
-// Why no plan fits the memory budget, with the peak every plan reaches when that exceeds it.
-std::string MemoryInfeasibleMessage(const ShardingProblem& problem) {
-  // Each live tensor at its smallest shard: a lower bound on any plan's peak.
-  const PeakUsage need = PeakOverTime(problem, [&](size_t nd) {
+// Each live tensor at its smallest shard: a lower bound on any plan's peak.
+PeakUsage LeastPeak(const ShardingProblem& problem) {
+  return PeakOverTime(problem, [&](size_t nd) {
     const ShardingNode& node = problem.nodes[nd];
     int64_t least = INT64_MAX;
     for (int32_t k = 0; k < node.strategy_count(); ++k) least = std::min(least, node.usage(k));
-    return least;
+    return node.strategy_count() > 0 ? least : int64_t{0};
   });
+}
+
+// Why no plan fits the memory budget, with the peak every plan reaches when that exceeds it.
+std::string MemoryInfeasibleMessage(const ShardingProblem& problem) {
+  const PeakUsage need = LeastPeak(problem);
   std::string message = "no sharding plan fits the memory budget of " +
                         std::to_string(*problem.usage_limit) + " bytes per device";
   if (need.bytes > *problem.usage_limit) {
@@ -307,6 +311,7 @@ Result<AutoShardResult> AutoShard(const Graph& graph, const LogicalMesh& mesh,
   result.schedule = model.schedule;
   result.stats = ModelStats(graph, model);
   result.stats.build_seconds = Since(build_start);
+  result.least_peak_memory_bytes = LeastPeak(model.problem).bytes;
 
   const auto solve_start = std::chrono::steady_clock::now();
   SolveOptions solve = WithLayerGroups(graph, model, options.solve);

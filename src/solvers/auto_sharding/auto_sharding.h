@@ -177,6 +177,10 @@ struct AutoShardResult {
   std::vector<int32_t> node_strategies, node_strategy_counts;
   int64_t peak_memory_bytes = 0;  // per device, over the schedule
   int64_t peak_memory_time = 0;   // schedule position of the peak
+  // The least peak any plan of this model reaches (every live tensor at its smallest shard,
+  // whatever the budget): a memory budget below it has no plan, and the solve says so
+  // (kInfeasible) without searching. Set whenever the model was built.
+  int64_t least_peak_memory_bytes = 0;
   AutoShardStats stats;
 };
 

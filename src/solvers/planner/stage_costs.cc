@@ -462,6 +462,9 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
     if (level > 0) {
       const std::optional<int64_t> budget = NextLevelBudget(ctx, mesh, levels.back());
       if (!budget) break;
+      // Below the least peak of the piece's model (the same model at every budget) the solve
+      // is infeasible: it would stop the levels here after building the model again.
+      if (*budget < levels.back().sharding->least_peak_memory_bytes) break;
       shard.memory_budget_bytes = *budget;
       shard.warm_start = nullptr;  // a smaller budget than the solution it would start from
       shard.solve.warm_start_effort = 1.0;

@@ -14,7 +14,8 @@
 // cutting the peak by more than 8x per level). The cluster's and not the planner's device
 // memory option is used, so that the cost table, and with it the smallest memory reported for
 // an infeasible model, does not depend on the option. A type that stops early uses its last
-// level at higher ones.
+// level at higher ones. A budget below the least peak of the piece's model (its level-0
+// result's least_peak_memory_bytes) ends the levels without a solve: it is infeasible.
 //
 // A stage candidate is (layer groups i..j, submesh, logical mesh, level): its latency sums the
 // pieces' per-microbatch latencies plus the resharding between consecutive pieces inside it

@@ -189,6 +189,28 @@ TEST(AutoShardingTest, ImpossibleBudgetIsInfeasibleWithTheNeededBytes) {
   EXPECT_NE(r.value().message.find("at least"), std::string::npos) << r.value().message;
 }
 
+// The least peak a result reports bounds every plan of the model: the free solve's peak is at
+// or above it, and a budget one byte below it is infeasible, with the same least peak (the
+// model does not depend on the budget) in the result and its message.
+TEST(AutoShardingTest, TheLeastPeakBoundsEveryBudget) {
+  AutoShardOptions search;
+  search.zero = ZeroMode::kSearch;
+  ShardRun free_run = Shard(kDpMlp, {4, 1}, {1, 1}, search);
+  const int64_t least = free_run.result.least_peak_memory_bytes;
+  ASSERT_GT(least, 0);
+  EXPECT_LE(least, free_run.result.peak_memory_bytes);
+  Result<LogicalMesh> mesh = AbstractLogicalMesh({4, 1}, {1, 1}, {1, 1});
+  ASSERT_TRUE(mesh.ok());
+  search.cost_mode = CostMode::kAlpaCompatible;
+  search.memory_budget_bytes = least - 1;
+  Result<AutoShardResult> below = AutoShard(free_run.graph, mesh.value(), nullptr, search);
+  ASSERT_TRUE(below.ok()) << below.status().message();
+  EXPECT_EQ(below.value().status, SolveStatus::kInfeasible);
+  EXPECT_EQ(below.value().least_peak_memory_bytes, least);
+  EXPECT_NE(below.value().message.find("at least " + std::to_string(least)), std::string::npos)
+      << below.value().message;
+}
+
 TEST(AutoShardingTest, RealUnitsOnADerivedMesh) {
   Result<Graph> g = BuildModel("mlp:layers=4,batch=1024,hidden=1024");
   ASSERT_TRUE(g.ok());
