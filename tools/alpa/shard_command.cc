@@ -137,15 +137,10 @@ int MakeCluster(const ShardArgs& args, int64_t devices, alpa_cluster** out) {
     }
     return 0;
   }
-  // "PRESET:HOSTS", as alpa plan takes it.
+  // "PRESET:HOSTS": the host count is given, read as alpa plan reads it.
   std::string preset;
   int64_t hosts = 0;
-  if (SplitPresetHosts(spec, &preset, &hosts)) {
-    if (hosts < 1) return ReportBadInput("--cluster: \"" + spec + "\" needs at least one host");
-    return alpa_cluster_create_preset(out, preset.c_str(), hosts, &err) == ALPA_OK
-               ? 0
-               : ReportError(err, "--cluster");
-  }
+  if (SplitPresetHosts(spec, &preset, &hosts)) return MakePlanCluster(spec, out);
   if (alpa_cluster_create_preset(out, spec.c_str(), 0, &err) != ALPA_OK) {
     return ReportError(err, "--cluster");
   }
