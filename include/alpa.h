@@ -925,6 +925,10 @@ typedef struct alpa_plan_options alpa_plan_options;
  * ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST it prunes nothing: the search without such stages runs
  * after the full one */
 #define ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN 321
+/** 0/1, default 1: ZeRO-2 (gradients reduce-scattered every microbatch and accumulated as shards)
+ * is a stage option where it lets a stage fit in fewer bytes (docs/planner.md); 0: ZeRO-1 at
+ * most */
+#define ALPA_PLAN_OPT_ZERO2 322
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: none, full, or selective where there is attention */
 #define ALPA_REMAT_OFF 1
@@ -1049,8 +1053,8 @@ typedef struct alpa_stage_info {
   int64_t logical_mesh[2];                /**< unused entries 1 */
   int64_t devices;                        /**< submesh_hosts * submesh_devices_per_host */
   int64_t data_parallel, tensor_parallel; /**< degrees; product = devices */
-  int32_t zero;                      /**< 1: optimizer state sharded over data-parallel devices */
-  int32_t remat;                     /**< 0 none, 1 forward recomputed, 2 attention cores */
+  int32_t zero;  /**< 1: optimizer state sharded over data-parallel devices; 2: gradients too */
+  int32_t remat; /**< 0 none, 1 forward recomputed, 2 attention cores */
   double latency_seconds;            /**< one microbatch, forward + backward */
   double iteration_overhead_seconds; /**< gradient synchronisation and update, once */
   int64_t memory_bytes;              /**< per device at its peak */

@@ -118,9 +118,9 @@ typedef struct alpa_manual_plan {
   size_t struct_size;
   int32_t version; /**< 1 */
   /** 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
-   * devices; 3: the weights sharded too, gathered where each microbatch's forward and backward
-   * read them; no effect when data_parallel is 1. ZeRO-2 is not modelled (an error: gradient
-   * memory is held whole, so 2 would predict what 1 does). */
+   * devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch
+   * and accumulated as shards; 3: the weights sharded too, gathered where each microbatch's
+   * forward and backward read them; no effect when data_parallel is 1. */
   int32_t zero_stage;
   /** Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's
    * devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or
@@ -150,7 +150,7 @@ ALPA_API int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa
  * cluster / spec, struct_size below version 1's size, a bad model spec and a bad configuration,
  * the message naming the field ("manual plan: data_parallel x tensor_parallel x
  * pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat 0, 1 or 2,
- * tensor_inside_host 0 or 1, zero_stage 0, 1 or 3, microbatches must divide the batch,
+ * tensor_inside_host 0 or 1, zero_stage 0 to 3, microbatches must divide the batch,
  * pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
  * fit the device memory (the message names the stage and the bytes it needs);
  * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
@@ -161,7 +161,8 @@ ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
  * dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
  * give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
  * of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
- * ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off, full
+ * ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1 or 2 (1 and 2 only when dp > 1, 2 unless
+ * ALPA_PLAN_OPT_ZERO2 is 0); remat off, full
  * and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used
  * otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
  * ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),

@@ -195,6 +195,9 @@ const Option kOptions[] = {
         "ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN", Family::kPlan, 0.0, false, kInf, false,
         ">= 0 (infinity: inside hosts wherever a plan fits)",
         [](const OptionFields& f, double v) { f.plan->tensor_parallel_across_hosts_margin = v; }),
+    IntOption(ALPA_PLAN_OPT_ZERO2, "zero2", "ALPA_PLAN_OPT_ZERO2", Family::kPlan, 0, 1,
+              "0 (\"off\") or 1 (\"search\")", "off=0,search=1",
+              [](const OptionFields& f, int64_t v) { f.plan->search_zero2 = v == 1; }),
     IntOption(
         ALPA_PLAN_OPT_GRAPH_BATCH_DIM, "graph_batch_dim", "ALPA_PLAN_OPT_GRAPH_BATCH_DIM",
         Family::kPlan, -1, kInt32Max - 1, "an integer >= -1 (-1: the graph is one microbatch)",

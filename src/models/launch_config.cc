@@ -39,9 +39,8 @@ Result<LaunchShape> CheckPlan(const ManualPlanSpec& spec, const Cluster& cluster
     if (value < 1)
       return Invalid(std::string(name) + " must be >= 1 (got " + std::to_string(value) + ")");
   }
-  if (spec.zero_stage < 0 || spec.zero_stage > 3 || spec.zero_stage == 2) {
-    return Invalid("zero_stage must be 0, 1 or 3 (got " + std::to_string(spec.zero_stage) +
-                   "; ZeRO-2 is not modelled)");
+  if (spec.zero_stage < 0 || spec.zero_stage > 3) {
+    return Invalid("zero_stage must be 0, 1, 2 or 3 (got " + std::to_string(spec.zero_stage) + ")");
   }
   LaunchShape shape;
   shape.hosts = cluster.hosts;
@@ -281,10 +280,13 @@ Result<std::string> LaunchConfig(LaunchFramework framework, const ManualPlanSpec
   Result<std::optional<LaunchModel>> launch_model = ReadLaunchModel(model);
   if (!launch_model.ok()) return launch_model.status();
   if (framework == LaunchFramework::kMegatron) {
-    if (spec.zero_stage == 3) {
-      return Invalid(
-          "zero_stage 3: Megatron-LM has no ZeRO-3 (its distributed optimizer is ZeRO-1); "
-          "launch it with DeepSpeed, whose zero_optimization stage 3 shards the weights");
+    if (spec.zero_stage >= 2) {
+      return Invalid("zero_stage " + std::to_string(spec.zero_stage) +
+                     ": Megatron-LM has no ZeRO-" + std::to_string(spec.zero_stage) +
+                     " (its distributed optimizer is ZeRO-1); launch it with DeepSpeed, whose "
+                     "zero_optimization stage " +
+                     std::to_string(spec.zero_stage) +
+                     (spec.zero_stage == 2 ? " shards the gradients" : " shards the weights"));
     }
     return MegatronText(spec, shape.value(), model, launch_model.value());
   }

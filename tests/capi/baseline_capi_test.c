@@ -367,10 +367,30 @@ static void test_errors(void) {
   CHECK(error_mentions(err, "microbatches"));
   err = NULL;
   bad = make_spec(2, 2, 1, 2);
-  bad.zero_stage = 2;
+  bad.zero_stage = 4;
   CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "zero_stage"));
   err = NULL;
+  {
+    /* ZeRO-2: the stage reports zero 2 and holds less than the same plan's ZeRO-1. */
+    alpa_plan* one = NULL;
+    alpa_plan* two = NULL;
+    alpa_stage_info info;
+    alpa_manual_plan z = make_spec(DEVICES, 1, 1, 2);
+    z.zero_stage = 1;
+    CHECK(alpa_model_plan_manual(&one, SMALL_GPT, c, &z, o, NULL) == ALPA_OK);
+    z.zero_stage = 2;
+    CHECK(alpa_model_plan_manual(&two, SMALL_GPT, c, &z, o, NULL) == ALPA_OK);
+    if (one != NULL && two != NULL) {
+      CHECK(alpa_plan_stage(&info, sizeof info, two, 0, NULL) == ALPA_OK);
+      CHECK(info.zero == 2);
+      CHECK(alpa_plan_stage(&info, sizeof info, one, 0, NULL) == ALPA_OK);
+      CHECK(info.zero == 1);
+      CHECK(alpa_plan_peak_memory_bytes(two) < alpa_plan_peak_memory_bytes(one));
+    }
+    alpa_plan_destroy(one);
+    alpa_plan_destroy(two);
+  }
   bad = make_spec(2, 2, 1, 2);
   bad.remat = 3;
   CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &bad, o, &err) == ALPA_ERR_INVALID_ARGUMENT);

@@ -59,9 +59,10 @@ EquivalenceCase Manual(const std::string& model, int64_t hosts, int64_t per_host
   c.name = model.substr(0, model.find(':')) + "_baseline_" + std::to_string(hosts) + "x" +
            std::to_string(per_host) + "_dp" + std::to_string(dp) + "tp" + std::to_string(tp) +
            "pp" + std::to_string(pp) + "B" + std::to_string(b) +
-           (zero == 3 ? "_zero3"
-            : zero    ? "_zero"
-                      : "") +
+           (zero == 3   ? "_zero3"
+            : zero == 2 ? "_zero2"
+            : zero      ? "_zero"
+                        : "") +
            (remat == Recompute::kFull        ? "_remat"
             : remat == Recompute::kSelective ? "_selective"
                                              : "") +
@@ -126,6 +127,12 @@ std::vector<EquivalenceCase> EquivalenceCases() {
   cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, kFull, K::kGPipe));  // 2 stages
   cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 1, kNo));               // 2 hosts
   cases.push_back(Planned(kLlama, 1, 4, 2));
+  // ZeRO-2: gradients reduce-scattered per microbatch into shard accumulators.
+  cases.push_back(Manual(kGpt, 1, 4, 2, 2, 1, 2, 2, kNo));     // 2x2
+  cases.push_back(Manual(kMlp, 1, 4, 4, 1, 1, 4, 2, kNo));     // 4x1
+  cases.push_back(Manual(kMoe, 1, 8, 2, 2, 2, 4, 2, kNo));     // 2 stages
+  cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 2, kFull));  // 4 stages, remat
+  cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 2, kNo));   // 2 hosts
   // Batch normalisation normalises over the microbatch, which the whole-batch step does not
   // do: the convolutional network runs with one microbatch.
   cases.push_back(Manual(kWres, 1, 2, 2, 1, 1, 1, 0, kNo));

@@ -29,7 +29,7 @@ struct BaselineArgs {
   bool dp_given = false, tp_given = false, pp_given = false;
   int64_t microbatches = 0;  // required for a manual plan; fixes B in the search
   bool microbatches_given = false;
-  int32_t zero = 0;  // ZeRO stage of a manual plan (0, 1 or 3)
+  int32_t zero = 0;  // ZeRO stage of a manual plan (0 to 3)
   bool zero_given = false;
   std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
   bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
@@ -139,7 +139,7 @@ int RunBaseline(const BaselineArgs& args) {
   }
   if (!manual && args.zero_given) {
     return ReportBadInput(
-        "--zero: applies to a manual plan (--dp/--tp/--pp); the search tries ZeRO 0 and 1");
+        "--zero: applies to a manual plan (--dp/--tp/--pp); the search tries ZeRO 0, 1 and 2");
   }
   if (!manual && args.tp_across_hosts) {
     return ReportBadInput(
@@ -246,8 +246,8 @@ Command AddBaselineCommand(CLI::App& app) {
       "Microbatches (required for a manual plan; default for the search: powers of two)");
   CLI::Option* zero = baseline->add_option(
       "--zero", args->zero,
-      "Manual plan: ZeRO stage 0 (default), 1 (optimizer state sharded) or 3 (weights too; 2 is "
-      "not modelled)");
+      "Manual plan: ZeRO stage 0 (default), 1 (optimizer state sharded), 2 (gradients "
+      "reduce-scattered per microbatch and held as shards too) or 3 (weights sharded too)");
   baseline->add_option("--remat", args->remat,
                        "Recomputation: on (full), off or selective (the attention cores); manual "
                        "plan: default off; search: all three");

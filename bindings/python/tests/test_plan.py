@@ -132,6 +132,17 @@ def test_tensor_parallel_across_hosts_margin():
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, tensor_parallel_across_hosts_margin=-1)
 
 
+def test_zero2_option():
+    # ZeRO-2 pays only where memory binds: on the small model nothing takes it, and turning it
+    # off gives the same plan; a bad value names the option.
+    with alpa.plan(SMALL_MODEL, SMALL_CLUSTER, microbatches=2) as on, \
+            alpa.plan(SMALL_MODEL, SMALL_CLUSTER, microbatches=2, zero2=False) as off:
+        assert not any(s.shard_gradients for s in on.stages)
+        assert on.iteration_seconds == off.iteration_seconds
+    with pytest.raises(alpa.InvalidArgumentError, match="zero2"):
+        alpa.plan(SMALL_MODEL, SMALL_CLUSTER, zero2="maybe")
+
+
 def test_infeasible_plan_says_what_fits():
     with pytest.raises(alpa.InfeasibleError) as info:
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, device_memory="1MiB", microbatches=1)

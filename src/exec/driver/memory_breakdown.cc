@@ -1,6 +1,8 @@
 // Measured and planned memory by component (memory_breakdown.h).
 #include "exec/driver/memory_breakdown.h"
 
+#include "solvers/planner/gradient_sharding.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -219,6 +221,10 @@ Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage
     planned.persistent.parameters += m.value().parameters;
     planned.persistent.optimizer_state += m.value().optimizer_state;
     planned.persistent.gradients += m.value().gradients;
+    if (st.shard_gradients) {  // ZeRO-2: the chains' gradients are held as shards
+      planned.persistent.gradients -=
+          FindGradientChains(piece.subgraph->graph, *piece.sharding).saved_bytes;
+    }
   }
   Result<StageMemory> model = PlannedStageMemoryModel(st);
   if (!model.ok()) return model.status();

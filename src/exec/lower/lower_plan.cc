@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -20,6 +21,7 @@
 #include "core/util/wide_int.h"
 #include "exec/lower/device_emitter.h"
 #include "exec/lower/local_op.h"
+#include "solvers/planner/gradient_sharding.h"
 #include "solvers/planner/stage_costs.h"
 
 namespace alpa {
@@ -62,9 +64,29 @@ struct PieceInfo {
   // piece produces, and the boundary inputs (local ops) it receives that way.
   std::vector<int32_t> once_sends, once_receives;
   int32_t loss = -1;  // local id of the graph's loss, when here
+  // ZeRO-2 (a stage with shard_gradients and several microbatches; gradient_sharding.h): per
+  // chain, the value summed per microbatch under ZeRO-1 (`accumulated`, the root or a chain
+  // value computed in the backward) and the chain's ops after it, which now run per
+  // microbatch too; the shard of the chain's tensor is summed instead.
+  struct Zero2Chain {
+    GradientChain chain;
+    int32_t accumulated = -1;
+    std::vector<int32_t> per_microbatch;
+  };
+  std::vector<Zero2Chain> zero2;
+  std::vector<char> zero2_moved;     // per local op: a chain op that runs per microbatch now
+  std::vector<char> zero2_replaced;  // per local op: an accumulator a chain replaces
+  // The (reader, operand) edges whose collectives run per microbatch (not at the update).
+  std::set<std::pair<int32_t, int32_t>> zero2_edges;
 
   const Op& op(int32_t l) const { return sub->graph.op(l); }
   const OpSharding& sh(int32_t l) const { return sharding->ops[static_cast<size_t>(l)]; }
+  bool Zero2Replaced(int32_t l) const {
+    return !zero2_replaced.empty() && zero2_replaced[static_cast<size_t>(l)] != 0;
+  }
+  bool Zero2Moved(int32_t l) const {
+    return !zero2_moved.empty() && zero2_moved[static_cast<size_t>(l)] != 0;
+  }
 };
 
 // A parameter copy that another piece's update refreshes after the step.
@@ -87,6 +109,39 @@ struct PlanContext {
     return stage_pieces[static_cast<size_t>(stage)][static_cast<size_t>(index)];
   }
 };
+
+// The ZeRO-2 chains of piece p (gradient_sharding.h) that the lowering runs per microbatch: from
+// the last chain value computed per microbatch (`once`: the ops that run at the update), which
+// the update reads (`read`), on; the chain's tensor read by update ops alone. Others keep the
+// ZeRO-1 accumulation.
+void FindZero2Chains(const std::vector<char>& once, const std::vector<char>& read, PieceInfo& p) {
+  const Graph& g = p.sub->graph;
+  p.zero2_moved.assign(g.ops.size(), 0);
+  p.zero2_replaced.assign(g.ops.size(), 0);
+  for (GradientChain& c : FindGradientChains(g, *p.sharding).chains) {
+    std::vector<int32_t> seq{c.root};
+    seq.insert(seq.end(), c.chain.begin(), c.chain.end());
+    size_t first_once = 0;
+    while (first_once < seq.size() && !once[static_cast<size_t>(seq[first_once])]) ++first_once;
+    if (first_once == 0) continue;
+    bool ok = read[static_cast<size_t>(seq[first_once - 1])] != 0;
+    for (size_t i = first_once; i < seq.size(); ++i) ok = ok && once[static_cast<size_t>(seq[i])];
+    for (int32_t reader = 0; reader < g.size() && ok; ++reader) {
+      const std::vector<int32_t>& operands = g.op(reader).operands;
+      const bool reads = std::find(operands.begin(), operands.end(), c.tensor) != operands.end();
+      ok = !reads || once[static_cast<size_t>(reader)];
+    }
+    if (!ok) continue;
+    PieceInfo::Zero2Chain z;
+    z.accumulated = seq[first_once - 1];
+    z.per_microbatch.assign(seq.begin() + static_cast<std::ptrdiff_t>(first_once), seq.end());
+    p.zero2_replaced[static_cast<size_t>(z.accumulated)] = 1;
+    for (int32_t v : z.per_microbatch) p.zero2_moved[static_cast<size_t>(v)] = 1;
+    if (!c.reader_layout) p.zero2_edges.insert({c.consumer, c.operand});
+    z.chain = std::move(c);
+    p.zero2.push_back(std::move(z));
+  }
+}
 
 Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& batch_sums,
                       PieceInfo& p) {
@@ -153,6 +208,9 @@ Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& bat
   }
   for (int32_t l = 0; l < g.size(); ++l) {
     if (read[static_cast<size_t>(l)]) p.read_by_update.push_back(l);
+  }
+  if (plan.stages[static_cast<size_t>(p.stage)].shard_gradients && plan.microbatches > 1) {
+    FindZero2Chains(once, read, p);
   }
   p.boundary_transfer.assign(g.ops.size(), -1);
   if (!plan.graph.outputs.empty()) {
@@ -402,6 +460,8 @@ class DeviceLowering {
   Status ReceiveOnce(int32_t pi);
   Status ReportLoss(int32_t pi, int64_t mb);
   Status Accumulate(int32_t pi, int64_t mb);
+  // A ZeRO-2 chain's tensor of microbatch mb laid out as it is summed (its collectives run).
+  Result<Value> Zero2Addend(int32_t pi, const GradientChain& c, int64_t mb);
   Status RunOp(int32_t pi, int32_t l, int64_t mb);
 
   Result<Value> SourceValue(int32_t pi, int32_t l, int64_t mb);
@@ -476,9 +536,16 @@ Status DeviceLowering::ZeroAccumulators() {
   if (ctx_.plan.microbatches <= 1) return Status::Ok();
   for (int32_t pi : my_pieces()) {
     const PieceInfo& p = piece(pi);
+    std::vector<std::pair<int32_t, ShardingSpec>> sums;  // value, the layout it is summed in
     for (int32_t l : p.read_by_update) {
+      if (!p.Zero2Replaced(l)) sums.push_back({l, p.sh(l).result});
+    }
+    for (const PieceInfo::Zero2Chain& z : p.zero2) {
+      sums.push_back({z.chain.tensor, z.chain.accumulate_spec});
+    }
+    for (const auto& [l, layout] : sums) {
       const Op& op = p.op(l);
-      const ShardingSpec spec = CanonicalSpec(p.sh(l).result, em_.mesh().shape);
+      const ShardingSpec spec = CanonicalSpec(layout, em_.mesh().shape);
       Result<Dims> local = em_.LocalShape(spec, op.shape);
       if (!local.ok()) return local.status();
       const int32_t global = p.sub->origin[static_cast<size_t>(l)];
@@ -664,7 +731,9 @@ Result<Value> DeviceLowering::EdgeValue(int32_t pi, int32_t consumer, int32_t k,
     if (!start.ok()) return start.status();
     v = start.value();
     auto it = p.edge_collectives.find({consumer, k});
-    if (it != p.edge_collectives.end()) {
+    // A ZeRO-2 chain's edge ran its collectives per microbatch, before the sum.
+    const bool laid = mb == kUpdate && p.zero2_edges.count({consumer, k}) > 0;
+    if (it != p.edge_collectives.end() && !laid) {
       for (int32_t ci : it->second) {
         const PlannedCollective& c = p.sharding->collectives[static_cast<size_t>(ci)];
         const EmitTag tag{global, mb, InstructionOrigin::kPlan, ci};
@@ -995,13 +1064,24 @@ Status DeviceLowering::Accumulate(int32_t pi, int64_t mb) {
   if (ctx_.plan.microbatches <= 1) return Status::Ok();
   const PieceInfo& p = piece(pi);
   PieceState& st = state_[static_cast<size_t>(pi)];
+  std::vector<std::pair<int32_t, Value>> addends;
   for (int32_t l : p.read_by_update) {
+    if (p.Zero2Replaced(l)) continue;
     Result<Value> v = SourceValue(pi, l, mb);
     if (!v.ok()) return v.status();
+    addends.push_back({l, v.value()});
+  }
+  for (const PieceInfo::Zero2Chain& z : p.zero2) {
+    for (int32_t l : z.per_microbatch) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
+    Result<Value> v = Zero2Addend(pi, z.chain, mb);
+    if (!v.ok()) return v.status();
+    addends.push_back({z.chain.tensor, v.value()});
+  }
+  for (const auto& [l, v] : addends) {
     const Value& acc = st.accumulators.at(l);
     const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kPlan, -1};
     Result<Value> laid =
-        em_.LocalTo(v.value(), p.op(l).shape, p.op(l).dtype, acc.spec, tag, ValueName(p, l, mb));
+        em_.LocalTo(v, p.op(l).shape, p.op(l).dtype, acc.spec, tag, ValueName(p, l, mb));
     if (!laid.ok()) return laid.status();
     Instruction in;
     in.kind = InstructionKind::kAccumulate;
@@ -1011,6 +1091,30 @@ Status DeviceLowering::Accumulate(int32_t pi, int64_t mb) {
     em_.Emit(std::move(in), tag);
   }
   return Status::Ok();
+}
+
+Result<Value> DeviceLowering::Zero2Addend(int32_t pi, const GradientChain& c, int64_t mb) {
+  if (c.reader_layout) return ReaderValue(pi, c.tensor, mb);
+  const PieceInfo& p = piece(pi);
+  const Op& op = p.op(c.tensor);
+  Result<Value> start = ReaderValue(pi, c.tensor, mb);
+  if (!start.ok()) return start.status();
+  Value v = start.value();
+  const ShardingSpec want = CanonicalSpec(c.accumulate_spec, em_.mesh().shape);
+  const int32_t global = p.sub->origin[static_cast<size_t>(c.tensor)];
+  auto it = p.edge_collectives.find({c.consumer, c.operand});
+  if (it != p.edge_collectives.end()) {
+    for (int32_t ci : it->second) {
+      const PlannedCollective& pc = p.sharding->collectives[static_cast<size_t>(ci)];
+      Result<Value> next = em_.ApplyCollective(
+          v, op.shape, op.dtype, pc.kind, pc.mesh_dims, want, CollectiveReduce::kSum,
+          EmitTag{global, mb, InstructionOrigin::kPlan, ci}, ValueName(p, c.tensor, mb));
+      if (!next.ok()) return next.status();
+      v = next.value();
+    }
+  }
+  return em_.LocalTo(v, op.shape, op.dtype, want, EmitTag{global, mb, InstructionOrigin::kPlan, -1},
+                     ValueName(p, c.tensor, mb));
 }
 
 Status DeviceLowering::ForwardTask(int64_t mb) {
@@ -1117,7 +1221,12 @@ Status DeviceLowering::Update() {
     const PieceInfo& p = piece(pi);
     PieceState& st = state_[static_cast<size_t>(pi)];
     if (b > 1) {
+      std::vector<int32_t> summed;
       for (int32_t l : p.read_by_update) {
+        if (!p.Zero2Replaced(l)) summed.push_back(l);
+      }
+      for (const PieceInfo::Zero2Chain& z : p.zero2) summed.push_back(z.chain.tensor);
+      for (int32_t l : summed) {
         const Value& acc = st.accumulators.at(l);
         const Buffer& buf = em_.program().buffers[static_cast<size_t>(acc.buffer)];
         const Dims shape = buf.shape;
@@ -1133,11 +1242,17 @@ Status DeviceLowering::Update() {
                                         InstructionOrigin::kPlan, -1});
         st.values[{l, kUpdate}] = mean;
       }
+      // A ZeRO-2 chain's sum is laid out already: its readers read it as it is.
+      for (const PieceInfo::Zero2Chain& z : p.zero2) {
+        if (z.chain.reader_layout) {
+          st.reader_values[{z.chain.tensor, kUpdate}] = st.values.at({z.chain.tensor, kUpdate});
+        }
+      }
     }
     ALPA_RETURN_IF_ERROR(SendOnce(pi, false));
     ALPA_RETURN_IF_ERROR(ReceiveOnce(pi));
     for (int32_t l : p.update_ops) {
-      ALPA_RETURN_IF_ERROR(RunOp(pi, l, kUpdate));
+      if (!p.Zero2Moved(l)) ALPA_RETURN_IF_ERROR(RunOp(pi, l, kUpdate));  // else per microbatch
       for (const auto& [wpi, u] : write_back[at]) ALPA_RETURN_IF_ERROR(WriteBack(wpi, u));
       ++at;
     }

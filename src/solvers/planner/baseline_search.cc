@@ -72,7 +72,8 @@ Result<std::vector<ManualPlanSpec>> MegatronBaselineGrid(ManualPlanEvaluator& ev
       for (int64_t b : counts) {
         if (b < pp && options.microbatches == 0) continue;
         if (batch > 0 && (batch / b) % dp != 0) continue;
-        for (int32_t zero = 0; zero <= (dp > 1 ? 1 : 0); ++zero) {
+        const int32_t most_zero = dp == 1 ? 0 : options.search_zero2 ? 2 : 1;
+        for (int32_t zero = 0; zero <= most_zero; ++zero) {
           for (Recompute remat : choices) {
             ManualPlanSpec spec;
             spec.data_parallel = dp;

@@ -76,6 +76,11 @@ MeshKey MeshOf(const ManualPlanSpec& spec, const Cluster& cluster) {
   return k;
 }
 
+// ZeRO-2: gradients reduce-scattered per microbatch and accumulated as shards.
+bool ShardsGradients(const ManualPlanSpec& spec) {
+  return spec.zero_stage == 2 && spec.data_parallel > 1;
+}
+
 Status CheckSpec(const ManualPlanSpec& spec, const Cluster& cluster, int64_t global_batch) {
   const std::pair<const char*, int64_t> positive[] = {{"data_parallel", spec.data_parallel},
                                                       {"tensor_parallel", spec.tensor_parallel},
@@ -87,14 +92,9 @@ Status CheckSpec(const ManualPlanSpec& spec, const Cluster& cluster, int64_t glo
                              std::to_string(value) + ")");
     }
   }
-  if (spec.zero_stage < 0 || spec.zero_stage > 3 || spec.zero_stage == 2) {
-    // ZeRO-2 would shard the gradients' memory; the cost model holds gradients whole, so a 2
-    // would predict exactly what 1 does under another name.
-    return InvalidArgument("manual plan: zero_stage must be 0, 1 or 3 (got " +
-                           std::to_string(spec.zero_stage) +
-                           "; ZeRO-2 is not modelled: ZeRO-1 shards the optimizer state and "
-                           "reduce-scatters gradients where that is cheaper, ZeRO-3 shards the "
-                           "weights too, but gradient memory stays whole)");
+  if (spec.zero_stage < 0 || spec.zero_stage > 3) {
+    return InvalidArgument("manual plan: zero_stage must be 0, 1, 2 or 3 (got " +
+                           std::to_string(spec.zero_stage) + ")");
   }
   const int64_t devices = cluster.num_devices();
   if (spec.data_parallel > devices || spec.tensor_parallel > devices ||
@@ -478,7 +478,7 @@ struct ManualPlanEvaluator::Impl {
     std::vector<const UnitProfile*> profiles;  // per piece of the stage
   };
   Result<std::vector<StageEval>> Compose(const Resolved& resolved, Recompute remat,
-                                         const TypeLevels& levels) {
+                                         bool shard_gradients, const TypeLevels& levels) {
     ALPA_RETURN_IF_ERROR(EnsureSolved(resolved));
     const StagePieces& sp = resolved.set->pieces;
     std::vector<StageEval> out;
@@ -515,7 +515,7 @@ struct ManualPlanEvaluator::Impl {
         }
         edges.push_back({it->second, pe.forward});
       }
-      ev.composed = ComposeStage(ev.profiles, edges, remat);
+      ev.composed = ComposeStage(ev.profiles, edges, remat, shard_gradients);
       out.push_back(std::move(ev));
     }
     return out;
@@ -587,7 +587,7 @@ struct ManualPlanEvaluator::Impl {
     const int64_t memory = DeviceMemory();
     const StagePieces& sp = r.set->pieces;
     for (int32_t round = 0;; ++round) {
-      Result<std::vector<StageEval>> stages = Compose(r, spec.remat, levels);
+      Result<std::vector<StageEval>> stages = Compose(r, spec.remat, ShardsGradients(spec), levels);
       if (!stages.ok() || round >= options.memory_levels) return stages;
       const std::vector<StageEval>& evals = stages.value();
       const int64_t n = static_cast<int64_t>(evals.size());
@@ -647,7 +647,8 @@ struct ManualPlanEvaluator::Impl {
     Result<Resolved> r = Resolve(spec);
     if (!r.ok()) return r.status();
     // The grid's ranking: first solves only (levels would multiply a search's solves).
-    Result<std::vector<StageEval>> stages = Compose(r.value(), spec.remat, TypeLevels{});
+    Result<std::vector<StageEval>> stages =
+        Compose(r.value(), spec.remat, ShardsGradients(spec), TypeLevels{});
     if (!stages.ok()) return stages.status();
     return CostOf(stages.value(), spec.microbatches, DeviceMemory());
   }
@@ -721,6 +722,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
     }
     st.tensor_parallel = per_stage / std::max<int64_t>(1, st.data_parallel);
     st.zero = resolved_spec.mesh.zero == ZeroMode::kForce;
+    st.shard_gradients = ShardsGradients(spec);
     plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
     plan.stages.push_back(std::move(st));
   }

@@ -20,9 +20,10 @@
 //     whose dim 0 dp does not divide is a weight-shaped boundary value and is replicated over
 //     it, since CheckSpec made dp divide the microbatch), ZeRO
 //     forced (optimizer state sharded over every mesh dim that can split it) for zero_stage >= 1
-//     and dp > 1, else off, and iteration_weight 1 / microbatches. The solver then picks the
-//     layout on the tensor-parallel dim: Megatron's hand partitioning, or whatever the cost
-//     model says is cheaper there (with dp = 1 that may include splitting the batch; the
+//     and dp > 1, else off, and iteration_weight 1 / microbatches. ZeRO stage 2 is the stage 1
+//     solve with its gradient chains sharded (gradient_sharding.h, shard_gradients). The solver
+//     then picks the layout on the tensor-parallel dim: Megatron's hand partitioning, or whatever
+//     the cost model says is cheaper there (with dp = 1 that may include splitting the batch; the
 //     stage then reports the degrees the solver realised, as the planner does).
 //   - Costs: pieces composed into stages exactly as the planner composes a stage candidate
 //     (ComposeStage, stage_costs.h); iteration time T = sum (t_s + o_s) + (B - 1) max t_s
@@ -57,8 +58,9 @@ struct ManualPlanSpec {
   // 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
   // devices (AutoShard's ZeroMode::kForce; gradients are reduce-scattered where the solver
   // finds that cheaper); 3: the weights sharded too, gathered where they are read in every
-  // microbatch's forward and backward (AutoShardOptions::zero_parameters). No effect when
-  // data_parallel == 1. ZeRO-2 is not modelled (an error: gradient memory is held whole).
+  // microbatch's forward and backward (AutoShardOptions::zero_parameters); 2: as 1, and the
+  // gradients the solve reduce-scatters are reduce-scattered every microbatch and accumulated
+  // as shards (gradient_sharding.h). No effect when data_parallel == 1.
   int32_t zero_stage = 0;
   bool tensor_inside_host = true;      // tp on the fast mesh dim (dim 1); else dp there
   Recompute remat = Recompute::kNone;  // per-layer recomputation in every stage
@@ -114,7 +116,7 @@ class ManualPlanEvaluator {
 // microbatches < 1, data_parallel x tensor_parallel x pipeline_parallel != the cluster's devices,
 // tensor_parallel not dividing the devices per host (tensor_inside_host), a stage that would
 // straddle hosts unevenly, microbatches not dividing the global batch, data_parallel not
-// dividing the microbatch size, zero_stage outside 0..2, pipeline_parallel above the layers;
+// dividing the microbatch size, zero_stage outside 0..3, pipeline_parallel above the layers;
 // kInfeasible when a stage does not fit the device memory (the message names the stage and the
 // bytes it needs); the builder's and the solves' errors; kCancelled.
 Result<PipelinePlan> EvaluateManualPlan(const PlannerModel& model, const Cluster& cluster,

@@ -169,6 +169,7 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
                   {"data_parallel", st.data_parallel},
                   {"tensor_parallel", st.tensor_parallel},
                   {"zero", st.zero},
+                  {"shard_gradients", st.shard_gradients},
                   {"remat", RecomputeJson(st.remat)},
                   {"memory_level", st.memory_level},
                   {"latency_seconds", st.latency},

@@ -138,6 +138,10 @@ Status ReadStageFields(const Json& j, const std::string& path, PlannedStage* st)
   ALPA_RETURN_IF_ERROR(Int(j, path, "data_parallel", 1, kInt64Max, &st->data_parallel));
   ALPA_RETURN_IF_ERROR(Int(j, path, "tensor_parallel", 1, kInt64Max, &st->tensor_parallel));
   ALPA_RETURN_IF_ERROR(Bool(j, path, "zero", &st->zero));
+  // Plans written before ZeRO-2 have no "shard_gradients": ZeRO-1 at most.
+  if (j.contains("shard_gradients")) {
+    ALPA_RETURN_IF_ERROR(Bool(j, path, "shard_gradients", &st->shard_gradients));
+  }
   ALPA_RETURN_IF_ERROR(ReadRecompute(j, path, &st->remat));
   ALPA_RETURN_IF_ERROR(Int32(j, path, "memory_level", 0, kInt32Max, &st->memory_level));
   ALPA_RETURN_IF_ERROR(Double(j, path, "latency_seconds", &st->latency));

@@ -264,6 +264,7 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     st.zero = std::any_of(st.pieces.begin(), st.pieces.end(), [](const StagePiece& sp) {
       return ShardsOptimizerState(*sp.subgraph, *sp.sharding);
     });
+    st.shard_gradients = config.shard_gradients;
     plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
     plan.stages.push_back(std::move(st));
   }

@@ -70,6 +70,9 @@ struct PlannerOptions {
   int32_t memory_levels = 3;
   // Rematerialization (gradient checkpointing per layer piece) per stage: searched, or fixed.
   RematMode remat = RematMode::kSearch;
+  // ZeRO-2 (gradients reduce-scattered per microbatch, accumulated as shards) as a stage
+  // option where it lets a stage fit (stage_costs.h); false: stages are ZeRO-1 at most.
+  bool search_zero2 = true;
   // Pins: what the user knows, each pruning the search.
   // Exactly this many pipeline stages (0: searched). Submeshes too large to leave every other
   // stage a device, and layer ranges too long to leave every other stage a layer group, are
@@ -136,6 +139,9 @@ struct PlannedStage {
   int64_t activation_bytes = 0;        // of memory_bytes: per device per microbatch in flight
   int64_t data_parallel = 1, tensor_parallel = 1;  // degrees (product = devices)
   bool zero = false;  // optimizer state sharded over the data-parallel devices
+  // ZeRO-2: gradients reduce-scattered every microbatch and accumulated as shards
+  // (gradient_sharding.h); implies zero.
+  bool shard_gradients = false;
   std::vector<StagePiece> pieces;
 };
 

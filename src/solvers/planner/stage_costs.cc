@@ -149,7 +149,8 @@ Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdg
 }
 
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
-                           const std::vector<StageEdgeCost>& edges, Recompute remat) {
+                           const std::vector<StageEdgeCost>& edges, Recompute remat,
+                           bool shard_gradients) {
   ComposedStage composed;
   int64_t persistent = 0, activation = 0, working = 0, update = 0;
   for (const UnitProfile* pu : pieces) {
@@ -167,12 +168,16 @@ ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
       kept = u.selective_activation_bytes;
       rerun_bytes = u.recomputed_bytes;
     }
-    composed.latency += u.latency + rerun;
+    // ZeRO-2: the reduce-scatters of the gradients run per microbatch, the accumulators are
+    // shards, and one microbatch's gradient is held whole while it is laid out.
+    const double moved = shard_gradients ? u.zero2_moved_seconds : 0.0;
+    composed.latency += u.latency + rerun + moved;
     composed.forward_latency += u.forward_latency;
-    composed.iteration_overhead += u.iteration_overhead;
-    persistent += u.persistent_bytes;
+    composed.iteration_overhead += std::max(0.0, u.iteration_overhead - moved);
+    persistent += u.persistent_bytes - (shard_gradients ? u.zero2_saved_bytes : 0);
     activation += kept;
-    working = std::max(working, u.working_bytes + rerun_bytes);
+    working = std::max(
+        working, u.working_bytes + rerun_bytes + (shard_gradients ? u.zero2_transient_bytes : 0));
     update = std::max(update, u.update_bytes);
   }
   for (const StageEdgeCost& e : edges) {
@@ -242,11 +247,12 @@ Result<StageMemory> PlannedStageMemoryModel(const PlannedStage& stage) {
     u.recomputed_bytes = m.value().recomputed;
     u.working_bytes = m.value().working;
     u.update_bytes = m.value().update;
+    if (stage.shard_gradients) SetZero2Figures(piece.subgraph->graph, *piece.sharding, u);
     units.push_back(u);
   }
   std::vector<const UnitProfile*> pointers;
   for (const UnitProfile& u : units) pointers.push_back(&u);
-  return ComposeStage(pointers, {}, stage.remat).memory;
+  return ComposeStage(pointers, {}, stage.remat, stage.shard_gradients).memory;
 }
 
 int32_t MaxStagesAfter(const StageMemory& memory, int64_t device_memory, int64_t microbatches,
@@ -588,8 +594,21 @@ bool AnyPieceRecomputesSelectively(const StageCostTable& table) {
   return false;
 }
 
-// Configs: (mesh, level) for every level some type reached, under each recomputation choice.
-void AddConfigs(StageCostTable& table, const StageMeshes& meshes, RematMode remat_mode) {
+// Whether some piece type's solution on mesh m at `level` has ZeRO-2 gradient chains.
+bool AnyGradientChains(const StageCostTable& table, size_t m, size_t level) {
+  for (const auto& per_mesh : table.solutions) {
+    const std::vector<UnitProfile>& levels = per_mesh[m];
+    if (levels.empty()) continue;
+    if (levels[std::min(level, levels.size() - 1)].zero2_saved_bytes > 0) return true;
+  }
+  return false;
+}
+
+// Configs: (mesh, level) for every level some type reached, under each recomputation choice;
+// then, with ZeRO-2 searched, a copy with shard_gradients of each one whose pieces have
+// gradient chains (zero2_config links them).
+void AddConfigs(StageCostTable& table, const StageMeshes& meshes, RematMode remat_mode,
+                bool search_zero2) {
   const std::vector<Recompute> choices =
       RecomputeChoices(remat_mode, AnyPieceRecomputesSelectively(table));
   for (size_t m = 0; m < meshes.meshes.size(); ++m) {
@@ -599,10 +618,23 @@ void AddConfigs(StageCostTable& table, const StageMeshes& meshes, RematMode rema
     for (size_t level = 0; level < most; ++level) {
       for (Recompute remat : choices) {
         table.configs.push_back(
-            {meshes.submesh[m], meshes.meshes[m], static_cast<int32_t>(level), remat});
+            {meshes.submesh[m], meshes.meshes[m], static_cast<int32_t>(level), remat, false});
         table.mesh_of_config.push_back(static_cast<int32_t>(m));
       }
     }
+  }
+  const size_t base = table.configs.size();
+  table.zero2_config.assign(base, -1);
+  if (!search_zero2) return;
+  for (size_t c = 0; c < base; ++c) {
+    const size_t m = static_cast<size_t>(table.mesh_of_config[c]);
+    if (!AnyGradientChains(table, m, static_cast<size_t>(table.configs[c].level))) continue;
+    StageMeshConfig copy = table.configs[c];
+    copy.shard_gradients = true;
+    table.zero2_config[c] = static_cast<int32_t>(table.configs.size());
+    table.configs.push_back(std::move(copy));
+    table.mesh_of_config.push_back(static_cast<int32_t>(m));
+    table.zero2_config.push_back(-1);
   }
 }
 
@@ -686,6 +718,24 @@ class RangeEdges {
   std::vector<int32_t> inside_;
 };
 
+// Appends the candidate of layer groups i..j under config c, composed as `composed`.
+const StageCandidate& AddCandidate(StageCostTable& table, int32_t i, int32_t j, int32_t c,
+                                   const ComposedStage& composed, int32_t groups) {
+  StageCandidate cand;
+  cand.first_layer = i;
+  cand.last_layer = j;
+  cand.submesh = table.configs[static_cast<size_t>(c)].submesh;
+  cand.config = c;
+  cand.latency = composed.latency;
+  cand.iteration_overhead = composed.iteration_overhead;
+  cand.max_stages_after =
+      MaxStagesAfter(composed.memory, table.device_memory, table.microbatches, groups);
+  table.candidates.push_back(cand);
+  table.candidate_memory.push_back(composed.memory);
+  table.candidate_forward_latency.push_back(composed.forward_latency);
+  return table.candidates.back();
+}
+
 // One candidate per (layer group range, config), composed from its pieces and inner edges;
 // ranges longer than max_groups (those that leave a pinned stage count too few groups) are left
 // out.
@@ -696,6 +746,8 @@ void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
   std::vector<const UnitProfile*> stage_pieces;
   std::vector<StageEdgeCost> stage_edges;
   for (size_t c = 0; c < nc; ++c) {
+    if (table.configs[c].shard_gradients) continue;  // composed beside its ZeRO-1 config
+    const int32_t zero2 = table.zero2_config[c];
     for (int32_t i = 0; i < groups; ++i) {
       range_edges.Start(i);
       for (int32_t j = i; j < groups && j - i < max_groups; ++j) {
@@ -711,20 +763,18 @@ void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
               {edge_cost[static_cast<size_t>(e) * nc + c], edges[static_cast<size_t>(e)].forward});
         }
         const ComposedStage composed =
-            ComposeStage(stage_pieces, stage_edges, table.configs[c].remat);
-        StageCandidate cand;
-        cand.first_layer = i;
-        cand.last_layer = j;
-        cand.submesh = table.configs[c].submesh;
-        cand.config = static_cast<int32_t>(c);
-        cand.latency = composed.latency;
-        cand.iteration_overhead = composed.iteration_overhead;
-        const StageMemory& memory = composed.memory;
-        cand.max_stages_after =
-            MaxStagesAfter(memory, table.device_memory, table.microbatches, groups);
-        table.candidates.push_back(cand);
-        table.candidate_memory.push_back(memory);
-        table.candidate_forward_latency.push_back(composed.forward_latency);
+            ComposeStage(stage_pieces, stage_edges, table.configs[c].remat, false);
+        const int32_t base_after =
+            AddCandidate(table, i, j, static_cast<int32_t>(c), composed, groups).max_stages_after;
+        if (zero2 < 0) continue;
+        // ZeRO-2 only pays where it fits more stages after it (its latency is never lower and
+        // its latency plus overhead the same): otherwise the DP and the ranking never take it.
+        const ComposedStage sharded =
+            ComposeStage(stage_pieces, stage_edges, table.configs[c].remat, true);
+        if (MaxStagesAfter(sharded.memory, table.device_memory, table.microbatches, groups) >
+            base_after) {
+          AddCandidate(table, i, j, zero2, sharded, groups);
+        }
       }
     }
   }
@@ -815,7 +865,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
   if (run.warm_starts) KeepWarmStarts(ctx, *run.warm_starts);
 
-  AddConfigs(table, meshes.value(), options.remat);
+  AddConfigs(table, meshes.value(), options.remat, options.search_zero2);
   if (table.configs.empty()) {
     return Status(StatusCode::kTimeout,
                   "the time limit came before every layer piece type was auto-sharded on some "

@@ -25,6 +25,11 @@
 // latency adds the pieces' forward latencies again, activations are the pieces' checkpoints
 // (their forward inputs), and the working memory is the largest piece's activations plus
 // temporaries, live while that piece is recomputed.
+// ZeRO-2 (gradient_sharding.h), unless the options turn it off: a config whose pieces
+// reduce-scatter gradients has a copy with shard_gradients (the same solves), whose candidates
+// move those reduce-scatters into the per-microbatch latency and hold the gradient accumulators
+// as shards; such a candidate is kept only where it fits more stages after it than its ZeRO-1
+// twin (elsewhere the DP and the ranking would never prefer it).
 // This composition is a feasible plan whose cost is exact for that plan; it is not proven
 // optimal across piece boundaries (each piece is solved with its boundary layouts free).
 #pragma once
@@ -63,6 +68,9 @@ struct StageMeshConfig {
   // piece's forward before its backward; kSelective reruns only the attention cores
   // (core/ir/recompute.h).
   Recompute remat = Recompute::kNone;
+  // ZeRO-2: gradients reduce-scattered per microbatch and accumulated as shards
+  // (gradient_sharding.h); only on configs whose pieces have gradient chains.
+  bool shard_gradients = false;
 };
 
 // Memory of a stage per device: the larger of its forward-backward peak, persistent + in
@@ -128,8 +136,12 @@ struct ComposedStage {
   double latency = 0, forward_latency = 0, iteration_overhead = 0;
   StageMemory memory;
 };
+// With shard_gradients (ZeRO-2, gradient_sharding.h) each piece's zero2_moved_seconds move
+// from the iteration overhead into the latency, its gradient accumulators shrink by
+// zero2_saved_bytes and its working memory grows by zero2_transient_bytes.
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
-                           const std::vector<StageEdgeCost>& edges, Recompute remat);
+                           const std::vector<StageEdgeCost>& edges, Recompute remat,
+                           bool shard_gradients);
 
 // The memory model of a placed stage (its pieces' solutions composed as ComposeStage does, with
 // the stage's remat): what the planner charged it, at any number of microbatches in flight.
@@ -171,6 +183,8 @@ struct StageCostTable {
   // Solution()).
   std::vector<std::vector<std::vector<UnitProfile>>> solutions;
   std::vector<int32_t> mesh_of_config;  // per config: its mesh index
+  // Per config: the index of its ZeRO-2 copy (shard_gradients), or -1.
+  std::vector<int32_t> zero2_config;
   // Every (layer group range, config) that no other one of the same range and submesh
   // dominates (latency, overhead, persistent + working and activation memory all at least as
   // good); max_stages_after < 0 where it never fits.

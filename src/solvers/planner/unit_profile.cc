@@ -7,6 +7,7 @@
 
 #include "core/ir/recompute.h"
 #include "solvers/auto_sharding/plan_check.h"
+#include "solvers/planner/gradient_sharding.h"
 
 namespace alpa {
 
@@ -67,6 +68,13 @@ Result<UnitMemory> MemoryWithRerun(const Graph& graph, const AutoShardResult& re
 }
 
 }  // namespace
+
+void SetZero2Figures(const Graph& graph, const AutoShardResult& result, UnitProfile& profile) {
+  const GradientSharding zero2 = FindGradientChains(graph, result);
+  profile.zero2_moved_seconds = zero2.moved_seconds;
+  profile.zero2_saved_bytes = zero2.saved_bytes;
+  profile.zero2_transient_bytes = zero2.transient_bytes;
+}
 
 Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result) {
   return MemoryWithRerun(graph, result, SelectivelyRecomputedOps(graph));
@@ -132,6 +140,7 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
   profile.recomputed_bytes = memory.value().recomputed;
   profile.working_bytes = memory.value().working;
   profile.update_bytes = memory.value().update;
+  SetZero2Figures(graph, result, profile);
   profile.sharding = std::make_shared<const AutoShardResult>(std::move(solved).value());
   return profile;
 }

@@ -46,6 +46,11 @@ struct UnitProfile {
   // and the recomputed values' bytes (live while one microbatch's backward runs).
   int64_t selective_activation_bytes = 0;
   int64_t recomputed_bytes = 0;
+  // ZeRO-2 (gradient_sharding.h): seconds of iteration_overhead that run per microbatch
+  // instead, gradient bytes held as shards instead, and the most one gradient holds at full
+  // size per microbatch while it is laid out. Zero when no gradient qualifies.
+  double zero2_moved_seconds = 0;
+  int64_t zero2_saved_bytes = 0, zero2_transient_bytes = 0;
   std::shared_ptr<const AutoShardResult> sharding;
 
   // The solve's own peak beyond persistent and activation bytes (one microbatch, nothing else
@@ -79,6 +84,10 @@ struct UnitMemory {
 // over its schedule (RecomputePlanMemory); what ProfileUnit reports. Errors:
 // RecomputePlanMemory's (a result that is not a plan of `graph`).
 Result<UnitMemory> ProfileUnitMemory(const Graph& graph, const AutoShardResult& result);
+
+// Sets the zero2_ fields of `profile` from the gradient chains of `result` (an auto-sharding of
+// `graph`).
+void SetZero2Figures(const Graph& graph, const AutoShardResult& result, UnitProfile& profile);
 
 // The outputs of piece `sub` that other pieces read, for AutoShardOptions::handed_off_outputs:
 // its boundary outputs that accumulate into a weight's gradient (a tied weight's contribution

@@ -207,9 +207,17 @@ TEST(LaunchConfigTest, BadPlansAreRejected) {
   EXPECT_EQ(text.status().message(),
             "launch config: data_parallel x tensor_parallel x pipeline_parallel = 4 must equal "
             "the cluster's 8 devices (1 host x 8)");
+  text = LaunchConfig(LaunchFramework::kMegatron, Spec(8, 1, 1, 4, 4, false), Hosts(1, 8), &model);
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.status().message().find("zero_stage must be 0, 1, 2 or 3 (got 4"),
+            std::string::npos);
+  // ZeRO-2: DeepSpeed's stage 2; Megatron-LM's distributed optimizer is ZeRO-1.
   text = LaunchConfig(LaunchFramework::kMegatron, Spec(8, 1, 1, 4, 2, false), Hosts(1, 8), &model);
   ASSERT_FALSE(text.ok());
-  EXPECT_NE(text.status().message().find("zero_stage must be 0, 1 or 3 (got 2"), std::string::npos);
+  EXPECT_NE(text.status().message().find("Megatron-LM has no ZeRO-2"), std::string::npos);
+  text = LaunchConfig(LaunchFramework::kDeepSpeed, Spec(8, 1, 1, 4, 2, false), Hosts(1, 8), &model);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(DeepSpeedJson(text.value())["zero_optimization"]["stage"], 2) << text.value();
   // ZeRO-3: DeepSpeed's stage 3; Megatron-LM has none, which the message says.
   text = LaunchConfig(LaunchFramework::kMegatron, Spec(8, 1, 1, 4, 3, false), Hosts(1, 8), &model);
   ASSERT_FALSE(text.ok());

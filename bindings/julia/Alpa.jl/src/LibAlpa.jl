@@ -286,6 +286,10 @@ const ALPA_PLAN_OPT_GRAPH_BATCH_DIM = Cint(320)
 # ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST it prunes nothing: the search without such stages runs
 # after the full one
 const ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN = Cint(321)
+# 0/1, default 1: ZeRO-2 (gradients reduce-scattered every microbatch and accumulated as shards)
+# is a stage option where it lets a stage fit in fewer bytes (docs/planner.md); 0: ZeRO-1 at
+# most
+const ALPA_PLAN_OPT_ZERO2 = Cint(322)
 # per stage: none, full, or selective where there is attention
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
@@ -464,7 +468,7 @@ struct alpa_stage_info
     devices::Int64  # submesh_hosts * submesh_devices_per_host
     data_parallel::Int64  # degrees; product = devices
     tensor_parallel::Int64  # degrees; product = devices
-    zero::Int32  # 1: optimizer state sharded over data-parallel devices
+    zero::Int32  # 1: optimizer state sharded over data-parallel devices; 2: gradients too
     remat::Int32  # 0 none, 1 forward recomputed, 2 attention cores
     latency_seconds::Cdouble  # one microbatch, forward + backward
     iteration_overhead_seconds::Cdouble  # gradient synchronisation and update, once
@@ -2481,7 +2485,7 @@ defaults); the library reads the first min(struct_size, its own size) bytes. As 
 struct alpa_manual_plan
     struct_size::Csize_t
     version::Int32  # 1
-    zero_stage::Int32  # 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel devices; 3: the weights sharded too, gathered where each microbatch's forward and backward read them; no effect when data_parallel is 1. ZeRO-2 is not modelled (an error: gradient memory is held whole, so 2 would predict what 1 does).
+    zero_stage::Int32  # 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch and accumulated as shards; 3: the weights sharded too, gathered where each microbatch's forward and backward read them; no effect when data_parallel is 1.
     data_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     tensor_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     pipeline_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
@@ -2712,7 +2716,7 @@ ALPA_PLAN_OPT_MICROBATCHES. Errors: ALPA_ERR_INVALID_ARGUMENT for NULL out / mod
 cluster / spec, struct_size below version 1's size, a bad model spec and a bad configuration,
 the message naming the field ("manual plan: data_parallel x tensor_parallel x
 pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat 0, 1 or 2,
-tensor_inside_host 0 or 1, zero_stage 0, 1 or 3, microbatches must divide the batch,
+tensor_inside_host 0 or 1, zero_stage 0 to 3, microbatches must divide the batch,
 pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
 fit the device memory (the message names the stage and the bytes it needs);
 ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy.
@@ -2730,7 +2734,8 @@ The Megatron-LM baseline: the fastest feasible manual plan of a grid (tp: powers
 dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
 give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
 of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
-ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0 or 1 (1 only when dp > 1); remat off, full
+ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1 or 2 (1 and 2 only when dp > 1, 2 unless
+ALPA_PLAN_OPT_ZERO2 is 0); remat off, full
 and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used
 otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
 ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),
@@ -3073,32 +3078,32 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_MAX_GRAPH_OPS, ALPA_PLAN_OPT_MAX_LAYERS, ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES,
     ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
     ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_PLAN_OPT_GRAPH_BATCH_DIM,
-    ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN, ALPA_REMAT_SEARCH, ALPA_REMAT_OFF,
-    ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE,
-    ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA,
-    ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER,
-    ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token,
-    alpa_problem, alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh,
-    alpa_sharding_plan, alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation,
-    alpa_progress_fn, alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress,
-    alpa_stage_info, alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result,
-    alpa_manual_plan, alpa_baseline_point, alpa_simulated_stage, alpa_version_string,
-    alpa_version_number, alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free,
-    alpa_buffer_data, alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create,
-    alpa_cancel_token_trigger, alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy,
-    alpa_problem_add_nodes, alpa_problem_set_intervals, alpa_problem_set_live_sets,
-    alpa_problem_add_edges, alpa_problem_set_followers, alpa_problem_add_aliases,
-    alpa_problem_set_memory_limit, alpa_problem_finalize, alpa_problem_read_file,
-    alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count, alpa_problem_edge_count,
-    alpa_problem_strategy_count, alpa_problem_evaluate, alpa_assignment_parse,
-    alpa_solve_options_create, alpa_solve_options_destroy, alpa_solve_options_set_double,
-    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
-    alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
-    alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
-    alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
-    alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
-    alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
-    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN, ALPA_PLAN_OPT_ZERO2, ALPA_REMAT_SEARCH,
+    ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK,
+    ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI,
+    ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION,
+    ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED,
+    alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution,
+    alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan,
+    alpa_executor, alpa_simulation, alpa_progress_fn, alpa_plan_progress_fn, alpa_progress,
+    alpa_collective, alpa_plan_progress, alpa_stage_info, alpa_transfer, alpa_slice_move,
+    alpa_executor_config, alpa_step_result, alpa_manual_plan, alpa_baseline_point,
+    alpa_simulated_stage, alpa_version_string, alpa_version_number, alpa_status_string,
+    alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data, alpa_buffer_size,
+    alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger, alpa_cancel_token_destroy,
+    alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes, alpa_problem_set_intervals,
+    alpa_problem_set_live_sets, alpa_problem_add_edges, alpa_problem_set_followers,
+    alpa_problem_add_aliases, alpa_problem_set_memory_limit, alpa_problem_finalize,
+    alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count,
+    alpa_problem_edge_count, alpa_problem_strategy_count, alpa_problem_evaluate,
+    alpa_assignment_parse, alpa_solve_options_create, alpa_solve_options_destroy,
+    alpa_solve_options_set_double, alpa_solve_options_set_int, alpa_solve_options_set_by_name,
+    alpa_problem_read_file_with_options, alpa_solve_options_set_warm_start,
+    alpa_solve_options_set_cancel_token, alpa_solve_options_set_progress, alpa_problem_solve,
+    alpa_solution_destroy, alpa_solution_status, alpa_solution_objective, alpa_solution_lower_bound,
+    alpa_solution_seconds, alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json,
+    alpa_problem_solve_json, alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops,
+    alpa_graph_set_alias, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
     alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_read_hlo_file,
     alpa_graph_read_hlo_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
     alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,

@@ -104,6 +104,8 @@ class Stage:
     forward_latency_seconds: Optional[float] = None
     activation_bytes: Optional[int] = None
     recompute: str = "off"
+    # ZeRO-2: gradients reduce-scattered every microbatch and accumulated as shards (implies zero).
+    shard_gradients: bool = False
 
     @property
     def layers(self) -> range:
@@ -161,7 +163,7 @@ class ManualPlanSpec:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     microbatches: int = 1
-    zero_stage: int = 0  # 0 off, 1 optimizer state sharded, 3 weights too (2: an error)
+    zero_stage: int = 0  # 0 off, 1 optimizer state sharded, 2 gradients too, 3 weights too
     remat: "bool | str" = False
     tensor_inside_host: bool = True
 
@@ -272,6 +274,7 @@ def _stage_from_json(i: int, s: Mapping[str, Any]) -> Stage:
         data_parallel=int(s["data_parallel"]),
         tensor_parallel=int(s["tensor_parallel"]),
         zero=bool(s["zero"]),
+        shard_gradients=bool(s.get("shard_gradients", False)),
         remat=bool(s["remat"]),  # false, true or "selective"
         latency_seconds=float(s["latency_seconds"]),
         iteration_overhead_seconds=float(s["iteration_overhead_seconds"]),
@@ -357,6 +360,7 @@ class Plan(Owner):
             data_parallel=info.data_parallel,
             tensor_parallel=info.tensor_parallel,
             zero=bool(info.zero),
+            shard_gradients=info.zero == 2,
             remat=info.remat != 0,
             latency_seconds=info.latency_seconds,
             iteration_overhead_seconds=info.iteration_overhead_seconds,
@@ -674,7 +678,10 @@ def _plan_options(
     max_tensor_parallel: "int | None" = None,
     tensor_parallel_inside_host: "bool | None" = None,
     tensor_parallel_across_hosts_margin: "float | None" = None,
+    zero2: "str | bool | None" = None,
 ) -> dict[str, Any]:
+    if isinstance(zero2, bool):
+        zero2 = "search" if zero2 else "off"
     if isinstance(remat, bool):
         remat = "on" if remat else "off"
     return {
@@ -693,6 +700,7 @@ def _plan_options(
         "max_tensor_parallel": max_tensor_parallel,
         "tensor_parallel_inside_host": tensor_parallel_inside_host,
         "tensor_parallel_across_hosts_margin": tensor_parallel_across_hosts_margin,
+        "zero2": zero2,
     }
 
 
@@ -742,6 +750,7 @@ def plan(
     max_tensor_parallel: "int | None" = None,
     tensor_parallel_inside_host: "bool | None" = None,
     tensor_parallel_across_hosts_margin: "float | None" = None,
+    zero2: "str | bool | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
@@ -762,7 +771,8 @@ def plan(
     ``pipeline_stages`` (exactly that many stages; 1: intra-op only), ``max_tensor_parallel`` and
     ``tensor_parallel_inside_host`` prune the search; ``tensor_parallel_across_hosts_margin``
     (default 0.05) keeps tensor parallelism inside hosts unless crossing is predicted more than
-    that fraction faster.
+    that fraction faster. ``zero2``: "search"/True (default: ZeRO-2, gradients reduce-scattered
+    every microbatch and held as shards, on stages where that lets them fit) or "off"/False.
 
     Raises ``InvalidArgumentError`` (bad spec or option, with the library's message),
     ``InfeasibleError`` (nothing fits the device memory; the message gives the memory that
@@ -770,7 +780,8 @@ def plan(
     options = _plan_options(microbatches, layers, remat, threads, device_memory, exact,
                             intra_op_time_limit, intra_op_gap, max_microbatches, memory_levels,
                             clustering_delta, pipeline_stages, max_tensor_parallel,
-                            tensor_parallel_inside_host, tensor_parallel_across_hosts_margin)
+                            tensor_parallel_inside_host, tensor_parallel_across_hosts_margin,
+                            zero2)
     graph: Optional[Graph] = None
     owned = False
     if isinstance(model, Graph):

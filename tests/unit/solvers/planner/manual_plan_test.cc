@@ -318,7 +318,6 @@ TEST(ManualPlan, BadSpecsNameTheField) {
     ManualPlanSpec spec;
     const char* field;
   };
-  ManualPlanSpec zero2 = Spec(8, 1, 1, 2, 2);  // not modelled: it would equal ZeRO-1
   ManualPlanSpec across = Spec(1, 8, 1, 2);
   const std::vector<Case> cases = {
       {P3(1), Spec(2, 2, 1, 2), "data_parallel x tensor_parallel x pipeline_parallel"},
@@ -326,8 +325,8 @@ TEST(ManualPlan, BadSpecsNameTheField) {
       {P3(1), Spec(8, 1, 1, 0), "microbatches"},
       {P3(1), Spec(8, 1, 1, 3), "microbatches"},
       {P3(1), Spec(8, 1, 1, 4), "data_parallel"},  // microbatch size 4
-      {P3(1), zero2, "zero_stage must be 0, 1 or 3"},
-      {P3(1), Spec(8, 1, 1, 2, 4), "zero_stage"},
+      {P3(1), Spec(8, 1, 1, 2, 4), "zero_stage must be 0, 1, 2 or 3"},
+      {P3(1), Spec(8, 1, 1, 2, -1), "zero_stage"},
       {P3(1), Spec(1, 1, 8, 8), "pipeline_parallel"},  // 4 layers
       {P3(2, 4), across, "tensor_parallel"},           // 8 > 4 devices per host
       {P3(2, 6), Spec(4, 1, 3, 4), "straddle"},        // 4-device stages on 6-device hosts

@@ -127,7 +127,7 @@ TEST(ComposeStage, SumsHeldBytesAndTakesTheLargestWorkingAndUpdatePeaks) {
   b.working_bytes = 5;
   b.update_bytes = 80;
   b.checkpoint_bytes = 3;
-  const StageMemory plain = ComposeStage({&a, &b}, {}, Recompute::kNone).memory;
+  const StageMemory plain = ComposeStage({&a, &b}, {}, Recompute::kNone, false).memory;
   EXPECT_EQ(plain.persistent, 300);
   EXPECT_EQ(plain.activation, 40);
   EXPECT_EQ(plain.working, 20);
@@ -136,7 +136,7 @@ TEST(ComposeStage, SumsHeldBytesAndTakesTheLargestWorkingAndUpdatePeaks) {
   EXPECT_EQ(plain.With(2), 400);  // 300 + 2 x 40 + 20
   // Rematerialization: checkpoints per microbatch; the recomputed piece's activations and
   // temporaries once.
-  const StageMemory remat = ComposeStage({&a, &b}, {}, Recompute::kFull).memory;
+  const StageMemory remat = ComposeStage({&a, &b}, {}, Recompute::kFull, false).memory;
   EXPECT_EQ(remat.activation, 5);
   EXPECT_EQ(remat.working, 35);  // max(20 + 10, 5 + 30)
   EXPECT_EQ(remat.update, 80);
