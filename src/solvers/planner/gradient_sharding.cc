@@ -35,17 +35,35 @@ bool LinearIn(const Op& op, size_t from) {
   }
 }
 
-// The read slots of every op: (reader, operand index).
-std::vector<std::vector<std::pair<int32_t, int32_t>>> ReadSlots(const Graph& graph) {
-  std::vector<std::vector<std::pair<int32_t, int32_t>>> slots(static_cast<size_t>(graph.size()));
-  for (int32_t v = 0; v < graph.size(); ++v) {
-    const std::vector<int32_t>& operands = graph.op(v).operands;
-    for (size_t k = 0; k < operands.size(); ++k) {
-      slots[static_cast<size_t>(operands[k])].push_back({v, static_cast<int32_t>(k)});
+// The read slots of every op, (reader, operand index), in one array (no allocation per op: this
+// runs after every intra-op solve).
+class ReadSlots {
+ public:
+  explicit ReadSlots(const Graph& graph) : begin_(static_cast<size_t>(graph.size()) + 1, 0) {
+    for (const Op& op : graph.ops) {
+      for (int32_t o : op.operands) ++begin_[static_cast<size_t>(o) + 1];
+    }
+    for (size_t i = 1; i < begin_.size(); ++i) begin_[i] += begin_[i - 1];
+    slots_.resize(begin_.back());
+    std::vector<size_t> next(begin_.begin(), begin_.end() - 1);
+    for (int32_t v = 0; v < graph.size(); ++v) {
+      const std::vector<int32_t>& operands = graph.op(v).operands;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        slots_[next[static_cast<size_t>(operands[k])]++] = {v, static_cast<int32_t>(k)};
+      }
     }
   }
-  return slots;
-}
+  size_t count(int32_t v) const {
+    return begin_[static_cast<size_t>(v) + 1] - begin_[static_cast<size_t>(v)];
+  }
+  const std::pair<int32_t, int32_t>& first(int32_t v) const {
+    return slots_[begin_[static_cast<size_t>(v)]];
+  }
+
+ private:
+  std::vector<size_t> begin_;
+  std::vector<std::pair<int32_t, int32_t>> slots_;
+};
 
 bool Computed(const OpSharding& s) { return !s.free && !s.fused; }
 
@@ -61,10 +79,9 @@ std::optional<int64_t> BytesAs(const Op& op, const ShardingSpec& spec,
 }
 
 // The chain that ends at t, walking back to its root; nullopt when the walk leaves the rules.
-std::optional<GradientChain> WalkBack(
-    const Graph& graph, const AutoShardResult& result, int32_t t,
-    const std::vector<std::vector<std::pair<int32_t, int32_t>>>& slots,
-    const std::vector<char>& is_output, const std::vector<char>& has_collective) {
+std::optional<GradientChain> WalkBack(const Graph& graph, const AutoShardResult& result, int32_t t,
+                                      const ReadSlots& slots, const std::vector<char>& is_output,
+                                      const std::vector<char>& has_collective) {
   GradientChain c;
   c.tensor = t;
   int32_t cur = t;
@@ -87,7 +104,7 @@ std::optional<GradientChain> WalkBack(
     }
     if (from < 0 || !LinearIn(op, from_slot)) return std::nullopt;
     // The operand is read by this op only, and nothing lays it out on the way.
-    if (slots[static_cast<size_t>(from)].size() != 1 || has_collective[static_cast<size_t>(from)]) {
+    if (slots.count(from) != 1 || has_collective[static_cast<size_t>(from)]) {
       return std::nullopt;
     }
     after_root.push_back(cur);
@@ -101,16 +118,15 @@ std::optional<GradientChain> WalkBack(
 
 // The layout t is summed in and the collectives that lay it out (all gradient synchronisations,
 // one a reduce-scatter); false when t is read otherwise.
-bool AccumulateLayout(const AutoShardResult& result,
-                      const std::vector<std::pair<int32_t, int32_t>>& t_slots, GradientChain& c) {
+bool AccumulateLayout(const AutoShardResult& result, const ReadSlots& slots, GradientChain& c) {
   const OpSharding& s = result.ops[static_cast<size_t>(c.tensor)];
   if (s.reader_layout) {
     c.accumulate_spec = *s.reader_layout;
     c.reader_layout = true;
   } else {
-    if (t_slots.size() != 1) return false;
-    c.consumer = t_slots[0].first;
-    c.operand = t_slots[0].second;
+    if (slots.count(c.tensor) != 1) return false;
+    c.consumer = slots.first(c.tensor).first;
+    c.operand = slots.first(c.tensor).second;
     const OpSharding& reader = result.ops[static_cast<size_t>(c.consumer)];
     if (static_cast<size_t>(c.operand) >= reader.operands.size()) return false;
     c.accumulate_spec = reader.operands[static_cast<size_t>(c.operand)];
@@ -134,24 +150,28 @@ bool AccumulateLayout(const AutoShardResult& result,
 GradientSharding FindGradientChains(const Graph& graph, const AutoShardResult& result) {
   GradientSharding out;
   if (result.ops.size() != graph.ops.size()) return out;
-  const std::vector<int64_t> mesh_shape(result.mesh_shape.begin(), result.mesh_shape.end());
-  const auto slots = ReadSlots(graph);
-  std::vector<char> is_output(static_cast<size_t>(graph.size()), 0);
-  for (int32_t o : graph.outputs) is_output[static_cast<size_t>(o)] = 1;
-  std::vector<char> has_collective(static_cast<size_t>(graph.size()), 0);
   std::vector<int32_t> scattered;  // tensors with a reduce-scatter of the gradient sync
   for (const PlannedCollective& pc : result.collectives) {
-    if (pc.tensor < 0 || pc.tensor >= graph.size()) continue;
-    has_collective[static_cast<size_t>(pc.tensor)] = 1;
-    if (pc.gradient_sync && pc.kind == CollectiveKind::kReduceScatter) {
+    if (pc.tensor >= 0 && pc.tensor < graph.size() && pc.gradient_sync &&
+        pc.kind == CollectiveKind::kReduceScatter) {
       scattered.push_back(pc.tensor);
     }
   }
+  if (scattered.empty()) return out;
+  std::vector<char> has_collective(static_cast<size_t>(graph.size()), 0);
+  for (const PlannedCollective& pc : result.collectives) {
+    if (pc.tensor >= 0 && pc.tensor < graph.size())
+      has_collective[static_cast<size_t>(pc.tensor)] = 1;
+  }
+  const std::vector<int64_t> mesh_shape(result.mesh_shape.begin(), result.mesh_shape.end());
+  const ReadSlots slots(graph);
+  std::vector<char> is_output(static_cast<size_t>(graph.size()), 0);
+  for (int32_t o : graph.outputs) is_output[static_cast<size_t>(o)] = 1;
   std::sort(scattered.begin(), scattered.end());
   scattered.erase(std::unique(scattered.begin(), scattered.end()), scattered.end());
   for (int32_t t : scattered) {
     std::optional<GradientChain> c = WalkBack(graph, result, t, slots, is_output, has_collective);
-    if (!c || !AccumulateLayout(result, slots[static_cast<size_t>(t)], *c)) continue;
+    if (!c || !AccumulateLayout(result, slots, *c)) continue;
     // The bytes held over the iteration: the chain's gradients at full size, against t's shard.
     // The other chain values are transient under ZeRO-1 too (the model's working memory).
     int64_t full = 0;
