@@ -128,11 +128,12 @@ std::vector<EquivalenceCase> EquivalenceCases() {
   cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 1, kNo));               // 2 hosts
   cases.push_back(Planned(kLlama, 1, 4, 2));
   // ZeRO-2: gradients reduce-scattered per microbatch into shard accumulators.
-  cases.push_back(Manual(kGpt, 1, 4, 2, 2, 1, 2, 2, kNo));     // 2x2
-  cases.push_back(Manual(kMlp, 1, 4, 4, 1, 1, 4, 2, kNo));     // 4x1
-  cases.push_back(Manual(kMoe, 1, 8, 2, 2, 2, 4, 2, kNo));     // 2 stages
-  cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 2, kFull));  // 4 stages, remat
-  cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 2, kNo));   // 2 hosts
+  cases.push_back(Manual(kGpt, 1, 4, 2, 2, 1, 2, 2, kNo));             // 2x2
+  cases.push_back(Manual(kMlp, 1, 4, 4, 1, 1, 4, 2, kNo));             // 4x1
+  cases.push_back(Manual(kMoe, 1, 8, 2, 2, 2, 4, 2, kNo));             // 2 stages
+  cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 2, kFull));          // 4 stages, remat
+  cases.push_back(Manual(kLlama, 2, 4, 2, 2, 2, 4, 2, kNo));           // 2 hosts
+  cases.push_back(Manual(kMlp, 1, 4, 2, 1, 2, 4, 2, kNo, K::kGPipe));  // GPipe
   // Batch normalisation normalises over the microbatch, which the whole-batch step does not
   // do: the convolutional network runs with one microbatch.
   cases.push_back(Manual(kWres, 1, 2, 2, 1, 1, 1, 0, kNo));

@@ -539,6 +539,10 @@ impl<'a> Stage<'a> {
     pub fn zero(&self) -> bool {
         self.info.zero != 0
     }
+    /// ZeRO-2: gradients reduce-scattered every microbatch and accumulated as shards.
+    pub fn shard_gradients(&self) -> bool {
+        self.info.zero == 2
+    }
     /// Anything recomputed in the backward, fully or selectively ([`Stage::recompute`] says
     /// which).
     pub fn remat(&self) -> bool {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/cluster/cluster.h"
+#include "exec/lower/lower_plan.h"
 #include "models/planner_model.h"
 #include "solvers/planner/manual_plan.h"
 #include "solvers/planner/plan_json.h"
@@ -158,6 +159,35 @@ TEST(ZeroTwo, ManualPlanHoldsGradientShardsAndScattersEveryMicrobatch) {
   EXPECT_EQ(mb.value().persistent, ma.value().persistent - saved);
   EXPECT_EQ(mb.value().With(b.in_flight), b.memory_bytes);
   EXPECT_LT(b.memory_bytes, a.memory_bytes);
+}
+
+// Reduce-scatter instructions of device 0's program, in backward tasks and in the update.
+std::pair<int64_t, int64_t> ReduceScatters(const PipelinePlan& plan) {
+  Result<ProgramSet> set = LowerPlan(plan);
+  EXPECT_TRUE(set.ok()) << set.status().message();
+  if (!set.ok()) return {-1, -1};
+  const DeviceProgram& program = set.value().programs[0];
+  int64_t backward = 0, update = 0;
+  for (const ProgramTask& task : program.tasks) {
+    for (int64_t i = task.begin; i < task.end; ++i) {
+      if (program.code[static_cast<size_t>(i)].kind != InstructionKind::kReduceScatter) continue;
+      if (task.kind == ProgramTaskKind::kBackward) ++backward;
+      if (task.kind == ProgramTaskKind::kUpdate) ++update;
+    }
+  }
+  return {backward, update};
+}
+
+TEST(ZeroTwo, TheLoweringScattersEveryMicrobatch) {
+  // The small GPT's gradient reduce-scatters all leave the update (ZeRO-1) for each of the 4
+  // microbatches' backward (ZeRO-2).
+  const PipelinePlan one = DataParallelPlan(1);
+  const PipelinePlan two = DataParallelPlan(2);
+  const auto [backward1, update1] = ReduceScatters(one);
+  const auto [backward2, update2] = ReduceScatters(two);
+  EXPECT_GT(update1, 0);
+  EXPECT_EQ(update2, 0);
+  EXPECT_EQ(backward2 - backward1, 4 * update1);
 }
 
 TEST(ZeroTwo, ComposeStageMovesTimeAndBytes) {
