@@ -462,6 +462,10 @@ class DeviceLowering {
   Status Accumulate(int32_t pi, int64_t mb);
   // A ZeRO-2 chain's tensor of microbatch mb laid out as it is summed (its collectives run).
   Result<Value> Zero2Addend(int32_t pi, const GradientChain& c, int64_t mb);
+  // `v`, the value of `src` (operand k of `consumer`, or the operand of the fused broadcasts
+  // between), through the plan's collectives on that edge towards `want`.
+  Result<Value> EdgeCollectives(const PieceInfo& p, int32_t consumer, int32_t k, int32_t src,
+                                Value v, const ShardingSpec& want, int64_t mb);
   Status RunOp(int32_t pi, int32_t l, int64_t mb);
 
   Result<Value> SourceValue(int32_t pi, int32_t l, int64_t mb);
@@ -730,18 +734,11 @@ Result<Value> DeviceLowering::EdgeValue(int32_t pi, int32_t consumer, int32_t k,
     Result<Value> start = ReaderValue(pi, src, mb);
     if (!start.ok()) return start.status();
     v = start.value();
-    auto it = p.edge_collectives.find({consumer, k});
     // A ZeRO-2 chain's edge ran its collectives per microbatch, before the sum.
-    const bool laid = mb == kUpdate && p.zero2_edges.count({consumer, k}) > 0;
-    if (it != p.edge_collectives.end() && !laid) {
-      for (int32_t ci : it->second) {
-        const PlannedCollective& c = p.sharding->collectives[static_cast<size_t>(ci)];
-        const EmitTag tag{global, mb, InstructionOrigin::kPlan, ci};
-        Result<Value> next = em_.ApplyCollective(v, src_op.shape, src_op.dtype, c.kind, c.mesh_dims,
-                                                 want, CollectiveReduce::kSum, tag, name);
-        if (!next.ok()) return next.status();
-        v = next.value();
-      }
+    if (!(mb == kUpdate && p.zero2_edges.count({consumer, k}) > 0)) {
+      Result<Value> moved = EdgeCollectives(p, consumer, k, src, v, want, mb);
+      if (!moved.ok()) return moved.status();
+      v = moved.value();
     }
   }
   const EmitTag tag{global, mb, InstructionOrigin::kPlan, -1};
@@ -1099,22 +1096,32 @@ Result<Value> DeviceLowering::Zero2Addend(int32_t pi, const GradientChain& c, in
   const Op& op = p.op(c.tensor);
   Result<Value> start = ReaderValue(pi, c.tensor, mb);
   if (!start.ok()) return start.status();
-  Value v = start.value();
   const ShardingSpec want = CanonicalSpec(c.accumulate_spec, em_.mesh().shape);
-  const int32_t global = p.sub->origin[static_cast<size_t>(c.tensor)];
-  auto it = p.edge_collectives.find({c.consumer, c.operand});
-  if (it != p.edge_collectives.end()) {
-    for (int32_t ci : it->second) {
-      const PlannedCollective& pc = p.sharding->collectives[static_cast<size_t>(ci)];
-      Result<Value> next = em_.ApplyCollective(
-          v, op.shape, op.dtype, pc.kind, pc.mesh_dims, want, CollectiveReduce::kSum,
-          EmitTag{global, mb, InstructionOrigin::kPlan, ci}, ValueName(p, c.tensor, mb));
-      if (!next.ok()) return next.status();
-      v = next.value();
-    }
+  Result<Value> moved =
+      EdgeCollectives(p, c.consumer, c.operand, c.tensor, start.value(), want, mb);
+  if (!moved.ok()) return moved.status();
+  return em_.LocalTo(
+      moved.value(), op.shape, op.dtype, want,
+      EmitTag{p.sub->origin[static_cast<size_t>(c.tensor)], mb, InstructionOrigin::kPlan, -1},
+      ValueName(p, c.tensor, mb));
+}
+
+Result<Value> DeviceLowering::EdgeCollectives(const PieceInfo& p, int32_t consumer, int32_t k,
+                                              int32_t src, Value v, const ShardingSpec& want,
+                                              int64_t mb) {
+  auto it = p.edge_collectives.find({consumer, k});
+  if (it == p.edge_collectives.end()) return v;
+  const Op& op = p.op(src);
+  const int32_t global = p.sub->origin[static_cast<size_t>(src)];
+  for (int32_t ci : it->second) {
+    const PlannedCollective& c = p.sharding->collectives[static_cast<size_t>(ci)];
+    Result<Value> next = em_.ApplyCollective(
+        v, op.shape, op.dtype, c.kind, c.mesh_dims, want, CollectiveReduce::kSum,
+        EmitTag{global, mb, InstructionOrigin::kPlan, ci}, ValueName(p, src, mb));
+    if (!next.ok()) return next.status();
+    v = next.value();
   }
-  return em_.LocalTo(v, op.shape, op.dtype, want, EmitTag{global, mb, InstructionOrigin::kPlan, -1},
-                     ValueName(p, c.tensor, mb));
+  return v;
 }
 
 Status DeviceLowering::ForwardTask(int64_t mb) {
