@@ -2006,7 +2006,7 @@ pub struct alpa_stage_info {
     pub data_parallel: i64,
     #[doc = "< degrees; product = devices"]
     pub tensor_parallel: i64,
-    #[doc = "< 1: optimizer state sharded over data-parallel devices"]
+    #[doc = "< 1: optimizer state sharded over data-parallel devices; 2: gradients too"]
     pub zero: i32,
     #[doc = "< 0 none, 1 forward recomputed, 2 attention cores"]
     pub remat: i32,
