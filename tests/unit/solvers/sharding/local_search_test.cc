@@ -329,7 +329,9 @@ TEST(LocalSearch, RespectsTheDeadline) {
   const LocalSearchResult r = RunLocalSearch(p, control, options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  ExpectValid(p, r);
+  // On a slow machine (a sanitizer build on 2 busy cores) the deadline may come before the
+  // first assignment is complete: then nothing is found, which is an answer, not a failure.
+  if (r.found) ExpectValid(p, r);
   EXPECT_LT(seconds, 1.5);  // setup is not interruptible; the search stops within its checks
 }
 
