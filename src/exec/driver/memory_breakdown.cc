@@ -1,8 +1,6 @@
 // Measured and planned memory by component (memory_breakdown.h).
 #include "exec/driver/memory_breakdown.h"
 
-#include "solvers/planner/gradient_sharding.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +9,7 @@
 
 #include "core/util/wide_int.h"
 #include "exec/runtime/tensor_boxes.h"
+#include "solvers/planner/gradient_sharding.h"
 #include "solvers/planner/stage_costs.h"
 
 namespace alpa {

@@ -118,6 +118,11 @@ void FindZero2Chains(const std::vector<char>& once, const std::vector<char>& rea
   const Graph& g = p.sub->graph;
   p.zero2_moved.assign(g.ops.size(), 0);
   p.zero2_replaced.assign(g.ops.size(), 0);
+  std::vector<char> read_per_microbatch(g.ops.size(), 0);  // by an op that is not `once`
+  for (int32_t u = 0; u < g.size(); ++u) {
+    if (once[static_cast<size_t>(u)]) continue;
+    for (int32_t o : g.op(u).operands) read_per_microbatch[static_cast<size_t>(o)] = 1;
+  }
   for (GradientChain& c : FindGradientChains(g, *p.sharding).chains) {
     std::vector<int32_t> seq{c.root};
     seq.insert(seq.end(), c.chain.begin(), c.chain.end());
@@ -126,12 +131,7 @@ void FindZero2Chains(const std::vector<char>& once, const std::vector<char>& rea
     if (first_once == 0) continue;
     bool ok = read[static_cast<size_t>(seq[first_once - 1])] != 0;
     for (size_t i = first_once; i < seq.size(); ++i) ok = ok && once[static_cast<size_t>(seq[i])];
-    for (int32_t reader = 0; reader < g.size() && ok; ++reader) {
-      const std::vector<int32_t>& operands = g.op(reader).operands;
-      const bool reads = std::find(operands.begin(), operands.end(), c.tensor) != operands.end();
-      ok = !reads || once[static_cast<size_t>(reader)];
-    }
-    if (!ok) continue;
+    if (!ok || read_per_microbatch[static_cast<size_t>(c.tensor)]) continue;
     PieceInfo::Zero2Chain z;
     z.accumulated = seq[first_once - 1];
     z.per_microbatch.assign(seq.begin() + static_cast<std::ptrdiff_t>(first_once), seq.end());

@@ -2,10 +2,7 @@
 #include "solvers/planner/gradient_sharding.h"
 
 #include <algorithm>
-#include <map>
 #include <optional>
-
-#include "core/util/dtype.h"
 
 namespace alpa {
 
@@ -66,17 +63,6 @@ class ReadSlots {
 };
 
 bool Computed(const OpSharding& s) { return !s.free && !s.fused; }
-
-// The bytes per device of `op` laid out as `spec` on `mesh_shape` (nullopt when the spec does not
-// fit the tensor).
-std::optional<int64_t> BytesAs(const Op& op, const ShardingSpec& spec,
-                               const std::vector<int64_t>& mesh_shape) {
-  Result<std::vector<int64_t>> shard = ShardShape(spec, op.shape, mesh_shape);
-  if (!shard.ok()) return std::nullopt;
-  int64_t elements = 1;
-  for (int64_t d : shard.value()) elements *= d;
-  return elements * DTypeBytes(op.dtype);
-}
 
 // The chain that ends at t, walking back to its root; nullopt when the walk leaves the rules.
 std::optional<GradientChain> WalkBack(const Graph& graph, const AutoShardResult& result, int32_t t,
@@ -183,10 +169,11 @@ GradientSharding FindGradientChains(const Graph& graph, const AutoShardResult& r
     };
     count(c->root);
     for (int32_t v : c->chain) count(v);
-    const std::optional<int64_t> shard = BytesAs(graph.op(t), c->accumulate_spec, mesh_shape);
-    if (!shard) continue;
-    // A plan read from JSON carries no bytes per op: its chains are found, their bytes are 0.
-    out.saved_bytes += std::max<int64_t>(0, full - *shard);
+    if (!ValidateShardingSpec(c->accumulate_spec, graph.op(t).shape, mesh_shape).ok()) continue;
+    // t's shard as the auto-sharding model sizes a layout (op_strategies.cc). A plan read from
+    // JSON carries no bytes per op: its chains are found, their bytes are 0.
+    const int64_t shard = TensorBytes(graph.op(t)) / ShardCount(c->accumulate_spec, mesh_shape);
+    out.saved_bytes += std::max<int64_t>(0, full - shard);
     out.transient_bytes = std::max(out.transient_bytes, full);
     out.moved_seconds += update_seconds;
     for (int32_t i : c->collectives) {
