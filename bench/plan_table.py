@@ -7,7 +7,7 @@ stages, the compile split and the peak memory per device.
 
 The rows come from `alpa models` (the presets with a GPU count). G GPUs are one p3.16xlarge host
 of G devices when G <= 8, else G/8 hosts of 8. Stages read "count x (hosts,devices per host)
-logical mesh tp<tensor parallel> dp<data parallel>" (plus zero / zero2 / remat / sel-remat when set) for each run of
+logical mesh tp<tensor parallel> dp<data parallel>" (plus zero / zero2 / zero3 / remat / sel-remat when set) for each run of
 identical consecutive stages. "wall" is the call's wall time as measured here (process start,
 graph build and JSON included); rows that fail show the error instead of the plan. The in-run
 baseline of the C++ benchmark (build/bin/planner_bench) is not repeated here.
@@ -47,7 +47,9 @@ def stage_text(stage):
     host, dev = stage["submesh"]
     mesh = ",".join(str(m) for m in stage["logical_mesh"])
     text = f"({host},{dev}) ({mesh}) tp{stage['tensor_parallel']} dp{stage['data_parallel']}"
-    if stage.get("shard_gradients"):
+    if stage.get("shard_parameters"):
+        text += " zero3"
+    elif stage.get("shard_gradients"):
         text += " zero2"
     elif stage.get("zero"):
         text += " zero"

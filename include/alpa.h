@@ -929,6 +929,12 @@ typedef struct alpa_plan_options alpa_plan_options;
  * is a stage option where it lets a stage fit in fewer bytes (docs/planner.md); 0: ZeRO-1 at
  * most */
 #define ALPA_PLAN_OPT_ZERO2 322
+/** 0/1, default 1: ZeRO-3 (a weight held as shards over the data-parallel devices and
+ * all-gathered where the forward and backward read it, every microbatch) is a per-weight choice
+ * of the intra-op solves, taken where a memory level's budget makes the gathers pay (stage info's
+ * zero is then 3; docs/planner.md); 0: every weight is read in the layout it is stored in. The
+ * Megatron baseline grid tries ZeRO-3 unless this is 0 */
+#define ALPA_PLAN_OPT_ZERO3 323
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: none, full, or selective where there is attention */
 #define ALPA_REMAT_OFF 1
@@ -1053,7 +1059,9 @@ typedef struct alpa_stage_info {
   int64_t logical_mesh[2];                /**< unused entries 1 */
   int64_t devices;                        /**< submesh_hosts * submesh_devices_per_host */
   int64_t data_parallel, tensor_parallel; /**< degrees; product = devices */
-  int32_t zero;  /**< 1: optimizer state sharded over data-parallel devices; 2: gradients too */
+  int32_t zero;  /**< 1: optimizer state sharded over data-parallel devices; 2: gradients too;
+                    3: weights too, gathered where read (ZeRO-3; whether its gradients are held
+                    as shards as well: the plan JSON's shard_gradients) */
   int32_t remat; /**< 0 none, 1 forward recomputed, 2 attention cores */
   double latency_seconds;            /**< one microbatch, forward + backward */
   double iteration_overhead_seconds; /**< gradient synchronisation and update, once */

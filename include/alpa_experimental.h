@@ -119,8 +119,8 @@ typedef struct alpa_manual_plan {
   int32_t version; /**< 1 */
   /** 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
    * devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch
-   * and accumulated as shards; 3: the weights sharded too, gathered where each microbatch's
-   * forward and backward read them; no effect when data_parallel is 1. */
+   * and accumulated as shards; 3: as 2, with the weights sharded too, gathered where each
+   * microbatch's forward and backward read them; no effect when data_parallel is 1. */
   int32_t zero_stage;
   /** Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's
    * devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or
@@ -161,10 +161,10 @@ ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
  * dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
  * give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
  * of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
- * ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1 or 2 (1 and 2 only when dp > 1, 2 unless
- * ALPA_PLAN_OPT_ZERO2 is 0); remat off, full
- * and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used
- * otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
+ * ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1, 2 or 3 (1 to 3 only when dp > 1, 2 unless
+ * ALPA_PLAN_OPT_ZERO2 is 0, 3 unless ALPA_PLAN_OPT_ZERO3 is 0); remat off, full and (for graphs
+ * with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used otherwise as for
+ * alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
  * ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),
  * ALPA_ERR_INFEASIBLE (no grid point fits the device memory; the message names the least
  * memory-hungry one and what it needs), ALPA_ERR_CANCELLED. Caller frees *out with

@@ -360,7 +360,7 @@ ALPA_API int32_t alpa_plan_stage(alpa_stage_info* out, size_t element_size, cons
     info.devices = st->submesh.hosts * st->submesh.devices_per_host;
     info.data_parallel = st->data_parallel;
     info.tensor_parallel = st->tensor_parallel;
-    info.zero = st->shard_gradients ? 2 : st->zero ? 1 : 0;
+    info.zero = st->shard_parameters ? 3 : st->shard_gradients ? 2 : st->zero ? 1 : 0;
     info.remat = static_cast<int32_t>(st->remat);
     info.latency_seconds = st->latency;
     info.iteration_overhead_seconds = st->iteration_overhead;

@@ -19,6 +19,9 @@ namespace {
 const char* kMlp = "mlp:layers=4,hidden=16,batch=16,dtype=f32";
 const char* kMlpCe = "mlp:layers=3,hidden=16,batch=16,dtype=f32,loss=ce,bias=1";
 const char* kGpt = "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
+// Weights large against its activations: on 4 MiB devices only ZeRO-3 fits one stage of it.
+const char* kGptZero3 =
+    "gpt:layers=4,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kGpt4 = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5";
 // Activations wide enough across two hosts that the receiving stage takes 1/k per replica and
 // all-gathers the rest (a local all-gather, cross_mesh.h).
@@ -157,6 +160,13 @@ std::vector<EquivalenceCase> EquivalenceCases() {
   // ZeRO-3: the weights sharded over the data-parallel devices, gathered where they are read.
   cases.push_back(Manual(kGpt4, 1, 4, 2, 2, 1, 2, 3, kNo));  // 2x2
   cases.push_back(Manual(kMlp, 1, 4, 2, 1, 2, 4, 3, kNo));   // 2 stages
+  // The planner's ZeRO-3: one data-parallel stage on 4 MiB devices gathers its weights.
+  EquivalenceCase zero3 = Planned(kGptZero3, 1, 4, 2);
+  zero3.device_memory_bytes = int64_t{4} << 20;
+  zero3.pipeline_stages = 1;
+  zero3.max_tensor_parallel = 1;
+  zero3.name += "_zero3";
+  cases.push_back(zero3);
   return cases;
 }
 
@@ -171,6 +181,9 @@ Result<PlannedCase> PlanEquivalenceCase(const EquivalenceCase& c) {
   if (c.planner) {
     options.microbatches = c.microbatches;
     options.remat = c.remat;
+    if (c.device_memory_bytes > 0) options.device_memory_bytes = c.device_memory_bytes;
+    options.pipeline_stages = c.pipeline_stages;
+    options.max_tensor_parallel = c.max_tensor_parallel;
     plan = PlanPipeline(model.value(), cluster.value(), options);
   } else {
     plan = EvaluateManualPlan(model.value(), cluster.value(), c.manual, options);

@@ -26,11 +26,15 @@ struct EquivalenceCase {
   int64_t microbatches = 1;  // planner: fixed B
   RematMode remat = RematMode::kSearch;
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
+  // Planner only: the device memory to fit (0: the cluster's), and the pins.
+  int64_t device_memory_bytes = 0;
+  int32_t pipeline_stages = 0;
+  int64_t max_tensor_parallel = 0;
 };
 
 // Every family on the meshes 1x2, 2x1, 2x2, 1x4, 2x4, pipelines of 1 to 4 stages, ZeRO and
-// rematerialization on and off, 1F1B and GPipe, selective recomputation, ZeRO-2, ZeRO-3 and
-// transfers with a local all-gather: 81 cases on 2 to 8 devices.
+// rematerialization on and off, 1F1B and GPipe, selective recomputation, ZeRO-2, ZeRO-3 (manual
+// and planned) and transfers with a local all-gather: 83 cases on 2 to 8 devices.
 std::vector<EquivalenceCase> EquivalenceCases();
 
 struct PlannedCase {

@@ -139,7 +139,7 @@ int RunBaseline(const BaselineArgs& args) {
   }
   if (!manual && args.zero_given) {
     return ReportBadInput(
-        "--zero: applies to a manual plan (--dp/--tp/--pp); the search tries ZeRO 0, 1 and 2");
+        "--zero: applies to a manual plan (--dp/--tp/--pp); the search tries ZeRO 0, 1, 2 and 3");
   }
   if (!manual && args.tp_across_hosts) {
     return ReportBadInput(

@@ -26,6 +26,7 @@ struct PlanArgs {
   int32_t layers = 0;  // layer groups; 0: the graph's layers, at most DefaultLayerGroupCap
   std::string remat;   // "", "search", "off", "on", "selective"
   std::string zero2;   // "", "search", "off"
+  std::string zero3;   // "", "search", "off"
   // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
   int64_t pipeline_stages = 0, max_tensor_parallel = 0;
   bool no_tp_across_hosts = false;
@@ -96,6 +97,10 @@ int RunPlan(const PlanArgs& args) {
                                                            args.zero2.c_str(), &err) != ALPA_OK) {
     return ReportError(err, "--zero2");
   }
+  if (!args.zero3.empty() && alpa_plan_options_set_by_name(handles.options, "zero3",
+                                                           args.zero3.c_str(), &err) != ALPA_OK) {
+    return ReportError(err, "--zero3");
+  }
   if (int rc = SetPlannerOptions(handles.options, args.planner)) return rc;
   if (alpa_plan_options_set_double(handles.options, ALPA_PLAN_OPT_TIME_LIMIT_SECONDS,
                                    args.time_limit, &err) != ALPA_OK) {
@@ -156,6 +161,10 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_option("--zero2", args->zero2,
                    "ZeRO-2 (gradients reduce-scattered every microbatch, held as shards) as a "
                    "stage option where it lets a stage fit: search (default) or off");
+  plan->add_option("--zero3", args->zero3,
+                   "ZeRO-3 (a weight held as shards over the data-parallel devices, gathered where "
+                   "read every microbatch) as a per-weight choice of the intra-op solves under "
+                   "memory pressure: search (default) or off");
   plan->add_option("--pp", args->pipeline_stages,
                    "Pin: exactly this many pipeline stages (default 0: searched)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

@@ -261,7 +261,7 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
         std::to_string(info.data_parallel) + " x " + std::to_string(info.tensor_parallel);
     std::printf("%-5d %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", stage, layers.c_str(),
                 submesh.c_str(), mesh.c_str(), DeviceRuns(ids).c_str(), degrees.c_str(),
-                info.zero == 2 ? "2"
+                info.zero >= 2 ? std::to_string(info.zero).c_str()
                 : info.zero    ? "yes"
                                : "no",
                 info.remat == 2   ? "sel"

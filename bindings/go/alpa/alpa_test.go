@@ -644,6 +644,31 @@ const (
 	attentionCluster = "p3.16xlarge:hosts=1,devices_per_host=2"
 )
 
+func TestManualZeroStagesAreReportedPerStage(t *testing.T) {
+	defer noLeaks(t)()
+	cluster := openCluster(t, attentionCluster)
+	defer cluster.Close()
+	// dp 2 on two devices: stage 1 shards the optimizer state, 2 the gradients too, 3 the weights.
+	for zero := int32(0); zero <= 3; zero++ {
+		manual := alpa.DefaultManualPlan()
+		manual.DataParallel, manual.Microbatches, manual.ZeroStage = 2, 2, zero
+		plan, err := alpa.PlanModelManual(attentionModel, cluster, manual, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stages, err := plan.Stages()
+		plan.Close()
+		if err != nil || len(stages) != 1 {
+			t.Fatalf("zero %d: %d stages (%v)", zero, len(stages), err)
+		}
+		s := stages[0]
+		if s.ZeRO != (zero >= 1) || s.ShardGradients != (zero == 2) || s.ShardParameters != (zero == 3) {
+			t.Fatalf("zero %d: ZeRO %v, ShardGradients %v, ShardParameters %v", zero, s.ZeRO,
+				s.ShardGradients, s.ShardParameters)
+		}
+	}
+}
+
 func TestManualPlanWithSelectiveRecomputationReportsItPerStage(t *testing.T) {
 	defer noLeaks(t)()
 	cluster := openCluster(t, attentionCluster)

@@ -88,7 +88,7 @@ func (x *Graph) Plan(cluster *Cluster, opts *PlanOptions) (*Plan, error) {
 
 // ManualPlan is a pipeline configuration stated Megatron-LM style (experimental).
 type ManualPlan struct {
-	ZeroStage        int32 // 0: off; 1: optimizer state sharded over data-parallel devices; 3: weights too
+	ZeroStage        int32 // 0: off; 1: optimizer state sharded over data-parallel devices; 2: gradients too; 3: weights too
 	DataParallel     int64 // dp x tp x pp = the cluster's devices
 	TensorParallel   int64
 	PipelineParallel int64
@@ -282,6 +282,7 @@ type Stage struct {
 	TensorParallel           int64
 	ZeRO                     bool    // optimizer state sharded over the data-parallel devices
 	ShardGradients           bool    // ZeRO-2: gradients reduce-scattered per microbatch, held as shards
+	ShardParameters          bool    // ZeRO-3: weights held as shards, gathered where read
 	Recompute                Remat   // RematOff, RematOn (full) or RematSelective (attention cores)
 	Remat                    bool    // anything recomputed in the backward (full or selective)
 	LatencySeconds           float64 // one microbatch, forward + backward
@@ -317,7 +318,7 @@ func (x *Plan) Stage(i int) (Stage, error) {
 		SubmeshHosts: int64(info.submesh_hosts), SubmeshDevicesPerHost: int64(info.submesh_devices_per_host),
 		LogicalMesh: mesh, Devices: toInt64s(devices),
 		DataParallel: int64(info.data_parallel), TensorParallel: int64(info.tensor_parallel),
-		ZeRO: info.zero != 0, ShardGradients: info.zero == 2, Recompute: recomputeFromC(info.remat), Remat: info.remat != 0,
+		ZeRO: info.zero != 0, ShardGradients: info.zero == 2, ShardParameters: info.zero == 3, Recompute: recomputeFromC(info.remat), Remat: info.remat != 0,
 		LatencySeconds: float64(info.latency_seconds), IterationOverheadSeconds: float64(info.iteration_overhead_seconds),
 		MemoryBytes: int64(info.memory_bytes), InFlight: int64(info.in_flight),
 	}, nil

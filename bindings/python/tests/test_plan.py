@@ -143,6 +143,23 @@ def test_zero2_option():
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, zero2="maybe")
 
 
+ZERO3_MODEL = "gpt:layers=4,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5"
+ZERO3_CLUSTER = "p3.16xlarge:hosts=1,devices_per_host=4"
+
+
+def test_zero3_option():
+    # One data-parallel stage on 4 MiB devices fits only with its weights held as shards and
+    # gathered where read; off, nothing fits; a bad value names the option.
+    pins = dict(microbatches=2, pipeline_stages=1, max_tensor_parallel=1, device_memory="4MiB")
+    with alpa.plan(ZERO3_MODEL, ZERO3_CLUSTER, **pins) as on:
+        assert [s.shard_parameters for s in on.stages] == [True]
+        assert on.stages[0].zero and on.prediction.peak_memory_bytes <= 4 << 20
+    with pytest.raises(alpa.InfeasibleError):
+        alpa.plan(ZERO3_MODEL, ZERO3_CLUSTER, zero3=False, **pins)
+    with pytest.raises(alpa.InvalidArgumentError, match="zero3"):
+        alpa.plan(SMALL_MODEL, SMALL_CLUSTER, zero3="maybe")
+
+
 def test_infeasible_plan_says_what_fits():
     with pytest.raises(alpa.InfeasibleError) as info:
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, device_memory="1MiB", microbatches=1)

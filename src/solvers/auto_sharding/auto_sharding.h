@@ -77,6 +77,11 @@ struct AutoShardOptions {
   // With zero == kForce: the parameters too are laid out with the fewest copies (ZeRO-3: each
   // device holds a shard of every weight, gathered where the forward and backward read it).
   bool zero_parameters = false;
+  // With zero != kOff: a weight may be stored split and all-gathered where the forward and
+  // backward read it, per microbatch (ZeRO-3 / FSDP, chosen per weight where a memory budget
+  // makes it pay). false reads every weight in the layout it is stored in (ZeRO-1/2 at most),
+  // unless zero_parameters forces the gathers.
+  bool gather_parameters = true;
   bool allow_all_gather = true;                // resharding may use all-gathers
   bool allow_all_to_all = true;                // resharding may use all-to-alls
   std::optional<int64_t> memory_budget_bytes;  // per device; none: no memory constraint

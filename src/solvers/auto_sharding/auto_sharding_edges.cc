@@ -12,14 +12,18 @@ namespace {
 using Restriction = ReshardCostCache::Restriction;
 
 // Without ZeRO, a weight is read in the layout it is stored in (gathering it per use is
-// ZeRO-3 / FSDP), and gradients are all-reduced (reduce-scattering them is the ZeRO rewrite).
+// ZeRO-3 / FSDP, which options.gather_parameters can leave out of ZeRO), and gradients are
+// all-reduced (reduce-scattering them is the ZeRO rewrite).
 Restriction ReshardRestriction(const AutoShardModel& model, int32_t u,
                                const AutoShardOptions& options) {
-  if (options.zero != ZeroMode::kOff) return Restriction::kNone;
   const Op& op = model.graph->op(u);
-  if (op.kind == OpKind::kParameter && op.role == TensorRole::kParameter) {
-    return Restriction::kLocalOnly;
+  const bool weight = op.kind == OpKind::kParameter && op.role == TensorRole::kParameter;
+  if (options.zero != ZeroMode::kOff) {
+    return weight && !options.gather_parameters && !options.zero_parameters
+               ? Restriction::kLocalOnly
+               : Restriction::kNone;
   }
+  if (weight) return Restriction::kLocalOnly;
   return model.gradient_like[static_cast<size_t>(u)] ? Restriction::kNoReduceScatter
                                                      : Restriction::kNone;
 }

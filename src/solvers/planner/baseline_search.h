@@ -10,14 +10,14 @@
 //   - dp = D / (tp * pp);
 //   - microbatches B: powers of two dividing N, from pp (fewer would leave stages idle) up to
 //     options.max_microbatches (1024), with dp dividing N / B; options.microbatches fixes B;
-//   - ZeRO stage 0, 1 or 2 (1 and 2 only when dp > 1, 2 unless options.search_zero2 is off;
-//     stages 1 and 2 share their solves);
+//   - ZeRO stage 0, 1, 2 or 3 (1-3 only when dp > 1, 2 unless options.search_zero2 is off, 3
+//     unless options.search_zero3 is off; stages 1 and 2 share their solves);
 //   - remat off and on (options.remat fixes it).
 // Microbatch counts are evaluated from the largest down, and a configuration (dp, tp, pp, ZeRO,
 // remat) that does not fit the device memory with B microbatches is not tried with fewer
 // (larger microbatches hold more activations; counted in `pruned`).
 // On p3.16xlarge with GPT (32 layers, batch 1024) that is 10 (tp, pp) pairs on one host and 14
-// on two, times up to 11 B, 3 ZeRO and 2 remat choices. Intra-op solves are shared between grid
+// on two, times up to 11 B, 4 ZeRO and 2 remat choices. Intra-op solves are shared between grid
 // points (ManualPlanEvaluator caches them per piece type, B, mesh, batch dim and ZeRO; remat and
 // the stage count only change the composition) and run on options.threads threads.
 #pragma once

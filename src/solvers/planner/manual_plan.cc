@@ -76,9 +76,9 @@ MeshKey MeshOf(const ManualPlanSpec& spec, const Cluster& cluster) {
   return k;
 }
 
-// ZeRO-2: gradients reduce-scattered per microbatch and accumulated as shards.
+// ZeRO-2 and 3: gradients reduce-scattered per microbatch and accumulated as shards.
 bool ShardsGradients(const ManualPlanSpec& spec) {
-  return spec.zero_stage == 2 && spec.data_parallel > 1;
+  return spec.zero_stage >= 2 && spec.data_parallel > 1;
 }
 
 Status CheckSpec(const ManualPlanSpec& spec, const Cluster& cluster, int64_t global_batch) {
@@ -365,6 +365,7 @@ struct ManualPlanEvaluator::Impl {
     o.replicate_indivisible_inputs = true;  // CheckSpec: dp divides the microbatch
     o.zero = key.zero;
     o.zero_parameters = key.zero_parameters;
+    o.gather_parameters = key.zero_parameters;  // ZeRO-1 and 2 keep the weights whole
     o.solve.threads = 1;
     o.solve.deterministic = true;
     o.solve.deterministic_searches = 1;  // the solves themselves run side by side
@@ -723,6 +724,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
     st.tensor_parallel = per_stage / std::max<int64_t>(1, st.data_parallel);
     st.zero = resolved_spec.mesh.zero == ZeroMode::kForce;
     st.shard_gradients = ShardsGradients(spec);
+    st.shard_parameters = st.zero && spec.zero_stage == 3;
     plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
     plan.stages.push_back(std::move(st));
   }

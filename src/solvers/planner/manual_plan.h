@@ -21,7 +21,8 @@
 //     it, since CheckSpec made dp divide the microbatch), ZeRO
 //     forced (optimizer state sharded over every mesh dim that can split it) for zero_stage >= 1
 //     and dp > 1, else off, and iteration_weight 1 / microbatches. ZeRO stage 2 is the stage 1
-//     solve with its gradient chains sharded (gradient_sharding.h, shard_gradients). The solver
+//     solve with its gradient chains sharded (gradient_sharding.h, shard_gradients), stage 3
+//     the same on a solve with the weights sharded (zero_parameters). The solver
 //     then picks the layout on the tensor-parallel dim: Megatron's hand partitioning, or whatever
 //     the cost model says is cheaper there (with dp = 1 that may include splitting the batch; the
 //     stage then reports the degrees the solver realised, as the planner does).
@@ -57,10 +58,12 @@ struct ManualPlanSpec {
   int64_t microbatches = 1;
   // 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
   // devices (AutoShard's ZeroMode::kForce; gradients are reduce-scattered where the solver
-  // finds that cheaper); 3: the weights sharded too, gathered where they are read in every
-  // microbatch's forward and backward (AutoShardOptions::zero_parameters); 2: as 1, and the
-  // gradients the solve reduce-scatters are reduce-scattered every microbatch and accumulated
-  // as shards (gradient_sharding.h). No effect when data_parallel == 1.
+  // finds that cheaper; every weight is read in the layout it is stored in, gather_parameters
+  // off); 2: as 1, and the gradients the solve reduce-scatters are reduce-scattered every
+  // microbatch and accumulated as shards (gradient_sharding.h); 3: as 2 on a solve whose
+  // weights are sharded too, gathered where they are read in every microbatch's forward and
+  // backward (AutoShardOptions::zero_parameters; DeepSpeed's stage 3). No effect when
+  // data_parallel == 1.
   int32_t zero_stage = 0;
   bool tensor_inside_host = true;      // tp on the fast mesh dim (dim 1); else dp there
   Recompute remat = Recompute::kNone;  // per-layer recomputation in every stage

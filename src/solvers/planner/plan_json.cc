@@ -170,6 +170,7 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
                   {"tensor_parallel", st.tensor_parallel},
                   {"zero", st.zero},
                   {"shard_gradients", st.shard_gradients},
+                  {"shard_parameters", st.shard_parameters},
                   {"remat", RecomputeJson(st.remat)},
                   {"memory_level", st.memory_level},
                   {"latency_seconds", st.latency},

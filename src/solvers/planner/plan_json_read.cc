@@ -142,6 +142,10 @@ Status ReadStageFields(const Json& j, const std::string& path, PlannedStage* st)
   if (j.contains("shard_gradients")) {
     ALPA_RETURN_IF_ERROR(Bool(j, path, "shard_gradients", &st->shard_gradients));
   }
+  // Nor "shard_parameters" (ZeRO-3), which the layouts of such a plan's weights show.
+  if (j.contains("shard_parameters")) {
+    ALPA_RETURN_IF_ERROR(Bool(j, path, "shard_parameters", &st->shard_parameters));
+  }
   ALPA_RETURN_IF_ERROR(ReadRecompute(j, path, &st->remat));
   ALPA_RETURN_IF_ERROR(Int32(j, path, "memory_level", 0, kInt32Max, &st->memory_level));
   ALPA_RETURN_IF_ERROR(Double(j, path, "latency_seconds", &st->latency));

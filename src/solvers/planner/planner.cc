@@ -30,22 +30,6 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Whether some optimizer state is split over a mesh dim that also splits the batch.
-bool ShardsOptimizerState(const Subgraph& sub, const AutoShardResult& r) {
-  const std::vector<int32_t> batch_dims = BatchMeshDims(sub, r);
-  if (batch_dims.empty()) return false;
-  for (int32_t v = 0; v < sub.graph.size(); ++v) {
-    const Op& op = sub.graph.op(v);
-    if (op.kind != OpKind::kParameter || op.role != TensorRole::kOptimizerState) continue;
-    for (const auto& dims : r.ops[static_cast<size_t>(v)].result.dims) {
-      for (int32_t d : dims) {
-        if (std::find(batch_dims.begin(), batch_dims.end(), d) != batch_dims.end()) return true;
-      }
-    }
-  }
-  return false;
-}
-
 struct Attempt {
   bool feasible = false;
   PipelinePlan plan;
@@ -264,6 +248,9 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     st.zero = std::any_of(st.pieces.begin(), st.pieces.end(), [](const StagePiece& sp) {
       return ShardsOptimizerState(*sp.subgraph, *sp.sharding);
     });
+    st.shard_parameters = std::any_of(st.pieces.begin(), st.pieces.end(), [](const StagePiece& sp) {
+      return GathersWeights(*sp.subgraph, *sp.sharding);
+    });
     st.shard_gradients = config.shard_gradients;
     plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
     plan.stages.push_back(std::move(st));
@@ -369,6 +356,20 @@ Result<PipelinePlan> RankDpAnswer(const Graph& graph, const StageCostTable& stag
   return chosen;
 }
 
+// The stage DP's input: the table's candidates for its microbatch count.
+StageDpInput MakeStageDpInput(const StageCostTable& table, const LayerClustering& clustering,
+                              const Cluster& cluster, int32_t pipeline_stages) {
+  StageDpInput input;
+  input.num_layers = clustering.num_layers;
+  input.hosts = cluster.hosts;
+  input.devices_per_host = cluster.devices_per_host;
+  input.submeshes = table.submeshes;
+  input.candidates = table.candidates;
+  input.microbatches = table.microbatches;
+  input.min_stages = input.max_stages = pipeline_stages;
+  return input;
+}
+
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
                                     const PlannerOptions& options, int64_t microbatches,
                                     int64_t device_memory, PlannerCall& call) {
@@ -419,6 +420,11 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
     if (!report("estimate")) return Status(StatusCode::kCancelled, "planning cancelled");
     return Status::Ok();
   };
+  run.fits = [&](const StageCostTable& t) {
+    Result<StageDpResult> dp =
+        SolveStageDp(MakeStageDpInput(t, clustering, cluster, options.pipeline_stages));
+    return !dp.ok() || dp.value().feasible;  // an error is reported by the DP that follows
+  };
   Result<StageCostTable> table =
       BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, run);
   if (!table.ok()) return table.status();
@@ -435,14 +441,8 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
 
   if (!report("dp")) return Status(StatusCode::kCancelled, "planning cancelled");
   phase = Clock::now();
-  StageDpInput input;
-  input.num_layers = clustering.num_layers;
-  input.hosts = cluster.hosts;
-  input.devices_per_host = cluster.devices_per_host;
-  input.submeshes = stage_costs.submeshes;
-  input.candidates = stage_costs.candidates;
-  input.microbatches = microbatches;
-  input.min_stages = input.max_stages = options.pipeline_stages;
+  const StageDpInput input =
+      MakeStageDpInput(stage_costs, clustering, cluster, options.pipeline_stages);
   Result<StageDpResult> solved = SolveStageDp(input);
   if (!solved.ok()) return solved.status();
   const StageDpResult& dp = solved.value();

@@ -73,6 +73,11 @@ struct PlannerOptions {
   // ZeRO-2 (gradients reduce-scattered per microbatch, accumulated as shards) as a stage
   // option where it lets a stage fit (stage_costs.h); false: stages are ZeRO-1 at most.
   bool search_zero2 = true;
+  // ZeRO-3 (weights held as shards over the data-parallel devices, all-gathered where read each
+  // microbatch) as a per-weight choice of the intra-op solves, which take it where a memory
+  // level's budget makes the gathers pay (AutoShardOptions::gather_parameters); false: every
+  // weight is read in the layout it is stored in.
+  bool search_zero3 = true;
   // Pins: what the user knows, each pruning the search.
   // Exactly this many pipeline stages (0: searched). Submeshes too large to leave every other
   // stage a device, and layer ranges too long to leave every other stage a layer group, are
@@ -142,6 +147,11 @@ struct PlannedStage {
   // ZeRO-2: gradients reduce-scattered every microbatch and accumulated as shards
   // (gradient_sharding.h); implies zero.
   bool shard_gradients = false;
+  // ZeRO-3 (FSDP): some weights held as shards over the data-parallel devices and all-gathered
+  // where the forward and backward read them. The intra-op solve chooses it per weight, where a
+  // memory level's budget makes the per-microbatch all-gathers pay (planner); a manual plan's
+  // zero_stage 3 forces it on every weight.
+  bool shard_parameters = false;
   std::vector<StagePiece> pieces;
 };
 

@@ -40,6 +40,30 @@ std::vector<int32_t> BatchMeshDims(const Subgraph& sub, const AutoShardResult& r
   return {};
 }
 
+bool ShardsOptimizerState(const Subgraph& sub, const AutoShardResult& r) {
+  const std::vector<int32_t> batch_dims = BatchMeshDims(sub, r);
+  if (batch_dims.empty()) return false;
+  for (int32_t v = 0; v < sub.graph.size(); ++v) {
+    const Op& op = sub.graph.op(v);
+    if (op.kind != OpKind::kParameter || op.role != TensorRole::kOptimizerState) continue;
+    for (const auto& dims : r.ops[static_cast<size_t>(v)].result.dims) {
+      for (int32_t d : dims) {
+        if (std::find(batch_dims.begin(), batch_dims.end(), d) != batch_dims.end()) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool GathersWeights(const Subgraph& sub, const AutoShardResult& r) {
+  for (const PlannedCollective& c : r.collectives) {
+    if (c.inside_op || c.gradient_sync || c.tensor < 0) continue;
+    const Op& op = sub.graph.op(c.tensor);
+    if (op.kind == OpKind::kParameter && op.role == TensorRole::kParameter) return true;
+  }
+  return false;
+}
+
 int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
                            const std::vector<int64_t>& mesh_shape) {
   int64_t degree = 1;
@@ -344,6 +368,7 @@ AutoShardOptions IntraOpOptions(const PlannerOptions& options, int64_t microbatc
   // data-parallel devices costs the same collectives as an all-reduce and divides the update
   // and the state's memory.
   shard.zero = ZeroMode::kSearch;
+  shard.gather_parameters = options.search_zero3;
   return shard;
 }
 
@@ -407,30 +432,35 @@ int32_t MostPiecesPerGroup(const StageCostTable& table, int32_t groups) {
   return most;
 }
 
-// The memory budget of the next level after `last` (at a peak of `peak` bytes) on `mesh`, or
-// nullopt when a stage of such pieces already fits the device.
-std::optional<int64_t> NextLevelBudget(const IntraOpContext& ctx, const LogicalMesh& mesh,
-                                       const UnitProfile& last) {
+// The pieces a stage on `mesh` holds, for sizing memory levels: at least the largest layer
+// group, and in a balanced pipeline a one-host stage's share of the devices (capped at one
+// host so that the big multi-host meshes, rarely memory-bound, do not multiply the solves).
+int64_t PiecesPerStage(const IntraOpContext& ctx, const LogicalMesh& mesh) {
   const Cluster& cluster = ctx.cluster;
-  const int64_t peak = last.one_microbatch_peak();
-  // The pieces a stage holds: at least the largest layer group, and in a balanced pipeline a
-  // one-host stage's share of the devices (capped at one host so that the big multi-host
-  // meshes, rarely memory-bound, do not multiply the solves).
   const int64_t devices = std::min(mesh.num_devices(), cluster.devices_per_host);
   const int64_t share =
       (static_cast<int64_t>(ctx.table.piece_marker.size()) * devices + cluster.num_devices() - 1) /
       cluster.num_devices();
-  const int64_t held = std::max<int64_t>(ctx.most_pieces_per_group, share);
+  return std::max<int64_t>(ctx.most_pieces_per_group, share);
+}
+
+// The memory budget of the next level after `last` (at a peak of `peak` bytes) on `mesh`, or
+// nullopt when a stage of such pieces already fits the device.
+std::optional<int64_t> NextLevelBudget(const IntraOpContext& ctx, const LogicalMesh& mesh,
+                                       const UnitProfile& last) {
+  const int64_t peak = last.one_microbatch_peak();
+  const int64_t held = PiecesPerStage(ctx, mesh);
   // Such a stage's memory with one microbatch in flight: the pieces' persistent and
   // activation bytes add up, working memory does not.
   const int64_t working = last.one_microbatch_working();
-  if ((Int128{last.persistent_bytes} + last.activation_bytes) * held + working <=
-      cluster.device.memory_bytes) {
+  // The memory to fit: the planner's (PlannerOptions::device_memory_bytes or the device's).
+  const int64_t device_memory = ctx.table.device_memory;
+  if ((Int128{last.persistent_bytes} + last.activation_bytes) * held + working <= device_memory) {
     return std::nullopt;
   }
   // Aim straight at the budget that makes such a stage fit, cutting the peak by at most 8x
   // per level.
-  const int64_t target = (cluster.device.memory_bytes - working) / held + working;
+  const int64_t target = (device_memory - working) / held + working;
   return std::max<int64_t>(std::min<int64_t>(target, peak - 1), peak / 8);
 }
 
@@ -439,14 +469,9 @@ struct SolveCounters {
   std::atomic<bool> cut_by_deadline{false};  // some solve was not started for the deadline
 };
 
-// The memory levels of piece type `type` on mesh `mesh_index`: solves at shrinking budgets
-// until a stage fits, a budget is infeasible or the peak stops falling by 10%.
-Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_index,
-                         std::vector<UnitProfile>& levels, SolveCounters& counters) {
-  const int32_t rep = ctx.type_rep[static_cast<size_t>(type)];
-  const Subgraph& sub = *ctx.table.piece_graph[static_cast<size_t>(rep)];
-  const Graph& piece = sub.graph;
-  const LogicalMesh& mesh = ctx.meshes[mesh_index];
+// The auto-sharding options of a piece's solves on mesh `mesh_index` (before a memory budget
+// or a warm start).
+AutoShardOptions LevelOptions(const IntraOpContext& ctx, const Subgraph& sub, size_t mesh_index) {
   AutoShardOptions shard = IntraOpOptions(ctx.options, ctx.microbatches);
   // Other pieces read these as inputs: the solve prices leaving them partial sums.
   shard.handed_off_outputs = HandedOffOutputs(sub);
@@ -456,6 +481,70 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
   // forced split does not divide it; a batch the split does not divide is replicated too, which
   // the cost model prices as redundant work.
   shard.replicate_indivisible_inputs = true;
+  return shard;
+}
+
+// Whether piece type `type` on mesh `mesh_index`, solved to `levels`, takes ZeRO-3's level: the
+// batch is split over the mesh, and at the last level the weights, gradients and optimizer
+// state of a stage of such pieces alone leave no room (recomputation shrinks the rest).
+bool Zero3LevelApplies(const IntraOpContext& ctx, int32_t type, size_t mesh_index,
+                       const std::vector<UnitProfile>& levels) {
+  if (levels.empty() || !levels.back().sharding) return false;
+  const UnitProfile& last = levels.back();
+  if (Int128{last.persistent_bytes} * PiecesPerStage(ctx, ctx.meshes[mesh_index]) +
+          last.one_microbatch_working() <=
+      ctx.table.device_memory) {
+    return false;
+  }
+  const Subgraph& sub =
+      *ctx.table.piece_graph[static_cast<size_t>(ctx.type_rep[static_cast<size_t>(type)])];
+  return !BatchMeshDims(sub, *last.sharding).empty();
+}
+
+// ZeRO-3 as one more level after the budgets (PlannerOptions::search_zero3), where
+// Zero3LevelApplies: the solve with every weight (and the optimizer state) held with the fewest
+// copies, gathered where read each microbatch. Kept when it cuts the peak by 10 % as a level
+// must.
+Status SolveZero3Level(const IntraOpContext& ctx, int32_t type, size_t mesh_index,
+                       std::vector<UnitProfile>& levels, SolveCounters& counters) {
+  if (!Zero3LevelApplies(ctx, type, mesh_index, levels)) return Status::Ok();
+  const Subgraph& sub =
+      *ctx.table.piece_graph[static_cast<size_t>(ctx.type_rep[static_cast<size_t>(type)])];
+  const LogicalMesh& mesh = ctx.meshes[mesh_index];
+  const UnitProfile& last = levels.back();
+  const double left = SecondsLeft(ctx);
+  if (!(left > 0)) {
+    counters.cut_by_deadline = true;
+    return Status::Ok();
+  }
+  AutoShardOptions shard = LevelOptions(ctx, sub, mesh_index);
+  shard.zero = ZeroMode::kForce;
+  shard.zero_parameters = true;
+  shard.solve.time_limit_seconds = std::min(ctx.options.intra_op_time_limit_seconds, left);
+  Result<UnitProfile> profile = ProfileUnit(sub.graph, mesh, ctx.cluster, shard);
+  counters.solves.fetch_add(1);
+  if (!profile.ok()) {
+    if (ctx.options.cancel && ctx.options.cancel->load()) {
+      return Status(StatusCode::kCancelled, "planning cancelled");
+    }
+    return Status::Ok();  // no layout of this piece holds every weight sharded
+  }
+  if (profile.value().sharding->status == SolveStatus::kOptimal) counters.proven.fetch_add(1);
+  if (profile.value().one_microbatch_peak() * 10 < last.one_microbatch_peak() * 9) {
+    levels.push_back(std::move(profile).value());
+  }
+  return Status::Ok();
+}
+
+// The memory levels of piece type `type` on mesh `mesh_index`: solves at shrinking budgets
+// until a stage fits, a budget is infeasible or the peak stops falling by 10%.
+Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_index,
+                         std::vector<UnitProfile>& levels, SolveCounters& counters) {
+  const int32_t rep = ctx.type_rep[static_cast<size_t>(type)];
+  const Subgraph& sub = *ctx.table.piece_graph[static_cast<size_t>(rep)];
+  const Graph& piece = sub.graph;
+  const LogicalMesh& mesh = ctx.meshes[mesh_index];
+  AutoShardOptions shard = LevelOptions(ctx, sub, mesh_index);
   UseWarmStart(ctx, type, mesh_index, shard);
   for (int32_t level = 0; level <= ctx.options.memory_levels; ++level) {
     // Past the deadline no solve starts; one that starts ends at it at the latest.
@@ -573,6 +662,40 @@ Status SolveIntraOp(const IntraOpContext& ctx, StageCostTable& table,
   table.solves = counters.solves.load();
   table.proven = counters.proven.load();
   table.time_limit_reached = counters.cut_by_deadline.load();
+  return Status::Ok();
+}
+
+// Whether some piece type on some mesh takes ZeRO-3's level.
+bool AnyZero3Level(const IntraOpContext& ctx, const StageCostTable& table) {
+  for (size_t type = 0; type < table.solutions.size(); ++type) {
+    for (size_t m = 0; m < table.solutions[type].size(); ++m) {
+      if (Zero3LevelApplies(ctx, static_cast<int32_t>(type), m, table.solutions[type][m])) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// ZeRO-3's level (SolveZero3Level) for every piece type on every mesh, in parallel; adds its
+// solves to the table's counts.
+Status SolveZero3Levels(const IntraOpContext& ctx, StageCostTable& table) {
+  const int32_t types = static_cast<int32_t>(ctx.type_rep.size());
+  const int64_t tasks = static_cast<int64_t>(types) * static_cast<int64_t>(ctx.meshes.size());
+  SolveCounters counters;
+  Status st = RunParallel(tasks, ResolveThreadCount(ctx.options.threads), [&](int64_t task) {
+    if (ctx.options.cancel && ctx.options.cancel->load()) {
+      return Status(StatusCode::kCancelled, "planning cancelled");
+    }
+    const int32_t type = static_cast<int32_t>(task % types);
+    const size_t mesh_index = static_cast<size_t>(task / types);
+    return SolveZero3Level(ctx, type, mesh_index,
+                           table.solutions[static_cast<size_t>(type)][mesh_index], counters);
+  });
+  if (!st.ok()) return st;
+  table.solves += counters.solves.load();
+  table.proven += counters.proven.load();
+  table.time_limit_reached = table.time_limit_reached || counters.cut_by_deadline.load();
   return Status::Ok();
 }
 
@@ -804,7 +927,9 @@ PlannerWorkEstimate EstimateIntraOpWork(const PlannerOptions& options, int64_t p
   e.piece_types = piece_types;
   e.logical_meshes = logical_meshes;
   e.solves_per_count = SaturatingProduct(piece_types, logical_meshes);
-  const int64_t levels = static_cast<int64_t>(options.memory_levels) + 1;
+  // The budget levels, and ZeRO-3's level after them.
+  const int64_t levels =
+      static_cast<int64_t>(options.memory_levels) + (options.search_zero3 ? 2 : 1);
   e.max_solves_per_count = SaturatingProduct(e.solves_per_count, levels);
   e.microbatch_counts = microbatch_counts;
   e.solves = SaturatingProduct(e.solves_per_count, microbatch_counts);
@@ -815,6 +940,37 @@ PlannerWorkEstimate EstimateIntraOpWork(const PlannerOptions& options, int64_t p
   e.stage_candidates = SaturatingProduct(configs, ranges);
   return e;
 }
+
+namespace {
+
+// The configs and stage candidates of the table's solutions (from scratch: again after more
+// solves).
+Status ComposeCandidates(StageCostTable& table, const StagePieces& pieces,
+                         const StageMeshes& meshes, const PlannerOptions& options, int32_t groups) {
+  table.configs.clear();
+  table.mesh_of_config.clear();
+  table.zero2_config.clear();
+  table.candidates.clear();
+  table.candidate_memory.clear();
+  table.candidate_forward_latency.clear();
+  table.pruned = 0;
+  AddConfigs(table, meshes, options.remat, options.search_zero2);
+  if (table.configs.empty()) {
+    return Status(StatusCode::kTimeout,
+                  "the time limit came before every layer piece type was auto-sharded on some "
+                  "logical mesh (B=" +
+                      std::to_string(table.microbatches) + ")");
+  }
+  Result<std::vector<double>> edge_cost = PieceEdgeCosts(table, pieces);
+  if (!edge_cost.ok()) return edge_cost.status();
+  const int32_t max_groups =
+      options.pipeline_stages > 0 ? groups - (options.pipeline_stages - 1) : groups;
+  AddCandidates(table, pieces.edges, edge_cost.value(), groups, max_groups);
+  PruneDominatedCandidates(table);
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering& clustering,
                                        const Cluster& cluster, const PlannerOptions& options,
@@ -865,20 +1021,14 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
   if (run.warm_starts) KeepWarmStarts(ctx, *run.warm_starts);
 
-  AddConfigs(table, meshes.value(), options.remat, options.search_zero2);
-  if (table.configs.empty()) {
-    return Status(StatusCode::kTimeout,
-                  "the time limit came before every layer piece type was auto-sharded on some "
-                  "logical mesh (B=" +
-                      std::to_string(microbatches) + ")");
+  ALPA_RETURN_IF_ERROR(
+      ComposeCandidates(table, pieces, meshes.value(), options, clustering.num_layers));
+  // ZeRO-3's level only where nothing fits without it: it never makes a stage faster.
+  if (options.search_zero3 && run.fits && AnyZero3Level(ctx, table) && !run.fits(table)) {
+    ALPA_RETURN_IF_ERROR(SolveZero3Levels(ctx, table));
+    ALPA_RETURN_IF_ERROR(
+        ComposeCandidates(table, pieces, meshes.value(), options, clustering.num_layers));
   }
-  Result<std::vector<double>> edge_cost = PieceEdgeCosts(table, pieces);
-  if (!edge_cost.ok()) return edge_cost.status();
-  const int32_t max_groups = options.pipeline_stages > 0
-                                 ? clustering.num_layers - (options.pipeline_stages - 1)
-                                 : clustering.num_layers;
-  AddCandidates(table, pieces.edges, edge_cost.value(), clustering.num_layers, max_groups);
-  PruneDominatedCandidates(table);
   return table;
 }
 

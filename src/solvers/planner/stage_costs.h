@@ -163,6 +163,13 @@ int64_t DataParallelDegree(const Subgraph& sub, const AutoShardResult& r,
 // The mesh dims that split the batch of that input (empty when it has none or splits nothing).
 std::vector<int32_t> BatchMeshDims(const Subgraph& sub, const AutoShardResult& r);
 
+// ZeRO-1: whether some optimizer state is split over a mesh dim that also splits the batch.
+bool ShardsOptimizerState(const Subgraph& sub, const AutoShardResult& r);
+
+// ZeRO-3 / FSDP: whether some weight is stored in a layout its readers gather it from (a
+// resharding collective on the weight outside the gradient synchronisation and the update).
+bool GathersWeights(const Subgraph& sub, const AutoShardResult& r);
+
 // Whether a piece solved on `mesh_shape` over `submesh` keeps its tensor parallelism inside
 // hosts: every mesh dim of size > 1 that does not split the batch is the last dim and its groups
 // lie in one host (devices are numbered host by host, the last dim fastest). True on one host.
@@ -252,6 +259,12 @@ struct StageCostRun {
   // Read by the solves and updated with this count's solutions after them; null: every solve
   // starts cold.
   IntraOpWarmStarts* warm_starts = nullptr;
+  // With PlannerOptions::search_zero3: whether the stage DP finds a plan among a table's
+  // candidates. Where it does not, every piece type whose stage would not fit for its weights,
+  // gradients and optimizer state alone gains one more level on each mesh that splits the
+  // batch: the solve with every weight held as shards and gathered where read (ZeRO-3), and
+  // the candidates are composed again. Unset: no such level.
+  std::function<bool(const StageCostTable&)> fits;
 };
 
 // Logical meshes are solved on from the largest submesh down (every piece type on one mesh

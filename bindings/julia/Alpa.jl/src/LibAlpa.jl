@@ -290,6 +290,12 @@ const ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN = Cint(321)
 # is a stage option where it lets a stage fit in fewer bytes (docs/planner.md); 0: ZeRO-1 at
 # most
 const ALPA_PLAN_OPT_ZERO2 = Cint(322)
+# 0/1, default 1: ZeRO-3 (a weight held as shards over the data-parallel devices and
+# all-gathered where the forward and backward read it, every microbatch) is a per-weight choice
+# of the intra-op solves, taken where a memory level's budget makes the gathers pay (stage info's
+# zero is then 3; docs/planner.md); 0: every weight is read in the layout it is stored in. The
+# Megatron baseline grid tries ZeRO-3 unless this is 0
+const ALPA_PLAN_OPT_ZERO3 = Cint(323)
 # per stage: none, full, or selective where there is attention
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
@@ -468,7 +474,7 @@ struct alpa_stage_info
     devices::Int64  # submesh_hosts * submesh_devices_per_host
     data_parallel::Int64  # degrees; product = devices
     tensor_parallel::Int64  # degrees; product = devices
-    zero::Int32  # 1: optimizer state sharded over data-parallel devices; 2: gradients too
+    zero::Int32  # 1: optimizer state sharded over data-parallel devices; 2: gradients too; 3: weights too, gathered where read (ZeRO-3; whether its gradients are held as shards as well: the plan JSON's shard_gradients)
     remat::Int32  # 0 none, 1 forward recomputed, 2 attention cores
     latency_seconds::Cdouble  # one microbatch, forward + backward
     iteration_overhead_seconds::Cdouble  # gradient synchronisation and update, once
@@ -2485,7 +2491,7 @@ defaults); the library reads the first min(struct_size, its own size) bytes. As 
 struct alpa_manual_plan
     struct_size::Csize_t
     version::Int32  # 1
-    zero_stage::Int32  # 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch and accumulated as shards; 3: the weights sharded too, gathered where each microbatch's forward and backward read them; no effect when data_parallel is 1.
+    zero_stage::Int32  # 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch and accumulated as shards; 3: as 2, with the weights sharded too, gathered where each microbatch's forward and backward read them; no effect when data_parallel is 1.
     data_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     tensor_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     pipeline_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
@@ -2734,9 +2740,8 @@ The Megatron-LM baseline: the fastest feasible manual plan of a grid (tp: powers
 dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and
 give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
 of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
-ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1 or 2 (1 and 2 only when dp > 1, 2 unless
-ALPA_PLAN_OPT_ZERO2 is 0); remat off, full
-and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used
+ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1, 2 or 3 (1 to 3 only when dp > 1, 2 unless
+ALPA_PLAN_OPT_ZERO2 is 0, 3 unless ALPA_PLAN_OPT_ZERO3 is 0); remat off, full and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used
 otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
 ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),
 ALPA_ERR_INFEASIBLE (no grid point fits the device memory; the message names the least
@@ -3078,8 +3083,8 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_MAX_GRAPH_OPS, ALPA_PLAN_OPT_MAX_LAYERS, ALPA_PLAN_OPT_MAX_INTRA_OP_SOLVES,
     ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
     ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_PLAN_OPT_GRAPH_BATCH_DIM,
-    ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN, ALPA_PLAN_OPT_ZERO2, ALPA_REMAT_SEARCH,
-    ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK,
+    ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN, ALPA_PLAN_OPT_ZERO2, ALPA_PLAN_OPT_ZERO3,
+    ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK,
     ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI,
     ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION,
     ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED,

@@ -106,6 +106,8 @@ class Stage:
     recompute: str = "off"
     # ZeRO-2: gradients reduce-scattered every microbatch and accumulated as shards (implies zero).
     shard_gradients: bool = False
+    # ZeRO-3: weights held as shards over the data-parallel devices, gathered where read.
+    shard_parameters: bool = False
 
     @property
     def layers(self) -> range:
@@ -275,6 +277,7 @@ def _stage_from_json(i: int, s: Mapping[str, Any]) -> Stage:
         tensor_parallel=int(s["tensor_parallel"]),
         zero=bool(s["zero"]),
         shard_gradients=bool(s.get("shard_gradients", False)),
+        shard_parameters=bool(s.get("shard_parameters", False)),
         remat=bool(s["remat"]),  # false, true or "selective"
         latency_seconds=float(s["latency_seconds"]),
         iteration_overhead_seconds=float(s["iteration_overhead_seconds"]),
@@ -361,6 +364,7 @@ class Plan(Owner):
             tensor_parallel=info.tensor_parallel,
             zero=bool(info.zero),
             shard_gradients=info.zero == 2,
+            shard_parameters=info.zero == 3,
             remat=info.remat != 0,
             latency_seconds=info.latency_seconds,
             iteration_overhead_seconds=info.iteration_overhead_seconds,
@@ -679,9 +683,12 @@ def _plan_options(
     tensor_parallel_inside_host: "bool | None" = None,
     tensor_parallel_across_hosts_margin: "float | None" = None,
     zero2: "str | bool | None" = None,
+    zero3: "str | bool | None" = None,
 ) -> dict[str, Any]:
     if isinstance(zero2, bool):
         zero2 = "search" if zero2 else "off"
+    if isinstance(zero3, bool):
+        zero3 = "search" if zero3 else "off"
     if isinstance(remat, bool):
         remat = "on" if remat else "off"
     return {
@@ -701,6 +708,7 @@ def _plan_options(
         "tensor_parallel_inside_host": tensor_parallel_inside_host,
         "tensor_parallel_across_hosts_margin": tensor_parallel_across_hosts_margin,
         "zero2": zero2,
+        "zero3": zero3,
     }
 
 
@@ -751,6 +759,7 @@ def plan(
     tensor_parallel_inside_host: "bool | None" = None,
     tensor_parallel_across_hosts_margin: "float | None" = None,
     zero2: "str | bool | None" = None,
+    zero3: "str | bool | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
@@ -773,6 +782,8 @@ def plan(
     (default 0.05) keeps tensor parallelism inside hosts unless crossing is predicted more than
     that fraction faster. ``zero2``: "search"/True (default: ZeRO-2, gradients reduce-scattered
     every microbatch and held as shards, on stages where that lets them fit) or "off"/False.
+    ``zero3``: "search"/True (default: ZeRO-3, a weight held as shards and gathered where read
+    every microbatch, where the intra-op solves find nothing else fits) or "off"/False.
 
     Raises ``InvalidArgumentError`` (bad spec or option, with the library's message),
     ``InfeasibleError`` (nothing fits the device memory; the message gives the memory that
@@ -781,7 +792,7 @@ def plan(
                             intra_op_time_limit, intra_op_gap, max_microbatches, memory_levels,
                             clustering_delta, pipeline_stages, max_tensor_parallel,
                             tensor_parallel_inside_host, tensor_parallel_across_hosts_margin,
-                            zero2)
+                            zero2, zero3)
     graph: Optional[Graph] = None
     owned = False
     if isinstance(model, Graph):
@@ -844,14 +855,17 @@ def plan_baseline(
     threads: "int | None" = None,
     device_memory: "int | str | None" = None,
     max_microbatches: "int | None" = None,
+    zero2: "str | bool | None" = None,
+    zero3: "str | bool | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
     """The Megatron-LM baseline: the fastest feasible manual plan of a grid (experimental).
     ``remat``: None searches off, full and (for models with attention) selective; "off"/False,
-    "on"/True or "selective" fixes it."""
+    "on"/True or "selective" fixes it. ``zero2`` / ``zero3``: "off"/False leaves ZeRO stage 2 /
+    3 out of the grid (default: both in)."""
     options = _plan_options(microbatches, None, remat, threads, device_memory, None, None, None,
-                            max_microbatches, None, None)
+                            max_microbatches, None, None, zero2=zero2, zero3=zero3)
     raw = model.encode()
     return _run_plan(cluster, options, progress, cancel,
                      lambda out, c, o, e: lib.alpa_model_plan_baseline(out, raw, c, o, e))

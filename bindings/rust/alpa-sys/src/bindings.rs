@@ -140,6 +140,7 @@ pub const ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST: i32 = 319;
 pub const ALPA_PLAN_OPT_GRAPH_BATCH_DIM: i32 = 320;
 pub const ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN: i32 = 321;
 pub const ALPA_PLAN_OPT_ZERO2: i32 = 322;
+pub const ALPA_PLAN_OPT_ZERO3: i32 = 323;
 pub const ALPA_REMAT_SEARCH: i32 = 0;
 pub const ALPA_REMAT_OFF: i32 = 1;
 pub const ALPA_REMAT_ON: i32 = 2;
@@ -2006,7 +2007,9 @@ pub struct alpa_stage_info {
     pub data_parallel: i64,
     #[doc = "< degrees; product = devices"]
     pub tensor_parallel: i64,
-    #[doc = "< 1: optimizer state sharded over data-parallel devices; 2: gradients too"]
+    #[doc = "< 1: optimizer state sharded over data-parallel devices; 2: gradients too;"]
+    #[doc = "3: weights too, gathered where read (ZeRO-3; whether its gradients are held"]
+    #[doc = "as shards as well: the plan JSON's shard_gradients)"]
     pub zero: i32,
     #[doc = "< 0 none, 1 forward recomputed, 2 attention cores"]
     pub remat: i32,

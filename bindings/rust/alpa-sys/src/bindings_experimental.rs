@@ -133,8 +133,8 @@ pub struct alpa_manual_plan {
     pub version: i32,
     #[doc = " 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel"]
     #[doc = " devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch"]
-    #[doc = " and accumulated as shards; 3: the weights sharded too, gathered where each microbatch's"]
-    #[doc = " forward and backward read them; no effect when data_parallel is 1."]
+    #[doc = " and accumulated as shards; 3: as 2, with the weights sharded too, gathered where each"]
+    #[doc = " microbatch's forward and backward read them; no effect when data_parallel is 1."]
     pub zero_stage: i32,
     #[doc = " Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's"]
     #[doc = " devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or"]
@@ -363,9 +363,8 @@ extern "C" {
     #[doc = " dividing the devices per host, inside a host; pp: divisors of D / tp that divide the layers and"]
     #[doc = " give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers"]
     #[doc = " of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or"]
-    #[doc = " ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1 or 2 (1 and 2 only when dp > 1, 2 unless"]
-    #[doc = " ALPA_PLAN_OPT_ZERO2 is 0); remat off, full"]
-    #[doc = " and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used"]
+    #[doc = " ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1, 2 or 3 (1 to 3 only when dp > 1, 2 unless"]
+    #[doc = " ALPA_PLAN_OPT_ZERO2 is 0, 3 unless ALPA_PLAN_OPT_ZERO3 is 0); remat off, full and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used"]
     #[doc = " otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:"]
     #[doc = " ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),"]
     #[doc = " ALPA_ERR_INFEASIBLE (no grid point fits the device memory; the message names the least"]

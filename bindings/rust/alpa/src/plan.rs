@@ -189,7 +189,8 @@ impl PlanOptions {
 /// A manual (Megatron-LM style) configuration (experimental `alpa_manual_plan`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ManualPlan {
-    /// 0: off; 1: optimizer state sharded over the data-parallel devices; 3: the weights too.
+    /// 0: off; 1: optimizer state sharded over the data-parallel devices; 2: gradients too
+    /// (reduce-scattered every microbatch, held as shards); 3: the weights too.
     pub zero_stage: i32,
     /// Data-parallel degree.
     pub data_parallel: i64,
@@ -542,6 +543,10 @@ impl<'a> Stage<'a> {
     /// ZeRO-2: gradients reduce-scattered every microbatch and accumulated as shards.
     pub fn shard_gradients(&self) -> bool {
         self.info.zero == 2
+    }
+    /// ZeRO-3: weights held as shards over the data-parallel devices, gathered where read.
+    pub fn shard_parameters(&self) -> bool {
+        self.info.zero == 3
     }
     /// Anything recomputed in the backward, fully or selectively ([`Stage::recompute`] says
     /// which).

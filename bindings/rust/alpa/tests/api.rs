@@ -360,6 +360,21 @@ fn plan_from_graph_and_manual_plans() {
 const ATTENTION_GPT: &str = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5";
 
 #[test]
+fn manual_zero_stages_are_reported_per_stage() {
+    // dp 2 on two devices: stage 1 shards the optimizer state, 2 the gradients too, 3 the
+    // weights too.
+    let cluster = Cluster::from_spec("p3.16xlarge:hosts=1,devices_per_host=2").unwrap();
+    for zero_stage in 0..4 {
+        let manual = ManualPlan { data_parallel: 2, microbatches: 2, zero_stage, ..ManualPlan::default() };
+        let plan = Plan::manual(ATTENTION_GPT, &cluster, &manual, None).unwrap();
+        let s = plan.stage(0).unwrap();
+        assert_eq!(s.zero(), zero_stage >= 1, "zero_stage {}", zero_stage);
+        assert_eq!(s.shard_gradients(), zero_stage == 2, "zero_stage {}", zero_stage);
+        assert_eq!(s.shard_parameters(), zero_stage == 3, "zero_stage {}", zero_stage);
+    }
+}
+
+#[test]
 fn manual_plan_with_selective_recomputation_reports_it_per_stage() {
     let cluster = Cluster::from_spec("p3.16xlarge:hosts=1,devices_per_host=2").unwrap();
     assert_eq!(ManualPlan::default().remat, Remat::Off);
