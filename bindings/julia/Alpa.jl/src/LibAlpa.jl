@@ -2741,8 +2741,9 @@ dividing the devices per host, inside a host; pp: divisors of D / tp that divide
 give every stage whole hosts or an even slice of one; dp = D / (tp * pp); microbatches: powers
 of two dividing the batch from pp up to ALPA_PLAN_OPT_MAX_MICROBATCHES, or
 ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1, 2 or 3 (1 to 3 only when dp > 1, 2 unless
-ALPA_PLAN_OPT_ZERO2 is 0, 3 unless ALPA_PLAN_OPT_ZERO3 is 0); remat off, full and (for graphs with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used
-otherwise as for alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
+ALPA_PLAN_OPT_ZERO2 is 0, 3 unless ALPA_PLAN_OPT_ZERO3 is 0); remat off, full and (for graphs
+with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options used otherwise as for
+alpa_model_plan_manual; alpa_plan_compile_seconds is the search's time. Errors:
 ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec or option, an empty grid),
 ALPA_ERR_INFEASIBLE (no grid point fits the device memory; the message names the least
 memory-hungry one and what it needs), ALPA_ERR_CANCELLED. Caller frees *out with

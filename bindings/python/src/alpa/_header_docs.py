@@ -1597,11 +1597,11 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                      'ALPA_PLAN_OPT_MICROBATCHES when set; ZeRO 0, 1, 2 or 3 (1 to '
                                      '3 only when dp > 1, 2 unless\n'
                                      'ALPA_PLAN_OPT_ZERO2 is 0, 3 unless ALPA_PLAN_OPT_ZERO3 is '
-                                     '0); remat off, full and (for graphs with attention) '
-                                     'selective, or as ALPA_PLAN_OPT_REMAT fixes it). Options '
-                                     'used\n'
-                                     'otherwise as for alpa_model_plan_manual; '
-                                     "alpa_plan_compile_seconds is the search's time. Errors:\n"
+                                     '0); remat off, full and (for graphs\n'
+                                     'with attention) selective, or as ALPA_PLAN_OPT_REMAT fixes '
+                                     'it). Options used otherwise as for\n'
+                                     'alpa_model_plan_manual; alpa_plan_compile_seconds is the '
+                                     "search's time. Errors:\n"
                                      'ALPA_ERR_INVALID_ARGUMENT (NULL arguments, a bad model spec '
                                      'or option, an empty grid),\n'
                                      'ALPA_ERR_INFEASIBLE (no grid point fits the device memory; '
