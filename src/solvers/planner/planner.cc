@@ -420,10 +420,16 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
     if (!report("estimate")) return Status(StatusCode::kCancelled, "planning cancelled");
     return Status::Ok();
   };
+  // The DP that decides whether ZeRO-3's level is needed; where the table comes back as it
+  // checked it (a plan fits), its answer is the DP's below.
+  std::optional<StageDpResult> fitting_dp;
   run.fits = [&](const StageCostTable& t) {
     Result<StageDpResult> dp =
         SolveStageDp(MakeStageDpInput(t, clustering, cluster, options.pipeline_stages));
-    return !dp.ok() || dp.value().feasible;  // an error is reported by the DP that follows
+    if (!dp.ok()) return true;  // the DP below reports the error
+    if (!dp.value().feasible) return false;
+    fitting_dp = std::move(dp).value();
+    return true;
   };
   Result<StageCostTable> table =
       BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, run);
@@ -443,7 +449,8 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   phase = Clock::now();
   const StageDpInput input =
       MakeStageDpInput(stage_costs, clustering, cluster, options.pipeline_stages);
-  Result<StageDpResult> solved = SolveStageDp(input);
+  Result<StageDpResult> solved =
+      fitting_dp ? Result<StageDpResult>(std::move(*fitting_dp)) : SolveStageDp(input);
   if (!solved.ok()) return solved.status();
   const StageDpResult& dp = solved.value();
   if (!dp.feasible) {

@@ -368,7 +368,10 @@ AutoShardOptions IntraOpOptions(const PlannerOptions& options, int64_t microbatc
   // data-parallel devices costs the same collectives as an all-reduce and divides the update
   // and the state's memory.
   shard.zero = ZeroMode::kSearch;
-  shard.gather_parameters = options.search_zero3;
+  // Weights gathered per use (ZeRO-3) only pay under a memory budget: the memory levels past
+  // the first allow them (SolveMemoryLevels), the unconstrained solve does not, which keeps its
+  // model small.
+  shard.gather_parameters = false;
   return shard;
 }
 
@@ -561,6 +564,7 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
       // is infeasible: it would stop the levels here after building the model again.
       if (*budget < levels.back().sharding->least_peak_memory_bytes) break;
       shard.memory_budget_bytes = *budget;
+      shard.gather_parameters = ctx.options.search_zero3;
       shard.warm_start = nullptr;  // a smaller budget than the solution it would start from
       shard.solve.warm_start_effort = 1.0;
     }
