@@ -397,6 +397,15 @@ expect plan_zero3_stays_off 0 '"shard_parameters":false' -- "$alpa" plan "${z3[@
 expect_no plan_zero3_stays_off_json '"shard_parameters":true' -- "$alpa" plan "${z3[@]}" --json
 expect plan_zero3_bad 1 'error: --zero3: plan option "zero3"' -- "$alpa" plan --model "$bgpt" --zero3 maybe
 expect baseline_zero_search 1 'error: --zero: applies to a manual plan' -- "$alpa" baseline "${bl[@]}" --zero 1
+# --max-zero narrows the grid's ZeRO stages: 3 (default) lists points of every stage, 2 none of
+# stage 3, 1 none of 2 or 3; a manual plan takes --zero instead.
+zero_stages() {
+  "$alpa" baseline "${bl[@]}" -q --top 1000 "$@" | grep -E '^[0-9]+ +dp=' | grep -oE 'zero=[0-3]' | sort -u | tr '\n' ' '
+}
+expect baseline_max_zero_3 0 '^zero=0 zero=1 zero=2 zero=3 $' -- zero_stages
+expect baseline_max_zero_2 0 '^zero=0 zero=1 zero=2 $' -- zero_stages --max-zero 2
+expect baseline_max_zero_1 0 '^zero=0 zero=1 $' -- zero_stages --max-zero 1
+expect baseline_max_zero_manual 1 'error: --max-zero: applies to the search' -- "$alpa" baseline "${bl[@]}" --dp 4 --tp 1 --pp 1 -B 4 --max-zero 2
 expect baseline_bad_remat 1 'error: --remat: must be on, off or selective' -- "$alpa" baseline "${bl[@]}" --remat sometimes
 expect baseline_bad_model 1 'error: .*nosuchnet' -- "$alpa" baseline --model nosuchnet
 expect baseline_infeasible 2 'least memory-hungry' -- "$alpa" baseline "${bl[@]}" -q --device-memory 1000B

@@ -31,6 +31,8 @@ struct BaselineArgs {
   bool microbatches_given = false;
   int32_t zero = 0;  // ZeRO stage of a manual plan (0 to 3)
   bool zero_given = false;
+  int32_t max_zero = 3;  // the search's highest ZeRO stage (0 to 3)
+  bool max_zero_given = false;
   std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
   bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
   PlannerOptionArgs planner;
@@ -139,7 +141,11 @@ int RunBaseline(const BaselineArgs& args) {
   }
   if (!manual && args.zero_given) {
     return ReportBadInput(
-        "--zero: applies to a manual plan (--dp/--tp/--pp); the search tries ZeRO 0, 1, 2 and 3");
+        "--zero: applies to a manual plan (--dp/--tp/--pp); the search tries ZeRO 0, 1, 2 and 3 "
+        "(--max-zero narrows it)");
+  }
+  if (manual && args.max_zero_given) {
+    return ReportBadInput("--max-zero: applies to the search; a manual plan takes --zero");
   }
   if (!manual && args.tp_across_hosts) {
     return ReportBadInput(
@@ -169,6 +175,13 @@ int RunBaseline(const BaselineArgs& args) {
     if (!args.remat.empty() && alpa_plan_options_set_by_name(handles.options, "remat",
                                                              args.remat.c_str(), &err) != ALPA_OK) {
       return ReportError(err, "--remat");
+    }
+    // The grid's ZeRO stages: 0 and 1 always (1 where dp > 1), 2 and 3 as the plan options say.
+    if (alpa_plan_options_set_int(handles.options, ALPA_PLAN_OPT_ZERO2, args.max_zero >= 2 ? 1 : 0,
+                                  &err) != ALPA_OK ||
+        alpa_plan_options_set_int(handles.options, ALPA_PLAN_OPT_ZERO3, args.max_zero >= 3 ? 1 : 0,
+                                  &err) != ALPA_OK) {
+      return ReportError(err, "--max-zero");
     }
   }
   if (!args.quiet && !args.json) {
@@ -248,6 +261,12 @@ Command AddBaselineCommand(CLI::App& app) {
       "--zero", args->zero,
       "Manual plan: ZeRO stage 0 (default), 1 (optimizer state sharded), 2 (gradients "
       "reduce-scattered per microbatch and held as shards too) or 3 (weights sharded too)");
+  CLI::Option* max_zero =
+      baseline
+          ->add_option("--max-zero", args->max_zero,
+                       "Search: the highest ZeRO stage the grid tries, 1 to 3 (default 3; stage 2 "
+                       "and 3 points cost the grid their own solves)")
+          ->check(CLI::Range(1, 3));
   baseline->add_option("--remat", args->remat,
                        "Recomputation: on (full), off or selective (the attention cores); manual "
                        "plan: default off; search: all three");
@@ -268,12 +287,13 @@ Command AddBaselineCommand(CLI::App& app) {
                        "with Megatron-LM's flags) or deepspeed (a ds_config.json); with -q only "
                        "that");
   baseline->add_flag("-q,--quiet", args->quiet, "No progress lines");
-  return {baseline, [args, dp, tp, pp, microbatches, zero] {
+  return {baseline, [args, dp, tp, pp, microbatches, zero, max_zero] {
             args->dp_given = dp->count() > 0;
             args->tp_given = tp->count() > 0;
             args->pp_given = pp->count() > 0;
             args->microbatches_given = microbatches->count() > 0;
             args->zero_given = zero->count() > 0;
+            args->max_zero_given = max_zero->count() > 0;
             return RunBaseline(*args);
           }};
 }

@@ -72,7 +72,10 @@ Result<std::vector<ManualPlanSpec>> MegatronBaselineGrid(ManualPlanEvaluator& ev
       for (int64_t b : counts) {
         if (b < pp && options.microbatches == 0) continue;
         if (batch > 0 && (batch / b) % dp != 0) continue;
-        const int32_t most_zero = dp == 1 ? 0 : options.search_zero3 ? 3 : 1;
+        const int32_t most_zero = dp == 1                ? 0
+                                  : options.search_zero3 ? 3
+                                  : options.search_zero2 ? 2
+                                                         : 1;
         for (int32_t zero = 0; zero <= most_zero; ++zero) {
           if (zero == 2 && !options.search_zero2) continue;
           for (Recompute remat : choices) {
