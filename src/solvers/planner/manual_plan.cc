@@ -724,7 +724,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
     st.tensor_parallel = per_stage / std::max<int64_t>(1, st.data_parallel);
     st.zero = resolved_spec.mesh.zero == ZeroMode::kForce;
     st.shard_gradients = ShardsGradients(spec);
-    st.shard_parameters = st.zero && spec.zero_stage == 3;
+    st.shard_parameters = resolved_spec.mesh.zero_parameters;
     plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
     plan.stages.push_back(std::move(st));
   }

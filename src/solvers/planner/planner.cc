@@ -421,14 +421,18 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
     return Status::Ok();
   };
   // The DP that decides whether ZeRO-3's level is needed; where the table comes back as it
-  // checked it (a plan fits), its answer is the DP's below.
-  std::optional<StageDpResult> fitting_dp;
+  // checked it (a plan fits), its input and answer are the DP's below.
+  struct CheckedDp {
+    StageDpInput input;
+    StageDpResult result;
+  };
+  std::optional<CheckedDp> fitting;
   run.fits = [&](const StageCostTable& t) {
-    Result<StageDpResult> dp =
-        SolveStageDp(MakeStageDpInput(t, clustering, cluster, options.pipeline_stages));
+    StageDpInput checked = MakeStageDpInput(t, clustering, cluster, options.pipeline_stages);
+    Result<StageDpResult> dp = SolveStageDp(checked);
     if (!dp.ok()) return true;  // the DP below reports the error
     if (!dp.value().feasible) return false;
-    fitting_dp = std::move(dp).value();
+    fitting = CheckedDp{std::move(checked), std::move(dp).value()};
     return true;
   };
   Result<StageCostTable> table =
@@ -448,9 +452,10 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   if (!report("dp")) return Status(StatusCode::kCancelled, "planning cancelled");
   phase = Clock::now();
   const StageDpInput input =
-      MakeStageDpInput(stage_costs, clustering, cluster, options.pipeline_stages);
+      fitting ? std::move(fitting->input)
+              : MakeStageDpInput(stage_costs, clustering, cluster, options.pipeline_stages);
   Result<StageDpResult> solved =
-      fitting_dp ? Result<StageDpResult>(std::move(*fitting_dp)) : SolveStageDp(input);
+      fitting ? Result<StageDpResult>(std::move(fitting->result)) : SolveStageDp(input);
   if (!solved.ok()) return solved.status();
   const StageDpResult& dp = solved.value();
   if (!dp.feasible) {

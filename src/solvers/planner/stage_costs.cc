@@ -487,6 +487,11 @@ AutoShardOptions LevelOptions(const IntraOpContext& ctx, const Subgraph& sub, si
   return shard;
 }
 
+// The subgraph of piece type `type`'s first piece (what its solves solve).
+const Subgraph& TypeSubgraph(const IntraOpContext& ctx, int32_t type) {
+  return *ctx.table.piece_graph[static_cast<size_t>(ctx.type_rep[static_cast<size_t>(type)])];
+}
+
 // Whether piece type `type` on mesh `mesh_index`, solved to `levels`, takes ZeRO-3's level: the
 // batch is split over the mesh, and at the last level the weights, gradients and optimizer
 // state of a stage of such pieces alone leave no room (recomputation shrinks the rest).
@@ -499,9 +504,7 @@ bool Zero3LevelApplies(const IntraOpContext& ctx, int32_t type, size_t mesh_inde
       ctx.table.device_memory) {
     return false;
   }
-  const Subgraph& sub =
-      *ctx.table.piece_graph[static_cast<size_t>(ctx.type_rep[static_cast<size_t>(type)])];
-  return !BatchMeshDims(sub, *last.sharding).empty();
+  return !BatchMeshDims(TypeSubgraph(ctx, type), *last.sharding).empty();
 }
 
 // ZeRO-3 as one more level after the budgets (PlannerOptions::search_zero3), where
@@ -511,8 +514,7 @@ bool Zero3LevelApplies(const IntraOpContext& ctx, int32_t type, size_t mesh_inde
 Status SolveZero3Level(const IntraOpContext& ctx, int32_t type, size_t mesh_index,
                        std::vector<UnitProfile>& levels, SolveCounters& counters) {
   if (!Zero3LevelApplies(ctx, type, mesh_index, levels)) return Status::Ok();
-  const Subgraph& sub =
-      *ctx.table.piece_graph[static_cast<size_t>(ctx.type_rep[static_cast<size_t>(type)])];
+  const Subgraph& sub = TypeSubgraph(ctx, type);
   const LogicalMesh& mesh = ctx.meshes[mesh_index];
   const UnitProfile& last = levels.back();
   const double left = SecondsLeft(ctx);
