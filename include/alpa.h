@@ -1189,7 +1189,11 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
  */
 /** Pipeline schedules (pinned values; also the simulator's, alpa_experimental.h). */
 #define ALPA_SCHEDULE_GPIPE 0 /**< every forward, then every backward */
-#define ALPA_SCHEDULE_1F1B 1  /**< one forward one backward, as the planner assumes */
+#define ALPA_SCHEDULE_1F1B 1  /**< one forward one backward, as the planner assumes by default */
+/** Zero-bubble ZB-H1: the backward split into the input gradient and the weight gradient, stage s
+ * keeping its s latest weight gradients for later (fills the drain; every stage holds
+ * min(stages, microbatches) microbatches); a plan made with ALPA_PLAN_OPT_SCHEDULE. */
+#define ALPA_SCHEDULE_ZB_H1 2
 
 /** How the executor's devices run: as threads of this process, or one per MPI process (device =
  * the process's rank; every process of the job creates the executor with the same plan and
@@ -1213,7 +1217,7 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
 typedef struct alpa_executor_config {
   size_t struct_size; /**< sizeof(alpa_executor_config) */
   int32_t version;    /**< 2 (1: ends at atol; the later fields then take their defaults) */
-  int32_t schedule;   /**< ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE */
+  int32_t schedule;   /**< ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE or ALPA_SCHEDULE_ZB_H1 */
   uint64_t seed;      /**< synthetic parameters and data; default 0 */
   int32_t check;      /**< 1: compare every step with the one-device interpreter */
   int32_t devices;    /**< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI */

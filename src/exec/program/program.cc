@@ -167,6 +167,8 @@ const char* ProgramTaskKindName(ProgramTaskKind kind) {
       return "backward";
     case ProgramTaskKind::kUpdate:
       return "update";
+    case ProgramTaskKind::kWeightGradient:
+      return "weight-gradient";
   }
   return "?";
 }

@@ -110,9 +110,17 @@ struct ParameterBinding {
 };
 
 // The parts of a step a program runs, in the order the lowering emits them: the set-up (zeroed
-// accumulators), the pipeline schedule's tasks (each the forward or backward of one microbatch)
-// and the update (gradient synchronisation, optimizer, refreshed copies).
-enum class ProgramTaskKind : int32_t { kSetup = 0, kForward = 1, kBackward = 2, kUpdate = 3 };
+// accumulators), the pipeline schedule's tasks (each the forward or backward of one microbatch;
+// under a schedule that splits the backward, kBackward is its input-gradient part and
+// kWeightGradient the rest, weight_gradient_ops.h) and the update (gradient synchronisation,
+// optimizer, refreshed copies).
+enum class ProgramTaskKind : int32_t {
+  kSetup = 0,
+  kForward = 1,
+  kBackward = 2,
+  kUpdate = 3,
+  kWeightGradient = 4,
+};
 const char* ProgramTaskKindName(ProgramTaskKind kind);  // "setup", "forward", ...
 
 // One task: the instructions [begin, end) of the program's code.

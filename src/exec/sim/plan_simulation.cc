@@ -9,10 +9,6 @@
 
 namespace alpa {
 
-const char* PipelineScheduleName(PipelineScheduleKind schedule) {
-  return schedule == PipelineScheduleKind::kGPipe ? "gpipe" : "1f1b";
-}
-
 PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,
                                      double forward_latency, double iteration_overhead,
                                      int64_t memory_bytes, int64_t in_flight,

@@ -70,9 +70,6 @@ Result<PipelineSimInput> SimInputFromPlanJson(
     std::string_view plan_json, PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB,
     PlanSimulationContext* context = nullptr);
 
-// "1f1b" / "gpipe".
-const char* PipelineScheduleName(PipelineScheduleKind schedule);
-
 // One stage of either conversion (the same arithmetic for both, so that they agree exactly):
 // the table at the top of this file. Negative results are left for ValidatePipelineSimInput.
 PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,

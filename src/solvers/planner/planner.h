@@ -27,6 +27,7 @@
 #include "core/util/status.h"
 #include "solvers/auto_sharding/auto_sharding.h"
 #include "solvers/pipeline/layer_clustering.h"
+#include "solvers/pipeline/pipeline_schedule.h"
 #include "solvers/planner/planner_limits.h"
 #include "solvers/planner/subgraph.h"
 
@@ -138,6 +139,10 @@ struct PlannedStage {
   Recompute remat = Recompute::kNone;  // forward values recomputed in the backward
   double latency = 0;                  // seconds per microbatch, forward + backward
   double forward_latency = 0;          // its forward part (with remat: the forward once)
+  // The part of latency a schedule that splits the backward (ZB-H1) runs as the weight-gradient
+  // task: the ops of WeightGradientOps (weight_gradient_ops.h) and their collectives. 0 when
+  // unknown (a plan file without it): the whole backward then runs as the input gradient.
+  double weight_gradient_latency = 0;
   double iteration_overhead = 0;       // seconds per iteration: gradient sync and update
   int64_t in_flight = 0;               // microbatches whose activations it holds (1F1B)
   int64_t memory_bytes = 0;            // per device, at its peak
@@ -195,6 +200,9 @@ struct PlannerStats {
 
 struct PipelinePlan {
   int64_t microbatches = 1;
+  // The schedule the plan is made for (PlannerOptions::schedule): its prediction, the stages'
+  // in_flight and memory assume it, and alpa run runs it unless told otherwise.
+  PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
   Graph graph;  // the microbatch graph planned
   LayerClustering clustering;
   std::vector<PlannedStage> stages;  // pipeline order
