@@ -935,6 +935,11 @@ typedef struct alpa_plan_options alpa_plan_options;
  * zero is then 3; docs/planner.md); 0: every weight is read in the layout it is stored in. The
  * Megatron baseline grid tries ZeRO-3 unless this is 0 */
 #define ALPA_PLAN_OPT_ZERO3 323
+/** 0/1, default 0: the zero-bubble schedule ZB-H1 (ALPA_SCHEDULE_ZB_H1) is the schedule of a plan
+ * where every stage fits its memory under it (each stage holds min(stages, microbatches)
+ * microbatches, plus an activation's worth per weight gradient it keeps pending) and it is
+ * predicted faster than 1F1B (docs/planner.md); 0: 1F1B */
+#define ALPA_PLAN_OPT_ZERO_BUBBLE 324
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: none, full, or selective where there is attention */
 #define ALPA_REMAT_OFF 1
@@ -1027,7 +1032,8 @@ ALPA_API void alpa_plan_destroy(alpa_plan* plan);
  * and transfer and back, then (microbatches - 1) steady-state periods of the 1F1B schedule with
  * the transfers between stages, plus the once-per-iteration overheads, which every stage runs on
  * its own devices after its own last backward (the latest end counts; docs/planner.md,
- * "Simulation"). What the planner ranks plans by. */
+ * "Simulation"); for a ZB-H1 plan (alpa_plan_pipeline_schedule) the same model evaluated task by
+ * task under ZB-H1. What the planner ranks plans by. */
 ALPA_API double alpa_plan_iteration_seconds(const alpa_plan* plan);
 /** The steady-state seconds per microbatch of that prediction (at least the largest latency). */
 ALPA_API double alpa_plan_period_seconds(const alpa_plan* plan);
@@ -1038,6 +1044,10 @@ ALPA_API double alpa_plan_schedule_seconds(const alpa_plan* plan);
 ALPA_API double alpa_plan_compile_seconds(const alpa_plan* plan);
 /** Microbatches per iteration; 0 for NULL. */
 ALPA_API int64_t alpa_plan_microbatches(const alpa_plan* plan);
+/** The schedule the plan is made for: ALPA_SCHEDULE_1F1B, or ALPA_SCHEDULE_ZB_H1 where
+ * ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it (its prediction, in-flight counts and memory
+ * assume it; run it with that executor schedule); -1 for NULL. */
+ALPA_API int32_t alpa_plan_pipeline_schedule(const alpa_plan* plan);
 /** The largest per-device memory over the stages; 0 for NULL. */
 ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan);
 /** Achieved TFLOP/s per device at the predicted iteration time; NaN for NULL. */
@@ -1134,10 +1144,11 @@ typedef struct alpa_slice_move {
 ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfer,
                                           alpa_slice_move* out, int64_t capacity,
                                           size_t element_size);
-/** Count-then-fill over a stage's 1F1B schedule: out[2*i] = 0 forward / 1 backward, out[2*i+1] =
- * microbatch (0..B-1). Returns the number of ints (2 * tasks = 4 * microbatches: each microbatch
- * once forward, later once backward); -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be
- * built. */
+/** Count-then-fill over a stage's schedule (the plan's: alpa_plan_pipeline_schedule): out[2*i] =
+ * 0 forward / 1 backward (under ZB-H1 the input gradient alone) / 2 weight gradient (ZB-H1 only),
+ * out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B 4 * microbatches,
+ * each microbatch once forward and later once backward; ZB-H1 6 * microbatches);
+ * -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be built. */
 ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out,
                                           int64_t capacity);
 /** The plan as one JSON object (docs/planner.md). detail 0: the summary (stages, transfers with
@@ -1192,7 +1203,7 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
 #define ALPA_SCHEDULE_1F1B 1  /**< one forward one backward, as the planner assumes by default */
 /** Zero-bubble ZB-H1: the backward split into the input gradient and the weight gradient, stage s
  * keeping its s latest weight gradients for later (fills the drain; every stage holds
- * min(stages, microbatches) microbatches); a plan made with ALPA_PLAN_OPT_SCHEDULE. */
+ * min(stages, microbatches) microbatches); a plan made with ALPA_PLAN_OPT_ZERO_BUBBLE. */
 #define ALPA_SCHEDULE_ZB_H1 2
 
 /** How the executor's devices run: as threads of this process, or one per MPI process (device =

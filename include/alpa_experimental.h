@@ -255,10 +255,13 @@ ALPA_API int32_t alpa_plan_launch_config(alpa_buffer** out, const alpa_plan* pla
  */
 typedef struct alpa_simulation alpa_simulation;
 
-/** Pipeline schedules: ALPA_SCHEDULE_GPIPE / ALPA_SCHEDULE_1F1B (alpa.h). */
+/** Pipeline schedules: ALPA_SCHEDULE_GPIPE / ALPA_SCHEDULE_1F1B / ALPA_SCHEDULE_ZB_H1 (alpa.h).
+ * Under ZB-H1 each stage's backward runs as two tasks, the input gradient (what the previous
+ * stage waits for) and then, when the schedule places it, the weight gradient (the plan's
+ * weight_gradient_latency_seconds; 0 when the plan lacks it). */
 
 /** Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:
- * ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the two above, a plan the
+ * ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the three above, a plan the
  * simulator cannot run: more than 2^20 microbatches). Caller frees *out with
  * alpa_simulation_destroy. */
 ALPA_API int32_t alpa_plan_simulate(alpa_simulation** out, const alpa_plan* plan, int32_t schedule,
@@ -315,7 +318,8 @@ typedef struct alpa_simulated_stage {
   double idle_seconds;
   double bubble_fraction; /**< idle / iteration */
   double finish_seconds;  /**< when its update ended */
-  /** The most microbatches between their forward's start and their backward's end at once. */
+  /** The most microbatches between their forward's start and their backward's end (under
+   * ZB-H1 their weight gradient's end) at once. */
   int64_t peak_in_flight;
   int64_t peak_memory_bytes; /**< per device: persistent + peak_in_flight x activations */
 } alpa_simulated_stage;

@@ -30,6 +30,11 @@ using alpa::capi::WholeBatchGraph;
 constexpr size_t kConfigV1Size = offsetof(alpa_executor_config, atol) + sizeof(double);
 constexpr size_t kStepResultV1Size = sizeof(alpa_step_result);
 
+static_assert(ALPA_SCHEDULE_GPIPE == static_cast<int32_t>(alpa::PipelineScheduleKind::kGPipe));
+static_assert(ALPA_SCHEDULE_1F1B == static_cast<int32_t>(alpa::PipelineScheduleKind::kOneFOneB));
+static_assert(ALPA_SCHEDULE_ZB_H1 ==
+              static_cast<int32_t>(alpa::PipelineScheduleKind::kZeroBubbleH1));
+
 // The caller's config: the first min(struct_size, sizeof) bytes; the fields of a later version
 // than the caller's keep their zero defaults.
 alpa::Result<alpa_executor_config> ReadConfig(const alpa_executor_config* config) {
@@ -72,10 +77,11 @@ alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* caller
   alpa::Result<alpa_executor_config> read = ReadConfig(caller);
   if (!read.ok()) return read.status();
   const alpa_executor_config* config = &read.value();
-  if (config->schedule != ALPA_SCHEDULE_1F1B && config->schedule != ALPA_SCHEDULE_GPIPE) {
+  if (config->schedule != ALPA_SCHEDULE_1F1B && config->schedule != ALPA_SCHEDULE_GPIPE &&
+      config->schedule != ALPA_SCHEDULE_ZB_H1) {
     return alpa::InvalidArgument(
-        "config.schedule must be ALPA_SCHEDULE_1F1B (1) or "
-        "ALPA_SCHEDULE_GPIPE (0), got " +
+        "config.schedule must be ALPA_SCHEDULE_1F1B (1), ALPA_SCHEDULE_GPIPE (0) or "
+        "ALPA_SCHEDULE_ZB_H1 (2), got " +
         std::to_string(config->schedule));
   }
   if (config->check != 0 && config->check != 1) {
@@ -92,9 +98,8 @@ alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* caller
       !std::isfinite(config->atol)) {
     return alpa::InvalidArgument("config.rtol and config.atol must be finite and >= 0");
   }
-  options.lower.schedule = config->schedule == ALPA_SCHEDULE_GPIPE
-                               ? alpa::PipelineScheduleKind::kGPipe
-                               : alpa::PipelineScheduleKind::kOneFOneB;
+  // The ALPA_SCHEDULE_* values are PipelineScheduleKind's (pinned, checked above).
+  options.lower.schedule = static_cast<alpa::PipelineScheduleKind>(config->schedule);
   options.seed = config->seed;
   options.check = config->check == 1;
   options.rtol = config->rtol;

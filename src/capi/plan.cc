@@ -27,6 +27,10 @@ static_assert(static_cast<int32_t>(alpa::Recompute::kFull) == 1);
 static_assert(static_cast<int32_t>(alpa::Recompute::kSelective) == 2);
 static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kForward) == 0);
 static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kBackward) == 1);
+static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kWeightGradient) == 2);
+static_assert(static_cast<int32_t>(alpa::PipelineScheduleKind::kOneFOneB) == ALPA_SCHEDULE_1F1B);
+static_assert(static_cast<int32_t>(alpa::PipelineScheduleKind::kZeroBubbleH1) ==
+              ALPA_SCHEDULE_ZB_H1);
 
 namespace {
 
@@ -303,6 +307,10 @@ ALPA_API int64_t alpa_plan_microbatches(const alpa_plan* plan) {
   return plan == nullptr ? 0 : plan->plan.microbatches;
 }
 
+ALPA_API int32_t alpa_plan_pipeline_schedule(const alpa_plan* plan) {
+  return plan == nullptr ? -1 : static_cast<int32_t>(plan->plan.schedule);
+}
+
 ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan) {
   return plan == nullptr ? 0 : plan->plan.peak_memory_bytes;
 }
@@ -490,9 +498,9 @@ ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, 
   if (StageOf(plan, stage) == nullptr) return alpa::capi::kFillMisuse;
   if (alpa::capi::BadFillTarget(out, capacity)) return alpa::capi::kFillMisuse;
   try {
-    const std::vector<alpa::PipelineTask> tasks = alpa::StageSchedule(
-        alpa::PipelineScheduleKind::kOneFOneB, static_cast<int32_t>(plan->plan.stages.size()),
-        stage, plan->plan.microbatches);
+    const std::vector<alpa::PipelineTask> tasks =
+        alpa::StageSchedule(plan->plan.schedule, static_cast<int32_t>(plan->plan.stages.size()),
+                            stage, plan->plan.microbatches);
     const int64_t n = 2 * static_cast<int64_t>(tasks.size());
     if (out != nullptr && capacity > 0) {
       const int64_t copy = std::min(capacity, n);

@@ -19,6 +19,8 @@
 
 static_assert(ALPA_SCHEDULE_GPIPE == static_cast<int32_t>(alpa::PipelineScheduleKind::kGPipe));
 static_assert(ALPA_SCHEDULE_1F1B == static_cast<int32_t>(alpa::PipelineScheduleKind::kOneFOneB));
+static_assert(ALPA_SCHEDULE_ZB_H1 ==
+              static_cast<int32_t>(alpa::PipelineScheduleKind::kZeroBubbleH1));
 
 // A simulated iteration: the simulator's input (timeline recording off, so that a handle stays
 // small whatever the microbatch count; the SVG runs it again with recording on), its result
@@ -40,9 +42,13 @@ constexpr int32_t kDefaultSvgWidth = 1600;
 constexpr int32_t kMinSvgWidth = 200, kMaxSvgWidth = 20000;
 
 int32_t CheckSchedule(int32_t schedule, alpa_error** err) {
-  if (schedule == ALPA_SCHEDULE_GPIPE || schedule == ALPA_SCHEDULE_1F1B) return ALPA_OK;
+  if (schedule == ALPA_SCHEDULE_GPIPE || schedule == ALPA_SCHEDULE_1F1B ||
+      schedule == ALPA_SCHEDULE_ZB_H1) {
+    return ALPA_OK;
+  }
   return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-              "schedule must be ALPA_SCHEDULE_GPIPE (0) or ALPA_SCHEDULE_1F1B (1) (got " +
+              "schedule must be ALPA_SCHEDULE_GPIPE (0), ALPA_SCHEDULE_1F1B (1) or "
+              "ALPA_SCHEDULE_ZB_H1 (2) (got " +
                   std::to_string(schedule) + ")");
 }
 

@@ -128,6 +128,18 @@ static void check_program_text_and_config(const alpa_plan* plan) {
   CHECK(alpa_executor_create(&ex, plan, &config, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "config.schedule"));
   CHECK(ex == NULL);
+  /* 3, the value after ALPA_SCHEDULE_ZB_H1, is no schedule either; ZB-H1 is one. */
+  config.schedule = ALPA_SCHEDULE_ZB_H1 + 1;
+  err = NULL;
+  CHECK(alpa_executor_create(&ex, plan, &config, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "config.schedule"));
+  CHECK(ex == NULL);
+  config.schedule = ALPA_SCHEDULE_ZB_H1;
+  err = NULL;
+  CHECK(alpa_executor_create(&ex, plan, &config, &err) == ALPA_OK);
+  print_error(err);
+  alpa_executor_destroy(ex);
+  ex = NULL;
   config.schedule = ALPA_SCHEDULE_GPIPE;
   err = NULL;
   CHECK(alpa_executor_create(&ex, plan, &config, &err) == ALPA_OK);

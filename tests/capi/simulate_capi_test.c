@@ -94,6 +94,7 @@ static void test_plan(int64_t hosts) {
   alpa_simulation* sim = NULL;
   alpa_simulation* from_json = NULL;
   alpa_simulation* gpipe = NULL;
+  alpa_simulation* zero_bubble = NULL;
   alpa_buffer* buffer = NULL;
   alpa_error* err = NULL;
   double planned;
@@ -193,9 +194,22 @@ static void test_plan(int64_t hosts) {
   err = NULL;
   CHECK(alpa_simulation_timeline_to_svg(NULL, sim, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_simulation_to_json(NULL, sim, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_simulate(&gpipe, plan, 2, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_simulate(&gpipe, plan, 3, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "schedule"));
   err = NULL;
+  /* ZB-H1 is accepted: every stage holds min(stages, microbatches) microbatches. */
+  CHECK(alpa_plan_simulate(&zero_bubble, plan, ALPA_SCHEDULE_ZB_H1, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  if (zero_bubble != NULL) {
+    const int32_t stages = alpa_simulation_stage_count(zero_bubble);
+    const int64_t b = alpa_plan_microbatches(plan);
+    alpa_simulated_stage st;
+    CHECK(alpa_simulation_iteration_seconds(zero_bubble) > 0);
+    CHECK(alpa_simulation_stage(&st, sizeof st, zero_bubble, stages - 1, &err) == ALPA_OK);
+    CHECK(st.peak_in_flight == (stages < b ? stages : b));
+  }
+  alpa_simulation_destroy(zero_bubble);
 
   alpa_simulation_destroy(sim);
   alpa_plan_destroy(plan);

@@ -296,6 +296,7 @@ sed -E 's/("memory_bandwidth":[0-9.e+]+,"memory_bytes":)[0-9]+/\11000/' "$sim_pl
 expect simulate_memory_warning 0 '^warning: stage 0 peaks at [0-9.]+ [KMG]iB per device, more than the device memory [0-9.]+ B' -- "$alpa" simulate "$tmp/plan_small_memory.json"
 expect simulate_memory_exceeded 0 '"device_memory_bytes":1000,.*"memory_exceeded":true,.*"exceeds_device_memory":true' -- "$alpa" simulate "$tmp/plan_small_memory.json" --json
 expect simulate_gpipe 0 'GPipe schedule' -- "$alpa" simulate "$sim_plan" --schedule gpipe
+expect simulate_zb_h1 0 'ZB-H1 schedule' -- "$alpa" simulate "$sim_plan" --schedule zb-h1
 expect simulate_svg 0 "wrote $tmp/sim.svg" -- "$alpa" simulate "$sim_plan" --svg "$tmp/sim.svg" --width 800
 expect simulate_svg_file 0 '^<svg' -- head -c 200 "$tmp/sim.svg"
 "$alpa" plan "${plan[@]}" --json 2>/dev/null | tail -n 1 > "$tmp/plan_summary.json"
@@ -396,6 +397,15 @@ expect plan_zero3_off 2 'no plan fits in 4.00 MiB per device' -- "$alpa" plan "$
 expect plan_zero3_stays_off 0 '"shard_parameters":false' -- "$alpa" plan "${z3[@]}" --json
 expect_no plan_zero3_stays_off_json '"shard_parameters":true' -- "$alpa" plan "${z3[@]}" --json
 expect plan_zero3_bad 1 'error: --zero3: plan option "zero3"' -- "$alpa" plan --model "$bgpt" --zero3 maybe
+# The zero-bubble schedule: four one-device stages, four microbatches: searched, the plan runs
+# ZB-H1 (every stage holds 4 microbatches); by default 1F1B; a bad value names the option.
+zb=(--model "$z3model" --cluster p3.16xlarge:hosts=1,devices_per_host=4 --pp 4 -B 4 -q)
+expect plan_zero_bubble 0 '4 microbatches, ZB-H1 schedule' -- "$alpa" plan "${zb[@]}" --zero-bubble search
+expect plan_zero_bubble_json 0 '"schedule":"zb-h1"' -- "$alpa" plan "${zb[@]}" --zero-bubble search --json
+expect plan_zero_bubble_off 0 '4 microbatches, 1F1B schedule' -- "$alpa" plan "${zb[@]}"
+"$alpa" plan "${zb[@]}" --zero-bubble search -o "$tmp/zb_plan.json" >/dev/null
+expect simulate_plan_schedule 0 'ZB-H1 schedule' -- "$alpa" simulate "$tmp/zb_plan.json"
+expect plan_zero_bubble_bad 1 'error: --zero-bubble: plan option "zero_bubble"' -- "$alpa" plan --model "$bgpt" --zero-bubble maybe
 expect baseline_zero_search 1 'error: --zero: applies to a manual plan' -- "$alpa" baseline "${bl[@]}" --zero 1
 # --max-zero narrows the grid's ZeRO stages: 3 (default) lists points of every stage, 2 none of
 # stage 3, 1 none of 2 or 3; a manual plan takes --zero instead.

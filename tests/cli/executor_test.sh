@@ -85,12 +85,19 @@ expect run_gpipe 0 "$ok" -- "$alpa" run "$tmp/gpt_dp2tp2pp2.json" --steps 3 --ch
 # A GPipe run of a plan file is planned at B microbatches in flight (the plan states 1F1B's).
 expect run_gpipe_memory 0 'step 0 .*\(planned [0-9.]+ KiB, (0\.(8[5-9]|9[0-9])|1\.(0[0-9]|1[0-9]))x\)' -- \
   "$alpa" run "$tmp/gpt_dp2tp2pp2.json" --steps 1 --schedule gpipe
+# ZB-H1: each backward split into the input gradient and the weight gradient run later.
+expect run_zb_h1 0 "$ok" -- "$alpa" run "$tmp/mlp_pp4.json" --steps 3 --check --schedule zb-h1
+expect run_zb_h1_gpt 0 "$ok" -- "$alpa" run "$tmp/gpt_dp2tp2pp2.json" --steps 3 --check \
+  --schedule zb-h1
 expect run_json 0 '^\{"step": 0, "loss": .*"passed": true\}$' -- \
   "$alpa" run "$tmp/gpt_tp4.json" --check --json
 expect compile_device 0 '(all-reduce|all-gather|reduce-scatter) +\{0,1,2,3\}' -- "$alpa" compile "$tmp/gpt_tp4.json" --device 0
 expect compile_transfers 0 'send +to 4 ' -- "$alpa" compile "$tmp/gpt_dp2tp2pp2.json" --device 0
 expect plan_run 0 "$ok" -- "$alpa" plan --model "$mlp" --cluster "$cluster4" -B 2 -q --run 3 \
   --check
+# A plan the planner made for ZB-H1 runs ZB-H1 by default (its own schedule).
+expect plan_run_zero_bubble 0 "$ok" -- "$alpa" plan --model "$mlp" \
+  --cluster "$cluster4" --pp 4 -B 4 --zero-bubble search -q --run 3 --check
 # An f16 model (SGD) is checked at f16's tolerance: the f32-sized default fails it by rounding
 # order alone (loss 4.2x, parameters 2.9x the default at step 1).
 "$alpa" baseline --model "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,optimizer=sgd" \
@@ -103,7 +110,7 @@ expect run_truncated 1 'plan JSON' -- "$alpa" run "$tmp/truncated.json"
 sed 's/"model":"gpt:layers=2,/"model":"gpt:layers=3,/' "$tmp/gpt_tp4.json" >"$tmp/other.json"
 expect run_other_model 1 'not the same model' -- "$alpa" run "$tmp/other.json"
 expect run_missing 1 'cannot open' -- "$alpa" run "$tmp/none.json"
-expect run_schedule 1 'schedule' -- "$alpa" run "$tmp/gpt_tp4.json" --schedule zigzag
+expect run_schedule 1 'schedule must be 1f1b, gpipe or zb-h1' -- "$alpa" run "$tmp/gpt_tp4.json" --schedule zigzag
 expect run_steps 1 'steps' -- "$alpa" run "$tmp/gpt_tp4.json" --steps 0
 expect run_backend 1 'backend must be cpu or cuda' -- "$alpa" run "$tmp/gpt_tp4.json" --backend tpu
 expect run_tf32_on_cpu 1 'tf32 needs --backend cuda' -- "$alpa" run "$tmp/gpt_tp4.json" --tf32

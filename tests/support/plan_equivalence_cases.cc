@@ -46,6 +46,19 @@ std::string ClusterSpec(int64_t hosts, int64_t per_host) {
          ",devices_per_host=" + std::to_string(per_host);
 }
 
+// The case name's mark of a schedule other than 1F1B.
+std::string ScheduleSuffix(PipelineScheduleKind schedule) {
+  switch (schedule) {
+    case PipelineScheduleKind::kGPipe:
+      return "_gpipe";
+    case PipelineScheduleKind::kZeroBubbleH1:
+      return "_zbh1";
+    case PipelineScheduleKind::kOneFOneB:
+      break;
+  }
+  return "";
+}
+
 EquivalenceCase Manual(const std::string& model, int64_t hosts, int64_t per_host, int64_t dp,
                        int64_t tp, int64_t pp, int64_t b, int32_t zero, Recompute remat,
                        PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB) {
@@ -69,7 +82,7 @@ EquivalenceCase Manual(const std::string& model, int64_t hosts, int64_t per_host
            (remat == Recompute::kFull        ? "_remat"
             : remat == Recompute::kSelective ? "_selective"
                                              : "") +
-           (schedule == PipelineScheduleKind::kGPipe ? "_gpipe" : "");
+           ScheduleSuffix(schedule);
   return c;
 }
 
@@ -89,7 +102,7 @@ EquivalenceCase Planned(const std::string& model, int64_t hosts, int64_t per_hos
             : remat == RematMode::kOff       ? "_noremat"
             : remat == RematMode::kSelective ? "_selective"
                                              : "") +
-           (schedule == PipelineScheduleKind::kGPipe ? "_gpipe" : "");
+           ScheduleSuffix(schedule);
   return c;
 }
 
@@ -160,6 +173,21 @@ std::vector<EquivalenceCase> EquivalenceCases() {
   // ZeRO-3: the weights sharded over the data-parallel devices, gathered where they are read.
   cases.push_back(Manual(kGpt4, 1, 4, 2, 2, 1, 2, 3, kNo));  // 2x2
   cases.push_back(Manual(kMlp, 1, 4, 2, 1, 2, 4, 3, kNo));   // 2 stages
+  // ZB-H1: each backward split into the input-gradient task and the weight-gradient task run
+  // later (weight_gradient_ops.h); 1F1B on the same plans is listed above or here.
+  cases.push_back(Manual(kMlpCe, 1, 2, 1, 1, 2, 4, 0, kNo, K::kZeroBubbleH1));  // 2 stages
+  cases.push_back(Manual(kMlp, 1, 4, 1, 1, 4, 4, 0, kNo, K::kZeroBubbleH1));    // 4 stages
+  cases.push_back(Manual(kMlp, 1, 4, 1, 1, 4, 2, 0, kNo, K::kZeroBubbleH1));    // B < stages
+  cases.push_back(Manual(kMlpCe, 1, 2, 1, 1, 2, 1, 0, kNo, K::kZeroBubbleH1));  // B = 1
+  cases.push_back(Manual(kGpt4, 1, 4, 1, 1, 4, 4, 0, kNo, K::kZeroBubbleH1));
+  // Stages of several pieces (embedding, blocks, head), tensor parallel.
+  cases.push_back(Manual(kGpt4, 1, 4, 1, 2, 2, 4, 0, kNo));
+  cases.push_back(Manual(kGpt4, 1, 4, 1, 2, 2, 4, 0, kNo, K::kZeroBubbleH1));
+  cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 1, kSel, K::kZeroBubbleH1));   // selective
+  cases.push_back(Manual(kGpt4, 1, 8, 2, 1, 4, 4, 2, kFull, K::kZeroBubbleH1));  // ZeRO-2, remat
+  cases.push_back(Manual(kLlama, 1, 4, 1, 2, 2, 4, 0, kFull, K::kZeroBubbleH1));
+  cases.push_back(Manual(kMlp, 1, 4, 2, 1, 2, 4, 3, kNo, K::kZeroBubbleH1));  // ZeRO-3
+  cases.push_back(Planned(kGpt4, 1, 4, 4, RematMode::kSearch, K::kZeroBubbleH1));
   // The planner's ZeRO-3: one data-parallel stage on 4 MiB devices gathers its weights.
   EquivalenceCase zero3 = Planned(kGptZero3, 1, 4, 2);
   zero3.device_memory_bytes = int64_t{4} << 20;

@@ -27,6 +27,7 @@ struct PlanArgs {
   std::string remat;   // "", "search", "off", "on", "selective"
   std::string zero2;   // "", "search", "off"
   std::string zero3;   // "", "search", "off"
+  std::string zero_bubble;  // "", "search", "off"
   // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
   int64_t pipeline_stages = 0, max_tensor_parallel = 0;
   bool no_tp_across_hosts = false;
@@ -34,7 +35,7 @@ struct PlanArgs {
   PlannerOptionArgs planner;
   double time_limit = 0;  // seconds for the whole search; 0: none
   std::string output;     // write the executable plan JSON here
-  std::string svg;        // write the timeline of the plan's simulated iteration (1F1B) here
+  std::string svg;        // write the timeline of the plan's simulated iteration here
   bool json = false;      // print the summary JSON as the last line
   bool quiet = false;
   bool deterministic = false;  // print no clock readings: every run's output is the same
@@ -101,6 +102,11 @@ int RunPlan(const PlanArgs& args) {
                                                            args.zero3.c_str(), &err) != ALPA_OK) {
     return ReportError(err, "--zero3");
   }
+  if (!args.zero_bubble.empty() &&
+      alpa_plan_options_set_by_name(handles.options, "zero_bubble", args.zero_bubble.c_str(),
+                                    &err) != ALPA_OK) {
+    return ReportError(err, "--zero-bubble");
+  }
   if (int rc = SetPlannerOptions(handles.options, args.planner)) return rc;
   if (alpa_plan_options_set_double(handles.options, ALPA_PLAN_OPT_TIME_LIMIT_SECONDS,
                                    args.time_limit, &err) != ALPA_OK) {
@@ -165,6 +171,10 @@ Command AddPlanCommand(CLI::App& app) {
                    "ZeRO-3 (a weight held as shards over the data-parallel devices, gathered where "
                    "read every microbatch) as a per-weight choice of the intra-op solves under "
                    "memory pressure: search (default) or off");
+  plan->add_option("--zero-bubble", args->zero_bubble,
+                   "The zero-bubble schedule ZB-H1 (backward split into input and weight "
+                   "gradients) where every stage fits it and it is predicted faster than 1F1B: "
+                   "search or off (default)");
   plan->add_option("--pp", args->pipeline_stages,
                    "Pin: exactly this many pipeline stages (default 0: searched)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

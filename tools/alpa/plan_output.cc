@@ -238,9 +238,10 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
                       const std::string& time_label) {
   const int32_t stages = alpa_plan_stage_count(plan);
   const int64_t microbatches = alpa_plan_microbatches(plan);
-  std::printf("\nPlan: %d pipeline stage%s, %lld microbatch%s, 1F1B schedule\n", stages,
+  const bool zero_bubble = alpa_plan_pipeline_schedule(plan) == ALPA_SCHEDULE_ZB_H1;
+  std::printf("\nPlan: %d pipeline stage%s, %lld microbatch%s, %s schedule\n", stages,
               stages == 1 ? "" : "s", static_cast<long long>(microbatches),
-              microbatches == 1 ? "" : "es");
+              microbatches == 1 ? "" : "es", zero_bubble ? "ZB-H1" : "1F1B");
   std::printf("%-5s %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", "stage", "layers",
               "submesh", "mesh", "devices", "dp x tp", "zero", "remat", "latency/mb", "sync+update",
               "memory/device");
@@ -303,9 +304,9 @@ int WritePlanFiles(const alpa_plan* plan, const std::string& output, const std::
     }
   }
   if (!svg.empty()) {
-    // The timeline of the plan's simulated iteration (1F1B, the slice moves as planned).
+    // The timeline of the plan's simulated iteration (its schedule, the slice moves as planned).
     alpa_simulation* sim = nullptr;
-    if (alpa_plan_simulate(&sim, plan, ALPA_SCHEDULE_1F1B, &err) != ALPA_OK) {
+    if (alpa_plan_simulate(&sim, plan, alpa_plan_pipeline_schedule(plan), &err) != ALPA_OK) {
       return ReportError(err, "--svg");
     }
     alpa_buffer* picture = nullptr;

@@ -33,10 +33,16 @@ struct BufferHandle {
 
 int CreateExecutor(const alpa_plan* plan, const RunArgs& args, ExecutorHandle& handle) {
   alpa_executor_config config = ALPA_EXECUTOR_CONFIG_INIT;
-  if (args.schedule == "gpipe") {
+  if (args.schedule.empty()) {
+    config.schedule = alpa_plan_pipeline_schedule(plan);  // the plan's own
+  } else if (args.schedule == "1f1b") {
+    config.schedule = ALPA_SCHEDULE_1F1B;
+  } else if (args.schedule == "gpipe") {
     config.schedule = ALPA_SCHEDULE_GPIPE;
-  } else if (args.schedule != "1f1b") {
-    return ReportBadInput("--schedule must be 1f1b or gpipe (got '" + args.schedule + "')");
+  } else if (args.schedule == "zb-h1") {
+    config.schedule = ALPA_SCHEDULE_ZB_H1;
+  } else {
+    return ReportBadInput("--schedule must be 1f1b, gpipe or zb-h1 (got '" + args.schedule + "')");
   }
   if (args.devices == "mpi") {
     config.devices = ALPA_DEVICES_MPI;
@@ -157,7 +163,9 @@ void AddRunOptions(CLI::App* command, RunArgs* args) {
       "--check", args->check,
       "Also step the one-device interpreter and compare (rtol 1e-5, atol 4e-5; f16 1e-3, 1e-5; "
       "bf16 1.6e-2, 1e-5)");
-  command->add_option("--schedule", args->schedule, "Pipeline schedule: 1f1b (default), gpipe");
+  command->add_option("--schedule", args->schedule,
+                      "Pipeline schedule: 1f1b, gpipe or zb-h1 (default: the plan's own, 1f1b "
+                      "unless the planner chose zb-h1)");
   command->add_option("--devices", args->devices,
                       "threads (default: every device a thread of this process) or mpi (one "
                       "device per process of an mpirun job)");
@@ -229,7 +237,8 @@ Command AddCompileCommand(CLI::App& app) {
       "per line");
   compile->add_option("plan", args->file, "Plan JSON file")->required();
   compile->add_option("--device", args->device, "Only this device's program (default: all)");
-  compile->add_option("--schedule", args->run.schedule, "Pipeline schedule: 1f1b, gpipe");
+  compile->add_option("--schedule", args->run.schedule,
+                      "Pipeline schedule: 1f1b, gpipe or zb-h1 (default: the plan's own)");
   return {compile, [args] { return RunCompile(*args); }};
 }
 

@@ -17,7 +17,8 @@ struct RunArgs {
   int64_t steps = 1;
   uint64_t seed = 0;
   bool check = false;
-  std::string schedule = "1f1b";    // or "gpipe"
+  // "1f1b", "gpipe" or "zb-h1"; empty: the plan's own (alpa_plan_pipeline_schedule).
+  std::string schedule{};
   std::string devices = "threads";  // or "mpi"
   std::string backend = "cpu";      // or "cuda"
   bool tf32 = false;                // cuda: f32 contractions in TF32

@@ -21,7 +21,7 @@ namespace {
 
 struct SimulateArgs {
   std::string file;               // a plan JSON file (alpa plan -o / --json)
-  std::string schedule = "1f1b";  // or "gpipe"
+  std::string schedule;  // "1f1b", "gpipe", "zb-h1"; empty: the plan's own ("schedule", else 1f1b)
   std::string svg;                // write the timeline SVG here
   int32_t width = 0;              // SVG width in pixels; 0: the library's default
   bool json = false;              // print alpa_simulation_to_json's object as the last line
@@ -83,6 +83,14 @@ void PrintProgramPrices(const nlohmann::json& report) {
   }
 }
 
+// The report's schedule ("1f1b", "gpipe", "zb-h1") as the table names it.
+std::string ScheduleTitle(const std::string& name) {
+  if (name == "gpipe") return "GPipe";
+  if (name == "zb-h1") return "ZB-H1";
+  if (name == "1f1b") return "1F1B";
+  return name;
+}
+
 void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
   const double simulated = alpa_simulation_iteration_seconds(sim);
   const double planned = alpa_simulation_planner_seconds(sim);
@@ -90,7 +98,7 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
   std::printf("Simulation: %s on %s (%d x %d), %s schedule, %lld microbatches\n",
               model.empty() ? "plan" : model.c_str(), report["cluster"].value("name", "").c_str(),
               report["cluster"].value("hosts", 0), report["cluster"].value("devices_per_host", 0),
-              report.value("schedule", "") == "gpipe" ? "GPipe" : "1F1B",
+              ScheduleTitle(report.value("schedule", "")).c_str(),
               static_cast<long long>(report.value("microbatches", int64_t{0})));
   std::printf("\n%-5s %-11s %-7s %-11s %-11s %-11s %-11s %-11s %-9s %s\n", "stage", "devices",
               "layers", "fwd/mb", "bwd/mb", "busy", "comm wait", "idle", "bubble",
@@ -152,16 +160,26 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
 
 // Exit code 0, or 1 for bad input (stderr).
 int RunSimulate(const SimulateArgs& args) {
-  int32_t schedule = ALPA_SCHEDULE_1F1B;
-  if (args.schedule == "gpipe" || args.schedule == "GPipe") {
-    schedule = ALPA_SCHEDULE_GPIPE;
-  } else if (args.schedule != "1f1b" && args.schedule != "1F1B") {
-    return ReportBadInput("--schedule: \"" + args.schedule + "\" is not 1f1b or gpipe");
-  }
   std::string bytes, reason;
   const InputLimit& limit = args.limit;
   if (!ReadFile(args.file, &bytes, limit.bytes, &reason, StreamContent::kJson)) {
     return ReportBadInput("cannot read " + args.file + ": " + reason);
+  }
+  std::string name = args.schedule;
+  if (name.empty()) {
+    // The plan's own schedule; a plan without one (or a file the library will refuse) is 1F1B.
+    const nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, false);
+    name = doc.is_object() && doc.contains("schedule") && doc["schedule"].is_string()
+               ? doc["schedule"].get<std::string>()
+               : "1f1b";
+  }
+  int32_t schedule = ALPA_SCHEDULE_1F1B;
+  if (name == "gpipe" || name == "GPipe") {
+    schedule = ALPA_SCHEDULE_GPIPE;
+  } else if (name == "zb-h1" || name == "ZB-H1") {
+    schedule = ALPA_SCHEDULE_ZB_H1;
+  } else if (name != "1f1b" && name != "1F1B") {
+    return ReportBadInput("--schedule: \"" + name + "\" is not 1f1b, gpipe or zb-h1");
   }
   alpa_error* err = nullptr;
   SimulationHandle handles;
@@ -211,7 +229,8 @@ Command AddSimulateCommand(CLI::App& app) {
       "simulate", "Simulate one training iteration of a plan and compare it with the prediction");
   simulate->add_option("plan", args->file, "Plan JSON file (alpa plan -o or --json)")->required();
   simulate->add_option("--schedule", args->schedule,
-                       "Pipeline schedule: 1f1b (default, the planner's) or gpipe");
+                       "Pipeline schedule: 1f1b, gpipe or zb-h1 (zero-bubble: the backward split "
+                       "into input and weight gradients); default: the plan's own");
   simulate->add_option("--svg", args->svg, "Write the timeline (SVG) to this file");
   AddInputLimitOption(simulate, &args->limit);
   simulate->add_option("--width", args->width, "SVG width in pixels (default 1600; 200..20000)");

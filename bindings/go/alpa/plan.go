@@ -249,6 +249,17 @@ func (x *Plan) Microbatches() int64 {
 	return v
 }
 
+// Schedule is the pipeline schedule the plan is made for: "1f1b", or "zb-h1" where the
+// zero_bubble option let the planner choose the zero-bubble schedule.
+func (x *Plan) Schedule() string {
+	v := C.alpa_plan_pipeline_schedule(x.p)
+	runtime.KeepAlive(x)
+	if v == C.ALPA_SCHEDULE_ZB_H1 {
+		return "zb-h1"
+	}
+	return "1f1b"
+}
+
 // PeakMemoryBytes is the largest per-device memory over the stages.
 func (x *Plan) PeakMemoryBytes() int64 {
 	v := int64(C.alpa_plan_peak_memory_bytes(x.p))

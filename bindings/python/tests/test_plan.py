@@ -160,6 +160,19 @@ def test_zero3_option():
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, zero3="maybe")
 
 
+def test_zero_bubble_option():
+    # Four one-device stages and four microbatches: ZB-H1 fills 1F1B's drain with weight
+    # gradients; off (the default), the same stages run 1F1B; a bad value names the option.
+    pins = dict(microbatches=4, pipeline_stages=4)
+    with alpa.plan(ZERO3_MODEL, ZERO3_CLUSTER, zero_bubble=True, **pins) as on, \
+            alpa.plan(ZERO3_MODEL, ZERO3_CLUSTER, **pins) as off:
+        assert (on.schedule, off.schedule) == ("zb-h1", "1f1b")
+        assert on.iteration_seconds < off.iteration_seconds
+        assert [s.in_flight for s in on.stages] == [4, 4, 4, 4]
+    with pytest.raises(alpa.InvalidArgumentError, match="zero_bubble"):
+        alpa.plan(SMALL_MODEL, SMALL_CLUSTER, zero_bubble="maybe")
+
+
 def test_infeasible_plan_says_what_fits():
     with pytest.raises(alpa.InfeasibleError) as info:
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, device_memory="1MiB", microbatches=1)

@@ -207,7 +207,8 @@ std::vector<char> FreeOpsOfPlan(const PipelinePlan& plan) {
 
 int64_t PlannedMemory::total() const {
   const Int128 held = persistent.persistent();
-  return Saturate(std::max(held + Int128{in_flight} * activation + working, held + update));
+  return Saturate(std::max(held + Int128{in_flight} * activation + working, held + update) +
+                  Int128{weight_gradients_pending} * activation);
 }
 
 Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
@@ -227,24 +228,32 @@ Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage
   }
   Result<StageMemory> model = PlannedStageMemoryModel(st);
   if (!model.ok()) return model.status();
-  if (model.value().With(st.in_flight) != st.memory_bytes) {
+  const int32_t stages = static_cast<int32_t>(plan.stages.size());
+  // The plan's figure holds its own schedule's pending weight gradients (PlannedMemory).
+  const int64_t stated =
+      Saturate(Int128{model.value().With(st.in_flight)} +
+               Int128{WeightGradientsPending(plan.schedule, stages, stage, plan.microbatches)} *
+                   model.value().activation);
+  if (stated != st.memory_bytes) {
     return InvalidArgument("stage " + std::to_string(stage) + ": its pieces give " +
-                           std::to_string(model.value().With(st.in_flight)) + " bytes, the plan " +
+                           std::to_string(stated) + " bytes, the plan " +
                            std::to_string(st.memory_bytes) +
                            " (a plan read from JSON does not carry its solves' bytes per op)");
   }
   planned.activation = model.value().activation;
   planned.working = model.value().working;
   planned.update = model.value().update;
-  planned.in_flight = MicrobatchesInFlight(schedule, static_cast<int32_t>(plan.stages.size()),
-                                           stage, plan.microbatches);
+  planned.in_flight = MicrobatchesInFlight(schedule, stages, stage, plan.microbatches);
+  planned.weight_gradients_pending =
+      WeightGradientsPending(schedule, stages, stage, plan.microbatches);
   return planned;
 }
 
 std::string MemoryBreakdownHeader() {
   return "KiB per device at its peak: measured param / opt / grad-acc / act (microbatches) / "
          "free-op / fwd-tmp / bwd-tmp / upd-tmp [communicated] = peak | planned param / opt / "
-         "grad / act x in-flight / working / update = total | measured / planned";
+         "grad / act x in-flight (+ pending weight gradients) / working / update = total | "
+         "measured / planned";
 }
 
 std::string MemoryBreakdownRow(const MeasuredMemory& m, const PlannedMemory& p) {
@@ -260,8 +269,10 @@ std::string MemoryBreakdownRow(const MeasuredMemory& m, const PlannedMemory& p) 
          KiB(m.backward_temporaries) + " / " + KiB(m.update_temporaries) + " [" +
          KiB(m.communicated) + "] = " + KiB(m.peak_bytes) + " | " + KiB(p.persistent.parameters) +
          " / " + KiB(p.persistent.optimizer_state) + " / " + KiB(p.persistent.gradients) + " / " +
-         KiB(p.activation) + " x " + std::to_string(p.in_flight) + " / " + KiB(p.working) + " / " +
-         KiB(p.update) + " = " + KiB(planned) + " | " + ratio;
+         KiB(p.activation) + " x " + std::to_string(p.in_flight) +
+         (p.weight_gradients_pending > 0 ? " + " + std::to_string(p.weight_gradients_pending)
+                                         : std::string()) +
+         " / " + KiB(p.working) + " / " + KiB(p.update) + " = " + KiB(planned) + " | " + ratio;
 }
 
 }  // namespace alpa

@@ -10,7 +10,7 @@
 // pieces and their auto-sharding solutions: persistent bytes (parameters, optimizer state,
 // gradients), plus the larger of the forward-backward peak (activations per microbatch in
 // flight times the microbatches the schedule keeps in flight, and the largest piece's working
-// memory) and the update's peak.
+// memory) and the update's peak, plus under ZB-H1 one activation per weight gradient pending.
 #pragma once
 
 #include <cstdint>
@@ -53,9 +53,13 @@ struct PlannedMemory {
   UnitMemory persistent;   // parameters, optimizer_state, gradients summed over the pieces
   int64_t activation = 0;  // per microbatch in flight (checkpoints under remat)
   int64_t in_flight = 0;   // microbatches the schedule keeps in flight on the stage
+  // Of those, the weight gradients a schedule that splits the backward keeps pending
+  // (WeightGradientsPending); each charged one activation more (the output gradients it keeps).
+  int64_t weight_gradients_pending = 0;
   int64_t working = 0;
   int64_t update = 0;  // beyond persistent at the update's peak
-  // max(persistent + in_flight * activation + working, persistent + update) (saturating)
+  // max(persistent + in_flight * activation + working, persistent + update)
+  //   + weight_gradients_pending * activation (saturating; the planner's model)
   int64_t total() const;
 };
 

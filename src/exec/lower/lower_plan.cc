@@ -23,6 +23,7 @@
 #include "exec/lower/local_op.h"
 #include "solvers/planner/gradient_sharding.h"
 #include "solvers/planner/stage_costs.h"
+#include "solvers/planner/weight_gradient_ops.h"
 
 namespace alpa {
 namespace {
@@ -38,6 +39,11 @@ constexpr int64_t kRefreshTagBase = int64_t{1} << 29;
 
 // How an op takes part in gradient accumulation (ClassifyBatchSums).
 enum class BatchSum : int8_t { kNone = 0, kRoot = 1, kDeferred = 2 };
+
+// What of the backward a task runs: all of it (GPipe, 1F1B), or under a schedule that splits
+// it (SplitsBackward) the input-gradient part (kBackward tasks) or the weight-gradient part
+// (kWeightGradient tasks; weight_gradient_ops.h).
+enum class BackwardPart : int8_t { kWhole = 0, kInputGradient = 1, kWeightGradient = 2 };
 
 Status Unsupported(std::string m) { return Status(StatusCode::kUnsupported, std::move(m)); }
 
@@ -58,6 +64,9 @@ struct PieceInfo {
   std::map<int32_t, std::vector<int32_t>> inside_collectives;  // per op
   std::vector<int32_t> forward_ops, backward_ops, update_ops;  // materialized, schedule order
   std::vector<bool> rerun;  // per local op: run again before the backward (selective recompute)
+  // Per local op, under a schedule that splits the backward: WeightGradientOps (1: the op runs
+  // in the weight-gradient task). Empty otherwise.
+  std::vector<char> weight_gradient;
   std::vector<int32_t> read_by_update;     // per-microbatch values an update op reads
   std::vector<int32_t> boundary_transfer;  // per local op: the transfer feeding it, or -1
   // Transfers sent or received once per iteration (MarkOncePerIteration): the transfers this
@@ -86,6 +95,14 @@ struct PieceInfo {
   }
   bool Zero2Moved(int32_t l) const {
     return !zero2_moved.empty() && zero2_moved[static_cast<size_t>(l)] != 0;
+  }
+  bool WeightGradient(int32_t l) const {
+    return !weight_gradient.empty() && weight_gradient[static_cast<size_t>(l)] != 0;
+  }
+  // Whether the backward op l runs in a task that runs `part` of the backward.
+  bool InPart(int32_t l, BackwardPart part) const {
+    return part == BackwardPart::kWhole ||
+           WeightGradient(l) == (part == BackwardPart::kWeightGradient);
   }
 };
 
@@ -144,7 +161,7 @@ void FindZero2Chains(const std::vector<char>& once, const std::vector<char>& rea
 }
 
 Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& batch_sums,
-                      PieceInfo& p) {
+                      PipelineScheduleKind schedule, PieceInfo& p) {
   const Graph& g = p.sub->graph;
   const AutoShardResult& r = *p.sharding;
   if (r.ops.size() != g.ops.size()) {
@@ -168,6 +185,7 @@ Status BuildPieceInfo(const PipelinePlan& plan, const std::vector<BatchSum>& bat
   if (plan.stages[static_cast<size_t>(p.stage)].remat == Recompute::kSelective) {
     p.rerun = SelectivelyRecomputedOps(g);
   }
+  if (SplitsBackward(schedule)) p.weight_gradient = WeightGradientOps(g);
   std::vector<char> once(g.ops.size(), 0);  // computed once per iteration
   for (int32_t l : r.schedule) {
     const Op& op = g.op(l);
@@ -445,7 +463,12 @@ class DeviceLowering {
   Status BindParameters();
   Status ZeroAccumulators();
   Status ForwardTask(int64_t mb);
-  Status BackwardTask(int64_t mb);
+  // `part` of microbatch mb's backward, pieces in reverse order: the input-gradient part
+  // reruns the rematerialized forward ops, receives the output gradients, runs its ops and
+  // sends the input gradients; the weight-gradient part runs the rest and accumulates the
+  // gradients (with ZeRO-2's per-microbatch chain ops). Its values stay in the pieces' state
+  // between the two tasks (keyed by op and microbatch).
+  Status BackwardTask(int64_t mb, BackwardPart part);
   Status Update();
   // Per update position (the stage's update ops, piece by piece): the (piece, update op) whose
   // result replaces its parameter right after it.
@@ -454,8 +477,13 @@ class DeviceLowering {
   Status RefreshCopies();
 
   Status FeedInputs(int32_t pi, int64_t mb);
-  Status ReceiveInputs(int32_t pi, int64_t mb, Phase phase);
-  Status SendOutputs(int32_t pi, int64_t mb, Phase phase);
+  // A backward boundary value moves with the part of the backward that computes it (its
+  // producer's WeightGradient): an accumulated gradient term that another piece reads per
+  // microbatch leaves in the weight-gradient task.
+  bool FromWeightGradient(int32_t global) const;
+  Status ReceiveInputs(int32_t pi, int64_t mb, Phase phase,
+                       BackwardPart part = BackwardPart::kWhole);
+  Status SendOutputs(int32_t pi, int64_t mb, Phase phase, BackwardPart part = BackwardPart::kWhole);
   Status SendOnce(int32_t pi, bool computed_at_update);
   Status ReceiveOnce(int32_t pi);
   Status ReportLoss(int32_t pi, int64_t mb);
@@ -938,7 +966,13 @@ Status DeviceLowering::SendTransfer(const Value& value, int32_t transfer, int64_
   return Status::Ok();
 }
 
-Status DeviceLowering::ReceiveInputs(int32_t pi, int64_t mb, Phase phase) {
+bool DeviceLowering::FromWeightGradient(int32_t global) const {
+  const PlanOpSite& site = ctx_.sites[static_cast<size_t>(global)];
+  if (site.stage < 0) return false;
+  return piece(ctx_.PieceOf(site.stage, site.piece)).WeightGradient(site.local);
+}
+
+Status DeviceLowering::ReceiveInputs(int32_t pi, int64_t mb, Phase phase, BackwardPart part) {
   const PieceInfo& p = piece(pi);
   for (int32_t l : p.sub->boundary_inputs) {
     const Op& op = p.op(l);
@@ -949,6 +983,10 @@ Status DeviceLowering::ReceiveInputs(int32_t pi, int64_t mb, Phase phase) {
                          ", an update-phase value of another piece: not executable yet");
     }
     const int32_t global = p.sub->origin[static_cast<size_t>(l)];
+    if (part != BackwardPart::kWhole &&
+        FromWeightGradient(global) != (part == BackwardPart::kWeightGradient)) {
+      continue;
+    }
     const EmitTag tag{global, mb, InstructionOrigin::kPlan, -1};
     const int32_t transfer = p.boundary_transfer[static_cast<size_t>(l)];
     if (transfer >= 0 && ctx_.once[static_cast<size_t>(transfer)]) continue;  // at the update
@@ -978,7 +1016,7 @@ Status DeviceLowering::ReceiveInputs(int32_t pi, int64_t mb, Phase phase) {
   return Status::Ok();
 }
 
-Status DeviceLowering::SendOutputs(int32_t pi, int64_t mb, Phase phase) {
+Status DeviceLowering::SendOutputs(int32_t pi, int64_t mb, Phase phase, BackwardPart part) {
   for (size_t t = 0; t < ctx_.plan.transfers.size(); ++t) {
     const CrossStageTransfer& tr = ctx_.plan.transfers[t];
     if (tr.from_stage != stage_ || ctx_.once[t]) continue;  // once: at the update
@@ -986,6 +1024,10 @@ Status DeviceLowering::SendOutputs(int32_t pi, int64_t mb, Phase phase) {
     if (site.stage != stage_ || ctx_.PieceOf(site.stage, site.piece) != pi) continue;
     const Op& op = ctx_.plan.graph.op(tr.tensor);
     if ((op.phase == Phase::kForward) != (phase == Phase::kForward)) continue;
+    if (part != BackwardPart::kWhole &&
+        piece(pi).WeightGradient(site.local) != (part == BackwardPart::kWeightGradient)) {
+      continue;
+    }
     Result<Value> v = ExportValue(pi, site.local, mb);
     if (!v.ok()) return v.status();
     EmitTag tag{tr.tensor, mb, InstructionOrigin::kPlan, -1};
@@ -1135,21 +1177,25 @@ Status DeviceLowering::ForwardTask(int64_t mb) {
   return Status::Ok();
 }
 
-Status DeviceLowering::BackwardTask(int64_t mb) {
+Status DeviceLowering::BackwardTask(int64_t mb, BackwardPart part) {
   const Recompute remat = ctx_.plan.stages[static_cast<size_t>(stage_)].remat;
   const std::vector<int32_t>& pieces = my_pieces();
   for (size_t i = pieces.size(); i-- > 0;) {
     const int32_t pi = pieces[i];
     const PieceInfo& p = piece(pi);
-    for (int32_t l : p.forward_ops) {
-      const bool again = remat == Recompute::kFull ||
-                         (remat == Recompute::kSelective && p.rerun[static_cast<size_t>(l)]);
-      if (again) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
+    if (part != BackwardPart::kWeightGradient) {
+      for (int32_t l : p.forward_ops) {
+        const bool again = remat == Recompute::kFull ||
+                           (remat == Recompute::kSelective && p.rerun[static_cast<size_t>(l)]);
+        if (again) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
+      }
     }
-    ALPA_RETURN_IF_ERROR(ReceiveInputs(pi, mb, Phase::kBackward));
-    for (int32_t l : piece(pi).backward_ops) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
-    ALPA_RETURN_IF_ERROR(SendOutputs(pi, mb, Phase::kBackward));
-    ALPA_RETURN_IF_ERROR(Accumulate(pi, mb));
+    ALPA_RETURN_IF_ERROR(ReceiveInputs(pi, mb, Phase::kBackward, part));
+    for (int32_t l : p.backward_ops) {
+      if (p.InPart(l, part)) ALPA_RETURN_IF_ERROR(RunOp(pi, l, mb));
+    }
+    ALPA_RETURN_IF_ERROR(SendOutputs(pi, mb, Phase::kBackward, part));
+    if (part != BackwardPart::kInputGradient) ALPA_RETURN_IF_ERROR(Accumulate(pi, mb));
   }
   return Status::Ok();
 }
@@ -1360,11 +1406,24 @@ Status DeviceLowering::Lower() {
   ALPA_RETURN_IF_ERROR(ZeroAccumulators());
   EndTask(ProgramTaskKind::kSetup, -1);
   const int32_t stages = static_cast<int32_t>(ctx_.plan.stages.size());
+  const BackwardPart backward =
+      SplitsBackward(ctx_.options.schedule) ? BackwardPart::kInputGradient : BackwardPart::kWhole;
   for (const PipelineTask& task :
        StageSchedule(ctx_.options.schedule, stages, stage_, ctx_.plan.microbatches)) {
-    const bool forward = task.kind == PipelineTaskKind::kForward;
-    ALPA_RETURN_IF_ERROR(forward ? ForwardTask(task.microbatch) : BackwardTask(task.microbatch));
-    EndTask(forward ? ProgramTaskKind::kForward : ProgramTaskKind::kBackward, task.microbatch);
+    switch (task.kind) {
+      case PipelineTaskKind::kForward:
+        ALPA_RETURN_IF_ERROR(ForwardTask(task.microbatch));
+        EndTask(ProgramTaskKind::kForward, task.microbatch);
+        break;
+      case PipelineTaskKind::kBackward:
+        ALPA_RETURN_IF_ERROR(BackwardTask(task.microbatch, backward));
+        EndTask(ProgramTaskKind::kBackward, task.microbatch);
+        break;
+      case PipelineTaskKind::kWeightGradient:
+        ALPA_RETURN_IF_ERROR(BackwardTask(task.microbatch, BackwardPart::kWeightGradient));
+        EndTask(ProgramTaskKind::kWeightGradient, task.microbatch);
+        break;
+    }
   }
   ALPA_RETURN_IF_ERROR(Update());
   ALPA_RETURN_IF_ERROR(RefreshCopies());
@@ -1373,24 +1432,39 @@ Status DeviceLowering::Lower() {
 }
 
 // The plan's memory for `stage` with the microbatches `schedule` keeps in flight: the plan
-// states it for 1F1B (in_flight of them); for another count, the planner's model of the stage
-// when the pieces carry their solves' bytes (it then gives the plan's figure at in_flight).
-// A plan read from JSON does not: each further microbatch then adds activation_bytes, which
-// is exact unless the update's peak is the larger (then it overestimates).
+// states it for its own schedule (in_flight of them); for another count, the planner's model of
+// the stage when the pieces carry their solves' bytes (it then gives the plan's figure at
+// in_flight). A plan read from JSON does not: each further microbatch then adds
+// activation_bytes, which is exact unless the update's peak is the larger (then it
+// overestimates). A schedule that splits the backward adds activation_bytes per weight gradient
+// it keeps pending (WeightGradientsPending: the bound on the output gradients those hold), as
+// the planner charges it; the plan's figure holds that term for the plan's own schedule.
 Result<int64_t> PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage,
                                    PipelineScheduleKind schedule) {
   const PlannedStage& st = plan.stages[static_cast<size_t>(stage)];
-  const int64_t in_flight = MicrobatchesInFlight(schedule, static_cast<int32_t>(plan.stages.size()),
-                                                 stage, plan.microbatches);
-  if (in_flight == st.in_flight) return st.memory_bytes;
-  Result<StageMemory> model = PlannedStageMemoryModel(st);
-  if (model.ok() && model.value().With(st.in_flight) == st.memory_bytes) {
-    return model.value().With(in_flight);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (st.memory_bytes == kMax) return kMax;  // saturated: nothing to take apart
+  const int32_t stages = static_cast<int32_t>(plan.stages.size());
+  const int64_t in_flight = MicrobatchesInFlight(schedule, stages, stage, plan.microbatches);
+  const Int128 pending =
+      Int128{WeightGradientsPending(schedule, stages, stage, plan.microbatches)} *
+      st.activation_bytes;
+  // The plan's figure without its own schedule's pending weight gradients.
+  const Int128 stated =
+      Int128{st.memory_bytes} -
+      Int128{WeightGradientsPending(plan.schedule, stages, stage, plan.microbatches)} *
+          st.activation_bytes;
+  Int128 bytes = stated + Int128{in_flight - st.in_flight} * st.activation_bytes;
+  if (in_flight == st.in_flight) {
+    bytes = stated;
+  } else {
+    Result<StageMemory> model = PlannedStageMemoryModel(st);
+    if (model.ok() && Int128{model.value().With(st.in_flight)} == stated) {
+      bytes = model.value().With(in_flight);
+    }
   }
-  const Int128 bytes =
-      Int128{st.memory_bytes} + Int128{in_flight - st.in_flight} * st.activation_bytes;
-  return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                     : static_cast<int64_t>(bytes);
+  bytes += pending;
+  return bytes > kMax ? kMax : static_cast<int64_t>(bytes);
 }
 
 // Inserts kFree after the last instruction touching each non-persistent buffer.
@@ -1498,7 +1572,7 @@ Result<ProgramSet> LowerPlanWith(const PipelinePlan& plan, const LowerOptions& o
         return InvalidArgument("stage " + std::to_string(s) + " piece " + std::to_string(p) +
                                " has no subgraph or sharding");
       }
-      ALPA_RETURN_IF_ERROR(BuildPieceInfo(plan, ctx.batch_sums, info));
+      ALPA_RETURN_IF_ERROR(BuildPieceInfo(plan, ctx.batch_sums, options.schedule, info));
       indices.push_back(static_cast<int32_t>(ctx.pieces.size()));
       ctx.pieces.push_back(std::move(info));
     }

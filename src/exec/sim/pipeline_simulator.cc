@@ -29,8 +29,22 @@ const char* SimEventKindName(SimEventKind kind) {
       return "update";
     case SimEventKind::kIdle:
       return "idle";
+    case SimEventKind::kWeightGradient:
+      return "weight-gradient";
   }
   return "unknown";
+}
+
+const char* ScheduleDisplayName(PipelineScheduleKind kind) {
+  switch (kind) {
+    case PipelineScheduleKind::kGPipe:
+      return "GPipe";
+    case PipelineScheduleKind::kOneFOneB:
+      return "1F1B";
+    case PipelineScheduleKind::kZeroBubbleH1:
+      return "ZB-H1";
+  }
+  return PipelineScheduleName(kind);
 }
 
 namespace {
@@ -57,7 +71,45 @@ std::vector<Move> TransferMoves(const PipelineSimInput& in, const PipelineSimTra
   return moves;
 }
 
-int32_t DirectionOf(PipelineTaskKind kind) { return kind == PipelineTaskKind::kForward ? 0 : 1; }
+// The direction of the transfers a task receives and sends (0 forward, 1 backward); -1 for a
+// weight gradient, which does neither.
+int32_t DirectionOf(PipelineTaskKind kind) {
+  switch (kind) {
+    case PipelineTaskKind::kForward:
+      return 0;
+    case PipelineTaskKind::kBackward:
+      return 1;
+    case PipelineTaskKind::kWeightGradient:
+      break;
+  }
+  return -1;
+}
+
+SimEventKind EventKindOf(PipelineTaskKind kind) {
+  switch (kind) {
+    case PipelineTaskKind::kForward:
+      return SimEventKind::kForward;
+    case PipelineTaskKind::kBackward:
+      return SimEventKind::kBackward;
+    case PipelineTaskKind::kWeightGradient:
+      break;
+  }
+  return SimEventKind::kWeightGradient;
+}
+
+// How long `kind` runs on `spec`: a split backward leaves the weight gradient to its own task.
+double TaskSeconds(const PipelineSimStage& spec, PipelineTaskKind kind, bool split_backward) {
+  switch (kind) {
+    case PipelineTaskKind::kForward:
+      return spec.forward_seconds;
+    case PipelineTaskKind::kBackward:
+      return split_backward ? spec.backward_seconds - spec.weight_gradient_seconds
+                            : spec.backward_seconds;
+    case PipelineTaskKind::kWeightGradient:
+      break;
+  }
+  return spec.weight_gradient_seconds;
+}
 
 // A pending happening: a stage's task ends, or a move arrives at its receiving stage.
 struct QueuedEvent {
@@ -91,7 +143,8 @@ struct InputSlot {
 
 class Simulator {
  public:
-  explicit Simulator(const PipelineSimInput& in) : in_(in) {}
+  explicit Simulator(const PipelineSimInput& in)
+      : in_(in), split_backward_(SplitsBackward(in.schedule)) {}
 
   Result<PipelineSimResult> Run();
 
@@ -117,10 +170,14 @@ class Simulator {
   void Setup();
   double Reserve(const Move& mv, double ready, double* start);
   void TryStart(int32_t s, double now);
+  void Send(int32_t s, int32_t dir, int64_t microbatch, double now);
   void TaskEnd(int32_t s, double now);
   void Arrival(const QueuedEvent& e);
 
   const PipelineSimInput& in_;
+  // The schedule runs weight gradients as tasks of their own; a microbatch then stays in
+  // flight until its weight gradient ends.
+  const bool split_backward_;
   PipelineSimResult result_;
   std::vector<StageState> stages_;
   std::vector<InputSlot> slots_;
@@ -194,8 +251,11 @@ void Simulator::TryStart(int32_t s, double now) {
   StageState& st = stages_[static_cast<size_t>(s)];
   if (st.running || st.next >= st.tasks.size()) return;
   const PipelineTask task = st.tasks[st.next];
+  const int32_t direction = DirectionOf(task.kind);
+  // A weight gradient has no inputs: it is ready as soon as the stage is free.
+  const InputSlot no_inputs;
   const InputSlot& slot =
-      slots_[static_cast<size_t>(Slot(s, DirectionOf(task.kind), task.microbatch))];
+      direction < 0 ? no_inputs : slots_[static_cast<size_t>(Slot(s, direction, task.microbatch))];
   if (slot.pending > 0) return;  // an arrival will call again
   // The stage waited [free_since, now): idle until the last input was sent, then blocked on
   // communication until it arrived.
@@ -208,31 +268,21 @@ void Simulator::TryStart(int32_t s, double now) {
     if (wait > idle) Record(s, SimEventKind::kRecv, task.microbatch, st.free_since + idle, now);
   }
   const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
-  const bool forward = task.kind == PipelineTaskKind::kForward;
-  if (forward) {
+  if (task.kind == PipelineTaskKind::kForward) {
     ++st.in_flight;
     stats.peak_in_flight = std::max(stats.peak_in_flight, st.in_flight);
   }
   st.running = true;
   st.task_start = now;
   QueuedEvent e;
-  e.time = now + (forward ? spec.forward_seconds : spec.backward_seconds);
+  e.time = now + TaskSeconds(spec, task.kind, split_backward_);
   e.stage = s;
   Push(e);
 }
 
-void Simulator::TaskEnd(int32_t s, double now) {
-  StageState& st = stages_[static_cast<size_t>(s)];
-  SimStageStats& stats = result_.stages[static_cast<size_t>(s)];
-  const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
-  const PipelineTask task = st.tasks[st.next];
-  const bool forward = task.kind == PipelineTaskKind::kForward;
-  if (!forward) --st.in_flight;
-  stats.busy_seconds += forward ? spec.forward_seconds : spec.backward_seconds;
-  Record(s, forward ? SimEventKind::kForward : SimEventKind::kBackward, task.microbatch,
-         st.task_start, now);
-  // Sends are asynchronous: reserve the links now, deliver later.
-  const int32_t dir = DirectionOf(task.kind);
+// Sends are asynchronous: reserves the links of the transfers `s` sends after its tasks of
+// direction `dir` now, and queues their arrivals.
+void Simulator::Send(int32_t s, int32_t dir, int64_t microbatch, double now) {
   for (int32_t t : outgoing_[static_cast<size_t>(s)][static_cast<size_t>(dir)]) {
     const PipelineSimTransfer& tr = in_.transfers[static_cast<size_t>(t)];
     for (const Move& mv : moves_[static_cast<size_t>(t)]) {
@@ -242,7 +292,7 @@ void Simulator::TaskEnd(int32_t s, double now) {
       e.time = arrival + tr.gather_seconds;
       e.is_arrival = true;
       e.stage = tr.to_stage;
-      e.input = Slot(tr.to_stage, dir, task.microbatch);
+      e.input = Slot(tr.to_stage, dir, microbatch);
       e.sent_at = now;
       Push(e);
       if (in_.record_timeline) {
@@ -250,7 +300,7 @@ void Simulator::TaskEnd(int32_t s, double now) {
         ev.stage = s;
         ev.devices = {mv.src, mv.dst};
         ev.kind = SimEventKind::kSend;
-        ev.microbatch = task.microbatch;
+        ev.microbatch = microbatch;
         ev.start = start;
         ev.end = arrival;
         ev.peer_stage = tr.to_stage;
@@ -259,6 +309,20 @@ void Simulator::TaskEnd(int32_t s, double now) {
       }
     }
   }
+}
+
+void Simulator::TaskEnd(int32_t s, double now) {
+  StageState& st = stages_[static_cast<size_t>(s)];
+  SimStageStats& stats = result_.stages[static_cast<size_t>(s)];
+  const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
+  const PipelineTask task = st.tasks[st.next];
+  const PipelineTaskKind releasing =
+      split_backward_ ? PipelineTaskKind::kWeightGradient : PipelineTaskKind::kBackward;
+  if (task.kind == releasing) --st.in_flight;
+  stats.busy_seconds += TaskSeconds(spec, task.kind, split_backward_);
+  Record(s, EventKindOf(task.kind), task.microbatch, st.task_start, now);
+  const int32_t dir = DirectionOf(task.kind);
+  if (dir >= 0) Send(s, dir, task.microbatch, now);  // a weight gradient sends nothing
   st.running = false;
   st.free_since = now;
   ++st.next;

@@ -13,11 +13,17 @@
 //     block of forward_seconds / backward_seconds that includes the stage's own intra-stage
 //     collectives) run one at a time in the order StageSchedule gives. A task starts as soon as
 //     the stage has finished its previous task and every input of the task has arrived.
+//     Under a schedule that splits the backward (ZB-H1, SplitsBackward) a microbatch's backward
+//     is two tasks: the input gradient (kBackward) of backward_seconds - weight_gradient_seconds
+//     and the weight gradient (kWeightGradient) of weight_gradient_seconds, which has no inputs
+//     and sends nothing. Under GPipe and 1F1B the backward is one task of backward_seconds and
+//     weight_gradient_seconds is not used.
 //   Inputs. A forward transfer (activation) of microbatch m is sent when the sender finishes
 //     its forward of m and is an input of the receiver's forward of m; a backward transfer
-//     (gradient) is sent when the sender finishes its backward of m and is an input of the
-//     receiver's backward of m. Sends are asynchronous (the sender goes on computing); a
-//     receive blocks the receiving task.
+//     (gradient) is sent when the sender finishes its backward of m (under ZB-H1 its input
+//     gradient: the weight gradient is nobody's input) and is an input of the receiver's
+//     backward of m. Sends are asynchronous (the sender goes on computing); a receive blocks
+//     the receiving task.
 //   Moves. A transfer is a set of device-to-device moves: its `slices` when given, else its
 //     bytes spread evenly over min(#src, #dst) pairs (sender device k -> receiver device k, in
 //     the stages' device order; the first bytes % pairs moves carry one byte more).
@@ -32,13 +38,15 @@
 //     zero-byte move reserves nothing and arrives after the latency alone.
 //   Iteration end. After its last task a stage runs gradient_sync_seconds and then
 //     update_seconds; the iteration ends when every stage has finished its update.
-//   Accounting per stage: busy = forward + backward + sync + update seconds; a stage that
+//   Accounting per stage: busy = forward + backward (with the weight gradients) + sync +
+//     update seconds; a stage that
 //     waits for a task's inputs is idle until the last of those inputs was sent (upstream
 //     compute: the pipeline bubble) and in communication wait from then until they arrive;
 //     idle also counts the time before the first task and after the update.
 //     busy + communication_wait + idle == iteration_seconds.
 //   Memory: a microbatch is in flight on a stage from the start of its forward to the end of
-//     its backward; memory = persistent_bytes + in flight * activation_bytes.
+//     its backward, under ZB-H1 to the end of its weight gradient (which reads the activations
+//     and the input gradient); memory = persistent_bytes + in flight * activation_bytes.
 #pragma once
 
 #include <cstdint>
@@ -57,9 +65,12 @@ struct SimLink {
 };
 
 struct PipelineSimStage {
-  std::vector<int64_t> devices;      // physical ids: host * devices_per_host + local index
-  double forward_seconds = 0;        // per microbatch, compute plus intra-stage collectives
-  double backward_seconds = 0;       // per microbatch
+  std::vector<int64_t> devices;  // physical ids: host * devices_per_host + local index
+  double forward_seconds = 0;    // per microbatch, compute plus intra-stage collectives
+  double backward_seconds = 0;   // per microbatch, the weight gradient included
+  // Of backward_seconds, what a schedule that splits the backward (ZB-H1) runs as the separate
+  // weight-gradient task; 0 <= it <= backward_seconds. Not used by GPipe and 1F1B.
+  double weight_gradient_seconds = 0;
   double gradient_sync_seconds = 0;  // once per iteration, after the last backward
   double update_seconds = 0;         // once per iteration, after the gradient sync
   int64_t activation_bytes = 0;      // per device, per microbatch in flight
@@ -117,10 +128,17 @@ enum class SimEventKind : int32_t {
   kSync = 4,
   kUpdate = 5,
   kIdle = 6,  // the stage has nothing to run (bubble, waiting for upstream compute, finished)
+  // The weight-gradient task of a schedule that splits the backward (ZB-H1); kBackward is then
+  // the input gradient alone.
+  kWeightGradient = 7,
 };
 
-// "forward", "backward", "send", "recv", "sync", "update", "idle".
+// "forward", "backward", "send", "recv", "sync", "update", "idle", "weight-gradient".
 const char* SimEventKindName(SimEventKind kind);
+
+// How reports and pictures of a simulation name a schedule: "GPipe", "1F1B", "ZB-H1"
+// (PipelineScheduleName is the lower-case name that files and options use).
+const char* ScheduleDisplayName(PipelineScheduleKind kind);
 
 struct SimEvent {
   int32_t stage = 0;  // for kSend: the sending stage
@@ -134,7 +152,7 @@ struct SimEvent {
 };
 
 struct SimStageStats {
-  double busy_seconds = 0;                // forward + backward + sync + update
+  double busy_seconds = 0;                // forward + backward + weight gradient + sync + update
   double communication_wait_seconds = 0;  // blocked on inputs sent but not yet arrived
   double idle_seconds = 0;                // iteration - busy - communication wait
   double bubble_fraction = 0;             // idle / iteration
@@ -146,12 +164,14 @@ struct SimStageStats {
 struct PipelineSimResult {
   double iteration_seconds = 0;
   // The planner's closed form for the same input: sum_i (f_i + b_i + sync_i + update_i) +
-  // (B - 1) * max_j (f_j + b_j). Transfers are not part of it.
+  // (B - 1) * max_j (f_j + b_j), whatever the schedule (the stage DP's objective; ZB-H1 runs
+  // below it when weight gradients fill the bubble). Transfers are not part of it.
   double closed_form_seconds = 0;
   std::vector<SimStageStats> stages;
-  // Per stage its forward / backward / sync / update, idle and recv intervals (they tile
-  // [0, iteration_seconds]), and every move as a send of its sending stage; sorted by start,
-  // then stage, then the order they happened. Zero-length idle and recv intervals are left out.
+  // Per stage its forward / backward / weight-gradient / sync / update, idle and recv intervals
+  // (they tile [0, iteration_seconds]), and every move as a send of its sending stage; sorted by
+  // start, then stage, then the order they happened. Zero-length idle and recv intervals are
+  // left out.
   std::vector<SimEvent> timeline;
 };
 

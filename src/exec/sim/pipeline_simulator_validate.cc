@@ -68,6 +68,14 @@ Status CheckStages(const PipelineSimInput& in, int64_t num_devices) {
     }
     ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".forward_seconds", st.forward_seconds));
     ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".backward_seconds", st.backward_seconds));
+    ALPA_RETURN_IF_ERROR(
+        CheckSeconds(name + ".weight_gradient_seconds", st.weight_gradient_seconds));
+    if (st.weight_gradient_seconds > st.backward_seconds) {
+      return InvalidArgument(name + ".weight_gradient_seconds " +
+                             ExactDoubleText(st.weight_gradient_seconds) +
+                             " exceeds backward_seconds " + ExactDoubleText(st.backward_seconds) +
+                             " (it is a part of the backward)");
+    }
     ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".gradient_sync_seconds", st.gradient_sync_seconds));
     ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".update_seconds", st.update_seconds));
     ALPA_RETURN_IF_ERROR(CheckBytes(name + ".activation_bytes", st.activation_bytes));
@@ -146,9 +154,10 @@ Status ValidatePipelineSimInput(const PipelineSimInput& in) {
   ALPA_RETURN_IF_ERROR(CheckLink("intra_host", in.intra_host));
   ALPA_RETURN_IF_ERROR(CheckLink("inter_host", in.inter_host));
   if (in.schedule != PipelineScheduleKind::kGPipe &&
-      in.schedule != PipelineScheduleKind::kOneFOneB) {
+      in.schedule != PipelineScheduleKind::kOneFOneB &&
+      in.schedule != PipelineScheduleKind::kZeroBubbleH1) {
     return InvalidArgument("schedule " + std::to_string(static_cast<int32_t>(in.schedule)) +
-                           " is neither GPipe (0) nor 1F1B (1)");
+                           " is none of GPipe (0), 1F1B (1) and ZB-H1 (2)");
   }
   if (in.microbatches < 1 || in.microbatches > kMaxSimMicrobatches) {
     return InvalidArgument("microbatches must be in 1.." + std::to_string(kMaxSimMicrobatches) +

@@ -10,13 +10,14 @@
 namespace alpa {
 
 PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,
-                                     double forward_latency, double iteration_overhead,
-                                     int64_t memory_bytes, int64_t in_flight,
-                                     int64_t activation_bytes) {
+                                     double forward_latency, double weight_gradient_latency,
+                                     double iteration_overhead, int64_t memory_bytes,
+                                     int64_t in_flight, int64_t activation_bytes) {
   PipelineSimStage s;
   s.devices = std::move(devices);
   s.forward_seconds = forward_latency;
   s.backward_seconds = latency - forward_latency;
+  s.weight_gradient_seconds = weight_gradient_latency;
   // The planner charges gradient synchronisation and the update together, once.
   s.gradient_sync_seconds = iteration_overhead;
   s.update_seconds = 0;
@@ -44,8 +45,8 @@ Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluste
   in.microbatches = plan.microbatches;
   for (const PlannedStage& st : plan.stages) {
     in.stages.push_back(SimStageFromPlanned(st.devices, st.latency, st.forward_latency,
-                                            st.iteration_overhead, st.memory_bytes, st.in_flight,
-                                            st.activation_bytes));
+                                            st.weight_gradient_latency, st.iteration_overhead,
+                                            st.memory_bytes, st.in_flight, st.activation_bytes));
   }
   for (const CrossStageTransfer& t : plan.transfers) {
     // Accumulated and sent once before the receiver's sync: the planner already charges it in
@@ -137,10 +138,9 @@ std::string PlanTimelineTitle(const PipelineSimInput& input, const PipelineSimRe
   std::string title = context.model.empty() ? "plan" : context.model;
   title += " on " + (context.cluster.empty() ? std::string("cluster") : context.cluster) + " (" +
            std::to_string(input.hosts) + " x " + std::to_string(input.devices_per_host) + "), " +
-           (input.schedule == PipelineScheduleKind::kGPipe ? "GPipe" : "1F1B") + ", " +
-           std::to_string(input.microbatches) + " microbatch" +
-           (input.microbatches == 1 ? "" : "es") + ": " + Seconds(result.iteration_seconds) +
-           " simulated";
+           ScheduleDisplayName(input.schedule) + ", " + std::to_string(input.microbatches) +
+           " microbatch" + (input.microbatches == 1 ? "" : "es") + ": " +
+           Seconds(result.iteration_seconds) + " simulated";
   const double error = PlanPredictionError(result, context);
   if (std::isfinite(error)) {
     char buf[32];

@@ -6,12 +6,17 @@
 //                          resharding of forward tensors between them)
 //   backward_seconds       latency - forward_latency (with rematerialization this includes the
 //                          recomputed forward)
+//   weight_gradient_seconds
+//                          PlannedStage::weight_gradient_latency (the part of the backward
+//                          ZB-H1 runs as its own task; 0 when unknown: the input-gradient task
+//                          then runs the whole backward)
 //   gradient_sync_seconds  iteration_overhead (gradient synchronisation and the optimizer
 //                          update together); update_seconds 0
 //   activation_bytes       PlannedStage::activation_bytes
 //   persistent_bytes       memory_bytes - in_flight * activation_bytes: weights, optimizer state
 //                          and gradients plus the working memory (the planner's peak counts it
-//                          once, so under 1F1B the simulated peak equals memory_bytes)
+//                          once, so under the plan's schedule the simulated peak equals
+//                          memory_bytes)
 // Every CrossStageTransfer becomes one transfer: forward (an activation) when it goes to a later
 // stage, backward (a gradient) otherwise; its slice moves (when known) are the moves. Links are
 // the cluster's intra_host_link (per device) and inter_host_link (per host).
@@ -71,11 +76,12 @@ Result<PipelineSimInput> SimInputFromPlanJson(
     PlanSimulationContext* context = nullptr);
 
 // One stage of either conversion (the same arithmetic for both, so that they agree exactly):
-// the table at the top of this file. Negative results are left for ValidatePipelineSimInput.
+// the table at the top of this file. Negative results (and a weight gradient longer than the
+// backward) are left for ValidatePipelineSimInput.
 PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,
-                                     double forward_latency, double iteration_overhead,
-                                     int64_t memory_bytes, int64_t in_flight,
-                                     int64_t activation_bytes);
+                                     double forward_latency, double weight_gradient_latency,
+                                     double iteration_overhead, int64_t memory_bytes,
+                                     int64_t in_flight, int64_t activation_bytes);
 
 // Row labels for TimelineSvg: "stage 0: devices 0-7, layers 0-3" (layers when known).
 std::vector<std::string> PlanStageLabels(const PipelineSimInput& input,

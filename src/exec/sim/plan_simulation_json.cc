@@ -131,6 +131,18 @@ Status ReadStage(const json& j, const std::string& path, int64_t microbatches, i
                                                                  ExactDoubleText(forward) + " > " +
                                                                  ExactDoubleText(latency) + ")");
   }
+  // Optional: plans written before ZB-H1 lack it (0: the input-gradient task runs the whole
+  // backward).
+  double weight_gradient = 0;
+  if (j.contains("weight_gradient_latency_seconds")) {
+    ALPA_RETURN_IF_ERROR(Seconds(j, path, "weight_gradient_latency_seconds", &weight_gradient));
+    if (weight_gradient > latency - forward) {
+      return OutOfRange(Join(path, "weight_gradient_latency_seconds"),
+                        "exceeds the backward, latency_seconds - forward_latency_seconds (" +
+                            ExactDoubleText(weight_gradient) + " > " +
+                            ExactDoubleText(latency - forward) + ")");
+    }
+  }
   int64_t memory = 0, in_flight = 0, activation = 0;
   ALPA_RETURN_IF_ERROR(Int(j, path, "memory_bytes", 0, kInt64Max, &memory));
   ALPA_RETURN_IF_ERROR(Int(j, path, "in_flight", 0, microbatches, &in_flight));
@@ -149,8 +161,8 @@ Status ReadStage(const json& j, const std::string& path, int64_t microbatches, i
   ALPA_RETURN_IF_ERROR(IntValue((*layers)[1], Join(path, "layers") + "[1]", 0, kInt32Max, &last));
   *first_layer = static_cast<int32_t>(first);
   *last_layer = static_cast<int32_t>(last);
-  *out = SimStageFromPlanned(std::move(device_ids), latency, forward, overhead, memory, in_flight,
-                             activation);
+  *out = SimStageFromPlanned(std::move(device_ids), latency, forward, weight_gradient, overhead,
+                             memory, in_flight, activation);
   return Status::Ok();
 }
 
@@ -374,6 +386,7 @@ std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResul
     json stage = {{"devices", st.devices},
                   {"forward_seconds", st.forward_seconds},
                   {"backward_seconds", st.backward_seconds},
+                  {"weight_gradient_seconds", st.weight_gradient_seconds},
                   {"gradient_sync_seconds", st.gradient_sync_seconds},
                   {"update_seconds", st.update_seconds},
                   {"busy_seconds", r.busy_seconds},

@@ -80,16 +80,27 @@ struct StageMessages {
   UpdateReceives update;
 };
 
+void AddPriced(const PricedSeconds& priced, PricedSeconds& into) {
+  for (int32_t p = 0; p < kPricedParts; ++p) into.part[p] += priced.part[p];
+  into.not_in_plan += priced.not_in_plan;
+  into.deferred_backward += priced.deferred_backward;
+  into.transfer_gather += priced.transfer_gather;
+}
+
 // Prices `program`'s tasks into its stage's entry (the slowest device per task kind) and
 // collects the messages of the representative microbatch's tasks and of the update.
-// `mb` is the representative microbatch (the last lowered).
+// `mb` is the representative microbatch (the last lowered). Under a schedule that splits the
+// backward, the weight-gradient task counts into the backward (the stage's backward_seconds is
+// both parts, as the plan's latency) and alone into *weight_gradient_seconds, the backward
+// device's.
 Status PriceProgram(const ProgramPricer& pricer, const std::vector<int32_t>& stage_of, int64_t mb,
-                    const DeviceProgram& program, ProgramStagePrice& stage,
-                    StageMessages& messages) {
-  PricedSeconds f, b, u;
+                    const DeviceProgram& program, ProgramStagePrice& stage, StageMessages& messages,
+                    double* weight_gradient_seconds) {
+  PricedSeconds f, b, u, w;
   for (const ProgramTask& task : program.tasks) {
     const bool representative =
-        (task.kind == ProgramTaskKind::kForward || task.kind == ProgramTaskKind::kBackward) &&
+        (task.kind == ProgramTaskKind::kForward || task.kind == ProgramTaskKind::kBackward ||
+         task.kind == ProgramTaskKind::kWeightGradient) &&
         task.microbatch == mb;
     if (!representative && task.kind != ProgramTaskKind::kSetup &&
         task.kind != ProgramTaskKind::kUpdate) {
@@ -97,13 +108,16 @@ Status PriceProgram(const ProgramPricer& pricer, const std::vector<int32_t>& sta
     }
     Result<PricedSeconds> priced = pricer.PriceTask(program, task);
     if (!priced.ok()) return priced.status();
+    if (task.kind == ProgramTaskKind::kWeightGradient) {
+      // It sends nothing: nobody waits for a weight gradient (pipeline_simulator.h).
+      AddPriced(priced.value(), w);
+      AddPriced(priced.value(), b);
+      continue;
+    }
     PricedSeconds& into = task.kind == ProgramTaskKind::kForward    ? f
                           : task.kind == ProgramTaskKind::kBackward ? b
                                                                     : u;
-    for (int32_t p = 0; p < kPricedParts; ++p) into.part[p] += priced.value().part[p];
-    into.not_in_plan += priced.value().not_in_plan;
-    into.deferred_backward += priced.value().deferred_backward;
-    into.transfer_gather += priced.value().transfer_gather;
+    AddPriced(priced.value(), into);
     if (task.kind == ProgramTaskKind::kForward)
       CollectSends(stage_of, program, task, messages.forward);
     if (task.kind == ProgramTaskKind::kBackward) {
@@ -122,6 +136,7 @@ Status PriceProgram(const ProgramPricer& pricer, const std::vector<int32_t>& sta
   };
   keep(stage.forward, stage.forward_device, f);
   keep(stage.backward, stage.backward_device, b);
+  if (stage.backward_device == program.device) *weight_gradient_seconds = w.simulated();
   keep(stage.update, stage.update_device, u);
   stage.instructions += static_cast<int64_t>(program.code.size());
   return Status::Ok();
@@ -144,6 +159,7 @@ Result<ProgramSimulationInput> SimInputFromPrograms(const PipelinePlan& plan,
   out.lowered_microbatches = std::min<int64_t>(plan.microbatches, 2);
   out.stages.resize(plan.stages.size());
   std::vector<StageMessages> messages(plan.stages.size());
+  std::vector<double> weight_gradient(plan.stages.size(), 0.0);  // of the backward device
   const std::vector<int32_t> stage_of = StageOfDevice(plan);
   PipelinePlan compact = plan;
   compact.microbatches = out.lowered_microbatches;
@@ -155,7 +171,7 @@ Result<ProgramSimulationInput> SimInputFromPrograms(const PipelinePlan& plan,
         if (program.stage < 0) return Status::Ok();
         const size_t s = static_cast<size_t>(program.stage);
         return PriceProgram(pricer.value(), stage_of, out.lowered_microbatches - 1, program,
-                            out.stages[s], messages[s]);
+                            out.stages[s], messages[s], &weight_gradient[s]);
       });
   if (!lowered.ok()) return lowered.status();
   out.input = std::move(base).value();
@@ -182,6 +198,8 @@ Result<ProgramSimulationInput> SimInputFromPrograms(const PipelinePlan& plan,
     PipelineSimStage& st = out.input.stages[s];
     st.forward_seconds = out.stages[s].forward.simulated();
     st.backward_seconds = out.stages[s].backward.simulated();
+    // At most the backward: the same device's seconds, part of its sum.
+    st.weight_gradient_seconds = std::min(weight_gradient[s], st.backward_seconds);
     st.gradient_sync_seconds = out.stages[s].update.simulated();
     st.update_seconds = 0;
     const PlannedStage& planned = plan.stages[s];

@@ -13,6 +13,10 @@
 //
 // Per stage, on its slowest device (bookkeeping reported, not simulated: program_pricing.h):
 //   forward_seconds, backward_seconds  the priced instructions of one forward / backward task
+//                                      (under ZB-H1 the backward is both of its tasks, input
+//                                      gradient and weight gradient, on the same device)
+//   weight_gradient_seconds            of those, the weight-gradient task's (0 under 1F1B and
+//                                      GPipe, whose programs have no such task)
 //   gradient_sync_seconds              the setup (zeroed accumulators) and the update task:
 //                                      gradient synchronisation, optimizer, refreshed copies,
 //                                      plus the messages the stage receives there (a tied

@@ -11,6 +11,8 @@ DrawKind ToDrawKind(SimEventKind k) {
       return DrawKind::kForward;
     case SimEventKind::kBackward:
       return DrawKind::kBackward;
+    case SimEventKind::kWeightGradient:
+      return DrawKind::kWeightGradient;
     case SimEventKind::kSend:
       return DrawKind::kSend;
     case SimEventKind::kRecv:

@@ -18,6 +18,7 @@ namespace alpa::timeline_internal {
 enum class DrawKind : int32_t {
   kForward,
   kBackward,
+  kWeightGradient,  // ZB-H1's weight-gradient tasks (pipeline_simulator.h)
   kRecv,
   kSync,
   kUpdate,
@@ -25,8 +26,8 @@ enum class DrawKind : int32_t {
   kSend,
   kDense,  // legend only
 };
-constexpr int kNumDrawKinds = 8;
-constexpr int kStacked = 5;  // forward .. update
+constexpr int kNumDrawKinds = 9;
+constexpr int kStacked = 6;  // forward .. update
 
 // The height of a row's task bar, in pixels.
 constexpr int64_t kBarHeight = 24;
@@ -43,7 +44,9 @@ struct Block {
   int64_t width() const { return x1 - x0; }
 };
 
-inline bool IsCompute(DrawKind k) { return k == DrawKind::kForward || k == DrawKind::kBackward; }
+inline bool IsCompute(DrawKind k) {
+  return k == DrawKind::kForward || k == DrawKind::kBackward || k == DrawKind::kWeightGradient;
+}
 
 // Maps times to whole pixels; events that share a boundary time share its pixel, so a stage's
 // tiling stays a tiling and sub-pixel events simply vanish between their neighbours.

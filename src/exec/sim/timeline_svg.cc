@@ -19,11 +19,13 @@ struct KindStyle {
   const char* legend;
 };
 
-// Light blue / orange compute (black numbers read on both), red waits, purple sync, green
-// update, light grey idle (the row background), mid grey sends.
+// Light blue / orange / light orange compute (black numbers read on all; the weight gradient a
+// paler shade of the backward it belongs to), red waits, purple sync, green update, light grey
+// idle (the row background), mid grey sends.
 constexpr KindStyle kStyles[kNumDrawKinds] = {
     {"#6baed6", "forward"},
     {"#fd8d3c", "backward"},
+    {"#fdd0a2", "weight gradient"},
     {"#d62728", "communication wait"},
     {"#9467bd", "gradient sync"},
     {"#2ca02c", "update"},
@@ -130,10 +132,6 @@ std::vector<LegendItem> LayoutLegend(const std::vector<DrawKind>& kinds, int64_t
   return items;
 }
 
-std::string ScheduleName(PipelineScheduleKind k) {
-  return k == PipelineScheduleKind::kGPipe ? "GPipe" : "1F1B";
-}
-
 // Row labels: the caller's or "stage k", with the devices on a second line; `left` is the
 // plot's left edge, wide enough for the longest label (within bounds).
 struct RowLabels {
@@ -222,9 +220,9 @@ void AppendHeader(std::string* svg, const PageLayout& page, const PipelineSimInp
   if (result.closed_form_seconds > 0) {
     info += "  \u00b7  closed form " + Duration(result.closed_form_seconds);
   }
-  info += "  \u00b7  " + ScheduleName(input.schedule) + "  \u00b7  " + Int(num_stages) +
-          (num_stages == 1 ? " stage" : " stages") + "  \u00b7  " + Int(input.microbatches) +
-          (input.microbatches == 1 ? " microbatch" : " microbatches");
+  info += "  \u00b7  " + std::string(ScheduleDisplayName(input.schedule)) + "  \u00b7  " +
+          Int(num_stages) + (num_stages == 1 ? " stage" : " stages") + "  \u00b7  " +
+          Int(input.microbatches) + (input.microbatches == 1 ? " microbatch" : " microbatches");
   if (result.timeline.empty()) info += "  \u00b7  no timeline recorded";
   *svg += "<text x=\"" + Int(page.left) + "\" y=\"" + Int(page.info_y) + "\" font-size=\"12\">" +
           Escaped(info, 400) + "</text>\n";
@@ -235,10 +233,11 @@ void AppendLegend(std::string* svg, const PageLayout& page) {
   for (const LegendItem& it : page.legend) {
     const int64_t ly = page.legend_top + it.line * 18;
     if (it.kind == DrawKind::kDense) {  // a small stack: forward, backward, wait
-      for (int64_t k = 0; k < 3; ++k) {
-        *svg += "<rect x=\"" + Int(it.x) + "\" y=\"" + Int(ly + 10 - 4 * k) +
-                "\" width=\"12\" height=\"4\" fill=\"" + Style(static_cast<DrawKind>(k)).fill +
-                "\"/>";
+      int64_t y = ly + 10;
+      for (DrawKind k : {DrawKind::kForward, DrawKind::kBackward, DrawKind::kRecv}) {
+        *svg += "<rect x=\"" + Int(it.x) + "\" y=\"" + Int(y) +
+                "\" width=\"12\" height=\"4\" fill=\"" + Style(k).fill + "\"/>";
+        y -= 4;
       }
     } else {
       *svg += "<rect x=\"" + Int(it.x) + "\" y=\"" + Int(ly + 2) +
@@ -390,8 +389,10 @@ std::string TimelineSvg(const PipelineSimInput& input, const PipelineSimResult& 
     send_rows[s] = SendBlocks(events.sends[s], ts);
     any_dense |= !rows[s].dense.empty();
   }
-  std::vector<DrawKind> legend_kinds = {DrawKind::kForward, DrawKind::kBackward, DrawKind::kRecv,
-                                        DrawKind::kSync,    DrawKind::kUpdate,   DrawKind::kIdle};
+  std::vector<DrawKind> legend_kinds = {DrawKind::kForward, DrawKind::kBackward};
+  if (SplitsBackward(input.schedule)) legend_kinds.push_back(DrawKind::kWeightGradient);
+  legend_kinds.insert(legend_kinds.end(),
+                      {DrawKind::kRecv, DrawKind::kSync, DrawKind::kUpdate, DrawKind::kIdle});
   if (events.any_send) legend_kinds.push_back(DrawKind::kSend);
   if (any_dense) legend_kinds.push_back(DrawKind::kDense);
   const PageLayout page =

@@ -2,6 +2,7 @@
 #include "solvers/pipeline/pipeline_estimate.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace alpa {
 namespace {
@@ -54,6 +55,97 @@ PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stag
                                static_cast<double>(microbatches - 1) * estimate.period_seconds +
                                OverlappedOverhead(stages);
   return estimate;
+}
+
+namespace {
+
+// When each stage's last task of StageSchedule(kind) ends, in sweeps that alternate direction
+// (forwards flow to later stages, input gradients to earlier ones) and run every stage as far
+// as its inputs allow; each sweep runs at least one task of the schedule's critical path.
+std::vector<double> StageEnds(PipelineScheduleKind kind,
+                              const std::vector<PipelineEstimateStage>& stages,
+                              int64_t microbatches) {
+  const int32_t n = static_cast<int32_t>(stages.size());
+  const size_t mb = static_cast<size_t>(microbatches);
+  const bool split = SplitsBackward(kind);
+  std::vector<std::vector<PipelineTask>> order(stages.size());
+  for (int32_t s = 0; s < n; ++s) order[static_cast<size_t>(s)] = StageSchedule(kind, n, s, microbatches);
+  constexpr double kNotYet = -1;
+  std::vector<std::vector<double>> forward_end(stages.size(), std::vector<double>(mb, kNotYet));
+  std::vector<std::vector<double>> backward_end = forward_end;
+  std::vector<size_t> next(stages.size(), 0);
+  std::vector<double> clock(stages.size(), 0);
+  size_t left = 0;
+  for (const auto& o : order) left += o.size();
+  auto advance = [&](int32_t s) {
+    const size_t si = static_cast<size_t>(s);
+    const PipelineEstimateStage& st = stages[si];
+    const double weight = split ? std::min(st.weight, st.backward) : 0.0;
+    bool ran = false;
+    while (next[si] < order[si].size()) {
+      const PipelineTask& t = order[si][next[si]];
+      const size_t m = static_cast<size_t>(t.microbatch);
+      double ready = clock[si], seconds = weight;
+      if (t.kind == PipelineTaskKind::kForward) {
+        if (s > 0) {
+          const double in = forward_end[si - 1][m];
+          if (in == kNotYet) break;
+          ready = std::max(ready, in + stages[si - 1].to_next);
+        }
+        seconds = st.forward;
+      } else if (t.kind == PipelineTaskKind::kBackward) {
+        if (s + 1 < n) {
+          const double in = backward_end[si + 1][m];
+          if (in == kNotYet) break;
+          ready = std::max(ready, in + st.from_next);
+        }
+        seconds = st.backward - weight;
+      }
+      clock[si] = ready + seconds;
+      if (t.kind == PipelineTaskKind::kForward) forward_end[si][m] = clock[si];
+      if (t.kind == PipelineTaskKind::kBackward) backward_end[si][m] = clock[si];
+      ++next[si];
+      --left;
+      ran = true;
+    }
+    return ran;
+  };
+  for (bool down = true; left > 0; down = !down) {
+    bool ran = false;
+    for (int32_t k = 0; k < n; ++k) ran |= advance(down ? k : n - 1 - k);
+    if (!ran) break;  // cannot happen: the schedules have no cycle
+  }
+  return clock;
+}
+
+}  // namespace
+
+double EvaluateSchedule(PipelineScheduleKind kind, const std::vector<PipelineEstimateStage>& stages,
+                        int64_t microbatches) {
+  if (stages.empty() || microbatches < 1) return 0;
+  const std::vector<double> ends = StageEnds(kind, stages, microbatches);
+  double last = 0;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    last = std::max(last, ends[s] + stages[s].iteration_overhead);
+  }
+  return last;
+}
+
+PipelineEstimate EstimateZeroBubbleH1(const std::vector<PipelineEstimateStage>& stages,
+                                      int64_t microbatches) {
+  PipelineEstimate estimate = EstimateOneFOneB(stages, microbatches);
+  estimate.iteration_seconds =
+      EvaluateSchedule(PipelineScheduleKind::kZeroBubbleH1, stages, microbatches);
+  return estimate;
+}
+
+PipelineEstimate EstimatePipeline(PipelineScheduleKind kind,
+                                  const std::vector<PipelineEstimateStage>& stages,
+                                  int64_t microbatches) {
+  if (kind == PipelineScheduleKind::kZeroBubbleH1) {
+    return EstimateZeroBubbleH1(stages, microbatches);
+  }
+  return EstimateOneFOneB(stages, microbatches);
 }
 
 }  // namespace alpa

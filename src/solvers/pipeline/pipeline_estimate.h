@@ -30,6 +30,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "solvers/pipeline/pipeline_schedule.h"
+
 namespace alpa {
 
 struct PipelineEstimateStage {
@@ -37,6 +39,8 @@ struct PipelineEstimateStage {
   double iteration_overhead = 0;     // seconds once per iteration (gradient sync, update)
   // Transfers to the next stage per microbatch: activations forward, gradients back.
   double to_next = 0, from_next = 0;
+  // Of backward, what a schedule that splits it (ZB-H1) runs as the weight-gradient task.
+  double weight = 0;
 };
 
 struct PipelineEstimate {
@@ -48,6 +52,30 @@ struct PipelineEstimate {
 
 // All zeros when `stages` is empty or microbatches < 1.
 PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stages,
+                                  int64_t microbatches);
+
+// The same model evaluated task by task rather than in closed form: every stage runs
+// StageSchedule(kind)'s tasks in order, each as soon as the previous one ended and its input
+// arrived (a forward: the previous stage's forward of the microbatch plus to_next; a backward:
+// the next stage's backward plus its from_next; a weight gradient: nothing); under a schedule
+// that splits the backward (SplitsBackward) the backward takes backward - weight and the weight
+// gradient weight, else the backward takes backward. Each stage then runs its
+// iteration_overhead, and the result is when the last one ends. Exact for this model (no link
+// contention); 1F1B's closed form is an upper bound of it where it has a steady state, and loose
+// with fewer microbatches than stages. O(stages x microbatches); 0 when `stages` is empty or
+// microbatches < 1.
+double EvaluateSchedule(PipelineScheduleKind kind, const std::vector<PipelineEstimateStage>& stages,
+                        int64_t microbatches);
+
+// ZB-H1 (pipeline_schedule.h): iteration_seconds from EvaluateSchedule; the period is 1F1B's
+// closed form's (the same work per microbatch on every stage).
+PipelineEstimate EstimateZeroBubbleH1(const std::vector<PipelineEstimateStage>& stages,
+                                      int64_t microbatches);
+
+// The estimate for `kind`: 1F1B's closed form, or ZB-H1's evaluation (GPipe is not estimated:
+// 1F1B's figures).
+PipelineEstimate EstimatePipeline(PipelineScheduleKind kind,
+                                  const std::vector<PipelineEstimateStage>& stages,
                                   int64_t microbatches);
 
 }  // namespace alpa

@@ -80,7 +80,7 @@ int64_t WeightGradientsPending(PipelineScheduleKind kind, int32_t stages, int32_
                                int64_t microbatches) {
   if (stages < 1 || stage < 0 || stage >= stages || microbatches < 1) return 0;
   if (kind != PipelineScheduleKind::kZeroBubbleH1) return 0;
-  return std::min<int64_t>(stage, microbatches);
+  return std::min<int64_t>(stage, microbatches - 1);
 }
 
 }  // namespace alpa

@@ -51,9 +51,9 @@ std::vector<PipelineTask> StageSchedule(PipelineScheduleKind kind, int32_t stage
 int64_t MicrobatchesInFlight(PipelineScheduleKind kind, int32_t stages, int32_t stage,
                              int64_t microbatches);
 
-// Of those, the most whose backward ran but whose weight gradient waits (ZB-H1: min(stage,
-// microbatches) - they keep the input gradients the weight gradients read); 0 for the schedules
-// that do not split the backward.
+// Of those, the most whose backward ran but whose weight gradient waits while another task runs
+// (ZB-H1: min(stage, microbatches - 1); they keep what their weight gradients read); 0 for the
+// schedules that do not split the backward.
 int64_t WeightGradientsPending(PipelineScheduleKind kind, int32_t stages, int32_t stage,
                                int64_t microbatches);
 

@@ -126,6 +126,7 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
   j["cluster"] = ClusterToJson(cluster);
   j["cluster"]["device_memory_bytes"] = cluster.device.memory_bytes;
   j["microbatches"] = plan.microbatches;
+  j["schedule"] = PipelineScheduleName(plan.schedule);
   j["iteration_seconds"] = plan.iteration_seconds;
   j["period_seconds"] = plan.period_seconds;
   j["schedule_seconds"] = plan.schedule_seconds;
@@ -134,7 +135,6 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
   j["peak_memory_bytes"] = plan.peak_memory_bytes;
   j["flops_per_iteration"] = static_cast<double>(plan.flops_per_iteration);
   j["tflops_per_device"] = plan.tflops_per_device;
-  j["schedule"] = "1f1b";
 
   json layers = json::array();
   for (int32_t g = 0; g < plan.clustering.num_layers; ++g) {
@@ -175,6 +175,7 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
                   {"memory_level", st.memory_level},
                   {"latency_seconds", st.latency},
                   {"forward_latency_seconds", st.forward_latency},
+                  {"weight_gradient_latency_seconds", st.weight_gradient_latency},
                   {"iteration_overhead_seconds", st.iteration_overhead},
                   {"memory_bytes", st.memory_bytes},
                   {"activation_bytes", st.activation_bytes},

@@ -150,6 +150,16 @@ Status ReadStageFields(const Json& j, const std::string& path, PlannedStage* st)
   ALPA_RETURN_IF_ERROR(Int32(j, path, "memory_level", 0, kInt32Max, &st->memory_level));
   ALPA_RETURN_IF_ERROR(Double(j, path, "latency_seconds", &st->latency));
   ALPA_RETURN_IF_ERROR(Double(j, path, "forward_latency_seconds", &st->forward_latency));
+  // Plans written before ZB-H1 have no weight-gradient part: their backward is one task.
+  if (j.contains("weight_gradient_latency_seconds")) {
+    ALPA_RETURN_IF_ERROR(
+        Double(j, path, "weight_gradient_latency_seconds", &st->weight_gradient_latency));
+    if (st->weight_gradient_latency < 0 ||
+        st->weight_gradient_latency > st->latency - st->forward_latency) {
+      return Invalid(Join(path, "weight_gradient_latency_seconds"),
+                     "must be >= 0 and at most latency_seconds - forward_latency_seconds");
+    }
+  }
   ALPA_RETURN_IF_ERROR(Double(j, path, "iteration_overhead_seconds", &st->iteration_overhead));
   ALPA_RETURN_IF_ERROR(Int(j, path, "memory_bytes", 0, kInt64Max, &st->memory_bytes));
   ALPA_RETURN_IF_ERROR(Int(j, path, "activation_bytes", 0, kInt64Max, &st->activation_bytes));
@@ -368,6 +378,23 @@ Status ReadTransfers(const Json& root, PipelinePlan* plan) {
 }
 
 // The prediction and the compile statistics, as the planner reported them.
+// "schedule": "1f1b" or "zb-h1" (the schedules the planner makes plans for); absent in plans
+// written before ZB-H1: 1F1B.
+Status ReadSchedule(const Json& root, PipelineScheduleKind* out) {
+  *out = PipelineScheduleKind::kOneFOneB;
+  if (!root.contains("schedule")) return Status::Ok();
+  std::string name;
+  ALPA_RETURN_IF_ERROR(String(root, "", "schedule", &name));
+  for (PipelineScheduleKind kind :
+       {PipelineScheduleKind::kOneFOneB, PipelineScheduleKind::kZeroBubbleH1}) {
+    if (name == PipelineScheduleName(kind)) {
+      *out = kind;
+      return Status::Ok();
+    }
+  }
+  return Invalid("schedule", "is \"" + name + "\"; expected \"1f1b\" or \"zb-h1\"");
+}
+
 Status ReadPrediction(const Json& root, PipelinePlan* plan) {
   ALPA_RETURN_IF_ERROR(Double(root, "", "iteration_seconds", &plan->iteration_seconds));
   ALPA_RETURN_IF_ERROR(Double(root, "", "period_seconds", &plan->period_seconds));
@@ -409,6 +436,7 @@ Result<PipelinePlan> ReadPlan(const Json& root, Cluster* cluster_out, std::strin
   if (!cluster.ok()) return cluster.status();
   PipelinePlan plan;
   ALPA_RETURN_IF_ERROR(Int(root, "", "microbatches", 1, kInt64Max, &plan.microbatches));
+  ALPA_RETURN_IF_ERROR(ReadSchedule(root, &plan.schedule));
   Result<Graph> graph = ReadGraph(root);
   if (!graph.ok()) return graph.status();
   plan.graph = std::move(graph).value();

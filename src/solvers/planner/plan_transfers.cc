@@ -172,30 +172,46 @@ Result<std::vector<CrossStageTransfer>> ListCrossStageTransfers(
 
 void PredictPlanIteration(PipelinePlan& plan) {
   const size_t n = plan.stages.size();
-  std::vector<PipelineEstimateStage> est(n);
   for (const CrossStageTransfer& tr : plan.transfers) {
     const size_t from = static_cast<size_t>(tr.from_stage), to = static_cast<size_t>(tr.to_stage);
     if (from >= n || to >= n || from == to) continue;
-    if (tr.once_per_iteration) {
-      plan.stages[to].iteration_overhead += tr.seconds;
-    } else if (to > from) {
+    if (tr.once_per_iteration) plan.stages[to].iteration_overhead += tr.seconds;
+  }
+  EstimatePlanIteration(plan);
+}
+
+std::vector<PipelineEstimateStage> PlanEstimateStages(const PipelinePlan& plan) {
+  const size_t n = plan.stages.size();
+  std::vector<PipelineEstimateStage> est(n);
+  for (const CrossStageTransfer& tr : plan.transfers) {
+    const size_t from = static_cast<size_t>(tr.from_stage), to = static_cast<size_t>(tr.to_stage);
+    if (from >= n || to >= n || from == to || tr.once_per_iteration) continue;
+    if (to > from) {
       est[to - 1].to_next += tr.seconds;
     } else {
       est[to].from_next += tr.seconds;
     }
   }
-  double sum = 0;
-  plan.max_stage_latency = 0;
   for (size_t s = 0; s < n; ++s) {
     const PlannedStage& st = plan.stages[s];
     est[s].forward = st.forward_latency;
     est[s].backward = st.latency - st.forward_latency;
+    est[s].weight = std::min(st.weight_gradient_latency, est[s].backward);
     est[s].iteration_overhead = st.iteration_overhead;
+  }
+  return est;
+}
+
+void EstimatePlanIteration(PipelinePlan& plan) {
+  double sum = 0;
+  plan.max_stage_latency = 0;
+  for (const PlannedStage& st : plan.stages) {
     sum += st.latency + st.iteration_overhead;
     plan.max_stage_latency = std::max(plan.max_stage_latency, st.latency);
   }
   plan.schedule_seconds = sum + static_cast<double>(plan.microbatches - 1) * plan.max_stage_latency;
-  const PipelineEstimate e = EstimateOneFOneB(est, plan.microbatches);
+  const PipelineEstimate e =
+      EstimatePipeline(plan.schedule, PlanEstimateStages(plan), plan.microbatches);
   plan.iteration_seconds = e.iteration_seconds;
   plan.period_seconds = e.period_seconds;
 }

@@ -11,6 +11,7 @@
 #include "core/cluster/cross_mesh.h"
 #include "core/ir/graph.h"
 #include "core/util/status.h"
+#include "solvers/pipeline/pipeline_estimate.h"
 #include "solvers/planner/planner.h"
 #include "solvers/planner/subgraph.h"
 
@@ -39,9 +40,16 @@ Result<std::vector<CrossStageTransfer>> ListCrossStageTransfers(
 // each once-per-iteration transfer to its receiver's iteration_overhead (it crosses before the
 // receiver's gradient synchronisation), then sets schedule_seconds (the DP's objective:
 // sum (t + o) + (B - 1) max t), max_stage_latency, and iteration_seconds / period_seconds from
-// EstimateOneFOneB (pipeline_estimate.h) with the per-microbatch transfers: between stages s
-// and s + 1 their seconds add up per direction; a transfer that skips stages is charged to the
-// link into its receiver (forward) or into its receiver from the next stage (backward).
+// EstimatePipeline (pipeline_estimate.h) for plan.schedule with the per-microbatch transfers:
+// between stages s and s + 1 their seconds add up per direction; a transfer that skips stages is
+// charged to the link into its receiver (forward) or into its receiver from the next stage
+// (backward).
 void PredictPlanIteration(PipelinePlan& plan);
+// Its second half alone (the overheads already charged): what to call again after changing
+// plan.schedule.
+void EstimatePlanIteration(PipelinePlan& plan);
+// The estimate's view of the plan's stages: their forward, backward and weight-gradient seconds,
+// overheads, and the per-microbatch transfers between neighbours (as above).
+std::vector<PipelineEstimateStage> PlanEstimateStages(const PipelinePlan& plan);
 
 }  // namespace alpa

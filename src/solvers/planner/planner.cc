@@ -19,6 +19,7 @@
 #include "solvers/planner/microbatch_counts.h"
 #include "solvers/planner/plan_flops.h"
 #include "solvers/planner/plan_transfers.h"
+#include "solvers/planner/schedule_choice.h"
 #include "solvers/planner/stage_costs.h"
 
 namespace alpa {
@@ -200,8 +201,8 @@ std::optional<StageDpInput> WithoutSelective(const StageDpInput& input, const St
 // The plan of one DP answer: stages placed, pieces, transfers and the prediction (not the
 // FLOPs, graph, clustering or statistics: the caller's, for the plan it keeps).
 Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
-                                const Cluster& cluster, const StageDpResult& dp,
-                                int64_t microbatches) {
+                                const Cluster& cluster, const PlannerOptions& options,
+                                const StageDpResult& dp, int64_t microbatches) {
   PipelinePlan plan;
   plan.microbatches = microbatches;
   std::vector<SubmeshShape> shapes;
@@ -228,6 +229,7 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     st.remat = config.remat;
     st.latency = candidate.latency;
     st.forward_latency = stage_costs.candidate_forward_latency[k];
+    st.weight_gradient_latency = stage_costs.candidate_weight_gradient_latency[k];
     st.iteration_overhead = candidate.iteration_overhead;
     st.in_flight = std::min<int64_t>(microbatches, stage_count - s);
     st.memory_bytes = stage_costs.candidate_memory[k].With(st.in_flight);
@@ -262,6 +264,11 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
   PredictPlanIteration(plan);
+  if (options.search_zero_bubble) {
+    std::vector<StageMemory> memory;
+    for (int32_t k : dp.stages) memory.push_back(stage_costs.candidate_memory[static_cast<size_t>(k)]);
+    ChooseZeroBubble(plan, memory, stage_costs.device_memory);
+  }
   return plan;
 }
 
@@ -277,7 +284,7 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
                                   const StageDpResult& dp, const PlannerCall& call,
                                   bool& time_limit_reached) {
   const int32_t dp_stages = static_cast<int32_t>(dp.stages.size());
-  Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, dp, microbatches);
+  Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, options, dp, microbatches);
   if (!first.ok()) return first.status();
   PipelinePlan chosen = std::move(first).value();
   // Keeps, in order, each feasible alternative's plan whose prediction beats the chosen one's,
@@ -290,7 +297,7 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
         break;
       }
       Result<PipelinePlan> plan =
-          PlanFromDp(graph, stage_costs, cluster, alternative, microbatches);
+          PlanFromDp(graph, stage_costs, cluster, options, alternative, microbatches);
       if (!plan.ok()) return plan.status();
       if (plan.value().iteration_seconds < chosen.iteration_seconds) {
         chosen = std::move(plan).value();

@@ -79,6 +79,13 @@ struct PlannerOptions {
   // level's budget makes the gathers pay (AutoShardOptions::gather_parameters); false: every
   // weight is read in the layout it is stored in.
   bool search_zero3 = true;
+  // ZB-H1 (pipeline_schedule.h: the backward split into input and weight gradients, the weight
+  // gradients of later stages filling the drain) as the schedule of a plan where every stage fits
+  // its memory under it (each holds min(stages, B) microbatches, plus an activation's worth per
+  // pending weight gradient) and it is predicted faster than 1F1B (schedule_choice.h). The stage
+  // DP still places stages by 1F1B's objective; every plan it ranks is tried under both. False:
+  // 1F1B.
+  bool search_zero_bubble = false;
   // Pins: what the user knows, each pruning the search.
   // Exactly this many pipeline stages (0: searched). Submeshes too large to leave every other
   // stage a device, and layer ranges too long to leave every other stage a layer group, are

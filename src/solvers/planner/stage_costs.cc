@@ -197,6 +197,7 @@ ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
     const double moved = shard_gradients ? u.zero2_moved_seconds : 0.0;
     composed.latency += u.latency + rerun + moved;
     composed.forward_latency += u.forward_latency;
+    composed.weight_gradient_latency += u.weight_gradient_latency + moved;
     composed.iteration_overhead += std::max(0.0, u.iteration_overhead - moved);
     persistent += u.persistent_bytes - (shard_gradients ? u.zero2_saved_bytes : 0);
     activation += kept;
@@ -221,6 +222,8 @@ void PruneDominatedCandidates(StageCostTable& table) {
   }
   std::vector<char> keep(table.candidates.size(), 1);
   const bool has_forward = table.candidate_forward_latency.size() == table.candidates.size();
+  const bool has_weight =
+      table.candidate_weight_gradient_latency.size() == table.candidates.size();
   // A selective-recomputation candidate never prunes another one: the planner also solves the
   // DP without them (planner.cc, WithoutSelective), over exactly the candidates it would have
   // kept had there been none.
@@ -250,12 +253,16 @@ void PruneDominatedCandidates(StageCostTable& table) {
     table.candidates[out] = table.candidates[k];
     table.candidate_memory[out] = table.candidate_memory[k];
     if (has_forward) table.candidate_forward_latency[out] = table.candidate_forward_latency[k];
+    if (has_weight) {
+      table.candidate_weight_gradient_latency[out] = table.candidate_weight_gradient_latency[k];
+    }
     ++out;
   }
   table.pruned = static_cast<int64_t>(table.candidates.size() - out);
   table.candidates.resize(out);
   table.candidate_memory.resize(out);
   if (has_forward) table.candidate_forward_latency.resize(out);
+  if (has_weight) table.candidate_weight_gradient_latency.resize(out);
 }
 
 Result<StageMemory> PlannedStageMemoryModel(const PlannedStage& stage) {
@@ -862,6 +869,7 @@ const StageCandidate& AddCandidate(StageCostTable& table, int32_t i, int32_t j, 
   table.candidates.push_back(cand);
   table.candidate_memory.push_back(composed.memory);
   table.candidate_forward_latency.push_back(composed.forward_latency);
+  table.candidate_weight_gradient_latency.push_back(composed.weight_gradient_latency);
   return table.candidates.back();
 }
 
@@ -959,6 +967,7 @@ Status ComposeCandidates(StageCostTable& table, const StagePieces& pieces,
   table.candidates.clear();
   table.candidate_memory.clear();
   table.candidate_forward_latency.clear();
+  table.candidate_weight_gradient_latency.clear();
   table.pruned = 0;
   AddConfigs(table, meshes, options.remat, options.search_zero2);
   if (table.configs.empty()) {

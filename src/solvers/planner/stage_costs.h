@@ -134,6 +134,9 @@ struct StageEdgeCost {
 };
 struct ComposedStage {
   double latency = 0, forward_latency = 0, iteration_overhead = 0;
+  // Of latency, the weight-gradient task's part (the pieces' weight_gradient_latency; under
+  // ZeRO-2 also the per-microbatch reduce-scatters, which run with the accumulation).
+  double weight_gradient_latency = 0;
   StageMemory memory;
 };
 // With shard_gradients (ZeRO-2, gradient_sharding.h) each piece's zero2_moved_seconds move
@@ -201,6 +204,8 @@ struct StageCostTable {
   // Aligned with candidates: the forward part of their latency (the pieces' forward latencies
   // plus the resharding of forward tensors between them; with remat the forward counted once).
   std::vector<double> candidate_forward_latency;
+  // Aligned with candidates: ComposedStage::weight_gradient_latency.
+  std::vector<double> candidate_weight_gradient_latency;
   int64_t solves = 0, proven = 0;
   // The deadline stopped the intra-op solves early: the configs cover only the logical meshes
   // on which every piece type got its level-0 solve.

@@ -8,6 +8,7 @@
 #include "core/ir/recompute.h"
 #include "solvers/auto_sharding/plan_check.h"
 #include "solvers/planner/gradient_sharding.h"
+#include "solvers/planner/weight_gradient_ops.h"
 
 namespace alpa {
 
@@ -106,13 +107,15 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
   // Selective recomputation reruns its ops and whatever feeds them (a collective consumed by a
   // rerun op, or a shared resharding of a rerun op's value).
   const std::vector<bool> rerun = SelectivelyRecomputedOps(graph);
-  long double per_microbatch = 0, per_iteration = 0, forward = 0, selective = 0;
+  const std::vector<char> weight_gradient = WeightGradientOps(graph);
+  long double per_microbatch = 0, per_iteration = 0, forward = 0, selective = 0, weight = 0;
   for (int32_t v = 0; v < graph.size(); ++v) {
     const OpSharding& o = result.ops[static_cast<size_t>(v)];
     const Phase phase = graph.op(v).phase;
     (phase == Phase::kUpdate ? per_iteration : per_microbatch) += o.compute_cost;
     if (phase == Phase::kForward) forward += o.compute_cost;
     if (rerun[static_cast<size_t>(v)]) selective += o.compute_cost;
+    if (weight_gradient[static_cast<size_t>(v)]) weight += o.compute_cost;
   }
   for (const PlannedCollective& c : result.collectives) {
     // A shared resharding (consumer -1) belongs to the phase of the tensor it lays out.
@@ -124,11 +127,13 @@ Result<UnitProfile> ProfileUnit(const Graph& graph, const LogicalMesh& mesh, con
       per_microbatch += c.cost;
       if (phase == Phase::kForward) forward += c.cost;
       if (rerun[static_cast<size_t>(owner)]) selective += c.cost;
+      if (weight_gradient[static_cast<size_t>(owner)]) weight += c.cost;
     }
   }
   profile.latency = static_cast<double>(per_microbatch);
   profile.forward_latency = static_cast<double>(forward);
   profile.selective_latency = static_cast<double>(selective);
+  profile.weight_gradient_latency = static_cast<double>(weight);
   profile.iteration_overhead = static_cast<double>(per_iteration);
 
   Result<UnitMemory> memory = MemoryWithRerun(graph, result, rerun);

@@ -24,6 +24,9 @@ struct UnitProfile {
   // The part of forward_latency that selective recomputation runs again (its ops, with the
   // collectives and reshardings that feed them; core/ir/recompute.h).
   double selective_latency = 0;
+  // The part of latency a schedule that splits the backward (ZB-H1) runs as the weight-gradient
+  // task: the ops of WeightGradientOps (weight_gradient_ops.h) and the collectives they read.
+  double weight_gradient_latency = 0;
   // Seconds once per iteration: gradient synchronisation (all-reduce / reduce-scatter of
   // gradients, ZeRO's all-gathers of new weights) and the optimizer update.
   double iteration_overhead = 0;

@@ -684,7 +684,10 @@ def _plan_options(
     tensor_parallel_across_hosts_margin: "float | None" = None,
     zero2: "str | bool | None" = None,
     zero3: "str | bool | None" = None,
+    zero_bubble: "str | bool | None" = None,
 ) -> dict[str, Any]:
+    if isinstance(zero_bubble, bool):
+        zero_bubble = "search" if zero_bubble else "off"
     if isinstance(zero2, bool):
         zero2 = "search" if zero2 else "off"
     if isinstance(zero3, bool):
@@ -709,6 +712,7 @@ def _plan_options(
         "tensor_parallel_across_hosts_margin": tensor_parallel_across_hosts_margin,
         "zero2": zero2,
         "zero3": zero3,
+        "zero_bubble": zero_bubble,
     }
 
 
@@ -760,6 +764,7 @@ def plan(
     tensor_parallel_across_hosts_margin: "float | None" = None,
     zero2: "str | bool | None" = None,
     zero3: "str | bool | None" = None,
+    zero_bubble: "str | bool | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
@@ -784,6 +789,9 @@ def plan(
     every microbatch and held as shards, on stages where that lets them fit) or "off"/False.
     ``zero3``: "search"/True (default: ZeRO-3, a weight held as shards and gathered where read
     every microbatch, where the intra-op solves find nothing else fits) or "off"/False.
+    ``zero_bubble``: "search"/True (the zero-bubble schedule ZB-H1 where every stage fits it and
+    it is predicted faster than 1F1B; ``Plan.schedule`` then says "zb-h1") or "off"/False
+    (default: 1F1B).
 
     Raises ``InvalidArgumentError`` (bad spec or option, with the library's message),
     ``InfeasibleError`` (nothing fits the device memory; the message gives the memory that
@@ -792,7 +800,7 @@ def plan(
                             intra_op_time_limit, intra_op_gap, max_microbatches, memory_levels,
                             clustering_delta, pipeline_stages, max_tensor_parallel,
                             tensor_parallel_inside_host, tensor_parallel_across_hosts_margin,
-                            zero2, zero3)
+                            zero2, zero3, zero_bubble)
     graph: Optional[Graph] = None
     owned = False
     if isinstance(model, Graph):

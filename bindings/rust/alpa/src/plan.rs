@@ -346,6 +346,17 @@ impl Plan {
         // SAFETY: getter.
         unsafe { sys::alpa_plan_microbatches(self.ptr) }
     }
+    /// The pipeline schedule the plan is made for: "1f1b", or "zb-h1" where the zero_bubble
+    /// option let the planner choose the zero-bubble schedule.
+    pub fn schedule(&self) -> &'static str {
+        // SAFETY: getter.
+        let v = unsafe { sys::alpa_plan_pipeline_schedule(self.ptr) };
+        if v == sys::ALPA_SCHEDULE_ZB_H1 {
+            "zb-h1"
+        } else {
+            "1f1b"
+        }
+    }
     /// The largest per-device memory over the stages.
     pub fn peak_memory_bytes(&self) -> i64 {
         // SAFETY: getter.

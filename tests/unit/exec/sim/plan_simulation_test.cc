@@ -63,6 +63,7 @@ void ExpectSameInput(const PipelineSimInput& a, const PipelineSimInput& b, bool 
     EXPECT_EQ(x.devices, y.devices) << "stage " << s;
     EXPECT_EQ(x.forward_seconds, y.forward_seconds) << "stage " << s;
     EXPECT_EQ(x.backward_seconds, y.backward_seconds) << "stage " << s;
+    EXPECT_EQ(x.weight_gradient_seconds, y.weight_gradient_seconds) << "stage " << s;
     EXPECT_EQ(x.gradient_sync_seconds, y.gradient_sync_seconds) << "stage " << s;
     EXPECT_EQ(x.update_seconds, y.update_seconds) << "stage " << s;
     EXPECT_EQ(x.activation_bytes, y.activation_bytes) << "stage " << s;
@@ -270,6 +271,43 @@ TEST(PlanSimulation, HandWrittenJson) {
   EXPECT_EQ(r.value().closed_form_seconds, 2.3125);
 }
 
+// The optional weight-gradient part of a stage's backward: read when present (0 when absent),
+// run as ZB-H1's W tasks, written back in the report.
+TEST(PlanSimulation, WeightGradientLatencyFromJson) {
+  json plan = TwoStagePlanJson();
+  plan["stages"][0]["weight_gradient_latency_seconds"] = 0.0625;
+  PlanSimulationContext context;
+  Result<PipelineSimInput> in =
+      SimInputFromPlanJson(plan.dump(), PipelineScheduleKind::kZeroBubbleH1, &context);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in.value().schedule, PipelineScheduleKind::kZeroBubbleH1);
+  EXPECT_EQ(in.value().stages[0].backward_seconds, 0.125);
+  EXPECT_EQ(in.value().stages[0].weight_gradient_seconds, 0.0625);
+  EXPECT_EQ(in.value().stages[1].weight_gradient_seconds, 0);
+  Result<PipelineSimResult> r = SimulatePipeline(in.value());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int64_t weight_gradients = 0;
+  for (const SimEvent& e : r.value().timeline) {
+    if (e.kind != SimEventKind::kWeightGradient) continue;
+    ++weight_gradients;
+    EXPECT_EQ(e.end - e.start, e.stage == 0 ? 0.0625 : 0.0);
+  }
+  EXPECT_EQ(weight_gradients, 2 * 4);
+  // ZB-H1 holds min(S, B) = 2 microbatches on both stages.
+  EXPECT_EQ(r.value().stages[1].peak_in_flight, 2);
+  const json report = json::parse(SimulationJson(in.value(), r.value(), context));
+  EXPECT_EQ(report["schedule"], "zb-h1");
+  EXPECT_EQ(report["stages"][0]["weight_gradient_seconds"].get<double>(), 0.0625);
+  EXPECT_EQ(report["stages"][1]["weight_gradient_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(report["stages"][0]["backward_seconds"].get<double>(), 0.125);
+  const std::string title = PlanTimelineTitle(in.value(), r.value(), context);
+  EXPECT_NE(title.find("hand on p3.16xlarge (1 x 8), ZB-H1, 4 microbatches"), std::string::npos)
+      << title;
+  // The whole backward as the weight gradient is allowed (an input gradient of 0).
+  plan["stages"][0]["weight_gradient_latency_seconds"] = 0.125;
+  EXPECT_TRUE(SimInputFromPlanJson(plan.dump(), PipelineScheduleKind::kZeroBubbleH1).ok());
+}
+
 // Parses `j` (after `edit`) and expects `code` with `needle` in the message.
 template <typename Edit>
 void ExpectError(Edit edit, StatusCode code, const std::string& needle) {
@@ -306,6 +344,13 @@ TEST(PlanSimulation, BadJsonNamesTheField) {
               "stages[0].latency_seconds");
   ExpectError([](json& j) { j["stages"][0]["forward_latency_seconds"] = 1; },
               StatusCode::kInvalidArgument, "stages[0].forward_latency_seconds");
+  // Longer than the backward (latency 0.25 - forward 0.125), negative, not a number.
+  ExpectError([](json& j) { j["stages"][0]["weight_gradient_latency_seconds"] = 0.25; },
+              StatusCode::kInvalidArgument, "stages[0].weight_gradient_latency_seconds");
+  ExpectError([](json& j) { j["stages"][1]["weight_gradient_latency_seconds"] = -0.5; },
+              StatusCode::kInvalidArgument, "stages[1].weight_gradient_latency_seconds");
+  ExpectError([](json& j) { j["stages"][1]["weight_gradient_latency_seconds"] = "half"; },
+              StatusCode::kParse, "stages[1].weight_gradient_latency_seconds");
   ExpectError([](json& j) { j["stages"][0]["activation_bytes"] = 600; },
               StatusCode::kInvalidArgument, "stages[0]");
   ExpectError([](json& j) { j["stages"][1]["devices"][0] = 8; }, StatusCode::kInvalidArgument,

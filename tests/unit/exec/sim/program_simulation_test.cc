@@ -295,6 +295,32 @@ TEST(ProgramSimulation, LandsNextToThePlansSimulation) {
               0.1 * b.value().iteration_seconds);
 }
 
+// ZB-H1's programs split each backward into its input-gradient and weight-gradient tasks: the
+// stage's backward is their sum (1F1B's backward, the same instructions), of which the
+// weight-gradient task's share is weight_gradient_seconds.
+TEST(ProgramSimulation, ZeroBubbleSplitsTheBackwardItPrices) {
+  const PlannedModel& m = TwoStagePlan();
+  const Cluster cluster = P3(2);
+  Result<ProgramSimulationInput> one =
+      SimInputFromPrograms(m.plan, &m.whole, cluster, PipelineScheduleKind::kOneFOneB);
+  Result<ProgramSimulationInput> zb =
+      SimInputFromPrograms(m.plan, &m.whole, cluster, PipelineScheduleKind::kZeroBubbleH1);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_TRUE(zb.ok()) << zb.status().message();
+  EXPECT_EQ(zb.value().input.schedule, PipelineScheduleKind::kZeroBubbleH1);
+  for (size_t s = 0; s < one.value().stages.size(); ++s) {
+    const PipelineSimStage& a = one.value().input.stages[s];
+    const PipelineSimStage& b = zb.value().input.stages[s];
+    EXPECT_EQ(a.weight_gradient_seconds, 0.0) << "stage " << s;
+    EXPECT_GT(b.weight_gradient_seconds, 0.0) << "stage " << s;
+    EXPECT_LT(b.weight_gradient_seconds, b.backward_seconds) << "stage " << s;
+    EXPECT_DOUBLE_EQ(a.forward_seconds, b.forward_seconds) << "stage " << s;
+    EXPECT_NEAR(a.backward_seconds, b.backward_seconds, 1e-9 * a.backward_seconds) << "stage " << s;
+  }
+  Result<PipelineSimResult> r = SimulatePipeline(zb.value().input);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+}
+
 TEST(ProgramSimulation, GpipeRunsTheSameTasksInItsOwnOrder) {
   const PlannedModel& m = TwoStagePlan();
   const Cluster cluster = P3(2);

@@ -88,5 +88,47 @@ TEST(PipelineEstimate, AgreesWithBisectionOnRandomPipelines) {
   }
 }
 
+TEST(ZeroBubbleEstimate, EqualStagesLoseOnlyForwardPlusInputGradientMinusWeightPerStage) {
+  // f = b_input = w = 1 (backward 2 of which weight 1): 1F1B's bubble (S - 1)(f + b + w) shrinks
+  // to (S - 1)(f + b_input - w) when B >= S: T = B * 3 + (S - 1) * 1.
+  for (int32_t n : {2, 4, 8}) {
+    for (int64_t b : {int64_t{8}, int64_t{32}}) {
+      std::vector<PipelineEstimateStage> s(static_cast<size_t>(n));
+      for (PipelineEstimateStage& st : s) st = {1, 2, 0, 0, 0, 1};
+      const double zb = EstimateZeroBubbleH1(s, b).iteration_seconds;
+      EXPECT_DOUBLE_EQ(zb, static_cast<double>(3 * b + (n - 1))) << n << " stages, B " << b;
+      EXPECT_DOUBLE_EQ(EstimateOneFOneB(s, b).iteration_seconds,
+                       static_cast<double>(3 * b + 3 * (n - 1)));
+      EXPECT_DOUBLE_EQ(EstimatePipeline(PipelineScheduleKind::kZeroBubbleH1, s, b).iteration_seconds,
+                       zb);
+    }
+  }
+}
+
+TEST(ZeroBubbleEstimate, WithoutWeightGradientsItIsOneFOneBEvaluated) {
+  // weight = 0: ZB-H1's order is 1F1B's with empty weight-gradient tasks, whatever the stages,
+  // transfers and overheads.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.1, 2.0);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int32_t n = 1 + trial % 5;
+    std::vector<PipelineEstimateStage> s(static_cast<size_t>(n));
+    for (PipelineEstimateStage& st : s) st = {u(rng), u(rng), u(rng) / 2, u(rng) / 4, u(rng) / 4, 0};
+    const int64_t b = 1 + trial % 9;
+    EXPECT_DOUBLE_EQ(EvaluateSchedule(PipelineScheduleKind::kZeroBubbleH1, s, b),
+                     EvaluateSchedule(PipelineScheduleKind::kOneFOneB, s, b))
+        << "trial " << trial;
+  }
+}
+
+TEST(ZeroBubbleEstimate, EvaluatedOneFOneBMatchesTheClosedFormInSteadyState) {
+  // Equal stages, no transfers, B >= S: both give B t + (S - 1) t.
+  std::vector<PipelineEstimateStage> s(4, PipelineEstimateStage{1, 2, 0, 0, 0, 0});
+  EXPECT_DOUBLE_EQ(EvaluateSchedule(PipelineScheduleKind::kOneFOneB, s, 8),
+                   EstimateOneFOneB(s, 8).iteration_seconds);
+  EXPECT_DOUBLE_EQ(EvaluateSchedule(PipelineScheduleKind::kOneFOneB, s, 8), 33);
+  EXPECT_DOUBLE_EQ(EvaluateSchedule(PipelineScheduleKind::kOneFOneB, {}, 8), 0);
+}
+
 }  // namespace
 }  // namespace alpa

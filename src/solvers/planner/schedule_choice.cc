@@ -1,0 +1,60 @@
+// The pipeline schedule of a plan (schedule_choice.h).
+#include "solvers/planner/schedule_choice.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/util/wide_int.h"
+#include "solvers/pipeline/pipeline_estimate.h"
+#include "solvers/planner/plan_transfers.h"
+
+namespace alpa {
+
+int64_t ScheduledStageMemory(const StageMemory& memory, PipelineScheduleKind kind, int32_t stages,
+                             int32_t stage, int64_t microbatches) {
+  const Int128 bytes =
+      Int128{memory.With(MicrobatchesInFlight(kind, stages, stage, microbatches))} +
+      Int128{WeightGradientsPending(kind, stages, stage, microbatches)} * memory.activation;
+  return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                     : static_cast<int64_t>(bytes);
+}
+
+void ApplySchedule(PipelinePlan& plan, PipelineScheduleKind kind,
+                   const std::vector<StageMemory>& memory) {
+  plan.schedule = kind;
+  plan.peak_memory_bytes = 0;
+  const int32_t stages = static_cast<int32_t>(plan.stages.size());
+  for (int32_t s = 0; s < stages; ++s) {
+    PlannedStage& st = plan.stages[static_cast<size_t>(s)];
+    st.in_flight = MicrobatchesInFlight(kind, stages, s, plan.microbatches);
+    st.memory_bytes =
+        ScheduledStageMemory(memory[static_cast<size_t>(s)], kind, stages, s, plan.microbatches);
+    plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
+  }
+  EstimatePlanIteration(plan);
+}
+
+bool ChooseZeroBubble(PipelinePlan& plan, const std::vector<StageMemory>& memory,
+                      int64_t device_memory) {
+  const int32_t stages = static_cast<int32_t>(plan.stages.size());
+  if (stages < 2 || memory.size() != plan.stages.size()) return false;
+  for (int32_t s = 0; s < stages; ++s) {
+    if (plan.stages[static_cast<size_t>(s)].remat == Recompute::kFull) return false;
+    const int64_t bytes = ScheduledStageMemory(memory[static_cast<size_t>(s)],
+                                               PipelineScheduleKind::kZeroBubbleH1, stages, s,
+                                               plan.microbatches);
+    if (device_memory > 0 && bytes > device_memory) return false;
+  }
+  // ZB-H1's prediction is its schedule evaluated; against 1F1B's evaluated too (its closed form
+  // is loose with fewer microbatches than stages), so that only the schedule makes the gain.
+  const PipelineScheduleKind before = plan.schedule;
+  const double one_f_one_b =
+      std::min(plan.iteration_seconds, EvaluateSchedule(PipelineScheduleKind::kOneFOneB,
+                                                        PlanEstimateStages(plan), plan.microbatches));
+  ApplySchedule(plan, PipelineScheduleKind::kZeroBubbleH1, memory);
+  if (plan.iteration_seconds < one_f_one_b) return true;
+  ApplySchedule(plan, before, memory);
+  return false;
+}
+
+}  // namespace alpa
