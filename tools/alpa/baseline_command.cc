@@ -32,6 +32,7 @@ struct BaselineArgs {
   int32_t zero = 0;  // ZeRO stage of a manual plan (0 to 3)
   bool zero_given = false;
   int32_t max_zero = 3;  // the search's highest ZeRO stage (1 to 3)
+  std::string zero_bubble;  // "", "search", "off": ZB-H1 where it fits and pays (plan option)
   bool max_zero_given = false;
   std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
   bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
@@ -166,6 +167,11 @@ int RunBaseline(const BaselineArgs& args) {
   if (int rc = MakePlanCluster(cluster_text, args.planner.calibration, &handles.cluster)) return rc;
   if (alpa_plan_options_create(&handles.options, &err) != ALPA_OK) return ReportError(err);
   if (int rc = SetPlannerOptions(handles.options, args.planner)) return rc;
+  if (!args.zero_bubble.empty() &&
+      alpa_plan_options_set_by_name(handles.options, "zero_bubble", args.zero_bubble.c_str(),
+                                    &err) != ALPA_OK) {
+    return ReportError(err, "--zero-bubble");
+  }
   if (!manual) {
     if (args.microbatches_given &&
         alpa_plan_options_set_int(handles.options, ALPA_PLAN_OPT_MICROBATCHES, args.microbatches,
@@ -267,6 +273,9 @@ Command AddBaselineCommand(CLI::App& app) {
                        "Search: the highest ZeRO stage the grid tries, 1 to 3 (default 3; stage 2 "
                        "and 3 points cost the grid their own solves)")
           ->check(CLI::Range(1, 3));
+  baseline->add_option("--zero-bubble", args->zero_bubble,
+                       "The zero-bubble schedule ZB-H1 for each configuration where it fits and is "
+                       "predicted faster than 1F1B: search or off (default)");
   baseline->add_option("--remat", args->remat,
                        "Recomputation: on (full), off or selective (the attention cores); manual "
                        "plan: default off; search: all three");

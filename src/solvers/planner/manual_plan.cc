@@ -25,6 +25,7 @@
 #include "solvers/pipeline/layer_clustering.h"
 #include "solvers/planner/plan_flops.h"
 #include "solvers/planner/plan_transfers.h"
+#include "solvers/planner/schedule_choice.h"
 #include "solvers/planner/stage_costs.h"
 #include "solvers/planner/unit_profile.h"
 
@@ -699,6 +700,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
     st.remat = spec.remat;
     st.latency = ev.composed.latency;
     st.forward_latency = ev.composed.forward_latency;
+    st.weight_gradient_latency = ev.composed.weight_gradient_latency;
     st.iteration_overhead = ev.composed.iteration_overhead;
     st.in_flight = std::min<int64_t>(B, stage_count - s);
     st.memory_bytes = ev.composed.memory.With(st.in_flight);
@@ -736,6 +738,11 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
   PredictPlanIteration(plan);
+  if (options.search_zero_bubble) {
+    std::vector<StageMemory> memory;
+    for (const StageEval& ev : evals) memory.push_back(ev.composed.memory);
+    ChooseZeroBubble(plan, memory, device_memory);
+  }
   SetPlanFlops(plan, graph, cluster);
   plan.stats.pieces = static_cast<int64_t>(sp.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(sp.type_rep.size());
