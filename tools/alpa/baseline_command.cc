@@ -31,7 +31,7 @@ struct BaselineArgs {
   bool microbatches_given = false;
   int32_t zero = 0;  // ZeRO stage of a manual plan (0 to 3)
   bool zero_given = false;
-  int32_t max_zero = 3;  // the search's highest ZeRO stage (1 to 3)
+  int32_t max_zero = 3;     // the search's highest ZeRO stage (1 to 3)
   std::string zero_bubble;  // "", "search", "off": ZB-H1 where it fits and pays (plan option)
   bool max_zero_given = false;
   std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's

@@ -23,10 +23,10 @@ struct PlanArgs {
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
-  int32_t layers = 0;  // layer groups; 0: the graph's layers, at most DefaultLayerGroupCap
-  std::string remat;   // "", "search", "off", "on", "selective"
-  std::string zero2;   // "", "search", "off"
-  std::string zero3;   // "", "search", "off"
+  int32_t layers = 0;       // layer groups; 0: the graph's layers, at most DefaultLayerGroupCap
+  std::string remat;        // "", "search", "off", "on", "selective"
+  std::string zero2;        // "", "search", "off"
+  std::string zero3;        // "", "search", "off"
   std::string zero_bubble;  // "", "search", "off"
   // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
   int64_t pipeline_stages = 0, max_tensor_parallel = 0;

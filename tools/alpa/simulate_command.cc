@@ -20,13 +20,13 @@ namespace alpa_cli {
 namespace {
 
 struct SimulateArgs {
-  std::string file;               // a plan JSON file (alpa plan -o / --json)
-  std::string schedule;  // "1f1b", "gpipe", "zb-h1"; empty: the plan's own ("schedule", else 1f1b)
-  std::string svg;                // write the timeline SVG here
-  int32_t width = 0;              // SVG width in pixels; 0: the library's default
-  bool json = false;              // print alpa_simulation_to_json's object as the last line
-  bool programs = false;          // price the device programs instead of the plan's figures
-  InputLimit limit;               // --max-input-bytes
+  std::string file;       // a plan JSON file (alpa plan -o / --json)
+  std::string schedule;   // "1f1b", "gpipe", "zb-h1"; empty: the plan's own ("schedule", else 1f1b)
+  std::string svg;        // write the timeline SVG here
+  int32_t width = 0;      // SVG width in pixels; 0: the library's default
+  bool json = false;      // print alpa_simulation_to_json's object as the last line
+  bool programs = false;  // price the device programs instead of the plan's figures
+  InputLimit limit;       // --max-input-bytes
 };
 
 struct SimulationHandle {

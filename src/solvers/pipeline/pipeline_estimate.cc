@@ -69,7 +69,8 @@ std::vector<double> StageEnds(PipelineScheduleKind kind,
   const size_t mb = static_cast<size_t>(microbatches);
   const bool split = SplitsBackward(kind);
   std::vector<std::vector<PipelineTask>> order(stages.size());
-  for (int32_t s = 0; s < n; ++s) order[static_cast<size_t>(s)] = StageSchedule(kind, n, s, microbatches);
+  for (int32_t s = 0; s < n; ++s)
+    order[static_cast<size_t>(s)] = StageSchedule(kind, n, s, microbatches);
   constexpr double kNotYet = -1;
   std::vector<std::vector<double>> forward_end(stages.size(), std::vector<double>(mb, kNotYet));
   std::vector<std::vector<double>> backward_end = forward_end;

@@ -5,7 +5,9 @@
 
 namespace alpa {
 
-bool SplitsBackward(PipelineScheduleKind kind) { return kind == PipelineScheduleKind::kZeroBubbleH1; }
+bool SplitsBackward(PipelineScheduleKind kind) {
+  return kind == PipelineScheduleKind::kZeroBubbleH1;
+}
 
 const char* PipelineScheduleName(PipelineScheduleKind kind) {
   switch (kind) {

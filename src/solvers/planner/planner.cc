@@ -266,7 +266,8 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
   PredictPlanIteration(plan);
   if (options.search_zero_bubble) {
     std::vector<StageMemory> memory;
-    for (int32_t k : dp.stages) memory.push_back(stage_costs.candidate_memory[static_cast<size_t>(k)]);
+    for (int32_t k : dp.stages)
+      memory.push_back(stage_costs.candidate_memory[static_cast<size_t>(k)]);
     ChooseZeroBubble(plan, memory, stage_costs.device_memory);
   }
   return plan;

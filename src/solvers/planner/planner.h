@@ -150,10 +150,10 @@ struct PlannedStage {
   // task: the ops of WeightGradientOps (weight_gradient_ops.h) and their collectives. 0 when
   // unknown (a plan file without it): the whole backward then runs as the input gradient.
   double weight_gradient_latency = 0;
-  double iteration_overhead = 0;       // seconds per iteration: gradient sync and update
-  int64_t in_flight = 0;               // microbatches whose activations it holds (1F1B)
-  int64_t memory_bytes = 0;            // per device, at its peak
-  int64_t activation_bytes = 0;        // of memory_bytes: per device per microbatch in flight
+  double iteration_overhead = 0;  // seconds per iteration: gradient sync and update
+  int64_t in_flight = 0;          // microbatches whose activations it holds (1F1B)
+  int64_t memory_bytes = 0;       // per device, at its peak
+  int64_t activation_bytes = 0;   // of memory_bytes: per device per microbatch in flight
   int64_t data_parallel = 1, tensor_parallel = 1;  // degrees (product = devices)
   bool zero = false;  // optimizer state sharded over the data-parallel devices
   // ZeRO-2: gradients reduce-scattered every microbatch and accumulated as shards

@@ -40,17 +40,17 @@ bool ChooseZeroBubble(PipelinePlan& plan, const std::vector<StageMemory>& memory
   if (stages < 2 || memory.size() != plan.stages.size()) return false;
   for (int32_t s = 0; s < stages; ++s) {
     if (plan.stages[static_cast<size_t>(s)].remat == Recompute::kFull) return false;
-    const int64_t bytes = ScheduledStageMemory(memory[static_cast<size_t>(s)],
-                                               PipelineScheduleKind::kZeroBubbleH1, stages, s,
-                                               plan.microbatches);
+    const int64_t bytes =
+        ScheduledStageMemory(memory[static_cast<size_t>(s)], PipelineScheduleKind::kZeroBubbleH1,
+                             stages, s, plan.microbatches);
     if (device_memory > 0 && bytes > device_memory) return false;
   }
   // ZB-H1's prediction is its schedule evaluated; against 1F1B's evaluated too (its closed form
   // is loose with fewer microbatches than stages), so that only the schedule makes the gain.
   const PipelineScheduleKind before = plan.schedule;
-  const double one_f_one_b =
-      std::min(plan.iteration_seconds, EvaluateSchedule(PipelineScheduleKind::kOneFOneB,
-                                                        PlanEstimateStages(plan), plan.microbatches));
+  const double one_f_one_b = std::min(
+      plan.iteration_seconds, EvaluateSchedule(PipelineScheduleKind::kOneFOneB,
+                                               PlanEstimateStages(plan), plan.microbatches));
   ApplySchedule(plan, PipelineScheduleKind::kZeroBubbleH1, memory);
   if (plan.iteration_seconds < one_f_one_b) return true;
   ApplySchedule(plan, before, memory);

@@ -222,8 +222,7 @@ void PruneDominatedCandidates(StageCostTable& table) {
   }
   std::vector<char> keep(table.candidates.size(), 1);
   const bool has_forward = table.candidate_forward_latency.size() == table.candidates.size();
-  const bool has_weight =
-      table.candidate_weight_gradient_latency.size() == table.candidates.size();
+  const bool has_weight = table.candidate_weight_gradient_latency.size() == table.candidates.size();
   // A selective-recomputation candidate never prunes another one: the planner also solves the
   // DP without them (planner.cc, WithoutSelective), over exactly the candidates it would have
   // kept had there been none.

@@ -296,6 +296,11 @@ const ALPA_PLAN_OPT_ZERO2 = Cint(322)
 # zero is then 3; docs/planner.md); 0: every weight is read in the layout it is stored in. The
 # Megatron baseline grid tries ZeRO-3 unless this is 0
 const ALPA_PLAN_OPT_ZERO3 = Cint(323)
+# 0/1, default 0: the zero-bubble schedule ZB-H1 (ALPA_SCHEDULE_ZB_H1) is the schedule of a plan
+# where every stage fits its memory under it (each stage holds min(stages, microbatches)
+# microbatches, plus an activation's worth per weight gradient it keeps pending) and it is
+# predicted faster than 1F1B (docs/planner.md); 0: 1F1B
+const ALPA_PLAN_OPT_ZERO_BUBBLE = Cint(324)
 # per stage: none, full, or selective where there is attention
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
@@ -308,8 +313,12 @@ const ALPA_REMAT_SELECTIVE = Cint(3)
 const ALPA_SLICE_MOVE_MAX_RANK = Cint(8)
 # every forward, then every backward
 const ALPA_SCHEDULE_GPIPE = Cint(0)
-# one forward one backward, as the planner assumes
+# one forward one backward, as the planner assumes by default
 const ALPA_SCHEDULE_1F1B = Cint(1)
+# Zero-bubble ZB-H1: the backward split into the input gradient and the weight gradient, stage s
+# keeping its s latest weight gradients for later (fills the drain; every stage holds
+# min(stages, microbatches) microbatches); a plan made with ALPA_PLAN_OPT_ZERO_BUBBLE.
+const ALPA_SCHEDULE_ZB_H1 = Cint(2)
 # How the executor's devices run: as threads of this process, or one per MPI process (device =
 # the process's rank; every process of the job creates the executor with the same plan and
 # config and makes the same calls; after each step rank 0 gathers the results and every process
@@ -518,7 +527,7 @@ end
 struct alpa_executor_config
     struct_size::Csize_t  # sizeof(alpa_executor_config)
     version::Int32  # 2 (1: ends at atol; the later fields then take their defaults)
-    schedule::Int32  # ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE
+    schedule::Int32  # ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE or ALPA_SCHEDULE_ZB_H1
     seed::UInt64  # synthetic parameters and data; default 0
     check::Int32  # 1: compare every step with the one-device interpreter
     devices::Int32  # ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI
@@ -2061,7 +2070,8 @@ Scalars (NaN / 0 for NULL). The predicted iteration time: one microbatch through
 and transfer and back, then (microbatches - 1) steady-state periods of the 1F1B schedule with
 the transfers between stages, plus the once-per-iteration overheads, which every stage runs on
 its own devices after its own last backward (the latest end counts; docs/planner.md,
-"Simulation"). What the planner ranks plans by.
+"Simulation"); for a ZB-H1 plan (alpa_plan_pipeline_schedule) the same model evaluated task by
+task under ZB-H1. What the planner ranks plans by.
 
 C: `double alpa_plan_iteration_seconds(const alpa_plan* plan)` (alpa.h)
 """
@@ -2112,6 +2122,19 @@ C: `int64_t alpa_plan_microbatches(const alpa_plan* plan)` (alpa.h)
 """
 function alpa_plan_microbatches(plan)
     ccall((:alpa_plan_microbatches, libalpa), Int64, (Ptr{alpa_plan},), plan)
+end
+
+"""
+    alpa_plan_pipeline_schedule(plan) -> Int32
+
+The schedule the plan is made for: ALPA_SCHEDULE_1F1B, or ALPA_SCHEDULE_ZB_H1 where
+ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it (its prediction, in-flight counts and memory
+assume it; run it with that executor schedule); -1 for NULL.
+
+C: `int32_t alpa_plan_pipeline_schedule(const alpa_plan* plan)` (alpa.h)
+"""
+function alpa_plan_pipeline_schedule(plan)
+    ccall((:alpa_plan_pipeline_schedule, libalpa), Int32, (Ptr{alpa_plan},), plan)
 end
 
 """
@@ -2246,10 +2269,11 @@ end
 """
     alpa_plan_stage_schedule(plan, stage, out, capacity) -> Int64
 
-Count-then-fill over a stage's 1F1B schedule: out[2*i] = 0 forward / 1 backward, out[2*i+1] =
-microbatch (0..B-1). Returns the number of ints (2 * tasks = 4 * microbatches: each microbatch
-once forward, later once backward); -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be
-built.
+Count-then-fill over a stage's schedule (the plan's: alpa_plan_pipeline_schedule): out[2*i] =
+0 forward / 1 backward (under ZB-H1 the input gradient alone) / 2 weight gradient (ZB-H1 only),
+out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B 4 * microbatches,
+each microbatch once forward and later once backward; ZB-H1 6 * microbatches);
+-ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be built.
 
 C: `int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out, int64_t capacity)` (alpa.h)
 """
@@ -2531,7 +2555,7 @@ struct alpa_simulated_stage
     idle_seconds::Cdouble  # Nothing to run: waiting for upstream compute (the pipeline bubble), before the first task and after the update.
     bubble_fraction::Cdouble  # idle / iteration
     finish_seconds::Cdouble  # when its update ended
-    peak_in_flight::Int64  # The most microbatches between their forward's start and their backward's end at once.
+    peak_in_flight::Int64  # The most microbatches between their forward's start and their backward's end (under ZB-H1 their weight gradient's end) at once.
     peak_memory_bytes::Int64  # per device: persistent + peak_in_flight x activations
 end
 
@@ -2871,7 +2895,7 @@ end
     alpa_plan_simulate(out, plan, schedule, err) -> Int32
 
 Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:
-ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the two above, a plan the
+ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the three above, a plan the
 simulator cannot run: more than 2^20 microbatches). Caller frees *out with
 alpa_simulation_destroy.
 
@@ -3085,31 +3109,32 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
     ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_PLAN_OPT_GRAPH_BATCH_DIM,
     ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN, ALPA_PLAN_OPT_ZERO2, ALPA_PLAN_OPT_ZERO3,
-    ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK,
-    ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI,
-    ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION,
-    ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED,
-    alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution,
-    alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan,
-    alpa_executor, alpa_simulation, alpa_progress_fn, alpa_plan_progress_fn, alpa_progress,
-    alpa_collective, alpa_plan_progress, alpa_stage_info, alpa_transfer, alpa_slice_move,
-    alpa_executor_config, alpa_step_result, alpa_manual_plan, alpa_baseline_point,
-    alpa_simulated_stage, alpa_version_string, alpa_version_number, alpa_status_string,
-    alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data, alpa_buffer_size,
-    alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger, alpa_cancel_token_destroy,
-    alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes, alpa_problem_set_intervals,
-    alpa_problem_set_live_sets, alpa_problem_add_edges, alpa_problem_set_followers,
-    alpa_problem_add_aliases, alpa_problem_set_memory_limit, alpa_problem_finalize,
-    alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count,
-    alpa_problem_edge_count, alpa_problem_strategy_count, alpa_problem_evaluate,
-    alpa_assignment_parse, alpa_solve_options_create, alpa_solve_options_destroy,
-    alpa_solve_options_set_double, alpa_solve_options_set_int, alpa_solve_options_set_by_name,
-    alpa_problem_read_file_with_options, alpa_solve_options_set_warm_start,
-    alpa_solve_options_set_cancel_token, alpa_solve_options_set_progress, alpa_problem_solve,
-    alpa_solution_destroy, alpa_solution_status, alpa_solution_objective, alpa_solution_lower_bound,
-    alpa_solution_seconds, alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json,
-    alpa_problem_solve_json, alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops,
-    alpa_graph_set_alias, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    ALPA_PLAN_OPT_ZERO_BUBBLE, ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON,
+    ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B,
+    ALPA_SCHEDULE_ZB_H1, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA,
+    ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER,
+    ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token,
+    alpa_problem, alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh,
+    alpa_sharding_plan, alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation,
+    alpa_progress_fn, alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress,
+    alpa_stage_info, alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result,
+    alpa_manual_plan, alpa_baseline_point, alpa_simulated_stage, alpa_version_string,
+    alpa_version_number, alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free,
+    alpa_buffer_data, alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create,
+    alpa_cancel_token_trigger, alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy,
+    alpa_problem_add_nodes, alpa_problem_set_intervals, alpa_problem_set_live_sets,
+    alpa_problem_add_edges, alpa_problem_set_followers, alpa_problem_add_aliases,
+    alpa_problem_set_memory_limit, alpa_problem_finalize, alpa_problem_read_file,
+    alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count, alpa_problem_edge_count,
+    alpa_problem_strategy_count, alpa_problem_evaluate, alpa_assignment_parse,
+    alpa_solve_options_create, alpa_solve_options_destroy, alpa_solve_options_set_double,
+    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
+    alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
+    alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
+    alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
+    alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
+    alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
+    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
     alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_read_hlo_file,
     alpa_graph_read_hlo_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
     alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,
@@ -3130,21 +3155,21 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_plan_options_set_double, alpa_plan_options_set_by_name, alpa_plan_options_set_cancel_token,
     alpa_plan_options_set_progress, alpa_model_plan, alpa_graph_plan, alpa_plan_destroy,
     alpa_plan_iteration_seconds, alpa_plan_period_seconds, alpa_plan_schedule_seconds,
-    alpa_plan_compile_seconds, alpa_plan_microbatches, alpa_plan_peak_memory_bytes,
-    alpa_plan_tflops_per_device, alpa_plan_stage_count, alpa_plan_copy_graph, alpa_plan_stage,
-    alpa_plan_stage_devices, alpa_plan_op_stages, alpa_plan_stage_collectives, alpa_plan_transfers,
-    alpa_plan_transfer_moves, alpa_plan_stage_schedule, alpa_plan_to_json, alpa_plan_read_json,
-    alpa_plan_read_file, alpa_executor_config_init, alpa_executor_create, alpa_executor_destroy,
-    alpa_executor_devices, alpa_executor_rank, alpa_executor_gpu, alpa_executor_program_text,
-    alpa_executor_set_parameter, alpa_executor_set_input, alpa_executor_run_step,
-    alpa_executor_get_parameter, alpa_model_count, alpa_model_name, alpa_model_family,
-    alpa_model_nominal_params, alpa_model_benchmark_gpus, alpa_model_zoo_to_json,
-    alpa_graph_stats_to_json, alpa_cluster_op_seconds, alpa_cluster_logical_mesh,
-    alpa_mesh_collective_cost, alpa_sharding_plan_op_spec, alpa_plan_op_spec, alpa_manual_plan_init,
-    alpa_model_plan_manual, alpa_model_plan_baseline, alpa_graph_plan_manual,
-    alpa_graph_plan_baseline, alpa_plan_manual_spec, alpa_plan_baseline_table,
-    alpa_plan_baseline_evaluated, alpa_plan_baseline_feasible, alpa_plan_baseline_pruned,
-    alpa_plan_launch_config, alpa_plan_simulate, alpa_plan_simulate_json,
+    alpa_plan_compile_seconds, alpa_plan_microbatches, alpa_plan_pipeline_schedule,
+    alpa_plan_peak_memory_bytes, alpa_plan_tflops_per_device, alpa_plan_stage_count,
+    alpa_plan_copy_graph, alpa_plan_stage, alpa_plan_stage_devices, alpa_plan_op_stages,
+    alpa_plan_stage_collectives, alpa_plan_transfers, alpa_plan_transfer_moves,
+    alpa_plan_stage_schedule, alpa_plan_to_json, alpa_plan_read_json, alpa_plan_read_file,
+    alpa_executor_config_init, alpa_executor_create, alpa_executor_destroy, alpa_executor_devices,
+    alpa_executor_rank, alpa_executor_gpu, alpa_executor_program_text, alpa_executor_set_parameter,
+    alpa_executor_set_input, alpa_executor_run_step, alpa_executor_get_parameter, alpa_model_count,
+    alpa_model_name, alpa_model_family, alpa_model_nominal_params, alpa_model_benchmark_gpus,
+    alpa_model_zoo_to_json, alpa_graph_stats_to_json, alpa_cluster_op_seconds,
+    alpa_cluster_logical_mesh, alpa_mesh_collective_cost, alpa_sharding_plan_op_spec,
+    alpa_plan_op_spec, alpa_manual_plan_init, alpa_model_plan_manual, alpa_model_plan_baseline,
+    alpa_graph_plan_manual, alpa_graph_plan_baseline, alpa_plan_manual_spec,
+    alpa_plan_baseline_table, alpa_plan_baseline_evaluated, alpa_plan_baseline_feasible,
+    alpa_plan_baseline_pruned, alpa_plan_launch_config, alpa_plan_simulate, alpa_plan_simulate_json,
     alpa_plan_simulate_programs, alpa_simulation_destroy, alpa_simulation_iteration_seconds,
     alpa_simulation_closed_form_seconds, alpa_simulation_planner_seconds,
     alpa_simulation_stage_count, alpa_simulation_stage, alpa_simulation_timeline_to_svg,

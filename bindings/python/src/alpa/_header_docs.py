@@ -1105,7 +1105,10 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                         'overheads, which every stage runs on\n'
                                         'its own devices after its own last backward (the latest '
                                         'end counts; docs/planner.md,\n'
-                                        '"Simulation"). What the planner ranks plans by.',
+                                        '"Simulation"); for a ZB-H1 plan '
+                                        '(alpa_plan_pipeline_schedule) the same model evaluated '
+                                        'task by\n'
+                                        'task under ZB-H1. What the planner ranks plans by.',
                                  'returns': 'double',
                                  'params': ['const alpa_plan* plan'],
                                  'header': 'alpa.h'},
@@ -1129,6 +1132,15 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                             'returns': 'int64_t',
                             'params': ['const alpa_plan* plan'],
                             'header': 'alpa.h'},
+ 'alpa_plan_pipeline_schedule': {'doc': 'The schedule the plan is made for: ALPA_SCHEDULE_1F1B, or '
+                                        'ALPA_SCHEDULE_ZB_H1 where\n'
+                                        'ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it (its '
+                                        'prediction, in-flight counts and memory\n'
+                                        'assume it; run it with that executor schedule); -1 for '
+                                        'NULL.',
+                                 'returns': 'int32_t',
+                                 'params': ['const alpa_plan* plan'],
+                                 'header': 'alpa.h'},
  'alpa_plan_peak_memory_bytes': {'doc': 'The largest per-device memory over the stages; 0 for '
                                         'NULL.',
                                  'returns': 'int64_t',
@@ -1234,13 +1246,15 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                          'int64_t capacity',
                                          'size_t element_size'],
                               'header': 'alpa.h'},
- 'alpa_plan_stage_schedule': {'doc': "Count-then-fill over a stage's 1F1B schedule: out[2*i] = 0 "
-                                     'forward / 1 backward, out[2*i+1] =\n'
-                                     'microbatch (0..B-1). Returns the number of ints (2 * tasks = '
-                                     '4 * microbatches: each microbatch\n'
-                                     'once forward, later once backward); -ALPA_ERR_OUT_OF_MEMORY '
-                                     'when the schedule cannot be\n'
-                                     'built.',
+ 'alpa_plan_stage_schedule': {'doc': "Count-then-fill over a stage's schedule (the plan's: "
+                                     'alpa_plan_pipeline_schedule): out[2*i] =\n'
+                                     '0 forward / 1 backward (under ZB-H1 the input gradient '
+                                     'alone) / 2 weight gradient (ZB-H1 only),\n'
+                                     'out[2*i+1] = microbatch (0..B-1). Returns the number of ints '
+                                     '(2 * tasks: 1F1B 4 * microbatches,\n'
+                                     'each microbatch once forward and later once backward; ZB-H1 '
+                                     '6 * microbatches);\n'
+                                     '-ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be built.',
                               'returns': 'int64_t',
                               'params': ['const alpa_plan* plan',
                                          'int32_t stage',
@@ -1724,7 +1738,7 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
  'alpa_plan_simulate': {'doc': 'Simulates `plan` on the cluster it was planned for (slice moves as '
                                'planned). Errors:\n'
                                'ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than '
-                               'the two above, a plan the\n'
+                               'the three above, a plan the\n'
                                'simulator cannot run: more than 2^20 microbatches). Caller frees '
                                '*out with\n'
                                'alpa_simulation_destroy.',

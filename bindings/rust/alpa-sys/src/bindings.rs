@@ -141,6 +141,7 @@ pub const ALPA_PLAN_OPT_GRAPH_BATCH_DIM: i32 = 320;
 pub const ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN: i32 = 321;
 pub const ALPA_PLAN_OPT_ZERO2: i32 = 322;
 pub const ALPA_PLAN_OPT_ZERO3: i32 = 323;
+pub const ALPA_PLAN_OPT_ZERO_BUBBLE: i32 = 324;
 pub const ALPA_REMAT_SEARCH: i32 = 0;
 pub const ALPA_REMAT_OFF: i32 = 1;
 pub const ALPA_REMAT_ON: i32 = 2;
@@ -148,6 +149,7 @@ pub const ALPA_REMAT_SELECTIVE: i32 = 3;
 pub const ALPA_SLICE_MOVE_MAX_RANK: i32 = 8;
 pub const ALPA_SCHEDULE_GPIPE: i32 = 0;
 pub const ALPA_SCHEDULE_1F1B: i32 = 1;
+pub const ALPA_SCHEDULE_ZB_H1: i32 = 2;
 pub const ALPA_DEVICES_THREADS: i32 = 0;
 pub const ALPA_DEVICES_MPI: i32 = 1;
 pub const ALPA_BACKEND_CPU: i32 = 0;
@@ -1939,7 +1941,8 @@ extern "C" {
     #[doc = " and transfer and back, then (microbatches - 1) steady-state periods of the 1F1B schedule with"]
     #[doc = " the transfers between stages, plus the once-per-iteration overheads, which every stage runs on"]
     #[doc = " its own devices after its own last backward (the latest end counts; docs/planner.md,"]
-    #[doc = " \"Simulation\"). What the planner ranks plans by."]
+    #[doc = " \"Simulation\"); for a ZB-H1 plan (alpa_plan_pipeline_schedule) the same model evaluated task by"]
+    #[doc = " task under ZB-H1. What the planner ranks plans by."]
     pub fn alpa_plan_iteration_seconds(plan: *const alpa_plan) -> f64;
 }
 extern "C" {
@@ -1958,6 +1961,12 @@ extern "C" {
 extern "C" {
     #[doc = " Microbatches per iteration; 0 for NULL."]
     pub fn alpa_plan_microbatches(plan: *const alpa_plan) -> i64;
+}
+extern "C" {
+    #[doc = " The schedule the plan is made for: ALPA_SCHEDULE_1F1B, or ALPA_SCHEDULE_ZB_H1 where"]
+    #[doc = " ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it (its prediction, in-flight counts and memory"]
+    #[doc = " assume it; run it with that executor schedule); -1 for NULL."]
+    pub fn alpa_plan_pipeline_schedule(plan: *const alpa_plan) -> i32;
 }
 extern "C" {
     #[doc = " The largest per-device memory over the stages; 0 for NULL."]
@@ -2786,10 +2795,11 @@ extern "C" {
     ) -> i64;
 }
 extern "C" {
-    #[doc = " Count-then-fill over a stage's 1F1B schedule: out[2*i] = 0 forward / 1 backward, out[2*i+1] ="]
-    #[doc = " microbatch (0..B-1). Returns the number of ints (2 * tasks = 4 * microbatches: each microbatch"]
-    #[doc = " once forward, later once backward); -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be"]
-    #[doc = " built."]
+    #[doc = " Count-then-fill over a stage's schedule (the plan's: alpa_plan_pipeline_schedule): out[2*i] ="]
+    #[doc = " 0 forward / 1 backward (under ZB-H1 the input gradient alone) / 2 weight gradient (ZB-H1 only),"]
+    #[doc = " out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B 4 * microbatches,"]
+    #[doc = " each microbatch once forward and later once backward; ZB-H1 6 * microbatches);"]
+    #[doc = " -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be built."]
     pub fn alpa_plan_stage_schedule(
         plan: *const alpa_plan,
         stage: i32,
@@ -2848,7 +2858,7 @@ pub struct alpa_executor_config {
     pub struct_size: usize,
     #[doc = "< 2 (1: ends at atol; the later fields then take their defaults)"]
     pub version: i32,
-    #[doc = "< ALPA_SCHEDULE_1F1B (default) or ALPA_SCHEDULE_GPIPE"]
+    #[doc = "< ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE or ALPA_SCHEDULE_ZB_H1"]
     pub schedule: i32,
     #[doc = "< synthetic parameters and data; default 0"]
     pub seed: u64,

@@ -711,7 +711,7 @@ pub struct alpa_simulation {
 }
 extern "C" {
     #[doc = " Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:"]
-    #[doc = " ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the two above, a plan the"]
+    #[doc = " ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the three above, a plan the"]
     #[doc = " simulator cannot run: more than 2^20 microbatches). Caller frees *out with"]
     #[doc = " alpa_simulation_destroy."]
     pub fn alpa_plan_simulate(
@@ -802,7 +802,8 @@ pub struct alpa_simulated_stage {
     pub bubble_fraction: f64,
     #[doc = "< when its update ended"]
     pub finish_seconds: f64,
-    #[doc = " The most microbatches between their forward's start and their backward's end at once."]
+    #[doc = " The most microbatches between their forward's start and their backward's end (under"]
+    #[doc = " ZB-H1 their weight gradient's end) at once."]
     pub peak_in_flight: i64,
     #[doc = "< per device: persistent + peak_in_flight x activations"]
     pub peak_memory_bytes: i64,

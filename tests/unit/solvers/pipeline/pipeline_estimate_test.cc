@@ -99,8 +99,8 @@ TEST(ZeroBubbleEstimate, EqualStagesLoseOnlyForwardPlusInputGradientMinusWeightP
       EXPECT_DOUBLE_EQ(zb, static_cast<double>(3 * b + (n - 1))) << n << " stages, B " << b;
       EXPECT_DOUBLE_EQ(EstimateOneFOneB(s, b).iteration_seconds,
                        static_cast<double>(3 * b + 3 * (n - 1)));
-      EXPECT_DOUBLE_EQ(EstimatePipeline(PipelineScheduleKind::kZeroBubbleH1, s, b).iteration_seconds,
-                       zb);
+      EXPECT_DOUBLE_EQ(
+          EstimatePipeline(PipelineScheduleKind::kZeroBubbleH1, s, b).iteration_seconds, zb);
     }
   }
 }
@@ -113,7 +113,8 @@ TEST(ZeroBubbleEstimate, WithoutWeightGradientsItIsOneFOneBEvaluated) {
   for (int trial = 0; trial < 50; ++trial) {
     const int32_t n = 1 + trial % 5;
     std::vector<PipelineEstimateStage> s(static_cast<size_t>(n));
-    for (PipelineEstimateStage& st : s) st = {u(rng), u(rng), u(rng) / 2, u(rng) / 4, u(rng) / 4, 0};
+    for (PipelineEstimateStage& st : s)
+      st = {u(rng), u(rng), u(rng) / 2, u(rng) / 4, u(rng) / 4, 0};
     const int64_t b = 1 + trial % 9;
     EXPECT_DOUBLE_EQ(EvaluateSchedule(PipelineScheduleKind::kZeroBubbleH1, s, b),
                      EvaluateSchedule(PipelineScheduleKind::kOneFOneB, s, b))

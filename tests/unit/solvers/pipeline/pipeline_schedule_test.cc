@@ -14,7 +14,8 @@ namespace {
 // that splits it the weight gradient).
 int64_t MostInFlight(const std::vector<PipelineTask>& tasks, bool split) {
   int64_t in_flight = 0, most = 0;
-  const PipelineTaskKind last = split ? PipelineTaskKind::kWeightGradient : PipelineTaskKind::kBackward;
+  const PipelineTaskKind last =
+      split ? PipelineTaskKind::kWeightGradient : PipelineTaskKind::kBackward;
   for (const PipelineTask& t : tasks) {
     if (t.kind == PipelineTaskKind::kForward) ++in_flight;
     if (t.kind == last) --in_flight;
@@ -68,7 +69,7 @@ TEST(ZeroBubbleH1, EveryMicrobatchRunsForwardInputGradientThenWeightGradient) {
             StageSchedule(PipelineScheduleKind::kZeroBubbleH1, stages, stage, b);
         ASSERT_EQ(tasks.size(), static_cast<size_t>(3 * b));
         std::vector<int> seen(static_cast<size_t>(b), 0);  // tasks of each microbatch so far
-        int64_t next[3] = {0, 0, 0};                         // each kind runs in microbatch order
+        int64_t next[3] = {0, 0, 0};                       // each kind runs in microbatch order
         for (const PipelineTask& t : tasks) {
           const int kind = static_cast<int>(t.kind);
           EXPECT_EQ(t.microbatch, next[kind]++);
@@ -99,7 +100,8 @@ TEST(ZeroBubbleH1, KeepsOneFOneBOrderOfForwardsAndInputGradients) {
     }
   }
   // The last of 4 stages keeps 3 weight gradients back; the first none.
-  const std::vector<PipelineTask> last = StageSchedule(PipelineScheduleKind::kZeroBubbleH1, 4, 3, 4);
+  const std::vector<PipelineTask> last =
+      StageSchedule(PipelineScheduleKind::kZeroBubbleH1, 4, 3, 4);
   const std::vector<PipelineTask> expected = {
       {PipelineTaskKind::kForward, 0},        {PipelineTaskKind::kBackward, 0},
       {PipelineTaskKind::kForward, 1},        {PipelineTaskKind::kBackward, 1},
