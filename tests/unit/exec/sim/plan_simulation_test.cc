@@ -168,6 +168,40 @@ TEST(PlanSimulation, SmallGptOnTwoHosts) {
   CheckPlan(plan, P3(2));
 }
 
+// The planner's ZB-H1 plan (four one-device stages, 4 microbatches): the simulator, an independent
+// event-by-event run of the same schedule, lands on the plan's prediction (one host, nothing
+// contends), beats the same plan simulated under 1F1B, and holds the plan's memory.
+TEST(PlanSimulation, ZeroBubblePlanMatchesItsPrediction) {
+  Result<PlannerModel> model = PlannerModelFromSpec(
+      "gpt:layers=4,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const Cluster cluster = P3(1, 4);
+  PlannerOptions options;
+  options.threads = 2;
+  options.microbatches = 4;
+  options.pipeline_stages = 4;
+  options.search_zero_bubble = true;
+  Result<PipelinePlan> plan = PlanPipeline(model.value(), cluster, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan.value().schedule, PipelineScheduleKind::kZeroBubbleH1);
+  Result<PipelineSimInput> zb = SimInputFromPlan(plan.value(), cluster, plan.value().schedule);
+  Result<PipelineSimInput> one =
+      SimInputFromPlan(plan.value(), cluster, PipelineScheduleKind::kOneFOneB);
+  ASSERT_TRUE(zb.ok()) << zb.status().message();
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  Result<PipelineSimResult> zb_run = SimulatePipeline(zb.value());
+  Result<PipelineSimResult> one_run = SimulatePipeline(one.value());
+  ASSERT_TRUE(zb_run.ok()) << zb_run.status().message();
+  ASSERT_TRUE(one_run.ok()) << one_run.status().message();
+  EXPECT_NEAR(zb_run.value().iteration_seconds, plan.value().iteration_seconds,
+              1e-9 * plan.value().iteration_seconds);
+  EXPECT_LT(zb_run.value().iteration_seconds, 0.9 * one_run.value().iteration_seconds);
+  for (size_t s = 0; s < plan.value().stages.size(); ++s) {
+    EXPECT_EQ(zb_run.value().stages[s].peak_memory_bytes, plan.value().stages[s].memory_bytes)
+        << "stage " << s;
+  }
+}
+
 TEST(PlanSimulation, ReportJsonAndLabels) {
   const PipelinePlan& plan = OneHostPlan();
   const Cluster cluster = P3(1);
