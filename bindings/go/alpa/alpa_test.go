@@ -669,6 +669,31 @@ func TestManualZeroStagesAreReportedPerStage(t *testing.T) {
 	}
 }
 
+func TestZeroBubbleScheduleWhereAsked(t *testing.T) {
+	defer noLeaks(t)()
+	cluster := openCluster(t, "p3.16xlarge:hosts=1,devices_per_host=4")
+	defer cluster.Close()
+	// Four one-device stages and four microbatches: ZB-H1 pays; off (the default), 1F1B.
+	model := "gpt:layers=4,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5"
+	seconds := map[string]float64{}
+	for _, zb := range []string{"off", "search"} {
+		plan, err := alpa.PlanModel(model, cluster, &alpa.PlanOptions{
+			Microbatches: 4, Set: map[string]string{"pipeline_stages": "4", "zero_bubble": zb}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"off": "1f1b", "search": "zb-h1"}[zb]
+		if got := plan.Schedule(); got != want {
+			t.Fatalf("zero_bubble %s: schedule %q, want %q", zb, got, want)
+		}
+		seconds[zb] = plan.IterationSeconds()
+		plan.Close()
+	}
+	if seconds["search"] >= seconds["off"] {
+		t.Fatalf("ZB-H1 %g s, 1F1B %g s", seconds["search"], seconds["off"])
+	}
+}
+
 func TestManualPlanWithSelectiveRecomputationReportsItPerStage(t *testing.T) {
 	defer noLeaks(t)()
 	cluster := openCluster(t, attentionCluster)

@@ -16,6 +16,10 @@ type Schedule int32
 const (
 	ScheduleGPipe Schedule = C.ALPA_SCHEDULE_GPIPE // every forward, then every backward
 	Schedule1F1B  Schedule = C.ALPA_SCHEDULE_1F1B  // one forward one backward, as the planner assumes
+
+	// ScheduleZBH1 is the zero-bubble ZB-H1: each backward split into the input gradient and
+	// the weight gradient, stage s keeping its s latest weight gradients for the drain.
+	ScheduleZBH1 Schedule = C.ALPA_SCHEDULE_ZB_H1
 )
 
 // Simulation is one training iteration of a plan run event by event (experimental; see

@@ -10,8 +10,11 @@ use std::ptr;
 pub enum Schedule {
     /// Every forward, then every backward.
     GPipe,
-    /// One forward one backward, as the planner assumes.
+    /// One forward one backward, as the planner assumes by default.
     OneForwardOneBackward,
+    /// Zero-bubble ZB-H1: each backward split into the input gradient and the weight gradient,
+    /// stage s keeping its s latest weight gradients for the drain.
+    ZeroBubbleH1,
 }
 
 impl Schedule {
@@ -19,6 +22,7 @@ impl Schedule {
         match self {
             Schedule::GPipe => sys::ALPA_SCHEDULE_GPIPE,
             Schedule::OneForwardOneBackward => sys::ALPA_SCHEDULE_1F1B,
+            Schedule::ZeroBubbleH1 => sys::ALPA_SCHEDULE_ZB_H1,
         }
     }
 }

@@ -375,6 +375,24 @@ fn manual_zero_stages_are_reported_per_stage() {
 }
 
 #[test]
+fn zero_bubble_schedule_where_asked() {
+    // Four one-device stages and four microbatches: ZB-H1 pays; off (the default), 1F1B.
+    let cluster = Cluster::from_spec("p3.16xlarge:hosts=1,devices_per_host=4").unwrap();
+    let model = "gpt:layers=4,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5";
+    let mut seconds = Vec::new();
+    for (zb, want) in [("off", "1f1b"), ("search", "zb-h1")] {
+        let mut options = PlanOptions::new().unwrap();
+        options.microbatches(4).unwrap();
+        options.set("pipeline_stages", "4").unwrap();
+        options.set("zero_bubble", zb).unwrap();
+        let plan = Plan::model(model, &cluster, Some(&options)).unwrap();
+        assert_eq!(plan.schedule(), want, "zero_bubble {}", zb);
+        seconds.push(plan.iteration_seconds());
+    }
+    assert!(seconds[1] < seconds[0], "ZB-H1 {} s, 1F1B {} s", seconds[1], seconds[0]);
+}
+
+#[test]
 fn manual_plan_with_selective_recomputation_reports_it_per_stage() {
     let cluster = Cluster::from_spec("p3.16xlarge:hosts=1,devices_per_host=2").unwrap();
     assert_eq!(ManualPlan::default().remat, Remat::Off);
