@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "support/pipeline_sim_runs.h"
+
 namespace alpa {
 namespace {
 
@@ -59,20 +61,8 @@ PipelineSimInput NoCommPipeline(PipelineScheduleKind kind, const std::vector<dou
   return in;
 }
 
-PipelineSimResult Simulate(const PipelineSimInput& in) {
-  Result<PipelineSimResult> r = SimulatePipeline(in);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? std::move(r).value() : PipelineSimResult{};
-}
-
-// The first timeline event of a stage of this kind and microbatch.
-const SimEvent* FindEvent(const PipelineSimResult& r, int32_t stage, SimEventKind kind,
-                          int64_t microbatch) {
-  for (const SimEvent& e : r.timeline) {
-    if (e.stage == stage && e.kind == kind && e.microbatch == microbatch) return &e;
-  }
-  return nullptr;
-}
+using testing::FindEvent;
+using testing::Simulate;
 
 // Per stage, the non-send events tile [0, T] without overlap and add up to the stats.
 void CheckTimeline(const PipelineSimInput& in, const PipelineSimResult& r) {

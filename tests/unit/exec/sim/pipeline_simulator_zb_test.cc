@@ -13,6 +13,7 @@
 #include "exec/sim/pipeline_simulator.h"
 #include "exec/sim/timeline_svg.h"
 #include "solvers/pipeline/pipeline_schedule.h"
+#include "support/pipeline_sim_runs.h"
 
 namespace alpa {
 namespace {
@@ -55,19 +56,8 @@ PipelineSimInput EqualStages(PipelineScheduleKind kind, int32_t num_stages, int6
   return in;
 }
 
-PipelineSimResult Simulate(const PipelineSimInput& in) {
-  Result<PipelineSimResult> r = SimulatePipeline(in);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? std::move(r).value() : PipelineSimResult{};
-}
-
-const SimEvent* FindEvent(const PipelineSimResult& r, int32_t stage, SimEventKind kind,
-                          int64_t microbatch) {
-  for (const SimEvent& e : r.timeline) {
-    if (e.stage == stage && e.kind == kind && e.microbatch == microbatch) return &e;
-  }
-  return nullptr;
-}
+using testing::FindEvent;
+using testing::Simulate;
 
 // Per stage: the non-send events tile [0, T], each task runs as long as the stage's figures say
 // (the input gradient b - w, the weight gradient w), every microbatch has one forward, one
