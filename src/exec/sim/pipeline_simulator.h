@@ -23,7 +23,9 @@
 //     (gradient) is sent when the sender finishes its backward of m (under ZB-H1 its input
 //     gradient: the weight gradient is nobody's input) and is an input of the receiver's
 //     backward of m. Sends are asynchronous (the sender goes on computing); a receive blocks
-//     the receiving task.
+//     the receiving task. (The executor moves a gradient term another stage reads per
+//     microbatch, a tied weight's with one microbatch, in the weight-gradient task that computes
+//     it; here it leaves with the input gradient, a little early.)
 //   Moves. A transfer is a set of device-to-device moves: its `slices` when given, else its
 //     bytes spread evenly over min(#src, #dst) pairs (sender device k -> receiver device k, in
 //     the stages' device order; the first bytes % pairs moves carry one byte more).
