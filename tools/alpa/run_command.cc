@@ -33,15 +33,9 @@ struct BufferHandle {
 
 int CreateExecutor(const alpa_plan* plan, const RunArgs& args, ExecutorHandle& handle) {
   alpa_executor_config config = ALPA_EXECUTOR_CONFIG_INIT;
-  if (args.schedule.empty()) {
-    config.schedule = alpa_plan_pipeline_schedule(plan);  // the plan's own
-  } else if (args.schedule == "1f1b") {
-    config.schedule = ALPA_SCHEDULE_1F1B;
-  } else if (args.schedule == "gpipe") {
-    config.schedule = ALPA_SCHEDULE_GPIPE;
-  } else if (args.schedule == "zb-h1") {
-    config.schedule = ALPA_SCHEDULE_ZB_H1;
-  } else {
+  config.schedule = args.schedule.empty() ? alpa_plan_pipeline_schedule(plan)  // the plan's own
+                                          : ScheduleFromName(args.schedule);
+  if (config.schedule < 0) {
     return ReportBadInput("--schedule must be 1f1b, gpipe or zb-h1 (got '" + args.schedule + "')");
   }
   if (args.devices == "mpi") {

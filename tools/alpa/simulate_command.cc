@@ -173,12 +173,8 @@ int RunSimulate(const SimulateArgs& args) {
                ? doc["schedule"].get<std::string>()
                : "1f1b";
   }
-  int32_t schedule = ALPA_SCHEDULE_1F1B;
-  if (name == "gpipe" || name == "GPipe") {
-    schedule = ALPA_SCHEDULE_GPIPE;
-  } else if (name == "zb-h1" || name == "ZB-H1") {
-    schedule = ALPA_SCHEDULE_ZB_H1;
-  } else if (name != "1f1b" && name != "1F1B") {
+  const int32_t schedule = ScheduleFromName(name);
+  if (schedule < 0) {
     return ReportBadInput("--schedule: \"" + name + "\" is not 1f1b, gpipe or zb-h1");
   }
   alpa_error* err = nullptr;
