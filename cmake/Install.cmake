@@ -7,17 +7,19 @@ install(TARGETS alpa_shared alpa_static EXPORT alpaTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES include/alpa.h include/alpa_experimental.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS alpa_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The installed program finds libalpa.so.0 relative to itself ($ORIGIN/../lib), so it starts
-# without LD_LIBRARY_PATH and the install can be moved.
-if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
-  set(ALPA_CLI_RPATH "${CMAKE_INSTALL_LIBDIR}")
-else()
-  file(RELATIVE_PATH ALPA_BIN_TO_LIB "/prefix/${CMAKE_INSTALL_BINDIR}"
-    "/prefix/${CMAKE_INSTALL_LIBDIR}")
-  set(ALPA_CLI_RPATH "$ORIGIN/${ALPA_BIN_TO_LIB}")
+if(TARGET alpa_cli)
+  install(TARGETS alpa_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # The installed program finds libalpa.so.0 relative to itself ($ORIGIN/../lib), so it starts
+  # without LD_LIBRARY_PATH and the install can be moved.
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+    set(ALPA_CLI_RPATH "${CMAKE_INSTALL_LIBDIR}")
+  else()
+    file(RELATIVE_PATH ALPA_BIN_TO_LIB "/prefix/${CMAKE_INSTALL_BINDIR}"
+      "/prefix/${CMAKE_INSTALL_LIBDIR}")
+    set(ALPA_CLI_RPATH "$ORIGIN/${ALPA_BIN_TO_LIB}")
+  endif()
+  set_target_properties(alpa_cli PROPERTIES INSTALL_RPATH "${ALPA_CLI_RPATH}")
 endif()
-set_target_properties(alpa_cli PROPERTIES INSTALL_RPATH "${ALPA_CLI_RPATH}")
 install(EXPORT alpaTargets NAMESPACE alpa:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/alpa)
 configure_package_config_file(cmake/alpaConfig.cmake.in
   ${PROJECT_BINARY_DIR}/alpaConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/alpa)

@@ -4,10 +4,9 @@
 #                                 then the bindings' suites (scripts/test-bindings.sh); with the
 #                                 CUDA backend (ALPA_WITH_CUDA=ON) where nvcc is found (its tests
 #                                 that need a GPU skip where there is none)
-#   scripts/test.sh --sanitize    the C++ and C suites under ASan+UBSan (but for three plan-quality
-#                                 searches and the CLI's shell suites, asan_skip below), in
-#                                 ./build-asan, then the Python and
-#                                 Go suites against that library
+#   scripts/test.sh --sanitize    the C++ and C suites under ASan+UBSan (but for the searches of
+#                                 asan_skip below; without the `alpa` program and its shell
+#                                 suites), in ./build-asan, then the Go suite against that library
 #   scripts/test.sh --tsan        the tests that run threads, under ThreadSanitizer, in ./build-tsan
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,19 +42,24 @@ tsan_unit_tests=(planner_test manual_plan_test plan_simulation_test sharding_sol
                  block_elimination_test ilp_glpk_test thread_communicator_test
                  plan_perturbation_test rendezvous_test program_simulation_test
                  local_all_gather_test)
-tsan_c_tests=(capi_test plan_capi_test baseline_capi_test simulate_capi_test example_plan_model
-              executor_capi_test)
+# Of the C tests, those whose calls plan on threads or run the executor's thread devices; the
+# other C tests of planning (plan_capi_test, baseline_capi_test, simulate_capi_test: 6.5 of the
+# phase's 17 minutes in stop 42's CI) reach the same planner threads as planner_test and the
+# baseline search under TSan, and run in the Release and ASan+UBSan phases.
+tsan_c_tests=(capi_test example_plan_model executor_capi_test)
 # Left out under TSan: a quality comparison that runs the baseline grid's threaded code (as
 # BaselineSearch.FixedMicrobatchesAndRemat does) on a larger model, and takes minutes there.
 tsan_skip='^BaselineSearch\.PlannerIsNeverSlowerWhereTheSpacesMeet$'
 
 # Left out under ASan+UBSan (they run in the Release suite): searches that compare plan quality
-# on larger models, a minute or more each there, exercising code the rest of the suite runs on
-# smaller inputs; and the shell suites of the `alpa` program and the quality table script, which
-# check its output and exit codes over 240 runs of the program (402 s of the phase's 1,348 s of
-# tests under ASan in stop 38's CI, against 61 s in Release; the library code those runs reach
-# is the unit tests', and the fuzzers run its parsers under ASan+UBSan).
-asan_skip='^(BaselineSearch\.PlannerIsNeverSlowerWhereTheSpacesMeet|PcieServer\.LessTensorParallelismThanOnNvlink|PlannerSubmeshes\.LargeClustersSolveTheSubsetOnly|cli_test|quality_table_test)$'
+# or determinism on larger models, a minute or more each there, exercising code the rest of the
+# suite runs on smaller inputs; and the plan equivalence cases on 8 MPI processes (235 s there in
+# stop 42's CI): the same cases run under ASan+UBSan on thread devices (plan_equivalence_test),
+# and the MPI communicator's own checks run on MPI processes. The `alpa` program is not built
+# (-DALPA_BUILD_CLI=OFF): its shell suites check its output and exit codes over hundreds of runs
+# (402 s of the phase's tests in stop 38's CI, 61 s in Release); the library code those runs
+# reach is the unit tests', and the fuzzers run its parsers under ASan+UBSan.
+asan_skip='^(BaselineSearch\.PlannerIsNeverSlowerWhereTheSpacesMeet|PcieServer\.LessTensorParallelismThanOnNvlink|PlannerSubmeshes\.LargeClustersSolveTheSubsetOnly|PlannerDeterminism\.TheMicrobatchSearchWithWarmStartsIsDeterministicAndFindsTheColdPlan|mpi_plan_equivalence_test)$'
 
 # The sanitizer builds compile at -O1 with line tables only (-g1: enough for the sanitizers' stack
 # traces): measured with g++ 12 under ASan+UBSan, twice as fast to build as RelWithDebInfo's
@@ -81,7 +85,7 @@ tsan_test_regex() {
 case ${1:-} in
   --sanitize)
     cmake -S . -B build-asan "${sanitizer_flags[@]}" -DALPA_SANITIZE="address;undefined" \
-          -DALPA_BUILD_BENCH=OFF "${launcher[@]}"
+          -DALPA_BUILD_BENCH=OFF -DALPA_BUILD_CLI=OFF "${launcher[@]}"
     cmake --build build-asan -j"$jobs"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j"$jobs" -E "$asan_skip"
@@ -89,7 +93,7 @@ case ${1:-} in
     ;;
   --tsan)
     cmake -S . -B build-tsan "${sanitizer_flags[@]}" -DALPA_SANITIZE=thread \
-          -DALPA_BUILD_BENCH=OFF "${launcher[@]}"
+          -DALPA_BUILD_BENCH=OFF -DALPA_BUILD_CLI=OFF "${launcher[@]}"
     cmake --build build-tsan -j"$jobs" --target "${tsan_unit_tests[@]}" "${tsan_c_tests[@]}"
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
       ctest --test-dir build-tsan --output-on-failure -j"$jobs" -R "$(tsan_test_regex)" \
