@@ -940,6 +940,11 @@ typedef struct alpa_plan_options alpa_plan_options;
  * microbatches, plus an activation's worth per weight gradient it keeps pending) and it is
  * predicted faster than 1F1B (docs/planner.md); 0: 1F1B */
 #define ALPA_PLAN_OPT_ZERO_BUBBLE 324
+/** 0/1, default 1: where the cluster's NICs sit next to some GPUs of a host only (a cluster file's
+ * "nic_locality", docs/cluster-format.md), the stages sharing a host are reordered so that those
+ * sending to or receiving from other hosts sit next to the NICs, where that is predicted faster;
+ * 0: stages stay where they are packed. No effect on clusters without NIC locality */
+#define ALPA_PLAN_OPT_NIC_PLACEMENT 325
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: none, full, or selective where there is attention */
 #define ALPA_REMAT_OFF 1

@@ -12,8 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh test
 jobs=$(nproc)
-# ccache (installed with the test packages) makes the second and third builds of the same sources
-# (the Python package bundles its own libalpa) nearly free.
+# ccache (installed with the test packages) makes a rebuild of the same sources in the same folder
+# nearly free. It does not share objects between ./build and the Python package's own build of
+# libalpa (bindings/python/build): their include paths differ (each build's module_include), so
+# on a fresh machine that second build compiles everything again (stop 43's CI: 724 s wall on a
+# busy machine).
 launcher=()
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}

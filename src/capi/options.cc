@@ -204,6 +204,9 @@ const Option kOptions[] = {
     IntOption(ALPA_PLAN_OPT_ZERO_BUBBLE, "zero_bubble", "ALPA_PLAN_OPT_ZERO_BUBBLE", Family::kPlan,
               0, 1, "0 (\"off\") or 1 (\"search\")", "off=0,search=1",
               [](const OptionFields& f, int64_t v) { f.plan->search_zero_bubble = v == 1; }),
+    IntOption(ALPA_PLAN_OPT_NIC_PLACEMENT, "nic_placement", "ALPA_PLAN_OPT_NIC_PLACEMENT",
+              Family::kPlan, 0, 1, "0 (\"off\") or 1 (\"search\")", "off=0,search=1",
+              [](const OptionFields& f, int64_t v) { f.plan->place_near_nics = v == 1; }),
     IntOption(
         ALPA_PLAN_OPT_GRAPH_BATCH_DIM, "graph_batch_dim", "ALPA_PLAN_OPT_GRAPH_BATCH_DIM",
         Family::kPlan, -1, kInt32Max - 1, "an integer >= -1 (-1: the graph is one microbatch)",

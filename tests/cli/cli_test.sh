@@ -406,6 +406,16 @@ expect plan_zero_bubble_off 0 '4 microbatches, 1F1B schedule' -- "$alpa" plan "$
 "$alpa" plan "${zb[@]}" --zero-bubble search -o "$tmp/zb_plan.json" >/dev/null
 expect simulate_plan_schedule 0 'ZB-H1 schedule' -- "$alpa" simulate "$tmp/zb_plan.json"
 expect plan_zero_bubble_bad 1 'error: --zero-bubble: plan option "zero_bubble"' -- "$alpa" plan --model "$bgpt" --zero-bubble maybe
+# NIC locality: two PCIe servers whose NIC sits next to GPUs 0-3; stage 1 sends across the hosts
+# and moves onto those GPUs (stage 0 onto 4-7), unless --nic-placement off; a bad locality names
+# the entry.
+printf '{"preset": "pcie-a100-80g", "hosts": 2, "nic_locality": {"near_devices": [0, 1, 2, 3], "far_bandwidth": 4e9}}' > "$tmp/nic_cluster.json"
+nic=(--model gpt:layers=8,hidden=1024,heads=16,seq=2048,batch=32,vocab=1024 --cluster "$tmp/nic_cluster.json" --pp 4 -B 8 -q)
+expect plan_nic_placement 0 '^1 +[0-9]+-[0-9]+ +\(1,4\) +\(4,1\) +0-3 ' -- "$alpa" plan "${nic[@]}"
+expect plan_nic_placement_off 0 '^1 +[0-9]+-[0-9]+ +\(1,4\) +\(4,1\) +4-7 ' -- "$alpa" plan "${nic[@]}" --nic-placement off
+expect plan_nic_placement_bad 1 'error: --nic-placement: plan option "nic_placement"' -- "$alpa" plan "${nic[@]}" --nic-placement maybe
+printf '{"preset": "pcie-a100-80g", "nic_locality": {"near_devices": [9], "far_bandwidth": 4e9}}' > "$tmp/bad_nic_cluster.json"
+expect plan_bad_nic_locality 1 'near_devices\[0\]: 9 is not a device of a host \(0..7\)' -- "$alpa" plan --model "$bgpt" --cluster "$tmp/bad_nic_cluster.json"
 expect baseline_zero_search 1 'error: --zero: applies to a manual plan' -- "$alpa" baseline "${bl[@]}" --zero 1
 # --max-zero narrows the grid's ZeRO stages: 3 (default) lists points of every stage, 2 none of
 # stage 3, 1 none of 2 or 3; a manual plan takes --zero instead.

@@ -23,11 +23,12 @@ struct PlanArgs {
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
-  int32_t layers = 0;       // layer groups; 0: the graph's layers, at most DefaultLayerGroupCap
-  std::string remat;        // "", "search", "off", "on", "selective"
-  std::string zero2;        // "", "search", "off"
-  std::string zero3;        // "", "search", "off"
-  std::string zero_bubble;  // "", "search", "off"
+  int32_t layers = 0;         // layer groups; 0: the graph's layers, at most DefaultLayerGroupCap
+  std::string remat;          // "", "search", "off", "on", "selective"
+  std::string zero2;          // "", "search", "off"
+  std::string zero3;          // "", "search", "off"
+  std::string zero_bubble;    // "", "search", "off"
+  std::string nic_placement;  // "", "search", "off"
   // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
   int64_t pipeline_stages = 0, max_tensor_parallel = 0;
   bool no_tp_across_hosts = false;
@@ -107,6 +108,11 @@ int RunPlan(const PlanArgs& args) {
                                     &err) != ALPA_OK) {
     return ReportError(err, "--zero-bubble");
   }
+  if (!args.nic_placement.empty() &&
+      alpa_plan_options_set_by_name(handles.options, "nic_placement", args.nic_placement.c_str(),
+                                    &err) != ALPA_OK) {
+    return ReportError(err, "--nic-placement");
+  }
   if (int rc = SetPlannerOptions(handles.options, args.planner)) return rc;
   if (alpa_plan_options_set_double(handles.options, ALPA_PLAN_OPT_TIME_LIMIT_SECONDS,
                                    args.time_limit, &err) != ALPA_OK) {
@@ -175,6 +181,10 @@ Command AddPlanCommand(CLI::App& app) {
                    "The zero-bubble schedule ZB-H1 (backward split into input and weight "
                    "gradients) where every stage fits it and it is predicted faster than 1F1B: "
                    "search or off (default)");
+  plan->add_option("--nic-placement", args->nic_placement,
+                   "Where a cluster file says which GPUs sit next to the NICs (nic_locality): the "
+                   "stages that talk across hosts moved onto them where predicted faster: search "
+                   "(default) or off");
   plan->add_option("--pp", args->pipeline_stages,
                    "Pin: exactly this many pipeline stages (default 0: searched)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

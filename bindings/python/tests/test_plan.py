@@ -173,6 +173,23 @@ def test_zero_bubble_option():
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, zero_bubble="maybe")
 
 
+def test_nic_placement_option(tmp_path):
+    # Two PCIe servers whose NIC sits next to GPUs 0-3: stage 1 sends across the hosts and moves
+    # onto those GPUs; off, it stays where it is packed (4-7) and the plan is slower.
+    cluster = tmp_path / "nic.json"
+    cluster.write_text('{"preset": "pcie-a100-80g", "hosts": 2, "nic_locality": '
+                       '{"near_devices": [0, 1, 2, 3], "far_bandwidth": 4e9}}')
+    model = "gpt:layers=8,hidden=1024,heads=16,seq=2048,batch=32,vocab=1024"
+    pins = dict(microbatches=8, pipeline_stages=4)
+    with alpa.plan(model, str(cluster), **pins) as on, \
+            alpa.plan(model, str(cluster), nic_placement=False, **pins) as off:
+        assert on.stages[1].devices == (0, 1, 2, 3)
+        assert off.stages[1].devices == (4, 5, 6, 7)
+        assert on.iteration_seconds < off.iteration_seconds
+    with pytest.raises(alpa.InvalidArgumentError, match="nic_placement"):
+        alpa.plan(SMALL_MODEL, SMALL_CLUSTER, nic_placement="maybe")
+
+
 def test_infeasible_plan_says_what_fits():
     with pytest.raises(alpa.InfeasibleError) as info:
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, device_memory="1MiB", microbatches=1)

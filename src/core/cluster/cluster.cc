@@ -1,6 +1,7 @@
 // Validation and comparison of cluster descriptions.
 #include "core/cluster/cluster.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -41,6 +42,30 @@ Status CheckLink(const LinkSpec& link, const std::string& where) {
   return CheckNonNegative(link.latency, where + ".latency");
 }
 
+Status ValidateNicLocality(const NicLocality& nic, int64_t devices_per_host) {
+  const std::string where = "cluster.nic_locality";
+  if (nic.near_devices.empty()) {
+    if (nic.far_bandwidth != 0) {
+      return InvalidArgument(where + ".far_bandwidth: set (" + Num(nic.far_bandwidth) +
+                             ") without near_devices");
+    }
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < nic.near_devices.size(); ++i) {
+    const int64_t d = nic.near_devices[i];
+    const std::string at = where + ".near_devices[" + std::to_string(i) + "]";
+    if (d < 0 || d >= devices_per_host) {
+      return InvalidArgument(at + ": " + std::to_string(d) + " is not a device of a host (0.." +
+                             std::to_string(devices_per_host - 1) + ")");
+    }
+    if (i > 0 && d <= nic.near_devices[i - 1]) {
+      return InvalidArgument(at + ": " + std::to_string(d) +
+                             " is not above the one before (the list is ascending, no repeats)");
+    }
+  }
+  return CheckPositive(nic.far_bandwidth, where + ".far_bandwidth");
+}
+
 }  // namespace
 
 bool Calibration::operator==(const Calibration& o) const {
@@ -64,7 +89,20 @@ bool operator==(const LinkSpec& a, const LinkSpec& b) {
 bool operator==(const Cluster& a, const Cluster& b) {
   return a.name == b.name && a.hosts == b.hosts && a.devices_per_host == b.devices_per_host &&
          a.device == b.device && a.intra_host_link == b.intra_host_link &&
-         a.inter_host_link == b.inter_host_link && a.calibration == b.calibration;
+         a.inter_host_link == b.inter_host_link && a.nic_locality == b.nic_locality &&
+         a.calibration == b.calibration;
+}
+
+bool NearNic(const Cluster& cluster, int64_t device) {
+  const std::vector<int64_t>& near = cluster.nic_locality.near_devices;
+  if (near.empty()) return true;
+  return std::binary_search(near.begin(), near.end(), device % cluster.devices_per_host);
+}
+
+double InterHostMoveBandwidth(const Cluster& cluster, int64_t src_device, int64_t dst_device) {
+  const double bandwidth = cluster.inter_host_link.bandwidth;
+  if (NearNic(cluster, src_device) && NearNic(cluster, dst_device)) return bandwidth;
+  return std::min(bandwidth, cluster.nic_locality.far_bandwidth);
 }
 
 Status ValidateCalibration(const Calibration& c, const std::string& where) {
@@ -106,6 +144,7 @@ Status ValidateCluster(const Cluster& cluster) {
   }
   ALPA_RETURN_IF_ERROR(CheckLink(cluster.intra_host_link, "cluster.intra_host_link"));
   ALPA_RETURN_IF_ERROR(CheckLink(cluster.inter_host_link, "cluster.inter_host_link"));
+  ALPA_RETURN_IF_ERROR(ValidateNicLocality(cluster.nic_locality, cluster.devices_per_host));
   return ValidateCalibration(cluster.calibration, "cluster.calibration");
 }
 

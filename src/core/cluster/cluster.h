@@ -67,6 +67,23 @@ struct Calibration {
   bool operator==(const Calibration& o) const;
 };
 
+// Where a host's NICs sit, when not next to every device. On a server whose NIC hangs off the
+// PCIe switch of some GPUs only, the others reach it through the CPU's root complex, where
+// GPUDirect RDMA does not run (NVIDIA's GPUDirect RDMA manual asks for the NIC and the GPU on one
+// root complex): their traffic to other hosts is staged through host memory, at far_bandwidth.
+// Empty near_devices (the default): every device reaches the NICs alike.
+struct NicLocality {
+  std::vector<int64_t> near_devices;  // local device indices (0 .. devices_per_host - 1), ascending
+  // Bytes per second (one direction) of a far device's traffic to other hosts; > 0 when
+  // near_devices is not empty. The lower of it and inter_host_link.bandwidth applies.
+  double far_bandwidth = 0;
+
+  bool empty() const { return near_devices.empty(); }
+  bool operator==(const NicLocality& o) const {
+    return near_devices == o.near_devices && far_bandwidth == o.far_bandwidth;
+  }
+};
+
 struct Cluster {
   std::string name;  // preset name or the file's "name"
   int64_t hosts = 0;
@@ -74,17 +91,26 @@ struct Cluster {
   DeviceSpec device;
   LinkSpec intra_host_link;
   LinkSpec inter_host_link;
+  NicLocality nic_locality;
   Calibration calibration;
 
   int64_t num_devices() const { return hosts * devices_per_host; }
 };
+
+// Whether `device` (a global id, host * devices_per_host + local index) reaches its host's NICs
+// at inter_host_link.bandwidth: every device does unless nic_locality says otherwise.
+bool NearNic(const Cluster& cluster, int64_t device);
+// The bytes per second of a move from `src_device` to `dst_device` on different hosts: the
+// inter-host bandwidth, or the far bandwidth where either end is far from its NICs.
+double InterHostMoveBandwidth(const Cluster& cluster, int64_t src_device, int64_t dst_device);
 
 // Bounds that keep every derived count far from int64 overflow and mesh enumeration cheap.
 inline constexpr int64_t kMaxHosts = int64_t{1} << 20;
 inline constexpr int64_t kMaxDevicesPerHost = int64_t{1} << 12;
 inline constexpr int64_t kMaxDevices = int64_t{1} << 24;
 
-// Checks every field ("cluster: hosts must be >= 1 (got 0)", "cluster.device.memory_bytes: ...").
+// Checks every field ("cluster: hosts must be >= 1 (got 0)", "cluster.device.memory_bytes: ...",
+// "cluster.nic_locality.near_devices[2]: ...").
 Status ValidateCluster(const Cluster& cluster);
 Status ValidateCalibration(const Calibration& calibration,
                            const std::string& where = "calibration");

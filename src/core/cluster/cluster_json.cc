@@ -171,6 +171,26 @@ Status ReadDevice(const Json& j, const std::string& path, bool from_preset, Devi
   return r.CheckNoUnknownKeys();
 }
 
+Status ReadNicLocality(const Json& j, const std::string& path, NicLocality* nic) {
+  ObjectReader r(j, path);
+  ALPA_RETURN_IF_ERROR(r.CheckObject());
+  const Json* near = nullptr;
+  ALPA_RETURN_IF_ERROR(r.Find("near_devices", Presence::kRequired, &near));
+  if (!near->is_array()) return Bad(r.Sub("near_devices"), "expected an array of device indices");
+  nic->near_devices.clear();
+  for (size_t i = 0; i < near->size(); ++i) {
+    int64_t d = 0;
+    const json_util::Conversion c =
+        json_util::ToInt64((*near)[i], 0, std::numeric_limits<int32_t>::max(), &d);
+    if (c != json_util::Conversion::kOk) {
+      return Bad(r.Sub("near_devices") + "[" + std::to_string(i) + "]", ConversionMessage(c));
+    }
+    nic->near_devices.push_back(d);
+  }
+  ALPA_RETURN_IF_ERROR(r.Double("far_bandwidth", Presence::kRequired, &nic->far_bandwidth));
+  return r.CheckNoUnknownKeys();
+}
+
 // The calibration keys of one object (a calibration file's top level, or a cluster's
 // "calibration"), on top of the values already in *c.
 Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
@@ -228,6 +248,10 @@ Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
   if (sub != nullptr) {
     ALPA_RETURN_IF_ERROR(ReadLink(*sub, reader.Sub("inter_host_link"),
                                   RequiredWithoutPreset(from_preset), &cluster.inter_host_link));
+  }
+  ALPA_RETURN_IF_ERROR(reader.Find("nic_locality", Presence::kOptional, &sub));
+  if (sub != nullptr) {
+    ALPA_RETURN_IF_ERROR(ReadNicLocality(*sub, reader.Sub("nic_locality"), &cluster.nic_locality));
   }
   ALPA_RETURN_IF_ERROR(reader.Find("calibration", Presence::kOptional, &sub));
   if (sub != nullptr) {
@@ -323,6 +347,11 @@ nlohmann::json ClusterToJson(const Cluster& c) {
                           {"latency", c.intra_host_link.latency}};
   j["inter_host_link"] = {{"bandwidth", c.inter_host_link.bandwidth},
                           {"latency", c.inter_host_link.latency}};
+  // Only where set: clusters without it write what they always wrote.
+  if (!c.nic_locality.empty()) {
+    j["nic_locality"] = {{"near_devices", c.nic_locality.near_devices},
+                         {"far_bandwidth", c.nic_locality.far_bandwidth}};
+  }
   j["calibration"] = CalibrationFields(c.calibration);
   return j;
 }

@@ -240,8 +240,14 @@ double Simulator::Reserve(const Move& mv, double ready, double* start) {
     out = &nic_out_[static_cast<size_t>(host_index_.at(mv.src / in_.devices_per_host))];
     in = &nic_in_[static_cast<size_t>(host_index_.at(mv.dst / in_.devices_per_host))];
   }
+  double bandwidth = link.bandwidth;
+  const std::vector<double>& per_device = in_.device_inter_host_bandwidth;
+  if (!same_host && !per_device.empty()) {
+    bandwidth = std::min(per_device[static_cast<size_t>(mv.src % in_.devices_per_host)],
+                         per_device[static_cast<size_t>(mv.dst % in_.devices_per_host)]);
+  }
   *start = std::max({ready, *out, *in});
-  const double end = *start + static_cast<double>(mv.bytes) / link.bandwidth;
+  const double end = *start + static_cast<double>(mv.bytes) / bandwidth;
   *out = end;
   *in = end;
   return end + link.latency;

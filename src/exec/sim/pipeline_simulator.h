@@ -112,6 +112,10 @@ struct PipelineSimInput {
   int32_t devices_per_host = 1;
   SimLink intra_host;  // per device
   SimLink inter_host;  // per host NIC
+  // Per local device index (devices_per_host entries), or empty: the bytes per second of its
+  // moves to and from other hosts, a move running at the lower of its two ends' (a device far
+  // from its host's NICs, core/cluster/cluster.h's NicLocality). Empty: inter_host.bandwidth.
+  std::vector<double> device_inter_host_bandwidth;
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
   int64_t microbatches = 1;              // B, 1 .. kMaxSimMicrobatches
   std::vector<PipelineSimStage> stages;  // pipeline order

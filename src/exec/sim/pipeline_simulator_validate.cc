@@ -143,6 +143,24 @@ Status CheckTransfers(const PipelineSimInput& in) {
   return Status::Ok();
 }
 
+Status CheckDeviceBandwidths(const PipelineSimInput& in) {
+  const std::vector<double>& per_device = in.device_inter_host_bandwidth;
+  if (per_device.empty()) return Status::Ok();
+  if (per_device.size() != static_cast<size_t>(in.devices_per_host)) {
+    return InvalidArgument("device_inter_host_bandwidth has " + std::to_string(per_device.size()) +
+                           " entries for " + std::to_string(in.devices_per_host) +
+                           " devices per host");
+  }
+  for (size_t d = 0; d < per_device.size(); ++d) {
+    if (!std::isfinite(per_device[d]) || per_device[d] <= 0) {
+      return InvalidArgument("device_inter_host_bandwidth[" + std::to_string(d) +
+                             "] must be finite and positive, got " +
+                             ExactDoubleText(per_device[d]));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidatePipelineSimInput(const PipelineSimInput& in) {
@@ -153,6 +171,7 @@ Status ValidatePipelineSimInput(const PipelineSimInput& in) {
   }
   ALPA_RETURN_IF_ERROR(CheckLink("intra_host", in.intra_host));
   ALPA_RETURN_IF_ERROR(CheckLink("inter_host", in.inter_host));
+  ALPA_RETURN_IF_ERROR(CheckDeviceBandwidths(in));
   if (in.schedule != PipelineScheduleKind::kGPipe &&
       in.schedule != PipelineScheduleKind::kOneFOneB &&
       in.schedule != PipelineScheduleKind::kZeroBubbleH1) {

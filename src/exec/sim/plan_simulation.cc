@@ -2,6 +2,7 @@
 // (plan_simulation.h; the JSON halves are in plan_simulation_json.cc).
 #include "exec/sim/plan_simulation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -27,6 +28,23 @@ PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latenc
   return s;
 }
 
+void SetSimCluster(const Cluster& cluster, PipelineSimInput& in) {
+  in.hosts = static_cast<int32_t>(cluster.hosts);
+  in.devices_per_host = static_cast<int32_t>(cluster.devices_per_host);
+  in.intra_host = {cluster.intra_host_link.bandwidth, cluster.intra_host_link.latency};
+  in.inter_host = {cluster.inter_host_link.bandwidth, cluster.inter_host_link.latency};
+  in.device_inter_host_bandwidth.clear();
+  if (cluster.nic_locality.empty()) return;
+  for (int64_t d = 0; d < cluster.devices_per_host; ++d) {
+    // Device d of host 0 stands for device d of every host; a move pairs two ends, so the rate of
+    // one end alone is its rate to a device near its NICs.
+    in.device_inter_host_bandwidth.push_back(
+        NearNic(cluster, d)
+            ? cluster.inter_host_link.bandwidth
+            : std::min(cluster.inter_host_link.bandwidth, cluster.nic_locality.far_bandwidth));
+  }
+}
+
 Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluster& cluster,
                                           PipelineScheduleKind schedule) {
   if (cluster.hosts < 1 || cluster.hosts > std::numeric_limits<int32_t>::max() ||
@@ -37,10 +55,7 @@ Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluste
                            " devices per host is out of the simulator's range");
   }
   PipelineSimInput in;
-  in.hosts = static_cast<int32_t>(cluster.hosts);
-  in.devices_per_host = static_cast<int32_t>(cluster.devices_per_host);
-  in.intra_host = {cluster.intra_host_link.bandwidth, cluster.intra_host_link.latency};
-  in.inter_host = {cluster.inter_host_link.bandwidth, cluster.inter_host_link.latency};
+  SetSimCluster(cluster, in);
   in.schedule = schedule;
   in.microbatches = plan.microbatches;
   for (const PlannedStage& st : plan.stages) {

@@ -75,6 +75,11 @@ Result<PipelineSimInput> SimInputFromPlanJson(
     std::string_view plan_json, PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB,
     PlanSimulationContext* context = nullptr);
 
+// The cluster's part of a simulator input, for either conversion: hosts, devices per host, the
+// links and, where the cluster's NICs sit next to some devices only, each device's inter-host
+// bandwidth. The caller has checked that the counts fit the simulator's int32.
+void SetSimCluster(const Cluster& cluster, PipelineSimInput& in);
+
 // One stage of either conversion (the same arithmetic for both, so that they agree exactly):
 // the table at the top of this file. Negative results (and a weight gradient longer than the
 // backward) are left for ValidatePipelineSimInput.

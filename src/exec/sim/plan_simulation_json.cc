@@ -254,10 +254,7 @@ Result<PipelineSimInput> ReadPlan(const json& root, PipelineScheduleKind schedul
     return OutOfRange("cluster", "too many hosts or devices per host for the simulator");
   }
   PipelineSimInput in;
-  in.hosts = static_cast<int32_t>(cluster.hosts);
-  in.devices_per_host = static_cast<int32_t>(cluster.devices_per_host);
-  in.intra_host = {cluster.intra_host_link.bandwidth, cluster.intra_host_link.latency};
-  in.inter_host = {cluster.inter_host_link.bandwidth, cluster.inter_host_link.latency};
+  SetSimCluster(cluster, in);
   in.schedule = schedule;
   ALPA_RETURN_IF_ERROR(Int(root, "", "microbatches", 1, kMaxSimMicrobatches, &in.microbatches));
 

@@ -17,8 +17,10 @@
 namespace alpa {
 
 double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& cluster) {
-  // Bytes per server: a device's intra-host link out and in, a host's NIC out and in.
+  // Bytes per server: a device's intra-host link out and in, a host's NIC out and in; a move
+  // from or to a device far from its NICs (cluster.h) adds its seconds at the far bandwidth.
   std::map<std::pair<int64_t, int>, int64_t> device_bytes, host_bytes;
+  std::map<std::pair<int64_t, int>, double> host_far_seconds;
   bool any_intra = false, any_inter = false;
   for (const SliceMove& mv : moves) {
     const int64_t src_host = mv.src_device / cluster.devices_per_host;
@@ -27,10 +29,16 @@ double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& clust
       any_intra = true;
       device_bytes[{mv.src_device, 0}] += mv.bytes;
       device_bytes[{mv.dst_device, 1}] += mv.bytes;
-    } else {
+    } else if (NearNic(cluster, mv.src_device) && NearNic(cluster, mv.dst_device)) {
       any_inter = true;
       host_bytes[{src_host, 0}] += mv.bytes;
       host_bytes[{dst_host, 1}] += mv.bytes;
+    } else {
+      any_inter = true;
+      const double seconds = static_cast<double>(mv.bytes) /
+                             InterHostMoveBandwidth(cluster, mv.src_device, mv.dst_device);
+      host_far_seconds[{src_host, 0}] += seconds;
+      host_far_seconds[{dst_host, 1}] += seconds;
     }
   }
   double busiest = 0, latency = 0;
@@ -38,8 +46,12 @@ double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& clust
     busiest = std::max(busiest, static_cast<double>(bytes) / cluster.intra_host_link.bandwidth);
   }
   for (const auto& [server, bytes] : host_bytes) {
-    busiest = std::max(busiest, static_cast<double>(bytes) / cluster.inter_host_link.bandwidth);
+    const auto far = host_far_seconds.find(server);
+    const double far_seconds = far == host_far_seconds.end() ? 0.0 : far->second;
+    busiest = std::max(
+        busiest, static_cast<double>(bytes) / cluster.inter_host_link.bandwidth + far_seconds);
   }
+  for (const auto& [server, seconds] : host_far_seconds) busiest = std::max(busiest, seconds);
   if (any_intra) latency = std::max(latency, cluster.intra_host_link.latency);
   if (any_inter) latency = std::max(latency, cluster.inter_host_link.latency);
   return latency + busiest;

@@ -20,8 +20,9 @@ namespace alpa {
 // The time of one transfer's slice moves when nothing else uses the links, as the simulator
 // runs them: every device's intra-host link and every host's NIC serves its outgoing and its
 // incoming moves one after another, so the busiest of those servers (its bytes over its
-// bandwidth) plus the slower link's latency. A destination that holds its tile replicated
-// receives it once per replica, which a plain bytes / bandwidth misses.
+// bandwidth; a move between hosts from or to a device far from its NICs at the far bandwidth,
+// cluster.h's NicLocality) plus the slower link's latency. A destination that holds its tile
+// replicated receives it once per replica, which a plain bytes / bandwidth misses.
 double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& cluster);
 
 // Every boundary input of a piece whose producer sits on another stage, with the cross-mesh

@@ -17,6 +17,7 @@
 #include "core/util/number_text.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/microbatch_counts.h"
+#include "solvers/planner/nic_placement.h"
 #include "solvers/planner/plan_flops.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/schedule_choice.h"
@@ -258,12 +259,19 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     plan.stages.push_back(std::move(st));
   }
 
-  Result<std::vector<CrossStageTransfer>> transfers =
-      ListCrossStageTransfers(graph, stage_costs.piece_graph, stage_costs.op_piece,
-                              stage_costs.group_first_piece, stage_of_piece, plan.stages, cluster);
+  const TransferLister list_transfers = [&](const std::vector<PlannedStage>& stages) {
+    return ListCrossStageTransfers(graph, stage_costs.piece_graph, stage_costs.op_piece,
+                                   stage_costs.group_first_piece, stage_of_piece, stages, cluster);
+  };
+  Result<std::vector<CrossStageTransfer>> transfers = list_transfers(plan.stages);
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
-  PredictPlanIteration(plan);
+  if (options.place_near_nics) {
+    // Stages moved next to the NICs inside their hosts where that is predicted faster.
+    ALPA_RETURN_IF_ERROR(PredictWithNicPlacement(plan, cluster, list_transfers));
+  } else {
+    PredictPlanIteration(plan);
+  }
   if (options.search_zero_bubble) {
     std::vector<StageMemory> memory;
     for (int32_t k : dp.stages)

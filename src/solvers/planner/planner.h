@@ -86,6 +86,11 @@ struct PlannerOptions {
   // DP still places stages by 1F1B's objective; every plan it ranks is tried under both. False:
   // 1F1B.
   bool search_zero_bubble = false;
+  // Where the cluster's NICs sit next to some devices of a host only (cluster.h's NicLocality):
+  // the stages inside a host reordered so that those sending to or receiving from other hosts sit
+  // next to the NICs, where that is predicted faster (nic_placement.h). False: stages stay where
+  // PlaceSubmeshes packs them. No effect on clusters without NIC locality.
+  bool place_near_nics = true;
   // Pins: what the user knows, each pruning the search.
   // Exactly this many pipeline stages (0: searched). Submeshes too large to leave every other
   // stage a device, and layer ranges too long to leave every other stage a layer group, are

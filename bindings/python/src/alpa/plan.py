@@ -685,9 +685,12 @@ def _plan_options(
     zero2: "str | bool | None" = None,
     zero3: "str | bool | None" = None,
     zero_bubble: "str | bool | None" = None,
+    nic_placement: "str | bool | None" = None,
 ) -> dict[str, Any]:
     if isinstance(zero_bubble, bool):
         zero_bubble = "search" if zero_bubble else "off"
+    if isinstance(nic_placement, bool):
+        nic_placement = "search" if nic_placement else "off"
     if isinstance(zero2, bool):
         zero2 = "search" if zero2 else "off"
     if isinstance(zero3, bool):
@@ -713,6 +716,7 @@ def _plan_options(
         "zero2": zero2,
         "zero3": zero3,
         "zero_bubble": zero_bubble,
+        "nic_placement": nic_placement,
     }
 
 
@@ -765,6 +769,7 @@ def plan(
     zero2: "str | bool | None" = None,
     zero3: "str | bool | None" = None,
     zero_bubble: "str | bool | None" = None,
+    nic_placement: "str | bool | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
@@ -791,7 +796,9 @@ def plan(
     every microbatch, where the intra-op solves find nothing else fits) or "off"/False.
     ``zero_bubble``: "search"/True (the zero-bubble schedule ZB-H1 where every stage fits it and
     it is predicted faster than 1F1B; ``Plan.schedule`` then says "zb-h1") or "off"/False
-    (default: 1F1B).
+    (default: 1F1B). ``nic_placement``: "search"/True (default: where the cluster says which GPUs
+    sit next to the NICs, its "nic_locality", the stages that talk across hosts move onto them
+    where predicted faster) or "off"/False.
 
     Raises ``InvalidArgumentError`` (bad spec or option, with the library's message),
     ``InfeasibleError`` (nothing fits the device memory; the message gives the memory that
@@ -800,7 +807,7 @@ def plan(
                             intra_op_time_limit, intra_op_gap, max_microbatches, memory_levels,
                             clustering_delta, pipeline_stages, max_tensor_parallel,
                             tensor_parallel_inside_host, tensor_parallel_across_hosts_margin,
-                            zero2, zero3, zero_bubble)
+                            zero2, zero3, zero_bubble, nic_placement)
     graph: Optional[Graph] = None
     owned = False
     if isinstance(model, Graph):

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -216,6 +217,30 @@ struct BadCase {
   const char* needle;
 };
 
+TEST(ClusterJson, NicLocalityRoundTripsAndIsWrittenOnlyWhereSet) {
+  Result<Cluster> c = ReadClusterBuffer(R"({"preset": "pcie-a100-80g", "hosts": 2,
+      "nic_locality": {"near_devices": [0, 1, 2, 3], "far_bandwidth": 6e9}})");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c.value().nic_locality.near_devices, std::vector<int64_t>({0, 1, 2, 3}));
+  EXPECT_EQ(c.value().nic_locality.far_bandwidth, 6e9);
+  EXPECT_TRUE(NearNic(c.value(), 11));  // host 1, GPU 3
+  EXPECT_FALSE(NearNic(c.value(), 12));
+  EXPECT_EQ(InterHostMoveBandwidth(c.value(), 0, 8), c.value().inter_host_link.bandwidth);
+  EXPECT_EQ(InterHostMoveBandwidth(c.value(), 0, 12), 6e9);
+  Result<std::string> text = WriteCluster(c.value());
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text.value().find("\"nic_locality\""), std::string::npos);
+  Result<Cluster> back = ReadClusterBuffer(text.value());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back.value(), c.value());
+  // A cluster without it writes no such key, and every device is near.
+  Result<Cluster> plain = MakePresetCluster("pcie-a100-80g", 2);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(WriteCluster(plain.value()).value().find("nic_locality"), std::string::npos);
+  EXPECT_TRUE(NearNic(plain.value(), 15));
+  EXPECT_FALSE(plain.value() == c.value());
+}
+
 TEST(ClusterJson, ErrorsNameTheField) {
   const BadCase cases[] = {
       {R"({"preset": "p3", "hosts": 0})", StatusCode::kInvalidArgument,
@@ -246,6 +271,23 @@ TEST(ClusterJson, ErrorsNameTheField) {
       {R"({"devices_per_host": 8, "device": {"memory_bytes": 1, "memory_bandwidth": 1,
            "peak_flops": {"f16": 1}}})",
        StatusCode::kParse, "cluster.device.peak_flops: missing required key \"f32\""},
+      {R"({"preset": "p3", "nic_locality": {"near_devices": [0, 8], "far_bandwidth": 1e9}})",
+       StatusCode::kInvalidArgument,
+       "cluster.nic_locality.near_devices[1]: 8 is not a device of a host (0..7)"},
+      {R"({"preset": "p3", "nic_locality": {"near_devices": [2, 1], "far_bandwidth": 1e9}})",
+       StatusCode::kInvalidArgument, "cluster.nic_locality.near_devices[1]: 1 is not above"},
+      {R"({"preset": "p3", "nic_locality": {"near_devices": [0], "far_bandwidth": 0}})",
+       StatusCode::kInvalidArgument, "cluster.nic_locality.far_bandwidth: must be a positive"},
+      {R"({"preset": "p3", "nic_locality": {"near_devices": [0]}})", StatusCode::kParse,
+       "cluster.nic_locality: missing required key \"far_bandwidth\""},
+      {R"({"preset": "p3", "nic_locality": {"near_devices": [], "far_bandwidth": 1e9}})",
+       StatusCode::kInvalidArgument, "cluster.nic_locality.far_bandwidth: set (1000000000)"},
+      {R"({"preset": "p3", "nic_locality": {"near_devices": ["0"], "far_bandwidth": 1e9}})",
+       StatusCode::kParse, "cluster.nic_locality.near_devices[0]: expected"},
+      {R"({"preset": "p3", "nic_locality": {"near_devices": 0, "far_bandwidth": 1e9}})",
+       StatusCode::kParse, "cluster.nic_locality.near_devices: expected an array"},
+      {R"({"preset": "p3", "nic_locality": {"near": [0], "far_bandwidth": 1e9}})",
+       StatusCode::kParse, "cluster.nic_locality: missing required key \"near_devices\""},
       {R"([1, 2])", StatusCode::kParse, "cluster: expected an object"},
       {R"({"preset": )", StatusCode::kParse, "cluster: invalid JSON"},
   };
