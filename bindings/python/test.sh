@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # CI entry of the Python binding: bindings/python/test.sh PREFIX
 #
-#   1. pip installs the package from the repository into a fresh venv: this builds libalpa and
-#      the alpa program from the repository's sources (scikit-build-core + CMake) and bundles them;
-#      jax, jaxlib, torch and transformers from PyPI too (about 2.5 minutes and 6 GB on a fresh
-#      machine; skipped, saying so, with less than 10 GiB free);
+#   1. pip installs the package from the repository into a fresh venv, bundling PREFIX's libalpa
+#      and alpa program (CMAKE_ARGS=-DALPA_PREBUILT_PREFIX=PREFIX: nothing is compiled twice;
+#      building them from the sources again took 724 s of stop 43's CI), after checking that the
+#      package's own build from the sources (what a plain `pip install ./bindings/python` does)
+#      configures; ALPA_PY_FROM_SOURCE=1 builds them from the sources instead. jax, jaxlib, torch
+#      and transformers from PyPI too (about 2.5 minutes and 6 GB on a fresh machine; skipped,
+#      saying so, with less than 10 GiB free);
 #   2. runs the pytest suite and the examples against that package;
 #   3. runs the binding's own tests (test_binding.py, test_solve.py, test_import_order.py) once
 #      more against PREFIX's libalpa (ALPA_LIBRARY=PREFIX/lib/libalpa.so): the same sources as the
@@ -93,11 +96,21 @@ asan=0
 if links "$LIB" libasan; then asan=1; fi
 
 if [ "$asan" = 0 ]; then
-  if command -v ccache >/dev/null; then
-    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$REPO")}
-    export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+  if [ "${ALPA_PY_FROM_SOURCE:-0}" = 1 ]; then
+    if command -v ccache >/dev/null; then
+      export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$REPO")}
+      export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+    fi
+    what="builds libalpa from the sources"
+  else
+    step "the package's build from the sources configures (cmake -S bindings/python)"
+    rm -rf "$WORK/configure-check"
+    cmake -S "$HERE" -B "$WORK/configure-check" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    rm -rf "$WORK/configure-check"
+    export CMAKE_ARGS="${CMAKE_ARGS:-} -DALPA_PREBUILT_PREFIX=$PREFIX"
+    what="bundles $PREFIX's libalpa"
   fi
-  step "pip install ./bindings/python (builds libalpa; CMAKE_ARGS=${CMAKE_ARGS:-})"
+  step "pip install ./bindings/python ($what; CMAKE_ARGS=${CMAKE_ARGS:-})"
   start=$(date +%s)
   (cd "$REPO" && "$PY" -m pip install --no-cache-dir ./bindings/python)
   echo "pip install took $(( $(date +%s) - start )) s"

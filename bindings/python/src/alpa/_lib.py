@@ -6,7 +6,8 @@ tools/gen_header_docs.py), so every exported function is declared with its C typ
 declaration this module cannot map is an import-time error rather than a silent mismatch.
 
 Which library is loaded: ``$ALPA_LIBRARY`` (a path to libalpa.so) when set, else the libalpa
-bundled with the package (``pip install`` builds it), else one the dynamic loader finds.
+bundled with the package (``pip install`` builds it, or bundles an installed one; it sits in the
+package's ``lib/`` as in an install prefix), else one the dynamic loader finds.
 """
 from __future__ import annotations
 
@@ -309,7 +310,7 @@ def _find_library() -> str:
             raise OSError(f"ALPA_LIBRARY={env!r}: no such file")
         return env
     for name in ("libalpa.so", "libalpa.so.0", "libalpa.dylib", "alpa.dll"):
-        candidate = PACKAGE_DIR / name
+        candidate = PACKAGE_DIR / "lib" / name
         if candidate.exists():
             return str(candidate)
     found = ctypes.util.find_library("alpa")
