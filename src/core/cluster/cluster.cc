@@ -89,8 +89,8 @@ bool operator==(const LinkSpec& a, const LinkSpec& b) {
 bool operator==(const Cluster& a, const Cluster& b) {
   return a.name == b.name && a.hosts == b.hosts && a.devices_per_host == b.devices_per_host &&
          a.device == b.device && a.intra_host_link == b.intra_host_link &&
-         a.inter_host_link == b.inter_host_link && a.nic_locality == b.nic_locality &&
-         a.calibration == b.calibration;
+         a.inter_host_link == b.inter_host_link && a.nics_per_host == b.nics_per_host &&
+         a.nic_locality == b.nic_locality && a.calibration == b.calibration;
 }
 
 bool NearNic(const Cluster& cluster, int64_t device) {
@@ -99,8 +99,20 @@ bool NearNic(const Cluster& cluster, int64_t device) {
   return std::binary_search(near.begin(), near.end(), device % cluster.devices_per_host);
 }
 
+int64_t NicGroups(const Cluster& cluster) {
+  return std::min(cluster.nics_per_host, cluster.devices_per_host);
+}
+
+int64_t NicGroupOf(const Cluster& cluster, int64_t device) {
+  return device % cluster.devices_per_host * NicGroups(cluster) / cluster.devices_per_host;
+}
+
+double NicGroupBandwidth(const Cluster& cluster) {
+  return cluster.inter_host_link.bandwidth / static_cast<double>(NicGroups(cluster));
+}
+
 double InterHostMoveBandwidth(const Cluster& cluster, int64_t src_device, int64_t dst_device) {
-  const double bandwidth = cluster.inter_host_link.bandwidth;
+  const double bandwidth = NicGroupBandwidth(cluster);
   if (NearNic(cluster, src_device) && NearNic(cluster, dst_device)) return bandwidth;
   return std::min(bandwidth, cluster.nic_locality.far_bandwidth);
 }
@@ -144,6 +156,11 @@ Status ValidateCluster(const Cluster& cluster) {
   }
   ALPA_RETURN_IF_ERROR(CheckLink(cluster.intra_host_link, "cluster.intra_host_link"));
   ALPA_RETURN_IF_ERROR(CheckLink(cluster.inter_host_link, "cluster.inter_host_link"));
+  if (cluster.nics_per_host < 1 || cluster.nics_per_host > kMaxDevicesPerHost) {
+    return InvalidArgument("cluster.nics_per_host: must be in [1, " +
+                           std::to_string(kMaxDevicesPerHost) + "] (got " +
+                           std::to_string(cluster.nics_per_host) + ")");
+  }
   ALPA_RETURN_IF_ERROR(ValidateNicLocality(cluster.nic_locality, cluster.devices_per_host));
   return ValidateCalibration(cluster.calibration, "cluster.calibration");
 }

@@ -91,6 +91,14 @@ struct Cluster {
   DeviceSpec device;
   LinkSpec intra_host_link;
   LinkSpec inter_host_link;
+  // The NICs of a host; inter_host_link.bandwidth is their sum. The devices reach other hosts
+  // through NIC groups: G = min(nics_per_host, devices_per_host) groups of consecutive devices
+  // (device l in group l * G / devices_per_host), each with its share of the NICs, at
+  // inter_host_link.bandwidth / G (NicGroupBandwidth). 1: every device shares one pool of the
+  // host's whole bandwidth (the default, and the p3.16xlarge and PCIe presets' single NIC). The
+  // DGX presets have a NIC per GPU (8): one GPU alone reaches other hosts at an eighth of the
+  // host's bandwidth. 1 .. kMaxDevicesPerHost.
+  int64_t nics_per_host = 1;
   NicLocality nic_locality;
   Calibration calibration;
 
@@ -100,8 +108,13 @@ struct Cluster {
 // Whether `device` (a global id, host * devices_per_host + local index) reaches its host's NICs
 // at inter_host_link.bandwidth: every device does unless nic_locality says otherwise.
 bool NearNic(const Cluster& cluster, int64_t device);
-// The bytes per second of a move from `src_device` to `dst_device` on different hosts: the
-// inter-host bandwidth, or the far bandwidth where either end is far from its NICs.
+// The NIC groups of a host (see Cluster::nics_per_host), the group of `device` (a global id; its
+// local index * groups / devices_per_host) and the bytes per second of one group.
+int64_t NicGroups(const Cluster& cluster);
+int64_t NicGroupOf(const Cluster& cluster, int64_t device);
+double NicGroupBandwidth(const Cluster& cluster);
+// The bytes per second of a move from `src_device` to `dst_device` on different hosts: its NIC
+// groups' bandwidth, or the far bandwidth where either end is far from its NICs (the lower).
 double InterHostMoveBandwidth(const Cluster& cluster, int64_t src_device, int64_t dst_device);
 
 // Bounds that keep every derived count far from int64 overflow and mesh enumeration cheap.

@@ -249,6 +249,7 @@ Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
     ALPA_RETURN_IF_ERROR(ReadLink(*sub, reader.Sub("inter_host_link"),
                                   RequiredWithoutPreset(from_preset), &cluster.inter_host_link));
   }
+  ALPA_RETURN_IF_ERROR(reader.Int("nics_per_host", Presence::kOptional, &cluster.nics_per_host));
   ALPA_RETURN_IF_ERROR(reader.Find("nic_locality", Presence::kOptional, &sub));
   if (sub != nullptr) {
     ALPA_RETURN_IF_ERROR(ReadNicLocality(*sub, reader.Sub("nic_locality"), &cluster.nic_locality));
@@ -347,7 +348,8 @@ nlohmann::json ClusterToJson(const Cluster& c) {
                           {"latency", c.intra_host_link.latency}};
   j["inter_host_link"] = {{"bandwidth", c.inter_host_link.bandwidth},
                           {"latency", c.inter_host_link.latency}};
-  // Only where set: clusters without it write what they always wrote.
+  // Only where set: clusters without them write what they always wrote.
+  if (c.nics_per_host != 1) j["nics_per_host"] = c.nics_per_host;
   if (!c.nic_locality.empty()) {
     j["nic_locality"] = {{"near_devices", c.nic_locality.near_devices},
                          {"far_bandwidth", c.nic_locality.far_bandwidth}};

@@ -86,6 +86,7 @@ Cluster DgxA100_80() {
   c.device = A100("A100-SXM4-80GB", 80 * kGiB, 2039e9);
   c.intra_host_link = {300e9, 5e-6};
   c.inter_host_link = {8 * 200e9 / 8, 10e-6};
+  c.nics_per_host = 8;  // one HDR NIC per GPU
   c.calibration.matmul_efficiency = 0.786;
   c.calibration.fuse_elementwise = true;
   return c;
@@ -119,6 +120,7 @@ Cluster DgxH100() {
              80 * kGiB, 3350e9);
   c.intra_host_link = {450e9, 5e-6};
   c.inter_host_link = {8 * 400e9 / 8, 10e-6};
+  c.nics_per_host = 8;  // one NDR NIC per GPU
   return c;
 }
 

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
 
 namespace alpa {
 namespace {
@@ -64,6 +68,67 @@ int64_t SpanningGroupsPerHost(int64_t hosts, int64_t per_host, int64_t num_group
   return *std::max_element(count.begin(), count.end());
 }
 
+// With NIC groups (Cluster::nics_per_host > 1): the least bytes per second a host-spanning group
+// gets from its NICs, over the groups and the hosts they touch; 0 when no group spans hosts. On
+// a host, a group uses the NIC groups of its devices there, each shared evenly with the other
+// spanning groups that use it. With one NIC group this is inter_host_link.bandwidth over the
+// most spanning groups on a host (SpanningGroupsPerHost).
+double SpanningGroupNicBandwidth(const Cluster& c, int64_t hosts, int64_t per_host,
+                                 int64_t num_groups, int64_t group_size, int64_t group_first_step,
+                                 int64_t stride) {
+  if (hosts == 1) return 0;
+  // Submesh device id (host h, local l) -> the cluster's local index l (a submesh's devices of a
+  // host are its first per_host ones: NicGroupOf reads the local index only).
+  auto nic_of = [&](int64_t id) { return NicGroupOf(c, id % per_host); };
+  auto spans = [&](int64_t g) {
+    const int64_t first = g * group_first_step;
+    return first / per_host != (first + (group_size - 1) * stride) / per_host;
+  };
+  // Per spanning group, the (host, NIC group) pairs of its devices; per pair, how many use it.
+  std::vector<std::set<std::pair<int64_t, int64_t>>> used;
+  std::map<std::pair<int64_t, int64_t>, int64_t> users;
+  for (int64_t g = 0; g < num_groups; ++g) {
+    if (!spans(g)) continue;
+    std::set<std::pair<int64_t, int64_t>>& mine = used.emplace_back();
+    for (int64_t t = 0; t < group_size; ++t) {
+      const int64_t id = g * group_first_step + t * stride;
+      mine.emplace(id / per_host, nic_of(id));
+    }
+    for (const auto& key : mine) ++users[key];
+  }
+  if (used.empty()) return 0;
+  const double per_nic_group = NicGroupBandwidth(c);
+  double least = std::numeric_limits<double>::infinity();
+  for (const auto& mine : used) {
+    std::map<int64_t, double> per_host_bandwidth;
+    for (const auto& key : mine) {
+      per_host_bandwidth[key.first] += per_nic_group / static_cast<double>(users.at(key));
+    }
+    for (const auto& [host, bandwidth] : per_host_bandwidth) least = std::min(least, bandwidth);
+  }
+  return least;
+}
+
+DimLink FromNicBandwidth(const Cluster& c, double nic_bandwidth) {
+  if (nic_bandwidth == 0) return FromLinks(c, 0);
+  DimLink d;
+  d.alpha = c.inter_host_link.latency;
+  d.beta = 1.0 / std::min(c.intra_host_link.bandwidth, nic_bandwidth);
+  d.crosses_hosts = true;
+  return d;
+}
+
+// The link of the dimension whose groups are `num_groups` sets {first(g) + t * stride}.
+DimLink DimensionLink(const Cluster& c, int64_t hosts, int64_t per_host, int64_t num_groups,
+                      int64_t group_size, int64_t group_first_step, int64_t stride) {
+  if (NicGroups(c) == 1) {
+    return FromLinks(c, SpanningGroupsPerHost(hosts, per_host, num_groups, group_size,
+                                              group_first_step, stride));
+  }
+  return FromNicBandwidth(c, SpanningGroupNicBandwidth(c, hosts, per_host, num_groups, group_size,
+                                                       group_first_step, stride));
+}
+
 }  // namespace
 
 int64_t LogicalMesh::num_devices() const {
@@ -105,20 +170,20 @@ Result<LogicalMesh> DeriveLogicalMesh(const Cluster& cluster, const SubmeshShape
   mesh.shape = logical_shape;
   std::vector<DimLink> dims;
   if (logical_shape.size() == 1) {
-    dims.push_back(FromLinks(cluster, SpanningGroupsPerHost(h, m, 1, devices, 0, 1)));
+    dims.push_back(DimensionLink(cluster, h, m, 1, devices, 0, 1));
   } else {
     const int64_t d0 = logical_shape[0];
     const int64_t d1 = logical_shape[1];
     // Dim 0: d1 groups {j + i * d1}; dim 1: d0 groups {i * d1 + j}.
-    dims.push_back(FromLinks(cluster, SpanningGroupsPerHost(h, m, d1, d0, 1, d1)));
-    dims.push_back(FromLinks(cluster, SpanningGroupsPerHost(h, m, d0, d1, d1, 1)));
+    dims.push_back(DimensionLink(cluster, h, m, d1, d0, 1, d1));
+    dims.push_back(DimensionLink(cluster, h, m, d0, d1, d1, 1));
   }
   for (const DimLink& d : dims) {
     mesh.alpha.push_back(d.alpha);
     mesh.beta.push_back(d.beta);
     mesh.crosses_hosts.push_back(d.crosses_hosts);
   }
-  const DimLink flat = FromLinks(cluster, h > 1 ? 1 : 0);
+  const DimLink flat = DimensionLink(cluster, h, m, 1, devices, 0, 1);
   mesh.flat_alpha = flat.alpha;
   mesh.flat_beta = flat.beta;
   return mesh;

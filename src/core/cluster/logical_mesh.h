@@ -19,7 +19,12 @@
 // This matches what NCCL achieves: one ring over all devices of several DGX hosts uses every NIC
 // (one channel per NIC), so its bus bandwidth approaches the host's aggregate NIC bandwidth
 // (g = 1), while the data-parallel dim of a (hosts, 8) mesh runs 8 rings that split it (g = 8).
-// beta = 1 / bandwidth.
+// beta = 1 / bandwidth. With NIC groups (Cluster::nics_per_host > 1) a spanning group gets, on
+// each host, the NIC groups of its devices there, each shared evenly with the other spanning
+// groups using it; its bandwidth is the least such sum over its hosts (the dimension's, the
+// least over its groups), capped by intra_host_link.bandwidth: one device per host reaches the
+// others through its own NICs only (one DGX NIC, not the host's eight).
+// One NIC group gives the rule above exactly.
 //
 // The flattened mesh (a collective over all d0 * d1 devices at once, for 1-D strategies on a 2-D
 // mesh): derived meshes treat it as one group of all devices under the same rule; abstract meshes

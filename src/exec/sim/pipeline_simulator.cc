@@ -184,8 +184,16 @@ class Simulator {
   std::vector<std::vector<Move>> moves_;  // per transfer
   // outgoing_[stage][direction]: transfers the stage sends after its tasks of that direction.
   std::vector<std::array<std::vector<int32_t>, 2>> outgoing_;
-  // FIFO resources: busy-until times of device links (egress, ingress) and host NICs.
-  std::map<int64_t, int32_t> device_index_, host_index_;
+  // The NIC server of `device`: its host's NIC group (one per host without device_nic_group).
+  int64_t NicServer(int64_t device) const {
+    const int64_t group =
+        in_.device_nic_group.empty()
+            ? 0
+            : in_.device_nic_group[static_cast<size_t>(device % in_.devices_per_host)];
+    return device / in_.devices_per_host * in_.devices_per_host + group;
+  }
+  // FIFO resources: busy-until times of device links (egress, ingress) and NIC groups.
+  std::map<int64_t, int32_t> device_index_, nic_index_;
   std::vector<double> device_out_, device_in_, nic_out_, nic_in_;
   std::priority_queue<QueuedEvent, std::vector<QueuedEvent>, std::greater<QueuedEvent>> queue_;
   int64_t seq_ = 0;
@@ -202,13 +210,13 @@ void Simulator::Setup() {
         StageSchedule(in_.schedule, num_stages, s, in_.microbatches);
     for (int64_t d : in_.stages[static_cast<size_t>(s)].devices) {
       device_index_.emplace(d, static_cast<int32_t>(device_index_.size()));
-      host_index_.emplace(d / in_.devices_per_host, static_cast<int32_t>(host_index_.size()));
+      nic_index_.emplace(NicServer(d), static_cast<int32_t>(nic_index_.size()));
     }
   }
   device_out_.assign(device_index_.size(), 0.0);
   device_in_.assign(device_index_.size(), 0.0);
-  nic_out_.assign(host_index_.size(), 0.0);
-  nic_in_.assign(host_index_.size(), 0.0);
+  nic_out_.assign(nic_index_.size(), 0.0);
+  nic_in_.assign(nic_index_.size(), 0.0);
   for (size_t t = 0; t < in_.transfers.size(); ++t) {
     const PipelineSimTransfer& tr = in_.transfers[t];
     moves_.push_back(TransferMoves(in_, tr));
@@ -237,8 +245,8 @@ double Simulator::Reserve(const Move& mv, double ready, double* start) {
     out = &device_out_[static_cast<size_t>(device_index_.at(mv.src))];
     in = &device_in_[static_cast<size_t>(device_index_.at(mv.dst))];
   } else {
-    out = &nic_out_[static_cast<size_t>(host_index_.at(mv.src / in_.devices_per_host))];
-    in = &nic_in_[static_cast<size_t>(host_index_.at(mv.dst / in_.devices_per_host))];
+    out = &nic_out_[static_cast<size_t>(nic_index_.at(NicServer(mv.src)))];
+    in = &nic_in_[static_cast<size_t>(nic_index_.at(NicServer(mv.dst)))];
   }
   double bandwidth = link.bandwidth;
   const std::vector<double>& per_device = in_.device_inter_host_bandwidth;

@@ -111,7 +111,11 @@ struct PipelineSimInput {
   int32_t hosts = 1;
   int32_t devices_per_host = 1;
   SimLink intra_host;  // per device
-  SimLink inter_host;  // per host NIC
+  SimLink inter_host;  // per NIC group of a host (one group: the host's NICs)
+  // Per local device index (devices_per_host entries), or empty: the NIC group through which it
+  // reaches other hosts (core/cluster/cluster.h's nics_per_host); each group of each host is a
+  // server of its own at inter_host.bandwidth. Empty: one group per host.
+  std::vector<int32_t> device_nic_group;
   // Per local device index (devices_per_host entries), or empty: the bytes per second of its
   // moves to and from other hosts, a move running at the lower of its two ends' (a device far
   // from its host's NICs, core/cluster/cluster.h's NicLocality). Empty: inter_host.bandwidth.

@@ -161,6 +161,24 @@ Status CheckDeviceBandwidths(const PipelineSimInput& in) {
   return Status::Ok();
 }
 
+Status CheckNicGroups(const PipelineSimInput& in) {
+  const std::vector<int32_t>& groups = in.device_nic_group;
+  if (groups.empty()) return Status::Ok();
+  if (groups.size() != static_cast<size_t>(in.devices_per_host)) {
+    return InvalidArgument("device_nic_group has " + std::to_string(groups.size()) +
+                           " entries for " + std::to_string(in.devices_per_host) +
+                           " devices per host");
+  }
+  for (size_t d = 0; d < groups.size(); ++d) {
+    if (groups[d] < 0 || groups[d] >= in.devices_per_host) {
+      return InvalidArgument("device_nic_group[" + std::to_string(d) + "] must be in [0, " +
+                             std::to_string(in.devices_per_host - 1) + "], got " +
+                             std::to_string(groups[d]));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidatePipelineSimInput(const PipelineSimInput& in) {
@@ -172,6 +190,7 @@ Status ValidatePipelineSimInput(const PipelineSimInput& in) {
   ALPA_RETURN_IF_ERROR(CheckLink("intra_host", in.intra_host));
   ALPA_RETURN_IF_ERROR(CheckLink("inter_host", in.inter_host));
   ALPA_RETURN_IF_ERROR(CheckDeviceBandwidths(in));
+  ALPA_RETURN_IF_ERROR(CheckNicGroups(in));
   if (in.schedule != PipelineScheduleKind::kGPipe &&
       in.schedule != PipelineScheduleKind::kOneFOneB &&
       in.schedule != PipelineScheduleKind::kZeroBubbleH1) {

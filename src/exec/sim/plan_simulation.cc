@@ -32,16 +32,22 @@ void SetSimCluster(const Cluster& cluster, PipelineSimInput& in) {
   in.hosts = static_cast<int32_t>(cluster.hosts);
   in.devices_per_host = static_cast<int32_t>(cluster.devices_per_host);
   in.intra_host = {cluster.intra_host_link.bandwidth, cluster.intra_host_link.latency};
-  in.inter_host = {cluster.inter_host_link.bandwidth, cluster.inter_host_link.latency};
+  const double nic_bandwidth = NicGroupBandwidth(cluster);
+  in.inter_host = {nic_bandwidth, cluster.inter_host_link.latency};
+  in.device_nic_group.clear();
+  if (NicGroups(cluster) > 1) {
+    for (int64_t d = 0; d < cluster.devices_per_host; ++d) {
+      in.device_nic_group.push_back(static_cast<int32_t>(NicGroupOf(cluster, d)));
+    }
+  }
   in.device_inter_host_bandwidth.clear();
   if (cluster.nic_locality.empty()) return;
   for (int64_t d = 0; d < cluster.devices_per_host; ++d) {
     // Device d of host 0 stands for device d of every host; a move pairs two ends, so the rate of
     // one end alone is its rate to a device near its NICs.
     in.device_inter_host_bandwidth.push_back(
-        NearNic(cluster, d)
-            ? cluster.inter_host_link.bandwidth
-            : std::min(cluster.inter_host_link.bandwidth, cluster.nic_locality.far_bandwidth));
+        NearNic(cluster, d) ? nic_bandwidth
+                            : std::min(nic_bandwidth, cluster.nic_locality.far_bandwidth));
   }
 }
 

@@ -17,10 +17,15 @@
 namespace alpa {
 
 double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& cluster) {
-  // Bytes per server: a device's intra-host link out and in, a host's NIC out and in; a move
-  // from or to a device far from its NICs (cluster.h) adds its seconds at the far bandwidth.
-  std::map<std::pair<int64_t, int>, int64_t> device_bytes, host_bytes;
-  std::map<std::pair<int64_t, int>, double> host_far_seconds;
+  // Bytes per server: a device's intra-host link out and in, a host's NIC group out and in
+  // (Cluster::nics_per_host; one group per host by default); a move from or to a device far from
+  // its NICs (cluster.h) adds its seconds at the far bandwidth.
+  std::map<std::pair<int64_t, int>, int64_t> device_bytes, nic_bytes;
+  std::map<std::pair<int64_t, int>, double> nic_far_seconds;
+  const int64_t nic_groups = NicGroups(cluster);
+  auto nic = [&](int64_t device) {
+    return device / cluster.devices_per_host * nic_groups + NicGroupOf(cluster, device);
+  };
   bool any_intra = false, any_inter = false;
   for (const SliceMove& mv : moves) {
     const int64_t src_host = mv.src_device / cluster.devices_per_host;
@@ -31,27 +36,27 @@ double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& clust
       device_bytes[{mv.dst_device, 1}] += mv.bytes;
     } else if (NearNic(cluster, mv.src_device) && NearNic(cluster, mv.dst_device)) {
       any_inter = true;
-      host_bytes[{src_host, 0}] += mv.bytes;
-      host_bytes[{dst_host, 1}] += mv.bytes;
+      nic_bytes[{nic(mv.src_device), 0}] += mv.bytes;
+      nic_bytes[{nic(mv.dst_device), 1}] += mv.bytes;
     } else {
       any_inter = true;
       const double seconds = static_cast<double>(mv.bytes) /
                              InterHostMoveBandwidth(cluster, mv.src_device, mv.dst_device);
-      host_far_seconds[{src_host, 0}] += seconds;
-      host_far_seconds[{dst_host, 1}] += seconds;
+      nic_far_seconds[{nic(mv.src_device), 0}] += seconds;
+      nic_far_seconds[{nic(mv.dst_device), 1}] += seconds;
     }
   }
   double busiest = 0, latency = 0;
   for (const auto& [server, bytes] : device_bytes) {
     busiest = std::max(busiest, static_cast<double>(bytes) / cluster.intra_host_link.bandwidth);
   }
-  for (const auto& [server, bytes] : host_bytes) {
-    const auto far = host_far_seconds.find(server);
-    const double far_seconds = far == host_far_seconds.end() ? 0.0 : far->second;
-    busiest = std::max(
-        busiest, static_cast<double>(bytes) / cluster.inter_host_link.bandwidth + far_seconds);
+  const double nic_bandwidth = NicGroupBandwidth(cluster);
+  for (const auto& [server, bytes] : nic_bytes) {
+    const auto far = nic_far_seconds.find(server);
+    const double far_seconds = far == nic_far_seconds.end() ? 0.0 : far->second;
+    busiest = std::max(busiest, static_cast<double>(bytes) / nic_bandwidth + far_seconds);
   }
-  for (const auto& [server, seconds] : host_far_seconds) busiest = std::max(busiest, seconds);
+  for (const auto& [server, seconds] : nic_far_seconds) busiest = std::max(busiest, seconds);
   if (any_intra) latency = std::max(latency, cluster.intra_host_link.latency);
   if (any_inter) latency = std::max(latency, cluster.inter_host_link.latency);
   return latency + busiest;

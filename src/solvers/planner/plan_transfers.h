@@ -18,7 +18,8 @@
 namespace alpa {
 
 // The time of one transfer's slice moves when nothing else uses the links, as the simulator
-// runs them: every device's intra-host link and every host's NIC serves its outgoing and its
+// runs them: every device's intra-host link and every host's NIC group (Cluster::nics_per_host)
+// serves its outgoing and its
 // incoming moves one after another, so the busiest of those servers (its bytes over its
 // bandwidth; a move between hosts from or to a device far from its NICs at the far bandwidth,
 // cluster.h's NicLocality) plus the slower link's latency. A destination that holds its tile

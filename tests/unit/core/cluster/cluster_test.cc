@@ -241,6 +241,35 @@ TEST(ClusterJson, NicLocalityRoundTripsAndIsWrittenOnlyWhereSet) {
   EXPECT_FALSE(plain.value() == c.value());
 }
 
+TEST(ClusterJson, NicsPerHostRoundTripsAndIsWrittenOnlyWhereNotOne) {
+  // The DGX presets have a NIC per GPU; a file may pool them (1) or name another count.
+  Result<Cluster> dgx = MakePresetCluster("dgx-h100", 2);
+  ASSERT_TRUE(dgx.ok());
+  EXPECT_EQ(dgx.value().nics_per_host, 8);
+  Result<Cluster> pooled = ReadClusterBuffer(R"({"preset": "dgx-h100", "nics_per_host": 1})");
+  ASSERT_TRUE(pooled.ok()) << pooled.status().message();
+  EXPECT_EQ(pooled.value().nics_per_host, 1);
+  Result<Cluster> c = ReadClusterBuffer(R"({"preset": "p3.16xlarge", "hosts": 2,
+      "nics_per_host": 4})");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c.value().nics_per_host, 4);
+  for (const Cluster& cluster : {dgx.value(), pooled.value(), c.value()}) {
+    Result<std::string> text = WriteCluster(cluster);
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(text.value().find("\"nics_per_host\"") != std::string::npos,
+              cluster.nics_per_host != 1)
+        << text.value();
+    Result<Cluster> back = ReadClusterBuffer(text.value());
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back.value(), cluster);
+  }
+  EXPECT_FALSE(dgx.value() == pooled.value());
+  // Fewer devices per host keep the NICs: 3 GPUs, a group of NICs each.
+  Result<Cluster> half = ParseClusterSpec("dgx-h100:hosts=2,devices_per_host=3");
+  ASSERT_TRUE(half.ok()) << half.status().message();
+  EXPECT_EQ(NicGroups(half.value()), 3);
+}
+
 TEST(ClusterJson, ErrorsNameTheField) {
   const BadCase cases[] = {
       {R"({"preset": "p3", "hosts": 0})", StatusCode::kInvalidArgument,
@@ -280,6 +309,11 @@ TEST(ClusterJson, ErrorsNameTheField) {
        StatusCode::kInvalidArgument, "cluster.nic_locality.far_bandwidth: must be a positive"},
       {R"({"preset": "p3", "nic_locality": {"near_devices": [0]}})", StatusCode::kParse,
        "cluster.nic_locality: missing required key \"far_bandwidth\""},
+      {R"({"preset": "p3", "nics_per_host": 0})", StatusCode::kInvalidArgument,
+       "cluster.nics_per_host: must be in [1, 4096] (got 0)"},
+      {R"({"preset": "p3", "nics_per_host": 5000})", StatusCode::kInvalidArgument,
+       "cluster.nics_per_host: must be in [1, 4096] (got 5000)"},
+      {R"({"preset": "p3", "nics_per_host": 2.5})", StatusCode::kParse, "cluster.nics_per_host:"},
       {R"({"preset": "p3", "nic_locality": {"near_devices": [], "far_bandwidth": 1e9}})",
        StatusCode::kInvalidArgument, "cluster.nic_locality.far_bandwidth: set (1000000000)"},
       {R"({"preset": "p3", "nic_locality": {"near_devices": ["0"], "far_bandwidth": 1e9}})",
