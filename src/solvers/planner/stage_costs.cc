@@ -538,6 +538,7 @@ Status SolveZero3Level(const IntraOpContext& ctx, int32_t type, size_t mesh_inde
     if (ctx.options.cancel && ctx.options.cancel->load()) {
       return Status(StatusCode::kCancelled, "planning cancelled");
     }
+    if (!(SecondsLeft(ctx) > 0)) counters.cut_by_deadline = true;
     return Status::Ok();  // no layout of this piece holds every weight sharded
   }
   if (profile.value().sharding->status == SolveStatus::kOptimal) counters.proven.fetch_add(1);
@@ -582,6 +583,12 @@ Status SolveMemoryLevels(const IntraOpContext& ctx, int32_t type, size_t mesh_in
       if (level > 0 && profile.status().code() == StatusCode::kInfeasible) break;
       if (ctx.options.cancel && ctx.options.cancel->load()) {
         return Status(StatusCode::kCancelled, "planning cancelled");
+      }
+      // A solve the planner's deadline stopped before its first answer: this mesh stays
+      // unsolved at this level, as if the solve had not started (the plan is the best so far).
+      if (!(SecondsLeft(ctx) > 0)) {
+        counters.cut_by_deadline = true;
+        break;
       }
       return Status(
           profile.status().code(),
