@@ -143,40 +143,39 @@ Status CheckTransfers(const PipelineSimInput& in) {
   return Status::Ok();
 }
 
-Status CheckDeviceBandwidths(const PipelineSimInput& in) {
-  const std::vector<double>& per_device = in.device_inter_host_bandwidth;
+// A per-device vector of the input (one entry per local device index, or empty): its size, then
+// every entry by `valid`, whose failure reads "<name>[d] must be <requirement>, got <value>".
+template <typename T, typename Valid, typename Text>
+Status CheckPerDevice(const std::vector<T>& per_device, const char* name, int32_t devices_per_host,
+                      Valid valid, const std::string& requirement, Text text) {
   if (per_device.empty()) return Status::Ok();
-  if (per_device.size() != static_cast<size_t>(in.devices_per_host)) {
-    return InvalidArgument("device_inter_host_bandwidth has " + std::to_string(per_device.size()) +
-                           " entries for " + std::to_string(in.devices_per_host) +
+  if (per_device.size() != static_cast<size_t>(devices_per_host)) {
+    return InvalidArgument(std::string(name) + " has " + std::to_string(per_device.size()) +
+                           " entries for " + std::to_string(devices_per_host) +
                            " devices per host");
   }
   for (size_t d = 0; d < per_device.size(); ++d) {
-    if (!std::isfinite(per_device[d]) || per_device[d] <= 0) {
-      return InvalidArgument("device_inter_host_bandwidth[" + std::to_string(d) +
-                             "] must be finite and positive, got " +
-                             ExactDoubleText(per_device[d]));
+    if (!valid(per_device[d])) {
+      return InvalidArgument(std::string(name) + "[" + std::to_string(d) + "] must be " +
+                             requirement + ", got " + text(per_device[d]));
     }
   }
   return Status::Ok();
 }
 
+Status CheckDeviceBandwidths(const PipelineSimInput& in) {
+  return CheckPerDevice(
+      in.device_inter_host_bandwidth, "device_inter_host_bandwidth", in.devices_per_host,
+      [](double b) { return std::isfinite(b) && b > 0; }, "finite and positive",
+      [](double b) { return ExactDoubleText(b); });
+}
+
 Status CheckNicGroups(const PipelineSimInput& in) {
-  const std::vector<int32_t>& groups = in.device_nic_group;
-  if (groups.empty()) return Status::Ok();
-  if (groups.size() != static_cast<size_t>(in.devices_per_host)) {
-    return InvalidArgument("device_nic_group has " + std::to_string(groups.size()) +
-                           " entries for " + std::to_string(in.devices_per_host) +
-                           " devices per host");
-  }
-  for (size_t d = 0; d < groups.size(); ++d) {
-    if (groups[d] < 0 || groups[d] >= in.devices_per_host) {
-      return InvalidArgument("device_nic_group[" + std::to_string(d) + "] must be in [0, " +
-                             std::to_string(in.devices_per_host - 1) + "], got " +
-                             std::to_string(groups[d]));
-    }
-  }
-  return Status::Ok();
+  return CheckPerDevice(
+      in.device_nic_group, "device_nic_group", in.devices_per_host,
+      [&](int32_t g) { return g >= 0 && g < in.devices_per_host; },
+      "in [0, " + std::to_string(in.devices_per_host - 1) + "]",
+      [](int32_t g) { return std::to_string(g); });
 }
 
 }  // namespace

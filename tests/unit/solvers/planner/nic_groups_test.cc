@@ -10,12 +10,16 @@
 #include "core/cluster/logical_mesh.h"
 #include "exec/sim/pipeline_simulator.h"
 #include "exec/sim/plan_simulation.h"
-#include "models/planner_model.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/planner.h"
+#include "support/four_stage_plans.h"
+#include "support/pipeline_sim_runs.h"
 
 namespace alpa {
 namespace {
+
+using testing::PlanFourStages;
+using testing::SimulatedIterationSeconds;
 
 // Two DGX A100 hosts (8 x 200 Gb/s of NICs each, NVSwitch inside) with their NIC bandwidth
 // in `nics` NICs (the preset pools it: 1).
@@ -107,28 +111,6 @@ TEST(NicGroups, FourGpusSendingAcrossHostsUseFourNics) {
   EXPECT_DOUBLE_EQ(TransferSeconds(moves, DgxWithNics(4)), latency + 5e8 / (host / 4));
 }
 
-// A GPT whose activations are large next to its layers' work, on 4 stages of 4 GPUs.
-Result<PipelinePlan> PlanFourStages(const Cluster& cluster) {
-  Result<PlannerModel> model =
-      PlannerModelFromSpec("gpt:layers=8,hidden=1024,heads=16,seq=2048,batch=32,vocab=1024");
-  if (!model.ok()) return model.status();
-  PlannerOptions options;
-  options.threads = 2;
-  options.pipeline_stages = 4;
-  options.microbatches = 8;
-  return PlanPipeline(model.value(), cluster, options);
-}
-
-double Simulated(const PipelinePlan& plan, const Cluster& cluster) {
-  Result<PipelineSimInput> in = SimInputFromPlan(plan, cluster, plan.schedule);
-  EXPECT_TRUE(in.ok()) << in.status().message();
-  if (!in.ok()) return 0;
-  in.value().record_timeline = false;
-  Result<PipelineSimResult> r = SimulatePipeline(in.value());
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? r.value().iteration_seconds : 0;
-}
-
 TEST(NicGroups, ThePredictionAndTheSimulatorPriceTheStagesOwnNics) {
   const Cluster one = DgxWithNics(1);
   const Cluster per_gpu = DgxWithNics(8);
@@ -146,8 +128,8 @@ TEST(NicGroups, ThePredictionAndTheSimulatorPriceTheStagesOwnNics) {
   for (const CrossStageTransfer& t : own.value().transfers) own_transfer += t.seconds;
   EXPECT_GT(own_transfer, pooled_transfer);
   EXPECT_GT(own.value().iteration_seconds, pooled.value().iteration_seconds);
-  const double simulated_pooled = Simulated(pooled.value(), one);
-  const double simulated_own = Simulated(own.value(), per_gpu);
+  const double simulated_pooled = SimulatedIterationSeconds(pooled.value(), one);
+  const double simulated_own = SimulatedIterationSeconds(own.value(), per_gpu);
   EXPECT_GT(simulated_own, simulated_pooled);
   // The simulator prices the plan as the planner does (no contention in this pipeline beyond
   // what the prediction models): within 2 %.

@@ -7,13 +7,15 @@
 
 #include <vector>
 
-#include "exec/sim/pipeline_simulator.h"
-#include "exec/sim/plan_simulation.h"
-#include "models/planner_model.h"
 #include "solvers/planner/plan_transfers.h"
+#include "support/four_stage_plans.h"
+#include "support/pipeline_sim_runs.h"
 
 namespace alpa {
 namespace {
+
+using testing::PlanFourStages;
+using testing::SimulatedIterationSeconds;
 
 // Two 8-GPU PCIe servers whose one NIC sits next to GPUs 0-3; the others reach it through the
 // CPU at `far_bandwidth`.
@@ -74,30 +76,6 @@ TEST(TransferSeconds, AMoveFromAFarDeviceRunsAtTheFarBandwidth) {
                    latency + 1e9 / cluster.inter_host_link.bandwidth + 1e9 / 4e9);
 }
 
-// A GPT whose activations are large next to its layers' work, on 4 stages of 4 GPUs.
-Result<PipelinePlan> PlanFourStages(const Cluster& cluster, bool place_near_nics) {
-  Result<PlannerModel> model =
-      PlannerModelFromSpec("gpt:layers=8,hidden=1024,heads=16,seq=2048,batch=32,vocab=1024");
-  if (!model.ok()) return model.status();
-  PlannerOptions options;
-  options.threads = 2;
-  options.pipeline_stages = 4;
-  options.microbatches = 8;
-  options.place_near_nics = place_near_nics;
-  return PlanPipeline(model.value(), cluster, options);
-}
-
-// The plan's iteration on the simulator.
-double Simulated(const PipelinePlan& plan, const Cluster& cluster) {
-  Result<PipelineSimInput> in = SimInputFromPlan(plan, cluster, plan.schedule);
-  EXPECT_TRUE(in.ok()) << in.status().message();
-  if (!in.ok()) return 0;
-  in.value().record_timeline = false;
-  Result<PipelineSimResult> r = SimulatePipeline(in.value());
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? r.value().iteration_seconds : 0;
-}
-
 TEST(NicPlacement, ThePlannerPutsTheCrossHostStagesNextToTheNic) {
   const Cluster cluster = PcieWithNicNearFirstHalf(4e9);
   Result<PipelinePlan> placed = PlanFourStages(cluster, true);
@@ -113,7 +91,8 @@ TEST(NicPlacement, ThePlannerPutsTheCrossHostStagesNextToTheNic) {
   EXPECT_EQ(packed.value().stages[1].devices, std::vector<int64_t>({4, 5, 6, 7}));
   // Predicted and simulated faster than where PlaceSubmeshes packed them.
   EXPECT_LT(p.iteration_seconds, packed.value().iteration_seconds);
-  EXPECT_LT(Simulated(p, cluster), Simulated(packed.value(), cluster));
+  EXPECT_LT(SimulatedIterationSeconds(p, cluster),
+            SimulatedIterationSeconds(packed.value(), cluster));
 }
 
 TEST(NicPlacement, StaysOffWhereEveryGpuReachesTheNicAlike) {
