@@ -232,7 +232,7 @@ struct ManualPlanEvaluator::Impl {
       Result<LayerClustering> clustered = ClusterLayers(ctx->graph, co);
       if (!clustered.ok()) return clustered.status();
       ctx->marker_set.clustering = std::move(clustered).value();
-      Result<StagePieces> cut = CutStagePieces(ctx->graph, ctx->marker_set.clustering);
+      Result<StagePieces> cut = CutStagePieces(ctx->graph, ctx->marker_set.clustering, Threads());
       if (!cut.ok()) return cut.status();
       ctx->marker_set.pieces = std::move(cut).value();
       // The embedding and the head: a first / last piece of a type no other piece has, as long
@@ -323,7 +323,7 @@ struct ManualPlanEvaluator::Impl {
                                " exceeds the model's " +
                                std::to_string(set->clustering.num_layers) + " clustering units");
       }
-      Result<StagePieces> cut = CutStagePieces(ctx.graph, set->clustering);
+      Result<StagePieces> cut = CutStagePieces(ctx.graph, set->clustering, Threads());
       if (!cut.ok()) return cut.status();
       set->pieces = std::move(cut).value();
       it = ctx.by_pp.emplace(pp, std::move(set)).first;
@@ -490,6 +490,7 @@ struct ManualPlanEvaluator::Impl {
       const int32_t type = sp.piece_type[static_cast<size_t>(p)];
       return ProfileAt(SolveKey{resolved.set_key, type, resolved.mesh}, LevelOf(levels, type));
     };
+    const std::vector<size_t> edge_order = StageEdgeOrder(sp.edges);  // the planner's sum order
     for (const auto& [first, last] : resolved.stage_groups) {
       const int32_t p0 = sp.group_first_piece[static_cast<size_t>(first)];
       const int32_t p1 = sp.group_first_piece[static_cast<size_t>(last) + 1];
@@ -500,7 +501,8 @@ struct ManualPlanEvaluator::Impl {
         ev.profiles.push_back(u.value());
       }
       std::vector<StageEdgeCost> edges;
-      for (const PieceEdge& pe : sp.edges) {
+      for (size_t k : edge_order) {
+        const PieceEdge& pe = sp.edges[k];
         if (std::min(pe.a, pe.b) < p0 || std::max(pe.a, pe.b) >= p1) continue;
         const int32_t type_a = sp.piece_type[static_cast<size_t>(pe.a)];
         const int32_t type_b = sp.piece_type[static_cast<size_t>(pe.b)];

@@ -15,6 +15,7 @@
 #include "core/cluster/sharding_spec.h"
 #include "core/ir/graph_stats.h"
 #include "core/util/number_text.h"
+#include "core/util/parallel.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/microbatch_counts.h"
 #include "solvers/planner/nic_placement.h"
@@ -96,7 +97,7 @@ void LeaveOutSlowerThan(double latency, StageDpInput& input) {
 // host's NIC against a [2, 2] mesh's split one. The caller ranks them by the full prediction.
 Result<std::vector<StageDpResult>> WithoutEachMesh(const StageDpInput& input,
                                                    const StageCostTable& table,
-                                                   const StageDpResult& dp) {
+                                                   const StageDpResult& dp, int32_t threads) {
   // Per config: an id shared by the configs of one (submesh, logical mesh shape).
   std::vector<std::pair<int32_t, std::vector<int64_t>>> meshes;
   std::vector<int32_t> mesh_of_config;
@@ -114,15 +115,23 @@ Result<std::vector<StageDpResult>> WithoutEachMesh(const StageDpInput& input,
     const int32_t mesh = mesh_of(static_cast<size_t>(k));
     if (std::find(used.begin(), used.end(), mesh) == used.end()) used.push_back(mesh);
   }
+  // One DP per mesh left out, on the options' threads.
+  std::vector<StageDpResult> solved(used.size());
+  ALPA_RETURN_IF_ERROR(
+      RunParallel(static_cast<int64_t>(used.size()), threads, [&](int64_t task) -> Status {
+        const int32_t mesh = used[static_cast<size_t>(task)];
+        StageDpInput without = input;
+        for (size_t k = 0; k < without.candidates.size(); ++k) {
+          if (mesh_of(k) == mesh) without.candidates[k].max_stages_after = -1;
+        }
+        Result<StageDpResult> r = SolveStageDp(without);
+        if (!r.ok()) return r.status();
+        solved[static_cast<size_t>(task)] = std::move(r).value();
+        return Status::Ok();
+      }));
   std::vector<StageDpResult> out;
-  for (int32_t mesh : used) {
-    StageDpInput without = input;
-    for (size_t k = 0; k < without.candidates.size(); ++k) {
-      if (mesh_of(k) == mesh) without.candidates[k].max_stages_after = -1;
-    }
-    Result<StageDpResult> r = SolveStageDp(without);
-    if (!r.ok()) return r.status();
-    if (r.value().feasible) out.push_back(std::move(r).value());
+  for (StageDpResult& r : solved) {
+    if (r.feasible) out.push_back(std::move(r));
   }
   return out;
 }
@@ -296,27 +305,35 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
   Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, options, dp, microbatches);
   if (!first.ok()) return first.status();
   PipelinePlan chosen = std::move(first).value();
+  const int32_t threads = ResolveThreadCount(options.threads);
   // Keeps, in order, each feasible alternative's plan whose prediction beats the chosen one's,
-  // until the deadline.
+  // until the deadline: the plans are made on the options' threads (none starts after the
+  // deadline), then taken in order up to the first the deadline left out.
   auto consider = [&](const std::vector<StageDpResult>& alternatives) -> Status {
-    for (const StageDpResult& alternative : alternatives) {
-      if (!alternative.feasible) continue;
-      if (call.DeadlinePassed()) {
+    std::vector<std::optional<PipelinePlan>> plans(alternatives.size());
+    ALPA_RETURN_IF_ERROR(RunParallel(
+        static_cast<int64_t>(alternatives.size()), threads, [&](int64_t task) -> Status {
+          const StageDpResult& alternative = alternatives[static_cast<size_t>(task)];
+          if (!alternative.feasible || call.DeadlinePassed()) return Status::Ok();
+          Result<PipelinePlan> plan =
+              PlanFromDp(graph, stage_costs, cluster, options, alternative, microbatches);
+          if (!plan.ok()) return plan.status();
+          plans[static_cast<size_t>(task)] = std::move(plan).value();
+          return Status::Ok();
+        }));
+    for (size_t k = 0; k < alternatives.size(); ++k) {
+      if (!alternatives[k].feasible) continue;
+      if (!plans[k]) {
         time_limit_reached = true;
         break;
       }
-      Result<PipelinePlan> plan =
-          PlanFromDp(graph, stage_costs, cluster, options, alternative, microbatches);
-      if (!plan.ok()) return plan.status();
-      if (plan.value().iteration_seconds < chosen.iteration_seconds) {
-        chosen = std::move(plan).value();
-      }
+      if (plans[k]->iteration_seconds < chosen.iteration_seconds) chosen = std::move(*plans[k]);
     }
     return Status::Ok();
   };
   std::vector<StageDpResult> alternatives;
   if (dp_stages > 1 && !call.DeadlinePassed()) {
-    Result<std::vector<StageDpResult>> r = WithoutEachMesh(input, stage_costs, dp);
+    Result<std::vector<StageDpResult>> r = WithoutEachMesh(input, stage_costs, dp, threads);
     if (!r.ok()) return r.status();
     ALPA_RETURN_IF_ERROR(consider(r.value()));
   }

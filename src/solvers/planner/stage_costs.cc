@@ -117,29 +117,39 @@ void AssignStagePieces(const Graph& graph, const LayerClustering& clustering, St
   pieces.group_first_piece.push_back(static_cast<int32_t>(markers.size()));
 }
 
-Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering) {
+Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering,
+                                   int32_t threads) {
   StagePieces stage_pieces;
   AssignStagePieces(graph, clustering, stage_pieces);
   const int32_t pieces = static_cast<int32_t>(stage_pieces.piece_marker.size());
 
-  // Subgraphs and their types.
-  std::map<std::string, int32_t> type_of_key;
-  for (int32_t p = 0; p < pieces; ++p) {
+  // Subgraphs (on `threads` threads), then their types in piece order.
+  std::vector<std::shared_ptr<const Subgraph>> cut(static_cast<size_t>(pieces));
+  std::vector<std::string> keys(static_cast<size_t>(pieces));
+  stage_pieces.local_of.resize(static_cast<size_t>(pieces));
+  ALPA_RETURN_IF_ERROR(RunParallel(pieces, threads, [&](int64_t task) -> Status {
+    const auto p = static_cast<int32_t>(task);
     Result<Subgraph> sub = ExtractSubgraph(graph, stage_pieces.op_piece, p, p);
     if (!sub.ok()) return sub.status();
-    std::vector<int32_t> local(static_cast<size_t>(graph.size()), -1);
+    std::vector<int32_t>& local = stage_pieces.local_of[static_cast<size_t>(p)];
+    local.assign(static_cast<size_t>(graph.size()), -1);
     const Subgraph& s = sub.value();
     for (int32_t l = 0; l < s.graph.size(); ++l) {
       const int32_t o = s.origin[static_cast<size_t>(l)];
       if (stage_pieces.op_piece[static_cast<size_t>(o)] == p) local[static_cast<size_t>(o)] = l;
     }
-    stage_pieces.local_of.push_back(std::move(local));
-    auto [it, inserted] = type_of_key.emplace(StructuralKey(s.graph),
+    keys[static_cast<size_t>(p)] = StructuralKey(s.graph);
+    cut[static_cast<size_t>(p)] = std::make_shared<const Subgraph>(std::move(sub).value());
+    return Status::Ok();
+  }));
+  std::map<std::string, int32_t> type_of_key;
+  for (int32_t p = 0; p < pieces; ++p) {
+    auto [it, inserted] = type_of_key.emplace(std::move(keys[static_cast<size_t>(p)]),
                                               static_cast<int32_t>(stage_pieces.type_rep.size()));
     if (inserted) stage_pieces.type_rep.push_back(p);
     stage_pieces.piece_type.push_back(it->second);
-    stage_pieces.piece_graph.push_back(std::make_shared<const Subgraph>(std::move(sub).value()));
   }
+  stage_pieces.piece_graph = std::move(cut);
 
   // Edges between pieces.
   for (int32_t b = 0; b < pieces; ++b) {
@@ -172,45 +182,65 @@ Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdg
   return plan.value().cost;
 }
 
+void StageComposer::AddPiece(const UnitProfile& u) {
+  // What runs again before the backward, what stays per microbatch in flight, and what the
+  // rerun holds while one microbatch's backward runs.
+  double rerun = 0;
+  int64_t kept = u.activation_bytes, rerun_bytes = 0;
+  if (remat_ == Recompute::kFull) {
+    rerun = u.forward_latency;
+    kept = u.checkpoint_bytes;
+    rerun_bytes = u.activation_bytes;
+  } else if (remat_ == Recompute::kSelective) {
+    rerun = u.selective_latency;
+    kept = u.selective_activation_bytes;
+    rerun_bytes = u.recomputed_bytes;
+  }
+  // ZeRO-2: the reduce-scatters of the gradients run per microbatch, the accumulators are
+  // shards, and one microbatch's gradient is held whole while it is laid out.
+  const double moved = shard_gradients_ ? u.zero2_moved_seconds : 0.0;
+  latency_ += u.latency + rerun + moved;
+  forward_latency_ += u.forward_latency;
+  weight_gradient_latency_ += u.weight_gradient_latency + moved;
+  iteration_overhead_ += std::max(0.0, u.iteration_overhead - moved);
+  persistent_ += u.persistent_bytes - (shard_gradients_ ? u.zero2_saved_bytes : 0);
+  activation_ += kept;
+  working_ = std::max(
+      working_, u.working_bytes + rerun_bytes + (shard_gradients_ ? u.zero2_transient_bytes : 0));
+  update_ = std::max(update_, u.update_bytes);
+}
+
+void StageComposer::AddEdge(const StageEdgeCost& e) {
+  edge_seconds_ += e.seconds;
+  if (e.forward) forward_edge_seconds_ += e.seconds;
+}
+
+ComposedStage StageComposer::Composed() const {
+  ComposedStage composed;
+  composed.latency = latency_ + edge_seconds_;
+  composed.forward_latency = forward_latency_ + forward_edge_seconds_;
+  composed.weight_gradient_latency = weight_gradient_latency_;
+  composed.iteration_overhead = iteration_overhead_;
+  composed.memory = StageMemory{persistent_, activation_, working_, update_};
+  return composed;
+}
+
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
                            const std::vector<StageEdgeCost>& edges, Recompute remat,
                            bool shard_gradients) {
-  ComposedStage composed;
-  int64_t persistent = 0, activation = 0, working = 0, update = 0;
-  for (const UnitProfile* pu : pieces) {
-    const UnitProfile& u = *pu;
-    // What runs again before the backward, what stays per microbatch in flight, and what the
-    // rerun holds while one microbatch's backward runs.
-    double rerun = 0;
-    int64_t kept = u.activation_bytes, rerun_bytes = 0;
-    if (remat == Recompute::kFull) {
-      rerun = u.forward_latency;
-      kept = u.checkpoint_bytes;
-      rerun_bytes = u.activation_bytes;
-    } else if (remat == Recompute::kSelective) {
-      rerun = u.selective_latency;
-      kept = u.selective_activation_bytes;
-      rerun_bytes = u.recomputed_bytes;
-    }
-    // ZeRO-2: the reduce-scatters of the gradients run per microbatch, the accumulators are
-    // shards, and one microbatch's gradient is held whole while it is laid out.
-    const double moved = shard_gradients ? u.zero2_moved_seconds : 0.0;
-    composed.latency += u.latency + rerun + moved;
-    composed.forward_latency += u.forward_latency;
-    composed.weight_gradient_latency += u.weight_gradient_latency + moved;
-    composed.iteration_overhead += std::max(0.0, u.iteration_overhead - moved);
-    persistent += u.persistent_bytes - (shard_gradients ? u.zero2_saved_bytes : 0);
-    activation += kept;
-    working = std::max(
-        working, u.working_bytes + rerun_bytes + (shard_gradients ? u.zero2_transient_bytes : 0));
-    update = std::max(update, u.update_bytes);
-  }
-  for (const StageEdgeCost& e : edges) {
-    composed.latency += e.seconds;
-    if (e.forward) composed.forward_latency += e.seconds;
-  }
-  composed.memory = StageMemory{persistent, activation, working, update};
-  return composed;
+  StageComposer composer(remat, shard_gradients);
+  for (const UnitProfile* u : pieces) composer.AddPiece(*u);
+  for (const StageEdgeCost& e : edges) composer.AddEdge(e);
+  return composer.Composed();
+}
+
+std::vector<size_t> StageEdgeOrder(const std::vector<PieceEdge>& edges) {
+  std::vector<size_t> order(edges.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return std::max(edges[x].a, edges[x].b) < std::max(edges[y].a, edges[y].b);
+  });
+  return order;
 }
 
 void PruneDominatedCandidates(StageCostTable& table) {
@@ -815,9 +845,8 @@ Result<std::vector<double>> PieceEdgeCosts(const StageCostTable& table, const St
 }
 
 // The edges between pieces of a layer range as the range grows by one group at a time (every
-// range starting at one group): each edge joins when the range reaches its later piece, and the
-// list stays in `edges` order (the order the stage's costs are summed in). The walk over every
-// edge per range and config it replaces dominated the 1T row's cost table.
+// range starting at one group): each edge joins when the range reaches its later piece, in
+// StageEdgeOrder.
 class RangeEdges {
  public:
   RangeEdges(const StageCostTable& table, const std::vector<PieceEdge>& edges, int32_t groups)
@@ -832,24 +861,18 @@ class RangeEdges {
     }
   }
   // Starts the ranges at group i (none of its edges yet).
-  void Start(int32_t i) {
-    first_piece_ = table_.group_first_piece[static_cast<size_t>(i)];
-    inside_.clear();
-  }
-  // Grows the range to end at group j (the next one) and returns its edges.
-  const std::vector<int32_t>& GrowTo(int32_t j) {
-    const size_t before = inside_.size();
+  void Start(int32_t i) { first_piece_ = table_.group_first_piece[static_cast<size_t>(i)]; }
+  // The edges that join when the range grows to end at group j (the next one).
+  const std::vector<int32_t>& Joining(int32_t j) {
+    joining_.clear();
     for (int32_t p = table_.group_first_piece[static_cast<size_t>(j)];
          p < table_.group_first_piece[static_cast<size_t>(j) + 1]; ++p) {
       for (int32_t e : by_last_[static_cast<size_t>(p)]) {
         const PieceEdge& pe = edges_[static_cast<size_t>(e)];
-        if (std::min(pe.a, pe.b) >= first_piece_) inside_.push_back(e);
+        if (std::min(pe.a, pe.b) >= first_piece_) joining_.push_back(e);
       }
     }
-    const auto middle = inside_.begin() + static_cast<std::ptrdiff_t>(before);
-    std::sort(middle, inside_.end());
-    std::inplace_merge(inside_.begin(), middle, inside_.end());
-    return inside_;
+    return joining_;
   }
 
  private:
@@ -857,70 +880,109 @@ class RangeEdges {
   const std::vector<PieceEdge>& edges_;
   std::vector<std::vector<int32_t>> by_last_;  // per piece: the edges it is the later end of
   int32_t first_piece_ = 0;
-  std::vector<int32_t> inside_;
+  std::vector<int32_t> joining_;
 };
 
-// Appends the candidate of layer groups i..j under config c, composed as `composed`.
-const StageCandidate& AddCandidate(StageCostTable& table, int32_t i, int32_t j, int32_t c,
-                                   const ComposedStage& composed, int32_t groups) {
-  StageCandidate cand;
-  cand.first_layer = i;
-  cand.last_layer = j;
-  cand.submesh = table.configs[static_cast<size_t>(c)].submesh;
-  cand.config = c;
-  cand.latency = composed.latency;
-  cand.iteration_overhead = composed.iteration_overhead;
-  cand.max_stages_after =
-      MaxStagesAfter(composed.memory, table.device_memory, table.microbatches, groups);
-  table.candidates.push_back(cand);
-  table.candidate_memory.push_back(composed.memory);
-  table.candidate_forward_latency.push_back(composed.forward_latency);
-  table.candidate_weight_gradient_latency.push_back(composed.weight_gradient_latency);
-  return table.candidates.back();
-}
+// The candidates of one config (and of its ZeRO-2 twin), in the order AddCandidates appends
+// them.
+struct ConfigCandidates {
+  std::vector<StageCandidate> candidates;
+  std::vector<StageMemory> memory;
+  std::vector<double> forward_latency, weight_gradient_latency;
 
-// One candidate per (layer group range, config), composed from its pieces and inner edges;
-// ranges longer than max_groups (those that leave a pinned stage count too few groups) are left
+  // Appends the candidate of layer groups i..j under config c, composed as `composed`; returns
+  // its max_stages_after.
+  int32_t Add(const StageCostTable& table, int32_t i, int32_t j, int32_t c,
+              const ComposedStage& composed, int32_t groups) {
+    StageCandidate cand;
+    cand.first_layer = i;
+    cand.last_layer = j;
+    cand.submesh = table.configs[static_cast<size_t>(c)].submesh;
+    cand.config = c;
+    cand.latency = composed.latency;
+    cand.iteration_overhead = composed.iteration_overhead;
+    cand.max_stages_after =
+        MaxStagesAfter(composed.memory, table.device_memory, table.microbatches, groups);
+    candidates.push_back(cand);
+    memory.push_back(composed.memory);
+    forward_latency.push_back(composed.forward_latency);
+    weight_gradient_latency.push_back(composed.weight_gradient_latency);
+    return cand.max_stages_after;
+  }
+};
+
+// The candidates of config c: one per layer group range, composed from its pieces and inner
+// edges, each range grown from the one a group shorter; ranges longer than max_groups are left
 // out.
-void AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
-                   const std::vector<double>& edge_cost, int32_t groups, int32_t max_groups) {
+ConfigCandidates ComposeConfig(const StageCostTable& table, const std::vector<PieceEdge>& edges,
+                               const std::vector<double>& edge_cost, int32_t groups,
+                               int32_t max_groups, size_t c) {
   const size_t nc = table.configs.size();
+  const Recompute remat = table.configs[c].remat;
+  const int32_t zero2 = table.zero2_config[c];
+  ConfigCandidates out;
   RangeEdges range_edges(table, edges, groups);
-  std::vector<const UnitProfile*> stage_pieces;
-  std::vector<StageEdgeCost> stage_edges;
-  for (size_t c = 0; c < nc; ++c) {
-    if (table.configs[c].shard_gradients) continue;  // composed beside its ZeRO-1 config
-    const int32_t zero2 = table.zero2_config[c];
-    for (int32_t i = 0; i < groups; ++i) {
-      range_edges.Start(i);
-      for (int32_t j = i; j < groups && j - i < max_groups; ++j) {
-        const int32_t p0 = table.group_first_piece[static_cast<size_t>(i)];
-        const int32_t p1 = table.group_first_piece[static_cast<size_t>(j) + 1];  // exclusive
-        stage_pieces.clear();
-        for (int32_t p = p0; p < p1; ++p) {
-          stage_pieces.push_back(&table.Solution(p, static_cast<int32_t>(c)));
-        }
-        stage_edges.clear();
-        for (int32_t e : range_edges.GrowTo(j)) {
-          stage_edges.push_back(
-              {edge_cost[static_cast<size_t>(e) * nc + c], edges[static_cast<size_t>(e)].forward});
-        }
-        const ComposedStage composed =
-            ComposeStage(stage_pieces, stage_edges, table.configs[c].remat, false);
-        const int32_t base_after =
-            AddCandidate(table, i, j, static_cast<int32_t>(c), composed, groups).max_stages_after;
-        if (zero2 < 0) continue;
-        // ZeRO-2 only pays where it fits more stages after it (its latency is never lower and
-        // its latency plus overhead the same): otherwise the DP and the ranking never take it.
-        const ComposedStage sharded =
-            ComposeStage(stage_pieces, stage_edges, table.configs[c].remat, true);
-        if (MaxStagesAfter(sharded.memory, table.device_memory, table.microbatches, groups) >
-            base_after) {
-          AddCandidate(table, i, j, zero2, sharded, groups);
-        }
+  for (int32_t i = 0; i < groups; ++i) {
+    range_edges.Start(i);
+    StageComposer base(remat, false), sharded(remat, true);
+    for (int32_t j = i; j < groups && j - i < max_groups; ++j) {
+      for (int32_t p = table.group_first_piece[static_cast<size_t>(j)];
+           p < table.group_first_piece[static_cast<size_t>(j) + 1]; ++p) {
+        const UnitProfile& u = table.Solution(p, static_cast<int32_t>(c));
+        base.AddPiece(u);
+        if (zero2 >= 0) sharded.AddPiece(u);
+      }
+      for (int32_t e : range_edges.Joining(j)) {
+        const StageEdgeCost cost{edge_cost[static_cast<size_t>(e) * nc + c],
+                                 edges[static_cast<size_t>(e)].forward};
+        base.AddEdge(cost);
+        if (zero2 >= 0) sharded.AddEdge(cost);
+      }
+      const int32_t base_after =
+          out.Add(table, i, j, static_cast<int32_t>(c), base.Composed(), groups);
+      if (zero2 < 0) continue;
+      // ZeRO-2 only pays where it fits more stages after it (its latency is never lower and
+      // its latency plus overhead the same): otherwise the DP and the ranking never take it.
+      const ComposedStage z = sharded.Composed();
+      if (MaxStagesAfter(z.memory, table.device_memory, table.microbatches, groups) > base_after) {
+        out.Add(table, i, j, zero2, z, groups);
       }
     }
   }
+  return out;
+}
+
+// Every config's candidates (composed on `threads` threads), appended in config order.
+Status AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
+                     const std::vector<double>& edge_cost, int32_t groups, int32_t max_groups,
+                     int32_t threads) {
+  const size_t nc = table.configs.size();
+  std::vector<ConfigCandidates> per_config(nc);
+  ALPA_RETURN_IF_ERROR(RunParallel(static_cast<int64_t>(nc), threads, [&](int64_t task) -> Status {
+    const size_t c = static_cast<size_t>(task);
+    // A ZeRO-2 config is composed beside its ZeRO-1 config.
+    if (!table.configs[c].shard_gradients) {
+      per_config[c] = ComposeConfig(table, edges, edge_cost, groups, max_groups, c);
+    }
+    return Status::Ok();
+  }));
+  size_t total = 0;
+  for (const ConfigCandidates& cc : per_config) total += cc.candidates.size();
+  table.candidates.reserve(total);
+  table.candidate_memory.reserve(total);
+  table.candidate_forward_latency.reserve(total);
+  table.candidate_weight_gradient_latency.reserve(total);
+  for (ConfigCandidates& cc : per_config) {
+    table.candidates.insert(table.candidates.end(), cc.candidates.begin(), cc.candidates.end());
+    table.candidate_memory.insert(table.candidate_memory.end(), cc.memory.begin(), cc.memory.end());
+    table.candidate_forward_latency.insert(table.candidate_forward_latency.end(),
+                                           cc.forward_latency.begin(), cc.forward_latency.end());
+    table.candidate_weight_gradient_latency.insert(table.candidate_weight_gradient_latency.end(),
+                                                   cc.weight_gradient_latency.begin(),
+                                                   cc.weight_gradient_latency.end());
+    cc = ConfigCandidates{};
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -986,7 +1048,8 @@ Status ComposeCandidates(StageCostTable& table, const StagePieces& pieces,
   if (!edge_cost.ok()) return edge_cost.status();
   const int32_t max_groups =
       options.pipeline_stages > 0 ? groups - (options.pipeline_stages - 1) : groups;
-  AddCandidates(table, pieces.edges, edge_cost.value(), groups, max_groups);
+  ALPA_RETURN_IF_ERROR(AddCandidates(table, pieces.edges, edge_cost.value(), groups, max_groups,
+                                     ResolveThreadCount(options.threads)));
   PruneDominatedCandidates(table);
   return Status::Ok();
 }
@@ -1001,7 +1064,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
   StageCostTable table;
   table.microbatches = microbatches;
   table.device_memory = device_memory;
-  Result<StagePieces> cut = CutStagePieces(graph, clustering);
+  Result<StagePieces> cut = CutStagePieces(graph, clustering, ResolveThreadCount(options.threads));
   if (!cut.ok()) return cut.status();
   const StagePieces& pieces = cut.value();
   table.piece_marker = pieces.piece_marker;

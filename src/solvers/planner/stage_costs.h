@@ -115,8 +115,9 @@ struct StagePieces {
 // of `graph` (op_layer one entry per op, first_unit one per group).
 void AssignStagePieces(const Graph& graph, const LayerClustering& clustering, StagePieces& pieces);
 
-// AssignStagePieces, then every piece cut out. Errors: ExtractSubgraph's.
-Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering);
+// AssignStagePieces, then every piece cut out (on `threads` threads). Errors: ExtractSubgraph's.
+Result<StagePieces> CutStagePieces(const Graph& graph, const LayerClustering& clustering,
+                                   int32_t threads = 1);
 
 // The resharding cost (seconds per microbatch) of edge `e` on `mesh`: the producer's layout
 // (its reader layout when it has one) into the layout the reader's solve chose; 0 when the
@@ -127,7 +128,8 @@ Result<double> PieceEdgeReshardSeconds(const StagePieces& pieces, const PieceEdg
 
 // A stage composed of pieces (their profiles in order, all on one mesh) and the resharding
 // between them (each edge inside the stage: its cost and whether it is a forward tensor), as
-// the header comment says; exactly what BuildStageCosts gives a candidate.
+// the header comment says; exactly what BuildStageCosts gives a candidate when the edges come
+// in StageEdgeOrder.
 struct StageEdgeCost {
   double seconds = 0;
   bool forward = false;
@@ -145,6 +147,30 @@ struct ComposedStage {
 ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
                            const std::vector<StageEdgeCost>& edges, Recompute remat,
                            bool shard_gradients);
+
+// ComposeStage grown one piece and one edge at a time, so that the stages of every layer range
+// starting at one group cost one step each: the pieces' terms and the edges' seconds are summed
+// apart, each in the order added, and the latencies are their sums.
+class StageComposer {
+ public:
+  StageComposer(Recompute remat, bool shard_gradients)
+      : remat_(remat), shard_gradients_(shard_gradients) {}
+  void AddPiece(const UnitProfile& u);
+  void AddEdge(const StageEdgeCost& e);
+  ComposedStage Composed() const;
+
+ private:
+  Recompute remat_;
+  bool shard_gradients_;
+  double latency_ = 0, forward_latency_ = 0, weight_gradient_latency_ = 0, iteration_overhead_ = 0;
+  double edge_seconds_ = 0, forward_edge_seconds_ = 0;
+  int64_t persistent_ = 0, activation_ = 0, working_ = 0, update_ = 0;
+};
+
+// The order ComposeStage sums a stage's edges in, the one in which a range growing a group at a
+// time meets them: by their later piece (max(a, b)), then by their index in StagePieces::edges.
+// Returns the indices of `edges` (of one stage) in that order.
+std::vector<size_t> StageEdgeOrder(const std::vector<PieceEdge>& edges);
 
 // The memory model of a placed stage (its pieces' solutions composed as ComposeStage does, with
 // the stage's remat): what the planner charged it, at any number of microbatches in flight.
