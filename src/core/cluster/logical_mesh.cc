@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <set>
 #include <utility>
 
 namespace alpa {
@@ -84,27 +82,40 @@ double SpanningGroupNicBandwidth(const Cluster& c, int64_t hosts, int64_t per_ho
     const int64_t first = g * group_first_step;
     return first / per_host != (first + (group_size - 1) * stride) / per_host;
   };
-  // Per spanning group, the (host, NIC group) pairs of its devices; per pair, how many use it.
-  std::vector<std::set<std::pair<int64_t, int64_t>>> used;
-  std::map<std::pair<int64_t, int64_t>, int64_t> users;
+  // Per spanning group, the (host, NIC group) pairs of its devices, as keys host * G + group:
+  // its ids ascend, so its keys never decrease and the distinct ones are those unlike the one
+  // before. Per key, how many spanning groups use it.
+  const int64_t nic_groups = NicGroups(c);
+  std::vector<int64_t> keys, group_begin;
+  std::vector<int64_t> users(static_cast<size_t>(hosts * nic_groups), 0);
   for (int64_t g = 0; g < num_groups; ++g) {
     if (!spans(g)) continue;
-    std::set<std::pair<int64_t, int64_t>>& mine = used.emplace_back();
+    group_begin.push_back(static_cast<int64_t>(keys.size()));
     for (int64_t t = 0; t < group_size; ++t) {
       const int64_t id = g * group_first_step + t * stride;
-      mine.emplace(id / per_host, nic_of(id));
+      const int64_t key = id / per_host * nic_groups + nic_of(id);
+      if (static_cast<int64_t>(keys.size()) > group_begin.back() && keys.back() == key) continue;
+      keys.push_back(key);
+      ++users[static_cast<size_t>(key)];
     }
-    for (const auto& key : mine) ++users[key];
   }
-  if (used.empty()) return 0;
+  if (group_begin.empty()) return 0;
+  group_begin.push_back(static_cast<int64_t>(keys.size()));
   const double per_nic_group = NicGroupBandwidth(c);
   double least = std::numeric_limits<double>::infinity();
-  for (const auto& mine : used) {
-    std::map<int64_t, double> per_host_bandwidth;
-    for (const auto& key : mine) {
-      per_host_bandwidth[key.first] += per_nic_group / static_cast<double>(users.at(key));
+  for (size_t g = 0; g + 1 < group_begin.size(); ++g) {
+    // The group's bandwidth on each host it touches: its keys there, in order.
+    double bandwidth = 0;
+    for (int64_t k = group_begin[g]; k < group_begin[g + 1]; ++k) {
+      const int64_t key = keys[static_cast<size_t>(k)];
+      bandwidth += per_nic_group / static_cast<double>(users[static_cast<size_t>(key)]);
+      const bool host_ends = k + 1 == group_begin[g + 1] ||
+                             keys[static_cast<size_t>(k) + 1] / nic_groups != key / nic_groups;
+      if (host_ends) {
+        least = std::min(least, bandwidth);
+        bandwidth = 0;
+      }
     }
-    for (const auto& [host, bandwidth] : per_host_bandwidth) least = std::min(least, bandwidth);
   }
   return least;
 }
