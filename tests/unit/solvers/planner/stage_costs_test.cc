@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <random>
+#include <vector>
 
 namespace alpa {
 namespace {
@@ -113,6 +114,85 @@ TEST(StageMemoryWith, TakesTheLargerOfTheForwardBackwardAndTheUpdatePeaks) {
   EXPECT_EQ(MaxStagesAfter(m, 159, 8, 16), -1);
   EXPECT_EQ(MaxStagesAfter(m, 160, 8, 16), 3);  // four in flight
   EXPECT_EQ(MaxStagesAfter(m, 170, 8, 16), 4);
+}
+
+// The stage candidates of every range starting at one group are grown a piece and an edge at a
+// time: each step must be exactly the stage ComposeStage makes of the whole range (the manual
+// plan's evaluator composes it that way, and the two must agree to the bit).
+TEST(StageComposer, GrowingAStageGivesExactlyWhatComposeStageGives) {
+  std::vector<UnitProfile> units(5);
+  for (size_t k = 0; k < units.size(); ++k) {
+    UnitProfile& u = units[k];
+    const double x = static_cast<double>(k + 1);
+    u.latency = 0.1 * x + 1e-7 / x;
+    u.forward_latency = 0.03 * x + 1e-9 * x;
+    u.selective_latency = 0.01 / x;
+    u.weight_gradient_latency = 0.02 * x;
+    u.iteration_overhead = 0.3 / x;
+    u.zero2_moved_seconds = 0.1 / (x + 1);
+    u.persistent_bytes = 1000 * static_cast<int64_t>(k + 1);
+    u.activation_bytes = 7 * static_cast<int64_t>(k + 3);
+    u.checkpoint_bytes = 3;
+    u.selective_activation_bytes = 5;
+    u.recomputed_bytes = 11 * static_cast<int64_t>(k);
+    u.working_bytes = 50 - 9 * static_cast<int64_t>(k);
+    u.update_bytes = 20 * static_cast<int64_t>(k % 3);
+    u.zero2_saved_bytes = 100;
+    u.zero2_transient_bytes = 40;
+  }
+  // One edge joins after each piece but the first (its cost summed in join order).
+  const std::vector<StageEdgeCost> edge_at = {
+      {0, false}, {1.5e-4, true}, {3.3e-5, false}, {7e-6, true}, {1e-3, false}};
+  for (Recompute remat : {Recompute::kNone, Recompute::kFull, Recompute::kSelective}) {
+    for (bool shard_gradients : {false, true}) {
+      StageComposer composer(remat, shard_gradients);
+      std::vector<const UnitProfile*> pieces;
+      std::vector<StageEdgeCost> edges;
+      for (size_t k = 0; k < units.size(); ++k) {
+        composer.AddPiece(units[k]);
+        pieces.push_back(&units[k]);
+        if (k > 0) {
+          composer.AddEdge(edge_at[k]);
+          edges.push_back(edge_at[k]);
+        }
+        const ComposedStage grown = composer.Composed();
+        const ComposedStage whole = ComposeStage(pieces, edges, remat, shard_gradients);
+        EXPECT_EQ(grown.latency, whole.latency) << k;
+        EXPECT_EQ(grown.forward_latency, whole.forward_latency) << k;
+        EXPECT_EQ(grown.weight_gradient_latency, whole.weight_gradient_latency) << k;
+        EXPECT_EQ(grown.iteration_overhead, whole.iteration_overhead) << k;
+        EXPECT_EQ(grown.memory.persistent, whole.memory.persistent) << k;
+        EXPECT_EQ(grown.memory.activation, whole.memory.activation) << k;
+        EXPECT_EQ(grown.memory.working, whole.memory.working) << k;
+        EXPECT_EQ(grown.memory.update, whole.memory.update) << k;
+      }
+      // The whole stage: the pieces' latencies, what the remat reruns, ZeRO-2's moved
+      // reduce-scatters, then the edges.
+      double pieces_latency = 0, edges_latency = 0;
+      for (const UnitProfile& u : units) {
+        pieces_latency += u.latency +
+                          (remat == Recompute::kFull        ? u.forward_latency
+                           : remat == Recompute::kSelective ? u.selective_latency
+                                                            : 0.0) +
+                          (shard_gradients ? u.zero2_moved_seconds : 0.0);
+      }
+      for (const StageEdgeCost& e : edges) edges_latency += e.seconds;
+      EXPECT_EQ(composer.Composed().latency, pieces_latency + edges_latency);
+    }
+  }
+}
+
+// Edges are summed by their later piece, then in their given order: the order in which a range
+// growing one group at a time meets them.
+TEST(StageEdgeOrder, ByLaterPieceThenIndex) {
+  std::vector<PieceEdge> edges(5);
+  edges[0] = {0, 1, 0, 0, true};   // later piece 1
+  edges[1] = {2, 1, 0, 0, false};  // later piece 2 (a backward edge read by piece 1)
+  edges[2] = {1, 2, 0, 0, true};   // later piece 2
+  edges[3] = {0, 3, 0, 0, true};   // later piece 3
+  edges[4] = {1, 0, 0, 0, false};  // later piece 1
+  EXPECT_EQ(StageEdgeOrder(edges), (std::vector<size_t>{0, 4, 1, 2, 3}));
+  EXPECT_TRUE(StageEdgeOrder({}).empty());
 }
 
 TEST(ComposeStage, SumsHeldBytesAndTakesTheLargestWorkingAndUpdatePeaks) {
