@@ -374,6 +374,7 @@ struct ManualPlanEvaluator::Impl {
     // 7.5B GPT row of bench/fidelity.py with fused elementwise pricing: 2.1x the exact
     // latency), so budgeted solves are proved with the ILP, within the same time limit.
     o.solve.heuristic_only = !options.intra_op_exact && !memory_budget_bytes;
+    o.solve.heuristic_elimination_work = kIntraOpEliminationWork;  // as the planner's solves
     o.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
     o.solve.relative_gap = options.intra_op_relative_gap;
     o.solve.cancel = options.cancel;

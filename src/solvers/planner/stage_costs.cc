@@ -397,6 +397,7 @@ AutoShardOptions IntraOpOptions(const PlannerOptions& options, int64_t microbatc
   shard.solve.deterministic = true;
   shard.solve.deterministic_searches = 1;  // the solves themselves run side by side
   shard.solve.heuristic_only = !options.intra_op_exact;
+  shard.solve.heuristic_elimination_work = kIntraOpEliminationWork;
   shard.solve.time_limit_seconds = options.intra_op_time_limit_seconds;
   shard.solve.relative_gap = options.intra_op_relative_gap;
   shard.solve.cancel = options.cancel;

@@ -241,6 +241,12 @@ struct Proof {
 // The exact block elimination: exact when the core's elimination width is small (layers
 // joined through a few nodes): the optimum of the costs, which is the answer unless it breaks
 // a memory row (then it is a lower bound).
+// Whether the exact block elimination runs before the heuristic: always before GLPK, and with
+// heuristic_only where the options give it some work (heuristic_elimination_work).
+bool EliminationFirst(const SolveOptions& options) {
+  return !options.heuristic_only || options.heuristic_elimination_work > 0;  // NaN: false
+}
+
 Proof RunBlockElimination(const NormalizedProblem& normalized, const ReducedProblem& reduced,
                           const SolveOptions& options, const SolveControl& control,
                           Incumbent& incumbent, ProgressStop& stop, SolveStats& stats) {
@@ -252,9 +258,13 @@ Proof RunBlockElimination(const NormalizedProblem& normalized, const ReducedProb
                                              : kEliminationShareOfTimeLimit;
   const SolveControl elimination_control =
       control.WithinSeconds(share * control.remaining_seconds());
+  EliminationLimits limits;
+  if (options.heuristic_only) {
+    limits.max_work = std::min(limits.max_work, options.heuristic_elimination_work);
+  }
   const BlockEliminationResult exact = SolveByBlockElimination(
       core, CoreGroups(options.node_groups, normalized, reduced), elimination_control,
-      SearchThreads(options.threads), EliminationLimits{});
+      SearchThreads(options.threads), limits);
   stats.elimination_blocks = exact.stats.blocks;
   stats.elimination_distinct_blocks = exact.stats.distinct_blocks;
   Proof proof;
@@ -490,7 +500,7 @@ SolveResult SolveSharding(const ShardingProblem& problem, const SolveOptions& op
   if (core.node_count() == 0) {
     incumbent.Offer({}, "reduce");
     proof.optimal = true;
-  } else if (!options.heuristic_only && options.exact_elimination && !control.expired()) {
+  } else if (options.exact_elimination && EliminationFirst(options) && !control.expired()) {
     proof =
         RunBlockElimination(normalized, reduced, options, control, incumbent, stop, result.stats);
   }

@@ -41,7 +41,8 @@ struct SolveOptions {
   int32_t threads = 0;  // 0: all hardware threads
   double relative_gap = 0.0;
   // The local search alone, without GLPK's proof: much faster on cores of a few dozen nodes
-  // with wide edges (the LP is the cost), never proven optimal (status kFeasible).
+  // with wide edges (the LP is the cost), never proven optimal (status kFeasible) unless the
+  // block elimination it may run first (heuristic_elimination_work) solves it.
   bool heuristic_only = false;
   std::vector<int32_t> warm_start;  // one strategy per node, or empty
   // With a feasible warm_start, the share (0, 1] of the local search's work it gets (its
@@ -54,6 +55,11 @@ struct SolveOptions {
   std::vector<int32_t> node_groups;
   // false: skip the exact block elimination (GLPK and the local search only), for comparisons.
   bool exact_elimination = true;
+  // With heuristic_only: the exact block elimination still runs first where its planned work is
+  // at most this many table entries, and a proven optimum ends the solve without the local
+  // search (the planner's many small solves; a convolution block's core of a few hundred nodes
+  // takes a few milliseconds). 0 (or NaN): never; capped at the elimination's own limit.
+  double heuristic_elimination_work = 0;
   const std::atomic<bool>* cancel = nullptr;
   // Runs on the calling thread when the best objective or bound improves; false cancels.
   std::function<bool(const SolveProgress&)> on_progress;
