@@ -262,9 +262,9 @@ Proof RunBlockElimination(const NormalizedProblem& normalized, const ReducedProb
   if (options.heuristic_only) {
     limits.max_work = std::min(limits.max_work, options.heuristic_elimination_work);
   }
-  const BlockEliminationResult exact = SolveByBlockElimination(
-      core, CoreGroups(options.node_groups, normalized, reduced), elimination_control,
-      SearchThreads(options.threads), limits);
+  const BlockEliminationResult exact =
+      SolveByBlockElimination(core, CoreGroups(options.node_groups, normalized, reduced),
+                              elimination_control, SearchThreads(options.threads), limits);
   stats.elimination_blocks = exact.stats.blocks;
   stats.elimination_distinct_blocks = exact.stats.distinct_blocks;
   Proof proof;

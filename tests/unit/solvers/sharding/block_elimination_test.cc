@@ -170,6 +170,38 @@ TEST(BlockElimination, TooLargeIsSkipped) {
   EXPECT_TRUE(r.assignment.empty());
 }
 
+// The local search alone (the planner's intra-op solves) tries the elimination first where the
+// options give it work: a core it solves within that work ends proven optimal, at GLPK's
+// optimum; without the work, or with too little, the local search answers as before (not
+// proven).
+TEST(BlockElimination, TheLocalSearchAloneTriesItFirstWithinItsWork) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {  // (seed 5: the reductions solve all of it)
+    const Layered l = MakeLayered(6, 3, seed);
+    const SolveResult glpk = Solve(l, false);
+    ASSERT_EQ(glpk.status, SolveStatus::kOptimal) << "seed " << seed;
+    SolveOptions options;
+    options.deterministic = true;
+    options.heuristic_only = true;
+    options.node_groups = l.groups;
+    options.heuristic_elimination_work = 1e7;
+    const SolveResult first = SolveSharding(l.problem, options);
+    ASSERT_GT(first.stats.core_nodes, 0) << "seed " << seed;
+    EXPECT_EQ(first.status, SolveStatus::kOptimal) << "seed " << seed;
+    EXPECT_TRUE(first.stats.elimination_solved) << "seed " << seed;
+    EXPECT_EQ(EvaluateAssignment(l.problem, first.assignment).cost, glpk.objective)
+        << "seed " << seed;
+    for (double work : {0.0, 1.0, std::nan("")}) {
+      options.heuristic_elimination_work = work;
+      const SolveResult search = SolveSharding(l.problem, options);
+      EXPECT_EQ(search.status, SolveStatus::kFeasible) << "seed " << seed << " work " << work;
+      EXPECT_FALSE(search.stats.elimination_solved) << "seed " << seed << " work " << work;
+      const Evaluation e = EvaluateAssignment(l.problem, search.assignment);
+      EXPECT_TRUE(e.feasible) << e.violation;
+      EXPECT_GE(e.cost, glpk.objective);
+    }
+  }
+}
+
 TEST(BlockElimination, CancelledBeforeTheEnd) {
   const Layered l = MakeLayered(6, 4, 3);
   Result<NormalizedProblem> normalized = Normalize(l.problem);
