@@ -143,11 +143,14 @@ Status CheckTransfers(const PipelineSimInput& in) {
   return Status::Ok();
 }
 
+std::string EntryText(double value) { return ExactDoubleText(value); }
+std::string EntryText(int32_t value) { return std::to_string(value); }
+
 // A per-device vector of the input (one entry per local device index, or empty): its size, then
 // every entry by `valid`, whose failure reads "<name>[d] must be <requirement>, got <value>".
-template <typename T, typename Valid, typename Text>
+template <typename T, typename Valid>
 Status CheckPerDevice(const std::vector<T>& per_device, const char* name, int32_t devices_per_host,
-                      Valid valid, const std::string& requirement, Text text) {
+                      Valid valid, const std::string& requirement) {
   if (per_device.empty()) return Status::Ok();
   if (per_device.size() != static_cast<size_t>(devices_per_host)) {
     return InvalidArgument(std::string(name) + " has " + std::to_string(per_device.size()) +
@@ -157,7 +160,7 @@ Status CheckPerDevice(const std::vector<T>& per_device, const char* name, int32_
   for (size_t d = 0; d < per_device.size(); ++d) {
     if (!valid(per_device[d])) {
       return InvalidArgument(std::string(name) + "[" + std::to_string(d) + "] must be " +
-                             requirement + ", got " + text(per_device[d]));
+                             requirement + ", got " + EntryText(per_device[d]));
     }
   }
   return Status::Ok();
@@ -166,16 +169,14 @@ Status CheckPerDevice(const std::vector<T>& per_device, const char* name, int32_
 Status CheckDeviceBandwidths(const PipelineSimInput& in) {
   return CheckPerDevice(
       in.device_inter_host_bandwidth, "device_inter_host_bandwidth", in.devices_per_host,
-      [](double b) { return std::isfinite(b) && b > 0; }, "finite and positive",
-      [](double b) { return ExactDoubleText(b); });
+      [](double b) { return std::isfinite(b) && b > 0; }, "finite and positive");
 }
 
 Status CheckNicGroups(const PipelineSimInput& in) {
   return CheckPerDevice(
       in.device_nic_group, "device_nic_group", in.devices_per_host,
       [&](int32_t g) { return g >= 0 && g < in.devices_per_host; },
-      "in [0, " + std::to_string(in.devices_per_host - 1) + "]",
-      [](int32_t g) { return std::to_string(g); });
+      "in [0, " + std::to_string(in.devices_per_host - 1) + "]");
 }
 
 }  // namespace

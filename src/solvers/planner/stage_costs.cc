@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -236,7 +237,7 @@ ComposedStage ComposeStage(const std::vector<const UnitProfile*>& pieces,
 
 std::vector<size_t> StageEdgeOrder(const std::vector<PieceEdge>& edges) {
   std::vector<size_t> order(edges.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return std::max(edges[x].a, edges[x].b) < std::max(edges[y].a, edges[y].b);
   });
@@ -847,7 +848,7 @@ Result<std::vector<double>> PieceEdgeCosts(const StageCostTable& table, const St
 
 // The edges between pieces of a layer range as the range grows by one group at a time (every
 // range starting at one group): each edge joins when the range reaches its later piece, in
-// StageEdgeOrder.
+// StageEdgeOrder. Built once per table and read by every config's composition.
 class RangeEdges {
  public:
   RangeEdges(const StageCostTable& table, const std::vector<PieceEdge>& edges, int32_t groups)
@@ -861,27 +862,24 @@ class RangeEdges {
       }
     }
   }
-  // Starts the ranges at group i (none of its edges yet).
-  void Start(int32_t i) { first_piece_ = table_.group_first_piece[static_cast<size_t>(i)]; }
-  // The edges that join when the range grows to end at group j (the next one).
-  const std::vector<int32_t>& Joining(int32_t j) {
-    joining_.clear();
+  // The edges (into `out`, cleared first) that join when a range starting at group i grows to
+  // end at group j.
+  void Joining(int32_t i, int32_t j, std::vector<int32_t>& out) const {
+    out.clear();
+    const int32_t first_piece = table_.group_first_piece[static_cast<size_t>(i)];
     for (int32_t p = table_.group_first_piece[static_cast<size_t>(j)];
          p < table_.group_first_piece[static_cast<size_t>(j) + 1]; ++p) {
       for (int32_t e : by_last_[static_cast<size_t>(p)]) {
         const PieceEdge& pe = edges_[static_cast<size_t>(e)];
-        if (std::min(pe.a, pe.b) >= first_piece_) joining_.push_back(e);
+        if (std::min(pe.a, pe.b) >= first_piece) out.push_back(e);
       }
     }
-    return joining_;
   }
 
  private:
   const StageCostTable& table_;
   const std::vector<PieceEdge>& edges_;
   std::vector<std::vector<int32_t>> by_last_;  // per piece: the edges it is the later end of
-  int32_t first_piece_ = 0;
-  std::vector<int32_t> joining_;
 };
 
 // The candidates of one config (and of its ZeRO-2 twin), in the order AddCandidates appends
@@ -916,15 +914,14 @@ struct ConfigCandidates {
 // edges, each range grown from the one a group shorter; ranges longer than max_groups are left
 // out.
 ConfigCandidates ComposeConfig(const StageCostTable& table, const std::vector<PieceEdge>& edges,
-                               const std::vector<double>& edge_cost, int32_t groups,
-                               int32_t max_groups, size_t c) {
+                               const RangeEdges& range_edges, const std::vector<double>& edge_cost,
+                               int32_t groups, int32_t max_groups, size_t c) {
   const size_t nc = table.configs.size();
   const Recompute remat = table.configs[c].remat;
   const int32_t zero2 = table.zero2_config[c];
   ConfigCandidates out;
-  RangeEdges range_edges(table, edges, groups);
+  std::vector<int32_t> joining;
   for (int32_t i = 0; i < groups; ++i) {
-    range_edges.Start(i);
     StageComposer base(remat, false), sharded(remat, true);
     for (int32_t j = i; j < groups && j - i < max_groups; ++j) {
       for (int32_t p = table.group_first_piece[static_cast<size_t>(j)];
@@ -933,7 +930,8 @@ ConfigCandidates ComposeConfig(const StageCostTable& table, const std::vector<Pi
         base.AddPiece(u);
         if (zero2 >= 0) sharded.AddPiece(u);
       }
-      for (int32_t e : range_edges.Joining(j)) {
+      range_edges.Joining(i, j, joining);
+      for (int32_t e : joining) {
         const StageEdgeCost cost{edge_cost[static_cast<size_t>(e) * nc + c],
                                  edges[static_cast<size_t>(e)].forward};
         base.AddEdge(cost);
@@ -959,11 +957,12 @@ Status AddCandidates(StageCostTable& table, const std::vector<PieceEdge>& edges,
                      int32_t threads) {
   const size_t nc = table.configs.size();
   std::vector<ConfigCandidates> per_config(nc);
+  const RangeEdges range_edges(table, edges, groups);  // shared by every config
   ALPA_RETURN_IF_ERROR(RunParallel(static_cast<int64_t>(nc), threads, [&](int64_t task) -> Status {
     const size_t c = static_cast<size_t>(task);
     // A ZeRO-2 config is composed beside its ZeRO-1 config.
     if (!table.configs[c].shard_gradients) {
-      per_config[c] = ComposeConfig(table, edges, edge_cost, groups, max_groups, c);
+      per_config[c] = ComposeConfig(table, edges, range_edges, edge_cost, groups, max_groups, c);
     }
     return Status::Ok();
   }));
