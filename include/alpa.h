@@ -681,8 +681,10 @@ ALPA_API const char* alpa_cluster_preset_name(int32_t index);
 /** A preset cluster. spec is a preset name (case-insensitive), optionally with options:
  * "p3.16xlarge:hosts=8" or "dgx-h100:hosts=2,devices_per_host=4". hosts > 0 sets the host count
  * (overriding the spec's); hosts == 0 keeps the spec's (default 1); hosts < 0 is an error.
- * ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad option. Caller frees *out with
- * alpa_cluster_destroy. */
+ * Specs joined by '+' give a cluster of mixed GPU types, each part with its own hosts
+ * ("dgx-a100-80g:hosts=2+p3.16xlarge:hosts=2"; docs/cluster-format.md "Mixed clusters"); hosts
+ * must then be 0. ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad option. Caller frees
+ * *out with alpa_cluster_destroy. */
 ALPA_API int32_t alpa_cluster_create_preset(alpa_cluster** out, const char* spec, int64_t hosts,
                                             alpa_error** err);
 /** Reads a cluster JSON file / buffer (data[size], need not be NUL-terminated). ALPA_ERR_IO when
@@ -694,8 +696,9 @@ ALPA_API int32_t alpa_cluster_read_file(alpa_cluster** out, const char* path, al
 ALPA_API int32_t alpa_cluster_read_buffer(alpa_cluster** out, const char* data, size_t size,
                                           alpa_error** err);
 /** A copy of `cluster` whose calibration is overridden by a calibration JSON document (data[size];
- * keys it leaves out keep the cluster's values). Errors as for alpa_cluster_read_buffer. Caller
- * frees *out with alpa_cluster_destroy. */
+ * keys it leaves out keep the cluster's values). A cluster of mixed GPU types: every pool's
+ * calibration, keys left out keeping each pool's values. Errors as for alpa_cluster_read_buffer.
+ * Caller frees *out with alpa_cluster_destroy. */
 ALPA_API int32_t alpa_cluster_apply_calibration(alpa_cluster** out, const alpa_cluster* cluster,
                                                 const char* data, size_t size, alpa_error** err);
 /** The cluster as a JSON document (every field; reading it back gives the same cluster). Caller

@@ -89,6 +89,13 @@ ALPA_API int32_t alpa_cluster_create_preset(alpa_cluster** out, const char* spec
                   "hosts must be >= 0 (got " + std::to_string(hosts) + ")");
     }
     alpa::Result<alpa::Cluster> c = alpa::ParseClusterSpec(spec);
+    if (c.ok() && hosts > 0 && c.value().mixed()) {
+      // Which pool would the hosts go to: each part says its own.
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "hosts must be 0 for the mixed cluster spec \"" + std::string(spec) + "\" (got " +
+                      std::to_string(hosts) +
+                      "); give each part its hosts: \"dgx-a100-80g:hosts=2+p3.16xlarge:hosts=2\"");
+    }
     if (c.ok() && hosts > 0) {
       c.value().hosts = hosts;
       alpa::Status s = alpa::ValidateCluster(c.value());
@@ -123,12 +130,7 @@ ALPA_API int32_t alpa_cluster_apply_calibration(alpa_cluster** out, const alpa_c
     if (out == nullptr || cluster == nullptr || (data == nullptr && size > 0)) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "out, cluster and data must not be NULL");
     }
-    alpa::Result<alpa::Calibration> cal =
-        alpa::ReadCalibrationBuffer(Bytes(data, size), cluster->cluster.calibration);
-    if (!cal.ok()) return Fail(err, cal.status());
-    alpa::Cluster copy = cluster->cluster;
-    copy.calibration = cal.value();
-    return WrapCluster(out, std::move(copy), err);
+    return WrapCluster(out, alpa::ApplyCalibrationBuffer(cluster->cluster, Bytes(data, size)), err);
   });
 }
 

@@ -19,11 +19,26 @@ struct Enumeration {
   explicit Enumeration(const StageDpInput& in)
       : input(in),
         cluster_devices(in.hosts * in.devices_per_host),
-        max_stages(in.max_stages > 0 ? in.max_stages : in.num_layers) {}
+        max_stages(in.max_stages > 0 ? in.max_stages : in.num_layers) {
+    // Pools: the devices used before pool_order[i]'s stages start, in pipeline order.
+    if (in.pool_devices.empty()) return;
+    std::vector<int32_t> order = in.pool_order;
+    if (order.empty()) {
+      for (size_t p = 0; p < in.pool_devices.size(); ++p) order.push_back(static_cast<int32_t>(p));
+    }
+    pool_start.assign(in.pool_devices.size(), -1);
+    int64_t used = 0;
+    for (int32_t p : order) {
+      pool_start[static_cast<size_t>(p)] = used;
+      used += in.pool_devices[static_cast<size_t>(p)];
+    }
+    cluster_devices = used;
+  }
 
   const StageDpInput& input;
   int64_t cluster_devices = 0;
   int32_t max_stages = 0;
+  std::vector<int64_t> pool_start;  // per pool id; -1: unused (empty: no pools)
   std::vector<int32_t> stages, best;
   double best_objective = kInf;
 
@@ -67,6 +82,14 @@ struct Enumeration {
       if (c.first_layer != first_layer || c.max_stages_after < 0) continue;
       const int64_t devices = input.submeshes[static_cast<size_t>(c.submesh)].num_devices();
       if (devices > cluster_devices - devices_used) continue;
+      if (!pool_start.empty()) {
+        // A stage of a pool lies wholly inside the pool's devices in the pipeline's order.
+        const int64_t start = pool_start[static_cast<size_t>(c.pool)];
+        if (start < 0 || devices_used < start ||
+            devices_used + devices > start + input.pool_devices[static_cast<size_t>(c.pool)]) {
+          continue;
+        }
+      }
       stages.push_back(static_cast<int32_t>(j));
       Visit(c.last_layer + 1, devices_used + devices);
       stages.pop_back();
@@ -77,7 +100,10 @@ struct Enumeration {
 int64_t CountDistinctUsableLatencies(const StageDpInput& input) {
   std::vector<double> latencies;
   for (const StageCandidate& c : input.candidates) {
-    if (c.max_stages_after >= 0) latencies.push_back(c.latency);
+    const bool pool_used = input.pool_devices.empty() || input.pool_order.empty() ||
+                           std::find(input.pool_order.begin(), input.pool_order.end(), c.pool) !=
+                               input.pool_order.end();
+    if (c.max_stages_after >= 0 && pool_used) latencies.push_back(c.latency);
   }
   std::sort(latencies.begin(), latencies.end());
   return std::unique(latencies.begin(), latencies.end()) - latencies.begin();

@@ -158,8 +158,9 @@ Command AddPlanCommand(CLI::App& app) {
   plan->add_option("--model", args->model, "Model-zoo spec or preset (default gpt-2.6b)");
   AddPlanGraphFileOptions(plan, &args->graph);
   plan->add_option("--cluster", args->cluster,
-                   "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8) or a cluster JSON file "
-                   "(default p3.16xlarge:2)");
+                   "PRESET:HOSTS, a preset spec (p3.16xlarge:hosts=8; specs joined by '+' for "
+                   "mixed GPU types: dgx-a100-80g:hosts=2+p3.16xlarge:hosts=2) or a cluster JSON "
+                   "file (default p3.16xlarge:2)");
   CLI::Option* microbatches = plan->add_option(
       "--microbatches,-B", args->microbatches,
       "Microbatches (default: searched over the batch's divisors near powers of two)");

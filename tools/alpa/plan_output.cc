@@ -281,9 +281,19 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
       Seconds(alpa_plan_period_seconds(plan), 2).c_str());
   std::printf("throughput                %.1f TFLOP/s per device\n",
               alpa_plan_tflops_per_device(plan));
-  std::printf("peak memory per device    %s of %s\n",
-              Bytes(static_cast<double>(alpa_plan_peak_memory_bytes(plan)), 2).c_str(),
-              Bytes(static_cast<double>(alpa_cluster_device_memory_bytes(cluster)), 2).c_str());
+  const int64_t peak = alpa_plan_peak_memory_bytes(plan);
+  const int64_t smallest = alpa_cluster_device_memory_bytes(cluster);
+  if (peak <= smallest) {
+    std::printf("peak memory per device    %s of %s\n", Bytes(static_cast<double>(peak), 2).c_str(),
+                Bytes(static_cast<double>(smallest), 2).c_str());
+  } else {
+    // A cluster of mixed GPU types: every stage fits its own pool's devices.
+    std::printf(
+        "peak memory per device    %s (each stage within its pool's device memory; the "
+        "smallest is %s)\n",
+        Bytes(static_cast<double>(peak), 2).c_str(),
+        Bytes(static_cast<double>(smallest), 2).c_str());
+  }
   if (!time_label.empty()) {
     std::printf("%-25s %s\n", time_label.c_str(),
                 Seconds(alpa_plan_compile_seconds(plan), 2).c_str());

@@ -1,5 +1,6 @@
 // The physical cluster: hosts x devices-per-host of identical devices, a link inside a host and a
-// link between hosts, plus the efficiency factors (calibration) the roofline cost model applies.
+// link between hosts, plus the efficiency factors (calibration) the roofline cost model applies;
+// or pools of such hosts of different device types (Cluster::pools, MakeMixedCluster).
 //
 // Units are SI throughout: bytes, bytes per second, seconds, FLOP/s. Link semantics (these decide
 // what alpha and beta mean, see logical_mesh.h):
@@ -101,9 +102,36 @@ struct Cluster {
   int64_t nics_per_host = 1;
   NicLocality nic_locality;
   Calibration calibration;
+  // Mixed GPU types (docs/cluster-format.md "Mixed clusters"): the cluster is these pools of
+  // identical hosts, numbered pool by pool (pool 0's hosts first, then pool 1's, ...). Each pool
+  // is a cluster of one device type with no pools of its own and no nic_locality, all of one
+  // devices_per_host. The fields above are then the merged view MakeMixedCluster derives (hosts
+  // summed, the least device memory, the lowest link bandwidths and highest latencies): what
+  // prices one device or one host's links reads its pool (HostCluster). Empty: one device type.
+  std::vector<Cluster> pools;
 
   int64_t num_devices() const { return hosts * devices_per_host; }
+  bool mixed() const { return !pools.empty(); }
 };
+
+// The cluster of `pools` (2 .. kMaxPools; each valid, without pools or nic_locality of its own,
+// all of one devices_per_host, kMaxHosts hosts and kMaxDevices devices at most in all), hosts
+// numbered pool by pool, with the merged view of Cluster::pools: name `name` (empty: the pools'
+// names joined by " + "), hosts summed, devices_per_host the pools', device the first pool's with
+// memory_bytes the least of any pool's, each link the lowest bandwidth and the highest latency of
+// any pool, nics_per_host the least, no nic_locality, calibration the first pool's. Errors
+// (InvalidArgument) name the pool ("cluster.pools[1]: devices_per_host is 4, pool 0's is 8").
+Result<Cluster> MakeMixedCluster(std::vector<Cluster> pools, std::string name = "");
+// The pool host `host` belongs to: 0 without pools; a host past the last (or below 0) counts as
+// the last pool's (the first's).
+int32_t PoolOfHost(const Cluster& cluster, int64_t host);
+// The first host of pool `pool`; pool == the number of pools (1 without pools) gives `hosts`,
+// the end of the last pool, so that pool p's hosts are [PoolFirstHost(p), PoolFirstHost(p + 1)).
+// Pools out of that range are clamped to it.
+int64_t PoolFirstHost(const Cluster& cluster, int32_t pool);
+// The cluster of one device type that prices `host`'s devices and links: its pool
+// (PoolOfHost), or `cluster` itself when it has no pools.
+const Cluster& HostCluster(const Cluster& cluster, int64_t host);
 
 // Whether `device` (a global id, host * devices_per_host + local index) reaches its host's NICs
 // at inter_host_link.bandwidth: every device does unless nic_locality says otherwise.
@@ -115,16 +143,22 @@ int64_t NicGroupOf(const Cluster& cluster, int64_t device);
 double NicGroupBandwidth(const Cluster& cluster);
 // The bytes per second of a move from `src_device` to `dst_device` on different hosts: its NIC
 // groups' bandwidth, or the far bandwidth where either end is far from its NICs (the lower).
+// In a mixed cluster, the lower of the two ends' pools' NIC group bandwidths.
 double InterHostMoveBandwidth(const Cluster& cluster, int64_t src_device, int64_t dst_device);
 
 // Bounds that keep every derived count far from int64 overflow and mesh enumeration cheap.
 inline constexpr int64_t kMaxHosts = int64_t{1} << 20;
 inline constexpr int64_t kMaxDevicesPerHost = int64_t{1} << 12;
 inline constexpr int64_t kMaxDevices = int64_t{1} << 24;
+// Pools of a mixed cluster.
+inline constexpr int64_t kMaxPools = 64;
 
 // Checks every field ("cluster: hosts must be >= 1 (got 0)", "cluster.device.memory_bytes: ...",
-// "cluster.nic_locality.near_devices[2]: ...").
-Status ValidateCluster(const Cluster& cluster);
+// "cluster.nic_locality.near_devices[2]: ..."; `where` replaces the leading "cluster"). A mixed
+// cluster: every pool ("cluster.pools[1].device.memory_bytes: ...", the rules of
+// MakeMixedCluster) and that the merged fields are those MakeMixedCluster derives from the pools
+// (the name may be any).
+Status ValidateCluster(const Cluster& cluster, const std::string& where = "cluster");
 Status ValidateCalibration(const Calibration& calibration,
                            const std::string& where = "calibration");
 
@@ -141,7 +175,10 @@ const std::vector<ClusterPresetInfo>& ClusterPresets();
 Result<Cluster> MakePresetCluster(std::string_view name, int64_t hosts = 1);
 // A spec string: "<preset>[:key=value[,key=value...]]" with keys hosts (>= 1, default 1) and
 // devices_per_host (1..the preset's count; fewer devices per host, same links),
-// e.g. "p3.16xlarge:hosts=8" or "dgx-h100:hosts=2,devices_per_host=4".
+// e.g. "p3.16xlarge:hosts=8" or "dgx-h100:hosts=2,devices_per_host=4". Specs joined by '+'
+// ("dgx-a100-80g:hosts=2+p3.16xlarge:hosts=2", at most kMaxPools) give the mixed cluster of
+// them (MakeMixedCluster, the names joined); errors name the part ('part 1 "p3:hosts=x": ...',
+// counted from 0 as the pools are).
 Result<Cluster> ParseClusterSpec(std::string_view spec);
 
 // ---- JSON (cluster_json.cc; docs/cluster-format.md)
@@ -161,6 +198,11 @@ Result<Calibration> ReadCalibrationBuffer(std::string_view bytes, const Calibrat
 Result<Calibration> ReadCalibrationFile(const std::string& path, const Calibration& base = {});
 std::string WriteCalibration(const Calibration& calibration);
 nlohmann::json CalibrationToJson(const Calibration& calibration);
+// `cluster` with its calibration overridden by the calibration document `bytes`, keys left out
+// keeping the cluster's values. A mixed cluster: every pool's calibration, each on top of its own
+// values (a V100 pool keeps its matmul efficiency where the file sets only the overhead), and
+// the merged view rebuilt (MakeMixedCluster, the name kept). Errors as ReadCalibrationBuffer's.
+Result<Cluster> ApplyCalibrationBuffer(const Cluster& cluster, std::string_view bytes);
 
 bool operator==(const DeviceSpec& a, const DeviceSpec& b);
 bool operator==(const LinkSpec& a, const LinkSpec& b);

@@ -2,6 +2,8 @@
 #include <limits>
 #include <new>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -216,52 +218,115 @@ Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
   return Status::Ok();
 }
 
-Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
-  ObjectReader reader(json, "cluster");
-  ALPA_RETURN_IF_ERROR(reader.CheckObject());
-  ALPA_RETURN_IF_ERROR(reader.Header(kClusterFormat));
-  Cluster cluster;
+// The keys of one device type's cluster after the header: a cluster file without "pools", or
+// one pool given as an object.
+Status ReadOneTypeFields(ObjectReader& reader, Cluster* cluster) {
   std::string preset;
   ALPA_RETURN_IF_ERROR(reader.String("preset", Presence::kOptional, &preset));
   const bool from_preset = !preset.empty();
   if (from_preset) {
     Result<Cluster> base = MakePresetCluster(preset, 1);
     if (!base.ok()) return Bad(reader.Sub("preset"), base.status().message());
-    cluster = std::move(base).value();
+    *cluster = std::move(base).value();
   } else {
-    cluster.hosts = 1;
+    cluster->hosts = 1;
   }
-  ALPA_RETURN_IF_ERROR(reader.String("name", Presence::kOptional, &cluster.name));
-  ALPA_RETURN_IF_ERROR(reader.Int("hosts", Presence::kOptional, &cluster.hosts));
+  ALPA_RETURN_IF_ERROR(reader.String("name", Presence::kOptional, &cluster->name));
+  ALPA_RETURN_IF_ERROR(reader.Int("hosts", Presence::kOptional, &cluster->hosts));
   ALPA_RETURN_IF_ERROR(reader.Int("devices_per_host", RequiredWithoutPreset(from_preset),
-                                  &cluster.devices_per_host));
+                                  &cluster->devices_per_host));
   const Json* sub = nullptr;
   ALPA_RETURN_IF_ERROR(reader.Find("device", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr)
-    ALPA_RETURN_IF_ERROR(ReadDevice(*sub, reader.Sub("device"), from_preset, &cluster.device));
+    ALPA_RETURN_IF_ERROR(ReadDevice(*sub, reader.Sub("device"), from_preset, &cluster->device));
   ALPA_RETURN_IF_ERROR(reader.Find("intra_host_link", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr) {
     ALPA_RETURN_IF_ERROR(ReadLink(*sub, reader.Sub("intra_host_link"),
-                                  RequiredWithoutPreset(from_preset), &cluster.intra_host_link));
+                                  RequiredWithoutPreset(from_preset), &cluster->intra_host_link));
   }
   ALPA_RETURN_IF_ERROR(reader.Find("inter_host_link", RequiredWithoutPreset(from_preset), &sub));
   if (sub != nullptr) {
     ALPA_RETURN_IF_ERROR(ReadLink(*sub, reader.Sub("inter_host_link"),
-                                  RequiredWithoutPreset(from_preset), &cluster.inter_host_link));
+                                  RequiredWithoutPreset(from_preset), &cluster->inter_host_link));
   }
-  ALPA_RETURN_IF_ERROR(reader.Int("nics_per_host", Presence::kOptional, &cluster.nics_per_host));
+  ALPA_RETURN_IF_ERROR(reader.Int("nics_per_host", Presence::kOptional, &cluster->nics_per_host));
   ALPA_RETURN_IF_ERROR(reader.Find("nic_locality", Presence::kOptional, &sub));
   if (sub != nullptr) {
-    ALPA_RETURN_IF_ERROR(ReadNicLocality(*sub, reader.Sub("nic_locality"), &cluster.nic_locality));
+    ALPA_RETURN_IF_ERROR(ReadNicLocality(*sub, reader.Sub("nic_locality"), &cluster->nic_locality));
   }
   ALPA_RETURN_IF_ERROR(reader.Find("calibration", Presence::kOptional, &sub));
   if (sub != nullptr) {
     ObjectReader cr(*sub, reader.Sub("calibration"));
     ALPA_RETURN_IF_ERROR(cr.CheckObject());
-    ALPA_RETURN_IF_ERROR(ReadCalibrationFields(cr, &cluster.calibration));
+    ALPA_RETURN_IF_ERROR(ReadCalibrationFields(cr, &cluster->calibration));
     ALPA_RETURN_IF_ERROR(cr.CheckNoUnknownKeys());
   }
+  return reader.CheckNoUnknownKeys();
+}
+
+// One element of "pools" at `path`: a preset spec string or a cluster object of one device type.
+Result<Cluster> ReadPool(const Json& json, const std::string& path) {
+  if (json.is_string()) {
+    Result<Cluster> pool = ParseClusterSpec(json.get<std::string>());
+    if (!pool.ok()) return Status(pool.status().code(), path + ": " + pool.status().message());
+    return pool;
+  }
+  if (!json.is_object()) return Bad(path, "expected a cluster object or a preset spec string");
+  ObjectReader reader(json, path);
+  ALPA_RETURN_IF_ERROR(reader.Header(kClusterFormat));
+  const Json* nested = nullptr;
+  ALPA_RETURN_IF_ERROR(reader.Find("pools", Presence::kOptional, &nested));
+  if (nested != nullptr) return Bad(reader.Sub("pools"), "a pool cannot have pools of its own");
+  Cluster pool;
+  ALPA_RETURN_IF_ERROR(ReadOneTypeFields(reader, &pool));
+  ALPA_RETURN_IF_ERROR(ValidateCluster(pool, path));
+  return pool;
+}
+
+// The keys a mixed cluster takes from its pools, refused beside "pools".
+constexpr const char* kPoolFields[] = {"preset",        "hosts",           "devices_per_host",
+                                       "device",        "intra_host_link", "inter_host_link",
+                                       "nics_per_host", "nic_locality",    "calibration"};
+
+// A cluster file with "pools" (docs/cluster-format.md "Mixed clusters"), after the header.
+Result<Cluster> ReadMixedCluster(ObjectReader& reader, const Json& json, const Json& pools_json) {
+  for (const char* key : kPoolFields) {
+    if (json.contains(key)) {
+      return Bad("cluster", "\"" + std::string(key) +
+                                "\" is not allowed beside \"pools\" (a mixed cluster's fields "
+                                "come from its pools)");
+    }
+  }
+  std::string name;
+  ALPA_RETURN_IF_ERROR(reader.String("name", Presence::kOptional, &name));
   ALPA_RETURN_IF_ERROR(reader.CheckNoUnknownKeys());
+  const std::string path = reader.Sub("pools");
+  if (!pools_json.is_array()) {
+    return Bad(path, "expected an array of pools (cluster objects or preset spec strings)");
+  }
+  // Before reading any: a file of a million preset strings must not build a million clusters.
+  if (pools_json.size() > static_cast<size_t>(kMaxPools)) {
+    return InvalidArgument(path + ": a mixed cluster has 2 to " + std::to_string(kMaxPools) +
+                           " pools (got " + std::to_string(pools_json.size()) + ")");
+  }
+  std::vector<Cluster> pools;
+  for (size_t i = 0; i < pools_json.size(); ++i) {
+    Result<Cluster> pool = ReadPool(pools_json[i], path + "[" + std::to_string(i) + "]");
+    if (!pool.ok()) return pool.status();
+    pools.push_back(std::move(pool).value());
+  }
+  return MakeMixedCluster(std::move(pools), std::move(name));
+}
+
+Result<Cluster> ClusterFromJsonUnchecked(const Json& json) {
+  ObjectReader reader(json, "cluster");
+  ALPA_RETURN_IF_ERROR(reader.CheckObject());
+  ALPA_RETURN_IF_ERROR(reader.Header(kClusterFormat));
+  const Json* pools = nullptr;
+  ALPA_RETURN_IF_ERROR(reader.Find("pools", Presence::kOptional, &pools));
+  if (pools != nullptr) return ReadMixedCluster(reader, json, *pools);
+  Cluster cluster;
+  ALPA_RETURN_IF_ERROR(ReadOneTypeFields(reader, &cluster));
   ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
   return cluster;
 }
@@ -330,6 +395,12 @@ Result<Cluster> ReadClusterFile(const std::string& path) {
 }
 
 nlohmann::json ClusterToJson(const Cluster& c) {
+  if (c.mixed()) {
+    // The merged fields are derived: only the pools are written.
+    Json pools = Json::array();
+    for (const Cluster& pool : c.pools) pools.push_back(ClusterToJson(pool));
+    return {{"format", kClusterFormat}, {"version", kVersion}, {"name", c.name}, {"pools", pools}};
+  }
   Json peaks = Json::object();
   for (int32_t i = 0; i < kNumDTypes; ++i) {
     peaks[DTypeName(static_cast<DType>(i))] = c.device.peak_flops[static_cast<size_t>(i)];
@@ -398,6 +469,29 @@ Result<Calibration> ReadCalibrationFile(const std::string& path, const Calibrati
   Result<std::string> bytes = ReadBytes(path);
   if (!bytes.ok()) return bytes.status();
   return Prefixed(ReadCalibrationBuffer(bytes.value(), base), path);
+}
+
+Result<Cluster> ApplyCalibrationBuffer(const Cluster& cluster, std::string_view bytes) {
+  Result<JsonDocument> json = Parse(bytes, "calibration");
+  if (!json.ok()) return json.status();
+  if (!cluster.mixed()) {
+    Result<Calibration> calibration = CalibrationFromJson(json.value().root(), cluster.calibration);
+    if (!calibration.ok()) return calibration.status();
+    Cluster calibrated = cluster;
+    calibrated.calibration = calibration.value();
+    return calibrated;
+  }
+  try {
+    std::vector<Cluster> pools = cluster.pools;
+    for (Cluster& pool : pools) {
+      Result<Calibration> calibration = CalibrationFromJson(json.value().root(), pool.calibration);
+      if (!calibration.ok()) return calibration.status();
+      pool.calibration = calibration.value();
+    }
+    return MakeMixedCluster(std::move(pools), cluster.name);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory while applying the calibration");
+  }
 }
 
 nlohmann::json CalibrationToJson(const Calibration& calibration) {

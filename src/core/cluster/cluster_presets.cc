@@ -1,4 +1,4 @@
-// Built-in cluster presets and the "<preset>:hosts=N" spec strings.
+// Built-in cluster presets and the "<preset>:hosts=N" spec strings (joined by '+': mixed).
 //
 // Sources of the numbers (vendor datasheets; "GB" = 1e9 bytes, memory sizes are GiB as the
 // devices report them):
@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <utility>
 
 #include "core/cluster/cluster.h"
 
@@ -196,31 +197,8 @@ int64_t ParsePositive(const std::string& text) {
   return v >= 1 ? v : -1;
 }
 
-}  // namespace
-
-const std::vector<ClusterPresetInfo>& ClusterPresets() {
-  static const std::vector<ClusterPresetInfo> kInfos = [] {
-    std::vector<ClusterPresetInfo> infos;
-    for (const PresetEntry& e : Entries()) infos.push_back(e.info);
-    return infos;
-  }();
-  return kInfos;
-}
-
-Result<Cluster> MakePresetCluster(std::string_view name, int64_t hosts) {
-  const std::string lowered = Lower(Trim(name));
-  for (const PresetEntry& e : Entries()) {
-    if (!MatchesPreset(e.info, lowered)) continue;
-    Cluster c = e.make();
-    c.hosts = hosts;
-    ALPA_RETURN_IF_ERROR(ValidateCluster(c));
-    return c;
-  }
-  return InvalidArgument("unknown cluster preset \"" + std::string(name) +
-                         "\" (known: " + PresetNameList() + ")");
-}
-
-Result<Cluster> ParseClusterSpec(std::string_view spec) {
+// One preset's spec ("p3.16xlarge:hosts=2", no '+').
+Result<Cluster> ParsePresetSpec(std::string_view spec) {
   const size_t colon = spec.find(':');
   int64_t hosts = 1;
   int64_t devices_per_host = -1;
@@ -257,6 +235,58 @@ Result<Cluster> ParseClusterSpec(std::string_view spec) {
     c.value().devices_per_host = devices_per_host;
   }
   return c;
+}
+
+}  // namespace
+
+const std::vector<ClusterPresetInfo>& ClusterPresets() {
+  static const std::vector<ClusterPresetInfo> kInfos = [] {
+    std::vector<ClusterPresetInfo> infos;
+    for (const PresetEntry& e : Entries()) infos.push_back(e.info);
+    return infos;
+  }();
+  return kInfos;
+}
+
+Result<Cluster> MakePresetCluster(std::string_view name, int64_t hosts) {
+  const std::string lowered = Lower(Trim(name));
+  for (const PresetEntry& e : Entries()) {
+    if (!MatchesPreset(e.info, lowered)) continue;
+    Cluster c = e.make();
+    c.hosts = hosts;
+    ALPA_RETURN_IF_ERROR(ValidateCluster(c));
+    return c;
+  }
+  return InvalidArgument("unknown cluster preset \"" + std::string(name) +
+                         "\" (known: " + PresetNameList() + ")");
+}
+
+Result<Cluster> ParseClusterSpec(std::string_view spec) {
+  if (spec.find('+') == std::string_view::npos) return ParsePresetSpec(spec);
+  const std::string quoted = "cluster spec \"" + std::string(spec) + "\"";
+  const int64_t parts = 1 + std::count(spec.begin(), spec.end(), '+');
+  if (parts > kMaxPools) {
+    return InvalidArgument(quoted + ": " + std::to_string(parts) + " parts, more than " +
+                           std::to_string(kMaxPools) + " pools");
+  }
+  std::vector<Cluster> pools;
+  std::string_view rest = spec;
+  while (true) {
+    const size_t plus = rest.find('+');
+    const std::string_view part = rest.substr(0, plus);
+    Result<Cluster> pool = ParsePresetSpec(part);
+    if (!pool.ok()) {
+      return Status(pool.status().code(), quoted + ": part " + std::to_string(pools.size()) +
+                                              " \"" + std::string(part) +
+                                              "\": " + pool.status().message());
+    }
+    pools.push_back(std::move(pool).value());
+    if (plus == std::string_view::npos) break;
+    rest.remove_prefix(plus + 1);
+  }
+  Result<Cluster> mixed = MakeMixedCluster(std::move(pools));
+  if (!mixed.ok()) return Status(mixed.status().code(), quoted + ": " + mixed.status().message());
+  return mixed;
 }
 
 }  // namespace alpa

@@ -186,11 +186,23 @@ class Simulator {
   std::vector<std::array<std::vector<int32_t>, 2>> outgoing_;
   // The NIC server of `device`: its host's NIC group (one per host without device_nic_group).
   int64_t NicServer(int64_t device) const {
+    const int64_t host = device / in_.devices_per_host;
+    const std::vector<int32_t>& groups =
+        in_.host_links.empty() ? in_.device_nic_group
+                               : in_.host_links[static_cast<size_t>(host)].device_nic_group;
     const int64_t group =
-        in_.device_nic_group.empty()
-            ? 0
-            : in_.device_nic_group[static_cast<size_t>(device % in_.devices_per_host)];
-    return device / in_.devices_per_host * in_.devices_per_host + group;
+        groups.empty() ? 0 : groups[static_cast<size_t>(device % in_.devices_per_host)];
+    return host * in_.devices_per_host + group;
+  }
+  // The link of a move between `src` and `dst` (HostLinks: per host where they differ).
+  SimLink MoveLink(int64_t src, int64_t dst) const {
+    const int64_t src_host = src / in_.devices_per_host, dst_host = dst / in_.devices_per_host;
+    if (in_.host_links.empty()) return src_host == dst_host ? in_.intra_host : in_.inter_host;
+    const SimHostLinks& a = in_.host_links[static_cast<size_t>(src_host)];
+    if (src_host == dst_host) return a.intra_host;
+    const SimHostLinks& b = in_.host_links[static_cast<size_t>(dst_host)];
+    return {std::min(a.inter_host.bandwidth, b.inter_host.bandwidth),
+            std::max(a.inter_host.latency, b.inter_host.latency)};
   }
   // FIFO resources: busy-until times of device links (egress, ingress) and NIC groups.
   std::map<int64_t, int32_t> device_index_, nic_index_;
@@ -234,7 +246,7 @@ void Simulator::Setup() {
 // begins to occupy them.
 double Simulator::Reserve(const Move& mv, double ready, double* start) {
   const bool same_host = mv.src / in_.devices_per_host == mv.dst / in_.devices_per_host;
-  const SimLink& link = same_host ? in_.intra_host : in_.inter_host;
+  const SimLink link = MoveLink(mv.src, mv.dst);
   if (mv.bytes == 0) {
     *start = ready;
     return ready + link.latency;

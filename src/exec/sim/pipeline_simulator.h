@@ -107,6 +107,11 @@ struct PipelineSimTransfer {
   double gather_seconds = 0;
 };
 
+struct SimHostLinks {
+  SimLink intra_host, inter_host;
+  std::vector<int32_t> device_nic_group;
+};
+
 struct PipelineSimInput {
   int32_t hosts = 1;
   int32_t devices_per_host = 1;
@@ -120,6 +125,12 @@ struct PipelineSimInput {
   // moves to and from other hosts, a move running at the lower of its two ends' (a device far
   // from its host's NICs, core/cluster/cluster.h's NicLocality). Empty: inter_host.bandwidth.
   std::vector<double> device_inter_host_bandwidth;
+  // Per host (hosts entries), or empty: its own links, for clusters whose hosts differ (a mixed
+  // cluster's pools, core/cluster/cluster.h). A move inside a host uses its host's intra link;
+  // one between hosts runs at the lower of its two ends' inter bandwidths, with the higher
+  // latency; each host's devices reach its NICs by its own device_nic_group (empty: one group).
+  // When set, it replaces intra_host, inter_host and device_nic_group.
+  std::vector<SimHostLinks> host_links;
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
   int64_t microbatches = 1;              // B, 1 .. kMaxSimMicrobatches
   std::vector<PipelineSimStage> stages;  // pipeline order

@@ -172,11 +172,28 @@ Status CheckDeviceBandwidths(const PipelineSimInput& in) {
       [](double b) { return std::isfinite(b) && b > 0; }, "finite and positive");
 }
 
-Status CheckNicGroups(const PipelineSimInput& in) {
+Status CheckNicGroups(const std::vector<int32_t>& groups, const char* name,
+                      const PipelineSimInput& in) {
   return CheckPerDevice(
-      in.device_nic_group, "device_nic_group", in.devices_per_host,
+      groups, name, in.devices_per_host,
       [&](int32_t g) { return g >= 0 && g < in.devices_per_host; },
       "in [0, " + std::to_string(in.devices_per_host - 1) + "]");
+}
+
+Status CheckHostLinks(const PipelineSimInput& in) {
+  if (in.host_links.empty()) return Status::Ok();
+  if (in.host_links.size() != static_cast<size_t>(in.hosts)) {
+    return InvalidArgument("host_links has " + std::to_string(in.host_links.size()) +
+                           " entries, expected one per host (" + std::to_string(in.hosts) + ")");
+  }
+  for (size_t h = 0; h < in.host_links.size(); ++h) {
+    const std::string where = "host_links[" + std::to_string(h) + "]";
+    ALPA_RETURN_IF_ERROR(CheckLink(where + ".intra_host", in.host_links[h].intra_host));
+    ALPA_RETURN_IF_ERROR(CheckLink(where + ".inter_host", in.host_links[h].inter_host));
+    ALPA_RETURN_IF_ERROR(CheckNicGroups(in.host_links[h].device_nic_group,
+                                        (where + ".device_nic_group").c_str(), in));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -190,7 +207,8 @@ Status ValidatePipelineSimInput(const PipelineSimInput& in) {
   ALPA_RETURN_IF_ERROR(CheckLink("intra_host", in.intra_host));
   ALPA_RETURN_IF_ERROR(CheckLink("inter_host", in.inter_host));
   ALPA_RETURN_IF_ERROR(CheckDeviceBandwidths(in));
-  ALPA_RETURN_IF_ERROR(CheckNicGroups(in));
+  ALPA_RETURN_IF_ERROR(CheckNicGroups(in.device_nic_group, "device_nic_group", in));
+  ALPA_RETURN_IF_ERROR(CheckHostLinks(in));
   if (in.schedule != PipelineScheduleKind::kGPipe &&
       in.schedule != PipelineScheduleKind::kOneFOneB &&
       in.schedule != PipelineScheduleKind::kZeroBubbleH1) {

@@ -8,6 +8,8 @@
 #include <limits>
 #include <utility>
 
+#include "solvers/planner/pool_stage_costs.h"
+
 namespace alpa {
 
 PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,
@@ -41,6 +43,22 @@ void SetSimCluster(const Cluster& cluster, PipelineSimInput& in) {
     }
   }
   in.device_inter_host_bandwidth.clear();
+  in.host_links.clear();
+  if (cluster.mixed()) {
+    // Each host's links are its pool's (pools have no NIC locality).
+    for (int64_t h = 0; h < cluster.hosts; ++h) {
+      const Cluster& pool = HostCluster(cluster, h);
+      SimHostLinks links;
+      links.intra_host = {pool.intra_host_link.bandwidth, pool.intra_host_link.latency};
+      links.inter_host = {NicGroupBandwidth(pool), pool.inter_host_link.latency};
+      if (NicGroups(pool) > 1) {
+        for (int64_t d = 0; d < pool.devices_per_host; ++d) {
+          links.device_nic_group.push_back(static_cast<int32_t>(NicGroupOf(pool, d)));
+        }
+      }
+      in.host_links.push_back(std::move(links));
+    }
+  }
   if (cluster.nic_locality.empty()) return;
   for (int64_t d = 0; d < cluster.devices_per_host; ++d) {
     // Device d of host 0 stands for device d of every host; a move pairs two ends, so the rate of
@@ -98,6 +116,8 @@ PlanSimulationContext PlanSimulationContextOf(const PipelinePlan& plan, const Cl
   for (const PlannedStage& st : plan.stages) {
     c.first_layer.push_back(st.first_layer);
     c.last_layer.push_back(st.last_layer);
+    if (cluster.mixed())
+      c.stage_device_memory_bytes.push_back(StageDeviceMemory(cluster, st.devices));
   }
   return c;
 }

@@ -49,6 +49,9 @@ struct PlanSimulationContext {
   // The device memory the plan must fit (the cluster's); 0 when unknown. A stage whose
   // simulated peak exceeds it is flagged in the JSON ("exceeds_device_memory").
   int64_t device_memory_bytes = 0;
+  // Per stage, where the cluster is mixed: the memory of its devices' type (its pool's), which
+  // replaces device_memory_bytes for that stage. Empty: device_memory_bytes for every stage.
+  std::vector<int64_t> stage_device_memory_bytes;
   // Set when the stages were priced from the device programs (program_simulation.h): per stage
   // its priced tasks, and the microbatches lowered. Empty: priced from the plan.
   std::vector<ProgramStagePrice> program_prices;

@@ -13,6 +13,7 @@
 #include "core/util/json_util.h"
 #include "core/util/number_text.h"
 #include "exec/sim/plan_simulation.h"
+#include "solvers/planner/pool_stage_costs.h"
 
 namespace alpa {
 namespace {
@@ -94,7 +95,8 @@ Result<Cluster> ReadCluster(const json& root) {
   const json* j = nullptr;
   ALPA_RETURN_IF_ERROR(Field(root, "", "cluster", &j));
   ALPA_RETURN_IF_ERROR(Object(*j, "cluster"));
-  if (!j->contains("intra_host_link") || !j->contains("inter_host_link")) {
+  if (!j->contains("pools") &&
+      (!j->contains("intra_host_link") || !j->contains("inter_host_link"))) {
     return Malformed("cluster",
                      "has no links (a plan written before plans carried the whole cluster; "
                      "plan it again)");
@@ -281,6 +283,7 @@ Result<PipelineSimInput> ReadPlan(const json& root, PipelineScheduleKind schedul
     ALPA_RETURN_IF_ERROR(ReadStage((*stages)[s], "stages[" + std::to_string(s) + "]",
                                    in.microbatches, cluster.num_devices(), &stage, &first, &last));
     std::vector<int64_t> ids = stage.devices;
+    if (cluster.mixed()) ctx.stage_device_memory_bytes.push_back(StageDeviceMemory(cluster, ids));
     std::sort(ids.begin(), ids.end());
     sorted_devices.push_back(std::move(ids));
     in.stages.push_back(std::move(stage));
@@ -393,8 +396,11 @@ std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResul
                   {"finish_seconds", r.finish_seconds},
                   {"peak_in_flight", r.peak_in_flight},
                   {"peak_memory_bytes", r.peak_memory_bytes}};
-    if (context.device_memory_bytes > 0) {
-      const bool exceeds = r.peak_memory_bytes > context.device_memory_bytes;
+    const int64_t memory = s < context.stage_device_memory_bytes.size()
+                               ? context.stage_device_memory_bytes[s]
+                               : context.device_memory_bytes;
+    if (memory > 0) {
+      const bool exceeds = r.peak_memory_bytes > memory;
       stage["exceeds_device_memory"] = exceeds;
       memory_exceeded = memory_exceeded || exceeds;
     }

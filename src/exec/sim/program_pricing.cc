@@ -30,14 +30,16 @@ double BufferBytes(const DeviceProgram& program, int32_t buffer) {
 Result<ProgramPricer> ProgramPricer::Create(const PipelinePlan& plan, const Cluster& cluster) {
   ProgramPricer pricer;
   pricer.plan_ = &plan;
-  pricer.cluster_ = cluster;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlannedStage& stage = plan.stages[s];
-    Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster, stage.submesh, stage.logical_mesh);
+    StagePricing st;
+    const int64_t host =
+        stage.devices.empty() ? 0 : stage.devices.front() / cluster.devices_per_host;
+    st.cluster = HostCluster(cluster, host);
+    Result<LogicalMesh> mesh = DeriveLogicalMesh(st.cluster, stage.submesh, stage.logical_mesh);
     if (!mesh.ok()) {
       return InvalidArgument("stage " + std::to_string(s) + ": " + mesh.status().message());
     }
-    StagePricing st;
     st.mesh = std::move(mesh).value();
     for (size_t k = 0; k < stage.devices.size(); ++k) {
       const int64_t d = stage.devices[k];
@@ -56,7 +58,7 @@ Result<ProgramPricer> ProgramPricer::Create(const PipelinePlan& plan, const Clus
         return InvalidArgument("stage " + std::to_string(s) + " piece " + std::to_string(p) +
                                " has no subgraph");
       }
-      const Calibration& c = cluster.calibration;
+      const Calibration& c = st.cluster.calibration;
       st.materialized.push_back(PricedResults(sub->graph, c.fuse_elementwise, c.fuse_attention));
       st.charged.push_back(st.materialized.back().empty()
                                ? std::vector<std::vector<bool>>{}
@@ -102,7 +104,7 @@ Result<InstructionPrice> ProgramPricer::PriceRun(const StagePricing& st,
   }
   const double flops = static_cast<double>(OpFlops(local, id));
   InstructionPrice price;
-  price.seconds = OpComputeSeconds(flops, bytes, op.dtype, ComputeClassOf(op.kind), cluster_);
+  price.seconds = OpComputeSeconds(flops, bytes, op.dtype, ComputeClassOf(op.kind), st.cluster);
   price.part = PricedPart::kCompute;
   return price;
 }
@@ -151,7 +153,8 @@ Result<InstructionPrice> ProgramPricer::PriceCollective(const StagePricing& st,
   return price;
 }
 
-InstructionPrice ProgramPricer::PriceBookkeeping(const DeviceProgram& program,
+InstructionPrice ProgramPricer::PriceBookkeeping(const StagePricing& st,
+                                                 const DeviceProgram& program,
                                                  const Instruction& in) const {
   const double out = BufferBytes(program, in.out);
   double bytes = 0;
@@ -178,7 +181,7 @@ InstructionPrice ProgramPricer::PriceBookkeeping(const DeviceProgram& program,
   }
   InstructionPrice price;
   price.part = PricedPart::kBookkeeping;
-  price.seconds = OpComputeSeconds(0, bytes, dtype, ComputeClass::kElementwise, cluster_);
+  price.seconds = OpComputeSeconds(0, bytes, dtype, ComputeClass::kElementwise, st.cluster);
   return price;
 }
 
@@ -207,7 +210,7 @@ Result<InstructionPrice> ProgramPricer::Price(const DeviceProgram& program,
     case InstructionKind::kReportLoss:
       return InstructionPrice{};
     default:
-      return PriceBookkeeping(program, in);
+      return PriceBookkeeping(st, program, in);
   }
 }
 
@@ -234,7 +237,7 @@ std::array<double, 3> ProgramPricer::ParameterCharges(int32_t stage) const {
                 static_cast<double>(std::max<int64_t>(1, ShardCount(o.result, st.mesh.shape)));
       }
       charges[static_cast<size_t>(op.phase)] +=
-          OpComputeSeconds(0, bytes, op.dtype, ComputeClassOf(op.kind), cluster_);
+          OpComputeSeconds(0, bytes, op.dtype, ComputeClassOf(op.kind), st.cluster);
     }
   }
   return charges;

@@ -118,6 +118,7 @@ class ProgramPricer {
  private:
   // Per stage: its mesh and, per piece, the fusion model's charged results and reads.
   struct StagePricing {
+    Cluster cluster;  // of its devices' type: its pool's in a mixed cluster
     LogicalMesh mesh;
     std::vector<int64_t> logical_of_device;  // physical id -> logical index, -1 outside
     std::vector<std::vector<bool>> materialized;
@@ -129,10 +130,10 @@ class ProgramPricer {
                                     const Instruction& in) const;
   Result<InstructionPrice> PriceCollective(const StagePricing& st, const DeviceProgram& program,
                                            const Instruction& in) const;
-  InstructionPrice PriceBookkeeping(const DeviceProgram& program, const Instruction& in) const;
+  InstructionPrice PriceBookkeeping(const StagePricing& st, const DeviceProgram& program,
+                                    const Instruction& in) const;
 
   const PipelinePlan* plan_ = nullptr;
-  Cluster cluster_;
   std::vector<StagePricing> stages_;
 };
 

@@ -16,6 +16,10 @@
 // candidates' submesh sizes; only s <= L - k stages fit in layers k..L-1. A group is the
 // candidates of one (first layer, last layer, device count); per s its best cost is the least
 // t + o over the members with latency <= t_max and max_stages_after >= s - 1.
+//
+// Pools (mixed clusters): d counts the devices of the stages from layer k on, which fill the
+// pools from the last of pool_order back, so a candidate of pool p may only take d from
+// [begin_p, end_p - its devices], where [begin_p, end_p) is p's span counted from the end.
 #include "solvers/pipeline/stage_dp.h"
 
 #include <algorithm>
@@ -36,6 +40,39 @@ constexpr int64_t kMaxTableEntries = int64_t{1} << 25;
 
 std::string Range(int64_t lo, int64_t hi) { return std::to_string(lo) + ".." + std::to_string(hi); }
 
+Status ValidatePools(const StageDpInput& in) {
+  const int64_t total = in.hosts * in.devices_per_host;
+  const auto pools = static_cast<int64_t>(in.pool_devices.size());
+  int64_t sum = 0;
+  for (int64_t p = 0; p < pools; ++p) {
+    const int64_t devices = in.pool_devices[static_cast<size_t>(p)];
+    if (devices < 1 || devices > total || devices % in.devices_per_host != 0) {
+      return InvalidArgument("pool " + std::to_string(p) + ": " + std::to_string(devices) +
+                             " devices is not a whole number of hosts of " +
+                             std::to_string(in.devices_per_host) + " within the cluster's " +
+                             std::to_string(total));
+    }
+    sum += devices;
+  }
+  if (pools > 0 && sum != total) {
+    return InvalidArgument("pools: their " + std::to_string(sum) +
+                           " devices are not the cluster's " + std::to_string(total));
+  }
+  const int64_t ids = std::max<int64_t>(pools, 1);
+  std::vector<char> seen(static_cast<size_t>(ids), 0);
+  for (int32_t p : in.pool_order) {
+    if (p < 0 || p >= ids) {
+      return InvalidArgument("pool_order: pool " + std::to_string(p) + " is outside " +
+                             Range(0, ids - 1));
+    }
+    if (seen[static_cast<size_t>(p)] != 0) {
+      return InvalidArgument("pool_order: pool " + std::to_string(p) + " appears twice");
+    }
+    seen[static_cast<size_t>(p)] = 1;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateStageDpInput(const StageDpInput& in) {
@@ -53,6 +90,8 @@ Status ValidateStageDpInput(const StageDpInput& in) {
     return InvalidArgument("min_stages must be >= 0 (got " + std::to_string(in.min_stages) + ")");
   }
   ALPA_RETURN_IF_ERROR(SubmeshShapesTile(in.hosts, in.devices_per_host, in.submeshes));
+  ALPA_RETURN_IF_ERROR(ValidatePools(in));
+  const int32_t pools = in.pool_devices.empty() ? 1 : static_cast<int32_t>(in.pool_devices.size());
   const int32_t last = in.num_layers - 1;
   const int64_t num_submeshes = static_cast<int64_t>(in.submeshes.size());
   if (in.candidates.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
@@ -83,6 +122,10 @@ Status ValidateStageDpInput(const StageDpInput& in) {
       return InvalidArgument(name() + "iteration_overhead " +
                              ExactDoubleText(candidate.iteration_overhead) + " is not finite");
     }
+    if (candidate.pool < 0 || candidate.pool >= pools) {
+      return InvalidArgument(name() + "pool " + std::to_string(candidate.pool) + " is outside " +
+                             Range(0, pools - 1));
+    }
   }
   return Status::Ok();
 }
@@ -112,13 +155,37 @@ void FillPlan(const StageDpInput& in, std::vector<int32_t> stages, StageDpResult
   r->stages = std::move(stages);
 }
 
-// Candidates that may appear in a plan.
-bool Usable(const StageCandidate& c) { return c.max_stages_after >= 0; }
+// Per pool id, the devices of the stages after it when its stages start and end: [begin, end)
+// of the devices counted from the pipeline's end (see the top of the file); {0, 0} for a pool
+// the plan does not use. Without pools, {0, all devices}.
+std::vector<std::pair<int64_t, int64_t>> PoolSpans(const StageDpInput& in) {
+  if (in.pool_devices.empty()) return {{0, in.hosts * in.devices_per_host}};
+  std::vector<int32_t> order = in.pool_order;
+  if (order.empty()) {
+    order.resize(in.pool_devices.size());
+    std::iota(order.begin(), order.end(), 0);
+  }
+  std::vector<std::pair<int64_t, int64_t>> spans(in.pool_devices.size(), {0, 0});
+  int64_t end = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int64_t devices = in.pool_devices[static_cast<size_t>(*it)];
+    spans[static_cast<size_t>(*it)] = {end, end + devices};
+    end += devices;
+  }
+  return spans;
+}
+
+// Candidates that may appear in a plan: they fit somewhere, on a pool the plan uses.
+bool Usable(const StageCandidate& c, const std::vector<std::pair<int64_t, int64_t>>& spans) {
+  const auto& [begin, end] = spans[static_cast<size_t>(c.pool)];
+  return c.max_stages_after >= 0 && end > begin;
+}
 
 int64_t DistinctLatencies(const StageDpInput& in, std::vector<double>* out) {
+  const std::vector<std::pair<int64_t, int64_t>> spans = PoolSpans(in);
   std::vector<double> t;
   for (const StageCandidate& c : in.candidates) {
-    if (Usable(c)) t.push_back(c.latency);
+    if (Usable(c, spans)) t.push_back(c.latency);
   }
   std::sort(t.begin(), t.end());
   t.erase(std::unique(t.begin(), t.end()), t.end());
@@ -129,7 +196,8 @@ int64_t DistinctLatencies(const StageDpInput& in, std::vector<double>* out) {
 
 struct Group {
   int32_t last = 0;
-  int64_t units = 0;           // devices / unit
+  int64_t units = 0;  // devices / unit
+  int32_t pool = 0;
   int32_t begin = 0, end = 0;  // into Prepared::order, sorted by (latency, index)
   int64_t max_reach = 0;       // the largest max_stages_after + 1 of the members
 };
@@ -137,7 +205,9 @@ struct Group {
 struct Prepared {
   const StageDpInput* in = nullptr;
   int32_t layers = 0, max_stages = 0, min_stages = 0;
-  int64_t slots = 0;           // device counts 0, unit, 2 unit, ..., total
+  int64_t slots = 0;  // device counts 0, unit, 2 unit, ..., total
+  // Per pool id: the device counts (in units) its candidates may start from, [begin, end).
+  std::vector<std::pair<int64_t, int64_t>> pool_units;
   std::vector<int64_t> units;  // per candidate
   std::vector<double> cost;    // t + o per candidate
   std::vector<int32_t> order;  // usable candidates by (first, last, units, latency, index)
@@ -158,15 +228,23 @@ Result<bool> Prepare(const StageDpInput& in, Prepared* prepared) {
   prepared->in = &in;
   prepared->layers = in.num_layers;
   DistinctLatencies(in, &prepared->latencies);
-  const int64_t total = in.hosts * in.devices_per_host;
-  int64_t unit = 0, min_devices = total;
+  const std::vector<std::pair<int64_t, int64_t>> spans = PoolSpans(in);
+  int64_t total = 0, unit = 0;
+  for (const auto& [begin, end] : spans) {
+    total = std::max(total, end);
+    unit = std::gcd(unit, end - begin);
+  }
+  int64_t min_devices = total, usable = 0;
   for (const StageCandidate& c : in.candidates) {
-    if (!Usable(c)) continue;
+    if (!Usable(c, spans)) continue;
+    ++usable;
     unit = std::gcd(unit, CandidateDevices(in, c));
     min_devices = std::min(min_devices, CandidateDevices(in, c));
   }
-  if (unit == 0 || total % unit != 0) return false;
+  if (usable == 0 || total % unit != 0) return false;
   prepared->slots = total / unit + 1;
+  for (const auto& [begin, end] : spans)
+    prepared->pool_units.emplace_back(begin / unit, end / unit);
   const int64_t layers = in.num_layers;
   int64_t smax = layers;
   if (in.max_stages > 0) smax = std::min<int64_t>(smax, in.max_stages);
@@ -189,7 +267,7 @@ Result<bool> Prepare(const StageDpInput& in, Prepared* prepared) {
     prepared->units[j] = CandidateDevices(in, c) / unit;
     prepared->cost[j] = c.latency + c.iteration_overhead;
     if (c.iteration_overhead < 0) prepared->overheads_nonnegative = false;
-    if (Usable(c)) prepared->by_first.push_back(static_cast<int32_t>(j));
+    if (Usable(c, spans)) prepared->by_first.push_back(static_cast<int32_t>(j));
   }
   auto cand = [&](int32_t j) -> const StageCandidate& {
     return in.candidates[static_cast<size_t>(j)];
@@ -204,6 +282,7 @@ Result<bool> Prepare(const StageDpInput& in, Prepared* prepared) {
     const int64_t ua = prepared->units[static_cast<size_t>(a)],
                   ub = prepared->units[static_cast<size_t>(b)];
     if (ua != ub) return ua < ub;
+    if (x.pool != y.pool) return x.pool < y.pool;
     return x.latency < y.latency;
   });
   prepared->groups_from.assign(static_cast<size_t>(layers) + 1, 0);
@@ -225,15 +304,16 @@ Result<bool> Prepare(const StageDpInput& in, Prepared* prepared) {
       const Group& g = prepared->groups.back();
       const StageCandidate& prev = cand(prepared->order[x - 1]);
       if (prev.first_layer == cand(j).first_layer && g.last == cand(j).last_layer &&
-          g.units == prepared->units[static_cast<size_t>(j)]) {
+          g.units == prepared->units[static_cast<size_t>(j)] && g.pool == cand(j).pool) {
         prepared->groups.back().end = pos + 1;
         prepared->groups.back().max_reach =
             std::max(g.max_reach, prepared->order_reach[static_cast<size_t>(x)]);
         continue;
       }
     }
-    prepared->groups.push_back({cand(j).last_layer, prepared->units[static_cast<size_t>(j)], pos,
-                                pos + 1, prepared->order_reach[static_cast<size_t>(x)]});
+    prepared->groups.push_back({cand(j).last_layer, prepared->units[static_cast<size_t>(j)],
+                                cand(j).pool, pos, pos + 1,
+                                prepared->order_reach[static_cast<size_t>(x)]});
     ++prepared->groups_from[static_cast<size_t>(cand(j).first_layer) + 1];
   }
   for (size_t k = 0; k < static_cast<size_t>(layers); ++k) {
@@ -299,6 +379,8 @@ class DpTable {
         const int64_t u = p_.units[static_cast<size_t>(j)];
         const int32_t next = c.last_layer + 1;
         if (c.latency > t_max || c.max_stages_after < s - 1 || u > d) continue;
+        const auto& [pool_begin, pool_end] = p_.pool_units[static_cast<size_t>(c.pool)];
+        if (d - u < pool_begin || d > pool_end) continue;
         if ((next == p_.layers) != (s == 1) || s - 1 > MaxStages(next)) continue;
         if (p_.cost[static_cast<size_t>(j)] + At(Row(s - 1, next), d - u) == target) found = j;
       }
@@ -356,8 +438,9 @@ class DpTable {
       const double w = w_[static_cast<size_t>(s)];
       if (w == kInf) break;  // w_s never decreases with s
       const int64_t src = Row(s - 1, next), dst = Row(s, k);
-      const int64_t a = lo_[static_cast<size_t>(src)];
-      const int64_t b = std::min(hi_[static_cast<size_t>(src)], p_.slots - 1 - g.units);
+      const auto& [pool_begin, pool_end] = p_.pool_units[static_cast<size_t>(g.pool)];
+      const int64_t a = std::max(lo_[static_cast<size_t>(src)], pool_begin);
+      const int64_t b = std::min(hi_[static_cast<size_t>(src)], pool_end - g.units);
       if (a > b) continue;
       const double* from = &f_[static_cast<size_t>(src * p_.slots)];
       double* to = &f_[static_cast<size_t>(dst * p_.slots + g.units)];

@@ -30,6 +30,8 @@ struct StageCandidate {
   // microbatches of activations in flight, so a memory-hungry stage must sit late in the
   // pipeline. Negative: the candidate never fits.
   int32_t max_stages_after = 0;
+  // The pool of devices it runs on (StageDpInput::pool_devices); 0 without pools.
+  int32_t pool = 0;
 };
 
 struct StageDpInput {
@@ -44,6 +46,14 @@ struct StageDpInput {
   int64_t microbatches = 1;  // B >= 1
   int32_t max_stages = 0;    // 0: up to num_layers
   int32_t min_stages = 0;    // 0 or 1: any; with max_stages == min_stages, exactly that many
+  // Pools of a mixed cluster (one device type each, whole hosts): per pool id, its devices, a
+  // multiple of devices_per_host, summing to hosts * devices_per_host. Empty: one pool (id 0) of
+  // every device.
+  std::vector<int64_t> pool_devices;
+  // The pools the plan uses, in pipeline order: the first stages use every device of
+  // pool_order[0], the next ones every device of pool_order[1], and so on; candidates of the
+  // other pools are left out. Empty: every pool, in id order.
+  std::vector<int32_t> pool_order;
 };
 
 struct StageDpResult {
@@ -57,8 +67,10 @@ struct StageDpResult {
 
 // Errors (kInvalidArgument, naming the element): num_layers < 1, hosts / devices_per_host < 1
 // (or above kMaxHosts / kMaxDevicesPerHost / kMaxDevices), microbatches < 1, max_stages < 0, a
-// candidate with a bad range / submesh index / negative or non-finite latency / non-finite
-// overhead (negative overheads are allowed), a submesh shape that breaks the tiling rule above.
+// candidate with a bad range / submesh index / pool / negative or non-finite latency / non-finite
+// overhead (negative overheads are allowed), a submesh shape that breaks the tiling rule above,
+// pools that are not whole hosts or do not sum to the cluster, a pool order naming a pool twice
+// or one that does not exist.
 // kUnsupported when the DP table (about layers x stages x device counts / gcd of the submesh
 // sizes) would exceed 2^25 entries. No feasible plan is not an error (feasible = false).
 // Ties: the smallest max latency, then the fewest stages, then, stage by stage from the first,

@@ -189,6 +189,11 @@ struct ManualPlanEvaluator::Impl {
 
   Status CheckInputs() const {
     ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+    if (cluster.mixed()) {
+      return InvalidArgument("manual plan: the cluster " + cluster.name +
+                             " mixes GPU types; Megatron-style degrees assume one type, so plan "
+                             "it with the planner (alpa plan) or give one pool");
+    }
     if (!model.build) return InvalidArgument("manual plan: the model has no graph builder");
     if (model.global_batch < 0) return InvalidArgument("manual plan: negative global batch");
     if (options.device_memory_bytes && *options.device_memory_bytes <= 0) {

@@ -19,46 +19,51 @@ namespace alpa {
 double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& cluster) {
   // Bytes per server: a device's intra-host link out and in, a host's NIC group out and in
   // (Cluster::nics_per_host; one group per host by default); a move from or to a device far from
-  // its NICs (cluster.h) adds its seconds at the far bandwidth.
+  // its NICs (cluster.h) adds its seconds at the far bandwidth. Each server's link is its host's
+  // (HostCluster: in a mixed cluster, its pool's).
   std::map<std::pair<int64_t, int>, int64_t> device_bytes, nic_bytes;
   std::map<std::pair<int64_t, int>, double> nic_far_seconds;
-  const int64_t nic_groups = NicGroups(cluster);
+  auto host_of = [&](int64_t device) { return device / cluster.devices_per_host; };
   auto nic = [&](int64_t device) {
-    return device / cluster.devices_per_host * nic_groups + NicGroupOf(cluster, device);
+    return host_of(device) * kMaxDevicesPerHost +
+           NicGroupOf(HostCluster(cluster, host_of(device)), device);
   };
-  bool any_intra = false, any_inter = false;
+  double latency = 0;
   for (const SliceMove& mv : moves) {
-    const int64_t src_host = mv.src_device / cluster.devices_per_host;
-    const int64_t dst_host = mv.dst_device / cluster.devices_per_host;
+    const int64_t src_host = host_of(mv.src_device);
+    const int64_t dst_host = host_of(mv.dst_device);
+    const Cluster& src = HostCluster(cluster, src_host);
+    const Cluster& dst = HostCluster(cluster, dst_host);
     if (src_host == dst_host) {
-      any_intra = true;
+      latency = std::max(latency, src.intra_host_link.latency);
       device_bytes[{mv.src_device, 0}] += mv.bytes;
       device_bytes[{mv.dst_device, 1}] += mv.bytes;
-    } else if (NearNic(cluster, mv.src_device) && NearNic(cluster, mv.dst_device)) {
-      any_inter = true;
+      continue;
+    }
+    latency = std::max({latency, src.inter_host_link.latency, dst.inter_host_link.latency});
+    if (NearNic(cluster, mv.src_device) && NearNic(cluster, mv.dst_device)) {
       nic_bytes[{nic(mv.src_device), 0}] += mv.bytes;
       nic_bytes[{nic(mv.dst_device), 1}] += mv.bytes;
     } else {
-      any_inter = true;
       const double seconds = static_cast<double>(mv.bytes) /
                              InterHostMoveBandwidth(cluster, mv.src_device, mv.dst_device);
       nic_far_seconds[{nic(mv.src_device), 0}] += seconds;
       nic_far_seconds[{nic(mv.dst_device), 1}] += seconds;
     }
   }
-  double busiest = 0, latency = 0;
+  double busiest = 0;
   for (const auto& [server, bytes] : device_bytes) {
-    busiest = std::max(busiest, static_cast<double>(bytes) / cluster.intra_host_link.bandwidth);
+    const double bandwidth = HostCluster(cluster, host_of(server.first)).intra_host_link.bandwidth;
+    busiest = std::max(busiest, static_cast<double>(bytes) / bandwidth);
   }
-  const double nic_bandwidth = NicGroupBandwidth(cluster);
   for (const auto& [server, bytes] : nic_bytes) {
     const auto far = nic_far_seconds.find(server);
     const double far_seconds = far == nic_far_seconds.end() ? 0.0 : far->second;
-    busiest = std::max(busiest, static_cast<double>(bytes) / nic_bandwidth + far_seconds);
+    const double bandwidth =
+        NicGroupBandwidth(HostCluster(cluster, server.first / kMaxDevicesPerHost));
+    busiest = std::max(busiest, static_cast<double>(bytes) / bandwidth + far_seconds);
   }
   for (const auto& [server, seconds] : nic_far_seconds) busiest = std::max(busiest, seconds);
-  if (any_intra) latency = std::max(latency, cluster.intra_host_link.latency);
-  if (any_inter) latency = std::max(latency, cluster.inter_host_link.latency);
   return latency + busiest;
 }
 
@@ -69,7 +74,10 @@ namespace {
 // `tile_bytes` is the receiving tile (the cost model's b of an all-gather).
 Result<double> GatherSeconds(const PlannedStage& to, const Cluster& cluster,
                              const std::vector<int32_t>& mesh_dims, double tile_bytes) {
-  Result<LogicalMesh> mesh = DeriveLogicalMesh(cluster, to.submesh, to.logical_mesh);
+  // The receiving stage's own devices price it (in a mixed cluster, its pool's).
+  const int64_t host = to.devices.empty() ? 0 : to.devices.front() / cluster.devices_per_host;
+  Result<LogicalMesh> mesh =
+      DeriveLogicalMesh(HostCluster(cluster, host), to.submesh, to.logical_mesh);
   if (!mesh.ok()) return mesh.status();
   size_t wide = 0;
   for (int64_t d : to.logical_mesh) wide += d > 1 ? 1 : 0;

@@ -21,6 +21,7 @@
 #include "solvers/planner/nic_placement.h"
 #include "solvers/planner/plan_flops.h"
 #include "solvers/planner/plan_transfers.h"
+#include "solvers/planner/pool_stage_costs.h"
 #include "solvers/planner/schedule_choice.h"
 #include "solvers/planner/stage_costs.h"
 
@@ -50,6 +51,8 @@ struct PlannerCall {
   PlannerProgress progress;       // the time limit and the latest estimate
   PlannerStats stats;
   IntraOpWarmStarts warm_starts;  // the solutions of the counts tried so far
+  // On a mixed cluster, per pool (a pool's solutions start that pool's solves only).
+  std::vector<IntraOpWarmStarts> pool_warm_starts;
 
   bool DeadlinePassed() const { return deadline && Clock::now() >= *deadline; }
 };
@@ -216,12 +219,13 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
   PipelinePlan plan;
   plan.microbatches = microbatches;
   std::vector<SubmeshShape> shapes;
+  std::vector<int32_t> pools;
   for (int32_t k : dp.stages) {
-    shapes.push_back(stage_costs.submeshes[static_cast<size_t>(
-        stage_costs.candidates[static_cast<size_t>(k)].submesh)]);
+    const StageCandidate& candidate = stage_costs.candidates[static_cast<size_t>(k)];
+    shapes.push_back(stage_costs.submeshes[static_cast<size_t>(candidate.submesh)]);
+    pools.push_back(candidate.pool);
   }
-  Result<std::vector<std::vector<int64_t>>> placed =
-      PlaceSubmeshes(cluster.hosts, cluster.devices_per_host, shapes);
+  Result<std::vector<std::vector<int64_t>>> placed = PlaceStagesOnPools(cluster, shapes, pools);
   if (!placed.ok()) return placed.status();
   const int32_t stage_count = static_cast<int32_t>(dp.stages.size());
   std::vector<int32_t> stage_of_piece(stage_costs.piece_marker.size(), -1);
@@ -400,7 +404,97 @@ StageDpInput MakeStageDpInput(const StageCostTable& table, const LayerClustering
   input.candidates = table.candidates;
   input.microbatches = table.microbatches;
   input.min_stages = input.max_stages = pipeline_stages;
+  input.pool_devices = PoolDevices(cluster);
   return input;
+}
+
+// The stage costs of a mixed cluster: BuildStageCosts on every pool (its device type, its
+// memory unless the options fix one, its own warm starts), merged (pool_stage_costs.h). A pool
+// gains ZeRO-3's level where no plan fits on it alone.
+Result<StageCostTable> BuildPoolStageCosts(const Graph& graph, const LayerClustering& clustering,
+                                           const Cluster& cluster, const PlannerOptions& options,
+                                           int64_t microbatches, StageCostRun run,
+                                           PlannerCall& call) {
+  std::vector<StageCostTable> tables;
+  call.pool_warm_starts.resize(cluster.pools.size());
+  for (size_t p = 0; p < cluster.pools.size(); ++p) {
+    const Cluster& pool = cluster.pools[p];
+    if (run.warm_starts != nullptr) run.warm_starts = &call.pool_warm_starts[p];
+    run.fits = [&](const StageCostTable& t) {
+      Result<StageDpResult> dp =
+          SolveStageDp(MakeStageDpInput(t, clustering, pool, options.pipeline_stages));
+      return !dp.ok() || dp.value().feasible;
+    };
+    Result<StageCostTable> table =
+        BuildStageCosts(graph, clustering, pool, options, microbatches,
+                        options.device_memory_bytes.value_or(pool.device.memory_bytes), run);
+    if (!table.ok()) return table.status();
+    tables.push_back(std::move(table).value());
+  }
+  return MergePoolStageCosts(std::move(tables));
+}
+
+// The best plan ranked from the stage DP's answer on `input` (RankDpAnswer), or from the DP
+// without tensor parallelism across hosts where that is predicted at most
+// options.tensor_parallel_across_hosts_margin slower; none when the DP finds no plan. `solved`:
+// the DP's answer on `input` when already known.
+Result<std::optional<PipelinePlan>> PlanFromDpInput(
+    const Graph& graph, const StageCostTable& stage_costs, const Cluster& cluster,
+    const PlannerOptions& options, int64_t microbatches, const StageDpInput& input,
+    std::optional<StageDpResult> solved, PlannerCall& call, bool& time_limit_reached) {
+  if (!solved) {
+    Result<StageDpResult> r = SolveStageDp(input);
+    if (!r.ok()) return r.status();
+    solved = std::move(r).value();
+  }
+  if (!solved->feasible) return std::optional<PipelinePlan>();
+  Result<PipelinePlan> chosen = RankDpAnswer(graph, stage_costs, cluster, options, microbatches,
+                                             input, *solved, call, time_limit_reached);
+  if (!chosen.ok()) return chosen.status();
+  // Tensor parallelism across hosts only where it is predicted more than
+  // options.tensor_parallel_across_hosts_margin faster than the best plan keeping it inside.
+  const std::optional<StageDpInput> inside =
+      WithoutTensorParallelAcrossHosts(input, stage_costs, chosen.value());
+  if (inside && !call.DeadlinePassed()) {
+    Result<StageDpResult> other = SolveStageDp(*inside);
+    if (!other.ok()) return other.status();
+    if (other.value().feasible) {
+      Result<PipelinePlan> plan = RankDpAnswer(graph, stage_costs, cluster, options, microbatches,
+                                               *inside, other.value(), call, time_limit_reached);
+      if (!plan.ok()) return plan.status();
+      if (plan.value().iteration_seconds <=
+          chosen.value().iteration_seconds * (1 + options.tensor_parallel_across_hosts_margin)) {
+        chosen = plan;
+      }
+    }
+  }
+  return std::optional<PipelinePlan>(std::move(chosen).value());
+}
+
+// On a mixed cluster, the best plan over the pool orders (PlannerPoolOrders), ranked by the
+// prediction; none when no order has a plan.
+Result<std::optional<PipelinePlan>> PlanOverPoolOrders(
+    const Graph& graph, const StageCostTable& stage_costs, const Cluster& cluster,
+    const PlannerOptions& options, int64_t microbatches, const StageDpInput& input,
+    PlannerCall& call, bool& time_limit_reached) {
+  std::optional<PipelinePlan> best;
+  for (const std::vector<int32_t>& order :
+       PlannerPoolOrders(static_cast<int32_t>(cluster.pools.size()))) {
+    if (best && call.DeadlinePassed()) {
+      time_limit_reached = true;
+      break;
+    }
+    StageDpInput ordered = input;
+    ordered.pool_order = order;
+    Result<std::optional<PipelinePlan>> plan =
+        PlanFromDpInput(graph, stage_costs, cluster, options, microbatches, ordered, std::nullopt,
+                        call, time_limit_reached);
+    if (!plan.ok()) return plan.status();
+    if (plan.value() && (!best || plan.value()->iteration_seconds < best->iteration_seconds)) {
+      best = std::move(plan).value();
+    }
+  }
+  return best;
 }
 
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
@@ -460,16 +554,19 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
     StageDpResult result;
   };
   std::optional<CheckedDp> fitting;
-  run.fits = [&](const StageCostTable& t) {
-    StageDpInput checked = MakeStageDpInput(t, clustering, cluster, options.pipeline_stages);
-    Result<StageDpResult> dp = SolveStageDp(checked);
-    if (!dp.ok()) return true;  // the DP below reports the error
-    if (!dp.value().feasible) return false;
-    fitting = CheckedDp{std::move(checked), std::move(dp).value()};
-    return true;
-  };
+  if (!cluster.mixed())
+    run.fits = [&](const StageCostTable& t) {
+      StageDpInput checked = MakeStageDpInput(t, clustering, cluster, options.pipeline_stages);
+      Result<StageDpResult> dp = SolveStageDp(checked);
+      if (!dp.ok()) return true;  // the DP below reports the error
+      if (!dp.value().feasible) return false;
+      fitting = CheckedDp{std::move(checked), std::move(dp).value()};
+      return true;
+    };
   Result<StageCostTable> table =
-      BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, run);
+      cluster.mixed()
+          ? BuildPoolStageCosts(graph, clustering, cluster, options, microbatches, run, call)
+          : BuildStageCosts(graph, clustering, cluster, options, microbatches, device_memory, run);
   if (!table.ok()) return table.status();
   const StageCostTable& stage_costs = table.value();
   stats.intra_op_seconds += Since(phase);
@@ -487,11 +584,15 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   const StageDpInput input =
       fitting ? std::move(fitting->input)
               : MakeStageDpInput(stage_costs, clustering, cluster, options.pipeline_stages);
-  Result<StageDpResult> solved =
-      fitting ? Result<StageDpResult>(std::move(fitting->result)) : SolveStageDp(input);
-  if (!solved.ok()) return solved.status();
-  const StageDpResult& dp = solved.value();
-  if (!dp.feasible) {
+  std::optional<StageDpResult> known;
+  if (fitting) known = std::move(fitting->result);
+  Result<std::optional<PipelinePlan>> chosen =
+      cluster.mixed() ? PlanOverPoolOrders(graph, stage_costs, cluster, options, microbatches,
+                                           input, call, attempt.time_limit_reached)
+                      : PlanFromDpInput(graph, stage_costs, cluster, options, microbatches, input,
+                                        std::move(known), call, attempt.time_limit_reached);
+  if (!chosen.ok()) return chosen.status();
+  if (!chosen.value()) {
     // The smallest fitting memory only improves the message; the deadline skips it.
     if (call.DeadlinePassed()) {
       attempt.fitting_memory_skipped = true;
@@ -504,32 +605,8 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
     return attempt;
   }
   stats.dp_seconds += Since(phase);
-
-  phase = Clock::now();
-  Result<PipelinePlan> chosen = RankDpAnswer(graph, stage_costs, cluster, options, microbatches,
-                                             input, dp, call, attempt.time_limit_reached);
-  if (!chosen.ok()) return chosen.status();
-  // Tensor parallelism across hosts only where it is predicted more than
-  // options.tensor_parallel_across_hosts_margin faster than the best plan keeping it inside.
-  const std::optional<StageDpInput> inside =
-      WithoutTensorParallelAcrossHosts(input, stage_costs, chosen.value());
-  if (inside && !call.DeadlinePassed()) {
-    Result<StageDpResult> other = SolveStageDp(*inside);
-    if (!other.ok()) return other.status();
-    if (other.value().feasible) {
-      Result<PipelinePlan> plan =
-          RankDpAnswer(graph, stage_costs, cluster, options, microbatches, *inside, other.value(),
-                       call, attempt.time_limit_reached);
-      if (!plan.ok()) return plan.status();
-      if (plan.value().iteration_seconds <=
-          chosen.value().iteration_seconds * (1 + options.tensor_parallel_across_hosts_margin)) {
-        chosen = plan;
-      }
-    }
-  }
-  stats.dp_seconds += Since(phase);
   PipelinePlan& plan = attempt.plan;
-  plan = std::move(chosen).value();
+  plan = std::move(*chosen.value());
   SetPlanFlops(plan, graph, cluster);
   plan.stats.pieces = static_cast<int64_t>(stage_costs.piece_marker.size());
   plan.stats.distinct_pieces = static_cast<int64_t>(stage_costs.solutions.size());

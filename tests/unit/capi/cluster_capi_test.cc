@@ -132,6 +132,43 @@ TEST(ClusterCapi, JsonRoundTripAndCalibration) {
   alpa_cluster_destroy(c);
 }
 
+TEST(ClusterCapi, MixedSpecsKeepTheirHostsAndCalibrateEveryPool) {
+  alpa_cluster* c = nullptr;
+  alpa_error* err = nullptr;
+  ASSERT_EQ(alpa_cluster_create_preset(&c, "dgx-a100-80g:hosts=2+p3.16xlarge:hosts=3", 0, &err),
+            ALPA_OK)
+      << Take(err);
+  EXPECT_STREQ(alpa_cluster_name(c), "dgx-a100-80g + p3.16xlarge");
+  EXPECT_EQ(alpa_cluster_hosts(c), 5);
+  EXPECT_EQ(alpa_cluster_device_memory_bytes(c), int64_t{16} << 30);
+  // Which pool would a host count go to: refused.
+  alpa_cluster* other = nullptr;
+  EXPECT_EQ(alpa_cluster_create_preset(&other, "a100+p3", 4, &err), ALPA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(Take(err).find("hosts must be 0 for the mixed cluster spec \"a100+p3\" (got 4)"),
+            std::string::npos);
+  EXPECT_EQ(other, nullptr);
+
+  // The V100 pool keeps its own fitted matmul efficiency (0.693), the merged view the A100's.
+  const std::string cal = R"({"op_overhead_seconds": 1e-5})";
+  alpa_cluster* calibrated = nullptr;
+  ASSERT_EQ(alpa_cluster_apply_calibration(&calibrated, c, cal.data(), cal.size(), &err), ALPA_OK)
+      << Take(err);
+  alpa_buffer* buf = nullptr;
+  ASSERT_EQ(alpa_cluster_to_json(&buf, calibrated, nullptr), ALPA_OK);
+  const std::string text(alpa_buffer_data(buf), alpa_buffer_size(buf));
+  alpa_buffer_free(buf);
+  EXPECT_NE(text.find("\"pools\""), std::string::npos);
+  EXPECT_NE(text.find("0.693"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.786"), std::string::npos) << text;
+  EXPECT_NE(text.find("1e-05"), std::string::npos) << text;
+  alpa_cluster* back = nullptr;
+  ASSERT_EQ(alpa_cluster_read_buffer(&back, text.data(), text.size(), &err), ALPA_OK) << Take(err);
+  EXPECT_EQ(alpa_cluster_hosts(back), 5);
+  alpa_cluster_destroy(back);
+  alpa_cluster_destroy(calibrated);
+  alpa_cluster_destroy(c);
+}
+
 TEST(ClusterCapi, ReadErrorsNameTheField) {
   alpa_cluster* c = nullptr;
   alpa_error* err = nullptr;

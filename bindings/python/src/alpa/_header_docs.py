@@ -736,9 +736,13 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                        'host count\n'
                                        "(overriding the spec's); hosts == 0 keeps the spec's "
                                        '(default 1); hosts < 0 is an error.\n'
-                                       'ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad '
-                                       'option. Caller frees *out with\n'
-                                       'alpa_cluster_destroy.',
+                                       "Specs joined by '+' give a cluster of mixed GPU types, "
+                                       'each part with its own hosts\n'
+                                       '("dgx-a100-80g:hosts=2+p3.16xlarge:hosts=2"; '
+                                       'docs/cluster-format.md "Mixed clusters"); hosts\n'
+                                       'must then be 0. ALPA_ERR_INVALID_ARGUMENT for an unknown '
+                                       'name or a bad option. Caller frees\n'
+                                       '*out with alpa_cluster_destroy.',
                                 'returns': 'int32_t',
                                 'params': ['alpa_cluster** out',
                                            'const char* spec',
@@ -768,9 +772,11 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                               'header': 'alpa.h'},
  'alpa_cluster_apply_calibration': {'doc': 'A copy of `cluster` whose calibration is overridden by '
                                            'a calibration JSON document (data[size];\n'
-                                           "keys it leaves out keep the cluster's values). Errors "
-                                           'as for alpa_cluster_read_buffer. Caller\n'
-                                           'frees *out with alpa_cluster_destroy.',
+                                           "keys it leaves out keep the cluster's values). A "
+                                           "cluster of mixed GPU types: every pool's\n"
+                                           "calibration, keys left out keeping each pool's values. "
+                                           'Errors as for alpa_cluster_read_buffer.\n'
+                                           'Caller frees *out with alpa_cluster_destroy.',
                                     'returns': 'int32_t',
                                     'params': ['alpa_cluster** out',
                                                'const alpa_cluster* cluster',

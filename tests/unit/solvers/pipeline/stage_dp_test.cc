@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -488,6 +489,140 @@ TEST(StageDp, InvalidInputNamesTheElement) {
   in = base;
   in.submeshes[1] = {1, 3};
   ExpectInvalid(in, "submesh 1 (1, 3): 3 devices do not divide a host's 8");
+}
+
+// ---- Pools (mixed clusters) ---------------------------------------------------------------
+
+// A plan on pools: every stage on a pool of the order, the pools' stages in the order's blocks,
+// each block filling its pool; returns the objective.
+double CheckPoolPlan(const StageDpInput& in, const std::vector<int32_t>& order,
+                     const StageDpResult& r) {
+  EXPECT_TRUE(r.feasible);
+  size_t block = 0;
+  int64_t used_in_block = 0;
+  int32_t next_layer = 0;
+  double sum = 0, worst = 0;
+  const auto n = static_cast<int32_t>(r.stages.size());
+  for (int32_t x = 0; x < n; ++x) {
+    const StageCandidate& c = in.candidates[static_cast<size_t>(r.stages[static_cast<size_t>(x)])];
+    EXPECT_EQ(c.first_layer, next_layer);
+    EXPECT_GE(c.max_stages_after, n - 1 - x);
+    next_layer = c.last_layer + 1;
+    if (block < order.size() &&
+        used_in_block == in.pool_devices[static_cast<size_t>(order[block])]) {
+      ++block;
+      used_in_block = 0;
+    }
+    EXPECT_LT(block, order.size()) << "stage " << x << " beyond the pools";
+    if (block >= order.size()) return std::nan("");
+    EXPECT_EQ(c.pool, order[block]) << "stage " << x;
+    used_in_block += in.submeshes[static_cast<size_t>(c.submesh)].num_devices();
+    sum += c.latency + c.iteration_overhead;
+    worst = std::max(worst, c.latency);
+  }
+  EXPECT_EQ(next_layer, in.num_layers);
+  EXPECT_EQ(block + 1, order.size());
+  EXPECT_EQ(used_in_block, in.pool_devices[static_cast<size_t>(order.back())]);
+  return sum + static_cast<double>(in.microbatches - 1) * worst;
+}
+
+// Two pools of the same shapes, the second twice as slow: the DP sizes the stages by speed (the
+// fast pool takes the larger layer range), keeps each pool's stages together in the order asked,
+// and uses only the pools the order names.
+TEST(StageDp, PoolsSizeStagesBySpeedInTheirOrder) {
+  StageDpInput in;
+  in.num_layers = 6;
+  in.hosts = 2;
+  in.devices_per_host = 2;
+  in.submeshes = {{1, 2}};
+  in.pool_devices = {2, 2};
+  in.microbatches = 8;
+  for (int32_t pool = 0; pool < 2; ++pool) {
+    for (int32_t i = 0; i < 6; ++i) {
+      for (int32_t j = i; j < 6; ++j) {
+        StageCandidate c = Cand(i, j, 0, (j - i + 1) * (pool == 0 ? 1.0 : 2.0), 0, 6);
+        c.pool = pool;
+        in.candidates.push_back(c);
+      }
+    }
+  }
+  for (const std::vector<int32_t>& order : {std::vector<int32_t>{0, 1}, {1, 0}}) {
+    in.pool_order = order;
+    Result<StageDpResult> r = SolveStageDp(in);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r.value().stages.size(), 2u);
+    CheckPoolPlan(in, order, r.value());
+    // 4 layers on the fast pool (4 s), 2 on the slow one (4 s): T = 8 + 7 * 4.
+    EXPECT_DOUBLE_EQ(r.value().objective, 36.0);
+    const StageCandidate& fast =
+        in.candidates[static_cast<size_t>(r.value().stages[order[0] == 0 ? 0 : 1])];
+    EXPECT_EQ(fast.pool, 0);
+    EXPECT_EQ(fast.last_layer - fast.first_layer + 1, 4);
+  }
+  // The fast pool alone: half the devices, every layer on it.
+  in.pool_order = {0};
+  Result<StageDpResult> alone = SolveStageDp(in);
+  ASSERT_TRUE(alone.ok());
+  ASSERT_TRUE(alone.value().feasible);
+  EXPECT_DOUBLE_EQ(CheckPoolPlan(in, {0}, alone.value()), 48.0);  // 6 + 7 * 6
+}
+
+TEST(StageDp, MatchesBruteForceOnRandomPooledInstances) {
+  int feasible = 0;
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    StageDpInput in = RandomInstance(seed, 1, 5);
+    std::mt19937 rng(seed + 1000);
+    // Split the hosts into pools (one host each where there are several), candidates over them.
+    const auto pools = static_cast<int32_t>(in.hosts);
+    in.pool_devices.assign(static_cast<size_t>(pools), in.devices_per_host);
+    for (StageCandidate& c : in.candidates) {
+      c.pool = static_cast<int32_t>(std::uniform_int_distribution<int32_t>(0, pools - 1)(rng));
+    }
+    std::vector<int32_t> order(static_cast<size_t>(pools));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    if (pools > 1 && seed % 2 == 0) order.pop_back();  // a pool left out
+    in.pool_order = order;
+    Result<StageDpResult> bf = SolveStageDpBruteForce(in);
+    Result<StageDpResult> dp = SolveStageDp(in);
+    ASSERT_TRUE(bf.ok()) << bf.status().message();
+    ASSERT_TRUE(dp.ok()) << dp.status().message();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ASSERT_EQ(dp.value().feasible, bf.value().feasible);
+    if (!bf.value().feasible) continue;
+    ++feasible;
+    const double t = CheckPoolPlan(in, order, dp.value());
+    EXPECT_NEAR(t, bf.value().objective, 1e-9 * std::max(1.0, std::abs(t)));
+    EXPECT_NEAR(dp.value().objective, t, 1e-12 * std::max(1.0, std::abs(t)));
+  }
+  EXPECT_GE(feasible, 40);
+}
+
+TEST(StageDp, PoolErrorsNameTheElement) {
+  StageDpInput in;
+  in.num_layers = 2;
+  in.hosts = 2;
+  in.devices_per_host = 2;
+  in.submeshes = {{1, 2}};
+  in.candidates = {Cand(0, 1, 0, 1.0, 0, 1)};
+  in.pool_devices = {2, 3};
+  auto message = [&] {
+    Result<StageDpResult> r = SolveStageDp(in);
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(message().find("pool 1: 3 devices is not a whole number of hosts of 2"),
+            std::string::npos);
+  in.pool_devices = {2};
+  EXPECT_NE(message().find("pools: their 2 devices are not the cluster's 4"), std::string::npos);
+  in.pool_devices = {2, 2};
+  in.pool_order = {1, 1};
+  EXPECT_NE(message().find("pool_order: pool 1 appears twice"), std::string::npos);
+  in.pool_order = {2};
+  EXPECT_NE(message().find("pool_order: pool 2 is outside 0..1"), std::string::npos);
+  in.pool_order = {};
+  in.candidates[0].pool = 2;
+  EXPECT_NE(message().find("stage candidate 0: pool 2 is outside 0..1"), std::string::npos);
 }
 
 }  // namespace
