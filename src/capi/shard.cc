@@ -95,6 +95,12 @@ ALPA_API int32_t alpa_graph_auto_shard(alpa_sharding_plan** out, const alpa_grap
                   "ALPA_COST_MODE_REAL_UNITS, the default) needs a cluster for compute times; "
                   "pass one or choose ALPA_COST_MODE_ALPA");
     }
+    if (cluster != nullptr && cluster->cluster.mixed()) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "cluster " + cluster->cluster.name +
+                      " mixes GPU types: auto-shard on one of its pools (one device type per "
+                      "mesh), or plan the mixed cluster with alpa_model_plan");
+    }
     if (shard.batch_mesh_dim >= mesh->mesh.ndim()) {
       return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
                   "option \"batch_mesh_dim\": mesh dim " + std::to_string(shard.batch_mesh_dim) +

@@ -164,6 +164,11 @@ Status ValidateSubmesh(const Cluster& cluster, const SubmeshShape& s) {
 Result<LogicalMesh> DeriveLogicalMesh(const Cluster& cluster, const SubmeshShape& submesh,
                                       const std::vector<int64_t>& logical_shape) {
   ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
+  if (cluster.mixed()) {
+    return InvalidArgument("cluster " + cluster.name +
+                           " mixes GPU types: a logical mesh lies on one of its pools (derive it "
+                           "from that pool's cluster)");
+  }
   ALPA_RETURN_IF_ERROR(ValidateSubmesh(cluster, submesh));
   ALPA_RETURN_IF_ERROR(CheckShape(logical_shape, "logical_shape"));
   const int64_t devices = submesh.num_devices();

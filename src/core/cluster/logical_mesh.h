@@ -73,7 +73,8 @@ inline const std::vector<double> kAlpaDefaultBeta = {1.0, 0.1};
 Status ValidateSubmesh(const Cluster& cluster, const SubmeshShape& submesh);
 
 // The logical mesh of `submesh` reshaped to `logical_shape` (1 or 2 dims whose product is the
-// submesh's device count), alpha and beta derived from the cluster's links (see above).
+// submesh's device count), alpha and beta derived from the cluster's links (see above). A mixed
+// cluster (cluster.h's pools) is refused: a mesh lies on one pool, derived from its cluster.
 Result<LogicalMesh> DeriveLogicalMesh(const Cluster& cluster, const SubmeshShape& submesh,
                                       const std::vector<int64_t>& logical_shape);
 

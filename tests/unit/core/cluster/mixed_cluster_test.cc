@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cluster/cluster.h"
+#include "core/cluster/logical_mesh.h"
 
 namespace alpa {
 namespace {
@@ -330,6 +331,20 @@ TEST(MixedCluster, CalibrationAppliesToEveryPoolOnTopOfItsOwn) {
               StatusCode::kInvalidArgument, "calibration.efficiency.matmul: must be in (0, 1]");
   ExpectError(ApplyCalibrationBuffer(c, "{").status(), StatusCode::kParse,
               "calibration: invalid JSON");
+}
+
+// A logical mesh lies on one device type: derived from a pool, never from the mixed cluster.
+TEST(MixedCluster, LogicalMeshesComeFromAPool) {
+  const Cluster mixed = A100AndV100();
+  ExpectError(DeriveLogicalMesh(mixed, SubmeshShape{1, 8}, {2, 4}).status(),
+              StatusCode::kInvalidArgument,
+              "mixes GPU types: a logical mesh lies on one of its pools");
+  Result<LogicalMesh> a100 = DeriveLogicalMesh(HostCluster(mixed, 0), SubmeshShape{1, 8}, {2, 4});
+  Result<LogicalMesh> v100 = DeriveLogicalMesh(HostCluster(mixed, 4), SubmeshShape{1, 8}, {2, 4});
+  ASSERT_TRUE(a100.ok()) << a100.status().message();
+  ASSERT_TRUE(v100.ok()) << v100.status().message();
+  // NVLink 3 (300 GB/s a direction) against NVLink 2 (150): half the seconds per byte.
+  EXPECT_DOUBLE_EQ(a100.value().beta[1] * 2, v100.value().beta[1]);
 }
 
 }  // namespace

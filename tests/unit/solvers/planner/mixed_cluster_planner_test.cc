@@ -82,6 +82,28 @@ TEST(MixedClusterPlanner, StagesSizedBySpeedBeatTheFasterPoolAlone) {
   EXPECT_NEAR(simulated, plan.iteration_seconds, 0.02 * plan.iteration_seconds);
 }
 
+// A model too small to pay for a second pool behind a 25 Gbps link: the plan stays on the A100s,
+// as fast as their own best plan.
+TEST(MixedClusterPlanner, ASlowerPoolThatDoesNotPayStaysUnused) {
+  Result<Cluster> mixed = ParseClusterSpec(
+      "dgx-a100-80g:hosts=1,devices_per_host=2+p3.16xlarge:hosts=1,devices_per_host=2");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().message();
+  Result<PlannerModel> model =
+      PlannerModelFromSpec("gpt:hidden=64,layers=4,heads=4,seq=32,vocab=256,batch=8");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  PlannerOptions options;
+  options.threads = 2;
+  options.microbatches = 2;
+  Result<PipelinePlan> plan = PlanPipeline(model.value(), mixed.value(), options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  for (const PlannedStage& st : plan.value().stages) {
+    for (int64_t d : st.devices) EXPECT_LT(d, 2) << "a stage on the V100s";
+  }
+  Result<PipelinePlan> a100 = PlanPipeline(model.value(), mixed.value().pools[0], options);
+  ASSERT_TRUE(a100.ok()) << a100.status().message();
+  EXPECT_LE(plan.value().iteration_seconds, a100.value().iteration_seconds * (1 + 1e-12));
+}
+
 TEST(MixedClusterPlanner, PoolOrdersAndPlacement) {
   // Every pool alone first, then every ordered choice of two or more (three pools: 3 + 6 + 6).
   const std::vector<std::vector<int32_t>> two = PlannerPoolOrders(2);
