@@ -311,3 +311,23 @@ def test_launch_configs():
         with pytest.raises(alpa.InvalidArgumentError) as info:
             searched.launch_config()
         assert "alpa_model_plan_manual" in str(info.value)
+
+
+def test_a_cluster_of_mixed_gpu_types_plans_each_stage_on_one_pool():
+    mixed = "dgx-a100-80g:hosts=1,devices_per_host=2+p3.16xlarge:hosts=1,devices_per_host=2"
+    spec = "gpt:hidden=512,layers=8,heads=8,seq=256,vocab=4096,batch=64"
+    with alpa.Cluster.parse(mixed) as c:
+        assert (c.hosts, c.devices_per_host, c.devices) == (2, 2, 4)
+        assert c.device_memory_bytes == 16 * 2**30  # the least of the pools'
+        again = alpa.Cluster.from_json(c.to_json())
+        assert "pools" in json.loads(c.to_json())
+        assert again.to_json() == c.to_json()
+        again.close()
+    with alpa.plan(spec, mixed, threads=2) as p:
+        for s in p.stages:
+            hosts = {d // 2 for d in s.devices}
+            assert len(hosts) == 1  # one host, so one pool, per stage here
+        with p.simulate() as sim:
+            assert sim.iteration_seconds == pytest.approx(p.iteration_seconds, rel=0.02)
+    with pytest.raises(alpa.InvalidArgumentError, match="mixes GPU types"):
+        alpa.plan_baseline(spec, mixed).close()

@@ -289,7 +289,13 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     std::vector<StageMemory> memory;
     for (int32_t k : dp.stages)
       memory.push_back(stage_costs.candidate_memory[static_cast<size_t>(k)]);
-    ChooseZeroBubble(plan, memory, stage_costs.device_memory);
+    // Each stage against its devices' memory (its pool's on a mixed cluster).
+    std::vector<int64_t> device_memory;
+    for (const PlannedStage& st : plan.stages) {
+      device_memory.push_back(
+          options.device_memory_bytes.value_or(StageDeviceMemory(cluster, st.devices)));
+    }
+    ChooseZeroBubble(plan, memory, device_memory);
   }
   return plan;
 }

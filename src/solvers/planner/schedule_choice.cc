@@ -36,13 +36,22 @@ void ApplySchedule(PipelinePlan& plan, PipelineScheduleKind kind,
 
 bool ChooseZeroBubble(PipelinePlan& plan, const std::vector<StageMemory>& memory,
                       int64_t device_memory) {
+  return ChooseZeroBubble(plan, memory, std::vector<int64_t>(plan.stages.size(), device_memory));
+}
+
+bool ChooseZeroBubble(PipelinePlan& plan, const std::vector<StageMemory>& memory,
+                      const std::vector<int64_t>& stage_device_memory) {
   const int32_t stages = static_cast<int32_t>(plan.stages.size());
-  if (stages < 2 || memory.size() != plan.stages.size()) return false;
+  if (stages < 2 || memory.size() != plan.stages.size() ||
+      stage_device_memory.size() != plan.stages.size()) {
+    return false;
+  }
   for (int32_t s = 0; s < stages; ++s) {
     if (plan.stages[static_cast<size_t>(s)].remat == Recompute::kFull) return false;
     const int64_t bytes =
         ScheduledStageMemory(memory[static_cast<size_t>(s)], PipelineScheduleKind::kZeroBubbleH1,
                              stages, s, plan.microbatches);
+    const int64_t device_memory = stage_device_memory[static_cast<size_t>(s)];
     if (device_memory > 0 && bytes > device_memory) return false;
   }
   // ZB-H1's prediction is its schedule evaluated; against 1F1B's evaluated too (its closed form

@@ -29,5 +29,9 @@ void ApplySchedule(PipelinePlan& plan, PipelineScheduleKind kind,
 // is. Returns whether it switched.
 bool ChooseZeroBubble(PipelinePlan& plan, const std::vector<StageMemory>& memory,
                       int64_t device_memory);
+// The same with each stage's own device memory (aligned with plan.stages; a mixed cluster's
+// stages fit their pools' devices).
+bool ChooseZeroBubble(PipelinePlan& plan, const std::vector<StageMemory>& memory,
+                      const std::vector<int64_t>& stage_device_memory);
 
 }  // namespace alpa
