@@ -879,7 +879,7 @@ ALPA_API int32_t alpa_sharding_plan_to_json(alpa_buffer** out, const alpa_shardi
 typedef struct alpa_plan_options alpa_plan_options;
 
 /** Planner option keys (pinned values). */
-#define ALPA_PLAN_OPT_NUM_LAYERS 300          /**< int >= 0, default 0: the graph's, <= 16..64 */
+#define ALPA_PLAN_OPT_NUM_LAYERS 300          /**< int >= 0, default 0: the graph's, <= 16..128 */
 #define ALPA_PLAN_OPT_MICROBATCHES 301        /**< int >= 0, default 0: searched (divisors) */
 #define ALPA_PLAN_OPT_MAX_MICROBATCHES 302    /**< int >= 1, default 1024: the search's largest */
 #define ALPA_PLAN_OPT_THREADS 303             /**< int 0..4096, default 0: all hardware threads */

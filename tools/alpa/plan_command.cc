@@ -164,9 +164,9 @@ Command AddPlanCommand(CLI::App& app) {
   CLI::Option* microbatches = plan->add_option(
       "--microbatches,-B", args->microbatches,
       "Microbatches (default: searched over the batch's divisors near powers of two)");
-  plan->add_option(
-          "--layers", args->layers,
-          "Layer groups (default: the graph's, at most 16, or hosts / 6 up to 64 beyond 96 hosts)")
+  plan->add_option("--layers", args->layers,
+                   "Layer groups (default: the graph's, at most 16, or hosts / 6 up to 64 beyond "
+                   "96 hosts; twice that on a mixed cluster)")
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--remat", args->remat,
                    "Recomputation per stage: search (default), off, on (full) or selective (the "

@@ -683,7 +683,8 @@ std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
 
 int32_t DefaultLayerGroupCap(const Cluster& cluster) {
   constexpr int64_t kHostsPerGroup = 6, kMinCap = 16, kMaxCap = 64;
-  return static_cast<int32_t>(std::clamp(cluster.hosts / kHostsPerGroup, kMinCap, kMaxCap));
+  const int64_t cap = std::clamp(cluster.hosts / kHostsPerGroup, kMinCap, kMaxCap);
+  return static_cast<int32_t>(cluster.mixed() ? 2 * cap : cap);
 }
 
 Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,

@@ -104,6 +104,16 @@ TEST(MixedClusterPlanner, ASlowerPoolThatDoesNotPayStaysUnused) {
   EXPECT_LE(plan.value().iteration_seconds, a100.value().iteration_seconds * (1 + 1e-12));
 }
 
+// Twice the usual layer groups by default: unequal devices balance only as finely as the cut.
+TEST(MixedClusterPlanner, DefaultLayerGroupsAreTwiceTheUsual) {
+  Result<Cluster> mixed = ParseClusterSpec(kMixed);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().message();
+  EXPECT_EQ(DefaultLayerGroupCap(mixed.value()), 32);
+  Result<Cluster> large = ParseClusterSpec("dgx-a100-80g:hosts=200+p3.16xlarge:hosts=40");
+  ASSERT_TRUE(large.ok()) << large.status().message();
+  EXPECT_EQ(DefaultLayerGroupCap(large.value()), 80);  // 240 hosts / 6 = 40, doubled
+}
+
 TEST(MixedClusterPlanner, PoolOrdersAndPlacement) {
   // Every pool alone first, then every ordered choice of two or more (three pools: 3 + 6 + 6).
   const std::vector<std::vector<int32_t>> two = PlannerPoolOrders(2);
