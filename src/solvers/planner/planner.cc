@@ -426,6 +426,7 @@ Result<StageCostTable> BuildPoolStageCosts(const Graph& graph, const LayerCluste
   for (size_t p = 0; p < cluster.pools.size(); ++p) {
     const Cluster& pool = cluster.pools[p];
     if (run.warm_starts != nullptr) run.warm_starts = &call.pool_warm_starts[p];
+    run.progress_base.seconds = Since(call.t0);  // each pool's progress counts on from here
     run.fits = [&](const StageCostTable& t) {
       Result<StageDpResult> dp =
           SolveStageDp(MakeStageDpInput(t, clustering, pool, options.pipeline_stages));
