@@ -225,7 +225,7 @@ const ALPA_PLAN_COST_RESHARDING = Cint(2)
 const ALPA_COLLECTIVE_FLAG_INSIDE_OP = Cint(1)
 # moves a gradient into the update (combinable)
 const ALPA_COLLECTIVE_FLAG_GRADIENT_SYNC = Cint(2)
-# int >= 0, default 0: the graph's, <= 16..64
+# int >= 0, default 0: the graph's, <= 16..128
 const ALPA_PLAN_OPT_NUM_LAYERS = Cint(300)
 # int >= 0, default 0: searched (divisors)
 const ALPA_PLAN_OPT_MICROBATCHES = Cint(301)
@@ -1562,8 +1562,10 @@ end
 A preset cluster. spec is a preset name (case-insensitive), optionally with options:
 "p3.16xlarge:hosts=8" or "dgx-h100:hosts=2,devices_per_host=4". hosts > 0 sets the host count
 (overriding the spec's); hosts == 0 keeps the spec's (default 1); hosts < 0 is an error.
-ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad option. Caller frees *out with
-alpa_cluster_destroy.
+Specs joined by '+' give a cluster of mixed GPU types, each part with its own hosts
+("dgx-a100-80g:hosts=2+p3.16xlarge:hosts=2"; docs/cluster-format.md "Mixed clusters"); hosts
+must then be 0. ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad option. Caller frees
+*out with alpa_cluster_destroy.
 
 C: `int32_t alpa_cluster_create_preset(alpa_cluster** out, const char* spec, int64_t hosts, alpa_error** err)` (alpa.h)
 """
@@ -1600,8 +1602,9 @@ end
     alpa_cluster_apply_calibration(out, cluster, data, size, err) -> Int32
 
 A copy of `cluster` whose calibration is overridden by a calibration JSON document (data[size];
-keys it leaves out keep the cluster's values). Errors as for alpa_cluster_read_buffer. Caller
-frees *out with alpa_cluster_destroy.
+keys it leaves out keep the cluster's values). A cluster of mixed GPU types: every pool's
+calibration, keys left out keeping each pool's values. Errors as for alpa_cluster_read_buffer.
+Caller frees *out with alpa_cluster_destroy.
 
 C: `int32_t alpa_cluster_apply_calibration(alpa_cluster** out, const alpa_cluster* cluster, const char* data, size_t size, alpa_error** err)` (alpa.h)
 """

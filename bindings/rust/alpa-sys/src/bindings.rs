@@ -1024,8 +1024,10 @@ extern "C" {
     #[doc = " A preset cluster. spec is a preset name (case-insensitive), optionally with options:"]
     #[doc = " \"p3.16xlarge:hosts=8\" or \"dgx-h100:hosts=2,devices_per_host=4\". hosts > 0 sets the host count"]
     #[doc = " (overriding the spec's); hosts == 0 keeps the spec's (default 1); hosts < 0 is an error."]
-    #[doc = " ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad option. Caller frees *out with"]
-    #[doc = " alpa_cluster_destroy."]
+    #[doc = " Specs joined by '+' give a cluster of mixed GPU types, each part with its own hosts"]
+    #[doc = " (\"dgx-a100-80g:hosts=2+p3.16xlarge:hosts=2\"; docs/cluster-format.md \"Mixed clusters\"); hosts"]
+    #[doc = " must then be 0. ALPA_ERR_INVALID_ARGUMENT for an unknown name or a bad option. Caller frees"]
+    #[doc = " *out with alpa_cluster_destroy."]
     pub fn alpa_cluster_create_preset(
         out: *mut *mut alpa_cluster,
         spec: *const ::std::os::raw::c_char,
@@ -1055,8 +1057,9 @@ extern "C" {
 }
 extern "C" {
     #[doc = " A copy of `cluster` whose calibration is overridden by a calibration JSON document (data[size];"]
-    #[doc = " keys it leaves out keep the cluster's values). Errors as for alpa_cluster_read_buffer. Caller"]
-    #[doc = " frees *out with alpa_cluster_destroy."]
+    #[doc = " keys it leaves out keep the cluster's values). A cluster of mixed GPU types: every pool's"]
+    #[doc = " calibration, keys left out keeping each pool's values. Errors as for alpa_cluster_read_buffer."]
+    #[doc = " Caller frees *out with alpa_cluster_destroy."]
     pub fn alpa_cluster_apply_calibration(
         out: *mut *mut alpa_cluster,
         cluster: *const alpa_cluster,
