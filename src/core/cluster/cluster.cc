@@ -146,15 +146,9 @@ Status CheckPools(const std::vector<Cluster>& pools, const std::string& where) {
 
 // The merged view of `pools` (CheckPools holds), without the pools themselves.
 Cluster MergedView(const std::vector<Cluster>& pools, const std::string& name) {
-  Cluster merged;
-  const Cluster& first = pools[0];
+  // The first pool's fields (it has no pools or nic_locality), then each pool merged in.
+  Cluster merged = pools[0];
   merged.hosts = 0;
-  merged.devices_per_host = first.devices_per_host;
-  merged.device = first.device;
-  merged.intra_host_link = first.intra_host_link;
-  merged.inter_host_link = first.inter_host_link;
-  merged.nics_per_host = first.nics_per_host;
-  merged.calibration = first.calibration;
   const auto merge_link = [](LinkSpec* merged_link, const LinkSpec& pool_link) {
     merged_link->bandwidth = std::min(merged_link->bandwidth, pool_link.bandwidth);
     merged_link->latency = std::max(merged_link->latency, pool_link.latency);
@@ -241,6 +235,10 @@ int64_t PoolFirstHost(const Cluster& cluster, int32_t pool) {
 const Cluster& HostCluster(const Cluster& cluster, int64_t host) {
   if (!cluster.mixed()) return cluster;
   return cluster.pools[static_cast<size_t>(PoolOfHost(cluster, host))];
+}
+
+const Cluster& DevicesCluster(const Cluster& cluster, const std::vector<int64_t>& devices) {
+  return HostCluster(cluster, devices.empty() ? 0 : devices.front() / cluster.devices_per_host);
 }
 
 bool NearNic(const Cluster& cluster, int64_t device) {

@@ -132,6 +132,9 @@ int64_t PoolFirstHost(const Cluster& cluster, int32_t pool);
 // The cluster of one device type that prices `host`'s devices and links: its pool
 // (PoolOfHost), or `cluster` itself when it has no pools.
 const Cluster& HostCluster(const Cluster& cluster, int64_t host);
+// The cluster that prices a group of devices on one pool (physical ids; a stage's): the
+// HostCluster of the first one's host (host 0 when empty).
+const Cluster& DevicesCluster(const Cluster& cluster, const std::vector<int64_t>& devices);
 
 // Whether `device` (a global id, host * devices_per_host + local index) reaches its host's NICs
 // at inter_host_link.bandwidth: every device does unless nic_locality says otherwise.

@@ -8,8 +8,6 @@
 #include <limits>
 #include <utility>
 
-#include "solvers/planner/pool_stage_costs.h"
-
 namespace alpa {
 
 PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,
@@ -30,35 +28,38 @@ PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latenc
   return s;
 }
 
+namespace {
+
+// The links of a host of `one_type` (a cluster of one device type): its device link, its NIC
+// group bandwidth, and its devices' NIC groups where it has several.
+SimHostLinks HostLinksOf(const Cluster& one_type) {
+  SimHostLinks links;
+  links.intra_host = {one_type.intra_host_link.bandwidth, one_type.intra_host_link.latency};
+  links.inter_host = {NicGroupBandwidth(one_type), one_type.inter_host_link.latency};
+  if (NicGroups(one_type) > 1) {
+    for (int64_t d = 0; d < one_type.devices_per_host; ++d) {
+      links.device_nic_group.push_back(static_cast<int32_t>(NicGroupOf(one_type, d)));
+    }
+  }
+  return links;
+}
+
+}  // namespace
+
 void SetSimCluster(const Cluster& cluster, PipelineSimInput& in) {
   in.hosts = static_cast<int32_t>(cluster.hosts);
   in.devices_per_host = static_cast<int32_t>(cluster.devices_per_host);
-  in.intra_host = {cluster.intra_host_link.bandwidth, cluster.intra_host_link.latency};
-  const double nic_bandwidth = NicGroupBandwidth(cluster);
-  in.inter_host = {nic_bandwidth, cluster.inter_host_link.latency};
-  in.device_nic_group.clear();
-  if (NicGroups(cluster) > 1) {
-    for (int64_t d = 0; d < cluster.devices_per_host; ++d) {
-      in.device_nic_group.push_back(static_cast<int32_t>(NicGroupOf(cluster, d)));
-    }
-  }
+  SimHostLinks links = HostLinksOf(cluster);
+  in.intra_host = links.intra_host;
+  in.inter_host = links.inter_host;
+  in.device_nic_group = std::move(links.device_nic_group);
   in.device_inter_host_bandwidth.clear();
   in.host_links.clear();
-  if (cluster.mixed()) {
-    // Each host's links are its pool's (pools have no NIC locality).
-    for (int64_t h = 0; h < cluster.hosts; ++h) {
-      const Cluster& pool = HostCluster(cluster, h);
-      SimHostLinks links;
-      links.intra_host = {pool.intra_host_link.bandwidth, pool.intra_host_link.latency};
-      links.inter_host = {NicGroupBandwidth(pool), pool.inter_host_link.latency};
-      if (NicGroups(pool) > 1) {
-        for (int64_t d = 0; d < pool.devices_per_host; ++d) {
-          links.device_nic_group.push_back(static_cast<int32_t>(NicGroupOf(pool, d)));
-        }
-      }
-      in.host_links.push_back(std::move(links));
-    }
+  // Each host's links are its pool's (pools have no NIC locality).
+  for (int64_t h = 0; cluster.mixed() && h < cluster.hosts; ++h) {
+    in.host_links.push_back(HostLinksOf(HostCluster(cluster, h)));
   }
+  const double nic_bandwidth = in.inter_host.bandwidth;
   if (cluster.nic_locality.empty()) return;
   for (int64_t d = 0; d < cluster.devices_per_host; ++d) {
     // Device d of host 0 stands for device d of every host; a move pairs two ends, so the rate of
@@ -117,7 +118,8 @@ PlanSimulationContext PlanSimulationContextOf(const PipelinePlan& plan, const Cl
     c.first_layer.push_back(st.first_layer);
     c.last_layer.push_back(st.last_layer);
     if (cluster.mixed())
-      c.stage_device_memory_bytes.push_back(StageDeviceMemory(cluster, st.devices));
+      c.stage_device_memory_bytes.push_back(
+          DevicesCluster(cluster, st.devices).device.memory_bytes);
   }
   return c;
 }

@@ -13,7 +13,6 @@
 #include "core/util/json_util.h"
 #include "core/util/number_text.h"
 #include "exec/sim/plan_simulation.h"
-#include "solvers/planner/pool_stage_costs.h"
 
 namespace alpa {
 namespace {
@@ -283,7 +282,8 @@ Result<PipelineSimInput> ReadPlan(const json& root, PipelineScheduleKind schedul
     ALPA_RETURN_IF_ERROR(ReadStage((*stages)[s], "stages[" + std::to_string(s) + "]",
                                    in.microbatches, cluster.num_devices(), &stage, &first, &last));
     std::vector<int64_t> ids = stage.devices;
-    if (cluster.mixed()) ctx.stage_device_memory_bytes.push_back(StageDeviceMemory(cluster, ids));
+    if (cluster.mixed())
+      ctx.stage_device_memory_bytes.push_back(DevicesCluster(cluster, ids).device.memory_bytes);
     std::sort(ids.begin(), ids.end());
     sorted_devices.push_back(std::move(ids));
     in.stages.push_back(std::move(stage));

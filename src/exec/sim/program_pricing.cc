@@ -33,9 +33,7 @@ Result<ProgramPricer> ProgramPricer::Create(const PipelinePlan& plan, const Clus
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlannedStage& stage = plan.stages[s];
     StagePricing st;
-    const int64_t host =
-        stage.devices.empty() ? 0 : stage.devices.front() / cluster.devices_per_host;
-    st.cluster = HostCluster(cluster, host);
+    st.cluster = DevicesCluster(cluster, stage.devices);
     Result<LogicalMesh> mesh = DeriveLogicalMesh(st.cluster, stage.submesh, stage.logical_mesh);
     if (!mesh.ok()) {
       return InvalidArgument("stage " + std::to_string(s) + ": " + mesh.status().message());

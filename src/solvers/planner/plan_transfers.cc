@@ -75,9 +75,8 @@ namespace {
 Result<double> GatherSeconds(const PlannedStage& to, const Cluster& cluster,
                              const std::vector<int32_t>& mesh_dims, double tile_bytes) {
   // The receiving stage's own devices price it (in a mixed cluster, its pool's).
-  const int64_t host = to.devices.empty() ? 0 : to.devices.front() / cluster.devices_per_host;
   Result<LogicalMesh> mesh =
-      DeriveLogicalMesh(HostCluster(cluster, host), to.submesh, to.logical_mesh);
+      DeriveLogicalMesh(DevicesCluster(cluster, to.devices), to.submesh, to.logical_mesh);
   if (!mesh.ok()) return mesh.status();
   size_t wide = 0;
   for (int64_t d : to.logical_mesh) wide += d > 1 ? 1 : 0;

@@ -292,8 +292,8 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     // Each stage against its devices' memory (its pool's on a mixed cluster).
     std::vector<int64_t> device_memory;
     for (const PlannedStage& st : plan.stages) {
-      device_memory.push_back(
-          options.device_memory_bytes.value_or(StageDeviceMemory(cluster, st.devices)));
+      device_memory.push_back(options.device_memory_bytes.value_or(
+          DevicesCluster(cluster, st.devices).device.memory_bytes));
     }
     ChooseZeroBubble(plan, memory, device_memory);
   }

@@ -94,15 +94,17 @@ Result<std::vector<std::vector<int64_t>>> PlaceStagesOnPools(
     const Cluster& cluster, const std::vector<SubmeshShape>& shapes,
     const std::vector<int32_t>& pools) {
   if (!cluster.mixed()) return PlaceSubmeshes(cluster.hosts, cluster.devices_per_host, shapes);
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (pools[s] < 0 || static_cast<size_t>(pools[s]) >= cluster.pools.size()) {
+      return InvalidArgument("stage " + std::to_string(s) + ": pool " + std::to_string(pools[s]) +
+                             " is not in the cluster");
+    }
+  }
   std::vector<std::vector<int64_t>> placed(shapes.size());
   for (size_t p = 0; p < cluster.pools.size(); ++p) {
     std::vector<SubmeshShape> mine;
     std::vector<size_t> index;
     for (size_t s = 0; s < shapes.size(); ++s) {
-      if (pools[s] < 0 || static_cast<size_t>(pools[s]) >= cluster.pools.size()) {
-        return InvalidArgument("stage " + std::to_string(s) + ": pool " + std::to_string(pools[s]) +
-                               " is not in the cluster");
-      }
       if (static_cast<size_t>(pools[s]) != p) continue;
       mine.push_back(shapes[s]);
       index.push_back(s);
@@ -121,11 +123,6 @@ Result<std::vector<std::vector<int64_t>>> PlaceStagesOnPools(
     }
   }
   return placed;
-}
-
-int64_t StageDeviceMemory(const Cluster& cluster, const std::vector<int64_t>& devices) {
-  const int64_t host = devices.empty() ? 0 : devices.front() / cluster.devices_per_host;
-  return HostCluster(cluster, host).device.memory_bytes;
 }
 
 }  // namespace alpa

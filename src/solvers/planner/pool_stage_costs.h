@@ -36,8 +36,4 @@ Result<std::vector<std::vector<int64_t>>> PlaceStagesOnPools(
     const Cluster& cluster, const std::vector<SubmeshShape>& shapes,
     const std::vector<int32_t>& pools);
 
-// The memory of a stage's devices (physical ids): their pool's device memory (the cluster's
-// without pools).
-int64_t StageDeviceMemory(const Cluster& cluster, const std::vector<int64_t>& devices);
-
 }  // namespace alpa
