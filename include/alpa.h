@@ -1213,6 +1213,12 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
  * keeping its s latest weight gradients for later (fills the drain; every stage holds
  * min(stages, microbatches) microbatches); a plan made with ALPA_PLAN_OPT_ZERO_BUBBLE. */
 #define ALPA_SCHEDULE_ZB_H1 2
+/** Interleaved 1F1B (Megatron-LM's virtual pipeline stages): each device group runs several
+ * stages (alpa_plan_virtual_stages), stage s on the devices of stage s % groups, its forwards and
+ * backwards interleaved over them so that the bubble shrinks by that factor; only for a plan
+ * made for it (ALPA_PLAN_OPT_INTERLEAVE, or `alpa baseline --virtual-stages`), and such a plan
+ * runs only under it. */
+#define ALPA_SCHEDULE_INTERLEAVED_1F1B 3
 
 /** How the executor's devices run: as threads of this process, or one per MPI process (device =
  * the process's rank; every process of the job creates the executor with the same plan and

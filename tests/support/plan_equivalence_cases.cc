@@ -53,6 +53,8 @@ std::string ScheduleSuffix(PipelineScheduleKind schedule) {
       return "_gpipe";
     case PipelineScheduleKind::kZeroBubbleH1:
       return "_zbh1";
+    case PipelineScheduleKind::kInterleavedOneFOneB:
+      return "_interleaved";
     case PipelineScheduleKind::kOneFOneB:
       break;
   }

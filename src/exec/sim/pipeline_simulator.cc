@@ -43,6 +43,8 @@ const char* ScheduleDisplayName(PipelineScheduleKind kind) {
       return "1F1B";
     case PipelineScheduleKind::kZeroBubbleH1:
       return "ZB-H1";
+    case PipelineScheduleKind::kInterleavedOneFOneB:
+      return "interleaved 1F1B";
   }
   return PipelineScheduleName(kind);
 }

@@ -127,6 +127,7 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
   j["cluster"]["device_memory_bytes"] = cluster.device.memory_bytes;
   j["microbatches"] = plan.microbatches;
   j["schedule"] = PipelineScheduleName(plan.schedule);
+  if (plan.virtual_stages != 1) j["virtual_stages"] = plan.virtual_stages;
   j["iteration_seconds"] = plan.iteration_seconds;
   j["period_seconds"] = plan.period_seconds;
   j["schedule_seconds"] = plan.schedule_seconds;

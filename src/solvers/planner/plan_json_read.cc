@@ -378,21 +378,59 @@ Status ReadTransfers(const Json& root, PipelinePlan* plan) {
 }
 
 // The prediction and the compile statistics, as the planner reported them.
-// "schedule": "1f1b" or "zb-h1" (the schedules the planner makes plans for); absent in plans
-// written before ZB-H1: 1F1B.
-Status ReadSchedule(const Json& root, PipelineScheduleKind* out) {
+// "schedule": "1f1b", "zb-h1" or "interleaved-1f1b" (the schedules the planner makes plans
+// for); absent in plans written before ZB-H1: 1F1B. "virtual_stages" (only with
+// interleaved-1f1b, where it is required): the stages per device group.
+Status ReadSchedule(const Json& root, PipelineScheduleKind* out, int32_t* virtual_stages) {
   *out = PipelineScheduleKind::kOneFOneB;
-  if (!root.contains("schedule")) return Status::Ok();
-  std::string name;
-  ALPA_RETURN_IF_ERROR(String(root, "", "schedule", &name));
-  for (PipelineScheduleKind kind :
-       {PipelineScheduleKind::kOneFOneB, PipelineScheduleKind::kZeroBubbleH1}) {
-    if (name == PipelineScheduleName(kind)) {
-      *out = kind;
-      return Status::Ok();
+  *virtual_stages = 1;
+  if (root.contains("schedule")) {
+    std::string name;
+    ALPA_RETURN_IF_ERROR(String(root, "", "schedule", &name));
+    bool known = false;
+    for (PipelineScheduleKind kind :
+         {PipelineScheduleKind::kOneFOneB, PipelineScheduleKind::kZeroBubbleH1,
+          PipelineScheduleKind::kInterleavedOneFOneB}) {
+      if (name == PipelineScheduleName(kind)) {
+        *out = kind;
+        known = true;
+      }
+    }
+    if (!known) {
+      return Invalid("schedule",
+                     "is \"" + name + "\"; expected \"1f1b\", \"zb-h1\" or \"interleaved-1f1b\"");
     }
   }
-  return Invalid("schedule", "is \"" + name + "\"; expected \"1f1b\" or \"zb-h1\"");
+  if (*out != PipelineScheduleKind::kInterleavedOneFOneB) {
+    if (root.contains("virtual_stages")) {
+      return Invalid("virtual_stages", "is only for the schedule \"interleaved-1f1b\"");
+    }
+    return Status::Ok();
+  }
+  int64_t v = 0;
+  ALPA_RETURN_IF_ERROR(Int(root, "", "virtual_stages", 2, 1 << 20, &v));
+  *virtual_stages = static_cast<int32_t>(v);
+  return Status::Ok();
+}
+
+// The stages of one device group run on the same devices (pipeline_schedule.h), and the
+// schedule fits the stage and microbatch counts.
+Status CheckDeviceGroups(const PipelinePlan& plan) {
+  const int32_t stages = static_cast<int32_t>(plan.stages.size());
+  const std::string problem =
+      PipelineShapeProblem(plan.schedule, stages, plan.virtual_stages, plan.microbatches);
+  if (!problem.empty()) return Invalid("virtual_stages", problem);
+  const int32_t groups = PipelineGroups(stages, plan.virtual_stages);
+  for (int32_t s = groups; s < stages; ++s) {
+    if (plan.stages[static_cast<size_t>(s)].devices !=
+        plan.stages[static_cast<size_t>(s % groups)].devices) {
+      return Invalid(At("stages", s) + ".devices",
+                     "differ from stages[" + std::to_string(s % groups) +
+                         "]'s; under interleaved-1f1b stage s runs on the devices of stage s % " +
+                         std::to_string(groups));
+    }
+  }
+  return Status::Ok();
 }
 
 Status ReadPrediction(const Json& root, PipelinePlan* plan) {
@@ -436,12 +474,13 @@ Result<PipelinePlan> ReadPlan(const Json& root, Cluster* cluster_out, std::strin
   if (!cluster.ok()) return cluster.status();
   PipelinePlan plan;
   ALPA_RETURN_IF_ERROR(Int(root, "", "microbatches", 1, kInt64Max, &plan.microbatches));
-  ALPA_RETURN_IF_ERROR(ReadSchedule(root, &plan.schedule));
+  ALPA_RETURN_IF_ERROR(ReadSchedule(root, &plan.schedule, &plan.virtual_stages));
   Result<Graph> graph = ReadGraph(root);
   if (!graph.ok()) return graph.status();
   plan.graph = std::move(graph).value();
   ALPA_RETURN_IF_ERROR(ReadClustering(root, plan.graph, &plan.clustering));
   ALPA_RETURN_IF_ERROR(ReadStages(root, cluster.value(), &plan));
+  ALPA_RETURN_IF_ERROR(CheckDeviceGroups(plan));
   ALPA_RETURN_IF_ERROR(ReadTransfers(root, &plan));
   ALPA_RETURN_IF_ERROR(ReadPrediction(root, &plan));
   if (cluster_out != nullptr) *cluster_out = std::move(cluster).value();

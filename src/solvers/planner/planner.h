@@ -215,6 +215,10 @@ struct PipelinePlan {
   // The schedule the plan is made for (PlannerOptions::schedule): its prediction, the stages'
   // in_flight and memory assume it, and alpa run runs it unless told otherwise.
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
+  // Stages per device group (pipeline_schedule.h): 1, or under interleaved 1F1B v >= 2, stage s
+  // then running on the devices of stage s % (stages / v) (the same device list, in the same
+  // order).
+  int32_t virtual_stages = 1;
   Graph graph;  // the microbatch graph planned
   LayerClustering clustering;
   std::vector<PlannedStage> stages;  // pipeline order
