@@ -948,6 +948,12 @@ typedef struct alpa_plan_options alpa_plan_options;
  * sending to or receiving from other hosts sit next to the NICs, where that is predicted faster;
  * 0: stages stay where they are packed. No effect on clusters without NIC locality */
 #define ALPA_PLAN_OPT_NIC_PLACEMENT 325
+/** 0/1, default 0: interleaved 1F1B (ALPA_SCHEDULE_INTERLEAVED_1F1B: each device group runs v
+ * stages, v = 2..8, the bubble shrinking by v at the price of v times the transfers between
+ * groups and more microbatches in flight) as the schedule of a plan, its 1F1B stages' submeshes
+ * becoming the device groups, where every group fits its memory and the prediction is faster
+ * (docs/planner.md); 0: a stage per submesh */
+#define ALPA_PLAN_OPT_INTERLEAVE 326
 
 #define ALPA_REMAT_SEARCH 0 /**< per stage: none, full, or selective where there is attention */
 #define ALPA_REMAT_OFF 1
@@ -1052,10 +1058,15 @@ ALPA_API double alpa_plan_schedule_seconds(const alpa_plan* plan);
 ALPA_API double alpa_plan_compile_seconds(const alpa_plan* plan);
 /** Microbatches per iteration; 0 for NULL. */
 ALPA_API int64_t alpa_plan_microbatches(const alpa_plan* plan);
-/** The schedule the plan is made for: ALPA_SCHEDULE_1F1B, or ALPA_SCHEDULE_ZB_H1 where
- * ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it (its prediction, in-flight counts and memory
- * assume it; run it with that executor schedule); -1 for NULL. */
+/** The schedule the plan is made for: ALPA_SCHEDULE_1F1B, ALPA_SCHEDULE_ZB_H1 where
+ * ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it, or ALPA_SCHEDULE_INTERLEAVED_1F1B where
+ * ALPA_PLAN_OPT_INTERLEAVE did (its prediction, in-flight counts and memory assume it; run it with
+ * that executor schedule); -1 for NULL. */
 ALPA_API int32_t alpa_plan_pipeline_schedule(const alpa_plan* plan);
+/** Stages per device group: 1, or v >= 2 under ALPA_SCHEDULE_INTERLEAVED_1F1B (stage s then runs
+ * on the devices of stage s % (stages / v): alpa_plan_stage_devices gives the same list); 0 for
+ * NULL. */
+ALPA_API int32_t alpa_plan_virtual_stages(const alpa_plan* plan);
 /** The largest per-device memory over the stages; 0 for NULL. */
 ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan);
 /** Achieved TFLOP/s per device at the predicted iteration time; NaN for NULL. */
@@ -1154,8 +1165,9 @@ ALPA_API int64_t alpa_plan_transfer_moves(const alpa_plan* plan, int64_t transfe
                                           size_t element_size);
 /** Count-then-fill over a stage's schedule (the plan's: alpa_plan_pipeline_schedule): out[2*i] =
  * 0 forward / 1 backward (under ZB-H1 the input gradient alone) / 2 weight gradient (ZB-H1 only),
- * out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B 4 * microbatches,
- * each microbatch once forward and later once backward; ZB-H1 6 * microbatches);
+ * out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B and interleaved
+ * 1F1B 4 * microbatches, each microbatch once forward and later once backward; ZB-H1 6 *
+ * microbatches; under interleaved 1F1B the stage's own tasks, in its device group's order);
  * -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be built. */
 ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out,
                                           int64_t capacity);

@@ -31,6 +31,8 @@ static_assert(static_cast<int32_t>(alpa::PipelineTaskKind::kWeightGradient) == 2
 static_assert(static_cast<int32_t>(alpa::PipelineScheduleKind::kOneFOneB) == ALPA_SCHEDULE_1F1B);
 static_assert(static_cast<int32_t>(alpa::PipelineScheduleKind::kZeroBubbleH1) ==
               ALPA_SCHEDULE_ZB_H1);
+static_assert(static_cast<int32_t>(alpa::PipelineScheduleKind::kInterleavedOneFOneB) ==
+              ALPA_SCHEDULE_INTERLEAVED_1F1B);
 
 namespace {
 
@@ -311,6 +313,10 @@ ALPA_API int32_t alpa_plan_pipeline_schedule(const alpa_plan* plan) {
   return plan == nullptr ? -1 : static_cast<int32_t>(plan->plan.schedule);
 }
 
+ALPA_API int32_t alpa_plan_virtual_stages(const alpa_plan* plan) {
+  return plan == nullptr ? 0 : plan->plan.virtual_stages;
+}
+
 ALPA_API int64_t alpa_plan_peak_memory_bytes(const alpa_plan* plan) {
   return plan == nullptr ? 0 : plan->plan.peak_memory_bytes;
 }
@@ -500,7 +506,7 @@ ALPA_API int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, 
   try {
     const std::vector<alpa::PipelineTask> tasks =
         alpa::StageSchedule(plan->plan.schedule, static_cast<int32_t>(plan->plan.stages.size()),
-                            stage, plan->plan.microbatches);
+                            stage, plan->plan.microbatches, plan->plan.virtual_stages);
     const int64_t n = 2 * static_cast<int64_t>(tasks.size());
     if (out != nullptr && capacity > 0) {
       const int64_t copy = std::min(capacity, n);

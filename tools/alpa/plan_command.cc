@@ -28,6 +28,7 @@ struct PlanArgs {
   std::string zero2;          // "", "search", "off"
   std::string zero3;          // "", "search", "off"
   std::string zero_bubble;    // "", "search", "off"
+  std::string interleave;     // "", "search", "off"
   std::string nic_placement;  // "", "search", "off"
   // Pins (0 / false: searched): exact stage count, tensor-parallel cap, tp inside hosts.
   int64_t pipeline_stages = 0, max_tensor_parallel = 0;
@@ -108,6 +109,11 @@ int RunPlan(const PlanArgs& args) {
                                     &err) != ALPA_OK) {
     return ReportError(err, "--zero-bubble");
   }
+  if (!args.interleave.empty() &&
+      alpa_plan_options_set_by_name(handles.options, "interleave", args.interleave.c_str(), &err) !=
+          ALPA_OK) {
+    return ReportError(err, "--interleave");
+  }
   if (!args.nic_placement.empty() &&
       alpa_plan_options_set_by_name(handles.options, "nic_placement", args.nic_placement.c_str(),
                                     &err) != ALPA_OK) {
@@ -182,6 +188,10 @@ Command AddPlanCommand(CLI::App& app) {
                    "The zero-bubble schedule ZB-H1 (backward split into input and weight "
                    "gradients) where every stage fits it and it is predicted faster than 1F1B: "
                    "search or off (default)");
+  plan->add_option("--interleave", args->interleave,
+                   "Interleaved 1F1B (each device group runs 2-8 stages, the bubble shrinking by "
+                   "that factor for more transfers and more microbatches in flight) where every "
+                   "group fits and it is predicted faster: search or off (default)");
   plan->add_option("--nic-placement", args->nic_placement,
                    "Where a cluster file says which GPUs sit next to the NICs (nic_locality): the "
                    "stages that talk across hosts moved onto them where predicted faster: search "

@@ -238,10 +238,16 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
                       const std::string& time_label) {
   const int32_t stages = alpa_plan_stage_count(plan);
   const int64_t microbatches = alpa_plan_microbatches(plan);
-  const bool zero_bubble = alpa_plan_pipeline_schedule(plan) == ALPA_SCHEDULE_ZB_H1;
+  const int32_t schedule = alpa_plan_pipeline_schedule(plan);
+  const int32_t virtual_stages = alpa_plan_virtual_stages(plan);
+  const std::string schedule_name =
+      schedule == ALPA_SCHEDULE_ZB_H1 ? "ZB-H1"
+      : schedule == ALPA_SCHEDULE_INTERLEAVED_1F1B
+          ? "interleaved 1F1B (" + std::to_string(virtual_stages) + " stages per device group)"
+          : "1F1B";
   std::printf("\nPlan: %d pipeline stage%s, %lld microbatch%s, %s schedule\n", stages,
               stages == 1 ? "" : "s", static_cast<long long>(microbatches),
-              microbatches == 1 ? "" : "es", zero_bubble ? "ZB-H1" : "1F1B");
+              microbatches == 1 ? "" : "es", schedule_name.c_str());
   std::printf("%-5s %-7s %-8s %-9s %-11s %-8s %-5s %-5s %-12s %-12s %s\n", "stage", "layers",
               "submesh", "mesh", "devices", "dp x tp", "zero", "remat", "latency/mb", "sync+update",
               "memory/device");

@@ -59,34 +59,40 @@ PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stag
 
 namespace {
 
-// When each stage's last task of StageSchedule(kind) ends, in sweeps that alternate direction
-// (forwards flow to later stages, input gradients to earlier ones) and run every stage as far
-// as its inputs allow; each sweep runs at least one task of the schedule's critical path.
-std::vector<double> StageEnds(PipelineScheduleKind kind,
+// When each device group's last task of GroupSchedule(kind) ends, in sweeps that alternate
+// direction (forwards flow to later stages, input gradients to earlier ones) and run every group
+// as far as its inputs allow; each sweep runs at least one task of the schedule's critical
+// path. Empty when the schedule does not fit (PipelineShapeProblem).
+std::vector<double> GroupEnds(PipelineScheduleKind kind,
                               const std::vector<PipelineEstimateStage>& stages,
-                              int64_t microbatches) {
+                              int64_t microbatches, int32_t virtual_stages) {
   const int32_t n = static_cast<int32_t>(stages.size());
+  const int32_t groups = PipelineGroups(n, virtual_stages);
+  if (!PipelineShapeProblem(kind, n, virtual_stages, microbatches).empty()) return {};
   const size_t mb = static_cast<size_t>(microbatches);
   const bool split = SplitsBackward(kind);
-  std::vector<std::vector<PipelineTask>> order(stages.size());
-  for (int32_t s = 0; s < n; ++s)
-    order[static_cast<size_t>(s)] = StageSchedule(kind, n, s, microbatches);
+  std::vector<std::vector<GroupTask>> order(static_cast<size_t>(groups));
+  for (int32_t g = 0; g < groups; ++g) {
+    order[static_cast<size_t>(g)] = GroupSchedule(kind, n, virtual_stages, g, microbatches);
+  }
   constexpr double kNotYet = -1;
   std::vector<std::vector<double>> forward_end(stages.size(), std::vector<double>(mb, kNotYet));
   std::vector<std::vector<double>> backward_end = forward_end;
-  std::vector<size_t> next(stages.size(), 0);
-  std::vector<double> clock(stages.size(), 0);
+  std::vector<size_t> next(order.size(), 0);
+  std::vector<double> clock(order.size(), 0);
   size_t left = 0;
   for (const auto& o : order) left += o.size();
-  auto advance = [&](int32_t s) {
-    const size_t si = static_cast<size_t>(s);
-    const PipelineEstimateStage& st = stages[si];
-    const double weight = split ? std::min(st.weight, st.backward) : 0.0;
+  auto advance = [&](int32_t g) {
+    const size_t gi = static_cast<size_t>(g);
     bool ran = false;
-    while (next[si] < order[si].size()) {
-      const PipelineTask& t = order[si][next[si]];
+    while (next[gi] < order[gi].size()) {
+      const GroupTask& t = order[gi][next[gi]];
+      const int32_t s = t.stage;
+      const size_t si = static_cast<size_t>(s);
+      const PipelineEstimateStage& st = stages[si];
+      const double weight = split ? std::min(st.weight, st.backward) : 0.0;
       const size_t m = static_cast<size_t>(t.microbatch);
-      double ready = clock[si], seconds = weight;
+      double ready = clock[gi], seconds = weight;
       if (t.kind == PipelineTaskKind::kForward) {
         if (s > 0) {
           const double in = forward_end[si - 1][m];
@@ -102,10 +108,10 @@ std::vector<double> StageEnds(PipelineScheduleKind kind,
         }
         seconds = st.backward - weight;
       }
-      clock[si] = ready + seconds;
-      if (t.kind == PipelineTaskKind::kForward) forward_end[si][m] = clock[si];
-      if (t.kind == PipelineTaskKind::kBackward) backward_end[si][m] = clock[si];
-      ++next[si];
+      clock[gi] = ready + seconds;
+      if (t.kind == PipelineTaskKind::kForward) forward_end[si][m] = clock[gi];
+      if (t.kind == PipelineTaskKind::kBackward) backward_end[si][m] = clock[gi];
+      ++next[gi];
       --left;
       ran = true;
     }
@@ -113,7 +119,7 @@ std::vector<double> StageEnds(PipelineScheduleKind kind,
   };
   for (bool down = true; left > 0; down = !down) {
     bool ran = false;
-    for (int32_t k = 0; k < n; ++k) ran |= advance(down ? k : n - 1 - k);
+    for (int32_t k = 0; k < groups; ++k) ran |= advance(down ? k : groups - 1 - k);
     if (!ran) break;  // cannot happen: the schedules have no cycle
   }
   return clock;
@@ -122,14 +128,16 @@ std::vector<double> StageEnds(PipelineScheduleKind kind,
 }  // namespace
 
 double EvaluateSchedule(PipelineScheduleKind kind, const std::vector<PipelineEstimateStage>& stages,
-                        int64_t microbatches) {
+                        int64_t microbatches, int32_t virtual_stages) {
   if (stages.empty() || microbatches < 1) return 0;
-  const std::vector<double> ends = StageEnds(kind, stages, microbatches);
-  double last = 0;
+  const std::vector<double> ends = GroupEnds(kind, stages, microbatches, virtual_stages);
+  if (ends.empty()) return 0;
+  // Each group runs its stages' once-per-iteration work one after another.
+  std::vector<double> finish = ends;
   for (size_t s = 0; s < stages.size(); ++s) {
-    last = std::max(last, ends[s] + stages[s].iteration_overhead);
+    finish[s % ends.size()] += stages[s].iteration_overhead;
   }
-  return last;
+  return *std::max_element(finish.begin(), finish.end());
 }
 
 PipelineEstimate EstimateZeroBubbleH1(const std::vector<PipelineEstimateStage>& stages,
@@ -140,9 +148,32 @@ PipelineEstimate EstimateZeroBubbleH1(const std::vector<PipelineEstimateStage>& 
   return estimate;
 }
 
+PipelineEstimate EstimateInterleaved(const std::vector<PipelineEstimateStage>& stages,
+                                     int64_t microbatches, int32_t virtual_stages) {
+  PipelineEstimate estimate;
+  const int32_t n = static_cast<int32_t>(stages.size());
+  const int32_t groups = PipelineGroups(n, virtual_stages);
+  if (groups == 0 || microbatches < 1) return estimate;
+  std::vector<double> work(static_cast<size_t>(groups), 0.0);
+  for (int32_t s = 0; s < n; ++s) {
+    const PipelineEstimateStage& st = stages[static_cast<size_t>(s)];
+    work[static_cast<size_t>(s % groups)] += st.forward + st.backward;
+  }
+  const auto busiest = std::max_element(work.begin(), work.end());
+  estimate.period_seconds = *busiest;
+  estimate.bottleneck_first = estimate.bottleneck_last =
+      static_cast<int32_t>(busiest - work.begin());
+  estimate.iteration_seconds = EvaluateSchedule(PipelineScheduleKind::kInterleavedOneFOneB, stages,
+                                                microbatches, virtual_stages);
+  return estimate;
+}
+
 PipelineEstimate EstimatePipeline(PipelineScheduleKind kind,
                                   const std::vector<PipelineEstimateStage>& stages,
-                                  int64_t microbatches) {
+                                  int64_t microbatches, int32_t virtual_stages) {
+  if (kind == PipelineScheduleKind::kInterleavedOneFOneB) {
+    return EstimateInterleaved(stages, microbatches, virtual_stages);
+  }
   if (kind == PipelineScheduleKind::kZeroBubbleH1) {
     return EstimateZeroBubbleH1(stages, microbatches);
   }

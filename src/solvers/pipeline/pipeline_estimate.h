@@ -54,28 +54,36 @@ struct PipelineEstimate {
 PipelineEstimate EstimateOneFOneB(const std::vector<PipelineEstimateStage>& stages,
                                   int64_t microbatches);
 
-// The same model evaluated task by task rather than in closed form: every stage runs
-// StageSchedule(kind)'s tasks in order, each as soon as the previous one ended and its input
+// The same model evaluated task by task rather than in closed form: every device group runs
+// GroupSchedule(kind)'s tasks in order (a group per stage unless virtual_stages > 1 under
+// interleaved 1F1B), each as soon as the group's previous one ended and its input
 // arrived (a forward: the previous stage's forward of the microbatch plus to_next; a backward:
 // the next stage's backward plus its from_next; a weight gradient: nothing); under a schedule
 // that splits the backward (SplitsBackward) the backward takes backward - weight and the weight
-// gradient weight, else the backward takes backward. Each stage then runs its
-// iteration_overhead, and the result is when the last one ends. Exact for this model (no link
-// contention); 1F1B's closed form is an upper bound of it where it has a steady state, and loose
-// with fewer microbatches than stages. O(stages x microbatches); 0 when `stages` is empty or
-// microbatches < 1.
+// gradient weight, else the backward takes backward. Each group then runs its stages'
+// iteration_overhead one after another, and the result is when the last one ends. Exact for
+// this model (no link contention); 1F1B's closed form is an upper bound of it where it has a
+// steady state, and loose with fewer microbatches than stages. O(stages x microbatches); 0 when
+// `stages` is empty, microbatches < 1 or the schedule does not fit (PipelineShapeProblem).
 double EvaluateSchedule(PipelineScheduleKind kind, const std::vector<PipelineEstimateStage>& stages,
-                        int64_t microbatches);
+                        int64_t microbatches, int32_t virtual_stages = 1);
 
 // ZB-H1 (pipeline_schedule.h): iteration_seconds from EvaluateSchedule; the period is 1F1B's
 // closed form's (the same work per microbatch on every stage).
 PipelineEstimate EstimateZeroBubbleH1(const std::vector<PipelineEstimateStage>& stages,
                                       int64_t microbatches);
 
-// The estimate for `kind`: 1F1B's closed form, or ZB-H1's evaluation (GPipe is not estimated:
-// 1F1B's figures).
+// Interleaved 1F1B over stages.size() / virtual_stages device groups (pipeline_schedule.h):
+// iteration_seconds from EvaluateSchedule; the period is the busiest group's forward and
+// backward seconds per microbatch (its stages' together), bottleneck_first = bottleneck_last =
+// that group. All zeros when virtual_stages does not divide the stages.
+PipelineEstimate EstimateInterleaved(const std::vector<PipelineEstimateStage>& stages,
+                                     int64_t microbatches, int32_t virtual_stages);
+
+// The estimate for `kind`: 1F1B's closed form, ZB-H1's or interleaved 1F1B's evaluation (GPipe
+// is not estimated: 1F1B's figures).
 PipelineEstimate EstimatePipeline(PipelineScheduleKind kind,
                                   const std::vector<PipelineEstimateStage>& stages,
-                                  int64_t microbatches);
+                                  int64_t microbatches, int32_t virtual_stages = 1);
 
 }  // namespace alpa

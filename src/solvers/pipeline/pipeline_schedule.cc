@@ -175,9 +175,8 @@ std::vector<PipelineTask> StageSchedule(PipelineScheduleKind kind, int32_t stage
     return SingleStageSchedule(kind, stages, stage, microbatches);
   }
   std::vector<PipelineTask> tasks;
-  for (const GroupTask& t :
-       GroupSchedule(kind, stages, virtual_stages,
-                     StageGroup(stages, virtual_stages, stage), microbatches)) {
+  for (const GroupTask& t : GroupSchedule(
+           kind, stages, virtual_stages, StageGroup(stages, virtual_stages, stage), microbatches)) {
     if (t.stage == stage) tasks.push_back({t.kind, t.microbatch});
   }
   return tasks;

@@ -22,9 +22,9 @@
 //     v - 1 - (k / P) % v and the same microbatch, so microbatches go through in rounds of P.
 //     Group g first runs min((P - g - 1) 2 + (v - 1) P, B v) forwards (all B v when B == P),
 //     then alternates one forward and one backward, then runs the remaining backwards. B must
-//     be a multiple of P, and P >= 2. The bubble shrinks from 1F1B's (P - 1)(f + b) to (P - 1)(f + b) / v
-//     for a group's f + b (its v stages' together), at the price of v times as many transfers
-//     between groups and more microbatches in flight per group (MicrobatchesInFlight).
+//     be a multiple of P, and P >= 2. The bubble shrinks from 1F1B's (P - 1)(f + b) to (P - 1)(f +
+//     b) / v for a group's f + b (its v stages' together), at the price of v times as many
+//     transfers between groups and more microbatches in flight per group (MicrobatchesInFlight).
 #pragma once
 
 #include <cstdint>

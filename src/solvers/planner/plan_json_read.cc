@@ -12,6 +12,7 @@
 
 #include "core/ir/graph_json.h"
 #include "core/util/json_util.h"
+#include "solvers/pipeline/pipeline_schedule.h"
 #include "solvers/planner/plan_json_fields.h"
 #include "solvers/planner/plan_json_read_piece.h"
 #include "solvers/planner/stage_costs.h"
@@ -249,6 +250,14 @@ Status ReadStages(const Json& root, const Cluster& cluster, PipelinePlan* plan) 
   const Json* stages = nullptr;
   ALPA_RETURN_IF_ERROR(ArrayField(root, "", "stages", &stages));
   if (stages->empty()) return Invalid("stages", "is empty");
+  if (stages->size() > static_cast<size_t>(kInt32Max)) return Invalid("stages", "too many");
+  const int32_t count = static_cast<int32_t>(stages->size());
+  const std::string problem =
+      PipelineShapeProblem(plan->schedule, count, plan->virtual_stages, plan->microbatches);
+  if (!problem.empty()) return Invalid("virtual_stages", problem);
+  // The stages of the first device group place the devices; the later ones repeat them
+  // (CheckDeviceGroups).
+  const size_t groups = static_cast<size_t>(PipelineGroups(count, plan->virtual_stages));
   std::set<int64_t> used;
   int32_t next_layer = 0;
   for (size_t s = 0; s < stages->size(); ++s) {
@@ -262,7 +271,8 @@ Status ReadStages(const Json& root, const Cluster& cluster, PipelinePlan* plan) 
                                                std::to_string(plan->clustering.num_layers));
     }
     next_layer = st.last_layer + 1;
-    ALPA_RETURN_IF_ERROR(CheckStageDevices(st, path, cluster, used));
+    std::set<int64_t> repeated;
+    ALPA_RETURN_IF_ERROR(CheckStageDevices(st, path, cluster, s < groups ? used : repeated));
     ALPA_RETURN_IF_ERROR(ReadStagePieces((*stages)[s], path, plan->graph, assignment, &st));
     plan->stages.push_back(std::move(st));
   }
@@ -413,13 +423,10 @@ Status ReadSchedule(const Json& root, PipelineScheduleKind* out, int32_t* virtua
   return Status::Ok();
 }
 
-// The stages of one device group run on the same devices (pipeline_schedule.h), and the
-// schedule fits the stage and microbatch counts.
+// The stages of one device group run on the same devices (pipeline_schedule.h); ReadStages has
+// checked that the schedule fits the stage and microbatch counts.
 Status CheckDeviceGroups(const PipelinePlan& plan) {
   const int32_t stages = static_cast<int32_t>(plan.stages.size());
-  const std::string problem =
-      PipelineShapeProblem(plan.schedule, stages, plan.virtual_stages, plan.microbatches);
-  if (!problem.empty()) return Invalid("virtual_stages", problem);
   const int32_t groups = PipelineGroups(stages, plan.virtual_stages);
   for (int32_t s = groups; s < stages; ++s) {
     if (plan.stages[static_cast<size_t>(s)].devices !=

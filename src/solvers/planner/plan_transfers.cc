@@ -235,7 +235,8 @@ void EstimatePlanIteration(PipelinePlan& plan) {
   }
   plan.schedule_seconds = sum + static_cast<double>(plan.microbatches - 1) * plan.max_stage_latency;
   const PipelineEstimate e =
-      EstimatePipeline(plan.schedule, PlanEstimateStages(plan), plan.microbatches);
+      EstimatePipeline(plan.schedule, PlanEstimateStages(plan), plan.microbatches,
+                       plan.virtual_stages);
   plan.iteration_seconds = e.iteration_seconds;
   plan.period_seconds = e.period_seconds;
 }

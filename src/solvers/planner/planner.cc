@@ -17,6 +17,7 @@
 #include "core/util/number_text.h"
 #include "core/util/parallel.h"
 #include "solvers/pipeline/stage_dp.h"
+#include "solvers/planner/interleave_choice.h"
 #include "solvers/planner/microbatch_counts.h"
 #include "solvers/planner/nic_placement.h"
 #include "solvers/planner/plan_flops.h"
@@ -213,24 +214,32 @@ std::optional<StageDpInput> WithoutSelective(const StageDpInput& input, const St
 
 // The plan of one DP answer: stages placed, pieces, transfers and the prediction (not the
 // FLOPs, graph, clustering or statistics: the caller's, for the plan it keeps).
-Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
-                                const Cluster& cluster, const PlannerOptions& options,
-                                const StageDpResult& dp, int64_t microbatches) {
+// The plan whose stages are the table's candidates `chosen` (pipeline order), `virtual_stages`
+// per device group: 1 (a stage per submesh, 1F1B, or ZB-H1 where chosen), or v >= 2 (interleaved
+// 1F1B: the first stages.size() / v are placed, stage s runs on stage s % (stages / v)'s
+// devices). Predicted; an interleaved plan where a transfer joins two stages of one group is
+// none (a tensor that skips a whole round of the groups).
+Result<std::optional<PipelinePlan>> PlanFromCandidates(
+    const Graph& graph, const StageCostTable& stage_costs, const Cluster& cluster,
+    const PlannerOptions& options, const std::vector<int32_t>& chosen, int64_t microbatches,
+    int32_t virtual_stages) {
   PipelinePlan plan;
   plan.microbatches = microbatches;
+  const int32_t stage_count = static_cast<int32_t>(chosen.size());
+  const int32_t groups = stage_count / virtual_stages;
   std::vector<SubmeshShape> shapes;
   std::vector<int32_t> pools;
-  for (int32_t k : dp.stages) {
-    const StageCandidate& candidate = stage_costs.candidates[static_cast<size_t>(k)];
+  for (int32_t s = 0; s < groups; ++s) {
+    const StageCandidate& candidate =
+        stage_costs.candidates[static_cast<size_t>(chosen[static_cast<size_t>(s)])];
     shapes.push_back(stage_costs.submeshes[static_cast<size_t>(candidate.submesh)]);
     pools.push_back(candidate.pool);
   }
   Result<std::vector<std::vector<int64_t>>> placed = PlaceStagesOnPools(cluster, shapes, pools);
   if (!placed.ok()) return placed.status();
-  const int32_t stage_count = static_cast<int32_t>(dp.stages.size());
   std::vector<int32_t> stage_of_piece(stage_costs.piece_marker.size(), -1);
   for (int32_t s = 0; s < stage_count; ++s) {
-    const size_t k = static_cast<size_t>(dp.stages[static_cast<size_t>(s)]);
+    const size_t k = static_cast<size_t>(chosen[static_cast<size_t>(s)]);
     const StageCandidate& candidate = stage_costs.candidates[k];
     const StageMeshConfig& config = stage_costs.configs[static_cast<size_t>(candidate.config)];
     PlannedStage st;
@@ -238,7 +247,7 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     st.last_layer = candidate.last_layer;
     st.submesh = stage_costs.submeshes[static_cast<size_t>(candidate.submesh)];
     st.logical_mesh = config.mesh.shape;
-    st.devices = placed.value()[static_cast<size_t>(s)];
+    st.devices = placed.value()[static_cast<size_t>(s % groups)];
     st.memory_level = config.level;
     st.remat = config.remat;
     st.latency = candidate.latency;
@@ -279,6 +288,20 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
   Result<std::vector<CrossStageTransfer>> transfers = list_transfers(plan.stages);
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
+  std::vector<StageMemory> memory;
+  for (int32_t k : chosen) memory.push_back(stage_costs.candidate_memory[static_cast<size_t>(k)]);
+  if (virtual_stages > 1) {
+    for (const CrossStageTransfer& t : plan.transfers) {
+      if (t.from_stage % groups == t.to_stage % groups) return std::optional<PipelinePlan>();
+    }
+    // The groups' devices are placed once; the NIC reordering moves single stages, so it stays
+    // off.
+    plan.schedule = PipelineScheduleKind::kInterleavedOneFOneB;
+    plan.virtual_stages = virtual_stages;
+    PredictPlanIteration(plan);
+    ApplySchedule(plan, PipelineScheduleKind::kInterleavedOneFOneB, memory, virtual_stages);
+    return std::optional<PipelinePlan>(std::move(plan));
+  }
   if (options.place_near_nics) {
     // Stages moved next to the NICs inside their hosts where that is predicted faster.
     ALPA_RETURN_IF_ERROR(PredictWithNicPlacement(plan, cluster, list_transfers));
@@ -286,9 +309,6 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     PredictPlanIteration(plan);
   }
   if (options.search_zero_bubble) {
-    std::vector<StageMemory> memory;
-    for (int32_t k : dp.stages)
-      memory.push_back(stage_costs.candidate_memory[static_cast<size_t>(k)]);
     // Each stage against its devices' memory (its pool's on a mixed cluster).
     std::vector<int64_t> device_memory;
     for (const PlannedStage& st : plan.stages) {
@@ -297,7 +317,39 @@ Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_
     }
     ChooseZeroBubble(plan, memory, device_memory);
   }
-  return plan;
+  return std::optional<PipelinePlan>(std::move(plan));
+}
+
+// The DP's answer `dp` as a plan (PlanFromCandidates with a stage per submesh).
+Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
+                                const Cluster& cluster, const PlannerOptions& options,
+                                const StageDpResult& dp, int64_t microbatches) {
+  Result<std::optional<PipelinePlan>> plan =
+      PlanFromCandidates(graph, stage_costs, cluster, options, dp.stages, microbatches, 1);
+  if (!plan.ok()) return plan.status();
+  return std::move(*plan.value());
+}
+
+// Where the options allow interleaved 1F1B: the interleaved layouts of `dp`'s stages
+// (interleave_choice.h) as plans, the fastest of them when its prediction beats `chosen`'s.
+Status ChooseInterleaving(const Graph& graph, const StageCostTable& stage_costs,
+                          const Cluster& cluster, const PlannerOptions& options,
+                          const StageDpResult& dp, int64_t microbatches, int32_t num_layers,
+                          PipelinePlan& chosen) {
+  if (!options.search_interleaving || dp.stages.size() < 2) return Status::Ok();
+  const int64_t device_memory = options.device_memory_bytes.value_or(
+      DevicesCluster(cluster, chosen.stages.front().devices).device.memory_bytes);
+  for (const InterleavedLayout& layout : InterleavedLayouts(
+           stage_costs, dp.stages, num_layers, microbatches, device_memory, kMaxVirtualStages)) {
+    Result<std::optional<PipelinePlan>> plan =
+        PlanFromCandidates(graph, stage_costs, cluster, options, layout.candidates, microbatches,
+                           layout.virtual_stages);
+    if (!plan.ok()) return plan.status();
+    if (plan.value() && plan.value()->iteration_seconds < chosen.iteration_seconds) {
+      chosen = std::move(*plan.value());
+    }
+  }
+  return Status::Ok();
 }
 
 // The DP's answer `dp` on `input`, and its best answers with every other stage count, ranked by
@@ -315,6 +367,7 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
   Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, options, dp, microbatches);
   if (!first.ok()) return first.status();
   PipelinePlan chosen = std::move(first).value();
+  StageDpResult chosen_dp = dp;  // the answer `chosen` is made of
   const int32_t threads = ResolveThreadCount(options.threads);
   // Keeps, in order, each feasible alternative's plan whose prediction beats the chosen one's,
   // until the deadline: the plans are made on the options' threads (none starts after the
@@ -337,7 +390,10 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
         time_limit_reached = true;
         break;
       }
-      if (plans[k]->iteration_seconds < chosen.iteration_seconds) chosen = std::move(*plans[k]);
+      if (plans[k]->iteration_seconds < chosen.iteration_seconds) {
+        chosen = std::move(*plans[k]);
+        chosen_dp = alternatives[k];
+      }
     }
     return Status::Ok();
   };
@@ -369,6 +425,10 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
   for (size_t k = static_cast<size_t>(dp_stages); k < alternatives.size(); ++k)
     ordered.push_back(std::move(alternatives[k]));
   ALPA_RETURN_IF_ERROR(consider(ordered));
+  if (!call.DeadlinePassed()) {
+    ALPA_RETURN_IF_ERROR(ChooseInterleaving(graph, stage_costs, cluster, options, chosen_dp,
+                                            microbatches, input.num_layers, chosen));
+  }
   return chosen;
 }
 

@@ -86,6 +86,12 @@ struct PlannerOptions {
   // DP still places stages by 1F1B's objective; every plan it ranks is tried under both. False:
   // 1F1B.
   bool search_zero_bubble = false;
+  // Interleaved 1F1B (pipeline_schedule.h: each device group runs v stages, the bubble shrinking
+  // by v at the price of v times the transfers between groups and more microbatches in flight)
+  // as the schedule of a plan: the submeshes of the best 1F1B plan become the device groups, v =
+  // 2 .. kMaxVirtualStages (interleave_choice.h), where every group fits its memory and the
+  // prediction is faster. False: one stage per submesh.
+  bool search_interleaving = false;
   // Where the cluster's NICs sit next to some devices of a host only (cluster.h's NicLocality):
   // the stages inside a host reordered so that those sending to or receiving from other hosts sit
   // next to the NICs, where that is predicted faster (nic_placement.h). False: stages stay where

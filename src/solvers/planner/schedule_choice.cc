@@ -10,27 +10,54 @@
 
 namespace alpa {
 
-int64_t ScheduledStageMemory(const StageMemory& memory, PipelineScheduleKind kind, int32_t stages,
-                             int32_t stage, int64_t microbatches) {
-  const Int128 bytes =
-      Int128{memory.With(MicrobatchesInFlight(kind, stages, stage, microbatches))} +
-      Int128{WeightGradientsPending(kind, stages, stage, microbatches)} * memory.activation;
+namespace {
+
+int64_t Saturated(Int128 bytes) {
   return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
                                                      : static_cast<int64_t>(bytes);
 }
 
+}  // namespace
+
+int64_t ScheduledStageMemory(const StageMemory& memory, PipelineScheduleKind kind, int32_t stages,
+                             int32_t stage, int64_t microbatches, int32_t virtual_stages) {
+  return Saturated(
+      Int128{memory.With(MicrobatchesInFlight(kind, stages, stage, microbatches, virtual_stages))} +
+      Int128{WeightGradientsPending(kind, stages, stage, microbatches, virtual_stages)} *
+          memory.activation);
+}
+
+std::vector<int64_t> GroupMemoryBytes(const PipelinePlan& plan) {
+  const int32_t stages = static_cast<int32_t>(plan.stages.size());
+  const int32_t groups = std::max(1, PipelineGroups(stages, plan.virtual_stages));
+  std::vector<Int128> sums(static_cast<size_t>(std::min(groups, stages)), Int128{0});
+  for (int32_t s = 0; s < stages; ++s) {
+    sums[static_cast<size_t>(s % groups)] +=
+        Int128{plan.stages[static_cast<size_t>(s)].memory_bytes};
+  }
+  std::vector<int64_t> bytes;
+  for (const Int128& b : sums) bytes.push_back(Saturated(b));
+  return bytes;
+}
+
+int64_t PlanPeakMemory(const PipelinePlan& plan) {
+  int64_t peak = 0;
+  for (int64_t b : GroupMemoryBytes(plan)) peak = std::max(peak, b);
+  return peak;
+}
+
 void ApplySchedule(PipelinePlan& plan, PipelineScheduleKind kind,
-                   const std::vector<StageMemory>& memory) {
+                   const std::vector<StageMemory>& memory, int32_t virtual_stages) {
   plan.schedule = kind;
-  plan.peak_memory_bytes = 0;
+  plan.virtual_stages = virtual_stages;
   const int32_t stages = static_cast<int32_t>(plan.stages.size());
   for (int32_t s = 0; s < stages; ++s) {
     PlannedStage& st = plan.stages[static_cast<size_t>(s)];
-    st.in_flight = MicrobatchesInFlight(kind, stages, s, plan.microbatches);
-    st.memory_bytes =
-        ScheduledStageMemory(memory[static_cast<size_t>(s)], kind, stages, s, plan.microbatches);
-    plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
+    st.in_flight = MicrobatchesInFlight(kind, stages, s, plan.microbatches, virtual_stages);
+    st.memory_bytes = ScheduledStageMemory(memory[static_cast<size_t>(s)], kind, stages, s,
+                                           plan.microbatches, virtual_stages);
   }
+  plan.peak_memory_bytes = PlanPeakMemory(plan);
   EstimatePlanIteration(plan);
 }
 
