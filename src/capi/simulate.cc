@@ -43,12 +43,12 @@ constexpr int32_t kMinSvgWidth = 200, kMaxSvgWidth = 20000;
 
 int32_t CheckSchedule(int32_t schedule, alpa_error** err) {
   if (schedule == ALPA_SCHEDULE_GPIPE || schedule == ALPA_SCHEDULE_1F1B ||
-      schedule == ALPA_SCHEDULE_ZB_H1) {
+      schedule == ALPA_SCHEDULE_ZB_H1 || schedule == ALPA_SCHEDULE_INTERLEAVED_1F1B) {
     return ALPA_OK;
   }
   return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-              "schedule must be ALPA_SCHEDULE_GPIPE (0), ALPA_SCHEDULE_1F1B (1) or "
-              "ALPA_SCHEDULE_ZB_H1 (2) (got " +
+              "schedule must be ALPA_SCHEDULE_GPIPE (0), ALPA_SCHEDULE_1F1B (1), "
+              "ALPA_SCHEDULE_ZB_H1 (2) or ALPA_SCHEDULE_INTERLEAVED_1F1B (3) (got " +
                   std::to_string(schedule) + ")");
 }
 

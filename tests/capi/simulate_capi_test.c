@@ -194,8 +194,13 @@ static void test_plan(int64_t hosts) {
   err = NULL;
   CHECK(alpa_simulation_timeline_to_svg(NULL, sim, 0, NULL) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(alpa_simulation_to_json(NULL, sim, NULL) == ALPA_ERR_INVALID_ARGUMENT);
-  CHECK(alpa_plan_simulate(&gpipe, plan, 3, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(alpa_plan_simulate(&gpipe, plan, 4, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "schedule"));
+  err = NULL;
+  /* Interleaved 1F1B needs a plan made for it (stages sharing device groups). */
+  CHECK(alpa_plan_simulate(&gpipe, plan, ALPA_SCHEDULE_INTERLEAVED_1F1B, &err) ==
+        ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "interleaved-1f1b"));
   err = NULL;
   /* ZB-H1 is accepted: every stage holds min(stages, microbatches) microbatches. */
   CHECK(alpa_plan_simulate(&zero_bubble, plan, ALPA_SCHEDULE_ZB_H1, &err) == ALPA_OK);

@@ -280,10 +280,12 @@ void PrintPlanSummary(const alpa_plan* plan, const alpa_cluster* cluster,
     max_latency = std::max(max_latency, info.latency_seconds);
   }
   std::printf(
-      "\npredicted iteration time  %s  (%lld microbatch%s; slowest stage %s, with the transfers "
-      "between stages %s per microbatch)\n",
+      "\npredicted iteration time  %s  (%lld microbatch%s; slowest stage %s, %s %s per "
+      "microbatch)\n",
       Seconds(alpa_plan_iteration_seconds(plan), 2).c_str(), static_cast<long long>(microbatches),
       microbatches == 1 ? "" : "es", Seconds(max_latency, 2).c_str(),
+      schedule == ALPA_SCHEDULE_INTERLEAVED_1F1B ? "the busiest device group's stages together"
+                                                 : "with the transfers between stages",
       Seconds(alpa_plan_period_seconds(plan), 2).c_str());
   std::printf("throughput                %.1f TFLOP/s per device\n",
               alpa_plan_tflops_per_device(plan));

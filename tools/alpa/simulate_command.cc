@@ -20,8 +20,9 @@ namespace alpa_cli {
 namespace {
 
 struct SimulateArgs {
-  std::string file;       // a plan JSON file (alpa plan -o / --json)
-  std::string schedule;   // "1f1b", "gpipe", "zb-h1"; empty: the plan's own ("schedule", else 1f1b)
+  std::string file;  // a plan JSON file (alpa plan -o / --json)
+  // "1f1b", "gpipe", "zb-h1", "interleaved-1f1b"; empty: the plan's own ("schedule", else 1f1b)
+  std::string schedule;
   std::string svg;        // write the timeline SVG here
   int32_t width = 0;      // SVG width in pixels; 0: the library's default
   bool json = false;      // print alpa_simulation_to_json's object as the last line
@@ -83,11 +84,12 @@ void PrintProgramPrices(const nlohmann::json& report) {
   }
 }
 
-// The report's schedule ("1f1b", "gpipe", "zb-h1") as the table names it.
+// The report's schedule ("1f1b", "gpipe", "zb-h1", "interleaved-1f1b") as the table names it.
 std::string ScheduleTitle(const std::string& name) {
   if (name == "gpipe") return "GPipe";
   if (name == "zb-h1") return "ZB-H1";
   if (name == "1f1b") return "1F1B";
+  if (name == "interleaved-1f1b") return "interleaved 1F1B";
   return name;
 }
 
@@ -127,6 +129,13 @@ void PrintReport(const alpa_simulation* sim, const nlohmann::json& report) {
                 Seconds(stage_result.idle_seconds, 3).c_str(), bubble,
                 Bytes(static_cast<double>(stage_result.peak_memory_bytes), 2).c_str(),
                 static_cast<long long>(stage_result.peak_in_flight));
+  }
+  const int32_t virtual_stages = report.value("virtual_stages", 1);
+  if (virtual_stages > 1) {
+    std::printf(
+        "(%d stages per device group, stage s on group s %% %zu: busy, wait, idle, bubble "
+        "and peak memory are the group's)\n",
+        virtual_stages, stages.size() / static_cast<size_t>(virtual_stages));
   }
   // A plan whose peak does not fit the device (planned for more memory than the cluster file
   // now gives, or edited): the simulation runs, but the plan would not.
@@ -175,7 +184,8 @@ int RunSimulate(const SimulateArgs& args) {
   }
   const int32_t schedule = ScheduleFromName(name);
   if (schedule < 0) {
-    return ReportBadInput("--schedule: \"" + name + "\" is not 1f1b, gpipe or zb-h1");
+    return ReportBadInput("--schedule: \"" + name +
+                          "\" is not 1f1b, gpipe, zb-h1 or interleaved-1f1b");
   }
   alpa_error* err = nullptr;
   SimulationHandle handles;
@@ -225,8 +235,9 @@ Command AddSimulateCommand(CLI::App& app) {
       "simulate", "Simulate one training iteration of a plan and compare it with the prediction");
   simulate->add_option("plan", args->file, "Plan JSON file (alpa plan -o or --json)")->required();
   simulate->add_option("--schedule", args->schedule,
-                       "Pipeline schedule: 1f1b, gpipe or zb-h1 (zero-bubble: the backward split "
-                       "into input and weight gradients); default: the plan's own");
+                       "Pipeline schedule: 1f1b, gpipe, zb-h1 (zero-bubble: the backward split "
+                       "into input and weight gradients) or interleaved-1f1b (only for a plan "
+                       "made for it, and such a plan only under it); default: the plan's own");
   simulate->add_option("--svg", args->svg, "Write the timeline (SVG) to this file");
   AddInputLimitOption(simulate, &args->limit);
   simulate->add_option("--width", args->width, "SVG width in pixels (default 1600; 200..20000)");

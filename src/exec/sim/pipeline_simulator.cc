@@ -113,12 +113,12 @@ double TaskSeconds(const PipelineSimStage& spec, PipelineTaskKind kind, bool spl
   return spec.weight_gradient_seconds;
 }
 
-// A pending happening: a stage's task ends, or a move arrives at its receiving stage.
+// A pending happening: a device group's task ends, or a move arrives at its receiving stage.
 struct QueuedEvent {
   double time = 0;
   int64_t seq = 0;  // creation order: breaks ties between equal times deterministically
   bool is_arrival = false;
-  int32_t stage = 0;   // the stage whose task ends / the receiving stage
+  int32_t group = 0;   // the group whose task ends / the receiving stage's group
   int64_t input = 0;   // arrival: index of the input slot (stage, direction, microbatch)
   double sent_at = 0;  // arrival: when the sender finished its task
   bool operator>(const QueuedEvent& o) const {
@@ -126,14 +126,19 @@ struct QueuedEvent {
   }
 };
 
-struct StageState {
-  std::vector<PipelineTask> tasks;
+// A device group: one stage, or under interleaved 1F1B its virtual stages, running one task at a
+// time in GroupSchedule's order.
+struct GroupState {
+  std::vector<GroupTask> tasks;
   size_t next = 0;        // index of the task running or to run next
   bool running = false;   // a task is running
   double free_since = 0;  // end of the previous task (0 before the first)
   double task_start = 0;  // of the running task
-  int64_t in_flight = 0;
   bool finished = false;
+  // Microbatches in flight over the group's stages, and their activations per device.
+  int64_t in_flight = 0, activation_bytes = 0;
+  int64_t peak_activation_bytes = 0;
+  SimStageStats stats;  // the group's; each of its stages reports them
 };
 
 // Inputs of one (stage, direction, microbatch): moves still to arrive, and the latest time one
@@ -146,13 +151,20 @@ struct InputSlot {
 class Simulator {
  public:
   explicit Simulator(const PipelineSimInput& in)
-      : in_(in), split_backward_(SplitsBackward(in.schedule)) {}
+      : in_(in),
+        split_backward_(SplitsBackward(in.schedule)),
+        num_stages_(static_cast<int32_t>(in.stages.size())),
+        num_groups_(PipelineGroups(num_stages_, in.virtual_stages)) {}
 
   Result<PipelineSimResult> Run();
 
  private:
   int64_t Slot(int32_t stage, int32_t direction, int64_t microbatch) const {
     return (int64_t{stage} * 2 + direction) * in_.microbatches + microbatch;
+  }
+  int32_t GroupOf(int32_t stage) const { return stage % num_groups_; }
+  const PipelineSimStage& Spec(int32_t stage) const {
+    return in_.stages[static_cast<size_t>(stage)];
   }
   void Push(QueuedEvent e) {
     e.seq = seq_++;
@@ -162,7 +174,7 @@ class Simulator {
     if (!in_.record_timeline) return;
     SimEvent e;
     e.stage = stage;
-    e.devices = in_.stages[static_cast<size_t>(stage)].devices;
+    e.devices = Spec(stage).devices;
     e.kind = kind;
     e.microbatch = microbatch;
     e.start = start;
@@ -171,17 +183,22 @@ class Simulator {
   }
   void Setup();
   double Reserve(const Move& mv, double ready, double* start);
-  void TryStart(int32_t s, double now);
+  void TryStart(int32_t g, double now);
   void Send(int32_t s, int32_t dir, int64_t microbatch, double now);
-  void TaskEnd(int32_t s, double now);
+  void TaskEnd(int32_t g, double now);
+  void FinishGroup(int32_t g, double now);
   void Arrival(const QueuedEvent& e);
+  Status CheckFinished() const;
+  void Summarize();
 
   const PipelineSimInput& in_;
   // The schedule runs weight gradients as tasks of their own; a microbatch then stays in
   // flight until its weight gradient ends.
   const bool split_backward_;
+  const int32_t num_stages_;
+  const int32_t num_groups_;  // stage s runs on group s % num_groups_
   PipelineSimResult result_;
-  std::vector<StageState> stages_;
+  std::vector<GroupState> groups_;
   std::vector<InputSlot> slots_;
   std::vector<std::vector<Move>> moves_;  // per transfer
   // outgoing_[stage][direction]: transfers the stage sends after its tasks of that direction.
@@ -214,15 +231,16 @@ class Simulator {
 };
 
 void Simulator::Setup() {
-  const int32_t num_stages = static_cast<int32_t>(in_.stages.size());
-  stages_.resize(static_cast<size_t>(num_stages));
-  result_.stages.resize(static_cast<size_t>(num_stages));
-  outgoing_.resize(static_cast<size_t>(num_stages));
-  slots_.assign(static_cast<size_t>(Slot(num_stages, 0, 0)), InputSlot{});
-  for (int32_t s = 0; s < num_stages; ++s) {
-    stages_[static_cast<size_t>(s)].tasks =
-        StageSchedule(in_.schedule, num_stages, s, in_.microbatches);
-    for (int64_t d : in_.stages[static_cast<size_t>(s)].devices) {
+  groups_.resize(static_cast<size_t>(num_groups_));
+  result_.stages.resize(static_cast<size_t>(num_stages_));
+  outgoing_.resize(static_cast<size_t>(num_stages_));
+  slots_.assign(static_cast<size_t>(Slot(num_stages_, 0, 0)), InputSlot{});
+  for (int32_t g = 0; g < num_groups_; ++g) {
+    groups_[static_cast<size_t>(g)].tasks =
+        GroupSchedule(in_.schedule, num_stages_, in_.virtual_stages, g, in_.microbatches);
+  }
+  for (const PipelineSimStage& stage : in_.stages) {
+    for (int64_t d : stage.devices) {
       device_index_.emplace(d, static_cast<int32_t>(device_index_.size()));
       nic_index_.emplace(NicServer(d), static_cast<int32_t>(nic_index_.size()));
     }
@@ -275,36 +293,40 @@ double Simulator::Reserve(const Move& mv, double ready, double* start) {
   return end + link.latency;
 }
 
-void Simulator::TryStart(int32_t s, double now) {
-  StageState& st = stages_[static_cast<size_t>(s)];
-  if (st.running || st.next >= st.tasks.size()) return;
-  const PipelineTask task = st.tasks[st.next];
+void Simulator::TryStart(int32_t g, double now) {
+  GroupState& group = groups_[static_cast<size_t>(g)];
+  if (group.running || group.next >= group.tasks.size()) return;
+  const GroupTask task = group.tasks[group.next];
   const int32_t direction = DirectionOf(task.kind);
-  // A weight gradient has no inputs: it is ready as soon as the stage is free.
+  // A weight gradient has no inputs: it is ready as soon as the group is free.
   const InputSlot no_inputs;
   const InputSlot& slot =
-      direction < 0 ? no_inputs : slots_[static_cast<size_t>(Slot(s, direction, task.microbatch))];
+      direction < 0 ? no_inputs
+                    : slots_[static_cast<size_t>(Slot(task.stage, direction, task.microbatch))];
   if (slot.pending > 0) return;  // an arrival will call again
-  // The stage waited [free_since, now): idle until the last input was sent, then blocked on
-  // communication until it arrived.
-  SimStageStats& stats = result_.stages[static_cast<size_t>(s)];
-  const double wait = now - st.free_since;
+  // The group waited [free_since, now): idle until the last input was sent, then blocked on
+  // communication until it arrived. Waits are the group's: recorded under its first stage, g.
+  const double wait = now - group.free_since;
   if (wait > 0) {
-    const double idle = std::min(wait, std::max(0.0, slot.last_sent - st.free_since));
-    stats.communication_wait_seconds += wait - idle;
-    if (idle > 0) Record(s, SimEventKind::kIdle, -1, st.free_since, st.free_since + idle);
-    if (wait > idle) Record(s, SimEventKind::kRecv, task.microbatch, st.free_since + idle, now);
+    const double idle = std::min(wait, std::max(0.0, slot.last_sent - group.free_since));
+    group.stats.communication_wait_seconds += wait - idle;
+    if (idle > 0) Record(g, SimEventKind::kIdle, -1, group.free_since, group.free_since + idle);
+    if (wait > idle) {
+      Record(g, SimEventKind::kRecv, task.microbatch, group.free_since + idle, now);
+    }
   }
-  const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
+  const PipelineSimStage& spec = Spec(task.stage);
   if (task.kind == PipelineTaskKind::kForward) {
-    ++st.in_flight;
-    stats.peak_in_flight = std::max(stats.peak_in_flight, st.in_flight);
+    ++group.in_flight;
+    group.activation_bytes += spec.activation_bytes;
+    group.stats.peak_in_flight = std::max(group.stats.peak_in_flight, group.in_flight);
+    group.peak_activation_bytes = std::max(group.peak_activation_bytes, group.activation_bytes);
   }
-  st.running = true;
-  st.task_start = now;
+  group.running = true;
+  group.task_start = now;
   QueuedEvent e;
   e.time = now + TaskSeconds(spec, task.kind, split_backward_);
-  e.stage = s;
+  e.group = g;
   Push(e);
 }
 
@@ -319,7 +341,7 @@ void Simulator::Send(int32_t s, int32_t dir, int64_t microbatch, double now) {
       QueuedEvent e;
       e.time = arrival + tr.gather_seconds;
       e.is_arrival = true;
-      e.stage = tr.to_stage;
+      e.group = GroupOf(tr.to_stage);
       e.input = Slot(tr.to_stage, dir, microbatch);
       e.sent_at = now;
       Push(e);
@@ -339,32 +361,46 @@ void Simulator::Send(int32_t s, int32_t dir, int64_t microbatch, double now) {
   }
 }
 
-void Simulator::TaskEnd(int32_t s, double now) {
-  StageState& st = stages_[static_cast<size_t>(s)];
-  SimStageStats& stats = result_.stages[static_cast<size_t>(s)];
-  const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
-  const PipelineTask task = st.tasks[st.next];
+void Simulator::TaskEnd(int32_t g, double now) {
+  GroupState& group = groups_[static_cast<size_t>(g)];
+  const GroupTask task = group.tasks[group.next];
+  const PipelineSimStage& spec = Spec(task.stage);
   const PipelineTaskKind releasing =
       split_backward_ ? PipelineTaskKind::kWeightGradient : PipelineTaskKind::kBackward;
-  if (task.kind == releasing) --st.in_flight;
-  stats.busy_seconds += TaskSeconds(spec, task.kind, split_backward_);
-  Record(s, EventKindOf(task.kind), task.microbatch, st.task_start, now);
+  if (task.kind == releasing) {
+    --group.in_flight;
+    group.activation_bytes -= spec.activation_bytes;
+  }
+  group.stats.busy_seconds += TaskSeconds(spec, task.kind, split_backward_);
+  Record(task.stage, EventKindOf(task.kind), task.microbatch, group.task_start, now);
   const int32_t dir = DirectionOf(task.kind);
-  if (dir >= 0) Send(s, dir, task.microbatch, now);  // a weight gradient sends nothing
-  st.running = false;
-  st.free_since = now;
-  ++st.next;
-  if (st.next < st.tasks.size()) {
-    TryStart(s, now);
+  if (dir >= 0) Send(task.stage, dir, task.microbatch, now);  // a weight gradient sends nothing
+  group.running = false;
+  group.free_since = now;
+  ++group.next;
+  if (group.next < group.tasks.size()) {
+    TryStart(g, now);
     return;
   }
-  // Gradient synchronisation and the update: nothing waits on them but the iteration's end.
-  const double sync_end = now + spec.gradient_sync_seconds;
-  stats.finish_seconds = sync_end + spec.update_seconds;
-  stats.busy_seconds += spec.gradient_sync_seconds + spec.update_seconds;
-  Record(s, SimEventKind::kSync, -1, now, sync_end);
-  Record(s, SimEventKind::kUpdate, -1, sync_end, stats.finish_seconds);
-  st.finished = true;
+  FinishGroup(g, now);
+}
+
+// After the group's last task, each of its stages' gradient synchronisation and update, stage
+// after stage: nothing waits on them but the iteration's end.
+void Simulator::FinishGroup(int32_t g, double now) {
+  GroupState& group = groups_[static_cast<size_t>(g)];
+  double t = now;
+  for (int32_t s = g; s < num_stages_; s += num_groups_) {
+    const PipelineSimStage& spec = Spec(s);
+    const double sync_end = t + spec.gradient_sync_seconds;
+    const double update_end = sync_end + spec.update_seconds;
+    group.stats.busy_seconds += spec.gradient_sync_seconds + spec.update_seconds;
+    Record(s, SimEventKind::kSync, -1, t, sync_end);
+    Record(s, SimEventKind::kUpdate, -1, sync_end, update_end);
+    t = update_end;
+  }
+  group.stats.finish_seconds = t;
+  group.finished = true;
 }
 
 void Simulator::Arrival(const QueuedEvent& e) {
@@ -372,59 +408,76 @@ void Simulator::Arrival(const QueuedEvent& e) {
   --slot.pending;
   slot.last_sent = std::max(slot.last_sent, e.sent_at);
   slot.last_arrival = std::max(slot.last_arrival, e.time);
-  if (slot.pending == 0) TryStart(e.stage, e.time);
+  if (slot.pending == 0) TryStart(e.group, e.time);
+}
+
+Status Simulator::CheckFinished() const {
+  for (const GroupState& group : groups_) {
+    if (group.finished) continue;
+    const GroupTask& task = group.tasks[group.next];
+    return InvalidArgument("the schedule cannot finish: stages[" + std::to_string(task.stage) +
+                           "] waits forever for the " + "inputs of its " +
+                           (task.kind == PipelineTaskKind::kForward ? "forward" : "backward") +
+                           " of microbatch " + std::to_string(task.microbatch));
+  }
+  return Status::Ok();
+}
+
+// The iteration's length, the closed form, and per group its idle time and peak memory, which
+// each of its stages reports.
+void Simulator::Summarize() {
+  double max_latency = 0;
+  for (const PipelineSimStage& spec : in_.stages) {
+    const double latency = spec.forward_seconds + spec.backward_seconds;
+    max_latency = std::max(max_latency, latency);
+    result_.closed_form_seconds += latency + spec.gradient_sync_seconds + spec.update_seconds;
+  }
+  result_.closed_form_seconds += static_cast<double>(in_.microbatches - 1) * max_latency;
+  for (const GroupState& group : groups_) {
+    result_.iteration_seconds = std::max(result_.iteration_seconds, group.stats.finish_seconds);
+  }
+  const double total = result_.iteration_seconds;
+  for (int32_t g = 0; g < num_groups_; ++g) {
+    GroupState& group = groups_[static_cast<size_t>(g)];
+    SimStageStats& stats = group.stats;
+    stats.idle_seconds =
+        std::max(0.0, total - stats.busy_seconds - stats.communication_wait_seconds);
+    stats.bubble_fraction = total > 0 ? stats.idle_seconds / total : 0.0;
+    stats.peak_memory_bytes = group.peak_activation_bytes;
+    for (int32_t s = g; s < num_stages_; s += num_groups_) {
+      stats.peak_memory_bytes += Spec(s).persistent_bytes;
+    }
+    if (total > stats.finish_seconds) {
+      Record(g, SimEventKind::kIdle, -1, stats.finish_seconds, total);
+    }
+  }
+  for (int32_t s = 0; s < num_stages_; ++s) {
+    result_.stages[static_cast<size_t>(s)] = groups_[static_cast<size_t>(GroupOf(s))].stats;
+  }
 }
 
 Result<PipelineSimResult> Simulator::Run() {
   Setup();
-  const int32_t num_stages = static_cast<int32_t>(in_.stages.size());
-  for (int32_t s = 0; s < num_stages; ++s) TryStart(s, 0.0);
+  for (int32_t g = 0; g < num_groups_; ++g) TryStart(g, 0.0);
   while (!queue_.empty()) {
     const QueuedEvent e = queue_.top();
     queue_.pop();
     if (e.is_arrival) {
       Arrival(e);
     } else {
-      TaskEnd(e.stage, e.time);
+      TaskEnd(e.group, e.time);
     }
   }
-  for (int32_t s = 0; s < num_stages; ++s) {
-    const StageState& st = stages_[static_cast<size_t>(s)];
-    if (st.finished) continue;
-    const PipelineTask& task = st.tasks[st.next];
-    return InvalidArgument("the schedule cannot finish: stages[" + std::to_string(s) +
-                           "] waits forever for the " + "inputs of its " +
-                           (task.kind == PipelineTaskKind::kForward ? "forward" : "backward") +
-                           " of microbatch " + std::to_string(task.microbatch));
-  }
-
-  double max_latency = 0;
-  for (int32_t s = 0; s < num_stages; ++s) {
-    const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
-    const double latency = spec.forward_seconds + spec.backward_seconds;
-    max_latency = std::max(max_latency, latency);
-    result_.closed_form_seconds += latency + spec.gradient_sync_seconds + spec.update_seconds;
-    result_.iteration_seconds =
-        std::max(result_.iteration_seconds, result_.stages[static_cast<size_t>(s)].finish_seconds);
-  }
-  result_.closed_form_seconds += static_cast<double>(in_.microbatches - 1) * max_latency;
-  const double total = result_.iteration_seconds;
-  for (int32_t s = 0; s < num_stages; ++s) {
-    SimStageStats& stats = result_.stages[static_cast<size_t>(s)];
-    const PipelineSimStage& spec = in_.stages[static_cast<size_t>(s)];
-    stats.idle_seconds =
-        std::max(0.0, total - stats.busy_seconds - stats.communication_wait_seconds);
-    stats.bubble_fraction = total > 0 ? stats.idle_seconds / total : 0.0;
-    stats.peak_memory_bytes = spec.persistent_bytes + stats.peak_in_flight * spec.activation_bytes;
-    if (total > stats.finish_seconds) {
-      Record(s, SimEventKind::kIdle, -1, stats.finish_seconds, total);
-    }
-  }
-  // A stage records its events in the order they happen, so a stable sort keeps zero-length
-  // tasks at one instant in their run order.
+  ALPA_RETURN_IF_ERROR(CheckFinished());
+  Summarize();
+  // A group records its events in the order they happen, so a stable sort by start and group
+  // keeps zero-length tasks at one instant in their run order (by stage it would put a group's
+  // final idle, under its first stage, before a zero-length update of a later stage).
+  const int32_t groups = num_groups_;
   std::stable_sort(result_.timeline.begin(), result_.timeline.end(),
-                   [](const SimEvent& a, const SimEvent& b) {
-                     return a.start != b.start ? a.start < b.start : a.stage < b.stage;
+                   [groups](const SimEvent& a, const SimEvent& b) {
+                     return a.start != b.start ? a.start < b.start
+                                               : a.stage % groups < b.stage % groups;
                    });
   return std::move(result_);
 }

@@ -1,7 +1,7 @@
-// An event-by-event simulator of one pipeline-parallel training iteration: every stage runs its
-// schedule (pipeline_schedule.h) task by task, stages exchange activations and gradients over a
-// modelled network, and the iteration ends when every stage has run its gradient
-// synchronisation and update. It checks the planner's closed form
+// An event-by-event simulator of one pipeline-parallel training iteration: every device group
+// runs its schedule (pipeline_schedule.h) task by task, stages exchange activations and
+// gradients over a modelled network, and the iteration ends when every stage has run its
+// gradient synchronisation and update. It checks the planner's closed form
 //     T = sum_i (t_i + o_i) + (B - 1) * max_j t_j      (REFERENCE §4, docs/planner.md)
 // independently, and adds what the closed form leaves out: transfers between stages, link
 // contention, and stages that overlap their gradient synchronisation.
@@ -9,21 +9,28 @@
 // The input is flat (no graph, no plan): a later step converts a PipelinePlan into it.
 //
 // Semantics
-//   Compute. A stage is one unit: its tasks (forward / backward of one microbatch, each one
-//     block of forward_seconds / backward_seconds that includes the stage's own intra-stage
-//     collectives) run one at a time in the order StageSchedule gives. A task starts as soon as
-//     the stage has finished its previous task and every input of the task has arrived.
+//   Device groups. The compute unit is a device group: a stage (GPipe, 1F1B, ZB-H1), or under
+//     interleaved 1F1B (virtual_stages v >= 2) the v stages g, g + P, ..., g + (v - 1) P of
+//     group g of P = S / v, which run on the same devices (stage s on those of stage s % P).
+//     Everything below that says "stage" about compute, waiting and memory means the group.
+//   Compute. A group runs its tasks (forward / backward of one microbatch on one of its
+//     stages, each one block of that stage's forward_seconds / backward_seconds that includes
+//     the stage's own intra-stage collectives) one at a time in the order GroupSchedule gives
+//     (with a stage per group: StageSchedule's). A task starts as soon as the group has
+//     finished its previous task and every input of the task has arrived.
 //     Under a schedule that splits the backward (ZB-H1, SplitsBackward) a microbatch's backward
 //     is two tasks: the input gradient (kBackward) of backward_seconds - weight_gradient_seconds
 //     and the weight gradient (kWeightGradient) of weight_gradient_seconds, which has no inputs
-//     and sends nothing. Under GPipe and 1F1B the backward is one task of backward_seconds and
-//     weight_gradient_seconds is not used.
+//     and sends nothing. Under GPipe and (interleaved) 1F1B the backward is one task of
+//     backward_seconds and weight_gradient_seconds is not used.
 //   Inputs. A forward transfer (activation) of microbatch m is sent when the sender finishes
 //     its forward of m and is an input of the receiver's forward of m; a backward transfer
 //     (gradient) is sent when the sender finishes its backward of m (under ZB-H1 its input
 //     gradient: the weight gradient is nobody's input) and is an input of the receiver's
-//     backward of m. Sends are asynchronous (the sender goes on computing); a receive blocks
-//     the receiving task. (The executor moves a gradient term another stage reads per
+//     backward of m. Transfers join stages, not groups: under interleaving stage s's
+//     activation goes to stage s + 1 on the next group (from the last group to the first
+//     group's next stage). Sends are asynchronous (the sender goes on computing); a receive
+//     blocks the receiving group. (The executor moves a gradient term another stage reads per
 //     microbatch, a tied weight's with one microbatch, in the weight-gradient task that computes
 //     it; here it leaves with the input gradient, a little early.)
 //   Moves. A transfer is a set of device-to-device moves: its `slices` when given, else its
@@ -38,17 +45,24 @@
 //     back-to-back moves pipeline). Moves reserve in event order: by the time their sender
 //     finished, ties broken by event creation order, then by transfer index and move index. A
 //     zero-byte move reserves nothing and arrives after the latency alone.
-//   Iteration end. After its last task a stage runs gradient_sync_seconds and then
-//     update_seconds; the iteration ends when every stage has finished its update.
-//   Accounting per stage: busy = forward + backward (with the weight gradients) + sync +
-//     update seconds; a stage that
-//     waits for a task's inputs is idle until the last of those inputs was sent (upstream
-//     compute: the pipeline bubble) and in communication wait from then until they arrive;
-//     idle also counts the time before the first task and after the update.
+//   Iteration end. After its last task a group runs, for each of its stages in pipeline order,
+//     that stage's gradient_sync_seconds and then its update_seconds, one after the other; the
+//     iteration ends when every group has finished its last update.
+//   Accounting per group, which each of its stages reports (under interleaving the stats of
+//     the stages of one group are identical): busy = forward + backward (with the weight
+//     gradients) + sync + update seconds of all its stages; a group that waits for a task's
+//     inputs is idle until the last of those inputs was sent (upstream compute: the pipeline
+//     bubble) and in communication wait from then until they arrive; idle also counts the time
+//     before the first task and after the last update.
 //     busy + communication_wait + idle == iteration_seconds.
 //   Memory: a microbatch is in flight on a stage from the start of its forward to the end of
 //     its backward, under ZB-H1 to the end of its weight gradient (which reads the activations
-//     and the input gradient); memory = persistent_bytes + in flight * activation_bytes.
+//     and the input gradient). A group's memory per device at a moment is the sum over its
+//     stages of persistent_bytes + in flight * activation_bytes; peak_memory_bytes is its peak
+//     over time, and peak_in_flight the peak over time of the microbatches in flight summed over
+//     the group's stages (under interleaving the two peaks need not fall at the same moment;
+//     both can be below the sum of the stages' MicrobatchesInFlight, which peak at different
+//     times). With a stage per group: persistent_bytes + peak in flight * activation_bytes.
 #pragma once
 
 #include <cstdint>
@@ -132,6 +146,9 @@ struct PipelineSimInput {
   // When set, it replaces intra_host, inter_host and device_nic_group.
   std::vector<SimHostLinks> host_links;
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
+  // Stages per device group: 1, or under interleaved 1F1B v >= 2 dividing the stages, stage s
+  // then having exactly the devices of stage s % (stages / v) (PipelineShapeProblem).
+  int32_t virtual_stages = 1;
   int64_t microbatches = 1;              // B, 1 .. kMaxSimMicrobatches
   std::vector<PipelineSimStage> stages;  // pipeline order
   std::vector<PipelineSimTransfer> transfers;
@@ -145,10 +162,10 @@ enum class SimEventKind : int32_t {
   kForward = 0,
   kBackward = 1,
   kSend = 2,  // one move, from the moment it holds its links to its arrival
-  kRecv = 3,  // the receiving stage blocked on inputs already sent but not yet arrived
+  kRecv = 3,  // the receiving group blocked on inputs already sent but not yet arrived
   kSync = 4,
   kUpdate = 5,
-  kIdle = 6,  // the stage has nothing to run (bubble, waiting for upstream compute, finished)
+  kIdle = 6,  // the group has nothing to run (bubble, waiting for upstream compute, finished)
   // The weight-gradient task of a schedule that splits the backward (ZB-H1); kBackward is then
   // the input gradient alone.
   kWeightGradient = 7,
@@ -157,12 +174,14 @@ enum class SimEventKind : int32_t {
 // "forward", "backward", "send", "recv", "sync", "update", "idle", "weight-gradient".
 const char* SimEventKindName(SimEventKind kind);
 
-// How reports and pictures of a simulation name a schedule: "GPipe", "1F1B", "ZB-H1"
-// (PipelineScheduleName is the lower-case name that files and options use).
+// How reports and pictures of a simulation name a schedule: "GPipe", "1F1B", "ZB-H1",
+// "interleaved 1F1B" (PipelineScheduleName is the lower-case name that files and options use).
 const char* ScheduleDisplayName(PipelineScheduleKind kind);
 
 struct SimEvent {
-  int32_t stage = 0;  // for kSend: the sending stage
+  // The stage whose task it is; for kSend the sending stage; for kIdle and kRecv, which are the
+  // device group's, the group's first stage (its index: stage g of group g).
+  int32_t stage = 0;
   // The stage's devices; for kSend the move's {source, destination}.
   std::vector<int64_t> devices;
   SimEventKind kind = SimEventKind::kIdle;
@@ -172,6 +191,7 @@ struct SimEvent {
   int32_t transfer = -1;    // kSend: index into PipelineSimInput::transfers
 };
 
+// Per stage; under interleaved 1F1B those of the stage's device group (see Accounting).
 struct SimStageStats {
   double busy_seconds = 0;                // forward + backward + weight gradient + sync + update
   double communication_wait_seconds = 0;  // blocked on inputs sent but not yet arrived
@@ -179,20 +199,24 @@ struct SimStageStats {
   double bubble_fraction = 0;             // idle / iteration
   double finish_seconds = 0;              // end of its update
   int64_t peak_in_flight = 0;             // microbatches
-  int64_t peak_memory_bytes = 0;          // per device: persistent + peak in flight * activation
+  int64_t peak_memory_bytes = 0;          // per device: persistent + peak activations held
 };
 
 struct PipelineSimResult {
   double iteration_seconds = 0;
   // The planner's closed form for the same input: sum_i (f_i + b_i + sync_i + update_i) +
-  // (B - 1) * max_j (f_j + b_j), whatever the schedule (the stage DP's objective; ZB-H1 runs
-  // below it when weight gradients fill the bubble). Transfers are not part of it.
+  // (B - 1) * max_j (f_j + b_j) over the stages, whatever the schedule (the stage DP's
+  // objective; ZB-H1 runs below it when weight gradients fill the bubble; under interleaved
+  // 1F1B it is what the stages would take on devices of their own, below the simulation).
+  // Transfers are not part of it.
   double closed_form_seconds = 0;
   std::vector<SimStageStats> stages;
-  // Per stage its forward / backward / weight-gradient / sync / update, idle and recv intervals
-  // (they tile [0, iteration_seconds]), and every move as a send of its sending stage; sorted by
-  // start, then stage, then the order they happened. Zero-length idle and recv intervals are
-  // left out.
+  // Per device group its stages' forward / backward / weight-gradient / sync / update (each
+  // under its own stage) and its idle and recv intervals (under its first stage); together
+  // they tile [0, iteration_seconds]; with a stage per group, per stage. And every move as a
+  // send of its sending stage. Sorted by start, then device group (the stage's, stage %
+  // groups; with a stage per group the stage), then the order they happened.
+  // Zero-length idle and recv intervals are left out.
   std::vector<SimEvent> timeline;
 };
 

@@ -40,16 +40,24 @@ bool Contains(const std::vector<int64_t>& v, int64_t x) {
   return false;
 }
 
-Status CheckStages(const PipelineSimInput& in, int64_t num_devices) {
-  if (in.stages.empty()) return InvalidArgument("stages is empty");
-  if (in.stages.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    return InvalidArgument("too many stages (" + std::to_string(in.stages.size()) + ")");
-  }
+// Stage s < groups owns its devices; under interleaving stage s >= groups runs on exactly those
+// of stage s % groups.
+Status CheckStageDevices(const PipelineSimInput& in, int64_t num_devices, int32_t groups) {
   std::map<int64_t, int32_t> owner;  // device -> stage (a map: hosts x devices may be huge)
   for (size_t s = 0; s < in.stages.size(); ++s) {
     const PipelineSimStage& st = in.stages[s];
     const std::string name = "stages[" + std::to_string(s) + "]";
     if (st.devices.empty()) return InvalidArgument(name + ".devices is empty");
+    const size_t first = s % static_cast<size_t>(groups);
+    if (s != first) {
+      if (st.devices != in.stages[first].devices) {
+        return InvalidArgument(
+            name + ".devices must be those of stages[" + std::to_string(first) +
+            "], the same devices in the same order (" + PipelineScheduleName(in.schedule) +
+            " runs stage " + std::to_string(s) + " on device group " + std::to_string(first) + ")");
+      }
+      continue;
+    }
     for (size_t k = 0; k < st.devices.size(); ++k) {
       const int64_t d = st.devices[k];
       const std::string dname = name + ".devices[" + std::to_string(k) + "] = " + std::to_string(d);
@@ -66,6 +74,36 @@ Status CheckStages(const PipelineSimInput& in, int64_t num_devices) {
                                "]");
       }
     }
+  }
+  return Status::Ok();
+}
+
+// A device group's peak memory, the sum over its stages of persistent + microbatches x
+// activation at most, must fit in int64 (each stage's alone is checked with the stage).
+Status CheckGroupMemory(const PipelineSimInput& in, int32_t groups) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (int32_t g = 0; g < groups; ++g) {
+    int64_t sum = 0;
+    for (size_t s = static_cast<size_t>(g); s < in.stages.size();
+         s += static_cast<size_t>(groups)) {
+      const PipelineSimStage& st = in.stages[s];
+      const int64_t most = st.persistent_bytes + in.microbatches * st.activation_bytes;
+      if (most > kMax - sum) {
+        return InvalidArgument("device group " + std::to_string(g) +
+                               ": the sum over its stages of persistent_bytes + microbatches * " +
+                               "activation_bytes overflows int64");
+      }
+      sum += most;
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckStages(const PipelineSimInput& in, int64_t num_devices, int32_t groups) {
+  ALPA_RETURN_IF_ERROR(CheckStageDevices(in, num_devices, groups));
+  for (size_t s = 0; s < in.stages.size(); ++s) {
+    const PipelineSimStage& st = in.stages[s];
+    const std::string name = "stages[" + std::to_string(s) + "]";
     ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".forward_seconds", st.forward_seconds));
     ALPA_RETURN_IF_ERROR(CheckSeconds(name + ".backward_seconds", st.backward_seconds));
     ALPA_RETURN_IF_ERROR(
@@ -88,7 +126,7 @@ Status CheckStages(const PipelineSimInput& in, int64_t num_devices) {
                              "overflows int64");
     }
   }
-  return Status::Ok();
+  return CheckGroupMemory(in, groups);
 }
 
 Status CheckTransfers(const PipelineSimInput& in) {
@@ -211,17 +249,26 @@ Status ValidatePipelineSimInput(const PipelineSimInput& in) {
   ALPA_RETURN_IF_ERROR(CheckHostLinks(in));
   if (in.schedule != PipelineScheduleKind::kGPipe &&
       in.schedule != PipelineScheduleKind::kOneFOneB &&
-      in.schedule != PipelineScheduleKind::kZeroBubbleH1) {
+      in.schedule != PipelineScheduleKind::kZeroBubbleH1 &&
+      in.schedule != PipelineScheduleKind::kInterleavedOneFOneB) {
     return InvalidArgument("schedule " + std::to_string(static_cast<int32_t>(in.schedule)) +
-                           " is none of GPipe (0), 1F1B (1) and ZB-H1 (2)");
+                           " is none of GPipe (0), 1F1B (1), ZB-H1 (2) and interleaved 1F1B (3)");
   }
   if (in.microbatches < 1 || in.microbatches > kMaxSimMicrobatches) {
     return InvalidArgument("microbatches must be in 1.." + std::to_string(kMaxSimMicrobatches) +
                            ", got " + std::to_string(in.microbatches));
   }
+  if (in.stages.empty()) return InvalidArgument("stages is empty");
+  if (in.stages.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return InvalidArgument("too many stages (" + std::to_string(in.stages.size()) + ")");
+  }
+  const auto num_stages = static_cast<int32_t>(in.stages.size());
+  const std::string shape =
+      PipelineShapeProblem(in.schedule, num_stages, in.virtual_stages, in.microbatches);
+  if (!shape.empty()) return InvalidArgument(shape);
   // Both factors are int32, so the product fits in int64.
   const int64_t num_devices = int64_t{in.hosts} * in.devices_per_host;
-  ALPA_RETURN_IF_ERROR(CheckStages(in, num_devices));
+  ALPA_RETURN_IF_ERROR(CheckStages(in, num_devices, PipelineGroups(num_stages, in.virtual_stages)));
   return CheckTransfers(in);
 }
 

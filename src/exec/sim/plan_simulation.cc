@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <string>
 #include <utility>
 
 namespace alpa {
@@ -70,8 +71,26 @@ void SetSimCluster(const Cluster& cluster, PipelineSimInput& in) {
   }
 }
 
+Status CheckPlanSchedule(int32_t virtual_stages, PipelineScheduleKind schedule) {
+  const bool interleaved = schedule == PipelineScheduleKind::kInterleavedOneFOneB;
+  if (virtual_stages > 1 && !interleaved) {
+    return InvalidArgument("the plan runs " + std::to_string(virtual_stages) +
+                           " stages per device group (" +
+                           PipelineScheduleName(PipelineScheduleKind::kInterleavedOneFOneB) +
+                           "); it cannot be simulated under " + PipelineScheduleName(schedule));
+  }
+  if (virtual_stages <= 1 && interleaved) {
+    return InvalidArgument(std::string("the plan runs one stage per device group; it cannot be "
+                                       "simulated under ") +
+                           PipelineScheduleName(schedule) +
+                           " (a plan made for it runs 2 or more, virtual_stages)");
+  }
+  return Status::Ok();
+}
+
 Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluster& cluster,
                                           PipelineScheduleKind schedule) {
+  ALPA_RETURN_IF_ERROR(CheckPlanSchedule(plan.virtual_stages, schedule));
   if (cluster.hosts < 1 || cluster.hosts > std::numeric_limits<int32_t>::max() ||
       cluster.devices_per_host < 1 ||
       cluster.devices_per_host > std::numeric_limits<int32_t>::max()) {
@@ -82,6 +101,7 @@ Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluste
   PipelineSimInput in;
   SetSimCluster(cluster, in);
   in.schedule = schedule;
+  in.virtual_stages = plan.virtual_stages;
   in.microbatches = plan.microbatches;
   for (const PlannedStage& st : plan.stages) {
     in.stages.push_back(SimStageFromPlanned(st.devices, st.latency, st.forward_latency,
@@ -152,19 +172,41 @@ std::string Seconds(double s) {
   return buf;
 }
 
+// "layers 0-3" / "layer 2" (the stage's layer groups when known), or "".
+std::string LayersOf(const PlanSimulationContext& context, size_t stage) {
+  if (stage >= context.first_layer.size() || stage >= context.last_layer.size()) return "";
+  const int32_t a = context.first_layer[stage], b = context.last_layer[stage];
+  return a == b ? "layer " + std::to_string(a)
+                : "layers " + std::to_string(a) + "-" + std::to_string(b);
+}
+
 }  // namespace
 
 std::vector<std::string> PlanStageLabels(const PipelineSimInput& input,
                                          const PlanSimulationContext& context) {
   std::vector<std::string> labels;
+  const auto num_stages = static_cast<int32_t>(input.stages.size());
+  const int32_t groups = PipelineGroups(num_stages, input.virtual_stages);
+  if (input.virtual_stages > 1 && groups > 0) {
+    // One row per device group (timeline_svg.h): its devices, then its stages and their layers.
+    for (int32_t g = 0; g < groups; ++g) {
+      std::string label = "group " + std::to_string(g) + ": devices " +
+                          DeviceRuns(input.stages[static_cast<size_t>(g)].devices) + ", stages ";
+      for (int32_t s = g; s < num_stages; s += groups) {
+        if (s != g) label += ", ";
+        label += std::to_string(s);
+        const std::string layers = LayersOf(context, static_cast<size_t>(s));
+        if (!layers.empty()) label += " (" + layers + ")";
+      }
+      labels.push_back(std::move(label));
+    }
+    return labels;
+  }
   for (size_t s = 0; s < input.stages.size(); ++s) {
     std::string label =
         "stage " + std::to_string(s) + ": devices " + DeviceRuns(input.stages[s].devices);
-    if (s < context.first_layer.size() && s < context.last_layer.size()) {
-      const int32_t a = context.first_layer[s], b = context.last_layer[s];
-      label += a == b ? ", layer " + std::to_string(a)
-                      : ", layers " + std::to_string(a) + "-" + std::to_string(b);
-    }
+    const std::string layers = LayersOf(context, s);
+    if (!layers.empty()) label += ", " + layers;
     labels.push_back(std::move(label));
   }
   return labels;
@@ -179,11 +221,15 @@ double PlanPredictionError(const PipelineSimResult& result, const PlanSimulation
 std::string PlanTimelineTitle(const PipelineSimInput& input, const PipelineSimResult& result,
                               const PlanSimulationContext& context) {
   std::string title = context.model.empty() ? "plan" : context.model;
-  title += " on " + (context.cluster.empty() ? std::string("cluster") : context.cluster) + " (" +
-           std::to_string(input.hosts) + " x " + std::to_string(input.devices_per_host) + "), " +
-           ScheduleDisplayName(input.schedule) + ", " + std::to_string(input.microbatches) +
-           " microbatch" + (input.microbatches == 1 ? "" : "es") + ": " +
-           Seconds(result.iteration_seconds) + " simulated";
+  title +=
+      " on " + (context.cluster.empty() ? std::string("cluster") : context.cluster) + " (" +
+      std::to_string(input.hosts) + " x " + std::to_string(input.devices_per_host) + "), " +
+      ScheduleDisplayName(input.schedule) +
+      (input.virtual_stages > 1 ? " (" + std::to_string(input.virtual_stages) + " stages per group)"
+                                : std::string()) +
+      ", " + std::to_string(input.microbatches) + " microbatch" +
+      (input.microbatches == 1 ? "" : "es") + ": " + Seconds(result.iteration_seconds) +
+      " simulated";
   const double error = PlanPredictionError(result, context);
   if (std::isfinite(error)) {
     char buf[32];

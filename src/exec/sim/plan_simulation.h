@@ -22,6 +22,11 @@
 // the cluster's intra_host_link (per device) and inter_host_link (per host).
 // So the simulator's closed form equals the plan's iteration_seconds; the simulated time adds
 // the transfers, link contention and the schedule's real dependencies.
+// A plan made for interleaved 1F1B (PipelinePlan::virtual_stages v >= 2: stage s on the devices of
+// stage s % (stages / v)) becomes an input with that virtual_stages and simulates only under
+// interleaved 1F1B; a plan of one stage per device group only under the other schedules. The
+// stages keep their own persistent_bytes and activation_bytes; the simulator adds them up per
+// device group (pipeline_simulator.h, Memory).
 #pragma once
 
 #include <cstdint>
@@ -58,9 +63,15 @@ struct PlanSimulationContext {
   int64_t lowered_microbatches = 0;
 };
 
+// Whether a plan of `virtual_stages` stages per device group can be simulated under
+// `schedule`: kInvalidArgument ("the plan runs 2 stages per device group (interleaved-1f1b); it
+// cannot be simulated under 1f1b") when interleaving and schedule disagree.
+Status CheckPlanSchedule(int32_t virtual_stages, PipelineScheduleKind schedule);
+
 // The simulator's input for `plan` on `cluster` (the one it was planned for) under `schedule`;
-// record_timeline stays true. Errors: kInvalidArgument when the plan does not fit the cluster
-// (a device out of range, ...) or has an invalid stage (ValidatePipelineSimInput's message).
+// record_timeline stays true, virtual_stages is the plan's. Errors: kInvalidArgument when the
+// plan does not fit the cluster (a device out of range, ...), does not fit `schedule`
+// (CheckPlanSchedule) or has an invalid stage (ValidatePipelineSimInput's message).
 Result<PipelineSimInput> SimInputFromPlan(const PipelinePlan& plan, const Cluster& cluster,
                                           PipelineScheduleKind schedule);
 PlanSimulationContext PlanSimulationContextOf(const PipelinePlan& plan, const Cluster& cluster,
@@ -68,7 +79,8 @@ PlanSimulationContext PlanSimulationContextOf(const PipelinePlan& plan, const Cl
 
 // The same from a plan JSON (PipelinePlanJson at any detail; docs/planner.md): the summary
 // (detail 0) spreads each transfer's bytes evenly, detail 1 gives its slice moves. The plan's
-// "schedule" is not read: `schedule` decides. Fills *context when non-null. Errors, each naming
+// "schedule" is not read: `schedule` decides; its "virtual_stages" (absent: 1) is, and must
+// fit `schedule` (CheckPlanSchedule). Fills *context when non-null. Errors, each naming
 // the field ("plan JSON: stages[1].forward_latency_seconds: missing ..."): kParse for text
 // that is not JSON, not a plan ("format") or a missing field or one of the wrong type (plans
 // written before forward_latency_seconds existed need planning again); kInvalidArgument for
@@ -91,7 +103,9 @@ PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latenc
                                      double iteration_overhead, int64_t memory_bytes,
                                      int64_t in_flight, int64_t activation_bytes);
 
-// Row labels for TimelineSvg: "stage 0: devices 0-7, layers 0-3" (layers when known).
+// Row labels for TimelineSvg: "stage 0: devices 0-7, layers 0-3" (layers when known); under
+// interleaving one per device group, "group 0: devices 0-7, stages 0 (layers 0-3), 2 (layers
+// 8-11)".
 std::vector<std::string> PlanStageLabels(const PipelineSimInput& input,
                                          const PlanSimulationContext& context);
 // A title for TimelineSvg: "gpt-2.6b on p3.16xlarge (2 x 8), 1F1B, 32 microbatches: 1.234 s
@@ -102,7 +116,8 @@ std::string PlanTimelineTitle(const PipelineSimInput& input, const PipelineSimRe
 // (simulated - planned) / planned; NaN when the planner's prediction is unknown or not positive.
 double PlanPredictionError(const PipelineSimResult& result, const PlanSimulationContext& context);
 
-// One JSON object (docs/planner.md, "Simulation JSON"): schedule, microbatches,
+// One JSON object (docs/planner.md, "Simulation JSON"): schedule, virtual_stages (only when
+// > 1; each stage then names its device "group"), microbatches,
 // iteration_seconds, closed_form_seconds, planner_iteration_seconds and relative_error (null
 // when unknown), per stage its times, statistics and memory, and the transfers' totals.
 std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResult& result,

@@ -258,6 +258,15 @@ Result<PipelineSimInput> ReadPlan(const json& root, PipelineScheduleKind schedul
   SetSimCluster(cluster, in);
   in.schedule = schedule;
   ALPA_RETURN_IF_ERROR(Int(root, "", "microbatches", 1, kMaxSimMicrobatches, &in.microbatches));
+  // Stages per device group: written only for interleaved 1F1B plans (plan_json.cc).
+  if (root.contains("virtual_stages")) {
+    int64_t virtual_stages = 1;
+    ALPA_RETURN_IF_ERROR(
+        Int(root, "", "virtual_stages", 1, std::numeric_limits<int32_t>::max(), &virtual_stages));
+    in.virtual_stages = static_cast<int32_t>(virtual_stages);
+  }
+  const Status fits = CheckPlanSchedule(in.virtual_stages, schedule);
+  if (!fits.ok()) return Status(fits.code(), kWhere + fits.message());
 
   PlanSimulationContext ctx;
   ctx.cluster = cluster.name;
@@ -371,6 +380,9 @@ std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResul
                   {"hosts", input.hosts},
                   {"devices_per_host", input.devices_per_host}};
   j["schedule"] = PipelineScheduleName(input.schedule);
+  const auto num_stages = static_cast<int32_t>(input.stages.size());
+  const int32_t groups = PipelineGroups(num_stages, input.virtual_stages);
+  if (input.virtual_stages > 1) j["virtual_stages"] = input.virtual_stages;
   j["microbatches"] = input.microbatches;
   j["iteration_seconds"] = result.iteration_seconds;
   j["closed_form_seconds"] = result.closed_form_seconds;
@@ -403,6 +415,10 @@ std::string SimulationJson(const PipelineSimInput& input, const PipelineSimResul
       const bool exceeds = r.peak_memory_bytes > memory;
       stage["exceeds_device_memory"] = exceeds;
       memory_exceeded = memory_exceeded || exceeds;
+    }
+    // Under interleaving the statistics and the memory are the device group's.
+    if (input.virtual_stages > 1 && groups > 0) {
+      stage["group"] = StageGroup(num_stages, input.virtual_stages, static_cast<int32_t>(s));
     }
     if (s < context.first_layer.size() && s < context.last_layer.size()) {
       stage["layers"] = {context.first_layer[s], context.last_layer[s]};

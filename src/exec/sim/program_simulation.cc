@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -151,6 +152,13 @@ Result<ProgramSimulationInput> SimInputFromPrograms(const PipelinePlan& plan,
   // The plan's own conversion gives the links, the memory and the checks of the cluster.
   Result<PipelineSimInput> base = SimInputFromPlan(plan, cluster, schedule);
   if (!base.ok()) return base.status();
+  // The pricing maps each device to one stage (StageOfDevice).
+  if (plan.virtual_stages > 1) {
+    return Status(StatusCode::kUnsupported,
+                  "simulating the device programs of an interleaved plan (" +
+                      std::to_string(plan.virtual_stages) +
+                      " stages per device group) is not supported; simulate the plan instead");
+  }
   Result<ProgramPricer> pricer = ProgramPricer::Create(plan, cluster);
   if (!pricer.ok()) return pricer.status();
 

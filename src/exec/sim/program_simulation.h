@@ -48,8 +48,10 @@ struct ProgramSimulationInput {
 };
 
 // `whole_batch`: the model's graph for the whole batch (LowerOptions::whole_batch), or null.
-// Errors: the lowering's (kUnsupported for a plan the executor cannot run), the pricer's, and
-// kInvalidArgument from ValidatePipelineSimInput.
+// Errors: the lowering's (kUnsupported for a plan the executor cannot run), the pricer's,
+// kUnsupported for an interleaved plan (virtual_stages > 1: a device's programs serve several
+// stages, which the pricing here does not tell apart), and kInvalidArgument from
+// SimInputFromPlan and ValidatePipelineSimInput.
 Result<ProgramSimulationInput> SimInputFromPrograms(const PipelinePlan& plan,
                                                     const Graph* whole_batch,
                                                     const Cluster& cluster,

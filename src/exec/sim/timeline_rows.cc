@@ -32,6 +32,7 @@ struct Span {
   DrawKind kind = DrawKind::kIdle;
   double x0 = 0, x1 = 0;
   int64_t microbatch = -1;
+  int32_t stage = -1;
   double width() const { return x1 - x0; }
 };
 
@@ -85,6 +86,7 @@ StageRow BuildStageRow(const std::vector<const SimEvent*>& events, const TimeSca
     sp.x0 = ts.X(e->start);
     sp.x1 = std::max(ts.X(e->end), sp.x0);
     sp.microbatch = IsCompute(sp.kind) ? e->microbatch : -1;
+    sp.stage = e->stage;
     spans.push_back(sp);
   }
   StageRow row;
@@ -95,6 +97,7 @@ StageRow BuildStageRow(const std::vector<const SimEvent*>& events, const TimeSca
     b.x0 = std::max<int64_t>(std::llround(sp.x0), last_x1);
     b.x1 = std::llround(sp.x1);
     b.microbatch = sp.microbatch;
+    b.stage = sp.stage;
     if (b.x1 <= b.x0) return;
     last_x1 = b.x1;
     if (b.kind == DrawKind::kIdle) return;
@@ -151,20 +154,23 @@ std::vector<Block> SendBlocks(const std::vector<const SimEvent*>& sends, const T
   return merged;
 }
 
-StageEvents CollectStageEvents(const PipelineSimResult& result, int64_t num_stages) {
+StageEvents CollectStageEvents(const PipelineSimResult& result, int64_t num_stages,
+                               int64_t num_rows) {
   StageEvents events;
-  events.tasks.resize(static_cast<size_t>(num_stages));
-  events.sends.resize(static_cast<size_t>(num_stages));
+  num_rows = num_stages < 1 ? 0 : std::clamp<int64_t>(num_rows, 1, num_stages);
+  events.tasks.resize(static_cast<size_t>(num_rows));
+  events.sends.resize(static_cast<size_t>(num_rows));
   double t_last = 0;
   for (const SimEvent& e : result.timeline) {
     if (e.stage < 0 || e.stage >= num_stages) continue;
     t_last = std::max(t_last, e.end);
+    const auto row = static_cast<size_t>(e.stage % num_rows);
     if (e.kind == SimEventKind::kSend) {
       if (!(e.end > e.start)) continue;  // zero bytes and no latency: nothing moved
-      events.sends[static_cast<size_t>(e.stage)].push_back(&e);
+      events.sends[row].push_back(&e);
       events.any_send = true;
     } else {
-      events.tasks[static_cast<size_t>(e.stage)].push_back(&e);
+      events.tasks[row].push_back(&e);
     }
   }
   for (auto& v : events.tasks) {

@@ -1,6 +1,7 @@
-// The rows of the timeline SVG (timeline_svg.cc) as data: per pipeline stage, the simulated
-// events turned into blocks of whole pixels, with runs of tasks too narrow to draw one by one
-// turned into dense stretches of stacked shares, and the stage's sends as a strip. Not an API.
+// The rows of the timeline SVG (timeline_svg.cc) as data: per row (a pipeline stage, or under
+// interleaved 1F1B a device group), the simulated events turned into blocks of whole pixels,
+// with runs of tasks too narrow to draw one by one turned into dense stretches of stacked
+// shares, and the row's sends as a strip. Not an API.
 #pragma once
 
 #include <array>
@@ -35,12 +36,13 @@ constexpr int64_t kBarHeight = 24;
 // of them become dense stretches. Wider tasks are drawn one by one with a white outline.
 constexpr int64_t kNarrow = 6;
 
-// A block of one stage row in whole pixels: [x0, x1) relative to the plot's left edge.
+// A block of one row in whole pixels: [x0, x1) relative to the plot's left edge.
 struct Block {
   DrawKind kind = DrawKind::kIdle;
   int64_t x0 = 0, x1 = 0;
   int64_t microbatch = -1;
-  int64_t parts = 1;  // > 1: several tasks merged, drawn without number or outline
+  int32_t stage = -1;  // of a single task: the stage it belongs to
+  int64_t parts = 1;   // > 1: several tasks merged, drawn without number or outline
   int64_t width() const { return x1 - x0; }
 };
 
@@ -81,7 +83,7 @@ struct StageRow {
   std::vector<DenseStretch> dense;
 };
 
-// Per stage its task events in time order and its sends that moved something, with the time
+// Per row its task events in time order and its sends that moved something, with the time
 // the drawing spans.
 struct StageEvents {
   std::vector<std::vector<const SimEvent*>> tasks, sends;
@@ -89,9 +91,12 @@ struct StageEvents {
   double t_end = 1;
 };
 
-StageEvents CollectStageEvents(const PipelineSimResult& result, int64_t num_stages);
+// The events of stage s go to row s % num_rows (num_rows: the stages, or under interleaving
+// the device groups, whose idle and wait events carry the group's first stage, its number).
+StageEvents CollectStageEvents(const PipelineSimResult& result, int64_t num_stages,
+                               int64_t num_rows);
 
-// The stage's blocks: tasks, waits, sync and update one by one where they are wide enough (or
+// The row's blocks: tasks, waits, sync and update one by one where they are wide enough (or
 // few), consecutive narrow same-kind tasks merged into one block, and long runs of narrow
 // events as dense stretches.
 StageRow BuildStageRow(const std::vector<const SimEvent*>& events, const TimeScale& ts);

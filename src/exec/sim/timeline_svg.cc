@@ -38,7 +38,7 @@ const KindStyle& Style(DrawKind k) { return kStyles[static_cast<int>(k)]; }
 
 // Layout, in pixels.
 constexpr int32_t kMinWidth = 320;
-constexpr int64_t kRowPitch = 36;        // one stage row
+constexpr int64_t kRowPitch = 36;        // one stage (or device group) row
 constexpr int64_t kSendTop = 26;         // the send strip under the bar ...
 constexpr int64_t kSendHeight = 3;       // ... thin on purpose
 constexpr double kLabelMinWidth = 14;    // a microbatch number is written on wider blocks
@@ -132,7 +132,23 @@ std::vector<LegendItem> LayoutLegend(const std::vector<DrawKind>& kinds, int64_t
   return items;
 }
 
-// Row labels: the caller's or "stage k", with the devices on a second line; `left` is the
+// The rows: one per stage, or under interleaved 1F1B one per device group (row g: stages g,
+// g + P, ...; its stats are result.stages[g], the group's).
+int64_t NumRows(const PipelineSimInput& input) {
+  const auto num_stages = static_cast<int32_t>(input.stages.size());
+  const int32_t groups = PipelineGroups(num_stages, input.virtual_stages);
+  return input.virtual_stages > 1 && groups > 0 ? groups : num_stages;
+}
+
+// The default label of row r: "stage r", or "group r: stages r, r + P, ...".
+std::string DefaultRowLabel(int64_t num_stages, int64_t num_rows, int64_t r) {
+  if (num_rows == num_stages) return "stage " + Int(r);
+  std::string label = "group " + Int(r) + ": stages ";
+  for (int64_t s = r; s < num_stages; s += num_rows) label += (s == r ? "" : ", ") + Int(s);
+  return label;
+}
+
+// Row labels: the caller's or the default, with the devices on a second line; `left` is the
 // plot's left edge, wide enough for the longest label (within bounds).
 struct RowLabels {
   std::vector<std::u32string> names;
@@ -141,18 +157,18 @@ struct RowLabels {
 };
 
 RowLabels LayOutRowLabels(const PipelineSimInput& input, const TimelineSvgOptions& options,
-                          int64_t width) {
+                          int64_t width, int64_t num_rows) {
   const auto num_stages = static_cast<int64_t>(input.stages.size());
   const int64_t max_left = std::max<int64_t>(90, width * 3 / 10);
   const auto max_label_chars = static_cast<int64_t>((max_left - 16) / kLabelCharWidth);
   const auto max_dev_chars = static_cast<int64_t>((max_left - 16) / kSmallCharWidth);
   RowLabels labels;
   double label_px = 0;
-  for (int64_t s = 0; s < num_stages; ++s) {
+  for (int64_t s = 0; s < num_rows; ++s) {
     const auto us = static_cast<size_t>(s);
     std::u32string name = us < options.stage_labels.size() && !options.stage_labels[us].empty()
                               ? DecodeLabel(options.stage_labels[us])
-                              : DecodeLabel("stage " + Int(s));
+                              : DecodeLabel(DefaultRowLabel(num_stages, num_rows, s));
     name = Ellipsize(std::move(name), max_label_chars);
     labels.devices.push_back(DeviceRuns(input.stages[us].devices, max_dev_chars));
     label_px = std::max(
@@ -174,7 +190,7 @@ struct PageLayout {
   int64_t rows_top = 0, rows_bottom = 0, axis_y = 0;
 };
 
-PageLayout LayOutPage(int64_t width, int64_t left, bool has_title, int64_t num_stages,
+PageLayout LayOutPage(int64_t width, int64_t left, bool has_title, int64_t num_rows,
                       const std::vector<DrawKind>& legend_kinds) {
   PageLayout page;
   page.width = width;
@@ -189,7 +205,7 @@ PageLayout LayOutPage(int64_t width, int64_t left, bool has_title, int64_t num_s
   page.legend_top = y;
   y += (page.legend.empty() ? 0 : page.legend.back().line + 1) * 18 + 8;
   page.rows_top = y;
-  page.rows_bottom = page.rows_top + num_stages * kRowPitch;
+  page.rows_bottom = page.rows_top + num_rows * kRowPitch;
   page.axis_y = page.rows_bottom + 2;
   page.height = page.axis_y + 40;
   return page;
@@ -209,7 +225,7 @@ void AppendDocumentStart(std::string* svg, const PageLayout& page, const std::st
 
 // Header: title, then the iteration time and the shape of the run.
 void AppendHeader(std::string* svg, const PageLayout& page, const PipelineSimInput& input,
-                  const PipelineSimResult& result, const std::string& title) {
+                  const PipelineSimResult& result, const std::string& title, int64_t num_rows) {
   const auto num_stages = static_cast<int64_t>(input.stages.size());
   if (!title.empty()) {
     *svg += "<text x=\"" + Int(page.left) + "\" y=\"" + Int(page.title_y) +
@@ -221,8 +237,11 @@ void AppendHeader(std::string* svg, const PageLayout& page, const PipelineSimInp
     info += "  \u00b7  closed form " + Duration(result.closed_form_seconds);
   }
   info += "  \u00b7  " + std::string(ScheduleDisplayName(input.schedule)) + "  \u00b7  " +
-          Int(num_stages) + (num_stages == 1 ? " stage" : " stages") + "  \u00b7  " +
-          Int(input.microbatches) + (input.microbatches == 1 ? " microbatch" : " microbatches");
+          Int(num_stages) + (num_stages == 1 ? " stage" : " stages");
+  if (num_rows != num_stages) info += " on " + Int(num_rows) + " device groups";
+  info += "  \u00b7  " + Int(input.microbatches) +
+          (input.microbatches == 1 ? " microbatch" : " microbatches");
+  if (num_rows != num_stages) info += "  \u00b7  tasks read stage:microbatch";
   if (result.timeline.empty()) info += "  \u00b7  no timeline recorded";
   *svg += "<text x=\"" + Int(page.left) + "\" y=\"" + Int(page.info_y) + "\" font-size=\"12\">" +
           Escaped(info, 400) + "</text>\n";
@@ -251,10 +270,10 @@ void AppendLegend(std::string* svg, const PageLayout& page) {
 }
 
 // Row backgrounds (idle), then the vertical grid lines at the ticks.
-void AppendBackgroundAndGrid(std::string* svg, const PageLayout& page, int64_t num_stages,
+void AppendBackgroundAndGrid(std::string* svg, const PageLayout& page, int64_t num_rows,
                              const std::vector<int64_t>& tick_x) {
   *svg += "<g fill=\"" + std::string(Style(DrawKind::kIdle).fill) + "\">";
-  for (int64_t s = 0; s < num_stages; ++s) {
+  for (int64_t s = 0; s < num_rows; ++s) {
     AppendRect(svg, page.left, page.rows_top + s * kRowPitch, page.plot_width, kBarHeight);
   }
   *svg += "</g>\n";
@@ -287,12 +306,15 @@ void AppendBlocks(std::string* svg, const StageRow& row, int64_t left, int64_t r
   }
 }
 
-// Microbatch numbers, centred on the blocks wide enough to hold them.
-void AppendMicrobatchNumbers(std::string* svg, const StageRow& row, int64_t left, int64_t ry) {
+// Microbatch numbers, centred on the blocks wide enough to hold them; on a device group's row
+// (with_stage) "stage:microbatch", since the row holds the tasks of several stages.
+void AppendMicrobatchNumbers(std::string* svg, const StageRow& row, int64_t left, int64_t ry,
+                             bool with_stage) {
   std::string numbers;
   for (const Block& b : row.blocks) {
     if (!IsCompute(b.kind) || b.parts != 1 || b.microbatch < 0) continue;
-    const std::string number = Int(b.microbatch);
+    const std::string number =
+        with_stage ? Int(b.stage) + ":" + Int(b.microbatch) : Int(b.microbatch);
     const double need =
         std::max(kLabelMinWidth, kNumberCharWidth * static_cast<double>(number.size()) + 4);
     if (static_cast<double>(b.width()) < need) continue;
@@ -320,15 +342,15 @@ void AppendStageShares(std::string* svg, const PageLayout& page, const SimStageS
   *svg += "\n";
 }
 
-// One stage's group: its label and devices, blocks, dense stretches, sends, microbatch
-// numbers and shares.
-void AppendStage(std::string* svg, const PageLayout& page, int64_t s, const RowLabels& labels,
-                 const StageRow& row, const std::vector<Block>& send_row,
+// One row's SVG group ("stage<s>", or "group<g>" for a device group's row): its label and
+// devices, blocks, dense stretches, sends, microbatch numbers and shares.
+void AppendStage(std::string* svg, const PageLayout& page, int64_t s, bool group_row,
+                 const RowLabels& labels, const StageRow& row, const std::vector<Block>& send_row,
                  const PipelineSimResult& result, double t_end) {
   const auto us = static_cast<size_t>(s);
   const int64_t left = page.left;
   const int64_t ry = page.rows_top + s * kRowPitch;
-  *svg += "<g id=\"stage" + Int(s) + "\">\n";
+  *svg += "<g id=\"" + std::string(group_row ? "group" : "stage") + Int(s) + "\">\n";
   // Row label: name, then devices in grey.
   *svg += "<text x=\"" + Int(left - 8) + "\" y=\"" + Int(ry + 11) +
           "\" font-size=\"12\" text-anchor=\"end\">";
@@ -345,7 +367,7 @@ void AppendStage(std::string* svg, const PageLayout& page, int64_t s, const RowL
     }
     *svg += "</g>\n";
   }
-  AppendMicrobatchNumbers(svg, row, left, ry);
+  AppendMicrobatchNumbers(svg, row, left, ry, group_row);
   if (us < result.stages.size()) AppendStageShares(svg, page, result.stages[us], t_end, ry);
   *svg += "</g>\n";
 }
@@ -376,13 +398,15 @@ std::string TimelineSvg(const PipelineSimInput& input, const PipelineSimResult& 
                         const TimelineSvgOptions& options) {
   const int64_t width = std::max(options.width, kMinWidth);
   const auto num_stages = static_cast<int64_t>(input.stages.size());
-  const StageEvents events = CollectStageEvents(result, num_stages);
+  const int64_t num_rows = NumRows(input);
+  const bool group_rows = num_rows != num_stages;
+  const StageEvents events = CollectStageEvents(result, num_stages, num_rows);
   const double t_end = events.t_end;
-  const RowLabels labels = LayOutRowLabels(input, options, width);
+  const RowLabels labels = LayOutRowLabels(input, options, width, num_rows);
   const TimeScale ts{t_end, width - labels.left - kRightMargin};
 
-  std::vector<StageRow> rows(static_cast<size_t>(num_stages));
-  std::vector<std::vector<Block>> send_rows(static_cast<size_t>(num_stages));
+  std::vector<StageRow> rows(static_cast<size_t>(num_rows));
+  std::vector<std::vector<Block>> send_rows(static_cast<size_t>(num_rows));
   bool any_dense = false;
   for (size_t s = 0; s < rows.size(); ++s) {
     rows[s] = BuildStageRow(events.tasks[s], ts);
@@ -396,7 +420,7 @@ std::string TimelineSvg(const PipelineSimInput& input, const PipelineSimResult& 
   if (events.any_send) legend_kinds.push_back(DrawKind::kSend);
   if (any_dense) legend_kinds.push_back(DrawKind::kDense);
   const PageLayout page =
-      LayOutPage(width, labels.left, !options.title.empty(), num_stages, legend_kinds);
+      LayOutPage(width, labels.left, !options.title.empty(), num_rows, legend_kinds);
 
   const TimeAxis axis =
       ChooseTimeAxis(t_end, static_cast<double>(page.plot_width), kMinTickSpacing);
@@ -407,12 +431,12 @@ std::string TimelineSvg(const PipelineSimInput& input, const PipelineSimResult& 
   std::string svg;
   svg.reserve(8192);
   AppendDocumentStart(&svg, page, options.title);
-  AppendHeader(&svg, page, input, result, options.title);
+  AppendHeader(&svg, page, input, result, options.title, num_rows);
   AppendLegend(&svg, page);
-  AppendBackgroundAndGrid(&svg, page, num_stages, tick_x);
-  for (int64_t s = 0; s < num_stages; ++s) {
+  AppendBackgroundAndGrid(&svg, page, num_rows, tick_x);
+  for (int64_t s = 0; s < num_rows; ++s) {
     const auto us = static_cast<size_t>(s);
-    AppendStage(&svg, page, s, labels, rows[us], send_rows[us], result, t_end);
+    AppendStage(&svg, page, s, group_rows, labels, rows[us], send_rows[us], result, t_end);
   }
   AppendTimeAxis(&svg, page, axis, tick_x);
   svg += "</svg>";
