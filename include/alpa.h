@@ -1254,10 +1254,12 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
 typedef struct alpa_executor_config {
   size_t struct_size; /**< sizeof(alpa_executor_config) */
   int32_t version;    /**< 2 (1: ends at atol; the later fields then take their defaults) */
-  int32_t schedule; /**< ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE or ALPA_SCHEDULE_ZB_H1 */
-  uint64_t seed;    /**< synthetic parameters and data; default 0 */
-  int32_t check;    /**< 1: compare every step with the one-device interpreter */
-  int32_t devices;  /**< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI */
+  /** ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_ZB_H1, or
+   * ALPA_SCHEDULE_INTERLEAVED_1F1B (only, and required, for a plan with virtual stages) */
+  int32_t schedule;
+  uint64_t seed;     /**< synthetic parameters and data; default 0 */
+  int32_t check;     /**< 1: compare every step with the one-device interpreter */
+  int32_t devices;   /**< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI */
   double rtol, atol; /**< the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16
                           and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5) */
   /* Version 2. */

@@ -110,13 +110,15 @@ ALPA_API int32_t alpa_plan_op_spec(alpa_buffer** out, const alpa_plan* plan, int
  *   alpa_plan_destroy(best); alpa_plan_destroy(plan);
  */
 
-/** One manual configuration (version 1). As input the caller sets struct_size to
- * sizeof(alpa_manual_plan) and version to 1 (ALPA_MANUAL_PLAN_INIT does both and sets the
- * defaults); the library reads the first min(struct_size, its own size) bytes. As output
- * (alpa_plan_manual_spec) struct_size is the bytes the library wrote. */
+/** One manual configuration (version 2; version 1 ends at tensor_inside_host). As input the
+ * caller sets struct_size to sizeof(alpa_manual_plan) and version to 2 (ALPA_MANUAL_PLAN_INIT
+ * does both and sets the defaults); the library reads the first min(struct_size, its own size)
+ * bytes, and a version-1 caller's fields of version 2 take their defaults. As output
+ * (alpa_plan_manual_spec) struct_size is the bytes the library wrote, and version the last
+ * version they hold. */
 typedef struct alpa_manual_plan {
   size_t struct_size;
-  int32_t version; /**< 1 */
+  int32_t version; /**< 2 (1: ends at tensor_inside_host) */
   /** 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel
    * devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch
    * and accumulated as shards; 3: as 2, with the weights sharded too, gathered where each
@@ -132,14 +134,24 @@ typedef struct alpa_manual_plan {
   /** 1 (default): tensor parallelism on mesh dim 1, inside a host (tensor_parallel must divide
    * the devices per host); 0: data parallelism there, tensor parallelism across hosts. */
   int32_t tensor_inside_host;
+  /* Version 2. */
+  /** Stages per device group (Megatron-LM's virtual pipeline stages): 1 (default), or v >= 2:
+   * the layers cut into pipeline_parallel x v stages, stage s on the devices of group s %
+   * pipeline_parallel, run under ALPA_SCHEDULE_INTERLEAVED_1F1B (the plan's schedule;
+   * alpa_plan_virtual_stages). v >= 2 needs pipeline_parallel >= 2, microbatches a multiple of
+   * pipeline_parallel and pipeline_parallel x v stages at most the layers. */
+  int32_t virtual_stages;
+  int32_t reserved; /**< 0 */
 } alpa_manual_plan;
-/** dp = tp = pp = 1, 1 microbatch, ZeRO off, remat off, tensor parallelism inside a host. */
+/** dp = tp = pp = 1, 1 microbatch, ZeRO off, remat off, tensor parallelism inside a host, one
+ * stage per device group. */
 #define ALPA_MANUAL_PLAN_INIT \
-  { sizeof(alpa_manual_plan), 1, 0, 1, 1, 1, 1, 0, 1 }
+  { sizeof(alpa_manual_plan), 2, 0, 1, 1, 1, 1, 0, 1, 1, 0 }
 /** The function twin of ALPA_MANUAL_PLAN_INIT, for bindings that cannot expand a brace macro:
  * writes the defaults above into the first min(size, sizeof(alpa_manual_plan)) bytes of *spec,
- * with struct_size set to that number and version to 1 (size = sizeof(alpa_manual_plan)).
- * ALPA_ERR_INVALID_ARGUMENT for a NULL spec or a size below version 1's. */
+ * with struct_size set to that number and version to 2 (1 for a size below version 2's, whose
+ * struct ends at tensor_inside_host). ALPA_ERR_INVALID_ARGUMENT for a NULL spec or a size below
+ * version 1's. */
 ALPA_API int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa_error** err);
 
 /** Evaluates one manual plan of a model-zoo spec (as alpa_model_plan's) on a cluster. options
@@ -151,8 +163,10 @@ ALPA_API int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa
  * the message naming the field ("manual plan: data_parallel x tensor_parallel x
  * pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat 0, 1 or 2,
  * tensor_inside_host 0 or 1, zero_stage 0 to 3, microbatches must divide the batch,
- * pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
- * fit the device memory (the message names the stage and the bytes it needs);
+ * pipeline_parallel (times virtual_stages) may not exceed the layers, virtual_stages >= 2 needs
+ * pipeline_parallel >= 2 and microbatches a multiple of it, ...); ALPA_ERR_INFEASIBLE when a
+ * stage (with virtual stages: a device group) does not fit the device memory (the message names
+ * it and the bytes it needs);
  * ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
 ALPA_API int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec,
                                         const alpa_cluster* cluster, const alpa_manual_plan* spec,
@@ -255,15 +269,18 @@ ALPA_API int32_t alpa_plan_launch_config(alpa_buffer** out, const alpa_plan* pla
  */
 typedef struct alpa_simulation alpa_simulation;
 
-/** Pipeline schedules: ALPA_SCHEDULE_GPIPE / ALPA_SCHEDULE_1F1B / ALPA_SCHEDULE_ZB_H1 (alpa.h).
- * Under ZB-H1 each stage's backward runs as two tasks, the input gradient (what the previous
- * stage waits for) and then, when the schedule places it, the weight gradient (the plan's
- * weight_gradient_latency_seconds; 0 when the plan lacks it). */
+/** Pipeline schedules: ALPA_SCHEDULE_GPIPE / ALPA_SCHEDULE_1F1B / ALPA_SCHEDULE_ZB_H1 /
+ * ALPA_SCHEDULE_INTERLEAVED_1F1B (alpa.h). Under ZB-H1 each stage's backward runs as two tasks,
+ * the input gradient (what the previous stage waits for) and then, when the schedule places it,
+ * the weight gradient (the plan's weight_gradient_latency_seconds; 0 when the plan lacks it).
+ * Under interleaved 1F1B each device group runs its stages' tasks in one order, and a stage's
+ * statistics are its group's; it needs a plan with virtual stages (alpa_plan_virtual_stages),
+ * which no other schedule runs. */
 
 /** Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:
- * ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the three above, a plan the
- * simulator cannot run: more than 2^20 microbatches). Caller frees *out with
- * alpa_simulation_destroy. */
+ * ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the four above, a schedule
+ * that does not fit the plan's virtual stages, a plan the simulator cannot run: more than 2^20
+ * microbatches). Caller frees *out with alpa_simulation_destroy. */
 ALPA_API int32_t alpa_plan_simulate(alpa_simulation** out, const alpa_plan* plan, int32_t schedule,
                                     alpa_error** err);
 /** The same from a plan JSON of `size` bytes (alpa_plan_to_json, `alpa plan -o` / `--json`; not
@@ -287,7 +304,8 @@ ALPA_API int32_t alpa_plan_simulate_json(alpa_simulation** out, const char* json
  * priced parts (compute, collective, transfer, bookkeeping) beside the plan's. Errors: those of
  * alpa_plan_simulate, ALPA_ERR_UNSUPPORTED for a plan the executor cannot lower (naming the op),
  * the model spec's errors when the whole batch's graph is rebuilt from it (a plan without one
- * is lowered without it: the same instructions). Caller frees *out with
+ * is lowered without it: the same instructions), ALPA_ERR_UNSUPPORTED for an interleaved plan
+ * (its programs run several stages per device; not priced yet). Caller frees *out with
  * alpa_simulation_destroy. */
 ALPA_API int32_t alpa_plan_simulate_programs(alpa_simulation** out, const alpa_plan* plan,
                                              int32_t schedule, alpa_error** err);

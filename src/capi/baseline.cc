@@ -20,9 +20,11 @@ namespace {
 using alpa::capi::Fail;
 using alpa::capi::Guard;
 
-// The ends of the version-1 structs: the smallest sizes a caller may pass.
+// The ends of the version-1 structs: the smallest sizes a caller may pass; and of version 2 of
+// alpa_manual_plan (virtual_stages).
 constexpr size_t kManualPlanV1Size =
     offsetof(alpa_manual_plan, tensor_inside_host) + sizeof(int32_t);
+constexpr size_t kManualPlanV2Size = sizeof(alpa_manual_plan);
 constexpr size_t kBaselinePointV1Size =
     offsetof(alpa_baseline_point, iteration_seconds) + sizeof(double);
 
@@ -61,18 +63,19 @@ int32_t ReadSpec(const alpa_manual_plan* in, alpa::ManualPlanSpec* out, alpa_err
   out->zero_stage = s.zero_stage;
   out->remat = static_cast<alpa::Recompute>(s.remat);
   out->tensor_inside_host = s.tensor_inside_host == 1;
+  // A version-1 caller's struct ends before virtual_stages: one stage per device group.
+  const bool v2 = s.version >= 2 && in->struct_size >= kManualPlanV2Size;
+  out->virtual_stages = v2 ? s.virtual_stages : 1;
   return ALPA_OK;
 }
 
 nlohmann::json SpecJson(const alpa::ManualPlanSpec& spec) {
-  return nlohmann::json{{"config", alpa::ManualPlanSpecString(spec)},
-                        {"data_parallel", spec.data_parallel},
-                        {"tensor_parallel", spec.tensor_parallel},
-                        {"pipeline_parallel", spec.pipeline_parallel},
-                        {"microbatches", spec.microbatches},
-                        {"zero_stage", spec.zero_stage},
-                        {"remat", alpa::RecomputeJson(spec.remat)},
-                        {"tensor_inside_host", spec.tensor_inside_host}};
+  return nlohmann::json{
+      {"config", alpa::ManualPlanSpecString(spec)}, {"data_parallel", spec.data_parallel},
+      {"tensor_parallel", spec.tensor_parallel},    {"pipeline_parallel", spec.pipeline_parallel},
+      {"microbatches", spec.microbatches},          {"zero_stage", spec.zero_stage},
+      {"remat", alpa::RecomputeJson(spec.remat)},   {"tensor_inside_host", spec.tensor_inside_host},
+      {"virtual_stages", spec.virtual_stages}};
 }
 
 // The "baseline" object: the configuration; for a search its counts and, at detail >= 1, its
@@ -230,7 +233,7 @@ ALPA_API int32_t alpa_plan_manual_spec(alpa_manual_plan* out, size_t size, const
     const alpa::ManualPlanSpec& m = *plan->manual_spec;
     alpa_manual_plan s;
     std::memset(&s, 0, sizeof(s));
-    s.version = 1;
+    s.version = size >= kManualPlanV2Size ? 2 : 1;
     s.zero_stage = m.zero_stage;
     s.data_parallel = m.data_parallel;
     s.tensor_parallel = m.tensor_parallel;
@@ -238,6 +241,7 @@ ALPA_API int32_t alpa_plan_manual_spec(alpa_manual_plan* out, size_t size, const
     s.microbatches = m.microbatches;
     s.remat = static_cast<int32_t>(m.remat);
     s.tensor_inside_host = m.tensor_inside_host ? 1 : 0;
+    s.virtual_stages = m.virtual_stages;
     alpa::capi::WriteElement(out, size, 0, s);
     return ALPA_OK;
   });
@@ -252,7 +256,9 @@ ALPA_API int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa
                       " is smaller than version 1 of alpa_manual_plan (" +
                       std::to_string(kManualPlanV1Size) + " bytes)");
     }
-    const alpa_manual_plan defaults = ALPA_MANUAL_PLAN_INIT;
+    alpa_manual_plan defaults = ALPA_MANUAL_PLAN_INIT;
+    // A caller built against version 1's header gets version 1's fields, and says so.
+    if (size < kManualPlanV2Size) defaults.version = 1;
     alpa::capi::WriteElement(spec, size, 0, defaults);
     return ALPA_OK;
   });

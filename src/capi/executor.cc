@@ -34,6 +34,8 @@ static_assert(ALPA_SCHEDULE_GPIPE == static_cast<int32_t>(alpa::PipelineSchedule
 static_assert(ALPA_SCHEDULE_1F1B == static_cast<int32_t>(alpa::PipelineScheduleKind::kOneFOneB));
 static_assert(ALPA_SCHEDULE_ZB_H1 ==
               static_cast<int32_t>(alpa::PipelineScheduleKind::kZeroBubbleH1));
+static_assert(ALPA_SCHEDULE_INTERLEAVED_1F1B ==
+              static_cast<int32_t>(alpa::PipelineScheduleKind::kInterleavedOneFOneB));
 
 // The caller's config: the first min(struct_size, sizeof) bytes; the fields of a later version
 // than the caller's keep their zero defaults.
@@ -78,10 +80,12 @@ alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* caller
   if (!read.ok()) return read.status();
   const alpa_executor_config* config = &read.value();
   if (config->schedule != ALPA_SCHEDULE_1F1B && config->schedule != ALPA_SCHEDULE_GPIPE &&
-      config->schedule != ALPA_SCHEDULE_ZB_H1) {
+      config->schedule != ALPA_SCHEDULE_ZB_H1 &&
+      config->schedule != ALPA_SCHEDULE_INTERLEAVED_1F1B) {
     return alpa::InvalidArgument(
-        "config.schedule must be ALPA_SCHEDULE_1F1B (1), ALPA_SCHEDULE_GPIPE (0) or "
-        "ALPA_SCHEDULE_ZB_H1 (2), got " +
+        "config.schedule must be ALPA_SCHEDULE_1F1B (1), ALPA_SCHEDULE_GPIPE (0), "
+        "ALPA_SCHEDULE_ZB_H1 (2) or ALPA_SCHEDULE_INTERLEAVED_1F1B (3, for a plan with several "
+        "stages per device group), got " +
         std::to_string(config->schedule));
   }
   if (config->check != 0 && config->check != 1) {

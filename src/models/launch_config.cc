@@ -150,6 +150,13 @@ std::string MegatronText(const ManualPlanSpec& spec, const LaunchShape& shape,
         "consecutive ranks (inside a host), so this runs the degrees with tensor parallelism "
         "inside a host");
   }
+  if (!launch_model && spec.virtual_stages > 1) {
+    notes.push_back(
+        "interleaved schedule: add --num-layers-per-virtual-pipeline-stage (the "
+        "layers / (" +
+        std::to_string(spec.pipeline_parallel) + " x " + std::to_string(spec.virtual_stages) +
+        "))");
+  }
   if (!launch_model) {
     notes.push_back(model == nullptr
                         ? "not a zoo model: add the model's flags and --micro-batch-size / "
@@ -158,7 +165,12 @@ std::string MegatronText(const ManualPlanSpec& spec, const LaunchShape& shape,
                           "flags to the parallel and batch flags below");
   } else {
     const models::TransformerShape& t = launch_model->shape;
-    if (t.layers % spec.pipeline_parallel != 0) {
+    if (spec.virtual_stages > 1 && t.layers % (spec.pipeline_parallel * spec.virtual_stages) != 0) {
+      notes.push_back(
+          "--num-layers is not divisible by pipeline size x virtual stages, which Megatron-LM's "
+          "--num-layers-per-virtual-pipeline-stage requires (the plan splits the layers by "
+          "FLOPs)");
+    } else if (t.layers % spec.pipeline_parallel != 0) {
       notes.push_back(
           "--num-layers is not divisible by the pipeline size: Megatron-LM needs "
           "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers for an "
@@ -187,6 +199,13 @@ std::string MegatronText(const ManualPlanSpec& spec, const LaunchShape& shape,
   if (shape.micro_batch > 0) {
     flags.push_back(Flag("--micro-batch-size", shape.micro_batch));
     flags.push_back(Flag("--global-batch-size", shape.global_batch));
+  }
+  if (spec.virtual_stages > 1 && launch_model &&
+      launch_model->shape.layers % (spec.pipeline_parallel * spec.virtual_stages) == 0) {
+    // Megatron-LM's interleaved schedule: each pipeline rank runs virtual_stages model chunks.
+    flags.push_back(
+        Flag("--num-layers-per-virtual-pipeline-stage",
+             launch_model->shape.layers / (spec.pipeline_parallel * spec.virtual_stages)));
   }
   if (spec.zero_stage == 1) flags.push_back("--use-distributed-optimizer");
   if (spec.remat == Recompute::kFull) {
@@ -289,6 +308,11 @@ Result<std::string> LaunchConfig(LaunchFramework framework, const ManualPlanSpec
                      (spec.zero_stage == 2 ? " shards the gradients" : " shards the weights"));
     }
     return MegatronText(spec, shape.value(), model, launch_model.value());
+  }
+  if (spec.virtual_stages > 1) {
+    return Invalid("virtual_stages " + std::to_string(spec.virtual_stages) +
+                   ": DeepSpeed's pipeline engine has no interleaved schedule; launch it with "
+                   "Megatron-LM (--num-layers-per-virtual-pipeline-stage)");
   }
   return DeepSpeedText(spec, shape.value(), model, launch_model.value());
 }

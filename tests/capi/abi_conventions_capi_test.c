@@ -154,7 +154,8 @@ static void test_struct_layouts(void) {
   CHECK(offsetof(alpa_slice_move, offsets) == offsetof(alpa_slice_move, reserved1) + 4);
   CHECK(sizeof(alpa_collective) == offsetof(alpa_collective, reserved) + sizeof(int32_t));
   CHECK(sizeof(alpa_transfer) == offsetof(alpa_transfer, seconds) + sizeof(double));
-  CHECK(sizeof(alpa_manual_plan) ==
+  CHECK(sizeof(alpa_manual_plan) == offsetof(alpa_manual_plan, reserved) + sizeof(int32_t));
+  CHECK(offsetof(alpa_manual_plan, virtual_stages) ==
         offsetof(alpa_manual_plan, tensor_inside_host) + sizeof(int32_t));
   if (sizeof(void*) == 8 && sizeof(size_t) == 8) {
     CHECK(sizeof(alpa_progress) == 48);
@@ -171,11 +172,17 @@ static void test_manual_plan_init(void) {
   alpa_error* err = NULL;
   memset(&spec, 0x5a, sizeof spec);
   CHECK(alpa_manual_plan_init(&spec, sizeof spec, &err) == ALPA_OK);
-  CHECK(spec.struct_size == sizeof(alpa_manual_plan) && spec.version == 1);
+  CHECK(spec.struct_size == sizeof(alpa_manual_plan) && spec.version == 2);
   CHECK(spec.data_parallel == expected.data_parallel && spec.tensor_parallel == 1 &&
         spec.pipeline_parallel == 1 && spec.microbatches == 1);
   CHECK(spec.zero_stage == 0 && spec.remat == 0 && spec.tensor_inside_host == 1);
+  CHECK(spec.virtual_stages == 1 && spec.reserved == 0);
   CHECK(memcmp(&spec, &expected, sizeof spec) == 0);
+  /* A caller built against version 1 (its struct ends at tensor_inside_host) gets version 1. */
+  memset(&spec, 0x5a, sizeof spec);
+  CHECK(alpa_manual_plan_init(&spec, offsetof(alpa_manual_plan, virtual_stages), &err) == ALPA_OK);
+  CHECK(spec.struct_size == offsetof(alpa_manual_plan, virtual_stages) && spec.version == 1);
+  CHECK(spec.tensor_inside_host == 1 && spec.virtual_stages == 0x5a5a5a5a);
   CHECK(alpa_manual_plan_init(NULL, sizeof spec, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "spec is NULL"));
   err = NULL;

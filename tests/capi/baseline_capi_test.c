@@ -5,6 +5,7 @@
  * object (which alpa_plan_simulate_json still reads), simulation, errors and cancellation. A small
  * GPT on four devices: each call takes well under a second. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,7 @@ static void check_spec(const alpa_plan* plan, const alpa_manual_plan* want) {
   memset(&got, 0xab, sizeof got);
   CHECK(alpa_plan_manual_spec(&got, sizeof got, plan, &err) == ALPA_OK);
   print_error(err);
-  CHECK(got.struct_size == sizeof(alpa_manual_plan) && got.version == 1);
+  CHECK(got.struct_size == sizeof(alpa_manual_plan) && got.version == 2);
   CHECK(got.data_parallel == want->data_parallel);
   CHECK(got.tensor_parallel == want->tensor_parallel);
   CHECK(got.pipeline_parallel == want->pipeline_parallel);
@@ -103,6 +104,7 @@ static void check_spec(const alpa_plan* plan, const alpa_manual_plan* want) {
   CHECK(got.zero_stage == want->zero_stage);
   CHECK(got.remat == want->remat);
   CHECK(got.tensor_inside_host == want->tensor_inside_host);
+  CHECK(got.virtual_stages == want->virtual_stages && got.reserved == 0);
 }
 
 static alpa_plan* g_manual = NULL; /* dp=2 tp=2 pp=1 B=2, for the baseline's comparison */
@@ -310,6 +312,71 @@ static void test_baseline_options(void) {
   for (i = 0; i < n && i < 64; ++i) CHECK(table[i].microbatches == 4 && table[i].remat == 1);
   CHECK(alpa_plan_microbatches(plan) == 4);
   alpa_plan_destroy(plan);
+  alpa_plan_options_destroy(o);
+  alpa_cluster_destroy(c);
+}
+
+/* Interleaved 1F1B (virtual_stages, version 2 of alpa_manual_plan): 2 device groups of 2 stages
+ * each, stage s on the devices of stage s % 2; a version-1 caller gets one stage per group. */
+static void test_manual_interleaved(void) {
+  alpa_cluster* c = make_cluster();
+  alpa_plan_options* o = quick_options();
+  alpa_manual_plan spec = make_spec(2, 1, 2, 4);
+  alpa_plan* plan = NULL;
+  alpa_error* err = NULL;
+  int32_t s;
+  spec.virtual_stages = 2;
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  if (plan != NULL) {
+    alpa_buffer* json = plan_json(plan, 0);
+    alpa_buffer* text = NULL;
+    CHECK(alpa_plan_pipeline_schedule(plan) == ALPA_SCHEDULE_INTERLEAVED_1F1B);
+    CHECK(alpa_plan_virtual_stages(plan) == 2);
+    CHECK(alpa_plan_stage_count(plan) == 4);
+    for (s = 0; s < alpa_plan_stage_count(plan); ++s) {
+      alpa_stage_info info;
+      CHECK(alpa_plan_stage(&info, sizeof info, plan, s, NULL) == ALPA_OK);
+      CHECK(info.devices == 2 && info.data_parallel == 2);
+    }
+    check_spec(plan, &spec);
+    CHECK(json != NULL && strstr(alpa_buffer_data(json), "vp=2") != NULL);
+    CHECK(json != NULL && strstr(alpa_buffer_data(json), "\"virtual_stages\":2") != NULL);
+    alpa_buffer_free(json);
+    /* Megatron-LM runs it with its interleaved schedule; DeepSpeed has none. */
+    CHECK(alpa_plan_launch_config(&text, plan, ALPA_LAUNCH_MEGATRON, &err) == ALPA_OK);
+    print_error(err);
+    err = NULL;
+    CHECK(text != NULL &&
+          strstr(alpa_buffer_data(text), "--num-layers-per-virtual-pipeline-stage 1") != NULL);
+    alpa_buffer_free(text);
+    text = NULL;
+    CHECK(alpa_plan_launch_config(&text, plan, ALPA_LAUNCH_DEEPSPEED, &err) ==
+          ALPA_ERR_INVALID_ARGUMENT);
+    CHECK(error_mentions(err, "virtual_stages"));
+    err = NULL;
+  }
+  alpa_plan_destroy(plan);
+  plan = NULL;
+  /* A version-1 struct ends before virtual_stages: whatever follows it is not read. */
+  spec.struct_size = offsetof(alpa_manual_plan, virtual_stages);
+  spec.version = 1;
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_OK);
+  print_error(err);
+  err = NULL;
+  if (plan != NULL) {
+    CHECK(alpa_plan_stage_count(plan) == 2 && alpa_plan_virtual_stages(plan) == 1);
+    CHECK(alpa_plan_pipeline_schedule(plan) == ALPA_SCHEDULE_1F1B);
+  }
+  alpa_plan_destroy(plan);
+  plan = NULL;
+  /* Interleaving needs two device groups. */
+  spec = make_spec(2, 2, 1, 4);
+  spec.virtual_stages = 2;
+  CHECK(alpa_model_plan_manual(&plan, SMALL_GPT, c, &spec, o, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "needs pipeline_parallel >= 2"));
+  CHECK(plan == NULL);
   alpa_plan_options_destroy(o);
   alpa_cluster_destroy(c);
 }
@@ -571,6 +638,7 @@ static void test_graph_baseline(void) {
 int main(void) {
   timed("manual plan", test_manual);
   timed("manual plan, two stages", test_manual_pipeline);
+  timed("manual plan, interleaved", test_manual_interleaved);
   timed("baseline search", test_baseline);
   timed("baseline options", test_baseline_options);
   timed("errors", test_errors);

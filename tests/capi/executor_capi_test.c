@@ -128,11 +128,17 @@ static void check_program_text_and_config(const alpa_plan* plan) {
   CHECK(alpa_executor_create(&ex, plan, &config, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "config.schedule"));
   CHECK(ex == NULL);
-  /* 3, the value after ALPA_SCHEDULE_ZB_H1, is no schedule either; ZB-H1 is one. */
-  config.schedule = ALPA_SCHEDULE_ZB_H1 + 1;
+  /* 4, the value after ALPA_SCHEDULE_INTERLEAVED_1F1B, is no schedule either; ZB-H1 is one. */
+  config.schedule = ALPA_SCHEDULE_INTERLEAVED_1F1B + 1;
   err = NULL;
   CHECK(alpa_executor_create(&ex, plan, &config, &err) == ALPA_ERR_INVALID_ARGUMENT);
   CHECK(error_mentions(err, "config.schedule"));
+  CHECK(ex == NULL);
+  /* Interleaved 1F1B runs only a plan made for it (several stages per device group). */
+  config.schedule = ALPA_SCHEDULE_INTERLEAVED_1F1B;
+  err = NULL;
+  CHECK(alpa_executor_create(&ex, plan, &config, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "interleaved-1f1b runs a plan made for it"));
   CHECK(ex == NULL);
   config.schedule = ALPA_SCHEDULE_ZB_H1;
   err = NULL;

@@ -69,6 +69,10 @@ make_plan mlp_pp4 "$mlp" "$cluster4" 4 baseline --dp 1 --tp 1 --pp 4 -B 4
 make_plan mlp_plan8 "$mlp" "$cluster8" 8 plan -B 4
 make_plan wres_dp2tp2pp2 "$wres" "$cluster8" 8 baseline --dp 2 --tp 2 --pp 2 -B 1 --zero 1
 make_plan wres_plan4 "$wres" "$cluster4" 4 plan -B 1
+# Interleaved 1F1B: 4 layers as 4 stages on 2 device groups (stage s on group s % 2), run by
+# default under the plan's own schedule.
+make_plan gpt_pp2vp2 "gpt:layers=4,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5" \
+  "$cluster4" 4 baseline --dp 1 --tp 2 --pp 2 --virtual-stages 2 -B 4
 
 ok='step 2 .*of the tolerance ok'
 for entry in "${plans[@]}"; do
@@ -110,7 +114,16 @@ expect run_truncated 1 'plan JSON' -- "$alpa" run "$tmp/truncated.json"
 sed 's/"model":"gpt:layers=2,/"model":"gpt:layers=3,/' "$tmp/gpt_tp4.json" >"$tmp/other.json"
 expect run_other_model 1 'not the same model' -- "$alpa" run "$tmp/other.json"
 expect run_missing 1 'cannot open' -- "$alpa" run "$tmp/none.json"
-expect run_schedule 1 'schedule must be 1f1b, gpipe or zb-h1' -- "$alpa" run "$tmp/gpt_tp4.json" --schedule zigzag
+expect run_schedule 1 'schedule must be 1f1b, gpipe, zb-h1 or interleaved-1f1b' -- \
+  "$alpa" run "$tmp/gpt_tp4.json" --schedule zigzag
+# A plan of several stages per device group runs under interleaved 1F1B only, and that schedule
+# only such a plan.
+expect run_interleaved_as_1f1b 1 'only the schedule interleaved-1f1b runs; not 1f1b' -- \
+  "$alpa" run "$tmp/gpt_pp2vp2.json" --schedule 1f1b
+expect run_1f1b_as_interleaved 1 'interleaved-1f1b runs a plan made for it' -- \
+  "$alpa" run "$tmp/gpt_tp4.json" --schedule interleaved-1f1b
+expect compile_interleaved 0 'device 0: stages 0, 2' -- \
+  "$alpa" compile "$tmp/gpt_pp2vp2.json" --device 0
 expect run_steps 1 'steps' -- "$alpa" run "$tmp/gpt_tp4.json" --steps 0
 expect run_backend 1 'backend must be cpu or cuda' -- "$alpa" run "$tmp/gpt_tp4.json" --backend tpu
 expect run_tf32_on_cpu 1 'tf32 needs --backend cuda' -- "$alpa" run "$tmp/gpt_tp4.json" --tf32

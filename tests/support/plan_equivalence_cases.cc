@@ -38,6 +38,12 @@ const char* kMoe =
 const char* kLlama =
     "llama:layers=2,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=16,batch=8,dtype=f32,"
     "adam_eps=1e-5";
+// Four layers: two device groups of two stages each under interleaved 1F1B.
+const char* kLlama4 =
+    "llama:layers=4,hidden=16,heads=4,kv_heads=2,ffn=24,seq=8,vocab=16,batch=8,dtype=f32,"
+    "adam_eps=1e-5";
+const char* kBertL4 =
+    "bert:layers=4,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kWres =
     "wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=8,optimizer=momentum";
 
@@ -105,6 +111,18 @@ EquivalenceCase Planned(const std::string& model, int64_t hosts, int64_t per_hos
             : remat == RematMode::kSelective ? "_selective"
                                              : "") +
            ScheduleSuffix(schedule);
+  return c;
+}
+
+// Interleaved 1F1B (Megatron-LM's virtual pipeline stages): pp device groups, each running
+// `virtual_stages` stages of the layers cut into pp x virtual_stages (manual_plan.h).
+EquivalenceCase Interleaved(const std::string& model, int64_t per_host, int64_t dp, int64_t tp,
+                            int64_t pp, int32_t virtual_stages, int64_t b, int32_t zero,
+                            Recompute remat) {
+  EquivalenceCase c = Manual(model, 1, per_host, dp, tp, pp, b, zero, remat,
+                             PipelineScheduleKind::kInterleavedOneFOneB);
+  c.manual.virtual_stages = virtual_stages;
+  c.name += "_vp" + std::to_string(virtual_stages);
   return c;
 }
 
@@ -197,6 +215,13 @@ std::vector<EquivalenceCase> EquivalenceCases() {
   zero3.max_tensor_parallel = 1;
   zero3.name += "_zero3";
   cases.push_back(zero3);
+  // Interleaved 1F1B: 4 stages on 2 device groups (stage s on group s % 2), each device's
+  // program running the tasks of its two stages in its group's order.
+  cases.push_back(Interleaved(kGpt4, 2, 1, 1, 2, 2, 2, 0, kNo));      // B = groups: no steady state
+  cases.push_back(Interleaved(kGpt4, 4, 1, 2, 2, 2, 4, 0, kNo));      // tensor parallel
+  cases.push_back(Interleaved(kGpt4, 4, 2, 1, 2, 2, 4, 1, kNo));      // data parallel, ZeRO
+  cases.push_back(Interleaved(kBertL4, 2, 1, 1, 2, 2, 4, 0, kFull));  // remat
+  cases.push_back(Interleaved(kLlama4, 4, 1, 2, 2, 2, 2, 0, kSel));   // GQA, selective
   return cases;
 }
 

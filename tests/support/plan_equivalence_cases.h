@@ -33,8 +33,9 @@ struct EquivalenceCase {
 };
 
 // Every family on the meshes 1x2, 2x1, 2x2, 1x4, 2x4, pipelines of 1 to 4 stages, ZeRO and
-// rematerialization on and off, 1F1B, GPipe and ZB-H1, selective recomputation, ZeRO-2, ZeRO-3
-// (manual and planned) and transfers with a local all-gather: 95 cases on 2 to 8 devices.
+// rematerialization on and off, 1F1B, GPipe, ZB-H1 and interleaved 1F1B (2 device groups of 2
+// stages), selective recomputation, ZeRO-2, ZeRO-3 (manual and planned) and transfers with a
+// local all-gather: 100 cases on 2 to 8 devices.
 std::vector<EquivalenceCase> EquivalenceCases();
 
 struct PlannedCase {

@@ -36,6 +36,8 @@ struct BaselineArgs {
   bool max_zero_given = false;
   std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
   bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
+  int32_t virtual_stages = 1;    // a manual plan's stages per device group (interleaved 1F1B)
+  bool virtual_stages_given = false;
   PlannerOptionArgs planner;
   int64_t top = 5;     // grid points listed after a search
   std::string output;  // write the executable plan JSON here
@@ -51,8 +53,16 @@ std::string RematWord(int32_t remat) {
   return remat == 2 ? "selective" : remat == 1 ? "on" : "off";
 }
 
-// "dp=2 tp=4 pp=2 B=256 zero=1 remat=off" (plus " tp-across-hosts"), as the library's messages
-// write a configuration; T is alpa_manual_plan or alpa_baseline_point.
+// " vp=2" for a configuration with virtual pipeline stages (alpa_manual_plan version 2); ""
+// otherwise, and for a grid point (the grid runs one stage per device group).
+std::string VirtualStagesText(const alpa_manual_plan& config) {
+  const bool has = config.version >= 2 && config.struct_size >= sizeof(alpa_manual_plan);
+  return has && config.virtual_stages > 1 ? " vp=" + std::to_string(config.virtual_stages) : "";
+}
+std::string VirtualStagesText(const alpa_baseline_point&) { return ""; }
+
+// "dp=2 tp=4 pp=2 B=256 zero=1 remat=off" (plus " vp=2" and " tp-across-hosts"), as the
+// library's messages write a configuration; T is alpa_manual_plan or alpa_baseline_point.
 template <typename T>
 std::string ConfigString(const T& config) {
   std::string text = "dp=" + std::to_string(config.data_parallel) +
@@ -60,7 +70,7 @@ std::string ConfigString(const T& config) {
                      " pp=" + std::to_string(config.pipeline_parallel) +
                      " B=" + std::to_string(config.microbatches) +
                      " zero=" + std::to_string(config.zero_stage) +
-                     " remat=" + RematWord(config.remat);
+                     " remat=" + RematWord(config.remat) + VirtualStagesText(config);
   if (config.tensor_inside_host == 0) text += " tp-across-hosts";
   return text;
 }
@@ -148,6 +158,15 @@ int RunBaseline(const BaselineArgs& args) {
   if (manual && args.max_zero_given) {
     return ReportBadInput("--max-zero: applies to the search; a manual plan takes --zero");
   }
+  if (!manual && args.virtual_stages_given) {
+    return ReportBadInput(
+        "--virtual-stages: applies to a manual plan (--dp/--tp/--pp); the search runs one "
+        "stage per device group");
+  }
+  if (args.virtual_stages_given && args.virtual_stages < 1) {
+    return ReportBadInput("--virtual-stages: must be >= 1 (got " +
+                          std::to_string(args.virtual_stages) + ")");
+  }
   if (!manual && args.tp_across_hosts) {
     return ReportBadInput(
         "--tp-across-hosts: applies to a manual plan (--dp/--tp/--pp); the "
@@ -207,6 +226,7 @@ int RunBaseline(const BaselineArgs& args) {
     spec.zero_stage = args.zero;
     spec.remat = args.remat == "selective" ? 2 : args.remat == "on" ? 1 : 0;
     spec.tensor_inside_host = args.tp_across_hosts ? 0 : 1;
+    spec.virtual_stages = args.virtual_stages;
     if (!args.json && !args.quiet) {
       PrintPlanHeader("evaluating the manual plan " + ConfigString(spec) + " of", what,
                       handles.cluster);
@@ -281,6 +301,12 @@ Command AddBaselineCommand(CLI::App& app) {
                        "plan: default off; search: all three");
   baseline->add_flag("--tp-across-hosts", args->tp_across_hosts,
                      "Manual plan: tensor parallelism across hosts, data parallelism inside");
+  CLI::Option* virtual_stages = baseline->add_option(
+      "--virtual-stages", args->virtual_stages,
+      "Manual plan: stages per pipeline device group (Megatron-LM's virtual pipeline stages, "
+      "default 1): the layers cut into pp x N stages, stage s on the devices of group s % pp, "
+      "run under interleaved 1F1B (alpa run's default for the plan); N >= 2 needs --pp >= 2 and "
+      "-B a multiple of --pp");
   AddPlannerOptions(baseline, &args->planner);
   baseline->add_option("--top", args->top, "Grid points listed after a search (default 5)")
       ->check(CLI::NonNegativeNumber);
@@ -296,13 +322,14 @@ Command AddBaselineCommand(CLI::App& app) {
                        "with Megatron-LM's flags) or deepspeed (a ds_config.json); with -q only "
                        "that");
   baseline->add_flag("-q,--quiet", args->quiet, "No progress lines");
-  return {baseline, [args, dp, tp, pp, microbatches, zero, max_zero] {
+  return {baseline, [args, dp, tp, pp, microbatches, zero, max_zero, virtual_stages] {
             args->dp_given = dp->count() > 0;
             args->tp_given = tp->count() > 0;
             args->pp_given = pp->count() > 0;
             args->microbatches_given = microbatches->count() > 0;
             args->zero_given = zero->count() > 0;
             args->max_zero_given = max_zero->count() > 0;
+            args->virtual_stages_given = virtual_stages->count() > 0;
             return RunBaseline(*args);
           }};
 }

@@ -228,6 +228,9 @@ int32_t ScheduleFromName(const std::string& name) {
   if (name == "1f1b" || name == "1F1B") return ALPA_SCHEDULE_1F1B;
   if (name == "gpipe" || name == "GPipe") return ALPA_SCHEDULE_GPIPE;
   if (name == "zb-h1" || name == "ZB-H1") return ALPA_SCHEDULE_ZB_H1;
+  if (name == "interleaved-1f1b" || name == "interleaved 1F1B") {
+    return ALPA_SCHEDULE_INTERLEAVED_1F1B;
+  }
   return -1;
 }
 

@@ -71,8 +71,8 @@ bool ReadFile(const std::string& path, std::string* bytes, int64_t max_bytes, st
 // Writes `size` bytes to the file `path` (replacing it); false when it cannot.
 bool WriteFile(const std::string& path, const char* data, size_t size);
 
-// ALPA_SCHEDULE_* for a --schedule value ("1f1b", "gpipe", "zb-h1"; the display names "1F1B",
-// "GPipe", "ZB-H1" too); -1 for anything else.
+// ALPA_SCHEDULE_* for a --schedule value ("1f1b", "gpipe", "zb-h1", "interleaved-1f1b"; the
+// display names "1F1B", "GPipe", "ZB-H1", "interleaved 1F1B" too); -1 for anything else.
 int32_t ScheduleFromName(const std::string& name);
 
 }  // namespace alpa_cli

@@ -36,7 +36,8 @@ int CreateExecutor(const alpa_plan* plan, const RunArgs& args, ExecutorHandle& h
   config.schedule = args.schedule.empty() ? alpa_plan_pipeline_schedule(plan)  // the plan's own
                                           : ScheduleFromName(args.schedule);
   if (config.schedule < 0) {
-    return ReportBadInput("--schedule must be 1f1b, gpipe or zb-h1 (got '" + args.schedule + "')");
+    return ReportBadInput("--schedule must be 1f1b, gpipe, zb-h1 or interleaved-1f1b (got '" +
+                          args.schedule + "')");
   }
   if (args.devices == "mpi") {
     config.devices = ALPA_DEVICES_MPI;
@@ -158,8 +159,10 @@ void AddRunOptions(CLI::App* command, RunArgs* args) {
       "Also step the one-device interpreter and compare (rtol 1e-5, atol 4e-5; f16 1e-3, 1e-5; "
       "bf16 1.6e-2, 1e-5)");
   command->add_option("--schedule", args->schedule,
-                      "Pipeline schedule: 1f1b, gpipe or zb-h1 (default: the plan's own, 1f1b "
-                      "unless the planner chose zb-h1)");
+                      "Pipeline schedule: 1f1b, gpipe, zb-h1 or interleaved-1f1b (default: the "
+                      "plan's own, 1f1b unless the planner chose zb-h1; interleaved-1f1b runs "
+                      "only, and is the only schedule of, a plan with several stages per device "
+                      "group, e.g. alpa baseline --virtual-stages)");
   command->add_option("--devices", args->devices,
                       "threads (default: every device a thread of this process) or mpi (one "
                       "device per process of an mpirun job)");
@@ -232,7 +235,8 @@ Command AddCompileCommand(CLI::App& app) {
   compile->add_option("plan", args->file, "Plan JSON file")->required();
   compile->add_option("--device", args->device, "Only this device's program (default: all)");
   compile->add_option("--schedule", args->run.schedule,
-                      "Pipeline schedule: 1f1b, gpipe or zb-h1 (default: the plan's own)");
+                      "Pipeline schedule: 1f1b, gpipe, zb-h1 or interleaved-1f1b (default: the "
+                      "plan's own)");
   return {compile, [args] { return RunCompile(*args); }};
 }
 

@@ -17,7 +17,8 @@ struct RunArgs {
   int64_t steps = 1;
   uint64_t seed = 0;
   bool check = false;
-  // "1f1b", "gpipe" or "zb-h1"; empty: the plan's own (alpa_plan_pipeline_schedule).
+  // "1f1b", "gpipe", "zb-h1" or "interleaved-1f1b"; empty: the plan's own
+  // (alpa_plan_pipeline_schedule).
   std::string schedule{};
   std::string devices = "threads";  // or "mpi"
   std::string backend = "cpu";      // or "cuda"

@@ -548,7 +548,7 @@ Status CudaRunner::RunCollective(Communicator& comm, const Instruction& in, Step
   const DType round_to = reduces && in.round ? out_buffer.dtype : out.value()->storage;
   ALPA_RETURN_IF_ERROR(Upload(host_out.data, round_to, *out.value()));
   report.moves.push_back(
-      {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+      {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin, in.stage});
   return Status::Ok();
 }
 
@@ -588,7 +588,7 @@ Status CudaRunner::RunSend(Communicator& comm, const Instruction& in, StepReport
   }
   ALPA_RETURN_IF_ERROR(comm.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
   report.moves.push_back(
-      {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+      {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin, in.stage});
   return Status::Ok();
 }
 
@@ -616,7 +616,7 @@ Status CudaRunner::RunRecv(Communicator& comm, const Instruction& in, StepReport
     ALPA_RETURN_IF_ERROR(s);
   }
   report.moves.push_back(
-      {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+      {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin, in.stage});
   return Status::Ok();
 }
 

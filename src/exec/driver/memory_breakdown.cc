@@ -232,7 +232,8 @@ Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage
   // The plan's figure holds its own schedule's pending weight gradients (PlannedMemory).
   const int64_t stated =
       Saturate(Int128{model.value().With(st.in_flight)} +
-               Int128{WeightGradientsPending(plan.schedule, stages, stage, plan.microbatches)} *
+               Int128{WeightGradientsPending(plan.schedule, stages, stage, plan.microbatches,
+                                             plan.virtual_stages)} *
                    model.value().activation);
   if (stated != st.memory_bytes) {
     return InvalidArgument("stage " + std::to_string(stage) + ": its pieces give " +
@@ -243,10 +244,36 @@ Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage
   planned.activation = model.value().activation;
   planned.working = model.value().working;
   planned.update = model.value().update;
-  planned.in_flight = MicrobatchesInFlight(schedule, stages, stage, plan.microbatches);
+  // Several stages per device group run under interleaved 1F1B alone (lower_plan.h).
+  const int32_t virtual_stages =
+      schedule == PipelineScheduleKind::kInterleavedOneFOneB ? plan.virtual_stages : 1;
+  planned.in_flight =
+      MicrobatchesInFlight(schedule, stages, stage, plan.microbatches, virtual_stages);
   planned.weight_gradients_pending =
-      WeightGradientsPending(schedule, stages, stage, plan.microbatches);
+      WeightGradientsPending(schedule, stages, stage, plan.microbatches, virtual_stages);
   return planned;
+}
+
+Result<std::vector<PlannedMemory>> PlannedDeviceMemory(const PipelinePlan& plan,
+                                                       const std::vector<int32_t>& stages,
+                                                       PipelineScheduleKind schedule) {
+  std::vector<PlannedMemory> planned;
+  for (int32_t s : stages) {
+    if (s < 0 || static_cast<size_t>(s) >= plan.stages.size()) {
+      return InvalidArgument("stage " + std::to_string(s) + " is not a stage of the plan (" +
+                             std::to_string(plan.stages.size()) + " stages)");
+    }
+    Result<PlannedMemory> stage = PlannedStageMemory(plan, s, schedule);
+    if (!stage.ok()) return stage.status();
+    planned.push_back(stage.value());
+  }
+  return planned;
+}
+
+int64_t PlannedTotal(const std::vector<PlannedMemory>& stages) {
+  Int128 sum = 0;
+  for (const PlannedMemory& p : stages) sum += p.total();
+  return Saturate(sum);
 }
 
 std::string MemoryBreakdownHeader() {
@@ -256,23 +283,42 @@ std::string MemoryBreakdownHeader() {
          "measured / planned";
 }
 
+namespace {
+
+// "param / opt / grad / act x in-flight (+ pending) / working / update = total" in KiB.
+std::string PlannedText(const PlannedMemory& p) {
+  return KiB(p.persistent.parameters) + " / " + KiB(p.persistent.optimizer_state) + " / " +
+         KiB(p.persistent.gradients) + " / " + KiB(p.activation) + " x " +
+         std::to_string(p.in_flight) +
+         (p.weight_gradients_pending > 0 ? " + " + std::to_string(p.weight_gradients_pending)
+                                         : std::string()) +
+         " / " + KiB(p.working) + " / " + KiB(p.update) + " = " + KiB(p.total());
+}
+
+}  // namespace
+
 std::string MemoryBreakdownRow(const MeasuredMemory& m, const PlannedMemory& p) {
-  const int64_t planned = p.total();
+  return MemoryBreakdownRow(m, std::vector<PlannedMemory>{p});
+}
+
+std::string MemoryBreakdownRow(const MeasuredMemory& m, const std::vector<PlannedMemory>& stages) {
+  const int64_t planned = PlannedTotal(stages);
   char ratio[64];
   const double of = planned > 0 ? static_cast<double>(planned) : 1.0;
   std::snprintf(ratio, sizeof(ratio), "%.3f (%.3f without free-op values)",
                 static_cast<double>(m.peak_bytes) / of,
                 static_cast<double>(m.peak_without_free_values) / of);
-  return KiB(m.parameters) + " / " + KiB(m.optimizer_state) + " / " + KiB(m.gradient_accumulators) +
-         " / " + KiB(m.activations) + " (" + std::to_string(m.activation_microbatches) + ") / " +
-         KiB(m.free_values) + " / " + KiB(m.forward_temporaries) + " / " +
-         KiB(m.backward_temporaries) + " / " + KiB(m.update_temporaries) + " [" +
-         KiB(m.communicated) + "] = " + KiB(m.peak_bytes) + " | " + KiB(p.persistent.parameters) +
-         " / " + KiB(p.persistent.optimizer_state) + " / " + KiB(p.persistent.gradients) + " / " +
-         KiB(p.activation) + " x " + std::to_string(p.in_flight) +
-         (p.weight_gradients_pending > 0 ? " + " + std::to_string(p.weight_gradients_pending)
-                                         : std::string()) +
-         " / " + KiB(p.working) + " / " + KiB(p.update) + " = " + KiB(planned) + " | " + ratio;
+  std::string text = KiB(m.parameters) + " / " + KiB(m.optimizer_state) + " / " +
+                     KiB(m.gradient_accumulators) + " / " + KiB(m.activations) + " (" +
+                     std::to_string(m.activation_microbatches) + ") / " + KiB(m.free_values) +
+                     " / " + KiB(m.forward_temporaries) + " / " + KiB(m.backward_temporaries) +
+                     " / " + KiB(m.update_temporaries) + " [" + KiB(m.communicated) +
+                     "] = " + KiB(m.peak_bytes) + " | ";
+  if (stages.size() == 1) return text + PlannedText(stages.front()) + " | " + ratio;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    text += (i > 0 ? " + (" : "(") + PlannedText(stages[i]) + ")";
+  }
+  return text + " = " + KiB(planned) + " | " + ratio;
 }
 
 }  // namespace alpa

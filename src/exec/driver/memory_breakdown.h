@@ -10,7 +10,8 @@
 // pieces and their auto-sharding solutions: persistent bytes (parameters, optimizer state,
 // gradients), plus the larger of the forward-backward peak (activations per microbatch in
 // flight times the microbatches the schedule keeps in flight, and the largest piece's working
-// memory) and the update's peak, plus under ZB-H1 one activation per weight gradient pending.
+// memory) and the update's peak, plus under ZB-H1 one activation per weight gradient pending;
+// under interleaved 1F1B the sum of that over the stages of the device's group.
 #pragma once
 
 #include <cstdint>
@@ -70,8 +71,20 @@ struct PlannedMemory {
 Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
                                          PipelineScheduleKind schedule);
 
-// One table row: measured components, planned components, the ratio.
+// The same for each of the stages a device runs (DeviceProgram::stages: several under
+// interleaved 1F1B, whose device's planned memory is the sum of theirs, PlannedTotal).
+// kInvalidArgument for a stage the plan does not have; PlannedStageMemory's errors.
+Result<std::vector<PlannedMemory>> PlannedDeviceMemory(const PipelinePlan& plan,
+                                                       const std::vector<int32_t>& stages,
+                                                       PipelineScheduleKind schedule);
+// The sum of the stages' totals (saturating).
+int64_t PlannedTotal(const std::vector<PlannedMemory>& stages);
+
+// One table row: measured components, planned components, the ratio. With several stages,
+// each stage's planned components in parentheses, then their sum.
 std::string MemoryBreakdownRow(const MeasuredMemory& measured, const PlannedMemory& planned);
+std::string MemoryBreakdownRow(const MeasuredMemory& measured,
+                               const std::vector<PlannedMemory>& stages);
 // Its header.
 std::string MemoryBreakdownHeader();
 

@@ -401,7 +401,7 @@ constexpr int64_t kSummaryTag = kResultTag + 1;
 
 // A device's step result as doubles: losses (count, then microbatch and value pairs), peak
 // bytes, seconds, the executed moves (count, then each as kind, origin, bytes, microbatch,
-// tensor, collective, group size and group), then every tile's values in the order of its
+// tensor, collective, stage, group size and group), then every tile's values in the order of its
 // program's owned bindings (rank 0 knows every program, so the tiles' places need not travel).
 // Every integer is below 2^53, so it travels exactly as a double.
 std::vector<double> PackResult(const DeviceStepResult& r) {
@@ -418,7 +418,7 @@ std::vector<double> PackResult(const DeviceStepResult& r) {
     out.insert(out.end(), {static_cast<double>(m.kind), static_cast<double>(m.origin),
                            static_cast<double>(m.bytes), static_cast<double>(m.microbatch),
                            static_cast<double>(m.tensor), static_cast<double>(m.collective),
-                           static_cast<double>(m.group.size())});
+                           static_cast<double>(m.stage), static_cast<double>(m.group.size())});
     for (int32_t g : m.group) out.push_back(static_cast<double>(g));
   }
   for (const ParameterTile& t : r.tiles) out.insert(out.end(), t.values.begin(), t.values.end());
@@ -445,6 +445,7 @@ Status UnpackResult(const std::vector<double>& in, const DeviceProgram& program,
     m.microbatch = static_cast<int64_t>(next());
     m.tensor = static_cast<int32_t>(next());
     m.collective = static_cast<int32_t>(next());
+    m.stage = static_cast<int32_t>(next());
     const int64_t members = static_cast<int64_t>(next());
     for (int64_t g = 0; g < members && at < in.size(); ++g) {
       m.group.push_back(static_cast<int32_t>(next()));

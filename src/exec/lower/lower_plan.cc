@@ -45,7 +45,46 @@ enum class BatchSum : int8_t { kNone = 0, kRoot = 1, kDeferred = 2 };
 // (kWeightGradient tasks; weight_gradient_ops.h).
 enum class BackwardPart : int8_t { kWhole = 0, kInputGradient = 1, kWeightGradient = 2 };
 
+// Which refreshed copies a stage's lowering emits: all in the plan's order (a device of one
+// stage), or, on a device of several stages, its sends (after each stage's update) apart from
+// its receives and local copies (after every update of the device).
+enum class RefreshPart : int8_t { kAll = 0, kSends = 1, kReceives = 2 };
+
 Status Unsupported(std::string m) { return Status(StatusCode::kUnsupported, std::move(m)); }
+
+// The stages per device group the lowering runs `plan` with under `schedule`: the plan's under
+// interleaved 1F1B, else 1 (CheckScheduleFits refuses the other pairings).
+int32_t VirtualStagesUnder(const PipelinePlan& plan, PipelineScheduleKind schedule) {
+  return schedule == PipelineScheduleKind::kInterleavedOneFOneB ? plan.virtual_stages : 1;
+}
+
+// A plan with several stages per device group runs under interleaved 1F1B alone, and
+// interleaved 1F1B runs only such a plan: its stages' devices say which stages share devices,
+// and another schedule would run two stages of one device as if each had it to itself.
+Status CheckScheduleFits(const PipelinePlan& plan, PipelineScheduleKind schedule) {
+  const std::string name = PipelineScheduleName(schedule);
+  const bool interleaved = schedule == PipelineScheduleKind::kInterleavedOneFOneB;
+  if (plan.virtual_stages > 1 && !interleaved) {
+    return InvalidArgument("the plan runs " + std::to_string(plan.virtual_stages) +
+                           " stages on each device group (virtual_stages " +
+                           std::to_string(plan.virtual_stages) +
+                           "), which only the schedule interleaved-1f1b runs; not " + name);
+  }
+  if (interleaved && plan.virtual_stages < 2) {
+    return InvalidArgument(
+        "the schedule interleaved-1f1b runs a plan made for it (several stages per device group, "
+        "virtual_stages >= 2); this plan has " +
+        std::to_string(plan.virtual_stages) + " stage per device group (its schedule is " +
+        PipelineScheduleName(plan.schedule) + ")");
+  }
+  const std::string problem =
+      PipelineShapeProblem(schedule, static_cast<int32_t>(plan.stages.size()),
+                           VirtualStagesUnder(plan, schedule), plan.microbatches);
+  if (!problem.empty()) {
+    return InvalidArgument("the plan cannot run under " + name + ": " + problem);
+  }
+  return Status::Ok();
+}
 
 bool Materialized(const OpSharding& s) { return !s.free && !s.fused; }
 
@@ -446,7 +485,17 @@ class DeviceLowering {
         em_(program, ctx.meshes[static_cast<size_t>(stage)], logical, stage),
         state_(ctx.pieces.size()) {}
 
-  Status Lower();
+  // The step's phases, each closing its program tasks: the set-up (bound parameters, zeroed
+  // accumulators), one task of the schedule, the update (with the refreshed copies `refresh`
+  // selects; kSends / kReceives leave the update task open for the caller to close).
+  Status Setup();
+  Status RunTask(PipelineTaskKind kind, int64_t microbatch);
+  Status Finish(RefreshPart refresh);
+  // The refreshed copies of `part` (kReceives: after Finish(kSends) on every stage of the
+  // device).
+  Status RefreshCopies(RefreshPart part);
+  // Closes the program's current task: the instructions emitted since the last one.
+  void EndTask(ProgramTaskKind kind, int64_t microbatch);
 
  private:
   const PieceInfo& piece(int32_t pi) const { return ctx_.pieces[static_cast<size_t>(pi)]; }
@@ -458,8 +507,6 @@ class DeviceLowering {
     return em_.LocalShape(CanonicalSpec(spec, em_.mesh().shape), p.op(l).shape);
   }
 
-  // Closes the program's current task: the instructions emitted since the last one.
-  void EndTask(ProgramTaskKind kind, int64_t microbatch);
   Status BindParameters();
   Status ZeroAccumulators();
   Status ForwardTask(int64_t mb);
@@ -474,7 +521,6 @@ class DeviceLowering {
   // result replaces its parameter right after it.
   std::vector<std::vector<std::pair<int32_t, int32_t>>> WriteBackPoints() const;
   Status WriteBack(int32_t pi, int32_t u);
-  Status RefreshCopies();
 
   Status FeedInputs(int32_t pi, int64_t mb);
   // A backward boundary value moves with the part of the backward that computes it (its
@@ -557,6 +603,7 @@ Status DeviceLowering::BindParameters() {
       binding.tensor = global;
       em_.TileBox(spec, op.shape, binding.offsets, binding.sizes);
       for (int32_t m : spec.partial) binding.owner = binding.owner && em_.coord(m) == 0;
+      binding.stage = stage_;
       em_.program().parameters.push_back(std::move(binding));
       state_[static_cast<size_t>(pi)].params[l] = v;
     }
@@ -1314,7 +1361,7 @@ Status DeviceLowering::Update() {
   return Status::Ok();
 }
 
-Status DeviceLowering::RefreshCopies() {
+Status DeviceLowering::RefreshCopies(RefreshPart part) {
   for (size_t r = 0; r < ctx_.refreshes.size(); ++r) {
     const Refresh& rf = ctx_.refreshes[r];
     const PieceInfo& from = piece(rf.from_piece);
@@ -1324,6 +1371,10 @@ Status DeviceLowering::RefreshCopies() {
     const EmitTag tag{global, kUpdate, InstructionOrigin::kExtra, -1};
     const bool sender = from.stage == stage_, receiver = to.stage == stage_;
     if (!sender && !receiver) continue;
+    const bool sends = sender && !receiver;
+    if ((part == RefreshPart::kSends && !sends) || (part == RefreshPart::kReceives && sends)) {
+      continue;
+    }
     if (sender && receiver) {
       const Value& src = state_[static_cast<size_t>(rf.from_piece)].params.at(rf.from_local);
       const Value& dst = state_[static_cast<size_t>(rf.to_piece)].params.at(rf.to_local);
@@ -1396,38 +1447,43 @@ void DeviceLowering::EndTask(ProgramTaskKind kind, int64_t microbatch) {
   ProgramTask task;
   task.kind = kind;
   task.microbatch = microbatch;
+  task.stage = stage_;
   task.begin = tasks.empty() ? 0 : tasks.back().end;
   task.end = static_cast<int64_t>(em_.program().code.size());
   tasks.push_back(task);
 }
 
-Status DeviceLowering::Lower() {
+Status DeviceLowering::Setup() {
   ALPA_RETURN_IF_ERROR(BindParameters());
   ALPA_RETURN_IF_ERROR(ZeroAccumulators());
   EndTask(ProgramTaskKind::kSetup, -1);
-  const int32_t stages = static_cast<int32_t>(ctx_.plan.stages.size());
-  const BackwardPart backward =
-      SplitsBackward(ctx_.options.schedule) ? BackwardPart::kInputGradient : BackwardPart::kWhole;
-  for (const PipelineTask& task :
-       StageSchedule(ctx_.options.schedule, stages, stage_, ctx_.plan.microbatches)) {
-    switch (task.kind) {
-      case PipelineTaskKind::kForward:
-        ALPA_RETURN_IF_ERROR(ForwardTask(task.microbatch));
-        EndTask(ProgramTaskKind::kForward, task.microbatch);
-        break;
-      case PipelineTaskKind::kBackward:
-        ALPA_RETURN_IF_ERROR(BackwardTask(task.microbatch, backward));
-        EndTask(ProgramTaskKind::kBackward, task.microbatch);
-        break;
-      case PipelineTaskKind::kWeightGradient:
-        ALPA_RETURN_IF_ERROR(BackwardTask(task.microbatch, BackwardPart::kWeightGradient));
-        EndTask(ProgramTaskKind::kWeightGradient, task.microbatch);
-        break;
-    }
+  return Status::Ok();
+}
+
+Status DeviceLowering::RunTask(PipelineTaskKind kind, int64_t microbatch) {
+  switch (kind) {
+    case PipelineTaskKind::kForward:
+      ALPA_RETURN_IF_ERROR(ForwardTask(microbatch));
+      EndTask(ProgramTaskKind::kForward, microbatch);
+      return Status::Ok();
+    case PipelineTaskKind::kBackward:
+      ALPA_RETURN_IF_ERROR(BackwardTask(microbatch, SplitsBackward(ctx_.options.schedule)
+                                                        ? BackwardPart::kInputGradient
+                                                        : BackwardPart::kWhole));
+      EndTask(ProgramTaskKind::kBackward, microbatch);
+      return Status::Ok();
+    case PipelineTaskKind::kWeightGradient:
+      ALPA_RETURN_IF_ERROR(BackwardTask(microbatch, BackwardPart::kWeightGradient));
+      EndTask(ProgramTaskKind::kWeightGradient, microbatch);
+      return Status::Ok();
   }
+  return InternalError("unknown pipeline task kind");
+}
+
+Status DeviceLowering::Finish(RefreshPart refresh) {
   ALPA_RETURN_IF_ERROR(Update());
-  ALPA_RETURN_IF_ERROR(RefreshCopies());
-  EndTask(ProgramTaskKind::kUpdate, -1);
+  ALPA_RETURN_IF_ERROR(RefreshCopies(refresh));
+  if (refresh == RefreshPart::kAll) EndTask(ProgramTaskKind::kUpdate, -1);
   return Status::Ok();
 }
 
@@ -1439,21 +1495,25 @@ Status DeviceLowering::Lower() {
 // overestimates). A schedule that splits the backward adds activation_bytes per weight gradient
 // it keeps pending (WeightGradientsPending: the bound on the output gradients those hold), as
 // the planner charges it; the plan's figure holds that term for the plan's own schedule.
+// Under interleaved 1F1B the counts are those of the plan's virtual stages (LowerPlan checks
+// that the two go together).
 Result<int64_t> PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage,
                                    PipelineScheduleKind schedule) {
   const PlannedStage& st = plan.stages[static_cast<size_t>(stage)];
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   if (st.memory_bytes == kMax) return kMax;  // saturated: nothing to take apart
   const int32_t stages = static_cast<int32_t>(plan.stages.size());
-  const int64_t in_flight = MicrobatchesInFlight(schedule, stages, stage, plan.microbatches);
+  const int32_t virtual_stages = VirtualStagesUnder(plan, schedule);
+  const int64_t in_flight =
+      MicrobatchesInFlight(schedule, stages, stage, plan.microbatches, virtual_stages);
   const Int128 pending =
-      Int128{WeightGradientsPending(schedule, stages, stage, plan.microbatches)} *
+      Int128{WeightGradientsPending(schedule, stages, stage, plan.microbatches, virtual_stages)} *
       st.activation_bytes;
   // The plan's figure without its own schedule's pending weight gradients.
-  const Int128 stated =
-      Int128{st.memory_bytes} -
-      Int128{WeightGradientsPending(plan.schedule, stages, stage, plan.microbatches)} *
-          st.activation_bytes;
+  const Int128 stated = Int128{st.memory_bytes} -
+                        Int128{WeightGradientsPending(plan.schedule, stages, stage,
+                                                      plan.microbatches, plan.virtual_stages)} *
+                            st.activation_bytes;
   Int128 bytes = stated + Int128{in_flight - st.in_flight} * st.activation_bytes;
   if (in_flight == st.in_flight) {
     bytes = stated;
@@ -1465,6 +1525,19 @@ Result<int64_t> PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage,
   }
   bytes += pending;
   return bytes > kMax ? kMax : static_cast<int64_t>(bytes);
+}
+
+// The planned memory of a device running `stages`: the sum of theirs.
+Result<int64_t> PlannedDeviceMemory(const PipelinePlan& plan, const std::vector<int32_t>& stages,
+                                    PipelineScheduleKind schedule) {
+  Int128 sum = 0;
+  for (int32_t s : stages) {
+    Result<int64_t> bytes = PlannedMemoryUnder(plan, s, schedule);
+    if (!bytes.ok()) return bytes.status();
+    sum += bytes.value();
+  }
+  const Int128 most = std::numeric_limits<int64_t>::max();
+  return sum > most ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(sum);
 }
 
 // Inserts kFree after the last instruction touching each non-persistent buffer.
@@ -1525,7 +1598,7 @@ void MarkFetchCopies(const PlanContext& ctx, ProgramSet& set) {
     for (ParameterBinding& b : prog.parameters) {
       b.fetch = false;
       auto cs = chosen_stage.find(b.tensor);
-      if (cs != chosen_stage.end() && cs->second != prog.stage) continue;
+      if (cs != chosen_stage.end() && cs->second != b.stage) continue;
       if (!b.owner) continue;
       std::vector<std::vector<int64_t>>& taken = seen[b.tensor];
       if (std::find(taken.begin(), taken.end(), b.offsets) != taken.end()) continue;
@@ -1535,11 +1608,99 @@ void MarkFetchCopies(const PlanContext& ctx, ProgramSet& set) {
   }
 }
 
+// Per device group, its stages (ascending): a group per stage, or under interleaved 1F1B stage s
+// in group s % groups, whose stages must share their device list (the same devices in the same
+// order: logical index li is the same device in each). A value that moves between two stages of
+// one group (a transfer or a refreshed copy) would move from a device to itself, which the
+// lowering does not emit: kUnsupported (the zoo's plans have none: consecutive stages are on
+// different groups, and a tied embedding's last stage on the last group).
+Result<std::vector<std::vector<int32_t>>> DeviceGroupStages(const PlanContext& ctx) {
+  const PipelinePlan& plan = ctx.plan;
+  const int32_t stages = static_cast<int32_t>(plan.stages.size());
+  const int32_t virtual_stages = VirtualStagesUnder(plan, ctx.options.schedule);
+  const int32_t count = PipelineGroups(stages, virtual_stages);
+  std::vector<std::vector<int32_t>> groups(static_cast<size_t>(count));
+  for (int32_t s = 0; s < stages; ++s) {
+    const int32_t g = StageGroup(stages, virtual_stages, s);
+    const PlannedStage& first = plan.stages[static_cast<size_t>(g)];
+    if (plan.stages[static_cast<size_t>(s)].devices != first.devices) {
+      return InvalidArgument("stage " + std::to_string(s) + " runs on other devices than stage " +
+                             std::to_string(g) + "; under interleaved-1f1b stage s runs on the " +
+                             "devices of stage s % " + std::to_string(count) +
+                             " (the same devices in the same order)");
+    }
+    groups[static_cast<size_t>(g)].push_back(s);
+  }
+  if (virtual_stages == 1) return groups;
+  auto same_group = [&](int32_t a, int32_t b) {
+    return StageGroup(stages, virtual_stages, a) == StageGroup(stages, virtual_stages, b);
+  };
+  for (const CrossStageTransfer& t : plan.transfers) {
+    if (same_group(t.from_stage, t.to_stage)) {
+      return Unsupported("the transfer of " + DescribeOp(plan.graph, t.tensor) + " from stage " +
+                         std::to_string(t.from_stage) + " to stage " + std::to_string(t.to_stage) +
+                         " stays on the devices of one device group: the executor does not move "
+                         "values between two stages of one device yet");
+    }
+  }
+  for (const Refresh& r : ctx.refreshes) {
+    const int32_t from = ctx.pieces[static_cast<size_t>(r.from_piece)].stage;
+    const int32_t to = ctx.pieces[static_cast<size_t>(r.to_piece)].stage;
+    if (from != to && same_group(from, to)) {
+      const PieceInfo& p = ctx.pieces[static_cast<size_t>(r.from_piece)];
+      return Unsupported("the copy of " +
+                         DescribeOp(plan.graph, p.sub->origin[static_cast<size_t>(r.from_local)]) +
+                         " that stage " + std::to_string(to) + " holds is refreshed from stage " +
+                         std::to_string(from) +
+                         " on the same devices: the executor does not move values between two "
+                         "stages of one device yet");
+    }
+  }
+  return groups;
+}
+
+// The program of the device at logical index `logical` of device group `group`, which runs
+// `stages`: one lowering per stage, sharing the program (its buffers, local ops and code; every
+// message tag names its transfer or refresh, so tags stay unique per device). Each stage's
+// set-up, then the group's tasks in schedule order (GroupSchedule), each lowered by its stage;
+// then the updates. With one stage: its update, then its refreshed copies in the plan's order.
+// With several: the updates from the last stage to the first, each followed by the refreshed
+// copies it sends, then every copy the device receives. A once-per-iteration transfer carries
+// a gradient contribution to an earlier stage, so no update waits for a later update of its own
+// device, and no update waits behind a receive; sends never wait.
+Status LowerDevice(const PlanContext& ctx, DeviceProgram& prog, int32_t group,
+                   const std::vector<int32_t>& stages, int64_t logical) {
+  std::vector<std::unique_ptr<DeviceLowering>> lowerings;
+  std::map<int32_t, DeviceLowering*> of_stage;
+  for (int32_t s : stages) {
+    lowerings.push_back(std::make_unique<DeviceLowering>(ctx, prog, s, logical));
+    of_stage[s] = lowerings.back().get();
+  }
+  for (const auto& lowering : lowerings) ALPA_RETURN_IF_ERROR(lowering->Setup());
+  const PipelinePlan& plan = ctx.plan;
+  for (const GroupTask& task :
+       GroupSchedule(ctx.options.schedule, static_cast<int32_t>(plan.stages.size()),
+                     VirtualStagesUnder(plan, ctx.options.schedule), group, plan.microbatches)) {
+    ALPA_RETURN_IF_ERROR(of_stage.at(task.stage)->RunTask(task.kind, task.microbatch));
+  }
+  if (lowerings.size() == 1) return lowerings.front()->Finish(RefreshPart::kAll);
+  for (size_t i = lowerings.size(); i-- > 0;) {
+    ALPA_RETURN_IF_ERROR(lowerings[i]->Finish(RefreshPart::kSends));
+    if (i > 0) lowerings[i]->EndTask(ProgramTaskKind::kUpdate, -1);
+  }
+  for (const auto& lowering : lowerings) {
+    ALPA_RETURN_IF_ERROR(lowering->RefreshCopies(RefreshPart::kReceives));
+  }
+  lowerings.front()->EndTask(ProgramTaskKind::kUpdate, -1);
+  return Status::Ok();
+}
+
 // LowerPlan, or LowerPlanEach when `take` is set.
 Result<ProgramSet> LowerPlanWith(const PipelinePlan& plan, const LowerOptions& options,
                                  const std::function<Status(DeviceProgram&)>* take) {
   if (plan.stages.empty()) return InvalidArgument("the plan has no stages");
   if (plan.microbatches < 1) return InvalidArgument("the plan has no microbatches");
+  ALPA_RETURN_IF_ERROR(CheckScheduleFits(plan, options.schedule));
   PlanContext ctx{plan, options,
                   {},   {},
                   {},   PlanOpSites(plan),
@@ -1590,44 +1751,50 @@ Result<ProgramSet> LowerPlanWith(const PipelinePlan& plan, const LowerOptions& o
   }
   ListRefreshes(ctx);
 
+  Result<std::vector<std::vector<int32_t>>> groups = DeviceGroupStages(ctx);
+  if (!groups.ok()) return groups.status();
   ProgramSet set;
   set.devices = static_cast<int32_t>(world);
   set.microbatches = plan.microbatches;
   set.graph = plan.graph;
   set.programs.resize(static_cast<size_t>(world));
   for (int32_t d = 0; d < set.devices; ++d) set.programs[static_cast<size_t>(d)].device = d;
-  // Each device's program on its own (in parallel): (stage, logical index) per device.
+  // Each device's program on its own (in parallel): (device group, logical index) per device.
   std::vector<std::pair<int32_t, int64_t>> jobs;
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    const MeshView& mesh = ctx.meshes[s];
-    Result<int64_t> planned = PlannedMemoryUnder(plan, static_cast<int32_t>(s), options.schedule);
+  for (size_t g = 0; g < groups.value().size(); ++g) {
+    const std::vector<int32_t>& stages = groups.value()[g];
+    const MeshView& mesh = ctx.meshes[static_cast<size_t>(stages.front())];
+    Result<int64_t> planned = PlannedDeviceMemory(plan, stages, options.schedule);
     if (!planned.ok()) return planned.status();
     for (size_t li = 0; li < mesh.devices.size(); ++li) {
       DeviceProgram& prog = set.programs[static_cast<size_t>(mesh.devices[li])];
       if (prog.stage >= 0) {
-        return InvalidArgument("device " + std::to_string(mesh.devices[li]) +
-                               " belongs to two stages (" + std::to_string(prog.stage) + " and " +
-                               std::to_string(s) + ")");
+        return InvalidArgument(
+            "device " + std::to_string(mesh.devices[li]) + " belongs to two stages (" +
+            std::to_string(prog.stage) + " and " + std::to_string(stages.front()) + ")" +
+            (VirtualStagesUnder(plan, options.schedule) > 1 ? " of different device groups" : ""));
       }
-      prog.stage = static_cast<int32_t>(s);
+      prog.stage = stages.front();
+      prog.stages = stages;
       prog.planned_memory_bytes = planned.value();
-      jobs.emplace_back(static_cast<int32_t>(s), static_cast<int64_t>(li));
+      jobs.emplace_back(static_cast<int32_t>(g), static_cast<int64_t>(li));
     }
   }
   std::mutex taking;
   auto lower_one = [&](int64_t j) -> Status {
-    const auto [s, li] = jobs[static_cast<size_t>(j)];
+    const auto [g, li] = jobs[static_cast<size_t>(j)];
+    const std::vector<int32_t>& stages = groups.value()[static_cast<size_t>(g)];
     DeviceProgram& kept = set.programs[static_cast<size_t>(
-        ctx.meshes[static_cast<size_t>(s)].devices[static_cast<size_t>(li)])];
+        ctx.meshes[static_cast<size_t>(stages.front())].devices[static_cast<size_t>(li)])];
     DeviceProgram handed;
     DeviceProgram& prog = take == nullptr ? kept : handed;
     if (take != nullptr) {
       prog.device = kept.device;
       prog.stage = kept.stage;
+      prog.stages = kept.stages;
       prog.planned_memory_bytes = kept.planned_memory_bytes;
     }
-    DeviceLowering lowering(ctx, prog, s, li);
-    ALPA_RETURN_IF_ERROR(lowering.Lower());
+    ALPA_RETURN_IF_ERROR(LowerDevice(ctx, prog, g, stages, li));
     InsertFrees(prog);
     if (take == nullptr) return Status::Ok();
     const std::lock_guard<std::mutex> lock(taking);

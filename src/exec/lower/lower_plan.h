@@ -6,11 +6,13 @@
 // resharding between two pieces of the stage (PlanReshard, as the planner prices it), and the
 // plan's cross-stage transfers as point-to-point sends and receives of exactly its slice moves.
 //
-// The step: the stage's tasks in schedule order (schedule.h: 1F1B or GPipe), a forward task
+// The step: the stage's tasks in schedule order (pipeline_schedule.h), a forward task
 // running the pieces' forward ops in order, a backward task their backward ops in reverse piece
-// order (with rematerialization, the forward ops again first). Per-microbatch values that the
-// update reads (gradients) are summed over the microbatches and scaled by 1 / B (every
-// microbatch graph's loss is a mean over its share of the batch), the collectives on their
+// order (with rematerialization, the forward ops again first). Under interleaved 1F1B a device
+// runs every stage of its device group in one program: each stage's set-up, the group's tasks
+// in GroupSchedule's order, each lowered as its stage's, then each stage's update. Per-microbatch
+// values that the update reads (gradients) are summed over the microbatches and scaled by 1 / B
+// (every microbatch graph's loss is a mean over its share of the batch), the collectives on their
 // edges into the update run once on the sum, then each piece's update ops run and their results
 // replace the parameters and optimizer state. A transfer the plan moves once per iteration (a
 // tied weight's gradient contribution) is summed over the microbatches on the sender and sent
@@ -41,8 +43,12 @@ struct LowerOptions {
   int32_t threads = 0;
 };
 
-// Errors: kInvalidArgument for a plan without stages or pieces; kUnsupported for what the
-// executor cannot run yet (naming the op); kInternal when the plan's layouts do not fit together
+// Errors: kInvalidArgument for a plan without stages or pieces, for a plan of several stages per
+// device group (PipelinePlan::virtual_stages > 1) under another schedule than interleaved 1F1B,
+// for interleaved 1F1B on a plan of one stage per group, for a schedule that does not fit the
+// plan's stages and microbatches (PipelineShapeProblem) and for stages of one group on different
+// devices; kUnsupported for what the executor cannot run yet (naming the op; a value moving
+// between two stages of one device group); kInternal when the plan's layouts do not fit together
 // (a planner bug: the message names the op or edge).
 Result<ProgramSet> LowerPlan(const PipelinePlan& plan, const LowerOptions& options = {});
 

@@ -133,8 +133,16 @@ std::string InstructionText(const DeviceProgram& program, const Instruction& in)
 std::string ProgramText(const DeviceProgram& program) {
   std::string s = "device " + std::to_string(program.device);
   if (program.stage < 0) return s + ": idle (in no stage)\n";
-  s += ": stage " + std::to_string(program.stage) + ", " + std::to_string(program.buffers.size()) +
-       " buffers, " + std::to_string(program.parameters.size()) + " parameter tiles, " +
+  if (program.stages.size() > 1) {
+    s += ": stages";
+    for (size_t i = 0; i < program.stages.size(); ++i) {
+      s += (i > 0 ? ", " : " ") + std::to_string(program.stages[i]);
+    }
+  } else {
+    s += ": stage " + std::to_string(program.stage);
+  }
+  s += ", " + std::to_string(program.buffers.size()) + " buffers, " +
+       std::to_string(program.parameters.size()) + " parameter tiles, " +
        std::to_string(program.code.size()) + " instructions\n";
   for (size_t i = 0; i < program.code.size(); ++i) {
     s += std::to_string(i) + "\t" + InstructionText(program, program.code[i]) + "\n";

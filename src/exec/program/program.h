@@ -105,15 +105,18 @@ struct ParameterBinding {
   int32_t buffer = -1;
   int32_t tensor = -1;  // global op id (a parameter op)
   std::vector<int64_t> offsets, sizes;
-  bool owner = true;  // holds values (not a zero addend); for fetching, the first replica
-  bool fetch = true;  // the one copy to read back when several buffers hold this tile
+  bool owner = true;   // holds values (not a zero addend); for fetching, the first replica
+  bool fetch = true;   // the one copy to read back when several buffers hold this tile
+  int32_t stage = -1;  // the plan's stage whose piece holds it
 };
 
 // The parts of a step a program runs, in the order the lowering emits them: the set-up (zeroed
 // accumulators), the pipeline schedule's tasks (each the forward or backward of one microbatch;
 // under a schedule that splits the backward, kBackward is its input-gradient part and
 // kWeightGradient the rest, weight_gradient_ops.h) and the update (gradient synchronisation,
-// optimizer, refreshed copies).
+// optimizer, refreshed copies). A device that runs several stages (interleaved 1F1B) has a
+// set-up and an update per stage, and its stages' tasks in its device group's order
+// (GroupSchedule).
 enum class ProgramTaskKind : int32_t {
   kSetup = 0,
   kForward = 1,
@@ -128,11 +131,16 @@ struct ProgramTask {
   ProgramTaskKind kind = ProgramTaskKind::kSetup;
   int64_t microbatch = -1;  // forward / backward: the microbatch; else -1
   int64_t begin = 0, end = 0;
+  int32_t stage = -1;  // the plan's stage whose task it is
 };
 
 struct DeviceProgram {
   int32_t device = 0;  // physical id
-  int32_t stage = -1;  // -1: the device runs nothing (not in any stage)
+  // The first of the stages it runs; -1: the device runs nothing (not in any stage).
+  int32_t stage = -1;
+  // Every stage it runs, ascending: {stage}, or under interleaved 1F1B the stages of its device
+  // group (stage, stage + groups, ...); empty when it runs nothing.
+  std::vector<int32_t> stages;
   std::vector<Buffer> buffers;
   // Local ops: each a small graph whose last op is the op to run, its operands placeholder
   // parameters of the local operand types (so the CPU kernels see local shapes).
@@ -143,7 +151,9 @@ struct DeviceProgram {
   std::vector<ProgramTask> tasks;
   std::vector<ParameterBinding> parameters;
   // Bytes the planner predicts for this device at its peak: its stage's memory with the
-  // microbatches the lowering's schedule keeps in flight (memory_breakdown.h).
+  // microbatches the lowering's schedule keeps in flight (memory_breakdown.h); with several
+  // stages, the sum of theirs (they peak at different times, so the sum bounds the device's
+  // peak from above).
   int64_t planned_memory_bytes = 0;
 };
 

@@ -143,8 +143,14 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
       ExtractBox(src.data.data(), src.shape, in.offsets, in.sizes, box.data());
       ALPA_RETURN_IF_ERROR(
           comm.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
-      report.moves.push_back(
-          {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+      report.moves.push_back({in.kind,
+                              {in.peer},
+                              in.bytes,
+                              in.microbatch,
+                              in.tensor,
+                              in.collective,
+                              in.origin,
+                              in.stage});
       return Status::Ok();
     }
     case InstructionKind::kRecv: {
@@ -156,8 +162,14 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
       ALPA_RETURN_IF_ERROR(
           comm.Recv(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
       InsertBox(box.data(), in.offsets, in.sizes, dst.data.data(), dst.shape);
-      report.moves.push_back(
-          {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+      report.moves.push_back({in.kind,
+                              {in.peer},
+                              in.bytes,
+                              in.microbatch,
+                              in.tensor,
+                              in.collective,
+                              in.origin,
+                              in.stage});
       return Status::Ok();
     }
     case InstructionKind::kFeed: {
@@ -218,7 +230,7 @@ Status DeviceRuntime::RunCollective(Communicator& comm, const Instruction& in, S
       in.kind == InstructionKind::kAllReduce || in.kind == InstructionKind::kReduceScatter;
   if (reduces && in.round) Round(out);
   report.moves.push_back(
-      {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin});
+      {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin, in.stage});
   return Status::Ok();
 }
 

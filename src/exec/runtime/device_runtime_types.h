@@ -22,6 +22,7 @@ struct ExecutedMove {
   int32_t tensor = -1;
   int32_t collective = -1;
   InstructionOrigin origin = InstructionOrigin::kPlan;
+  int32_t stage = -1;  // the plan's stage of the instruction (Instruction::stage)
 };
 
 struct StepReport {

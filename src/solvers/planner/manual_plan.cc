@@ -22,7 +22,10 @@
 #include "core/ir/recompute.h"
 #include "core/util/number_text.h"
 #include "core/util/parallel.h"
+#include "core/util/wide_int.h"
 #include "solvers/pipeline/layer_clustering.h"
+#include "solvers/pipeline/pipeline_estimate.h"
+#include "solvers/pipeline/pipeline_schedule.h"
 #include "solvers/planner/plan_flops.h"
 #include "solvers/planner/plan_transfers.h"
 #include "solvers/planner/schedule_choice.h"
@@ -51,7 +54,8 @@ struct MeshKey {
   bool operator<(const MeshKey& o) const { return Tie() < o.Tie(); }
 };
 
-// A piece set: (microbatches, pp for graphs without markers whose pieces depend on it, else 0).
+// A piece set: (microbatches, the stage count for graphs without markers whose pieces depend on
+// it, else 0).
 using SetKey = std::pair<int64_t, int64_t>;
 using SolveKey = std::tuple<SetKey, int32_t, MeshKey>;  // set, piece type, mesh
 // set, mesh, the two piece types, producer and reader ops, the two types' memory levels
@@ -82,6 +86,23 @@ bool ShardsGradients(const ManualPlanSpec& spec) {
   return spec.zero_stage >= 2 && spec.data_parallel > 1;
 }
 
+// The schedule a spec's plan runs: interleaved 1F1B with virtual stages, else 1F1B.
+PipelineScheduleKind ScheduleOf(const ManualPlanSpec& spec) {
+  return spec.virtual_stages > 1 ? PipelineScheduleKind::kInterleavedOneFOneB
+                                 : PipelineScheduleKind::kOneFOneB;
+}
+
+// The pipeline's stages: pipeline_parallel device groups of virtual_stages stages each.
+int64_t StageCount(const ManualPlanSpec& spec) {
+  return spec.pipeline_parallel * spec.virtual_stages;
+}
+
+// The microbatches stage s of `stages` keeps in flight under the spec's schedule.
+int64_t InFlight(const ManualPlanSpec& spec, int64_t stages, int64_t s) {
+  return MicrobatchesInFlight(ScheduleOf(spec), static_cast<int32_t>(stages),
+                              static_cast<int32_t>(s), spec.microbatches, spec.virtual_stages);
+}
+
 Status CheckSpec(const ManualPlanSpec& spec, const Cluster& cluster, int64_t global_batch) {
   const std::pair<const char*, int64_t> positive[] = {{"data_parallel", spec.data_parallel},
                                                       {"tensor_parallel", spec.tensor_parallel},
@@ -96,6 +117,30 @@ Status CheckSpec(const ManualPlanSpec& spec, const Cluster& cluster, int64_t glo
   if (spec.zero_stage < 0 || spec.zero_stage > 3) {
     return InvalidArgument("manual plan: zero_stage must be 0, 1, 2 or 3 (got " +
                            std::to_string(spec.zero_stage) + ")");
+  }
+  if (spec.virtual_stages < 1) {
+    return InvalidArgument("manual plan: virtual_stages must be >= 1 (got " +
+                           std::to_string(spec.virtual_stages) + ")");
+  }
+  if (spec.virtual_stages > 1) {
+    if (spec.pipeline_parallel < 2) {
+      return InvalidArgument("manual plan: virtual_stages " + std::to_string(spec.virtual_stages) +
+                             " needs pipeline_parallel >= 2 (interleaved 1F1B runs several stages "
+                             "on each of at least 2 device groups; got pipeline_parallel " +
+                             std::to_string(spec.pipeline_parallel) + ")");
+    }
+    if (spec.pipeline_parallel > std::numeric_limits<int32_t>::max() / spec.virtual_stages) {
+      return InvalidArgument("manual plan: pipeline_parallel x virtual_stages = " +
+                             std::to_string(spec.pipeline_parallel) + " x " +
+                             std::to_string(spec.virtual_stages) + " stages is too many");
+    }
+    const std::string problem = PipelineShapeProblem(PipelineScheduleKind::kInterleavedOneFOneB,
+                                                     static_cast<int32_t>(StageCount(spec)),
+                                                     spec.virtual_stages, spec.microbatches);
+    if (!problem.empty()) {
+      return InvalidArgument("manual plan: virtual_stages " + std::to_string(spec.virtual_stages) +
+                             ": " + problem);
+    }
   }
   const int64_t devices = cluster.num_devices();
   if (spec.data_parallel > devices || spec.tensor_parallel > devices ||
@@ -144,6 +189,7 @@ std::string ManualPlanSpecString(const ManualPlanSpec& spec) {
       " pp=" + std::to_string(spec.pipeline_parallel) + " B=" + std::to_string(spec.microbatches) +
       " zero=" + std::to_string(spec.zero_stage) +
       " remat=" + std::string(RecomputeName(spec.remat));
+  if (spec.virtual_stages > 1) s += " vp=" + std::to_string(spec.virtual_stages);
   if (!spec.tensor_inside_host) s += " tp-across-hosts";
   return s;
 }
@@ -167,7 +213,8 @@ struct ManualPlanEvaluator::Impl {
     int32_t layers = 0;                  // transformer layers (markers) or units
     int32_t prologue = 0, epilogue = 0;  // marker units before / after the layers (0 or 1)
     PieceSet marker_set;                 // one layer group per marker (markers)
-    std::map<int64_t, std::unique_ptr<PieceSet>> by_pp;  // ClusterLayers(pp) (no markers)
+    // ClusterLayers(stages) per stage count (no markers).
+    std::map<int64_t, std::unique_ptr<PieceSet>> by_stages;
   };
   std::map<int64_t, std::unique_ptr<GraphCtx>> graphs;
   std::map<SolveKey, Result<UnitProfile>> profiles;
@@ -261,7 +308,8 @@ struct ManualPlanEvaluator::Impl {
     return raw;
   }
 
-  // The stages' layer groups for pp stages (errors name pipeline_parallel).
+  // The stages' layer groups for pp x virtual_stages stages (errors name pipeline_parallel and
+  // virtual_stages).
   Result<Resolved> Resolve(const ManualPlanSpec& spec) {
     ALPA_RETURN_IF_ERROR(CheckSpec(spec, cluster, model.global_batch));
     Result<GraphCtx*> got = GraphFor(spec.microbatches);
@@ -270,72 +318,75 @@ struct ManualPlanEvaluator::Impl {
     resolved.ctx = got.value();
     resolved.mesh = MeshOf(spec, cluster);
     GraphCtx& ctx = *resolved.ctx;
-    const int64_t pp = spec.pipeline_parallel;
-    if (pp > ctx.layers) {
-      return InvalidArgument("manual plan: pipeline_parallel " + std::to_string(pp) +
-                             " exceeds the model's " + std::to_string(ctx.layers) +
-                             (ctx.markers ? " layers" : " clustering units"));
-    }
+    const int64_t n = StageCount(spec);
+    auto too_many = [&](int64_t layers) {
+      return InvalidArgument(
+          "manual plan: " +
+          (spec.virtual_stages > 1
+               ? "pipeline_parallel x virtual_stages = " + std::to_string(spec.pipeline_parallel) +
+                     " x " + std::to_string(spec.virtual_stages) + " = " + std::to_string(n) +
+                     " stages exceed"
+               : "pipeline_parallel " + std::to_string(n) + " exceeds") +
+          " the model's " + std::to_string(layers) +
+          (ctx.markers ? " layers" : " clustering units"));
+    };
+    if (n > ctx.layers) return too_many(ctx.layers);
     if (ctx.markers) {
       resolved.set = &ctx.marker_set;
       resolved.set_key = {spec.microbatches, 0};
       const int32_t m = static_cast<int32_t>(ctx.marker_set.pieces.piece_type.size());
-      if (ctx.layers % pp == 0) {
-        const int32_t k = static_cast<int32_t>(ctx.layers / pp);
-        for (int32_t s = 0; s < pp; ++s) {
+      if (ctx.layers % n == 0) {
+        const int32_t k = static_cast<int32_t>(ctx.layers / n);
+        for (int32_t s = 0; s < n; ++s) {
           const int32_t first = s == 0 ? 0 : ctx.prologue + s * k;
-          const int32_t last = s == pp - 1 ? m - 1 : ctx.prologue + (s + 1) * k - 1;
+          const int32_t last = s == n - 1 ? m - 1 : ctx.prologue + (s + 1) * k - 1;
           resolved.stage_groups.emplace_back(first, last);
         }
       } else {
-        // Alpa's clustering into pp groups of markers (balanced forward FLOPs).
+        // Alpa's clustering into n groups of markers (balanced forward FLOPs).
         LayerClusteringOptions co;
-        co.num_layers = static_cast<int32_t>(pp);
+        co.num_layers = static_cast<int32_t>(n);
         co.delta = options.clustering_delta;
         Result<LayerClustering> clustered = ClusterLayers(ctx.graph, co);
         if (!clustered.ok()) return clustered.status();
         const LayerClustering& c = clustered.value();
-        if (c.num_layers != pp || !c.from_markers) {
+        if (c.num_layers != n || !c.from_markers) {
           return InternalError("manual plan: layer clustering gave " +
-                               std::to_string(c.num_layers) + " groups for pipeline_parallel " +
-                               std::to_string(pp));
+                               std::to_string(c.num_layers) + " groups for " + std::to_string(n) +
+                               " stages");
         }
         const std::vector<int32_t>& markers = ctx.marker_set.pieces.piece_marker;
         auto piece_of = [&](int32_t marker) {
           return static_cast<int32_t>(std::lower_bound(markers.begin(), markers.end(), marker) -
                                       markers.begin());
         };
-        for (int32_t s = 0; s < pp; ++s) {
+        for (int32_t s = 0; s < n; ++s) {
           const int32_t first = piece_of(c.first_unit[static_cast<size_t>(s)]);
           const int32_t last =
-              s == pp - 1 ? m - 1 : piece_of(c.first_unit[static_cast<size_t>(s) + 1]) - 1;
+              s == n - 1 ? m - 1 : piece_of(c.first_unit[static_cast<size_t>(s) + 1]) - 1;
           resolved.stage_groups.emplace_back(first, last);
         }
       }
       return resolved;
     }
-    auto it = ctx.by_pp.find(pp);
-    if (it == ctx.by_pp.end()) {
+    auto it = ctx.by_stages.find(n);
+    if (it == ctx.by_stages.end()) {
       LayerClusteringOptions co;
-      co.num_layers = static_cast<int32_t>(pp);
+      co.num_layers = static_cast<int32_t>(n);
       co.delta = options.clustering_delta;
       Result<LayerClustering> clustered = ClusterLayers(ctx.graph, co);
       if (!clustered.ok()) return clustered.status();
       auto set = std::make_unique<PieceSet>();
       set->clustering = std::move(clustered).value();
-      if (set->clustering.num_layers != pp) {
-        return InvalidArgument("manual plan: pipeline_parallel " + std::to_string(pp) +
-                               " exceeds the model's " +
-                               std::to_string(set->clustering.num_layers) + " clustering units");
-      }
+      if (set->clustering.num_layers != n) return too_many(set->clustering.num_layers);
       Result<StagePieces> cut = CutStagePieces(ctx.graph, set->clustering, Threads());
       if (!cut.ok()) return cut.status();
       set->pieces = std::move(cut).value();
-      it = ctx.by_pp.emplace(pp, std::move(set)).first;
+      it = ctx.by_stages.emplace(n, std::move(set)).first;
     }
     resolved.set = it->second.get();
-    resolved.set_key = {spec.microbatches, pp};
-    for (int32_t s = 0; s < pp; ++s) resolved.stage_groups.emplace_back(s, s);
+    resolved.set_key = {spec.microbatches, n};
+    for (int32_t s = 0; s < n; ++s) resolved.stage_groups.emplace_back(s, s);
     return resolved;
   }
 
@@ -587,11 +638,38 @@ struct ManualPlanEvaluator::Impl {
     return true;
   }
 
+  // Per stage, its bytes per device with the microbatches the spec's schedule keeps in flight.
+  static std::vector<int64_t> StageBytes(const std::vector<StageEval>& stages,
+                                         const ManualPlanSpec& spec) {
+    const int64_t n = static_cast<int64_t>(stages.size());
+    std::vector<int64_t> bytes;
+    for (int64_t s = 0; s < n; ++s) {
+      bytes.push_back(stages[static_cast<size_t>(s)].composed.memory.With(InFlight(spec, n, s)));
+    }
+    return bytes;
+  }
+
+  // Per stage, the bytes of the devices it runs on: its own, or under interleaved 1F1B the sum
+  // over the stages of its device group (which peak at different times: a bound from above).
+  static std::vector<int64_t> DeviceBytes(const std::vector<int64_t>& stage_bytes,
+                                          const ManualPlanSpec& spec) {
+    const size_t groups = stage_bytes.size() / static_cast<size_t>(spec.virtual_stages);
+    std::vector<Int128> sum(groups, 0);
+    for (size_t s = 0; s < stage_bytes.size(); ++s) sum[s % groups] += stage_bytes[s];
+    std::vector<int64_t> bytes;
+    const Int128 most = std::numeric_limits<int64_t>::max();
+    for (size_t s = 0; s < stage_bytes.size(); ++s) {
+      const Int128 b = sum[s % groups];
+      bytes.push_back(b > most ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(b));
+    }
+    return bytes;
+  }
+
   // The stages of a spec at the lowest memory levels that fit the device: first every piece
-  // type at its first solve; then, while some stage is over the device memory, the types of
-  // every such stage one level tighter, their peaks scaled by the stage's memory over its
-  // need, for at most options.memory_levels rounds. Stages that still do not fit are returned
-  // as they are (CostOf reports them).
+  // type at its first solve; then, while some device is over its memory, the types of every
+  // stage it runs one level tighter, their peaks scaled by the device's memory over its need,
+  // for at most options.memory_levels rounds. Stages that still do not fit are returned as they
+  // are (CostOf reports them).
   Result<std::vector<StageEval>> ComposeFitting(const Resolved& r, const ManualPlanSpec& spec) {
     TypeLevels levels;
     const int64_t memory = DeviceMemory();
@@ -601,11 +679,11 @@ struct ManualPlanEvaluator::Impl {
       if (!stages.ok() || round >= options.memory_levels) return stages;
       const std::vector<StageEval>& evals = stages.value();
       const int64_t n = static_cast<int64_t>(evals.size());
+      const std::vector<int64_t> device_bytes = DeviceBytes(StageBytes(evals, spec), spec);
       TypeLevels next = levels;
       bool tightened = false;
       for (int64_t s = 0; s < n; ++s) {
-        const int64_t bytes = evals[static_cast<size_t>(s)].composed.memory.With(
-            std::min<int64_t>(spec.microbatches, n - s));
+        const int64_t bytes = device_bytes[static_cast<size_t>(s)];
         if (bytes <= memory) continue;
         // A little under the exact ratio: the stage's composition is not linear in the peaks.
         const double scale = 0.95 * static_cast<double>(memory) / static_cast<double>(bytes);
@@ -629,17 +707,25 @@ struct ManualPlanEvaluator::Impl {
     }
   }
 
-  static ManualPlanCost CostOf(const std::vector<StageEval>& stages, int64_t microbatches,
+  static ManualPlanCost CostOf(const std::vector<StageEval>& stages, const ManualPlanSpec& spec,
                                int64_t device_memory) {
     ManualPlanCost cost;
     const int64_t n = static_cast<int64_t>(stages.size());
+    const int64_t microbatches = spec.microbatches;
+    const std::vector<int64_t> device_bytes = DeviceBytes(StageBytes(stages, spec), spec);
     double sum = 0;
     int64_t worst_over = std::numeric_limits<int64_t>::min();
+    std::vector<PipelineEstimateStage> estimate;
     for (int64_t s = 0; s < n; ++s) {
       const ComposedStage& st = stages[static_cast<size_t>(s)].composed;
       sum += st.latency + st.iteration_overhead;
       cost.max_stage_latency = std::max(cost.max_stage_latency, st.latency);
-      const int64_t bytes = st.memory.With(std::min<int64_t>(microbatches, n - s));
+      PipelineEstimateStage e;
+      e.forward = st.forward_latency;
+      e.backward = st.latency - st.forward_latency;
+      e.iteration_overhead = st.iteration_overhead;
+      estimate.push_back(e);
+      const int64_t bytes = device_bytes[static_cast<size_t>(s)];
       cost.peak_memory_bytes = std::max(cost.peak_memory_bytes, bytes);
       if (bytes > device_memory && bytes - device_memory > worst_over) {
         worst_over = bytes - device_memory;
@@ -647,7 +733,12 @@ struct ManualPlanEvaluator::Impl {
         cost.worst_stage_bytes = bytes;
       }
     }
-    cost.iteration_seconds = sum + static_cast<double>(microbatches - 1) * cost.max_stage_latency;
+    // Several stages per device group: the DP's formula would run them one after another; the
+    // group's schedule evaluated instead (no transfers, as the formula).
+    cost.iteration_seconds =
+        spec.virtual_stages > 1
+            ? EvaluateSchedule(ScheduleOf(spec), estimate, microbatches, spec.virtual_stages)
+            : sum + static_cast<double>(microbatches - 1) * cost.max_stage_latency;
     cost.feasible = cost.worst_stage < 0;
     return cost;
   }
@@ -660,7 +751,7 @@ struct ManualPlanEvaluator::Impl {
     Result<std::vector<StageEval>> stages =
         Compose(r.value(), spec.remat, ShardsGradients(spec), TypeLevels{});
     if (!stages.ok()) return stages.status();
-    return CostOf(stages.value(), spec.microbatches, DeviceMemory());
+    return CostOf(stages.value(), spec, DeviceMemory());
   }
 
   Result<PipelinePlan> Plan(const ManualPlanSpec& spec);
@@ -679,22 +770,35 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   const std::vector<StageEval>& evals = evaluated.value();
   const int64_t device_memory = DeviceMemory();
   const int64_t B = spec.microbatches;
-  const ManualPlanCost cost = CostOf(evals, B, device_memory);
+  const ManualPlanCost cost = CostOf(evals, spec, device_memory);
+  const int64_t stage_count = static_cast<int64_t>(evals.size());
   if (!cost.feasible) {
-    return Status(
-        StatusCode::kInfeasible,
-        "manual plan " + ManualPlanSpecString(spec) + ": stage " +
-            std::to_string(cost.worst_stage) + " needs " +
-            ExactByteSizeText(cost.worst_stage_bytes) + " per device with " +
-            std::to_string(std::min<int64_t>(B, spec.pipeline_parallel - cost.worst_stage)) +
-            " microbatches in flight; the device memory is " + ByteSizeText(device_memory));
+    // The stages on the worst devices (one, or under interleaving its device group's).
+    std::string where = "stage " + std::to_string(cost.worst_stage);
+    std::string in_flight = std::to_string(InFlight(spec, stage_count, cost.worst_stage));
+    if (spec.virtual_stages > 1) {
+      where = "device group " + std::to_string(cost.worst_stage) + " (stages";
+      in_flight.clear();
+      for (int64_t s = cost.worst_stage; s < stage_count; s += spec.pipeline_parallel) {
+        const bool first = s == cost.worst_stage;
+        where += (first ? " " : ", ") + std::to_string(s);
+        in_flight += (first ? "" : " + ") + std::to_string(InFlight(spec, stage_count, s));
+      }
+      where += ")";
+    }
+    return Status(StatusCode::kInfeasible,
+                  "manual plan " + ManualPlanSpecString(spec) + ": " + where + " needs " +
+                      ExactByteSizeText(cost.worst_stage_bytes) + " per device with " + in_flight +
+                      " microbatches in flight; the device memory is " +
+                      ByteSizeText(device_memory));
   }
 
   const StagePieces& sp = resolved_spec.set->pieces;
   const Graph& graph = resolved_spec.ctx->graph;
   PipelinePlan plan;
   plan.microbatches = B;
-  const int32_t stage_count = static_cast<int32_t>(evals.size());
+  plan.schedule = ScheduleOf(spec);
+  plan.virtual_stages = spec.virtual_stages;
   const int64_t per_stage = spec.data_parallel * spec.tensor_parallel;
   std::vector<int32_t> stage_of_piece(sp.piece_marker.size(), -1);
   for (int32_t s = 0; s < stage_count; ++s) {
@@ -704,13 +808,15 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
     st.last_layer = resolved_spec.stage_groups[static_cast<size_t>(s)].second;
     st.submesh = SubmeshShape{resolved_spec.mesh.hosts, resolved_spec.mesh.per_host};
     st.logical_mesh = {resolved_spec.mesh.d0, resolved_spec.mesh.d1};
-    for (int64_t d = 0; d < per_stage; ++d) st.devices.push_back(s * per_stage + d);
+    // Stage s on device group s % pp (the groups' devices in order).
+    const int64_t group = s % spec.pipeline_parallel;
+    for (int64_t d = 0; d < per_stage; ++d) st.devices.push_back(group * per_stage + d);
     st.remat = spec.remat;
     st.latency = ev.composed.latency;
     st.forward_latency = ev.composed.forward_latency;
     st.weight_gradient_latency = ev.composed.weight_gradient_latency;
     st.iteration_overhead = ev.composed.iteration_overhead;
-    st.in_flight = std::min<int64_t>(B, stage_count - s);
+    st.in_flight = InFlight(spec, stage_count, s);
     st.memory_bytes = ev.composed.memory.With(st.in_flight);
     st.activation_bytes = ev.composed.memory.activation;
     const int32_t p0 = sp.group_first_piece[static_cast<size_t>(st.first_layer)];
@@ -735,9 +841,10 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
     st.zero = resolved_spec.mesh.zero == ZeroMode::kForce;
     st.shard_gradients = ShardsGradients(spec);
     st.shard_parameters = resolved_spec.mesh.zero_parameters;
-    plan.peak_memory_bytes = std::max(plan.peak_memory_bytes, st.memory_bytes);
     plan.stages.push_back(std::move(st));
   }
+  // Per device: under interleaving the sum over its group's stages.
+  plan.peak_memory_bytes = cost.peak_memory_bytes;
 
   // Transfers between stages, and the prediction with them, as the planner makes them.
   Result<std::vector<CrossStageTransfer>> transfers =
@@ -746,7 +853,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   if (!transfers.ok()) return transfers.status();
   plan.transfers = std::move(transfers).value();
   PredictPlanIteration(plan);
-  if (options.search_zero_bubble) {
+  if (options.search_zero_bubble && spec.virtual_stages == 1) {
     std::vector<StageMemory> memory;
     for (const StageEval& ev : evals) memory.push_back(ev.composed.memory);
     ChooseZeroBubble(plan, memory, device_memory);

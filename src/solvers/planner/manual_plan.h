@@ -11,10 +11,15 @@
 //     embedding joining the first stage and the head the last. When pp does not divide the
 //     layers, Alpa's layer clustering (ClusterLayers with num_layers = pp) splits the markers
 //     by forward FLOPs instead. A graph without markers is always split by ClusterLayers.
-//   - Devices: stage s gets devices s * D / pp .. (s + 1) * D / pp - 1: whole hosts when a stage
-//     has at least a host's devices, else a slice of one host (stages that would straddle hosts
-//     unevenly are rejected). Its logical mesh is (dp, tp) with tensor_inside_host (tp on mesh
-//     dim 1, which stays inside a host; the batch on dim 0), else (tp, dp) (the batch on dim 1).
+//   - Interleaving (virtual_stages v > 1, Megatron-LM's virtual pipeline stages): the layers are
+//     cut as above into pp * v stages, and stage s runs on device group s % pp (each group
+//     runs v stages, the embedding's on group 0 and the head's on group pp - 1) under
+//     interleaved 1F1B (pipeline_schedule.h): the plan's schedule, with virtual_stages v.
+//   - Devices: device group g gets devices g * D / pp .. (g + 1) * D / pp - 1: whole hosts when a
+//     group has at least a host's devices, else a slice of one host (groups that would straddle
+//     hosts unevenly are rejected); stage s runs on group s (s % pp with interleaving). Its logical
+//     mesh is (dp, tp) with tensor_inside_host (tp on mesh dim 1, which stays inside a host; the
+//     batch on dim 0), else (tp, dp) (the batch on dim 1).
 //   - Sharding: every distinct layer piece is auto-sharded on that mesh (unit_profile.h) with
 //     the batch dim of its inputs forced onto the data-parallel dim (free when dp = 1; an input
 //     whose dim 0 dp does not divide is a weight-shaped boundary value and is replicated over
@@ -28,9 +33,11 @@
 //     stage then reports the degrees the solver realised, as the planner does).
 //   - Costs: pieces composed into stages exactly as the planner composes a stage candidate
 //     (ComposeStage, stage_costs.h); iteration time T = sum (t_s + o_s) + (B - 1) max t_s
-//     for Cost, and for Plan the planner's prediction with the transfers between stages
-//     (PredictPlanIteration, plan_transfers.h);
-//     stage s holds min(B, pp - s) microbatches of activations (1F1B).
+//     for Cost (with interleaving the schedule evaluated without transfers,
+//     EvaluateSchedule), and for Plan the planner's prediction with the transfers between
+//     stages (PredictPlanIteration, plan_transfers.h);
+//     stage s holds min(B, pp - s) microbatches of activations (1F1B), or with interleaving
+//     MicrobatchesInFlight's count, and a device the sum over its group's stages.
 //   - Memory levels: when a stage does not fit the device memory, the piece types of every
 //     such stage are solved again under a memory budget (their peak scaled by the device memory
 //     over the stage's need, at most 8x lower per level), for at most options.memory_levels
@@ -67,10 +74,13 @@ struct ManualPlanSpec {
   int32_t zero_stage = 0;
   bool tensor_inside_host = true;      // tp on the fast mesh dim (dim 1); else dp there
   Recompute remat = Recompute::kNone;  // per-layer recomputation in every stage
+  // Stages per device group (Megatron-LM's virtual pipeline stages): 1, or v >= 2 for pp * v
+  // stages run under interleaved 1F1B, stage s on device group s % pp.
+  int32_t virtual_stages = 1;
 };
 
-// "dp=2 tp=2 pp=2 B=8 zero=1 remat=off" (remat=on / selective) (plus " tp-across-hosts" when not
-// tensor_inside_host).
+// "dp=2 tp=2 pp=2 B=8 zero=1 remat=off" (remat=on / selective) (plus " vp=2" for virtual_stages
+// above 1 and " tp-across-hosts" when not tensor_inside_host).
 std::string ManualPlanSpecString(const ManualPlanSpec& spec);
 
 // Predicted time and memory of a spec without building the plan.
@@ -120,6 +130,8 @@ class ManualPlanEvaluator {
 // tensor_parallel not dividing the devices per host (tensor_inside_host), a stage that would
 // straddle hosts unevenly, microbatches not dividing the global batch, data_parallel not
 // dividing the microbatch size, zero_stage outside 0..3, pipeline_parallel above the layers;
+// virtual_stages < 1, or above 1 with pipeline_parallel < 2, microbatches not a multiple of
+// pipeline_parallel (PipelineShapeProblem) or pipeline_parallel x virtual_stages above the layers;
 // kInfeasible when a stage does not fit the device memory (the message names the stage and the
 // bytes it needs); the builder's and the solves' errors; kCancelled.
 Result<PipelinePlan> EvaluateManualPlan(const PlannerModel& model, const Cluster& cluster,

@@ -234,9 +234,8 @@ void EstimatePlanIteration(PipelinePlan& plan) {
     plan.max_stage_latency = std::max(plan.max_stage_latency, st.latency);
   }
   plan.schedule_seconds = sum + static_cast<double>(plan.microbatches - 1) * plan.max_stage_latency;
-  const PipelineEstimate e =
-      EstimatePipeline(plan.schedule, PlanEstimateStages(plan), plan.microbatches,
-                       plan.virtual_stages);
+  const PipelineEstimate e = EstimatePipeline(plan.schedule, PlanEstimateStages(plan),
+                                              plan.microbatches, plan.virtual_stages);
   plan.iteration_seconds = e.iteration_seconds;
   plan.period_seconds = e.period_seconds;
 }

@@ -48,6 +48,10 @@ std::string CheckMemoryAgainstPlan(const EquivalenceCase& c, const PipelinePlan&
     least = 0.5;
     if (remat) most = 1.7;
   }
+  // Interleaved 1F1B (docs/executor.md): a device's plan is the sum of its stages' models, each
+  // with its own working memory and update peak, which the device reaches one at a time
+  // (measured 0.76 to 0.89 of the plan).
+  if (c.schedule == PipelineScheduleKind::kInterleavedOneFOneB) least = 0.65;
   double worst = 1;
   std::string worst_row;
   for (size_t d = 0; d < last.peak_bytes.size(); ++d) {
@@ -55,11 +59,12 @@ std::string CheckMemoryAgainstPlan(const EquivalenceCase& c, const PipelinePlan&
     const DeviceProgram& program = programs.programs[d];
     const MeasuredMemory measured = MeasureProgramMemory(program, programs.graph, free_op);
     EXPECT_EQ(measured.peak_bytes, last.peak_bytes[d]) << "device " << d;
-    Result<PlannedMemory> stage_model = PlannedStageMemory(plan, program.stage, c.schedule);
-    EXPECT_TRUE(stage_model.ok()) << stage_model.status().message();
-    if (!stage_model.ok()) continue;
-    const PlannedMemory& planned = stage_model.value();
-    EXPECT_EQ(planned.total(), last.planned_bytes[d]) << "device " << d;
+    Result<std::vector<PlannedMemory>> stage_models =
+        PlannedDeviceMemory(plan, program.stages, c.schedule);
+    EXPECT_TRUE(stage_models.ok()) << stage_models.status().message();
+    if (!stage_models.ok()) continue;
+    const std::vector<PlannedMemory>& planned = stage_models.value();
+    EXPECT_EQ(PlannedTotal(planned), last.planned_bytes[d]) << "device " << d;
     const double planned_bytes = static_cast<double>(last.planned_bytes[d]);
     const double ratio = static_cast<double>(last.peak_bytes[d]) / planned_bytes;
     const double without_free =
