@@ -33,6 +33,7 @@ struct BaselineArgs {
   bool zero_given = false;
   int32_t max_zero = 3;     // the search's highest ZeRO stage (1 to 3)
   std::string zero_bubble;  // "", "search", "off": ZB-H1 where it fits and pays (plan option)
+  std::string interleave;   // "", "search", "off": the grid tries 2-4 stages per device group
   bool max_zero_given = false;
   std::string remat;             // "on" / "off": a manual plan's (default off); fixes the search's
   bool tp_across_hosts = false;  // a manual plan's tensor parallelism across hosts
@@ -191,6 +192,11 @@ int RunBaseline(const BaselineArgs& args) {
                                     &err) != ALPA_OK) {
     return ReportError(err, "--zero-bubble");
   }
+  if (!args.interleave.empty() &&
+      alpa_plan_options_set_by_name(handles.options, "interleave", args.interleave.c_str(),
+                                    &err) != ALPA_OK) {
+    return ReportError(err, "--interleave");
+  }
   if (!manual) {
     if (args.microbatches_given &&
         alpa_plan_options_set_int(handles.options, ALPA_PLAN_OPT_MICROBATCHES, args.microbatches,
@@ -296,6 +302,10 @@ Command AddBaselineCommand(CLI::App& app) {
   baseline->add_option("--zero-bubble", args->zero_bubble,
                        "The zero-bubble schedule ZB-H1 for each configuration where it fits and is "
                        "predicted faster than 1F1B: search or off (default)");
+  baseline->add_option("--interleave", args->interleave,
+                       "Search: interleaved 1F1B with 2-4 stages per device group tried for every "
+                       "configuration with --pp >= 2, -B a multiple of pp and pp x v dividing the "
+                       "layers: search or off (default)");
   baseline->add_option("--remat", args->remat,
                        "Recomputation: on (full), off or selective (the attention cores); manual "
                        "plan: default off; search: all three");

@@ -694,6 +694,116 @@ func TestZeroBubbleScheduleWhereAsked(t *testing.T) {
 	}
 }
 
+func TestInterleavedScheduleWhereAskedRunsOnItsGroupsAndSimulatesAsPlanned(t *testing.T) {
+	defer noLeaks(t)()
+	cluster := openCluster(t, "p3.16xlarge:hosts=1,devices_per_host=4")
+	defer cluster.Close()
+	// Four one-device groups and four microbatches: interleaving shrinks 1F1B's bubble; off
+	// (the default), one stage per group.
+	model := "gpt:layers=8,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5"
+	planWith := func(interleave string) *alpa.Plan {
+		t.Helper()
+		plan, err := alpa.PlanModel(model, cluster, &alpa.PlanOptions{Microbatches: 4, Threads: 2,
+			Set: map[string]string{"pipeline_stages": "4", "interleave": interleave}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	off := planWith("off")
+	defer off.Close()
+	if off.Schedule() != "1f1b" || off.VirtualStages() != 1 || off.NumStages() != 4 {
+		t.Fatalf("interleave off: %q, %d virtual stages, %d stages", off.Schedule(), off.VirtualStages(), off.NumStages())
+	}
+	plan := planWith("search")
+	defer plan.Close()
+	v := plan.VirtualStages()
+	if plan.Schedule() != "interleaved-1f1b" || plan.PipelineSchedule() != alpa.ScheduleInterleaved1F1B ||
+		v < 2 || plan.NumStages() != 4*v {
+		t.Fatalf("interleave search: %q, %d virtual stages, %d stages", plan.Schedule(), v, plan.NumStages())
+	}
+	stages, err := plan.Stages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stages {
+		if !reflect.DeepEqual(s.Devices, stages[s.Index%4].Devices) {
+			t.Fatalf("stage %d on %v, stage %d on %v", s.Index, s.Devices, s.Index%4, stages[s.Index%4].Devices)
+		}
+	}
+
+	// By default the simulation runs the plan's own schedule, and agrees with its prediction.
+	sim, err := plan.Simulate(alpa.SchedulePlanned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	if sim.NumStages() != plan.NumStages() ||
+		math.Abs(sim.IterationSeconds()-plan.IterationSeconds()) > 0.05*plan.IterationSeconds() {
+		t.Fatalf("simulated %v s (%d stages), predicted %v s", sim.IterationSeconds(), sim.NumStages(),
+			plan.IterationSeconds())
+	}
+	explicit, err := plan.Simulate(alpa.ScheduleInterleaved1F1B)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer explicit.Close()
+	detailed, err := plan.JSON(alpa.PlanJSONDetailed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := alpa.SimulatePlanJSON(detailed, alpa.SchedulePlanned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromJSON.Close()
+	for _, other := range []*alpa.Simulation{explicit, fromJSON} {
+		if math.Abs(other.IterationSeconds()-sim.IterationSeconds()) > 1e-9*sim.IterationSeconds() {
+			t.Fatalf("simulated %v s, by default %v s", other.IterationSeconds(), sim.IterationSeconds())
+		}
+	}
+	// An interleaved plan under plain 1F1B, and a plain plan under interleaving, are refused.
+	_, err = plan.Simulate(alpa.Schedule1F1B)
+	mustStatus(t, err, alpa.ErrInvalidArgument)
+	_, err = off.Simulate(alpa.ScheduleInterleaved1F1B)
+	mustStatus(t, err, alpa.ErrInvalidArgument)
+
+	// The executor runs it by default under its own schedule (one checked step on 4 thread
+	// devices equals one device); explicitly under plain 1F1B it is refused.
+	config := alpa.DefaultExecutorConfig()
+	config.Check = true
+	ex, err := alpa.NewExecutor(plan, &config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	step, err := ex.RunStep()
+	if err != nil || !step.Passed || ex.Devices() != 4 {
+		t.Fatalf("step %+v (%v) on %d devices", step, err, ex.Devices())
+	}
+	config.Schedule = alpa.Schedule1F1B
+	_, err = alpa.NewExecutor(plan, &config)
+	mustStatus(t, err, alpa.ErrInvalidArgument)
+
+	// A manual plan states its virtual stages, and reads them back.
+	manual := alpa.DefaultManualPlan()
+	if manual.VirtualStages != 1 {
+		t.Fatalf("default virtual stages %d", manual.VirtualStages)
+	}
+	manual.PipelineParallel, manual.Microbatches, manual.VirtualStages = 4, 4, 2
+	stated, err := alpa.PlanModelManual(model, cluster, manual, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stated.Close()
+	if stated.Schedule() != "interleaved-1f1b" || stated.VirtualStages() != 2 || stated.NumStages() != 8 {
+		t.Fatalf("manual: %q, %d virtual stages, %d stages", stated.Schedule(), stated.VirtualStages(), stated.NumStages())
+	}
+	if back, err := stated.ManualSpec(); err != nil || back != manual {
+		t.Fatalf("manual spec read back %+v (%v), stated %+v", back, err, manual)
+	}
+}
+
 func TestManualPlanWithSelectiveRecomputationReportsItPerStage(t *testing.T) {
 	defer noLeaks(t)()
 	cluster := openCluster(t, attentionCluster)

@@ -26,10 +26,10 @@ const (
 	BackendCUDA Backend = C.ALPA_BACKEND_CUDA // a GPU per device (a library built with CUDA)
 )
 
-// ExecutorConfig configures NewExecutor. DefaultExecutorConfig gives the library's defaults;
-// a nil *ExecutorConfig means them too.
+// ExecutorConfig configures NewExecutor. DefaultExecutorConfig gives the library's defaults
+// with the plan's own schedule; a nil *ExecutorConfig means them too.
 type ExecutorConfig struct {
-	Schedule  Schedule // simulate.go's Schedule1F1B (default) or ScheduleGPipe
+	Schedule  Schedule // SchedulePlanned (default: the plan's own), Schedule1F1B, ScheduleGPipe, ...
 	Seed      uint64   // synthetic parameters and data
 	Check     bool     // compare every step with the one-device interpreter
 	Devices   DeviceMode
@@ -39,22 +39,23 @@ type ExecutorConfig struct {
 	AllowTF32 bool // f32 contractions in TF32 on the GPU (loosen the tolerance)
 }
 
-// DefaultExecutorConfig is alpa_executor_config_init's defaults: 1F1B, seed 0, no check, thread
-// devices, rtol 1e-5, atol 4e-5, the CPU backend.
+// DefaultExecutorConfig is alpa_executor_config_init's defaults (seed 0, no check, thread
+// devices, rtol 1e-5, atol 4e-5, the CPU backend), except the schedule: SchedulePlanned, the
+// plan's own (the library's default, 1F1B, cannot run a plan made for interleaved 1F1B).
 func DefaultExecutorConfig() ExecutorConfig {
 	var c C.alpa_executor_config
 	C.alpa_executor_config_init(&c, C.sizeof_alpa_executor_config, nil)
 	return ExecutorConfig{
-		Schedule: Schedule(c.schedule), Seed: uint64(c.seed), Check: c.check != 0,
+		Schedule: SchedulePlanned, Seed: uint64(c.seed), Check: c.check != 0,
 		Devices: DeviceMode(c.devices), RTol: float64(c.rtol), ATol: float64(c.atol),
 		Backend: Backend(c.backend), AllowTF32: c.allow_tf32 != 0,
 	}
 }
 
-func (x *ExecutorConfig) toC() C.alpa_executor_config {
+func (x *ExecutorConfig) toC(plan *Plan) C.alpa_executor_config {
 	var c C.alpa_executor_config
 	C.alpa_executor_config_init(&c, C.sizeof_alpa_executor_config, nil)
-	c.schedule = C.int32_t(x.Schedule)
+	c.schedule = C.int32_t(x.Schedule.resolve(plan))
 	c.seed = C.uint64_t(x.Seed)
 	c.check = b32(x.Check)
 	c.devices = C.int32_t(x.Devices)
@@ -86,9 +87,11 @@ type StepResult struct {
 }
 
 // NewExecutor lowers plan to one program per device and prepares the devices. config may be
-// nil (defaults). Errors: ErrInvalidArgument (a bad config field, named), ErrUnsupported (what
-// the executor cannot run yet, naming the op; the CUDA backend in a library built without it),
-// ErrInternal (a plan whose layouts do not fit together).
+// nil (defaults: DefaultExecutorConfig, the plan's own schedule). Errors: ErrInvalidArgument (a
+// bad config field, named; a schedule the plan is not made for where only one fits it: an
+// interleaved plan runs only under ScheduleInterleaved1F1B, other plans never under it),
+// ErrUnsupported (what the executor cannot run yet, naming the op; the CUDA backend in a library
+// built without it), ErrInternal (a plan whose layouts do not fit together).
 func NewExecutor(plan *Plan, config *ExecutorConfig) (*Executor, error) {
 	if plan == nil || plan.p == nil {
 		return nil, closedError("Plan")
@@ -97,7 +100,7 @@ func NewExecutor(plan *Plan, config *ExecutorConfig) (*Executor, error) {
 	if config != nil {
 		cfg = *config
 	}
-	c := cfg.toC()
+	c := cfg.toC(plan)
 	var p *C.alpa_executor
 	var e *C.alpa_error
 	st := C.alpa_executor_create(&p, plan.p, &c, &e)

@@ -48,7 +48,7 @@ func TestExecutorEqualsOneDevice(t *testing.T) {
 	}
 
 	config := alpa.DefaultExecutorConfig()
-	if config.Schedule != alpa.Schedule1F1B || config.RTol != 1e-5 || config.ATol != 4e-5 {
+	if config.Schedule != alpa.SchedulePlanned || config.RTol != 1e-5 || config.ATol != 4e-5 {
 		t.Fatalf("defaults %+v", config)
 	}
 	config.Check = true

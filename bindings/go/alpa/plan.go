@@ -101,10 +101,15 @@ type ManualPlan struct {
 	// recomputed, full or selective; Recompute then says which.
 	Remat            bool
 	TensorInsideHost bool // tensor parallelism inside a host (the library's default)
+	// VirtualStages is the stages per device group: 1 (the default; 0 means 1 too), or v >= 2
+	// for interleaved 1F1B (PipelineParallel x v stages, stage s on the devices of group
+	// s % PipelineParallel; the plan's schedule is then ScheduleInterleaved1F1B).
+	VirtualStages int32
 }
 
 // DefaultManualPlan is the library's defaults (alpa_manual_plan_init): dp = tp = pp = 1, one
-// microbatch, ZeRO and recomputation off (Recompute RematOff), tensor parallelism inside a host.
+// microbatch, ZeRO and recomputation off (Recompute RematOff), tensor parallelism inside a host,
+// one stage per device group.
 func DefaultManualPlan() ManualPlan {
 	var c C.alpa_manual_plan
 	C.alpa_manual_plan_init(&c, C.sizeof_alpa_manual_plan, nil)
@@ -116,8 +121,16 @@ func manualFromC(c *C.alpa_manual_plan) ManualPlan {
 		ZeroStage: int32(c.zero_stage), DataParallel: int64(c.data_parallel),
 		TensorParallel: int64(c.tensor_parallel), PipelineParallel: int64(c.pipeline_parallel),
 		Microbatches: int64(c.microbatches), Recompute: recomputeFromC(c.remat), Remat: c.remat != 0,
-		TensorInsideHost: c.tensor_inside_host != 0,
+		TensorInsideHost: c.tensor_inside_host != 0, VirtualStages: virtualStagesFromC(c),
 	}
+}
+
+// virtualStagesFromC is c's virtual_stages; 1 for a version-1 answer, which ends before it.
+func virtualStagesFromC(c *C.alpa_manual_plan) int32 {
+	if c.version < 2 {
+		return 1
+	}
+	return int32(c.virtual_stages)
 }
 
 // recomputeFromC reads the recomputation of alpa_stage_info.remat and alpa_manual_plan.remat
@@ -179,6 +192,9 @@ func PlanModelManual(spec string, cluster *Cluster, manual ManualPlan, opts *Pla
 	c.microbatches = C.int64_t(manual.Microbatches)
 	c.remat = remat
 	c.tensor_inside_host = b32(manual.TensorInsideHost)
+	if manual.VirtualStages != 0 {
+		c.virtual_stages = C.int32_t(manual.VirtualStages)
+	}
 	cs := cString(spec)
 	defer freeCString(cs)
 	return runPlan(opts, []interface{}{cluster}, func(o *C.alpa_plan_options, out **C.alpa_plan, e **C.alpa_error) C.int32_t {
@@ -249,15 +265,32 @@ func (x *Plan) Microbatches() int64 {
 	return v
 }
 
-// Schedule is the pipeline schedule the plan is made for: "1f1b", or "zb-h1" where the
-// zero_bubble option let the planner choose the zero-bubble schedule.
+// Schedule is the name of the pipeline schedule the plan is made for: "1f1b", "zb-h1" where
+// the zero_bubble option let the planner choose the zero-bubble schedule, or
+// "interleaved-1f1b" where the interleave option let it choose interleaved 1F1B.
 func (x *Plan) Schedule() string {
-	v := C.alpa_plan_pipeline_schedule(x.p)
+	return x.PipelineSchedule().String()
+}
+
+// PipelineSchedule is the schedule the plan is made for (Schedule1F1B, ScheduleZBH1 or
+// ScheduleInterleaved1F1B): its prediction, in-flight counts and memory assume it. Schedule1F1B
+// for a closed plan.
+func (x *Plan) PipelineSchedule() Schedule {
+	v := Schedule(C.alpa_plan_pipeline_schedule(x.p))
 	runtime.KeepAlive(x)
-	if v == C.ALPA_SCHEDULE_ZB_H1 {
-		return "zb-h1"
+	if _, ok := scheduleNames[v]; !ok {
+		return Schedule1F1B
 	}
-	return "1f1b"
+	return v
+}
+
+// VirtualStages is the number of stages per device group: 1, or v >= 2 for an interleaved
+// 1F1B plan, whose stage s then runs on the devices of stage s % (NumStages() / v). 0 for a
+// closed plan.
+func (x *Plan) VirtualStages() int {
+	v := int(C.alpa_plan_virtual_stages(x.p))
+	runtime.KeepAlive(x)
+	return v
 }
 
 // PeakMemoryBytes is the largest per-device memory over the stages.
@@ -426,13 +459,16 @@ func (x *Plan) TransferMoves(i int) ([]SliceMove, error) {
 	return out, nil
 }
 
-// ScheduleTask is one task of a stage's 1F1B schedule.
+// ScheduleTask is one task of a stage's schedule (Backward: under ZB-H1 the input gradient or
+// the weight gradient).
 type ScheduleTask struct {
 	Backward   bool
 	Microbatch int
 }
 
-// StageSchedule is a stage's 1F1B schedule: each microbatch once forward, later once backward.
+// StageSchedule is a stage's tasks in the order of the plan's schedule (PipelineSchedule): under
+// 1F1B and interleaved 1F1B each microbatch once forward, later once backward (interleaved: the
+// stage's own tasks, in its device group's order).
 func (x *Plan) StageSchedule(stage int) ([]ScheduleTask, error) {
 	raw, err := countThenFill("Plan.StageSchedule", func(out *C.int32_t, c C.int64_t) C.int64_t {
 		return C.alpa_plan_stage_schedule(x.p, C.int32_t(stage), out, c)

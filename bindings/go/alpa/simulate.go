@@ -7,20 +7,71 @@ package alpa
 import "C"
 
 import (
+	"encoding/json"
 	"runtime"
+	"strconv"
 )
 
-// Schedule is a pipeline schedule of the simulator (ALPA_SCHEDULE_*).
+// Schedule is a pipeline schedule of the simulator and the executor (ALPA_SCHEDULE_*).
 type Schedule int32
 
 const (
+	// SchedulePlanned is the schedule the plan is made for (Plan.Schedule; a plan JSON's
+	// "schedule"): what Simulate, SimulatePrograms, SimulatePlanJSON and NewExecutor should
+	// usually be given, since a plan made for ZB-H1 or interleaved 1F1B is predicted under it,
+	// and an interleaved plan runs under nothing else. The binding's own value (-1), resolved
+	// before the C call.
+	SchedulePlanned Schedule = -1
+
 	ScheduleGPipe Schedule = C.ALPA_SCHEDULE_GPIPE // every forward, then every backward
 	Schedule1F1B  Schedule = C.ALPA_SCHEDULE_1F1B  // one forward one backward, as the planner assumes
 
 	// ScheduleZBH1 is the zero-bubble ZB-H1: each backward split into the input gradient and
 	// the weight gradient, stage s keeping its s latest weight gradients for the drain.
 	ScheduleZBH1 Schedule = C.ALPA_SCHEDULE_ZB_H1
+
+	// ScheduleInterleaved1F1B is interleaved 1F1B (Megatron-LM's virtual pipeline stages): each
+	// device group runs Plan.VirtualStages stages, the bubble shrinking by that factor. Only for
+	// a plan made for it (the "interleave" plan option), and such a plan runs only under it.
+	ScheduleInterleaved1F1B Schedule = C.ALPA_SCHEDULE_INTERLEAVED_1F1B
 )
+
+var scheduleNames = map[Schedule]string{
+	ScheduleGPipe:           "gpipe",
+	Schedule1F1B:            "1f1b",
+	ScheduleZBH1:            "zb-h1",
+	ScheduleInterleaved1F1B: "interleaved-1f1b",
+}
+
+// String is the schedule's name as the plan JSON and the CLI write it ("gpipe", "1f1b",
+// "zb-h1", "interleaved-1f1b"; "planned" for SchedulePlanned).
+func (s Schedule) String() string {
+	if s == SchedulePlanned {
+		return "planned"
+	}
+	if name, ok := scheduleNames[s]; ok {
+		return name
+	}
+	return "Schedule(" + strconv.Itoa(int(s)) + ")"
+}
+
+// scheduleNamed is the schedule of a plan JSON's "schedule" name; 1F1B for any other.
+func scheduleNamed(name string) Schedule {
+	for s, n := range scheduleNames {
+		if n == name {
+			return s
+		}
+	}
+	return Schedule1F1B
+}
+
+// resolve is s, or the plan's own schedule for SchedulePlanned.
+func (s Schedule) resolve(plan *Plan) Schedule {
+	if s != SchedulePlanned {
+		return s
+	}
+	return plan.PipelineSchedule()
+}
 
 // Simulation is one training iteration of a plan run event by event (experimental; see
 // docs/planner.md, "Simulation"). Immutable; may be shared between goroutines.
@@ -46,13 +97,15 @@ func (x *Simulation) Close() error {
 	return nil
 }
 
-// Simulate simulates the plan on the cluster it was planned for.
+// Simulate simulates the plan on the cluster it was planned for under schedule
+// (SchedulePlanned: the plan's own).
 func (x *Plan) Simulate(schedule Schedule) (*Simulation, error) {
 	return x.simulate(schedule, false)
 }
 
 // SimulatePrograms simulates the plan on its device programs (`alpa simulate --programs`): the
-// plan lowered as the executor lowers it, every instruction priced by the cost model.
+// plan lowered as the executor lowers it, every instruction priced by the cost model
+// (SchedulePlanned: the plan's own schedule).
 func (x *Plan) SimulatePrograms(schedule Schedule) (*Simulation, error) {
 	return x.simulate(schedule, true)
 }
@@ -64,6 +117,7 @@ func (x *Plan) simulate(schedule Schedule, programs bool) (*Simulation, error) {
 	var s *C.alpa_simulation
 	var e *C.alpa_error
 	var st C.int32_t
+	schedule = schedule.resolve(x)
 	if programs {
 		st = C.alpa_plan_simulate_programs(&s, x.p, C.int32_t(schedule), &e)
 	} else {
@@ -76,8 +130,19 @@ func (x *Plan) simulate(schedule Schedule, programs bool) (*Simulation, error) {
 	return newSimulation(s), nil
 }
 
-// SimulatePlanJSON simulates a plan given as JSON (Plan.JSON, `alpa plan -o` / `--json`).
+// SimulatePlanJSON simulates a plan given as JSON (Plan.JSON, `alpa plan -o` / `--json`) under
+// schedule; SchedulePlanned: the JSON's "schedule" ("1f1b" where it has none).
 func SimulatePlanJSON(planJSON []byte, schedule Schedule) (*Simulation, error) {
+	if schedule == SchedulePlanned {
+		// Only the one field; malformed JSON is left to the library, which names the error.
+		var doc struct {
+			Schedule string `json:"schedule"`
+		}
+		schedule = Schedule1F1B
+		if json.Unmarshal(planJSON, &doc) == nil {
+			schedule = scheduleNamed(doc.Schedule)
+		}
+	}
 	var s *C.alpa_simulation
 	var e *C.alpa_error
 	st := C.alpa_plan_simulate_json(&s, bytesPtr(planJSON), C.size_t(len(planJSON)), C.int32_t(schedule), &e)

@@ -89,7 +89,8 @@ def test_struct_sizes_match_the_library():
     assert st.struct_size == ctypes.sizeof(st)
     spec = _lib.alpa_manual_plan()
     _lib.call(_lib.lib.alpa_manual_plan_init, ctypes.byref(spec), ctypes.sizeof(spec))
-    assert spec.struct_size == ctypes.sizeof(spec) == 56
+    assert spec.struct_size == ctypes.sizeof(spec) == 64 and spec.version == 2
+    assert spec.virtual_stages == 1
     config = _lib.alpa_executor_config()
     _lib.call(_lib.lib.alpa_executor_config_init, ctypes.byref(config), ctypes.sizeof(config))
     assert config.struct_size == ctypes.sizeof(config) == 56 and config.rtol == 1e-5

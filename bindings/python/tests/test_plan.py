@@ -173,6 +173,52 @@ def test_zero_bubble_option():
         alpa.plan(SMALL_MODEL, SMALL_CLUSTER, zero_bubble="maybe")
 
 
+INTERLEAVE_MODEL = "gpt:layers=8,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5"
+
+
+def test_interleave_option_runs_stages_on_their_groups_and_simulates_as_planned():
+    # Four one-device groups and four microbatches: interleaving shrinks 1F1B's bubble; off
+    # (the default), one stage per group; a bad value names the option.
+    pins = dict(microbatches=4, pipeline_stages=4, threads=2)
+    with alpa.plan(INTERLEAVE_MODEL, ZERO3_CLUSTER, interleave="search", **pins) as on, \
+            alpa.plan(INTERLEAVE_MODEL, ZERO3_CLUSTER, **pins) as off:
+        assert (off.schedule, off.virtual_stages, off.stage_count) == ("1f1b", 1, 4)
+        assert on.schedule == "interleaved-1f1b"
+        v = on.virtual_stages
+        assert v >= 2 and on.stage_count == 4 * v
+        assert [s.devices for s in on.stages] == [on.stages[s % 4].devices
+                                                  for s in range(on.stage_count)]
+        assert f"interleaved 1F1B ({v} stages per device group)" in on.summary()
+        # By default the simulation runs the plan's own schedule, and agrees with its
+        # prediction; the plan JSON keeps both (a detached plan simulates the same).
+        with on.simulate() as sim, on.simulate("interleaved-1f1b") as explicit:
+            assert len(sim.stages) == on.stage_count
+            assert sim.iteration_seconds == pytest.approx(on.iteration_seconds, rel=0.05)
+            assert explicit.iteration_seconds == sim.iteration_seconds
+            simulated = sim.iteration_seconds
+        detached = alpa.Plan.from_json(on.to_json())
+        assert (detached.schedule, detached.virtual_stages) == ("interleaved-1f1b", v)
+        with detached.simulate() as sim2:
+            assert sim2.iteration_seconds == pytest.approx(simulated, rel=1e-9)
+        assert "<svg" in on.timeline_svg(width=800)
+        # An interleaved plan under plain 1F1B, and a plain plan under interleaving, are refused.
+        with pytest.raises(alpa.InvalidArgumentError):
+            on.simulate("1f1b")
+        with pytest.raises(alpa.InvalidArgumentError):
+            off.simulate("interleaved-1f1b")
+    with pytest.raises(alpa.InvalidArgumentError, match="unknown schedule"):
+        alpa.Plan.from_json(detached.to_json()).simulate("zigzag")
+    # A manual plan states its virtual stages, and reads them back.
+    spec = alpa.ManualPlanSpec(pipeline_parallel=4, microbatches=4, virtual_stages=2)
+    with alpa.plan_manual(INTERLEAVE_MODEL, ZERO3_CLUSTER, spec) as manual:
+        assert (manual.schedule, manual.virtual_stages, manual.stage_count) == \
+            ("interleaved-1f1b", 2, 8)
+        assert manual.manual_spec == spec
+        assert manual.stages[5].devices == manual.stages[1].devices
+    with pytest.raises(alpa.InvalidArgumentError, match="interleave"):
+        alpa.plan(SMALL_MODEL, SMALL_CLUSTER, interleave="maybe")
+
+
 def test_nic_placement_option(tmp_path):
     # Two PCIe servers whose NIC sits next to GPUs 0-3: stage 1 sends across the hosts and moves
     # onto those GPUs; off, it stays where it is packed (4-7) and the plan is slower.

@@ -19,6 +19,19 @@ namespace {
 
 constexpr size_t kReranked = 8;
 
+// Stages per device group a grid point tries: 1, and where the options search interleaving,
+// every v in 2..4 with pp >= 2, B a multiple of pp and the layers a multiple of pp v (Megatron-LM's
+// --num-layers-per-virtual-pipeline-stage needs equal chunks).
+std::vector<int32_t> VirtualStageChoices(const PlannerOptions& options, int64_t pp, int64_t b,
+                                         int64_t layers) {
+  std::vector<int32_t> choices = {1};
+  if (!options.search_interleaving || pp < 2 || b % pp != 0) return choices;
+  for (int32_t v = 2; v <= 4; ++v) {
+    if (layers % (pp * v) == 0) choices.push_back(v);
+  }
+  return choices;
+}
+
 }  // namespace
 
 Result<std::vector<ManualPlanSpec>> MegatronBaselineGrid(ManualPlanEvaluator& evaluator,
@@ -79,14 +92,17 @@ Result<std::vector<ManualPlanSpec>> MegatronBaselineGrid(ManualPlanEvaluator& ev
         for (int32_t zero = 0; zero <= most_zero; ++zero) {
           if (zero == 2 && !options.search_zero2) continue;
           for (Recompute remat : choices) {
-            ManualPlanSpec spec;
-            spec.data_parallel = dp;
-            spec.tensor_parallel = tp;
-            spec.pipeline_parallel = pp;
-            spec.microbatches = b;
-            spec.zero_stage = zero;
-            spec.remat = remat;
-            grid.push_back(spec);
+            for (int32_t v : VirtualStageChoices(options, pp, b, layers.value())) {
+              ManualPlanSpec spec;
+              spec.data_parallel = dp;
+              spec.tensor_parallel = tp;
+              spec.pipeline_parallel = pp;
+              spec.microbatches = b;
+              spec.zero_stage = zero;
+              spec.remat = remat;
+              spec.virtual_stages = v;
+              grid.push_back(spec);
+            }
           }
         }
       }
@@ -117,9 +133,10 @@ Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
   for (const ManualPlanSpec& spec : specs) counts.push_back(spec.microbatches);
   std::sort(counts.begin(), counts.end(), std::greater<int64_t>());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  using Config = std::tuple<int64_t, int64_t, int64_t, int32_t, Recompute>;
+  using Config = std::tuple<int64_t, int64_t, int64_t, int32_t, Recompute, int32_t>;
   auto config_of = [](const ManualPlanSpec& s) {
-    return Config{s.data_parallel, s.tensor_parallel, s.pipeline_parallel, s.zero_stage, s.remat};
+    return Config{s.data_parallel, s.tensor_parallel, s.pipeline_parallel,
+                  s.zero_stage,    s.remat,           s.virtual_stages};
   };
   std::set<Config> dead;
   std::vector<std::optional<ManualPlanCost>> costs(specs.size());

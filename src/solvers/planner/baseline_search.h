@@ -12,7 +12,9 @@
 //     options.max_microbatches (1024), with dp dividing N / B; options.microbatches fixes B;
 //   - ZeRO stage 0, 1, 2 or 3 (1-3 only when dp > 1, 2 unless options.search_zero2 is off, 3
 //     unless options.search_zero3 is off; stages 1 and 2 share their solves);
-//   - remat off and on (options.remat fixes it).
+//   - remat off and on (options.remat fixes it);
+//   - with options.search_interleaving, interleaved 1F1B with v = 2..4 stages per device group
+//     where pp >= 2, B is a multiple of pp and pp v divides the layers (else one stage per group).
 // Microbatch counts are evaluated from the largest down, and a configuration (dp, tp, pp, ZeRO,
 // remat) that does not fit the device memory with B microbatches is not tried with fewer
 // (larger microbatches hold more activations; counted in `pruned`).

@@ -41,7 +41,8 @@ func run(model, clusterSpec, svg string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n%d pipeline stages, %d microbatches, 1F1B schedule\n", len(stages), plan.Microbatches())
+	fmt.Printf("\n%d pipeline stages, %d microbatches, %s schedule\n", len(stages), plan.Microbatches(),
+		strings.ToUpper(plan.Schedule()))
 	fmt.Printf("%-5s %-7s %-8s %-9s %-12s %-8s %-5s %-5s %-12s %s\n", "stage", "layers", "submesh",
 		"mesh", "devices", "dp x tp", "zero", "remat", "latency/mb", "memory/device")
 	for _, s := range stages {
@@ -63,7 +64,7 @@ func run(model, clusterSpec, svg string) error {
 		float64(cluster.DeviceMemoryBytes())/(1<<30))
 	fmt.Printf("compile time              %.2f s\n", plan.CompileSeconds())
 
-	sim, err := plan.Simulate(alpa.Schedule1F1B)
+	sim, err := plan.Simulate(alpa.SchedulePlanned)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,8 @@ using .LibAlpa
 
 export AlpaError, CancelToken, cancel!, Problem, read_problem, add_nodes!, add_edges!,
     set_memory_limit!, finalize!, evaluate, Solution, solve, Cluster, Plan, Stage, plan, stages,
-    iteration_seconds, microbatches, to_json, simulate, timeline_svg
+    iteration_seconds, microbatches, pipeline_schedule, schedule_name, virtual_stages, to_json,
+    simulate, timeline_svg
 
 # ---- errors ----------------------------------------------------------------------------------
 
@@ -443,6 +444,37 @@ iteration_seconds(p::Plan) = alpa_plan_iteration_seconds(p)
 """Microbatches per iteration."""
 microbatches(p::Plan) = Int(alpa_plan_microbatches(p))
 
+"""
+    pipeline_schedule(plan)
+
+The schedule the plan is made for, as an `ALPA_SCHEDULE_*` constant: `ALPA_SCHEDULE_1F1B`,
+`ALPA_SCHEDULE_ZB_H1` (the `zero_bubble` option) or `ALPA_SCHEDULE_INTERLEAVED_1F1B` (the
+`interleave` option). Its prediction assumes it; `simulate` and `timeline_svg` run it by default.
+"""
+pipeline_schedule(p::Plan) = alpa_plan_pipeline_schedule(p)
+
+# The names the plan JSON and the CLI give the ALPA_SCHEDULE_* values.
+const SCHEDULE_NAMES = Dict{Int32,String}(ALPA_SCHEDULE_GPIPE => "gpipe",
+                                          ALPA_SCHEDULE_1F1B => "1f1b",
+                                          ALPA_SCHEDULE_ZB_H1 => "zb-h1",
+                                          ALPA_SCHEDULE_INTERLEAVED_1F1B => "interleaved-1f1b")
+
+"""
+    schedule_name(plan)
+
+The name of the plan's schedule as the plan JSON writes it: `"1f1b"`, `"zb-h1"` or
+`"interleaved-1f1b"`.
+"""
+schedule_name(p::Plan) = get(SCHEDULE_NAMES, Int32(pipeline_schedule(p)), "1f1b")
+
+"""
+    virtual_stages(plan)
+
+Stages per device group: 1, or v >= 2 for an interleaved 1F1B plan, whose stage `s` (0-based)
+then runs on the devices of stage `s % (length(stages(plan)) ÷ v)`.
+"""
+virtual_stages(p::Plan) = Int(alpa_plan_virtual_stages(p))
+
 """The plan as JSON (`detail = 1`: also per-op strategies, collectives and slice moves)."""
 function to_json(p::Plan; detail::Integer = 0)
     out = Ref{Ptr{alpa_buffer}}(C_NULL)
@@ -454,7 +486,7 @@ end
 function Base.show(io::IO, p::Plan)
     isopen(p) || return print(io, "Plan(closed)")
     print(io, "Plan(", alpa_plan_stage_count(p), " stages, ", microbatches(p), " microbatches, ",
-          round(iteration_seconds(p); sigdigits = 4), " s/iteration)")
+          schedule_name(p), ", ", round(iteration_seconds(p); sigdigits = 4), " s/iteration)")
 end
 
 function with_simulation(f, p::Plan, schedule::Integer; programs::Bool = false)
@@ -473,21 +505,29 @@ function with_simulation(f, p::Plan, schedule::Integer; programs::Bool = false)
 end
 
 """
-    simulate(plan; schedule = LibAlpa.ALPA_SCHEDULE_1F1B, programs = false)
+    simulate(plan; schedule = pipeline_schedule(plan), programs = false)
 
-Runs one iteration of the plan event by event (experimental API); with `programs = true` from
-the plan's device programs, every instruction priced by the cost model (`alpa simulate
---programs`). Returns `(iteration_seconds, closed_form_seconds, planner_seconds)`.
+Runs one iteration of the plan event by event (experimental API) under `schedule`, an
+`ALPA_SCHEDULE_*` constant: by default the plan's own (an interleaved plan runs under nothing
+else, a plain one never under `ALPA_SCHEDULE_INTERLEAVED_1F1B`: `AlpaError` with
+`ALPA_ERR_INVALID_ARGUMENT`). With `programs = true` from the plan's device programs, every
+instruction priced by the cost model (`alpa simulate --programs`). Returns
+`(iteration_seconds, closed_form_seconds, planner_seconds)`.
 """
-simulate(p::Plan; schedule::Integer = ALPA_SCHEDULE_1F1B, programs::Bool = false) =
+simulate(p::Plan; schedule::Integer = pipeline_schedule(p), programs::Bool = false) =
     with_simulation(p, schedule; programs = programs) do s
         (iteration_seconds = alpa_simulation_iteration_seconds(s),
          closed_form_seconds = alpa_simulation_closed_form_seconds(s),
          planner_seconds = alpa_simulation_planner_seconds(s))
     end
 
-"""The simulated iteration's timeline as an SVG picture (`width` 0: 1600 pixels)."""
-timeline_svg(p::Plan; width::Integer = 0, schedule::Integer = ALPA_SCHEDULE_1F1B) =
+"""
+    timeline_svg(plan; width = 0, schedule = pipeline_schedule(plan))
+
+The simulated iteration's timeline as an SVG picture (`width` 0: 1600 pixels), under the plan's
+own schedule unless `schedule` says otherwise.
+"""
+timeline_svg(p::Plan; width::Integer = 0, schedule::Integer = pipeline_schedule(p)) =
     with_simulation(p, schedule) do s
         out = Ref{Ptr{alpa_buffer}}(C_NULL)
         err = errref()

@@ -306,6 +306,12 @@ const ALPA_PLAN_OPT_ZERO_BUBBLE = Cint(324)
 # sending to or receiving from other hosts sit next to the NICs, where that is predicted faster;
 # 0: stages stay where they are packed. No effect on clusters without NIC locality
 const ALPA_PLAN_OPT_NIC_PLACEMENT = Cint(325)
+# 0/1, default 0: interleaved 1F1B (ALPA_SCHEDULE_INTERLEAVED_1F1B: each device group runs v
+# stages, v = 2..8, the bubble shrinking by v at the price of v times the transfers between
+# groups and more microbatches in flight) as the schedule of a plan, its 1F1B stages' submeshes
+# becoming the device groups, where every group fits its memory and the prediction is faster
+# (docs/planner.md); 0: a stage per submesh
+const ALPA_PLAN_OPT_INTERLEAVE = Cint(326)
 # per stage: none, full, or selective where there is attention
 const ALPA_REMAT_SEARCH = Cint(0)
 const ALPA_REMAT_OFF = Cint(1)
@@ -324,6 +330,12 @@ const ALPA_SCHEDULE_1F1B = Cint(1)
 # keeping its s latest weight gradients for later (fills the drain; every stage holds
 # min(stages, microbatches) microbatches); a plan made with ALPA_PLAN_OPT_ZERO_BUBBLE.
 const ALPA_SCHEDULE_ZB_H1 = Cint(2)
+# Interleaved 1F1B (Megatron-LM's virtual pipeline stages): each device group runs several
+# stages (alpa_plan_virtual_stages), stage s on the devices of stage s % groups, its forwards and
+# backwards interleaved over them so that the bubble shrinks by that factor; only for a plan
+# made for it (ALPA_PLAN_OPT_INTERLEAVE, or `alpa baseline --virtual-stages`), and such a plan
+# runs only under it.
+const ALPA_SCHEDULE_INTERLEAVED_1F1B = Cint(3)
 # How the executor's devices run: as threads of this process, or one per MPI process (device =
 # the process's rank; every process of the job creates the executor with the same plan and
 # config and makes the same calls; after each step rank 0 gathers the results and every process
@@ -532,7 +544,7 @@ end
 struct alpa_executor_config
     struct_size::Csize_t  # sizeof(alpa_executor_config)
     version::Int32  # 2 (1: ends at atol; the later fields then take their defaults)
-    schedule::Int32  # ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE or ALPA_SCHEDULE_ZB_H1
+    schedule::Int32  # ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_ZB_H1, or ALPA_SCHEDULE_INTERLEAVED_1F1B (only, and required, for a plan with virtual stages)
     seed::UInt64  # synthetic parameters and data; default 0
     check::Int32  # 1: compare every step with the one-device interpreter
     devices::Int32  # ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI
@@ -2135,14 +2147,28 @@ end
 """
     alpa_plan_pipeline_schedule(plan) -> Int32
 
-The schedule the plan is made for: ALPA_SCHEDULE_1F1B, or ALPA_SCHEDULE_ZB_H1 where
-ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it (its prediction, in-flight counts and memory
-assume it; run it with that executor schedule); -1 for NULL.
+The schedule the plan is made for: ALPA_SCHEDULE_1F1B, ALPA_SCHEDULE_ZB_H1 where
+ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it, or ALPA_SCHEDULE_INTERLEAVED_1F1B where
+ALPA_PLAN_OPT_INTERLEAVE did (its prediction, in-flight counts and memory assume it; run it with
+that executor schedule); -1 for NULL.
 
 C: `int32_t alpa_plan_pipeline_schedule(const alpa_plan* plan)` (alpa.h)
 """
 function alpa_plan_pipeline_schedule(plan)
     ccall((:alpa_plan_pipeline_schedule, libalpa), Int32, (Ptr{alpa_plan},), plan)
+end
+
+"""
+    alpa_plan_virtual_stages(plan) -> Int32
+
+Stages per device group: 1, or v >= 2 under ALPA_SCHEDULE_INTERLEAVED_1F1B (stage s then runs
+on the devices of stage s % (stages / v): alpa_plan_stage_devices gives the same list); 0 for
+NULL.
+
+C: `int32_t alpa_plan_virtual_stages(const alpa_plan* plan)` (alpa.h)
+"""
+function alpa_plan_virtual_stages(plan)
+    ccall((:alpa_plan_virtual_stages, libalpa), Int32, (Ptr{alpa_plan},), plan)
 end
 
 """
@@ -2279,8 +2305,9 @@ end
 
 Count-then-fill over a stage's schedule (the plan's: alpa_plan_pipeline_schedule): out[2*i] =
 0 forward / 1 backward (under ZB-H1 the input gradient alone) / 2 weight gradient (ZB-H1 only),
-out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B 4 * microbatches,
-each microbatch once forward and later once backward; ZB-H1 6 * microbatches);
+out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B and interleaved
+1F1B 4 * microbatches, each microbatch once forward and later once backward; ZB-H1 6 *
+microbatches; under interleaved 1F1B the stage's own tasks, in its device group's order);
 -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be built.
 
 C: `int64_t alpa_plan_stage_schedule(const alpa_plan* plan, int32_t stage, int32_t* out, int64_t capacity)` (alpa.h)
@@ -2515,14 +2542,16 @@ A simulation is immutable and may be shared between threads; it keeps no pointer
 mutable struct alpa_simulation end
 
 """
-One manual configuration (version 1). As input the caller sets struct_size to
-sizeof(alpa_manual_plan) and version to 1 (ALPA_MANUAL_PLAN_INIT does both and sets the
-defaults); the library reads the first min(struct_size, its own size) bytes. As output
-(alpa_plan_manual_spec) struct_size is the bytes the library wrote.
+One manual configuration (version 2; version 1 ends at tensor_inside_host). As input the
+caller sets struct_size to sizeof(alpa_manual_plan) and version to 2 (ALPA_MANUAL_PLAN_INIT
+does both and sets the defaults); the library reads the first min(struct_size, its own size)
+bytes, and a version-1 caller's fields of version 2 take their defaults. As output
+(alpa_plan_manual_spec) struct_size is the bytes the library wrote, and version the last
+version they hold.
 """
 struct alpa_manual_plan
     struct_size::Csize_t
-    version::Int32  # 1
+    version::Int32  # 2 (1: ends at tensor_inside_host)
     zero_stage::Int32  # 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch and accumulated as shards; 3: as 2, with the weights sharded too, gathered where each microbatch's forward and backward read them; no effect when data_parallel is 1.
     data_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
     tensor_parallel::Int64  # Degrees, each >= 1, data_parallel x tensor_parallel x pipeline_parallel = the cluster's devices. Stage s of pipeline_parallel gets devices s*D/pp .. (s+1)*D/pp - 1 (whole hosts, or an even slice of one) and consecutive layers (layers / pp each when pp divides them, else split by forward FLOPs); its logical mesh is (data_parallel, tensor_parallel).
@@ -2530,6 +2559,8 @@ struct alpa_manual_plan
     microbatches::Int64  # >= 1, dividing the batch; data_parallel divides batch / microbatches
     remat::Int32  # 0 off, 1 full, 2 selective recomputation in every stage
     tensor_inside_host::Int32  # 1 (default): tensor parallelism on mesh dim 1, inside a host (tensor_parallel must divide the devices per host); 0: data parallelism there, tensor parallelism across hosts.
+    virtual_stages::Int32  # Version 2. */ /** Stages per device group (Megatron-LM's virtual pipeline stages): 1 (default), or v >= 2: the layers cut into pipeline_parallel x v stages, stage s on the devices of group s % pipeline_parallel, run under ALPA_SCHEDULE_INTERLEAVED_1F1B (the plan's schedule; alpa_plan_virtual_stages). v >= 2 needs pipeline_parallel >= 2, microbatches a multiple of pipeline_parallel and pipeline_parallel x v stages at most the layers.
+    reserved::Int32  # 0
 end
 
 """
@@ -2734,8 +2765,9 @@ end
 
 The function twin of ALPA_MANUAL_PLAN_INIT, for bindings that cannot expand a brace macro:
 writes the defaults above into the first min(size, sizeof(alpa_manual_plan)) bytes of *spec,
-with struct_size set to that number and version to 1 (size = sizeof(alpa_manual_plan)).
-ALPA_ERR_INVALID_ARGUMENT for a NULL spec or a size below version 1's.
+with struct_size set to that number and version to 2 (1 for a size below version 2's, whose
+struct ends at tensor_inside_host). ALPA_ERR_INVALID_ARGUMENT for a NULL spec or a size below
+version 1's.
 
 C: `int32_t alpa_manual_plan_init(alpa_manual_plan* spec, size_t size, alpa_error** err)` (alpa_experimental.h)
 """
@@ -2755,8 +2787,10 @@ cluster / spec, struct_size below version 1's size, a bad model spec and a bad c
 the message naming the field ("manual plan: data_parallel x tensor_parallel x
 pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices"; remat 0, 1 or 2,
 tensor_inside_host 0 or 1, zero_stage 0 to 3, microbatches must divide the batch,
-pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not
-fit the device memory (the message names the stage and the bytes it needs);
+pipeline_parallel (times virtual_stages) may not exceed the layers, virtual_stages >= 2 needs
+pipeline_parallel >= 2 and microbatches a multiple of it, ...); ALPA_ERR_INFEASIBLE when a
+stage (with virtual stages: a device group) does not fit the device memory (the message names
+it and the bytes it needs);
 ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy.
 
 C: `int32_t alpa_model_plan_manual(alpa_plan** out, const char* model_spec, const alpa_cluster* cluster, const alpa_manual_plan* spec, const alpa_plan_options* options, alpa_error** err)` (alpa_experimental.h)
@@ -2903,9 +2937,9 @@ end
     alpa_plan_simulate(out, plan, schedule, err) -> Int32
 
 Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:
-ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the three above, a plan the
-simulator cannot run: more than 2^20 microbatches). Caller frees *out with
-alpa_simulation_destroy.
+ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the four above, a schedule
+that does not fit the plan's virtual stages, a plan the simulator cannot run: more than 2^20
+microbatches). Caller frees *out with alpa_simulation_destroy.
 
 C: `int32_t alpa_plan_simulate(alpa_simulation** out, const alpa_plan* plan, int32_t schedule, alpa_error** err)` (alpa_experimental.h)
 """
@@ -2945,7 +2979,8 @@ priced, not the plan's own figures; the JSON (alpa_simulation_to_json) gives per
 priced parts (compute, collective, transfer, bookkeeping) beside the plan's. Errors: those of
 alpa_plan_simulate, ALPA_ERR_UNSUPPORTED for a plan the executor cannot lower (naming the op),
 the model spec's errors when the whole batch's graph is rebuilt from it (a plan without one
-is lowered without it: the same instructions). Caller frees *out with
+is lowered without it: the same instructions), ALPA_ERR_UNSUPPORTED for an interleaved plan
+(its programs run several stages per device; not priced yet). Caller frees *out with
 alpa_simulation_destroy.
 
 C: `int32_t alpa_plan_simulate_programs(alpa_simulation** out, const alpa_plan* plan, int32_t schedule, alpa_error** err)` (alpa_experimental.h)
@@ -3117,32 +3152,33 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_PIPELINE_STAGES, ALPA_PLAN_OPT_MAX_TENSOR_PARALLEL,
     ALPA_PLAN_OPT_TENSOR_PARALLEL_INSIDE_HOST, ALPA_PLAN_OPT_GRAPH_BATCH_DIM,
     ALPA_PLAN_OPT_TENSOR_PARALLEL_ACROSS_HOSTS_MARGIN, ALPA_PLAN_OPT_ZERO2, ALPA_PLAN_OPT_ZERO3,
-    ALPA_PLAN_OPT_ZERO_BUBBLE, ALPA_PLAN_OPT_NIC_PLACEMENT, ALPA_REMAT_SEARCH, ALPA_REMAT_OFF,
-    ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK, ALPA_SCHEDULE_GPIPE,
-    ALPA_SCHEDULE_1F1B, ALPA_SCHEDULE_ZB_H1, ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI,
-    ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION,
-    ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED,
-    alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem, alpa_solve_options, alpa_solution,
-    alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan, alpa_plan_options, alpa_plan,
-    alpa_executor, alpa_simulation, alpa_progress_fn, alpa_plan_progress_fn, alpa_progress,
-    alpa_collective, alpa_plan_progress, alpa_stage_info, alpa_transfer, alpa_slice_move,
-    alpa_executor_config, alpa_step_result, alpa_manual_plan, alpa_baseline_point,
-    alpa_simulated_stage, alpa_version_string, alpa_version_number, alpa_status_string,
-    alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data, alpa_buffer_size,
-    alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger, alpa_cancel_token_destroy,
-    alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes, alpa_problem_set_intervals,
-    alpa_problem_set_live_sets, alpa_problem_add_edges, alpa_problem_set_followers,
-    alpa_problem_add_aliases, alpa_problem_set_memory_limit, alpa_problem_finalize,
-    alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count,
-    alpa_problem_edge_count, alpa_problem_strategy_count, alpa_problem_evaluate,
-    alpa_assignment_parse, alpa_solve_options_create, alpa_solve_options_destroy,
-    alpa_solve_options_set_double, alpa_solve_options_set_int, alpa_solve_options_set_by_name,
-    alpa_problem_read_file_with_options, alpa_solve_options_set_warm_start,
-    alpa_solve_options_set_cancel_token, alpa_solve_options_set_progress, alpa_problem_solve,
-    alpa_solution_destroy, alpa_solution_status, alpa_solution_objective, alpa_solution_lower_bound,
-    alpa_solution_seconds, alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json,
-    alpa_problem_solve_json, alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops,
-    alpa_graph_set_alias, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    ALPA_PLAN_OPT_ZERO_BUBBLE, ALPA_PLAN_OPT_NIC_PLACEMENT, ALPA_PLAN_OPT_INTERLEAVE,
+    ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK,
+    ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_SCHEDULE_ZB_H1, ALPA_SCHEDULE_INTERLEAVED_1F1B,
+    ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL,
+    ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON,
+    ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem,
+    alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan,
+    alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation, alpa_progress_fn,
+    alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress, alpa_stage_info,
+    alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result, alpa_manual_plan,
+    alpa_baseline_point, alpa_simulated_stage, alpa_version_string, alpa_version_number,
+    alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data,
+    alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger,
+    alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes,
+    alpa_problem_set_intervals, alpa_problem_set_live_sets, alpa_problem_add_edges,
+    alpa_problem_set_followers, alpa_problem_add_aliases, alpa_problem_set_memory_limit,
+    alpa_problem_finalize, alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json,
+    alpa_problem_node_count, alpa_problem_edge_count, alpa_problem_strategy_count,
+    alpa_problem_evaluate, alpa_assignment_parse, alpa_solve_options_create,
+    alpa_solve_options_destroy, alpa_solve_options_set_double, alpa_solve_options_set_int,
+    alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
+    alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
+    alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
+    alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
+    alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
+    alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
+    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
     alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_read_hlo_file,
     alpa_graph_read_hlo_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
     alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,
@@ -3164,9 +3200,9 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_plan_options_set_progress, alpa_model_plan, alpa_graph_plan, alpa_plan_destroy,
     alpa_plan_iteration_seconds, alpa_plan_period_seconds, alpa_plan_schedule_seconds,
     alpa_plan_compile_seconds, alpa_plan_microbatches, alpa_plan_pipeline_schedule,
-    alpa_plan_peak_memory_bytes, alpa_plan_tflops_per_device, alpa_plan_stage_count,
-    alpa_plan_copy_graph, alpa_plan_stage, alpa_plan_stage_devices, alpa_plan_op_stages,
-    alpa_plan_stage_collectives, alpa_plan_transfers, alpa_plan_transfer_moves,
+    alpa_plan_virtual_stages, alpa_plan_peak_memory_bytes, alpa_plan_tflops_per_device,
+    alpa_plan_stage_count, alpa_plan_copy_graph, alpa_plan_stage, alpa_plan_stage_devices,
+    alpa_plan_op_stages, alpa_plan_stage_collectives, alpa_plan_transfers, alpa_plan_transfer_moves,
     alpa_plan_stage_schedule, alpa_plan_to_json, alpa_plan_read_json, alpa_plan_read_file,
     alpa_executor_config_init, alpa_executor_create, alpa_executor_destroy, alpa_executor_devices,
     alpa_executor_rank, alpa_executor_gpu, alpa_executor_program_text, alpa_executor_set_parameter,

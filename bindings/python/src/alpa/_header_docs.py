@@ -1138,15 +1138,24 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                             'returns': 'int64_t',
                             'params': ['const alpa_plan* plan'],
                             'header': 'alpa.h'},
- 'alpa_plan_pipeline_schedule': {'doc': 'The schedule the plan is made for: ALPA_SCHEDULE_1F1B, or '
+ 'alpa_plan_pipeline_schedule': {'doc': 'The schedule the plan is made for: ALPA_SCHEDULE_1F1B, '
                                         'ALPA_SCHEDULE_ZB_H1 where\n'
-                                        'ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it (its '
-                                        'prediction, in-flight counts and memory\n'
-                                        'assume it; run it with that executor schedule); -1 for '
-                                        'NULL.',
+                                        'ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it, or '
+                                        'ALPA_SCHEDULE_INTERLEAVED_1F1B where\n'
+                                        'ALPA_PLAN_OPT_INTERLEAVE did (its prediction, in-flight '
+                                        'counts and memory assume it; run it with\n'
+                                        'that executor schedule); -1 for NULL.',
                                  'returns': 'int32_t',
                                  'params': ['const alpa_plan* plan'],
                                  'header': 'alpa.h'},
+ 'alpa_plan_virtual_stages': {'doc': 'Stages per device group: 1, or v >= 2 under '
+                                     'ALPA_SCHEDULE_INTERLEAVED_1F1B (stage s then runs\n'
+                                     'on the devices of stage s % (stages / v): '
+                                     'alpa_plan_stage_devices gives the same list); 0 for\n'
+                                     'NULL.',
+                              'returns': 'int32_t',
+                              'params': ['const alpa_plan* plan'],
+                              'header': 'alpa.h'},
  'alpa_plan_peak_memory_bytes': {'doc': 'The largest per-device memory over the stages; 0 for '
                                         'NULL.',
                                  'returns': 'int64_t',
@@ -1257,9 +1266,11 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                      '0 forward / 1 backward (under ZB-H1 the input gradient '
                                      'alone) / 2 weight gradient (ZB-H1 only),\n'
                                      'out[2*i+1] = microbatch (0..B-1). Returns the number of ints '
-                                     '(2 * tasks: 1F1B 4 * microbatches,\n'
-                                     'each microbatch once forward and later once backward; ZB-H1 '
-                                     '6 * microbatches);\n'
+                                     '(2 * tasks: 1F1B and interleaved\n'
+                                     '1F1B 4 * microbatches, each microbatch once forward and '
+                                     'later once backward; ZB-H1 6 *\n'
+                                     "microbatches; under interleaved 1F1B the stage's own tasks, "
+                                     "in its device group's order);\n"
                                      '-ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be built.',
                               'returns': 'int64_t',
                               'params': ['const alpa_plan* plan',
@@ -1568,9 +1579,10 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                   'cannot expand a brace macro:\n'
                                   'writes the defaults above into the first min(size, '
                                   'sizeof(alpa_manual_plan)) bytes of *spec,\n'
-                                  'with struct_size set to that number and version to 1 (size = '
-                                  'sizeof(alpa_manual_plan)).\n'
-                                  'ALPA_ERR_INVALID_ARGUMENT for a NULL spec or a size below '
+                                  'with struct_size set to that number and version to 2 (1 for a '
+                                  "size below version 2's, whose\n"
+                                  'struct ends at tensor_inside_host). ALPA_ERR_INVALID_ARGUMENT '
+                                  'for a NULL spec or a size below\n'
                                   "version 1's.",
                            'returns': 'int32_t',
                            'params': ['alpa_manual_plan* spec', 'size_t size', 'alpa_error** err'],
@@ -1593,10 +1605,13 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                    'devices"; remat 0, 1 or 2,\n'
                                    'tensor_inside_host 0 or 1, zero_stage 0 to 3, microbatches '
                                    'must divide the batch,\n'
-                                   'pipeline_parallel may not exceed the layers, ...); '
-                                   'ALPA_ERR_INFEASIBLE when a stage does not\n'
-                                   'fit the device memory (the message names the stage and the '
-                                   'bytes it needs);\n'
+                                   'pipeline_parallel (times virtual_stages) may not exceed the '
+                                   'layers, virtual_stages >= 2 needs\n'
+                                   'pipeline_parallel >= 2 and microbatches a multiple of it, '
+                                   '...); ALPA_ERR_INFEASIBLE when a\n'
+                                   'stage (with virtual stages: a device group) does not fit the '
+                                   'device memory (the message names\n'
+                                   'it and the bytes it needs);\n'
                                    'ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy.',
                             'returns': 'int32_t',
                             'params': ['alpa_plan** out',
@@ -1744,10 +1759,10 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
  'alpa_plan_simulate': {'doc': 'Simulates `plan` on the cluster it was planned for (slice moves as '
                                'planned). Errors:\n'
                                'ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than '
-                               'the three above, a plan the\n'
-                               'simulator cannot run: more than 2^20 microbatches). Caller frees '
-                               '*out with\n'
-                               'alpa_simulation_destroy.',
+                               'the four above, a schedule\n'
+                               "that does not fit the plan's virtual stages, a plan the simulator "
+                               'cannot run: more than 2^20\n'
+                               'microbatches). Caller frees *out with alpa_simulation_destroy.',
                         'returns': 'int32_t',
                         'params': ['alpa_simulation** out',
                                    'const alpa_plan* plan',
@@ -1798,8 +1813,10 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                         'executor cannot lower (naming the op),\n'
                                         "the model spec's errors when the whole batch's graph is "
                                         'rebuilt from it (a plan without one\n'
-                                        'is lowered without it: the same instructions). Caller '
-                                        'frees *out with\n'
+                                        'is lowered without it: the same instructions), '
+                                        'ALPA_ERR_UNSUPPORTED for an interleaved plan\n'
+                                        '(its programs run several stages per device; not priced '
+                                        'yet). Caller frees *out with\n'
                                         'alpa_simulation_destroy.',
                                  'returns': 'int32_t',
                                  'params': ['alpa_simulation** out',

@@ -144,6 +144,9 @@ class alpa_manual_plan(Structure):
         ("microbatches", c_int64),
         ("remat", c_int32),
         ("tensor_inside_host", c_int32),
+        # Version 2.
+        ("virtual_stages", c_int32),
+        ("reserved", c_int32),
     ]
 
 
@@ -358,7 +361,7 @@ ERR_PARSE = 10
 ERR_INVALID_GRAPH = 11
 
 FORMAT_AUTO, FORMAT_IOPDDL, FORMAT_ALPA = 0, 1, 2
-SCHEDULE_GPIPE, SCHEDULE_1F1B = 0, 1
+SCHEDULE_GPIPE, SCHEDULE_1F1B, SCHEDULE_ZB_H1, SCHEDULE_INTERLEAVED_1F1B = 0, 1, 2, 3
 LAUNCH_MEGATRON, LAUNCH_DEEPSPEED = 0, 1
 
 

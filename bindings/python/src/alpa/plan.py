@@ -17,6 +17,8 @@ from ._lib import (
     LAUNCH_MEGATRON,
     SCHEDULE_1F1B,
     SCHEDULE_GPIPE,
+    SCHEDULE_INTERLEAVED_1F1B,
+    SCHEDULE_ZB_H1,
     alpa_baseline_point,
     alpa_manual_plan,
     alpa_plan_progress,
@@ -38,7 +40,13 @@ from .errors import InvalidArgumentError, UnsupportedError
 from .graph import Collective, Graph, _collectives
 from .problem import ProgressArg, run_with_options
 
-SCHEDULES = {"1f1b": SCHEDULE_1F1B, "gpipe": SCHEDULE_GPIPE}
+# Pipeline schedules by the names the plan JSON and the CLI use (ALPA_SCHEDULE_*).
+SCHEDULES = {
+    "1f1b": SCHEDULE_1F1B,
+    "gpipe": SCHEDULE_GPIPE,
+    "zb-h1": SCHEDULE_ZB_H1,
+    "interleaved-1f1b": SCHEDULE_INTERLEAVED_1F1B,
+}
 LAUNCH_FRAMEWORKS = {"megatron": LAUNCH_MEGATRON, "deepspeed": LAUNCH_DEEPSPEED}
 
 
@@ -168,6 +176,10 @@ class ManualPlanSpec:
     zero_stage: int = 0  # 0 off, 1 optimizer state sharded, 2 gradients too, 3 weights too
     remat: "bool | str" = False
     tensor_inside_host: bool = True
+    # Stages per device group: 1, or v >= 2 for interleaved 1F1B (pipeline_parallel x v stages,
+    # stage s on the devices of group s % pipeline_parallel; the plan's schedule
+    # "interleaved-1f1b").
+    virtual_stages: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "remat", _remat_value(self.remat))
@@ -311,6 +323,8 @@ class Plan(Owner):
         self._doc = doc
         self.model: str = doc.get("model", "")
         self.num_layers: int = len(doc.get("layers", []))
+        # The schedule the plan is made for (a name of SCHEDULES): its prediction assumes it,
+        # and simulate() / timeline_svg() run it by default.
         self.schedule: str = doc.get("schedule", "1f1b")
         self.cluster_json: dict[str, Any] = doc.get("cluster", {})
         extra = doc.get("stages", [])
@@ -419,6 +433,14 @@ class Plan(Owner):
     def stage_count(self) -> int:
         return len(self.stages)
 
+    @property
+    def virtual_stages(self) -> int:
+        """Stages per device group: 1, or v >= 2 for an "interleaved-1f1b" plan, whose stage s
+        then runs on the devices of stage s % (stage_count // v)."""
+        if self._detached:
+            return int(self._doc.get("virtual_stages", 1))
+        return int(lib.alpa_plan_virtual_stages(self._ptr))
+
     # ---- serialization ----
     @c_doc("alpa_plan_to_json")
     def to_json(self, detail: int = 0) -> str:
@@ -449,13 +471,18 @@ class Plan(Owner):
 
     # ---- simulation ----
     @c_doc("alpa_plan_simulate", "alpa_plan_simulate_json", "alpa_plan_simulate_programs")
-    def simulate(self, schedule: str = "1f1b", programs: bool = False) -> Simulation:
-        """Simulates one training iteration ("1f1b", as the planner assumes, or "gpipe"); with
-        ``programs=True`` from the plan's device programs, every instruction priced by the cost
-        model (``alpa simulate --programs``; a plan made by alpa.plan())."""
-        sched = SCHEDULES.get(schedule.lower())
+    def simulate(self, schedule: "str | None" = None, programs: bool = False) -> Simulation:
+        """Simulates one training iteration under ``schedule``: None (default) the plan's own
+        (``Plan.schedule``, as predicted), or "1f1b", "gpipe", "zb-h1", "interleaved-1f1b" (an
+        interleaved plan simulates under nothing else, a plain one never under it:
+        InvalidArgumentError). With ``programs=True`` from the plan's device programs, every
+        instruction priced by the cost model (``alpa simulate --programs``; a plan made by
+        alpa.plan())."""
+        name = self.schedule if schedule is None else schedule
+        sched = SCHEDULES.get(name.lower())
         if sched is None:
-            raise InvalidArgumentError(f"unknown schedule {schedule!r} (1f1b or gpipe)", 1)
+            raise InvalidArgumentError(
+                f"unknown schedule {name!r} ({', '.join(SCHEDULES)})", 1)
         out = c_void_p()
         if programs:
             call(lib.alpa_plan_simulate_programs, byref(out), self._handle(), sched)
@@ -466,8 +493,9 @@ class Plan(Owner):
             call(lib.alpa_plan_simulate, byref(out), self._ptr, sched)
         return Simulation(out.value)
 
-    def timeline_svg(self, width: int = 0, schedule: str = "1f1b") -> str:
-        """The simulated iteration's timeline as an SVG picture (``alpa plan --svg``)."""
+    def timeline_svg(self, width: int = 0, schedule: "str | None" = None) -> str:
+        """The simulated iteration's timeline as an SVG picture (``alpa plan --svg``); schedule
+        as for ``simulate`` (default: the plan's own)."""
         with self.simulate(schedule) as sim:
             return sim.timeline_svg(width)
 
@@ -500,12 +528,17 @@ class Plan(Owner):
         return _collectives(lib.alpa_plan_stage_collectives, self._handle(), stage)
 
     def stage_schedule(self, stage: int) -> list[tuple[str, int]]:
-        """The stage's 1F1B order: ("forward" | "backward", microbatch) tasks."""
+        """The stage's tasks in the order of the plan's schedule (``Plan.schedule``): ("forward"
+        | "backward" | "weight", microbatch). Under ZB-H1 "backward" is the input gradient alone
+        and "weight" the weight gradient; under interleaved 1F1B the stage's own tasks, in its
+        device group's order."""
         p = self._handle()
         n = check_count(lib.alpa_plan_stage_schedule(p, stage, None, 0))
         buf = (c_int32 * n)()
         check_count(lib.alpa_plan_stage_schedule(p, stage, buf, n))
-        return [("backward" if buf[i] else "forward", buf[i + 1]) for i in range(0, n, 2)]
+        kinds = ("forward", "backward", "weight")
+        return [(kinds[buf[i]] if 0 <= buf[i] < len(kinds) else "backward", buf[i + 1])
+                for i in range(0, n, 2)]
 
     @c_doc("alpa_plan_transfer_moves")
     def transfer_moves(self, transfer: int) -> list[SliceMove]:
@@ -566,7 +599,7 @@ class Plan(Owner):
         n = len(self.stages)
         lines = [
             f"Plan: {n} pipeline stage{'s' if n != 1 else ''}, {pr.microbatches} microbatch"
-            f"{'es' if pr.microbatches != 1 else ''}, {self.schedule.upper()} schedule"
+            f"{'es' if pr.microbatches != 1 else ''}, {self._schedule_text()} schedule"
             + (f"  ({self.model})" if self.model else ""),
             f"{'stage':<6}{'layers':<8}{'submesh':<9}{'mesh':<10}{'devices':<12}{'dp x tp':<9}"
             f"{'zero':<6}{'remat':<6}{'latency/mb':<13}{'sync+update':<13}memory/device",
@@ -594,6 +627,12 @@ class Plan(Owner):
         ]
         return "\n".join(lines)
 
+    def _schedule_text(self) -> str:
+        """The schedule as ``alpa plan`` prints it."""
+        if self.schedule == "interleaved-1f1b":
+            return f"interleaved 1F1B ({self.virtual_stages} stages per device group)"
+        return self.schedule.upper()
+
     def __repr__(self) -> str:
         return (
             f"<alpa.Plan {len(self.stages)} stages, {self.prediction.microbatches} microbatches, "
@@ -607,9 +646,13 @@ _REMAT_COLUMN = {"off": "no", "on": "full", "selective": "sel"}
 
 
 def _spec_from_c(s: Any) -> ManualPlanSpec:
+    """From alpa_manual_plan or alpa_baseline_point (which has no virtual stages: 1)."""
+    virtual_stages = int(getattr(s, "virtual_stages", 1))
+    if s.version < 2:
+        virtual_stages = 1  # a version-1 answer ends before the field
     return ManualPlanSpec(int(s.data_parallel), int(s.tensor_parallel), int(s.pipeline_parallel),
                           int(s.microbatches), int(s.zero_stage), int(s.remat),
-                          bool(s.tensor_inside_host))
+                          bool(s.tensor_inside_host), virtual_stages)
 
 
 def _ranges_text(ids: Sequence[int]) -> str:
@@ -686,9 +729,12 @@ def _plan_options(
     zero3: "str | bool | None" = None,
     zero_bubble: "str | bool | None" = None,
     nic_placement: "str | bool | None" = None,
+    interleave: "str | bool | None" = None,
 ) -> dict[str, Any]:
     if isinstance(zero_bubble, bool):
         zero_bubble = "search" if zero_bubble else "off"
+    if isinstance(interleave, bool):
+        interleave = "search" if interleave else "off"
     if isinstance(nic_placement, bool):
         nic_placement = "search" if nic_placement else "off"
     if isinstance(zero2, bool):
@@ -717,6 +763,7 @@ def _plan_options(
         "zero3": zero3,
         "zero_bubble": zero_bubble,
         "nic_placement": nic_placement,
+        "interleave": interleave,
     }
 
 
@@ -770,6 +817,7 @@ def plan(
     zero3: "str | bool | None" = None,
     zero_bubble: "str | bool | None" = None,
     nic_placement: "str | bool | None" = None,
+    interleave: "str | bool | None" = None,
     progress: ProgressArg = None,
     cancel: "CancelToken | None" = None,
 ) -> Plan:
@@ -798,7 +846,10 @@ def plan(
     it is predicted faster than 1F1B; ``Plan.schedule`` then says "zb-h1") or "off"/False
     (default: 1F1B). ``nic_placement``: "search"/True (default: where the cluster says which GPUs
     sit next to the NICs, its "nic_locality", the stages that talk across hosts move onto them
-    where predicted faster) or "off"/False.
+    where predicted faster) or "off"/False. ``interleave``: "search"/True (interleaved 1F1B,
+    Megatron-LM's virtual pipeline stages: the 1F1B plan's submeshes become device groups that
+    each run ``Plan.virtual_stages`` stages, where every group fits its memory and it is
+    predicted faster; ``Plan.schedule`` then says "interleaved-1f1b") or "off"/False (default).
 
     Raises ``InvalidArgumentError`` (bad spec or option, with the library's message),
     ``InfeasibleError`` (nothing fits the device memory; the message gives the memory that
@@ -807,7 +858,7 @@ def plan(
                             intra_op_time_limit, intra_op_gap, max_microbatches, memory_levels,
                             clustering_delta, pipeline_stages, max_tensor_parallel,
                             tensor_parallel_inside_host, tensor_parallel_across_hosts_margin,
-                            zero2, zero3, zero_bubble, nic_placement)
+                            zero2, zero3, zero_bubble, nic_placement, interleave)
     graph: Optional[Graph] = None
     owned = False
     if isinstance(model, Graph):
@@ -844,7 +895,7 @@ def plan_manual(
 ) -> Plan:
     """Predicts one Megatron-LM style plan (experimental): ``spec`` or its fields
     (data_parallel=2, tensor_parallel=4, pipeline_parallel=2, microbatches=64,
-    remat="selective", ...)."""
+    remat="selective", virtual_stages=2 for interleaved 1F1B, ...)."""
     spec = spec or ManualPlanSpec(**spec_fields)
     c_spec = alpa_manual_plan()
     call(lib.alpa_manual_plan_init, byref(c_spec), ctypes.sizeof(c_spec))
@@ -853,6 +904,7 @@ def plan_manual(
         setattr(c_spec, name, int(getattr(spec, name)))
     c_spec.remat = _RECOMPUTE_KINDS.index(spec.recompute)
     c_spec.tensor_inside_host = int(spec.tensor_inside_host)
+    c_spec.virtual_stages = int(spec.virtual_stages)
     options = _plan_options(None, None, None, threads, device_memory, None, None, None, None,
                             None, None)
     raw = model.encode()

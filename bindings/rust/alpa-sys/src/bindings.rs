@@ -143,6 +143,7 @@ pub const ALPA_PLAN_OPT_ZERO2: i32 = 322;
 pub const ALPA_PLAN_OPT_ZERO3: i32 = 323;
 pub const ALPA_PLAN_OPT_ZERO_BUBBLE: i32 = 324;
 pub const ALPA_PLAN_OPT_NIC_PLACEMENT: i32 = 325;
+pub const ALPA_PLAN_OPT_INTERLEAVE: i32 = 326;
 pub const ALPA_REMAT_SEARCH: i32 = 0;
 pub const ALPA_REMAT_OFF: i32 = 1;
 pub const ALPA_REMAT_ON: i32 = 2;
@@ -151,6 +152,7 @@ pub const ALPA_SLICE_MOVE_MAX_RANK: i32 = 8;
 pub const ALPA_SCHEDULE_GPIPE: i32 = 0;
 pub const ALPA_SCHEDULE_1F1B: i32 = 1;
 pub const ALPA_SCHEDULE_ZB_H1: i32 = 2;
+pub const ALPA_SCHEDULE_INTERLEAVED_1F1B: i32 = 3;
 pub const ALPA_DEVICES_THREADS: i32 = 0;
 pub const ALPA_DEVICES_MPI: i32 = 1;
 pub const ALPA_BACKEND_CPU: i32 = 0;
@@ -1967,10 +1969,17 @@ extern "C" {
     pub fn alpa_plan_microbatches(plan: *const alpa_plan) -> i64;
 }
 extern "C" {
-    #[doc = " The schedule the plan is made for: ALPA_SCHEDULE_1F1B, or ALPA_SCHEDULE_ZB_H1 where"]
-    #[doc = " ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it (its prediction, in-flight counts and memory"]
-    #[doc = " assume it; run it with that executor schedule); -1 for NULL."]
+    #[doc = " The schedule the plan is made for: ALPA_SCHEDULE_1F1B, ALPA_SCHEDULE_ZB_H1 where"]
+    #[doc = " ALPA_PLAN_OPT_ZERO_BUBBLE let the planner choose it, or ALPA_SCHEDULE_INTERLEAVED_1F1B where"]
+    #[doc = " ALPA_PLAN_OPT_INTERLEAVE did (its prediction, in-flight counts and memory assume it; run it with"]
+    #[doc = " that executor schedule); -1 for NULL."]
     pub fn alpa_plan_pipeline_schedule(plan: *const alpa_plan) -> i32;
+}
+extern "C" {
+    #[doc = " Stages per device group: 1, or v >= 2 under ALPA_SCHEDULE_INTERLEAVED_1F1B (stage s then runs"]
+    #[doc = " on the devices of stage s % (stages / v): alpa_plan_stage_devices gives the same list); 0 for"]
+    #[doc = " NULL."]
+    pub fn alpa_plan_virtual_stages(plan: *const alpa_plan) -> i32;
 }
 extern "C" {
     #[doc = " The largest per-device memory over the stages; 0 for NULL."]
@@ -2801,8 +2810,9 @@ extern "C" {
 extern "C" {
     #[doc = " Count-then-fill over a stage's schedule (the plan's: alpa_plan_pipeline_schedule): out[2*i] ="]
     #[doc = " 0 forward / 1 backward (under ZB-H1 the input gradient alone) / 2 weight gradient (ZB-H1 only),"]
-    #[doc = " out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B 4 * microbatches,"]
-    #[doc = " each microbatch once forward and later once backward; ZB-H1 6 * microbatches);"]
+    #[doc = " out[2*i+1] = microbatch (0..B-1). Returns the number of ints (2 * tasks: 1F1B and interleaved"]
+    #[doc = " 1F1B 4 * microbatches, each microbatch once forward and later once backward; ZB-H1 6 *"]
+    #[doc = " microbatches; under interleaved 1F1B the stage's own tasks, in its device group's order);"]
     #[doc = " -ALPA_ERR_OUT_OF_MEMORY when the schedule cannot be built."]
     pub fn alpa_plan_stage_schedule(
         plan: *const alpa_plan,
@@ -2862,7 +2872,8 @@ pub struct alpa_executor_config {
     pub struct_size: usize,
     #[doc = "< 2 (1: ends at atol; the later fields then take their defaults)"]
     pub version: i32,
-    #[doc = "< ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE or ALPA_SCHEDULE_ZB_H1"]
+    #[doc = " ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_ZB_H1, or"]
+    #[doc = " ALPA_SCHEDULE_INTERLEAVED_1F1B (only, and required, for a plan with virtual stages)"]
     pub schedule: i32,
     #[doc = "< synthetic parameters and data; default 0"]
     pub seed: u64,

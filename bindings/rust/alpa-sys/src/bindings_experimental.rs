@@ -121,15 +121,17 @@ extern "C" {
         err: *mut *mut alpa_error,
     ) -> i32;
 }
-#[doc = " One manual configuration (version 1). As input the caller sets struct_size to"]
-#[doc = " sizeof(alpa_manual_plan) and version to 1 (ALPA_MANUAL_PLAN_INIT does both and sets the"]
-#[doc = " defaults); the library reads the first min(struct_size, its own size) bytes. As output"]
-#[doc = " (alpa_plan_manual_spec) struct_size is the bytes the library wrote."]
+#[doc = " One manual configuration (version 2; version 1 ends at tensor_inside_host). As input the"]
+#[doc = " caller sets struct_size to sizeof(alpa_manual_plan) and version to 2 (ALPA_MANUAL_PLAN_INIT"]
+#[doc = " does both and sets the defaults); the library reads the first min(struct_size, its own size)"]
+#[doc = " bytes, and a version-1 caller's fields of version 2 take their defaults. As output"]
+#[doc = " (alpa_plan_manual_spec) struct_size is the bytes the library wrote, and version the last"]
+#[doc = " version they hold."]
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone)]
 pub struct alpa_manual_plan {
     pub struct_size: usize,
-    #[doc = "< 1"]
+    #[doc = "< 2 (1: ends at tensor_inside_host)"]
     pub version: i32,
     #[doc = " 0: off; 1: optimizer state (and with it the update) sharded over the data-parallel"]
     #[doc = " devices; 2: as 1, and the gradients it reduce-scatters are reduce-scattered every microbatch"]
@@ -158,12 +160,20 @@ pub struct alpa_manual_plan {
     #[doc = " 1 (default): tensor parallelism on mesh dim 1, inside a host (tensor_parallel must divide"]
     #[doc = " the devices per host); 0: data parallelism there, tensor parallelism across hosts."]
     pub tensor_inside_host: i32,
+    #[doc = " Stages per device group (Megatron-LM's virtual pipeline stages): 1 (default), or v >= 2:"]
+    #[doc = " the layers cut into pipeline_parallel x v stages, stage s on the devices of group s %"]
+    #[doc = " pipeline_parallel, run under ALPA_SCHEDULE_INTERLEAVED_1F1B (the plan's schedule;"]
+    #[doc = " alpa_plan_virtual_stages). v >= 2 needs pipeline_parallel >= 2, microbatches a multiple of"]
+    #[doc = " pipeline_parallel and pipeline_parallel x v stages at most the layers."]
+    pub virtual_stages: i32,
+    #[doc = "< 0"]
+    pub reserved: i32,
 }
 #[test]
 fn bindgen_test_layout_alpa_manual_plan() {
     assert_eq!(
         ::std::mem::size_of::<alpa_manual_plan>(),
-        56usize,
+        64usize,
         concat!("Size of: ", stringify!(alpa_manual_plan))
     );
     assert_eq!(
@@ -324,12 +334,47 @@ fn bindgen_test_layout_alpa_manual_plan() {
         );
     }
     test_field_tensor_inside_host();
+    fn test_field_virtual_stages() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_manual_plan>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).virtual_stages) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_manual_plan),
+                "::",
+                stringify!(virtual_stages)
+            )
+        );
+    }
+    test_field_virtual_stages();
+    fn test_field_reserved() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<alpa_manual_plan>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved) as usize - ptr as usize
+            },
+            60usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(alpa_manual_plan),
+                "::",
+                stringify!(reserved)
+            )
+        );
+    }
+    test_field_reserved();
 }
 extern "C" {
     #[doc = " The function twin of ALPA_MANUAL_PLAN_INIT, for bindings that cannot expand a brace macro:"]
     #[doc = " writes the defaults above into the first min(size, sizeof(alpa_manual_plan)) bytes of *spec,"]
-    #[doc = " with struct_size set to that number and version to 1 (size = sizeof(alpa_manual_plan))."]
-    #[doc = " ALPA_ERR_INVALID_ARGUMENT for a NULL spec or a size below version 1's."]
+    #[doc = " with struct_size set to that number and version to 2 (1 for a size below version 2's, whose"]
+    #[doc = " struct ends at tensor_inside_host). ALPA_ERR_INVALID_ARGUMENT for a NULL spec or a size below"]
+    #[doc = " version 1's."]
     pub fn alpa_manual_plan_init(
         spec: *mut alpa_manual_plan,
         size: usize,
@@ -346,8 +391,10 @@ extern "C" {
     #[doc = " the message naming the field (\"manual plan: data_parallel x tensor_parallel x"]
     #[doc = " pipeline_parallel = 2 x 2 x 2 must equal the cluster's 4 devices\"; remat 0, 1 or 2,"]
     #[doc = " tensor_inside_host 0 or 1, zero_stage 0 to 3, microbatches must divide the batch,"]
-    #[doc = " pipeline_parallel may not exceed the layers, ...); ALPA_ERR_INFEASIBLE when a stage does not"]
-    #[doc = " fit the device memory (the message names the stage and the bytes it needs);"]
+    #[doc = " pipeline_parallel (times virtual_stages) may not exceed the layers, virtual_stages >= 2 needs"]
+    #[doc = " pipeline_parallel >= 2 and microbatches a multiple of it, ...); ALPA_ERR_INFEASIBLE when a"]
+    #[doc = " stage (with virtual stages: a device group) does not fit the device memory (the message names"]
+    #[doc = " it and the bytes it needs);"]
     #[doc = " ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy."]
     pub fn alpa_model_plan_manual(
         out: *mut *mut alpa_plan,
@@ -711,9 +758,9 @@ pub struct alpa_simulation {
 }
 extern "C" {
     #[doc = " Simulates `plan` on the cluster it was planned for (slice moves as planned). Errors:"]
-    #[doc = " ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the three above, a plan the"]
-    #[doc = " simulator cannot run: more than 2^20 microbatches). Caller frees *out with"]
-    #[doc = " alpa_simulation_destroy."]
+    #[doc = " ALPA_ERR_INVALID_ARGUMENT (NULL out / plan, a schedule other than the four above, a schedule"]
+    #[doc = " that does not fit the plan's virtual stages, a plan the simulator cannot run: more than 2^20"]
+    #[doc = " microbatches). Caller frees *out with alpa_simulation_destroy."]
     pub fn alpa_plan_simulate(
         out: *mut *mut alpa_simulation,
         plan: *const alpa_plan,
@@ -750,7 +797,8 @@ extern "C" {
     #[doc = " priced parts (compute, collective, transfer, bookkeeping) beside the plan's. Errors: those of"]
     #[doc = " alpa_plan_simulate, ALPA_ERR_UNSUPPORTED for a plan the executor cannot lower (naming the op),"]
     #[doc = " the model spec's errors when the whole batch's graph is rebuilt from it (a plan without one"]
-    #[doc = " is lowered without it: the same instructions). Caller frees *out with"]
+    #[doc = " is lowered without it: the same instructions), ALPA_ERR_UNSUPPORTED for an interleaved plan"]
+    #[doc = " (its programs run several stages per device; not priced yet). Caller frees *out with"]
     #[doc = " alpa_simulation_destroy."]
     pub fn alpa_plan_simulate_programs(
         out: *mut *mut alpa_simulation,

@@ -42,8 +42,9 @@ fn experimental_manual_plan_init() {
         );
         assert_eq!(st, ALPA_OK);
         assert_eq!(spec.struct_size, std::mem::size_of::<alpa_manual_plan>());
-        assert_eq!(spec.version, 1);
+        assert_eq!(spec.version, 2);
         assert_eq!(spec.data_parallel, 1);
         assert_eq!(spec.tensor_inside_host, 1);
+        assert_eq!(spec.virtual_stages, 1);
     }
 }

@@ -205,6 +205,10 @@ pub struct ManualPlan {
     pub remat: Remat,
     /// Tensor parallelism inside a host (mesh dim 1).
     pub tensor_inside_host: bool,
+    /// Stages per device group: 1 (the default), or v >= 2 for interleaved 1F1B
+    /// (`pipeline_parallel` x v stages, stage s on the devices of group s % `pipeline_parallel`;
+    /// the plan's schedule is then `Schedule::InterleavedOneForwardOneBackward`).
+    pub virtual_stages: i32,
 }
 
 impl Default for ManualPlan {
@@ -229,6 +233,8 @@ impl ManualPlan {
             microbatches: r.microbatches,
             remat: Remat::from_kind(r.remat),
             tensor_inside_host: r.tensor_inside_host != 0,
+            // A version-1 answer ends before the field.
+            virtual_stages: if r.version >= 2 { r.virtual_stages } else { 1 },
         }
     }
     fn to_raw(self) -> Result<sys::alpa_manual_plan> {
@@ -245,7 +251,7 @@ impl ManualPlan {
         };
         Ok(sys::alpa_manual_plan {
             struct_size: std::mem::size_of::<sys::alpa_manual_plan>(),
-            version: 1,
+            version: 2,
             zero_stage: self.zero_stage,
             data_parallel: self.data_parallel,
             tensor_parallel: self.tensor_parallel,
@@ -253,6 +259,8 @@ impl ManualPlan {
             microbatches: self.microbatches,
             remat,
             tensor_inside_host: i32::from(self.tensor_inside_host),
+            virtual_stages: self.virtual_stages,
+            reserved: 0,
         })
     }
 }
@@ -346,16 +354,24 @@ impl Plan {
         // SAFETY: getter.
         unsafe { sys::alpa_plan_microbatches(self.ptr) }
     }
-    /// The pipeline schedule the plan is made for: "1f1b", or "zb-h1" where the zero_bubble
-    /// option let the planner choose the zero-bubble schedule.
+    /// The name of the pipeline schedule the plan is made for: "1f1b", "zb-h1" where the
+    /// zero_bubble option let the planner choose the zero-bubble schedule, or "interleaved-1f1b"
+    /// where the interleave option let it choose interleaved 1F1B.
     pub fn schedule(&self) -> &'static str {
+        self.pipeline_schedule().name()
+    }
+    /// The pipeline schedule the plan is made for: its prediction, in-flight counts and memory
+    /// assume it, and `simulate(None)` runs it.
+    pub fn pipeline_schedule(&self) -> Schedule {
         // SAFETY: getter.
         let v = unsafe { sys::alpa_plan_pipeline_schedule(self.ptr) };
-        if v == sys::ALPA_SCHEDULE_ZB_H1 {
-            "zb-h1"
-        } else {
-            "1f1b"
-        }
+        Schedule::from_raw(v).unwrap_or(Schedule::OneForwardOneBackward)
+    }
+    /// Stages per device group: 1, or v >= 2 for an interleaved 1F1B plan, whose stage s then
+    /// runs on the devices of stage s % (stage_count / v).
+    pub fn virtual_stages(&self) -> i32 {
+        // SAFETY: getter.
+        unsafe { sys::alpa_plan_virtual_stages(self.ptr) }
     }
     /// The largest per-device memory over the stages.
     pub fn peak_memory_bytes(&self) -> i64 {
@@ -454,26 +470,36 @@ impl Plan {
         Ok(ManualPlan::from_raw(&raw))
     }
 
-    /// Simulates one iteration event by event (experimental).
-    pub fn simulate(&self, schedule: Schedule) -> Result<Simulation> {
+    /// Simulates one iteration event by event (experimental) under `schedule`: a `Schedule`, or
+    /// `None` for the plan's own (`pipeline_schedule`; an interleaved plan simulates under
+    /// nothing else, `Error::InvalidArgument` says so).
+    pub fn simulate(&self, schedule: impl Into<Option<Schedule>>) -> Result<Simulation> {
+        let raw = self.schedule_or_planned(schedule.into());
         let mut out = ptr::null_mut();
         // SAFETY: live handle, only read.
-        check(|err| unsafe { sys::alpa_plan_simulate(&mut out, self.ptr, schedule.raw(), err) })?;
+        check(|err| unsafe { sys::alpa_plan_simulate(&mut out, self.ptr, raw, err) })?;
         Ok(Simulation::from_raw(out))
     }
 
     /// Simulates one iteration on the plan's device programs (`alpa simulate --programs`): the
     /// plan lowered as the executor lowers it, every instruction priced by the cost model.
-    pub fn simulate_programs(&self, schedule: Schedule) -> Result<Simulation> {
+    /// `schedule` as for `simulate`.
+    pub fn simulate_programs(&self, schedule: impl Into<Option<Schedule>>) -> Result<Simulation> {
+        let raw = self.schedule_or_planned(schedule.into());
         let mut out = ptr::null_mut();
         // SAFETY: live handle, only read.
-        check(|err| unsafe { sys::alpa_plan_simulate_programs(&mut out, self.ptr, schedule.raw(), err) })?;
+        check(|err| unsafe { sys::alpa_plan_simulate_programs(&mut out, self.ptr, raw, err) })?;
         Ok(Simulation::from_raw(out))
     }
 
-    /// The timeline of the simulated 1F1B iteration as SVG, `width` pixels wide (0: 1600).
+    /// The timeline of the iteration simulated under the plan's own schedule as SVG, `width`
+    /// pixels wide (0: 1600).
     pub fn timeline_svg(&self, width: i32) -> Result<String> {
-        self.simulate(Schedule::OneForwardOneBackward)?.timeline_svg(width)
+        self.simulate(None)?.timeline_svg(width)
+    }
+
+    fn schedule_or_planned(&self, schedule: Option<Schedule>) -> i32 {
+        schedule.unwrap_or_else(|| self.pipeline_schedule()).raw()
     }
 }
 
@@ -592,7 +618,9 @@ impl<'a> Stage<'a> {
             sys::alpa_plan_stage_collectives(self.plan.ptr, self.index as i32, out, cap, size)
         })
     }
-    /// Its 1F1B schedule: (backward?, microbatch) per task.
+    /// Its tasks in the order of the plan's schedule (`Plan::pipeline_schedule`): (backward?,
+    /// microbatch) per task, backward under ZB-H1 being the input or the weight gradient; under
+    /// interleaved 1F1B the stage's own tasks, in its device group's order.
     pub fn schedule(&self) -> Result<Vec<(bool, i32)>> {
         // SAFETY: count-then-fill.
         let flat = fill("alpa_plan_stage_schedule", |out, cap| unsafe {

@@ -5,7 +5,8 @@ use alpa_sys as sys;
 use std::os::raw::c_char;
 use std::ptr;
 
-/// Pipeline schedules.
+/// Pipeline schedules (`ALPA_SCHEDULE_*`). `Plan::simulate` and `Plan::simulate_programs` take
+/// one or `None` (the plan's own, `Plan::pipeline_schedule`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Schedule {
     /// Every forward, then every backward.
@@ -15,6 +16,10 @@ pub enum Schedule {
     /// Zero-bubble ZB-H1: each backward split into the input gradient and the weight gradient,
     /// stage s keeping its s latest weight gradients for the drain.
     ZeroBubbleH1,
+    /// Interleaved 1F1B (Megatron-LM's virtual pipeline stages): each device group runs
+    /// `Plan::virtual_stages` stages, the bubble shrinking by that factor. Only for a plan made
+    /// for it (the "interleave" plan option), and such a plan runs only under it.
+    InterleavedOneForwardOneBackward,
 }
 
 impl Schedule {
@@ -23,7 +28,36 @@ impl Schedule {
             Schedule::GPipe => sys::ALPA_SCHEDULE_GPIPE,
             Schedule::OneForwardOneBackward => sys::ALPA_SCHEDULE_1F1B,
             Schedule::ZeroBubbleH1 => sys::ALPA_SCHEDULE_ZB_H1,
+            Schedule::InterleavedOneForwardOneBackward => sys::ALPA_SCHEDULE_INTERLEAVED_1F1B,
         }
+    }
+
+    /// The schedule of an `ALPA_SCHEDULE_*` value; `None` for any other.
+    pub(crate) fn from_raw(raw: i32) -> Option<Schedule> {
+        [
+            Schedule::GPipe,
+            Schedule::OneForwardOneBackward,
+            Schedule::ZeroBubbleH1,
+            Schedule::InterleavedOneForwardOneBackward,
+        ]
+        .into_iter()
+        .find(|s| s.raw() == raw)
+    }
+
+    /// The name the plan JSON and the CLI use: "gpipe", "1f1b", "zb-h1", "interleaved-1f1b".
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::GPipe => "gpipe",
+            Schedule::OneForwardOneBackward => "1f1b",
+            Schedule::ZeroBubbleH1 => "zb-h1",
+            Schedule::InterleavedOneForwardOneBackward => "interleaved-1f1b",
+        }
+    }
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -70,7 +104,9 @@ impl Simulation {
         Simulation { ptr }
     }
 
-    /// Simulates a plan JSON (`Plan::to_json`, `alpa plan --json` / `-o`).
+    /// Simulates a plan JSON (`Plan::to_json`, `alpa plan --json` / `-o`) under `schedule` (the
+    /// JSON's "schedule" is not read: pass the plan's, `Plan::pipeline_schedule`, to simulate it
+    /// as planned).
     pub fn from_plan_json(json: &[u8], schedule: Schedule) -> Result<Simulation> {
         let mut out = ptr::null_mut();
         // SAFETY: json[size].

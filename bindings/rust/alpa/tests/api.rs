@@ -393,6 +393,63 @@ fn zero_bubble_schedule_where_asked() {
 }
 
 #[test]
+fn interleaved_schedule_where_asked_runs_on_its_groups_and_simulates_as_planned() {
+    // Four one-device groups and four microbatches: interleaving shrinks 1F1B's bubble; off (the
+    // default), one stage per group.
+    let cluster = Cluster::from_spec("p3.16xlarge:hosts=1,devices_per_host=4").unwrap();
+    let model = "gpt:layers=8,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5";
+    let plan_with = |interleave: &str| {
+        let mut options = PlanOptions::new().unwrap();
+        options.microbatches(4).unwrap().threads(2).unwrap();
+        options.set("pipeline_stages", "4").unwrap();
+        options.set("interleave", interleave).unwrap();
+        Plan::model(model, &cluster, Some(&options)).unwrap()
+    };
+    let off = plan_with("off");
+    assert_eq!((off.schedule(), off.virtual_stages(), off.stage_count()), ("1f1b", 1, 4));
+    let plan = plan_with("search");
+    assert_eq!(plan.schedule(), "interleaved-1f1b");
+    assert_eq!(plan.pipeline_schedule(), Schedule::InterleavedOneForwardOneBackward);
+    let v = plan.virtual_stages();
+    assert!(v >= 2, "{} virtual stages", v);
+    assert_eq!(plan.stage_count(), 4 * v as usize);
+    let stages: Vec<_> = plan.stages().collect();
+    for (s, stage) in stages.iter().enumerate() {
+        assert_eq!(stage.devices(), stages[s % 4].devices(), "stage {}", s);
+    }
+
+    // By default the simulation runs the plan's own schedule, and agrees with its prediction.
+    let sim = plan.simulate(None).unwrap();
+    let predicted = plan.iteration_seconds();
+    assert_eq!(sim.stages().len(), plan.stage_count());
+    assert!(
+        (sim.iteration_seconds() - predicted).abs() <= 0.05 * predicted,
+        "simulated {} s, predicted {} s",
+        sim.iteration_seconds(),
+        predicted
+    );
+    let explicit = plan.simulate(Schedule::InterleavedOneForwardOneBackward).unwrap();
+    let json = plan.to_json(1).unwrap();
+    let from_json = Simulation::from_plan_json(json.as_bytes(), plan.pipeline_schedule()).unwrap();
+    for other in [&explicit, &from_json] {
+        assert!((other.iteration_seconds() - sim.iteration_seconds()).abs() <= 1e-9 * sim.iteration_seconds());
+    }
+    assert!(plan.timeline_svg(800).unwrap().contains("<svg"));
+    // An interleaved plan under plain 1F1B, and a plain plan under interleaving, are refused.
+    let e = plan.simulate(Schedule::OneForwardOneBackward).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = off.simulate(Schedule::InterleavedOneForwardOneBackward).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+
+    // A manual plan states its virtual stages, and reads them back.
+    let manual = ManualPlan { pipeline_parallel: 4, microbatches: 4, virtual_stages: 2, ..ManualPlan::default() };
+    assert_eq!(ManualPlan::default().virtual_stages, 1);
+    let stated = Plan::manual(model, &cluster, &manual, None).unwrap();
+    assert_eq!((stated.schedule(), stated.virtual_stages(), stated.stage_count()), ("interleaved-1f1b", 2, 8));
+    assert_eq!(stated.manual_spec().unwrap(), manual);
+}
+
+#[test]
 fn manual_plan_with_selective_recomputation_reports_it_per_stage() {
     let cluster = Cluster::from_spec("p3.16xlarge:hosts=1,devices_per_host=2").unwrap();
     assert_eq!(ManualPlan::default().remat, Remat::Off);

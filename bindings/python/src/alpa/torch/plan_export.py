@@ -129,7 +129,14 @@ def pipeline_split(plan: Plan, graph: "Graph | None" = None) -> list[list[str]]:
 def schedule_csv(plan: Plan) -> str:
     """The plan's 1F1B order in torch.distributed.pipelining's compute-only CSV
     (``PipelineScheduleMulti._load_csv``): one row per pipeline rank (stage s on rank s), one
-    action per cell, ``{stage}F{microbatch}`` or ``{stage}B{microbatch}`` (full backward)."""
+    action per cell, ``{stage}F{microbatch}`` or ``{stage}B{microbatch}`` (full backward).
+    UnsupportedError for a plan made for another schedule ("zb-h1" splits the backward,
+    "interleaved-1f1b" puts several stages on a rank, in an order the per-stage lists do not
+    give)."""
+    if plan.schedule != "1f1b":
+        raise UnsupportedError(
+            f"schedule_csv: the plan's schedule is {plan.schedule!r}; only 1F1B plans are "
+            "written (plan with zero_bubble and interleave off)", 6)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     for stage in range(plan.stage_count):
