@@ -193,8 +193,8 @@ int RunBaseline(const BaselineArgs& args) {
     return ReportError(err, "--zero-bubble");
   }
   if (!args.interleave.empty() &&
-      alpa_plan_options_set_by_name(handles.options, "interleave", args.interleave.c_str(),
-                                    &err) != ALPA_OK) {
+      alpa_plan_options_set_by_name(handles.options, "interleave", args.interleave.c_str(), &err) !=
+          ALPA_OK) {
     return ReportError(err, "--interleave");
   }
   if (!manual) {
