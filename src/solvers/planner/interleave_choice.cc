@@ -2,6 +2,8 @@
 #include "solvers/planner/interleave_choice.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -67,42 +69,76 @@ std::vector<int32_t> BalancedCuts(const std::vector<std::vector<double>>& cost, 
   return cuts;
 }
 
-// The fastest candidate of `options` whose bytes with `in_flight` microbatches are at most
-// `limit` (0: no limit); -1 when none.
-int32_t Fastest(const StageCostTable& table, const std::vector<int32_t>& options, int64_t in_flight,
-                int64_t limit) {
+// A candidate's seconds per iteration of `microbatches`: B t + o (its share of the pipeline's
+// time when the bubble is small).
+double IterationShare(const StageCandidate& c, int64_t microbatches) {
+  return c.latency * static_cast<double>(microbatches) + c.iteration_overhead;
+}
+
+// The fastest candidate of `options` (least IterationShare); -1 when there is none.
+int32_t Fastest(const StageCostTable& table, const std::vector<int32_t>& options,
+                int64_t microbatches) {
   int32_t pick = -1;
   for (int32_t k : options) {
-    const size_t ki = static_cast<size_t>(k);
-    if (limit > 0 && table.candidate_memory[ki].With(in_flight) > limit) continue;
-    if (pick < 0 ||
-        table.candidates[ki].latency < table.candidates[static_cast<size_t>(pick)].latency)
+    if (pick < 0 || IterationShare(table.candidates[static_cast<size_t>(k)], microbatches) <
+                        IterationShare(table.candidates[static_cast<size_t>(pick)], microbatches))
       pick = k;
   }
   return pick;
 }
 
-int32_t Smallest(const StageCostTable& table, const std::vector<int32_t>& options,
-                 int64_t in_flight) {
-  int32_t pick = -1;
-  for (int32_t k : options) {
-    if (pick < 0 || table.candidate_memory[static_cast<size_t>(k)].With(in_flight) <
-                        table.candidate_memory[static_cast<size_t>(pick)].With(in_flight))
-      pick = k;
-  }
-  return pick;
-}
+// One choice of candidates for the stages of a device group so far: their bytes and seconds.
+struct GroupChoice {
+  int64_t bytes = 0;
+  double seconds = 0;
+  std::vector<int32_t> picks;
+};
 
-// Whether group `g`'s stages of `picks` fit `device_memory` (0: no limit).
-bool GroupFits(const StageCostTable& table, const std::vector<int32_t>& picks,
-               const std::vector<int64_t>& in_flight, int32_t groups, int32_t g,
-               int64_t device_memory) {
-  if (device_memory <= 0) return true;
-  Int128 sum{0};
-  for (size_t s = static_cast<size_t>(g); s < picks.size(); s += static_cast<size_t>(groups)) {
-    sum += Int128{table.candidate_memory[static_cast<size_t>(picks[s])].With(in_flight[s])};
+// The most choices a group's frontier keeps per stage (beyond it every k-th is kept; the answer
+// is then a good one rather than the best).
+constexpr size_t kMaxFrontier = 256;
+
+// The candidates of a group's stages (`options`, one list per stage, `in_flight` microbatches
+// each) with the least summed IterationShare whose summed bytes fit `device_memory` (0 or less:
+// no limit): a Pareto frontier of (bytes, seconds) over the stages. Empty when none fits.
+std::vector<int32_t> FastestFitting(const StageCostTable& table,
+                                    const std::vector<const std::vector<int32_t>*>& options,
+                                    const std::vector<int64_t>& in_flight, int64_t microbatches,
+                                    int64_t device_memory) {
+  const int64_t limit = device_memory > 0 ? device_memory : std::numeric_limits<int64_t>::max();
+  std::vector<GroupChoice> frontier = {GroupChoice{}};
+  for (size_t s = 0; s < options.size(); ++s) {
+    std::vector<GroupChoice> next;
+    for (const GroupChoice& c : frontier) {
+      for (int32_t k : *options[s]) {
+        const size_t ki = static_cast<size_t>(k);
+        const Int128 bytes =
+            Int128{c.bytes} + Int128{table.candidate_memory[ki].With(in_flight[s])};
+        if (bytes > Int128{limit}) continue;
+        GroupChoice n{static_cast<int64_t>(bytes),
+                      c.seconds + IterationShare(table.candidates[ki], microbatches), c.picks};
+        n.picks.push_back(k);
+        next.push_back(std::move(n));
+      }
+    }
+    // The choices no other beats in both bytes and seconds, fewest bytes first.
+    std::sort(next.begin(), next.end(), [](const GroupChoice& a, const GroupChoice& b) {
+      return a.bytes != b.bytes ? a.bytes < b.bytes : a.seconds < b.seconds;
+    });
+    frontier.clear();
+    for (GroupChoice& c : next) {
+      if (frontier.empty() || c.seconds < frontier.back().seconds) frontier.push_back(std::move(c));
+    }
+    if (frontier.empty()) return {};
+    if (frontier.size() > kMaxFrontier) {
+      std::vector<GroupChoice> thinned;
+      const size_t step = (frontier.size() + kMaxFrontier - 1) / kMaxFrontier;
+      for (size_t i = 0; i < frontier.size(); i += step) thinned.push_back(std::move(frontier[i]));
+      if ((frontier.size() - 1) % step != 0) thinned.push_back(std::move(frontier.back()));
+      frontier = std::move(thinned);
+    }
   }
-  return sum <= Int128{device_memory};
+  return frontier.back().picks;  // the fastest of those that fit
 }
 
 // One layout for v, or none (an empty candidate list): per device group its submesh's
@@ -110,7 +146,7 @@ bool GroupFits(const StageCostTable& table, const std::vector<int32_t>& picks,
 std::vector<int32_t> Layout(const StageCostTable& table,
                             const std::vector<RangeCandidates>& by_range,
                             const std::vector<std::vector<double>>& group_cost, int32_t v,
-                            int64_t microbatches, int64_t device_memory) {
+                            int64_t microbatches, const std::vector<int64_t>& group_memory) {
   const int32_t groups = static_cast<int32_t>(by_range.size());
   const int32_t stages = groups * v;
   const std::vector<int32_t> cuts = BalancedCuts(group_cost, stages);
@@ -126,17 +162,19 @@ std::vector<int32_t> Layout(const StageCostTable& table,
                                              microbatches, v));
   }
   std::vector<int32_t> picks(static_cast<size_t>(stages));
-  for (int32_t s = 0; s < stages; ++s) {
-    picks[static_cast<size_t>(s)] = Fastest(table, *options[static_cast<size_t>(s)], 0, 0);
-  }
   for (int32_t g = 0; g < groups; ++g) {
-    if (GroupFits(table, picks, in_flight, groups, g, device_memory)) continue;
+    std::vector<const std::vector<int32_t>*> group_options;
+    std::vector<int64_t> group_in_flight;
     for (int32_t s = g; s < stages; s += groups) {
-      const size_t si = static_cast<size_t>(s);
-      picks[si] = Fastest(table, *options[si], in_flight[si], device_memory / v);
-      if (picks[si] < 0) picks[si] = Smallest(table, *options[si], in_flight[si]);
+      group_options.push_back(options[static_cast<size_t>(s)]);
+      group_in_flight.push_back(in_flight[static_cast<size_t>(s)]);
     }
-    if (!GroupFits(table, picks, in_flight, groups, g, device_memory)) return {};
+    const std::vector<int32_t> chosen = FastestFitting(
+        table, group_options, group_in_flight, microbatches, group_memory[static_cast<size_t>(g)]);
+    if (chosen.empty()) return {};
+    for (int32_t s = g, i = 0; s < stages; s += groups, ++i) {
+      picks[static_cast<size_t>(s)] = chosen[static_cast<size_t>(i)];
+    }
   }
   return picks;
 }
@@ -146,31 +184,56 @@ std::vector<int32_t> Layout(const StageCostTable& table,
 std::vector<InterleavedLayout> InterleavedLayouts(const StageCostTable& table,
                                                   const std::vector<int32_t>& chosen,
                                                   int32_t num_layers, int64_t microbatches,
-                                                  int64_t device_memory,
+                                                  const std::vector<int64_t>& group_memory,
                                                   int32_t max_virtual_stages) {
-  std::vector<InterleavedLayout> layouts;
-  const int32_t groups = static_cast<int32_t>(chosen.size());
-  if (groups < 2 || num_layers < 1 || microbatches % groups != 0) return layouts;
-  std::vector<RangeCandidates> by_range;
-  std::vector<std::vector<double>> group_cost;
+  std::vector<GroupMesh> groups;
   for (int32_t k : chosen) {
     const StageCandidate& c = table.candidates[static_cast<size_t>(k)];
-    by_range.push_back(CandidatesOn(table, c.submesh, c.pool));
+    groups.push_back({c.submesh, c.pool});
+  }
+  return GroupLayouts(table, groups, num_layers, microbatches, group_memory, max_virtual_stages);
+}
+
+std::vector<InterleavedLayout> GroupLayouts(const StageCostTable& table,
+                                            const std::vector<GroupMesh>& groups,
+                                            int32_t num_layers, int64_t microbatches,
+                                            const std::vector<int64_t>& group_memory,
+                                            int32_t max_virtual_stages) {
+  std::vector<InterleavedLayout> layouts;
+  const int32_t count = static_cast<int32_t>(groups.size());
+  if (count < 2 || num_layers < 1 || microbatches % count != 0 ||
+      group_memory.size() != groups.size()) {
+    return layouts;
+  }
+  std::vector<RangeCandidates> by_range;
+  std::vector<std::vector<double>> group_cost;
+  for (const GroupMesh& g : groups) {
+    by_range.push_back(CandidatesOn(table, g.submesh, g.pool));
     std::vector<double> cost(static_cast<size_t>(num_layers), 0);
     for (int32_t l = 0; l < num_layers; ++l) {
       const auto it = by_range.back().find({l, l});
       if (it == by_range.back().end()) return layouts;
       cost[static_cast<size_t>(l)] =
-          table.candidates[static_cast<size_t>(Fastest(table, it->second, 0, 0))].latency;
+          table.candidates[static_cast<size_t>(Fastest(table, it->second, microbatches))].latency;
     }
     group_cost.push_back(std::move(cost));
   }
-  for (int32_t v = 2; v <= max_virtual_stages && groups * v <= num_layers; ++v) {
-    std::vector<int32_t> picks =
-        Layout(table, by_range, group_cost, v, microbatches, device_memory);
+  for (int32_t v = 2; v <= max_virtual_stages && count * v <= num_layers; ++v) {
+    std::vector<int32_t> picks = Layout(table, by_range, group_cost, v, microbatches, group_memory);
     if (!picks.empty()) layouts.push_back({v, std::move(picks)});
   }
   return layouts;
+}
+
+std::vector<std::vector<GroupMesh>> UniformGroupings(const StageCostTable& table, int64_t devices) {
+  std::vector<std::vector<GroupMesh>> groupings;
+  for (size_t m = 0; m < table.submeshes.size(); ++m) {
+    const int64_t size = table.submeshes[m].num_devices();
+    if (size < 1 || devices % size != 0 || devices / size < 2) continue;
+    groupings.emplace_back(static_cast<size_t>(devices / size),
+                           GroupMesh{static_cast<int32_t>(m), 0});
+  }
+  return groupings;
 }
 
 }  // namespace alpa

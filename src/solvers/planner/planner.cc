@@ -320,27 +320,13 @@ Result<std::optional<PipelinePlan>> PlanFromCandidates(
   return std::optional<PipelinePlan>(std::move(plan));
 }
 
-// The DP's answer `dp` as a plan (PlanFromCandidates with a stage per submesh).
-Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
-                                const Cluster& cluster, const PlannerOptions& options,
-                                const StageDpResult& dp, int64_t microbatches) {
-  Result<std::optional<PipelinePlan>> plan =
-      PlanFromCandidates(graph, stage_costs, cluster, options, dp.stages, microbatches, 1);
-  if (!plan.ok()) return plan.status();
-  return std::move(*plan.value());
-}
-
-// Where the options allow interleaved 1F1B: the interleaved layouts of `dp`'s stages
-// (interleave_choice.h) as plans, the fastest of them when its prediction beats `chosen`'s.
-Status ChooseInterleaving(const Graph& graph, const StageCostTable& stage_costs,
-                          const Cluster& cluster, const PlannerOptions& options,
-                          const StageDpResult& dp, int64_t microbatches, int32_t num_layers,
-                          PipelinePlan& chosen) {
-  if (!options.search_interleaving || dp.stages.size() < 2) return Status::Ok();
-  const int64_t device_memory = options.device_memory_bytes.value_or(
-      DevicesCluster(cluster, chosen.stages.front().devices).device.memory_bytes);
-  for (const InterleavedLayout& layout : InterleavedLayouts(
-           stage_costs, dp.stages, num_layers, microbatches, device_memory, kMaxVirtualStages)) {
+// The fastest of `layouts` as plans (PlanFromCandidates) replaces `chosen` where its prediction
+// is faster.
+Status TakeFasterLayout(const Graph& graph, const StageCostTable& stage_costs,
+                        const Cluster& cluster, const PlannerOptions& options,
+                        const std::vector<InterleavedLayout>& layouts, int64_t microbatches,
+                        PipelinePlan& chosen) {
+  for (const InterleavedLayout& layout : layouts) {
     Result<std::optional<PipelinePlan>> plan =
         PlanFromCandidates(graph, stage_costs, cluster, options, layout.candidates, microbatches,
                            layout.virtual_stages);
@@ -350,6 +336,65 @@ Status ChooseInterleaving(const Graph& graph, const StageCostTable& stage_costs,
     }
   }
   return Status::Ok();
+}
+
+// Where the options allow interleaved 1F1B: the interleaved layouts of `dp`'s stages
+// (interleave_choice.h) as plans, the fastest of them when its prediction beats `chosen`'s.
+Status ChooseInterleaving(const Graph& graph, const StageCostTable& stage_costs,
+                          const Cluster& cluster, const PlannerOptions& options,
+                          const StageDpResult& dp, int64_t microbatches, int32_t num_layers,
+                          PipelinePlan& chosen) {
+  if (!options.search_interleaving || dp.stages.size() < 2) return Status::Ok();
+  // Each group against its devices' memory (its pool's on a mixed cluster).
+  std::vector<int64_t> group_memory;
+  for (const PlannedStage& st : chosen.stages) {
+    group_memory.push_back(options.device_memory_bytes.value_or(
+        DevicesCluster(cluster, st.devices).device.memory_bytes));
+  }
+  return TakeFasterLayout(graph, stage_costs, cluster, options,
+                          InterleavedLayouts(stage_costs, dp.stages, num_layers, microbatches,
+                                             group_memory, kMaxVirtualStages),
+                          microbatches, chosen);
+}
+
+// Where the options allow interleaved 1F1B on a one-type cluster: Megatron-LM's layouts, P equal
+// device groups of one submesh each (UniformGroupings; P the pinned stage count when there is
+// one), which the stage DP's answers need not contain (their stages balance 1F1B, and the
+// ranking leaves out stage counts whose stages are slower than the best plan's period).
+Status ChooseUniformInterleaving(const Graph& graph, const StageCostTable& stage_costs,
+                                 const Cluster& cluster, const PlannerOptions& options,
+                                 int64_t microbatches, int32_t num_layers, PipelinePlan& chosen) {
+  if (!options.search_interleaving || cluster.mixed()) return Status::Ok();
+  const int64_t memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+  for (const std::vector<GroupMesh>& groups :
+       UniformGroupings(stage_costs, cluster.num_devices())) {
+    if (options.pipeline_stages > 0 &&
+        static_cast<int64_t>(groups.size()) != options.pipeline_stages) {
+      continue;
+    }
+    ALPA_RETURN_IF_ERROR(TakeFasterLayout(
+        graph, stage_costs, cluster, options,
+        GroupLayouts(stage_costs, groups, num_layers, microbatches,
+                     std::vector<int64_t>(groups.size(), memory), kMaxVirtualStages),
+        microbatches, chosen));
+  }
+  return Status::Ok();
+}
+
+// The DP's answer `dp` as a plan (PlanFromCandidates with a stage per submesh), or its fastest
+// interleaved layout where the options search them and one is predicted faster
+// (ChooseInterleaving): every stage count the ranking tries is tried interleaved too.
+Result<PipelinePlan> PlanFromDp(const Graph& graph, const StageCostTable& stage_costs,
+                                const Cluster& cluster, const PlannerOptions& options,
+                                const StageDpResult& dp, int64_t microbatches) {
+  Result<std::optional<PipelinePlan>> plan =
+      PlanFromCandidates(graph, stage_costs, cluster, options, dp.stages, microbatches, 1);
+  if (!plan.ok()) return plan.status();
+  PipelinePlan chosen = std::move(*plan.value());
+  const int32_t num_layers = static_cast<int32_t>(stage_costs.group_first_piece.size()) - 1;
+  ALPA_RETURN_IF_ERROR(ChooseInterleaving(graph, stage_costs, cluster, options, dp, microbatches,
+                                          num_layers, chosen));
+  return chosen;
 }
 
 // The DP's answer `dp` on `input`, and its best answers with every other stage count, ranked by
@@ -367,7 +412,6 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
   Result<PipelinePlan> first = PlanFromDp(graph, stage_costs, cluster, options, dp, microbatches);
   if (!first.ok()) return first.status();
   PipelinePlan chosen = std::move(first).value();
-  StageDpResult chosen_dp = dp;  // the answer `chosen` is made of
   const int32_t threads = ResolveThreadCount(options.threads);
   // Keeps, in order, each feasible alternative's plan whose prediction beats the chosen one's,
   // until the deadline: the plans are made on the options' threads (none starts after the
@@ -390,10 +434,7 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
         time_limit_reached = true;
         break;
       }
-      if (plans[k]->iteration_seconds < chosen.iteration_seconds) {
-        chosen = std::move(*plans[k]);
-        chosen_dp = alternatives[k];
-      }
+      if (plans[k]->iteration_seconds < chosen.iteration_seconds) chosen = std::move(*plans[k]);
     }
     return Status::Ok();
   };
@@ -425,10 +466,6 @@ Result<PipelinePlan> BestDpAnswer(const Graph& graph, const StageCostTable& stag
   for (size_t k = static_cast<size_t>(dp_stages); k < alternatives.size(); ++k)
     ordered.push_back(std::move(alternatives[k]));
   ALPA_RETURN_IF_ERROR(consider(ordered));
-  if (!call.DeadlinePassed()) {
-    ALPA_RETURN_IF_ERROR(ChooseInterleaving(graph, stage_costs, cluster, options, chosen_dp,
-                                            microbatches, input.num_layers, chosen));
-  }
   return chosen;
 }
 
@@ -535,7 +572,12 @@ Result<std::optional<PipelinePlan>> PlanFromDpInput(
       }
     }
   }
-  return std::optional<PipelinePlan>(std::move(chosen).value());
+  PipelinePlan best = std::move(chosen).value();
+  if (!call.DeadlinePassed()) {
+    ALPA_RETURN_IF_ERROR(ChooseUniformInterleaving(graph, stage_costs, cluster, options,
+                                                   microbatches, input.num_layers, best));
+  }
+  return std::optional<PipelinePlan>(std::move(best));
 }
 
 // On a mixed cluster, the best plan over the pool orders (PlannerPoolOrders), ranked by the

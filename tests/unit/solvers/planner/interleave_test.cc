@@ -9,6 +9,8 @@
 #include "models/planner_model.h"
 #include "solvers/pipeline/pipeline_estimate.h"
 #include "solvers/pipeline/pipeline_schedule.h"
+#include "solvers/planner/baseline_search.h"
+#include "solvers/planner/manual_plan.h"
 #include "solvers/planner/plan_json.h"
 #include "solvers/planner/plan_json_read.h"
 #include "solvers/planner/plan_transfers.h"
@@ -104,6 +106,35 @@ TEST(Interleave, PlannerLeavesItWhereItCannotApply) {
     EXPECT_EQ(on.value().schedule, PipelineScheduleKind::kOneFOneB) << stages;
     EXPECT_EQ(on.value().iteration_seconds, off.value().iteration_seconds) << stages;
   }
+}
+
+// Megatron-style groups of one submesh are tried too (the stage DP's 1F1B answers need not
+// contain them): with both searching interleaving, the planner is at least as fast as the best
+// grid point, and with the grid's own degrees (4 groups of one device, B 4) it finds an
+// interleaved plan at least as fast as the grid's interleaved manual plan.
+TEST(Interleave, PlannerIsAtLeastAsFastAsTheInterleavedGrid) {
+  PlannerOptions options;
+  options.threads = 2;
+  options.microbatches = 4;
+  options.search_interleaving = true;
+  Result<BaselineSearchResult> grid = SearchMegatronBaseline(Model(), testing::P3(1, 4), options);
+  ASSERT_TRUE(grid.ok()) << grid.status().message();
+  Result<PipelinePlan> planned = PlanPipeline(Model(), testing::P3(1, 4), options);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  EXPECT_LE(planned.value().iteration_seconds, grid.value().best.iteration_seconds * (1 + 1e-9));
+
+  ManualPlanSpec spec;
+  spec.pipeline_parallel = 4;
+  spec.microbatches = 4;
+  spec.virtual_stages = 2;
+  Result<PipelinePlan> manual = EvaluateManualPlan(Model(), testing::P3(1, 4), spec, options);
+  ASSERT_TRUE(manual.ok()) << manual.status().message();
+  ASSERT_EQ(manual.value().schedule, PipelineScheduleKind::kInterleavedOneFOneB);
+  options.pipeline_stages = 4;
+  Result<PipelinePlan> pinned = PlanPipeline(Model(), testing::P3(1, 4), options);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().message();
+  EXPECT_EQ(pinned.value().schedule, PipelineScheduleKind::kInterleavedOneFOneB);
+  EXPECT_LE(pinned.value().iteration_seconds, manual.value().iteration_seconds * (1 + 1e-9));
 }
 
 TEST(Interleave, PlanJsonCarriesTheGroups) {
