@@ -426,12 +426,16 @@ Status Simulator::CheckFinished() const {
 // The iteration's length, the closed form, and per group its idle time and peak memory, which
 // each of its stages reports.
 void Simulator::Summarize() {
-  double max_latency = 0;
-  for (const PipelineSimStage& spec : in_.stages) {
+  // Per device group its stages' forward and backward together (one stage per group unless
+  // interleaved).
+  std::vector<double> group_latency(static_cast<size_t>(num_groups_), 0.0);
+  for (size_t s = 0; s < in_.stages.size(); ++s) {
+    const PipelineSimStage& spec = in_.stages[s];
     const double latency = spec.forward_seconds + spec.backward_seconds;
-    max_latency = std::max(max_latency, latency);
+    group_latency[s % group_latency.size()] += latency;
     result_.closed_form_seconds += latency + spec.gradient_sync_seconds + spec.update_seconds;
   }
+  const double max_latency = *std::max_element(group_latency.begin(), group_latency.end());
   result_.closed_form_seconds += static_cast<double>(in_.microbatches - 1) * max_latency;
   for (const GroupState& group : groups_) {
     result_.iteration_seconds = std::max(result_.iteration_seconds, group.stats.finish_seconds);

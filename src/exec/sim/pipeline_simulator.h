@@ -205,10 +205,10 @@ struct SimStageStats {
 struct PipelineSimResult {
   double iteration_seconds = 0;
   // The planner's closed form for the same input: sum_i (f_i + b_i + sync_i + update_i) +
-  // (B - 1) * max_j (f_j + b_j) over the stages, whatever the schedule (the stage DP's
-  // objective; ZB-H1 runs below it when weight gradients fill the bubble; under interleaved
-  // 1F1B it is what the stages would take on devices of their own, below the simulation).
-  // Transfers are not part of it.
+  // (B - 1) * max_g (f_g + b_g) over the stages i and the device groups g (a group's f + b: its
+  // stages' together; a group per stage unless interleaved), whatever the schedule (the stage
+  // DP's objective, with each group's stages as one stage; ZB-H1 and interleaved 1F1B run
+  // below it where they shrink the bubble). Transfers are not part of it.
   double closed_form_seconds = 0;
   std::vector<SimStageStats> stages;
   // Per device group its stages' forward / backward / weight-gradient / sync / update (each

@@ -153,6 +153,10 @@ TEST(InterleavedSimulation, TwoGroupsOfTwoStagesByHand) {
   const PipelineSimResult plain = Simulate(Interleaved(2, 1, 4, 2, 4));
   EXPECT_EQ(plain.iteration_seconds, 30);
   EXPECT_LT(r.iteration_seconds, plain.iteration_seconds);
+  // The closed form takes each group's stages as one stage: 1F1B's 30 s, which interleaving
+  // beats.
+  EXPECT_EQ(r.closed_form_seconds, 30);
+  EXPECT_EQ(plain.closed_form_seconds, 30);
 }
 
 TEST(InterleavedSimulation, OneMicrobatchRoundRunsEveryForwardFirst) {
