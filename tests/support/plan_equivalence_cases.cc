@@ -23,6 +23,9 @@ const char* kGpt = "gpt:layers=2,hidden=16,heads=2,seq=8,vocab=16,batch=8,dtype=
 const char* kGptZero3 =
     "gpt:layers=4,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5";
 const char* kGpt4 = "gpt:layers=4,hidden=16,heads=4,seq=8,vocab=32,batch=8,dtype=f32,adam_eps=1e-5";
+// Eight layers wide enough that the planner interleaves them over four one-device groups.
+const char* kGpt8 =
+    "gpt:layers=8,hidden=128,heads=4,seq=8,vocab=64,batch=8,dtype=f32,adam_eps=1e-5";
 // Activations wide enough across two hosts that the receiving stage takes 1/k per replica and
 // all-gathers the rest (a local all-gather, cross_mesh.h).
 const char* kGptWide =
@@ -222,6 +225,10 @@ std::vector<EquivalenceCase> EquivalenceCases() {
   cases.push_back(Interleaved(kGpt4, 4, 2, 1, 2, 2, 4, 1, kNo));      // data parallel, ZeRO
   cases.push_back(Interleaved(kBertL4, 2, 1, 1, 2, 2, 4, 0, kFull));  // remat
   cases.push_back(Interleaved(kLlama4, 4, 1, 2, 2, 2, 2, 0, kSel));   // GQA, selective
+  // The planner's interleaving (search_interleaving): 4 device groups of one device.
+  EquivalenceCase interleaved = Planned(kGpt8, 1, 4, 4, RematMode::kOff, K::kInterleavedOneFOneB);
+  interleaved.pipeline_stages = 4;
+  cases.push_back(interleaved);
   return cases;
 }
 
@@ -239,7 +246,12 @@ Result<PlannedCase> PlanEquivalenceCase(const EquivalenceCase& c) {
     if (c.device_memory_bytes > 0) options.device_memory_bytes = c.device_memory_bytes;
     options.pipeline_stages = c.pipeline_stages;
     options.max_tensor_parallel = c.max_tensor_parallel;
+    options.search_interleaving = c.schedule == PipelineScheduleKind::kInterleavedOneFOneB;
     plan = PlanPipeline(model.value(), cluster.value(), options);
+    if (plan.ok() && plan.value().schedule != c.schedule &&
+        c.schedule == PipelineScheduleKind::kInterleavedOneFOneB) {
+      return Status(StatusCode::kInternal, c.name + ": the planner did not interleave the plan");
+    }
   } else {
     plan = EvaluateManualPlan(model.value(), cluster.value(), c.manual, options);
   }
