@@ -547,8 +547,7 @@ Status CudaRunner::RunCollective(Communicator& comm, const Instruction& in, Step
       in.kind == InstructionKind::kAllReduce || in.kind == InstructionKind::kReduceScatter;
   const DType round_to = reduces && in.round ? out_buffer.dtype : out.value()->storage;
   ALPA_RETURN_IF_ERROR(Upload(host_out.data, round_to, *out.value()));
-  report.moves.push_back(
-      {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin, in.stage});
+  report.moves.push_back(MoveOf(in));
   return Status::Ok();
 }
 
@@ -587,8 +586,7 @@ Status CudaRunner::RunSend(Communicator& comm, const Instruction& in, StepReport
     ALPA_RETURN_IF_ERROR(s);
   }
   ALPA_RETURN_IF_ERROR(comm.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
-  report.moves.push_back(
-      {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin, in.stage});
+  report.moves.push_back(MoveOf(in));
   return Status::Ok();
 }
 
@@ -615,8 +613,7 @@ Status CudaRunner::RunRecv(Communicator& comm, const Instruction& in, StepReport
     ReleaseTemp(temp.value());  // stream-ordered after the copy
     ALPA_RETURN_IF_ERROR(s);
   }
-  report.moves.push_back(
-      {in.kind, {in.peer}, in.bytes, in.microbatch, in.tensor, in.collective, in.origin, in.stage});
+  report.moves.push_back(MoveOf(in));
   return Status::Ok();
 }
 

@@ -143,14 +143,7 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
       ExtractBox(src.data.data(), src.shape, in.offsets, in.sizes, box.data());
       ALPA_RETURN_IF_ERROR(
           comm.Send(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
-      report.moves.push_back({in.kind,
-                              {in.peer},
-                              in.bytes,
-                              in.microbatch,
-                              in.tensor,
-                              in.collective,
-                              in.origin,
-                              in.stage});
+      report.moves.push_back(MoveOf(in));
       return Status::Ok();
     }
     case InstructionKind::kRecv: {
@@ -162,14 +155,7 @@ Status DeviceRuntime::Execute(Communicator& comm, const Instruction& in,
       ALPA_RETURN_IF_ERROR(
           comm.Recv(in.peer, in.tag, box.data(), static_cast<int64_t>(box.size())));
       InsertBox(box.data(), in.offsets, in.sizes, dst.data.data(), dst.shape);
-      report.moves.push_back({in.kind,
-                              {in.peer},
-                              in.bytes,
-                              in.microbatch,
-                              in.tensor,
-                              in.collective,
-                              in.origin,
-                              in.stage});
+      report.moves.push_back(MoveOf(in));
       return Status::Ok();
     }
     case InstructionKind::kFeed: {
@@ -229,8 +215,7 @@ Status DeviceRuntime::RunCollective(Communicator& comm, const Instruction& in, S
   const bool reduces =
       in.kind == InstructionKind::kAllReduce || in.kind == InstructionKind::kReduceScatter;
   if (reduces && in.round) Round(out);
-  report.moves.push_back(
-      {in.kind, in.group, in.bytes, in.microbatch, in.tensor, in.collective, in.origin, in.stage});
+  report.moves.push_back(MoveOf(in));
   return Status::Ok();
 }
 

@@ -25,6 +25,17 @@ struct ExecutedMove {
   int32_t stage = -1;  // the plan's stage of the instruction (Instruction::stage)
 };
 
+// What running `in` (a collective, a send or a receive) moved: its group, or for a send or a
+// receive its peer.
+inline ExecutedMove MoveOf(const Instruction& in) {
+  const bool point_to_point =
+      in.kind == InstructionKind::kSend || in.kind == InstructionKind::kRecv;
+  return {in.kind,   point_to_point ? std::vector<int32_t>{in.peer} : in.group,
+          in.bytes,  in.microbatch,
+          in.tensor, in.collective,
+          in.origin, in.stage};
+}
+
 struct StepReport {
   std::vector<std::pair<int64_t, double>> losses;  // (microbatch, loss) reported here
   int64_t peak_bytes = 0;                          // live bytes at the step's peak
