@@ -32,10 +32,12 @@ RangeCandidates CandidatesOn(const StageCostTable& table, int32_t submesh, int32
 // Chunk boundaries: `chunks` contiguous ranges of the layer groups whose largest cost is least,
 // chunk c costing the sum of cost[c % cost.size()] over its groups (the costs of its device
 // group's submesh). Returns each chunk's first group, plus the layer count at the end.
-std::vector<int32_t> BalancedCuts(const std::vector<std::vector<double>>& cost, int32_t chunks) {
-  const int32_t n = static_cast<int32_t>(cost.front().size());
+std::vector<int32_t> BalancedCuts(const std::vector<const std::vector<double>*>& cost,
+                                  int32_t chunks) {
+  const int32_t n = static_cast<int32_t>(cost.front()->size());
   std::vector<std::vector<double>> prefix;
-  for (const std::vector<double>& c : cost) {
+  for (const std::vector<double>* group : cost) {
+    const std::vector<double>& c = *group;
     std::vector<double> p(static_cast<size_t>(n) + 1, 0);
     for (int32_t l = 0; l < n; ++l) {
       p[static_cast<size_t>(l) + 1] = p[static_cast<size_t>(l)] + c[static_cast<size_t>(l)];
@@ -144,8 +146,8 @@ std::vector<int32_t> FastestFitting(const StageCostTable& table,
 // One layout for v, or none (an empty candidate list): per device group its submesh's
 // candidates by range and its cost per layer group.
 std::vector<int32_t> Layout(const StageCostTable& table,
-                            const std::vector<RangeCandidates>& by_range,
-                            const std::vector<std::vector<double>>& group_cost, int32_t v,
+                            const std::vector<const RangeCandidates*>& by_range,
+                            const std::vector<const std::vector<double>*>& group_cost, int32_t v,
                             int64_t microbatches, const std::vector<int64_t>& group_memory) {
   const int32_t groups = static_cast<int32_t>(by_range.size());
   const int32_t stages = groups * v;
@@ -153,7 +155,7 @@ std::vector<int32_t> Layout(const StageCostTable& table,
   std::vector<const std::vector<int32_t>*> options;
   std::vector<int64_t> in_flight;
   for (int32_t s = 0; s < stages; ++s) {
-    const RangeCandidates& ranges = by_range[static_cast<size_t>(s % groups)];
+    const RangeCandidates& ranges = *by_range[static_cast<size_t>(s % groups)];
     const auto it =
         ranges.find({cuts[static_cast<size_t>(s)], cuts[static_cast<size_t>(s) + 1] - 1});
     if (it == ranges.end()) return {};
@@ -205,18 +207,27 @@ std::vector<InterleavedLayout> GroupLayouts(const StageCostTable& table,
       group_memory.size() != groups.size()) {
     return layouts;
   }
-  std::vector<RangeCandidates> by_range;
-  std::vector<std::vector<double>> group_cost;
+  if (2 * count > num_layers) return layouts;  // no room for two chunks per group
+  // Per distinct (submesh, pool): its candidates by range and its cost per layer group.
+  std::map<std::pair<int32_t, int32_t>, std::pair<RangeCandidates, std::vector<double>>> meshes;
+  std::vector<const RangeCandidates*> by_range;
+  std::vector<const std::vector<double>*> group_cost;
   for (const GroupMesh& g : groups) {
-    by_range.push_back(CandidatesOn(table, g.submesh, g.pool));
-    std::vector<double> cost(static_cast<size_t>(num_layers), 0);
-    for (int32_t l = 0; l < num_layers; ++l) {
-      const auto it = by_range.back().find({l, l});
-      if (it == by_range.back().end()) return layouts;
-      cost[static_cast<size_t>(l)] =
-          table.candidates[static_cast<size_t>(Fastest(table, it->second, microbatches))].latency;
+    auto [it, added] = meshes.try_emplace({g.submesh, g.pool});
+    auto& [ranges, cost] = it->second;
+    if (added) {
+      ranges = CandidatesOn(table, g.submesh, g.pool);
+      cost.assign(static_cast<size_t>(num_layers), 0);
+      for (int32_t l = 0; l < num_layers; ++l) {
+        const auto single = ranges.find({l, l});
+        if (single == ranges.end()) return layouts;
+        cost[static_cast<size_t>(l)] =
+            table.candidates[static_cast<size_t>(Fastest(table, single->second, microbatches))]
+                .latency;
+      }
     }
-    group_cost.push_back(std::move(cost));
+    by_range.push_back(&ranges);
+    group_cost.push_back(&cost);
   }
   for (int32_t v = 2; v <= max_virtual_stages && count * v <= num_layers; ++v) {
     std::vector<int32_t> picks = Layout(table, by_range, group_cost, v, microbatches, group_memory);
