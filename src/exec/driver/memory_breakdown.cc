@@ -106,11 +106,6 @@ void Classify(const DeviceProgram& program, const Graph& graph, const std::vecto
   m.activation_microbatches = static_cast<int64_t>(microbatches.size());
 }
 
-int64_t Saturate(const Int128& v) {
-  return v > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                 : static_cast<int64_t>(v);
-}
-
 std::string KiB(int64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f", static_cast<double>(bytes) / 1024.0);
@@ -207,8 +202,8 @@ std::vector<char> FreeOpsOfPlan(const PipelinePlan& plan) {
 
 int64_t PlannedMemory::total() const {
   const Int128 held = persistent.persistent();
-  return Saturate(std::max(held + Int128{in_flight} * activation + working, held + update) +
-                  Int128{weight_gradients_pending} * activation);
+  return ClampToInt64(std::max(held + Int128{in_flight} * activation + working, held + update) +
+                      Int128{weight_gradients_pending} * activation);
 }
 
 Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage,
@@ -231,10 +226,10 @@ Result<PlannedMemory> PlannedStageMemory(const PipelinePlan& plan, int32_t stage
   const int32_t stages = static_cast<int32_t>(plan.stages.size());
   // The plan's figure holds its own schedule's pending weight gradients (PlannedMemory).
   const int64_t stated =
-      Saturate(Int128{model.value().With(st.in_flight)} +
-               Int128{WeightGradientsPending(plan.schedule, stages, stage, plan.microbatches,
-                                             plan.virtual_stages)} *
-                   model.value().activation);
+      ClampToInt64(Int128{model.value().With(st.in_flight)} +
+                   Int128{WeightGradientsPending(plan.schedule, stages, stage, plan.microbatches,
+                                                 plan.virtual_stages)} *
+                       model.value().activation);
   if (stated != st.memory_bytes) {
     return InvalidArgument("stage " + std::to_string(stage) + ": its pieces give " +
                            std::to_string(stated) + " bytes, the plan " +
@@ -273,7 +268,7 @@ Result<std::vector<PlannedMemory>> PlannedDeviceMemory(const PipelinePlan& plan,
 int64_t PlannedTotal(const std::vector<PlannedMemory>& stages) {
   Int128 sum = 0;
   for (const PlannedMemory& p : stages) sum += p.total();
-  return Saturate(sum);
+  return ClampToInt64(sum);
 }
 
 std::string MemoryBreakdownHeader() {

@@ -1524,7 +1524,7 @@ Result<int64_t> PlannedMemoryUnder(const PipelinePlan& plan, int32_t stage,
     }
   }
   bytes += pending;
-  return bytes > kMax ? kMax : static_cast<int64_t>(bytes);
+  return ClampToInt64(bytes);
 }
 
 // The planned memory of a device running `stages`: the sum of theirs.
@@ -1536,8 +1536,7 @@ Result<int64_t> PlannedDeviceMemory(const PipelinePlan& plan, const std::vector<
     if (!bytes.ok()) return bytes.status();
     sum += bytes.value();
   }
-  const Int128 most = std::numeric_limits<int64_t>::max();
-  return sum > most ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(sum);
+  return ClampToInt64(sum);
 }
 
 // Inserts kFree after the last instruction touching each non-persistent buffer.

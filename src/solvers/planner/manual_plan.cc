@@ -22,7 +22,6 @@
 #include "core/ir/recompute.h"
 #include "core/util/number_text.h"
 #include "core/util/parallel.h"
-#include "core/util/wide_int.h"
 #include "solvers/pipeline/layer_clustering.h"
 #include "solvers/pipeline/pipeline_estimate.h"
 #include "solvers/pipeline/pipeline_schedule.h"
@@ -653,15 +652,9 @@ struct ManualPlanEvaluator::Impl {
   // over the stages of its device group (which peak at different times: a bound from above).
   static std::vector<int64_t> DeviceBytes(const std::vector<int64_t>& stage_bytes,
                                           const ManualPlanSpec& spec) {
-    const size_t groups = stage_bytes.size() / static_cast<size_t>(spec.virtual_stages);
-    std::vector<Int128> sum(groups, 0);
-    for (size_t s = 0; s < stage_bytes.size(); ++s) sum[s % groups] += stage_bytes[s];
+    const std::vector<int64_t> group = GroupSums(stage_bytes, spec.virtual_stages);
     std::vector<int64_t> bytes;
-    const Int128 most = std::numeric_limits<int64_t>::max();
-    for (size_t s = 0; s < stage_bytes.size(); ++s) {
-      const Int128 b = sum[s % groups];
-      bytes.push_back(b > most ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(b));
-    }
+    for (size_t s = 0; s < stage_bytes.size(); ++s) bytes.push_back(group[s % group.size()]);
     return bytes;
   }
 

@@ -10,34 +10,30 @@
 
 namespace alpa {
 
-namespace {
-
-int64_t Saturated(Int128 bytes) {
-  return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                     : static_cast<int64_t>(bytes);
-}
-
-}  // namespace
-
 int64_t ScheduledStageMemory(const StageMemory& memory, PipelineScheduleKind kind, int32_t stages,
                              int32_t stage, int64_t microbatches, int32_t virtual_stages) {
-  return Saturated(
+  return ClampToInt64(
       Int128{memory.With(MicrobatchesInFlight(kind, stages, stage, microbatches, virtual_stages))} +
       Int128{WeightGradientsPending(kind, stages, stage, microbatches, virtual_stages)} *
           memory.activation);
 }
 
-std::vector<int64_t> GroupMemoryBytes(const PipelinePlan& plan) {
-  const int32_t stages = static_cast<int32_t>(plan.stages.size());
-  const int32_t groups = std::max(1, PipelineGroups(stages, plan.virtual_stages));
+std::vector<int64_t> GroupSums(const std::vector<int64_t>& stage_bytes, int32_t virtual_stages) {
+  const int32_t stages = static_cast<int32_t>(stage_bytes.size());
+  const int32_t groups = std::max(1, PipelineGroups(stages, virtual_stages));
   std::vector<Int128> sums(static_cast<size_t>(std::min(groups, stages)), Int128{0});
-  for (int32_t s = 0; s < stages; ++s) {
-    sums[static_cast<size_t>(s % groups)] +=
-        Int128{plan.stages[static_cast<size_t>(s)].memory_bytes};
+  for (size_t s = 0; s < stage_bytes.size(); ++s) {
+    sums[s % sums.size()] += Int128{stage_bytes[s]};
   }
   std::vector<int64_t> bytes;
-  for (const Int128& b : sums) bytes.push_back(Saturated(b));
+  for (const Int128& b : sums) bytes.push_back(ClampToInt64(b));
   return bytes;
+}
+
+std::vector<int64_t> GroupMemoryBytes(const PipelinePlan& plan) {
+  std::vector<int64_t> stage_bytes;
+  for (const PlannedStage& st : plan.stages) stage_bytes.push_back(st.memory_bytes);
+  return GroupSums(stage_bytes, plan.virtual_stages);
 }
 
 int64_t PlanPeakMemory(const PipelinePlan& plan) {

@@ -22,6 +22,8 @@ int64_t ScheduledStageMemory(const StageMemory& memory, PipelineScheduleKind kin
 // model counts its own working memory at its own peak in flight, so the sum bounds the group's
 // peak from above). Saturates at INT64_MAX.
 std::vector<int64_t> GroupMemoryBytes(const PipelinePlan& plan);
+// The same from per-stage bytes (pipeline order) with `virtual_stages` stages per group.
+std::vector<int64_t> GroupSums(const std::vector<int64_t>& stage_bytes, int32_t virtual_stages);
 // The largest of those: what PipelinePlan::peak_memory_bytes holds.
 int64_t PlanPeakMemory(const PipelinePlan& plan);
 

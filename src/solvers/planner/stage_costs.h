@@ -83,8 +83,7 @@ struct StageMemory {
   int64_t With(int64_t in_flight) const {
     const Int128 forward_backward = Int128{persistent} + Int128{in_flight} * activation + working;
     const Int128 bytes = std::max(forward_backward, Int128{persistent} + update);
-    return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                       : static_cast<int64_t>(bytes);
+    return ClampToInt64(bytes);
   }
 };
 

@@ -44,12 +44,6 @@ Status MemoryInfeasible(int64_t time, Int128 need, int64_t limit) {
                     Int128ToString(need) + " > limit " + std::to_string(limit));
 }
 
-int64_t ClampToInt64(Int128 value) {
-  if (value > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
-  if (value < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(value);
-}
-
 // An original node's usage over the work strategies of its work node.
 struct NodeUsage {
   int64_t min = 0;
