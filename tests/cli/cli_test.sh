@@ -361,7 +361,7 @@ assert all(s["shard_gradients"] for s in two["stages"]) and not any(s["shard_gra
 print("zero2 ok")' "$one" "$two"
 }
 expect baseline_zero2_memory 0 '^zero2 ok$' -- zero_compare
-# The planner's ZeRO-2 option: on the Alpa suite's gpt-6.7b (16 V100s) its first stage holds its
+# The planner's ZeRO-2 option: on the Alpa suite's moe-27b (32 V100s) its stages hold their
 # gradients as shards and the plan is predicted faster than without the option; on a model that
 # fits with room to spare no stage takes it and the plan is the same.
 zero2_plan() {
@@ -380,7 +380,7 @@ else:
     assert on["iteration_seconds"] == off["iteration_seconds"]
     print("zero2 off")' "$off" "$on"
 }
-expect plan_zero2_wins 0 '^zero2 wins' -- zero2_plan gpt-6.7b p3.16xlarge:2
+expect plan_zero2_wins 0 '^zero2 wins' -- zero2_plan moe-27b p3.16xlarge:4
 expect plan_zero2_stays_off 0 '^zero2 off$' -- zero2_plan "$bgpt" p3.16xlarge:hosts=1,devices_per_host=4
 expect plan_zero2_bad 1 'error: --zero2: plan option "zero2"' -- "$alpa" plan --model "$bgpt" --zero2 maybe
 expect baseline_missing_pp 1 'error: --pp: a manual plan needs all of --dp, --tp and --pp' -- "$alpa" baseline "${bl[@]}" --dp 2 --tp 2 -B 2

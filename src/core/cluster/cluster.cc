@@ -6,6 +6,8 @@
 #include <sstream>
 #include <utility>
 
+#include "core/cluster/nvlink_graph.h"
+
 namespace alpa {
 namespace {
 
@@ -103,6 +105,8 @@ Status ValidateOneType(const Cluster& cluster, const std::string& where) {
   }
   ALPA_RETURN_IF_ERROR(
       ValidateNicLocality(cluster.nic_locality, cluster.devices_per_host, where + ".nic_locality"));
+  ALPA_RETURN_IF_ERROR(
+      ValidateNvlinkGraph(cluster.nvlink, cluster.devices_per_host, where + ".nvlink"));
   return ValidateCalibration(cluster.calibration, where + ".calibration");
 }
 
@@ -149,6 +153,7 @@ Cluster MergedView(const std::vector<Cluster>& pools, const std::string& name) {
   // The first pool's fields (it has no pools or nic_locality), then each pool merged in.
   Cluster merged = pools[0];
   merged.hosts = 0;
+  merged.nvlink = NvlinkGraph();  // each pool prices its own hosts' NVLinks
   const auto merge_link = [](LinkSpec* merged_link, const LinkSpec& pool_link) {
     merged_link->bandwidth = std::min(merged_link->bandwidth, pool_link.bandwidth);
     merged_link->latency = std::max(merged_link->latency, pool_link.latency);
@@ -176,6 +181,7 @@ const char* FirstDifferentMergedField(const Cluster& cluster, const Cluster& der
   if (!(cluster.inter_host_link == derived.inter_host_link)) return "inter_host_link";
   if (cluster.nics_per_host != derived.nics_per_host) return "nics_per_host";
   if (!(cluster.nic_locality == derived.nic_locality)) return "nic_locality";
+  if (!(cluster.nvlink == derived.nvlink)) return "nvlink";
   if (!(cluster.calibration == derived.calibration)) return "calibration";
   return nullptr;
 }
@@ -204,7 +210,8 @@ bool operator==(const Cluster& a, const Cluster& b) {
   return a.name == b.name && a.hosts == b.hosts && a.devices_per_host == b.devices_per_host &&
          a.device == b.device && a.intra_host_link == b.intra_host_link &&
          a.inter_host_link == b.inter_host_link && a.nics_per_host == b.nics_per_host &&
-         a.nic_locality == b.nic_locality && a.calibration == b.calibration && a.pools == b.pools;
+         a.nic_locality == b.nic_locality && a.nvlink == b.nvlink &&
+         a.calibration == b.calibration && a.pools == b.pools;
 }
 
 Result<Cluster> MakeMixedCluster(std::vector<Cluster> pools, std::string name) {

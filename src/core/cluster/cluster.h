@@ -85,6 +85,37 @@ struct NicLocality {
   }
 };
 
+// The NVLink graph of a host (every host of the cluster alike), for hosts whose devices are not
+// all connected alike: the hybrid cube mesh of DGX-1 / p3.16xlarge, where a GPU has one or two
+// NVLinks to four of the other seven and none to the rest. Empty links (the default): every
+// group of a host's devices runs its collectives at intra_host_link.bandwidth (NVSwitch hosts,
+// or a uniform model). With links, a ring collective over a group of a host's devices gets the
+// rings NCCL can pack over the group's direct links (nvlink_graph.h), or PCIe (pcie_bandwidth)
+// where no ring of direct links covers the group, at most intra_host_link.bandwidth.
+struct NvlinkGraph {
+  struct Link {
+    int64_t a = 0, b = 0;  // GPUs of a host (0 .. devices_per_host - 1), a != b
+    double bandwidth = 0;  // bytes per second, one direction, all NVLinks between the two
+    bool operator==(const Link& o) const {
+      return a == o.a && b == o.b && bandwidth == o.bandwidth;
+    }
+  };
+  std::vector<Link> links;  // at most one per pair of GPUs
+  // Bytes per second (one direction) between two GPUs of a host with no NVLink path between
+  // them (PCIe, through the CPUs); > 0 when links are given.
+  double pcie_bandwidth = 0;
+  // The GPU each of the planner's local device indices runs on (a permutation of 0 ..
+  // devices_per_host - 1; empty: the identity). The planner places a submesh of m devices per
+  // host on an aligned block of m local indices, so an order whose aligned blocks are well
+  // connected (BestDeviceOrder) makes small submeshes fast; a runtime binds local index l to
+  // GPU device_order[l].
+  std::vector<int64_t> device_order;
+
+  bool empty() const { return links.empty(); }
+  // Equal links, PCIe bandwidth and order (an empty order equals the identity).
+  bool operator==(const NvlinkGraph& o) const;
+};
+
 struct Cluster {
   std::string name;  // preset name or the file's "name"
   int64_t hosts = 0;
@@ -101,13 +132,15 @@ struct Cluster {
   // host's bandwidth. 1 .. kMaxDevicesPerHost.
   int64_t nics_per_host = 1;
   NicLocality nic_locality;
+  NvlinkGraph nvlink;
   Calibration calibration;
   // Mixed GPU types (docs/cluster-format.md "Mixed clusters"): the cluster is these pools of
   // identical hosts, numbered pool by pool (pool 0's hosts first, then pool 1's, ...). Each pool
   // is a cluster of one device type with no pools of its own and no nic_locality, all of one
   // devices_per_host. The fields above are then the merged view MakeMixedCluster derives (hosts
-  // summed, the least device memory, the lowest link bandwidths and highest latencies): what
-  // prices one device or one host's links reads its pool (HostCluster). Empty: one device type.
+  // summed, the least device memory, the lowest link bandwidths and highest latencies, no NVLink
+  // graph): what prices one device or one host's links reads its pool (HostCluster). Empty: one
+  // device type.
   std::vector<Cluster> pools;
 
   int64_t num_devices() const { return hosts * devices_per_host; }

@@ -1,4 +1,5 @@
 // Cluster files and calibration files (docs/cluster-format.md): JSON in, JSON out.
+#include <algorithm>
 #include <limits>
 #include <new>
 #include <set>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cluster/cluster.h"
+#include "core/cluster/nvlink_graph.h"
 #include "core/util/bounded_input.h"
 #include "core/util/json_document.h"
 #include "core/util/json_util.h"
@@ -173,23 +175,65 @@ Status ReadDevice(const Json& j, const std::string& path, bool from_preset, Devi
   return r.CheckNoUnknownKeys();
 }
 
+// An array of small non-negative integers at `path` (device indices).
+Status ReadIndices(const Json& j, const std::string& path, std::vector<int64_t>* out) {
+  if (!j.is_array()) return Bad(path, "expected an array of device indices");
+  out->clear();
+  for (size_t i = 0; i < j.size(); ++i) {
+    int64_t d = 0;
+    const json_util::Conversion c =
+        json_util::ToInt64(j[i], 0, std::numeric_limits<int32_t>::max(), &d);
+    if (c != json_util::Conversion::kOk) {
+      return Bad(path + "[" + std::to_string(i) + "]", ConversionMessage(c));
+    }
+    out->push_back(d);
+  }
+  return Status::Ok();
+}
+
 Status ReadNicLocality(const Json& j, const std::string& path, NicLocality* nic) {
   ObjectReader r(j, path);
   ALPA_RETURN_IF_ERROR(r.CheckObject());
   const Json* near = nullptr;
   ALPA_RETURN_IF_ERROR(r.Find("near_devices", Presence::kRequired, &near));
-  if (!near->is_array()) return Bad(r.Sub("near_devices"), "expected an array of device indices");
-  nic->near_devices.clear();
-  for (size_t i = 0; i < near->size(); ++i) {
-    int64_t d = 0;
-    const json_util::Conversion c =
-        json_util::ToInt64((*near)[i], 0, std::numeric_limits<int32_t>::max(), &d);
-    if (c != json_util::Conversion::kOk) {
-      return Bad(r.Sub("near_devices") + "[" + std::to_string(i) + "]", ConversionMessage(c));
-    }
-    nic->near_devices.push_back(d);
-  }
+  ALPA_RETURN_IF_ERROR(ReadIndices(*near, r.Sub("near_devices"), &nic->near_devices));
   ALPA_RETURN_IF_ERROR(r.Double("far_bandwidth", Presence::kRequired, &nic->far_bandwidth));
+  return r.CheckNoUnknownKeys();
+}
+
+// "nvlink": {"links": [{"devices": [a, b], "bandwidth": B}, ...], "pcie_bandwidth": P,
+// "device_order": [...]} (device_order optional).
+Status ReadNvlink(const Json& j, const std::string& path, NvlinkGraph* graph) {
+  ObjectReader r(j, path);
+  ALPA_RETURN_IF_ERROR(r.CheckObject());
+  *graph = NvlinkGraph();
+  const Json* links = nullptr;
+  ALPA_RETURN_IF_ERROR(r.Find("links", Presence::kRequired, &links));
+  if (!links->is_array()) return Bad(r.Sub("links"), "expected an array of links");
+  for (size_t i = 0; i < links->size(); ++i) {
+    const std::string at = r.Sub("links") + "[" + std::to_string(i) + "]";
+    ObjectReader lr((*links)[i], at);
+    ALPA_RETURN_IF_ERROR(lr.CheckObject());
+    const Json* devices = nullptr;
+    ALPA_RETURN_IF_ERROR(lr.Find("devices", Presence::kRequired, &devices));
+    std::vector<int64_t> ends;
+    ALPA_RETURN_IF_ERROR(ReadIndices(*devices, lr.Sub("devices"), &ends));
+    if (ends.size() != 2) {
+      return Bad(lr.Sub("devices"),
+                 "expected two devices (got " + std::to_string(ends.size()) + ")");
+    }
+    NvlinkGraph::Link link;
+    link.a = ends[0];
+    link.b = ends[1];
+    ALPA_RETURN_IF_ERROR(lr.Double("bandwidth", Presence::kRequired, &link.bandwidth));
+    ALPA_RETURN_IF_ERROR(lr.CheckNoUnknownKeys());
+    graph->links.push_back(link);
+  }
+  ALPA_RETURN_IF_ERROR(r.Double("pcie_bandwidth", Presence::kRequired, &graph->pcie_bandwidth));
+  const Json* order = nullptr;
+  ALPA_RETURN_IF_ERROR(r.Find("device_order", Presence::kOptional, &order));
+  if (order != nullptr)
+    ALPA_RETURN_IF_ERROR(ReadIndices(*order, r.Sub("device_order"), &graph->device_order));
   return r.CheckNoUnknownKeys();
 }
 
@@ -224,10 +268,12 @@ Status ReadOneTypeFields(ObjectReader& reader, Cluster* cluster) {
   std::string preset;
   ALPA_RETURN_IF_ERROR(reader.String("preset", Presence::kOptional, &preset));
   const bool from_preset = !preset.empty();
+  int64_t preset_devices = 0;
   if (from_preset) {
     Result<Cluster> base = MakePresetCluster(preset, 1);
     if (!base.ok()) return Bad(reader.Sub("preset"), base.status().message());
     *cluster = std::move(base).value();
+    preset_devices = cluster->devices_per_host;
   } else {
     cluster->hosts = 1;
   }
@@ -253,6 +299,22 @@ Status ReadOneTypeFields(ObjectReader& reader, Cluster* cluster) {
   ALPA_RETURN_IF_ERROR(reader.Find("nic_locality", Presence::kOptional, &sub));
   if (sub != nullptr) {
     ALPA_RETURN_IF_ERROR(ReadNicLocality(*sub, reader.Sub("nic_locality"), &cluster->nic_locality));
+  }
+  ALPA_RETURN_IF_ERROR(reader.Find("nvlink", Presence::kOptional, &sub));
+  if (sub != nullptr) {
+    ALPA_RETURN_IF_ERROR(ReadNvlink(*sub, reader.Sub("nvlink"), &cluster->nvlink));
+    // Without an order: the best one for the graph (once the graph is known to be valid).
+    if (cluster->nvlink.device_order.empty() && cluster->devices_per_host >= 1 &&
+        cluster->devices_per_host <= kMaxDevicesPerHost &&
+        ValidateNvlinkGraph(cluster->nvlink, cluster->devices_per_host, reader.Sub("nvlink"))
+            .ok()) {
+      cluster->nvlink.device_order = BestDeviceOrder(*cluster);
+    }
+  } else if (from_preset) {
+    // A preset with fewer devices per host keeps the first ones of its order (as specs do), with
+    // more none.
+    cluster->nvlink = ResizedHostGraph(cluster->nvlink, preset_devices,
+                                       std::max<int64_t>(cluster->devices_per_host, 0));
   }
   ALPA_RETURN_IF_ERROR(reader.Find("calibration", Presence::kOptional, &sub));
   if (sub != nullptr) {
@@ -284,9 +346,9 @@ Result<Cluster> ReadPool(const Json& json, const std::string& path) {
 }
 
 // The keys a mixed cluster takes from its pools, refused beside "pools".
-constexpr const char* kPoolFields[] = {"preset",        "hosts",           "devices_per_host",
-                                       "device",        "intra_host_link", "inter_host_link",
-                                       "nics_per_host", "nic_locality",    "calibration"};
+constexpr const char* kPoolFields[] = {
+    "preset",          "hosts",         "devices_per_host", "device", "intra_host_link",
+    "inter_host_link", "nics_per_host", "nic_locality",     "nvlink", "calibration"};
 
 // A cluster file with "pools" (docs/cluster-format.md "Mixed clusters"), after the header.
 Result<Cluster> ReadMixedCluster(ObjectReader& reader, const Json& json, const Json& pools_json) {
@@ -424,6 +486,19 @@ nlohmann::json ClusterToJson(const Cluster& c) {
   if (!c.nic_locality.empty()) {
     j["nic_locality"] = {{"near_devices", c.nic_locality.near_devices},
                          {"far_bandwidth", c.nic_locality.far_bandwidth}};
+  }
+  if (!c.nvlink.empty()) {
+    Json links = Json::array();
+    for (const NvlinkGraph::Link& link : c.nvlink.links) {
+      links.push_back({{"devices", {link.a, link.b}}, {"bandwidth", link.bandwidth}});
+    }
+    j["nvlink"] = {{"links", std::move(links)}, {"pcie_bandwidth", c.nvlink.pcie_bandwidth}};
+    // Always written (the identity too): a file without it gets the best order when read.
+    std::vector<int64_t> order = c.nvlink.device_order;
+    if (order.empty()) {
+      for (int64_t l = 0; l < c.devices_per_host; ++l) order.push_back(l);
+    }
+    j["nvlink"]["device_order"] = order;
   }
   j["calibration"] = CalibrationFields(c.calibration);
   return j;

@@ -43,6 +43,7 @@
 #include <utility>
 
 #include "core/cluster/cluster.h"
+#include "core/cluster/nvlink_graph.h"
 
 namespace alpa {
 namespace {
@@ -60,6 +61,23 @@ DeviceSpec Device(const char* name, std::array<double, kNumDTypes> peaks, int64_
   return d;
 }
 
+// The hybrid cube mesh of a p3.16xlarge / DGX-1 (V100): `nvidia-smi topo -m` lists one or two
+// NVLinks (NV1 / NV2) between each GPU and four others, none to the remaining three; 25 GB/s
+// per NVLink and direction, 10 GB/s for PCIe through the CPUs (Apache MXNet's p3.16xlarge link
+// topology). The device order pairs the double links and keeps the fully connected quads (0-3,
+// 4-7) together; BestDeviceOrder gives it (tested).
+NvlinkGraph P3Nvlink() {
+  constexpr double kNv = 25e9;
+  NvlinkGraph g;
+  const int64_t pairs[][3] = {{0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {0, 4, 2}, {1, 2, 2}, {1, 3, 1},
+                              {1, 5, 2}, {2, 3, 2}, {2, 6, 1}, {3, 7, 1}, {4, 5, 1}, {4, 6, 1},
+                              {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2}};
+  for (const auto& p : pairs) g.links.push_back({p[0], p[1], static_cast<double>(p[2]) * kNv});
+  g.pcie_bandwidth = 10e9;
+  g.device_order = {0, 3, 1, 2, 4, 7, 5, 6};
+  return g;
+}
+
 Cluster P3() {
   Cluster c;
   c.name = "p3.16xlarge";
@@ -69,6 +87,7 @@ Cluster P3() {
                     16 * kGiB, 900e9);
   c.intra_host_link = {150e9, 5e-6};
   c.inter_host_link = {25e9 / 8, 20e-6};
+  c.nvlink = P3Nvlink();
   c.calibration.matmul_efficiency = 0.693;
   c.calibration.fuse_elementwise = true;
   c.calibration.fuse_attention = true;
@@ -232,6 +251,9 @@ Result<Cluster> ParsePresetSpec(std::string_view spec) {
                              std::to_string(devices_per_host) + " exceeds the preset's " +
                              std::to_string(c.value().devices_per_host));
     }
+    // Fewer devices: the first ones of the preset's device order, with their links.
+    c.value().nvlink =
+        ResizedHostGraph(c.value().nvlink, c.value().devices_per_host, devices_per_host);
     c.value().devices_per_host = devices_per_host;
   }
   return c;

@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "core/cluster/nvlink_graph.h"
+
 namespace alpa {
 namespace {
 
@@ -30,15 +32,16 @@ struct DimLink {
   bool crosses_hosts = false;
 };
 
-DimLink FromLinks(const Cluster& c, int64_t groups_per_host) {
+// `intra`: the bytes per second of the groups' rings inside a host (InHostBandwidth).
+DimLink FromLinks(const Cluster& c, double intra, int64_t groups_per_host) {
   DimLink d;
   if (groups_per_host == 0) {
     d.alpha = c.intra_host_link.latency;
-    d.beta = 1.0 / c.intra_host_link.bandwidth;
+    d.beta = 1.0 / intra;
     return d;
   }
-  const double bw = std::min(c.intra_host_link.bandwidth,
-                             c.inter_host_link.bandwidth / static_cast<double>(groups_per_host));
+  const double bw =
+      std::min(intra, c.inter_host_link.bandwidth / static_cast<double>(groups_per_host));
   d.alpha = c.inter_host_link.latency;
   d.beta = 1.0 / bw;
   d.crosses_hosts = true;
@@ -120,24 +123,54 @@ double SpanningGroupNicBandwidth(const Cluster& c, int64_t hosts, int64_t per_ho
   return least;
 }
 
-DimLink FromNicBandwidth(const Cluster& c, double nic_bandwidth) {
-  if (nic_bandwidth == 0) return FromLinks(c, 0);
+DimLink FromNicBandwidth(const Cluster& c, double intra, double nic_bandwidth) {
+  if (nic_bandwidth == 0) return FromLinks(c, intra, 0);
   DimLink d;
   d.alpha = c.inter_host_link.latency;
-  d.beta = 1.0 / std::min(c.intra_host_link.bandwidth, nic_bandwidth);
+  d.beta = 1.0 / std::min(intra, nic_bandwidth);
   d.crosses_hosts = true;
   return d;
+}
+
+// The bytes per second of the dimension's rings inside a host: intra_host_link.bandwidth, or with
+// an NVLink graph the least AlignedGroupRingBandwidth of a group's members on its first host
+// (the submesh's per_host devices of a host form an aligned block; every host holds the same
+// pattern, which depends only on where the group starts within its host).
+double InHostBandwidth(const Cluster& c, int64_t per_host, int64_t num_groups, int64_t group_size,
+                       int64_t group_first_step, int64_t stride) {
+  if (c.nvlink.empty()) return c.intra_host_link.bandwidth;
+  double least = c.intra_host_link.bandwidth;
+  std::vector<char> seen(static_cast<size_t>(per_host), 0);
+  std::vector<int64_t> members;
+  for (int64_t g = 0; g < num_groups; ++g) {
+    const int64_t first = g * group_first_step;
+    char& start = seen[static_cast<size_t>(first % per_host)];
+    if (start) continue;
+    start = 1;
+    members.clear();
+    for (int64_t t = 0; t < group_size; ++t) {
+      const int64_t id = first + t * stride;
+      if (id / per_host != first / per_host) break;  // ids ascend: the first host's are first
+      members.push_back(id % per_host);
+    }
+    least = std::min(least, AlignedGroupRingBandwidth(c, per_host, members));
+  }
+  return least;
 }
 
 // The link of the dimension whose groups are `num_groups` sets {first(g) + t * stride}.
 DimLink DimensionLink(const Cluster& c, int64_t hosts, int64_t per_host, int64_t num_groups,
                       int64_t group_size, int64_t group_first_step, int64_t stride) {
+  const double intra =
+      InHostBandwidth(c, per_host, num_groups, group_size, group_first_step, stride);
   if (NicGroups(c) == 1) {
-    return FromLinks(c, SpanningGroupsPerHost(hosts, per_host, num_groups, group_size,
-                                              group_first_step, stride));
+    return FromLinks(
+        c, intra,
+        SpanningGroupsPerHost(hosts, per_host, num_groups, group_size, group_first_step, stride));
   }
-  return FromNicBandwidth(c, SpanningGroupNicBandwidth(c, hosts, per_host, num_groups, group_size,
-                                                       group_first_step, stride));
+  return FromNicBandwidth(c, intra,
+                          SpanningGroupNicBandwidth(c, hosts, per_host, num_groups, group_size,
+                                                    group_first_step, stride));
 }
 
 }  // namespace

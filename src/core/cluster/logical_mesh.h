@@ -11,9 +11,11 @@
 //
 // Bandwidth model (DeriveLogicalMesh). A collective on dimension k runs on every group of that
 // dimension at once (SPMD). A group inside one host runs a ring over NVLink: alpha = intra
-// latency, bandwidth = intra_host_link.bandwidth. A group that spans hosts is limited by the
-// host's NICs, which it shares with the other spanning groups that have members on the same
-// host: with g such groups per host (the maximum over hosts),
+// latency, bandwidth = intra_host_link.bandwidth, or with an NVLink graph (Cluster::nvlink) the
+// rings its members' links carry, on the least connected aligned block of the submesh's width
+// (nvlink_graph.h; in the rules below, "intra_host_link.bandwidth" then reads as that). A group
+// that spans hosts is limited by the host's NICs, which it shares with the other spanning groups
+// that have members on the same host: with g such groups per host (the maximum over hosts),
 //     bandwidth = min(intra_host_link.bandwidth, inter_host_link.bandwidth / g),
 //     alpha = inter_host_link.latency.
 // This matches what NCCL achieves: one ring over all devices of several DGX hosts uses every NIC

@@ -201,7 +201,7 @@ TEST(ClusterCapi, LogicalMeshAlphaBeta) {
             ALPA_ERR_INVALID_ARGUMENT);  // shape (8) on a 1 x 4 submesh
   const int64_t four = 4;
   ASSERT_EQ(alpa_cluster_logical_mesh(alpha, beta, nullptr, c, 1, 4, 1, &four, nullptr), ALPA_OK);
-  EXPECT_DOUBLE_EQ(beta[0], 1 / 150e9);
+  EXPECT_DOUBLE_EQ(beta[0], 1 / 100e9);  // a fully connected quad of the hybrid cube mesh
   err = nullptr;
   EXPECT_EQ(alpa_cluster_logical_mesh(alpha, beta, nullptr, c, 3, 8, 1, &four, &err),
             ALPA_ERR_INVALID_ARGUMENT);

@@ -340,19 +340,23 @@ TEST(ClusterJson, ErrorsNameTheField) {
 
 TEST(LogicalMesh, SingleHostUsesNvlink) {
   const Cluster c = MustPreset("p3.16xlarge:hosts=2");
+  // (2, 4) on one host of the hybrid cube mesh (nvlink_graph_test has the other shapes): dim 0
+  // pairs GPUs across the two quads, two of them over a single NVLink (25 GB/s); dim 1 rings over
+  // a fully connected quad (100 GB/s); the flattened mesh over all eight (150 GB/s).
   Result<LogicalMesh> m = DeriveLogicalMesh(c, {1, 8}, {2, 4});
   ASSERT_TRUE(m.ok()) << m.status().message();
   for (size_t k = 0; k < 2; ++k) {
     EXPECT_DOUBLE_EQ(m.value().alpha[k], 5e-6);
-    EXPECT_DOUBLE_EQ(m.value().beta[k], 1.0 / 150e9);
     EXPECT_FALSE(m.value().crosses_hosts[k]);
   }
+  EXPECT_DOUBLE_EQ(m.value().beta[0], 1.0 / 25e9);
+  EXPECT_DOUBLE_EQ(m.value().beta[1], 1.0 / 100e9);
   EXPECT_DOUBLE_EQ(m.value().flat_beta, 1.0 / 150e9);
-  // A 1 x 4 slice of one host, 1-D.
+  // A 1 x 4 slice of one host, 1-D: the quad's rings.
   Result<LogicalMesh> slice = DeriveLogicalMesh(c, {1, 4}, {4});
   ASSERT_TRUE(slice.ok());
   EXPECT_EQ(slice.value().ndim(), 1);
-  EXPECT_DOUBLE_EQ(slice.value().beta[0], 1.0 / 150e9);
+  EXPECT_DOUBLE_EQ(slice.value().beta[0], 1.0 / 100e9);
 }
 
 TEST(LogicalMesh, DimAcrossHostsUsesTheSlowLinkShared) {
@@ -376,7 +380,7 @@ TEST(LogicalMesh, DimAcrossHostsUsesTheSlowLinkShared) {
   Result<LogicalMesh> q = DeriveLogicalMesh(c, {2, 8}, {4, 4});
   ASSERT_TRUE(q.ok());
   EXPECT_DOUBLE_EQ(q.value().beta[0], 4.0 / 3.125e9);
-  EXPECT_DOUBLE_EQ(q.value().beta[1], 1.0 / 150e9);
+  EXPECT_DOUBLE_EQ(q.value().beta[1], 1.0 / 100e9);  // a quad of the hybrid cube mesh
 
   // (1, 16): the single dim-1 group spans both hosts: g = 1; dim 0 has one device.
   Result<LogicalMesh> r = DeriveLogicalMesh(c, {2, 8}, {1, 16});
