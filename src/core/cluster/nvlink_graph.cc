@@ -244,6 +244,31 @@ double AlignedGroupRingBandwidth(const Cluster& cluster, int64_t block_size,
   return std::isfinite(least) ? least : GroupRingBandwidth(cluster, members);
 }
 
+std::vector<double> MovePairBandwidths(const Cluster& cluster) {
+  if (cluster.nvlink.empty()) return {};
+  const int64_t n = cluster.devices_per_host;
+  const std::vector<double> cap = Capacities(cluster.nvlink, n);
+  std::vector<double> table(static_cast<size_t>(n * n), cluster.intra_host_link.bandwidth);
+  for (int64_t a = 0; a < n; ++a) {
+    for (int64_t b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const int64_t ga = GpuOf(cluster.nvlink, a), gb = GpuOf(cluster.nvlink, b);
+      double path = cap[static_cast<size_t>(ga * n + gb)];
+      if (path == 0) {
+        for (int64_t k = 0; k < n; ++k) {
+          const double relay =
+              std::min(cap[static_cast<size_t>(ga * n + k)], cap[static_cast<size_t>(k * n + gb)]);
+          path = std::max(path, relay);
+        }
+      }
+      if (path == 0) path = cluster.nvlink.pcie_bandwidth;
+      double& cell = table[static_cast<size_t>(a * n + b)];
+      cell = std::min(cell, path);
+    }
+  }
+  return table;
+}
+
 std::vector<int64_t> BestDeviceOrder(const Cluster& cluster) {
   const int64_t n = cluster.devices_per_host;
   std::vector<int64_t> order(static_cast<size_t>(n));

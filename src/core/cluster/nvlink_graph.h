@@ -44,6 +44,15 @@ double GroupRingBandwidth(const Cluster& cluster, const std::vector<int64_t>& gr
 double AlignedGroupRingBandwidth(const Cluster& cluster, int64_t block_size,
                                  const std::vector<int64_t>& members);
 
+// Bytes per second of a point-to-point move between two devices of a host with an NVLink graph,
+// per ordered pair of local indices (row-major, devices_per_host^2 entries, the diagonal
+// intra_host_link.bandwidth): the pair's direct NVLinks; without them the best path through one
+// intermediate GPU (NCCL routes sends "through NVLink via an intermediate GPU" unless
+// NCCL_NVB_DISABLE is set), at the narrower of its two links; without such a path PCIe
+// (pcie_bandwidth); at most intra_host_link.bandwidth. Empty without an NVLink graph: every
+// move inside a host runs at intra_host_link.bandwidth.
+std::vector<double> MovePairBandwidths(const Cluster& cluster);
+
 // The device order (NvlinkGraph::device_order) that maximises the sum, over the logical meshes
 // the planner makes inside a host (widths w = 2, 4, ... dividing devices_per_host, as (w) and as
 // (d0, w / d0)), of each dimension's least ring bandwidth on any aligned block; the first such

@@ -215,10 +215,18 @@ class Simulator {
   }
   // The link of a move between `src` and `dst` (HostLinks: per host where they differ).
   SimLink MoveLink(int64_t src, int64_t dst) const {
-    const int64_t src_host = src / in_.devices_per_host, dst_host = dst / in_.devices_per_host;
-    if (in_.host_links.empty()) return src_host == dst_host ? in_.intra_host : in_.inter_host;
+    const int64_t n = in_.devices_per_host;
+    const int64_t src_host = src / n, dst_host = dst / n;
+    // Inside a host: the pair's bandwidth where the host has a table of them.
+    auto intra = [&](SimLink link, const std::vector<double>& pairs) {
+      if (!pairs.empty()) link.bandwidth = pairs[static_cast<size_t>((src % n) * n + dst % n)];
+      return link;
+    };
+    if (in_.host_links.empty()) {
+      return src_host == dst_host ? intra(in_.intra_host, in_.intra_host_pairs) : in_.inter_host;
+    }
     const SimHostLinks& a = in_.host_links[static_cast<size_t>(src_host)];
-    if (src_host == dst_host) return a.intra_host;
+    if (src_host == dst_host) return intra(a.intra_host, a.intra_host_pairs);
     const SimHostLinks& b = in_.host_links[static_cast<size_t>(dst_host)];
     return {std::min(a.inter_host.bandwidth, b.inter_host.bandwidth),
             std::max(a.inter_host.latency, b.inter_host.latency)};

@@ -124,6 +124,7 @@ struct PipelineSimTransfer {
 struct SimHostLinks {
   SimLink intra_host, inter_host;
   std::vector<int32_t> device_nic_group;
+  std::vector<double> intra_host_pairs;  // as PipelineSimInput::intra_host_pairs
 };
 
 struct PipelineSimInput {
@@ -131,6 +132,11 @@ struct PipelineSimInput {
   int32_t devices_per_host = 1;
   SimLink intra_host;  // per device
   SimLink inter_host;  // per NIC group of a host (one group: the host's NICs)
+  // Per ordered pair of local device indices (devices_per_host^2 entries, row = sender), or
+  // empty: the bytes per second of a move between the two inside a host (a host's NVLink graph,
+  // core/cluster/nvlink_graph.h's MovePairBandwidths), each move still holding its sender's and
+  // receiver's device links. Empty: intra_host.bandwidth.
+  std::vector<double> intra_host_pairs;
   // Per local device index (devices_per_host entries), or empty: the NIC group through which it
   // reaches other hosts (core/cluster/cluster.h's nics_per_host); each group of each host is a
   // server of its own at inter_host.bandwidth. Empty: one group per host.
@@ -143,7 +149,7 @@ struct PipelineSimInput {
   // cluster's pools, core/cluster/cluster.h). A move inside a host uses its host's intra link;
   // one between hosts runs at the lower of its two ends' inter bandwidths, with the higher
   // latency; each host's devices reach its NICs by its own device_nic_group (empty: one group).
-  // When set, it replaces intra_host, inter_host and device_nic_group.
+  // When set, it replaces intra_host, inter_host, intra_host_pairs and device_nic_group.
   std::vector<SimHostLinks> host_links;
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
   // Stages per device group: 1, or under interleaved 1F1B v >= 2 dividing the stages, stage s

@@ -218,6 +218,27 @@ Status CheckNicGroups(const std::vector<int32_t>& groups, const char* name,
       "in [0, " + std::to_string(in.devices_per_host - 1) + "]");
 }
 
+// A table of move bandwidths per ordered pair of a host's devices (or empty).
+Status CheckPairBandwidths(const std::vector<double>& pairs, const std::string& name,
+                           const PipelineSimInput& in) {
+  if (pairs.empty()) return Status::Ok();
+  const int64_t n = in.devices_per_host;
+  if (static_cast<int64_t>(pairs.size()) != n * n) {
+    return InvalidArgument(name + " has " + std::to_string(pairs.size()) + " entries, expected " +
+                           std::to_string(n * n) + " (one per ordered pair of the " +
+                           std::to_string(n) + " devices of a host)");
+  }
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (!std::isfinite(pairs[i]) || pairs[i] <= 0) {
+      return InvalidArgument(name + "[" + std::to_string(i) + "] (devices " +
+                             std::to_string(static_cast<int64_t>(i) / n) + " -> " +
+                             std::to_string(static_cast<int64_t>(i) % n) +
+                             ") must be finite and positive, got " + EntryText(pairs[i]));
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckHostLinks(const PipelineSimInput& in) {
   if (in.host_links.empty()) return Status::Ok();
   if (in.host_links.size() != static_cast<size_t>(in.hosts)) {
@@ -230,6 +251,8 @@ Status CheckHostLinks(const PipelineSimInput& in) {
     ALPA_RETURN_IF_ERROR(CheckLink(where + ".inter_host", in.host_links[h].inter_host));
     ALPA_RETURN_IF_ERROR(CheckNicGroups(in.host_links[h].device_nic_group,
                                         (where + ".device_nic_group").c_str(), in));
+    ALPA_RETURN_IF_ERROR(
+        CheckPairBandwidths(in.host_links[h].intra_host_pairs, where + ".intra_host_pairs", in));
   }
   return Status::Ok();
 }
@@ -246,6 +269,7 @@ Status ValidatePipelineSimInput(const PipelineSimInput& in) {
   ALPA_RETURN_IF_ERROR(CheckLink("inter_host", in.inter_host));
   ALPA_RETURN_IF_ERROR(CheckDeviceBandwidths(in));
   ALPA_RETURN_IF_ERROR(CheckNicGroups(in.device_nic_group, "device_nic_group", in));
+  ALPA_RETURN_IF_ERROR(CheckPairBandwidths(in.intra_host_pairs, "intra_host_pairs", in));
   ALPA_RETURN_IF_ERROR(CheckHostLinks(in));
   if (in.schedule != PipelineScheduleKind::kGPipe &&
       in.schedule != PipelineScheduleKind::kOneFOneB &&

@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "core/cluster/nvlink_graph.h"
+
 namespace alpa {
 
 PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latency,
@@ -31,11 +33,13 @@ PipelineSimStage SimStageFromPlanned(std::vector<int64_t> devices, double latenc
 
 namespace {
 
-// The links of a host of `one_type` (a cluster of one device type): its device link, its NIC
-// group bandwidth, and its devices' NIC groups where it has several.
+// The links of a host of `one_type` (a cluster of one device type): its device link and its
+// moves' pair bandwidths where it has an NVLink graph, its NIC group bandwidth, and its devices'
+// NIC groups where it has several.
 SimHostLinks HostLinksOf(const Cluster& one_type) {
   SimHostLinks links;
   links.intra_host = {one_type.intra_host_link.bandwidth, one_type.intra_host_link.latency};
+  links.intra_host_pairs = MovePairBandwidths(one_type);
   links.inter_host = {NicGroupBandwidth(one_type), one_type.inter_host_link.latency};
   if (NicGroups(one_type) > 1) {
     for (int64_t d = 0; d < one_type.devices_per_host; ++d) {
@@ -52,6 +56,7 @@ void SetSimCluster(const Cluster& cluster, PipelineSimInput& in) {
   in.devices_per_host = static_cast<int32_t>(cluster.devices_per_host);
   SimHostLinks links = HostLinksOf(cluster);
   in.intra_host = links.intra_host;
+  in.intra_host_pairs = std::move(links.intra_host_pairs);
   in.inter_host = links.inter_host;
   in.device_nic_group = std::move(links.device_nic_group);
   in.device_inter_host_bandwidth.clear();

@@ -19,7 +19,9 @@
 //                          memory_bytes)
 // Every CrossStageTransfer becomes one transfer: forward (an activation) when it goes to a later
 // stage, backward (a gradient) otherwise; its slice moves (when known) are the moves. Links are
-// the cluster's intra_host_link (per device) and inter_host_link (per host).
+// the cluster's intra_host_link (per device; with an NVLink graph a move inside a host runs at
+// its pair's bandwidth, MovePairBandwidths, as the planner's TransferSeconds) and
+// inter_host_link (per host).
 // So the simulator's closed form equals the plan's iteration_seconds; the simulated time adds
 // the transfers, link contention and the schedule's real dependencies.
 // A plan made for interleaved 1F1B (PipelinePlan::virtual_stages v >= 2: stage s on the devices of

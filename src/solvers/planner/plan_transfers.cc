@@ -11,18 +11,31 @@
 #include "core/cluster/cost_model.h"
 #include "core/cluster/cross_mesh.h"
 #include "core/cluster/logical_mesh.h"
+#include "core/cluster/nvlink_graph.h"
 #include "core/cluster/sharding_spec.h"
 #include "solvers/pipeline/pipeline_estimate.h"
 
 namespace alpa {
 
 double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& cluster) {
-  // Bytes per server: a device's intra-host link out and in, a host's NIC group out and in
-  // (Cluster::nics_per_host; one group per host by default); a move from or to a device far from
-  // its NICs (cluster.h) adds its seconds at the far bandwidth. Each server's link is its host's
-  // (HostCluster: in a mixed cluster, its pool's).
-  std::map<std::pair<int64_t, int>, int64_t> device_bytes, nic_bytes;
+  // Per server: a device's intra-host link out and in (its moves' seconds, each at its pair's
+  // bandwidth), a host's NIC group out and in (bytes; Cluster::nics_per_host, one group per host
+  // by default); a move from or to a device far from its NICs (cluster.h) adds its seconds at the
+  // far bandwidth. Each server's link is its host's (HostCluster: in a mixed cluster, its
+  // pool's).
+  std::map<std::pair<int64_t, int>, double> device_seconds;
+  std::map<std::pair<int64_t, int>, int64_t> nic_bytes;
   std::map<std::pair<int64_t, int>, double> nic_far_seconds;
+  // Per host type: the bandwidths of moves between its devices (empty: its intra-host link).
+  std::map<const Cluster*, std::vector<double>> pair_bandwidths;
+  auto move_bandwidth = [&](const Cluster& host, int64_t src, int64_t dst) {
+    auto it = pair_bandwidths.find(&host);
+    if (it == pair_bandwidths.end())
+      it = pair_bandwidths.emplace(&host, MovePairBandwidths(host)).first;
+    if (it->second.empty()) return host.intra_host_link.bandwidth;
+    const int64_t n = host.devices_per_host;
+    return it->second[static_cast<size_t>((src % n) * n + dst % n)];
+  };
   auto host_of = [&](int64_t device) { return device / cluster.devices_per_host; };
   auto nic = [&](int64_t device) {
     return host_of(device) * kMaxDevicesPerHost +
@@ -36,8 +49,10 @@ double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& clust
     const Cluster& dst = HostCluster(cluster, dst_host);
     if (src_host == dst_host) {
       latency = std::max(latency, src.intra_host_link.latency);
-      device_bytes[{mv.src_device, 0}] += mv.bytes;
-      device_bytes[{mv.dst_device, 1}] += mv.bytes;
+      const double seconds =
+          static_cast<double>(mv.bytes) / move_bandwidth(src, mv.src_device, mv.dst_device);
+      device_seconds[{mv.src_device, 0}] += seconds;
+      device_seconds[{mv.dst_device, 1}] += seconds;
       continue;
     }
     latency = std::max({latency, src.inter_host_link.latency, dst.inter_host_link.latency});
@@ -52,10 +67,7 @@ double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& clust
     }
   }
   double busiest = 0;
-  for (const auto& [server, bytes] : device_bytes) {
-    const double bandwidth = HostCluster(cluster, host_of(server.first)).intra_host_link.bandwidth;
-    busiest = std::max(busiest, static_cast<double>(bytes) / bandwidth);
-  }
+  for (const auto& [server, seconds] : device_seconds) busiest = std::max(busiest, seconds);
   for (const auto& [server, bytes] : nic_bytes) {
     const auto far = nic_far_seconds.find(server);
     const double far_seconds = far == nic_far_seconds.end() ? 0.0 : far->second;

@@ -19,11 +19,12 @@ namespace alpa {
 
 // The time of one transfer's slice moves when nothing else uses the links, as the simulator
 // runs them: every device's intra-host link and every host's NIC group (Cluster::nics_per_host)
-// serves its outgoing and its
-// incoming moves one after another, so the busiest of those servers (its bytes over its
-// bandwidth; a move between hosts from or to a device far from its NICs at the far bandwidth,
-// cluster.h's NicLocality) plus the slower link's latency. A destination that holds its tile
-// replicated receives it once per replica, which a plain bytes / bandwidth misses.
+// serves its outgoing and its incoming moves one after another, so the busiest of those servers
+// (a move inside a host at its pair's bandwidth, MovePairBandwidths: the host's link, or with an
+// NVLink graph the pair's direct, relayed or PCIe path; a NIC group's bytes over its bandwidth;
+// a move between hosts from or to a device far from its NICs at the far bandwidth, cluster.h's
+// NicLocality) plus the slower link's latency. A destination that holds its tile replicated
+// receives it once per replica, which a plain bytes / bandwidth misses.
 double TransferSeconds(const std::vector<SliceMove>& moves, const Cluster& cluster);
 
 // Every boundary input of a piece whose producer sits on another stage, with the cross-mesh

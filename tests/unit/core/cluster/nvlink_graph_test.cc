@@ -1,5 +1,6 @@
 // NVLink graphs inside a host (nvlink_graph.h): the rings NCCL packs on p3.16xlarge's hybrid cube
-// mesh, PCIe where no NVLink ring covers a group, the device order that pairs the double links, the
+// mesh, PCIe where no NVLink ring covers a group, the paths of point-to-point moves (direct,
+// through one GPU, PCIe), the device order that pairs the double links, the
 // logical meshes priced on them, the preset with fewer devices, and the cluster file's "nvlink"
 // object.
 #include "core/cluster/nvlink_graph.h"
@@ -59,6 +60,34 @@ TEST(NvlinkGraph, PcieWhereNoNvlinkPathIsFaster) {
   // The host link caps everything.
   c.intra_host_link.bandwidth = 20 * kGB;
   EXPECT_DOUBLE_EQ(GroupRingBandwidth(c, {0, 1}), 20 * kGB);
+}
+
+// Point-to-point moves (cross-stage sends): a direct link, else one intermediate GPU, else PCIe.
+TEST(NvlinkGraph, MovesTakeTheDirectThenTheRelayedThenThePciePath) {
+  Cluster c = P3ByGpu();
+  const std::vector<double> t = MovePairBandwidths(c);
+  ASSERT_EQ(t.size(), 64u);
+  auto at = [&](int64_t a, int64_t b) { return t[static_cast<size_t>(a * 8 + b)]; };
+  EXPECT_DOUBLE_EQ(at(0, 3), 50 * kGB);  // NV2
+  EXPECT_DOUBLE_EQ(at(3, 0), 50 * kGB);
+  EXPECT_DOUBLE_EQ(at(0, 1), 25 * kGB);  // NV1
+  // No link between 0 and 7: through GPU 4, two links of NV2 each, beating PCIe 5x.
+  EXPECT_DOUBLE_EQ(at(0, 7), 50 * kGB);
+  // 0 and 5: through GPU 1 (NV1 then NV2) or GPU 4 (NV2 then NV1): one link's rate.
+  EXPECT_DOUBLE_EQ(at(0, 5), 25 * kGB);
+  EXPECT_DOUBLE_EQ(at(2, 2), c.intra_host_link.bandwidth);
+  // Local indices go through the order: local 0 and 1 of the preset are GPUs 0 and 3.
+  EXPECT_DOUBLE_EQ(MovePairBandwidths(P3())[1], 50 * kGB);
+  // Only 0-1 linked: 2 reaches anything over PCIe; 0 -> 1 stays on its link.
+  c.nvlink.links = {{0, 1, 25 * kGB}};
+  const std::vector<double> sparse = MovePairBandwidths(c);
+  EXPECT_DOUBLE_EQ(sparse[2 * 8 + 0], 10 * kGB);
+  EXPECT_DOUBLE_EQ(sparse[0 * 8 + 1], 25 * kGB);
+  // The host link caps every pair; no graph, no table (every move at the host's link).
+  c.intra_host_link.bandwidth = 20 * kGB;
+  EXPECT_DOUBLE_EQ(MovePairBandwidths(c)[1], 20 * kGB);
+  c.nvlink = NvlinkGraph();
+  EXPECT_TRUE(MovePairBandwidths(c).empty());
 }
 
 TEST(NvlinkGraph, BestDeviceOrderPairsTheDoubleLinks) {

@@ -284,6 +284,38 @@ TEST(PipelineSimulator, SameHostTransfersUseTheDeviceLinks) {
   EXPECT_EQ(ForwardArrival(1, 4, {0, 1}, {2, 3}, {sliced}), 1 + 2.25);
 }
 
+// A host's table of pair bandwidths (an NVLink graph): each move inside the host at its pair's
+// rate, still one after another on its sender's and receiver's links.
+TEST(PipelineSimulator, SameHostMovesRunAtTheirPairsBandwidth) {
+  PipelineSimInput in;
+  in.hosts = 1;
+  in.devices_per_host = 4;
+  in.intra_host = {2e9, 0.25};
+  in.inter_host = {1e9, 0};
+  // 0 -> 2 at 4 GB/s, 0 -> 3 at 1 GB/s, every other pair at 2 GB/s.
+  in.intra_host_pairs.assign(16, 2e9);
+  in.intra_host_pairs[0 * 4 + 2] = 4e9;
+  in.intra_host_pairs[0 * 4 + 3] = 1e9;
+  in.microbatches = 1;
+  in.stages = {Stage({0, 1}, 1, 1), Stage({2, 3}, 1, 1)};
+  PipelineSimTransfer fwd = Transfer(0, 1, 4000000000, SimTransferDirection::kForward);
+  fwd.slices = std::vector<SimSliceMove>{{0, 2, 4000000000}};
+  in.transfers = {fwd, Transfer(1, 0, 0, SimTransferDirection::kBackward)};
+  PipelineSimResult r = Simulate(in);
+  CheckTimeline(in, r);
+  EXPECT_EQ(FindEvent(r, 1, SimEventKind::kForward, 0)->start, 1 + 1.0 + 0.25);
+  // Both slices leave device 0: 2 GB at 4 GB/s, then 2 GB at 1 GB/s.
+  in.transfers[0].slices = std::vector<SimSliceMove>{{0, 2, 2000000000}, {0, 3, 2000000000}};
+  r = Simulate(in);
+  CheckTimeline(in, r);
+  EXPECT_EQ(FindEvent(r, 1, SimEventKind::kForward, 0)->start, 1 + 0.5 + 2.0 + 0.25);
+  // The same table per host (host_links) gives the same times.
+  in.host_links = {SimHostLinks{in.intra_host, in.inter_host, {}, in.intra_host_pairs}};
+  in.intra_host_pairs.clear();
+  r = Simulate(in);
+  EXPECT_EQ(FindEvent(r, 1, SimEventKind::kForward, 0)->start, 1 + 0.5 + 2.0 + 0.25);
+}
+
 TEST(PipelineSimulator, GradientSyncAndUpdateComeLast) {
   PipelineSimInput in = NoCommPipeline(k1F1B, {1}, {2}, 3);
   in.stages[0].gradient_sync_seconds = 0.5;
@@ -426,6 +458,13 @@ TEST(PipelineSimulator, InvalidInputsNameTheElement) {
   in = good;
   in.intra_host.latency = -1;
   ExpectInvalid(in, "intra_host.latency");
+  in = good;
+  in.intra_host_pairs = {1e9, 1e9};
+  ExpectInvalid(in, "intra_host_pairs has 2 entries, expected 9");
+  in = good;
+  in.intra_host_pairs.assign(9, 1e9);
+  in.intra_host_pairs[3] = -1;
+  ExpectInvalid(in, "intra_host_pairs[3] (devices 1 -> 0) must be finite and positive");
   in = good;
   in.stages.clear();
   in.transfers.clear();
