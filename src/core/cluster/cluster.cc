@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/cluster/nvlink_graph.h"
+#include "core/cluster/pcie_tree.h"
 
 namespace alpa {
 namespace {
@@ -107,6 +108,11 @@ Status ValidateOneType(const Cluster& cluster, const std::string& where) {
       ValidateNicLocality(cluster.nic_locality, cluster.devices_per_host, where + ".nic_locality"));
   ALPA_RETURN_IF_ERROR(
       ValidateNvlinkGraph(cluster.nvlink, cluster.devices_per_host, where + ".nvlink"));
+  ALPA_RETURN_IF_ERROR(ValidatePcieTree(cluster.pcie, cluster.devices_per_host, where + ".pcie"));
+  if (!cluster.nvlink.empty() && !cluster.pcie.empty()) {
+    return InvalidArgument(where + ": a host has an NVLink graph or a PCIe tree, not both (an " +
+                           "NVLink host's PCIe paths are nvlink.pcie_bandwidth)");
+  }
   return ValidateCalibration(cluster.calibration, where + ".calibration");
 }
 
@@ -153,7 +159,8 @@ Cluster MergedView(const std::vector<Cluster>& pools, const std::string& name) {
   // The first pool's fields (it has no pools or nic_locality), then each pool merged in.
   Cluster merged = pools[0];
   merged.hosts = 0;
-  merged.nvlink = NvlinkGraph();  // each pool prices its own hosts' NVLinks
+  merged.nvlink = NvlinkGraph();  // each pool prices its own hosts' NVLinks and PCIe switches
+  merged.pcie = PcieTree();
   const auto merge_link = [](LinkSpec* merged_link, const LinkSpec& pool_link) {
     merged_link->bandwidth = std::min(merged_link->bandwidth, pool_link.bandwidth);
     merged_link->latency = std::max(merged_link->latency, pool_link.latency);
@@ -182,6 +189,7 @@ const char* FirstDifferentMergedField(const Cluster& cluster, const Cluster& der
   if (cluster.nics_per_host != derived.nics_per_host) return "nics_per_host";
   if (!(cluster.nic_locality == derived.nic_locality)) return "nic_locality";
   if (!(cluster.nvlink == derived.nvlink)) return "nvlink";
+  if (!(cluster.pcie == derived.pcie)) return "pcie";
   if (!(cluster.calibration == derived.calibration)) return "calibration";
   return nullptr;
 }
@@ -210,7 +218,7 @@ bool operator==(const Cluster& a, const Cluster& b) {
   return a.name == b.name && a.hosts == b.hosts && a.devices_per_host == b.devices_per_host &&
          a.device == b.device && a.intra_host_link == b.intra_host_link &&
          a.inter_host_link == b.inter_host_link && a.nics_per_host == b.nics_per_host &&
-         a.nic_locality == b.nic_locality && a.nvlink == b.nvlink &&
+         a.nic_locality == b.nic_locality && a.nvlink == b.nvlink && a.pcie == b.pcie &&
          a.calibration == b.calibration && a.pools == b.pools;
 }
 

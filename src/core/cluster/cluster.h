@@ -116,6 +116,24 @@ struct NvlinkGraph {
   bool operator==(const NvlinkGraph& o) const;
 };
 
+// The PCIe switches of a host whose GPUs talk over PCIe (no NVLink): which GPUs share a switch,
+// how fast a switch reaches its CPU, and which CPU socket each switch hangs off (pcie_tree.h).
+// GPUs under one switch talk at intra_host_link.bandwidth (their own links); traffic between
+// switches crosses each switch's uplink, and between sockets the socket link, shared by the
+// rings and moves that cross it. Empty (the default): every pair at intra_host_link.bandwidth.
+struct PcieTree {
+  std::vector<std::vector<int64_t>> switches;  // local GPU indices; every GPU in exactly one
+  double uplink_bandwidth = 0;                 // bytes per second, one direction, switch <-> CPU
+  std::vector<int64_t> switch_sockets;         // per switch its CPU socket; empty: all on 0
+  double socket_bandwidth = 0;  // bytes per second, one direction, between sockets (2+ sockets)
+
+  bool empty() const { return switches.empty(); }
+  bool operator==(const PcieTree& o) const {
+    return switches == o.switches && uplink_bandwidth == o.uplink_bandwidth &&
+           switch_sockets == o.switch_sockets && socket_bandwidth == o.socket_bandwidth;
+  }
+};
+
 struct Cluster {
   std::string name;  // preset name or the file's "name"
   int64_t hosts = 0;
@@ -133,14 +151,15 @@ struct Cluster {
   int64_t nics_per_host = 1;
   NicLocality nic_locality;
   NvlinkGraph nvlink;
+  PcieTree pcie;  // a host has an NVLink graph or a PCIe tree, not both
   Calibration calibration;
   // Mixed GPU types (docs/cluster-format.md "Mixed clusters"): the cluster is these pools of
   // identical hosts, numbered pool by pool (pool 0's hosts first, then pool 1's, ...). Each pool
   // is a cluster of one device type with no pools of its own and no nic_locality, all of one
   // devices_per_host. The fields above are then the merged view MakeMixedCluster derives (hosts
   // summed, the least device memory, the lowest link bandwidths and highest latencies, no NVLink
-  // graph): what prices one device or one host's links reads its pool (HostCluster). Empty: one
-  // device type.
+  // graph or PCIe tree): what prices one device or one host's links reads its pool (HostCluster).
+  // Empty: one device type.
   std::vector<Cluster> pools;
 
   int64_t num_devices() const { return hosts * devices_per_host; }

@@ -10,6 +10,7 @@
 
 #include "core/cluster/cluster.h"
 #include "core/cluster/nvlink_graph.h"
+#include "core/cluster/pcie_tree.h"
 #include "core/util/bounded_input.h"
 #include "core/util/json_document.h"
 #include "core/util/json_util.h"
@@ -237,6 +238,31 @@ Status ReadNvlink(const Json& j, const std::string& path, NvlinkGraph* graph) {
   return r.CheckNoUnknownKeys();
 }
 
+// "pcie": {"switches": [[0, 1], ...], "uplink_bandwidth": B, "switch_sockets": [...],
+// "socket_bandwidth": S} (the last two optional).
+Status ReadPcie(const Json& j, const std::string& path, PcieTree* tree) {
+  ObjectReader r(j, path);
+  ALPA_RETURN_IF_ERROR(r.CheckObject());
+  *tree = PcieTree();
+  const Json* switches = nullptr;
+  ALPA_RETURN_IF_ERROR(r.Find("switches", Presence::kRequired, &switches));
+  if (!switches->is_array()) return Bad(r.Sub("switches"), "expected an array of switches");
+  for (size_t i = 0; i < switches->size(); ++i) {
+    std::vector<int64_t> members;
+    ALPA_RETURN_IF_ERROR(
+        ReadIndices((*switches)[i], r.Sub("switches") + "[" + std::to_string(i) + "]", &members));
+    tree->switches.push_back(std::move(members));
+  }
+  ALPA_RETURN_IF_ERROR(r.Double("uplink_bandwidth", Presence::kRequired, &tree->uplink_bandwidth));
+  const Json* sockets = nullptr;
+  ALPA_RETURN_IF_ERROR(r.Find("switch_sockets", Presence::kOptional, &sockets));
+  if (sockets != nullptr) {
+    ALPA_RETURN_IF_ERROR(ReadIndices(*sockets, r.Sub("switch_sockets"), &tree->switch_sockets));
+  }
+  ALPA_RETURN_IF_ERROR(r.Double("socket_bandwidth", Presence::kOptional, &tree->socket_bandwidth));
+  return r.CheckNoUnknownKeys();
+}
+
 // The calibration keys of one object (a calibration file's top level, or a cluster's
 // "calibration"), on top of the values already in *c.
 Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
@@ -300,8 +326,19 @@ Status ReadOneTypeFields(ObjectReader& reader, Cluster* cluster) {
   if (sub != nullptr) {
     ALPA_RETURN_IF_ERROR(ReadNicLocality(*sub, reader.Sub("nic_locality"), &cluster->nic_locality));
   }
+  // A host has an NVLink graph or a PCIe tree: either one given replaces the preset's other.
+  const Json* pcie = nullptr;
+  ALPA_RETURN_IF_ERROR(reader.Find("pcie", Presence::kOptional, &pcie));
   ALPA_RETURN_IF_ERROR(reader.Find("nvlink", Presence::kOptional, &sub));
+  if (pcie != nullptr) {
+    ALPA_RETURN_IF_ERROR(ReadPcie(*pcie, reader.Sub("pcie"), &cluster->pcie));
+    if (sub == nullptr) cluster->nvlink = NvlinkGraph();
+  } else if (from_preset) {
+    cluster->pcie = ResizedHostTree(cluster->pcie, preset_devices,
+                                    std::max<int64_t>(cluster->devices_per_host, 0));
+  }
   if (sub != nullptr) {
+    if (pcie == nullptr) cluster->pcie = PcieTree();
     ALPA_RETURN_IF_ERROR(ReadNvlink(*sub, reader.Sub("nvlink"), &cluster->nvlink));
     // Without an order: the best one for the graph (once the graph is known to be valid).
     if (cluster->nvlink.device_order.empty() && cluster->devices_per_host >= 1 &&
@@ -310,7 +347,7 @@ Status ReadOneTypeFields(ObjectReader& reader, Cluster* cluster) {
             .ok()) {
       cluster->nvlink.device_order = BestDeviceOrder(*cluster);
     }
-  } else if (from_preset) {
+  } else if (from_preset && pcie == nullptr) {
     // A preset with fewer devices per host keeps the first ones of its order (as specs do), with
     // more none.
     cluster->nvlink = ResizedHostGraph(cluster->nvlink, preset_devices,
@@ -346,9 +383,10 @@ Result<Cluster> ReadPool(const Json& json, const std::string& path) {
 }
 
 // The keys a mixed cluster takes from its pools, refused beside "pools".
-constexpr const char* kPoolFields[] = {
-    "preset",          "hosts",         "devices_per_host", "device", "intra_host_link",
-    "inter_host_link", "nics_per_host", "nic_locality",     "nvlink", "calibration"};
+constexpr const char* kPoolFields[] = {"preset",        "hosts",           "devices_per_host",
+                                       "device",        "intra_host_link", "inter_host_link",
+                                       "nics_per_host", "nic_locality",    "nvlink",
+                                       "pcie",          "calibration"};
 
 // A cluster file with "pools" (docs/cluster-format.md "Mixed clusters"), after the header.
 Result<Cluster> ReadMixedCluster(ObjectReader& reader, const Json& json, const Json& pools_json) {
@@ -499,6 +537,11 @@ nlohmann::json ClusterToJson(const Cluster& c) {
       for (int64_t l = 0; l < c.devices_per_host; ++l) order.push_back(l);
     }
     j["nvlink"]["device_order"] = order;
+  }
+  if (!c.pcie.empty()) {
+    j["pcie"] = {{"switches", c.pcie.switches}, {"uplink_bandwidth", c.pcie.uplink_bandwidth}};
+    if (!c.pcie.switch_sockets.empty()) j["pcie"]["switch_sockets"] = c.pcie.switch_sockets;
+    if (c.pcie.socket_bandwidth != 0) j["pcie"]["socket_bandwidth"] = c.pcie.socket_bandwidth;
   }
   j["calibration"] = CalibrationFields(c.calibration);
   return j;

@@ -44,6 +44,7 @@
 
 #include "core/cluster/cluster.h"
 #include "core/cluster/nvlink_graph.h"
+#include "core/cluster/pcie_tree.h"
 
 namespace alpa {
 namespace {
@@ -127,6 +128,11 @@ Cluster PcieA100() {
   c.device = A100("A100-PCIe-80GB", 80 * kGiB, 1935e9);
   c.intra_host_link = {32e9, 10e-6};
   c.inter_host_link = {200e9 / 8, 10e-6};
+  // Four PCIe Gen4 switches of two GPUs each under one CPU root complex (the layout of 8-GPU
+  // PCIe servers built for peer-to-peer traffic, e.g. Supermicro's single-root 4029GP-TRT2):
+  // GPUs of a switch talk at their x16 links, other pairs through the switches' x16 uplinks.
+  c.pcie.switches = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  c.pcie.uplink_bandwidth = 32e9;
   c.calibration = DgxA100_80().calibration;  // the same chip
   return c;
 }
@@ -254,6 +260,7 @@ Result<Cluster> ParsePresetSpec(std::string_view spec) {
     // Fewer devices: the first ones of the preset's device order, with their links.
     c.value().nvlink =
         ResizedHostGraph(c.value().nvlink, c.value().devices_per_host, devices_per_host);
+    c.value().pcie = ResizedHostTree(c.value().pcie, c.value().devices_per_host, devices_per_host);
     c.value().devices_per_host = devices_per_host;
   }
   return c;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/cluster/nvlink_graph.h"
+#include "core/cluster/pcie_tree.h"
 
 namespace alpa {
 namespace {
@@ -132,12 +133,36 @@ DimLink FromNicBandwidth(const Cluster& c, double intra, double nic_bandwidth) {
   return d;
 }
 
+// The members on the first host of the dimension's groups that start there (local indices of
+// the submesh's per_host devices; every host holds the same pattern), the rings run at once.
+std::vector<std::vector<int64_t>> FirstHostGroups(int64_t per_host, int64_t num_groups,
+                                                  int64_t group_size, int64_t group_first_step,
+                                                  int64_t stride) {
+  std::vector<std::vector<int64_t>> groups;
+  for (int64_t g = 0; g < num_groups; ++g) {
+    const int64_t first = g * group_first_step;
+    if (first >= per_host) break;  // firsts ascend: the rest start on later hosts
+    std::vector<int64_t> members;
+    for (int64_t t = 0; t < group_size; ++t) {
+      const int64_t id = first + t * stride;
+      if (id >= per_host) break;
+      members.push_back(id);
+    }
+    groups.push_back(std::move(members));
+  }
+  return groups;
+}
+
 // The bytes per second of the dimension's rings inside a host: intra_host_link.bandwidth, or with
 // an NVLink graph the least AlignedGroupRingBandwidth of a group's members on its first host
 // (the submesh's per_host devices of a host form an aligned block; every host holds the same
 // pattern, which depends only on where the group starts within its host).
 double InHostBandwidth(const Cluster& c, int64_t per_host, int64_t num_groups, int64_t group_size,
                        int64_t group_first_step, int64_t stride) {
+  if (!c.pcie.empty()) {
+    return AlignedPcieRingBandwidth(
+        c, per_host, FirstHostGroups(per_host, num_groups, group_size, group_first_step, stride));
+  }
   if (c.nvlink.empty()) return c.intra_host_link.bandwidth;
   double least = c.intra_host_link.bandwidth;
   std::vector<char> seen(static_cast<size_t>(per_host), 0);

@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "core/cluster/pcie_tree.h"
+
 namespace alpa {
 namespace {
 
@@ -245,8 +247,17 @@ double AlignedGroupRingBandwidth(const Cluster& cluster, int64_t block_size,
 }
 
 std::vector<double> MovePairBandwidths(const Cluster& cluster) {
-  if (cluster.nvlink.empty()) return {};
   const int64_t n = cluster.devices_per_host;
+  if (!cluster.pcie.empty()) {
+    std::vector<double> table(static_cast<size_t>(n * n), cluster.intra_host_link.bandwidth);
+    for (int64_t a = 0; a < n; ++a) {
+      for (int64_t b = 0; b < n; ++b) {
+        if (a != b) table[static_cast<size_t>(a * n + b)] = PcieMoveBandwidth(cluster, a, b);
+      }
+    }
+    return table;
+  }
+  if (cluster.nvlink.empty()) return {};
   const std::vector<double> cap = Capacities(cluster.nvlink, n);
   std::vector<double> table(static_cast<size_t>(n * n), cluster.intra_host_link.bandwidth);
   for (int64_t a = 0; a < n; ++a) {

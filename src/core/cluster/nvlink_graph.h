@@ -49,8 +49,9 @@ double AlignedGroupRingBandwidth(const Cluster& cluster, int64_t block_size,
 // intra_host_link.bandwidth): the pair's direct NVLinks; without them the best path through one
 // intermediate GPU (NCCL routes sends "through NVLink via an intermediate GPU" unless
 // NCCL_NVB_DISABLE is set), at the narrower of its two links; without such a path PCIe
-// (pcie_bandwidth); at most intra_host_link.bandwidth. Empty without an NVLink graph: every
-// move inside a host runs at intra_host_link.bandwidth.
+// (pcie_bandwidth); at most intra_host_link.bandwidth. A host with a PCIe tree instead: each
+// pair's PcieMoveBandwidth (pcie_tree.h). Empty without either: every move inside a host runs at
+// intra_host_link.bandwidth.
 std::vector<double> MovePairBandwidths(const Cluster& cluster);
 
 // The device order (NvlinkGraph::device_order) that maximises the sum, over the logical meshes
