@@ -433,14 +433,16 @@ func TestPlanSmallModel(t *testing.T) {
 	}
 	_, err = sim.TimelineSVG(5)
 	mustStatus(t, err, alpa.ErrInvalidArgument)
-	// The device programs' simulation: the same stages, within 10 % of the plan's here.
+	// The device programs' simulation: the same stages, within 15 % of the plan's here (the last
+	// stage's update, twice the plan's in the programs on this tiny model, is no longer hidden
+	// by the pipeline on the p3 hosts' NVLink pair; docs/planner.md).
 	programs, err := plan.SimulatePrograms(alpa.Schedule1F1B)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer programs.Close()
 	if programs.NumStages() != len(stages) ||
-		math.Abs(programs.IterationSeconds()-sim.IterationSeconds()) > 0.1*sim.IterationSeconds() {
+		math.Abs(programs.IterationSeconds()-sim.IterationSeconds()) > 0.15*sim.IterationSeconds() {
 		t.Fatalf("programs' simulation: %d stages, %v s against %v s", programs.NumStages(),
 			programs.IterationSeconds(), sim.IterationSeconds())
 	}

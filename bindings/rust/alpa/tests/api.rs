@@ -328,10 +328,12 @@ fn plan_small_model_matches_the_cli() {
     assert_eq!(sim.stages().len(), stages.len());
     assert!(sim.iteration_seconds() > 0.0);
     assert_eq!(sim.planner_seconds(), ours);
-    // The device programs' simulation: the same stages, within 10 % of the plan's here.
+    // The device programs' simulation: the same stages, within 15 % of the plan's here (the
+    // last stage's update, twice the plan's in the programs on this tiny model, is no longer
+    // hidden by the pipeline on the p3 hosts' NVLink pair; docs/planner.md).
     let programs = plan.simulate_programs(Schedule::OneForwardOneBackward).unwrap();
     assert_eq!(programs.stages().len(), stages.len());
-    assert!((programs.iteration_seconds() - sim.iteration_seconds()).abs() <= 0.1 * sim.iteration_seconds());
+    assert!((programs.iteration_seconds() - sim.iteration_seconds()).abs() <= 0.15 * sim.iteration_seconds());
     let sim2 = Simulation::from_plan_json(json.as_bytes(), Schedule::GPipe).unwrap();
     assert!(sim2.iteration_seconds() > 0.0);
     let svg = plan.timeline_svg(800).unwrap();
