@@ -29,8 +29,8 @@ predicted throughput over measured throughput):
 The DGX-2H rows run on the p3.16xlarge preset with the DGX-2H's V100 (32 GB, 130 TFLOP/s f16:
 its published 62.4 TFLOP/s at 48 % of peak) and activation recomputation, which Megatron's
 scripts of the time used (1.2B with Adam does not fit 32 GB without it at batch 8). Their host
-is NVSwitch-connected where a p3.16xlarge has NVLink in a hybrid cube mesh: the 4-GPU row's
-all-reduces use the preset's 150 GB/s either way.
+is NVSwitch-connected where a p3.16xlarge has NVLink in a hybrid cube mesh: they run without
+the preset's NVLink graph ("nvlink": null, every pair at the host's 150 GB/s).
 
 --fit fits efficiency.matmul (with fuse_elementwise and fuse_attention on, as Megatron fuses
 its elementwise chains and its softmax) so that the largest over- and under-prediction are
@@ -63,9 +63,11 @@ def alpa_seconds(tflops_per_gpu, gpus, batch, seq, layers, hidden, vocab):
 # measured seconds per iteration
 ROWS = [
     ("1.2B x 1", "gpt:hidden=1536,layers=40,heads=16,seq=1024,vocab=51200,batch=8",
-     {"hosts": 1, "devices_per_host": 1, "device": DGX2H_V100}, (1, 1, 1, 1), 1.288),
+     {"hosts": 1, "devices_per_host": 1, "device": DGX2H_V100, "nvlink": None}, (1, 1, 1, 1),
+     1.288),
     ("4.2B x 4", "gpt:hidden=2304,layers=64,heads=24,seq=1024,vocab=51200,batch=8",
-     {"hosts": 1, "devices_per_host": 4, "device": DGX2H_V100}, (1, 4, 1, 1), 1.357),
+     {"hosts": 1, "devices_per_host": 4, "device": DGX2H_V100, "nvlink": None}, (1, 4, 1, 1),
+     1.357),
     ("39B x 64", "gpt:hidden=8192,layers=48,heads=64,seq=1024,vocab=51200,batch=1024",
      {"hosts": 8}, None, alpa_seconds(57, 64, 1024, 1024, 48, 8192, 51200)),
 ]

@@ -203,11 +203,12 @@ Status ReadNicLocality(const Json& j, const std::string& path, NicLocality* nic)
 }
 
 // "nvlink": {"links": [{"devices": [a, b], "bandwidth": B}, ...], "pcie_bandwidth": P,
-// "device_order": [...]} (device_order optional).
+// "device_order": [...]} (device_order optional), or null: no graph.
 Status ReadNvlink(const Json& j, const std::string& path, NvlinkGraph* graph) {
+  *graph = NvlinkGraph();
+  if (j.is_null()) return Status::Ok();  // no graph
   ObjectReader r(j, path);
   ALPA_RETURN_IF_ERROR(r.CheckObject());
-  *graph = NvlinkGraph();
   const Json* links = nullptr;
   ALPA_RETURN_IF_ERROR(r.Find("links", Presence::kRequired, &links));
   if (!links->is_array()) return Bad(r.Sub("links"), "expected an array of links");
@@ -239,11 +240,12 @@ Status ReadNvlink(const Json& j, const std::string& path, NvlinkGraph* graph) {
 }
 
 // "pcie": {"switches": [[0, 1], ...], "uplink_bandwidth": B, "switch_sockets": [...],
-// "socket_bandwidth": S} (the last two optional).
+// "socket_bandwidth": S} (the last two optional), or null: no tree.
 Status ReadPcie(const Json& j, const std::string& path, PcieTree* tree) {
+  *tree = PcieTree();
+  if (j.is_null()) return Status::Ok();  // no tree
   ObjectReader r(j, path);
   ALPA_RETURN_IF_ERROR(r.CheckObject());
-  *tree = PcieTree();
   const Json* switches = nullptr;
   ALPA_RETURN_IF_ERROR(r.Find("switches", Presence::kRequired, &switches));
   if (!switches->is_array()) return Bad(r.Sub("switches"), "expected an array of switches");
@@ -330,19 +332,20 @@ Status ReadOneTypeFields(ObjectReader& reader, Cluster* cluster) {
   const Json* pcie = nullptr;
   ALPA_RETURN_IF_ERROR(reader.Find("pcie", Presence::kOptional, &pcie));
   ALPA_RETURN_IF_ERROR(reader.Find("nvlink", Presence::kOptional, &sub));
+  // null: none (a preset's removed: "nvlink": null makes a p3 host uniform, NVSwitch-like).
   if (pcie != nullptr) {
     ALPA_RETURN_IF_ERROR(ReadPcie(*pcie, reader.Sub("pcie"), &cluster->pcie));
-    if (sub == nullptr) cluster->nvlink = NvlinkGraph();
+    if (sub == nullptr && !pcie->is_null()) cluster->nvlink = NvlinkGraph();
   } else if (from_preset) {
     cluster->pcie = ResizedHostTree(cluster->pcie, preset_devices,
                                     std::max<int64_t>(cluster->devices_per_host, 0));
   }
   if (sub != nullptr) {
-    if (pcie == nullptr) cluster->pcie = PcieTree();
+    if (pcie == nullptr && !sub->is_null()) cluster->pcie = PcieTree();
     ALPA_RETURN_IF_ERROR(ReadNvlink(*sub, reader.Sub("nvlink"), &cluster->nvlink));
     // Without an order: the best one for the graph (once the graph is known to be valid).
-    if (cluster->nvlink.device_order.empty() && cluster->devices_per_host >= 1 &&
-        cluster->devices_per_host <= kMaxDevicesPerHost &&
+    if (!cluster->nvlink.empty() && cluster->nvlink.device_order.empty() &&
+        cluster->devices_per_host >= 1 && cluster->devices_per_host <= kMaxDevicesPerHost &&
         ValidateNvlinkGraph(cluster->nvlink, cluster->devices_per_host, reader.Sub("nvlink"))
             .ok()) {
       cluster->nvlink.device_order = BestDeviceOrder(*cluster);

@@ -128,6 +128,18 @@ TEST(PcieTree, ClusterFileRoundTripAndReplacingThePresetsGraph) {
           "pcie_bandwidth": 16e9}})");
   ASSERT_TRUE(nv.ok()) << nv.status().message();
   EXPECT_TRUE(nv.value().pcie.empty());
+  // null removes the preset's: a p3 host priced as NVSwitch-connected (uniform links), a PCIe
+  // server as uniform PCIe; the other one stays.
+  Result<Cluster> uniform = ReadClusterBuffer(R"({"preset": "p3.16xlarge", "nvlink": null})");
+  ASSERT_TRUE(uniform.ok()) << uniform.status().message();
+  EXPECT_TRUE(uniform.value().nvlink.empty());
+  EXPECT_TRUE(uniform.value().pcie.empty());
+  Result<Cluster> flat = ReadClusterBuffer(R"({"preset": "pcie-a100-80g", "pcie": null})");
+  ASSERT_TRUE(flat.ok()) << flat.status().message();
+  EXPECT_TRUE(flat.value().pcie.empty());
+  Result<Cluster> kept = ReadClusterBuffer(R"({"preset": "p3.16xlarge", "pcie": null})");
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  EXPECT_FALSE(kept.value().nvlink.empty());
 }
 
 TEST(PcieTree, BadTreesAreRefusedByName) {
