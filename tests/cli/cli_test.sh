@@ -406,6 +406,18 @@ expect plan_zero_bubble_off 0 '4 microbatches, 1F1B schedule' -- "$alpa" plan "$
 "$alpa" plan "${zb[@]}" --zero-bubble search -o "$tmp/zb_plan.json" >/dev/null
 expect simulate_plan_schedule 0 'ZB-H1 schedule' -- "$alpa" simulate "$tmp/zb_plan.json"
 expect plan_zero_bubble_bad 1 'error: --zero-bubble: plan option "zero_bubble"' -- "$alpa" plan --model "$bgpt" --zero-bubble maybe
+# The global batch as a searched option: the small GPT at 8 or 32 samples per iteration on 4
+# devices: 32 has the most samples per second and is kept (its spec's batch replaced); a single
+# batch is the spec's own plan; no plan fitting at any batch exits 2 naming them; bad lists and
+# graph files name the option.
+gb=(--model "$z3model" --cluster p3.16xlarge:hosts=1,devices_per_host=4)
+expect plan_global_batch_wins 0 '^kept: gpt:layers=4,.*adam_eps=1e-5,batch=32 ' -- "$alpa" plan "${gb[@]}" --global-batch 32,8
+expect plan_global_batch_lines 0 '^global batch 8: 116.1 us per iteration' -- "$alpa" plan "${gb[@]}" --global-batch 32,8
+expect plan_global_batch_one 0 'predicted iteration time  116.1 us  \(1 microbatch' -- "$alpa" plan "${gb[@]}" --global-batch 8
+expect plan_global_batch_none_fits 2 'no plan fits at any global batch of --global-batch \(8, 32\)' -- "$alpa" plan "${gb[@]}" --global-batch 32,8 --device-memory 1MiB -q
+expect plan_global_batch_bad 1 'error: --global-batch: entry 2 "x" is not a positive integer' -- "$alpa" plan "${gb[@]}" --global-batch 8,x
+expect plan_global_batch_repeat 1 'entry 2 "8" repeats a batch' -- "$alpa" plan "${gb[@]}" --global-batch 8,8
+expect plan_global_batch_file 1 'error: --global-batch: only with --model' -- "$alpa" plan --file "$tmp/none.json" --global-batch 8
 # NIC locality: two PCIe servers whose NIC sits next to GPUs 0-3; stage 1 sends across the hosts
 # and moves onto those GPUs (stage 0 onto 4-7), unless --nic-placement off; a bad locality names
 # the entry.

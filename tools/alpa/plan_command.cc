@@ -6,10 +6,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "alpa.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "global_batch.h"
 #include "graph_file.h"
 #include "plan_output.h"
 #include "run_command.h"
@@ -23,6 +25,7 @@ struct PlanArgs {
   std::string cluster;       // "PRESET:HOSTS", a preset spec or a cluster JSON file
   int64_t microbatches = 0;  // searched unless given
   bool microbatches_given = false;
+  std::string global_batch;   // "256,512,1024": searched over these (global_batch.h)
   int32_t layers = 0;         // layer groups; 0: the graph's layers, at most DefaultLayerGroupCap
   std::string remat;          // "", "search", "off", "on", "selective"
   std::string zero2;          // "", "search", "off"
@@ -66,6 +69,18 @@ int RunPlan(const PlanArgs& args) {
                           (args.time_limit > 0 ? "--time-limit" : "--exact") +
                           ", whose result depends on the clock (bound the work with "
                           "--max-intra-op-solves instead)");
+  }
+  std::vector<int64_t> global_batches;
+  if (!args.global_batch.empty()) {
+    std::string error;
+    if (!graph_file.empty()) {
+      return ReportBadInput(
+          "--global-batch: only with --model (a graph file's batch is its "
+          "inputs')");
+    }
+    if (!ParseGlobalBatches(args.global_batch, &global_batches, &error)) {
+      return ReportBadInput("--global-batch: " + error);
+    }
   }
   if (args.microbatches_given && args.microbatches < 1) {
     return ReportBadInput("--microbatches: must be >= 1 (got " + std::to_string(args.microbatches) +
@@ -132,7 +147,14 @@ int RunPlan(const PlanArgs& args) {
   if (!args.json && !args.quiet && !args.deterministic)
     PrintPlanHeader("planning", what, handles.cluster);
   int32_t rc;
-  if (graph_file.empty()) {
+  if (!global_batches.empty()) {
+    std::string chosen;
+    if (int code = PlanGlobalBatches(model, global_batches, handles.cluster, handles.options,
+                                     args.json || args.quiet, &handles.plan, &chosen)) {
+      return code;
+    }
+    rc = ALPA_OK;
+  } else if (graph_file.empty()) {
     rc = alpa_model_plan(&handles.plan, model.c_str(), handles.cluster, handles.options, &err);
   } else {
     if (int code = LoadPlanGraphFile(args.graph, handles.options, &handles.graph)) return code;
@@ -170,6 +192,10 @@ Command AddPlanCommand(CLI::App& app) {
   CLI::Option* microbatches = plan->add_option(
       "--microbatches,-B", args->microbatches,
       "Microbatches (default: searched over the batch's divisors near powers of two)");
+  plan->add_option("--global-batch", args->global_batch,
+                   "Global batches the user allows, e.g. 256,512,1024 (--model only): the model "
+                   "planned at each, the plan of the most samples per second kept (default: the "
+                   "spec's batch)");
   plan->add_option("--layers", args->layers,
                    "Layer groups (default: the graph's, at most 16, or hosts / 6 up to 64 beyond "
                    "96 hosts; twice that on a mixed cluster)")
