@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/cluster/pcie_tree.h"
+#include "core/util/number_text.h"
 
 namespace alpa {
 namespace {
@@ -21,11 +22,6 @@ constexpr int64_t kMaxNvlinkDevices = 64;
 // The cache of ring bandwidths is emptied past this many entries (a process that plans for many
 // different graphs keeps bounded memory).
 constexpr size_t kMaxCachedRings = size_t{1} << 16;
-
-std::string Num(double v) {
-  std::string s = std::to_string(v);
-  return s;
-}
 
 // The GPU of local index l.
 int64_t GpuOf(const NvlinkGraph& graph, int64_t l) {
@@ -190,7 +186,7 @@ Status ValidateNvlinkGraph(const NvlinkGraph& graph, int64_t devices_per_host,
     }
     if (!std::isfinite(link.bandwidth) || link.bandwidth <= 0) {
       return InvalidArgument(at + ".bandwidth: must be a positive finite number (got " +
-                             Num(link.bandwidth) + ")");
+                             ExactDoubleText(link.bandwidth) + ")");
     }
     char& pair = seen[static_cast<size_t>(std::min(link.a, link.b) * devices_per_host +
                                           std::max(link.a, link.b))];
@@ -203,7 +199,7 @@ Status ValidateNvlinkGraph(const NvlinkGraph& graph, int64_t devices_per_host,
   }
   if (!std::isfinite(graph.pcie_bandwidth) || graph.pcie_bandwidth <= 0) {
     return InvalidArgument(where + ".pcie_bandwidth: must be a positive finite number (got " +
-                           Num(graph.pcie_bandwidth) + ")");
+                           ExactDoubleText(graph.pcie_bandwidth) + ")");
   }
   if (graph.device_order.empty()) return Status::Ok();
   if (static_cast<int64_t>(graph.device_order.size()) != devices_per_host) {
@@ -247,17 +243,9 @@ double AlignedGroupRingBandwidth(const Cluster& cluster, int64_t block_size,
 }
 
 std::vector<double> MovePairBandwidths(const Cluster& cluster) {
-  const int64_t n = cluster.devices_per_host;
-  if (!cluster.pcie.empty()) {
-    std::vector<double> table(static_cast<size_t>(n * n), cluster.intra_host_link.bandwidth);
-    for (int64_t a = 0; a < n; ++a) {
-      for (int64_t b = 0; b < n; ++b) {
-        if (a != b) table[static_cast<size_t>(a * n + b)] = PcieMoveBandwidth(cluster, a, b);
-      }
-    }
-    return table;
-  }
+  if (!cluster.pcie.empty()) return PcieMoveBandwidths(cluster);
   if (cluster.nvlink.empty()) return {};
+  const int64_t n = cluster.devices_per_host;
   const std::vector<double> cap = Capacities(cluster.nvlink, n);
   std::vector<double> table(static_cast<size_t>(n * n), cluster.intra_host_link.bandwidth);
   for (int64_t a = 0; a < n; ++a) {

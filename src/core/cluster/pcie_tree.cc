@@ -53,6 +53,18 @@ Crossing CrossingOf(const PcieTree& tree, const std::vector<int64_t>& switch_of,
   return c;
 }
 
+// A move between local devices a and b, given every device's switch (a == b: the device's link).
+double MoveBandwidth(const Cluster& cluster, const std::vector<int64_t>& switch_of, int64_t a,
+                     int64_t b) {
+  const double own = cluster.intra_host_link.bandwidth;
+  const PcieTree& tree = cluster.pcie;
+  const int64_t sa = switch_of[static_cast<size_t>(a)], sb = switch_of[static_cast<size_t>(b)];
+  if (sa == sb) return own;
+  double bw = std::min(own, tree.uplink_bandwidth);
+  if (SocketOf(tree, sa) != SocketOf(tree, sb)) bw = std::min(bw, tree.socket_bandwidth);
+  return bw;
+}
+
 }  // namespace
 
 Status ValidatePcieTree(const PcieTree& tree, int64_t devices_per_host, const std::string& where) {
@@ -168,15 +180,22 @@ double AlignedPcieRingBandwidth(const Cluster& cluster, int64_t block_size,
 }
 
 double PcieMoveBandwidth(const Cluster& cluster, int64_t a, int64_t b) {
-  const double own = cluster.intra_host_link.bandwidth;
-  if (cluster.pcie.empty()) return own;
-  const PcieTree& tree = cluster.pcie;
-  const std::vector<int64_t> switch_of = SwitchOf(tree, cluster.devices_per_host);
-  const int64_t sa = switch_of[static_cast<size_t>(a)], sb = switch_of[static_cast<size_t>(b)];
-  if (sa == sb) return own;
-  double bw = std::min(own, tree.uplink_bandwidth);
-  if (SocketOf(tree, sa) != SocketOf(tree, sb)) bw = std::min(bw, tree.socket_bandwidth);
-  return bw;
+  if (cluster.pcie.empty()) return cluster.intra_host_link.bandwidth;
+  const std::vector<int64_t> switch_of = SwitchOf(cluster.pcie, cluster.devices_per_host);
+  return MoveBandwidth(cluster, switch_of, a, b);
+}
+
+std::vector<double> PcieMoveBandwidths(const Cluster& cluster) {
+  if (cluster.pcie.empty()) return {};
+  const int64_t n = cluster.devices_per_host;
+  const std::vector<int64_t> switch_of = SwitchOf(cluster.pcie, n);
+  std::vector<double> table(static_cast<size_t>(n * n));
+  for (int64_t a = 0; a < n; ++a) {
+    for (int64_t b = 0; b < n; ++b) {
+      table[static_cast<size_t>(a * n + b)] = MoveBandwidth(cluster, switch_of, a, b);
+    }
+  }
+  return table;
 }
 
 PcieTree ResizedHostTree(const PcieTree& tree, int64_t host_devices, int64_t devices) {

@@ -40,6 +40,10 @@ double AlignedPcieRingBandwidth(const Cluster& cluster, int64_t block_size,
 // Bytes per second of a move between local devices a and b (a != b) of a host, as above.
 double PcieMoveBandwidth(const Cluster& cluster, int64_t a, int64_t b);
 
+// PcieMoveBandwidth of every ordered pair of local devices (row-major, devices_per_host^2
+// entries, the diagonal intra_host_link.bandwidth); empty without a tree.
+std::vector<double> PcieMoveBandwidths(const Cluster& cluster);
+
 // The tree of a host of `host_devices` devices taken with `devices` per host instead (a preset
 // with another devices_per_host): with fewer, the switches keep their GPUs below `devices` (the
 // emptied switches dropped, with their sockets); with more, no tree (uniform links).

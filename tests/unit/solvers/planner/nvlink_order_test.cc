@@ -10,8 +10,8 @@
 #include "core/cluster/cluster.h"
 #include "core/cluster/nvlink_graph.h"
 #include "models/planner_model.h"
-#include "solvers/auto_sharding/plan_check.h"
 #include "solvers/planner/planner.h"
+#include "support/plan_checks.h"
 
 namespace alpa {
 namespace {
@@ -27,14 +27,7 @@ PipelinePlan PlanWithOrder(const Cluster& cluster) {
   Result<PipelinePlan> plan = PlanPipeline(model.value(), cluster, options);
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   if (!plan.ok()) return {};
-  for (size_t s = 0; s < plan.value().stages.size(); ++s) {
-    const PlannedStage& st = plan.value().stages[s];
-    for (const StagePiece& p : st.pieces) {
-      const Status check =
-          CheckShardingPlan(p.subgraph->graph, st.logical_mesh, *p.sharding, std::nullopt);
-      EXPECT_TRUE(check.ok()) << "stage " << s << ": " << check.message();
-    }
-  }
+  testing::ExpectPiecesCheck(plan.value());
   return std::move(plan).value();
 }
 

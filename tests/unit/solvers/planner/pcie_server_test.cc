@@ -7,8 +7,8 @@
 
 #include "core/cluster/cluster.h"
 #include "models/planner_model.h"
-#include "solvers/auto_sharding/plan_check.h"
 #include "solvers/planner/planner.h"
+#include "support/plan_checks.h"
 
 namespace alpa {
 namespace {
@@ -24,14 +24,8 @@ PipelinePlan PlanGpt39b(const char* preset) {
   Result<PipelinePlan> plan = PlanPipeline(model.value(), cluster.value(), options);
   EXPECT_TRUE(plan.ok()) << preset << ": " << plan.status().message();
   if (!plan.ok()) return {};
-  for (size_t s = 0; s < plan.value().stages.size(); ++s) {
-    const PlannedStage& st = plan.value().stages[s];
-    for (const StagePiece& p : st.pieces) {
-      const Status check =
-          CheckShardingPlan(p.subgraph->graph, st.logical_mesh, *p.sharding, std::nullopt);
-      EXPECT_TRUE(check.ok()) << preset << " stage " << s << ": " << check.message();
-    }
-  }
+  SCOPED_TRACE(preset);
+  testing::ExpectPiecesCheck(plan.value());
   return std::move(plan).value();
 }
 

@@ -10,16 +10,17 @@
 
 #include "core/cluster/cluster.h"
 #include "models/planner_model.h"
-#include "solvers/auto_sharding/plan_check.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/planner.h"
 #include "support/clusters.h"
+#include "support/plan_checks.h"
 
 namespace alpa {
 namespace {
 
 constexpr const char* kSmallGpt = "gpt:layers=4,hidden=64,heads=2,seq=32,vocab=128,batch=16";
 
+using testing::ExpectPiecesCheck;
 using testing::P3;
 
 Result<PipelinePlan> Plan(const Cluster& cluster, PlannerOptions options) {
@@ -33,17 +34,6 @@ PipelinePlan PlanOrDie(const Cluster& cluster, const PlannerOptions& options) {
   Result<PipelinePlan> plan = Plan(cluster, options);
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   return plan.ok() ? std::move(plan).value() : PipelinePlan{};
-}
-
-// Every piece of every stage passes the independent plan checker.
-void ExpectPiecesCheck(const PipelinePlan& plan) {
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    for (const StagePiece& p : plan.stages[s].pieces) {
-      Status check = CheckShardingPlan(p.subgraph->graph, plan.stages[s].logical_mesh, *p.sharding,
-                                       std::nullopt);
-      EXPECT_TRUE(check.ok()) << "stage " << s << ": " << check.message();
-    }
-  }
 }
 
 // The mesh dims the batch input (dim 0 of `microbatch_size`) of a piece is split over; none
