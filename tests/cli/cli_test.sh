@@ -267,7 +267,7 @@ expect plan_max_hosts_flag 1 'the cluster has 4 hosts, more than the limit of 2'
 expect plan_max_layers 1 'the model has 1000000 layers, more than the limit of 4096.*--max-layers' -- "$alpa" plan --model gpt:layers=1000000
 expect plan_max_hosts_negative 1 'error: --max-hosts: .*must be an integer >= 0 \(0: no limit\) \(got -1\)' -- "$alpa" plan "${plan[@]}" --max-hosts -1
 expect baseline_max_hosts 1 'more than the limit of 1024.*--max-hosts' -- "$alpa" baseline --cluster p3.16xlarge:4096 -q
-expect plan_estimate 0 '^# .*estimate: [0-9]+ intra-op solves per microbatch count \([0-9]+ piece types x 10 logical meshes.*; time limit 600 s$' -- "$alpa" plan "${plan[@]}" -B 4 --time-limit 600
+expect plan_estimate 0 '^# .*estimate: [0-9]+ intra-op solves per microbatch count \([0-9]+ piece types x 7 logical meshes.*; time limit 600 s$' -- "$alpa" plan "${plan[@]}" -B 4 --time-limit 600
 expect plan_time_limit_none 1 'error: .*planning time limit of 1e-06 s reached before any plan was found' -- "$alpa" plan "${plan[@]}" --time-limit 0.000001
 expect plan_time_limit_negative 1 'error: --time-limit: .*must be a number of seconds >= 0' -- "$alpa" plan "${plan[@]}" --time-limit -1
 # --deterministic: two runs print and write the same bytes (no clock readings; 2 threads race

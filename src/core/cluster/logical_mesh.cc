@@ -301,6 +301,8 @@ std::vector<std::vector<int64_t>> EnumerateLogicalShapes(const SubmeshShape& sub
   const int64_t devices = submesh.num_devices();
   if (submesh.hosts < 1 || submesh.devices_per_host < 1) return shapes;
   for (int64_t mp = 1; mp <= submesh.devices_per_host; ++mp) {
+    // (1, D) is the 1-D mesh (D, 1) transposed: the same groups over the same links.
+    if (devices / mp == 1 && mp > 1) continue;
     if (submesh.devices_per_host % mp == 0) shapes.push_back({devices / mp, mp});
   }
   return shapes;

@@ -88,7 +88,8 @@ Result<LogicalMesh> AbstractLogicalMesh(const std::vector<int64_t>& shape,
 
 // The logical shapes the planner tries for a submesh with D devices (REFERENCE §4):
 // (D / mp, mp) for every mp dividing submesh.devices_per_host, in increasing mp, so (D, 1)
-// comes first and (hosts, devices_per_host) last.
+// comes first and (hosts, devices_per_host) last; on one host (1, D) is left out for D > 1: it
+// is (D, 1) transposed, the same 1-D mesh, which would cost every piece a second solve.
 std::vector<std::vector<int64_t>> EnumerateLogicalShapes(const SubmeshShape& submesh);
 
 // "(2, 8)" / "(16)".

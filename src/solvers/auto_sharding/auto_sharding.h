@@ -57,6 +57,7 @@ struct HandedOffOutput {
 };
 
 struct AutoShardResult;
+class SharedReshardCosts;
 
 struct AutoShardOptions {
   CostMode cost_mode = CostMode::kRealUnits;
@@ -105,6 +106,10 @@ struct AutoShardOptions {
   // feasible the local search does solve.warm_start_effort of its work. Ignored (a cold start)
   // when the structure differs.
   std::shared_ptr<const AutoShardResult> warm_start;
+  // Resharding prices shared with other solves (shared_reshard_costs.h): the planner's solves
+  // of one call price each move once per mesh rather than once per solve. Null: this solve's
+  // own cache only. Must outlive the solve.
+  SharedReshardCosts* shared_reshard_costs = nullptr;
   SolveOptions solve;  // time limit, threads, cancel, progress
 };
 

@@ -261,7 +261,11 @@ void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mes
   policy.options.alpa_compatible = options.cost_mode == CostMode::kAlpaCompatible;
   policy.allow_all_gather = options.allow_all_gather;
   policy.allow_all_to_all = options.allow_all_to_all;
-  model.reshard = std::make_unique<ReshardCostCache>(model.specs, model.mesh, policy);
+  SharedReshardTable* shared =
+      options.shared_reshard_costs != nullptr
+          ? options.shared_reshard_costs->TableFor(mesh, ReshardPolicyKey(policy))
+          : nullptr;
+  model.reshard = std::make_unique<ReshardCostCache>(model.specs, model.mesh, policy, shared);
 
   const size_t op_count = static_cast<size_t>(graph.size());
   model.treatment.assign(op_count, OpTreatment::kFollow);

@@ -1,6 +1,8 @@
 // Spec interning and the resharding cost cache (see spec_table.h).
 #include "solvers/auto_sharding/spec_table.h"
 
+#include <utility>
+
 #include "core/problem/sharding_problem.h"
 
 namespace alpa {
@@ -8,6 +10,18 @@ namespace {
 
 size_t Mix(size_t h, uint64_t v) {
   return h ^ (static_cast<size_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+
+// The bytes of a tensor; nullopt when they do not fit 64 bits (or a count is negative).
+std::optional<uint64_t> TensorByteCount(const std::vector<int64_t>& shape, int64_t element_bytes) {
+  if (element_bytes < 1) return std::nullopt;
+  uint64_t bytes = static_cast<uint64_t>(element_bytes);
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) {
+      return std::nullopt;
+    }
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -31,6 +45,12 @@ int32_t SpecTable::Intern(const ShardingSpec& spec) {
   return id;
 }
 
+std::string ReshardPolicyKey(const ReshardPolicy& policy) {
+  return std::to_string(static_cast<int>(policy.options.cost_mode)) +
+         (policy.options.alpa_compatible ? "a" : "-") + (policy.allow_all_gather ? "g" : "-") +
+         (policy.allow_all_to_all ? "t" : "-");
+}
+
 size_t ReshardCostCache::TypeHash::operator()(const TypeKey& k) const {
   size_t h = static_cast<size_t>(k.element_bytes);
   for (int64_t d : k.shape) h = Mix(h, static_cast<uint64_t>(d));
@@ -42,6 +62,7 @@ int32_t ReshardCostCache::TensorType(const std::vector<int64_t>& shape, int64_t 
   auto it = type_ids_.find(key);
   if (it != type_ids_.end()) return it->second;
   const int32_t id = static_cast<int32_t>(types_.size());
+  type_bytes_.push_back(TensorByteCount(shape, element_bytes));
   types_.push_back(key);
   type_ids_.emplace(std::move(key), id);
   return id;
@@ -64,6 +85,33 @@ Result<ReshardPlan> ReshardCostCache::Plan(int32_t type, int32_t src, int32_t ds
   return PlanReshard(specs_.spec(src), specs_.spec(dst), t.shape, t.element_bytes, mesh_, options);
 }
 
+Result<PricedReshard> ReshardCostCache::Price(int32_t type, int32_t src, int32_t dst) const {
+  const TypeKey& t = types_[static_cast<size_t>(type)];
+  const std::optional<uint64_t>& bytes = type_bytes_[static_cast<size_t>(type)];
+  std::optional<SharedReshardTable::Key> shared_key;
+  const std::optional<uint64_t> src_code =
+      SharedReshardTable::PackSpec(specs_.spec(src), mesh_.ndim());
+  const std::optional<uint64_t> dst_code =
+      SharedReshardTable::PackSpec(specs_.spec(dst), mesh_.ndim());
+  if (shared_ != nullptr && bytes && src_code && dst_code) {
+    shared_key = SharedReshardTable::Key{*bytes, *src_code, *dst_code};
+    const std::optional<PricedReshard> found = shared_->Find(*shared_key);
+    if (found && ValidateShardingSpec(specs_.spec(src), t.shape, mesh_.shape).ok() &&
+        ValidateShardingSpec(specs_.spec(dst), t.shape, mesh_.shape).ok()) {
+      return *found;
+    }
+  }
+  Result<ReshardPlan> plan = Plan(type, src, dst, /*describe=*/false);
+  if (!plan.ok()) return plan.status();
+  PricedReshard priced{Allowed(plan.value()) ? plan.value().cost : kForbiddenCost,
+                       plan.value().NumCollectives() == 0, false};
+  for (const ReshardStep& step : plan.value().steps) {
+    priced.reduce_scatter = priced.reduce_scatter || step.kind == ReshardStepKind::kReduceScatter;
+  }
+  if (shared_key) shared_->Insert(*shared_key, priced);
+  return priced;
+}
+
 Result<double> ReshardCostCache::Cost(int32_t type, int32_t src, int32_t dst,
                                       Restriction restriction) {
   if (src == dst) return 0.0;
@@ -71,16 +119,11 @@ Result<double> ReshardCostCache::Cost(int32_t type, int32_t src, int32_t dst,
                        static_cast<uint64_t>(dst);
   auto it = costs_.find(key);
   if (it == costs_.end()) {
-    Result<ReshardPlan> plan = Plan(type, src, dst, /*describe=*/false);
-    if (!plan.ok()) return plan.status();
-    Priced priced{Allowed(plan.value()) ? plan.value().cost : kForbiddenCost,
-                  plan.value().NumCollectives() == 0, false};
-    for (const ReshardStep& step : plan.value().steps) {
-      priced.reduce_scatter = priced.reduce_scatter || step.kind == ReshardStepKind::kReduceScatter;
-    }
-    it = costs_.emplace(key, priced).first;
+    Result<PricedReshard> priced = Price(type, src, dst);
+    if (!priced.ok()) return priced.status();
+    it = costs_.emplace(key, priced.value()).first;
   }
-  const Priced& p = it->second;
+  const PricedReshard& p = it->second;
   if ((restriction == Restriction::kLocalOnly && !p.local) ||
       (restriction == Restriction::kNoReduceScatter && p.reduce_scatter)) {
     return kForbiddenCost;

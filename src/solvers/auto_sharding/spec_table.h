@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "core/cluster/resharding.h"
 #include "core/cluster/sharding_spec.h"
 #include "core/util/status.h"
+#include "solvers/auto_sharding/shared_reshard_costs.h"
 
 namespace alpa {
 
@@ -33,13 +36,18 @@ struct ReshardPolicy {
   bool allow_all_to_all = true;
 };
 
+// What SharedReshardCosts::TableFor needs of a policy: every field that prices a move.
+std::string ReshardPolicyKey(const ReshardPolicy& policy);
+
 // Costs of resharding tensors between interned specs on one mesh; forbidden moves (Alpa's in
 // Alpa-compatible mode, and all-gathers / all-to-alls where the policy forbids them) cost
-// kForbiddenCost.
+// kForbiddenCost. With a shared table (of the same mesh and policy), a move this cache has not
+// priced is looked up there before it is planned, and kept there once planned.
 class ReshardCostCache {
  public:
-  ReshardCostCache(const SpecTable& specs, const LogicalMesh& mesh, ReshardPolicy policy)
-      : specs_(specs), mesh_(mesh), policy_(policy) {}
+  ReshardCostCache(const SpecTable& specs, const LogicalMesh& mesh, ReshardPolicy policy,
+                   SharedReshardTable* shared = nullptr)
+      : specs_(specs), mesh_(mesh), policy_(policy), shared_(shared) {}
 
   // An id for a tensor type (shape and element size).
   int32_t TensorType(const std::vector<int64_t>& shape, int64_t element_bytes);
@@ -58,6 +66,10 @@ class ReshardCostCache {
   bool Allowed(const ReshardPlan& plan) const;
 
  private:
+  // src -> dst priced: from the shared table where it has the move and both specs fit the
+  // type's shape, else planned (and kept in the shared table).
+  Result<PricedReshard> Price(int32_t type, int32_t src, int32_t dst) const;
+
   struct TypeKey {
     std::vector<int64_t> shape;
     int64_t element_bytes;
@@ -72,13 +84,10 @@ class ReshardCostCache {
   const LogicalMesh& mesh_;
   ReshardPolicy policy_;
   std::vector<TypeKey> types_;
+  std::vector<std::optional<uint64_t>> type_bytes_;  // per type: its bytes, where they fit
   std::unordered_map<TypeKey, int32_t, TypeHash> type_ids_;
-  struct Priced {
-    double cost;
-    bool local;           // no collective
-    bool reduce_scatter;  // uses a reduce-scatter
-  };
-  std::unordered_map<uint64_t, Priced> costs_;
+  SharedReshardTable* shared_;
+  std::unordered_map<uint64_t, PricedReshard> costs_;
 };
 
 }  // namespace alpa

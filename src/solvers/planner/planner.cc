@@ -16,6 +16,7 @@
 #include "core/ir/graph_stats.h"
 #include "core/util/number_text.h"
 #include "core/util/parallel.h"
+#include "solvers/auto_sharding/shared_reshard_costs.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/interleave_choice.h"
 #include "solvers/planner/microbatch_counts.h"
@@ -54,6 +55,8 @@ struct PlannerCall {
   IntraOpWarmStarts warm_starts;  // the solutions of the counts tried so far
   // On a mixed cluster, per pool (a pool's solutions start that pool's solves only).
   std::vector<IntraOpWarmStarts> pool_warm_starts;
+  // Every intra-op solve's resharding prices, per mesh (pools with the same links share them).
+  SharedReshardCosts reshard_costs;
 
   bool DeadlinePassed() const { return deadline && Clock::now() >= *deadline; }
 };
@@ -649,6 +652,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   run.microbatch_counts = call.microbatch_counts;
   run.microbatch_size = model.global_batch > 0 ? model.global_batch / microbatches : 0;
   if (options.intra_op_warm_start) run.warm_starts = &call.warm_starts;
+  run.shared_reshard_costs = &call.reshard_costs;
   run.before_solves = [&](const PlannerWorkEstimate& estimate) -> Status {
     ALPA_RETURN_IF_ERROR(CheckWorkEstimate(estimate, options.limits));
     call.progress.estimate = estimate;

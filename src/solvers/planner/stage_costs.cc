@@ -425,7 +425,8 @@ struct IntraOpContext {
   int64_t microbatch_size = 0;  // StageCostRun::microbatch_size
   int32_t most_pieces_per_group = 1;
   std::optional<std::chrono::steady_clock::time_point> deadline;
-  const IntraOpWarmStarts* warm_starts = nullptr;  // StageCostRun::warm_starts
+  const IntraOpWarmStarts* warm_starts = nullptr;      // StageCostRun::warm_starts
+  SharedReshardCosts* shared_reshard_costs = nullptr;  // StageCostRun::shared_reshard_costs
 };
 
 // The warm-start key of piece type `type` on mesh `mesh_index`.
@@ -522,6 +523,7 @@ AutoShardOptions LevelOptions(const IntraOpContext& ctx, const Subgraph& sub, si
   // forced split does not divide it; a batch the split does not divide is replicated too, which
   // the cost model prices as redundant work.
   shard.replicate_indivisible_inputs = true;
+  shard.shared_reshard_costs = ctx.shared_reshard_costs;
   return shard;
 }
 
@@ -1101,7 +1103,8 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
                            run.microbatch_size,
                            MostPiecesPerGroup(table, clustering.num_layers),
                            run.deadline,
-                           run.warm_starts};
+                           run.warm_starts,
+                           run.shared_reshard_costs};
   ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
   if (run.warm_starts) KeepWarmStarts(ctx, *run.warm_starts);
 

@@ -297,6 +297,9 @@ struct StageCostRun {
   // Read by the solves and updated with this count's solutions after them; null: every solve
   // starts cold.
   IntraOpWarmStarts* warm_starts = nullptr;
+  // Resharding prices every solve of the call shares (AutoShardOptions::shared_reshard_costs);
+  // null: each solve prices its own moves.
+  SharedReshardCosts* shared_reshard_costs = nullptr;
   // With PlannerOptions::search_zero3: whether the stage DP finds a plan among a table's
   // candidates. Where it does not, every piece type whose stage would not fit for its weights,
   // gradients and optimizer state alone gains one more level on each mesh that splits the
