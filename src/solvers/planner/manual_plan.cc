@@ -857,6 +857,7 @@ Result<PipelinePlan> ManualPlanEvaluator::Impl::Plan(const ManualPlanSpec& spec)
   plan.stats.intra_op_solves = solves - solves_before;
   plan.stats.intra_op_seconds = solve_seconds - solve_seconds_before;
   plan.stats.microbatches_tried = {B};
+  plan.stats.microbatches_full = {B};
   plan.graph = graph;
   plan.clustering = resolved_spec.set->clustering;
   plan.stats.total_seconds = Since(t0);

@@ -232,7 +232,8 @@ Result<std::string> PipelinePlanJson(const PipelinePlan& plan, const Cluster& cl
                   {"intra_op_proven", st.intra_op_proven},
                   {"stage_candidates", st.candidates},
                   {"pruned_candidates", st.pruned_candidates},
-                  {"microbatches_tried", st.microbatches_tried}};
+                  {"microbatches_tried", st.microbatches_tried},
+                  {"microbatches_full", st.microbatches_full}};
   // Only a plan cut short says so: every other plan's JSON stays as it was.
   if (st.time_limit_reached) j["compile"]["time_limit_reached"] = true;
   if (detail >= kPlanJsonExecutable) ALPA_RETURN_IF_ERROR(AddExecutableJson(plan, j));

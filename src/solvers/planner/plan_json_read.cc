@@ -470,7 +470,11 @@ Status ReadPrediction(const Json& root, PipelinePlan* plan) {
   ALPA_RETURN_IF_ERROR(Int(*c, "compile", "stage_candidates", 0, kInt64Max, &st.candidates));
   ALPA_RETURN_IF_ERROR(
       Int(*c, "compile", "pruned_candidates", 0, kInt64Max, &st.pruned_candidates));
-  return Int64List(*c, "compile", "microbatches_tried", 1, kInt64Max, &st.microbatches_tried);
+  ALPA_RETURN_IF_ERROR(
+      Int64List(*c, "compile", "microbatches_tried", 1, kInt64Max, &st.microbatches_tried));
+  // Absent from plans written before the search screened counts.
+  if (!c->contains("microbatches_full")) return Status::Ok();
+  return Int64List(*c, "compile", "microbatches_full", 1, kInt64Max, &st.microbatches_full);
 }
 
 Result<PipelinePlan> ReadPlan(const Json& root, Cluster* cluster_out, std::string* model_out) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -57,6 +58,8 @@ struct PlannerCall {
   std::vector<IntraOpWarmStarts> pool_warm_starts;
   // Every intra-op solve's resharding prices, per mesh (pools with the same links share them).
   SharedReshardCosts reshard_costs;
+  // The screening pass's solves, taken by the pass over every mesh at the same count.
+  IntraOpSolutions solved;
 
   bool DeadlinePassed() const { return deadline && Clock::now() >= *deadline; }
 };
@@ -609,9 +612,11 @@ Result<std::optional<PipelinePlan>> PlanOverPoolOrders(
   return best;
 }
 
+// Plans `microbatches`; `screening`: on the one-dimensional logical meshes only (the search's
+// first pass, whose solves `call.solved` keeps for the pass over every mesh).
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
                                     const PlannerOptions& options, int64_t microbatches,
-                                    int64_t device_memory, PlannerCall& call) {
+                                    int64_t device_memory, bool screening, PlannerCall& call) {
   const Clock::time_point t0 = call.t0;
   PlannerStats& stats = call.stats;
   PlannerProgress base = call.progress;
@@ -653,6 +658,9 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   run.microbatch_size = model.global_batch > 0 ? model.global_batch / microbatches : 0;
   if (options.intra_op_warm_start) run.warm_starts = &call.warm_starts;
   run.shared_reshard_costs = &call.reshard_costs;
+  run.one_dimensional_meshes = screening;
+  run.solved = &call.solved;
+  if (screening) run.keep_solved = &call.solved;
   run.before_solves = [&](const PlannerWorkEstimate& estimate) -> Status {
     ALPA_RETURN_IF_ERROR(CheckWorkEstimate(estimate, options.limits));
     call.progress.estimate = estimate;
@@ -706,11 +714,12 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
                                         std::move(known), call, attempt.time_limit_reached);
   if (!chosen.ok()) return chosen.status();
   if (!chosen.value()) {
-    // The smallest fitting memory only improves the message; the deadline skips it.
-    if (call.DeadlinePassed()) {
+    // The smallest fitting memory only improves the message (of a search over every mesh); the
+    // deadline skips it.
+    if (!screening && call.DeadlinePassed()) {
       attempt.fitting_memory_skipped = true;
       attempt.time_limit_reached = true;
-    } else {
+    } else if (!screening) {
       attempt.smallest_fitting_memory =
           SmallestFittingMemory(input, stage_costs, clustering.num_layers);
     }
@@ -854,14 +863,25 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     choices = MicrobatchCounts(model.global_batch, options.max_microbatches, cluster.hosts);
   }
 
-  // The microbatch search. Each count costs every intra-op solve again, so the search is
-  // bounded to kMicrobatchSolves counts: from the largest count down in steps of 4 (1024, 256,
-  // 64, ...) while the plan improves (or none fits yet); when the walk stops early, the counts
-  // next to the best one (half, then twice) fill the remaining solves. Up to kExtraCounts more
-  // neighbours are tried while the counts so far took at most kExtraCountSolves intra-op
-  // solves (counts that are cheap to solve; deterministic, unlike a time budget).
+  // The microbatch search. Each count costs every intra-op solve again, so a pass over the
+  // counts is bounded to kMicrobatchSolves of them: from the largest count down in steps of 4
+  // (1024, 256, 64, ...) while the plan improves (or none fits yet); when the walk stops early,
+  // the counts next to the best one (half, then twice) fill the remaining solves. Up to
+  // kExtraCounts more neighbours are tried while the counts so far took at most
+  // kExtraCountSolves intra-op solves (counts that are cheap to solve; deterministic, unlike a
+  // time budget).
+  // With several counts to choose from (on one device type), the first pass screens them: it
+  // solves only the one-dimensional logical meshes (D, 1) of each submesh, about a tenth of the
+  // work (a two-dimensional mesh gives each op many more strategies). The count whose screened
+  // plan is fastest is then planned on every logical mesh (its 1-D solves taken from the
+  // screening), and so is each neighbour of it (half, twice) whose screened plan is within
+  // kScreenMargin of it: the two-dimensional meshes speed plans up by a few percent and rarely
+  // move the best count. The plan kept is the fastest of all (a screened plan is a plan too).
+  // Where no screened plan fits (a model that fits only with tensor parallelism over both
+  // dims of a mesh), the search runs again on every mesh.
   constexpr size_t kMicrobatchSolves = 3, kExtraCounts = 2;
   constexpr int64_t kExtraCountSolves = 1000;
+  constexpr double kScreenMargin = 0.03;
   PlannerCall call;
   call.t0 = t0;
   if (options.time_limit_seconds > 0 && std::isfinite(options.time_limit_seconds)) {
@@ -874,15 +894,34 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
   bool fitting_memory_skipped = false;
-  int64_t pinned_out_counts = 0;  // microbatch counts the pins left no logical mesh
+  int64_t full_counts = 0;        // counts planned on every logical mesh
+  int64_t pinned_out_counts = 0;  // of those, the ones the pins left no logical mesh
   // Once the deadline has cut a count short (or passed), no further count starts.
   bool stop_for_deadline = false;
-  // Solves count b; false when the plan got no better (or none fits while one already does).
-  auto solve = [&](int64_t b) -> Result<bool> {
+  // One pass's counts in the order tried, and its fastest plan.
+  struct Pass {
+    bool screening = false;
+    std::vector<int64_t> tried;
+    std::optional<double> best_seconds;
+    int64_t best_count = 0;
+  };
+  std::map<int64_t, double> screened;  // count -> its screened plan's iteration seconds
+  // Plans count b in `pass`; false when the pass's plan got no better (or none fits while one
+  // already does).
+  auto solve = [&](int64_t b, Pass& pass) -> Result<bool> {
     if (call.DeadlinePassed()) stats.time_limit_reached = stop_for_deadline = true;
     if (stop_for_deadline) return false;
-    stats.microbatches_tried.push_back(b);
-    Result<Attempt> attempt = PlanForMicrobatches(model, cluster, options, b, device_memory, call);
+    pass.tried.push_back(b);
+    if (std::find(stats.microbatches_tried.begin(), stats.microbatches_tried.end(), b) ==
+        stats.microbatches_tried.end()) {
+      stats.microbatches_tried.push_back(b);
+    }
+    if (!pass.screening) {
+      stats.microbatches_full.push_back(b);
+      ++full_counts;
+    }
+    Result<Attempt> attempt =
+        PlanForMicrobatches(model, cluster, options, b, device_memory, pass.screening, call);
     if (!attempt.ok()) {
       // A count the deadline left nothing of ends the search with the plans found so far.
       if (attempt.status().code() != StatusCode::kTimeout) return attempt.status();
@@ -893,43 +932,82 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     Attempt& a = attempt.value();
     if (a.time_limit_reached) stats.time_limit_reached = stop_for_deadline = true;
     if (!a.feasible) {
-      if (a.pinned_out) ++pinned_out_counts;
-      fitting_memory_skipped = fitting_memory_skipped || a.fitting_memory_skipped;
-      if (a.smallest_fitting_memory > 0 &&
-          (smallest_fitting < 0 || a.smallest_fitting_memory < smallest_fitting)) {
-        smallest_fitting = a.smallest_fitting_memory;
+      if (!pass.screening) {
+        if (a.pinned_out) ++pinned_out_counts;
+        fitting_memory_skipped = fitting_memory_skipped || a.fitting_memory_skipped;
+        if (a.smallest_fitting_memory > 0 &&
+            (smallest_fitting < 0 || a.smallest_fitting_memory < smallest_fitting)) {
+          smallest_fitting = a.smallest_fitting_memory;
+        }
       }
-      return !best;
+      return !pass.best_seconds;
     }
-    if (best && a.plan.iteration_seconds >= best->iteration_seconds) return false;
-    best = std::move(a.plan);
+    const double seconds = a.plan.iteration_seconds;
+    if (pass.screening) screened[b] = seconds;
+    if (!best || seconds < best->iteration_seconds) best = std::move(a.plan);
+    if (pass.best_seconds && seconds >= *pass.best_seconds) return false;
+    pass.best_seconds = seconds;
+    pass.best_count = b;
     return true;
   };
-  for (size_t k = 0; k < choices.size() && stats.microbatches_tried.size() < kMicrobatchSolves;
-       k += 2) {
-    Result<bool> improved = solve(choices[k]);
-    if (!improved.ok()) return improved.status();
-    if (!improved.value()) break;
-  }
-  auto budget = [&] {
-    return stats.microbatches_tried.size() < kMicrobatchSolves ||
-           (stats.microbatches_tried.size() < kMicrobatchSolves + kExtraCounts &&
-            stats.intra_op_solves <= kExtraCountSolves);
-  };
-  while (best && budget() && !stop_for_deadline) {
-    const auto at = std::find(choices.begin(), choices.end(), best->microbatches);
-    std::vector<int64_t> untried;
-    for (auto it : {at + 1, at - 1}) {  // half the best count, then twice it
-      if (it < choices.begin() || it >= choices.end()) continue;
-      if (std::find(stats.microbatches_tried.begin(), stats.microbatches_tried.end(), *it) ==
-          stats.microbatches_tried.end()) {
-        untried.push_back(*it);
-      }
+  // A pass of the search over `choices` (see above).
+  auto search = [&](Pass& pass) -> Status {
+    for (size_t k = 0; k < choices.size() && pass.tried.size() < kMicrobatchSolves; k += 2) {
+      Result<bool> improved = solve(choices[k], pass);
+      if (!improved.ok()) return improved.status();
+      if (!improved.value()) break;
     }
-    const int64_t next = untried.empty() ? 0 : untried.front();
-    if (next == 0) break;
-    Result<bool> improved = solve(next);
-    if (!improved.ok()) return improved.status();
+    auto budget = [&] {
+      return pass.tried.size() < kMicrobatchSolves ||
+             (pass.tried.size() < kMicrobatchSolves + kExtraCounts &&
+              stats.intra_op_solves <= kExtraCountSolves);
+    };
+    while (pass.best_seconds && budget() && !stop_for_deadline) {
+      const auto at = std::find(choices.begin(), choices.end(), pass.best_count);
+      int64_t next = 0;
+      for (auto it : {at + 1, at - 1}) {  // half the best count, then twice it
+        if (it < choices.begin() || it >= choices.end()) continue;
+        if (std::find(pass.tried.begin(), pass.tried.end(), *it) == pass.tried.end()) {
+          next = *it;
+          break;
+        }
+      }
+      if (next == 0) break;
+      Result<bool> improved = solve(next, pass);
+      if (!improved.ok()) return improved.status();
+    }
+    return Status::Ok();
+  };
+  // The screened count of the fastest plan and its neighbours within kScreenMargin, on every
+  // logical mesh.
+  auto plan_screened_best = [&](const Pass& screening) -> Status {
+    Pass full;
+    Result<bool> first = solve(screening.best_count, full);
+    if (!first.ok()) return first.status();
+    const double limit = *screening.best_seconds * (1 + kScreenMargin);
+    const auto at = std::find(choices.begin(), choices.end(), screening.best_count);
+    for (auto it : {at + 1, at - 1}) {
+      if (it < choices.begin() || it >= choices.end() || stop_for_deadline) continue;
+      const auto seen = screened.find(*it);
+      if (seen == screened.end() || seen->second > limit) continue;
+      Result<bool> next = solve(*it, full);
+      if (!next.ok()) return next.status();
+    }
+    return Status::Ok();
+  };
+  if (choices.size() > 1 && !cluster.mixed() && options.screen_microbatch_counts) {
+    Pass screening;
+    screening.screening = true;
+    ALPA_RETURN_IF_ERROR(search(screening));
+    if (screening.best_seconds && !stop_for_deadline) {
+      ALPA_RETURN_IF_ERROR(plan_screened_best(screening));
+    } else if (!screening.best_seconds && !stop_for_deadline) {
+      Pass full;
+      ALPA_RETURN_IF_ERROR(search(full));
+    }
+  } else {
+    Pass full;
+    ALPA_RETURN_IF_ERROR(search(full));
   }
   if (!best && stop_for_deadline) {
     return TimedOut(options.time_limit_seconds,
@@ -938,7 +1016,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
                         : "the microbatch counts tried found no plan that fits in " +
                               ByteSizeText(device_memory) + " per device");
   }
-  if (!best && pinned_out_counts == static_cast<int64_t>(stats.microbatches_tried.size())) {
+  if (!best && full_counts > 0 && pinned_out_counts == full_counts) {
     return Status(StatusCode::kInfeasible,
                   "the pins (pipeline_stages, max_tensor_parallel, tensor_parallel_inside_host) "
                   "leave no logical mesh whose batch split divides the microbatch at the "
@@ -969,6 +1047,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   best->stats.intra_op_solves = stats.intra_op_solves;
   best->stats.intra_op_proven = stats.intra_op_proven;
   best->stats.microbatches_tried = stats.microbatches_tried;
+  best->stats.microbatches_full = stats.microbatches_full;
   best->stats.time_limit_reached = stats.time_limit_reached;
   best->stats.total_seconds = Since(t0);
   return std::move(*best);

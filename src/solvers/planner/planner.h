@@ -74,6 +74,11 @@ struct PlannerOptions {
   // ZeRO-2 (gradients reduce-scattered per microbatch, accumulated as shards) as a stage
   // option where it lets a stage fit (stage_costs.h); false: stages are ZeRO-1 at most.
   bool search_zero2 = true;
+  // The microbatch search screens its counts on the one-dimensional logical meshes first and
+  // plans only the best of them (and its close neighbours) on every mesh (PlanPipeline); false:
+  // every count tried is planned on every mesh (several times the intra-op solves, for
+  // comparisons; the C++ API only).
+  bool screen_microbatch_counts = true;
   // ZeRO-3 (weights held as shards over the data-parallel devices, all-gathered where read each
   // microbatch) as a per-weight choice of the intra-op solves, which take it where a memory
   // level's budget makes the gathers pay (AutoShardOptions::gather_parameters); false: every
@@ -213,6 +218,9 @@ struct PlannerStats {
   int64_t candidates = 0;                   // stage candidates given to the DP (chosen B)
   int64_t pruned_candidates = 0;            // dropped as dominated (chosen B)
   std::vector<int64_t> microbatches_tried;
+  // Of those, the counts planned on every logical mesh; the others were screened on the
+  // one-dimensional meshes only (the search's first pass, PlanPipeline).
+  std::vector<int64_t> microbatches_full;
   bool time_limit_reached = false;  // the plan is the best found before the time limit
 };
 

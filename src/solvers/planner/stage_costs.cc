@@ -372,11 +372,13 @@ std::optional<int32_t> PinnedBatchDim(const SubmeshShape& submesh,
 
 Result<StageMeshes> EnumerateStageMeshes(const Cluster& cluster,
                                          const std::vector<SubmeshShape>& submeshes,
-                                         const PlannerOptions& options, int64_t microbatch_size) {
+                                         const PlannerOptions& options, int64_t microbatch_size,
+                                         bool one_dimensional) {
   StageMeshes out;
   for (size_t s = 0; s < submeshes.size(); ++s) {
     if (!SubmeshFitsPinnedStages(cluster, submeshes[s], options)) continue;
     for (const std::vector<int64_t>& shape : EnumerateLogicalShapes(submeshes[s])) {
+      if (one_dimensional && shape[1] > 1) continue;
       const std::optional<int32_t> batch_dim =
           PinnedBatchDim(submeshes[s], shape, options, microbatch_size);
       if (!batch_dim) continue;
@@ -427,6 +429,7 @@ struct IntraOpContext {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   const IntraOpWarmStarts* warm_starts = nullptr;      // StageCostRun::warm_starts
   SharedReshardCosts* shared_reshard_costs = nullptr;  // StageCostRun::shared_reshard_costs
+  const IntraOpSolutions* solved = nullptr;            // StageCostRun::solved
 };
 
 // The warm-start key of piece type `type` on mesh `mesh_index`.
@@ -457,6 +460,28 @@ void KeepWarmStarts(const IntraOpContext& ctx, IntraOpWarmStarts& warm_starts) {
           levels.front().sharding;
     }
   }
+}
+
+// The levels of every (piece type, mesh) of `table` solved at this count, for a later pass over
+// the same count (IntraOpSolutions); nothing when the deadline cut a solve short.
+void KeepSolutions(const IntraOpContext& ctx, IntraOpSolutions& solved) {
+  if (ctx.table.time_limit_reached) return;
+  for (size_t type = 0; type < ctx.type_rep.size(); ++type) {
+    for (size_t m = 0; m < ctx.meshes.size(); ++m) {
+      const std::vector<UnitProfile>& levels = ctx.table.solutions[type][m];
+      if (levels.empty()) continue;
+      solved.levels[{ctx.microbatches, WarmStartKey(ctx, static_cast<int32_t>(type), m)}] = levels;
+    }
+  }
+}
+
+// The levels an earlier pass solved for piece type `type` on mesh `mesh_index` at this count, or
+// null.
+const std::vector<UnitProfile>* SolvedBefore(const IntraOpContext& ctx, int32_t type,
+                                             size_t mesh_index) {
+  if (!ctx.solved) return nullptr;
+  const auto it = ctx.solved->levels.find({ctx.microbatches, WarmStartKey(ctx, type, mesh_index)});
+  return it == ctx.solved->levels.end() ? nullptr : &it->second;
 }
 
 // Seconds left before the deadline (infinity without one).
@@ -694,8 +719,12 @@ Status SolveIntraOp(const IntraOpContext& ctx, StageCostTable& table,
     }
     const int32_t type = static_cast<int32_t>(task % types);
     const size_t mesh_index = order[static_cast<size_t>(task / types)];
-    ALPA_RETURN_IF_ERROR(SolveMemoryLevels(
-        ctx, type, mesh_index, table.solutions[static_cast<size_t>(type)][mesh_index], counters));
+    std::vector<UnitProfile>& levels = table.solutions[static_cast<size_t>(type)][mesh_index];
+    if (const std::vector<UnitProfile>* before = SolvedBefore(ctx, type, mesh_index)) {
+      levels = *before;
+    } else {
+      ALPA_RETURN_IF_ERROR(SolveMemoryLevels(ctx, type, mesh_index, levels, counters));
+    }
     const int64_t finished = done.fetch_add(1) + 1;
     if (options.on_progress && std::this_thread::get_id() == caller) {
       std::lock_guard<std::mutex> lock(progress_mu);
@@ -1077,8 +1106,8 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
 
   table.submeshes =
       PlannerSubmeshShapes(cluster.hosts, cluster.devices_per_host, clustering.num_layers);
-  Result<StageMeshes> meshes =
-      EnumerateStageMeshes(cluster, table.submeshes, options, run.microbatch_size);
+  Result<StageMeshes> meshes = EnumerateStageMeshes(
+      cluster, table.submeshes, options, run.microbatch_size, run.one_dimensional_meshes);
   if (!meshes.ok()) return meshes.status();
   if (meshes.value().meshes.empty()) {
     table.pinned_out = true;
@@ -1104,9 +1133,11 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
                            MostPiecesPerGroup(table, clustering.num_layers),
                            run.deadline,
                            run.warm_starts,
-                           run.shared_reshard_costs};
+                           run.shared_reshard_costs,
+                           run.solved};
   ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
   if (run.warm_starts) KeepWarmStarts(ctx, *run.warm_starts);
+  if (run.keep_solved) KeepSolutions(ctx, *run.keep_solved);
 
   ALPA_RETURN_IF_ERROR(
       ComposeCandidates(table, pieces, meshes.value(), options, clustering.num_layers));

@@ -272,6 +272,13 @@ struct IntraOpWarmStarts {
 };
 inline constexpr double kWarmStartEffort = 0.25;
 
+// The memory levels solved at a microbatch count per piece and logical mesh (the warm-start
+// key): a later pass of the microbatch search over the same count, on more logical meshes,
+// takes these rather than solving them again (the same solves would give the same answers).
+struct IntraOpSolutions {
+  std::map<std::pair<int64_t, IntraOpWarmStarts::Key>, std::vector<UnitProfile>> levels;
+};
+
 // The planned work (table entries) up to which an intra-op solve of the local search tries the
 // exact block elimination first (SolveOptions::heuristic_elimination_work), and ends proven
 // where it solves. Wide-ResNet's convolution blocks solve exactly in a few milliseconds, faster
@@ -300,6 +307,13 @@ struct StageCostRun {
   // Resharding prices every solve of the call shares (AutoShardOptions::shared_reshard_costs);
   // null: each solve prices its own moves.
   SharedReshardCosts* shared_reshard_costs = nullptr;
+  // Only the one-dimensional logical meshes (D, 1) of each submesh: the microbatch search's
+  // screening pass (planner.h).
+  bool one_dimensional_meshes = false;
+  // Levels an earlier pass solved (taken instead of solving), and where this count's solved
+  // levels are kept; null: none.
+  const IntraOpSolutions* solved = nullptr;
+  IntraOpSolutions* keep_solved = nullptr;
   // With PlannerOptions::search_zero3: whether the stage DP finds a plan among a table's
   // candidates. Where it does not, every piece type whose stage would not fit for its weights,
   // gradients and optimizer state alone gains one more level on each mesh that splits the

@@ -69,7 +69,10 @@ TEST(PlannerTimeLimit, ExpiredLimitReturnsTheBestPlanSoFar) {
   const PipelinePlan& p = plan.value();
   EXPECT_TRUE(p.stats.time_limit_reached);
   EXPECT_TRUE(saw_time_limit_phase);
-  EXPECT_EQ(p.stats.microbatches_tried.size(), 1u);
+  // The screening pass (one-dimensional meshes only) may finish a few counts; the limit stops the
+  // pass over every mesh at its first count.
+  EXPECT_GE(p.stats.microbatches_tried.size(), 1u);
+  EXPECT_LE(p.stats.microbatches_full.size(), 1u);
   // A whole plan: the stages cover the layers in order and tile the cluster's devices.
   std::set<int64_t> devices;
   int32_t next_layer = 0;
