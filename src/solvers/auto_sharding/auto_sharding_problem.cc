@@ -515,8 +515,17 @@ void SetUsageIntervals(AutoShardModel& model, const AutoShardOptions& options) {
       }
     }
   }
+  // Outputs live to the end; an output that is a fused broadcast is made by its readers from its
+  // operand (through any chain of fused broadcasts), which then lives to the end instead.
   std::vector<bool> persistent(op_count, false);
-  for (int32_t out : graph.outputs) persistent[static_cast<size_t>(out)] = true;
+  for (int32_t out : graph.outputs) {
+    int32_t v = out;
+    while (model.treatment[static_cast<size_t>(v)] == OpTreatment::kFused &&
+           !graph.op(v).operands.empty()) {
+      v = graph.op(v).operands[0];
+    }
+    persistent[static_cast<size_t>(v)] = true;
+  }
   for (int32_t v = 0; v < graph.size(); ++v) {
     const int32_t nd = model.node[static_cast<size_t>(v)];
     if (nd < 0) continue;
