@@ -4,7 +4,11 @@
 // (predicted TFLOP/s per GPU, iteration time, stages, microbatches, peak memory) and the split
 // of the compile time. The in-run baseline is building the gpt-39b training graph alone
 // (BM_BuildGraph/baseline_gpt_39b); when it ran first, x_baseline is each plan's wall time over
-// the baseline's.
+// the baseline's. Each preset runs twice: BM_Plan with the default search (microbatch counts
+// screened on the one-dimensional logical meshes, PlannerOptions::screen_microbatch_counts) and
+// BM_PlanExhaustive planning every count tried on every mesh, whose counters x_screened_time and
+// x_screened_iteration are the screened run's wall time and predicted iteration time over its
+// own (the speed-up and what it costs the plan, measured in the same run).
 //   build/bin/planner_bench [--benchmark_filter='gpt_350m|baseline']
 // bench/plan_table.py prints the same rows as a Markdown table through `alpa plan`.
 #include <benchmark/benchmark.h>
@@ -12,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -24,6 +29,9 @@ namespace {
 
 // Mean seconds of one baseline iteration (0 until the baseline ran).
 double g_baseline_seconds = 0;
+
+// Per preset: the default (screened) search's wall seconds and predicted iteration seconds.
+std::map<std::string, std::pair<double, double>> g_screened;
 
 double Since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -52,7 +60,7 @@ std::string ClusterSpec(int64_t gpus) {
   return "p3.16xlarge:hosts=" + std::to_string(gpus / 8);
 }
 
-void BM_Plan(benchmark::State& state, const std::string& preset, int64_t gpus) {
+void BM_Plan(benchmark::State& state, const std::string& preset, int64_t gpus, bool exhaustive) {
   const std::string cluster_spec = ClusterSpec(gpus);
   state.SetLabel(cluster_spec);
   alpa::Result<alpa::PlannerModel> model = alpa::PlannerModelFromSpec(preset);
@@ -65,11 +73,14 @@ void BM_Plan(benchmark::State& state, const std::string& preset, int64_t gpus) {
     state.SkipWithError(cluster.status().message().c_str());
     return;
   }
+  alpa::PlannerOptions options;
+  options.screen_microbatch_counts = !exhaustive;
   alpa::PipelinePlan plan;
   double wall = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    alpa::Result<alpa::PipelinePlan> r = alpa::PlanPipeline(model.value(), cluster.value());
+    alpa::Result<alpa::PipelinePlan> r =
+        alpa::PlanPipeline(model.value(), cluster.value(), options);
     wall = Since(start);
     if (!r.ok()) {
       state.SkipWithError(r.status().message().c_str());
@@ -90,6 +101,12 @@ void BM_Plan(benchmark::State& state, const std::string& preset, int64_t gpus) {
   state.counters["peak_mem_gib"] =
       static_cast<double>(plan.peak_memory_bytes) / (1024.0 * 1024.0 * 1024.0);
   if (g_baseline_seconds > 0) state.counters["x_baseline"] = wall / g_baseline_seconds;
+  if (!exhaustive) {
+    g_screened[preset] = {wall, plan.iteration_seconds};
+  } else if (const auto it = g_screened.find(preset); it != g_screened.end()) {
+    state.counters["x_screened_time"] = it->second.first / wall;
+    state.counters["x_screened_iteration"] = it->second.second / plan.iteration_seconds;
+  }
 }
 
 // "gpt-2.6b" -> "gpt_2_6b" (benchmark names without '-' and '.').
@@ -109,11 +126,15 @@ int main(int argc, char** argv) {
   for (const char* family : {"gpt", "moe", "wresnet"}) {
     for (const alpa::ModelPreset& p : alpa::ModelPresets()) {
       if (p.family != family || p.benchmark_gpus <= 0) continue;
-      benchmark::RegisterBenchmark(("BM_Plan/" + BenchName(p.name)).c_str(), BM_Plan, p.name,
-                                   static_cast<int64_t>(p.benchmark_gpus))
-          ->Iterations(1)
-          ->Unit(benchmark::kSecond)
-          ->UseRealTime();
+      for (const bool exhaustive : {false, true}) {
+        const std::string name =
+            (exhaustive ? "BM_PlanExhaustive/" : "BM_Plan/") + BenchName(p.name);
+        benchmark::RegisterBenchmark(name.c_str(), BM_Plan, p.name,
+                                     static_cast<int64_t>(p.benchmark_gpus), exhaustive)
+            ->Iterations(1)
+            ->Unit(benchmark::kSecond)
+            ->UseRealTime();
+      }
     }
   }
   benchmark::Initialize(&argc, argv);

@@ -740,6 +740,17 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   return attempt;
 }
 
+// Whether every stage of `plan` lies in one host. There a host's one-dimensional logical meshes
+// stand for its meshes well enough to rank the microbatch counts (the two-dimensional ones
+// refine the split inside a host by a few percent); a stage spanning hosts needs the
+// two-dimensional meshes (tensor parallelism inside hosts, data parallelism across them), and
+// the one-dimensional ones rank the counts wrongly there (SC'21's 76.1B on 128 hosts: 141
+// instead of 202 TFLOP/s per GPU).
+bool StagesInsideHosts(const PipelinePlan& plan) {
+  return std::all_of(plan.stages.begin(), plan.stages.end(),
+                     [](const PlannedStage& st) { return st.submesh.hosts == 1; });
+}
+
 // The options' time limit and work limits.
 Status ValidatePlannerBounds(const PlannerOptions& options) {
   if (std::isnan(options.time_limit_seconds) || options.time_limit_seconds < 0) {
@@ -881,7 +892,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   // dims of a mesh), the search runs again on every mesh.
   constexpr size_t kMicrobatchSolves = 3, kExtraCounts = 2;
   constexpr int64_t kExtraCountSolves = 1000;
-  constexpr double kScreenMargin = 0.03;
+  constexpr double kScreenMargin = 0.02;
   PlannerCall call;
   call.t0 = t0;
   if (options.time_limit_seconds > 0 && std::isfinite(options.time_limit_seconds)) {
@@ -901,6 +912,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   // One pass's counts in the order tried, and its fastest plan.
   struct Pass {
     bool screening = false;
+    int64_t first_solve = 0;  // the call's intra-op solves before this pass
     std::vector<int64_t> tried;
     std::optional<double> best_seconds;
     int64_t best_count = 0;
@@ -960,7 +972,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     auto budget = [&] {
       return pass.tried.size() < kMicrobatchSolves ||
              (pass.tried.size() < kMicrobatchSolves + kExtraCounts &&
-              stats.intra_op_solves <= kExtraCountSolves);
+              stats.intra_op_solves - pass.first_solve <= kExtraCountSolves);
     };
     while (pass.best_seconds && budget() && !stop_for_deadline) {
       const auto at = std::find(choices.begin(), choices.end(), pass.best_count);
@@ -995,15 +1007,33 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     }
     return Status::Ok();
   };
-  if (choices.size() > 1 && !cluster.mixed() && options.screen_microbatch_counts) {
+  // A cluster whose logical meshes are all one-dimensional (one host of at most 3 devices, or
+  // of one device per host) has nothing to screen out. With fewer layer groups than hosts, some
+  // stage spans hosts (the stages tile the cluster), where screening misleads
+  // (StagesInsideHosts).
+  const bool two_dimensional_meshes =
+      cluster.devices_per_host >= 4 || (cluster.hosts > 1 && cluster.devices_per_host >= 2);
+  const int64_t group_cap =
+      options.num_layers > 0 ? options.num_layers : DefaultLayerGroupCap(cluster);
+  const int64_t groups = model.layers > 0 ? std::min(model.layers, group_cap) : group_cap;
+  if (choices.size() > 1 && !cluster.mixed() && options.screen_microbatch_counts &&
+      two_dimensional_meshes && groups >= cluster.hosts) {
     Pass screening;
     screening.screening = true;
     ALPA_RETURN_IF_ERROR(search(screening));
-    if (screening.best_seconds && !stop_for_deadline) {
+    if (screening.best_seconds && !stop_for_deadline && StagesInsideHosts(*best)) {
       ALPA_RETURN_IF_ERROR(plan_screened_best(screening));
-    } else if (!screening.best_seconds && !stop_for_deadline) {
+    } else if (!stop_for_deadline) {
+      // The search over every mesh decides alone, as without screening (cold solves, no
+      // screened solve reused); the screened plan stays only if the deadline leaves it nothing.
+      std::optional<PipelinePlan> screened_best = std::move(best);
+      best.reset();
+      call.warm_starts = IntraOpWarmStarts{};
+      call.solved = IntraOpSolutions{};
       Pass full;
+      full.first_solve = stats.intra_op_solves;
       ALPA_RETURN_IF_ERROR(search(full));
+      if (!best) best = std::move(screened_best);
     }
   } else {
     Pass full;

@@ -20,10 +20,10 @@ struct Searched {
   PipelinePlan screened, exhaustive;
 };
 
-Searched PlanBothWays(const std::string& spec, const Cluster& cluster) {
+Searched PlanBothWays(const std::string& spec, const Cluster& cluster,
+                      PlannerOptions options = {}) {
   Result<PlannerModel> model = PlannerModelFromSpec(spec);
   EXPECT_TRUE(model.ok()) << model.status().message();
-  PlannerOptions options;
   options.threads = 2;
   Result<PipelinePlan> screened = PlanPipeline(model.value(), cluster, options);
   EXPECT_TRUE(screened.ok()) << screened.status().message();
@@ -62,6 +62,31 @@ TEST(MicrobatchScreening, FindsThePlanOfTheExhaustiveSearchWithFewerSolves) {
     testing::ExpectPiecesCheck(s.screened);
     testing::ExpectPiecesCheck(s.exhaustive);
   }
+}
+
+// One pinned stage spans both hosts: the one-dimensional meshes would rank the counts wrongly
+// there (tensor parallelism inside hosts and data parallelism across them need the
+// two-dimensional ones), so the search runs again on every mesh, as without screening.
+TEST(MicrobatchScreening, AStageSpanningHostsIsSearchedOnEveryMesh) {
+  PlannerOptions options;
+  options.pipeline_stages = 1;
+  const Searched s = PlanBothWays("gpt:layers=4,hidden=512,heads=8,seq=256,vocab=2048,batch=64",
+                                  testing::P3(2), options);
+  ASSERT_EQ(s.screened.stages.size(), 1u);
+  EXPECT_EQ(s.screened.stages[0].submesh.hosts, 2);
+  EXPECT_EQ(s.screened.iteration_seconds, s.exhaustive.iteration_seconds);
+  EXPECT_EQ(s.screened.microbatches, s.exhaustive.microbatches);
+  EXPECT_EQ(s.screened.stats.microbatches_full, s.exhaustive.stats.microbatches_tried);
+  EXPECT_GT(s.screened.stats.microbatches_tried.size(), 0u);
+}
+
+// With fewer layer groups than hosts some stage must span hosts: the counts are not screened.
+TEST(MicrobatchScreening, FewerLayerGroupsThanHostsAreNotScreened) {
+  const Searched s =
+      PlanBothWays("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1024,batch=64", testing::P3(4));
+  EXPECT_EQ(s.screened.stats.microbatches_full, s.screened.stats.microbatches_tried);
+  EXPECT_EQ(s.screened.stats.microbatches_tried, s.exhaustive.stats.microbatches_tried);
+  EXPECT_EQ(s.screened.iteration_seconds, s.exhaustive.iteration_seconds);
 }
 
 // A fixed count is planned once, on every mesh.
