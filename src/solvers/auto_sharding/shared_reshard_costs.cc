@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/util/hash_mix.h"
+
 namespace alpa {
 namespace {
 
@@ -43,10 +45,7 @@ std::optional<uint64_t> SharedReshardTable::PackSpec(const ShardingSpec& spec, i
 }
 
 size_t SharedReshardTable::KeyHash::operator()(const Key& k) const {
-  size_t h = static_cast<size_t>(k.bytes * 0x9e3779b97f4a7c15ULL);
-  h ^= static_cast<size_t>(k.src + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-  h ^= static_cast<size_t>(k.dst + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-  return h;
+  return HashMix(HashMix(HashMix(0, k.bytes), k.src), k.dst);
 }
 
 std::optional<PricedReshard> SharedReshardTable::Find(const Key& key) const {

@@ -7,7 +7,7 @@
 // step moves (bytes / shards) bytes exactly, whatever the shape. Moves are therefore keyed by
 // (bytes, source spec, target spec) in a table per mesh (shape and per-dim alpha, beta) and
 // policy; a solve that finds the move there checks both specs against its own shape first
-// (ReshardCostCache::Cost).
+// (ReshardCostCache::Price).
 #pragma once
 
 #include <cstdint>

@@ -3,25 +3,31 @@
 
 #include <utility>
 
+#include "core/ir/graph.h"
 #include "core/problem/sharding_problem.h"
+#include "core/util/hash_mix.h"
 
 namespace alpa {
 namespace {
 
-size_t Mix(size_t h, uint64_t v) {
-  return h ^ (static_cast<size_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+// The bytes of a tensor; nullopt when they exceed 2^63 (or a count is invalid).
+std::optional<uint64_t> TensorByteCount(const std::vector<int64_t>& shape, int64_t element_bytes) {
+  const Result<int64_t> elements = ElementCount(shape);
+  int64_t bytes = 0;
+  if (element_bytes < 1 || !elements.ok() ||
+      __builtin_mul_overflow(elements.value(), element_bytes, &bytes)) {
+    return std::nullopt;
+  }
+  return static_cast<uint64_t>(bytes);
 }
 
-// The bytes of a tensor; nullopt when they do not fit 64 bits (or a count is negative).
-std::optional<uint64_t> TensorByteCount(const std::vector<int64_t>& shape, int64_t element_bytes) {
-  if (element_bytes < 1) return std::nullopt;
-  uint64_t bytes = static_cast<uint64_t>(element_bytes);
-  for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) {
-      return std::nullopt;
-    }
+// The price of a planned move (`allowed`: by the policy).
+PricedReshard PriceOfPlan(const ReshardPlan& plan, bool allowed) {
+  PricedReshard priced{allowed ? plan.cost : kForbiddenCost, plan.NumCollectives() == 0, false};
+  for (const ReshardStep& step : plan.steps) {
+    priced.reduce_scatter = priced.reduce_scatter || step.kind == ReshardStepKind::kReduceScatter;
   }
-  return bytes;
+  return priced;
 }
 
 }  // namespace
@@ -29,10 +35,10 @@ std::optional<uint64_t> TensorByteCount(const std::vector<int64_t>& shape, int64
 size_t SpecTable::Hash::operator()(const ShardingSpec& s) const {
   size_t h = s.dims.size();
   for (const auto& d : s.dims) {
-    h = Mix(h, 0xffu);
-    for (int32_t m : d) h = Mix(h, static_cast<uint64_t>(m));
+    h = HashMix(h, 0xffu);
+    for (int32_t m : d) h = HashMix(h, static_cast<uint64_t>(m));
   }
-  for (int32_t m : s.partial) h = Mix(h, 0x100u + static_cast<uint64_t>(m));
+  for (int32_t m : s.partial) h = HashMix(h, 0x100u + static_cast<uint64_t>(m));
   return h;
 }
 
@@ -53,7 +59,7 @@ std::string ReshardPolicyKey(const ReshardPolicy& policy) {
 
 size_t ReshardCostCache::TypeHash::operator()(const TypeKey& k) const {
   size_t h = static_cast<size_t>(k.element_bytes);
-  for (int64_t d : k.shape) h = Mix(h, static_cast<uint64_t>(d));
+  for (int64_t d : k.shape) h = HashMix(h, static_cast<uint64_t>(d));
   return h;
 }
 
@@ -85,16 +91,23 @@ Result<ReshardPlan> ReshardCostCache::Plan(int32_t type, int32_t src, int32_t ds
   return PlanReshard(specs_.spec(src), specs_.spec(dst), t.shape, t.element_bytes, mesh_, options);
 }
 
-Result<PricedReshard> ReshardCostCache::Price(int32_t type, int32_t src, int32_t dst) const {
-  const TypeKey& t = types_[static_cast<size_t>(type)];
+std::optional<SharedReshardTable::Key> ReshardCostCache::SharedKey(int32_t type, int32_t src,
+                                                                   int32_t dst) const {
+  if (shared_ == nullptr) return std::nullopt;
   const std::optional<uint64_t>& bytes = type_bytes_[static_cast<size_t>(type)];
-  std::optional<SharedReshardTable::Key> shared_key;
+  if (!bytes) return std::nullopt;
   const std::optional<uint64_t> src_code =
       SharedReshardTable::PackSpec(specs_.spec(src), mesh_.ndim());
   const std::optional<uint64_t> dst_code =
       SharedReshardTable::PackSpec(specs_.spec(dst), mesh_.ndim());
-  if (shared_ != nullptr && bytes && src_code && dst_code) {
-    shared_key = SharedReshardTable::Key{*bytes, *src_code, *dst_code};
+  if (!src_code || !dst_code) return std::nullopt;
+  return SharedReshardTable::Key{*bytes, *src_code, *dst_code};
+}
+
+Result<PricedReshard> ReshardCostCache::Price(int32_t type, int32_t src, int32_t dst) const {
+  const std::optional<SharedReshardTable::Key> shared_key = SharedKey(type, src, dst);
+  if (shared_key) {
+    const TypeKey& t = types_[static_cast<size_t>(type)];
     const std::optional<PricedReshard> found = shared_->Find(*shared_key);
     if (found && ValidateShardingSpec(specs_.spec(src), t.shape, mesh_.shape).ok() &&
         ValidateShardingSpec(specs_.spec(dst), t.shape, mesh_.shape).ok()) {
@@ -103,11 +116,7 @@ Result<PricedReshard> ReshardCostCache::Price(int32_t type, int32_t src, int32_t
   }
   Result<ReshardPlan> plan = Plan(type, src, dst, /*describe=*/false);
   if (!plan.ok()) return plan.status();
-  PricedReshard priced{Allowed(plan.value()) ? plan.value().cost : kForbiddenCost,
-                       plan.value().NumCollectives() == 0, false};
-  for (const ReshardStep& step : plan.value().steps) {
-    priced.reduce_scatter = priced.reduce_scatter || step.kind == ReshardStepKind::kReduceScatter;
-  }
+  const PricedReshard priced = PriceOfPlan(plan.value(), Allowed(plan.value()));
   if (shared_key) shared_->Insert(*shared_key, priced);
   return priced;
 }

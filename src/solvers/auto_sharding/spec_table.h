@@ -69,6 +69,9 @@ class ReshardCostCache {
   // src -> dst priced: from the shared table where it has the move and both specs fit the
   // type's shape, else planned (and kept in the shared table).
   Result<PricedReshard> Price(int32_t type, int32_t src, int32_t dst) const;
+  // The move's key in the shared table; nullopt without one, or where the tensor's bytes or a
+  // spec do not pack.
+  std::optional<SharedReshardTable::Key> SharedKey(int32_t type, int32_t src, int32_t dst) const;
 
   struct TypeKey {
     std::vector<int64_t> shape;

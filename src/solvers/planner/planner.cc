@@ -660,7 +660,6 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   run.shared_reshard_costs = &call.reshard_costs;
   run.one_dimensional_meshes = screening;
   run.solved = &call.solved;
-  if (screening) run.keep_solved = &call.solved;
   run.before_solves = [&](const PlannerWorkEstimate& estimate) -> Status {
     ALPA_RETURN_IF_ERROR(CheckWorkEstimate(estimate, options.limits));
     call.progress.estimate = estimate;
@@ -749,6 +748,32 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
 bool StagesInsideHosts(const PipelinePlan& plan) {
   return std::all_of(plan.stages.begin(), plan.stages.end(),
                      [](const PlannedStage& st) { return st.submesh.hosts == 1; });
+}
+
+// Whether the microbatch search screens its counts (PlanPipeline). A cluster whose logical
+// meshes are all one-dimensional (one host of at most 3 devices, or one device per host) has
+// nothing to screen out; with fewer layer groups than hosts some stage spans hosts (the stages
+// tile the cluster), where screening misleads (StagesInsideHosts); mixed clusters plan per pool.
+bool ScreensMicrobatchCounts(const PlannerModel& model, const Cluster& cluster,
+                             const PlannerOptions& options) {
+  const bool two_dimensional_meshes =
+      cluster.devices_per_host >= 4 || (cluster.hosts > 1 && cluster.devices_per_host >= 2);
+  const int64_t group_cap =
+      options.num_layers > 0 ? options.num_layers : DefaultLayerGroupCap(cluster);
+  const int64_t groups = model.layers > 0 ? std::min(model.layers, group_cap) : group_cap;
+  return options.screen_microbatch_counts && !cluster.mixed() && two_dimensional_meshes &&
+         groups >= cluster.hosts;
+}
+
+// The counts next to `count` on the ladder `choices` (largest first): half of it, then twice it
+// (those that exist).
+std::vector<int64_t> LadderNeighbours(const std::vector<int64_t>& choices, int64_t count) {
+  std::vector<int64_t> out;
+  const auto at = std::find(choices.begin(), choices.end(), count);
+  if (at == choices.end()) return out;
+  if (at + 1 != choices.end()) out.push_back(*(at + 1));
+  if (at != choices.begin()) out.push_back(*(at - 1));
+  return out;
 }
 
 // The options' time limit and work limits.
@@ -888,8 +913,9 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   // screening), and so is each neighbour of it (half, twice) whose screened plan is within
   // kScreenMargin of it: the two-dimensional meshes speed plans up by a few percent and rarely
   // move the best count. The plan kept is the fastest of all (a screened plan is a plan too).
-  // Where no screened plan fits (a model that fits only with tensor parallelism over both
-  // dims of a mesh), the search runs again on every mesh.
+  // Where the screened plan has a stage spanning hosts (StagesInsideHosts) or none fits, the
+  // search runs again on every mesh as without screening, and its plan alone is kept.
+  // ScreensMicrobatchCounts says where the counts are screened at all.
   constexpr size_t kMicrobatchSolves = 3, kExtraCounts = 2;
   constexpr int64_t kExtraCountSolves = 1000;
   constexpr double kScreenMargin = 0.02;
@@ -905,8 +931,8 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   std::optional<PipelinePlan> best;
   int64_t smallest_fitting = -1;
   bool fitting_memory_skipped = false;
-  int64_t full_counts = 0;        // counts planned on every logical mesh
-  int64_t pinned_out_counts = 0;  // of those, the ones the pins left no logical mesh
+  // Of the counts planned on every logical mesh, the ones the pins left no logical mesh.
+  int64_t pinned_out_counts = 0;
   // Once the deadline has cut a count short (or passed), no further count starts.
   bool stop_for_deadline = false;
   // One pass's counts in the order tried, and its fastest plan.
@@ -928,10 +954,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
         stats.microbatches_tried.end()) {
       stats.microbatches_tried.push_back(b);
     }
-    if (!pass.screening) {
-      stats.microbatches_full.push_back(b);
-      ++full_counts;
-    }
+    if (!pass.screening) stats.microbatches_full.push_back(b);
     Result<Attempt> attempt =
         PlanForMicrobatches(model, cluster, options, b, device_memory, pass.screening, call);
     if (!attempt.ok()) {
@@ -975,12 +998,10 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
               stats.intra_op_solves - pass.first_solve <= kExtraCountSolves);
     };
     while (pass.best_seconds && budget() && !stop_for_deadline) {
-      const auto at = std::find(choices.begin(), choices.end(), pass.best_count);
       int64_t next = 0;
-      for (auto it : {at + 1, at - 1}) {  // half the best count, then twice it
-        if (it < choices.begin() || it >= choices.end()) continue;
-        if (std::find(pass.tried.begin(), pass.tried.end(), *it) == pass.tried.end()) {
-          next = *it;
+      for (int64_t b : LadderNeighbours(choices, pass.best_count)) {
+        if (std::find(pass.tried.begin(), pass.tried.end(), b) == pass.tried.end()) {
+          next = b;
           break;
         }
       }
@@ -997,27 +1018,15 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
     Result<bool> first = solve(screening.best_count, full);
     if (!first.ok()) return first.status();
     const double limit = *screening.best_seconds * (1 + kScreenMargin);
-    const auto at = std::find(choices.begin(), choices.end(), screening.best_count);
-    for (auto it : {at + 1, at - 1}) {
-      if (it < choices.begin() || it >= choices.end() || stop_for_deadline) continue;
-      const auto seen = screened.find(*it);
-      if (seen == screened.end() || seen->second > limit) continue;
-      Result<bool> next = solve(*it, full);
+    for (int64_t b : LadderNeighbours(choices, screening.best_count)) {
+      const auto seen = screened.find(b);
+      if (stop_for_deadline || seen == screened.end() || seen->second > limit) continue;
+      Result<bool> next = solve(b, full);
       if (!next.ok()) return next.status();
     }
     return Status::Ok();
   };
-  // A cluster whose logical meshes are all one-dimensional (one host of at most 3 devices, or
-  // of one device per host) has nothing to screen out. With fewer layer groups than hosts, some
-  // stage spans hosts (the stages tile the cluster), where screening misleads
-  // (StagesInsideHosts).
-  const bool two_dimensional_meshes =
-      cluster.devices_per_host >= 4 || (cluster.hosts > 1 && cluster.devices_per_host >= 2);
-  const int64_t group_cap =
-      options.num_layers > 0 ? options.num_layers : DefaultLayerGroupCap(cluster);
-  const int64_t groups = model.layers > 0 ? std::min(model.layers, group_cap) : group_cap;
-  if (choices.size() > 1 && !cluster.mixed() && options.screen_microbatch_counts &&
-      two_dimensional_meshes && groups >= cluster.hosts) {
+  if (choices.size() > 1 && ScreensMicrobatchCounts(model, cluster, options)) {
     Pass screening;
     screening.screening = true;
     ALPA_RETURN_IF_ERROR(search(screening));
@@ -1046,6 +1055,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
                         : "the microbatch counts tried found no plan that fits in " +
                               ByteSizeText(device_memory) + " per device");
   }
+  const int64_t full_counts = static_cast<int64_t>(stats.microbatches_full.size());
   if (!best && full_counts > 0 && pinned_out_counts == full_counts) {
     return Status(StatusCode::kInfeasible,
                   "the pins (pipeline_stages, max_tensor_parallel, tensor_parallel_inside_host) "

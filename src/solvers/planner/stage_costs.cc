@@ -1137,7 +1137,7 @@ Result<StageCostTable> BuildStageCosts(const Graph& graph, const LayerClustering
                            run.solved};
   ALPA_RETURN_IF_ERROR(SolveIntraOp(ctx, table, progress_base, start));
   if (run.warm_starts) KeepWarmStarts(ctx, *run.warm_starts);
-  if (run.keep_solved) KeepSolutions(ctx, *run.keep_solved);
+  if (run.solved && run.one_dimensional_meshes) KeepSolutions(ctx, *run.solved);
 
   ALPA_RETURN_IF_ERROR(
       ComposeCandidates(table, pieces, meshes.value(), options, clustering.num_layers));

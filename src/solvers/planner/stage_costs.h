@@ -310,10 +310,9 @@ struct StageCostRun {
   // Only the one-dimensional logical meshes (D, 1) of each submesh: the microbatch search's
   // screening pass (planner.h).
   bool one_dimensional_meshes = false;
-  // Levels an earlier pass solved (taken instead of solving), and where this count's solved
-  // levels are kept; null: none.
-  const IntraOpSolutions* solved = nullptr;
-  IntraOpSolutions* keep_solved = nullptr;
+  // Levels an earlier pass solved, taken instead of solving; a screening pass
+  // (one_dimensional_meshes) keeps its solved levels here. Null: none.
+  IntraOpSolutions* solved = nullptr;
   // With PlannerOptions::search_zero3: whether the stage DP finds a plan among a table's
   // candidates. Where it does not, every piece type whose stage would not fit for its weights,
   // gradients and optimizer state alone gains one more level on each mesh that splits the
