@@ -1026,8 +1026,9 @@ typedef struct alpa_plan alpa_plan;
  * microbatches split) on a cluster. options may be NULL (defaults). Errors:
  * ALPA_ERR_INVALID_ARGUMENT (NULL out / spec / cluster, a bad spec or option, microbatches that
  * do not divide the batch), ALPA_ERR_INFEASIBLE (no plan fits the device memory; the message
- * gives the smallest device memory that fits, when one does), ALPA_ERR_CANCELLED. Caller frees
- * *out with alpa_plan_destroy. */
+ * gives the smallest device memory that fits, when one does, or, when the weights, gradients
+ * and optimizer state alone exceed the cluster's memory, the least memory per device and the
+ * fewest devices they need), ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy. */
 ALPA_API int32_t alpa_model_plan(alpa_plan** out, const char* model_spec,
                                  const alpa_cluster* cluster, const alpa_plan_options* options,
                                  alpa_error** err);

@@ -27,6 +27,7 @@
 #include "solvers/planner/pool_stage_costs.h"
 #include "solvers/planner/schedule_choice.h"
 #include "solvers/planner/stage_costs.h"
+#include "solvers/planner/training_state_bound.h"
 
 namespace alpa {
 namespace {
@@ -612,6 +613,21 @@ Result<std::optional<PipelinePlan>> PlanOverPoolOrders(
   return best;
 }
 
+// kInfeasible when the training state alone exceeds the cluster's memory (training_state_bound.h):
+// no count and no mesh can fit then, and the message says how far off the cluster is. Mixed
+// clusters (a memory per pool) are left to the search.
+Status CheckTrainingStateFits(const Graph& graph, const LayerClustering& clustering,
+                              const Cluster& cluster, int64_t device_memory) {
+  if (cluster.mixed()) return Status::Ok();
+  const int64_t devices = cluster.num_devices();
+  const TrainingStateBound bound =
+      BoundTrainingState(graph, clustering.op_layer, devices, device_memory);
+  if (bound.per_device <= device_memory) return Status::Ok();
+  return Status(StatusCode::kInfeasible,
+                "no plan fits in " + ByteSizeText(device_memory) +
+                    " per device: " + TrainingStateBoundText(bound, devices, device_memory));
+}
+
 // Plans `microbatches`; `screening`: on the one-dimensional logical meshes only (the search's
 // first pass, whose solves `call.solved` keeps for the pass over every mesh).
 Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
@@ -648,6 +664,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
                            " exceeds the " + std::to_string(clustering.num_layers) +
                            " layer groups (raise num_layers, at most the model's layers)");
   }
+  ALPA_RETURN_IF_ERROR(CheckTrainingStateFits(graph, clustering, cluster, device_memory));
 
   phase = Clock::now();
   base.seconds = Since(t0);

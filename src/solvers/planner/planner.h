@@ -271,7 +271,9 @@ int32_t DefaultLayerGroupCap(const Cluster& cluster);
 // num_layers < 0, ...; a bad cluster; a model, graph, cluster or work estimate over
 // options.limits), the builder's errors, kInfeasible when no plan fits the device memory (the
 // message gives the smallest device memory that would fit, when one exists and the time limit
-// left time to find it), kTimeout when the time limit came before any plan, kCancelled.
+// left time to find it; when the training state alone exceeds the cluster's memory, the call
+// says so before any solve, with the least memory per device and the fewest devices it needs:
+// training_state_bound.h), kTimeout when the time limit came before any plan, kCancelled.
 Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,
                                   const PlannerOptions& options = {});
 

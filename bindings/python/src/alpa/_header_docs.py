@@ -1073,9 +1073,12 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                             'option, microbatches that\n'
                             'do not divide the batch), ALPA_ERR_INFEASIBLE (no plan fits the '
                             'device memory; the message\n'
-                            'gives the smallest device memory that fits, when one does), '
-                            'ALPA_ERR_CANCELLED. Caller frees\n'
-                            '*out with alpa_plan_destroy.',
+                            'gives the smallest device memory that fits, when one does, or, when '
+                            'the weights, gradients\n'
+                            "and optimizer state alone exceed the cluster's memory, the least "
+                            'memory per device and the\n'
+                            'fewest devices they need), ALPA_ERR_CANCELLED. Caller frees *out with '
+                            'alpa_plan_destroy.',
                      'returns': 'int32_t',
                      'params': ['alpa_plan** out',
                                 'const char* model_spec',

@@ -1914,8 +1914,9 @@ extern "C" {
     #[doc = " microbatches split) on a cluster. options may be NULL (defaults). Errors:"]
     #[doc = " ALPA_ERR_INVALID_ARGUMENT (NULL out / spec / cluster, a bad spec or option, microbatches that"]
     #[doc = " do not divide the batch), ALPA_ERR_INFEASIBLE (no plan fits the device memory; the message"]
-    #[doc = " gives the smallest device memory that fits, when one does), ALPA_ERR_CANCELLED. Caller frees"]
-    #[doc = " *out with alpa_plan_destroy."]
+    #[doc = " gives the smallest device memory that fits, when one does, or, when the weights, gradients"]
+    #[doc = " and optimizer state alone exceed the cluster's memory, the least memory per device and the"]
+    #[doc = " fewest devices they need), ALPA_ERR_CANCELLED. Caller frees *out with alpa_plan_destroy."]
     pub fn alpa_model_plan(
         out: *mut *mut alpa_plan,
         model_spec: *const ::std::os::raw::c_char,
