@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <string>
 
 #include "solvers/auto_sharding/plan_check.h"
 
@@ -18,6 +19,13 @@ void ExpectPiecesCheck(const PipelinePlan& plan) {
       EXPECT_TRUE(check.ok()) << "stage " << s << ": " << check.message();
     }
   }
+}
+
+int64_t BytesAfter(const std::string& message, const std::string& phrase) {
+  const size_t at = message.find(phrase);
+  if (at == std::string::npos) return -1;
+  const size_t open = message.find('(', at);
+  return open == std::string::npos ? -1 : std::stoll(message.substr(open + 1));
 }
 
 }  // namespace alpa::testing

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -21,6 +20,7 @@
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/interleave_choice.h"
 #include "solvers/planner/microbatch_counts.h"
+#include "solvers/planner/microbatch_search.h"
 #include "solvers/planner/nic_placement.h"
 #include "solvers/planner/plan_flops.h"
 #include "solvers/planner/plan_transfers.h"
@@ -37,15 +37,6 @@ using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-struct Attempt {
-  bool feasible = false;
-  PipelinePlan plan;
-  int64_t smallest_fitting_memory = -1;  // when infeasible: the least device memory that fits
-  bool fitting_memory_skipped = false;   // when infeasible: the deadline left no time for it
-  bool time_limit_reached = false;       // the deadline cut this count's work short
-  bool pinned_out = false;               // the pins left no logical mesh at this count
-};
 
 // What the microbatch counts of one planning call share.
 struct PlannerCall {
@@ -630,9 +621,9 @@ Status CheckTrainingStateFits(const Graph& graph, const LayerClustering& cluster
 
 // Plans `microbatches`; `screening`: on the one-dimensional logical meshes only (the search's
 // first pass, whose solves `call.solved` keeps for the pass over every mesh).
-Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
-                                    const PlannerOptions& options, int64_t microbatches,
-                                    int64_t device_memory, bool screening, PlannerCall& call) {
+Result<CountAttempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cluster,
+                                         const PlannerOptions& options, int64_t microbatches,
+                                         int64_t device_memory, bool screening, PlannerCall& call) {
   const Clock::time_point t0 = call.t0;
   PlannerStats& stats = call.stats;
   PlannerProgress base = call.progress;
@@ -709,7 +700,7 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   stats.intra_op_seconds += Since(phase);
   stats.intra_op_solves += stage_costs.solves;
   stats.intra_op_proven += stage_costs.proven;
-  Attempt attempt;
+  CountAttempt attempt;
   attempt.time_limit_reached = stage_costs.time_limit_reached;
   if (stage_costs.pinned_out) {
     attempt.pinned_out = true;
@@ -756,43 +747,6 @@ Result<Attempt> PlanForMicrobatches(const PlannerModel& model, const Cluster& cl
   return attempt;
 }
 
-// Whether every stage of `plan` lies in one host. There a host's one-dimensional logical meshes
-// stand for its meshes well enough to rank the microbatch counts (the two-dimensional ones
-// refine the split inside a host by a few percent); a stage spanning hosts needs the
-// two-dimensional meshes (tensor parallelism inside hosts, data parallelism across them), and
-// the one-dimensional ones rank the counts wrongly there (SC'21's 76.1B on 128 hosts: 141
-// instead of 202 TFLOP/s per GPU).
-bool StagesInsideHosts(const PipelinePlan& plan) {
-  return std::all_of(plan.stages.begin(), plan.stages.end(),
-                     [](const PlannedStage& st) { return st.submesh.hosts == 1; });
-}
-
-// Whether the microbatch search screens its counts (PlanPipeline). A cluster whose logical
-// meshes are all one-dimensional (one host of at most 3 devices, or one device per host) has
-// nothing to screen out; with fewer layer groups than hosts some stage spans hosts (the stages
-// tile the cluster), where screening misleads (StagesInsideHosts); mixed clusters plan per pool.
-bool ScreensMicrobatchCounts(const PlannerModel& model, const Cluster& cluster,
-                             const PlannerOptions& options) {
-  const bool two_dimensional_meshes =
-      cluster.devices_per_host >= 4 || (cluster.hosts > 1 && cluster.devices_per_host >= 2);
-  const int64_t group_cap =
-      options.num_layers > 0 ? options.num_layers : DefaultLayerGroupCap(cluster);
-  const int64_t groups = model.layers > 0 ? std::min(model.layers, group_cap) : group_cap;
-  return options.screen_microbatch_counts && !cluster.mixed() && two_dimensional_meshes &&
-         groups >= cluster.hosts;
-}
-
-// The counts next to `count` on the ladder `choices` (largest first): half of it, then twice it
-// (those that exist).
-std::vector<int64_t> LadderNeighbours(const std::vector<int64_t>& choices, int64_t count) {
-  std::vector<int64_t> out;
-  const auto at = std::find(choices.begin(), choices.end(), count);
-  if (at == choices.end()) return out;
-  if (at + 1 != choices.end()) out.push_back(*(at + 1));
-  if (at != choices.begin()) out.push_back(*(at - 1));
-  return out;
-}
-
 // The options' time limit and work limits.
 Status ValidatePlannerBounds(const PlannerOptions& options) {
   if (std::isnan(options.time_limit_seconds) || options.time_limit_seconds < 0) {
@@ -824,41 +778,9 @@ Status TimedOut(double limit_seconds, const std::string& detail) {
                                           "--time-limit)");
 }
 
-}  // namespace
-
-std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
-  std::vector<PlanOpSite> sites(static_cast<size_t>(plan.graph.size()));
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    const PlannedStage& stage = plan.stages[s];
-    for (size_t p = 0; p < stage.pieces.size(); ++p) {
-      const StagePiece& piece = stage.pieces[p];
-      const Subgraph& sub = *piece.subgraph;
-      std::vector<char> boundary(static_cast<size_t>(sub.graph.size()), 0);
-      for (int32_t l : sub.boundary_inputs) boundary[static_cast<size_t>(l)] = 1;
-      for (int32_t l = 0; l < sub.graph.size(); ++l) {
-        const int32_t v = sub.origin[static_cast<size_t>(l)];
-        const int32_t group = plan.clustering.op_layer[static_cast<size_t>(v)];
-        const int32_t unit = plan.clustering.from_markers ? plan.graph.op(v).layer : group;
-        if (boundary[static_cast<size_t>(l)] || group < stage.first_layer ||
-            group > stage.last_layer || unit != piece.piece) {
-          continue;
-        }
-        sites[static_cast<size_t>(v)] = {static_cast<int32_t>(s), static_cast<int32_t>(p), l};
-      }
-    }
-  }
-  return sites;
-}
-
-int32_t DefaultLayerGroupCap(const Cluster& cluster) {
-  constexpr int64_t kHostsPerGroup = 6, kMinCap = 16, kMaxCap = 64;
-  const int64_t cap = std::clamp(cluster.hosts / kHostsPerGroup, kMinCap, kMaxCap);
-  return static_cast<int32_t>(cluster.mixed() ? 2 * cap : cap);
-}
-
-Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,
-                                  const PlannerOptions& options) {
-  const Clock::time_point t0 = Clock::now();
+// The request's errors before any work: the cluster, the options, the limits, the model.
+Status ValidatePlanRequest(const PlannerModel& model, const Cluster& cluster,
+                           const PlannerOptions& options) {
   ALPA_RETURN_IF_ERROR(ValidateCluster(cluster));
   ALPA_RETURN_IF_ERROR(ValidatePlannerBounds(options));
   ALPA_RETURN_IF_ERROR(CheckClusterLimits(cluster, options.limits));
@@ -906,7 +828,13 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   }
   const int64_t device_memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
   if (device_memory <= 0) return InvalidArgument("planner: device memory must be > 0 bytes");
+  return Status::Ok();
+}
 
+// The microbatch counts the search chooses from, largest first: the fixed count, one for a
+// graph of one microbatch, else the ladder of the global batch's divisors.
+std::vector<int64_t> MicrobatchChoices(const PlannerModel& model, const Cluster& cluster,
+                                       const PlannerOptions& options) {
   std::vector<int64_t> choices;
   if (options.microbatches > 0) {
     choices.push_back(options.microbatches);
@@ -915,27 +843,77 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
   } else {
     choices = MicrobatchCounts(model.global_batch, options.max_microbatches, cluster.hosts);
   }
+  return choices;
+}
 
-  // The microbatch search. Each count costs every intra-op solve again, so a pass over the
-  // counts is bounded to kMicrobatchSolves of them: from the largest count down in steps of 4
-  // (1024, 256, 64, ...) while the plan improves (or none fits yet); when the walk stops early,
-  // the counts next to the best one (half, then twice) fill the remaining solves. Up to
-  // kExtraCounts more neighbours are tried while the counts so far took at most
-  // kExtraCountSolves intra-op solves (counts that are cheap to solve; deterministic, unlike a
-  // time budget).
-  // With several counts to choose from (on one device type), the first pass screens them: it
-  // solves only the one-dimensional logical meshes (D, 1) of each submesh, about a tenth of the
-  // work (a two-dimensional mesh gives each op many more strategies). The count whose screened
-  // plan is fastest is then planned on every logical mesh (its 1-D solves taken from the
-  // screening), and so is each neighbour of it (half, twice) whose screened plan is within
-  // kScreenMargin of it: the two-dimensional meshes speed plans up by a few percent and rarely
-  // move the best count. The plan kept is the fastest of all (a screened plan is a plan too).
-  // Where the screened plan has a stage spanning hosts (StagesInsideHosts) or none fits, the
-  // search runs again on every mesh as without screening, and its plan alone is kept.
-  // ScreensMicrobatchCounts says where the counts are screened at all.
-  constexpr size_t kMicrobatchSolves = 3, kExtraCounts = 2;
-  constexpr int64_t kExtraCountSolves = 1000;
-  constexpr double kScreenMargin = 0.02;
+// Why a search that kept no plan found none: the deadline, the pins, or the memory.
+Status NoPlanStatus(const MicrobatchSearchResult& search, const PlannerOptions& options,
+                    int64_t device_memory) {
+  if (search.time_limit_reached) {
+    return TimedOut(options.time_limit_seconds,
+                    search.tried.empty()
+                        ? "no microbatch count was started"
+                        : "the microbatch counts tried found no plan that fits in " +
+                              ByteSizeText(device_memory) + " per device");
+  }
+  const int64_t full_counts = static_cast<int64_t>(search.full.size());
+  if (full_counts > 0 && search.pinned_out_counts == full_counts) {
+    return Status(StatusCode::kInfeasible,
+                  "the pins (pipeline_stages, max_tensor_parallel, tensor_parallel_inside_host) "
+                  "leave no logical mesh whose batch split divides the microbatch at the "
+                  "microbatch counts tried; relax a pin or fix fewer microbatches");
+  }
+  std::string message = "no plan fits in " + ByteSizeText(device_memory) + " per device";
+  if (search.smallest_fitting > 0) {
+    message += "; the smallest device memory that fits a plan is " +
+               ExactByteSizeText(search.smallest_fitting);
+  } else if (search.fitting_memory_skipped) {
+    message += "; the time limit left no time to find the smallest device memory that fits";
+  } else {
+    message += "; no plan fits at any memory size with these layer groups";
+  }
+  return Status(StatusCode::kInfeasible, message);
+}
+
+}  // namespace
+
+std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
+  std::vector<PlanOpSite> sites(static_cast<size_t>(plan.graph.size()));
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlannedStage& stage = plan.stages[s];
+    for (size_t p = 0; p < stage.pieces.size(); ++p) {
+      const StagePiece& piece = stage.pieces[p];
+      const Subgraph& sub = *piece.subgraph;
+      std::vector<char> boundary(static_cast<size_t>(sub.graph.size()), 0);
+      for (int32_t l : sub.boundary_inputs) boundary[static_cast<size_t>(l)] = 1;
+      for (int32_t l = 0; l < sub.graph.size(); ++l) {
+        const int32_t v = sub.origin[static_cast<size_t>(l)];
+        const int32_t group = plan.clustering.op_layer[static_cast<size_t>(v)];
+        const int32_t unit = plan.clustering.from_markers ? plan.graph.op(v).layer : group;
+        if (boundary[static_cast<size_t>(l)] || group < stage.first_layer ||
+            group > stage.last_layer || unit != piece.piece) {
+          continue;
+        }
+        sites[static_cast<size_t>(v)] = {static_cast<int32_t>(s), static_cast<int32_t>(p), l};
+      }
+    }
+  }
+  return sites;
+}
+
+int32_t DefaultLayerGroupCap(const Cluster& cluster) {
+  constexpr int64_t kHostsPerGroup = 6, kMinCap = 16, kMaxCap = 64;
+  const int64_t cap = std::clamp(cluster.hosts / kHostsPerGroup, kMinCap, kMaxCap);
+  return static_cast<int32_t>(cluster.mixed() ? 2 * cap : cap);
+}
+
+Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& cluster,
+                                  const PlannerOptions& options) {
+  const Clock::time_point t0 = Clock::now();
+  ALPA_RETURN_IF_ERROR(ValidatePlanRequest(model, cluster, options));
+  const int64_t device_memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+  const std::vector<int64_t> choices = MicrobatchChoices(model, cluster, options);
+
   PlannerCall call;
   call.t0 = t0;
   if (options.time_limit_seconds > 0 && std::isfinite(options.time_limit_seconds)) {
@@ -943,154 +921,30 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
                              std::chrono::duration<double>(options.time_limit_seconds));
     call.progress.time_limit_seconds = options.time_limit_seconds;
   }
-  call.microbatch_counts = static_cast<int64_t>(std::min(choices.size(), kMicrobatchSolves));
+  call.microbatch_counts = static_cast<int64_t>(std::min(choices.size(), kCountsPerPass));
   PlannerStats& stats = call.stats;
-  std::optional<PipelinePlan> best;
-  int64_t smallest_fitting = -1;
-  bool fitting_memory_skipped = false;
-  // Of the counts planned on every logical mesh, the ones the pins left no logical mesh.
-  int64_t pinned_out_counts = 0;
-  // Once the deadline has cut a count short (or passed), no further count starts.
-  bool stop_for_deadline = false;
-  // One pass's counts in the order tried, and its fastest plan.
-  struct Pass {
-    bool screening = false;
-    int64_t first_solve = 0;  // the call's intra-op solves before this pass
-    std::vector<int64_t> tried;
-    std::optional<double> best_seconds;
-    int64_t best_count = 0;
+  CountPlanner planner;
+  planner.plan = [&](int64_t b, bool screening) {
+    return PlanForMicrobatches(model, cluster, options, b, device_memory, screening, call);
   };
-  std::map<int64_t, double> screened;  // count -> its screened plan's iteration seconds
-  // Plans count b in `pass`; false when the pass's plan got no better (or none fits while one
-  // already does).
-  auto solve = [&](int64_t b, Pass& pass) -> Result<bool> {
-    if (call.DeadlinePassed()) stats.time_limit_reached = stop_for_deadline = true;
-    if (stop_for_deadline) return false;
-    pass.tried.push_back(b);
-    if (std::find(stats.microbatches_tried.begin(), stats.microbatches_tried.end(), b) ==
-        stats.microbatches_tried.end()) {
-      stats.microbatches_tried.push_back(b);
-    }
-    if (!pass.screening) stats.microbatches_full.push_back(b);
-    Result<Attempt> attempt =
-        PlanForMicrobatches(model, cluster, options, b, device_memory, pass.screening, call);
-    if (!attempt.ok()) {
-      // A count the deadline left nothing of ends the search with the plans found so far.
-      if (attempt.status().code() != StatusCode::kTimeout) return attempt.status();
-      stats.time_limit_reached = stop_for_deadline = true;
-      if (!best) return TimedOut(options.time_limit_seconds, attempt.status().message());
-      return false;
-    }
-    Attempt& a = attempt.value();
-    if (a.time_limit_reached) stats.time_limit_reached = stop_for_deadline = true;
-    if (!a.feasible) {
-      if (!pass.screening) {
-        if (a.pinned_out) ++pinned_out_counts;
-        fitting_memory_skipped = fitting_memory_skipped || a.fitting_memory_skipped;
-        if (a.smallest_fitting_memory > 0 &&
-            (smallest_fitting < 0 || a.smallest_fitting_memory < smallest_fitting)) {
-          smallest_fitting = a.smallest_fitting_memory;
-        }
-      }
-      return !pass.best_seconds;
-    }
-    const double seconds = a.plan.iteration_seconds;
-    if (pass.screening) screened[b] = seconds;
-    if (!best || seconds < best->iteration_seconds) best = std::move(a.plan);
-    if (pass.best_seconds && seconds >= *pass.best_seconds) return false;
-    pass.best_seconds = seconds;
-    pass.best_count = b;
-    return true;
+  planner.deadline_passed = [&] { return call.DeadlinePassed(); };
+  planner.solves = [&] { return stats.intra_op_solves; };
+  planner.forget_screening = [&] {
+    call.warm_starts = IntraOpWarmStarts{};
+    call.solved = IntraOpSolutions{};
   };
-  // A pass of the search over `choices` (see above).
-  auto search = [&](Pass& pass) -> Status {
-    for (size_t k = 0; k < choices.size() && pass.tried.size() < kMicrobatchSolves; k += 2) {
-      Result<bool> improved = solve(choices[k], pass);
-      if (!improved.ok()) return improved.status();
-      if (!improved.value()) break;
-    }
-    auto budget = [&] {
-      return pass.tried.size() < kMicrobatchSolves ||
-             (pass.tried.size() < kMicrobatchSolves + kExtraCounts &&
-              stats.intra_op_solves - pass.first_solve <= kExtraCountSolves);
-    };
-    while (pass.best_seconds && budget() && !stop_for_deadline) {
-      int64_t next = 0;
-      for (int64_t b : LadderNeighbours(choices, pass.best_count)) {
-        if (std::find(pass.tried.begin(), pass.tried.end(), b) == pass.tried.end()) {
-          next = b;
-          break;
-        }
-      }
-      if (next == 0) break;
-      Result<bool> improved = solve(next, pass);
-      if (!improved.ok()) return improved.status();
-    }
-    return Status::Ok();
-  };
-  // The screened count of the fastest plan and its neighbours within kScreenMargin, on every
-  // logical mesh.
-  auto plan_screened_best = [&](const Pass& screening) -> Status {
-    Pass full;
-    Result<bool> first = solve(screening.best_count, full);
-    if (!first.ok()) return first.status();
-    const double limit = *screening.best_seconds * (1 + kScreenMargin);
-    for (int64_t b : LadderNeighbours(choices, screening.best_count)) {
-      const auto seen = screened.find(b);
-      if (stop_for_deadline || seen == screened.end() || seen->second > limit) continue;
-      Result<bool> next = solve(b, full);
-      if (!next.ok()) return next.status();
-    }
-    return Status::Ok();
-  };
-  if (choices.size() > 1 && ScreensMicrobatchCounts(model, cluster, options)) {
-    Pass screening;
-    screening.screening = true;
-    ALPA_RETURN_IF_ERROR(search(screening));
-    if (screening.best_seconds && !stop_for_deadline && StagesInsideHosts(*best)) {
-      ALPA_RETURN_IF_ERROR(plan_screened_best(screening));
-    } else if (!stop_for_deadline) {
-      // The search over every mesh decides alone, as without screening (cold solves, no
-      // screened solve reused); the screened plan stays only if the deadline leaves it nothing.
-      std::optional<PipelinePlan> screened_best = std::move(best);
-      best.reset();
-      call.warm_starts = IntraOpWarmStarts{};
-      call.solved = IntraOpSolutions{};
-      Pass full;
-      full.first_solve = stats.intra_op_solves;
-      ALPA_RETURN_IF_ERROR(search(full));
-      if (!best) best = std::move(screened_best);
-    }
-  } else {
-    Pass full;
-    ALPA_RETURN_IF_ERROR(search(full));
+  Result<MicrobatchSearchResult> searched =
+      SearchMicrobatchCounts(choices, ScreensMicrobatchCounts(model, cluster, options), planner);
+  if (!searched.ok()) {
+    if (searched.status().code() != StatusCode::kTimeout) return searched.status();
+    return TimedOut(options.time_limit_seconds, searched.status().message());
   }
-  if (!best && stop_for_deadline) {
-    return TimedOut(options.time_limit_seconds,
-                    stats.microbatches_tried.empty()
-                        ? "no microbatch count was started"
-                        : "the microbatch counts tried found no plan that fits in " +
-                              ByteSizeText(device_memory) + " per device");
-  }
-  const int64_t full_counts = static_cast<int64_t>(stats.microbatches_full.size());
-  if (!best && full_counts > 0 && pinned_out_counts == full_counts) {
-    return Status(StatusCode::kInfeasible,
-                  "the pins (pipeline_stages, max_tensor_parallel, tensor_parallel_inside_host) "
-                  "leave no logical mesh whose batch split divides the microbatch at the "
-                  "microbatch counts tried; relax a pin or fix fewer microbatches");
-  }
-  if (!best) {
-    std::string message = "no plan fits in " + ByteSizeText(device_memory) + " per device";
-    if (smallest_fitting > 0) {
-      message +=
-          "; the smallest device memory that fits a plan is " + ExactByteSizeText(smallest_fitting);
-    } else if (fitting_memory_skipped) {
-      message += "; the time limit left no time to find the smallest device memory that fits";
-    } else {
-      message += "; no plan fits at any memory size with these layer groups";
-    }
-    return Status(StatusCode::kInfeasible, message);
-  }
+  MicrobatchSearchResult& search = searched.value();
+  std::optional<PipelinePlan>& best = search.best;
+  stats.microbatches_tried = search.tried;
+  stats.microbatches_full = search.full;
+  stats.time_limit_reached = search.time_limit_reached;
+  if (!best) return NoPlanStatus(search, options, device_memory);
   if (stats.time_limit_reached && options.on_progress) {
     PlannerProgress progress = call.progress;
     progress.phase = "time limit";

@@ -13,6 +13,7 @@
 #include "solvers/auto_sharding/plan_check.h"
 #include "support/clusters.h"
 #include "support/pipeline_prediction.h"
+#include "support/plan_checks.h"
 
 namespace alpa {
 namespace {
@@ -149,14 +150,6 @@ TEST(Planner, TightMemoryForcesMoreStagesOrSharding) {
   }
 }
 
-// The bytes in parentheses after `phrase` in `message`, or -1.
-int64_t BytesAfter(const std::string& message, const std::string& phrase) {
-  const size_t at = message.find(phrase);
-  if (at == std::string::npos) return -1;
-  const size_t open = message.find('(', at);
-  return open == std::string::npos ? -1 : std::stoll(message.substr(open + 1));
-}
-
 TEST(Planner, CannotFitReportsTheSmallestMemoryThatDoes) {
   const Cluster cluster = P3(1);
   Result<PlannerModel> model = PlannerModelFromSpec(kSmallGpt);
@@ -173,7 +166,7 @@ TEST(Planner, CannotFitReportsTheSmallestMemoryThatDoes) {
   EXPECT_EQ(plan.status().code(), StatusCode::kInfeasible);
   EXPECT_NE(plan.status().message().find("the weights, gradients and optimizer state alone"),
             std::string::npos);
-  const int64_t bound = BytesAfter(plan.status().message(), "need at least ");
+  const int64_t bound = testing::BytesAfter(plan.status().message(), "need at least ");
   ASSERT_GT(bound, 1000) << plan.status().message();
   // That much holds the state but not the activations: the search says what would fit.
   options.device_memory_bytes = bound;
@@ -181,7 +174,7 @@ TEST(Planner, CannotFitReportsTheSmallestMemoryThatDoes) {
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), StatusCode::kInfeasible);
   const int64_t smallest =
-      BytesAfter(plan.status().message(), "smallest device memory that fits a plan is ");
+      testing::BytesAfter(plan.status().message(), "smallest device memory that fits a plan is ");
   ASSERT_GT(smallest, bound) << plan.status().message();
   // That much memory is indeed enough.
   options.device_memory_bytes = smallest;

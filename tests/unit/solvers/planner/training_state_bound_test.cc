@@ -12,6 +12,7 @@
 #include "models/planner_model.h"
 #include "solvers/planner/planner.h"
 #include "support/clusters.h"
+#include "support/plan_checks.h"
 
 namespace alpa {
 namespace {
@@ -87,14 +88,6 @@ TEST(TrainingStateBound, NoPlanHoldsLessOnItsFullestDevice) {
   }
 }
 
-// The bytes in parentheses after `phrase` in `message`, or -1.
-int64_t BytesAfter(const std::string& message, const std::string& phrase) {
-  const size_t at = message.find(phrase);
-  if (at == std::string::npos) return -1;
-  const size_t open = message.find('(', at);
-  return open == std::string::npos ? -1 : std::stoll(message.substr(open + 1));
-}
-
 TEST(TrainingStateBound, PlannerRefusesBelowTheBoundAndSearchesFromIt) {
   const Cluster cluster = testing::P3(1);
   Result<PlannerModel> model = PlannerModelFromSpec(kGpt);
@@ -106,7 +99,7 @@ TEST(TrainingStateBound, PlannerRefusesBelowTheBoundAndSearchesFromIt) {
   Result<PipelinePlan> tiny = PlanPipeline(model.value(), cluster, options);
   ASSERT_FALSE(tiny.ok());
   // The planner's bound: the graph's, less what lies in no layer group (Adam's step count).
-  const int64_t bound = BytesAfter(tiny.status().message(), "need at least ");
+  const int64_t bound = testing::BytesAfter(tiny.status().message(), "need at least ");
   const Graph graph = BuildGraph(kGpt, 4);
   const std::vector<int32_t> every_op(graph.ops.size(), 0);
   const int64_t whole = BoundTrainingState(graph, every_op, 8, 1000).per_device;
@@ -131,7 +124,9 @@ TEST(TrainingStateBound, PlannerRefusesBelowTheBoundAndSearchesFromIt) {
   Result<PipelinePlan> at = PlanPipeline(model.value(), cluster, options);
   ASSERT_FALSE(at.ok());
   EXPECT_EQ(at.status().code(), StatusCode::kInfeasible);
-  EXPECT_GT(BytesAfter(at.status().message(), "smallest device memory that fits a plan is "), bound)
+  EXPECT_GT(
+      testing::BytesAfter(at.status().message(), "smallest device memory that fits a plan is "),
+      bound)
       << at.status().message();
 }
 
