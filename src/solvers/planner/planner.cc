@@ -16,6 +16,7 @@
 #include "core/ir/graph_stats.h"
 #include "core/util/number_text.h"
 #include "core/util/parallel.h"
+#include "core/util/wide_int.h"
 #include "solvers/auto_sharding/shared_reshard_costs.h"
 #include "solvers/pipeline/stage_dp.h"
 #include "solvers/planner/interleave_choice.h"
@@ -605,18 +606,30 @@ Result<std::optional<PipelinePlan>> PlanOverPoolOrders(
 }
 
 // kInfeasible when the training state alone exceeds the cluster's memory (training_state_bound.h):
-// no count and no mesh can fit then, and the message says how far off the cluster is. Mixed
-// clusters (a memory per pool) are left to the search.
+// no count and no mesh can fit then, and the message says how far off the cluster is. On a
+// mixed cluster (a memory per pool, unless the options fix one) against all devices' memory
+// together.
 Status CheckTrainingStateFits(const Graph& graph, const LayerClustering& clustering,
-                              const Cluster& cluster, int64_t device_memory) {
-  if (cluster.mixed()) return Status::Ok();
+                              const Cluster& cluster, const PlannerOptions& options,
+                              int64_t device_memory) {
   const int64_t devices = cluster.num_devices();
   const TrainingStateBound bound =
       BoundTrainingState(graph, clustering.op_layer, devices, device_memory);
-  if (bound.per_device <= device_memory) return Status::Ok();
-  return Status(StatusCode::kInfeasible,
-                "no plan fits in " + ByteSizeText(device_memory) +
-                    " per device: " + TrainingStateBoundText(bound, devices, device_memory));
+  if (!cluster.mixed()) {
+    if (bound.per_device <= device_memory) return Status::Ok();
+    return Status(StatusCode::kInfeasible,
+                  "no plan fits in " + ByteSizeText(device_memory) +
+                      " per device: " + TrainingStateBoundText(bound, devices, device_memory));
+  }
+  Int128 total = 0;
+  for (const Cluster& pool : cluster.pools) {
+    total +=
+        Int128{pool.num_devices()} * options.device_memory_bytes.value_or(pool.device.memory_bytes);
+  }
+  const int64_t total_memory = ClampToInt64(total);
+  if (!ExceedsTotalMemory(bound, devices, total_memory)) return Status::Ok();
+  return Status(StatusCode::kInfeasible, "no plan fits the cluster's device memory: " +
+                                             TotalMemoryBoundText(bound, devices, total_memory));
 }
 
 // Plans `microbatches`; `screening`: on the one-dimensional logical meshes only (the search's
@@ -655,7 +668,7 @@ Result<CountAttempt> PlanForMicrobatches(const PlannerModel& model, const Cluste
                            " exceeds the " + std::to_string(clustering.num_layers) +
                            " layer groups (raise num_layers, at most the model's layers)");
   }
-  ALPA_RETURN_IF_ERROR(CheckTrainingStateFits(graph, clustering, cluster, device_memory));
+  ALPA_RETURN_IF_ERROR(CheckTrainingStateFits(graph, clustering, cluster, options, device_memory));
 
   phase = Clock::now();
   base.seconds = Since(t0);

@@ -31,6 +31,7 @@ TrainingStateBound BoundTrainingState(const Graph& graph, const std::vector<int3
   }
   TrainingStateBound bound;
   bound.state_bytes = ClampToInt64(bytes);
+  bound.tensors = tensors;
   const Int128 spread = bytes / devices - tensors;
   bound.per_device = ClampToInt64(std::max<Int128>(0, spread));
   // The fewest devices d with floor(bytes / d) - tensors <= device_memory, i.e. with
@@ -47,6 +48,17 @@ std::string TrainingStateBoundText(const TrainingStateBound& bound, int64_t devi
          " per device even spread over all " + std::to_string(devices) +
          " devices (no fewer than " + std::to_string(bound.devices_needed) + " devices of " +
          ByteSizeText(device_memory) + " could hold them)";
+}
+
+bool ExceedsTotalMemory(const TrainingStateBound& bound, int64_t devices, int64_t total_memory) {
+  return Int128{bound.state_bytes} - Int128{bound.tensors} * devices > total_memory;
+}
+
+std::string TotalMemoryBoundText(const TrainingStateBound& bound, int64_t devices,
+                                 int64_t total_memory) {
+  return "the weights, gradients and optimizer state alone (" + ByteSizeText(bound.state_bytes) +
+         ") exceed the memory of all " + std::to_string(devices) + " devices together (" +
+         ByteSizeText(total_memory) + ")";
 }
 
 }  // namespace alpa

@@ -14,6 +14,7 @@ namespace alpa {
 
 struct TrainingStateBound {
   int64_t state_bytes = 0;     // weights, gradients and optimizer state, unsharded
+  int64_t tensors = 0;         // how many tensors hold them
   int64_t per_device = 0;      // what the fullest of `devices` devices holds at least
   int64_t devices_needed = 0;  // the fewest devices of the given memory that could hold it
 };
@@ -31,5 +32,15 @@ TrainingStateBound BoundTrainingState(const Graph& graph, const std::vector<int3
 // over all D devices (no fewer than N devices of M could hold them)", for the planner's message.
 std::string TrainingStateBoundText(const TrainingStateBound& bound, int64_t devices,
                                    int64_t device_memory);
+
+// Whether `devices` devices with `total_memory` bytes in all (a mixed cluster's pools, each
+// device its pool's memory) cannot hold the state: the state less the rounding exceeds the
+// total. A coarser bound than per_device, for devices of unequal memory.
+bool ExceedsTotalMemory(const TrainingStateBound& bound, int64_t devices, int64_t total_memory);
+
+// "the weights, gradients and optimizer state alone (X) exceed the memory of all D devices
+// together (Y)", for the planner's message on a mixed cluster.
+std::string TotalMemoryBoundText(const TrainingStateBound& bound, int64_t devices,
+                                 int64_t total_memory);
 
 }  // namespace alpa

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster/cluster.h"
 #include "core/ir/graph_stats.h"
 #include "models/planner_model.h"
 #include "solvers/planner/planner.h"
@@ -128,6 +129,43 @@ TEST(TrainingStateBound, PlannerRefusesBelowTheBoundAndSearchesFromIt) {
       testing::BytesAfter(at.status().message(), "smallest device memory that fits a plan is "),
       bound)
       << at.status().message();
+}
+
+// A mixed cluster holds what its pools' memories hold together (each pool's own, or the
+// options' for all): a state beyond that is refused at once.
+TEST(TrainingStateBound, MixedClustersCountEveryPoolsMemory) {
+  Result<Cluster> mixed = ParseClusterSpec(
+      "dgx-a100-80g:hosts=1,devices_per_host=4+p3.16xlarge:hosts=1,devices_per_host=4");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().message();
+  PlannerOptions options;
+  options.threads = 2;
+  options.microbatches = 4;
+  // gpt-39b's 624 GB of weights, gradients and Adam state against 4 x 80 + 4 x 16 GiB.
+  Result<PlannerModel> big = PlannerModelFromSpec("gpt-39b");
+  ASSERT_TRUE(big.ok());
+  Result<PipelinePlan> refused = PlanPipeline(big.value(), mixed.value(), options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInfeasible);
+  EXPECT_NE(refused.status().message().find("no plan fits the cluster's device memory: the "
+                                            "weights, gradients and optimizer state alone"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("exceed the memory of all 8 devices together "
+                                            "(384.00 GiB)"),
+            std::string::npos)
+      << refused.status().message();
+  // The options' memory replaces every pool's.
+  Result<PlannerModel> small = PlannerModelFromSpec(kGpt);
+  ASSERT_TRUE(small.ok());
+  options.device_memory_bytes = 1000;
+  refused = PlanPipeline(small.value(), mixed.value(), options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("together (7.81 KiB)"), std::string::npos)
+      << refused.status().message();
+  // The small model fits the pools' own memories.
+  options.device_memory_bytes.reset();
+  Result<PipelinePlan> plan = PlanPipeline(small.value(), mixed.value(), options);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
 }
 
 }  // namespace
