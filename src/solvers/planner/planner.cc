@@ -39,6 +39,12 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The device memory a plan must fit: the options' where given, else the cluster's (on a mixed
+// cluster its least).
+int64_t MemoryToFit(const PlannerOptions& options, const Cluster& cluster) {
+  return options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+}
+
 // What the microbatch counts of one planning call share.
 struct PlannerCall {
   Clock::time_point t0;
@@ -53,6 +59,8 @@ struct PlannerCall {
   SharedReshardCosts reshard_costs;
   // The screening pass's solves, taken by the pass over every mesh at the same count.
   IntraOpSolutions solved;
+  // The training state's bound passed on the first count's graph (it holds for every count).
+  bool training_state_fits = false;
 
   bool DeadlinePassed() const { return deadline && Clock::now() >= *deadline; }
 };
@@ -364,7 +372,7 @@ Status ChooseUniformInterleaving(const Graph& graph, const StageCostTable& stage
                                  const Cluster& cluster, const PlannerOptions& options,
                                  int64_t microbatches, int32_t num_layers, PipelinePlan& chosen) {
   if (!options.search_interleaving || cluster.mixed()) return Status::Ok();
-  const int64_t memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+  const int64_t memory = MemoryToFit(options, cluster);
   for (const std::vector<GroupMesh>& groups :
        UniformGroupings(stage_costs, cluster.num_devices())) {
     if (options.pipeline_stages > 0 &&
@@ -668,7 +676,11 @@ Result<CountAttempt> PlanForMicrobatches(const PlannerModel& model, const Cluste
                            " exceeds the " + std::to_string(clustering.num_layers) +
                            " layer groups (raise num_layers, at most the model's layers)");
   }
-  ALPA_RETURN_IF_ERROR(CheckTrainingStateFits(graph, clustering, cluster, options, device_memory));
+  if (!call.training_state_fits) {
+    ALPA_RETURN_IF_ERROR(
+        CheckTrainingStateFits(graph, clustering, cluster, options, device_memory));
+    call.training_state_fits = true;
+  }
 
   phase = Clock::now();
   base.seconds = Since(t0);
@@ -839,8 +851,9 @@ Status ValidatePlanRequest(const PlannerModel& model, const Cluster& cluster,
   if (!(options.intra_op_relative_gap >= 0) || !std::isfinite(options.intra_op_relative_gap)) {
     return InvalidArgument("planner: intra_op_relative_gap must be >= 0");
   }
-  const int64_t device_memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
-  if (device_memory <= 0) return InvalidArgument("planner: device memory must be > 0 bytes");
+  if (MemoryToFit(options, cluster) <= 0) {
+    return InvalidArgument("planner: device memory must be > 0 bytes");
+  }
   return Status::Ok();
 }
 
@@ -924,7 +937,7 @@ Result<PipelinePlan> PlanPipeline(const PlannerModel& model, const Cluster& clus
                                   const PlannerOptions& options) {
   const Clock::time_point t0 = Clock::now();
   ALPA_RETURN_IF_ERROR(ValidatePlanRequest(model, cluster, options));
-  const int64_t device_memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+  const int64_t device_memory = MemoryToFit(options, cluster);
   const std::vector<int64_t> choices = MicrobatchChoices(model, cluster, options);
 
   PlannerCall call;
