@@ -20,6 +20,7 @@
 #include "core/util/parallel.h"
 #include "core/util/wide_int.h"
 #include "exec/lower/device_emitter.h"
+#include "exec/lower/free_values.h"
 #include "exec/lower/local_op.h"
 #include "solvers/planner/gradient_sharding.h"
 #include "solvers/planner/stage_costs.h"
@@ -545,7 +546,8 @@ class DeviceLowering {
   Result<Value> SourceValue(int32_t pi, int32_t l, int64_t mb);
   Result<Value> ReaderValue(int32_t pi, int32_t l, int64_t mb);
   Result<Value> EdgeValue(int32_t pi, int32_t consumer, int32_t k, int64_t mb);
-  Result<Value> FreeValue(int32_t pi, int32_t l, int64_t mb);
+  // A free op's value in layout `want`, where FreeValueTiles allows it (else whole).
+  Result<Value> FreeValue(int32_t pi, int32_t l, int64_t mb, const ShardingSpec& want);
   Result<Value> ExportValue(int32_t pi, int32_t l, int64_t mb);
   // The index in local_ops of op l of piece p on operands and a result of these local shapes:
   // built once, shared by every microbatch's instruction.
@@ -694,18 +696,27 @@ Result<Value> DeviceLowering::RunLocal(const PieceInfo& p, int32_t l,
   return out;
 }
 
-Result<Value> DeviceLowering::FreeValue(int32_t pi, int32_t l, int64_t mb) {
-  // Computed whole on every device from constants alone (cheap), at each use.
+Result<Value> DeviceLowering::FreeValue(int32_t pi, int32_t l, int64_t mb,
+                                        const ShardingSpec& want) {
+  // Computed from constants alone (cheap), at each use: in the reader's layout where each
+  // device can make its tile alone (free_values.h), else whole on every device.
   const PieceInfo& p = piece(pi);
   const Op& op = p.op(l);
+  const ShardingSpec layout = FreeValueTiles(p.sub->graph, l, want)
+                                  ? CanonicalSpec(want, em_.mesh().shape)
+                                  : ShardingSpec::Replicated(op.shape.size());
   std::vector<Value> operands;
   for (int32_t src : op.operands) {
-    Result<Value> v = FreeValue(pi, src, mb);
+    const ShardingSpec operand_layout =
+        op.kind == OpKind::kBroadcastInDim
+            ? BroadcastOperandLayout(op, p.op(src).shape, layout)
+            : (layout.IsReplicated() ? ShardingSpec::Replicated(p.op(src).shape.size()) : layout);
+    Result<Value> v = FreeValue(pi, src, mb, operand_layout);
     if (!v.ok()) return v.status();
     operands.push_back(v.value());
   }
   const EmitTag tag{p.sub->origin[static_cast<size_t>(l)], mb, InstructionOrigin::kPlan, -1};
-  return RunLocal(p, l, operands, ShardingSpec::Replicated(op.shape.size()), tag, mb);
+  return RunLocal(p, l, operands, layout, tag, mb);
 }
 
 // The value another piece reads: in the reader layout (or result layout); a free op or a fused
@@ -714,7 +725,7 @@ Result<Value> DeviceLowering::FreeValue(int32_t pi, int32_t l, int64_t mb) {
 // plan does not list).
 Result<Value> DeviceLowering::ExportValue(int32_t pi, int32_t l, int64_t mb) {
   const PieceInfo& p = piece(pi);
-  if (p.sh(l).free) return FreeValue(pi, l, mb);
+  if (p.sh(l).free) return FreeValue(pi, l, mb, ShardingSpec::Replicated(p.op(l).shape.size()));
   if (!p.sh(l).fused) return ReaderValue(pi, l, mb);
   const Op& b = p.op(l);
   const int32_t src = b.operands[0];
@@ -785,14 +796,7 @@ Result<Value> DeviceLowering::EdgeValue(int32_t pi, int32_t consumer, int32_t k,
   std::vector<std::pair<int32_t, ShardingSpec>> chain;  // broadcast op, its wanted result
   while (p.sh(src).fused) {
     const Op& b = g.op(src);
-    const Dims& xs = g.op(b.operands[0]).shape;
-    ShardingSpec back;
-    back.dims.assign(xs.size(), {});
-    back.partial = want.partial;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      const size_t od = static_cast<size_t>(b.attrs.dims[i]);
-      if (xs[i] == b.shape[od]) back.dims[i] = want.dims[od];
-    }
+    ShardingSpec back = BroadcastOperandLayout(b, g.op(b.operands[0]).shape, want);
     chain.push_back({src, want});
     want = std::move(back);
     src = b.operands[0];
@@ -802,7 +806,7 @@ Result<Value> DeviceLowering::EdgeValue(int32_t pi, int32_t consumer, int32_t k,
   const int32_t global = p.sub->origin[static_cast<size_t>(src)];
   Value v;
   if (p.sh(src).free) {
-    Result<Value> full = FreeValue(pi, src, mb);
+    Result<Value> full = FreeValue(pi, src, mb, want);
     if (!full.ok()) return full.status();
     v = full.value();
   } else {
