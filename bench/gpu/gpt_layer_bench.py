@@ -12,7 +12,9 @@ Phases, each through the `alpa` program only:
                 preset the calibration names, one microbatch, no rematerialisation; --batch auto
                 takes the largest power of two whose planned peak memory stays within
                 --memory-fraction of the device; then planned again on a cluster file carrying the
-                measured calibration (and once more with fuse_elementwise on);
+                measured calibration (the runner's own fusion when `alpa calibrate` timed its
+                kernels), and once more with every op its own kernel and with chains fused
+                as XLA would;
   3. run        `alpa run PLAN --backend cuda --steps N --json`: the median step time after the
                 warm-up steps; then the same with ALPA_CUDA_FUSION=0 (every op its own kernel)
                 as the baseline of the same run (--no-unfused-baseline skips it);
@@ -140,16 +142,26 @@ def choose_batch(opts, preset: str, out: pathlib.Path) -> int:
     return best
 
 
-def calibrated_cluster(plan_json: dict, calibration: dict, fuse: bool,
+# The predictions beside the calibration as measured ("calibrated": with `alpa calibrate`'s
+# calibration, the runner's own fusion): every op its own kernel (what ALPA_CUDA_FUSION=0 runs),
+# and chains fused as XLA would fuse them.
+PREDICTION_VARIANTS = {
+    "calibrated": {},
+    "calibrated_unfused": {"fuse_elementwise": False},
+    "calibrated_xla": {"fuse_elementwise": True, "single_reader_fusion": False},
+}
+
+
+def calibrated_cluster(plan_json: dict, calibration: dict, overrides: dict,
                        path: pathlib.Path) -> str:
-    """A cluster file: the plan's cluster with the calibration's fields in place of its own."""
+    """A cluster file: the plan's cluster with the calibration's fields in place of its own,
+    then `overrides`."""
     cluster = dict(plan_json["cluster"])
     cluster.pop("device_memory_bytes", None)  # the plan's copy of the device memory; not a key
     fields = {k: v for k, v in calibration.items() if k not in ("format", "version", "comment")}
     merged = dict(cluster.get("calibration", {}))
     merged.update(fields)
-    if fuse:
-        merged["fuse_elementwise"] = True
+    merged.update(overrides)
     cluster["calibration"] = merged
     path.write_text(json.dumps(cluster, indent=2) + "\n")
     return str(path)
@@ -217,6 +229,9 @@ def summarise(opts, cal: dict, spec: str, batch: int, plans: dict, steps: list[f
     peak = plans["calibrated"]["cluster"]["device"]["peak_flops"]["bf16"]
     achieved = flops["total"] / measured
     predicted = {name: p["iteration_seconds"] for name, p in plans.items()}
+    # Each prediction against the run it describes: unfused against ALPA_CUDA_FUSION=0's.
+    against = {name: (unfused_measured if name == "calibrated_unfused" and unfused_measured
+                      else measured) for name in predicted}
     return {
         "device": cal["device"], "preset": cal["preset"], "backend": opts.backend,
         "calibration_file": cal["path"], "calibration": cal["calibration"],
@@ -230,7 +245,7 @@ def summarise(opts, cal: dict, spec: str, batch: int, plans: dict, steps: list[f
         "peak_bf16_flops_per_second": peak, "mfu": achieved / peak,
         "planned_peak_memory_bytes": plans["calibrated"]["peak_memory_bytes"],
         "predicted_step_seconds": predicted,
-        "predicted_over_measured": {name: s / measured for name, s in predicted.items()},
+        "predicted_over_measured": {name: s / against[name] for name, s in predicted.items()},
         "unfused_step_seconds": unfused, "unfused_measured_step_seconds": unfused_measured,
         "fusion_speedup": unfused_measured / measured if unfused_measured else None,
     }
@@ -284,7 +299,8 @@ def print_table(r: dict) -> None:
         f"goal {MFU_GOAL:.0%}: {verdict(mfu >= MFU_GOAL)})")
     labels = {"default": "predicted step, preset's default calibration",
               "calibrated": "predicted step, measured calibration",
-              "calibrated_fused": "predicted step, measured + fuse_elementwise"}
+              "calibrated_unfused": "predicted unfused step (vs ALPA_CUDA_FUSION=0's)",
+              "calibrated_xla": "predicted step, measured, chains fused as XLA would"}
     for name, seconds in r["predicted_step_seconds"].items():
         ratio = r["predicted_over_measured"][name]
         check = ""
@@ -338,8 +354,8 @@ def main(argv: list[str]) -> int:
         batch = choose_batch(opts, preset, out)
         spec = model_spec(opts, batch)
         plans = {"default": plan(opts, spec, one_gpu_cluster(preset), out / "plan_default.json")}
-        for name, fuse in (("calibrated", False), ("calibrated_fused", True)):
-            cluster = calibrated_cluster(plans["default"], cal["calibration"], fuse,
+        for name, overrides in PREDICTION_VARIANTS.items():
+            cluster = calibrated_cluster(plans["default"], cal["calibration"], overrides,
                                          out / f"cluster_{name}.json")
             plans[name] = plan(opts, spec, cluster, out / f"plan_{name}.json")
         steps = run_steps(opts, out / "plan_calibrated.json")

@@ -15,27 +15,17 @@ namespace {
 using alpa::capi::Fail;
 using alpa::capi::Guard;
 
-const char* KindName(alpa::MeasurementKind kind) {
-  switch (kind) {
-    case alpa::MeasurementKind::kGemm:
-      return "gemm";
-    case alpa::MeasurementKind::kMemory:
-      return "memory";
-    case alpa::MeasurementKind::kElementwiseCompute:
-      return "elementwise";
-    case alpa::MeasurementKind::kLaunch:
-      return "launch";
-  }
-  return "?";
-}
-
 nlohmann::json MeasurementJson(const alpa::Measurement& m, const alpa::DeviceSpec& device) {
-  nlohmann::json j = {
-      {"kind", KindName(m.kind)}, {"name", m.name},  {"dtype", alpa::DTypeName(m.dtype)},
-      {"tf32", m.tf32},           {"fit", m.fit},    {"work", m.work},
-      {"seconds", m.seconds},     {"rate", m.Rate()}};
+  nlohmann::json j = {{"kind", alpa::MeasurementKindName(m.kind)},
+                      {"name", m.name},
+                      {"dtype", alpa::DTypeName(m.dtype)},
+                      {"tf32", m.tf32},
+                      {"fit", m.fit},
+                      {"work", m.work},
+                      {"seconds", m.seconds},
+                      {"rate", m.Rate()}};
   double peak = 0;
-  if (m.kind == alpa::MeasurementKind::kMemory) {
+  if (m.kind == alpa::MeasurementKind::kMemory || m.kind == alpa::MeasurementKind::kFusedMemory) {
     peak = device.memory_bandwidth;
   } else if (m.kind != alpa::MeasurementKind::kLaunch && !m.tf32) {
     // A TF32 product has no peak in the presets (their f32 peak is the vector units'): it would

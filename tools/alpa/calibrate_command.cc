@@ -31,7 +31,7 @@ std::string Rate(const nlohmann::json& m) {
   const double rate = m["rate"].get<double>();
   if (kind == "launch") return Seconds(1.0 / rate, 3) + "/launch";
   const std::string scaled = ScaledNumber(rate, kUnits, 1000, 2);
-  return scaled + (kind == "memory" ? "B/s" : "FLOP/s");
+  return scaled + (kind == "memory" || kind == "fused_memory" ? "B/s" : "FLOP/s");
 }
 
 void PrintTable(const nlohmann::json& answer) {
@@ -62,6 +62,11 @@ void PrintTable(const nlohmann::json& answer) {
       FormatNumber(e["other"].get<double>(), kDigits).c_str(),
       FormatNumber(e["convolution"].get<double>(), kDigits).c_str(),
       Seconds(c["op_overhead_seconds"].get<double>(), 3).c_str());
+  const bool fused = c.value("fuse_elementwise", false);
+  std::printf("fusion: %s\n", !fused ? "none (every op priced as its own kernel)"
+                              : c.value("single_reader_fusion", false)
+                                  ? "chains fused as the CUDA runner fuses them"
+                                  : "chains fused as XLA fuses them");
   for (const nlohmann::json& note : answer["notes"]) {
     std::printf("note: %s\n", note.get<std::string>().c_str());
   }

@@ -11,20 +11,6 @@
 namespace alpa {
 namespace {
 
-const char* KindName(MeasurementKind kind) {
-  switch (kind) {
-    case MeasurementKind::kGemm:
-      return "gemm";
-    case MeasurementKind::kMemory:
-      return "memory";
-    case MeasurementKind::kElementwiseCompute:
-      return "elementwise";
-    case MeasurementKind::kLaunch:
-      return "launch";
-  }
-  return "?";
-}
-
 bool PositiveFinite(double x) { return std::isfinite(x) && x > 0; }
 
 double Median(std::vector<double> values) {
@@ -35,7 +21,7 @@ double Median(std::vector<double> values) {
 
 Status CheckMeasurement(const Measurement& x, const DeviceSpec& device) {
   const std::string where =
-      std::string("measurement \"") + x.name + "\" (" + KindName(x.kind) + ")";
+      std::string("measurement \"") + x.name + "\" (" + MeasurementKindName(x.kind) + ")";
   if (!PositiveFinite(x.work)) {
     return InvalidArgument(where + ": work must be positive and finite (got " +
                            std::to_string(x.work) + ")");
@@ -50,7 +36,8 @@ Status CheckMeasurement(const Measurement& x, const DeviceSpec& device) {
     return InvalidArgument(where + ": the device \"" + device.name + "\" has no peak for " +
                            DTypeName(x.dtype));
   }
-  if (x.kind == MeasurementKind::kMemory && x.fit && !PositiveFinite(device.memory_bandwidth)) {
+  const bool memory = x.kind == MeasurementKind::kMemory || x.kind == MeasurementKind::kFusedMemory;
+  if (memory && x.fit && !PositiveFinite(device.memory_bandwidth)) {
     return InvalidArgument(where + ": the device \"" + device.name + "\" has no memory bandwidth");
   }
   return Status::Ok();
@@ -58,7 +45,9 @@ Status CheckMeasurement(const Measurement& x, const DeviceSpec& device) {
 
 // The fraction of the device's peak that measurement `x` reached.
 double FractionOfPeak(const Measurement& x, const DeviceSpec& device) {
-  if (x.kind == MeasurementKind::kMemory) return x.Rate() / device.memory_bandwidth;
+  if (x.kind == MeasurementKind::kMemory || x.kind == MeasurementKind::kFusedMemory) {
+    return x.Rate() / device.memory_bandwidth;
+  }
   return x.Rate() / device.PeakFlops(x.dtype);
 }
 
@@ -104,6 +93,22 @@ bool Contains(const std::string& haystack, const char* needle) {
 
 }  // namespace
 
+const char* MeasurementKindName(MeasurementKind kind) {
+  switch (kind) {
+    case MeasurementKind::kGemm:
+      return "gemm";
+    case MeasurementKind::kMemory:
+      return "memory";
+    case MeasurementKind::kFusedMemory:
+      return "fused_memory";
+    case MeasurementKind::kElementwiseCompute:
+      return "elementwise";
+    case MeasurementKind::kLaunch:
+      return "launch";
+  }
+  return "?";
+}
+
 Result<CalibrationFit> FitCalibration(const CalibrationMeasurements& m, const DeviceSpec& device,
                                       const Calibration& base) {
   for (const Measurement& x : m.measurements) ALPA_RETURN_IF_ERROR(CheckMeasurement(x, device));
@@ -111,7 +116,18 @@ Result<CalibrationFit> FitCalibration(const CalibrationMeasurements& m, const De
   fit.calibration = base;
   Calibration& c = fit.calibration;
   FitEfficiency(m, MeasurementKind::kGemm, "matmul", device, &c.matmul_efficiency, &fit.notes);
-  FitEfficiency(m, MeasurementKind::kMemory, "memory", device, &c.memory_efficiency, &fit.notes);
+  if (MedianFraction(m, MeasurementKind::kFusedMemory, device).has_value()) {
+    // The runner's own kernels were measured: the calibration describes how it runs.
+    FitEfficiency(m, MeasurementKind::kFusedMemory, "memory", device, &c.memory_efficiency,
+                  &fit.notes);
+    c.fuse_elementwise = true;
+    c.single_reader_fusion = true;
+    fit.notes.push_back(
+        "memory: the runner's fused kernels; the hand-written streaming kernels are reported "
+        "only. fuse_elementwise and single_reader_fusion: as the runner fuses");
+  } else {
+    FitEfficiency(m, MeasurementKind::kMemory, "memory", device, &c.memory_efficiency, &fit.notes);
+  }
   FitEfficiency(m, MeasurementKind::kElementwiseCompute, "elementwise", device,
                 &c.elementwise_efficiency, &fit.notes);
   // Reductions, softmax, gathers and copies run on the same vector units as elementwise

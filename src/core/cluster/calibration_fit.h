@@ -20,8 +20,11 @@
 namespace alpa {
 
 enum class MeasurementKind {
-  kGemm,                // work = FLOPs (2 m n k batch)
-  kMemory,              // work = bytes read + bytes written
+  kGemm,    // work = FLOPs (2 m n k batch)
+  kMemory,  // work = bytes read + bytes written (hand-written streaming kernels)
+  // work = bytes read + bytes written by the runner's own generated kernels (fused chains,
+  // exec/cuda/fused_calibration.h): what its elementwise traffic runs at
+  kFusedMemory,
   kElementwiseCompute,  // work = FLOPs of an arithmetic-bound elementwise kernel
   kLaunch,              // work = kernels launched; seconds = all of them
 };
@@ -58,10 +61,20 @@ struct CalibrationFit {
   std::vector<std::string> notes;
 };
 
+// The name of a kind in calibration reports: "gemm", "memory", "fused_memory", "elementwise",
+// "launch".
+const char* MeasurementKindName(MeasurementKind kind);
+
 // The efficiencies of `m` against `device`, on top of `base` for what is not measured
-// (convolution_efficiency, fuse_elementwise):
+// (convolution_efficiency; the fusion keys unless the runner's kernels were measured):
 //   matmul_efficiency       median over the fit GEMMs of rate / peak_flops[dtype]
-//   memory_efficiency       median over the fit memory measurements of rate / memory_bandwidth
+//   memory_efficiency       median over the fit fused-memory measurements of rate /
+//                           memory_bandwidth, where there are any: the calibration then describes
+//                           libalpa's CUDA runner, so fuse_elementwise and single_reader_fusion
+//                           are set too (the runner fuses chains as
+//                           SingleReaderMaterializedResults models) and the hand-written
+//                           streaming kernels are reported only; else over the fit memory
+//                           measurements
 //   elementwise_efficiency  median over the fit elementwise-compute measurements of
 //   other_efficiency        rate / peak_flops[dtype] (both: vector units, not tensor cores)
 //   op_overhead_seconds     median over the launch measurements of seconds / launches

@@ -202,7 +202,7 @@ bool Calibration::operator==(const Calibration& o) const {
          elementwise_efficiency == o.elementwise_efficiency &&
          other_efficiency == o.other_efficiency && memory_efficiency == o.memory_efficiency &&
          op_overhead_seconds == o.op_overhead_seconds && fuse_elementwise == o.fuse_elementwise &&
-         fuse_attention == o.fuse_attention;
+         single_reader_fusion == o.single_reader_fusion && fuse_attention == o.fuse_attention;
 }
 
 bool operator==(const DeviceSpec& a, const DeviceSpec& b) {

@@ -284,6 +284,8 @@ Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
       r.Double("op_overhead_seconds", Presence::kOptional, &c->op_overhead_seconds));
   ALPA_RETURN_IF_ERROR(r.Bool("fuse_elementwise", Presence::kOptional, &c->fuse_elementwise));
   ALPA_RETURN_IF_ERROR(r.Bool("fuse_attention", Presence::kOptional, &c->fuse_attention));
+  ALPA_RETURN_IF_ERROR(
+      r.Bool("single_reader_fusion", Presence::kOptional, &c->single_reader_fusion));
   // Free-text provenance ("measured on p3.16xlarge with cuBLAS 11"), kept out of the struct.
   std::string ignored;
   ALPA_RETURN_IF_ERROR(r.String("comment", Presence::kOptional, &ignored));
@@ -470,6 +472,9 @@ Json CalibrationFields(const Calibration& c) {
   j["op_overhead_seconds"] = c.op_overhead_seconds;
   j["fuse_elementwise"] = c.fuse_elementwise;
   j["fuse_attention"] = c.fuse_attention;
+  // Written only when set: files of clusters without it stay as earlier versions wrote them
+  // (and read them).
+  if (c.single_reader_fusion) j["single_reader_fusion"] = true;
   return j;
 }
 

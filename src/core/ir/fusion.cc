@@ -116,10 +116,12 @@ std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
   return charged;
 }
 
-std::vector<bool> PricedResults(const Graph& graph, bool fuse_elementwise, bool fuse_attention) {
+std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention) {
   std::vector<bool> materialized;
-  if (fuse_elementwise) {
+  if (fusion == ElementwiseFusion::kXla) {
     materialized = MaterializedResults(graph);
+  } else if (fusion == ElementwiseFusion::kSingleReader) {
+    materialized = SingleReaderMaterializedResults(graph);
   } else if (fuse_attention) {
     materialized.assign(static_cast<size_t>(graph.size()), true);
   }

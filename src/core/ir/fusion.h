@@ -19,11 +19,32 @@ namespace alpa {
 // broadcast from its operand, which is materialised instead).
 std::vector<bool> MaterializedResults(const Graph& graph);
 
+// Per op: true when its result is written to memory by a runner that launches one kernel per
+// root and keeps a value in registers only for its one reader: libalpa's CUDA runner
+// (exec/cuda/fusion_plan.h). A value stays unwritten when it is made by an elementwise op on
+// the runner's float path (f32, bf16 and pred values; exp, log, tanh, rsqrt and gelu only
+// ending in bf16) read by one op, itself such an op or a row reduction (a reduce_sum or
+// reduce_max over trailing dims with at least kMinFusedRowReductions outputs of at most
+// kMaxFusedRowLength elements) that takes in nothing else it reads twice; or by a constant or a
+// broadcast of such dtypes whose every reader is such an elementwise op (each makes it again).
+// Everything else is written, whatever the phase. exec/cuda's fusion_plan_test checks that this
+// matches the runner's fusion plan on a GPT's device programs.
+std::vector<bool> SingleReaderMaterializedResults(const Graph& graph);
+constexpr int64_t kMinFusedRowReductions = 2048;
+constexpr int64_t kMaxFusedRowLength = int64_t{1} << 16;
+
+// How a calibration says elementwise chains run (Calibration's fusion keys).
+enum class ElementwiseFusion {
+  kNone,          // every op its own kernel
+  kXla,           // MaterializedResults
+  kSingleReader,  // SingleReaderMaterializedResults
+};
+
 // Per op: whether its result costs the cost model memory traffic under a calibration's fusion
-// keys: with `fuse_elementwise` MaterializedResults, with `fuse_attention` never the values of
+// keys: the materialised results of `fusion`, and with `fuse_attention` never the values of
 // attention cores (AttentionCoreValues: a fused attention kernel keeps them on chip). Empty
-// when neither is set: every result does.
-std::vector<bool> PricedResults(const Graph& graph, bool fuse_elementwise, bool fuse_attention);
+// when neither fuses anything: every result does.
+std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention);
 
 // Per op and operand slot: whether that read costs memory traffic. A fusion (ops of one phase
 // joined through values that stay in registers) reads each materialised value once however

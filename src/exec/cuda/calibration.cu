@@ -9,11 +9,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "exec/cuda/cuda_backend.h"
+#include "exec/cuda/fused_calibration.h"
+#include "exec/cuda/fused_kernels.h"
+#include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
 namespace {
@@ -497,6 +501,50 @@ Status MeasureMemory(cudaStream_t stream, const Repeats& repeats, const GpuMeasu
   return Status::Ok();
 }
 
+// The runner's own generated kernels (fused_calibration.h) on attention-score-sized bf16 rows:
+// the rate the planner's single-reader fusion model prices elementwise traffic at.
+Status MeasureFusedKernels(cudaStream_t stream, const Repeats& repeats,
+                           const GpuMeasureOptions& options, std::vector<Measurement>* out) {
+  // Rows of 2,048 (a sequence's scores), 512 MiB per bf16 tensor (256 MiB quick).
+  const int64_t row = 2048;
+  const int64_t rows = (options.quick ? 256 : 512) * kMiB / 2 / row;
+  Result<std::vector<cuda::FusedCalibrationCase>> cases = cuda::FusedCalibrationCases(rows, row);
+  if (!cases.ok()) return cases.status();
+  std::vector<cuda::FusedGroup> groups;
+  for (const cuda::FusedCalibrationCase& c : cases.value()) groups.push_back(c.group);
+  Result<std::unique_ptr<cuda::FusedKernels>> kernels =
+      cuda::FusedKernels::Load(groups, "the calibration's fused kernels");
+  if (!kernels.ok()) return kernels.status();
+  for (size_t k = 0; k < cases.value().size(); ++k) {
+    const cuda::FusedCalibrationCase& c = cases.value()[k];
+    const cuda::FusedGroup& g = c.group;
+    std::vector<std::unique_ptr<DeviceMemory>> inputs;
+    std::vector<const void*> pointers;
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const int64_t n = ElementCountOf(c.program.buffers[static_cast<size_t>(g.inputs[i])].shape);
+      if (g.input_storage[i] != DType::kBF16) {
+        return InternalError(c.name + ": input " + std::to_string(i) + " is not bf16");
+      }
+      inputs.push_back(std::make_unique<DeviceMemory>());
+      ALPA_RETURN_IF_ERROR(inputs.back()->Allocate(n * 2, c.name));
+      ALPA_RETURN_IF_ERROR(
+          Fill(inputs.back()->As<__nv_bfloat16>(), n, static_cast<uint32_t>(7 + i), stream));
+      pointers.push_back(inputs.back()->ptr);
+    }
+    const Buffer& result = c.program.buffers[static_cast<size_t>(g.out)];
+    DeviceMemory output;
+    ALPA_RETURN_IF_ERROR(
+        output.Allocate(ElementCountOf(result.shape) * DTypeBytes(g.nodes.back().storage), c.name));
+    Result<double> seconds = MedianSeconds(stream, repeats, c.name, [&]() {
+      return kernels.value()->Launch(k, pointers, output.ptr, stream, c.name);
+    });
+    if (!seconds.ok()) return seconds.status();
+    out->push_back(Make(MeasurementKind::kFusedMemory, c.name, DType::kBF16, true,
+                        static_cast<double>(c.bytes), seconds.value()));
+  }
+  return Status::Ok();
+}
+
 Status MeasureElementwiseCompute(cudaStream_t stream, const Repeats& repeats,
                                  const GpuMeasureOptions& options, std::vector<Measurement>* out) {
   const int64_t n = int64_t{1} << 24;
@@ -575,6 +623,15 @@ Result<CalibrationMeasurements> MeasureGpu(const GpuMeasureOptions& options) {
   // GPU, which lowers its clocks for what follows).
   ALPA_RETURN_IF_ERROR(MeasureLaunches(stream.stream, repeats, &result.measurements));
   ALPA_RETURN_IF_ERROR(MeasureMemory(stream.stream, repeats, options, &result.measurements));
+  if (cuda::FusionEnabled()) {
+    ALPA_RETURN_IF_ERROR(
+        MeasureFusedKernels(stream.stream, repeats, options, &result.measurements));
+    // The runner's elementwise traffic runs in its own kernels: the hand-written streaming
+    // kernels are reported only.
+    for (Measurement& m : result.measurements) {
+      if (m.kind == MeasurementKind::kMemory) m.fit = false;
+    }
+  }
   ALPA_RETURN_IF_ERROR(
       MeasureElementwiseCompute(stream.stream, repeats, options, &result.measurements));
   const GemmContext ctx{lt.handle, stream.stream, workspace.ptr, repeats};

@@ -126,8 +126,7 @@ Status CudaRunner::Initialize() {
 }
 
 Status CudaRunner::PrepareFusion() {
-  const char* env = std::getenv("ALPA_CUDA_FUSION");
-  if (env != nullptr && std::string(env) == "0") return Status::Ok();
+  if (!cuda::FusionEnabled()) return Status::Ok();
   cuda::FusionPlan plan = cuda::PlanFusion(program_, storage_);
   if (plan.groups.empty()) return Status::Ok();
   Result<std::unique_ptr<cuda::FusedKernels>> kernels =

@@ -6,7 +6,9 @@
 #include "exec/cuda/fusion_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <string>
 
 #include "exec/cuda/kernel_math.h"
 #include "exec/cuda/op_rounding.h"
@@ -321,6 +323,11 @@ std::vector<FusedGroup> FormGroups(const DeviceProgram& program, const std::vect
 }
 
 }  // namespace
+
+bool FusionEnabled() {
+  const char* env = std::getenv("ALPA_CUDA_FUSION");
+  return env == nullptr || std::string(env) != "0";
+}
 
 FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage) {
   const ProgramFacts facts = GatherFacts(program, storage);

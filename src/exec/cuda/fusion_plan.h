@@ -85,6 +85,9 @@ struct FusionPlan {
   std::vector<std::vector<int32_t>> free_after;  // per instruction: buffers freed after it
 };
 
+// Whether the runner fuses: unless ALPA_CUDA_FUSION=0 is in the environment.
+bool FusionEnabled();
+
 // The fusion plan of `program` whose buffers are kept in `storage` (storage_policy.h).
 FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage);
 

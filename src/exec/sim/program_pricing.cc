@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/cluster/cost_model.h"
-#include "core/ir/fusion.h"
 #include "core/ir/graph_stats.h"
 #include "solvers/auto_sharding/op_strategies.h"
 
@@ -56,11 +55,9 @@ Result<ProgramPricer> ProgramPricer::Create(const PipelinePlan& plan, const Clus
         return InvalidArgument("stage " + std::to_string(s) + " piece " + std::to_string(p) +
                                " has no subgraph");
       }
-      const Calibration& c = st.cluster.calibration;
-      st.materialized.push_back(PricedResults(sub->graph, c.fuse_elementwise, c.fuse_attention));
-      st.charged.push_back(st.materialized.back().empty()
-                               ? std::vector<std::vector<bool>>{}
-                               : ChargedReads(sub->graph, st.materialized.back()));
+      PricedTraffic traffic = TrafficPricedBy(sub->graph, st.cluster.calibration);
+      st.materialized.push_back(std::move(traffic.materialized));
+      st.charged.push_back(std::move(traffic.charged_reads));
     }
     pricer.stages_.push_back(std::move(st));
   }

@@ -250,11 +250,9 @@ void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mes
   model.context.cluster = cluster;
   model.context.cost_mode = options.cost_mode;
   if (cluster != nullptr) {
-    model.context.materialized = PricedResults(graph, cluster->calibration.fuse_elementwise,
-                                               cluster->calibration.fuse_attention);
-  }
-  if (!model.context.materialized.empty()) {
-    model.context.charged_reads = ChargedReads(graph, model.context.materialized);
+    PricedTraffic traffic = TrafficPricedBy(graph, cluster->calibration);
+    model.context.materialized = std::move(traffic.materialized);
+    model.context.charged_reads = std::move(traffic.charged_reads);
   }
   ReshardPolicy policy;
   policy.options.cost_mode = options.cost_mode;

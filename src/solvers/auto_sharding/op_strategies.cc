@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/ir/fusion.h"
 #include "core/ir/graph_stats.h"
 
 namespace alpa {
@@ -135,6 +136,20 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
         OpComputeSeconds(flops, bytes, op.dtype, ComputeClassOf(op.kind), *ctx.cluster);
   }
   return strategy;
+}
+
+PricedTraffic TrafficPricedBy(const Graph& graph, const Calibration& calibration) {
+  ElementwiseFusion fusion = ElementwiseFusion::kNone;
+  if (calibration.fuse_elementwise) {
+    fusion = calibration.single_reader_fusion ? ElementwiseFusion::kSingleReader
+                                              : ElementwiseFusion::kXla;
+  }
+  PricedTraffic traffic;
+  traffic.materialized = PricedResults(graph, fusion, calibration.fuse_attention);
+  if (!traffic.materialized.empty()) {
+    traffic.charged_reads = ChargedReads(graph, traffic.materialized);
+  }
+  return traffic;
 }
 
 ComputeClass ComputeClassOf(OpKind kind) {

@@ -85,6 +85,15 @@ struct StrategyContext {
   std::vector<std::vector<bool>> charged_reads;
 };
 
+// What `calibration`'s fusion keys price as memory traffic for `graph`: StrategyContext's
+// `materialized` (core/ir/fusion.h PricedResults) and `charged_reads` (ChargedReads), both
+// empty when nothing is fused.
+struct PricedTraffic {
+  std::vector<bool> materialized;
+  std::vector<std::vector<bool>> charged_reads;
+};
+PricedTraffic TrafficPricedBy(const Graph& graph, const Calibration& calibration);
+
 // The roofline class the cost model prices an op of `kind` in: dot_general matmul, convolution,
 // elementwise ops elementwise, the rest other.
 ComputeClass ComputeClassOf(OpKind kind);

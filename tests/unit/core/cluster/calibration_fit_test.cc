@@ -46,6 +46,34 @@ TEST(CalibrationFit, GemmRateOverPeak) {
   EXPECT_TRUE(memory_noted);
 }
 
+// Where the runner's own fused kernels were measured, they set the memory efficiency (the
+// hand-written streaming kernels, faster, are reported only) and the calibration prices chains
+// as the runner fuses them.
+TEST(CalibrationFit, TheRunnersFusedKernelsSetTheMemoryRateAndItsFusion) {
+  CalibrationMeasurements m;
+  const DeviceSpec d = H100();
+  m.measurements.push_back(Make(MeasurementKind::kMemory, "hbm stream kernel", DType::kBF16,
+                                0.82 * d.memory_bandwidth, 1.0));
+  for (double fraction : {0.45, 0.55, 0.6}) {
+    m.measurements.push_back(Make(MeasurementKind::kFusedMemory, "fused", DType::kBF16,
+                                  fraction * d.memory_bandwidth, 1.0));
+  }
+  Result<CalibrationFit> fused = FitCalibration(m, d);
+  ASSERT_TRUE(fused.ok()) << fused.status().message();
+  EXPECT_NEAR(fused.value().calibration.memory_efficiency, 0.55, 1e-12);
+  EXPECT_TRUE(fused.value().calibration.fuse_elementwise);
+  EXPECT_TRUE(fused.value().calibration.single_reader_fusion);
+  EXPECT_STREQ(MeasurementKindName(MeasurementKind::kFusedMemory), "fused_memory");
+
+  // Without them (ALPA_CUDA_FUSION=0): the streaming kernels, and the base's fusion keys.
+  m.measurements.resize(1);
+  Result<CalibrationFit> plain = FitCalibration(m, d);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_NEAR(plain.value().calibration.memory_efficiency, 0.82, 1e-12);
+  EXPECT_FALSE(plain.value().calibration.fuse_elementwise);
+  EXPECT_FALSE(plain.value().calibration.single_reader_fusion);
+}
+
 TEST(CalibrationFit, EveryKindMediansAndReportOnlyEntries) {
   CalibrationMeasurements m;
   const DeviceSpec d = H100();

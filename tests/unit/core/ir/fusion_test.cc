@@ -115,5 +115,77 @@ TEST(FusionTest, ASplatReadByTwoChainsDoesNotJoinThem) {
   EXPECT_TRUE(charged[static_cast<size_t>(second)][0]);
 }
 
+// The single-reader model (libalpa's CUDA runner): a value stays in registers only for its one
+// reader; a splat or a broadcast for every elementwise reader; a row reduction takes in a chain
+// only with 2,048 rows or more; exp ending in f32 is not on the runner's float path.
+TEST(FusionTest, SingleReaderFusionKeepsAValueOnlyForItsOneReader) {
+  GraphBuilder b;
+  const int32_t x = b.Parameter({4096, 16}, DType::kBF16, TensorRole::kInput, "x");
+  const int32_t v = b.Parameter({4096}, DType::kBF16, TensorRole::kInput, "v");
+  const int32_t scale = b.Constant(0.5, {4096, 16}, DType::kBF16);
+  const int32_t scaled = b.Mul(x, scale);  // read by two ops: written
+  const int32_t shifted = b.Sub(scaled, b.BroadcastInDim(v, {4096, 16}, {0}));
+  const int32_t e = b.Unary(OpKind::kExp, shifted);  // bf16 exp: inside the sum's kernel
+  const int32_t sum = b.ReduceSum(e, {1});           // 4,096 rows: a fused root
+  const int32_t twice = b.Add(scaled, scaled);       // the second reader of `scaled`
+  const int32_t wide = b.Convert(twice, DType::kF32);
+  const int32_t ef = b.Unary(OpKind::kExp, wide);  // exp ending in f32: alone
+  b.AddOutput(sum);
+  b.AddOutput(ef);
+  Result<Graph> g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::vector<bool> m = SingleReaderMaterializedResults(g.value());
+  EXPECT_FALSE(m[static_cast<size_t>(scale)]);  // a splat made in each reader
+  EXPECT_TRUE(m[static_cast<size_t>(scaled)]);
+  EXPECT_FALSE(m[static_cast<size_t>(shifted)]);
+  EXPECT_FALSE(m[static_cast<size_t>(e)]);
+  EXPECT_TRUE(m[static_cast<size_t>(sum)]);
+  EXPECT_FALSE(m[static_cast<size_t>(twice)]);
+  EXPECT_TRUE(m[static_cast<size_t>(wide)]);  // read by an op that runs alone
+  EXPECT_TRUE(m[static_cast<size_t>(ef)]);
+  // The XLA-style model keeps `scaled` in registers for both readers.
+  EXPECT_FALSE(MaterializedResults(g.value())[static_cast<size_t>(scaled)]);
+}
+
+TEST(FusionTest, SingleReaderFusionLeavesFewRowsToTheReduceKernels) {
+  GraphBuilder b;
+  const int32_t x = b.Parameter({1024, 16}, DType::kF32, TensorRole::kInput, "x");
+  const int32_t sq = b.Mul(x, x);
+  const int32_t sum = b.ReduceSum(sq, {1});  // 1,024 rows: the reduce kernels read `sq`
+  b.AddOutput(sum);
+  Result<Graph> g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(SingleReaderMaterializedResults(g.value())[static_cast<size_t>(sq)]);
+  EXPECT_FALSE(MaterializedResults(g.value())[static_cast<size_t>(sq)]);
+}
+
+// A group whose inputs would outlive their last reader by more bytes than its members save runs
+// its ops alone, as the runner's Keepable decides. m = a1 + a2 is read once, by z = m * p3; a1
+// and a2 are read last by m, so fusing m into z keeps both alive until z (16 KiB) to save m
+// (8 KiB): m is written. With p2 (a parameter, alive anyway) in place of a2, 8 KiB are held to
+// save 8 KiB: m stays in registers.
+TEST(FusionTest, SingleReaderFusionDropsAGroupThatHoldsMoreThanItSaves) {
+  for (const bool second_is_parameter : {false, true}) {
+    GraphBuilder b;
+    const int32_t p1 = b.Parameter({64, 32}, DType::kF32, TensorRole::kInput, "p1");
+    const int32_t p2 = b.Parameter({64, 32}, DType::kF32, TensorRole::kInput, "p2");
+    const int32_t p3 = b.Parameter({64, 32}, DType::kF32, TensorRole::kInput, "p3");
+    const int32_t a1 = b.Unary(OpKind::kNeg, p1);
+    const int32_t o1 = b.Unary(OpKind::kAbs, a1);  // a1's first reader: a1 is written
+    const int32_t a2 = b.Unary(OpKind::kNeg, p2);
+    const int32_t o2 = b.Unary(OpKind::kAbs, a2);
+    const int32_t m = b.Add(a1, second_is_parameter ? p2 : a2);
+    const int32_t z = b.Mul(m, p3);
+    b.AddOutput(o1);
+    b.AddOutput(o2);
+    b.AddOutput(z);
+    Result<Graph> g = std::move(b).Finish();
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    const std::vector<bool> written = SingleReaderMaterializedResults(g.value());
+    EXPECT_EQ(written[static_cast<size_t>(m)], !second_is_parameter) << second_is_parameter;
+    EXPECT_TRUE(written[static_cast<size_t>(a1)]);
+  }
+}
+
 }  // namespace
 }  // namespace alpa

@@ -32,24 +32,28 @@ TEST(GpuCalibration, QuickMeasurementsFitThePreset) {
   const CalibrationMeasurements& measured = m.value();
   EXPECT_FALSE(measured.device_name.empty());
   EXPECT_GE(measured.gpus, 1);
-  int gemms = 0, memory = 0, elementwise = 0, launches = 0;
+  int gemms = 0, memory = 0, fused = 0, elementwise = 0, launches = 0;
   for (const Measurement& x : measured.measurements) {
     EXPECT_GT(x.seconds, 0) << x.name;
     EXPECT_GT(x.work, 0) << x.name;
     gemms += x.kind == MeasurementKind::kGemm && x.fit;
     memory += x.kind == MeasurementKind::kMemory && x.fit;
+    fused += x.kind == MeasurementKind::kFusedMemory && x.fit;
     elementwise += x.kind == MeasurementKind::kElementwiseCompute;
     launches += x.kind == MeasurementKind::kLaunch;
     // Nothing beats physics: no kernel launch under 100 ns, no copy above 20 TB/s.
     if (x.kind == MeasurementKind::kLaunch) {
       EXPECT_GT(x.seconds / x.work, 1e-7) << x.name;
     }
-    if (x.kind == MeasurementKind::kMemory) {
+    if (x.kind == MeasurementKind::kMemory || x.kind == MeasurementKind::kFusedMemory) {
       EXPECT_LT(x.Rate(), 20e12) << x.name;
     }
   }
   EXPECT_GE(gemms, 4);
-  EXPECT_EQ(memory, 3);
+  // The runner's own kernels set the memory rate (ALPA_CUDA_FUSION is not 0 in the tests); the
+  // hand-written streaming kernels are reported only.
+  EXPECT_EQ(memory, 0);
+  EXPECT_EQ(fused, 3);
   EXPECT_EQ(elementwise, 1);
   EXPECT_EQ(launches, 1);
 
@@ -59,9 +63,12 @@ TEST(GpuCalibration, QuickMeasurementsFitThePreset) {
   Result<CalibrationFit> fit = FitCalibration(measured, cluster.device);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   // cuBLASLt reaches well over a third of the tensor-core peak on these shapes on any GPU the
-  // presets describe, and streaming kernels over half the HBM bandwidth.
+  // presets describe, and the runner's fused kernels (whose rate the memory efficiency is)
+  // over a quarter of the HBM bandwidth (about half on an H100 in 2026-11).
   EXPECT_GT(fit.value().calibration.matmul_efficiency, 0.35);
-  EXPECT_GT(fit.value().calibration.memory_efficiency, 0.5);
+  EXPECT_GT(fit.value().calibration.memory_efficiency, 0.25);
+  EXPECT_TRUE(fit.value().calibration.fuse_elementwise);
+  EXPECT_TRUE(fit.value().calibration.single_reader_fusion);
   EXPECT_GT(fit.value().calibration.op_overhead_seconds, 0);
 }
 

@@ -1,0 +1,253 @@
+// SingleReaderMaterializedResults (fusion.h): libalpa's CUDA runner's fusion
+// (exec/cuda/fusion_plan.cc) replayed on a graph, in op order, as the lowering emits a piece's ops:
+// the role of each op, which values stay in registers, the group of each root, and the groups
+// the runner drops because they would keep their inputs alive longer than the buffers they save.
+#include <cstdint>
+#include <vector>
+
+#include "core/ir/fusion.h"
+#include "core/util/dtype.h"
+
+namespace alpa {
+namespace {
+
+// What the runner does with an op.
+enum class KernelRole { kAlone, kLeaf, kElementwise, kRowReduction };
+
+// A group's limits (exec/cuda/fusion_plan.h kMaxFusedInputs, kMaxFusedNodes).
+constexpr size_t kMaxGroupInputs = 12;
+constexpr size_t kMaxGroupNodes = 48;
+
+bool FloatPathDType(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kPred;
+}
+
+// The elementwise kinds the runner computes in float: exactly, or within one bf16 ulp when the
+// result is bf16 (exec/cuda/float_math.h's FloatPathKind and ApproximateFloatKind).
+bool FloatPathKind(OpKind kind, DType result) {
+  switch (kind) {
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+    case OpKind::kMax:
+    case OpKind::kMin:
+    case OpKind::kCompare:
+    case OpKind::kSelect:
+    case OpKind::kNeg:
+    case OpKind::kAbs:
+    case OpKind::kSqrt:
+    case OpKind::kRelu:
+    case OpKind::kConvert:
+      return true;
+    case OpKind::kExp:
+    case OpKind::kLog:
+    case OpKind::kTanh:
+    case OpKind::kRsqrt:
+    case OpKind::kGelu:
+      return result == DType::kBF16;
+    default:
+      return false;
+  }
+}
+
+bool OperandsOnFloatPath(const Graph& graph, const Op& op) {
+  for (int32_t x : op.operands) {
+    if (x < 0 || x >= graph.size() || !FloatPathDType(graph.op(x).dtype)) return false;
+  }
+  return FloatPathDType(op.dtype);
+}
+
+// A reduction over its operand's trailing dims, a row per output, enough rows to fill a GPU (a
+// warp each) and rows one warp sums.
+bool ReducesRows(const Graph& graph, const Op& op) {
+  if (op.operands.size() != 1 || op.attrs.dims.empty()) return false;
+  const int32_t x = op.operands[0];
+  if (x < 0 || x >= graph.size()) return false;
+  const std::vector<int64_t>& in_shape = graph.op(x).shape;
+  const size_t rank = in_shape.size(), reduced = op.attrs.dims.size();
+  if (reduced > rank) return false;
+  int64_t row = 1;
+  for (size_t k = 0; k < reduced; ++k) {
+    if (op.attrs.dims[k] != static_cast<int64_t>(rank - reduced + k)) return false;
+    row *= in_shape[rank - reduced + k];
+  }
+  int64_t outputs = 1;
+  for (size_t k = 0; k + reduced < rank; ++k) outputs *= in_shape[k];
+  return outputs >= kMinFusedRowReductions && row <= kMaxFusedRowLength;
+}
+
+KernelRole RoleOf(const Graph& graph, const Op& op) {
+  switch (op.kind) {
+    case OpKind::kConstant:
+      return FloatPathDType(op.dtype) ? KernelRole::kLeaf : KernelRole::kAlone;
+    case OpKind::kBroadcastInDim:
+      return op.operands.size() == 1 && op.shape.size() <= 8 && OperandsOnFloatPath(graph, op)
+                 ? KernelRole::kLeaf
+                 : KernelRole::kAlone;
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMax:
+      return OperandsOnFloatPath(graph, op) && ReducesRows(graph, op) ? KernelRole::kRowReduction
+                                                                      : KernelRole::kAlone;
+    default:
+      break;
+  }
+  const bool elementwise = IsElementwise(op.kind) && !op.operands.empty() &&
+                           op.operands.size() <= 3 && FloatPathKind(op.kind, op.dtype) &&
+                           OperandsOnFloatPath(graph, op);
+  return elementwise ? KernelRole::kElementwise : KernelRole::kAlone;
+}
+
+// What the replay needs of every op, computed once.
+struct GraphFacts {
+  std::vector<KernelRole> role;
+  std::vector<std::vector<int32_t>> readers;  // distinct reading ops, ascending
+  // Made from constants alone: the lowering makes it again for each reader (a free value),
+  // so each copy has one reader and is freed after it.
+  std::vector<bool> from_constants;
+  std::vector<bool> kept;  // never freed while the piece runs: parameters and outputs
+  std::vector<int64_t> bytes;
+};
+
+GraphFacts GatherFacts(const Graph& graph) {
+  const size_t n = static_cast<size_t>(graph.size());
+  GraphFacts f;
+  f.role.assign(n, KernelRole::kAlone);
+  f.readers.assign(n, {});
+  f.from_constants.assign(n, false);
+  f.kept.assign(n, false);
+  f.bytes.assign(n, 0);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const size_t u = static_cast<size_t>(id);
+    const Op& op = graph.op(id);
+    f.role[u] = RoleOf(graph, op);
+    bool constant = op.kind == OpKind::kConstant || op.kind == OpKind::kIota;
+    if (!constant && op.kind != OpKind::kParameter && !op.operands.empty()) {
+      constant = true;
+      for (int32_t x : op.operands) {
+        constant = constant && x >= 0 && x < id && f.from_constants[static_cast<size_t>(x)];
+      }
+    }
+    f.from_constants[u] = constant;
+    f.kept[u] = op.kind == OpKind::kParameter;
+    int64_t elements = 1;
+    for (int64_t d : op.shape) elements *= d;
+    f.bytes[u] = elements * DTypeBytes(op.dtype);
+    for (int32_t x : op.operands) {
+      if (x < 0 || x >= graph.size()) continue;
+      std::vector<int32_t>& r = f.readers[static_cast<size_t>(x)];
+      if (r.empty() || r.back() != id) r.push_back(id);
+    }
+  }
+  for (int32_t out : graph.outputs) {
+    if (out >= 0 && out < graph.size()) f.kept[static_cast<size_t>(out)] = true;
+  }
+  return f;
+}
+
+// Whether value x is computed inside its readers' kernels, given the ops that run alone (the
+// ops of dropped groups).
+bool Inlinable(const GraphFacts& f, const std::vector<char>& alone, int32_t x) {
+  const size_t u = static_cast<size_t>(x);
+  const KernelRole role = alone[u] ? KernelRole::kAlone : f.role[u];
+  if (role != KernelRole::kLeaf && role != KernelRole::kElementwise) return false;
+  if (f.kept[u] || f.readers[u].empty()) return false;
+  const bool one_reader = f.readers[u].size() == 1 || f.from_constants[u];
+  for (int32_t r : f.readers[u]) {
+    if (alone[static_cast<size_t>(r)]) return false;
+    const KernelRole reader = f.role[static_cast<size_t>(r)];
+    if (reader == KernelRole::kRowReduction) {
+      // A reduction takes in only an elementwise chain that nothing else reads.
+      if (role != KernelRole::kElementwise || !one_reader) return false;
+    } else if (reader != KernelRole::kElementwise) {
+      return false;
+    }
+  }
+  return role == KernelRole::kLeaf || one_reader;
+}
+
+// The group rooted at `root`: the ops it computes inline and the values it reads, with the
+// first op of the group reading each.
+struct Group {
+  int32_t root = -1;
+  std::vector<int32_t> members;
+  std::vector<int32_t> inputs, first_reader;
+};
+
+void Collect(const Graph& graph, const GraphFacts& f, const std::vector<char>& alone, int32_t id,
+             Group& g) {
+  for (int32_t x : graph.op(id).operands) {
+    if (x < 0 || x >= graph.size()) continue;
+    if (Inlinable(f, alone, x)) {
+      g.members.push_back(x);
+      Collect(graph, f, alone, x, g);
+      continue;
+    }
+    bool seen = false;
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      if (g.inputs[k] != x) continue;
+      seen = true;
+      if (id < g.first_reader[k]) g.first_reader[k] = id;
+    }
+    if (!seen) {
+      g.inputs.push_back(x);
+      g.first_reader.push_back(id);
+    }
+  }
+}
+
+// The runner's Keepable: within the size limits, and the bytes of the inputs it keeps alive
+// past their last reader (freed between the group's first read and its root) no more than the
+// bytes of the members it never writes.
+bool Keepable(const GraphFacts& f, const Group& g) {
+  if (g.inputs.size() > kMaxGroupInputs ||
+      g.members.size() + 1 + g.inputs.size() > kMaxGroupNodes) {
+    return false;
+  }
+  int64_t deferred = 0, saved = 0;
+  for (int32_t m : g.members) saved += f.bytes[static_cast<size_t>(m)];
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const size_t u = static_cast<size_t>(g.inputs[k]);
+    if (f.kept[u]) continue;
+    // A free value's copy dies after the one op that reads it; another dies after its last
+    // reader.
+    const int32_t last = f.from_constants[u] ? g.first_reader[k] : f.readers[u].back();
+    if (last < g.root) deferred += f.bytes[u];
+  }
+  return deferred <= saved;
+}
+
+// One pass over the roots in op order; marks the ops of groups that cannot be kept as alone.
+// Returns whether it marked any.
+bool DropUnkeepableGroups(const Graph& graph, const GraphFacts& f, std::vector<char>& alone) {
+  std::vector<int32_t> dropped;
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const size_t u = static_cast<size_t>(id);
+    if (f.role[u] != KernelRole::kElementwise && f.role[u] != KernelRole::kRowReduction) continue;
+    if (alone[u] || Inlinable(f, alone, id)) continue;
+    Group g;
+    g.root = id;
+    Collect(graph, f, alone, id, g);
+    if (g.members.empty() || Keepable(f, g)) continue;
+    dropped.push_back(id);
+    dropped.insert(dropped.end(), g.members.begin(), g.members.end());
+  }
+  for (int32_t id : dropped) alone[static_cast<size_t>(id)] = 1;
+  return !dropped.empty();
+}
+
+}  // namespace
+
+std::vector<bool> SingleReaderMaterializedResults(const Graph& graph) {
+  const GraphFacts f = GatherFacts(graph);
+  std::vector<char> alone(static_cast<size_t>(graph.size()), 0);
+  while (DropUnkeepableGroups(graph, f, alone)) {
+  }
+  std::vector<bool> materialized(static_cast<size_t>(graph.size()), true);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    materialized[static_cast<size_t>(id)] = !Inlinable(f, alone, id);
+  }
+  return materialized;
+}
+
+}  // namespace alpa
