@@ -32,6 +32,9 @@ std::vector<bool> MaterializedResults(const Graph& graph);
 std::vector<bool> SingleReaderMaterializedResults(const Graph& graph);
 constexpr int64_t kMinFusedRowReductions = 2048;
 constexpr int64_t kMaxFusedRowLength = int64_t{1} << 16;
+// The most inputs and nodes (values) of one such kernel; larger groups run their ops alone.
+constexpr int32_t kMaxFusedGroupInputs = 12;
+constexpr int32_t kMaxFusedGroupNodes = 48;
 
 // How a calibration says elementwise chains run (Calibration's fusion keys).
 enum class ElementwiseFusion {

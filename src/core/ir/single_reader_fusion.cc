@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/ir/float_path.h"
 #include "core/ir/fusion.h"
 #include "core/util/dtype.h"
 
@@ -14,48 +15,17 @@ namespace {
 // What the runner does with an op.
 enum class KernelRole { kAlone, kLeaf, kElementwise, kRowReduction };
 
-// A group's limits (exec/cuda/fusion_plan.h kMaxFusedInputs, kMaxFusedNodes).
-constexpr size_t kMaxGroupInputs = 12;
-constexpr size_t kMaxGroupNodes = 48;
-
-bool FloatPathDType(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kPred;
-}
-
 // The elementwise kinds the runner computes in float: exactly, or within one bf16 ulp when the
-// result is bf16 (exec/cuda/float_math.h's FloatPathKind and ApproximateFloatKind).
-bool FloatPathKind(OpKind kind, DType result) {
-  switch (kind) {
-    case OpKind::kAdd:
-    case OpKind::kSub:
-    case OpKind::kMul:
-    case OpKind::kDiv:
-    case OpKind::kMax:
-    case OpKind::kMin:
-    case OpKind::kCompare:
-    case OpKind::kSelect:
-    case OpKind::kNeg:
-    case OpKind::kAbs:
-    case OpKind::kSqrt:
-    case OpKind::kRelu:
-    case OpKind::kConvert:
-      return true;
-    case OpKind::kExp:
-    case OpKind::kLog:
-    case OpKind::kTanh:
-    case OpKind::kRsqrt:
-    case OpKind::kGelu:
-      return result == DType::kBF16;
-    default:
-      return false;
-  }
+// result is bf16.
+bool OnFloatPath(OpKind kind, DType result) {
+  return FloatPathKind(kind) || (ApproximateFloatKind(kind) && result == DType::kBF16);
 }
 
 bool OperandsOnFloatPath(const Graph& graph, const Op& op) {
   for (int32_t x : op.operands) {
-    if (x < 0 || x >= graph.size() || !FloatPathDType(graph.op(x).dtype)) return false;
+    if (x < 0 || x >= graph.size() || !FloatPathStorage(graph.op(x).dtype)) return false;
   }
-  return FloatPathDType(op.dtype);
+  return FloatPathStorage(op.dtype);
 }
 
 // A reduction over its operand's trailing dims, a row per output, enough rows to fill a GPU (a
@@ -80,7 +50,7 @@ bool ReducesRows(const Graph& graph, const Op& op) {
 KernelRole RoleOf(const Graph& graph, const Op& op) {
   switch (op.kind) {
     case OpKind::kConstant:
-      return FloatPathDType(op.dtype) ? KernelRole::kLeaf : KernelRole::kAlone;
+      return FloatPathStorage(op.dtype) ? KernelRole::kLeaf : KernelRole::kAlone;
     case OpKind::kBroadcastInDim:
       return op.operands.size() == 1 && op.shape.size() <= 8 && OperandsOnFloatPath(graph, op)
                  ? KernelRole::kLeaf
@@ -93,7 +63,7 @@ KernelRole RoleOf(const Graph& graph, const Op& op) {
       break;
   }
   const bool elementwise = IsElementwise(op.kind) && !op.operands.empty() &&
-                           op.operands.size() <= 3 && FloatPathKind(op.kind, op.dtype) &&
+                           op.operands.size() <= 3 && OnFloatPath(op.kind, op.dtype) &&
                            OperandsOnFloatPath(graph, op);
   return elementwise ? KernelRole::kElementwise : KernelRole::kAlone;
 }
@@ -200,8 +170,8 @@ void Collect(const Graph& graph, const GraphFacts& f, const std::vector<char>& a
 // past their last reader (freed between the group's first read and its root) no more than the
 // bytes of the members it never writes.
 bool Keepable(const GraphFacts& f, const Group& g) {
-  if (g.inputs.size() > kMaxGroupInputs ||
-      g.members.size() + 1 + g.inputs.size() > kMaxGroupNodes) {
+  if (g.inputs.size() > static_cast<size_t>(kMaxFusedGroupInputs) ||
+      g.members.size() + 1 + g.inputs.size() > static_cast<size_t>(kMaxFusedGroupNodes)) {
     return false;
   }
   int64_t deferred = 0, saved = 0;

@@ -12,6 +12,7 @@
 #include <cstring>
 #endif
 
+#include "core/ir/float_path.h"
 #include "core/ir/op_kind.h"
 #include "core/util/dtype_enum.h"
 
@@ -120,10 +121,6 @@ ALPA_HD uint16_t Bf16BitsOf(float f) {
 }
 
 // Whether the float path holds values of `storage` exactly.
-ALPA_HD bool FloatPathStorage(DType storage) {
-  return storage == DType::kF32 || storage == DType::kBF16 || storage == DType::kPred;
-}
-
 ALPA_HD float LoadFloat(const void* data, DType storage, int64_t i) {
   switch (storage) {
     case DType::kF32:
@@ -158,37 +155,6 @@ ALPA_HD void StoreFloat(void* data, DType storage, int64_t i, float v) {
       static_cast<uint8_t*>(data)[i] = v != 0.0f ? 1 : 0;
       return;
   }
-}
-
-ALPA_HD bool FloatPathKind(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAdd:
-    case OpKind::kSub:
-    case OpKind::kMul:
-    case OpKind::kDiv:
-    case OpKind::kMax:
-    case OpKind::kMin:
-    case OpKind::kCompare:
-    case OpKind::kSelect:
-    case OpKind::kNeg:
-    case OpKind::kAbs:
-    case OpKind::kSqrt:
-    case OpKind::kRelu:
-    case OpKind::kConvert:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// exp, log, tanh and rsqrt, whose float functions are within 2 ulps of f32 (CUDA's and the
-// host's): a result stored as bf16 is then within one bf16 ulp of the double path's (equal
-// unless the exact value lies within 2 f32 ulps of a rounding boundary, about one in 2^15).
-// gelu too: as x * sigmoid(2u) its float error stays below 2^-16 relative for every |x| < 10
-// (the error of u times 2|u|), far inside one bf16 ulp (2^-8).
-ALPA_HD bool ApproximateFloatKind(OpKind kind) {
-  return kind == OpKind::kExp || kind == OpKind::kLog || kind == OpKind::kTanh ||
-         kind == OpKind::kRsqrt || kind == OpKind::kGelu;
 }
 
 ALPA_HD float FloatNaN() { return FloatOfBits(0x7fc00000u); }

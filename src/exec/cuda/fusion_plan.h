@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/ir/fusion.h"
 #include "core/ir/graph.h"
 #include "exec/cuda/float_math.h"
 #include "exec/program/program.h"
@@ -70,13 +71,14 @@ struct FusedGroup {
   int64_t row = 0;
 };
 
-// The most inputs and nodes a fused kernel takes (larger groups are cut: their ops run alone).
-constexpr int32_t kMaxFusedInputs = 12;
-constexpr int32_t kMaxFusedNodes = 48;
-// A reduction takes in its operand's chain only with this many outputs (a warp each) or more,
-// and rows of at most this many elements.
-constexpr int64_t kMinFusedReduceOutputs = 2048;
-constexpr int64_t kMaxFusedReduceRow = int64_t{1} << 16;
+// The most inputs and nodes a fused kernel takes (larger groups are cut: their ops run alone),
+// and a reduction takes in its operand's chain only with this many outputs (a warp each) or
+// more, and rows of at most this many elements: the limits the cost model's replay of this plan
+// shares (core/ir/fusion.h).
+constexpr int32_t kMaxFusedInputs = kMaxFusedGroupInputs;
+constexpr int32_t kMaxFusedNodes = kMaxFusedGroupNodes;
+constexpr int64_t kMinFusedReduceOutputs = kMinFusedRowReductions;
+constexpr int64_t kMaxFusedReduceRow = kMaxFusedRowLength;
 
 struct FusionPlan {
   std::vector<FusedGroup> groups;
