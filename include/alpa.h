@@ -1239,9 +1239,17 @@ ALPA_API int32_t alpa_plan_read_file(alpa_plan** out, const char* path, alpa_err
  * gets the same alpa_step_result; alpa_executor_get_parameter answers on rank 0). A failing
  * process ends every process of the job with its message. Destroying the executor finalizes MPI
  * for the process (one MPI executor per process). ALPA_ERR_UNSUPPORTED when the library was
- * built without MPI. */
+ * built without MPI.
+ * ALPA_DEVICES_NCCL: one device per process as with MPI, the processes talking over NCCL, each
+ * on a GPU of its own (its rank modulo the GPUs it sees; NCCL allows no two ranks of one
+ * communicator on one GPU). They meet through ALPA_RENDEZVOUS ("file:/fresh/path" or
+ * "tcp:host:port", with ALPA_RANK and ALPA_WORLD_SIZE in each process's environment) or, unset
+ * under mpirun, through MPI; a failing process ends the others with its message. The executor
+ * splits off a communicator for each group its collectives run over. ALPA_ERR_UNSUPPORTED when
+ * the library was built without CUDA or NCCL or a GPU cannot be used, with the reason. */
 #define ALPA_DEVICES_THREADS 0
 #define ALPA_DEVICES_MPI 1
+#define ALPA_DEVICES_NCCL 2
 
 /** What runs the devices' programs: the CPU runtime (exact in double, rounded per dtype), or the
  * CUDA backend (each device's program on a GPU: device d on GPU d modulo the GPUs the process
@@ -1260,7 +1268,7 @@ typedef struct alpa_executor_config {
   int32_t schedule;
   uint64_t seed;     /**< synthetic parameters and data; default 0 */
   int32_t check;     /**< 1: compare every step with the one-device interpreter */
-  int32_t devices;   /**< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI */
+  int32_t devices;   /**< ALPA_DEVICES_THREADS (default), ALPA_DEVICES_MPI or ALPA_DEVICES_NCCL */
   double rtol, atol; /**< the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16
                           and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5) */
   /* Version 2. */
@@ -1293,11 +1301,12 @@ ALPA_API int32_t alpa_executor_create(alpa_executor** out, const alpa_plan* plan
 ALPA_API void alpa_executor_destroy(alpa_executor* executor);
 /** The devices the programs run on (the plan's largest device id + 1); -1 for NULL. */
 ALPA_API int32_t alpa_executor_devices(const alpa_executor* executor);
-/** This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 for NULL. */
+/** This process's rank (ALPA_DEVICES_MPI or ALPA_DEVICES_NCCL; 0 with thread devices); -1 for
+ * NULL. */
 ALPA_API int32_t alpa_executor_rank(const alpa_executor* executor);
 /** The GPU device `device`'s program runs on (config.backend ALPA_BACKEND_CUDA); -1 on the CPU
- * backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI), for a
- * device out of range and for NULL. */
+ * backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI or _NCCL), for
+ * a device out of range and for NULL. */
 ALPA_API int32_t alpa_executor_gpu(const alpa_executor* executor, int32_t device);
 /** Device `device`'s program, one instruction per line (what `alpa compile` prints); device -1:
  * every device's. Caller frees *out with alpa_buffer_free. */

@@ -11,6 +11,7 @@
 #include "capi/handles.h"
 #include "exec/comm/mpi_communicator.h"
 #include "exec/cuda/cuda_backend.h"
+#include "exec/driver/nccl_world.h"
 #include "exec/driver/plan_executor.h"
 #include "models/planner_model.h"
 
@@ -92,10 +93,11 @@ alpa::Result<alpa::PlanRunOptions> RunOptions(const alpa_executor_config* caller
     return alpa::InvalidArgument("config.check must be 0 or 1, got " +
                                  std::to_string(config->check));
   }
-  if (config->devices != ALPA_DEVICES_THREADS && config->devices != ALPA_DEVICES_MPI) {
+  if (config->devices != ALPA_DEVICES_THREADS && config->devices != ALPA_DEVICES_MPI &&
+      config->devices != ALPA_DEVICES_NCCL) {
     return alpa::InvalidArgument(
-        "config.devices must be ALPA_DEVICES_THREADS (0) or "
-        "ALPA_DEVICES_MPI (1), got " +
+        "config.devices must be ALPA_DEVICES_THREADS (0), ALPA_DEVICES_MPI (1) or "
+        "ALPA_DEVICES_NCCL (2), got " +
         std::to_string(config->devices));
   }
   if (!(config->rtol >= 0) || !(config->atol >= 0) || !std::isfinite(config->rtol) ||
@@ -180,15 +182,30 @@ ALPA_API int32_t alpa_executor_create(alpa_executor** out, const alpa_plan* plan
     alpa::Result<alpa::Graph> whole = WholeBatchGraph(*plan);
     if (!whole.ok()) return Fail(err, whole.status());
     auto handle = std::make_unique<alpa_executor>();
+    alpa::NcclCommunicator* nccl = nullptr;
     if (config != nullptr && config->devices == ALPA_DEVICES_MPI) {
       alpa::Result<std::unique_ptr<alpa::Communicator>> world = alpa::CreateMpiCommunicator();
       if (!world.ok()) return Fail(err, world.status());
       handle->world = std::move(world).value();
+    } else if (config != nullptr && config->devices == ALPA_DEVICES_NCCL) {
+      alpa::Result<std::unique_ptr<alpa::NcclCommunicator>> world = alpa::CreateNcclWorld();
+      if (!world.ok()) return Fail(err, world.status());
+      nccl = world.value().get();
+      handle->world = std::move(world).value();
     }
     alpa::Result<std::unique_ptr<alpa::PlanExecutor>> ex =
         alpa::PlanExecutor::Create(plan->plan, whole.value(), options.value(), handle->world.get());
-    if (!ex.ok()) return Fail(err, ex.status());
+    if (!ex.ok()) {
+      // The other ranks would wait for this one in their communicators' splits: tell them.
+      if (nccl != nullptr) nccl->Abort(ex.status());
+      return Fail(err, ex.status());
+    }
     handle->executor = std::move(ex).value();
+    if (nccl != nullptr) {
+      const alpa::Status prepared =
+          nccl->Prepare(alpa::CollectiveGroups(handle->executor->programs(), nccl->size()));
+      if (!prepared.ok()) return Fail(err, prepared);
+    }
     *out = handle.release();
     return ALPA_OK;
   });
@@ -200,7 +217,8 @@ ALPA_API void alpa_executor_destroy(alpa_executor* executor) {
   executor->executor.reset();
   executor->world.reset();
   delete executor;
-  // The process's MPI ends with its executor (MPI cannot start again in the process).
+  // The process's MPI ends with its executor (MPI cannot start again in the process); MPI that
+  // an NCCL executor's rendezvous started too.
   if (mpi) alpa::FinalizeMpi();
 }
 

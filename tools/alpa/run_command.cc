@@ -41,8 +41,10 @@ int CreateExecutor(const alpa_plan* plan, const RunArgs& args, ExecutorHandle& h
   }
   if (args.devices == "mpi") {
     config.devices = ALPA_DEVICES_MPI;
+  } else if (args.devices == "nccl") {
+    config.devices = ALPA_DEVICES_NCCL;
   } else if (args.devices != "threads") {
-    return ReportBadInput("--devices must be threads or mpi (got '" + args.devices + "')");
+    return ReportBadInput("--devices must be threads, mpi or nccl (got '" + args.devices + "')");
   }
   if (args.backend == "cuda") {
     config.backend = ALPA_BACKEND_CUDA;
@@ -164,8 +166,10 @@ void AddRunOptions(CLI::App* command, RunArgs* args) {
                       "only, and is the only schedule of, a plan with several stages per device "
                       "group, e.g. alpa baseline --virtual-stages)");
   command->add_option("--devices", args->devices,
-                      "threads (default: every device a thread of this process) or mpi (one "
-                      "device per process of an mpirun job)");
+                      "threads (default: every device a thread of this process), mpi (one "
+                      "device per process of an mpirun job) or nccl (one device per process, "
+                      "each on its own GPU over NCCL; processes meet through ALPA_RENDEZVOUS "
+                      "with ALPA_RANK and ALPA_WORLD_SIZE, or mpirun)");
   command->add_option("--backend", args->backend,
                       "cpu (default: the CPU runtime, exact) or cuda (every device's program on a "
                       "GPU: device d on GPU d modulo the GPUs there are)");

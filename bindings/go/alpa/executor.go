@@ -16,6 +16,7 @@ type DeviceMode int32
 const (
 	DevicesThreads DeviceMode = C.ALPA_DEVICES_THREADS // threads of this process
 	DevicesMPI     DeviceMode = C.ALPA_DEVICES_MPI     // one MPI process per device
+	DevicesNCCL    DeviceMode = C.ALPA_DEVICES_NCCL    // one process per device, each on its own GPU over NCCL
 )
 
 // Backend is what runs the devices' programs (ALPA_BACKEND_*).

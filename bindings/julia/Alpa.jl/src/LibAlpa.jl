@@ -343,8 +343,16 @@ const ALPA_SCHEDULE_INTERLEAVED_1F1B = Cint(3)
 # process ends every process of the job with its message. Destroying the executor finalizes MPI
 # for the process (one MPI executor per process). ALPA_ERR_UNSUPPORTED when the library was
 # built without MPI.
+# ALPA_DEVICES_NCCL: one device per process as with MPI, the processes talking over NCCL, each
+# on a GPU of its own (its rank modulo the GPUs it sees; NCCL allows no two ranks of one
+# communicator on one GPU). They meet through ALPA_RENDEZVOUS ("file:/fresh/path" or
+# "tcp:host:port", with ALPA_RANK and ALPA_WORLD_SIZE in each process's environment) or, unset
+# under mpirun, through MPI; a failing process ends the others with its message. The executor
+# splits off a communicator for each group its collectives run over. ALPA_ERR_UNSUPPORTED when
+# the library was built without CUDA or NCCL or a GPU cannot be used, with the reason.
 const ALPA_DEVICES_THREADS = Cint(0)
 const ALPA_DEVICES_MPI = Cint(1)
+const ALPA_DEVICES_NCCL = Cint(2)
 # What runs the devices' programs: the CPU runtime (exact in double, rounded per dtype), or the
 # CUDA backend (each device's program on a GPU: device d on GPU d modulo the GPUs the process
 # sees, so that the devices of a plan larger than the machine share its GPUs, each with its own
@@ -547,7 +555,7 @@ struct alpa_executor_config
     schedule::Int32  # ALPA_SCHEDULE_1F1B (default), ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_ZB_H1, or ALPA_SCHEDULE_INTERLEAVED_1F1B (only, and required, for a plan with virtual stages)
     seed::UInt64  # synthetic parameters and data; default 0
     check::Int32  # 1: compare every step with the one-device interpreter
-    devices::Int32  # ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI
+    devices::Int32  # ALPA_DEVICES_THREADS (default), ALPA_DEVICES_MPI or ALPA_DEVICES_NCCL
     rtol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16 and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5)
     atol::Cdouble  # the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16 and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5)
     backend::Int32  # ALPA_BACKEND_CPU (default) or ALPA_BACKEND_CUDA
@@ -2421,7 +2429,8 @@ end
 """
     alpa_executor_rank(executor) -> Int32
 
-This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 for NULL.
+This process's rank (ALPA_DEVICES_MPI or ALPA_DEVICES_NCCL; 0 with thread devices); -1 for
+NULL.
 
 C: `int32_t alpa_executor_rank(const alpa_executor* executor)` (alpa.h)
 """
@@ -2433,8 +2442,8 @@ end
     alpa_executor_gpu(executor, device) -> Int32
 
 The GPU device `device`'s program runs on (config.backend ALPA_BACKEND_CUDA); -1 on the CPU
-backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI), for a
-device out of range and for NULL.
+backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI or _NCCL), for
+a device out of range and for NULL.
 
 C: `int32_t alpa_executor_gpu(const alpa_executor* executor, int32_t device)` (alpa.h)
 """
@@ -3156,24 +3165,24 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     ALPA_PLAN_OPT_ZERO_BUBBLE, ALPA_PLAN_OPT_NIC_PLACEMENT, ALPA_PLAN_OPT_INTERLEAVE,
     ALPA_REMAT_SEARCH, ALPA_REMAT_OFF, ALPA_REMAT_ON, ALPA_REMAT_SELECTIVE, ALPA_SLICE_MOVE_MAX_RANK,
     ALPA_SCHEDULE_GPIPE, ALPA_SCHEDULE_1F1B, ALPA_SCHEDULE_ZB_H1, ALPA_SCHEDULE_INTERLEAVED_1F1B,
-    ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA, ALPA_COMPUTE_MATMUL,
-    ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER, ALPA_LAUNCH_MEGATRON,
-    ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token, alpa_problem,
-    alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh, alpa_sharding_plan,
-    alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation, alpa_progress_fn,
-    alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress, alpa_stage_info,
-    alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result, alpa_manual_plan,
-    alpa_baseline_point, alpa_simulated_stage, alpa_version_string, alpa_version_number,
-    alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free, alpa_buffer_data,
-    alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create, alpa_cancel_token_trigger,
-    alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy, alpa_problem_add_nodes,
-    alpa_problem_set_intervals, alpa_problem_set_live_sets, alpa_problem_add_edges,
-    alpa_problem_set_followers, alpa_problem_add_aliases, alpa_problem_set_memory_limit,
-    alpa_problem_finalize, alpa_problem_read_file, alpa_problem_read_buffer, alpa_problem_to_json,
-    alpa_problem_node_count, alpa_problem_edge_count, alpa_problem_strategy_count,
-    alpa_problem_evaluate, alpa_assignment_parse, alpa_solve_options_create,
-    alpa_solve_options_destroy, alpa_solve_options_set_double, alpa_solve_options_set_int,
-    alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
+    ALPA_DEVICES_THREADS, ALPA_DEVICES_MPI, ALPA_DEVICES_NCCL, ALPA_BACKEND_CPU, ALPA_BACKEND_CUDA,
+    ALPA_COMPUTE_MATMUL, ALPA_COMPUTE_CONVOLUTION, ALPA_COMPUTE_ELEMENTWISE, ALPA_COMPUTE_OTHER,
+    ALPA_LAUNCH_MEGATRON, ALPA_LAUNCH_DEEPSPEED, alpa_error, alpa_buffer, alpa_cancel_token,
+    alpa_problem, alpa_solve_options, alpa_solution, alpa_graph, alpa_cluster, alpa_mesh,
+    alpa_sharding_plan, alpa_plan_options, alpa_plan, alpa_executor, alpa_simulation,
+    alpa_progress_fn, alpa_plan_progress_fn, alpa_progress, alpa_collective, alpa_plan_progress,
+    alpa_stage_info, alpa_transfer, alpa_slice_move, alpa_executor_config, alpa_step_result,
+    alpa_manual_plan, alpa_baseline_point, alpa_simulated_stage, alpa_version_string,
+    alpa_version_number, alpa_status_string, alpa_error_code, alpa_error_message, alpa_error_free,
+    alpa_buffer_data, alpa_buffer_size, alpa_buffer_free, alpa_cancel_token_create,
+    alpa_cancel_token_trigger, alpa_cancel_token_destroy, alpa_problem_create, alpa_problem_destroy,
+    alpa_problem_add_nodes, alpa_problem_set_intervals, alpa_problem_set_live_sets,
+    alpa_problem_add_edges, alpa_problem_set_followers, alpa_problem_add_aliases,
+    alpa_problem_set_memory_limit, alpa_problem_finalize, alpa_problem_read_file,
+    alpa_problem_read_buffer, alpa_problem_to_json, alpa_problem_node_count, alpa_problem_edge_count,
+    alpa_problem_strategy_count, alpa_problem_evaluate, alpa_assignment_parse,
+    alpa_solve_options_create, alpa_solve_options_destroy, alpa_solve_options_set_double,
+    alpa_solve_options_set_int, alpa_solve_options_set_by_name, alpa_problem_read_file_with_options,
     alpa_solve_options_set_warm_start, alpa_solve_options_set_cancel_token,
     alpa_solve_options_set_progress, alpa_problem_solve, alpa_solution_destroy, alpa_solution_status,
     alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,

@@ -1375,16 +1375,17 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                            'returns': 'int32_t',
                            'params': ['const alpa_executor* executor'],
                            'header': 'alpa.h'},
- 'alpa_executor_rank': {'doc': "This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 "
-                               'for NULL.',
+ 'alpa_executor_rank': {'doc': "This process's rank (ALPA_DEVICES_MPI or ALPA_DEVICES_NCCL; 0 with "
+                               'thread devices); -1 for\n'
+                               'NULL.',
                         'returns': 'int32_t',
                         'params': ['const alpa_executor* executor'],
                         'header': 'alpa.h'},
  'alpa_executor_gpu': {'doc': "The GPU device `device`'s program runs on (config.backend "
                               'ALPA_BACKEND_CUDA); -1 on the CPU\n'
                               "backend, for a device that runs nothing or is another process's "
-                              '(ALPA_DEVICES_MPI), for a\n'
-                              'device out of range and for NULL.',
+                              '(ALPA_DEVICES_MPI or _NCCL), for\n'
+                              'a device out of range and for NULL.',
                        'returns': 'int32_t',
                        'params': ['const alpa_executor* executor', 'int32_t device'],
                        'header': 'alpa.h'},

@@ -155,6 +155,7 @@ pub const ALPA_SCHEDULE_ZB_H1: i32 = 2;
 pub const ALPA_SCHEDULE_INTERLEAVED_1F1B: i32 = 3;
 pub const ALPA_DEVICES_THREADS: i32 = 0;
 pub const ALPA_DEVICES_MPI: i32 = 1;
+pub const ALPA_DEVICES_NCCL: i32 = 2;
 pub const ALPA_BACKEND_CPU: i32 = 0;
 pub const ALPA_BACKEND_CUDA: i32 = 1;
 pub type __uint8_t = ::std::os::raw::c_uchar;
@@ -2880,7 +2881,7 @@ pub struct alpa_executor_config {
     pub seed: u64,
     #[doc = "< 1: compare every step with the one-device interpreter"]
     pub check: i32,
-    #[doc = "< ALPA_DEVICES_THREADS (default) or ALPA_DEVICES_MPI"]
+    #[doc = "< ALPA_DEVICES_THREADS (default), ALPA_DEVICES_MPI or ALPA_DEVICES_NCCL"]
     pub devices: i32,
     #[doc = "< the check's tolerance per element: |a - b| <= atol + rtol |b|; for f16"]
     #[doc = "and bf16 tensors at least torch.testing's (1e-3 / 1e-5, 1.6e-2 / 1e-5)"]
@@ -3115,13 +3116,14 @@ extern "C" {
     pub fn alpa_executor_devices(executor: *const alpa_executor) -> i32;
 }
 extern "C" {
-    #[doc = " This process's rank (ALPA_DEVICES_MPI; 0 with thread devices); -1 for NULL."]
+    #[doc = " This process's rank (ALPA_DEVICES_MPI or ALPA_DEVICES_NCCL; 0 with thread devices); -1 for"]
+    #[doc = " NULL."]
     pub fn alpa_executor_rank(executor: *const alpa_executor) -> i32;
 }
 extern "C" {
     #[doc = " The GPU device `device`'s program runs on (config.backend ALPA_BACKEND_CUDA); -1 on the CPU"]
-    #[doc = " backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI), for a"]
-    #[doc = " device out of range and for NULL."]
+    #[doc = " backend, for a device that runs nothing or is another process's (ALPA_DEVICES_MPI or _NCCL), for"]
+    #[doc = " a device out of range and for NULL."]
     pub fn alpa_executor_gpu(executor: *const alpa_executor, device: i32) -> i32;
 }
 extern "C" {
