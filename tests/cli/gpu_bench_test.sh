@@ -15,7 +15,7 @@ cat > "$tmp/fixture.calibration.json" <<'JSON'
 {"format": "alpa-calibration", "version": 1, "comment": "test fixture",
  "efficiency": {"matmul": 0.7, "convolution": 0.6, "elementwise": 0.06, "other": 0.06,
                 "memory": 0.9},
- "op_overhead_seconds": 3e-6, "fuse_elementwise": false}
+ "op_overhead_seconds": 3e-6, "fuse_elementwise": true, "single_reader_fusion": true}
 JSON
 tiny=(--hidden 64 --heads 2 --seq 32 --steps 3)
 bash "$root/bench/gpu/run.sh" "$alpa" "$tmp/out" --backend cpu --preset dgx-h100 \
@@ -48,7 +48,13 @@ cluster = json.loads((out / "cluster_calibrated.json").read_text())
 assert cluster["calibration"]["efficiency"]["matmul"] == 0.7
 assert cluster["calibration"]["op_overhead_seconds"] == 3e-6
 assert cluster["devices_per_host"] == 1 and "device_memory_bytes" not in cluster
-assert json.loads((out / "cluster_calibrated_fused.json").read_text())["calibration"]["fuse_elementwise"]
+# As alpa calibrate writes it: chains fused as the runner fuses them; beside it every op alone,
+# and chains fused as XLA would.
+assert cluster["calibration"]["fuse_elementwise"] and cluster["calibration"]["single_reader_fusion"]
+unfused = json.loads((out / "cluster_calibrated_unfused.json").read_text())["calibration"]
+assert not unfused["fuse_elementwise"], unfused
+xla = json.loads((out / "cluster_calibrated_xla.json").read_text())["calibration"]
+assert xla["fuse_elementwise"] and not xla["single_reader_fusion"], xla
 p = r["predicted_step_seconds"]
 assert p["calibrated"] > p["default"] + 100 * 3e-6, p
 for name, seconds in p.items():
