@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, in one command, on a machine with one (issue 16): the CUDA kernels
 # against the interpreter, the part-1 equality cases on the CUDA backend, the one-GPU NCCL tests,
-# the calibration's measurement, a profiled step of one GPT layer, then the GPT-layer benchmark
+# a one-process run over NCCL (--devices nccl), the calibration's measurement (with the runner's
+# own fused kernels), a profiled step of one GPT layer, then the GPT-layer benchmark
 # (bench/gpu/run.sh). Each part has its own time limit; logs go to OUT.
 #   scripts/gpu-check.sh [BUILD] [OUT] [-- BENCH_ARGS...]
 #     BUILD  a build with -DALPA_WITH_CUDA=ON (default build-cuda); its bin/ holds the tests
@@ -9,7 +10,7 @@
 # Build first, e.g.:
 #   cmake -S . -B build-cuda -DALPA_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
 #   cmake --build build-cuda -j --target alpa_cli alpa_shared kernels_gpu_test \
-#     cuda_plan_equivalence_test nccl_communicator_test calibration_test
+#     cuda_plan_equivalence_test nccl_communicator_test nccl_devices_test calibration_test
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cuda}
@@ -34,7 +35,8 @@ part() {  # part NAME SECONDS COMMAND...: runs COMMAND under a limit, logs it, p
 }
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
-for t in kernels_gpu_test nccl_communicator_test calibration_test cuda_plan_equivalence_test; do
+for t in kernels_gpu_test nccl_communicator_test nccl_devices_test calibration_test \
+    cuda_plan_equivalence_test; do
   part "$t" 300 "$build/bin/$t" --gtest_brief=1
 done
 # Where a GPT layer's step goes (the waits after every instruction slow it: not a timing).
