@@ -3,6 +3,8 @@
 // the role of each op, which values stay in registers, the group of each root, and the groups
 // the runner drops because they would keep their inputs alive longer than the buffers they save.
 #include <cstdint>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/ir/float_path.h"
@@ -144,24 +146,32 @@ struct Group {
   std::vector<int32_t> inputs, first_reader;
 };
 
-void Collect(const Graph& graph, const GraphFacts& f, const std::vector<char>& alone, int32_t id,
-             Group& g) {
-  for (int32_t x : graph.op(id).operands) {
-    if (x < 0 || x >= graph.size()) continue;
-    if (Inlinable(f, alone, x)) {
-      g.members.push_back(x);
-      Collect(graph, f, alone, x, g);
-      continue;
-    }
-    bool seen = false;
-    for (size_t k = 0; k < g.inputs.size(); ++k) {
-      if (g.inputs[k] != x) continue;
-      seen = true;
-      if (id < g.first_reader[k]) g.first_reader[k] = id;
-    }
-    if (!seen) {
-      g.inputs.push_back(x);
-      g.first_reader.push_back(id);
+// Walks the group of g.root: its inlinable operands (members, each once) and what they read
+// (inputs, with the first op of the group reading each). Iterative: a long chain costs no deep
+// stack (the group is then too large to keep, and all of it runs alone, as in the runner).
+void Collect(const Graph& graph, const GraphFacts& f, const std::vector<char>& alone, Group& g) {
+  std::unordered_set<int32_t> members;
+  std::unordered_map<int32_t, size_t> input_index;
+  std::vector<int32_t> pending = {g.root};
+  while (!pending.empty()) {
+    const int32_t id = pending.back();
+    pending.pop_back();
+    for (int32_t x : graph.op(id).operands) {
+      if (x < 0 || x >= graph.size()) continue;
+      if (Inlinable(f, alone, x)) {
+        if (members.insert(x).second) {
+          g.members.push_back(x);
+          pending.push_back(x);
+        }
+        continue;
+      }
+      const auto [at, added] = input_index.emplace(x, g.inputs.size());
+      if (added) {
+        g.inputs.push_back(x);
+        g.first_reader.push_back(id);
+      } else if (id < g.first_reader[at->second]) {
+        g.first_reader[at->second] = id;
+      }
     }
   }
 }
@@ -197,7 +207,7 @@ bool DropUnkeepableGroups(const Graph& graph, const GraphFacts& f, std::vector<c
     if (alone[u] || Inlinable(f, alone, id)) continue;
     Group g;
     g.root = id;
-    Collect(graph, f, alone, id, g);
+    Collect(graph, f, alone, g);
     if (g.members.empty() || Keepable(f, g)) continue;
     dropped.push_back(id);
     dropped.insert(dropped.end(), g.members.begin(), g.members.end());

@@ -187,5 +187,21 @@ TEST(FusionTest, SingleReaderFusionDropsAGroupThatHoldsMoreThanItSaves) {
   }
 }
 
+// A chain of 200,000 elementwise ops (a graph file may hold one): no deep recursion, one pass
+// to find it too large for one kernel, and every op of it then runs alone, as in the runner.
+TEST(FusionTest, SingleReaderFusionOfAVeryLongChainRunsItsOpsAlone) {
+  GraphBuilder b;
+  int32_t x = b.Parameter({64}, DType::kF32, TensorRole::kInput, "x");
+  const int32_t first = b.Unary(OpKind::kNeg, x);
+  x = first;
+  for (int i = 0; i < 200000; ++i) x = b.Unary(OpKind::kNeg, x);
+  b.AddOutput(x);
+  Result<Graph> g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::vector<bool> m = SingleReaderMaterializedResults(g.value());
+  EXPECT_TRUE(m[static_cast<size_t>(first)]);
+  EXPECT_TRUE(m[static_cast<size_t>(x)]);
+}
+
 }  // namespace
 }  // namespace alpa
