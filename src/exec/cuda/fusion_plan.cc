@@ -159,7 +159,7 @@ float StoredConstant(const Op& op, OutputRounding rounding, DType storage) {
   return LoadFloat(element, storage, 0);
 }
 
-// Builds the group rooted at instruction `root` (DFS over inlinable operands).
+// Builds the group rooted at instruction `root` (a depth-first walk over inlinable operands).
 class GroupBuilder {
  public:
   GroupBuilder(const DeviceProgram& program, const std::vector<DType>& storage,
@@ -200,12 +200,8 @@ class GroupBuilder {
     return static_cast<int32_t>(group_.inputs.size()) - 1;
   }
 
-  int32_t OperandNode(int32_t b) {
-    if (Inlinable(program_, facts_, alone_, b)) {
-      const int32_t w = facts_.writes[static_cast<size_t>(b)].front();
-      group_.members.push_back(w);
-      return NodeOf(w);
-    }
+  // A kLoad node of buffer b (one per buffer).
+  int32_t LoadNode(int32_t b) {
     const auto found = loads_.find(b);
     if (found != loads_.end()) return found->second;
     FusedNode node;
@@ -217,9 +213,60 @@ class GroupBuilder {
     return id;
   }
 
-  int32_t NodeOf(int32_t i) {
-    const auto found = memo_.find(i);
-    if (found != memo_.end()) return found->second;
+  // The node of instruction `root` and, before it, those of the producers it takes in (each
+  // operand's in operand order, a load for one that is not inlined): a depth-first walk on an
+  // explicit stack, so that a long chain needs no deep recursion.
+  int32_t NodeOf(int32_t root) {
+    struct Frame {
+      int32_t i;
+      size_t next = 0;  // the next operand to resolve
+      int32_t operands[3] = {-1, -1, -1};
+    };
+    std::vector<Frame> stack = {Frame{root}};
+    int32_t done = -1;  // the node of the frame just finished, for its parent
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (done >= 0) {
+        f.operands[f.next++] = done;
+        done = -1;
+      }
+      const auto found = memo_.find(f.i);
+      if (found != memo_.end()) {
+        done = found->second;
+        stack.pop_back();
+        continue;
+      }
+      const Instruction& in = program_.code[static_cast<size_t>(f.i)];
+      const Op& op = LocalOpOf(program_, in);
+      const bool takes_operands =
+          op.kind != OpKind::kConstant && op.kind != OpKind::kBroadcastInDim;
+      bool descended = false;
+      while (takes_operands && f.next < in.in.size()) {
+        const int32_t b = in.in[f.next];
+        if (!Inlinable(program_, facts_, alone_, b)) {
+          f.operands[f.next++] = LoadNode(b);
+          continue;
+        }
+        const int32_t w = facts_.writes[static_cast<size_t>(b)].front();
+        group_.members.push_back(w);
+        const auto made = memo_.find(w);
+        if (made != memo_.end()) {
+          f.operands[f.next++] = made->second;
+          continue;
+        }
+        stack.push_back(Frame{w});  // f is not used again before this frame ends
+        descended = true;
+        break;
+      }
+      if (descended) continue;
+      done = Build(f.i, f.operands);
+      stack.pop_back();
+    }
+    return done;
+  }
+
+  // Adds the node of instruction i, its operands' nodes given; memoised.
+  int32_t Build(int32_t i, const int32_t (&operands)[3]) {
     const Instruction& in = program_.code[static_cast<size_t>(i)];
     const Op& op = LocalOpOf(program_, in);
     FusedNode node;
@@ -238,7 +285,7 @@ class GroupBuilder {
       node.comparison = op.attrs.comparison;
       node.operand_count = static_cast<int32_t>(in.in.size());
       node.rounding = facts_.rounding[static_cast<size_t>(i)];
-      for (size_t k = 0; k < in.in.size(); ++k) node.operands[k] = OperandNode(in.in[k]);
+      for (size_t k = 0; k < in.in.size(); ++k) node.operands[k] = operands[k];
     }
     const int32_t id = Add(std::move(node));
     memo_[i] = id;

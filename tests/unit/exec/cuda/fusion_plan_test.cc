@@ -333,6 +333,22 @@ TEST(FusionPlanTest, AnInputWrittenBeforeTheRootKeepsItsReaderAlone) {
   for (char skip : alone.skip) EXPECT_EQ(skip, 0);
 }
 
+// A program of 200,000 chained elementwise ops (a graph file may hold one): planned without
+// running out of stack; the chain is too large for one kernel, so its ops run alone.
+TEST(FusionPlanTest, AVeryLongChainIsPlannedAndRunsItsOpsAlone) {
+  DeviceProgram p;
+  const int32_t n = 200000;
+  testing::AddBuffers(p, n + 1, {64}, DType::kBF16);
+  const int32_t neg = testing::AddElementwiseLocalOp(p, OpKind::kNeg, 1, {64}, DType::kBF16);
+  testing::AddInstruction(p, InstructionKind::kFeed, 0, {});
+  for (int32_t i = 0; i < n; ++i)
+    testing::AddInstruction(p, InstructionKind::kRun, i + 1, {i}, neg);
+  const FusionPlan plan = PlanFusion(p, StorageDTypes(p));
+  for (const FusedGroup& g : plan.groups) EXPECT_TRUE(g.members.empty()) << g.root;
+  EXPECT_EQ(plan.groups.size(), static_cast<size_t>(n));
+  EXPECT_EQ(ReplayLifetimes(p, plan), "");
+}
+
 TEST(FusionPlanTest, TheKernelsCompileForHopperWithoutAGpu) {
   for (const std::string dtype : {"bf16", "f32"}) {
     const ProgramSet programs = LowerGpt(dtype, 2);
