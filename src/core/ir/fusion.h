@@ -32,6 +32,10 @@ std::vector<bool> MaterializedResults(const Graph& graph);
 std::vector<bool> SingleReaderMaterializedResults(const Graph& graph);
 constexpr int64_t kMinFusedRowReductions = 2048;
 constexpr int64_t kMaxFusedRowLength = int64_t{1} << 16;
+// Whether reducing `dims` of an operand of `operand_shape` is such a row reduction: over the
+// trailing dims, at least kMinFusedRowReductions outputs (a warp each) of at most
+// kMaxFusedRowLength elements (what one warp sums).
+bool FusesRowReduction(const std::vector<int64_t>& operand_shape, const std::vector<int64_t>& dims);
 // The most inputs and nodes (values) of one such kernel; larger groups run their ops alone.
 constexpr int32_t kMaxFusedGroupInputs = 12;
 constexpr int32_t kMaxFusedGroupNodes = 48;

@@ -30,23 +30,10 @@ bool OperandsOnFloatPath(const Graph& graph, const Op& op) {
   return FloatPathStorage(op.dtype);
 }
 
-// A reduction over its operand's trailing dims, a row per output, enough rows to fill a GPU (a
-// warp each) and rows one warp sums.
 bool ReducesRows(const Graph& graph, const Op& op) {
-  if (op.operands.size() != 1 || op.attrs.dims.empty()) return false;
+  if (op.operands.size() != 1) return false;
   const int32_t x = op.operands[0];
-  if (x < 0 || x >= graph.size()) return false;
-  const std::vector<int64_t>& in_shape = graph.op(x).shape;
-  const size_t rank = in_shape.size(), reduced = op.attrs.dims.size();
-  if (reduced > rank) return false;
-  int64_t row = 1;
-  for (size_t k = 0; k < reduced; ++k) {
-    if (op.attrs.dims[k] != static_cast<int64_t>(rank - reduced + k)) return false;
-    row *= in_shape[rank - reduced + k];
-  }
-  int64_t outputs = 1;
-  for (size_t k = 0; k + reduced < rank; ++k) outputs *= in_shape[k];
-  return outputs >= kMinFusedRowReductions && row <= kMaxFusedRowLength;
+  return x >= 0 && x < graph.size() && FusesRowReduction(graph.op(x).shape, op.attrs.dims);
 }
 
 KernelRole RoleOf(const Graph& graph, const Op& op) {
@@ -217,6 +204,19 @@ bool DropUnkeepableGroups(const Graph& graph, const GraphFacts& f, std::vector<c
 }
 
 }  // namespace
+
+bool FusesRowReduction(const std::vector<int64_t>& operand_shape,
+                       const std::vector<int64_t>& dims) {
+  const size_t rank = operand_shape.size(), reduced = dims.size();
+  if (reduced == 0 || reduced > rank) return false;
+  int64_t row = 1, outputs = 1;
+  for (size_t k = 0; k < reduced; ++k) {
+    if (dims[k] != static_cast<int64_t>(rank - reduced + k)) return false;
+    row *= operand_shape[rank - reduced + k];
+  }
+  for (size_t k = 0; k + reduced < rank; ++k) outputs *= operand_shape[k];
+  return outputs >= kMinFusedRowReductions && row <= kMaxFusedRowLength;
+}
 
 std::vector<bool> SingleReaderMaterializedResults(const Graph& graph) {
   const GraphFacts f = GatherFacts(graph);

@@ -133,12 +133,12 @@ Result<FusedCalibrationCase> ResidualAdd(int64_t rows, int64_t row) {
 }  // namespace
 
 Result<std::vector<FusedCalibrationCase>> FusedCalibrationCases(int64_t rows, int64_t row) {
-  if (rows < kMinFusedReduceOutputs || row <= 0 || row > kMaxFusedReduceRow || row % 8 != 0 ||
+  if (rows < kMinFusedRowReductions || row <= 0 || row > kMaxFusedRowLength || row % 8 != 0 ||
       rows > (int64_t{1} << 31) / row) {
     return InvalidArgument("fused calibration cases: " + std::to_string(rows) + " rows of " +
                            std::to_string(row) + " elements (need at least " +
-                           std::to_string(kMinFusedReduceOutputs) +
-                           " rows of a multiple of 8 up to " + std::to_string(kMaxFusedReduceRow) +
+                           std::to_string(kMinFusedRowReductions) +
+                           " rows of a multiple of 8 up to " + std::to_string(kMaxFusedRowLength) +
                            " elements, at most 2^31 in all)");
   }
   std::vector<FusedCalibrationCase> cases;

@@ -27,8 +27,8 @@ struct FusedCalibrationCase {
 //  - a softmax pass: exp(x * c - broadcast(m)), m one value per row (three ops, one kernel);
 //  - the row sums a softmax or a layer norm takes: reduce_sum(exp(x - broadcast(m))) per row;
 //  - a residual add: x + y (a group of one).
-// InvalidArgument for sizes that are not positive, rows under kMinFusedReduceOutputs, rows
-// longer than kMaxFusedReduceRow or not a multiple of 8, or more than 2^31 elements; kInternal
+// InvalidArgument for sizes that are not positive, rows under kMinFusedRowReductions, rows
+// longer than kMaxFusedRowLength or not a multiple of 8, or more than 2^31 elements; kInternal
 // when PlanFusion does not make the one group a case expects (the runner's rules changed).
 Result<std::vector<FusedCalibrationCase>> FusedCalibrationCases(int64_t rows, int64_t row);
 

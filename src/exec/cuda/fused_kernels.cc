@@ -14,7 +14,7 @@ namespace {
 
 // The kernels' parameter (fused_source.h's AlpaFusedInputs).
 struct FusedInputs {
-  const void* p[kMaxFusedInputs];
+  const void* p[kMaxFusedGroupInputs];
 };
 
 }  // namespace

@@ -204,7 +204,7 @@ FusedSource FusedKernelsSource(const std::vector<FusedGroup>& groups) {
       "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n\n"
       "#include \"exec/cuda/kernel_math.h\"\n#include \"exec/cuda/packed_elements.h\"\n\n"
       "struct AlpaFusedInputs {\n  const void* p[" +
-      std::to_string(kMaxFusedInputs) +
+      std::to_string(kMaxFusedGroupInputs) +
       "];\n};\n\n"
       "using namespace alpa;\nusing namespace alpa::cuda;\n\n"
       "extern \"C\" __global__ void " +

@@ -37,19 +37,9 @@ bool ReducesRows(const DeviceProgram& program, const std::vector<DType>& storage
       !FloatPathStorage(storage[static_cast<size_t>(in.out)])) {
     return false;
   }
-  const int64_t rank =
-      static_cast<int64_t>(program.buffers[static_cast<size_t>(in.in[0])].shape.size());
-  const int64_t reduced = static_cast<int64_t>(op.attrs.dims.size());
-  for (int64_t k = 0; k < reduced; ++k) {
-    if (op.attrs.dims[static_cast<size_t>(k)] != rank - reduced + k) return false;
-  }
   // A warp per output: enough outputs to fill the GPU, rows short enough for one warp (a full
   // reduction, such as a loss, stays with the reduce kernels, which split it).
-  const int64_t outputs = ElementCountOf(program.buffers[static_cast<size_t>(in.out)].shape);
-  const int64_t row =
-      outputs > 0 ? ElementCountOf(program.buffers[static_cast<size_t>(in.in[0])].shape) / outputs
-                  : 0;
-  return reduced > 0 && outputs >= kMinFusedReduceOutputs && row <= kMaxFusedReduceRow;
+  return FusesRowReduction(program.buffers[static_cast<size_t>(in.in[0])].shape, op.attrs.dims);
 }
 
 Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage,
@@ -315,8 +305,8 @@ int32_t FirstRead(const DeviceProgram& program, const FusedGroup& g, int32_t b) 
 // program frees before the root: g.deferred_frees, which this fills) no more than the bytes it
 // never allocates.
 bool Keepable(const DeviceProgram& program, const ProgramFacts& f, FusedGroup& g) {
-  if (g.nodes.size() > static_cast<size_t>(kMaxFusedNodes) ||
-      g.inputs.size() > static_cast<size_t>(kMaxFusedInputs)) {
+  if (g.nodes.size() > static_cast<size_t>(kMaxFusedGroupNodes) ||
+      g.inputs.size() > static_cast<size_t>(kMaxFusedGroupInputs)) {
     return false;
   }
   int64_t deferred = 0, saved = 0;

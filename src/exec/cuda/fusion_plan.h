@@ -11,7 +11,9 @@
 // frees between the first producer and the root is freed after the root instead (a group is formed
 // only where those deferred bytes do not exceed the bytes of the buffers it leaves out). An
 // elementwise op without such producers is a group of one (its generated kernel is faster than
-// the generic one); a reduction needs at least one.
+// the generic one); a reduction needs at least one. The limits (a group's inputs and nodes, the
+// row reductions it takes: kMaxFusedGroupInputs, kMaxFusedGroupNodes, FusesRowReduction) are
+// core/ir/fusion.h's, which the cost model's replay of this plan shares.
 // Host code: the plan is made and tested without a GPU; fused_source.h writes the kernels.
 #pragma once
 
@@ -70,15 +72,6 @@ struct FusedGroup {
   // dims are its trailing ones), else 0.
   int64_t row = 0;
 };
-
-// The most inputs and nodes a fused kernel takes (larger groups are cut: their ops run alone),
-// and a reduction takes in its operand's chain only with this many outputs (a warp each) or
-// more, and rows of at most this many elements: the limits the cost model's replay of this plan
-// shares (core/ir/fusion.h).
-constexpr int32_t kMaxFusedInputs = kMaxFusedGroupInputs;
-constexpr int32_t kMaxFusedNodes = kMaxFusedGroupNodes;
-constexpr int64_t kMinFusedReduceOutputs = kMinFusedRowReductions;
-constexpr int64_t kMaxFusedReduceRow = kMaxFusedRowLength;
 
 struct FusionPlan {
   std::vector<FusedGroup> groups;

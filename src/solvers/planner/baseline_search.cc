@@ -186,7 +186,7 @@ Result<BaselineSearchResult> SearchMegatronBaseline(const PlannerModel& model,
     if (lightest < 0) {
       return InvalidArgument("baseline: no Megatron-LM configuration could be evaluated");
     }
-    const int64_t memory = options.device_memory_bytes.value_or(cluster.device.memory_bytes);
+    const int64_t memory = MemoryToFit(options, cluster);
     return Status(StatusCode::kInfeasible,
                   "baseline: no Megatron-LM configuration fits in " + ByteSizeText(memory) +
                       " per device; the least memory-hungry, " +

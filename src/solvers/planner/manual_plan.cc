@@ -254,9 +254,7 @@ struct ManualPlanEvaluator::Impl {
     return Status::Ok();
   }
 
-  int64_t DeviceMemory() const {
-    return options.device_memory_bytes.value_or(cluster.device.memory_bytes);
-  }
+  int64_t DeviceMemory() const { return MemoryToFit(options, cluster); }
 
   int32_t Threads() const { return ResolveThreadCount(options.threads); }
 

@@ -39,12 +39,6 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// The device memory a plan must fit: the options' where given, else the cluster's (on a mixed
-// cluster its least).
-int64_t MemoryToFit(const PlannerOptions& options, const Cluster& cluster) {
-  return options.device_memory_bytes.value_or(cluster.device.memory_bytes);
-}
-
 // What the microbatch counts of one planning call share.
 struct PlannerCall {
   Clock::time_point t0;
@@ -319,8 +313,7 @@ Result<std::optional<PipelinePlan>> PlanFromCandidates(
     // Each stage against its devices' memory (its pool's on a mixed cluster).
     std::vector<int64_t> device_memory;
     for (const PlannedStage& st : plan.stages) {
-      device_memory.push_back(options.device_memory_bytes.value_or(
-          DevicesCluster(cluster, st.devices).device.memory_bytes));
+      device_memory.push_back(MemoryToFit(options, DevicesCluster(cluster, st.devices)));
     }
     ChooseZeroBubble(plan, memory, device_memory);
   }
@@ -355,8 +348,7 @@ Status ChooseInterleaving(const Graph& graph, const StageCostTable& stage_costs,
   // Each group against its devices' memory (its pool's on a mixed cluster).
   std::vector<int64_t> group_memory;
   for (const PlannedStage& st : chosen.stages) {
-    group_memory.push_back(options.device_memory_bytes.value_or(
-        DevicesCluster(cluster, st.devices).device.memory_bytes));
+    group_memory.push_back(MemoryToFit(options, DevicesCluster(cluster, st.devices)));
   }
   return TakeFasterLayout(graph, stage_costs, cluster, options,
                           InterleavedLayouts(stage_costs, dp.stages, num_layers, microbatches,
@@ -536,9 +528,8 @@ Result<StageCostTable> BuildPoolStageCosts(const Graph& graph, const LayerCluste
           SolveStageDp(MakeStageDpInput(t, clustering, pool, options.pipeline_stages));
       return !dp.ok() || dp.value().feasible;
     };
-    Result<StageCostTable> table =
-        BuildStageCosts(graph, clustering, pool, options, microbatches,
-                        options.device_memory_bytes.value_or(pool.device.memory_bytes), run);
+    Result<StageCostTable> table = BuildStageCosts(graph, clustering, pool, options, microbatches,
+                                                   MemoryToFit(options, pool), run);
     if (!table.ok()) return table.status();
     tables.push_back(std::move(table).value());
   }
@@ -631,8 +622,7 @@ Status CheckTrainingStateFits(const Graph& graph, const LayerClustering& cluster
   }
   Int128 total = 0;
   for (const Cluster& pool : cluster.pools) {
-    total +=
-        Int128{pool.num_devices()} * options.device_memory_bytes.value_or(pool.device.memory_bytes);
+    total += Int128{pool.num_devices()} * MemoryToFit(options, pool);
   }
   const int64_t total_memory = ClampToInt64(total);
   if (!ExceedsTotalMemory(bound, devices, total_memory)) return Status::Ok();
@@ -925,6 +915,10 @@ std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan) {
     }
   }
   return sites;
+}
+
+int64_t MemoryToFit(const PlannerOptions& options, const Cluster& cluster) {
+  return options.device_memory_bytes.value_or(cluster.device.memory_bytes);
 }
 
 int32_t DefaultLayerGroupCap(const Cluster& cluster) {

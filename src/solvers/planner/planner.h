@@ -267,6 +267,10 @@ std::vector<PlanOpSite> PlanOpSites(const PipelinePlan& plan);
 // in the same planning time).
 int32_t DefaultLayerGroupCap(const Cluster& cluster);
 
+// The device memory a plan on `cluster` (or on one of its pools, or the devices of a stage:
+// DevicesCluster) must fit: options.device_memory_bytes where given, else the cluster's.
+int64_t MemoryToFit(const PlannerOptions& options, const Cluster& cluster);
+
 // Errors: kInvalidArgument (bad options: microbatches < 0 or not dividing the global batch,
 // num_layers < 0, ...; a bad cluster; a model, graph, cluster or work estimate over
 // options.limits), the builder's errors, kInfeasible when no plan fits the device memory (the

@@ -175,7 +175,7 @@ TEST(FusionPlanTest, ManyRowsAreReducedFromTheirChainAndOneOutputIsNot) {
   for (const FusedGroup& g : plan.groups) {
     if (g.row == 0) continue;
     ++reductions;
-    EXPECT_GE(g.elements, kMinFusedReduceOutputs);
+    EXPECT_GE(g.elements, kMinFusedRowReductions);
     EXPECT_EQ(g.nodes.back().kind, FusedNodeKind::kReduce);
     ExpectGroupEqualsItsOps(p, g, rng);
   }
