@@ -2,7 +2,8 @@
 # The checks that need a GPU, in one command, on a machine with one (issue 16): the CUDA kernels
 # against the interpreter, the part-1 equality cases on the CUDA backend, the one-GPU NCCL tests,
 # a one-process run over NCCL (--devices nccl), the calibration's measurement (with the runner's
-# own fused kernels), a profiled step of one GPT layer, then the GPT-layer benchmark
+# own fused kernels), a profiled step of one GPT layer, a WResNet step with its convolutions on
+# cuDNN and on the direct kernel, then the GPT-layer benchmark
 # (bench/gpu/run.sh). Each part has its own time limit; logs go to OUT.
 #   scripts/gpu-check.sh [BUILD] [OUT] [-- BENCH_ARGS...]
 #     BUILD  a build with -DALPA_WITH_CUDA=ON (default build-cuda); its bin/ holds the tests
@@ -44,6 +45,16 @@ model=gpt:layers=1,embed=0,hidden=4096,heads=32,seq=2048,batch=2,dtype=bf16
 part plan_gpt_layer 60 "$build/bin/alpa" plan --model "$model" --cluster dgx-h100:devices_per_host=1 \
   -B 1 --remat off -o "$out/gpt_layer_b2.json" -q --deterministic
 part profile_gpt_layer 180 env ALPA_CUDA_PROFILE=1 "$build/bin/alpa" run "$out/gpt_layer_b2.json" \
+  --backend cuda --steps 2
+# Convolutions: a WResNet step (bf16) on cuDNN, then on the direct kernel (ALPA_CUDA_CUDNN=0);
+# the profile labels each convolution with the path it took.
+wres=wresnet:layers=50,channels=64,width=2,image=64,batch=16,dtype=bf16
+part plan_wresnet 60 "$build/bin/alpa" plan --model "$wres" --cluster dgx-h100:devices_per_host=1 \
+  -B 1 --remat off -o "$out/wresnet.json" -q --deterministic
+part wresnet_cudnn 180 "$build/bin/alpa" run "$out/wresnet.json" --backend cuda --steps 5
+part wresnet_direct 300 env ALPA_CUDA_CUDNN=0 "$build/bin/alpa" run "$out/wresnet.json" \
+  --backend cuda --steps 5
+part profile_wresnet 180 env ALPA_CUDA_PROFILE=1 "$build/bin/alpa" run "$out/wresnet.json" \
   --backend cuda --steps 2
 part bench 600 bash bench/gpu/run.sh "$build/bin/alpa" "$out" "$@"
 exit $status

@@ -216,33 +216,6 @@ Status RunCublasGemm(const LaunchContext& ctx, const GemmPlan& p, const GemmOper
   return Status::Ok();
 }
 
-bool IsBlasFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-
-// Copies operand `t` into `dst` as `type`, in the order `permutation` (empty: as it is).
-Status Arrange(const LaunchContext& ctx, const DeviceTensor& t, const Dims& permutation, void* dst,
-               DType type, const std::string& what) {
-  CopyArgs args;
-  args.src = t.data;
-  args.src_storage = t.storage;
-  args.dst = dst;
-  args.dst_storage = type;
-  Result<StridedWalk> walk = Status::Ok();
-  if (permutation.empty()) {
-    walk = MakeWalk(Dims{t.elements()}, Dims{1}, 0, Dims{1}, 0, what);
-  } else {
-    const Dims all = DenseStrides(t.shape);
-    Dims shape, strides;
-    for (int64_t d : permutation) {
-      shape.push_back(t.shape[static_cast<size_t>(d)]);
-      strides.push_back(all[static_cast<size_t>(d)]);
-    }
-    walk = MakeWalk(shape, strides, 0, DenseStrides(shape), 0, what);
-  }
-  if (!walk.ok()) return walk.status();
-  args.walk = walk.value();
-  return LaunchStridedCopy(ctx, args, what);
-}
-
 }  // namespace
 
 namespace {
@@ -293,11 +266,13 @@ Status LaunchDotGeneralOp(const LaunchContext& ctx, const Graph& graph, int32_t 
   g.lhs = lhs.data;
   g.rhs = rhs.data;
   if (lhs_copy) {
-    ALPA_RETURN_IF_ERROR(Arrange(ctx, lhs, p.lhs_permutation, scratch + lhs_at, input_type, what));
+    ALPA_RETURN_IF_ERROR(
+        LaunchArrange(ctx, lhs, p.lhs_permutation, scratch + lhs_at, input_type, what));
     g.lhs = scratch + lhs_at;
   }
   if (rhs_copy) {
-    ALPA_RETURN_IF_ERROR(Arrange(ctx, rhs, p.rhs_permutation, scratch + rhs_at, input_type, what));
+    ALPA_RETURN_IF_ERROR(
+        LaunchArrange(ctx, rhs, p.rhs_permutation, scratch + rhs_at, input_type, what));
     g.rhs = scratch + rhs_at;
   }
   GemmPlan layout = p;  // a copied operand is in the plain order

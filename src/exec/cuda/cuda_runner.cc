@@ -121,6 +121,7 @@ Status CudaRunner::Initialize() {
   }
   blas_workspace_ = workspace.value();
   ALPA_RETURN_IF_ERROR(PrepareFusion());
+  PrepareConvolutions();
   handover_ = cuda::PlanHandovers(program_, storage_, fusion_);
   return Status::Ok();
 }
@@ -137,12 +138,25 @@ Status CudaRunner::PrepareFusion() {
   return Status::Ok();
 }
 
+void CudaRunner::PrepareConvolutions() {
+  if (!cuda::DnnConvolutionsEnabled()) return;
+  bool any = false;
+  for (const Graph& local : program_.local_ops) {
+    any = any || (local.size() > 0 && local.ops.back().kind == OpKind::kConvolution);
+  }
+  if (!any) return;
+  // Without a usable cuDNN the convolutions run the direct kernel (LastConvolutionPath says so).
+  Result<std::unique_ptr<cuda::DnnConvolutions>> dnn = cuda::DnnConvolutions::Create();
+  if (dnn.ok()) dnn_ = std::move(dnn.value());
+}
+
 CudaRunner::~CudaRunner() {
   // Nothing here can be reported: the runner goes either way.
   if (!SelectGpu().ok()) return;
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
   if (feed_staging_ != nullptr) (void)cudaFreeHost(feed_staging_);
   if (feed_copied_ != nullptr) (void)cudaEventDestroy(feed_copied_);
+  dnn_.reset();
   scratch_.reset();
   allocator_.reset();  // frees every buffer
   if (blas_ != nullptr) (void)cublasLtDestroy(blas_);
@@ -164,6 +178,7 @@ cuda::LaunchContext CudaRunner::Context() {
   ctx.gemm = gemm_;
   ctx.allow_tf32 = options_.allow_tf32;
   ctx.scratch = scratch_.get();
+  ctx.dnn = dnn_.get();
   return ctx;
 }
 
@@ -443,6 +458,7 @@ std::string CudaRunner::ProfileLabel(const Instruction& in) const {
   for (int32_t b : in.in) label += std::string(" ") + DTypeName(storage_[static_cast<size_t>(b)]);
   label += std::string(" -> ") + DTypeName(storage_[static_cast<size_t>(in.out)]);
   if (op.kind == OpKind::kDotGeneral) label += std::string(" ") + cuda::LastDotGeneralPath();
+  if (op.kind == OpKind::kConvolution) label += std::string(" ") + cuda::LastConvolutionPath();
   if (!in.round) label += " unrounded";
   return label;
 }

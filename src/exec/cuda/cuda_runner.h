@@ -27,6 +27,7 @@
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/device_allocator.h"
 #include "exec/cuda/device_tensor.h"
+#include "exec/cuda/dnn_convolution.h"
 #include "exec/cuda/fused_kernels.h"
 #include "exec/cuda/fusion_plan.h"
 #include "exec/cuda/prepared_feeds.h"
@@ -76,6 +77,8 @@ class CudaRunner : public ProgramRunner {
   // Plans the fusion of the program's elementwise chains and compiles their kernels, unless
   // ALPA_CUDA_FUSION=0 is in the environment.
   Status PrepareFusion();
+  // cuDNN for the program's convolutions, when it has some and cuDNN can be used.
+  void PrepareConvolutions();
   Status RunCollective(Communicator& comm, const Instruction& in, StepReport& report);
   Status RunSlice(const Instruction& in);
   Status RunSend(Communicator& comm, const Instruction& in, StepReport& report);
@@ -129,6 +132,7 @@ class CudaRunner : public ProgramRunner {
   cuda::FusionPlan fusion_;     // empty: every instruction runs alone
   std::vector<char> handover_;  // per instruction: a move done by handing memory over
   std::unique_ptr<cuda::FusedKernels> fused_;
+  std::unique_ptr<cuda::DnnConvolutions> dnn_;  // null: convolutions on the direct kernel
   // Per buffer: whether an instruction other than kFree reads it. A feed of a buffer nothing
   // reads (an input of a piece that does not use it) uploads nothing.
   std::vector<char> read_;

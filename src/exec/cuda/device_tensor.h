@@ -16,6 +16,8 @@
 namespace alpa {
 namespace cuda {
 
+class DnnConvolutions;  // dnn_convolution.h
+
 // A dense row-major tensor in device memory. `storage` is the element type of the memory: the
 // op's dtype, or f32 for a 16-bit float value the program keeps unrounded (a partial sum that a
 // later reduction completes: Instruction::round false).
@@ -45,6 +47,8 @@ struct LaunchContext {
   cublasHandle_t gemm = nullptr;
   bool allow_tf32 = false;
   Scratch* scratch = nullptr;
+  // cuDNN for convolutions (dnn_convolution.h); null: the direct kernel.
+  DnnConvolutions* dnn = nullptr;
 };
 
 }  // namespace cuda

@@ -57,6 +57,11 @@ class ScratchPlan {
   size_t total_ = 0;
 };
 
+// f32, f16 and bf16: the element types cuBLASLt and cuDNN run on (with f32 accumulation).
+inline bool IsBlasFloat(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
+}
+
 // Reserves plan.total() bytes of ctx.scratch (`what` names the op for errors).
 Result<char*> ReserveScratch(const LaunchContext& ctx, const ScratchPlan& plan,
                              const std::string& what);
@@ -73,6 +78,10 @@ Status LaunchIota(const LaunchContext& ctx, void* out, DType storage, int64_t n,
 
 // ---- movement.cu ----
 Status LaunchStridedCopy(const LaunchContext& ctx, const CopyArgs& args, const std::string& what);
+// Copies `t` into `dst` (dense) as `type`, its dims in the order `permutation` (empty: as it is):
+// an operand rearranged or converted for a library call (cuBLASLt, cuDNN).
+Status LaunchArrange(const LaunchContext& ctx, const DeviceTensor& t, const Dims& permutation,
+                     void* dst, DType type, const std::string& what);
 Status LaunchMovementOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
                         const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
                         OutputRounding rounding);

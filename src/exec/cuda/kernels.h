@@ -58,6 +58,10 @@ Status LaunchConvert(const LaunchContext& ctx, const DeviceTensor& src, const De
 // algorithm) or "kernel" (the double-precision kernel: f64, integers, a dim beyond int32, or
 // neither cuBLAS offers one). For profiles (step_profile.h).
 const char* LastDotGeneralPath();
+// How this thread's last convolution ran: "cudnn" or "kernel" (the direct kernel: no cuDNN in
+// the launch context, f64 or integers, an input dilation or a negative padding, more than 3
+// spatial dims, or no cuDNN engine that keeps the numerics). For profiles and tests.
+const char* LastConvolutionPath();
 
 }  // namespace cuda
 }  // namespace alpa

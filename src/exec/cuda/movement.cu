@@ -117,6 +117,30 @@ Status LaunchStridedCopy(const LaunchContext& ctx, const CopyArgs& args, const s
   return CheckLaunch(what);
 }
 
+Status LaunchArrange(const LaunchContext& ctx, const DeviceTensor& t, const Dims& permutation,
+                     void* dst, DType type, const std::string& what) {
+  CopyArgs args;
+  args.src = t.data;
+  args.src_storage = t.storage;
+  args.dst = dst;
+  args.dst_storage = type;
+  Result<StridedWalk> walk = Status::Ok();
+  if (permutation.empty()) {
+    walk = MakeWalk(Dims{t.elements()}, Dims{1}, 0, Dims{1}, 0, what);
+  } else {
+    const Dims all = DenseStrides(t.shape);
+    Dims shape, strides;
+    for (int64_t d : permutation) {
+      shape.push_back(t.shape[static_cast<size_t>(d)]);
+      strides.push_back(all[static_cast<size_t>(d)]);
+    }
+    walk = MakeWalk(shape, strides, 0, DenseStrides(shape), 0, what);
+  }
+  if (!walk.ok()) return walk.status();
+  args.walk = walk.value();
+  return LaunchStridedCopy(ctx, args, what);
+}
+
 Status LaunchMovementOp(const LaunchContext& ctx, const Graph& graph, int32_t id,
                         const std::vector<DeviceTensor>& operands, const DeviceTensor& out,
                         OutputRounding rounding) {

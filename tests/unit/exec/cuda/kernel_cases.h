@@ -409,6 +409,26 @@ inline std::vector<KernelCase> LargeCases(uint64_t seed) {
     }
     cb.Begin();
     cb.End("", cb.b().Unary(OpKind::kGelu, cb.Param({3, 1000, 37}, t, false)));
+    cb.Begin();
+    {
+      // A ResNet block's 3x3 convolution (padding 1) and a strided one (cuDNN's engines).
+      const int32_t x = cb.Param({2, 32, 14, 14}, t, false), w = cb.Param({64, 32, 3, 3}, t, false);
+      cb.End("3x3 convolution", cb.b().Convolution(x, w, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+             32 * 9);
+    }
+    cb.Begin();
+    {
+      const int32_t x = cb.Param({2, 16, 15, 15}, t, false), w = cb.Param({32, 16, 3, 3}, t, false);
+      cb.End("strided 3x3 convolution",
+             cb.b().Convolution(x, w, {2, 2}, {1, 1}, {0, 0}, {1, 1}, {1, 1}), 16 * 9);
+    }
+    cb.Begin();
+    {
+      // The input gradient of a strided 3x3 (an input dilation: cuDNN's backward data).
+      const int32_t x = cb.Param({2, 32, 7, 7}, t, false), w = cb.Param({16, 32, 3, 3}, t, false);
+      cb.End("input-dilated 3x3 convolution",
+             cb.b().Convolution(x, w, {1, 1}, {1, 1}, {2, 2}, {2, 2}, {1, 1}), 32 * 9);
+    }
   }
   return cb.Take();
 }

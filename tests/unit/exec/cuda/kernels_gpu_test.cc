@@ -8,13 +8,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "exec/cpu/interpreter.h"
 #include "exec/cuda/cuda_backend.h"
+#include "exec/cuda/dnn_convolution.h"
+#include "exec/cuda/dnn_convolution_geometry.h"
 #include "exec/cuda/kernel_math.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/strided_index.h"
@@ -97,8 +101,13 @@ class CudaKernels : public ::testing::Test {
     ctx_.blas_workspace_bytes = kWorkspaceBytes;
     ctx_.allow_tf32 = false;
     ctx_.scratch = &scratch_;
+    Result<std::unique_ptr<DnnConvolutions>> dnn = DnnConvolutions::Create();
+    ASSERT_TRUE(dnn.ok()) << "cuDNN on this GPU: " << dnn.status().message();
+    dnn_ = std::move(dnn.value());
+    ctx_.dnn = dnn_.get();
   }
   void TearDown() override {
+    dnn_.reset();
     if (workspace_ != nullptr) cudaFree(workspace_);
     if (blas_ != nullptr) cublasLtDestroy(blas_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -152,6 +161,7 @@ class CudaKernels : public ::testing::Test {
   void* workspace_ = nullptr;
   Arena arena_;
   TestScratch scratch_;
+  std::unique_ptr<DnnConvolutions> dnn_;
   LaunchContext ctx_;
 };
 
@@ -161,8 +171,9 @@ std::vector<const HostTensor*> Pointers(const KernelCase& c) {
   return p;
 }
 
-// The tolerance of a case on the GPU: its error in ulps of the dtype, plus an absolute error
-// for sums (f32 accumulation on cuBLASLt, other summation orders in double).
+// The tolerance of a case on the GPU (called after the case ran: a convolution's depends on the
+// path it took): its error in ulps of the dtype, plus an absolute error for sums (f32
+// accumulation on cuBLASLt and cuDNN, other summation orders in double).
 struct Tolerance {
   double ulps = 0.0, abs = 0.0;
 };
@@ -189,7 +200,8 @@ Tolerance ToleranceOf(const KernelCase& c, DType result) {
       // f32 accumulation over K terms of magnitude <= 9 (operands within +-3).
       const double k = static_cast<double>(std::max<int64_t>(1, c.contracted));
       const bool on_blas =
-          kind == OpKind::kDotGeneral && result != DType::kF64 && IsFloating(result);
+          (kind == OpKind::kDotGeneral && result != DType::kF64 && IsFloating(result)) ||
+          (kind == OpKind::kConvolution && std::string(LastConvolutionPath()) == "cudnn");
       return {1.0, on_blas ? 9.0 * k * std::ldexp(1.0, -22) : 1e-12 * k};
     }
     default:
@@ -278,6 +290,42 @@ TEST_F(CudaKernels, ContractionsOnOperandsOffTheAllocationAlignment) {
   }
 }
 
+TEST_F(CudaKernels, ConvolutionsRunOnCudnnWhereItsGeometryAllows) {
+  // f32 / f16 / bf16 convolutions that map onto a cuDNN operation (forward, or backward data for
+  // an input dilation) run there (an H100 with cuDNN 9 has engines for all of these); the others,
+  // f64 and integers, and every convolution without cuDNN in the context run the direct kernel.
+  // All equal the interpreter.
+  std::vector<KernelCase> cases = kernel_cases::AllCases(9);
+  for (KernelCase& c : kernel_cases::LargeCases(9)) cases.push_back(std::move(c));
+  int64_t on_dnn = 0;
+  for (const KernelCase& c : cases) {
+    const Op& op = c.graph.op(c.id);
+    if (op.kind != OpKind::kConvolution) continue;
+    for (bool with_dnn : {true, false}) {
+      ctx_.dnn = with_dnn ? dnn_.get() : nullptr;
+      arena_.Reset();
+      std::vector<DeviceTensor> in;
+      for (const HostTensor& t : c.operands) in.push_back(Upload(t, t.dtype));
+      const DeviceTensor out = Allocate(op.shape, op.dtype);
+      ASSERT_EQ(Run(c, in, out, OpLaunch{}), "");
+      const bool expect_dnn =
+          with_dnn &&
+          (op.dtype == DType::kF32 || op.dtype == DType::kF16 || op.dtype == DType::kBF16) &&
+          DnnConvGeometryFor(c.graph, c.id).ok();
+      EXPECT_EQ(std::string(LastConvolutionPath()), expect_dnn ? "cudnn" : "kernel") << c.name;
+      on_dnn += expect_dnn ? 1 : 0;
+      Result<HostTensor> want = EvaluateOp(c.graph, c.id, Pointers(c));
+      ASSERT_TRUE(want.ok());
+      const Tolerance tol = ToleranceOf(c, op.dtype);
+      EXPECT_EQ(kernel_cases::Compare(c, Download(out, op.dtype), want.value(), tol.ulps, tol.abs),
+                "")
+          << (with_dnn ? "with cuDNN" : "direct kernel");
+    }
+  }
+  ctx_.dnn = dnn_.get();
+  EXPECT_GE(on_dnn, 12);
+}
+
 TEST_F(CudaKernels, UnroundedResultsAndF32StoredOperands) {
   // 16-bit float ops whose operands are held in f32 (exact copies) and whose result is kept in
   // f32 unrounded: the interpreter's kKeepExact result, rounded to f32.
@@ -364,6 +412,17 @@ TEST_F(CudaKernels, BoxCopyAccumulateScaleConvert) {
     expected.push_back(RoundToDType(RoundToDType(sum * 0.5, DType::kF32), DType::kF16));
   }
   EXPECT_EQ(Download(half, DType::kF16).data, expected);
+}
+
+TEST(CudaKernelsArguments, CudnnWithoutAGpuIsUnsupportedWithCudnnsReason) {
+  std::string why;
+  if (CudaDeviceCount(&why) > 0) GTEST_SKIP() << "a GPU is present: cuDNN is tested above";
+  Result<std::unique_ptr<DnnConvolutions>> dnn = DnnConvolutions::Create();
+  ASSERT_FALSE(dnn.ok());
+  EXPECT_EQ(dnn.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(dnn.status().message().find("creating a cuDNN handle: cuDNN CUDNN_STATUS_"),
+            std::string::npos)
+      << dnn.status().message();
 }
 
 TEST(CudaKernelsArguments, BadLaunchesAreRejectedBeforeAnyKernel) {
