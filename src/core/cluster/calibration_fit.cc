@@ -30,8 +30,9 @@ Status CheckMeasurement(const Measurement& x, const DeviceSpec& device) {
     return InvalidArgument(where + ": seconds must be positive and finite (got " +
                            std::to_string(x.seconds) + ")");
   }
-  const bool against_flops =
-      x.kind == MeasurementKind::kGemm || x.kind == MeasurementKind::kElementwiseCompute;
+  const bool against_flops = x.kind == MeasurementKind::kGemm ||
+                             x.kind == MeasurementKind::kConvolution ||
+                             x.kind == MeasurementKind::kElementwiseCompute;
   if (against_flops && x.fit && !PositiveFinite(device.PeakFlops(x.dtype))) {
     return InvalidArgument(where + ": the device \"" + device.name + "\" has no peak for " +
                            DTypeName(x.dtype));
@@ -105,6 +106,8 @@ const char* MeasurementKindName(MeasurementKind kind) {
       return "elementwise";
     case MeasurementKind::kLaunch:
       return "launch";
+    case MeasurementKind::kConvolution:
+      return "convolution";
   }
   return "?";
 }
@@ -116,6 +119,8 @@ Result<CalibrationFit> FitCalibration(const CalibrationMeasurements& m, const De
   fit.calibration = base;
   Calibration& c = fit.calibration;
   FitEfficiency(m, MeasurementKind::kGemm, "matmul", device, &c.matmul_efficiency, &fit.notes);
+  FitEfficiency(m, MeasurementKind::kConvolution, "convolution", device, &c.convolution_efficiency,
+                &fit.notes);
   if (MedianFraction(m, MeasurementKind::kFusedMemory, device).has_value()) {
     // The runner's own kernels were measured: the calibration describes how it runs.
     FitEfficiency(m, MeasurementKind::kFusedMemory, "memory", device, &c.memory_efficiency,
@@ -143,8 +148,6 @@ Result<CalibrationFit> FitCalibration(const CalibrationMeasurements& m, const De
   } else {
     c.op_overhead_seconds = Median(std::move(launch_seconds));
   }
-  fit.notes.push_back("convolution: not measured, kept " +
-                      std::to_string(c.convolution_efficiency));
   ALPA_RETURN_IF_ERROR(ValidateCalibration(c));
   return fit;
 }

@@ -27,6 +27,9 @@ enum class MeasurementKind {
   kFusedMemory,
   kElementwiseCompute,  // work = FLOPs of an arithmetic-bound elementwise kernel
   kLaunch,              // work = kernels launched; seconds = all of them
+  // work = FLOPs (as the planner counts them) of a convolution run as the CUDA runner runs it
+  // (cuDNN; exec/cuda/convolution_calibration.h)
+  kConvolution,
 };
 
 // One measured kernel (or batch of kernels): the median over the repeats.
@@ -62,12 +65,13 @@ struct CalibrationFit {
 };
 
 // The name of a kind in calibration reports: "gemm", "memory", "fused_memory", "elementwise",
-// "launch".
+// "launch", "convolution".
 const char* MeasurementKindName(MeasurementKind kind);
 
-// The efficiencies of `m` against `device`, on top of `base` for what is not measured
-// (convolution_efficiency; the fusion keys unless the runner's kernels were measured):
+// The efficiencies of `m` against `device`, on top of `base` for what is not measured (the
+// fusion keys unless the runner's kernels were measured):
 //   matmul_efficiency       median over the fit GEMMs of rate / peak_flops[dtype]
+//   convolution_efficiency  median over the fit convolutions of rate / peak_flops[dtype]
 //   memory_efficiency       median over the fit fused-memory measurements of rate /
 //                           memory_bandwidth, where there are any: the calibration then describes
 //                           libalpa's CUDA runner, so fuse_elementwise and single_reader_fusion

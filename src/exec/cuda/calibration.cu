@@ -14,9 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cuda/convolution_calibration.h"
 #include "exec/cuda/cuda_backend.h"
+#include "exec/cuda/dnn_convolution.h"
 #include "exec/cuda/fused_calibration.h"
 #include "exec/cuda/fused_kernels.h"
+#include "exec/cuda/kernels.h"
 #include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
@@ -545,6 +548,75 @@ Status MeasureFusedKernels(cudaStream_t stream, const Repeats& repeats,
   return Status::Ok();
 }
 
+// The runner's Scratch for the convolutions' launches: one device buffer, grown on demand (the
+// stream is synchronised before it is replaced).
+class GrowingScratch : public cuda::Scratch {
+ public:
+  explicit GrowingScratch(cudaStream_t stream) : stream_(stream) {}
+  Result<void*> Reserve(size_t bytes) override {
+    if (bytes > size_) {
+      ALPA_RETURN_IF_ERROR(CudaCheck(cudaStreamSynchronize(stream_), "convolution scratch"));
+      memory_ = std::make_unique<DeviceMemory>();
+      ALPA_RETURN_IF_ERROR(
+          memory_->Allocate(static_cast<int64_t>(bytes), "the convolutions' scratch"));
+      size_ = bytes;
+    }
+    return memory_->ptr;
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::unique_ptr<DeviceMemory> memory_;
+  size_t size_ = 0;
+};
+
+// A wide ResNet block's convolutions in bf16 (convolution_calibration.h), launched as the runner
+// launches them (LaunchOp with cuDNN): the rate the planner prices convolutions at. Without a
+// usable cuDNN (no cuDNN 9, ALPA_CUDA_CUDNN=0) nothing is measured and the efficiency keeps its
+// default; a case that ran the direct kernel is reported only.
+Status MeasureConvolutions(cudaStream_t stream, const Repeats& repeats,
+                           const GpuMeasureOptions& options, std::vector<Measurement>* out) {
+  if (!cuda::DnnConvolutionsEnabled()) return Status::Ok();
+  Result<std::unique_ptr<cuda::DnnConvolutions>> dnn = cuda::DnnConvolutions::Create();
+  if (!dnn.ok()) return Status::Ok();
+  Result<std::vector<cuda::ConvolutionCalibrationCase>> cases =
+      cuda::ConvolutionCalibrationCases(options.quick ? 16 : 64);
+  if (!cases.ok()) return cases.status();
+  GrowingScratch scratch(stream);
+  cuda::LaunchContext ctx;
+  ctx.stream = stream;
+  ctx.scratch = &scratch;
+  ctx.dnn = dnn.value().get();
+  for (const cuda::ConvolutionCalibrationCase& c : cases.value()) {
+    const Op& op = c.graph.op(c.id);
+    std::vector<std::unique_ptr<DeviceMemory>> memory;
+    std::vector<cuda::DeviceTensor> operands;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      const Dims& shape = c.graph.op(op.operands[i]).shape;
+      memory.push_back(std::make_unique<DeviceMemory>());
+      ALPA_RETURN_IF_ERROR(memory.back()->Allocate(ElementCountOf(shape) * 2, c.name));
+      ALPA_RETURN_IF_ERROR(Fill(memory.back()->As<__nv_bfloat16>(), ElementCountOf(shape),
+                                static_cast<uint32_t>(11 + i), stream));
+      operands.push_back(cuda::DeviceTensor{memory.back()->ptr, shape, DType::kBF16});
+    }
+    DeviceMemory result;
+    ALPA_RETURN_IF_ERROR(result.Allocate(ElementCountOf(op.shape) * 2, c.name));
+    const cuda::DeviceTensor written{result.ptr, op.shape, DType::kBF16};
+    std::string path;
+    Result<double> seconds = MedianSeconds(stream, repeats, c.name, [&]() {
+      const Status s = cuda::LaunchOp(ctx, c.graph, c.id, operands, written, cuda::OpLaunch{});
+      path = cuda::LastConvolutionPath();
+      return s;
+    });
+    if (!seconds.ok()) return seconds.status();
+    const bool on_dnn = path == "cudnn";
+    out->push_back(Make(MeasurementKind::kConvolution,
+                        c.name + (on_dnn ? "" : " (direct kernel: reported only)"), DType::kBF16,
+                        on_dnn, c.flops, seconds.value()));
+  }
+  return Status::Ok();
+}
+
 Status MeasureElementwiseCompute(cudaStream_t stream, const Repeats& repeats,
                                  const GpuMeasureOptions& options, std::vector<Measurement>* out) {
   const int64_t n = int64_t{1} << 24;
@@ -636,6 +708,7 @@ Result<CalibrationMeasurements> MeasureGpu(const GpuMeasureOptions& options) {
       MeasureElementwiseCompute(stream.stream, repeats, options, &result.measurements));
   const GemmContext ctx{lt.handle, stream.stream, workspace.ptr, repeats};
   ALPA_RETURN_IF_ERROR(MeasureGemms(ctx, options, &result.measurements));
+  ALPA_RETURN_IF_ERROR(MeasureConvolutions(stream.stream, repeats, options, &result.measurements));
   return result;
 }
 

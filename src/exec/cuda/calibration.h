@@ -1,6 +1,7 @@
-// `alpa calibrate`: times GEMMs (cuBLASLt), HBM streaming, elementwise kernels and kernel
-// launches on the first GPU with CUDA events, for core/cluster/calibration_fit.h to turn into the
-// cost model's efficiency factors.
+// `alpa calibrate`: times GEMMs (cuBLASLt), HBM streaming, the runner's fused elementwise kernels
+// and its convolutions (cuDNN), elementwise arithmetic and kernel launches on the first GPU with
+// CUDA events, for core/cluster/calibration_fit.h to turn into the cost model's efficiency
+// factors.
 //
 // Every timing is the median over several repeats after a warm-up, the repeats enqueued back to
 // back (no host synchronisation between them). Host-only header: compiles without CUDA; in a

@@ -39,11 +39,43 @@ TEST(CalibrationFit, GemmRateOverPeak) {
   EXPECT_EQ(fit.value().calibration.memory_efficiency, defaults.memory_efficiency);
   EXPECT_EQ(fit.value().calibration.convolution_efficiency, defaults.convolution_efficiency);
   EXPECT_EQ(fit.value().calibration.op_overhead_seconds, defaults.op_overhead_seconds);
-  bool memory_noted = false;
+  bool memory_noted = false, convolution_noted = false;
   for (const std::string& note : fit.value().notes) {
     memory_noted = memory_noted || note.rfind("memory: not measured", 0) == 0;
+    convolution_noted = convolution_noted || note.rfind("convolution: not measured", 0) == 0;
   }
   EXPECT_TRUE(memory_noted);
+  EXPECT_TRUE(convolution_noted);
+}
+
+// The convolutions `alpa calibrate` runs as the runner does (cuDNN) set the convolution
+// efficiency, and the planner prices a convolution's FLOPs at that rate.
+TEST(CalibrationFit, ConvolutionsSetTheConvolutionRate) {
+  CalibrationMeasurements m;
+  const DeviceSpec d = H100();
+  for (double tflops : {300.0, 450.0, 420.0, 150.0}) {
+    m.measurements.push_back(
+        Make(MeasurementKind::kConvolution, "conv", DType::kBF16, tflops * 1e12 * 1e-3, 1e-3));
+  }
+  // A convolution that ran the direct kernel is reported only.
+  m.measurements.push_back(
+      Make(MeasurementKind::kConvolution, "direct", DType::kBF16, 1e12, 1.0, /*fit=*/false));
+  Result<CalibrationFit> fit = FitCalibration(m, d);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  const Calibration& c = fit.value().calibration;
+  EXPECT_NEAR(c.convolution_efficiency, 360.0 / 989.0, 1e-12);  // median of 4: (300 + 420) / 2
+  EXPECT_EQ(c.matmul_efficiency, Calibration{}.matmul_efficiency);
+  EXPECT_STREQ(MeasurementKindName(MeasurementKind::kConvolution), "convolution");
+  const double flops = 1e12;
+  EXPECT_NEAR(OpComputeSeconds(flops, 0, DType::kBF16, ComputeClass::kConvolution, d, c),
+              flops / 360e12 + c.op_overhead_seconds, 1e-12);
+  // Against a device with no peak for the dtype: an error naming the measurement.
+  DeviceSpec no_bf16 = d;
+  no_bf16.peak_flops[static_cast<size_t>(DType::kBF16)] = 0;
+  Result<CalibrationFit> bad = FitCalibration(m, no_bf16);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("\"conv\" (convolution): the device"), std::string::npos)
+      << bad.status().message();
 }
 
 // Where the runner's own fused kernels were measured, they set the memory efficiency (the

@@ -32,7 +32,7 @@ TEST(GpuCalibration, QuickMeasurementsFitThePreset) {
   const CalibrationMeasurements& measured = m.value();
   EXPECT_FALSE(measured.device_name.empty());
   EXPECT_GE(measured.gpus, 1);
-  int gemms = 0, memory = 0, fused = 0, elementwise = 0, launches = 0;
+  int gemms = 0, memory = 0, fused = 0, elementwise = 0, launches = 0, convolutions = 0;
   for (const Measurement& x : measured.measurements) {
     EXPECT_GT(x.seconds, 0) << x.name;
     EXPECT_GT(x.work, 0) << x.name;
@@ -41,6 +41,7 @@ TEST(GpuCalibration, QuickMeasurementsFitThePreset) {
     fused += x.kind == MeasurementKind::kFusedMemory && x.fit;
     elementwise += x.kind == MeasurementKind::kElementwiseCompute;
     launches += x.kind == MeasurementKind::kLaunch;
+    convolutions += x.kind == MeasurementKind::kConvolution && x.fit;
     // Nothing beats physics: no kernel launch under 100 ns, no copy above 20 TB/s.
     if (x.kind == MeasurementKind::kLaunch) {
       EXPECT_GT(x.seconds / x.work, 1e-7) << x.name;
@@ -56,6 +57,8 @@ TEST(GpuCalibration, QuickMeasurementsFitThePreset) {
   EXPECT_EQ(fused, 3);
   EXPECT_EQ(elementwise, 1);
   EXPECT_EQ(launches, 1);
+  // The four convolutions of convolution_calibration.h, every one on cuDNN.
+  EXPECT_EQ(convolutions, 4);
 
   Result<std::string> preset = PresetForDeviceName(measured.device_name);
   if (!preset.ok()) GTEST_SKIP() << preset.status().message();
@@ -70,6 +73,9 @@ TEST(GpuCalibration, QuickMeasurementsFitThePreset) {
   EXPECT_TRUE(fit.value().calibration.fuse_elementwise);
   EXPECT_TRUE(fit.value().calibration.single_reader_fusion);
   EXPECT_GT(fit.value().calibration.op_overhead_seconds, 0);
+  // cuDNN's bf16 convolutions: more than a tenth of the tensor-core peak, and no more than it.
+  EXPECT_GT(fit.value().calibration.convolution_efficiency, 0.1);
+  EXPECT_LE(fit.value().calibration.convolution_efficiency, 1.0);
 }
 
 }  // namespace
