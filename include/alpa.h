@@ -531,6 +531,14 @@ ALPA_API int32_t alpa_graph_add_ops(alpa_graph* graph, int64_t count, const int3
  * shape and dtype, replaced by no other op (ALPA_ERR_INVALID_GRAPH naming both ops). */
 ALPA_API int32_t alpa_graph_set_alias(alpa_graph* graph, int32_t op, int32_t parameter,
                                       alpa_error** err);
+/** Marks op `op` stop_gradient (flag 1) or clears the mark (0): alpa_graph_make_training's
+ * autodiff treats its result as a constant, so no gradient flows into it or through it to its
+ * operands (JAX's lax.stop_gradient); the forward value is unchanged. The model zoo marks the row
+ * maximum a softmax subtracts to keep exp in range, whose gradient is zero in exact arithmetic:
+ * the backward pass then skips the ops that would compute its rounding noise.
+ * ALPA_ERR_INVALID_ARGUMENT for an op out of range or a flag other than 0 and 1. */
+ALPA_API int32_t alpa_graph_set_stop_gradient(alpa_graph* graph, int32_t op, int32_t flag,
+                                              alpa_error** err);
 /** Sets the graph's outputs (ids[count], loss first by convention), replacing earlier ones. */
 ALPA_API int32_t alpa_graph_set_outputs(alpa_graph* graph, int64_t count, const int32_t* ids,
                                         alpa_error** err);
@@ -592,6 +600,9 @@ ALPA_API int32_t alpa_graph_op_phase(const alpa_graph* graph, int32_t op);
 ALPA_API int32_t alpa_graph_op_layer(const alpa_graph* graph, int32_t op);
 /** The parameter op this op's result replaces after the step, or -1 (also for a bad id). */
 ALPA_API int32_t alpa_graph_op_alias(const alpa_graph* graph, int32_t op);
+/** 1 when op `op` is marked stop_gradient (alpa_graph_set_stop_gradient), else 0; -1 for NULL
+ * or an op out of range. */
+ALPA_API int32_t alpa_graph_op_stop_gradient(const alpa_graph* graph, int32_t op);
 /** The constant / pad value of the op (0.0 for other kinds; NaN for NULL or a bad id). */
 ALPA_API double alpa_graph_op_value(const alpa_graph* graph, int32_t op);
 /** Count-then-fill over the op's shape dims / operands / attribute words (-1 =

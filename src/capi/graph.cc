@@ -95,6 +95,17 @@ int32_t CheckBuilding(const alpa_graph* graph, alpa_error** err) {
   return ALPA_OK;
 }
 
+// CheckBuilding, and op `op` exists.
+int32_t CheckBuildingOp(const alpa_graph* graph, int32_t op, alpa_error** err) {
+  if (int32_t s = CheckBuilding(graph, err)) return s;
+  if (op < 0 || op >= graph->graph.size()) {
+    return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                "op " + std::to_string(op) + " does not exist (the graph has " +
+                    std::to_string(graph->graph.size()) + " ops)");
+  }
+  return ALPA_OK;
+}
+
 int32_t CheckFinalized(const alpa_graph* graph, alpa_error** err) {
   if (graph == nullptr) return Fail(err, ALPA_ERR_INVALID_ARGUMENT, "graph is NULL");
   if (!graph->finalized) {
@@ -303,13 +314,8 @@ ALPA_API int32_t alpa_graph_add_ops(alpa_graph* graph, int64_t count, const int3
 ALPA_API int32_t alpa_graph_set_alias(alpa_graph* graph, int32_t op, int32_t parameter,
                                       alpa_error** err) {
   return Guard(err, [&] {
-    if (int32_t s = CheckBuilding(graph, err)) return s;
+    if (int32_t s = CheckBuildingOp(graph, op, err)) return s;
     alpa::Graph& g = graph->graph;
-    if (op < 0 || op >= g.size()) {
-      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
-                  "op " + std::to_string(op) + " does not exist (the graph has " +
-                      std::to_string(g.size()) + " ops)");
-    }
     if (parameter != -1) {
       if (parameter < 0 || parameter >= g.size() ||
           g.op(parameter).kind != alpa::OpKind::kParameter) {
@@ -333,6 +339,21 @@ ALPA_API int32_t alpa_graph_set_alias(alpa_graph* graph, int32_t op, int32_t par
       }
     }
     g.ops[static_cast<size_t>(op)].alias_of = parameter;
+    return ALPA_OK;
+  });
+}
+
+ALPA_API int32_t alpa_graph_set_stop_gradient(alpa_graph* graph, int32_t op, int32_t flag,
+                                              alpa_error** err) {
+  return Guard(err, [&] {
+    if (int32_t s = CheckBuildingOp(graph, op, err)) return s;
+    alpa::Graph& g = graph->graph;
+    if (flag != 0 && flag != 1) {
+      return Fail(err, ALPA_ERR_INVALID_ARGUMENT,
+                  "stop_gradient flag of " + alpa::DescribeOp(g, op) + " must be 0 or 1 (got " +
+                      std::to_string(flag) + ")");
+    }
+    g.ops[static_cast<size_t>(op)].stop_gradient = flag == 1;
     return ALPA_OK;
   });
 }
@@ -463,6 +484,12 @@ ALPA_API int32_t alpa_graph_op_layer(const alpa_graph* graph, int32_t op) {
 ALPA_API int32_t alpa_graph_op_alias(const alpa_graph* graph, int32_t op) {
   const alpa::Op* o = FindOp(graph, op);
   return o ? o->alias_of : -1;
+}
+
+ALPA_API int32_t alpa_graph_op_stop_gradient(const alpa_graph* graph, int32_t op) {
+  const alpa::Op* o = FindOp(graph, op);
+  if (o == nullptr) return -1;
+  return o->stop_gradient ? 1 : 0;
 }
 
 ALPA_API double alpa_graph_op_value(const alpa_graph* graph, int32_t op) {

@@ -60,7 +60,11 @@ int32_t Softmax(GraphBuilder& b, int32_t x) {
   if (!b.ok()) return -1;
   const Dims shape = b.shape(x);
   const int64_t last = static_cast<int64_t>(shape.size()) - 1;
-  int32_t max = Unreduce(b, b.ReduceMax(x, {last}), shape, {last});
+  // The row maximum only keeps exp in range: the softmax does not depend on it, so neither does
+  // its gradient (Op::stop_gradient).
+  const int32_t row_max = b.ReduceMax(x, {last});
+  b.SetStopGradient(row_max);
+  int32_t max = Unreduce(b, row_max, shape, {last});
   int32_t e = b.Unary(OpKind::kExp, b.Sub(x, max));
   return b.Div(e, Unreduce(b, b.ReduceSum(e, {last}), shape, {last}));
 }
@@ -143,7 +147,10 @@ int32_t MeanAll(GraphBuilder& b, int32_t x) {
 int32_t SoftmaxCrossEntropy(GraphBuilder& b, int32_t logits, int32_t labels) {
   if (!b.ok()) return -1;
   const Dims shape = b.shape(logits);  // [N, C]
-  int32_t max = Unreduce(b, b.ReduceMax(logits, {1}), shape, {1});
+  // As in Softmax: log-sum-exp minus the picked logit does not depend on the shift.
+  const int32_t row_max = b.ReduceMax(logits, {1});
+  b.SetStopGradient(row_max);
+  int32_t max = Unreduce(b, row_max, shape, {1});
   int32_t z = b.Sub(logits, max);
   int32_t lse = b.Unary(OpKind::kLog, b.ReduceSum(b.Unary(OpKind::kExp, z), {1}));
   int32_t classes = b.Iota(shape, b.dtype(labels), 1);

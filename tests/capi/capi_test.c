@@ -343,8 +343,23 @@ static void test_graph(const char* golden_dir) {
   CHECK(alpa_graph_set_alias(g, 13, 12, &err) == ALPA_ERR_INVALID_GRAPH);
   CHECK(error_mentions(err, "not a parameter op"));
   err = NULL;
+  /* stop_gradient: set, read back and cleared again (the golden file below has none). */
+  CHECK(alpa_graph_set_stop_gradient(g, 14, 1, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "op 14 does not exist"));
+  err = NULL;
+  CHECK(alpa_graph_set_stop_gradient(g, 9, 2, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "must be 0 or 1 (got 2)"));
+  err = NULL;
+  CHECK(alpa_graph_set_stop_gradient(g, 9, 1, &err) == ALPA_OK);
+  CHECK(alpa_graph_op_stop_gradient(g, 9) == 1 && alpa_graph_op_stop_gradient(g, 8) == 0);
+  CHECK(alpa_graph_set_stop_gradient(g, 9, 0, &err) == ALPA_OK);
+  CHECK(alpa_graph_op_stop_gradient(g, 9) == 0);
+  CHECK(alpa_graph_op_stop_gradient(g, 14) == -1 && alpa_graph_op_stop_gradient(NULL, 0) == -1);
   CHECK(alpa_graph_set_outputs(g, 2, outputs, &err) == ALPA_OK);
   CHECK(alpa_graph_finalize(g, &err) == ALPA_OK);
+  CHECK(alpa_graph_set_stop_gradient(g, 9, 1, &err) == ALPA_ERR_INVALID_ARGUMENT);
+  CHECK(error_mentions(err, "finalized"));
+  err = NULL;
   CHECK(alpa_graph_op_kind(g, 8) == ALPA_OP_DOT_GENERAL);
   CHECK(alpa_graph_op_kind(g, 14) == -1);
   CHECK(alpa_graph_op_shape(g, 8, shape, 2) == 2 && shape[0] == 8 && shape[1] == 2);

@@ -101,6 +101,22 @@ static int32_t convert(builder* b, int32_t x, int32_t dtype) {
                 NULL);
 }
 
+/* Marks x stop_gradient (alpa_graph_set_stop_gradient); returns it. */
+static int32_t stop_gradient(builder* b, int32_t x) {
+  alpa_error* err = NULL;
+  if (x < 0 || b->failed) return -1;
+  if (alpa_graph_set_stop_gradient(b->graph, x, 1, &err) != ALPA_OK) {
+    fprintf(stderr, "  stop_gradient of op %d: %s\n", x,
+            err != NULL ? alpa_error_message(err) : "?");
+    alpa_error_free(err);
+    b->failed = 1;
+    CHECK(0);
+    return -1;
+  }
+  CHECK(alpa_graph_op_stop_gradient(b->graph, x) == 1);
+  return x;
+}
+
 /* reduce_sum or reduce_max of x over dims[count]. */
 static int32_t reduce(builder* b, int32_t kind, int32_t x, const int64_t* dims, int64_t count) {
   return add_op(b, kind, -1, ALPA_ROLE_ACTIVATION, &x, 1, NULL, 0, dims, count, 0.0, NULL);
@@ -258,12 +274,13 @@ static int32_t repeat_kv_heads(builder* b, int32_t x, int64_t heads) {
   return reshape(b, broadcast_in_dim(b, x, repeated_shape, 5, kDims, 4), out_shape, 4);
 }
 
-/* Softmax over the last dim, max-subtracted. */
+/* Softmax over the last dim, max-subtracted (the max marked stop_gradient, as the zoo does). */
 static int32_t softmax(builder* b, int32_t x) {
   int64_t shape[MAX_RANK];
   const int64_t rank = shape_of(b, x, shape);
   const int64_t last = rank - 1;
-  const int32_t max = unreduce_last(b, reduce(b, ALPA_OP_REDUCE_MAX, x, &last, 1), shape, rank);
+  const int32_t max =
+      unreduce_last(b, stop_gradient(b, reduce(b, ALPA_OP_REDUCE_MAX, x, &last, 1)), shape, rank);
   const int32_t e = unary(b, ALPA_OP_EXP, binary(b, ALPA_OP_SUB, x, max));
   return binary(b, ALPA_OP_DIV, e,
                 unreduce_last(b, reduce(b, ALPA_OP_REDUCE_SUM, e, &last, 1), shape, rank));
@@ -339,7 +356,8 @@ static int32_t cross_entropy_loss(builder* b, int32_t logits, int32_t labels) {
   const int64_t rank = shape_of(b, logits, shape);
   const int64_t classes_axis = 1, batch_dim = 0;
   int32_t max, z, lse, classes, hit, picked, loss;
-  max = unreduce_last(b, reduce(b, ALPA_OP_REDUCE_MAX, logits, &classes_axis, 1), shape, rank);
+  max = unreduce_last(b, stop_gradient(b, reduce(b, ALPA_OP_REDUCE_MAX, logits, &classes_axis, 1)),
+                      shape, rank);
   z = binary(b, ALPA_OP_SUB, logits, max);
   lse = unary(b, ALPA_OP_LOG,
               reduce(b, ALPA_OP_REDUCE_SUM, unary(b, ALPA_OP_EXP, z), &classes_axis, 1));

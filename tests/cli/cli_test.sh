@@ -412,8 +412,8 @@ expect plan_zero_bubble_bad 1 'error: --zero-bubble: plan option "zero_bubble"' 
 # graph files name the option.
 gb=(--model "$z3model" --cluster p3.16xlarge:hosts=1,devices_per_host=4)
 expect plan_global_batch_wins 0 '^kept: gpt:layers=4,.*adam_eps=1e-5,batch=32 ' -- "$alpa" plan "${gb[@]}" --global-batch 32,8
-expect plan_global_batch_lines 0 '^global batch 8: 116.1 us per iteration' -- "$alpa" plan "${gb[@]}" --global-batch 32,8
-expect plan_global_batch_one 0 'predicted iteration time  116.1 us  \(1 microbatch' -- "$alpa" plan "${gb[@]}" --global-batch 8
+expect plan_global_batch_lines 0 '^global batch 8: 114.4 us per iteration' -- "$alpa" plan "${gb[@]}" --global-batch 32,8
+expect plan_global_batch_one 0 'predicted iteration time  114.4 us  \(1 microbatch' -- "$alpa" plan "${gb[@]}" --global-batch 8
 expect plan_global_batch_none_fits 2 'no plan fits at any global batch of --global-batch \(8, 32\)' -- "$alpa" plan "${gb[@]}" --global-batch 32,8 --device-memory 1MiB -q
 expect plan_global_batch_bad 1 'error: --global-batch: entry 2 "x" is not a positive integer' -- "$alpa" plan "${gb[@]}" --global-batch 8,x
 expect plan_global_batch_repeat 1 'entry 2 "8" repeats a batch' -- "$alpa" plan "${gb[@]}" --global-batch 8,8

@@ -120,6 +120,9 @@ type Op struct {
 	Name     string
 	Alias    int32  // read back by Graph.Op: the parameter this op replaces after the step, or -1 (AddOps ignores it: use SetAlias)
 	Source   string // read back by Graph.Op: where an imported op came from (HLO metadata op_name), or ""; AddOps ignores it
+	// Read back by Graph.Op: autodiff treats the result as a constant (AddOps ignores it: use
+	// SetStopGradient)
+	StopGradient bool
 }
 
 // Graph is a training step as an operator graph. Build it (NewGraph, AddOps, SetAlias,
@@ -328,6 +331,23 @@ func (x *Graph) SetAlias(op, parameter int32) error {
 	return takeError(st, e)
 }
 
+// SetStopGradient marks op (stop true) so that MakeTraining's autodiff treats its result as a
+// constant, as JAX's lax.stop_gradient (the zoo marks a softmax's row maximum), or clears the
+// mark.
+func (x *Graph) SetStopGradient(op int32, stop bool) error {
+	if x.p == nil {
+		return closedError("Graph")
+	}
+	flag := C.int32_t(0)
+	if stop {
+		flag = 1
+	}
+	var e *C.alpa_error
+	st := C.alpa_graph_set_stop_gradient(x.p, C.int32_t(op), flag, &e)
+	runtime.KeepAlive(x)
+	return takeError(st, e)
+}
+
 // SetOutputs sets the graph's outputs (loss first by convention).
 func (x *Graph) SetOutputs(ids []int32) error {
 	if x.p == nil {
@@ -399,15 +419,16 @@ func (x *Graph) Op(i int) (Op, error) {
 		return Op{}, statusError(StatusInvalidArgument, "Graph.Op: no op "+strconv.Itoa(i))
 	}
 	op := Op{
-		Kind:   OpKind(kind),
-		DType:  DType(C.alpa_graph_op_dtype(x.p, id)),
-		Role:   Role(C.alpa_graph_op_role(x.p, id)),
-		Phase:  Phase(C.alpa_graph_op_phase(x.p, id)),
-		Layer:  int32(C.alpa_graph_op_layer(x.p, id)),
-		Alias:  int32(C.alpa_graph_op_alias(x.p, id)),
-		Value:  float64(C.alpa_graph_op_value(x.p, id)),
-		Name:   C.GoString(C.alpa_graph_op_name(x.p, id)),
-		Source: C.GoString(C.alpa_graph_op_source(x.p, id)),
+		Kind:         OpKind(kind),
+		DType:        DType(C.alpa_graph_op_dtype(x.p, id)),
+		Role:         Role(C.alpa_graph_op_role(x.p, id)),
+		Phase:        Phase(C.alpa_graph_op_phase(x.p, id)),
+		Layer:        int32(C.alpa_graph_op_layer(x.p, id)),
+		Alias:        int32(C.alpa_graph_op_alias(x.p, id)),
+		Value:        float64(C.alpa_graph_op_value(x.p, id)),
+		Name:         C.GoString(C.alpa_graph_op_name(x.p, id)),
+		Source:       C.GoString(C.alpa_graph_op_source(x.p, id)),
+		StopGradient: C.alpa_graph_op_stop_gradient(x.p, id) == 1,
 	}
 	operands, err := countThenFill("Graph.Op operands", func(out *C.int32_t, c C.int64_t) C.int64_t {
 		return C.alpa_graph_op_operands(x.p, id, out, c)

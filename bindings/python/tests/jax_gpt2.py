@@ -3,8 +3,8 @@
 Token and learned position embeddings, pre-LN blocks (causal multi-head attention with a fused
 qkv projection, tanh-GeLU MLP of 4 x hidden), final layer norm, LM head tied to the token
 embedding (GPT-2's, and the zoo's gpt family's), softmax cross-entropy against `labels`; every
-dense layer has a bias. Both softmaxes are the zoo's: exp(x - max) / sum, with the max
-differentiated (no stop_gradient, unlike jax.nn.softmax). The layers are a Python loop (not lax.scan: libalpa imports no while
+dense layer has a bias. Both softmaxes are the zoo's: exp(x - max) / sum, with the max under
+stop_gradient (as jax.nn.softmax has it). The layers are a Python loop (not lax.scan: libalpa imports no while
 loop), each under ``jax.named_scope(f"layers_{i}")`` with the zoo's numbering (src/models/gpt.cc),
 which the HLO importer reads as layer markers: 0 the embeddings, 1..L the blocks, L + 1 the final
 LN, head and loss. Block i's weights are ``params[f"h{i}"]`` (a key that is no layer marker: an
@@ -98,10 +98,9 @@ def _block(cfg: Config, x: jax.Array, p: dict) -> jax.Array:
     causal = jax.lax.broadcasted_iota(jnp.int32, (s, s), 0) >= jax.lax.broadcasted_iota(
         jnp.int32, (s, s), 1)
     scores = jnp.where(causal, scores, jnp.float32(-1e9))
-    # The zoo's softmax (src/models/layers.cc): differentiated through its max, which
-    # jax.nn.softmax stops (a backward of fewer elementwise passes over the scores: the imported
-    # step then predicts 0.93x the zoo's).
-    e = jnp.exp(scores - jnp.max(scores, axis=-1, keepdims=True))
+    # The zoo's softmax (src/models/layers.cc), as jax.nn.softmax: the max under stop_gradient
+    # (the softmax does not depend on it), so the backward makes no passes over the scores for it.
+    e = jnp.exp(scores - jax.lax.stop_gradient(jnp.max(scores, axis=-1, keepdims=True)))
     probs = e / jnp.sum(e, axis=-1, keepdims=True)
     attn = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, s, h)
     x = x + _linear(attn, p["attn"]["out"])
@@ -121,8 +120,8 @@ def loss_fn(cfg: Config, params: dict, batch: dict) -> jax.Array:
         x = _layer_norm(x, params["ln_f"])
         logits = x @ params["wte"].T
         # The zoo's cross-entropy (src/models/layers.cc): a one-hot of the labels, not a
-        # batched gather (which the importer does not take), and the max differentiated.
-        z = logits - jnp.max(logits, axis=-1, keepdims=True)
+        # batched gather (which the importer does not take), and the max under stop_gradient.
+        z = logits - jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
         lse = jnp.log(jnp.sum(jnp.exp(z), axis=-1))
         one_hot = (jax.lax.broadcasted_iota(jnp.int32, logits.shape, 2)
                    == labels[..., None]).astype(logits.dtype)

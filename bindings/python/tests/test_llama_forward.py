@@ -49,6 +49,13 @@ class Forward:
     def op(self, kind: str, operands: Sequence[int] = (), **kw) -> int:
         return self.graph.add_op(kind, operands, layer=self.layer, **kw)
 
+    def stop_gradient(self, x: int) -> int:
+        """x marked stop_gradient (autodiff treats it as a constant), as the zoo marks a softmax's
+        row maximum."""
+        self.graph.set_stop_gradient(x)
+        assert self.graph.op(x).stop_gradient
+        return x
+
     def shape(self, x: int) -> tuple[int, ...]:
         return self.graph.op(x).shape
 
@@ -134,7 +141,8 @@ def repeat_kv_heads(f: Forward, x: int, heads: int) -> int:
 def softmax(f: Forward, x: int) -> int:
     shape = f.shape(x)
     last = len(shape) - 1
-    e = f.op("exp", [f.op("sub", [x, f.unreduce_last(f.reduce("reduce_max", x, [last]), shape)])])
+    row_max = f.stop_gradient(f.reduce("reduce_max", x, [last]))
+    e = f.op("exp", [f.op("sub", [x, f.unreduce_last(row_max, shape)])])
     return f.op("div", [e, f.unreduce_last(f.reduce("reduce_sum", e, [last]), shape)])
 
 
@@ -168,7 +176,8 @@ def attention(f: Forward, x: int, s: LlamaSizes, rope: tuple[int, int], name: st
 def cross_entropy(f: Forward, logits: int, labels: int) -> int:
     """The f32 mean over tokens of the softmax cross-entropy of logits [N, V], labels [N]."""
     shape = f.shape(logits)
-    z = f.op("sub", [logits, f.unreduce_last(f.reduce("reduce_max", logits, [1]), shape)])
+    row_max = f.stop_gradient(f.reduce("reduce_max", logits, [1]))
+    z = f.op("sub", [logits, f.unreduce_last(row_max, shape)])
     lse = f.op("log", [f.reduce("reduce_sum", f.op("exp", [z]), [1])])
     classes = f.op("iota", shape=shape, dtype="s32", attrs=[1])
     hit = f.op("compare", [classes, f.broadcast(labels, shape, [0])], attrs=[COMPARISONS["eq"]])

@@ -124,8 +124,8 @@ def test_bad_model_spec_raises_with_the_library_message():
 
 def test_tensor_parallel_across_hosts_margin():
     # A one-stage GPT on two DGX A100 hosts, two sequences per microbatch: tp 16 across both
-    # hosts is predicted 4.0 % faster than dp 2 x tp 8 inside them (tp_across_hosts_test.cc).
-    spec = "gpt:layers=4,hidden=2560,heads=20,seq=1024,vocab=1024,batch=16"
+    # hosts is predicted 3.1 % faster than dp 2 x tp 8 inside them (tp_across_hosts_test.cc).
+    spec = "gpt:layers=4,hidden=2560,heads=20,seq=1072,vocab=1024,batch=16"
     kwargs = dict(microbatches=8, pipeline_stages=1)
     with alpa.plan(spec, "dgx-a100-80g:2", **kwargs) as kept, \
             alpa.plan(spec, "dgx-a100-80g:2", tensor_parallel_across_hosts_margin=0, **kwargs) as fast:

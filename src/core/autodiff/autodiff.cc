@@ -39,13 +39,14 @@ Result<std::vector<int32_t>> AppendBackward(GraphBuilder& builder, int32_t loss,
   }
 
   // active = floating, depends on some wrt op, and the loss depends on it. Only these ops
-  // receive cotangents, so e.g. data inputs and masks cost nothing.
+  // receive cotangents, so e.g. data inputs and masks cost nothing. An op marked stop_gradient
+  // depends on nothing (a constant to autodiff).
   std::vector<bool> depends(static_cast<size_t>(n), false);
   for (int32_t i = 0; i <= loss; ++i) {
     const Op& op = builder.op(i);
     bool d = is_wrt[static_cast<size_t>(i)];
     for (int32_t o : op.operands) d = d || depends[static_cast<size_t>(o)];
-    depends[static_cast<size_t>(i)] = d && IsFloating(op.dtype);
+    depends[static_cast<size_t>(i)] = d && IsFloating(op.dtype) && !op.stop_gradient;
   }
   std::vector<bool> active(static_cast<size_t>(n), false);
   active[static_cast<size_t>(loss)] = depends[static_cast<size_t>(loss)];

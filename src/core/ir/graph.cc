@@ -151,7 +151,8 @@ bool OpAttrs::operator==(const OpAttrs& o) const {
 bool Op::operator==(const Op& o) const {
   return kind == o.kind && operands == o.operands && attrs == o.attrs && shape == o.shape &&
          dtype == o.dtype && role == o.role && phase == o.phase && layer == o.layer &&
-         alias_of == o.alias_of && name == o.name && source == o.source;
+         alias_of == o.alias_of && stop_gradient == o.stop_gradient && name == o.name &&
+         source == o.source;
 }
 
 Result<int64_t> ElementCount(const std::vector<int64_t>& shape) {

@@ -128,6 +128,12 @@ struct Op {
   // For update ops: the parameter (a parameter op) whose value this result replaces after the
   // step; -1 otherwise. Shape and dtype equal the parameter's.
   int32_t alias_of = -1;
+  // Autodiff treats the result as a constant: no cotangent flows into it or through it to its
+  // operands (JAX's lax.stop_gradient). The forward value is unchanged. Set on the row maximum a
+  // softmax subtracts for stability, whose cotangent is zero in exact arithmetic (the softmax
+  // does not change when every input of a row moves by the same amount): without it, the
+  // backward pass spends several passes over the attention scores to compute rounding noise.
+  bool stop_gradient = false;
   std::string name;
   // Where the op came from in the program it was imported from: for the HLO importer, the
   // metadata op_name of the instruction that made it ("jit(step)/jvp(layers_3)/dot_general");

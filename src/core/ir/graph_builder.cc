@@ -73,6 +73,10 @@ void GraphBuilder::SetRole(int32_t id, TensorRole role) {
   if (Usable({id})) graph_.ops[static_cast<size_t>(id)].role = role;
 }
 
+void GraphBuilder::SetStopGradient(int32_t id) {
+  if (Usable({id})) graph_.ops[static_cast<size_t>(id)].stop_gradient = true;
+}
+
 void GraphBuilder::SetAlias(int32_t id, int32_t parameter) {
   if (Usable({id, parameter})) graph_.ops[static_cast<size_t>(id)].alias_of = parameter;
 }

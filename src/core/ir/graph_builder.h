@@ -39,6 +39,8 @@ class GraphBuilder {
   // Sets the role / alias / name / source of an existing op (e.g. marking an update op).
   void SetRole(int32_t id, TensorRole role);
   void SetAlias(int32_t id, int32_t parameter);
+  // Op::stop_gradient: autodiff treats op `id`'s result as a constant.
+  void SetStopGradient(int32_t id);
   void SetName(int32_t id, std::string name);
   void SetSource(int32_t id, std::string source);
   void AddOutput(int32_t id);

@@ -226,6 +226,11 @@ class OpReader {
         ALPA_RETURN_IF_ERROR(Int32(value, k, &op.layer));
       } else if (k == "alias_of") {
         ALPA_RETURN_IF_ERROR(Int32(value, k, &op.alias_of));
+      } else if (k == "stop_gradient") {
+        if (!value.is_boolean()) {
+          return Error(k, std::string("expected true or false, found ") + value.type_name());
+        }
+        op.stop_gradient = value.get<bool>();
       } else if (k == "attrs") {
         ALPA_RETURN_IF_ERROR(Attrs(value, op));
       } else {

@@ -167,6 +167,7 @@ void AppendOp(const Op& op, int32_t id, std::string* out) {
     *out += ", \"alias_of\": ";
     AppendInt(op.alias_of, out);
   }
+  if (op.stop_gradient) *out += ", \"stop_gradient\": true";
   AppendAttrs(op, out);
   *out += '}';
 }

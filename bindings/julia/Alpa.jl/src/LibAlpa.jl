@@ -1244,6 +1244,22 @@ function alpa_graph_set_alias(graph, op, parameter, err)
 end
 
 """
+    alpa_graph_set_stop_gradient(graph, op, flag, err) -> Int32
+
+Marks op `op` stop_gradient (flag 1) or clears the mark (0): alpa_graph_make_training's
+autodiff treats its result as a constant, so no gradient flows into it or through it to its
+operands (JAX's lax.stop_gradient); the forward value is unchanged. The model zoo marks the row
+maximum a softmax subtracts to keep exp in range, whose gradient is zero in exact arithmetic:
+the backward pass then skips the ops that would compute its rounding noise.
+ALPA_ERR_INVALID_ARGUMENT for an op out of range or a flag other than 0 and 1.
+
+C: `int32_t alpa_graph_set_stop_gradient(alpa_graph* graph, int32_t op, int32_t flag, alpa_error** err)` (alpa.h)
+"""
+function alpa_graph_set_stop_gradient(graph, op, flag, err)
+    ccall((:alpa_graph_set_stop_gradient, libalpa), Int32, (Ptr{alpa_graph}, Int32, Int32, Ptr{Ptr{alpa_error}}), graph, op, flag, err)
+end
+
+"""
     alpa_graph_set_outputs(graph, count, ids, err) -> Int32
 
 Sets the graph's outputs (ids[count], loss first by convention), replacing earlier ones.
@@ -1430,6 +1446,18 @@ C: `int32_t alpa_graph_op_alias(const alpa_graph* graph, int32_t op)` (alpa.h)
 """
 function alpa_graph_op_alias(graph, op)
     ccall((:alpa_graph_op_alias, libalpa), Int32, (Ptr{alpa_graph}, Int32), graph, op)
+end
+
+"""
+    alpa_graph_op_stop_gradient(graph, op) -> Int32
+
+1 when op `op` is marked stop_gradient (alpa_graph_set_stop_gradient), else 0; -1 for NULL
+or an op out of range.
+
+C: `int32_t alpa_graph_op_stop_gradient(const alpa_graph* graph, int32_t op)` (alpa.h)
+"""
+function alpa_graph_op_stop_gradient(graph, op)
+    ccall((:alpa_graph_op_stop_gradient, libalpa), Int32, (Ptr{alpa_graph}, Int32), graph, op)
 end
 
 """
@@ -3188,13 +3216,13 @@ export libalpa, ALPA_VERSION_MAJOR, ALPA_VERSION_MINOR, ALPA_VERSION_PATCH, ALPA
     alpa_solution_objective, alpa_solution_lower_bound, alpa_solution_seconds,
     alpa_solution_assignment, alpa_solution_message, alpa_solution_to_json, alpa_problem_solve_json,
     alpa_graph_create, alpa_graph_destroy, alpa_graph_add_ops, alpa_graph_set_alias,
-    alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
+    alpa_graph_set_stop_gradient, alpa_graph_set_outputs, alpa_graph_finalize, alpa_graph_read_file,
     alpa_graph_read_file_with_options, alpa_graph_read_buffer, alpa_graph_read_hlo_file,
     alpa_graph_read_hlo_buffer, alpa_graph_to_json, alpa_graph_op_count, alpa_graph_op_kind,
     alpa_graph_op_dtype, alpa_graph_op_role, alpa_graph_op_phase, alpa_graph_op_layer,
-    alpa_graph_op_alias, alpa_graph_op_value, alpa_graph_op_shape, alpa_graph_op_operands,
-    alpa_graph_op_attrs, alpa_graph_op_name, alpa_graph_op_source, alpa_graph_outputs,
-    alpa_graph_make_training, alpa_model_build_graph, alpa_cluster_preset_count,
+    alpa_graph_op_alias, alpa_graph_op_stop_gradient, alpa_graph_op_value, alpa_graph_op_shape,
+    alpa_graph_op_operands, alpa_graph_op_attrs, alpa_graph_op_name, alpa_graph_op_source,
+    alpa_graph_outputs, alpa_graph_make_training, alpa_model_build_graph, alpa_cluster_preset_count,
     alpa_cluster_preset_name, alpa_cluster_create_preset, alpa_cluster_read_file,
     alpa_cluster_read_buffer, alpa_cluster_apply_calibration, alpa_cluster_to_json,
     alpa_cluster_destroy, alpa_cluster_name, alpa_cluster_hosts, alpa_cluster_devices_per_host,

@@ -487,6 +487,24 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                                      'int32_t parameter',
                                      'alpa_error** err'],
                           'header': 'alpa.h'},
+ 'alpa_graph_set_stop_gradient': {'doc': 'Marks op `op` stop_gradient (flag 1) or clears the mark '
+                                         "(0): alpa_graph_make_training's\n"
+                                         'autodiff treats its result as a constant, so no gradient '
+                                         'flows into it or through it to its\n'
+                                         "operands (JAX's lax.stop_gradient); the forward value is "
+                                         'unchanged. The model zoo marks the row\n'
+                                         'maximum a softmax subtracts to keep exp in range, whose '
+                                         'gradient is zero in exact arithmetic:\n'
+                                         'the backward pass then skips the ops that would compute '
+                                         'its rounding noise.\n'
+                                         'ALPA_ERR_INVALID_ARGUMENT for an op out of range or a '
+                                         'flag other than 0 and 1.',
+                                  'returns': 'int32_t',
+                                  'params': ['alpa_graph* graph',
+                                             'int32_t op',
+                                             'int32_t flag',
+                                             'alpa_error** err'],
+                                  'header': 'alpa.h'},
  'alpa_graph_set_outputs': {'doc': "Sets the graph's outputs (ids[count], loss first by "
                                    'convention), replacing earlier ones.',
                             'returns': 'int32_t',
@@ -618,6 +636,12 @@ DECLARATIONS = {'alpa_version_string': {'doc': 'The library\'s version at run ti
                          'returns': 'int32_t',
                          'params': ['const alpa_graph* graph', 'int32_t op'],
                          'header': 'alpa.h'},
+ 'alpa_graph_op_stop_gradient': {'doc': '1 when op `op` is marked stop_gradient '
+                                        '(alpa_graph_set_stop_gradient), else 0; -1 for NULL\n'
+                                        'or an op out of range.',
+                                 'returns': 'int32_t',
+                                 'params': ['const alpa_graph* graph', 'int32_t op'],
+                                 'header': 'alpa.h'},
  'alpa_graph_op_value': {'doc': 'The constant / pad value of the op (0.0 for other kinds; NaN for '
                                 'NULL or a bad id).',
                          'returns': 'double',

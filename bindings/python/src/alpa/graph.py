@@ -112,6 +112,8 @@ class Op:
     # Where the op came from in the program it was imported from (the HLO importer: the
     # instruction's metadata op_name); "" if none.
     source: str = ""
+    # Autodiff treats the result as a constant (Graph.set_stop_gradient).
+    stop_gradient: bool = False
 
 
 @dataclass(frozen=True)
@@ -280,6 +282,11 @@ class Graph(Owner):
         call(lib.alpa_graph_set_alias, self._ptr, op, parameter)
         return self
 
+    @c_doc("alpa_graph_set_stop_gradient")
+    def set_stop_gradient(self, op: int, flag: bool = True) -> "Graph":
+        call(lib.alpa_graph_set_stop_gradient, self._ptr, op, 1 if flag else 0)
+        return self
+
     @c_doc("alpa_graph_set_outputs")
     def set_outputs(self, ids: Sequence[int]) -> "Graph":
         a = _arr(ids, np.int32)
@@ -307,7 +314,7 @@ class Graph(Owner):
 
     def op(self, i: int) -> Op:
         """One op's kind, dtype, shape, operands, attribute words, role, phase, layer, name,
-        alias, value and source."""
+        alias, value, source and stop_gradient mark."""
         if not 0 <= i < self.op_count:
             raise IndexError(f"op {i} out of range (the graph has {self.op_count} ops)")
         p = self._ptr
@@ -325,6 +332,7 @@ class Graph(Owner):
             alias=int(lib.alpa_graph_op_alias(p, i)),
             value=float(lib.alpa_graph_op_value(p, i)),
             source=cstr(lib.alpa_graph_op_source(p, i)),
+            stop_gradient=lib.alpa_graph_op_stop_gradient(p, i) == 1,
         )
 
     @property

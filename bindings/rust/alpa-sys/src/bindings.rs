@@ -806,6 +806,20 @@ extern "C" {
     ) -> i32;
 }
 extern "C" {
+    #[doc = " Marks op `op` stop_gradient (flag 1) or clears the mark (0): alpa_graph_make_training's"]
+    #[doc = " autodiff treats its result as a constant, so no gradient flows into it or through it to its"]
+    #[doc = " operands (JAX's lax.stop_gradient); the forward value is unchanged. The model zoo marks the row"]
+    #[doc = " maximum a softmax subtracts to keep exp in range, whose gradient is zero in exact arithmetic:"]
+    #[doc = " the backward pass then skips the ops that would compute its rounding noise."]
+    #[doc = " ALPA_ERR_INVALID_ARGUMENT for an op out of range or a flag other than 0 and 1."]
+    pub fn alpa_graph_set_stop_gradient(
+        graph: *mut alpa_graph,
+        op: i32,
+        flag: i32,
+        err: *mut *mut alpa_error,
+    ) -> i32;
+}
+extern "C" {
     #[doc = " Sets the graph's outputs (ids[count], loss first by convention), replacing earlier ones."]
     pub fn alpa_graph_set_outputs(
         graph: *mut alpa_graph,
@@ -920,6 +934,11 @@ extern "C" {
 extern "C" {
     #[doc = " The parameter op this op's result replaces after the step, or -1 (also for a bad id)."]
     pub fn alpa_graph_op_alias(graph: *const alpa_graph, op: i32) -> i32;
+}
+extern "C" {
+    #[doc = " 1 when op `op` is marked stop_gradient (alpa_graph_set_stop_gradient), else 0; -1 for NULL"]
+    #[doc = " or an op out of range."]
+    pub fn alpa_graph_op_stop_gradient(graph: *const alpa_graph, op: i32) -> i32;
 }
 extern "C" {
     #[doc = " The constant / pad value of the op (0.0 for other kinds; NaN for NULL or a bad id)."]

@@ -173,6 +173,16 @@ impl GraphBuilder {
         check(|err| unsafe { sys::alpa_graph_set_alias(self.ptr, op, parameter.unwrap_or(-1), err) })
     }
 
+    /// Marks `op` (`stop` true) so that autodiff (`make_training`) treats its result as a
+    /// constant, as JAX's `lax.stop_gradient` (the zoo marks a softmax's row maximum), or clears
+    /// the mark.
+    pub fn set_stop_gradient(&mut self, op: i32, stop: bool) -> Result<()> {
+        // SAFETY: exclusive access.
+        check(|err| unsafe {
+            sys::alpa_graph_set_stop_gradient(self.ptr, op, i32::from(stop), err)
+        })
+    }
+
     /// The graph's outputs (loss first by convention).
     pub fn set_outputs(&mut self, ids: &[i32]) -> Result<()> {
         // SAFETY: ids[count], copied.
@@ -351,6 +361,11 @@ impl<'a> Op<'a> {
         } else {
             Some(a)
         }
+    }
+    /// Whether autodiff treats the result as a constant (`Graph::set_stop_gradient`).
+    pub fn stop_gradient(&self) -> bool {
+        // SAFETY: getter.
+        unsafe { sys::alpa_graph_op_stop_gradient(self.graph.ptr, self.id) == 1 }
     }
     /// The constant / pad value (0.0 for other kinds).
     pub fn value(&self) -> f64 {

@@ -75,6 +75,82 @@ TEST(AutodiffTest, SharedSubexpressionsAccumulate) {
   EXPECT_EQ(v[0].data, (std::vector<double>{21, 12, -33}));
 }
 
+TEST(AutodiffTest, StopGradientMakesAnOpAConstant) {
+  // loss = sum(x * s) with s = stop_gradient(2x): dL/dx = s = 2x (not 4x), and nothing is
+  // differentiated through s.
+  GraphBuilder b;
+  int32_t x = b.Parameter({3}, kF64, TensorRole::kParameter, "x");
+  int32_t s = b.Scale(x, 2.0);
+  b.SetStopGradient(s);
+  int32_t loss = b.ReduceSum(b.Mul(x, s), {0});
+  const int32_t forward_ops = b.graph().size();
+  Result<std::vector<int32_t>> grads = AppendBackward(b, loss, {x});
+  ASSERT_TRUE(grads.ok()) << grads.status().message();
+  // The backward: the loss's seed, its broadcast and one multiply by s (no mul by 2 for s's VJP).
+  int32_t multiplies = 0;
+  for (int32_t i = forward_ops; i < b.graph().size(); ++i) {
+    multiplies += b.op(i).kind == OpKind::kMul ? 1 : 0;
+  }
+  EXPECT_EQ(multiplies, 1);
+  Result<Graph> g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  HostFeeds feeds;
+  feeds[x] = Tensor({3}, kF64, {1, -2, 0.5});
+  std::vector<HostTensor> v = Evaluate(g.value(), feeds, grads.value());
+  EXPECT_EQ(v[0].data, (std::vector<double>{2, -4, 1}));
+}
+
+TEST(AutodiffTest, ASoftmaxWithItsMaxStoppedHasTheSameGradientInFewerOps) {
+  // sum(softmax(x) * w) over rows of 5, with and without the max marked: the same gradient
+  // (the max's cotangent is zero in exact arithmetic), and no compare of x with its max.
+  auto build = [](bool stop, int32_t* x, int32_t* w, std::vector<int32_t>* grads,
+                  int32_t* backward_ops, int32_t* compares) {
+    GraphBuilder b;
+    *x = b.Parameter({3, 5}, kF64, TensorRole::kParameter, "x");
+    *w = b.Parameter({3, 5}, kF64, TensorRole::kInput, "w");
+    const int32_t m = b.ReduceMax(*x, {1});
+    if (stop) b.SetStopGradient(m);
+    const int32_t e = b.Unary(OpKind::kExp, b.Sub(*x, b.BroadcastInDim(m, {3, 5}, {0})));
+    const int32_t p = b.Div(e, b.BroadcastInDim(b.ReduceSum(e, {1}), {3, 5}, {0}));
+    const int32_t loss = b.ReduceSum(b.Mul(p, *w), {0, 1});
+    const int32_t forward_ops = b.graph().size();
+    Result<std::vector<int32_t>> g = AppendBackward(b, loss, {*x});
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    *grads = g.ok() ? g.value() : std::vector<int32_t>{};
+    *backward_ops = b.graph().size() - forward_ops;
+    *compares = 0;
+    for (int32_t i = forward_ops; i < b.graph().size(); ++i) {
+      *compares += b.op(i).kind == OpKind::kCompare ? 1 : 0;
+    }
+    Result<Graph> graph = std::move(b).Finish();
+    EXPECT_TRUE(graph.ok()) << graph.status().message();
+    return graph.ok() ? std::move(graph).value() : Graph{};
+  };
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(-2.0, 2.0);
+  std::vector<double> xs(15), ws(15);
+  for (double& v : xs) v = u(rng);
+  for (double& v : ws) v = u(rng);
+  std::vector<double> gradients[2];
+  int32_t ops[2] = {0, 0}, compares[2] = {0, 0};
+  for (int stop = 0; stop < 2; ++stop) {
+    int32_t x = -1, w = -1, n = 0, c = 0;
+    std::vector<int32_t> grads;
+    const Graph g = build(stop == 1, &x, &w, &grads, &n, &c);
+    ASSERT_EQ(grads.size(), 1u);
+    HostFeeds feeds;
+    feeds[x] = Tensor({3, 5}, kF64, xs);
+    feeds[w] = Tensor({3, 5}, kF64, ws);
+    gradients[stop] = Evaluate(g, feeds, grads)[0].data;
+    ops[stop] = n;
+    compares[stop] = c;
+  }
+  ExpectNear(gradients[1], gradients[0], 1e-12);
+  EXPECT_EQ(compares[0], 1);  // reduce_max's VJP finds the maxima
+  EXPECT_EQ(compares[1], 0);
+  EXPECT_LT(ops[1] + 5, ops[0]);
+}
+
 TEST(AutodiffTest, LossItselfAndDuplicateWrt) {
   GraphBuilder b;
   int32_t x = b.Parameter({}, kF64, TensorRole::kParameter, "x");

@@ -176,6 +176,22 @@ TEST(GraphJson, SourceRoundTrips) {
   EXPECT_FALSE(other == g);
 }
 
+TEST(GraphJson, StopGradientRoundTripsWrittenOnlyWhenSet) {
+  Graph g = AllKindsGraph();
+  const std::string without = WriteGraphJson(g).value();
+  EXPECT_EQ(without.find("stop_gradient"), std::string::npos);
+  g.ops[3].stop_gradient = true;
+  const std::string text = WriteGraphJson(g).value();
+  EXPECT_EQ(text.size() - without.size(), std::string(", \"stop_gradient\": true").size());
+  const Graph back = RoundTrip(g);
+  EXPECT_TRUE(back.op(3).stop_gradient);
+  EXPECT_FALSE(back.op(4).stop_gradient);
+  EXPECT_TRUE(back == g);
+  Graph other = g;
+  other.ops[3].stop_gradient = false;
+  EXPECT_FALSE(other == g);
+}
+
 TEST(GraphJson, NonFiniteAndSignedZeroConstants) {
   const Graph g = AllKindsGraph();
   const std::string text = WriteGraphJson(g).value();
@@ -288,6 +304,9 @@ TEST(GraphJson, ErrorsNameTheOpAndField) {
        {"shape type", "", StatusCode::kParse, "graph.ops[0] 'x': shape: expected an array"}},
       {R"({"ops": [{"kind": "parameter", "name": "x", "source": 3, "dtype": "f32", "shape": [2]}]})",
        {"source type", "", StatusCode::kParse, "graph.ops[0] 'x': source: expected a string"}},
+      {R"({"ops": [{"kind": "parameter", "name": "x", "stop_gradient": 1, "dtype": "f32", "shape": [2]}]})",
+       {"stop_gradient type", "", StatusCode::kParse,
+        "graph.ops[0] 'x': stop_gradient: expected true or false, found number"}},
       {R"({"ops": [{"kind": "parameter", "name": "x", "dtype": "f32", "shape": [8, 2.5]}]})",
        {"fraction", "", StatusCode::kParse, "graph.ops[0] 'x': shape[1]: expected an integer"}},
       {R"({"ops": [{"kind": "parameter", "dtype": "f32", "shape": [1e30]}]})",

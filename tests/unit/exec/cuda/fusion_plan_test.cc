@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <set>
 #include <string>
@@ -278,6 +279,9 @@ TEST(FusionPlanTest, ThePlannersSingleReaderModelPricesTheRunnersTraffic) {
     for (int64_t tp : {1, 2}) {
       const Traffic t = RunnerAndModelTraffic(model, tp);
       ASSERT_GT(t.fused, 0) << model << " on " << tp << " devices: " << t.differences;
+      std::printf("%s on %lld devices: the runner's kernels move %.2f GB, the model prices %.2f\n",
+                  model.c_str(), static_cast<long long>(tp), static_cast<double>(t.runner) / 1e9,
+                  static_cast<double>(t.model) / 1e9);
       const double ratio = static_cast<double>(t.model) / static_cast<double>(t.runner);
       EXPECT_NEAR(ratio, 1.0, 0.02)
           << model << " on " << tp << " devices: the model prices " << t.model

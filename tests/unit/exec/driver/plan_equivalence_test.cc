@@ -39,7 +39,11 @@ std::string CheckMemoryAgainstPlan(const EquivalenceCase& c, const PipelinePlan&
   bool remat = false;
   for (const PlannedStage& st : plan.stages) remat = remat || st.remat != Recompute::kNone;
   double least = plan.microbatches > 1 && !remat ? 0.85 : 0.65;
-  double most = 1.10;
+  // The tightest: the last stage of a remat GPT at toy sizes, whose backward temporaries (the
+  // loss's and the recomputed attention's) the model's working memory undercounts by 13 KB of
+  // 69 (1.099 before the softmax's row maximum was marked stop_gradient, 1.101 after: both sides
+  // fell by the same 1.1 KB).
+  double most = 1.11;
   if (c.schedule == PipelineScheduleKind::kZeroBubbleH1) {
     // ZB-H1 (docs/executor.md): the model charges a whole activation per pending weight
     // gradient, which holds only its output gradients and the input-gradient part's values

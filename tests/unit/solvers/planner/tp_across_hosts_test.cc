@@ -1,8 +1,8 @@
 // Tensor parallelism across hosts only where it pays by more than the margin
 // (PlannerOptions::tensor_parallel_across_hosts_margin): a one-stage GPT on two DGX A100 hosts
-// with two sequences per microbatch, where the cost model prices tp 16 over both hosts 4.0 %
+// with two sequences per microbatch, where the cost model prices tp 16 over both hosts 3.1 %
 // faster than data parallelism over the hosts with tp 8 inside each (kept by the default margin
-// of 5 %), and a wider GPT where crossing is 19.5 % faster (kept across hosts).
+// of 5 %), and a wider GPT where crossing is more than 5 % faster (kept across hosts).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,10 +51,10 @@ bool InsideHosts(const PlannedStage& st) {
 constexpr double kDefault = NAN;  // leave the option at its default
 
 TEST(TensorParallelAcrossHosts, InsideHostsWhereCrossingGainsLessThanTheMargin) {
-  const std::string spec = "gpt:layers=4,hidden=2560,heads=20,seq=1024,vocab=1024,batch=16";
+  const std::string spec = "gpt:layers=4,hidden=2560,heads=20,seq=1072,vocab=1024,batch=16";
   const PipelinePlan fastest = PlanOrDie(spec, 0.0);
   const PipelinePlan kept = PlanOrDie(spec, kDefault);
-  const PipelinePlan tight = PlanOrDie(spec, 0.03);
+  const PipelinePlan tight = PlanOrDie(spec, 0.02);
   ASSERT_EQ(fastest.stages.size(), 1u);
   ASSERT_EQ(kept.stages.size(), 1u);
   ASSERT_EQ(tight.stages.size(), 1u);
@@ -68,7 +68,7 @@ TEST(TensorParallelAcrossHosts, InsideHostsWhereCrossingGainsLessThanTheMargin) 
   EXPECT_EQ(kept.stages[0].tensor_parallel, 8);
   EXPECT_GT(kept.iteration_seconds, fastest.iteration_seconds);
   EXPECT_LE(kept.iteration_seconds, fastest.iteration_seconds * 1.05);
-  // A margin below the gain (4.0 %) crosses again.
+  // A margin below the gain (3.1 %) crosses again.
   EXPECT_FALSE(InsideHosts(tight.stages[0]));
   EXPECT_DOUBLE_EQ(tight.iteration_seconds, fastest.iteration_seconds);
 }

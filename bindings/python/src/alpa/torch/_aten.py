@@ -318,9 +318,11 @@ def _amax(b: Builder, node: Any, x: Value, dims: Any = (), keepdim: bool = False
 
 
 def _softmax_parts(b: Builder, x: Value, dim: int) -> tuple[Value, Value, Value]:
-    """(z = x - max, exp(z), sum of exp(z)) along dim, the max broadcast back."""
+    """(z = x - max, exp(z), sum of exp(z)) along dim, the max broadcast back (and marked
+    stop_gradient: neither the softmax nor the log-softmax depends on it)."""
     dim = norm_dim(dim, len(x.shape))
-    z = b.binary("sub", x, b.unreduce(b.reduce("reduce_max", x, [dim]), x.shape, [dim]))
+    row_max = b.stop_gradient(b.reduce("reduce_max", x, [dim]))
+    z = b.binary("sub", x, b.unreduce(row_max, x.shape, [dim]))
     e = b.unary("exp", z)
     return z, e, b.reduce("reduce_sum", e, [dim])
 

@@ -35,6 +35,7 @@ class Builder:
         self.attrs: list[list[int]] = []
         self.values: list[float] = []
         self.names: list[Optional[str]] = []
+        self.stopped: list[int] = []  # ops autodiff treats as constants (Graph.set_stop_gradient)
         self.layer = 0
         self.name = ""
 
@@ -52,6 +53,12 @@ class Builder:
         self.names.append(name if name is not None else (self.name or None))
         return Value(len(self.kinds) - 1, tuple(int(d) for d in shape), dtype)
 
+    def stop_gradient(self, x: Value) -> Value:
+        """x, marked so that autodiff treats it as a constant (as the zoo marks a softmax's row
+        maximum: the softmax does not depend on it)."""
+        self.stopped.append(x.id)
+        return x
+
     def to_graph(self, outputs: Sequence[Value]) -> Graph:
         g = Graph()
         try:
@@ -59,6 +66,8 @@ class Builder:
                 g.add_ops(self.kinds, dtypes=self.dtypes, roles=self.roles, layers=self.layers,
                           operands=self.operands, shapes=self.shapes, attrs=self.attrs,
                           values=self.values, names=self.names)
+            for op in self.stopped:
+                g.set_stop_gradient(op)
             g.set_outputs([o.id for o in outputs])
             g.finalize()
         except BaseException:
