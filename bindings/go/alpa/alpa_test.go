@@ -554,6 +554,11 @@ func TestGraphFromSlicesAutoShard(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if op.StopGradient {
+			if err := rebuilt.SetStopGradient(int32(i), true); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if err := rebuilt.SetOutputs(zoo.Outputs()); err != nil {
 		t.Fatal(err)

@@ -198,6 +198,10 @@ fn graph_from_slices_and_auto_shard() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert_eq!(b.op_count(), 14);
     b.set_alias(13, Some(7)).unwrap();
+    // stop_gradient: set and cleared again (the graph is compared below as built).
+    b.set_stop_gradient(9, true).unwrap();
+    b.set_stop_gradient(9, false).unwrap();
+    assert_eq!(b.set_stop_gradient(14, true).unwrap_err().kind(), ErrorKind::InvalidArgument);
     b.set_outputs(&[10, 13]).unwrap();
     let graph = b.finalize().unwrap();
 
@@ -206,6 +210,7 @@ fn graph_from_slices_and_auto_shard() {
     assert_eq!(loss.name(), "loss");
     assert_eq!(graph.op(8).unwrap().shape(), vec![8, 2]);
     assert_eq!(graph.op(13).unwrap().alias_of(), Some(7));
+    assert!(!graph.op(9).unwrap().stop_gradient());
     assert_eq!(graph.outputs(), vec![10, 13]);
     let params: Vec<String> =
         graph.ops().filter(|op| op.role() == sys::ALPA_ROLE_PARAMETER).map(|op| op.name()).collect();
