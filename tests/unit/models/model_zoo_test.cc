@@ -94,6 +94,41 @@ void ExpectNearNominal(const std::string& family, double tolerance) {
   }
 }
 
+// Every softmax of the zoo (attention, MoE gates, the loss) subtracts its row maximum under
+// stop_gradient (a maximum that only picks the top expert feeds a compare, which no gradient
+// crosses anyway); the transformers' training graphs differentiate no maximum: their backward
+// has no compare, which is how reduce_max's VJP finds the maxima.
+TEST(ModelZooTest, SoftmaxMaximaAreStopGradientAndTheBackwardFindsNoMaxima) {
+  struct Case {
+    const char* spec;
+    bool backward_without_compares;  // no relu, no max / min in the model
+  };
+  for (const Case& c :
+       {Case{"gpt:layers=2,hidden=32,heads=2,seq=8,vocab=16,batch=2", true},
+        Case{"bert:layers=2,hidden=32,heads=2,seq=8,vocab=16,batch=2", true},
+        Case{"llama:layers=2,hidden=32,heads=4,kv_heads=2,ffn=48,seq=8,vocab=16,batch=2", true},
+        Case{"moe:layers=2,hidden=32,heads=2,seq=8,vocab=16,batch=2,experts=4", false}}) {
+    const Graph g = MustBuild(c.spec);
+    int64_t softmax_maxima = 0, backward_compares = 0;
+    for (int32_t id = 0; id < g.size(); ++id) {
+      const Op& op = g.op(id);
+      backward_compares += op.phase == Phase::kBackward && op.kind == OpKind::kCompare ? 1 : 0;
+      if (op.kind != OpKind::kSub || op.phase != Phase::kForward) continue;
+      // x - broadcast(reduce_max(x)): a softmax's shift.
+      const Op& shift = g.op(op.operands[1]);
+      if (shift.kind != OpKind::kBroadcastInDim) continue;
+      const int32_t max = shift.operands[0];
+      if (g.op(max).kind != OpKind::kReduceMax || g.op(max).operands[0] != op.operands[0]) continue;
+      ++softmax_maxima;
+      EXPECT_TRUE(g.op(max).stop_gradient) << c.spec << ": op " << max;
+    }
+    EXPECT_GT(softmax_maxima, 0) << c.spec;
+    if (c.backward_without_compares) {
+      EXPECT_EQ(backward_compares, 0) << c.spec;
+    }
+  }
+}
+
 TEST(ModelZooTest, MoePresetsMatchTheirNames) { ExpectNearNominal("moe", 0.05); }
 TEST(ModelZooTest, WideResNetPresetsMatchTheirNames) { ExpectNearNominal("wresnet", 0.05); }
 TEST(ModelZooTest, BertPresetsMatchTheirNames) { ExpectNearNominal("bert", 0.05); }
