@@ -26,7 +26,7 @@
 //                     (ConnectX-7) = 400 GB/s per host.
 // Calibration (the roofline's efficiencies, cluster.h), fitted to published throughput by
 // bench/fidelity*.py (docs/cluster-format.md "Calibrations fitted to published measurements"):
-//   A100 (dgx-a100-*, pcie-a100-80g) bench/calibration/a100-megatron-sc21.json: matmul 0.786
+//   A100 (dgx-a100-*, pcie-a100-80g) bench/calibration/a100-megatron-sc21.json: matmul 0.728
 //                     with fused elementwise chains (Megatron-LM SC'21 Table 1, ten rows).
 //   V100 (p3.16xlarge) bench/calibration/v100-p3.json: matmul 0.693 with fused elementwise
 //                     chains and fused attention (NVIDIA ADLR's Megatron-LM v1.0 times on one
@@ -108,7 +108,7 @@ Cluster DgxA100_80() {
   c.intra_host_link = {300e9, 5e-6};
   c.inter_host_link = {8 * 200e9 / 8, 10e-6};
   c.nics_per_host = 8;  // one HDR NIC per GPU
-  c.calibration.matmul_efficiency = 0.786;
+  c.calibration.matmul_efficiency = 0.728;
   c.calibration.fuse_elementwise = true;
   return c;
 }

@@ -99,15 +99,15 @@ TEST(ClusterCapi, JsonRoundTripAndCalibration) {
   // Roofline before and after a calibration override (the preset's matmul efficiency is the
   // fit to Megatron-LM's A100 measurements, bench/calibration/a100-megatron-sc21.json).
   double seconds = 0;
-  ASSERT_EQ(alpa_cluster_op_seconds(&seconds, c, 312e12 * 0.786, 0, ALPA_DTYPE_BF16,
+  ASSERT_EQ(alpa_cluster_op_seconds(&seconds, c, 312e12 * 0.728, 0, ALPA_DTYPE_BF16,
                                     ALPA_COMPUTE_MATMUL, nullptr),
             ALPA_OK);
   EXPECT_NEAR(seconds, 1.0, 1e-12);
-  const std::string cal = R"({"efficiency": {"matmul": 0.393}})";
+  const std::string cal = R"({"efficiency": {"matmul": 0.364}})";
   alpa_cluster* calibrated = nullptr;
   ASSERT_EQ(alpa_cluster_apply_calibration(&calibrated, c, cal.data(), cal.size(), nullptr),
             ALPA_OK);
-  ASSERT_EQ(alpa_cluster_op_seconds(&seconds, calibrated, 312e12 * 0.786, 0, ALPA_DTYPE_BF16,
+  ASSERT_EQ(alpa_cluster_op_seconds(&seconds, calibrated, 312e12 * 0.728, 0, ALPA_DTYPE_BF16,
                                     ALPA_COMPUTE_MATMUL, nullptr),
             ALPA_OK);
   EXPECT_NEAR(seconds, 2.0, 1e-12);
@@ -159,7 +159,7 @@ TEST(ClusterCapi, MixedSpecsKeepTheirHostsAndCalibrateEveryPool) {
   alpa_buffer_free(buf);
   EXPECT_NE(text.find("\"pools\""), std::string::npos);
   EXPECT_NE(text.find("0.693"), std::string::npos) << text;
-  EXPECT_NE(text.find("0.786"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.728"), std::string::npos) << text;
   EXPECT_NE(text.find("1e-05"), std::string::npos) << text;
   alpa_cluster* back = nullptr;
   ASSERT_EQ(alpa_cluster_read_buffer(&back, text.data(), text.size(), &err), ALPA_OK) << Take(err);
