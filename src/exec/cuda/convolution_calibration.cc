@@ -11,12 +11,6 @@ namespace alpa {
 namespace cuda {
 namespace {
 
-std::string DimsText(const Dims& dims) {
-  std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
 struct ConvShape {
   const char* what;
   Dims input, kernel;
@@ -32,8 +26,8 @@ Result<ConvolutionCalibrationCase> MakeCase(const ConvShape& s) {
   Result<Graph> graph = std::move(b).Finish();
   if (!graph.ok()) return graph.status();
   ConvolutionCalibrationCase c;
-  c.name = std::string("convolution ") + s.what + " bf16 " + DimsText(s.input) + " x " +
-           DimsText(s.kernel);
+  c.name = std::string("convolution ") + s.what + " bf16 " + ShapeString(s.input) + " x " +
+           ShapeString(s.kernel);
   c.id = y;
   // As the planner counts them, so that the efficiency prices its convolutions as measured.
   c.flops = static_cast<double>(OpFlops(graph.value(), y));

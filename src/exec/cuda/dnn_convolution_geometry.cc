@@ -18,12 +18,6 @@ Status Unsupported(const Graph& graph, int32_t id, const std::string& why) {
                     " is not a cuDNN convolution: " + why);
 }
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
 // A convolution of 1 spatial dim as one of 2: a leading spatial dim of size 1 (memory layout
 // unchanged), with no padding, stride 1 and dilation 1.
 void AddLeadingSpatialDim(DnnConvGeometry* g) {
@@ -132,10 +126,10 @@ Result<DnnConvGeometry> DnnConvGeometryFor(const Graph& graph, int32_t id) {
 
 std::string DnnConvGeometryKey(const DnnConvGeometry& g) {
   return std::string(g.direction == DnnConvDirection::kForward ? "forward" : "backward-data") +
-         " x" + DimsText(g.x_dims) + " w" + DimsText(g.w_dims) + " y" + DimsText(g.y_dims) +
-         " pre" + DimsText(g.pre_padding) + " post" + DimsText(g.post_padding) + " stride" +
-         DimsText(g.strides) + " dilation" + DimsText(g.dilations) + " groups " +
-         std::to_string(g.groups);
+         " x" + ShapeString(g.x_dims) + " w" + ShapeString(g.w_dims) + " y" +
+         ShapeString(g.y_dims) + " pre" + ShapeString(g.pre_padding) + " post" +
+         ShapeString(g.post_padding) + " stride" + ShapeString(g.strides) + " dilation" +
+         ShapeString(g.dilations) + " groups " + std::to_string(g.groups);
 }
 
 }  // namespace cuda
