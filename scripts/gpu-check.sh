@@ -2,7 +2,8 @@
 # The checks that need a GPU, in one command, on a machine with one (issue 16): the CUDA kernels
 # against the interpreter, the part-1 equality cases on the CUDA backend, the one-GPU NCCL tests,
 # a one-process run over NCCL (--devices nccl), the calibration's measurement (with the runner's
-# own fused kernels), a profiled step of one GPT layer, a WResNet step with its convolutions on
+# own fused kernels), a profiled step of one GPT layer (and with the fused attention kernels),
+# a WResNet step with its convolutions on
 # cuDNN and on the direct kernel, then the GPT-layer benchmark
 # (bench/gpu/run.sh). Each part has its own time limit; logs go to OUT.
 #   scripts/gpu-check.sh [BUILD] [OUT] [-- BENCH_ARGS...]
@@ -11,7 +12,8 @@
 # Build first, e.g.:
 #   cmake -S . -B build-cuda -DALPA_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
 #   cmake --build build-cuda -j --target alpa_cli alpa_shared kernels_gpu_test \
-#     cuda_plan_equivalence_test nccl_communicator_test nccl_devices_test calibration_test
+#     flash_attention_test cuda_plan_equivalence_test nccl_communicator_test nccl_devices_test \
+#     calibration_test
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cuda}
@@ -36,8 +38,8 @@ part() {  # part NAME SECONDS COMMAND...: runs COMMAND under a limit, logs it, p
 }
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
-for t in kernels_gpu_test nccl_communicator_test nccl_devices_test calibration_test \
-    cuda_plan_equivalence_test; do
+for t in kernels_gpu_test flash_attention_test nccl_communicator_test nccl_devices_test \
+    calibration_test cuda_plan_equivalence_test; do
   part "$t" 300 "$build/bin/$t" --gtest_brief=1
 done
 # Where a GPT layer's step goes (the waits after every instruction slow it: not a timing).
@@ -46,6 +48,13 @@ part plan_gpt_layer 60 "$build/bin/alpa" plan --model "$model" --cluster dgx-h10
   -B 1 --remat off -o "$out/gpt_layer_b2.json" -q --deterministic
 part profile_gpt_layer 180 env ALPA_CUDA_PROFILE=1 "$build/bin/alpa" run "$out/gpt_layer_b2.json" \
   --backend cuda --steps 2
+# The same step with the fused attention kernels (opt-in until they have run here): its loss
+# beside the run without them, and its profile.
+part gpt_layer_flash 180 env ALPA_CUDA_FLASH_ATTENTION=1 "$build/bin/alpa" run \
+  "$out/gpt_layer_b2.json" --backend cuda --steps 4
+part gpt_layer_no_flash 180 "$build/bin/alpa" run "$out/gpt_layer_b2.json" --backend cuda --steps 4
+part profile_gpt_layer_flash 180 env ALPA_CUDA_FLASH_ATTENTION=1 ALPA_CUDA_PROFILE=1 \
+  "$build/bin/alpa" run "$out/gpt_layer_b2.json" --backend cuda --steps 2
 # Convolutions: a WResNet step (bf16) on cuDNN, then on the direct kernel (ALPA_CUDA_CUDNN=0);
 # the profile labels each convolution with the path it took.
 wres=wresnet:layers=50,channels=64,width=2,image=64,batch=16,dtype=bf16

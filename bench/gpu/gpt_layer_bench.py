@@ -13,11 +13,13 @@ Phases, each through the `alpa` program only:
                 takes the largest power of two whose planned peak memory stays within
                 --memory-fraction of the device; then planned again on a cluster file carrying the
                 measured calibration (the runner's own fusion when `alpa calibrate` timed its
-                kernels), and once more with every op its own kernel and with chains fused
-                as XLA would;
+                kernels), and once more with every op its own kernel, with chains fused
+                as XLA would, and with the attention cores fused (`fuse_attention`);
   3. run        `alpa run PLAN --backend cuda --steps N --json`: the median step time after the
                 warm-up steps; then the same with ALPA_CUDA_FUSION=0 (every op its own kernel)
-                as the baseline of the same run (--no-unfused-baseline skips it);
+                as the baseline of the same run (--no-unfused-baseline skips it), and with
+                ALPA_CUDA_FLASH_ATTENTION=1 (the fused attention kernels) on the plan made with
+                `fuse_attention` (--no-flash skips it);
   4. report     model FLOPs = 6 P T + 12 s h T per step (P the layer's parameters, T = batch x seq
                 tokens, s the sequence length, h the hidden size: the matmuls of forward and
                 backward, 2 FLOPs per multiply-add, the attention's QK^T and AV over the full s x s
@@ -149,6 +151,15 @@ PREDICTION_VARIANTS = {
     "calibrated": {},
     "calibrated_unfused": {"fuse_elementwise": False},
     "calibrated_xla": {"fuse_elementwise": True, "single_reader_fusion": False},
+    # The runner with ALPA_CUDA_FLASH_ATTENTION=1: the attention cores on the fused kernels.
+    "calibrated_flash": {"fuse_attention": True},
+}
+
+# The runner's modes: the environment each run adds.
+RUN_MODES = {
+    "fused": None,
+    "unfused": {"ALPA_CUDA_FUSION": "0"},
+    "flash": {"ALPA_CUDA_FLASH_ATTENTION": "1"},
 }
 
 
@@ -173,17 +184,17 @@ def run_supports_backend(alpa: str) -> bool:
     return "--backend" in run_alpa(alpa, ["run", "--help"], "run")
 
 
-def run_steps(opts, plan_path: pathlib.Path, fused: bool = True) -> list[float]:
-    """Per-step seconds of `alpa run --json` (fused=False: ALPA_CUDA_FUSION=0, every op its own
-    kernel)."""
+def run_steps(opts, plan_path: pathlib.Path, mode: str = "fused") -> list[float]:
+    """Per-step seconds of `alpa run --json` in one of RUN_MODES ("unfused":
+    ALPA_CUDA_FUSION=0, every op its own kernel; "flash": the fused attention kernels)."""
     args = ["run", str(plan_path), "--steps", str(opts.steps), "--json"]
     if run_supports_backend(opts.alpa):
         args += ["--backend", opts.backend]
     elif opts.backend != "cpu":
         raise PhaseError("run: this alpa has no `alpa run --backend` (the CUDA runner is not in "
                          "this build)")
-    env = None if fused else {"ALPA_CUDA_FUSION": "0"}
-    stdout = run_alpa(opts.alpa, args, "run" if fused else "run (unfused)", env=env)
+    stdout = run_alpa(opts.alpa, args, "run" if mode == "fused" else f"run ({mode})",
+                      env=RUN_MODES[mode])
     seconds = []
     for line in stdout.splitlines():
         line = line.strip()
@@ -222,16 +233,18 @@ def median_step(opts, steps: list[float]) -> float:
 
 
 def summarise(opts, cal: dict, spec: str, batch: int, plans: dict, steps: list[float],
-              unfused: list[float], stats: dict) -> dict:
+              unfused: list[float], flash: list[float], stats: dict) -> dict:
     flops = model_flops(opts.hidden, opts.seq, batch)
     measured = median_step(opts, steps)
     unfused_measured = median_step(opts, unfused) if unfused else None
+    flash_measured = median_step(opts, flash) if flash else None
     peak = plans["calibrated"]["cluster"]["device"]["peak_flops"]["bf16"]
     achieved = flops["total"] / measured
     predicted = {name: p["iteration_seconds"] for name, p in plans.items()}
-    # Each prediction against the run it describes: unfused against ALPA_CUDA_FUSION=0's.
-    against = {name: (unfused_measured if name == "calibrated_unfused" and unfused_measured
-                      else measured) for name in predicted}
+    # Each prediction against the run it describes: unfused against ALPA_CUDA_FUSION=0's, flash
+    # against ALPA_CUDA_FLASH_ATTENTION=1's.
+    described = {"calibrated_unfused": unfused_measured, "calibrated_flash": flash_measured}
+    against = {name: described.get(name) or measured for name in predicted}
     return {
         "device": cal["device"], "preset": cal["preset"], "backend": opts.backend,
         "calibration_file": cal["path"], "calibration": cal["calibration"],
@@ -248,6 +261,8 @@ def summarise(opts, cal: dict, spec: str, batch: int, plans: dict, steps: list[f
         "predicted_over_measured": {name: s / against[name] for name, s in predicted.items()},
         "unfused_step_seconds": unfused, "unfused_measured_step_seconds": unfused_measured,
         "fusion_speedup": unfused_measured / measured if unfused_measured else None,
+        "flash_step_seconds": flash, "flash_measured_step_seconds": flash_measured,
+        "flash_mfu": flops["total"] / flash_measured / peak if flash_measured else None,
     }
 
 
@@ -292,6 +307,10 @@ def print_table(r: dict) -> None:
         row("same run, every op its own kernel (ALPA_CUDA_FUSION=0)",
             f"{r['unfused_measured_step_seconds'] * 1e3:.3f} ms; fusion "
             f"{r['fusion_speedup']:.2f}x faster")
+    if r["flash_measured_step_seconds"]:
+        row("same run, fused attention (ALPA_CUDA_FLASH_ATTENTION=1)",
+            f"{r['flash_measured_step_seconds'] * 1e3:.3f} ms; MFU {r['flash_mfu']:.2%} "
+            f"(>= {MFU_THRESHOLD:.0%}: {verdict(r['flash_mfu'] >= MFU_THRESHOLD)})")
     row("achieved (model FLOPs / step)", scaled(r["achieved_flops_per_second"], "FLOP/s"))
     mfu = r["mfu"]
     row(f"MFU vs {r['peak_bf16_flops_per_second'] / 1e12:.0f} TFLOP/s bf16 dense",
@@ -300,11 +319,13 @@ def print_table(r: dict) -> None:
     labels = {"default": "predicted step, preset's default calibration",
               "calibrated": "predicted step, measured calibration",
               "calibrated_unfused": "predicted unfused step (vs ALPA_CUDA_FUSION=0's)",
-              "calibrated_xla": "predicted step, measured, chains fused as XLA would"}
+              "calibrated_xla": "predicted step, measured, chains fused as XLA would",
+              "calibrated_flash": "predicted step, fused attention (vs the flash run)"}
     for name, seconds in r["predicted_step_seconds"].items():
         ratio = r["predicted_over_measured"][name]
         check = ""
-        if name == "calibrated":
+        if name == "calibrated" or (name == "calibrated_flash" and
+                                    r["flash_measured_step_seconds"]):
             check = f"; within {PREDICTION_TOLERANCE:.0%}: " + verdict(
                 abs(ratio - 1) <= PREDICTION_TOLERANCE)
         row(labels[name], f"{seconds * 1e3:.3f} ms, {ratio:.3f}x measured{check}")
@@ -333,6 +354,8 @@ def parse_args(argv: list[str]):
     ap.add_argument("--warmup-steps", type=int, default=1)
     ap.add_argument("--no-unfused-baseline", action="store_true",
                     help="skip the baseline run with every op its own kernel")
+    ap.add_argument("--no-flash", action="store_true",
+                    help="skip the run with the fused attention kernels")
     opts = ap.parse_args(argv)
     if opts.heads == 0:
         opts.heads = max(1, opts.hidden // 128)
@@ -361,12 +384,15 @@ def main(argv: list[str]) -> int:
         steps = run_steps(opts, out / "plan_calibrated.json")
         unfused = []
         if opts.backend == "cuda" and not opts.no_unfused_baseline:
-            unfused = run_steps(opts, out / "plan_calibrated.json", fused=False)
+            unfused = run_steps(opts, out / "plan_calibrated.json", mode="unfused")
+        flash = []
+        if opts.backend == "cuda" and not opts.no_flash:
+            flash = run_steps(opts, out / "plan_calibrated_flash.json", mode="flash")
         stats = graph_stats(opts, spec)
     except PhaseError as e:
         print(f"gpt_layer_bench: {e}", file=sys.stderr)
         return 1
-    result = summarise(opts, cal, spec, batch, plans, steps, unfused, stats)
+    result = summarise(opts, cal, spec, batch, plans, steps, unfused, flash, stats)
     (out / "gpt_layer_bench.json").write_text(json.dumps(result, indent=2) + "\n")
     print_table(result)
     return 0

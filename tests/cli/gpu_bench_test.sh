@@ -55,7 +55,14 @@ unfused = json.loads((out / "cluster_calibrated_unfused.json").read_text())["cal
 assert not unfused["fuse_elementwise"], unfused
 xla = json.loads((out / "cluster_calibrated_xla.json").read_text())["calibration"]
 assert xla["fuse_elementwise"] and not xla["single_reader_fusion"], xla
+# The fused attention kernels' plan prices the attention cores on chip: fewer bytes, no longer
+# a step (on this tiny layer the per-op overhead hides them); without a GPU the run with them is
+# skipped.
+flash = json.loads((out / "cluster_calibrated_flash.json").read_text())["calibration"]
+assert flash["fuse_attention"] and flash["single_reader_fusion"], flash
+assert r["flash_step_seconds"] == [] and r["flash_mfu"] is None, r
 p = r["predicted_step_seconds"]
+assert p["calibrated_flash"] <= p["calibrated"], p
 assert p["calibrated"] > p["default"] + 100 * 3e-6, p
 for name, seconds in p.items():
     assert abs(r["predicted_over_measured"][name] - seconds / r["measured_step_seconds"]) < 1e-12

@@ -28,6 +28,14 @@ bool Touches(const DeviceProgram& program, const FusionPlan& fusion, size_t j, i
     const std::vector<int32_t>& inputs = fusion.groups[static_cast<size_t>(group)].inputs;
     if (std::find(inputs.begin(), inputs.end(), b) != inputs.end()) return true;
   }
+  const int32_t region = j < fusion.attention_at.size() ? fusion.attention_at[j] : -1;
+  if (region >= 0) {
+    const AttentionRegion& r = fusion.attention[static_cast<size_t>(region)];
+    const bool backward = static_cast<int32_t>(j) == r.backward_at;
+    std::vector<int32_t> touched = backward ? AttentionBackwardReads(r) : AttentionForwardReads(r);
+    for (int32_t w : AttentionWrites(r, backward)) touched.push_back(w);
+    if (std::find(touched.begin(), touched.end(), b) != touched.end()) return true;
+  }
   if (j < fusion.free_after.size()) {
     const std::vector<int32_t>& freed = fusion.free_after[j];
     if (std::find(freed.begin(), freed.end(), b) != freed.end()) return true;
@@ -42,7 +50,10 @@ bool Skipped(const FusionPlan& fusion, size_t j) {
 bool CanHandOver(const DeviceProgram& program, const std::vector<DType>& storage,
                  const FusionPlan& fusion, size_t i) {
   const Instruction& in = program.code[i];
-  if (Skipped(fusion, i) || (i < fusion.group_at.size() && fusion.group_at[i] >= 0)) return false;
+  if (Skipped(fusion, i) || (i < fusion.group_at.size() && fusion.group_at[i] >= 0) ||
+      (i < fusion.attention_at.size() && fusion.attention_at[i] >= 0)) {
+    return false;
+  }
   if (!IsMove(program, in)) return false;
   const int32_t src = in.in[0], dst = in.out;
   if (src == dst) return false;

@@ -128,12 +128,17 @@ Status CudaRunner::Initialize() {
 
 Status CudaRunner::PrepareFusion() {
   if (!cuda::FusionEnabled()) return Status::Ok();
-  cuda::FusionPlan plan = cuda::PlanFusion(program_, storage_);
-  if (plan.groups.empty()) return Status::Ok();
-  Result<std::unique_ptr<cuda::FusedKernels>> kernels =
-      cuda::FusedKernels::Load(plan.groups, "the fused elementwise kernels");
-  if (!kernels.ok()) return kernels.status();
-  fused_ = std::move(kernels.value());
+  std::vector<cuda::AttentionRegion> attention;
+  if (cuda::AttentionFusionEnabled()) attention = cuda::PlanAttention(program_, storage_);
+  cuda::FusionPlan plan = cuda::PlanFusion(program_, storage_, std::move(attention));
+  if (plan.empty()) return Status::Ok();
+  if (!plan.groups.empty()) {
+    Result<std::unique_ptr<cuda::FusedKernels>> kernels =
+        cuda::FusedKernels::Load(plan.groups, "the fused elementwise kernels");
+    if (!kernels.ok()) return kernels.status();
+    fused_ = std::move(kernels.value());
+  }
+  attention_lse_.assign(plan.attention.size(), nullptr);
   fusion_ = std::move(plan);
   return Status::Ok();
 }
@@ -395,15 +400,17 @@ Result<StepReport> CudaRunner::RunInstructions(Communicator& comm, const Microba
   peak_bytes_ = live_bytes_;
   waited_after_ = -1;
   const Clock::time_point start = Clock::now();
-  const bool fusing = !fusion_.groups.empty();
+  const bool fusing = !fusion_.empty();
   for (size_t i = 0; i < program_.code.size(); ++i) {
     const Instruction& in = program_.code[i];
     if (fusing && fusion_.skip[i]) continue;
     instruction_ = static_cast<int64_t>(i);
     const Clock::time_point t0 = Clock::now();
     const int32_t group = fusing ? fusion_.group_at[i] : -1;
-    Status s =
-        group >= 0 ? RunFused(static_cast<size_t>(group)) : Execute(comm, in, input, graph, report);
+    const int32_t region = fusing ? fusion_.attention_at[i] : -1;
+    Status s = group >= 0    ? RunFused(static_cast<size_t>(group))
+               : region >= 0 ? RunAttention(static_cast<size_t>(region), static_cast<int32_t>(i))
+                             : Execute(comm, in, input, graph, report);
     if (s.ok() && fusing) {
       for (int32_t b : fusion_.free_after[i]) Release(b);
     }
@@ -416,12 +423,16 @@ Result<StepReport> CudaRunner::RunInstructions(Communicator& comm, const Microba
     if (profiling_) {
       ALPA_RETURN_IF_ERROR(Synchronize("profiling"));
       const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      profile_.Add(
-          group >= 0 ? "run fused " +
-                           std::to_string(fusion_.groups[static_cast<size_t>(group)].nodes.size()) +
-                           " nodes"
-                     : ProfileLabel(in),
-          seconds);
+      std::string label = ProfileLabel(in);
+      if (group >= 0) {
+        label = "run fused " +
+                std::to_string(fusion_.groups[static_cast<size_t>(group)].nodes.size()) + " nodes";
+      } else if (region >= 0) {
+        const bool backward =
+            fusion_.attention[static_cast<size_t>(region)].backward_at == static_cast<int32_t>(i);
+        label = backward ? "run flash attention backward" : "run flash attention forward";
+      }
+      profile_.Add(label, seconds);
       profile_.AddInstruction(seconds, std::to_string(i) + " " + InstructionText(program_, in));
     }
     // Host time: the launch, or the staging and the wait for a move (launches run on).
@@ -541,6 +552,80 @@ Status CudaRunner::RunFused(size_t index) {
   if (!out.ok()) return out.status();
   return fused_->Launch(index, inputs, out.value()->data, stream_,
                         "fused group of " + std::to_string(g.members.size() + 1) + " ops");
+}
+
+Result<cuda::AttentionView> CudaRunner::AttentionViewOf(const cuda::AttentionOperand& x,
+                                                        bool write) {
+  cuda::AttentionView view;
+  for (int k = 0; k < 4; ++k) view.stride[k] = x.stride[k];
+  if (write) {
+    Result<cuda::DeviceTensor*> t = Allocate(x.buffer);
+    if (!t.ok()) return t.status();
+    view.data = t.value()->data;
+  } else {
+    Result<const cuda::DeviceTensor*> t = Get(x.buffer);
+    if (!t.ok()) return t.status();
+    view.data = t.value()->data;
+  }
+  return view;
+}
+
+Status CudaRunner::RunAttention(size_t index, int32_t instruction) {
+  const cuda::AttentionRegion& r = fusion_.attention[index];
+  const bool backward = instruction == r.backward_at;
+  void*& lse = attention_lse_[index];
+  const size_t lse_bytes = static_cast<size_t>(cuda::AttentionLseBytes(r.shape));
+  struct Bound {
+    const cuda::AttentionOperand* operand;
+    cuda::AttentionView* view;
+    bool write;
+  };
+  if (!backward) {
+    cuda::AttentionForwardArgs args;
+    args.shape = r.shape;
+    for (const Bound& b : {Bound{&r.q, &args.q, false}, Bound{&r.k, &args.k, false},
+                           Bound{&r.v, &args.v, false}, Bound{&r.o, &args.o, true}}) {
+      Result<cuda::AttentionView> view = AttentionViewOf(*b.operand, b.write);
+      if (!view.ok()) return view.status();
+      *b.view = view.value();
+    }
+    if (lse == nullptr) {
+      Result<void*> block = allocator_->Allocate(lse_bytes);
+      if (!block.ok()) {
+        return Status(block.status().code(),
+                      "out of GPU memory for the attention's row statistics (" +
+                          std::to_string(lse_bytes) + " bytes): " + block.status().message());
+      }
+      lse = block.value();
+    }
+    args.lse = static_cast<float*>(lse);
+    ALPA_RETURN_IF_ERROR(cuda::LaunchAttentionForward(args, stream_));
+    if (!r.has_backward()) {
+      allocator_->Release(lse);  // stream-ordered, as Release
+      lse = nullptr;
+    }
+    return Status::Ok();
+  }
+  if (lse == nullptr) return InternalError("the attention's backward runs before its forward");
+  cuda::AttentionBackwardArgs args;
+  args.shape = r.shape;
+  args.lse = static_cast<const float*>(lse);
+  for (const Bound& b :
+       {Bound{&r.q, &args.q, false}, Bound{&r.k, &args.k, false}, Bound{&r.v, &args.v, false},
+        Bound{&r.o, &args.o, false}, Bound{&r.d_o, &args.d_o, false}, Bound{&r.dq, &args.dq, true},
+        Bound{&r.dk, &args.dk, true}, Bound{&r.dv, &args.dv, true}}) {
+    Result<cuda::AttentionView> view = AttentionViewOf(*b.operand, b.write);
+    if (!view.ok()) return view.status();
+    *b.view = view.value();
+  }
+  Result<void*> scratch =
+      scratch_->Reserve(static_cast<size_t>(cuda::AttentionBackwardScratchBytes(r.shape)));
+  if (!scratch.ok()) return scratch.status();
+  args.scratch = scratch.value();
+  ALPA_RETURN_IF_ERROR(cuda::LaunchAttentionBackward(args, stream_));
+  allocator_->Release(lse);
+  lse = nullptr;
+  return Status::Ok();
 }
 
 Status CudaRunner::RunCollective(Communicator& comm, const Instruction& in, StepReport& report) {

@@ -28,6 +28,7 @@
 #include "exec/cuda/device_allocator.h"
 #include "exec/cuda/device_tensor.h"
 #include "exec/cuda/dnn_convolution.h"
+#include "exec/cuda/flash_attention.h"
 #include "exec/cuda/fused_kernels.h"
 #include "exec/cuda/fusion_plan.h"
 #include "exec/cuda/prepared_feeds.h"
@@ -74,7 +75,13 @@ class CudaRunner : public ProgramRunner {
   Status RunOp(const Instruction& in);
   // Runs fused group `index` (fusion_plan.h) in place of its root instruction.
   Status RunFused(size_t index);
-  // Plans the fusion of the program's elementwise chains and compiles their kernels, unless
+  // Runs the forward or backward kernels of attention region `index` (attention_plan.h) in place
+  // of `instruction` (the region's forward_at or backward_at).
+  Status RunAttention(size_t index, int32_t instruction);
+  // An operand's buffer as the kernels' view: allocated when the kernels write it.
+  Result<cuda::AttentionView> AttentionViewOf(const cuda::AttentionOperand& x, bool write);
+  // Plans the fusion of the program's elementwise chains (and, with ALPA_CUDA_FLASH_ATTENTION=1,
+  // its attention cores: attention_plan.h) and compiles their kernels, unless
   // ALPA_CUDA_FUSION=0 is in the environment.
   Status PrepareFusion();
   // cuDNN for the program's convolutions, when it has some and cuDNN can be used.
@@ -132,6 +139,9 @@ class CudaRunner : public ProgramRunner {
   cuda::FusionPlan fusion_;     // empty: every instruction runs alone
   std::vector<char> handover_;  // per instruction: a move done by handing memory over
   std::unique_ptr<cuda::FusedKernels> fused_;
+  // Per attention region: its forward's row statistics (the log-sum-exp per query row), held
+  // from the forward to the backward; null outside.
+  std::vector<void*> attention_lse_;
   std::unique_ptr<cuda::DnnConvolutions> dnn_;  // null: convolutions on the direct kernel
   // Per buffer: whether an instruction other than kFree reads it. A feed of a buffer nothing
   // reads (an input of a piece that does not use it) uploads nothing.

@@ -71,7 +71,10 @@ Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage
   return UsesFloatPath(args) ? Role::kElementwise : Role::kNone;
 }
 
-ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>& storage) {
+// `replaced`: per instruction, whether an attention region's kernels replace it (it neither
+// reads nor joins a group).
+ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>& storage,
+                         const std::vector<char>& replaced) {
   ProgramFacts f;
   const size_t buffers = program.buffers.size(), code = program.code.size();
   f.writes.assign(buffers, {});
@@ -86,6 +89,7 @@ ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>&
       continue;
     }
     if (in.out >= 0) f.writes[static_cast<size_t>(in.out)].push_back(static_cast<int32_t>(i));
+    if (replaced[i]) continue;
     for (int32_t b : in.in) {
       std::vector<int32_t>& r = f.readers[static_cast<size_t>(b)];
       if (r.empty() || r.back() != static_cast<int32_t>(i)) r.push_back(static_cast<int32_t>(i));
@@ -366,17 +370,20 @@ bool FusionEnabled() {
   return env == nullptr || std::string(env) != "0";
 }
 
-FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage) {
-  const ProgramFacts facts = GatherFacts(program, storage);
-  std::vector<char> alone(program.code.size(), 0);
-  FusionPlan plan;
-  for (bool changed = true; changed;)
-    plan.groups = FormGroups(program, storage, facts, alone, changed);
-  const size_t code = program.code.size();
-  plan.group_at.assign(code, -1);
-  plan.skip.assign(code, 0);
-  plan.free_after.assign(code, {});
-  std::vector<int32_t> needed_until(program.buffers.size(), -1);
+namespace {
+
+// Per instruction: whether an attention region's kernels replace it.
+std::vector<char> ReplacedByAttention(size_t code, const std::vector<AttentionRegion>& attention) {
+  std::vector<char> replaced(code, 0);
+  for (const AttentionRegion& r : attention) {
+    for (int32_t m : r.members) replaced[static_cast<size_t>(m)] = 1;
+  }
+  return replaced;
+}
+
+// Marks the groups' roots and members, their skipped kFrees and the reads they defer.
+void PlaceGroups(const DeviceProgram& program, const ProgramFacts& facts, FusionPlan& plan,
+                 std::vector<int32_t>& needed_until) {
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     const FusedGroup& g = plan.groups[gi];
     plan.group_at[static_cast<size_t>(g.root)] = static_cast<int32_t>(gi);
@@ -390,6 +397,60 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
       needed_until[static_cast<size_t>(b)] = std::max(needed_until[static_cast<size_t>(b)], g.root);
     }
   }
+}
+
+// Marks the attention regions' kernels, the ops they replace with the kFrees of the values only
+// those ops wrote, and the reads a kernel defers past the program's kFree.
+void PlaceAttention(const DeviceProgram& program, const ProgramFacts& facts, FusionPlan& plan,
+                    std::vector<int32_t>& needed_until) {
+  auto defer = [&](const std::vector<int32_t>& reads, int32_t at) {
+    for (int32_t b : reads) {
+      const int32_t freed = facts.free_at[static_cast<size_t>(b)];
+      if (freed >= 0 && freed < at) {
+        needed_until[static_cast<size_t>(b)] = std::max(needed_until[static_cast<size_t>(b)], at);
+      }
+    }
+  };
+  for (size_t ri = 0; ri < plan.attention.size(); ++ri) {
+    const AttentionRegion& r = plan.attention[ri];
+    const std::vector<int32_t> fwd = AttentionWrites(r, false);
+    const std::vector<int32_t> bwd = r.has_backward() ? AttentionWrites(r, true) : fwd;
+    for (int32_t m : r.members) {
+      if (m == r.forward_at || m == r.backward_at) {
+        plan.attention_at[static_cast<size_t>(m)] = static_cast<int32_t>(ri);
+        continue;
+      }
+      plan.skip[static_cast<size_t>(m)] = 1;
+      const int32_t out = program.code[static_cast<size_t>(m)].out;
+      const bool output = std::find(fwd.begin(), fwd.end(), out) != fwd.end() ||
+                          std::find(bwd.begin(), bwd.end(), out) != bwd.end();
+      const int32_t freed = facts.free_at[static_cast<size_t>(out)];
+      if (!output && freed >= 0) plan.skip[static_cast<size_t>(freed)] = 1;
+    }
+    defer(AttentionForwardReads(r), r.forward_at);
+    if (r.has_backward()) defer(AttentionBackwardReads(r), r.backward_at);
+  }
+}
+
+}  // namespace
+
+FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage,
+                      std::vector<AttentionRegion> attention) {
+  const size_t code = program.code.size();
+  const std::vector<char> replaced = ReplacedByAttention(code, attention);
+  const ProgramFacts facts = GatherFacts(program, storage, replaced);
+  std::vector<char> alone = replaced;
+  FusionPlan plan;
+  for (bool changed = true; changed;)
+    plan.groups = FormGroups(program, storage, facts, alone, changed);
+  plan.attention = std::move(attention);
+  plan.group_at.assign(code, -1);
+  plan.attention_at.assign(code, -1);
+  plan.skip.assign(code, 0);
+  plan.free_after.assign(code, {});
+  std::vector<int32_t> needed_until(program.buffers.size(), -1);
+  PlaceGroups(program, facts, plan, needed_until);
+  PlaceAttention(program, facts, plan, needed_until);
   for (size_t b = 0; b < needed_until.size(); ++b) {
     if (needed_until[b] < 0) continue;
     plan.skip[static_cast<size_t>(facts.free_at[b])] = 1;

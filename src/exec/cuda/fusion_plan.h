@@ -22,6 +22,7 @@
 
 #include "core/ir/fusion.h"
 #include "core/ir/graph.h"
+#include "exec/cuda/attention_plan.h"
 #include "exec/cuda/float_math.h"
 #include "exec/program/program.h"
 
@@ -76,15 +77,27 @@ struct FusedGroup {
 struct FusionPlan {
   std::vector<FusedGroup> groups;
   std::vector<int32_t> group_at;  // per instruction: the group it is the root of, or -1
-  std::vector<char> skip;         // per instruction: a fused producer, or a deferred kFree
+  // The attention regions (attention_plan.h) and, per instruction, the region whose forward
+  // (at its forward_at) or backward (at its backward_at) kernels run in its place, or -1.
+  std::vector<AttentionRegion> attention;
+  std::vector<int32_t> attention_at;
+  // Per instruction: a fused producer, an op of an attention region that its kernels replace,
+  // the kFree of a buffer such an op would have written, or a deferred kFree.
+  std::vector<char> skip;
   std::vector<std::vector<int32_t>> free_after;  // per instruction: buffers freed after it
+
+  bool empty() const { return groups.empty() && attention.empty(); }
 };
 
 // Whether the runner fuses: unless ALPA_CUDA_FUSION=0 is in the environment.
 bool FusionEnabled();
 
-// The fusion plan of `program` whose buffers are kept in `storage` (storage_policy.h).
-FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage);
+// The fusion plan of `program` whose buffers are kept in `storage` (storage_policy.h), with the
+// attention regions `attention` (PlanAttention's) run by their kernels: their ops take no part in
+// the elementwise groups, and a buffer their kernels read that the program frees before them is
+// freed after them instead.
+FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage,
+                      std::vector<AttentionRegion> attention = {});
 
 // Host evaluation of group `g` at element i of its result, reading `inputs` (one pointer per
 // g.inputs, in their storage `input_storage`): the value the fused kernel computes

@@ -160,6 +160,26 @@ TEST(CudaBackendTest, Bf16GptWithFusedRowSumsOnTheGpuEqualsTheInterpreterWithinB
   ExpectEquivalent(p.plan, run.value());
 }
 
+// The fused attention kernels (ALPA_CUDA_FLASH_ATTENTION=1; attention_plan_test.cc shows the
+// regions of these programs: every layer's attention with its backward) against the interpreter,
+// which rounds the scores and probabilities to bf16 where the kernels keep them in f32: within
+// the bf16 tolerance, on one GPU and tensor parallel on two.
+TEST(CudaBackendTest, Bf16GptOnTheFusedAttentionKernelsEqualsTheInterpreterWithinBf16) {
+  const std::string skip = NoGpuReason();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_EQ(setenv("ALPA_CUDA_FLASH_ATTENTION", "1", 1), 0);
+  for (int64_t tp : {1, 2}) {
+    SCOPED_TRACE("tensor parallel " + std::to_string(tp));
+    const SmallPlan p = PlanGpt("bf16", tp, "layers=2,hidden=64,heads=2,seq=40,vocab=16,batch=4");
+    ASSERT_FALSE(p.plan.stages.empty());
+    Result<PlanRunReport> run =
+        RunPlanOnThreads(p.plan, p.whole, CheckedCudaOptions(kBf16Rtol, kBf16Atol));
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    ExpectEquivalent(p.plan, run.value());
+  }
+  ASSERT_EQ(unsetenv("ALPA_CUDA_FLASH_ATTENTION"), 0);
+}
+
 // The runner encodes the next step's synthetic feeds while the GPU runs this one
 // (prepared_feeds.h); inputs fed between steps must replace them. Step 1 runs on fed data (the
 // synthetic data of another step), step 2 on the synthetic data again: each equals the
