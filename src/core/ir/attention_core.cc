@@ -96,4 +96,81 @@ std::vector<bool> AttentionCoreValues(const Graph& graph) {
   return core;
 }
 
+namespace {
+
+// The one user of op `id`, or -1.
+int32_t OnlyUser(const std::vector<std::vector<int32_t>>& users, int32_t id) {
+  const std::vector<int32_t>& u = users[static_cast<size_t>(id)];
+  return u.size() == 1 ? u[0] : -1;
+}
+
+// Whether op `id` is a product of a core: in it, or a dot_general reading it.
+bool CoreProduct(const Graph& graph, const std::vector<bool>& core, int32_t id) {
+  const Op& op = graph.op(id);
+  if (op.kind != OpKind::kDotGeneral) return false;
+  if (core[static_cast<size_t>(id)]) return true;
+  for (int32_t x : op.operands) {
+    if (x >= 0 && x < graph.size() && core[static_cast<size_t>(x)]) return true;
+  }
+  return false;
+}
+
+// Marks reshape(slice(X)) that only the cores' products read.
+void MarkInputViews(const Graph& graph, const std::vector<std::vector<int32_t>>& users,
+                    const std::vector<bool>& core, int32_t reshape, std::vector<bool>& views) {
+  const Op& r = graph.op(reshape);
+  if (r.kind != OpKind::kReshape || r.operands.size() != 1) return;
+  for (int32_t u : users[static_cast<size_t>(reshape)]) {
+    if (!CoreProduct(graph, core, u)) return;
+  }
+  const int32_t slice = r.operands[0];
+  if (slice < 0 || slice >= graph.size() || graph.op(slice).kind != OpKind::kSlice ||
+      OnlyUser(users, slice) != reshape) {
+    return;
+  }
+  views[static_cast<size_t>(reshape)] = true;
+  views[static_cast<size_t>(slice)] = true;
+}
+
+// Marks a backward product's transpose / reshape / pad chain and the adds above its pad that
+// another add reads (the sum's last add is the kernels' output).
+void MarkOutputViews(const Graph& graph, const std::vector<std::vector<int32_t>>& users,
+                     int32_t product, std::vector<bool>& views) {
+  std::vector<int32_t> chain = {product};
+  int32_t at = OnlyUser(users, product);
+  for (OpKind kind : {OpKind::kTranspose, OpKind::kReshape}) {
+    if (at >= 0 && graph.op(at).kind == kind) {
+      chain.push_back(at);
+      at = OnlyUser(users, at);
+    }
+  }
+  if (at < 0 || graph.op(at).kind != OpKind::kPad) return;
+  chain.push_back(at);
+  for (int32_t add = OnlyUser(users, at); add >= 0 && graph.op(add).kind == OpKind::kAdd;
+       add = OnlyUser(users, add)) {
+    const int32_t next = OnlyUser(users, add);
+    if (next < 0 || graph.op(next).kind != OpKind::kAdd) break;
+    chain.push_back(add);
+  }
+  for (int32_t v : chain) views[static_cast<size_t>(v)] = true;
+}
+
+}  // namespace
+
+std::vector<bool> AttentionKernelViews(const Graph& graph, const std::vector<bool>& core) {
+  std::vector<bool> views(static_cast<size_t>(graph.size()), false);
+  const std::vector<std::vector<int32_t>> users = Users(graph);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    if (!CoreProduct(graph, core, id)) continue;
+    const Op& op = graph.op(id);
+    for (int32_t x : op.operands) {
+      if (x >= 0 && x < graph.size()) MarkInputViews(graph, users, core, x, views);
+    }
+    // dQ, dK, dV: a backward product out of a core.
+    if (!core[static_cast<size_t>(id)] && op.phase == Phase::kBackward)
+      MarkOutputViews(graph, users, id, views);
+  }
+  return views;
+}
+
 }  // namespace alpa

@@ -20,4 +20,11 @@ namespace alpa {
 // a smaller result reads it (the P V product); other graphs have no cores.
 std::vector<bool> AttentionCoreValues(const Graph& graph);
 
+// Per op: true when the CUDA runner's fused attention kernels (exec/cuda/attention_plan.h)
+// replace it beside the cores `core` (AttentionCoreValues): a reshape of a slice that only a
+// core's product reads (Q, K, V read in the fused QKV product), and, from a backward product of
+// a core (dQ, dK, dV), its chain of one-reader transposes, reshapes and a pad into adds that sum
+// such chains (written into the QKV product's gradient: every add but the last).
+std::vector<bool> AttentionKernelViews(const Graph& graph, const std::vector<bool>& core);
+
 }  // namespace alpa

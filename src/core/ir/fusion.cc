@@ -130,6 +130,14 @@ std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bo
     for (size_t v = 0; v < core.size(); ++v) {
       if (core[v]) materialized[v] = false;
     }
+    // The runner's model: its attention kernels also read Q, K, V in the fused QKV product and
+    // write their gradients into its gradient.
+    if (fusion == ElementwiseFusion::kSingleReader) {
+      const std::vector<bool> views = AttentionKernelViews(graph, core);
+      for (size_t v = 0; v < views.size(); ++v) {
+        if (views[v]) materialized[v] = false;
+      }
+    }
   }
   return materialized;
 }

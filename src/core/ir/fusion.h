@@ -49,8 +49,9 @@ enum class ElementwiseFusion {
 
 // Per op: whether its result costs the cost model memory traffic under a calibration's fusion
 // keys: the materialised results of `fusion`, and with `fuse_attention` never the values of
-// attention cores (AttentionCoreValues: a fused attention kernel keeps them on chip). Empty
-// when neither fuses anything: every result does.
+// attention cores (AttentionCoreValues: a fused attention kernel keeps them on chip), nor, with
+// kSingleReader (the CUDA runner's model), the views its attention kernels read and write through
+// (AttentionKernelViews). Empty when neither fuses anything: every result does.
 std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention);
 
 // Per op and operand slot: whether that read costs memory traffic. A fusion (ops of one phase

@@ -12,12 +12,16 @@
 // the backward, as autodiff writes it (core/autodiff):
 //   dP = dO V^T, dV = P^T dO, T = dP / bcast(L), dE = (T + bcast(sum_k -(T * P))) * E,
 //   dE = select(mask, dE, 0), dE *= c, dQ = dE K, dK = dE^T Q
-// (E the exp, L its row sum). A region without such a backward (inference, or a forward that
-// recomputation repeats) is replaced in its forward only. Every intermediate value must be read
-// by the region alone, computed in full by this device (no collective in between: products of
-// a contracted dim split over devices are partial sums) and rounded; Q, K, V, O, dO, dQ, dK, dV
-// must share one bf16 / f16 storage and fit the kernels (AttentionUnsupportedReason). Anything
-// else runs op by op, as before.
+// (E the exp, L its row sum). Where Q, K and V are slices of one buffer (the fused QKV product:
+// reshape(slice(X)) dropping a unit dim) read by the region alone, the kernels read them in X;
+// where dQ, dK and dV go only through transposes, unit reshapes and zero pads into a sum that
+// assembles one buffer from them (the QKV product's input gradient), the kernels write them
+// there: the slices, pads and sums are replaced too. A region without such a backward (inference,
+// or a forward that recomputation repeats) is replaced in its forward only. Every intermediate
+// value must be read by the region alone, computed in full by this device (no collective in
+// between: products of a contracted dim split over devices are partial sums) and rounded; Q, K, V,
+// O, dO, dQ, dK, dV must share one bf16 / f16 storage and fit the kernels
+// (AttentionUnsupportedReason). Anything else runs op by op, as before.
 //
 // Host code: the plan is made and tested without a GPU.
 #pragma once
@@ -32,9 +36,11 @@
 namespace alpa {
 namespace cuda {
 
-// A buffer seen as [batch 0, batch 1, seq, head_dim] (AttentionView's strides, in elements).
+// A buffer seen as [batch 0, batch 1, seq, head_dim]: element (b, h, s, d) at element
+// offset + b * stride[0] + h * stride[1] + s * stride[2] + d * stride[3] of the buffer.
 struct AttentionOperand {
   int32_t buffer = -1;
+  int64_t offset = 0;
   int64_t stride[4] = {0, 0, 0, 0};
 };
 
@@ -59,7 +65,7 @@ bool AttentionFusionEnabled();
 std::vector<AttentionRegion> PlanAttention(const DeviceProgram& program,
                                            const std::vector<DType>& storage);
 
-// The buffers the region's forward (backward) kernels read; and those they write.
+// The buffers the region's forward (backward) kernels read; and those they write (each once).
 std::vector<int32_t> AttentionForwardReads(const AttentionRegion& region);
 std::vector<int32_t> AttentionBackwardReads(const AttentionRegion& region);
 std::vector<int32_t> AttentionWrites(const AttentionRegion& region, bool backward);

@@ -558,15 +558,17 @@ Result<cuda::AttentionView> CudaRunner::AttentionViewOf(const cuda::AttentionOpe
                                                         bool write) {
   cuda::AttentionView view;
   for (int k = 0; k < 4; ++k) view.stride[k] = x.stride[k];
+  const cuda::DeviceTensor* t = nullptr;
   if (write) {
-    Result<cuda::DeviceTensor*> t = Allocate(x.buffer);
-    if (!t.ok()) return t.status();
-    view.data = t.value()->data;
+    Result<cuda::DeviceTensor*> out = Allocate(x.buffer);
+    if (!out.ok()) return out.status();
+    t = out.value();
   } else {
-    Result<const cuda::DeviceTensor*> t = Get(x.buffer);
-    if (!t.ok()) return t.status();
-    view.data = t.value()->data;
+    Result<const cuda::DeviceTensor*> in = Get(x.buffer);
+    if (!in.ok()) return in.status();
+    t = in.value();
   }
+  view.data = static_cast<unsigned char*>(t->data) + x.offset * DTypeBytes(t->storage);
   return view;
 }
 

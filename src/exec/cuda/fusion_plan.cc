@@ -418,9 +418,9 @@ void PlaceAttention(const DeviceProgram& program, const ProgramFacts& facts, Fus
     for (int32_t m : r.members) {
       if (m == r.forward_at || m == r.backward_at) {
         plan.attention_at[static_cast<size_t>(m)] = static_cast<int32_t>(ri);
-        continue;
+      } else {
+        plan.skip[static_cast<size_t>(m)] = 1;
       }
-      plan.skip[static_cast<size_t>(m)] = 1;
       const int32_t out = program.code[static_cast<size_t>(m)].out;
       const bool output = std::find(fwd.begin(), fwd.end(), out) != fwd.end() ||
                           std::find(bwd.begin(), bwd.end(), out) != bwd.end();

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,32 @@ TEST(AttentionCore, GraphsWithoutAttentionHaveNone) {
     for (bool c : core) n += c ? 1 : 0;
     EXPECT_EQ(n, 0) << spec;
   }
+}
+
+// Around each GPT core, the fused kernels' views: per layer, Q, K and V's slices of the QKV
+// product and their reshapes (6 ops), and in the backward the dQ, dK, dV products with their
+// transposes, reshapes and pads (12 ops) and the first of the two adds that sum them (the last is
+// the kernels' output). Nothing else, and nothing in a graph without cores.
+TEST(AttentionCore, TheKernelsViewsAreTheQkvSlicesAndTheGradientsPaddedSum) {
+  Result<Graph> g = BuildModel("gpt:layers=3,hidden=32,heads=4,seq=64,vocab=128,batch=2");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const Graph& graph = g.value();
+  const std::vector<bool> views = AttentionKernelViews(graph, AttentionCoreValues(graph));
+  std::map<std::string, int> kinds;
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    if (!views[static_cast<size_t>(v)]) continue;
+    const Op& op = graph.op(v);
+    ++kinds[std::string(OpKindName(op.kind)) + (op.phase == Phase::kForward ? " fwd" : " bwd")];
+  }
+  const std::map<std::string, int> want = {
+      {"slice fwd", 9},   {"reshape fwd", 9}, {"dot_general bwd", 9}, {"transpose bwd", 9},
+      {"reshape bwd", 9}, {"pad bwd", 9},     {"add bwd", 3},
+  };
+  EXPECT_EQ(kinds, want);
+  Result<Graph> mlp = BuildModel("mlp:layers=2,hidden=16,batch=4");
+  ASSERT_TRUE(mlp.ok()) << mlp.status().message();
+  for (bool v : AttentionKernelViews(mlp.value(), AttentionCoreValues(mlp.value())))
+    EXPECT_FALSE(v);
 }
 
 }  // namespace

@@ -39,23 +39,20 @@ const char* kGpt = "gpt:layers=2,hidden=64,heads=2,seq=40,vocab=16,batch=4,dtype
 // Element (b, h, s, d) of a view over `data`.
 double& At(std::vector<double>& data, const AttentionOperand& x, int64_t b, int64_t h, int64_t s,
            int64_t d) {
-  return data[static_cast<size_t>(b * x.stride[0] + h * x.stride[1] + s * x.stride[2] +
+  return data[static_cast<size_t>(x.offset + b * x.stride[0] + h * x.stride[1] + s * x.stride[2] +
                                   d * x.stride[3])];
 }
 
-struct Reference {
-  std::vector<double> o, dq, dk, dv;
-};
+// The buffers the region's kernels write (dQ, dK and dV may share one), as the formulas give them.
+using Reference = std::map<int32_t, std::vector<double>>;
 
 // The attention and its gradients from the formulas, in f64, on `r`'s views of the buffers.
 Reference AttentionInDouble(const AttentionRegion& r, std::map<int32_t, std::vector<double>>& v) {
   const AttentionShape& s = r.shape;
   Reference out;
-  out.o.assign(v[r.o.buffer].size(), 0.0);
+  out[r.o.buffer].assign(v[r.o.buffer].size(), 0.0);
   if (r.has_backward()) {
-    out.dq.assign(v[r.dq.buffer].size(), 0.0);
-    out.dk.assign(v[r.dk.buffer].size(), 0.0);
-    out.dv.assign(v[r.dv.buffer].size(), 0.0);
+    for (int32_t b : AttentionWrites(r, true)) out[b].assign(v[b].size(), 0.0);
   }
   const double scale = s.scale;
   for (int64_t b = 0; b < s.batch; ++b) {
@@ -82,7 +79,7 @@ Reference AttentionInDouble(const AttentionRegion& r, std::map<int32_t, std::vec
           double acc = 0.0;
           for (int64_t j = 0; j < s.k_seq; ++j)
             acc += p[static_cast<size_t>(i * s.k_seq + j)] * At(v[r.v.buffer], r.v, b, h, j, d);
-          At(out.o, r.o, b, h, i, d) = acc;
+          At(out[r.o.buffer], r.o, b, h, i, d) = acc;
         }
       }
       if (!r.has_backward()) continue;
@@ -100,9 +97,9 @@ Reference AttentionInDouble(const AttentionRegion& r, std::map<int32_t, std::vec
           const double pij = p[static_cast<size_t>(i * s.k_seq + j)];
           const double ds = scale * pij * (dp[static_cast<size_t>(j)] - rowsum);
           for (int64_t d = 0; d < s.head_dim; ++d) {
-            At(out.dv, r.dv, b, h, j, d) += pij * At(v[r.d_o.buffer], r.d_o, b, h, i, d);
-            At(out.dq, r.dq, b, h, i, d) += ds * At(v[r.k.buffer], r.k, b, h, j, d);
-            At(out.dk, r.dk, b, h, j, d) += ds * At(v[r.q.buffer], r.q, b, h, i, d);
+            At(out[r.dv.buffer], r.dv, b, h, j, d) += pij * At(v[r.d_o.buffer], r.d_o, b, h, i, d);
+            At(out[r.dq.buffer], r.dq, b, h, i, d) += ds * At(v[r.k.buffer], r.k, b, h, j, d);
+            At(out[r.dk.buffer], r.dk, b, h, j, d) += ds * At(v[r.q.buffer], r.q, b, h, i, d);
           }
         }
       }
@@ -165,7 +162,7 @@ void ExpectRegionIsAttention(const DeviceProgram& p, const AttentionRegion& r,
                              std::mt19937_64& rng) {
   std::normal_distribution<double> value(0.0, 1.0);
   std::map<int32_t, HostTensor> values;
-  std::vector<int32_t> inputs = {r.q.buffer, r.k.buffer, r.v.buffer};
+  std::vector<int32_t> inputs = AttentionForwardReads(r);
   if (r.has_backward()) inputs.push_back(r.d_o.buffer);
   for (int32_t b : inputs) {
     const Buffer& buffer = p.buffers[static_cast<size_t>(b)];
@@ -176,21 +173,18 @@ void ExpectRegionIsAttention(const DeviceProgram& p, const AttentionRegion& r,
       t.data.push_back(RoundToDType(2.0 * value(rng), buffer.dtype));
   }
   std::vector<int32_t> outputs = {r.o.buffer};
-  if (r.has_backward()) outputs.insert(outputs.end(), {r.dq.buffer, r.dk.buffer, r.dv.buffer});
+  if (r.has_backward()) {
+    for (int32_t b : AttentionWrites(r, true)) outputs.push_back(b);
+  }
   for (int32_t b : outputs) {
     Evaluate(p, b, values);
     if (::testing::Test::HasFatalFailure()) return;
   }
   std::map<int32_t, std::vector<double>> data;
   for (auto& [b, t] : values) data[b] = t.data;
-  const Reference want = AttentionInDouble(r, data);
+  Reference want = AttentionInDouble(r, data);
   // The program rounds S, P and the products' inputs to bf16 on the way: a few bf16 ulps.
-  ExpectClose(data[r.o.buffer], want.o, 3e-2, "O");
-  if (r.has_backward()) {
-    ExpectClose(data[r.dq.buffer], want.dq, 5e-2, "dQ");
-    ExpectClose(data[r.dk.buffer], want.dk, 5e-2, "dK");
-    ExpectClose(data[r.dv.buffer], want.dv, 3e-2, "dV");
-  }
+  for (int32_t b : outputs) ExpectClose(data[b], want[b], 5e-2, "buffer " + std::to_string(b));
   // The kernels' code on the host, on the same inputs.
   std::map<int32_t, std::vector<unsigned char>> bytes;
   for (int32_t b : inputs) bytes[b] = Encode(data[b], r.shape.storage);
@@ -198,7 +192,7 @@ void ExpectRegionIsAttention(const DeviceProgram& p, const AttentionRegion& r,
     bytes[b] = Encode(std::vector<double>(data[b].size(), 0.0), r.shape.storage);
   auto view = [&](const AttentionOperand& x) {
     AttentionView v;
-    v.data = bytes[x.buffer].data();
+    v.data = bytes[x.buffer].data() + x.offset * DTypeBytes(r.shape.storage);
     for (int k = 0; k < 4; ++k) v.stride[k] = x.stride[k];
     return v;
   };
@@ -211,7 +205,7 @@ void ExpectRegionIsAttention(const DeviceProgram& p, const AttentionRegion& r,
   fwd.o = view(r.o);
   fwd.lse = lse.data();
   ASSERT_TRUE(RunAttentionForwardOnHost(fwd).ok());
-  ExpectClose(Decode(bytes[r.o.buffer], r.shape.storage), want.o, 2e-2, "the kernel's O");
+  ExpectClose(Decode(bytes[r.o.buffer], r.shape.storage), want[r.o.buffer], 2e-2, "the kernel's O");
   if (!r.has_backward()) return;
   AttentionBackwardArgs bwd;
   bwd.shape = r.shape;
@@ -227,9 +221,10 @@ void ExpectRegionIsAttention(const DeviceProgram& p, const AttentionRegion& r,
   std::vector<unsigned char> scratch(static_cast<size_t>(AttentionBackwardScratchBytes(r.shape)));
   bwd.scratch = scratch.data();
   ASSERT_TRUE(RunAttentionBackwardOnHost(bwd).ok());
-  ExpectClose(Decode(bytes[r.dq.buffer], r.shape.storage), want.dq, 3e-2, "the kernel's dQ");
-  ExpectClose(Decode(bytes[r.dk.buffer], r.shape.storage), want.dk, 3e-2, "the kernel's dK");
-  ExpectClose(Decode(bytes[r.dv.buffer], r.shape.storage), want.dv, 2e-2, "the kernel's dV");
+  for (int32_t b : AttentionWrites(r, true)) {
+    ExpectClose(Decode(bytes[b], r.shape.storage), want[b], 3e-2,
+                "the kernel's buffer " + std::to_string(b));
+  }
 }
 
 // Runs the program's buffer lifetimes as the runner does with `plan`: an error for the first
@@ -261,8 +256,10 @@ std::string ReplayLifetimes(const DeviceProgram& p, const FusionPlan& plan) {
       writes = AttentionWrites(r, backward);
     }
     if (in.kind == InstructionKind::kFree) {
-      if (never.count(in.in[0]) != 0)
-        return "instruction " + std::to_string(i) + " frees a value never computed";
+      if (never.count(in.in[0]) != 0) {
+        return "instruction " + std::to_string(i) + " (" + InstructionText(p, in) +
+               ") frees a value never computed";
+      }
       live[static_cast<size_t>(in.in[0])] = 0;
       continue;
     }
@@ -299,7 +296,7 @@ TEST(AttentionPlanTest, EveryLayersAttentionOfABf16GptIsARegionThatComputesAtten
         EXPECT_EQ(r.shape.storage, DType::kBF16);
         // The microbatch's 2 sequences and 2 heads, or their shards (the solver's choice).
         EXPECT_EQ(4 % (r.shape.batch * r.shape.heads), 0);
-        EXPECT_EQ(r.shape.batch * r.shape.heads * 40 * 32,
+        EXPECT_EQ(r.shape.batch * r.shape.heads * 40 * 32 * 3,
                   ElementCountOf(p.buffers[static_cast<size_t>(r.q.buffer)].shape));
         EXPECT_EQ(r.shape.q_seq, 40);
         EXPECT_EQ(r.shape.k_seq, 40);
@@ -307,6 +304,12 @@ TEST(AttentionPlanTest, EveryLayersAttentionOfABf16GptIsARegionThatComputesAtten
         EXPECT_FLOAT_EQ(r.shape.scale,
                         static_cast<float>(RoundToDType(1.0 / std::sqrt(32.0), DType::kBF16)));
         EXPECT_LT(r.forward_at, r.backward_at);
+        // Q, K and V read in the fused QKV product, dQ, dK and dV written into its gradient.
+        EXPECT_EQ(r.q.buffer, r.k.buffer);
+        EXPECT_EQ(r.q.buffer, r.v.buffer);
+        EXPECT_EQ(r.dq.buffer, r.dk.buffer);
+        EXPECT_EQ(r.dq.buffer, r.dv.buffer);
+        EXPECT_NE(r.q.offset, r.k.offset);
         ExpectRegionIsAttention(p, r, rng);
       }
       const FusionPlan plan = PlanFusion(p, storage, regions);

@@ -312,12 +312,13 @@ TEST(FusionPlanTest, ThePlannersSingleReaderModelPricesTheRunnersTraffic) {
   EXPECT_LT(static_cast<double>(xla.model), 0.8 * static_cast<double>(xla.runner));
 }
 
-// With the attention regions on the fused kernels (attention_plan.h), the runner's kernels move
-// about half the bytes (48.2 GB of 93.4 on one device: the rest is the MLP, the norms and Adam),
-// and a calibration with `fuse_attention` (the cores' values priced on
-// chip) prices them within 5 %: the model does not see the row statistics the kernels keep
-// (4 bytes per query row) nor that the backward reads O, and it charges the select's mask
-// whose broadcast the runner no longer computes.
+// With the attention regions on the fused kernels (attention_plan.h: reading Q, K and V in the
+// fused QKV product and writing their gradients into its gradient), the runner's kernels move
+// under half the bytes (40.1 GB of 93.4 on one device: the rest is the MLP, the norms and Adam),
+// and a calibration with `fuse_attention` and `single_reader_fusion` (the cores and the kernels'
+// views priced on chip: core/ir/attention_core.h) prices them within 5 %: the model does not see
+// the row statistics the kernels keep (4 bytes per query row), that the backward reads O and
+// the QKV product again, nor the lifetimes that decide a few of the runner's groups.
 TEST(FusionPlanTest, TheFusedAttentionModelPricesTheRunnersTrafficWithItsAttentionKernels) {
   const std::string model = "gpt:layers=1,embed=0,hidden=4096,heads=32,seq=2048,batch=8,dtype=bf16";
   for (int64_t tp : {1, 2}) {
@@ -328,7 +329,7 @@ TEST(FusionPlanTest, TheFusedAttentionModelPricesTheRunnersTrafficWithItsAttenti
         "(%.2f without them), the model prices %.2f\n",
         model.c_str(), static_cast<long long>(tp), static_cast<double>(t.runner) / 1e9,
         static_cast<double>(before.runner) / 1e9, static_cast<double>(t.model) / 1e9);
-    EXPECT_LT(static_cast<double>(t.runner), 0.6 * static_cast<double>(before.runner));
+    EXPECT_LT(static_cast<double>(t.runner), 0.5 * static_cast<double>(before.runner));
     const double ratio = static_cast<double>(t.model) / static_cast<double>(t.runner);
     EXPECT_NEAR(ratio, 1.0, 0.05) << "on " << tp << " devices; where they differ:\n"
                                   << t.differences;
