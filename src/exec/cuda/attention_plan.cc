@@ -920,7 +920,8 @@ std::vector<int32_t> AttentionWrites(const AttentionRegion& r, bool backward) {
 }
 
 std::vector<AttentionRegion> PlanAttention(const DeviceProgram& program,
-                                           const std::vector<DType>& storage) {
+                                           const std::vector<DType>& storage,
+                                           AttentionKernelFit fit) {
   const Matcher m(program, storage);
   std::vector<AttentionRegion> regions;
   std::vector<char> taken(program.code.size(), 0);
@@ -947,8 +948,9 @@ std::vector<AttentionRegion> PlanAttention(const DeviceProgram& program,
       r.dv = b.dv;
     }
     LookThroughQkv(m, backward, r);
-    if (!SelfContained(m, r) || !SameStorage(m, r) ||
-        !AttentionUnsupportedReason(r.shape).empty()) {
+    if (!SelfContained(m, r)) continue;
+    if (fit == AttentionKernelFit::kRequired &&
+        (!SameStorage(m, r) || !AttentionUnsupportedReason(r.shape).empty())) {
       continue;
     }
     if (backward) {

@@ -60,10 +60,16 @@ struct AttentionRegion {
 // (the kernels have not run on a GPU yet: opt in until they have).
 bool AttentionFusionEnabled();
 
+// Whether PlanAttention keeps only regions the kernels compute (their storage and shape), or
+// every region it finds (kAny: what the matcher sees in any program, f32 ones included, for
+// tests of the matching itself).
+enum class AttentionKernelFit { kRequired, kAny };
+
 // The attention regions of `program`, whose buffers are kept in `storage` (storage_policy.h), in
 // program order.
 std::vector<AttentionRegion> PlanAttention(const DeviceProgram& program,
-                                           const std::vector<DType>& storage);
+                                           const std::vector<DType>& storage,
+                                           AttentionKernelFit fit = AttentionKernelFit::kRequired);
 
 // The buffers the region's forward (backward) kernels read; and those they write (each once).
 std::vector<int32_t> AttentionForwardReads(const AttentionRegion& region);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -21,7 +22,9 @@
 #include "exec/cuda/fusion_plan.h"
 #include "exec/cuda/kernel_math.h"
 #include "exec/cuda/storage_policy.h"
+#include "exec/lower/lower_plan.h"
 #include "exec/runtime/tensor_boxes.h"
+#include "support/plan_equivalence_cases.h"
 #include "support/small_plans.h"
 
 namespace alpa::cuda {
@@ -185,7 +188,11 @@ void ExpectRegionIsAttention(const DeviceProgram& p, const AttentionRegion& r,
   Reference want = AttentionInDouble(r, data);
   // The program rounds S, P and the products' inputs to bf16 on the way: a few bf16 ulps.
   for (int32_t b : outputs) ExpectClose(data[b], want[b], 5e-2, "buffer " + std::to_string(b));
-  // The kernels' code on the host, on the same inputs.
+  // The kernels' code on the host, on the same inputs (where they compute the region).
+  if (!AttentionUnsupportedReason(r.shape).empty()) return;
+  for (int32_t b : outputs) {
+    if (p.buffers[static_cast<size_t>(b)].dtype != r.shape.storage) return;
+  }
   std::map<int32_t, std::vector<unsigned char>> bytes;
   for (int32_t b : inputs) bytes[b] = Encode(data[b], r.shape.storage);
   for (int32_t b : outputs)
@@ -323,6 +330,44 @@ TEST(AttentionPlanTest, EveryLayersAttentionOfABf16GptIsARegionThatComputesAtten
       }
     }
   }
+}
+
+// Across the plan-equivalence cases (every family, tensor and pipeline parallelism, full and
+// selective recomputation, ZeRO, GPipe, ZB-H1 and interleaved schedules), every region the
+// matcher finds computes attention on its views, and the runner's lifetimes hold with them.
+// The cases are f32, which the kernels do not take (AttentionKernelFit::kAny: the matching alone).
+TEST(AttentionPlanTest, EveryRegionOfThePlanEquivalenceCasesComputesAttention) {
+  std::mt19937_64 rng(7);
+  int64_t with_backward = 0, forward_only = 0, cases_with_regions = 0;
+  for (const testing::EquivalenceCase& c : testing::EquivalenceCases()) {
+    SCOPED_TRACE(c.name);
+    Result<testing::PlannedCase> planned = testing::PlanEquivalenceCase(c);
+    ASSERT_TRUE(planned.ok()) << planned.status().message();
+    LowerOptions options;
+    options.whole_batch = &planned.value().whole;
+    options.schedule = c.schedule;
+    Result<ProgramSet> programs = LowerPlan(planned.value().plan, options);
+    ASSERT_TRUE(programs.ok()) << programs.status().message();
+    bool found_any = false;
+    for (const DeviceProgram& p : programs.value().programs) {
+      const std::vector<DType> storage = StorageDTypes(p);
+      const std::vector<AttentionRegion> regions =
+          PlanAttention(p, storage, AttentionKernelFit::kAny);
+      for (const AttentionRegion& r : regions) {
+        ExpectRegionIsAttention(p, r, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+        ++(r.has_backward() ? with_backward : forward_only);
+        found_any = true;
+      }
+      EXPECT_EQ(ReplayLifetimes(p, PlanFusion(p, storage, regions)), "");
+    }
+    cases_with_regions += found_any ? 1 : 0;
+  }
+  std::printf("%lld cases with regions: %lld regions with their backward, %lld forward only\n",
+              static_cast<long long>(cases_with_regions), static_cast<long long>(with_backward),
+              static_cast<long long>(forward_only));
+  EXPECT_GT(with_backward, 0);
+  EXPECT_GT(forward_only, 0);  // recomputation runs a forward again for the backward
 }
 
 TEST(AttentionPlanTest, ABidirectionalBertAttentionIsARegionWithoutAMask) {
