@@ -61,8 +61,9 @@ struct Calibration {
   // its own operands and result.
   bool fuse_elementwise = false;
   // With fuse_elementwise: chains fused as libalpa's CUDA runner fuses them, one kernel per root
-  // and a value kept in registers only for its one reader (SingleReaderMaterializedResults);
-  // false: as a fusing compiler such as XLA does (MaterializedResults). `alpa calibrate` sets it.
+  // and a value kept in registers only where its readers are all in that kernel
+  // (SingleReaderMaterializedResults); false: as a fusing compiler such as XLA does
+  // (MaterializedResults). `alpa calibrate` sets it.
   bool single_reader_fusion = false;
   // Attention cores (core/ir/attention_core.h) priced as one fused kernel (Megatron's fused
   // softmax, FlashAttention): their [batch, heads, seq, seq] values cost no memory traffic.

@@ -20,15 +20,19 @@ namespace alpa {
 std::vector<bool> MaterializedResults(const Graph& graph);
 
 // Per op: true when its result is written to memory by a runner that launches one kernel per
-// root and keeps a value in registers only for its one reader: libalpa's CUDA runner
-// (exec/cuda/fusion_plan.h). A value stays unwritten when it is made by an elementwise op on
-// the runner's float path (f32, bf16 and pred values; exp, log, tanh, rsqrt and gelu only
-// ending in bf16) read by one op, itself such an op or a row reduction (a reduce_sum or
-// reduce_max over trailing dims with at least kMinFusedRowReductions outputs of at most
-// kMaxFusedRowLength elements) that takes in nothing else it reads twice; or by a constant or a
-// broadcast of such dtypes whose every reader is such an elementwise op (each makes it again).
-// Everything else is written, whatever the phase. exec/cuda's fusion_plan_test checks that this
-// matches the runner's fusion plan on a GPT's device programs.
+// root and keeps a value in registers only where every reader of it runs in that one kernel,
+// never computing it in two: libalpa's CUDA runner (exec/cuda/fusion_plan.h; the name is from
+// when a value had to have one reader). A value stays unwritten when it is made by an
+// elementwise op on the runner's float path (f32, bf16 and pred values; exp, log, tanh, rsqrt and
+// gelu only ending in bf16) whose every reader joins the same kernel: such ops, each kept in
+// registers itself or that kernel's root, or a row reduction (a reduce_sum or reduce_max over
+// trailing dims with at least kMinFusedRowReductions outputs of at most kMaxFusedRowLength
+// elements) as its one reader; the kernels are found from the readers back (an op whose readers
+// are in two kernels is a root of its own). A constant or a broadcast of such dtypes whose every
+// reader is such an elementwise op, and a value made from constants alone (the lowering makes it
+// again at each use), are made in each reader's kernel. Everything else is written, whatever the
+// phase. exec/cuda's fusion_plan_test checks that this matches the runner's fusion plan on a
+// GPT's device programs.
 std::vector<bool> SingleReaderMaterializedResults(const Graph& graph);
 constexpr int64_t kMinFusedRowReductions = 2048;
 constexpr int64_t kMaxFusedRowLength = int64_t{1} << 16;

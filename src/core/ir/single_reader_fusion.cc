@@ -1,6 +1,7 @@
 // SingleReaderMaterializedResults (fusion.h): libalpa's CUDA runner's fusion
 // (exec/cuda/fusion_plan.cc) replayed on a graph, in op order, as the lowering emits a piece's ops:
-// the role of each op, which values stay in registers, the group of each root, and the groups
+// the role of each op, which values stay in registers (each elementwise value's group from its
+// readers', in reverse op order), the group of each root, and the groups
 // the runner drops because they would keep their inputs alive longer than the buffers they save.
 #include <cstdint>
 #include <unordered_map>
@@ -104,25 +105,56 @@ GraphFacts GatherFacts(const Graph& graph) {
   return f;
 }
 
-// Whether value x is computed inside its readers' kernels, given the ops that run alone (the
-// ops of dropped groups).
-bool Inlinable(const GraphFacts& f, const std::vector<char>& alone, int32_t x) {
-  const size_t u = static_cast<size_t>(x);
-  const KernelRole role = alone[u] ? KernelRole::kAlone : f.role[u];
-  if (role != KernelRole::kLeaf && role != KernelRole::kElementwise) return false;
-  if (f.kept[u] || f.readers[u].empty()) return false;
-  const bool one_reader = f.readers[u].size() == 1 || f.from_constants[u];
-  for (int32_t r : f.readers[u]) {
-    if (alone[static_cast<size_t>(r)]) return false;
-    const KernelRole reader = f.role[static_cast<size_t>(r)];
-    if (reader == KernelRole::kRowReduction) {
-      // A reduction takes in only an elementwise chain that nothing else reads.
-      if (role != KernelRole::kElementwise || !one_reader) return false;
-    } else if (reader != KernelRole::kElementwise) {
-      return false;
+// InlinedInto's mark for a value every reader's group makes again: a splat or a broadcast, or
+// a value made from constants (each copy has one reader).
+constexpr int32_t kInEachReader = -2;
+
+// The root of the group in which op r reads a value (`one_reader`: r alone reads it, or each
+// copy of it); -1 where r takes in no value: an op that runs alone or is not fused, or a row
+// reduction whose operand another op reads as well.
+int32_t ReadingGroup(const GraphFacts& f, const std::vector<char>& alone,
+                     const std::vector<int32_t>& inlined_into, int32_t r, bool one_reader) {
+  const size_t ur = static_cast<size_t>(r);
+  if (alone[ur]) return -1;
+  if (f.role[ur] == KernelRole::kElementwise) return inlined_into[ur] >= 0 ? inlined_into[ur] : r;
+  return f.role[ur] == KernelRole::kRowReduction && one_reader ? r : -1;
+}
+
+// Per op, given the ops that run alone (the ops of dropped groups): the root of the group whose
+// kernel computes it, where that is not itself: an elementwise value whose every reader is in
+// that group; kInEachReader for a splat, a broadcast or a value made from constants whose every
+// reader is an elementwise op (or, for such a value, a row reduction); else -1 (written). The
+// runner's InlinedInto and Inlinable, in reverse op order: readers come after their operands.
+std::vector<int32_t> InlinedInto(const GraphFacts& f, const std::vector<char>& alone) {
+  std::vector<int32_t> inlined_into(f.role.size(), -1);
+  for (size_t u = f.role.size(); u-- > 0;) {
+    const KernelRole role = f.role[u];
+    if (alone[u] || f.kept[u] || f.readers[u].empty()) continue;
+    if (role != KernelRole::kLeaf && role != KernelRole::kElementwise) continue;
+    const bool copies = role == KernelRole::kLeaf || f.from_constants[u];
+    const bool one_reader = f.readers[u].size() == 1 || f.from_constants[u];
+    int32_t root = -1;
+    for (int32_t r : f.readers[u]) {
+      int32_t group =
+          r > static_cast<int32_t>(u) ? ReadingGroup(f, alone, inlined_into, r, one_reader) : -1;
+      // A splat or a broadcast only into elementwise ops; a chain into a reduction.
+      if (role == KernelRole::kLeaf && f.role[static_cast<size_t>(r)] != KernelRole::kElementwise) {
+        group = -1;
+      }
+      if (group < 0 || (!copies && root >= 0 && group != root)) {
+        root = -1;
+        break;
+      }
+      root = group;
     }
+    inlined_into[u] = root < 0 ? -1 : copies ? kInEachReader : root;
   }
-  return role == KernelRole::kLeaf || one_reader;
+  return inlined_into;
+}
+
+// Whether value x is computed inside its readers' kernels instead of written.
+bool Inlinable(const std::vector<int32_t>& inlined_into, int32_t x) {
+  return inlined_into[static_cast<size_t>(x)] != -1;
 }
 
 // The group rooted at `root`: the ops it computes inline and the values it reads, with the
@@ -136,7 +168,7 @@ struct Group {
 // Walks the group of g.root: its inlinable operands (members, each once) and what they read
 // (inputs, with the first op of the group reading each). Iterative: a long chain costs no deep
 // stack (the group is then too large to keep, and all of it runs alone, as in the runner).
-void Collect(const Graph& graph, const GraphFacts& f, const std::vector<char>& alone, Group& g) {
+void Collect(const Graph& graph, const std::vector<int32_t>& inlined_into, Group& g) {
   std::unordered_set<int32_t> members;
   std::unordered_map<int32_t, size_t> input_index;
   std::vector<int32_t> pending = {g.root};
@@ -145,7 +177,7 @@ void Collect(const Graph& graph, const GraphFacts& f, const std::vector<char>& a
     pending.pop_back();
     for (int32_t x : graph.op(id).operands) {
       if (x < 0 || x >= graph.size()) continue;
-      if (Inlinable(f, alone, x)) {
+      if (Inlinable(inlined_into, x)) {
         if (members.insert(x).second) {
           g.members.push_back(x);
           pending.push_back(x);
@@ -187,14 +219,15 @@ bool Keepable(const GraphFacts& f, const Group& g) {
 // One pass over the roots in op order; marks the ops of groups that cannot be kept as alone.
 // Returns whether it marked any.
 bool DropUnkeepableGroups(const Graph& graph, const GraphFacts& f, std::vector<char>& alone) {
+  const std::vector<int32_t> inlined_into = InlinedInto(f, alone);
   std::vector<int32_t> dropped;
   for (int32_t id = 0; id < graph.size(); ++id) {
     const size_t u = static_cast<size_t>(id);
     if (f.role[u] != KernelRole::kElementwise && f.role[u] != KernelRole::kRowReduction) continue;
-    if (alone[u] || Inlinable(f, alone, id)) continue;
+    if (alone[u] || Inlinable(inlined_into, id)) continue;
     Group g;
     g.root = id;
-    Collect(graph, f, alone, g);
+    Collect(graph, inlined_into, g);
     if (g.members.empty() || Keepable(f, g)) continue;
     dropped.push_back(id);
     dropped.insert(dropped.end(), g.members.begin(), g.members.end());
@@ -223,9 +256,10 @@ std::vector<bool> SingleReaderMaterializedResults(const Graph& graph) {
   std::vector<char> alone(static_cast<size_t>(graph.size()), 0);
   while (DropUnkeepableGroups(graph, f, alone)) {
   }
+  const std::vector<int32_t> inlined_into = InlinedInto(f, alone);
   std::vector<bool> materialized(static_cast<size_t>(graph.size()), true);
   for (int32_t id = 0; id < graph.size(); ++id) {
-    materialized[static_cast<size_t>(id)] = !Inlinable(f, alone, id);
+    materialized[static_cast<size_t>(id)] = !Inlinable(inlined_into, id);
   }
   return materialized;
 }

@@ -1,5 +1,6 @@
 // PlanFusion: classifies the program's ops (fusible elementwise ops, inlinable broadcasts and
-// constants), finds which buffers exist only to feed elementwise ops, builds one group per root,
+// constants), finds which buffers exist only to feed one group's ops (each elementwise
+// producer's group from its readers', in reverse program order), builds one group per root,
 // and keeps the groups whose reads stay valid until the root runs. A group that cannot be kept
 // (too large, an input overwritten in between, or more bytes held than it saves) runs its ops
 // alone, and the plan is made again without them until nothing changes.
@@ -103,25 +104,65 @@ ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>&
 
 int64_t BufferBytes(const Buffer& b) { return ElementCountOf(b.shape) * DTypeBytes(b.dtype); }
 
-// Whether buffer b's value is computed inside its readers' kernels instead of stored.
+// The root of the group in which instruction r reads an elementwise producer's result, which
+// `readers` instructions read; -1 where r takes in no producer: an op that runs alone or is not
+// fused, or a reduction whose operand another instruction reads as well (a reduction takes in
+// only a chain that nothing else reads).
+int32_t ReadingGroup(const ProgramFacts& f, const std::vector<char>& alone,
+                     const std::vector<int32_t>& inlined_into, int32_t r, size_t readers) {
+  const size_t ur = static_cast<size_t>(r);
+  if (alone[ur]) return -1;
+  if (f.role[ur] == Role::kElementwise) return inlined_into[ur] >= 0 ? inlined_into[ur] : r;
+  return f.role[ur] == Role::kReduceRoot && readers == 1 ? r : -1;
+}
+
+// Per instruction: the root of the group whose kernel computes it, where that is not itself: an
+// elementwise op whose every reading instruction is in that group (a value read twice there is
+// computed once); else -1. One pass in reverse program order: every reader comes after its
+// producer, so the readers' groups are known when the producer's is decided.
+std::vector<int32_t> InlinedInto(const DeviceProgram& program, const ProgramFacts& f,
+                                 const std::vector<char>& alone) {
+  std::vector<int32_t> inlined_into(program.code.size(), -1);
+  for (size_t w = program.code.size(); w-- > 0;) {
+    if (alone[w] || f.role[w] != Role::kElementwise) continue;
+    const size_t ub = static_cast<size_t>(program.code[w].out);
+    const std::vector<int32_t>& readers = f.readers[ub];
+    if (program.buffers[ub].persistent || f.writes[ub].size() != 1 || readers.empty()) continue;
+    int32_t root = -1;
+    for (int32_t r : readers) {
+      const int32_t group = r > static_cast<int32_t>(w)
+                                ? ReadingGroup(f, alone, inlined_into, r, readers.size())
+                                : -1;
+      if (group < 0 || (root >= 0 && group != root)) {
+        root = -1;
+        break;
+      }
+      root = group;
+    }
+    inlined_into[w] = root;
+  }
+  return inlined_into;
+}
+
+// Whether buffer b's value is computed inside its readers' kernels instead of stored: an
+// elementwise producer's inside the one group that reads it (`inlined_into`), a broadcast's or
+// a constant's inside each elementwise reader's.
 bool Inlinable(const DeviceProgram& program, const ProgramFacts& f, const std::vector<char>& alone,
-               int32_t b) {
+               const std::vector<int32_t>& inlined_into, int32_t b) {
   const size_t ub = static_cast<size_t>(b);
   if (program.buffers[ub].persistent || f.writes[ub].size() != 1 || f.readers[ub].empty()) {
     return false;
   }
-  const int32_t w = f.writes[ub].front();
-  const Role role = alone[static_cast<size_t>(w)] ? Role::kNone : f.role[static_cast<size_t>(w)];
-  if (role == Role::kNone || role == Role::kReduceRoot) return false;  // a reduction is stored
+  const size_t w = static_cast<size_t>(f.writes[ub].front());
+  if (alone[w]) return false;
+  if (f.role[w] == Role::kElementwise) return inlined_into[w] >= 0;
+  if (f.role[w] != Role::kLeaf) return false;  // a reduction is stored
   for (int32_t r : f.readers[ub]) {
-    const Role reader = f.role[static_cast<size_t>(r)];
-    if (alone[static_cast<size_t>(r)]) return false;
-    if (reader == Role::kReduceRoot && (role != Role::kElementwise || f.readers[ub].size() != 1)) {
-      return false;  // a reduction takes in only an elementwise chain that nothing else reads
+    if (alone[static_cast<size_t>(r)] || f.role[static_cast<size_t>(r)] != Role::kElementwise) {
+      return false;
     }
-    if (reader != Role::kElementwise && reader != Role::kReduceRoot) return false;
   }
-  return role == Role::kLeaf || f.readers[ub].size() == 1;
+  return true;
 }
 
 // The broadcast's result dims and source strides, size-1 dims dropped and neighbours that walk
@@ -157,8 +198,13 @@ float StoredConstant(const Op& op, OutputRounding rounding, DType storage) {
 class GroupBuilder {
  public:
   GroupBuilder(const DeviceProgram& program, const std::vector<DType>& storage,
-               const ProgramFacts& facts, const std::vector<char>& alone)
-      : program_(program), storage_(storage), facts_(facts), alone_(alone) {}
+               const ProgramFacts& facts, const std::vector<char>& alone,
+               const std::vector<int32_t>& inlined_into)
+      : program_(program),
+        storage_(storage),
+        facts_(facts),
+        alone_(alone),
+        inlined_into_(inlined_into) {}
 
   FusedGroup Build(int32_t root) {
     group_ = FusedGroup{};
@@ -237,7 +283,7 @@ class GroupBuilder {
       bool descended = false;
       while (takes_operands && f.next < in.in.size()) {
         const int32_t b = in.in[f.next];
-        if (!Inlinable(program_, facts_, alone_, b)) {
+        if (!Inlinable(program_, facts_, alone_, inlined_into_, b)) {
           f.operands[f.next++] = LoadNode(b);
           continue;
         }
@@ -290,6 +336,7 @@ class GroupBuilder {
   const std::vector<DType>& storage_;
   const ProgramFacts& facts_;
   const std::vector<char>& alone_;
+  const std::vector<int32_t>& inlined_into_;
   FusedGroup group_;
   std::map<int32_t, int32_t> memo_;   // instruction -> node
   std::map<int32_t, int32_t> loads_;  // buffer -> its kLoad node
@@ -337,7 +384,8 @@ bool Keepable(const DeviceProgram& program, const ProgramFacts& f, FusedGroup& g
 std::vector<FusedGroup> FormGroups(const DeviceProgram& program, const std::vector<DType>& storage,
                                    const ProgramFacts& f, std::vector<char>& alone, bool& changed) {
   std::vector<FusedGroup> groups;
-  GroupBuilder builder(program, storage, f, alone);
+  const std::vector<int32_t> inlined_into = InlinedInto(program, f, alone);
+  GroupBuilder builder(program, storage, f, alone, inlined_into);
   std::vector<int32_t> dropped;
   for (size_t i = 0; i < program.code.size(); ++i) {
     // The ops of a dropped group run alone: each elementwise one as a group of one (every
@@ -345,7 +393,7 @@ std::vector<FusedGroup> FormGroups(const DeviceProgram& program, const std::vect
     if (f.role[i] != Role::kElementwise && f.role[i] != Role::kReduceRoot) continue;
     if (alone[i] && f.role[i] != Role::kElementwise) continue;
     const int32_t out = program.code[i].out;
-    if (Inlinable(program, f, alone, out)) continue;  // a member of a later root's group
+    if (Inlinable(program, f, alone, inlined_into, out)) continue;  // a later root's member
     FusedGroup g = builder.Build(static_cast<int32_t>(i));
     // An elementwise op with no producer to take in is a group of one all the same: its kernel,
     // specialised to its storage types and packed, outruns the generic one. A row reduction

@@ -1,9 +1,13 @@
 // Which instructions of a device program the CUDA runner fuses into one elementwise kernel.
 //
 // A fused group is an elementwise op, or a reduction over trailing dims (its root), and the
-// producers of its operands that exist only to feed it: elementwise ops whose result has one
-// reading instruction, and broadcasts and constants whose every reader is an elementwise op (each
-// reader recomputes them). Every op of a group runs on the float path (kernel_math.h's
+// producers of its operands that exist only to feed it: elementwise ops whose every reading
+// instruction is in the group (as in XLA's loop fusion; a value read twice there is computed
+// once), and broadcasts and constants whose every reader is an elementwise op (each reader's
+// group recomputes them). The groups are found from the consumers back: an elementwise op whose
+// readers are all in one group joins it, else it is a root, so a value read by two groups is
+// stored (nothing is computed twice, across kernels); a reduction takes in an operand that it
+// alone reads. Every op of a group runs on the float path (kernel_math.h's
 // UsesFloatPath: f32 / bf16 / pred values, the same bits as the op alone), and each fused value is
 // rounded to the storage its buffer would have had, so a group computes what its ops computed one
 // by one, bit for bit (a reduction sums its row in double, as the reduce kernels do, in its own

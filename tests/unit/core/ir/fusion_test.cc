@@ -115,15 +115,16 @@ TEST(FusionTest, ASplatReadByTwoChainsDoesNotJoinThem) {
   EXPECT_TRUE(charged[static_cast<size_t>(second)][0]);
 }
 
-// The single-reader model (libalpa's CUDA runner): a value stays in registers only for its one
-// reader; a splat or a broadcast for every elementwise reader; a row reduction takes in a chain
-// only with 2,048 rows or more; exp ending in f32 is not on the runner's float path.
-TEST(FusionTest, SingleReaderFusionKeepsAValueOnlyForItsOneReader) {
+// The single-reader model (libalpa's CUDA runner): a value stays in registers only where its
+// readers are in one kernel (`scaled` is read by two); a splat or a broadcast for every
+// elementwise reader; a row reduction takes in a chain only with 2,048 rows or more; exp ending
+// in f32 is not on the runner's float path.
+TEST(FusionTest, SingleReaderFusionWritesAValueReadByTwoKernels) {
   GraphBuilder b;
   const int32_t x = b.Parameter({4096, 16}, DType::kBF16, TensorRole::kInput, "x");
   const int32_t v = b.Parameter({4096}, DType::kBF16, TensorRole::kInput, "v");
   const int32_t scale = b.Constant(0.5, {4096, 16}, DType::kBF16);
-  const int32_t scaled = b.Mul(x, scale);  // read by two ops: written
+  const int32_t scaled = b.Mul(x, scale);  // read by the sum's kernel and by wide's: written
   const int32_t shifted = b.Sub(scaled, b.BroadcastInDim(v, {4096, 16}, {0}));
   const int32_t e = b.Unary(OpKind::kExp, shifted);  // bf16 exp: inside the sum's kernel
   const int32_t sum = b.ReduceSum(e, {1});           // 4,096 rows: a fused root
@@ -145,6 +146,40 @@ TEST(FusionTest, SingleReaderFusionKeepsAValueOnlyForItsOneReader) {
   EXPECT_TRUE(m[static_cast<size_t>(ef)]);
   // The XLA-style model keeps `scaled` in registers for both readers.
   EXPECT_FALSE(MaterializedResults(g.value())[static_cast<size_t>(scaled)]);
+}
+
+// n = neg(x) is read twice inside z's kernel (by a and by m): computed there once, never
+// written. z is read by two kernels (o1's and o2's): written. The same holds for a chain that
+// ends in a row reduction (n2 read twice inside the sum's kernel).
+TEST(FusionTest, SingleReaderFusionKeepsAValueReadTwiceInOneKernel) {
+  GraphBuilder b;
+  const int32_t x = b.Parameter({4096, 16}, DType::kBF16, TensorRole::kInput, "x");
+  const int32_t y = b.Parameter({4096, 16}, DType::kBF16, TensorRole::kInput, "y");
+  const int32_t n = b.Unary(OpKind::kNeg, x);
+  const int32_t a = b.Add(n, y);
+  const int32_t m = b.Mul(n, y);
+  const int32_t z = b.Mul(a, m);
+  const int32_t o1 = b.Unary(OpKind::kNeg, z);
+  const int32_t o2 = b.Unary(OpKind::kAbs, z);
+  const int32_t n2 = b.Unary(OpKind::kNeg, y);
+  const int32_t sum = b.ReduceSum(b.Mul(n2, b.Add(n2, x)), {1});
+  b.AddOutput(o1);
+  b.AddOutput(o2);
+  b.AddOutput(sum);
+  Result<Graph> g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::vector<bool> written = SingleReaderMaterializedResults(g.value());
+  EXPECT_FALSE(written[static_cast<size_t>(n)]);
+  EXPECT_FALSE(written[static_cast<size_t>(a)]);
+  EXPECT_FALSE(written[static_cast<size_t>(m)]);
+  EXPECT_TRUE(written[static_cast<size_t>(z)]);
+  EXPECT_FALSE(written[static_cast<size_t>(n2)]);
+  EXPECT_TRUE(written[static_cast<size_t>(sum)]);
+  // z's kernel reads y once: a pays for it, m does not.
+  const std::vector<std::vector<bool>> charged = ChargedReads(g.value(), written);
+  EXPECT_TRUE(charged[static_cast<size_t>(n)][0]);
+  EXPECT_TRUE(charged[static_cast<size_t>(a)][1]);
+  EXPECT_FALSE(charged[static_cast<size_t>(m)][1]);
 }
 
 TEST(FusionTest, SingleReaderFusionLeavesFewRowsToTheReduceKernels) {
