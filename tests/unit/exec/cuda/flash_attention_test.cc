@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda_assert.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/flash_attention.h"
 #include "exec/cuda/kernel_math.h"
@@ -516,12 +517,6 @@ TEST(FlashAttentionLaunch, RefusesNullPointers) {
 }
 
 // ---- On a GPU: the real kernels against the host emulation and the reference ----
-
-#define ASSERT_CUDA(expr)                                                  \
-  do {                                                                     \
-    const cudaError_t e_ = (expr);                                         \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_); \
-  } while (0)
 
 // Device copies of a host case's buffers; the views point into device memory.
 class DeviceData {

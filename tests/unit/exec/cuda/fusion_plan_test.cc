@@ -25,6 +25,7 @@
 #include "exec/cuda/storage_policy.h"
 #include "exec/lower/lower_plan.h"
 #include "exec/runtime/tensor_boxes.h"
+#include "lifetime_replay.h"
 #include "support/small_plans.h"
 
 namespace alpa::cuda {
@@ -37,40 +38,6 @@ ProgramSet LowerGpt(
       "gpt:" + shape + ",dtype=" + dtype + ",adam_eps=1e-5", tensor_parallel);
   EXPECT_TRUE(programs.ok()) << programs.status().message();
   return programs.ok() ? std::move(programs).value() : ProgramSet{};
-}
-
-// Runs the program's buffer lifetimes as the runner does with `plan`: an error string for the
-// first read of a buffer that is not live, or of a fused producer's buffer outside its group.
-std::string ReplayLifetimes(const DeviceProgram& p, const FusionPlan& plan) {
-  std::vector<char> live(p.buffers.size(), 0);
-  std::set<int32_t> never;  // buffers of fused producers
-  for (const FusedGroup& g : plan.groups) {
-    for (int32_t m : g.members) never.insert(p.code[static_cast<size_t>(m)].out);
-  }
-  for (size_t b = 0; b < p.buffers.size(); ++b) live[b] = p.buffers[b].persistent ? 1 : 0;
-  for (size_t i = 0; i < p.code.size(); ++i) {
-    if (plan.skip[i]) continue;
-    const Instruction& in = p.code[i];
-    std::vector<int32_t> reads = in.in;
-    if (plan.group_at[i] >= 0) reads = plan.groups[static_cast<size_t>(plan.group_at[i])].inputs;
-    if (in.kind == InstructionKind::kFree) {
-      if (never.count(in.in[0]) != 0)
-        return "instruction " + std::to_string(i) + " frees a fused buffer";
-      live[static_cast<size_t>(in.in[0])] = 0;
-      continue;
-    }
-    for (int32_t b : reads) {
-      if (never.count(b) != 0)
-        return "instruction " + std::to_string(i) + " reads fused buffer " + std::to_string(b);
-      if (!live[static_cast<size_t>(b)]) {
-        return "instruction " + std::to_string(i) + " reads buffer " + std::to_string(b) + " '" +
-               p.buffers[static_cast<size_t>(b)].name + "', which is not live";
-      }
-    }
-    if (in.out >= 0) live[static_cast<size_t>(in.out)] = 1;
-    for (int32_t b : plan.free_after[i]) live[static_cast<size_t>(b)] = 0;
-  }
-  return "";
 }
 
 bool Approximate(const FusedGroup& g) {

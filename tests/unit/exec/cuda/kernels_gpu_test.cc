@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda_assert.h"
 #include "exec/cpu/interpreter.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/dnn_convolution.h"
@@ -30,12 +31,6 @@ namespace cuda {
 namespace {
 
 using kernel_cases::KernelCase;
-
-#define ASSERT_CUDA(expr)                                                  \
-  do {                                                                     \
-    const cudaError_t e_ = (expr);                                         \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_); \
-  } while (0)
 
 // A bump allocator over one device buffer, reset between cases (the tests' tensors are small).
 class Arena {
