@@ -48,11 +48,24 @@ part plan_gpt_layer 60 "$build/bin/alpa" plan --model "$model" --cluster dgx-h10
   -B 1 --remat off -o "$out/gpt_layer_b2.json" -q --deterministic
 part profile_gpt_layer 180 env ALPA_CUDA_PROFILE=1 "$build/bin/alpa" run "$out/gpt_layer_b2.json" \
   --backend cuda --steps 2
-# The same step with the fused attention kernels (opt-in until they have run here): its loss
-# beside the run without them, and its profile.
+# The same step with the fused attention kernels (opt-in until they have run here): its losses
+# against the run without them (the same synthetic data and initial weights; bf16 scores and
+# probabilities against the kernels' f32 ones: within 2 %), and its profile.
 part gpt_layer_flash 180 env ALPA_CUDA_FLASH_ATTENTION=1 "$build/bin/alpa" run \
-  "$out/gpt_layer_b2.json" --backend cuda --steps 4
-part gpt_layer_no_flash 180 "$build/bin/alpa" run "$out/gpt_layer_b2.json" --backend cuda --steps 4
+  "$out/gpt_layer_b2.json" --backend cuda --steps 4 --json
+part gpt_layer_no_flash 180 "$build/bin/alpa" run "$out/gpt_layer_b2.json" --backend cuda \
+  --steps 4 --json
+part flash_losses 10 python3 - "$out/gpt_layer_flash.log" "$out/gpt_layer_no_flash.log" <<'PY'
+import json, sys
+def losses(path):
+    return [json.loads(l)["loss"] for l in open(path) if l.startswith("{")]
+flash, plain = losses(sys.argv[1]), losses(sys.argv[2])
+print("flash", flash, "\nwithout", plain)
+assert flash and len(flash) == len(plain), "missing steps"
+for a, b in zip(flash, plain):
+    assert abs(a - b) <= 0.02 * abs(b), f"losses differ: {a} vs {b}"
+print("losses agree within 2 %")
+PY
 part profile_gpt_layer_flash 180 env ALPA_CUDA_FLASH_ATTENTION=1 ALPA_CUDA_PROFILE=1 \
   "$build/bin/alpa" run "$out/gpt_layer_b2.json" --backend cuda --steps 2
 # Convolutions: a WResNet step (bf16) on cuDNN, then on the direct kernel (ALPA_CUDA_CUDNN=0);
