@@ -70,6 +70,13 @@ struct DeviceTarget {
     return __half_as_ushort(__float2half_rn(v));
   }
 
+  __device__ static void CopyPack(uint16_t* dst, const uint16_t* src) {
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+  }
+  __device__ static void ZeroPack(uint16_t* dst) {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
+  }
+
   __device__ void Zero(Accumulator& c) const { wmma::fill_fragment(c, 0.0f); }
   __device__ void Load(Accumulator& c, const float* p, int ld) const {
     wmma::load_matrix_sync(c, p, static_cast<unsigned>(ld), wmma::mem_row_major);

@@ -34,6 +34,11 @@ struct AttentionView {
   int64_t stride[4] = {0, 0, 0, 0};
 };
 
+// Whether the kernels read `view`'s rows 16 bytes at a time: head_dim contiguous (stride[3] 1),
+// the other strides multiples of 8 elements and the address 16-byte aligned; else one element
+// at a time (the same values either way).
+bool AttentionViewPacked(const AttentionView& view, int64_t head_dim);
+
 struct AttentionShape {
   int64_t batch = 1, heads = 1, q_seq = 0, k_seq = 0, head_dim = 0;
   DType storage = DType::kBF16;  // of every view: bf16 or f16

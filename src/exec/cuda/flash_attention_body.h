@@ -8,6 +8,7 @@
 //   void Sync()                            every thread of the block waits for the others
 //   static float Decode(S, uint16_t)       a 16-bit storage element as float (S: the storage tag)
 //   static uint16_t Encode(S, float)       rounded to nearest even
+//   static CopyPack(dst, src), ZeroPack(dst)  8 elements (16 bytes, both 16-byte aligned)
 //   Accumulator, MatrixA<S, L>, MatrixB<S, L>   16x16 tiles held by a warp (L: the memory layout)
 //   Zero(acc), Load(acc, p, ld), Store(p, ld, acc), LoadOperand(S, frag, p, ld), Mma(acc, a, b)
 //                                          WMMA's fill / load / store / mma_sync: every thread of
@@ -49,6 +50,7 @@ constexpr int kAttentionWarpSize = 32;
 constexpr int kAttentionFragment = 16;                                // WMMA's m = n = k
 constexpr int kAttentionSteps = kAttentionTile / kAttentionFragment;  // 16-tiles across a tile
 constexpr int kAttentionMaxHeadDim = 128;
+constexpr int kAttentionPack = 8;  // 16-bit elements per 16-byte load
 constexpr int kAttentionMaxDimTiles = kAttentionMaxHeadDim / kAttentionFragment;
 // Leading dimensions (elements) of the shared tiles; the padding staggers the rows across memory
 // banks, and keeps each 16 x 16 tile 32-byte aligned (WMMA's rule).
@@ -77,6 +79,8 @@ ALPA_HD int ElementAt(int row, int col, int ld) {
 struct AttentionTensor {
   uint16_t* data = nullptr;
   int64_t stride[4] = {0, 0, 0, 0};
+  // Rows read 8 elements (16 bytes) at a time: AttentionViewPacked.
+  bool packed = false;
 };
 
 struct AttentionParams {
@@ -89,10 +93,11 @@ struct AttentionParams {
   bool causal = false;
 };
 
-inline AttentionTensor TensorOf(const AttentionView& view) {
+inline AttentionTensor TensorOf(const AttentionView& view, int64_t head_dim) {
   AttentionTensor t;
   t.data = static_cast<uint16_t*>(view.data);
   for (int i = 0; i < 4; ++i) t.stride[i] = view.stride[i];
+  t.packed = AttentionViewPacked(view, head_dim);
   return t;
 }
 
@@ -110,24 +115,24 @@ inline AttentionParams ParamsOf(const AttentionShape& shape) {
 
 inline AttentionParams ForwardParamsOf(const AttentionForwardArgs& args) {
   AttentionParams p = ParamsOf(args.shape);
-  p.q = TensorOf(args.q);
-  p.k = TensorOf(args.k);
-  p.v = TensorOf(args.v);
-  p.o = TensorOf(args.o);
+  p.q = TensorOf(args.q, args.shape.head_dim);
+  p.k = TensorOf(args.k, args.shape.head_dim);
+  p.v = TensorOf(args.v, args.shape.head_dim);
+  p.o = TensorOf(args.o, args.shape.head_dim);
   p.lse = args.lse;
   return p;
 }
 
 inline AttentionParams BackwardParamsOf(const AttentionBackwardArgs& args) {
   AttentionParams p = ParamsOf(args.shape);
-  p.q = TensorOf(args.q);
-  p.k = TensorOf(args.k);
-  p.v = TensorOf(args.v);
-  p.o = TensorOf(args.o);
-  p.d_o = TensorOf(args.d_o);
-  p.dq = TensorOf(args.dq);
-  p.dk = TensorOf(args.dk);
-  p.dv = TensorOf(args.dv);
+  p.q = TensorOf(args.q, args.shape.head_dim);
+  p.k = TensorOf(args.k, args.shape.head_dim);
+  p.v = TensorOf(args.v, args.shape.head_dim);
+  p.o = TensorOf(args.o, args.shape.head_dim);
+  p.d_o = TensorOf(args.d_o, args.shape.head_dim);
+  p.dq = TensorOf(args.dq, args.shape.head_dim);
+  p.dk = TensorOf(args.dk, args.shape.head_dim);
+  p.dv = TensorOf(args.dv, args.shape.head_dim);
   p.lse = const_cast<float*>(args.lse);  // read only by the backward
   p.row_dot = static_cast<float*>(args.scratch);
   return p;
@@ -257,6 +262,20 @@ template <class Target>
 ALPA_ATTENTION_BODY void LoadRowTile(const Target& t, uint16_t* tile, const AttentionTensor& src,
                                      int64_t base, int64_t row0, int64_t rows, int head_dim) {
   const int ld = RowTileLd(head_dim);
+  if (src.packed) {  // 16-byte packs: the tile's rows are 16-byte aligned too (ld % 8 == 0)
+    const int packs = head_dim / kAttentionPack;
+    for (int e = t.Thread(); e < kAttentionTile * packs; e += kAttentionThreads) {
+      const int r = e / packs, d = (e % packs) * kAttentionPack;
+      const int64_t row = row0 + r;
+      uint16_t* to = tile + r * ld + d;
+      if (row < rows) {
+        Target::CopyPack(to, src.data + base + row * src.stride[2] + d);
+      } else {
+        Target::ZeroPack(to);
+      }
+    }
+    return;
+  }
   for (int e = t.Thread(); e < kAttentionTile * head_dim; e += kAttentionThreads) {
     const int r = e / head_dim, d = e % head_dim;
     const int64_t row = row0 + r;

@@ -104,6 +104,10 @@ class HostTarget {
   static float Decode(F16Storage, uint16_t bits) {
     return static_cast<float>(DecodeFloat(bits, kF16Format));
   }
+  static void CopyPack(uint16_t* dst, const uint16_t* src) {
+    std::memcpy(dst, src, kAttentionPack * sizeof(uint16_t));
+  }
+  static void ZeroPack(uint16_t* dst) { std::memset(dst, 0, kAttentionPack * sizeof(uint16_t)); }
   static uint16_t Encode(Bf16Storage, float v) { return Bf16BitsOf(v); }
   static uint16_t Encode(F16Storage, float v) {
     return static_cast<uint16_t>(EncodeFloat(static_cast<double>(v), kF16Format));

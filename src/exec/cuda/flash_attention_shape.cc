@@ -11,6 +11,14 @@
 namespace alpa {
 namespace cuda {
 
+bool AttentionViewPacked(const AttentionView& view, int64_t head_dim) {
+  if (view.stride[3] != 1 || head_dim % kAttentionPack != 0) return false;
+  for (int i = 0; i < 3; ++i) {
+    if (view.stride[i] % kAttentionPack != 0) return false;
+  }
+  return reinterpret_cast<uintptr_t>(view.data) % (kAttentionPack * sizeof(uint16_t)) == 0;
+}
+
 std::string AttentionUnsupportedReason(const AttentionShape& shape) {
   if (shape.storage != DType::kBF16 && shape.storage != DType::kF16) {
     return std::string("storage ") + DTypeName(shape.storage) + " is not bf16 or f16";

@@ -373,6 +373,43 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionOnHost, ::testing::ValuesIn(Cases
                            return param.param.name;
                          });
 
+// Each tensor moved one element later in its buffer (the views 2 bytes off 16-byte alignment)
+// against the same tensors aligned: the rows are read one element at a time instead of in
+// 16-byte packs (AttentionViewPacked), and every output bit is the same.
+TEST(FlashAttentionOnHost, PackedAndElementwiseReadsGiveTheSameBits) {
+  const AttentionCase c = Case("packs", DType::kBF16, kCausal, 2, 3, 70, 70, 32, kStrided);
+  AttentionData aligned(c), shifted(c);
+  Tensor* const tensors[] = {&shifted.q,   &shifted.k,  &shifted.v,  &shifted.o,
+                             &shifted.d_o, &shifted.dq, &shifted.dk, &shifted.dv};
+  for (Tensor* t : tensors) t->bits.insert(t->bits.begin(), kUnwritten);
+  auto moved = [](AttentionView v) {
+    v.data = static_cast<uint16_t*>(v.data) + 1;
+    return v;
+  };
+  AttentionForwardArgs fa = aligned.Forward(c), fs = shifted.Forward(c);
+  fs.q = moved(fs.q), fs.k = moved(fs.k), fs.v = moved(fs.v), fs.o = moved(fs.o);
+  EXPECT_TRUE(AttentionViewPacked(fa.q, c.head_dim));
+  EXPECT_TRUE(AttentionViewPacked(fa.k, c.head_dim));
+  EXPECT_FALSE(AttentionViewPacked(fs.q, c.head_dim));
+  ASSERT_TRUE(RunAttentionForwardOnHost(fa).ok());
+  ASSERT_TRUE(RunAttentionForwardOnHost(fs).ok());
+  AttentionBackwardArgs ba = aligned.Backward(c), bs = shifted.Backward(c);
+  bs.q = moved(bs.q), bs.k = moved(bs.k), bs.v = moved(bs.v), bs.o = moved(bs.o);
+  bs.d_o = moved(bs.d_o), bs.dq = moved(bs.dq), bs.dk = moved(bs.dk), bs.dv = moved(bs.dv);
+  ASSERT_TRUE(RunAttentionBackwardOnHost(ba).ok());
+  ASSERT_TRUE(RunAttentionBackwardOnHost(bs).ok());
+  EXPECT_EQ(aligned.lse, shifted.lse);
+  const Tensor* const outputs[][2] = {{&aligned.o, &shifted.o},
+                                      {&aligned.dq, &shifted.dq},
+                                      {&aligned.dk, &shifted.dk},
+                                      {&aligned.dv, &shifted.dv}};
+  for (const auto& pair : outputs) {
+    const std::vector<uint16_t>& a = pair[0]->bits;
+    const std::vector<uint16_t> b(pair[1]->bits.begin() + 1, pair[1]->bits.end());
+    EXPECT_EQ(a, b);
+  }
+}
+
 TEST(FlashAttentionOnHost, CausalRowsIgnoreLaterKeysExactly) {
   // Changing the last key and value changes no output row but the last one, bit for bit.
   const AttentionCase c = Case("causal", DType::kBF16, kCausal, 1, 1, 70, 70, 32, kDense);
