@@ -5,126 +5,18 @@
 #include "exec/cuda/attention_plan.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <string>
 
-#include "exec/cuda/kernel_math.h"
-#include "exec/cuda/op_rounding.h"
+#include "exec/cuda/attention_matcher.h"
+#include "exec/cuda/attention_views.h"
+#include "exec/cuda/contraction_body.h"
+#include "exec/cuda/strided_index.h"
 #include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
 namespace cuda {
 namespace {
-
-// What a dim of a region's buffer stands for.
-enum class Label : int8_t { kBatch0, kBatch1, kQuery, kKey, kHead, kUnknown };
-using Labels = std::vector<Label>;
-
-struct ProgramIndex {
-  std::vector<int32_t> writer;                // per buffer: its one writing kRun, else -1
-  std::vector<std::vector<int32_t>> readers;  // per buffer: reading instructions (no kFree)
-  std::vector<int32_t> write_count;           // per buffer
-  std::vector<int32_t> last_write;            // per buffer: its last writing instruction, or -1
-  std::vector<int32_t> free_at;               // per buffer: its kFree, or -1
-};
-
-ProgramIndex IndexProgram(const DeviceProgram& program) {
-  ProgramIndex x;
-  const size_t buffers = program.buffers.size();
-  x.writer.assign(buffers, -1);
-  x.readers.assign(buffers, {});
-  x.write_count.assign(buffers, 0);
-  x.last_write.assign(buffers, -1);
-  x.free_at.assign(buffers, -1);
-  for (size_t i = 0; i < program.code.size(); ++i) {
-    const Instruction& in = program.code[i];
-    const int32_t at = static_cast<int32_t>(i);
-    if (in.kind == InstructionKind::kFree) {
-      x.free_at[static_cast<size_t>(in.in[0])] = at;
-      continue;
-    }
-    for (int32_t b : in.in) {
-      std::vector<int32_t>& r = x.readers[static_cast<size_t>(b)];
-      if (r.empty() || r.back() != at) r.push_back(at);
-    }
-    if (in.out < 0) continue;
-    ++x.write_count[static_cast<size_t>(in.out)];
-    x.last_write[static_cast<size_t>(in.out)] = at;
-    x.writer[static_cast<size_t>(in.out)] = in.kind == InstructionKind::kRun ? at : -1;
-  }
-  for (size_t b = 0; b < buffers; ++b) {
-    if (x.write_count[b] != 1 || program.buffers[b].persistent) x.writer[b] = -1;
-  }
-  return x;
-}
-
-// Walks the program's instructions as the attention's ops: each accessor answers "no" (-1, a
-// null op) for anything that is not a rounded kRun with one writer.
-class Matcher {
- public:
-  Matcher(const DeviceProgram& program, const std::vector<DType>& storage)
-      : program_(program), storage_(storage), index_(IndexProgram(program)) {}
-
-  const DeviceProgram& program() const { return program_; }
-  const ProgramIndex& index() const { return index_; }
-  DType storage(int32_t b) const { return storage_[static_cast<size_t>(b)]; }
-  const Dims& shape(int32_t b) const { return program_.buffers[static_cast<size_t>(b)].shape; }
-  const Instruction& at(int32_t i) const { return program_.code[static_cast<size_t>(i)]; }
-  const std::vector<int32_t>& readers(int32_t b) const {
-    return index_.readers[static_cast<size_t>(b)];
-  }
-
-  // The op of the instruction writing buffer b, when it is a rounded kRun of `kind`.
-  const Op* Producer(int32_t b, OpKind kind, int32_t* instruction = nullptr) const {
-    if (b < 0) return nullptr;
-    const int32_t w = index_.writer[static_cast<size_t>(b)];
-    if (w < 0) return nullptr;
-    const Op* op = RunOf(w, kind);
-    if (op != nullptr && instruction != nullptr) *instruction = w;
-    return op;
-  }
-  // The op of instruction i, when it is a rounded kRun of `kind`.
-  const Op* RunOf(int32_t i, OpKind kind) const {
-    const Instruction& in = at(i);
-    if (in.kind != InstructionKind::kRun || !in.round || in.out < 0) return nullptr;
-    const Op& op = LocalOpOf(program_, in);
-    return op.kind == kind ? &op : nullptr;
-  }
-  // The only reader of buffer b, when b has one and it is a rounded kRun of `kind`; -1 else.
-  int32_t OnlyReader(int32_t b, OpKind kind) const {
-    const std::vector<int32_t>& r = readers(b);
-    if (r.size() != 1 || RunOf(r[0], kind) == nullptr) return -1;
-    return r[0];
-  }
-  // The stored value of a constant buffer (as the op's storage holds it), or nullopt-like NaN.
-  bool ConstantValue(int32_t b, float* value) const {
-    int32_t w = -1;
-    const Op* op = Producer(b, OpKind::kConstant, &w);
-    if (op == nullptr) return false;
-    const OutputRounding rounding = ForStorage(RoundingFor(*op, true), storage(b));
-    unsigned char element[8] = {};
-    StoreElement(element, storage(b), 0, FinishValue(op->attrs.value, rounding));
-    *value = LoadFloat(element, storage(b), 0);
-    return true;
-  }
-
- private:
-  const DeviceProgram& program_;
-  const std::vector<DType>& storage_;
-  ProgramIndex index_;
-};
-
-// The dims of `rank` not named in `a` or `b`, ascending.
-std::vector<int64_t> FreeDims(size_t rank, const std::vector<int64_t>& a,
-                              const std::vector<int64_t>& b) {
-  std::vector<int64_t> free;
-  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d) {
-    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end())
-      free.push_back(d);
-  }
-  return free;
-}
 
 // A dot_general's operands and dims seen from one side: `mine` is operand `side` (0 lhs).
 struct DotSide {
@@ -147,8 +39,10 @@ bool SideOf(const Matcher& m, int32_t i, const Op& op, int32_t buffer, DotSide* 
   s->other_batch = lhs ? d.rhs_batch : d.lhs_batch;
   s->my_contracting = lhs ? d.lhs_contracting : d.rhs_contracting;
   s->other_contracting = lhs ? d.rhs_contracting : d.lhs_contracting;
-  s->my_free = FreeDims(m.shape(buffer).size(), s->my_batch, s->my_contracting);
-  s->other_free = FreeDims(m.shape(s->other).size(), s->other_batch, s->other_contracting);
+  s->my_free =
+      FreeDimsOf(static_cast<int64_t>(m.shape(buffer).size()), s->my_batch, s->my_contracting);
+  s->other_free = FreeDimsOf(static_cast<int64_t>(m.shape(s->other).size()), s->other_batch,
+                             s->other_contracting);
   return true;
 }
 
@@ -216,8 +110,7 @@ bool OperandOf(int32_t buffer, const Dims& shape, const Labels& labels, Label se
                AttentionOperand* out) {
   const Label want[4] = {Label::kBatch0, Label::kBatch1, seq, Label::kHead};
   size_t found = 0;
-  std::vector<int64_t> stride(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) stride[d - 1] = stride[d] * shape[d];
+  const Dims stride = DenseStrides(shape);
   out->buffer = buffer;
   for (int k = 0; k < 4; ++k) {
     const int64_t d = DimOf(labels, want[k]);
@@ -275,15 +168,6 @@ bool BroadcastsRow(const Matcher& m, int32_t i, int32_t row, const Labels& to) {
     if (d != key) want.push_back(d);
   }
   return key >= 0 && op->attrs.dims == want;
-}
-
-// The one operand of binary instruction i that is not `x`, or -1 when neither or both are x.
-int32_t OtherOperand(const Matcher& m, int32_t i, int32_t x) {
-  const std::vector<int32_t>& in = m.at(i).in;
-  if (in.size() != 2 || in[0] == in[1]) return -1;
-  if (in[0] == x) return in[1];
-  if (in[1] == x) return in[0];
-  return -1;
 }
 
 // Whether instruction i reduces `x` (labels) over its key dim alone.
@@ -441,7 +325,6 @@ bool MatchForward(const Matcher& m, int32_t i, Forward& f) {
 struct Backward {
   AttentionOperand d_o, dq, dk, dv;
   std::vector<int32_t> members, support;
-  std::vector<int32_t> outputs;  // the dV, dQ and dK products
 };
 
 // dV = P^T dO (or dO^T P): the reader of P contracting its query dim; labels dO (`d_o`).
@@ -455,7 +338,6 @@ bool MatchValueGradient(const Matcher& m, int32_t i, const Forward& f, Labels* d
   }
   const int32_t out = m.at(i).out;
   b.members.push_back(i);
-  b.outputs.push_back(i);
   return OperandOf(out, m.shape(out), DotResultLabels(s, f.s, *d_o), Label::kKey, &b.dv);
 }
 
@@ -495,7 +377,6 @@ bool MatchInputGradients(const Matcher& m, int32_t ds, const Forward& f, Backwar
       return false;
     }
     b.members.push_back(i);
-    b.outputs.push_back(i);
   }
   return found_q && found_k;
 }
@@ -663,230 +544,6 @@ bool WrittenOnce(const Matcher& m, const AttentionRegion& r) {
     if (x.write_count[static_cast<size_t>(b)] != 1) return false;
   }
   return true;
-}
-
-// ---- Views through the fused QKV buffer ----
-
-std::vector<int64_t> RowMajorStrides(const Dims& shape) {
-  std::vector<int64_t> stride(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) stride[d - 1] = stride[d] * shape[d];
-  return stride;
-}
-
-// The dims of `shape` larger than 1, in order.
-std::vector<int64_t> WideDims(const Dims& shape) {
-  std::vector<int64_t> wide;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] > 1) wide.push_back(static_cast<int64_t>(d));
-  }
-  return wide;
-}
-
-// Where a view's dims sit, as dims of its buffer (-1: a label of extent 1, or absent).
-struct DimView {
-  int32_t buffer = -1;
-  int64_t offset = 0;
-  int64_t dim[4] = {-1, -1, -1, -1};
-};
-
-// The dims behind operand x's strides in buffer shape `shape`: for each label, the dim of size
-// above 1 whose row-major stride it is (a label of extent 1 has none: its index is always 0).
-DimView DimsOf(const AttentionOperand& x, const Dims& shape) {
-  DimView v;
-  v.buffer = x.buffer;
-  v.offset = x.offset;
-  const std::vector<int64_t> stride = RowMajorStrides(shape);
-  for (int k = 0; k < 4; ++k) {
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] > 1 && x.stride[k] != 0 && stride[d] == x.stride[k])
-        v.dim[k] = static_cast<int64_t>(d);
-    }
-  }
-  return v;
-}
-
-AttentionOperand OperandOfDims(const DimView& v, const Dims& shape) {
-  AttentionOperand x;
-  x.buffer = v.buffer;
-  x.offset = v.offset;
-  const std::vector<int64_t> stride = RowMajorStrides(shape);
-  for (int k = 0; k < 4; ++k)
-    x.stride[k] = v.dim[k] < 0 ? 0 : stride[static_cast<size_t>(v.dim[k])];
-  return x;
-}
-
-// Moves v's dims through a reshape that only adds or drops dims of size 1 (from -> to): the
-// k-th wide dim of `from` is the k-th of `to`. False for any other reshape.
-bool ThroughUnitReshape(const Dims& from, const Dims& to, DimView& v) {
-  const std::vector<int64_t> a = WideDims(from), b = WideDims(to);
-  if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (from[static_cast<size_t>(a[k])] != to[static_cast<size_t>(b[k])]) return false;
-  }
-  for (int64_t& d : v.dim) {
-    if (d < 0) continue;
-    const auto at = std::find(a.begin(), a.end(), d);
-    d = b[static_cast<size_t>(at - a.begin())];
-  }
-  return true;
-}
-
-// An input of the region (its writer a reshape of a slice of X, both read by the region alone)
-// seen in X; `added` gets the slice and the reshape. False leaves x as it was.
-bool InputThroughSlice(const Matcher& m, const std::vector<int32_t>& members, AttentionOperand* x,
-                       std::vector<int32_t>* added) {
-  auto only_members = [&](int32_t b) {
-    for (int32_t r : m.readers(b)) {
-      if (!std::binary_search(members.begin(), members.end(), r)) return false;
-    }
-    return true;
-  };
-  int32_t reshape_at = -1, slice_at = -1;
-  if (m.Producer(x->buffer, OpKind::kReshape, &reshape_at) == nullptr || !only_members(x->buffer))
-    return false;
-  const int32_t sliced = m.at(reshape_at).in[0];
-  const Op* slice = m.Producer(sliced, OpKind::kSlice, &slice_at);
-  if (slice == nullptr || m.readers(sliced).size() != 1) return false;
-  for (int64_t s : slice->attrs.strides) {
-    if (s != 1) return false;
-  }
-  const int32_t whole = m.at(slice_at).in[0];
-  const Dims& whole_shape = m.shape(whole);
-  if (slice->attrs.starts.size() != whole_shape.size()) return false;
-  DimView v = DimsOf(*x, m.shape(x->buffer));
-  if (!ThroughUnitReshape(m.shape(x->buffer), m.shape(sliced), v)) return false;
-  // The slice keeps every dim's index (a box of X): the same dims, shifted by its starts.
-  const std::vector<int64_t> stride = RowMajorStrides(whole_shape);
-  v.buffer = whole;
-  for (size_t d = 0; d < whole_shape.size(); ++d) v.offset += slice->attrs.starts[d] * stride[d];
-  *x = OperandOfDims(v, whole_shape);
-  added->insert(added->end(), {reshape_at, slice_at});
-  return true;
-}
-
-// The zero pad of an output (through a transpose and a unit reshape, each its one reader): the
-// view of the pad's result, and the instructions on the way.
-bool OutputThroughPad(const Matcher& m, AttentionOperand* x, int32_t* pad_at,
-                      std::vector<int32_t>* added) {
-  DimView v = DimsOf(*x, m.shape(x->buffer));
-  int32_t b = x->buffer;
-  const int32_t transpose_at = m.OnlyReader(b, OpKind::kTranspose);
-  if (transpose_at >= 0) {
-    const Op* t = m.RunOf(transpose_at, OpKind::kTranspose);
-    for (int64_t& d : v.dim) {  // result dim j is operand dim perm[j]
-      if (d < 0) continue;
-      const auto at = std::find(t->attrs.dims.begin(), t->attrs.dims.end(), d);
-      if (at == t->attrs.dims.end()) return false;
-      d = at - t->attrs.dims.begin();
-    }
-    added->push_back(transpose_at);
-    b = m.at(transpose_at).out;
-  }
-  const int32_t reshape_at = m.OnlyReader(b, OpKind::kReshape);
-  if (reshape_at >= 0) {
-    if (!ThroughUnitReshape(m.shape(b), m.shape(m.at(reshape_at).out), v)) return false;
-    added->push_back(reshape_at);
-    b = m.at(reshape_at).out;
-  }
-  *pad_at = m.OnlyReader(b, OpKind::kPad);
-  if (*pad_at < 0) return false;
-  const Op* pad = m.RunOf(*pad_at, OpKind::kPad);
-  const Dims& padded = m.shape(m.at(*pad_at).out);
-  if (pad->attrs.value != 0.0 || pad->attrs.padding_lo.size() != padded.size()) return false;
-  for (size_t d = 0; d < padded.size(); ++d) {
-    if (pad->attrs.padding_lo[d] < 0 || pad->attrs.padding_hi[d] < 0) return false;
-    if (!pad->attrs.padding_interior.empty() && pad->attrs.padding_interior[d] != 0) return false;
-  }
-  const std::vector<int64_t> stride = RowMajorStrides(padded);
-  v.buffer = m.at(*pad_at).out;
-  v.offset = 0;
-  for (size_t d = 0; d < padded.size(); ++d) v.offset += pad->attrs.padding_lo[d] * stride[d];
-  *x = OperandOfDims(v, padded);
-  added->push_back(*pad_at);
-  return true;
-}
-
-// The sum of the three pads (adds read once each, in any nesting): its root's buffer, with the
-// adds in `added`. The pads' boxes must tile the sum's buffer (disjoint, every element once).
-int32_t SumOfPads(const Matcher& m, const int32_t (&pads)[3], std::vector<int32_t>* added) {
-  std::vector<int32_t> values = {m.at(pads[0]).out, m.at(pads[1]).out, m.at(pads[2]).out};
-  std::vector<int32_t> adds;
-  // Joins two values whose one reader is the same add, until one is left.
-  while (values.size() > 1) {
-    bool joined = false;
-    for (size_t a = 0; a < values.size() && !joined; ++a) {
-      const int32_t first = values[a];
-      const int32_t add_at = m.OnlyReader(first, OpKind::kAdd);
-      if (add_at < 0) return -1;
-      const int32_t other = OtherOperand(m, add_at, first);
-      if (std::find(values.begin(), values.end(), other) == values.end()) continue;
-      if (m.readers(other).size() != 1) return -1;
-      values.erase(std::remove_if(values.begin(), values.end(),
-                                  [&](int32_t x) { return x == first || x == other; }),
-                   values.end());
-      values.push_back(m.at(add_at).out);
-      adds.push_back(add_at);
-      joined = true;
-    }
-    if (!joined) return -1;
-  }
-  // The boxes: every pad's unpadded box, disjoint, covering the sum.
-  const Dims& sum = m.shape(values[0]);
-  int64_t covered = 0;
-  std::vector<std::vector<int64_t>> lo, hi;
-  for (int32_t at : pads) {
-    const Op* pad = m.RunOf(at, OpKind::kPad);
-    const Dims& inner = m.shape(m.at(at).in[0]);
-    if (m.shape(m.at(at).out) != sum) return -1;
-    std::vector<int64_t> l(sum.size()), h(sum.size());
-    for (size_t d = 0; d < sum.size(); ++d) {
-      l[d] = pad->attrs.padding_lo[d];
-      h[d] = l[d] + inner[d];
-    }
-    for (size_t k = 0; k < lo.size(); ++k) {
-      bool overlap = true;
-      for (size_t d = 0; d < sum.size(); ++d)
-        overlap = overlap && l[d] < hi[k][d] && lo[k][d] < h[d];
-      if (overlap) return -1;
-    }
-    lo.push_back(l);
-    hi.push_back(h);
-    covered += ElementCountOf(inner);
-  }
-  if (covered != ElementCountOf(sum)) return -1;
-  added->insert(added->end(), adds.begin(), adds.end());
-  return values[0];
-}
-
-// Reads Q, K and V in the fused QKV buffer, and writes dQ, dK and dV into the sum of their pads,
-// where the program has them so (attention_plan.h); each look-through is all or nothing.
-void LookThroughQkv(const Matcher& m, bool backward, AttentionRegion& r) {
-  std::vector<int32_t> added;
-  AttentionOperand q = r.q, k = r.k, v = r.v;
-  if (InputThroughSlice(m, r.members, &q, &added) && InputThroughSlice(m, r.members, &k, &added) &&
-      InputThroughSlice(m, r.members, &v, &added)) {
-    r.q = q;
-    r.k = k;
-    r.v = v;
-    r.members.insert(r.members.end(), added.begin(), added.end());
-    std::sort(r.members.begin(), r.members.end());
-  }
-  if (!backward) return;
-  added.clear();
-  AttentionOperand out[3] = {r.dq, r.dk, r.dv};
-  int32_t pads[3] = {-1, -1, -1};
-  for (int i = 0; i < 3; ++i) {
-    if (!OutputThroughPad(m, &out[i], &pads[i], &added)) return;
-  }
-  const int32_t sum = SumOfPads(m, pads, &added);
-  if (sum < 0) return;
-  // Each pad's view becomes the same view of the sum (the pads' shapes equal the sum's).
-  for (AttentionOperand& x : out) x.buffer = sum;
-  r.dq = out[0];
-  r.dk = out[1];
-  r.dv = out[2];
-  r.members.insert(r.members.end(), added.begin(), added.end());
-  std::sort(r.members.begin(), r.members.end());
 }
 
 }  // namespace
