@@ -18,9 +18,15 @@ namespace alpa {
 namespace cuda {
 namespace {
 
+std::vector<int32_t> Unique(std::vector<int32_t> buffers) {
+  std::sort(buffers.begin(), buffers.end());
+  buffers.erase(std::unique(buffers.begin(), buffers.end()), buffers.end());
+  return buffers;
+}
+
 // A dot_general's operands and dims seen from one side: `mine` is operand `side` (0 lhs).
 struct DotSide {
-  int32_t mine = -1, other = -1;
+  int32_t other = -1;
   std::vector<int64_t> my_batch, other_batch, my_contracting, other_contracting;
   std::vector<int64_t> my_free, other_free;
   int side = 0;
@@ -33,7 +39,6 @@ bool SideOf(const Matcher& m, int32_t i, const Op& op, int32_t buffer, DotSide* 
   s->side = in.in[0] == buffer ? 0 : (in.in[1] == buffer ? 1 : -1);
   if (s->side < 0 || in.in[0] == in.in[1]) return false;
   const bool lhs = s->side == 0;
-  s->mine = buffer;
   s->other = in.in[lhs ? 1 : 0];
   s->my_batch = lhs ? d.lhs_batch : d.rhs_batch;
   s->other_batch = lhs ? d.rhs_batch : d.lhs_batch;
@@ -177,6 +182,29 @@ bool ReducesKeys(const Matcher& m, int32_t i, OpKind kind, int32_t x, const Labe
          op->attrs.dims == std::vector<int64_t>{DimOf(labels, Label::kKey)};
 }
 
+// Whether instruction `mul_at` multiplies `x` by a constant; its stored value in `value`, its
+// writer in `support`.
+bool MatchScale(const Matcher& m, int32_t mul_at, int32_t x, float* value,
+                std::vector<int32_t>* support) {
+  const int32_t c = OtherOperand(m, mul_at, x);
+  if (c < 0 || !m.ConstantValue(c, value)) return false;
+  support->push_back(m.index().writer[static_cast<size_t>(c)]);
+  return true;
+}
+
+// Whether instruction `select_at` is select(causal mask, x, constant) over values of `labels`;
+// the constant's stored value in `fill`, the mask's and the constant's writers in `support`.
+bool MatchCausalSelect(const Matcher& m, int32_t select_at, int32_t x, const Labels& labels,
+                       float* fill, std::vector<int32_t>* support) {
+  const Instruction& sel = m.at(select_at);
+  if (sel.in.size() != 3 || sel.in[1] != x || !m.ConstantValue(sel.in[2], fill) ||
+      !IsCausalMask(m, sel.in[0], labels, support)) {
+    return false;
+  }
+  support->push_back(m.index().writer[static_cast<size_t>(sel.in[2])]);
+  return true;
+}
+
 struct Forward {
   AttentionRegion region;
   Labels q, k, v, s;                        // the labels of Q, K, V and of the score-sized values
@@ -211,28 +239,23 @@ bool MatchScores(const Matcher& m, int32_t i, Forward& f, int32_t* scores) {
   f.members.push_back(i);
   int32_t x = in.out;
   // S *= c.
-  const std::vector<int32_t>& r = m.readers(x);
-  if (r.size() == 1 && m.RunOf(r[0], OpKind::kMul) != nullptr) {
-    const int32_t c = OtherOperand(m, r[0], x);
-    if (c < 0 || !m.ConstantValue(c, &f.region.shape.scale)) return false;
+  const int32_t mul_at = m.OnlyReader(x, OpKind::kMul);
+  if (mul_at >= 0) {
+    if (!MatchScale(m, mul_at, x, &f.region.shape.scale, &f.support)) return false;
     f.scaled = true;
-    f.members.push_back(r[0]);
-    f.support.push_back(m.index().writer[static_cast<size_t>(c)]);
-    x = m.at(r[0]).out;
+    f.members.push_back(mul_at);
+    x = m.at(mul_at).out;
   }
   // select(causal, S, fill).
-  const std::vector<int32_t>& r2 = m.readers(x);
-  if (r2.size() == 1 && m.RunOf(r2[0], OpKind::kSelect) != nullptr) {
-    const Instruction& sel = m.at(r2[0]);
+  const int32_t select_at = m.OnlyReader(x, OpKind::kSelect);
+  if (select_at >= 0) {
     float fill = 0.0f;
-    if (sel.in.size() != 3 || sel.in[1] != x || !m.ConstantValue(sel.in[2], &fill) ||
-        !(fill <= -1000.0f) || !IsCausalMask(m, sel.in[0], f.s, &f.support)) {
+    if (!MatchCausalSelect(m, select_at, x, f.s, &fill, &f.support) || !(fill <= -1000.0f)) {
       return false;
     }
     f.region.shape.causal = true;
-    f.members.push_back(r2[0]);
-    f.support.push_back(m.index().writer[static_cast<size_t>(sel.in[2])]);
-    x = sel.out;
+    f.members.push_back(select_at);
+    x = m.at(select_at).out;
   }
   *scores = x;
   return true;
@@ -385,26 +408,23 @@ bool MatchInputGradients(const Matcher& m, int32_t ds, const Forward& f, Backwar
 bool MatchScoreGradient(const Matcher& m, int32_t de, const Forward& f, Backward& b) {
   int32_t x = de;
   if (f.region.shape.causal) {
-    const int32_t sel_at = m.OnlyReader(x, OpKind::kSelect);
-    if (sel_at < 0) return false;
-    const Instruction& sel = m.at(sel_at);
+    const int32_t select_at = m.OnlyReader(x, OpKind::kSelect);
     float zero = 1.0f;
-    if (sel.in.size() != 3 || sel.in[1] != x || !m.ConstantValue(sel.in[2], &zero) ||
-        zero != 0.0f || !IsCausalMask(m, sel.in[0], f.s, &b.support)) {
+    if (select_at < 0 || !MatchCausalSelect(m, select_at, x, f.s, &zero, &b.support) ||
+        zero != 0.0f) {
       return false;
     }
-    b.members.push_back(sel_at);
-    b.support.push_back(m.index().writer[static_cast<size_t>(sel.in[2])]);
-    x = sel.out;
+    b.members.push_back(select_at);
+    x = m.at(select_at).out;
   }
   if (f.scaled) {
     const int32_t mul_at = m.OnlyReader(x, OpKind::kMul);
-    if (mul_at < 0) return false;
     float scale = 0.0f;
-    const int32_t c = OtherOperand(m, mul_at, x);
-    if (c < 0 || !m.ConstantValue(c, &scale) || scale != f.region.shape.scale) return false;
+    if (mul_at < 0 || !MatchScale(m, mul_at, x, &scale, &b.support) ||
+        scale != f.region.shape.scale) {
+      return false;
+    }
     b.members.push_back(mul_at);
-    b.support.push_back(m.index().writer[static_cast<size_t>(c)]);
     x = m.at(mul_at).out;
   }
   return MatchInputGradients(m, x, f, b);
@@ -546,22 +566,32 @@ bool WrittenOnce(const Matcher& m, const AttentionRegion& r) {
   return true;
 }
 
+// The region of forward f and backward b (null: forward only): their operands and members,
+// with the support instructions only they read. False when the two share an instruction.
+bool AssembleRegion(const Matcher& m, const Forward& f, const Backward* b, AttentionRegion* r) {
+  *r = f.region;
+  std::vector<int32_t> members = f.members, support = f.support;
+  if (b != nullptr) {
+    members.insert(members.end(), b->members.begin(), b->members.end());
+    support.insert(support.end(), b->support.begin(), b->support.end());
+    r->d_o = b->d_o;
+    r->dq = b->dq;
+    r->dk = b->dk;
+    r->dv = b->dv;
+  }
+  std::sort(members.begin(), members.end());
+  if (std::adjacent_find(members.begin(), members.end()) != members.end()) return false;
+  AddSupport(m, support, members);
+  r->members = std::move(members);
+  return true;
+}
+
 }  // namespace
 
 bool AttentionFusionEnabled() {
   const char* env = std::getenv("ALPA_CUDA_FLASH_ATTENTION");
   return env != nullptr && std::string(env) == "1";
 }
-
-namespace {
-
-std::vector<int32_t> Unique(std::vector<int32_t> buffers) {
-  std::sort(buffers.begin(), buffers.end());
-  buffers.erase(std::unique(buffers.begin(), buffers.end()), buffers.end());
-  return buffers;
-}
-
-}  // namespace
 
 std::vector<int32_t> AttentionForwardReads(const AttentionRegion& r) {
   return Unique({r.q.buffer, r.k.buffer, r.v.buffer});
@@ -586,24 +616,11 @@ std::vector<AttentionRegion> PlanAttention(const DeviceProgram& program,
     if (taken[i]) continue;
     Forward f;
     if (!MatchForward(m, static_cast<int32_t>(i), f)) continue;
-    AttentionRegion r = f.region;
     Backward b;
     const bool backward = !ForwardOnly(m, f);
     if (backward && !MatchBackward(m, f, b)) continue;
-    std::vector<int32_t> members = f.members;
-    members.insert(members.end(), b.members.begin(), b.members.end());
-    std::sort(members.begin(), members.end());
-    if (std::adjacent_find(members.begin(), members.end()) != members.end()) continue;
-    std::vector<int32_t> support = f.support;
-    support.insert(support.end(), b.support.begin(), b.support.end());
-    AddSupport(m, support, members);
-    r.members = members;
-    if (backward) {
-      r.d_o = b.d_o;
-      r.dq = b.dq;
-      r.dk = b.dk;
-      r.dv = b.dv;
-    }
+    AttentionRegion r;
+    if (!AssembleRegion(m, f, backward ? &b : nullptr, &r)) continue;
     LookThroughQkv(m, backward, r);
     if (!SelfContained(m, r)) continue;
     if (fit == AttentionKernelFit::kRequired &&

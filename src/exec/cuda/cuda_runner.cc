@@ -574,52 +574,61 @@ Result<cuda::AttentionView> CudaRunner::AttentionViewOf(const cuda::AttentionOpe
 
 Status CudaRunner::RunAttention(size_t index, int32_t instruction) {
   const cuda::AttentionRegion& r = fusion_.attention[index];
-  const bool backward = instruction == r.backward_at;
-  void*& lse = attention_lse_[index];
-  const size_t lse_bytes = static_cast<size_t>(cuda::AttentionLseBytes(r.shape));
-  struct Bound {
-    const cuda::AttentionOperand* operand;
-    cuda::AttentionView* view;
-    bool write;
-  };
-  if (!backward) {
-    cuda::AttentionForwardArgs args;
-    args.shape = r.shape;
-    for (const Bound& b : {Bound{&r.q, &args.q, false}, Bound{&r.k, &args.k, false},
-                           Bound{&r.v, &args.v, false}, Bound{&r.o, &args.o, true}}) {
-      Result<cuda::AttentionView> view = AttentionViewOf(*b.operand, b.write);
-      if (!view.ok()) return view.status();
-      *b.view = view.value();
-    }
-    if (lse == nullptr) {
-      Result<void*> block = allocator_->Allocate(lse_bytes);
-      if (!block.ok()) {
-        return Status(block.status().code(),
-                      "out of GPU memory for the attention's row statistics (" +
-                          std::to_string(lse_bytes) + " bytes): " + block.status().message());
-      }
-      lse = block.value();
-    }
-    args.lse = static_cast<float*>(lse);
-    ALPA_RETURN_IF_ERROR(cuda::LaunchAttentionForward(args, stream_));
-    if (!r.has_backward()) {
-      allocator_->Release(lse);  // stream-ordered, as Release
-      lse = nullptr;
-    }
-    return Status::Ok();
-  }
-  if (lse == nullptr) return InternalError("the attention's backward runs before its forward");
-  cuda::AttentionBackwardArgs args;
-  args.shape = r.shape;
-  args.lse = static_cast<const float*>(lse);
-  for (const Bound& b :
-       {Bound{&r.q, &args.q, false}, Bound{&r.k, &args.k, false}, Bound{&r.v, &args.v, false},
-        Bound{&r.o, &args.o, false}, Bound{&r.d_o, &args.d_o, false}, Bound{&r.dq, &args.dq, true},
-        Bound{&r.dk, &args.dk, true}, Bound{&r.dv, &args.dv, true}}) {
+  return instruction == r.backward_at ? RunAttentionBackward(index) : RunAttentionForward(index);
+}
+
+Status CudaRunner::BindAttentionViews(std::initializer_list<AttentionBinding> bindings) {
+  for (const AttentionBinding& b : bindings) {
     Result<cuda::AttentionView> view = AttentionViewOf(*b.operand, b.write);
     if (!view.ok()) return view.status();
     *b.view = view.value();
   }
+  return Status::Ok();
+}
+
+Status CudaRunner::RunAttentionForward(size_t index) {
+  const cuda::AttentionRegion& r = fusion_.attention[index];
+  cuda::AttentionForwardArgs args;
+  args.shape = r.shape;
+  ALPA_RETURN_IF_ERROR(BindAttentionViews({{&r.q, &args.q, false},
+                                           {&r.k, &args.k, false},
+                                           {&r.v, &args.v, false},
+                                           {&r.o, &args.o, true}}));
+  void*& lse = attention_lse_[index];
+  if (lse == nullptr) {
+    const size_t bytes = static_cast<size_t>(cuda::AttentionLseBytes(r.shape));
+    Result<void*> block = allocator_->Allocate(bytes);
+    if (!block.ok()) {
+      return Status(block.status().code(),
+                    "out of GPU memory for the attention's row statistics (" +
+                        std::to_string(bytes) + " bytes): " + block.status().message());
+    }
+    lse = block.value();
+  }
+  args.lse = static_cast<float*>(lse);
+  ALPA_RETURN_IF_ERROR(cuda::LaunchAttentionForward(args, stream_));
+  if (!r.has_backward()) {
+    allocator_->Release(lse);  // stream-ordered, as Release
+    lse = nullptr;
+  }
+  return Status::Ok();
+}
+
+Status CudaRunner::RunAttentionBackward(size_t index) {
+  const cuda::AttentionRegion& r = fusion_.attention[index];
+  void*& lse = attention_lse_[index];
+  if (lse == nullptr) return InternalError("the attention's backward runs before its forward");
+  cuda::AttentionBackwardArgs args;
+  args.shape = r.shape;
+  args.lse = static_cast<const float*>(lse);
+  ALPA_RETURN_IF_ERROR(BindAttentionViews({{&r.q, &args.q, false},
+                                           {&r.k, &args.k, false},
+                                           {&r.v, &args.v, false},
+                                           {&r.o, &args.o, false},
+                                           {&r.d_o, &args.d_o, false},
+                                           {&r.dq, &args.dq, true},
+                                           {&r.dk, &args.dk, true},
+                                           {&r.dv, &args.dv, true}}));
   Result<void*> scratch =
       scratch_->Reserve(static_cast<size_t>(cuda::AttentionBackwardScratchBytes(r.shape)));
   if (!scratch.ok()) return scratch.status();

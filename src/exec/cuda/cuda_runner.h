@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,10 +77,20 @@ class CudaRunner : public ProgramRunner {
   // Runs fused group `index` (fusion_plan.h) in place of its root instruction.
   Status RunFused(size_t index);
   // Runs the forward or backward kernels of attention region `index` (attention_plan.h) in place
-  // of `instruction` (the region's forward_at or backward_at).
+  // of `instruction` (the region's forward_at or backward_at): the forward keeps the rows'
+  // log-sum-exp in attention_lse_ until the backward has read it.
   Status RunAttention(size_t index, int32_t instruction);
+  Status RunAttentionForward(size_t index);
+  Status RunAttentionBackward(size_t index);
   // An operand's buffer as the kernels' view: allocated when the kernels write it.
   Result<cuda::AttentionView> AttentionViewOf(const cuda::AttentionOperand& x, bool write);
+  struct AttentionBinding {
+    const cuda::AttentionOperand* operand;
+    cuda::AttentionView* view;
+    bool write;
+  };
+  // Each binding's view (AttentionViewOf) into *view.
+  Status BindAttentionViews(std::initializer_list<AttentionBinding> bindings);
   // Plans the fusion of the program's elementwise chains (and, with ALPA_CUDA_FLASH_ATTENTION=1,
   // its attention cores: attention_plan.h) and compiles their kernels, unless
   // ALPA_CUDA_FUSION=0 is in the environment.

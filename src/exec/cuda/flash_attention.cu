@@ -156,21 +156,17 @@ Status LaunchBackward(const AttentionParams& p, cudaStream_t stream) {
 }  // namespace
 
 Status LaunchAttentionForward(const AttentionForwardArgs& args, cudaStream_t stream) {
-  const std::string unsupported = AttentionUnsupportedReason(args.shape);
-  if (!unsupported.empty()) return InvalidArgument("attention forward: " + unsupported);
-  const std::string missing = MissingForwardPointer(args);
-  if (!missing.empty()) return InvalidArgument("attention forward: " + missing);
-  const AttentionParams p = ForwardParamsOf(args);
+  const Result<AttentionParams> checked = CheckedForwardParams(args);
+  if (!checked.ok()) return checked.status();
+  const AttentionParams& p = checked.value();
   return args.shape.storage == DType::kBF16 ? LaunchForward<Bf16Storage>(p, stream)
                                             : LaunchForward<F16Storage>(p, stream);
 }
 
 Status LaunchAttentionBackward(const AttentionBackwardArgs& args, cudaStream_t stream) {
-  const std::string unsupported = AttentionUnsupportedReason(args.shape);
-  if (!unsupported.empty()) return InvalidArgument("attention backward: " + unsupported);
-  const std::string missing = MissingBackwardPointer(args);
-  if (!missing.empty()) return InvalidArgument("attention backward: " + missing);
-  const AttentionParams p = BackwardParamsOf(args);
+  const Result<AttentionParams> checked = CheckedBackwardParams(args);
+  if (!checked.ok()) return checked.status();
+  const AttentionParams& p = checked.value();
   return args.shape.storage == DType::kBF16 ? LaunchBackward<Bf16Storage>(p, stream)
                                             : LaunchBackward<F16Storage>(p, stream);
 }

@@ -101,7 +101,10 @@ inline AttentionTensor TensorOf(const AttentionView& view, int64_t head_dim) {
   return t;
 }
 
-inline AttentionParams ParamsOf(const AttentionShape& shape) {
+// The shape and the views both passes read.
+inline AttentionParams ParamsOf(const AttentionShape& shape, const AttentionView& q,
+                                const AttentionView& k, const AttentionView& v,
+                                const AttentionView& o) {
   AttentionParams p;
   p.batch = shape.batch;
   p.heads = shape.heads;
@@ -110,54 +113,47 @@ inline AttentionParams ParamsOf(const AttentionShape& shape) {
   p.head_dim = static_cast<int>(shape.head_dim);
   p.scale = shape.scale;
   p.causal = shape.causal;
+  p.q = TensorOf(q, shape.head_dim);
+  p.k = TensorOf(k, shape.head_dim);
+  p.v = TensorOf(v, shape.head_dim);
+  p.o = TensorOf(o, shape.head_dim);
   return p;
 }
 
-inline AttentionParams ForwardParamsOf(const AttentionForwardArgs& args) {
-  AttentionParams p = ParamsOf(args.shape);
-  p.q = TensorOf(args.q, args.shape.head_dim);
-  p.k = TensorOf(args.k, args.shape.head_dim);
-  p.v = TensorOf(args.v, args.shape.head_dim);
-  p.o = TensorOf(args.o, args.shape.head_dim);
-  p.lse = args.lse;
-  return p;
-}
-
-inline AttentionParams BackwardParamsOf(const AttentionBackwardArgs& args) {
-  AttentionParams p = ParamsOf(args.shape);
-  p.q = TensorOf(args.q, args.shape.head_dim);
-  p.k = TensorOf(args.k, args.shape.head_dim);
-  p.v = TensorOf(args.v, args.shape.head_dim);
-  p.o = TensorOf(args.o, args.shape.head_dim);
-  p.d_o = TensorOf(args.d_o, args.shape.head_dim);
-  p.dq = TensorOf(args.dq, args.shape.head_dim);
-  p.dk = TensorOf(args.dk, args.shape.head_dim);
-  p.dv = TensorOf(args.dv, args.shape.head_dim);
-  p.lse = const_cast<float*>(args.lse);  // read only by the backward
-  p.row_dot = static_cast<float*>(args.scratch);
-  return p;
-}
-
-// The arguments' pointers that the kernels use ("" when all are set), for the launchers'
-// checks after AttentionUnsupportedReason.
-inline std::string MissingForwardPointer(const AttentionForwardArgs& a) {
-  if (a.q.data == nullptr) return "q.data is null";
-  if (a.k.data == nullptr) return "k.data is null";
-  if (a.v.data == nullptr) return "v.data is null";
-  if (a.o.data == nullptr) return "o.data is null";
-  if (a.lse == nullptr) return "lse is null";
-  return "";
-}
-
-inline std::string MissingBackwardPointer(const AttentionBackwardArgs& a) {
-  const AttentionView* views[] = {&a.q, &a.k, &a.v, &a.o, &a.d_o, &a.dq, &a.dk, &a.dv};
-  const char* names[] = {"q", "k", "v", "o", "d_o", "dq", "dk", "dv"};
-  for (int i = 0; i < 8; ++i) {
-    if (views[i]->data == nullptr) return std::string(names[i]) + ".data is null";
+// The kernels' parameters of a pass, or kInvalidArgument naming the pass and what the kernels do
+// not compute (AttentionUnsupportedReason) or the pointer that is null: the launchers' and the
+// host runs' one check, before any kernel runs.
+inline Result<AttentionParams> CheckedForwardParams(const AttentionForwardArgs& a) {
+  std::string problem = AttentionUnsupportedReason(a.shape);
+  const void* pointers[] = {a.q.data, a.k.data, a.v.data, a.o.data, a.lse};
+  const char* names[] = {"q.data", "k.data", "v.data", "o.data", "lse"};
+  for (int i = 0; i < 5 && problem.empty(); ++i) {
+    if (pointers[i] == nullptr) problem = std::string(names[i]) + " is null";
   }
-  if (a.lse == nullptr) return "lse is null";
-  if (a.scratch == nullptr) return "scratch is null";
-  return "";
+  if (!problem.empty()) return InvalidArgument("attention forward: " + problem);
+  AttentionParams p = ParamsOf(a.shape, a.q, a.k, a.v, a.o);
+  p.lse = a.lse;
+  return p;
+}
+
+inline Result<AttentionParams> CheckedBackwardParams(const AttentionBackwardArgs& a) {
+  std::string problem = AttentionUnsupportedReason(a.shape);
+  const void* pointers[] = {a.q.data,  a.k.data,  a.v.data,  a.o.data, a.d_o.data,
+                            a.dq.data, a.dk.data, a.dv.data, a.lse,    a.scratch};
+  const char* names[] = {"q.data",  "k.data",  "v.data",  "o.data", "d_o.data",
+                         "dq.data", "dk.data", "dv.data", "lse",    "scratch"};
+  for (int i = 0; i < 10 && problem.empty(); ++i) {
+    if (pointers[i] == nullptr) problem = std::string(names[i]) + " is null";
+  }
+  if (!problem.empty()) return InvalidArgument("attention backward: " + problem);
+  AttentionParams p = ParamsOf(a.shape, a.q, a.k, a.v, a.o);
+  p.d_o = TensorOf(a.d_o, a.shape.head_dim);
+  p.dq = TensorOf(a.dq, a.shape.head_dim);
+  p.dk = TensorOf(a.dk, a.shape.head_dim);
+  p.dv = TensorOf(a.dv, a.shape.head_dim);
+  p.lse = const_cast<float*>(a.lse);  // read only by the backward
+  p.row_dot = static_cast<float*>(a.scratch);
+  return p;
 }
 
 ALPA_HD int64_t AttentionBlocksOf(int64_t seq) {

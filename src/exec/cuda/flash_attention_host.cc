@@ -228,21 +228,17 @@ Status RunBackward(const AttentionParams& p) {
 }  // namespace
 
 Status RunAttentionForwardOnHost(const AttentionForwardArgs& args) {
-  const std::string unsupported = AttentionUnsupportedReason(args.shape);
-  if (!unsupported.empty()) return InvalidArgument("attention forward: " + unsupported);
-  const std::string missing = MissingForwardPointer(args);
-  if (!missing.empty()) return InvalidArgument("attention forward: " + missing);
-  const AttentionParams p = ForwardParamsOf(args);
+  const Result<AttentionParams> checked = CheckedForwardParams(args);
+  if (!checked.ok()) return checked.status();
+  const AttentionParams& p = checked.value();
   return args.shape.storage == DType::kBF16 ? RunForward<Bf16Storage>(p)
                                             : RunForward<F16Storage>(p);
 }
 
 Status RunAttentionBackwardOnHost(const AttentionBackwardArgs& args) {
-  const std::string unsupported = AttentionUnsupportedReason(args.shape);
-  if (!unsupported.empty()) return InvalidArgument("attention backward: " + unsupported);
-  const std::string missing = MissingBackwardPointer(args);
-  if (!missing.empty()) return InvalidArgument("attention backward: " + missing);
-  const AttentionParams p = BackwardParamsOf(args);
+  const Result<AttentionParams> checked = CheckedBackwardParams(args);
+  if (!checked.ok()) return checked.status();
+  const AttentionParams& p = checked.value();
   return args.shape.storage == DType::kBF16 ? RunBackward<Bf16Storage>(p)
                                             : RunBackward<F16Storage>(p);
 }
