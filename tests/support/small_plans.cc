@@ -11,12 +11,13 @@
 namespace alpa::testing {
 
 Result<SmallPlan> PlanSmallModel(const std::string& model, int64_t tensor_parallel,
-                                 int64_t microbatches) {
+                                 int64_t microbatches, const Calibration* calibration) {
   Result<PlannerModel> m = PlannerModelFromSpec(model);
   if (!m.ok()) return m.status();
   Result<Cluster> cluster =
       ParseClusterSpec("p3.16xlarge:hosts=1,devices_per_host=" + std::to_string(tensor_parallel));
   if (!cluster.ok()) return cluster.status();
+  if (calibration != nullptr) cluster.value().calibration = *calibration;
   ManualPlanSpec spec;
   spec.tensor_parallel = tensor_parallel;
   spec.microbatches = microbatches;

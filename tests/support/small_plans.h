@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster/cluster.h"
 #include "core/ir/graph.h"
 #include "core/util/status.h"
 #include "exec/program/program.h"
@@ -21,9 +22,11 @@ struct SmallPlan {
 };
 
 // `model` is a zoo spec ("gpt:layers=2,..."); the plan puts it on `tensor_parallel` devices of
-// one host with `microbatches` microbatches.
+// one host (a p3.16xlarge) with `microbatches` microbatches, priced with `calibration` when given
+// instead of the preset's.
 Result<SmallPlan> PlanSmallModel(const std::string& model, int64_t tensor_parallel,
-                                 int64_t microbatches = 2);
+                                 int64_t microbatches = 2,
+                                 const Calibration* calibration = nullptr);
 
 // The small plan's device programs (lowered with the whole batch, as the driver does).
 Result<ProgramSet> LowerSmallModel(const std::string& model, int64_t tensor_parallel,

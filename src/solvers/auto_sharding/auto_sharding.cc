@@ -109,6 +109,7 @@ AutoShardStats ModelStats(const Graph& graph, const AutoShardModel& model) {
     stats.follower_ops += treatment == OpTreatment::kFollow;
     stats.deciding_ops += treatment == OpTreatment::kDecide;
   }
+  for (bool on_chip : model.on_chip) stats.on_chip_ops += on_chip ? 1 : 0;
   for (const ShardingNode& node : model.problem.nodes) stats.strategies += node.strategy_count();
   stats.edges = static_cast<int64_t>(model.problem.edges.size());
   return stats;
@@ -162,6 +163,7 @@ Result<std::vector<std::vector<OpCollective>>> ReadOpStrategies(
     const OpTreatment treatment = model.treatment[static_cast<size_t>(v)];
     sharding.free = treatment == OpTreatment::kFree;
     sharding.fused = treatment == OpTreatment::kFused;
+    sharding.on_chip = model.on_chip[static_cast<size_t>(v)];
     sharding.node = model.node[static_cast<size_t>(v)];
     if (sharding.node < 0) continue;
     sharding.follows = model.leader[static_cast<size_t>(v)];
@@ -173,7 +175,8 @@ Result<std::vector<std::vector<OpCollective>>> ReadOpStrategies(
     sharding.operands = strategy.value().operands;
     sharding.compute_cost = strategy.value().compute_cost;
     sharding.communication_cost = strategy.value().communication_cost;
-    sharding.memory_bytes = graph.op(v).alias_of >= 0 ? 0 : strategy.value().memory_bytes;
+    sharding.memory_bytes =
+        graph.op(v).alias_of >= 0 || sharding.on_chip ? 0 : strategy.value().memory_bytes;
     result.compute_cost += sharding.compute_cost;
     result.communication_cost += sharding.communication_cost;
     in_op[static_cast<size_t>(v)] = std::move(strategy).value().collectives;

@@ -22,7 +22,11 @@
 //     sharded on every mesh dim that can split them.
 // Liveness: a greedy topological schedule that runs first the ready op that frees the most
 // bytes (ties: graph order); persistent tensors (parameters, optimizer state, inputs, updated
-// values and outputs) stay live to the end.
+// values and outputs) stay live to the end. Under a calibration with `single_reader_fusion`
+// (libalpa's CUDA runner) the values its kernels keep on chip (the ones it does not price as
+// memory traffic, core/ir/fusion.h PricedResults: fused elementwise chains, and with
+// `fuse_attention` the attention cores and the views its attention kernels read through) hold
+// no memory: a read of one keeps alive what it was made from instead (OpSharding::on_chip).
 #pragma once
 
 #include <cstdint>
@@ -140,8 +144,12 @@ struct CollectiveCounts {
 };
 
 struct OpSharding {
-  bool free = false;      // computed locally in any layout (constants and what they feed alone)
-  bool fused = false;     // a broadcast fused into its consumers
+  bool free = false;   // computed locally in any layout (constants and what they feed alone)
+  bool fused = false;  // a broadcast fused into its consumers
+  // Computed inside its readers' kernels and never written to memory (see Liveness above): it
+  // holds no bytes (memory_bytes 0), and a read of it is a read of the values it is made from
+  // (through other on-chip values). Never a parameter, an update or an output.
+  bool on_chip = false;
   int32_t strategy = -1;  // index into the op's strategy list (-1 for free / fused ops)
   int32_t node = -1;      // sharding-problem node
   int32_t follows = -1;   // the op whose decision it shares, -1 when it decides itself
@@ -157,8 +165,9 @@ struct OpSharding {
 
 struct AutoShardStats {
   int32_t ops = 0, free_ops = 0, fused_ops = 0, follower_ops = 0, deciding_ops = 0;
-  int64_t strategies = 0;  // summed over nodes
-  int64_t edges = 0;       // after merging parallel edges
+  int32_t on_chip_ops = 0;  // node ops whose results stay on chip (OpSharding::on_chip)
+  int64_t strategies = 0;   // summed over nodes
+  int64_t edges = 0;        // after merging parallel edges
   double build_seconds = 0, solve_seconds = 0;
   SolveStats solver;  // nodes / edges before and after normalization and reductions
 };

@@ -101,6 +101,7 @@ std::string AutoShardResultJson(const Graph& graph, const AutoShardResult& resul
                 {"fused_ops", result.stats.fused_ops},
                 {"follower_ops", result.stats.follower_ops},
                 {"deciding_ops", result.stats.deciding_ops},
+                {"on_chip_ops", result.stats.on_chip_ops},
                 {"strategies", result.stats.strategies},
                 {"edges", result.stats.edges},
                 {"problem_nodes", result.stats.solver.nodes},

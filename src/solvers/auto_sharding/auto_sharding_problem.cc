@@ -375,6 +375,34 @@ void CountReaders(AutoShardModel& model) {
   }
 }
 
+// Phase 1b: the node ops whose results stay on chip: under a calibration of libalpa's CUDA
+// runner (`single_reader_fusion`), those whose memory traffic it does not price (the context's
+// `materialized`), but for parameters, updates and outputs (through fused broadcasts).
+void MarkOnChip(AutoShardModel& model, const Cluster* cluster) {
+  const Graph& graph = *model.graph;
+  const size_t op_count = static_cast<size_t>(graph.size());
+  model.on_chip.assign(op_count, false);
+  const std::vector<bool>& materialized = model.context.materialized;
+  if (cluster == nullptr || !cluster->calibration.single_reader_fusion || materialized.empty()) {
+    return;
+  }
+  std::vector<bool> output(op_count, false);
+  for (int32_t out : graph.outputs) {
+    int32_t v = out;
+    while (model.treatment[static_cast<size_t>(v)] == OpTreatment::kFused &&
+           !graph.op(v).operands.empty()) {
+      v = graph.op(v).operands[0];
+    }
+    output[static_cast<size_t>(v)] = true;
+  }
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const Op& op = graph.op(v);
+    const size_t i = static_cast<size_t>(v);
+    model.on_chip[i] = IsNodeTreatment(model.treatment[i]) && !materialized[i] &&
+                       op.kind != OpKind::kParameter && op.alias_of < 0 && !output[i];
+  }
+}
+
 // The strategies of node op `v`: a decider's enumerated ones that the options keep (their loop
 // assignments recorded in `decisions`), or a follower's, one per spec of its leader.
 Result<std::vector<OpStrategy>> NodeStrategies(AutoShardModel& model, int32_t v,
@@ -424,7 +452,7 @@ ShardingNode StrategyNode(AutoShardModel& model, int32_t v,
     node.costs.push_back(s.compute_cost * (update ? once : 1.0) +
                          s.communication_cost *
                              (update || model.gradient_like[static_cast<size_t>(v)] ? once : 1.0));
-    node.usages.push_back(donated ? 0 : s.memory_bytes);
+    node.usages.push_back(donated || model.on_chip[static_cast<size_t>(v)] ? 0 : s.memory_bytes);
   }
   if (model.treatment[static_cast<size_t>(v)] == OpTreatment::kFollow) {
     const int32_t leader = model.leader[static_cast<size_t>(v)];
@@ -487,7 +515,8 @@ void ScheduleOps(AutoShardModel& model) {
   const size_t op_count = static_cast<size_t>(graph.size());
   std::vector<int64_t> bytes(op_count, 0);
   for (int32_t v = 0; v < graph.size(); ++v) {
-    if (model.node[static_cast<size_t>(v)] >= 0 && graph.op(v).alias_of < 0)
+    if (model.node[static_cast<size_t>(v)] >= 0 && graph.op(v).alias_of < 0 &&
+        !model.on_chip[static_cast<size_t>(v)])
       bytes[static_cast<size_t>(v)] = TensorBytes(graph.op(v));
   }
   model.schedule = MemoryAwareSchedule(graph, bytes);
@@ -497,6 +526,29 @@ void ScheduleOps(AutoShardModel& model) {
   }
 }
 
+// Per op: the node ops whose results its reads keep alive: its sources, and for a source on
+// chip what that one's reads keep alive (sources precede their readers in graph order).
+std::vector<std::vector<int32_t>> KeptAliveByReads(const AutoShardModel& model) {
+  const Graph& graph = *model.graph;
+  std::vector<std::vector<int32_t>> kept(static_cast<size_t>(graph.size()));
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    if (model.node[static_cast<size_t>(v)] < 0) continue;
+    std::vector<int32_t>& out = kept[static_cast<size_t>(v)];
+    for (const OperandSource& s : model.sources[static_cast<size_t>(v)]) {
+      if (s.op < 0) continue;
+      if (model.on_chip[static_cast<size_t>(s.op)]) {
+        const std::vector<int32_t>& inner = kept[static_cast<size_t>(s.op)];
+        out.insert(out.end(), inner.begin(), inner.end());
+      } else {
+        out.push_back(s.op);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  return kept;
+}
+
 // Phase 3b: each node's live interval in the schedule (parameters and outputs live to the end)
 // and the memory budget.
 void SetUsageIntervals(AutoShardModel& model, const AutoShardOptions& options) {
@@ -504,13 +556,11 @@ void SetUsageIntervals(AutoShardModel& model, const AutoShardOptions& options) {
   const size_t op_count = static_cast<size_t>(graph.size());
   const int64_t end = static_cast<int64_t>(model.schedule.size());
   std::vector<int64_t> last(op_count, -1);
+  const std::vector<std::vector<int32_t>> kept = KeptAliveByReads(model);
   for (int32_t v = 0; v < graph.size(); ++v) {
-    if (model.node[static_cast<size_t>(v)] < 0) continue;
-    for (const OperandSource& s : model.sources[static_cast<size_t>(v)]) {
-      if (s.op >= 0) {
-        last[static_cast<size_t>(s.op)] = std::max<int64_t>(last[static_cast<size_t>(s.op)],
-                                                            model.position[static_cast<size_t>(v)]);
-      }
+    for (int32_t u : kept[static_cast<size_t>(v)]) {
+      last[static_cast<size_t>(u)] =
+          std::max<int64_t>(last[static_cast<size_t>(u)], model.position[static_cast<size_t>(v)]);
     }
   }
   // Outputs live to the end; an output that is a fused broadcast is made by its readers from its
@@ -547,6 +597,7 @@ Result<std::unique_ptr<AutoShardModel>> BuildAutoShardModel(const Graph& graph,
   InitModel(*model, graph, mesh, cluster, options);
   AssignTreatments(*model, options);
   CountReaders(*model);
+  MarkOnChip(*model, cluster);
   ALPA_RETURN_IF_ERROR(AddStrategyNodes(*model, options));
   ScheduleOps(*model);
   SetUsageIntervals(*model, options);

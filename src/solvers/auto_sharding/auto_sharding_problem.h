@@ -31,11 +31,14 @@ struct AutoShardModel {
   const Graph* graph = nullptr;
   LogicalMesh mesh;
   StrategyContext context;
-  std::vector<OpTreatment> treatment;   // per op
-  std::vector<int32_t> node;            // per op: problem node, or -1
-  int32_t node_count_of_ops = 0;        // problem nodes standing for ops (the rest are layouts)
-  std::vector<int32_t> leader;          // per op: the op it follows, or -1
-  std::vector<int32_t> leader_operand;  // its operand slot, -1: same-shaped follow
+  std::vector<OpTreatment> treatment;  // per op
+  std::vector<int32_t> node;           // per op: problem node, or -1
+  int32_t node_count_of_ops = 0;       // problem nodes standing for ops (the rest are layouts)
+  std::vector<int32_t> leader;         // per op: the op it follows, or -1
+  // Per op: a node op whose result stays on chip (OpSharding::on_chip): no usage, and its
+  // readers keep what it is made from alive.
+  std::vector<bool> on_chip;
+  std::vector<int32_t> leader_operand;              // its operand slot, -1: same-shaped follow
   std::vector<std::vector<OperandSource>> sources;  // per op, per operand
   std::vector<IterationSpace> spaces;               // per op (node ops)
   // Deciders: the loop assignment of each strategy kept (after the options' restrictions).

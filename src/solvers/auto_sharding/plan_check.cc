@@ -74,12 +74,28 @@ Status PlanChecker::CheckStructure() {
                            " op shardings for a graph of " + std::to_string(graph_.size()) +
                            " ops");
   }
+  std::vector<bool> output(static_cast<size_t>(graph_.size()), false);
+  for (int32_t out : graph_.outputs) {
+    int32_t src = out;
+    while (sharding(src).fused && !graph_.op(src).operands.empty()) {
+      src = graph_.op(src).operands[0];
+    }
+    output[static_cast<size_t>(src)] = true;
+  }
   for (int32_t id = 0; id < graph_.size(); ++id) {
     const OpSharding& s = sharding(id);
     const Op& op = graph_.op(id);
     if (s.free && s.fused) return OpError(graph_, id, "marked both free and fused");
     if (s.fused && op.kind != OpKind::kBroadcastInDim) {
       return OpError(graph_, id, "marked fused, but only broadcast_in_dim ops are fused");
+    }
+    if (s.on_chip && (s.free || s.fused)) {
+      return OpError(graph_, id, "marked on chip, but it is not computed (free or fused)");
+    }
+    if (s.on_chip &&
+        (op.kind == OpKind::kParameter || op.alias_of >= 0 || output[static_cast<size_t>(id)])) {
+      return OpError(graph_, id,
+                     "marked on chip, but a parameter, an update or an output is held in memory");
     }
     if (s.free) {
       for (int32_t x : op.operands) {
@@ -363,7 +379,9 @@ Result<PlanMemory> RecomputePlanMemory(const Graph& graph, const std::vector<int
   auto sharding = [&](int32_t id) -> const OpSharding& {
     return result.ops[static_cast<size_t>(id)];
   };
-  auto materialized = [&](int32_t id) { return !sharding(id).free && !sharding(id).fused; };
+  auto computed = [&](int32_t id) { return !sharding(id).free && !sharding(id).fused; };
+  // Held in memory: computed and not kept on chip inside its readers' kernels.
+  auto materialized = [&](int32_t id) { return computed(id) && !sharding(id).on_chip; };
   auto real_producer = [&](int32_t id) {
     while (sharding(id).fused && !graph.op(id).operands.empty()) id = graph.op(id).operands[0];
     return id;
@@ -383,26 +401,48 @@ Result<PlanMemory> RecomputePlanMemory(const Graph& graph, const std::vector<int
   }
   std::vector<int64_t> start(static_cast<size_t>(n), 0), end(static_cast<size_t>(n), 0);
   for (int32_t id = 0; id < n; ++id) {
-    if (!materialized(id)) continue;
+    if (!computed(id)) continue;
     const int64_t p = pos[static_cast<size_t>(id)];
     if (p < 0) return InvalidArgument(DescribeOp(graph, id) + " is not in the schedule");
     start[static_cast<size_t>(id)] = graph.op(id).kind == OpKind::kParameter ? 0 : p;
     end[static_cast<size_t>(id)] = p;
   }
+  // Per on-chip op: the held values it is made from (its operands' producers, and through an
+  // on-chip operand that one's), filled in graph (topological) order. A read of an on-chip
+  // value reads those.
+  std::vector<std::vector<int32_t>> made_from(static_cast<size_t>(n));
+  auto read_values = [&](int32_t id) {
+    std::vector<int32_t> values;
+    for (int32_t x : graph.op(id).operands) {
+      const int32_t src = real_producer(x);
+      if (materialized(src)) {
+        values.push_back(src);
+      } else if (computed(src)) {
+        const std::vector<int32_t>& inner = made_from[static_cast<size_t>(src)];
+        values.insert(values.end(), inner.begin(), inner.end());
+      }
+    }
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    return values;
+  };
   // Per producer: its last reader (position, op) and the last position of any other reader, to
   // tell whether an update may overwrite its parameter in place.
   std::vector<std::pair<int64_t, int32_t>> last_reader(static_cast<size_t>(n), {-1, -1});
   std::vector<int64_t> other_last(static_cast<size_t>(n), -1);
   for (int32_t id = 0; id < n; ++id) {
-    if (!materialized(id)) continue;
+    if (!computed(id)) continue;
     const int64_t p = pos[static_cast<size_t>(id)];
     for (int32_t x : graph.op(id).operands) {
       const int32_t src = real_producer(x);
-      if (!materialized(src)) continue;
-      if (pos[static_cast<size_t>(src)] >= p) {
+      if (computed(src) && pos[static_cast<size_t>(src)] >= p) {
         return InvalidArgument("the schedule runs " + DescribeOp(graph, id) +
                                " before its operand " + DescribeOp(graph, src));
       }
+    }
+    const std::vector<int32_t> values = read_values(id);
+    if (!materialized(id)) made_from[static_cast<size_t>(id)] = values;
+    for (int32_t src : values) {
       end[static_cast<size_t>(src)] = std::max(end[static_cast<size_t>(src)], p);
       auto& best = last_reader[static_cast<size_t>(src)];
       if (best.second == id) continue;

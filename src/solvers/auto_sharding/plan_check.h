@@ -6,7 +6,8 @@
 //
 // What CheckShardingPlan checks, in this order (the first violation is returned):
 //   0. structure: one OpSharding per op, the mesh matches, free ops read only free values,
-//      fused ops are broadcast_in_dim, every collective is well formed;
+//      fused ops are broadcast_in_dim, on-chip ops are computed ops other than parameters,
+//      updates and outputs, every collective is well formed;
 //   1. every op that is neither free nor fused has a result spec and one operand spec per
 //      operand, each valid for its tensor's shape on the mesh;
 //   2. per op: from the operand layouts it reads, its local computation followed by its in-op
@@ -47,9 +48,10 @@ Status CheckShardingPlan(const Graph& graph, const std::vector<int64_t>& mesh_sh
                          const AutoShardResult& result, std::optional<int64_t> memory_budget_bytes);
 
 // The per-device memory of a plan over its schedule, recomputed as check 4 does: every op that
-// is neither free nor fused holds TensorBytes / ShardCount(result spec) bytes from its schedule
-// position (0 for parameters) to the last position of an op reading it (through fused
-// broadcasts); parameters, graph outputs and updates (alias_of >= 0) stay to the end of the
+// is neither free nor fused nor on chip holds TensorBytes / ShardCount(result spec) bytes from
+// its schedule position (0 for parameters) to the last position of an op reading it (through
+// fused broadcasts, and through on-chip values: reading one reads what it is made from);
+// parameters, graph outputs and updates (alias_of >= 0) stay to the end of the
 // schedule. An update is donated (writes into its parameter's buffer, as JAX's donated train
 // state and Alpa do) and holds no bytes of its own when that is physically possible: no op
 // reads the parameter at a later position, the update's shard is no larger than the

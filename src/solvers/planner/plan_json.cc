@@ -66,6 +66,7 @@ json PieceExecutableJson(const StagePiece& piece) {
                {"strategy_name", o.strategy_name},
                {"spec", ToString(o.result)},
                {"operands", std::move(operands)}};
+    if (o.on_chip) op["on_chip"] = true;
     if (o.reader_layout) op["reader_layout"] = ToString(*o.reader_layout);
     ops.push_back(std::move(op));
   }

@@ -68,6 +68,7 @@ Status ReadOpSharding(const Json& j, const std::string& path, const Op& op,
                       const std::vector<int64_t>& mesh_shape, OpSharding* out) {
   ALPA_RETURN_IF_ERROR(Bool(j, path, "free", &out->free));
   ALPA_RETURN_IF_ERROR(Bool(j, path, "fused", &out->fused));
+  if (j.contains("on_chip")) ALPA_RETURN_IF_ERROR(Bool(j, path, "on_chip", &out->on_chip));
   ALPA_RETURN_IF_ERROR(Int32(j, path, "strategy", -1, kInt32Max, &out->strategy));
   ALPA_RETURN_IF_ERROR(String(j, path, "strategy_name", &out->strategy_name));
   ALPA_RETURN_IF_ERROR(Spec(j, path, "spec", &out->result));

@@ -14,19 +14,44 @@ namespace alpa {
 
 namespace {
 
+// Per op: the values in memory that reading its result reads: the result itself, or for an op
+// kept on chip (OpSharding::on_chip) the values it is made from (in graph order, operands
+// first).
+std::vector<std::vector<int32_t>> ValuesReadThrough(const Graph& graph,
+                                                    const AutoShardResult& result) {
+  std::vector<std::vector<int32_t>> through(static_cast<size_t>(graph.size()));
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    std::vector<int32_t>& values = through[static_cast<size_t>(v)];
+    if (!result.ops[static_cast<size_t>(v)].on_chip) {
+      values.push_back(v);
+      continue;
+    }
+    for (int32_t u : graph.op(v).operands) {
+      const std::vector<int32_t>& inner = through[static_cast<size_t>(u)];
+      values.insert(values.end(), inner.begin(), inner.end());
+    }
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+  }
+  return through;
+}
+
 // ProfileUnitMemory with the ops selective recomputation reruns (SelectivelyRecomputedOps of
 // `graph`) given, so that ProfileUnit finds them once for its time and its memory.
 Result<UnitMemory> MemoryWithRerun(const Graph& graph, const AutoShardResult& result,
                                    const std::vector<bool>& rerun) {
   std::vector<char> read_by_backward(static_cast<size_t>(graph.size()), 0);
   std::vector<char> read_by_rerun(static_cast<size_t>(graph.size()), 0);
+  const std::vector<std::vector<int32_t>> through = ValuesReadThrough(graph, result);
   for (int32_t v = 0; v < graph.size(); ++v) {
     const Op& op = graph.op(v);
     std::vector<char>* reads = op.phase == Phase::kBackward    ? &read_by_backward
                                : rerun[static_cast<size_t>(v)] ? &read_by_rerun
                                                                : nullptr;
     if (reads == nullptr) continue;
-    for (int32_t u : op.operands) (*reads)[static_cast<size_t>(u)] = 1;
+    for (int32_t u : op.operands) {
+      for (int32_t w : through[static_cast<size_t>(u)]) (*reads)[static_cast<size_t>(w)] = 1;
+    }
   }
   UnitMemory memory;
   for (int32_t v = 0; v < graph.size(); ++v) {

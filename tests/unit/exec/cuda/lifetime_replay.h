@@ -14,10 +14,32 @@
 
 namespace alpa::cuda {
 
+struct LifetimeReplay {
+  std::string error;       // empty when every read finds its buffer live
+  int64_t peak_bytes = 0;  // the most bytes of buffers live at once, as the runner counts them
+};
+
 // Runs the program's buffer lifetimes as the runner does with `plan`: an error for the first
 // read of a buffer that is not live (the attention kernels read their views' buffers), or of a
-// value the plan never computes.
-inline std::string ReplayLifetimes(const DeviceProgram& p, const FusionPlan& plan) {
+// value the plan never computes; and the peak of the live buffers' bytes (elements times the
+// value dtype's width, as CudaRunner's peak_bytes counts them; the kernels' scratch and row
+// statistics not included).
+inline LifetimeReplay ReplayBuffers(const DeviceProgram& p, const FusionPlan& plan) {
+  LifetimeReplay replay;
+  int64_t live_bytes = 0;
+  auto bytes_of = [&](int32_t b) {
+    const Buffer& buffer = p.buffers[static_cast<size_t>(b)];
+    int64_t n = DTypeBytes(buffer.dtype);
+    for (int64_t d : buffer.shape) n *= d;
+    return n;
+  };
+  auto set_live = [&](std::vector<char>& live, int32_t b, char on) {
+    char& state = live[static_cast<size_t>(b)];
+    if (state == on) return;
+    live_bytes += on ? bytes_of(b) : -bytes_of(b);
+    replay.peak_bytes = std::max(replay.peak_bytes, live_bytes);
+    state = on;
+  };
   std::vector<char> live(p.buffers.size(), 0);
   std::set<int32_t> never;  // written only by replaced ops
   for (const AttentionRegion& r : plan.attention) {
@@ -30,7 +52,9 @@ inline std::string ReplayLifetimes(const DeviceProgram& p, const FusionPlan& pla
   for (const FusedGroup& g : plan.groups) {
     for (int32_t m : g.members) never.insert(p.code[static_cast<size_t>(m)].out);
   }
-  for (size_t b = 0; b < p.buffers.size(); ++b) live[b] = p.buffers[b].persistent ? 1 : 0;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    if (p.buffers[b].persistent) set_live(live, static_cast<int32_t>(b), 1);
+  }
   for (size_t i = 0; i < p.code.size(); ++i) {
     if (plan.skip[i]) continue;
     const Instruction& in = p.code[i];
@@ -44,26 +68,35 @@ inline std::string ReplayLifetimes(const DeviceProgram& p, const FusionPlan& pla
     }
     if (in.kind == InstructionKind::kFree) {
       if (never.count(in.in[0]) != 0) {
-        return "instruction " + std::to_string(i) + " (" + InstructionText(p, in) +
-               ") frees a value never computed";
+        replay.error = "instruction " + std::to_string(i) + " (" + InstructionText(p, in) +
+                       ") frees a value never computed";
+        return replay;
       }
-      live[static_cast<size_t>(in.in[0])] = 0;
+      set_live(live, in.in[0], 0);
       continue;
     }
     for (int32_t b : reads) {
-      if (never.count(b) != 0)
-        return "instruction " + std::to_string(i) + " reads replaced buffer " + std::to_string(b);
+      if (never.count(b) != 0) {
+        replay.error =
+            "instruction " + std::to_string(i) + " reads replaced buffer " + std::to_string(b);
+        return replay;
+      }
       if (!live[static_cast<size_t>(b)]) {
-        return "instruction " + std::to_string(i) + " reads buffer " + std::to_string(b) + " '" +
-               p.buffers[static_cast<size_t>(b)].name + "', which is not live";
+        replay.error = "instruction " + std::to_string(i) + " reads buffer " + std::to_string(b) +
+                       " '" + p.buffers[static_cast<size_t>(b)].name + "', which is not live";
+        return replay;
       }
     }
     for (int32_t b : writes) {
-      if (b >= 0) live[static_cast<size_t>(b)] = 1;
+      if (b >= 0) set_live(live, b, 1);
     }
-    for (int32_t b : plan.free_after[i]) live[static_cast<size_t>(b)] = 0;
+    for (int32_t b : plan.free_after[i]) set_live(live, b, 0);
   }
-  return "";
+  return replay;
+}
+
+inline std::string ReplayLifetimes(const DeviceProgram& p, const FusionPlan& plan) {
+  return ReplayBuffers(p, plan).error;
 }
 
 }  // namespace alpa::cuda

@@ -265,6 +265,39 @@ TEST(PlanCheckTest, StructuralErrors) {
   EXPECT_FALSE(CheckShardingPlan(g, {2, 2}, MegatronPlan(g), std::nullopt).ok());
 }
 
+// Values kept on chip (the CUDA runner's fused kernels) hold no memory, and a read of one reads
+// what it is made from: with r = relu(h) on chip, h lives until y reads r (position 5); with z =
+// y + bb on chip as well, y lives until s reads z (position 10), and b2 (through the fused bb)
+// anyway. Usage: h [2, 5] 256, y [5, 10] 512, s [10, 11] 512, loss 4 over the 1600 held
+// throughout: the peak 2624 is reached at 10 only.
+TEST(PlanCheckTest, OnChipValuesHoldNothingAndKeepWhatTheyAreMadeFromAlive) {
+  const Graph g = Mlp();
+  AutoShardResult r = MegatronPlan(g);
+  r.ops[3].on_chip = true;
+  r.ops[8].on_chip = true;
+  Result<PlanMemory> m = RecomputePlanMemory(g, {4}, r);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m.value().usage, (std::vector<int64_t>{1600, 1600, 1856, 1856, 1856, 2368, 2112, 2112,
+                                                   2112, 2112, 2624, 2116}));
+  ExpectError(CheckShardingPlan(g, {4}, r, std::nullopt),
+              {"peak memory time 8 is not a peak", "2112 bytes there"});
+  r.peak_memory_time = 10;
+  EXPECT_TRUE(CheckShardingPlan(g, {4}, r, std::nullopt).ok());
+
+  r = MegatronPlan(g);
+  r.ops[1].on_chip = true;
+  ExpectError(CheckShardingPlan(g, {4}, r, std::nullopt),
+              {"op 1 'w1' (parameter)", "marked on chip", "held in memory"});
+  r = MegatronPlan(g);
+  r.ops[11].on_chip = true;  // the output
+  ExpectError(CheckShardingPlan(g, {4}, r, std::nullopt),
+              {"op 11 'loss' (reduce_sum)", "marked on chip"});
+  r = MegatronPlan(g);
+  r.ops[7].on_chip = true;  // the fused broadcast
+  ExpectError(CheckShardingPlan(g, {4}, r, std::nullopt),
+              {"op 7 'bb' (broadcast_in_dim)", "marked on chip", "not computed"});
+}
+
 TEST(PlanCheckTest, FusedBroadcastEdgeMapsBackToItsOperand) {
   const Graph g = Mlp();
   AutoShardResult r = MegatronPlan(g);

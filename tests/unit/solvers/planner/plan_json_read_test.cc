@@ -123,6 +123,25 @@ TEST(PlanJsonReadTest, PlannerPlansRoundTrip) {
   for (const char* model : {kMlp, kGpt, kMoe, kWres}) ExpectRoundTrip(Planned(model), model);
 }
 
+// A plan priced for the CUDA runner (single_reader_fusion, fuse_attention): its ops kept on chip
+// (OpSharding::on_chip, no memory) are written and read back, so the bytes are the same, and so
+// is the memory each stage states (in the detailed JSON).
+TEST(PlanJsonReadTest, OnChipOpsRoundTrip) {
+  const std::string model = "gpt:layers=2,hidden=16,heads=4,seq=8,vocab=16,batch=8,dtype=f32";
+  Result<PlannerModel> m = PlannerModelFromSpec(model);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Result<Cluster> cluster = ParseClusterSpec(kCluster);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  cluster.value().calibration.single_reader_fusion = true;
+  cluster.value().calibration.fuse_attention = true;
+  Result<PipelinePlan> plan =
+      EvaluateManualPlan(m.value(), cluster.value(), TwoStages(1, 2, 0, Recompute::kNone));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const std::string text = Write(plan.value(), cluster.value(), model);
+  EXPECT_NE(text.find("\"on_chip\""), std::string::npos);
+  ExpectRoundTrip({std::move(plan).value(), cluster.value()}, model);
+}
+
 // A plan whose transfers across two hosts take a local all-gather (landing_spec).
 PlanCase LocalAllGatherPlan(const std::string& model_spec) {
   Result<PlannerModel> model = PlannerModelFromSpec(model_spec);
