@@ -67,7 +67,9 @@ struct Calibration {
   bool single_reader_fusion = false;
   // Attention cores (core/ir/attention_core.h) priced as one fused kernel (Megatron's fused
   // softmax, FlashAttention): their [batch, heads, seq, seq] values cost no memory traffic.
-  // Memory use still counts the values kept for the backward pass.
+  // Memory use still counts the values kept for the backward pass, but with
+  // single_reader_fusion, where the values the runner's kernels keep on chip (the cores among
+  // them) hold no memory (OpSharding::on_chip).
   bool fuse_attention = false;
 
   bool operator==(const Calibration& o) const;
