@@ -375,6 +375,23 @@ void CountReaders(AutoShardModel& model) {
   }
 }
 
+// Per op: whether it makes a graph output: the output's op, or for an output that is a fused
+// broadcast, made by its readers from its operand (through any chain of fused broadcasts), that
+// operand's producer.
+std::vector<bool> OutputProducers(const AutoShardModel& model) {
+  const Graph& graph = *model.graph;
+  std::vector<bool> output(static_cast<size_t>(graph.size()), false);
+  for (int32_t out : graph.outputs) {
+    int32_t v = out;
+    while (model.treatment[static_cast<size_t>(v)] == OpTreatment::kFused &&
+           !graph.op(v).operands.empty()) {
+      v = graph.op(v).operands[0];
+    }
+    output[static_cast<size_t>(v)] = true;
+  }
+  return output;
+}
+
 // Phase 1b: the node ops whose results stay on chip: under a calibration of libalpa's CUDA
 // runner (`single_reader_fusion`), those whose memory traffic it does not price (the context's
 // `materialized`), but for parameters, updates and outputs (through fused broadcasts).
@@ -386,15 +403,7 @@ void MarkOnChip(AutoShardModel& model, const Cluster* cluster) {
   if (cluster == nullptr || !cluster->calibration.single_reader_fusion || materialized.empty()) {
     return;
   }
-  std::vector<bool> output(op_count, false);
-  for (int32_t out : graph.outputs) {
-    int32_t v = out;
-    while (model.treatment[static_cast<size_t>(v)] == OpTreatment::kFused &&
-           !graph.op(v).operands.empty()) {
-      v = graph.op(v).operands[0];
-    }
-    output[static_cast<size_t>(v)] = true;
-  }
+  const std::vector<bool> output = OutputProducers(model);
   for (int32_t v = 0; v < graph.size(); ++v) {
     const Op& op = graph.op(v);
     const size_t i = static_cast<size_t>(v);
@@ -563,17 +572,8 @@ void SetUsageIntervals(AutoShardModel& model, const AutoShardOptions& options) {
           std::max<int64_t>(last[static_cast<size_t>(u)], model.position[static_cast<size_t>(v)]);
     }
   }
-  // Outputs live to the end; an output that is a fused broadcast is made by its readers from its
-  // operand (through any chain of fused broadcasts), which then lives to the end instead.
-  std::vector<bool> persistent(op_count, false);
-  for (int32_t out : graph.outputs) {
-    int32_t v = out;
-    while (model.treatment[static_cast<size_t>(v)] == OpTreatment::kFused &&
-           !graph.op(v).operands.empty()) {
-      v = graph.op(v).operands[0];
-    }
-    persistent[static_cast<size_t>(v)] = true;
-  }
+  // Outputs live to the end (an output that is a fused broadcast: its operand's producer).
+  const std::vector<bool> persistent = OutputProducers(model);
   for (int32_t v = 0; v < graph.size(); ++v) {
     const int32_t nd = model.node[static_cast<size_t>(v)];
     if (nd < 0) continue;
