@@ -28,6 +28,15 @@ bool IsPlanStatus(SolveStatus s) {
   return s == SolveStatus::kOptimal || s == SolveStatus::kFeasible || s == SolveStatus::kCancelled;
 }
 
+// The op whose result op `id`'s value is read from: itself, or through fused broadcasts (made by
+// their readers) their operand's producer.
+int32_t RealProducer(const Graph& graph, const AutoShardResult& result, int32_t id) {
+  while (result.ops[static_cast<size_t>(id)].fused && !graph.op(id).operands.empty()) {
+    id = graph.op(id).operands[0];
+  }
+  return id;
+}
+
 class PlanChecker {
  public:
   PlanChecker(const Graph& graph, const std::vector<int64_t>& mesh, const AutoShardResult& result)
@@ -75,13 +84,8 @@ Status PlanChecker::CheckStructure() {
                            " ops");
   }
   std::vector<bool> output(static_cast<size_t>(graph_.size()), false);
-  for (int32_t out : graph_.outputs) {
-    int32_t src = out;
-    while (sharding(src).fused && !graph_.op(src).operands.empty()) {
-      src = graph_.op(src).operands[0];
-    }
-    output[static_cast<size_t>(src)] = true;
-  }
+  for (int32_t out : graph_.outputs)
+    output[static_cast<size_t>(RealProducer(graph_, result_, out))] = true;
   for (int32_t id = 0; id < graph_.size(); ++id) {
     const OpSharding& s = sharding(id);
     const Op& op = graph_.op(id);
@@ -99,8 +103,7 @@ Status PlanChecker::CheckStructure() {
     }
     if (s.free) {
       for (int32_t x : op.operands) {
-        int32_t src = x;
-        while (sharding(src).fused) src = graph_.op(src).operands[0];
+        const int32_t src = RealProducer(graph_, result_, x);
         if (!sharding(src).free) {
           return OpError(graph_, id,
                          "marked free (made locally in any layout) but reads " +
@@ -382,10 +385,7 @@ Result<PlanMemory> RecomputePlanMemory(const Graph& graph, const std::vector<int
   auto computed = [&](int32_t id) { return !sharding(id).free && !sharding(id).fused; };
   // Held in memory: computed and not kept on chip inside its readers' kernels.
   auto materialized = [&](int32_t id) { return computed(id) && !sharding(id).on_chip; };
-  auto real_producer = [&](int32_t id) {
-    while (sharding(id).fused && !graph.op(id).operands.empty()) id = graph.op(id).operands[0];
-    return id;
-  };
+  auto real_producer = [&](int32_t id) { return RealProducer(graph, result, id); };
   const int64_t steps = static_cast<int64_t>(result.schedule.size());
   std::vector<int64_t> pos(static_cast<size_t>(n), -1);
   for (int64_t t = 0; t < steps; ++t) {

@@ -11,6 +11,7 @@
 
 #include "exec/cuda/fusion_plan.h"
 #include "exec/program/program.h"
+#include "exec/runtime/tensor_boxes.h"
 
 namespace alpa::cuda {
 
@@ -19,7 +20,8 @@ struct LifetimeReplay {
   int64_t peak_bytes = 0;  // the most bytes of buffers live at once, as the runner counts them
 };
 
-// Runs the program's buffer lifetimes as the runner does with `plan`: an error for the first
+// Runs the program's buffer lifetimes as the runner does with `plan` (an empty plan: every
+// instruction alone, as the runner runs without fusion): an error for the first
 // read of a buffer that is not live (the attention kernels read their views' buffers), or of a
 // value the plan never computes; and the peak of the live buffers' bytes (elements times the
 // value dtype's width, as CudaRunner's peak_bytes counts them; the kernels' scratch and row
@@ -29,9 +31,7 @@ inline LifetimeReplay ReplayBuffers(const DeviceProgram& p, const FusionPlan& pl
   int64_t live_bytes = 0;
   auto bytes_of = [&](int32_t b) {
     const Buffer& buffer = p.buffers[static_cast<size_t>(b)];
-    int64_t n = DTypeBytes(buffer.dtype);
-    for (int64_t d : buffer.shape) n *= d;
-    return n;
+    return ElementCountOf(buffer.shape) * DTypeBytes(buffer.dtype);
   };
   auto set_live = [&](std::vector<char>& live, int32_t b, char on) {
     char& state = live[static_cast<size_t>(b)];
@@ -55,12 +55,14 @@ inline LifetimeReplay ReplayBuffers(const DeviceProgram& p, const FusionPlan& pl
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     if (p.buffers[b].persistent) set_live(live, static_cast<int32_t>(b), 1);
   }
+  const bool fusing = !plan.empty();  // as the runner decides
   for (size_t i = 0; i < p.code.size(); ++i) {
-    if (plan.skip[i]) continue;
+    if (fusing && plan.skip[i]) continue;
     const Instruction& in = p.code[i];
     std::vector<int32_t> reads = in.in, writes = {in.out};
-    if (plan.group_at[i] >= 0) reads = plan.groups[static_cast<size_t>(plan.group_at[i])].inputs;
-    if (plan.attention_at[i] >= 0) {
+    if (fusing && plan.group_at[i] >= 0)
+      reads = plan.groups[static_cast<size_t>(plan.group_at[i])].inputs;
+    if (fusing && plan.attention_at[i] >= 0) {
       const AttentionRegion& r = plan.attention[static_cast<size_t>(plan.attention_at[i])];
       const bool backward = r.backward_at == static_cast<int32_t>(i);
       reads = backward ? AttentionBackwardReads(r) : AttentionForwardReads(r);
@@ -90,7 +92,9 @@ inline LifetimeReplay ReplayBuffers(const DeviceProgram& p, const FusionPlan& pl
     for (int32_t b : writes) {
       if (b >= 0) set_live(live, b, 1);
     }
-    for (int32_t b : plan.free_after[i]) set_live(live, b, 0);
+    if (fusing) {
+      for (int32_t b : plan.free_after[i]) set_live(live, b, 0);
+    }
   }
   return replay;
 }

@@ -25,16 +25,6 @@ namespace {
 // The bench/gpu GPT layer (bf16, 32 heads of 128, seq 2048, batch 8).
 const char* kGptLayer = "gpt:layers=1,embed=0,hidden=4096,heads=32,seq=2048,batch=8,dtype=bf16";
 
-// What the runner runs without its fused kernels: every instruction alone.
-FusionPlan Unfused(const DeviceProgram& p) {
-  FusionPlan plan;
-  plan.group_at.assign(p.code.size(), -1);
-  plan.attention_at.assign(p.code.size(), -1);
-  plan.skip.assign(p.code.size(), 0);
-  plan.free_after.assign(p.code.size(), {});
-  return plan;
-}
-
 struct DeviceMemory {
   int64_t planned = 0;  // the plan's figure for the device
   int64_t held = 0;     // the runner's peak of live buffers
@@ -63,7 +53,7 @@ DeviceMemory PlannedAndHeld(const std::string& model, int64_t tensor_parallel,
   const DeviceProgram& p = programs.value().programs[0];
   const std::vector<DType> storage = StorageDTypes(p);
   const FusionPlan plan =
-      !fuse ? Unfused(p)
+      !fuse ? FusionPlan{}  // the runner without fusion
             : PlanFusion(p, storage,
                          attention ? PlanAttention(p, storage) : std::vector<AttentionRegion>{});
   if (attention && plan.attention.empty()) m.error = "no attention region";
