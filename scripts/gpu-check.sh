@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, in one command, on a machine with one (issue 16), most needed
 # first: the fused attention kernels against their host run, a GPT layer's step with and without
-# them (losses within 2 %), the GPT-layer benchmark (bench/gpu/run.sh: calibration, MFU,
+# them (losses within 2 %) and without merged kernels (losses equal), the GPT-layer benchmark (bench/gpu/run.sh: calibration, MFU,
 # predicted / measured step), the part-1 equality cases on the CUDA backend, the CUDA kernels
 # against the interpreter, profiled steps, a WResNet step with its convolutions on cuDNN and on
 # the direct kernel, the one-GPU NCCL tests and the calibration's test. Each part has its own
@@ -79,6 +79,24 @@ assert flash and len(flash) == len(plain), "missing steps"
 for a, b in zip(flash, plain):
     assert abs(a - b) <= 0.02 * abs(b), f"losses differ: {a} vs {b}"
 print("losses agree within 2 %")
+PY
+# The same step with each fused group alone (ALPA_CUDA_MULTI_OUTPUT=0: no merged kernels, the
+# Adam updates five kernels a weight): the merged kernels compute the same bits, so the losses
+# are equal; the step times show what merging saves.
+part gpt_layer_single_output 120 env ALPA_CUDA_MULTI_OUTPUT=0 "$build/bin/alpa" run \
+  "$out/gpt_layer_b2.json" --backend cuda --steps 4 --json
+part multi_output_losses 10 python3 - "$out/gpt_layer_no_flash.log" \
+  "$out/gpt_layer_single_output.log" <<'PY'
+import json, sys
+def steps(path):
+    return [json.loads(l) for l in open(path) if l.startswith("{")]
+merged, single = steps(sys.argv[1]), steps(sys.argv[2])
+print("merged", [s["loss"] for s in merged], "\nsingle", [s["loss"] for s in single])
+print("step seconds merged", [s.get("seconds") for s in merged],
+      "\nstep seconds single", [s.get("seconds") for s in single])
+assert merged and len(merged) == len(single), "missing steps"
+assert [s["loss"] for s in merged] == [s["loss"] for s in single], "losses differ"
+print("losses equal")
 PY
 part bench 300 bash bench/gpu/run.sh "$build/bin/alpa" "$out" "${bench_args[@]}"
 part cuda_plan_equivalence_test 240 "$build/bin/cuda_plan_equivalence_test" --gtest_brief=1

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <numeric>
 #include <unordered_set>
+#include <utility>
 
 #include "core/ir/attention_core.h"
 
@@ -97,31 +98,51 @@ std::vector<bool> MaterializedResults(const Graph& graph) {
   return materialized;
 }
 
-std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
-                                            const std::vector<bool>& materialized) {
-  const std::vector<int32_t> fusion = FusionOf(graph, materialized);
+namespace {
+
+// `own_free`: a read of a value made in the reading fusion costs nothing.
+std::vector<std::vector<bool>> ChargedReadsIn(const Graph& graph,
+                                              const std::vector<bool>& materialized,
+                                              const std::vector<int32_t>& fusion, bool own_free) {
   std::unordered_set<uint64_t> read;  // (fusion, value) pairs already paid for
   std::vector<std::vector<bool>> charged(static_cast<size_t>(graph.size()));
   for (int32_t id = 0; id < graph.size(); ++id) {
     const Op& op = graph.op(id);
+    const int32_t f = fusion[static_cast<size_t>(id)];
     charged[static_cast<size_t>(id)].assign(op.operands.size(), false);
     for (size_t k = 0; k < op.operands.size(); ++k) {
       const int32_t x = op.operands[k];
       if (x < 0 || x >= graph.size() || !materialized[static_cast<size_t>(x)]) continue;
-      const uint64_t key =
-          (static_cast<uint64_t>(fusion[static_cast<size_t>(id)]) << 32) | static_cast<uint32_t>(x);
+      if (own_free && fusion[static_cast<size_t>(x)] == f) continue;
+      const uint64_t key = (static_cast<uint64_t>(f) << 32) | static_cast<uint32_t>(x);
       charged[static_cast<size_t>(id)][k] = read.insert(key).second;
     }
   }
   return charged;
 }
 
-std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention) {
+}  // namespace
+
+std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
+                                            const std::vector<bool>& materialized) {
+  return ChargedReadsIn(graph, materialized, FusionOf(graph, materialized), false);
+}
+
+std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
+                                            const std::vector<bool>& materialized,
+                                            const std::vector<int32_t>& kernel_of) {
+  return ChargedReadsIn(graph, materialized, kernel_of, true);
+}
+
+std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention,
+                                std::vector<int32_t>* kernel_of) {
   std::vector<bool> materialized;
   if (fusion == ElementwiseFusion::kXla) {
     materialized = MaterializedResults(graph);
   } else if (fusion == ElementwiseFusion::kSingleReader) {
-    materialized = SingleReaderMaterializedResults(graph);
+    SingleReaderFusion plan = PlanSingleReaderFusion(graph);
+    materialized = std::move(plan.materialized);
+    if (kernel_of != nullptr) *kernel_of = std::move(plan.kernel_of);
   } else if (fuse_attention) {
     materialized.assign(static_cast<size_t>(graph.size()), true);
   }

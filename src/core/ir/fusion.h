@@ -33,7 +33,17 @@ std::vector<bool> MaterializedResults(const Graph& graph);
 // again at each use), are made in each reader's kernel. Everything else is written, whatever the
 // phase. exec/cuda's fusion_plan_test checks that this matches the runner's fusion plan on a
 // GPT's device programs.
+// The runner also merges adjacent kernels into one (exec/cuda/group_merge.h: the optimizer's
+// updates of a weight): a value such a kernel makes and reads itself is written only where
+// something outside it (or the next step) reads it.
 std::vector<bool> SingleReaderMaterializedResults(const Graph& graph);
+// The same, with the kernel each op runs in (an op's id, shared by the ops one kernel computes;
+// an op outside the runner's elementwise kernels is its own), for ChargedReads.
+struct SingleReaderFusion {
+  std::vector<bool> materialized;
+  std::vector<int32_t> kernel_of;
+};
+SingleReaderFusion PlanSingleReaderFusion(const Graph& graph);
 constexpr int64_t kMinFusedRowReductions = 2048;
 constexpr int64_t kMaxFusedRowLength = int64_t{1} << 16;
 // Whether reducing `dims` of an operand of `operand_shape` is such a row reduction: over the
@@ -43,6 +53,9 @@ bool FusesRowReduction(const std::vector<int64_t>& operand_shape, const std::vec
 // The most inputs and nodes (values) of one such kernel; larger groups run their ops alone.
 constexpr int32_t kMaxFusedGroupInputs = 12;
 constexpr int32_t kMaxFusedGroupNodes = 48;
+// The most values a merged kernel (one kernel of several adjacent ones: the optimizer's updates
+// of one weight) stores besides its root's.
+constexpr int32_t kMaxFusedGroupStores = 6;
 
 // How a calibration says elementwise chains run (Calibration's fusion keys).
 enum class ElementwiseFusion {
@@ -55,8 +68,10 @@ enum class ElementwiseFusion {
 // keys: the materialised results of `fusion`, and with `fuse_attention` never the values of
 // attention cores (AttentionCoreValues: a fused attention kernel keeps them on chip), nor, with
 // kSingleReader (the CUDA runner's model), the views its attention kernels read and write through
-// (AttentionKernelViews). Empty when neither fuses anything: every result does.
-std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention);
+// (AttentionKernelViews). Empty when neither fuses anything: every result does. With
+// kSingleReader, `kernel_of` (where given) receives SingleReaderFusion::kernel_of.
+std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention,
+                                std::vector<int32_t>* kernel_of = nullptr);
 
 // Per op and operand slot: whether that read costs memory traffic. A fusion (ops of one phase
 // joined through values that stay in registers) reads each materialised value once however
@@ -64,5 +79,10 @@ std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bo
 // of values that are not materialised never pay. `materialized` is MaterializedResults(graph).
 std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
                                             const std::vector<bool>& materialized);
+// The same over given kernels (SingleReaderFusion::kernel_of): a kernel reads each materialised
+// value once, and a value it makes itself never.
+std::vector<std::vector<bool>> ChargedReads(const Graph& graph,
+                                            const std::vector<bool>& materialized,
+                                            const std::vector<int32_t>& kernel_of);
 
 }  // namespace alpa

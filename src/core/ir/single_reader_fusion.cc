@@ -3,6 +3,7 @@
 // the role of each op, which values stay in registers (each elementwise value's group from its
 // readers', in reverse op order), the group of each root, and the groups
 // the runner drops because they would keep their inputs alive longer than the buffers they save.
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
@@ -11,6 +12,7 @@
 #include "core/ir/float_path.h"
 #include "core/ir/fusion.h"
 #include "core/util/dtype.h"
+#include "core/util/sole_reader_merge.h"
 
 namespace alpa {
 namespace {
@@ -67,6 +69,7 @@ struct GraphFacts {
   std::vector<bool> from_constants;
   std::vector<bool> kept;  // never freed while the piece runs: parameters and outputs
   std::vector<int64_t> bytes;
+  std::vector<int64_t> elements;
 };
 
 GraphFacts GatherFacts(const Graph& graph) {
@@ -77,6 +80,7 @@ GraphFacts GatherFacts(const Graph& graph) {
   f.from_constants.assign(n, false);
   f.kept.assign(n, false);
   f.bytes.assign(n, 0);
+  f.elements.assign(n, 0);
   for (int32_t id = 0; id < graph.size(); ++id) {
     const size_t u = static_cast<size_t>(id);
     const Op& op = graph.op(id);
@@ -93,6 +97,7 @@ GraphFacts GatherFacts(const Graph& graph) {
     int64_t elements = 1;
     for (int64_t d : op.shape) elements *= d;
     f.bytes[u] = elements * DTypeBytes(op.dtype);
+    f.elements[u] = elements;
     for (int32_t x : op.operands) {
       if (x < 0 || x >= graph.size()) continue;
       std::vector<int32_t>& r = f.readers[static_cast<size_t>(x)];
@@ -236,6 +241,173 @@ bool DropUnkeepableGroups(const Graph& graph, const GraphFacts& f, std::vector<c
   return !dropped.empty();
 }
 
+// A kernel of merged groups (the runner's group_merge.h).
+struct MergedKernel {
+  std::vector<int32_t> roots;    // its groups' roots, in the order they merged
+  std::vector<int32_t> members;  // their members
+  std::vector<int32_t> inputs;   // values it reads
+  std::vector<int32_t> outs;     // values it computes and writes (the last root's last)
+  int64_t nodes = 0;             // its values, as Keepable counts them
+};
+
+bool Contains(const std::vector<int32_t>& v, int32_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// The root of the group in which op r runs: itself for a root, its group's for a member; -1 for
+// an op outside the elementwise kernels (or made again in each reader's).
+int32_t KernelRootOf(const GraphFacts& f, const std::vector<int32_t>& inlined_into, int32_t r) {
+  const int32_t into = inlined_into[static_cast<size_t>(r)];
+  if (into >= 0) return into;
+  return into == -1 && f.role[static_cast<size_t>(r)] == KernelRole::kElementwise ? r : -1;
+}
+
+// The elementwise kernels of the groups (every elementwise root's, a group of one for an op that
+// runs alone), in op order, with per op the kernel that is the root of (-1).
+std::vector<MergedKernel> ElementwiseKernels(const Graph& graph, const GraphFacts& f,
+                                             const std::vector<char>& alone,
+                                             const std::vector<int32_t>& inlined_into,
+                                             std::vector<int32_t>& kernel_at) {
+  std::vector<MergedKernel> kernels;
+  kernel_at.assign(f.role.size(), -1);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const size_t u = static_cast<size_t>(id);
+    if (f.role[u] != KernelRole::kElementwise || Inlinable(inlined_into, id)) continue;
+    Group g;
+    g.root = id;
+    if (alone[u]) {  // a group of one: every operand loaded
+      for (int32_t x : graph.op(id).operands) {
+        if (x >= 0 && x < graph.size() && !Contains(g.inputs, x)) g.inputs.push_back(x);
+      }
+    } else {
+      Collect(graph, inlined_into, g);
+    }
+    MergedKernel k;
+    k.roots = {id};
+    k.members = g.members;
+    k.inputs = g.inputs;
+    k.outs = {id};
+    k.nodes = static_cast<int64_t>(g.members.size() + 1 + g.inputs.size());
+    kernel_at[u] = static_cast<int32_t>(kernels.size());
+    kernels.push_back(std::move(k));
+  }
+  return kernels;
+}
+
+// The one kernel that reads what kernel k writes (a new parameter value is read as such after
+// the step writes it back); -1 where an op outside the elementwise kernels reads one of its
+// values, where a value other than a parameter's new value is the graph's output or is read by
+// nothing, or where two kernels read them.
+int32_t SoleReader(const GraphFacts& f, const Graph& graph,
+                   const std::vector<int32_t>& inlined_into, const std::vector<int32_t>& kernel_at,
+                   const MergeOwners& owners, int32_t k, const MergedKernel& kernel) {
+  int32_t reader = -1;
+  for (int32_t v : kernel.outs) {
+    const size_t u = static_cast<size_t>(v);
+    const bool update = graph.op(v).alias_of >= 0;
+    if (!update && (f.kept[u] || f.readers[u].empty())) return -1;
+    for (int32_t r : f.readers[u]) {
+      const int32_t root = KernelRootOf(f, inlined_into, r);
+      // Read outside the elementwise kernels, or by a row reduction's.
+      if (root < 0 || kernel_at[static_cast<size_t>(root)] < 0) return -1;
+      const int32_t into = owners.Holder(kernel_at[static_cast<size_t>(root)]);
+      if (into == k) continue;
+      if (reader >= 0 && reader != into) return -1;
+      reader = into;
+    }
+  }
+  return reader;
+}
+
+// The runner's TryMerge of kernel a into its sole reader b, replayed on the graph: the merged
+// kernel, or false.
+bool MergeInto(const Graph& graph, const GraphFacts& f, const std::vector<int32_t>& inlined_into,
+               const MergedKernel& a, const MergedKernel& b, MergedKernel& m) {
+  if (f.elements[static_cast<size_t>(a.roots.back())] !=
+      f.elements[static_cast<size_t>(b.roots.back())]) {
+    return false;
+  }
+  for (int32_t u : a.outs) {  // b reads the old value of a parameter a updates
+    const int32_t old = graph.op(u).alias_of;
+    if (old >= 0 && Contains(b.inputs, old)) return false;
+  }
+  for (int32_t x : b.members) {
+    const Op& op = graph.op(x);
+    if (op.kind == OpKind::kBroadcastInDim && Contains(a.outs, op.operands[0])) return false;
+  }
+  m = MergedKernel{};
+  m.roots = a.roots;
+  m.roots.insert(m.roots.end(), b.roots.begin(), b.roots.end());
+  m.members = a.members;
+  m.members.insert(m.members.end(), a.roots.begin(), a.roots.end());
+  m.members.insert(m.members.end(), b.members.begin(), b.members.end());
+  m.inputs = a.inputs;
+  int64_t replaced = 0;
+  for (int32_t x : b.inputs) {
+    if (Contains(a.outs, x)) {
+      ++replaced;
+    } else if (!Contains(m.inputs, x)) {
+      m.inputs.push_back(x);
+    }
+  }
+  m.nodes = a.nodes + b.nodes - replaced;
+  // New parameter values stay written (into the parameters' buffers); a's other values only b
+  // read. Neither is written to a temporary any more.
+  int64_t saved = 0;
+  for (int32_t v : a.outs) {
+    saved += f.bytes[static_cast<size_t>(v)];
+    if (graph.op(v).alias_of >= 0) m.outs.push_back(v);
+  }
+  m.outs.insert(m.outs.end(), b.outs.begin(), b.outs.end());
+  if (m.outs.size() > static_cast<size_t>(kMaxFusedGroupStores) + 1 ||
+      m.inputs.size() > static_cast<size_t>(kMaxFusedGroupInputs) ||
+      m.nodes > kMaxFusedGroupNodes) {
+    return false;
+  }
+  // a's inputs read last by a (in op order) are freed after b instead of after a.
+  int64_t deferred = 0;
+  for (int32_t x : a.inputs) {
+    const size_t u = static_cast<size_t>(x);
+    if (f.kept[u] || Contains(b.inputs, x)) continue;
+    bool last_in_a = false;
+    for (int32_t r : f.readers[u]) {  // a free value's copy dies after the one op reading it
+      const bool in_a = Contains(a.roots, KernelRootOf(f, inlined_into, r));
+      last_in_a = f.from_constants[u] ? last_in_a || in_a : in_a;
+    }
+    if (last_in_a) deferred += f.bytes[u];
+  }
+  return deferred <= saved;
+}
+
+// The runner's MergeGroupsIntoTheirReaders replayed on the graph: each kernel, in op order,
+// merged into its sole reader where MergeInto allows. Returns the kernels left.
+std::vector<MergedKernel> MergeKernelsIntoTheirReaders(const Graph& graph, const GraphFacts& f,
+                                                       const std::vector<char>& alone,
+                                                       const std::vector<int32_t>& inlined_into) {
+  std::vector<int32_t> kernel_at;
+  std::vector<MergedKernel> kernels = ElementwiseKernels(graph, f, alone, inlined_into, kernel_at);
+  const MergeOwners owners = MergeIntoSoleReaders(
+      kernels.size(),
+      [&](int32_t k, const MergeOwners& now) {
+        return SoleReader(f, graph, inlined_into, kernel_at, now, k,
+                          kernels[static_cast<size_t>(k)]);
+      },
+      [&](int32_t k, int32_t reader) {
+        MergedKernel merged;
+        if (!MergeInto(graph, f, inlined_into, kernels[static_cast<size_t>(k)],
+                       kernels[static_cast<size_t>(reader)], merged)) {
+          return false;
+        }
+        kernels[static_cast<size_t>(reader)] = std::move(merged);
+        return true;
+      });
+  std::vector<MergedKernel> left;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (owners.Holds(k)) left.push_back(std::move(kernels[k]));
+  }
+  return left;
+}
+
 }  // namespace
 
 bool FusesRowReduction(const std::vector<int64_t>& operand_shape,
@@ -251,17 +423,38 @@ bool FusesRowReduction(const std::vector<int64_t>& operand_shape,
   return outputs >= kMinFusedRowReductions && row <= kMaxFusedRowLength;
 }
 
-std::vector<bool> SingleReaderMaterializedResults(const Graph& graph) {
+SingleReaderFusion PlanSingleReaderFusion(const Graph& graph) {
   const GraphFacts f = GatherFacts(graph);
-  std::vector<char> alone(static_cast<size_t>(graph.size()), 0);
+  const size_t n = static_cast<size_t>(graph.size());
+  std::vector<char> alone(n, 0);
   while (DropUnkeepableGroups(graph, f, alone)) {
   }
   const std::vector<int32_t> inlined_into = InlinedInto(f, alone);
-  std::vector<bool> materialized(static_cast<size_t>(graph.size()), true);
+  SingleReaderFusion fusion;
+  fusion.materialized.assign(n, true);
+  fusion.kernel_of.resize(n);
   for (int32_t id = 0; id < graph.size(); ++id) {
-    materialized[static_cast<size_t>(id)] = !Inlinable(inlined_into, id);
+    const size_t u = static_cast<size_t>(id);
+    fusion.materialized[u] = !Inlinable(inlined_into, id);
+    const int32_t root = KernelRootOf(f, inlined_into, id);
+    fusion.kernel_of[u] = root >= 0 ? root : id;
   }
-  return materialized;
+  std::vector<int32_t> merged_into(n, -1);  // per group root: the last root of its kernel
+  for (const MergedKernel& k : MergeKernelsIntoTheirReaders(graph, f, alone, inlined_into)) {
+    for (int32_t r : k.roots) {
+      merged_into[static_cast<size_t>(r)] = k.roots.back();
+      if (!Contains(k.outs, r)) fusion.materialized[static_cast<size_t>(r)] = false;
+    }
+  }
+  for (int32_t& k : fusion.kernel_of) {
+    const int32_t into = merged_into[static_cast<size_t>(k)];
+    if (into >= 0) k = into;
+  }
+  return fusion;
+}
+
+std::vector<bool> SingleReaderMaterializedResults(const Graph& graph) {
+  return PlanSingleReaderFusion(graph).materialized;
 }
 
 }  // namespace alpa

@@ -25,8 +25,12 @@ bool Touches(const DeviceProgram& program, const FusionPlan& fusion, size_t j, i
   if (in.out == b || std::find(in.in.begin(), in.in.end(), b) != in.in.end()) return true;
   const int32_t group = j < fusion.group_at.size() ? fusion.group_at[j] : -1;
   if (group >= 0) {
-    const std::vector<int32_t>& inputs = fusion.groups[static_cast<size_t>(group)].inputs;
-    if (std::find(inputs.begin(), inputs.end(), b) != inputs.end()) return true;
+    const FusedGroup& g = fusion.groups[static_cast<size_t>(group)];
+    const std::vector<int32_t> writes = FusedGroupWrites(g);
+    if (std::find(g.inputs.begin(), g.inputs.end(), b) != g.inputs.end() ||
+        std::find(writes.begin(), writes.end(), b) != writes.end()) {
+      return true;
+    }
   }
   const int32_t region = j < fusion.attention_at.size() ? fusion.attention_at[j] : -1;
   if (region >= 0) {

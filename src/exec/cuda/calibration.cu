@@ -539,7 +539,7 @@ Status MeasureFusedKernels(cudaStream_t stream, const Repeats& repeats,
     ALPA_RETURN_IF_ERROR(
         output.Allocate(ElementCountOf(result.shape) * DTypeBytes(g.nodes.back().storage), c.name));
     Result<double> seconds = MedianSeconds(stream, repeats, c.name, [&]() {
-      return kernels.value()->Launch(k, pointers, output.ptr, stream, c.name);
+      return kernels.value()->Launch(k, pointers, {output.ptr}, stream, c.name);
     });
     if (!seconds.ok()) return seconds.status();
     out->push_back(Make(MeasurementKind::kFusedMemory, c.name, DType::kBF16, true,

@@ -548,9 +548,13 @@ Status CudaRunner::RunFused(size_t index) {
     if (!t.ok()) return t.status();
     inputs.push_back(t.value()->data);
   }
-  Result<cuda::DeviceTensor*> out = Allocate(g.out);
-  if (!out.ok()) return out.status();
-  return fused_->Launch(index, inputs, out.value()->data, stream_,
+  std::vector<void*> outputs;
+  for (int32_t b : cuda::FusedGroupWrites(g)) {
+    Result<cuda::DeviceTensor*> out = Allocate(b);
+    if (!out.ok()) return out.status();
+    outputs.push_back(out.value()->data);
+  }
+  return fused_->Launch(index, inputs, outputs, stream_,
                         "fused group of " + std::to_string(g.members.size() + 1) + " ops");
 }
 

@@ -16,6 +16,9 @@ namespace {
 struct FusedInputs {
   const void* p[kMaxFusedGroupInputs];
 };
+struct FusedStores {
+  void* p[kMaxFusedGroupStores];
+};
 
 }  // namespace
 
@@ -60,14 +63,23 @@ FusedKernels::~FusedKernels() {
   for (cudaLibrary_t library : libraries_) (void)cudaLibraryUnload(library);
 }
 
-Status FusedKernels::Launch(size_t index, const std::vector<const void*>& inputs, void* out,
-                            cudaStream_t stream, const std::string& what) const {
+Status FusedKernels::Launch(size_t index, const std::vector<const void*>& inputs,
+                            const std::vector<void*>& outputs, cudaStream_t stream,
+                            const std::string& what) const {
   const int64_t n = elements_[index];
   if (n == 0) return Status::Ok();
+  if (inputs.size() > static_cast<size_t>(kMaxFusedGroupInputs) || outputs.empty() ||
+      outputs.size() > static_cast<size_t>(kMaxFusedGroupStores) + 1) {
+    return InternalError(what + ": a fused kernel of " + std::to_string(inputs.size()) +
+                         " inputs and " + std::to_string(outputs.size()) + " outputs");
+  }
   FusedInputs in{};
   std::copy(inputs.begin(), inputs.end(), in.p);
+  FusedStores st{};
+  std::copy(outputs.begin() + 1, outputs.end(), st.p);
+  void* out = outputs.front();
   long long count = packed_[index] ? n / 8 : n;
-  void* args[] = {&out, &in, &count};
+  void* args[] = {&out, &in, &st, &count};
   // A reduction runs a warp per output.
   const int64_t threads = rows_[index] ? count * 32 : count;
   return CudaStatus(

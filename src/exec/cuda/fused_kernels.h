@@ -24,10 +24,12 @@ class FusedKernels {
   FusedKernels(const FusedKernels&) = delete;
   FusedKernels& operator=(const FusedKernels&) = delete;
 
-  // Enqueues group `index` on `stream`: `inputs` in the order of its FusedGroup::inputs, `out`
-  // its root's buffer. Returns the launch's error naming `what`.
-  Status Launch(size_t index, const std::vector<const void*>& inputs, void* out,
-                cudaStream_t stream, const std::string& what) const;
+  // Enqueues group `index` on `stream`: `inputs` in the order of its FusedGroup::inputs,
+  // `outputs` its root's buffer and then its stores' (FusedGroupWrites). Returns the launch's
+  // error naming `what`.
+  Status Launch(size_t index, const std::vector<const void*>& inputs,
+                const std::vector<void*>& outputs, cudaStream_t stream,
+                const std::string& what) const;
 
  private:
   FusedKernels() = default;

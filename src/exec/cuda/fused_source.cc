@@ -144,7 +144,7 @@ std::string ReduceKernelCode(const FusedGroup& g) {
   const std::string is_max = root.op == OpKind::kReduceMax ? "true" : "false";
   const std::string last = "v" + std::to_string(g.nodes.size() - 2);
   std::ostringstream o;
-  o << "(void* out, AlpaFusedInputs in, long long count) {\n"
+  o << "(void* out, AlpaFusedInputs in, AlpaFusedStores, long long count) {\n"
     << "  const int lane = static_cast<int>(threadIdx.x) % 32;\n"
     << "  const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x / 32);\n"
     << "  for (long long o = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;"
@@ -169,17 +169,27 @@ std::string KernelCode(const FusedGroup& g) {
   std::ostringstream o;
   const std::string last = "v" + std::to_string(g.nodes.size() - 1);
   const DType out = g.nodes.back().storage;
-  o << "(void* out, AlpaFusedInputs in, long long count) {\n"
+  o << "(void* out, AlpaFusedInputs in, AlpaFusedStores st, long long count) {\n"
     << "  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;\n"
     << "  for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; "
        "g < count; g += step) {\n";
   if (FusedKernelPacks(g)) {
     o << "    const long long first = g * 8;\n"
       << PackedBody(g) << "    StoreEight(out, " << DTypeCode(out) << ", first, " << last << ");\n";
+    for (size_t k = 0; k < g.stores.size(); ++k) {
+      const FusedNode& n = g.nodes[static_cast<size_t>(g.stores[k].node)];
+      o << "    StoreEight(st.p[" << k << "], " << DTypeCode(n.storage) << ", first, v"
+        << g.stores[k].node << ");\n";
+    }
   } else {
     o << "    const long long i = g;\n"
       << ScalarBody(g, g.nodes.size()) << "    StoreFloat(out, " << DTypeCode(out) << ", i, "
       << last << ");\n";
+    for (size_t k = 0; k < g.stores.size(); ++k) {
+      const FusedNode& n = g.nodes[static_cast<size_t>(g.stores[k].node)];
+      o << "    StoreFloat(st.p[" << k << "], " << DTypeCode(n.storage) << ", i, v"
+        << g.stores[k].node << ");\n";
+    }
   }
   o << "  }\n}\n\n";
   return o.str();
@@ -205,6 +215,9 @@ FusedSource FusedKernelsSource(const std::vector<FusedGroup>& groups) {
       "#include \"exec/cuda/kernel_math.h\"\n#include \"exec/cuda/packed_elements.h\"\n\n"
       "struct AlpaFusedInputs {\n  const void* p[" +
       std::to_string(kMaxFusedGroupInputs) +
+      "];\n};\n\n"
+      "struct AlpaFusedStores {\n  void* p[" +
+      std::to_string(kMaxFusedGroupStores) +
       "];\n};\n\n"
       "using namespace alpa;\nusing namespace alpa::cuda;\n\n"
       "extern \"C\" __global__ void " +

@@ -1,12 +1,14 @@
 // The CUDA source of fused elementwise kernels (fusion_plan.h), compiled at run time
 // (runtime_compiler.h). Each group becomes one kernel, `alpa_fused` in a unit of its own, taking
-// (void* out, AlpaFusedInputs in, long long count) with `in.p[k]` group input k. Its per-element
-// math is float_math.h's (FloatOpValue, RoundFloatTo, LoadFloat), evaluated node by node as
-// FusedValueAt does on the host, with the group's shapes and dtypes written in as constants; a
-// reduction group sums in double with kernel_math.h's CombineReduce and stores its result with
-// FinishValue / StoreElement, a warp per output (`count` is the outputs).
-// A packed kernel (FusedKernelPacks) takes 8 elements per thread (`count` is elements / 8) and
-// needs every input and the output 16-byte aligned; the other takes one element per thread.
+// (void* out, AlpaFusedInputs in, AlpaFusedStores st, long long count) with `in.p[k]` group
+// input k and `st.p[k]` the buffer of its store k (a merged group's, written after every value
+// is computed, so that a buffer both read and stored at the same element is read first). Its
+// per-element math is float_math.h's (FloatOpValue, RoundFloatTo, LoadFloat), evaluated node by
+// node as FusedValueAt does on the host, with the group's shapes and dtypes written in as
+// constants; a reduction group sums in double with kernel_math.h's CombineReduce and stores its
+// result with FinishValue / StoreElement, a warp per output (`count` is the outputs). A packed
+// kernel (FusedKernelPacks) takes 8 elements per thread (`count` is elements / 8) and needs every
+// input and the output 16-byte aligned; the other takes one element per thread.
 #pragma once
 
 #include <string>

@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "exec/cuda/group_merge.h"
 #include "exec/cuda/kernel_math.h"
 #include "exec/cuda/op_rounding.h"
 #include "exec/runtime/tensor_boxes.h"
@@ -435,10 +436,13 @@ void PlaceGroups(const DeviceProgram& program, const ProgramFacts& facts, Fusion
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     const FusedGroup& g = plan.groups[gi];
     plan.group_at[static_cast<size_t>(g.root)] = static_cast<int32_t>(gi);
+    const std::vector<int32_t> writes = FusedGroupWrites(g);
     for (int32_t m : g.members) {
       plan.skip[static_cast<size_t>(m)] = 1;
-      const int32_t freed =
-          facts.free_at[static_cast<size_t>(program.code[static_cast<size_t>(m)].out)];
+      // A member's value is never stored, but for a merged group's stores.
+      const int32_t out = program.code[static_cast<size_t>(m)].out;
+      if (std::find(writes.begin(), writes.end(), out) != writes.end()) continue;
+      const int32_t freed = facts.free_at[static_cast<size_t>(out)];
       if (freed >= 0) plan.skip[static_cast<size_t>(freed)] = 1;
     }
     for (int32_t b : g.deferred_frees) {
@@ -491,6 +495,9 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
   FusionPlan plan;
   for (bool changed = true; changed;)
     plan.groups = FormGroups(program, storage, facts, alone, changed);
+  if (GroupMergingEnabled()) {
+    plan.groups = MergeGroupsIntoTheirReaders(program, storage, std::move(plan.groups), attention);
+  }
   plan.attention = std::move(attention);
   plan.group_at.assign(code, -1);
   plan.attention_at.assign(code, -1);
@@ -505,6 +512,12 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
     plan.free_after[static_cast<size_t>(needed_until[b])].push_back(static_cast<int32_t>(b));
   }
   return plan;
+}
+
+std::vector<int32_t> FusedGroupWrites(const FusedGroup& g) {
+  std::vector<int32_t> writes = {g.out};
+  for (const FusedStore& s : g.stores) writes.push_back(s.buffer);
+  return writes;
 }
 
 int64_t BroadcastSourceIndex(const FusedNode& node, int64_t i) {
@@ -554,11 +567,12 @@ float NodeValuesAt(const FusedGroup& g, const std::vector<const void*>& inputs,
 }  // namespace
 
 float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
-                   const std::vector<DType>& input_storage, int64_t i) {
+                   const std::vector<DType>& input_storage, int64_t i, int32_t node) {
   std::vector<float> v(g.nodes.size(), 0.0f);
   const FusedNode& root = g.nodes.back();
   if (root.kind != FusedNodeKind::kReduce) {
-    return NodeValuesAt(g, inputs, input_storage, i, g.nodes.size(), v);
+    const size_t count = node < 0 ? g.nodes.size() : static_cast<size_t>(node) + 1;
+    return NodeValuesAt(g, inputs, input_storage, i, count, v);
   }
   const bool is_max = root.op == OpKind::kReduceMax;
   double acc = ReduceIdentity(is_max);

@@ -17,7 +17,9 @@
 // elementwise op without such producers is a group of one (its generated kernel is faster than
 // the generic one); a reduction needs at least one. The limits (a group's inputs and nodes, the
 // row reductions it takes: kMaxFusedGroupInputs, kMaxFusedGroupNodes, FusesRowReduction) are
-// core/ir/fusion.h's, which the cost model's replay of this plan shares.
+// core/ir/fusion.h's, which the cost model's replay of this plan shares. Then a group whose
+// results one later group alone reads is merged into that group (group_merge.h: one kernel with
+// several results, FusedGroup::stores).
 // Host code: the plan is made and tested without a GPU; fused_source.h writes the kernels.
 #pragma once
 
@@ -62,17 +64,26 @@ struct FusedNode {
   DType storage = DType::kF32;
 };
 
+// A value a merged group (group_merge.h) stores besides its root's: its node and the buffer.
+struct FusedStore {
+  int32_t node = -1;
+  int32_t buffer = -1;
+};
+
 struct FusedGroup {
-  int32_t root = -1;                 // instruction index of the root
-  std::vector<int32_t> members;      // the fused producers' instruction indices, ascending
+  int32_t root = -1;  // instruction index of the root
+  // The fused producers' instruction indices, ascending; in a merged group also the roots of
+  // the groups merged into it and the copies its stores replace.
+  std::vector<int32_t> members;
   std::vector<int32_t> inputs;       // buffers the kernel reads
   std::vector<DType> input_storage;  // their storage dtypes
   // Inputs the program frees between their first reader in the group and the root: the runner
   // frees them after the root instead.
   std::vector<int32_t> deferred_frees;
-  std::vector<FusedNode> nodes;  // the last is the root's value
-  int32_t out = -1;              // the root's buffer
-  int64_t elements = 0;          // of the root's buffer
+  std::vector<FusedNode> nodes;    // the last is the root's value
+  int32_t out = -1;                // the root's buffer
+  std::vector<FusedStore> stores;  // a merged group's other results, written with the root's
+  int64_t elements = 0;            // of the root's buffer
   // A reduction group: the elements each output reduces (a row of the operand: the reduced
   // dims are its trailing ones), else 0.
   int64_t row = 0;
@@ -106,8 +117,12 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
 // Host evaluation of group `g` at element i of its result, reading `inputs` (one pointer per
 // g.inputs, in their storage `input_storage`): the value the fused kernel computes
 // (fused_source.h; a reduction's sum in row order), for tests against the ops run one by one.
+// `node`: that node's value instead of the root's (a store's; not in a reduction group).
 float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
-                   const std::vector<DType>& input_storage, int64_t i);
+                   const std::vector<DType>& input_storage, int64_t i, int32_t node = -1);
+
+// The buffers group g writes: its root's, then its stores'.
+std::vector<int32_t> FusedGroupWrites(const FusedGroup& g);
 
 // The source index of element i of a kBroadcastLoad node.
 int64_t BroadcastSourceIndex(const FusedNode& node, int64_t i);

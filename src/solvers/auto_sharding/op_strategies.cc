@@ -145,8 +145,11 @@ PricedTraffic TrafficPricedBy(const Graph& graph, const Calibration& calibration
                                               : ElementwiseFusion::kXla;
   }
   PricedTraffic traffic;
-  traffic.materialized = PricedResults(graph, fusion, calibration.fuse_attention);
-  if (!traffic.materialized.empty()) {
+  std::vector<int32_t> kernel_of;
+  traffic.materialized = PricedResults(graph, fusion, calibration.fuse_attention, &kernel_of);
+  if (!kernel_of.empty()) {
+    traffic.charged_reads = ChargedReads(graph, traffic.materialized, kernel_of);
+  } else if (!traffic.materialized.empty()) {
     traffic.charged_reads = ChargedReads(graph, traffic.materialized);
   }
   return traffic;

@@ -1,6 +1,7 @@
 // Materialised results under elementwise fusion: what a fused chain writes to memory.
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "core/ir/fusion.h"
@@ -222,9 +223,11 @@ TEST(FusionTest, SingleReaderFusionDropsAGroupThatHoldsMoreThanItSaves) {
   }
 }
 
-// A chain of 200,000 elementwise ops (a graph file may hold one): no deep recursion, one pass
-// to find it too large for one kernel, and every op of it then runs alone, as in the runner.
-TEST(FusionTest, SingleReaderFusionOfAVeryLongChainRunsItsOpsAlone) {
+// A chain of 200,001 elementwise ops (a graph file may hold one): no deep recursion, one pass
+// to find it too large for one kernel, and every op of it then runs alone, each merged into its
+// one reader while the kernel stays within kMaxFusedGroupNodes values (a load and 47 ops), as in
+// the runner: one value in 47 is written.
+TEST(FusionTest, SingleReaderFusionOfAVeryLongChainRunsInKernelsWithinTheLimits) {
   GraphBuilder b;
   int32_t x = b.Parameter({64}, DType::kF32, TensorRole::kInput, "x");
   const int32_t first = b.Unary(OpKind::kNeg, x);
@@ -234,8 +237,66 @@ TEST(FusionTest, SingleReaderFusionOfAVeryLongChainRunsItsOpsAlone) {
   Result<Graph> g = std::move(b).Finish();
   ASSERT_TRUE(g.ok()) << g.status().message();
   const std::vector<bool> m = SingleReaderMaterializedResults(g.value());
-  EXPECT_TRUE(m[static_cast<size_t>(first)]);
+  int64_t written = 0;
+  for (int32_t id = first; id <= x; ++id) written += m[static_cast<size_t>(id)] ? 1 : 0;
+  EXPECT_EQ(written, (200001 + 46) / 47);
+  EXPECT_FALSE(m[static_cast<size_t>(first)]);
   EXPECT_TRUE(m[static_cast<size_t>(x)]);
+}
+
+// Adam's update of one weight, as the runner merges it (exec/cuda/group_merge.h): the new
+// moments m1 and v1 are read only by the new master weight's kernel, which only the bf16
+// copy's reads: one kernel computes all four, writes each (they replace parameters) and reads
+// m1 and v1 from registers, the gradient g once. `g2` (g * g, read only inside v1's group) is
+// never written.
+TEST(FusionTest, SingleReaderFusionMergesAWeightsUpdateIntoOneKernel) {
+  GraphBuilder b;
+  const Dims shape = {4096, 64};
+  const int32_t g = b.Parameter(shape, DType::kF32, TensorRole::kGradient, "g");
+  const int32_t w = b.Parameter(shape, DType::kF32, TensorRole::kOptimizerState, "w.master");
+  const int32_t m = b.Parameter(shape, DType::kF32, TensorRole::kOptimizerState, "w.m");
+  const int32_t v = b.Parameter(shape, DType::kF32, TensorRole::kOptimizerState, "w.v");
+  const int32_t w16 = b.Parameter(shape, DType::kBF16, TensorRole::kParameter, "w");
+  const int32_t m1 = b.Add(b.Mul(m, b.Constant(0.9, shape, DType::kF32)),
+                           b.Mul(g, b.Constant(0.1, shape, DType::kF32)));
+  const int32_t g2 = b.Mul(g, g);
+  const int32_t v1 = b.Add(b.Mul(v, b.Constant(0.999, shape, DType::kF32)),
+                           b.Mul(g2, b.Constant(0.001, shape, DType::kF32)));
+  const int32_t step =
+      b.Div(m1, b.Add(b.Unary(OpKind::kSqrt, v1), b.Constant(1e-8, shape, DType::kF32)));
+  const int32_t w1 = b.Sub(w, b.Mul(step, b.Constant(1e-3, shape, DType::kF32)));
+  const int32_t w16_1 = b.Convert(w1, DType::kBF16);
+  for (const auto& [update, parameter] : {std::pair{m1, m}, {v1, v}, {w1, w}, {w16_1, w16}}) {
+    b.SetAlias(update, parameter);
+    b.AddOutput(update);
+  }
+  Result<Graph> built = std::move(b).Finish();
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const Graph& graph = built.value();
+  const SingleReaderFusion fusion = PlanSingleReaderFusion(graph);
+  for (int32_t x : {m1, v1, w1, w16_1}) {
+    EXPECT_TRUE(fusion.materialized[static_cast<size_t>(x)]) << x;
+    EXPECT_EQ(fusion.kernel_of[static_cast<size_t>(x)], w16_1) << x;
+  }
+  EXPECT_FALSE(fusion.materialized[static_cast<size_t>(g2)]);
+  EXPECT_FALSE(fusion.materialized[static_cast<size_t>(step)]);
+  // Paid reads: g, m, v and w once each; m1 and v1 come from registers.
+  const std::vector<std::vector<bool>> charged =
+      ChargedReads(graph, fusion.materialized, fusion.kernel_of);
+  int64_t paid = 0;
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const Op& op = graph.op(id);
+    for (size_t k = 0; k < op.operands.size(); ++k) {
+      if (!charged[static_cast<size_t>(id)][k]) continue;
+      ++paid;
+      EXPECT_NE(op.operands[k], m1) << id;
+      EXPECT_NE(op.operands[k], v1) << id;
+      EXPECT_NE(op.operands[k], w1) << id;
+    }
+  }
+  EXPECT_EQ(paid, 4);
+  // Over the fusions joined by unwritten values alone (no kernels given), m1 is read again.
+  EXPECT_TRUE(ChargedReads(graph, fusion.materialized)[static_cast<size_t>(step)][0]);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "exec/cuda/storage_policy.h"
 #include "exec/lower/lower_plan.h"
 #include "exec/runtime/tensor_boxes.h"
+#include "fused_group_check.h"
 #include "lifetime_replay.h"
 #include "support/small_plans.h"
 
@@ -38,63 +39,6 @@ ProgramSet LowerGpt(
       "gpt:" + shape + ",dtype=" + dtype + ",adam_eps=1e-5", tensor_parallel);
   EXPECT_TRUE(programs.ok()) << programs.status().message();
   return programs.ok() ? std::move(programs).value() : ProgramSet{};
-}
-
-bool Approximate(const FusedGroup& g) {
-  for (const FusedNode& n : g.nodes) {
-    if (n.kind == FusedNodeKind::kOp && ApproximateFloatKind(n.op)) return true;
-  }
-  return false;
-}
-
-// Group g's ops evaluated one by one by the interpreter, on random inputs, against FusedValueAt.
-void ExpectGroupEqualsItsOps(const DeviceProgram& p, const FusedGroup& g, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> value(-3.0, 3.0);
-  std::vector<HostTensor> values(p.buffers.size());
-  std::vector<std::vector<unsigned char>> bytes;
-  std::vector<const void*> inputs;
-  for (size_t k = 0; k < g.inputs.size(); ++k) {
-    const Buffer& b = p.buffers[static_cast<size_t>(g.inputs[k])];
-    HostTensor& t = values[static_cast<size_t>(g.inputs[k])];
-    t.shape = b.shape;
-    t.dtype = b.dtype;
-    const int64_t n = ElementCountOf(b.shape);
-    bytes.emplace_back(static_cast<size_t>(n * DTypeBytes(g.input_storage[k])));
-    for (int64_t i = 0; i < n; ++i) {
-      double v = value(rng);
-      if (b.dtype == DType::kPred) v = v > 0 ? 1.0 : 0.0;
-      v = RoundToDType(v, g.input_storage[k]);
-      t.data.push_back(v);
-      StoreElement(bytes.back().data(), g.input_storage[k], i, v);
-    }
-    inputs.push_back(bytes.back().data());
-  }
-  std::vector<int32_t> order = g.members;
-  order.push_back(g.root);
-  for (int32_t i : order) {
-    const Instruction& in = p.code[static_cast<size_t>(i)];
-    const Graph& local = p.local_ops[static_cast<size_t>(in.local_op)];
-    std::vector<const HostTensor*> operands;
-    for (int32_t b : in.in) operands.push_back(&values[static_cast<size_t>(b)]);
-    values[static_cast<size_t>(in.out)] =
-        EvaluateValidatedOp(local, local.size() - 1, operands,
-                            in.round ? ResultRounding::kRound : ResultRounding::kKeepExact);
-  }
-  const HostTensor& want = values[static_cast<size_t>(g.out)];
-  const DType storage = g.nodes.back().storage;
-  const bool approximate = Approximate(g);
-  for (int64_t i = 0; i < g.elements; ++i) {
-    const double expected = RoundToDType(want.data[static_cast<size_t>(i)], storage);
-    const double got = FusedValueAt(g, inputs, g.input_storage, i);
-    if (std::isnan(got) && std::isnan(expected)) continue;
-    if (approximate) {
-      ASSERT_NEAR(got, expected, 2e-2 * std::fabs(expected) + 1e-6)
-          << "group at instruction " << g.root << " element " << i;
-    } else {
-      ASSERT_EQ(got, expected) << "group at instruction " << g.root << " element " << i << "\n"
-                               << ProgramText(p);
-    }
-  }
 }
 
 TEST(FusionPlanTest, Bf16GptFusesItsChainsAndEachGroupEqualsItsOps) {
@@ -173,16 +117,27 @@ int64_t BytesOf(const DeviceProgram& p, int32_t b) {
   return ElementCountOf(buffer.shape) * DTypeBytes(buffer.dtype);
 }
 
-std::vector<bool> SingleReaderWithFusedAttention(const Graph& graph) {
-  return PricedResults(graph, ElementwiseFusion::kSingleReader, true);
+// What a calibration's fusion keys price on a piece's graph: the results written, and per op
+// and operand whether the read is paid.
+struct Pricing {
+  std::vector<bool> written;
+  std::vector<std::vector<bool>> charged;
+};
+
+Pricing PricingOf(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention) {
+  Pricing p;
+  std::vector<int32_t> kernel_of;
+  p.written = PricedResults(graph, fusion, fuse_attention, &kernel_of);
+  p.charged = kernel_of.empty() ? ChargedReads(graph, p.written)
+                                : ChargedReads(graph, p.written, kernel_of);
+  return p;
 }
 
 // `attention`: the runner with its attention regions on the fused kernels (each kernel reads
 // its views' buffers once and writes its outputs).
-Traffic RunnerAndModelTraffic(
-    const std::string& model, int64_t tensor_parallel,
-    std::vector<bool> (*materialized)(const Graph&) = SingleReaderMaterializedResults,
-    bool attention = false) {
+Traffic RunnerAndModelTraffic(const std::string& model, int64_t tensor_parallel,
+                              ElementwiseFusion priced = ElementwiseFusion::kSingleReader,
+                              bool attention = false) {
   Traffic t;
   Result<testing::SmallPlan> small = testing::PlanSmallModel(model, tensor_parallel, 1);
   if (!small.ok()) {
@@ -202,24 +157,35 @@ Traffic RunnerAndModelTraffic(
     const FusionPlan fusion = PlanFusion(
         p, storage, attention ? PlanAttention(p, storage) : std::vector<AttentionRegion>{});
     if (attention && fusion.attention.empty()) t.differences += "no attention region\n";
+    std::set<int32_t> stored;  // what merged groups write besides their roots' values
+    for (const FusedGroup& g : fusion.groups) {
+      for (const FusedStore& st : g.stores) stored.insert(st.buffer);
+      for (int32_t m : g.members) {  // a copy the group stores in place of: its source's value
+        const Instruction& c = p.code[static_cast<size_t>(m)];
+        if (c.kind == InstructionKind::kCopy) stored.insert(c.in[0]);
+      }
+    }
     const PlannedStage& stage = plan.stages[static_cast<size_t>(p.stage)];
     std::vector<std::vector<bool>> written;
     std::vector<std::vector<std::vector<bool>>> charged;
     for (const StagePiece& piece : stage.pieces) {
-      written.push_back(materialized(piece.subgraph->graph));
-      charged.push_back(ChargedReads(piece.subgraph->graph, written.back()));
+      Pricing pricing = PricingOf(piece.subgraph->graph, priced, attention);
+      written.push_back(std::move(pricing.written));
+      charged.push_back(std::move(pricing.charged));
     }
     for (size_t i = 0; i < p.code.size(); ++i) {
       const Instruction& in = p.code[i];
       if (in.kind != InstructionKind::kRun || in.piece < 0 || in.piece_op < 0) continue;
       const size_t piece = static_cast<size_t>(in.piece), op = static_cast<size_t>(in.piece_op);
-      const bool runner_fuses = fusion.skip[i] != 0;
+      const bool runner_fuses = fusion.skip[i] != 0 && stored.count(in.out) == 0;
       const bool model_fuses = !written[piece][op];
-      if (!runner_fuses) {
+      if (!fusion.skip[i]) {
         const int32_t group = fusion.group_at[i];
         std::vector<int32_t> reads =
             group >= 0 ? fusion.groups[static_cast<size_t>(group)].inputs : in.in;
-        std::vector<int32_t> writes = {in.out};
+        std::vector<int32_t> writes =
+            group >= 0 ? FusedGroupWrites(fusion.groups[static_cast<size_t>(group)])
+                       : std::vector<int32_t>{in.out};
         const int32_t region = fusion.attention_at[i];
         if (region >= 0) {
           const AttentionRegion& r = fusion.attention[static_cast<size_t>(region)];
@@ -247,14 +213,16 @@ Traffic RunnerAndModelTraffic(
   return t;
 }
 
-// The planner prices the memory traffic the runner's kernels make, within 2 % (0.98-0.998 when
-// written), on every device program of one device and of tensor parallelism on two: small
+// The planner prices the memory traffic the runner's kernels make, within 2.5 % (0.979-0.997
+// when written), on every device program of one device and of tensor parallelism on two: small
 // models whose attention has 2,048 rows and more, and the GPT layer of bench/gpu. The model
-// replays the runner's rules on each piece's graph in op order; what it cannot see are the
+// replays the runner's rules on each piece's graph in op order, its merged kernels
+// (group_merge.h: each weight's Adam update one kernel) included; what it cannot see are the
 // program's exact buffer lifetimes, which decide a few groups the runner drops because they
-// would keep their inputs alive longer than the buffers they save (Keepable). The XLA-style
-// model (MaterializedResults) prices under 0.8x (about 0.7x) of what the runner moves on the GPT
-// layer.
+// would keep their inputs alive longer than the buffers they save (Keepable), and the
+// reduce-scatters the program adds between kernels under tensor parallelism (1.9 GB of the GPT
+// layer's 89.2 per device on two). The XLA-style model (MaterializedResults) prices under 0.85x
+// (about 0.81x) of what the runner moves on the GPT layer.
 TEST(FusionPlanTest, ThePlannersSingleReaderModelPricesTheRunnersTraffic) {
   const std::vector<std::string> models = {
       "gpt:layers=2,hidden=32,heads=4,seq=128,vocab=16,batch=16,adam_eps=1e-5,dtype=bf16",
@@ -269,31 +237,31 @@ TEST(FusionPlanTest, ThePlannersSingleReaderModelPricesTheRunnersTraffic) {
                   model.c_str(), static_cast<long long>(tp), static_cast<double>(t.runner) / 1e9,
                   static_cast<double>(t.model) / 1e9);
       const double ratio = static_cast<double>(t.model) / static_cast<double>(t.runner);
-      EXPECT_NEAR(ratio, 1.0, 0.02)
+      EXPECT_NEAR(ratio, 1.0, 0.025)
           << model << " on " << tp << " devices: the model prices " << t.model
           << " bytes, the runner moves " << t.runner << "; where they differ:\n"
           << t.differences;
     }
   }
-  const Traffic xla = RunnerAndModelTraffic(models.back(), 1, MaterializedResults);
-  EXPECT_LT(static_cast<double>(xla.model), 0.8 * static_cast<double>(xla.runner));
+  const Traffic xla = RunnerAndModelTraffic(models.back(), 1, ElementwiseFusion::kXla);
+  EXPECT_LT(static_cast<double>(xla.model), 0.85 * static_cast<double>(xla.runner));
 }
 
 // With the attention regions on the fused kernels (attention_plan.h: reading Q, K and V in the
 // fused QKV product and writing their gradients into its gradient), the runner's kernels move
-// under half the bytes (36.4 GB of 89.7 on one device: the rest is the MLP, the norms and Adam),
+// under half the bytes (31.5 GB of 84.9 on one device: the rest is the MLP, the norms and Adam),
 // and a calibration with `fuse_attention` and `single_reader_fusion` (the cores and the kernels'
-// views priced on chip: core/ir/attention_core.h) prices them within 6 % (0.982x on one device,
-// 0.948x per device on two). The model does not see the row statistics the kernels keep (4 bytes
-// per query row), that the backward reads O and the QKV product again, nor what decides 2.1 GB
-// on two devices (the same gap as without the kernels): [8, 2048, 4096] adds the program reads
+// views priced on chip: core/ir/attention_core.h) prices them within 6 % (1.010x on one device,
+// 0.967x per device on two). The model does not see the row statistics the kernels keep (4 bytes
+// per query row), that the backward reads O and the QKV product again, nor what decides 1.2 GB
+// on two devices (1.9 GB without the kernels): [8, 2048, 4096] adds the program reads
 // with a reduce-scatter, which a piece's graph does not hold, and groups the runner drops for
 // their buffers' lifetimes (Keepable).
 TEST(FusionPlanTest, TheFusedAttentionModelPricesTheRunnersTrafficWithItsAttentionKernels) {
   const std::string model = "gpt:layers=1,embed=0,hidden=4096,heads=32,seq=2048,batch=8,dtype=bf16";
   for (int64_t tp : {1, 2}) {
     const Traffic before = RunnerAndModelTraffic(model, tp);
-    const Traffic t = RunnerAndModelTraffic(model, tp, SingleReaderWithFusedAttention, true);
+    const Traffic t = RunnerAndModelTraffic(model, tp, ElementwiseFusion::kSingleReader, true);
     std::printf(
         "%s on %lld devices with the attention kernels: the runner's kernels move %.2f GB "
         "(%.2f without them), the model prices %.2f\n",
@@ -449,8 +417,10 @@ TEST(FusionPlanTest, TheGeluBackwardIsOneKernelReadingXAndDyAndWritingDx) {
 }
 
 // A program of 200,000 chained elementwise ops (a graph file may hold one): planned without
-// running out of stack; the chain is too large for one kernel, so its ops run alone.
-TEST(FusionPlanTest, AVeryLongChainIsPlannedAndRunsItsOpsAlone) {
+// running out of stack; the chain is too large for one kernel, so its ops run alone, each merged
+// into its one reader (group_merge.h) while the kernel stays within kMaxFusedGroupNodes values:
+// kernels of 47 ops (a load and 47 negations).
+TEST(FusionPlanTest, AVeryLongChainIsPlannedAndRunsInKernelsWithinTheLimits) {
   DeviceProgram p;
   const int32_t n = 200000;
   testing::AddBuffers(p, n + 1, {64}, DType::kBF16);
@@ -459,8 +429,11 @@ TEST(FusionPlanTest, AVeryLongChainIsPlannedAndRunsItsOpsAlone) {
   for (int32_t i = 0; i < n; ++i)
     testing::AddInstruction(p, InstructionKind::kRun, i + 1, {i}, neg);
   const FusionPlan plan = PlanFusion(p, StorageDTypes(p));
-  for (const FusedGroup& g : plan.groups) EXPECT_TRUE(g.members.empty()) << g.root;
-  EXPECT_EQ(plan.groups.size(), static_cast<size_t>(n));
+  for (const FusedGroup& g : plan.groups) {
+    EXPECT_LE(g.nodes.size(), static_cast<size_t>(kMaxFusedGroupNodes)) << g.root;
+    EXPECT_TRUE(g.stores.empty()) << g.root;  // each value has one reader: nothing is kept
+  }
+  EXPECT_EQ(plan.groups.size(), static_cast<size_t>((n + 46) / 47));
   EXPECT_EQ(ReplayLifetimes(p, plan), "");
 }
 

@@ -52,6 +52,9 @@ inline LifetimeReplay ReplayBuffers(const DeviceProgram& p, const FusionPlan& pl
   for (const FusedGroup& g : plan.groups) {
     for (int32_t m : g.members) never.insert(p.code[static_cast<size_t>(m)].out);
   }
+  for (const FusedGroup& g : plan.groups) {
+    for (int32_t b : FusedGroupWrites(g)) never.erase(b);
+  }
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     if (p.buffers[b].persistent) set_live(live, static_cast<int32_t>(b), 1);
   }
@@ -60,8 +63,10 @@ inline LifetimeReplay ReplayBuffers(const DeviceProgram& p, const FusionPlan& pl
     if (fusing && plan.skip[i]) continue;
     const Instruction& in = p.code[i];
     std::vector<int32_t> reads = in.in, writes = {in.out};
-    if (fusing && plan.group_at[i] >= 0)
+    if (fusing && plan.group_at[i] >= 0) {
       reads = plan.groups[static_cast<size_t>(plan.group_at[i])].inputs;
+      writes = FusedGroupWrites(plan.groups[static_cast<size_t>(plan.group_at[i])]);
+    }
     if (fusing && plan.attention_at[i] >= 0) {
       const AttentionRegion& r = plan.attention[static_cast<size_t>(plan.attention_at[i])];
       const bool backward = r.backward_at == static_cast<int32_t>(i);
