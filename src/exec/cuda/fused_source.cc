@@ -61,6 +61,15 @@ std::string OpValueCode(const FusedNode& n, const std::string& suffix) {
          OperandCode(n, 2, suffix) + "), " + DTypeCode(n.storage) + ")";
 }
 
+// A kScale node: the scale kernel's double product, rounded and stored in the node's storage.
+std::string ScaleValueCode(const FusedNode& n, const std::string& suffix) {
+  char scale[40];
+  std::snprintf(scale, sizeof(scale), "DoubleOfBits(0x%016llxull)",
+                static_cast<unsigned long long>(BitsOfDouble(n.scale)));
+  return "ScaledFloat(" + OperandCode(n, 0, suffix) + ", " + scale + ", " +
+         RoundingCode(n.rounding) + ", " + DTypeCode(n.storage) + ")";
+}
+
 std::string InputCode(const FusedGroup& g, int32_t input) {
   return "in.p[" + std::to_string(input) + "], " +
          DTypeCode(g.input_storage[static_cast<size_t>(input)]);
@@ -101,6 +110,10 @@ std::string PackedBody(const FusedGroup& g) {
       case FusedNodeKind::kOp:
         o << "    for (int k = 0; k < 8; ++k) " << v << "[k] = " << OpValueCode(n, "[k]") << ";\n";
         break;
+      case FusedNodeKind::kScale:
+        o << "    for (int k = 0; k < 8; ++k) " << v << "[k] = " << ScaleValueCode(n, "[k]")
+          << ";\n";
+        break;
       case FusedNodeKind::kReduce:
         break;  // never in a packed kernel
     }
@@ -129,6 +142,9 @@ std::string ScalarBody(const FusedGroup& g, size_t count) {
         break;
       case FusedNodeKind::kOp:
         o << "    const float " << v << " = " << OpValueCode(n, "") << ";\n";
+        break;
+      case FusedNodeKind::kScale:
+        o << "    const float " << v << " = " << ScaleValueCode(n, "") << ";\n";
         break;
       case FusedNodeKind::kReduce:
         break;  // ReduceKernelCode reduces

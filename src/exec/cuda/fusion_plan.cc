@@ -73,6 +73,18 @@ Role ClassifyRun(const DeviceProgram& program, const std::vector<DType>& storage
   return UsesFloatPath(args) ? Role::kElementwise : Role::kNone;
 }
 
+// The lowering's scale (the mean of the microbatches' gradients) between float-path buffers: an
+// elementwise op of one operand (a kScale node, computed as the scale kernel computes it).
+Role ClassifyScale(const DeviceProgram& program, const std::vector<DType>& storage,
+                   const Instruction& in, OutputRounding& rounding) {
+  const DType out_storage = storage[static_cast<size_t>(in.out)];
+  rounding = ForStorage(
+      OutputRounding{in.round, program.buffers[static_cast<size_t>(in.out)].dtype}, out_storage);
+  const bool floats =
+      FloatPathStorage(storage[static_cast<size_t>(in.in[0])]) && FloatPathStorage(out_storage);
+  return floats ? Role::kElementwise : Role::kNone;
+}
+
 // `replaced`: per instruction, whether an attention region's kernels replace it (it neither
 // reads nor joins a group).
 ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>& storage,
@@ -98,6 +110,8 @@ ProgramFacts GatherFacts(const DeviceProgram& program, const std::vector<DType>&
     }
     if (in.kind == InstructionKind::kRun && in.out >= 0) {
       f.role[i] = ClassifyRun(program, storage, in, f.rounding[i]);
+    } else if (in.kind == InstructionKind::kScale && in.in.size() == 1 && in.out >= 0) {
+      f.role[i] = ClassifyScale(program, storage, in, f.rounding[i]);
     }
   }
   return f;
@@ -278,9 +292,9 @@ class GroupBuilder {
         continue;
       }
       const Instruction& in = program_.code[static_cast<size_t>(f.i)];
-      const Op& op = LocalOpOf(program_, in);
-      const bool takes_operands =
-          op.kind != OpKind::kConstant && op.kind != OpKind::kBroadcastInDim;
+      const bool takes_operands = in.kind != InstructionKind::kRun ||
+                                  (LocalOpOf(program_, in).kind != OpKind::kConstant &&
+                                   LocalOpOf(program_, in).kind != OpKind::kBroadcastInDim);
       bool descended = false;
       while (takes_operands && f.next < in.in.size()) {
         const int32_t b = in.in[f.next];
@@ -309,9 +323,19 @@ class GroupBuilder {
   // Adds the node of instruction i, its operands' nodes given; memoised.
   int32_t Build(int32_t i, const int32_t (&operands)[3]) {
     const Instruction& in = program_.code[static_cast<size_t>(i)];
-    const Op& op = LocalOpOf(program_, in);
     FusedNode node;
     node.storage = storage_[static_cast<size_t>(in.out)];
+    if (in.kind == InstructionKind::kScale) {
+      node.kind = FusedNodeKind::kScale;
+      node.scale = in.value;
+      node.operand_count = 1;
+      node.operands[0] = operands[0];
+      node.rounding = facts_.rounding[static_cast<size_t>(i)];
+      const int32_t id = Add(std::move(node));
+      memo_[i] = id;
+      return id;
+    }
+    const Op& op = LocalOpOf(program_, in);
     if (op.kind == OpKind::kConstant) {
       node.kind = FusedNodeKind::kConstant;
       node.value = StoredConstant(op, facts_.rounding[static_cast<size_t>(i)], node.storage);
@@ -557,6 +581,9 @@ float NodeValuesAt(const FusedGroup& g, const std::vector<const void*>& inputs,
             n.storage);
         break;
       }
+      case FusedNodeKind::kScale:
+        v[k] = ScaledFloat(v[static_cast<size_t>(n.operands[0])], n.scale, n.rounding, n.storage);
+        break;
       case FusedNodeKind::kReduce:
         break;  // the caller reduces
     }

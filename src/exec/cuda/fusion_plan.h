@@ -1,6 +1,7 @@
 // Which instructions of a device program the CUDA runner fuses into one elementwise kernel.
 //
-// A fused group is an elementwise op, or a reduction over trailing dims (its root), and the
+// A fused group is an elementwise op (the lowering's kScale of the summed gradients counts as
+// one), or a reduction over trailing dims (its root), and the
 // producers of its operands that exist only to feed it: elementwise ops whose every reading
 // instruction is in the group (as in XLA's loop fusion; a value read twice there is computed
 // once), and broadcasts and constants whose every reader is an elementwise op (each reader's
@@ -42,6 +43,8 @@ enum class FusedNodeKind : int32_t {
   kOp = 3,             // an elementwise op of earlier nodes
   kReduce = 4,         // the root of a reduction group: reduce_sum / max of node operands[0]
                        // over each output's row (FusedGroup::row consecutive elements)
+  kScale = 5,          // the lowering's kScale of node operands[0] by `scale`, in double and
+                       // rounded (`rounding`, then the storage) as the scale kernel stores it
 };
 
 // One value of a fused kernel, per element; nodes are in evaluation order.
@@ -52,8 +55,9 @@ struct FusedNode {
   // the source's stride per dim (0 where the source is broadcast).
   std::vector<int64_t> sizes, strides;
   float value = 0.0f;  // kConstant
+  double scale = 1.0;  // kScale
   // kOp, kReduce: the op, its operands (node indices) and its rounding (ForStorage'd, as
-  // LaunchOp).
+  // LaunchOp); kScale: its operand and rounding.
   OpKind op = OpKind::kAdd;
   Comparison comparison = Comparison::kEq;
   int32_t operand_count = 0;

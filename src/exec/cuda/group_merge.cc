@@ -197,7 +197,7 @@ bool AppendNodes(const FusedGroup& b, const Made& made, FusedGroup& m,
         continue;
       }
       n.input = InputIndex(m, buffer, b.input_storage[static_cast<size_t>(n.input)]);
-    } else if (n.kind == FusedNodeKind::kOp) {
+    } else if (n.kind == FusedNodeKind::kOp || n.kind == FusedNodeKind::kScale) {
       for (int32_t j = 0; j < n.operand_count; ++j) n.operands[j] = node_of[n.operands[j]];
     } else if (n.kind == FusedNodeKind::kReduce) {
       return false;

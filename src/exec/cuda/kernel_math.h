@@ -225,6 +225,15 @@ ALPA_HD OutputRounding ForStorage(OutputRounding r, DType storage) {
   return r;
 }
 
+// x * scale in double, rounded by `r` and stored in `storage` (f32, bf16 or pred), loaded back:
+// what the scale kernel (box.cu) stores for element x, as a fused kernel's kScale node computes
+// it (fusion_plan.h).
+ALPA_HD float ScaledFloat(float x, double scale, OutputRounding r, DType storage) {
+  unsigned char stored[8] = {};
+  StoreElement(stored, storage, 0, FinishValue(static_cast<double>(x) * scale, r));
+  return LoadFloat(stored, storage, 0);
+}
+
 // ---- The elementwise ops, in double, as the interpreter computes them ----
 
 ALPA_HD double Gelu(double x) {

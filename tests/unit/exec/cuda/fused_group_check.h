@@ -56,6 +56,16 @@ inline void ExpectGroupEqualsItsOps(const DeviceProgram& p, const FusedGroup& g,
       values[static_cast<size_t>(in.out)] = values[static_cast<size_t>(in.in[0])];
       continue;
     }
+    if (in.kind == InstructionKind::kScale) {  // the mean of the microbatches' gradients
+      HostTensor scaled = values[static_cast<size_t>(in.in[0])];
+      scaled.dtype = p.buffers[static_cast<size_t>(in.out)].dtype;
+      for (double& v : scaled.data) {
+        v *= in.value;
+        if (in.round) v = RoundToDType(v, scaled.dtype);
+      }
+      values[static_cast<size_t>(in.out)] = std::move(scaled);
+      continue;
+    }
     const Graph& local = p.local_ops[static_cast<size_t>(in.local_op)];
     std::vector<const HostTensor*> operands;
     for (int32_t b : in.in) operands.push_back(&values[static_cast<size_t>(b)]);
