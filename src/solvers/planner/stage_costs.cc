@@ -220,7 +220,10 @@ ComposedStage StageComposer::Composed() const {
   ComposedStage composed;
   composed.latency = latency_ + edge_seconds_;
   composed.forward_latency = forward_latency_ + forward_edge_seconds_;
-  composed.weight_gradient_latency = weight_gradient_latency_;
+  // At most the backward (a stage whose backward is all weight gradients sums the same costs
+  // in another order: the difference may round below it).
+  composed.weight_gradient_latency =
+      std::min(weight_gradient_latency_, composed.latency - composed.forward_latency);
   composed.iteration_overhead = iteration_overhead_;
   composed.memory = StageMemory{persistent_, activation_, working_, update_};
   return composed;

@@ -1,11 +1,13 @@
 // Multi-output fusion (exec/cuda/group_merge.h), without a GPU: on a bf16 GPT's device program
-// every weight's Adam update (the new moments, the new master weight and its bf16 copy) is one
-// kernel that stores the new state into its persistent buffers in place of the copies; each
+// every weight's Adam update (the mean of its gradients over two microbatches, the new moments,
+// the new master weight and its bf16 copy) is one kernel that stores the new state into its
+// persistent buffers in place of the copies; each
 // merged group's stores and root equal its ops and copies evaluated one by one; a replay of the
 // program as the runner runs it finds every read's buffer live; and a result that another
 // instruction reads is not merged.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,6 +69,20 @@ TEST(GroupMergeTest, EachWeightsAdamUpdateIsOneKernelStoringItsNewState) {
       ExpectGroupEqualsItsOps(p, g, rng);
     }
     EXPECT_EQ(updates, masters) << "tp " << tp;
+    // The mean of the two microbatches' gradients is computed inside the update's kernel where
+    // that kernel reads it (a weight's, read by a transpose to the weight's layout, is not).
+    int64_t scales = 0, fused_scales = 0;
+    for (size_t i = 0; i < p.code.size(); ++i) {
+      if (p.code[i].kind != InstructionKind::kScale) continue;
+      ++scales;
+      fused_scales += plan.skip[i] ? 1 : 0;
+      for (const FusedGroup& g : plan.groups) {
+        if (g.stores.empty()) continue;
+        EXPECT_EQ(std::count(g.inputs.begin(), g.inputs.end(), p.code[i].out), 0)
+            << InstructionText(p, p.code[i]) << " is read by the update at " << g.root;
+      }
+    }
+    EXPECT_GT(fused_scales, 0) << "tp " << tp << ": none of " << scales;
     EXPECT_EQ(ReplayLifetimes(p, plan), "") << "tp " << tp;
     for (const std::string& unit : FusedKernelsSource(plan.groups).units) {
       Result<std::string> cubin = CompileToCubin(unit, 9, 0, "merged groups");

@@ -223,5 +223,19 @@ TEST(ComposeStage, SumsHeldBytesAndTakesTheLargestWorkingAndUpdatePeaks) {
   EXPECT_EQ(remat.With(4), 380);
 }
 
+// A stage whose backward is all weight gradients (the first stage of a pipeline needs no input
+// gradient): the weight-gradient part is the backward, never above latency - forward_latency
+// however the sums round (the plan's readers refuse a larger one).
+TEST(StageCosts, TheWeightGradientPartNeverExceedsTheBackward) {
+  UnitProfile u;
+  u.forward_latency = 0.763774618976614;
+  u.weight_gradient_latency = 0.2550690257394217;
+  u.latency = u.forward_latency + u.weight_gradient_latency;  // rounds: minus forward is less
+  ASSERT_LT(u.latency - u.forward_latency, u.weight_gradient_latency);
+  const ComposedStage stage = ComposeStage({&u}, {}, Recompute::kNone, false);
+  EXPECT_LE(stage.weight_gradient_latency, stage.latency - stage.forward_latency);
+  EXPECT_NEAR(stage.weight_gradient_latency, u.weight_gradient_latency, 1e-15);
+}
+
 }  // namespace
 }  // namespace alpa
