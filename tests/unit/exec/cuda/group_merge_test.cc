@@ -91,6 +91,38 @@ TEST(GroupMergeTest, EachWeightsAdamUpdateIsOneKernelStoringItsNewState) {
   }
 }
 
+// Other families and optimizers (f32 and bf16, momentum, attention with grouped KV heads,
+// experts, convolutions), tensor parallel on two: every merged group's stores and root equal its
+// ops run one by one, the lifetimes replay, and some groups merge in each.
+TEST(GroupMergeTest, MergedGroupsOfOtherModelsEqualTheirOps) {
+  const std::vector<std::string> models = {
+      "mlp:layers=2,hidden=16,batch=8",
+      "mlp:layers=2,hidden=32,batch=8,dtype=bf16",
+      "bert:layers=1,hidden=32,heads=2,seq=24,vocab=16,batch=4,dtype=bf16",
+      "llama:hidden=16,heads=4,kv_heads=2,ffn=32,layers=1,seq=8,vocab=16,batch=4",
+      "moe:hidden=16,layers=2,experts=2,heads=2,seq=8,vocab=16,batch=4",
+      "wresnet:stages=1-1,channels=4,width=2,classes=10,image=16,batch=8,optimizer=momentum",
+  };
+  std::mt19937_64 rng(13);
+  for (const std::string& model : models) {
+    for (int64_t tp : {1, 2}) {
+      Result<ProgramSet> programs = testing::LowerSmallModel(model, tp);
+      ASSERT_TRUE(programs.ok()) << model << ": " << programs.status().message();
+      for (const DeviceProgram& p : programs.value().programs) {
+        const FusionPlan plan = PlanFusion(p, StorageDTypes(p));
+        EXPECT_EQ(ReplayLifetimes(p, plan), "") << model << " tp " << tp;
+        int64_t merged = 0;
+        for (const FusedGroup& g : plan.groups) {
+          if (g.stores.empty()) continue;
+          ++merged;
+          ExpectGroupEqualsItsOps(p, g, rng);
+        }
+        EXPECT_GT(merged, 0) << model << " tp " << tp << " device " << p.device;
+      }
+    }
+  }
+}
+
 // b2 = b0 + b1 (b1 persistent state); b1 = copy(b2); [b3 = copy(b2) when `read_elsewhere`];
 // b4 = b1 * b0: the sum is stored into b1 by the product's kernel, unless another instruction
 // reads it.
