@@ -53,11 +53,12 @@ class CaseBuilder {
     c.name = std::move(name);
     const FusionPlan plan = PlanFusion(program_, StorageDTypes(program_));
     if (plan.groups.size() != 1 ||
-        plan.groups[0].root != static_cast<int32_t>(program_.code.size()) - 1) {
+        plan.groups[0].root != static_cast<int32_t>(program_.code.size()) - 1 ||
+        !plan.groups[0].stores.empty()) {
       return InternalError("calibration case \"" + c.name + "\": the runner fuses its " +
                            std::to_string(program_.code.size()) + " ops into " +
                            std::to_string(plan.groups.size()) +
-                           " kernels, not one ending in the last");
+                           " kernels, not one ending in the last with one result");
     }
     c.group = plan.groups[0];
     const std::vector<DType> storage = StorageDTypes(program_);

@@ -29,7 +29,8 @@ struct FusedCalibrationCase {
 //  - a residual add: x + y (a group of one).
 // InvalidArgument for sizes that are not positive, rows under kMinFusedRowReductions, rows
 // longer than kMaxFusedRowLength or not a multiple of 8, or more than 2^31 elements; kInternal
-// when PlanFusion does not make the one group a case expects (the runner's rules changed).
+// when PlanFusion does not make the one group (with the one result) a case expects (the
+// runner's rules changed).
 Result<std::vector<FusedCalibrationCase>> FusedCalibrationCases(int64_t rows, int64_t row);
 
 }  // namespace cuda

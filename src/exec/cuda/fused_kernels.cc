@@ -29,6 +29,14 @@ Result<std::unique_ptr<FusedKernels>> FusedKernels::Load(const std::vector<Fused
   cudaDeviceProp props{};
   ALPA_RETURN_IF_ERROR(
       CudaStatus(cudaGetDeviceProperties(&props, device), what + ": the GPU's properties"));
+  for (const FusedGroup& g : groups) {
+    if (g.stores.size() > static_cast<size_t>(kMaxFusedGroupStores) ||
+        g.inputs.size() > static_cast<size_t>(kMaxFusedGroupInputs)) {
+      return InternalError(what + ": the fused group at instruction " + std::to_string(g.root) +
+                           " has " + std::to_string(g.inputs.size()) + " inputs and " +
+                           std::to_string(g.stores.size()) + " stores, over a kernel's limits");
+    }
+  }
   const FusedSource source = FusedKernelsSource(groups);
   std::vector<std::string> cubins(source.units.size());
   ALPA_RETURN_IF_ERROR(
@@ -55,6 +63,7 @@ Result<std::unique_ptr<FusedKernels>> FusedKernels::Load(const std::vector<Fused
     k->packed_.push_back(FusedKernelPacks(groups[i]) ? 1 : 0);
     k->elements_.push_back(groups[i].elements);
     k->rows_.push_back(groups[i].row > 0 ? 1 : 0);
+    k->stores_.push_back(static_cast<int32_t>(groups[i].stores.size()));
   }
   return k;
 }
@@ -68,10 +77,11 @@ Status FusedKernels::Launch(size_t index, const std::vector<const void*>& inputs
                             const std::string& what) const {
   const int64_t n = elements_[index];
   if (n == 0) return Status::Ok();
-  if (inputs.size() > static_cast<size_t>(kMaxFusedGroupInputs) || outputs.empty() ||
-      outputs.size() > static_cast<size_t>(kMaxFusedGroupStores) + 1) {
+  if (inputs.size() > static_cast<size_t>(kMaxFusedGroupInputs) ||
+      outputs.size() != static_cast<size_t>(stores_[index]) + 1) {
     return InternalError(what + ": a fused kernel of " + std::to_string(inputs.size()) +
-                         " inputs and " + std::to_string(outputs.size()) + " outputs");
+                         " inputs given " + std::to_string(outputs.size()) + " outputs for " +
+                         std::to_string(stores_[index] + 1));
   }
   FusedInputs in{};
   std::copy(inputs.begin(), inputs.end(), in.p);

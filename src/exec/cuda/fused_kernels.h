@@ -38,7 +38,8 @@ class FusedKernels {
   std::vector<cudaKernel_t> kernels_;     // per group
   std::vector<char> packed_;
   std::vector<int64_t> elements_;
-  std::vector<char> rows_;  // a reduction group
+  std::vector<char> rows_;       // a reduction group
+  std::vector<int32_t> stores_;  // per group: its stores (outputs besides the root's)
 };
 
 }  // namespace cuda
