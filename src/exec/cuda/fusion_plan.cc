@@ -247,12 +247,7 @@ class GroupBuilder {
   }
 
   int32_t InputIndex(int32_t b) {
-    for (size_t k = 0; k < group_.inputs.size(); ++k) {
-      if (group_.inputs[k] == b) return static_cast<int32_t>(k);
-    }
-    group_.inputs.push_back(b);
-    group_.input_storage.push_back(storage_[static_cast<size_t>(b)]);
-    return static_cast<int32_t>(group_.inputs.size()) - 1;
+    return FusedInputIndex(group_, b, storage_[static_cast<size_t>(b)]);
   }
 
   // A kLoad node of buffer b (one per buffer).
@@ -536,6 +531,15 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
     plan.free_after[static_cast<size_t>(needed_until[b])].push_back(static_cast<int32_t>(b));
   }
   return plan;
+}
+
+int32_t FusedInputIndex(FusedGroup& g, int32_t b, DType storage) {
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    if (g.inputs[k] == b) return static_cast<int32_t>(k);
+  }
+  g.inputs.push_back(b);
+  g.input_storage.push_back(storage);
+  return static_cast<int32_t>(g.inputs.size()) - 1;
 }
 
 std::vector<int32_t> FusedGroupWrites(const FusedGroup& g) {

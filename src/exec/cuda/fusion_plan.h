@@ -128,6 +128,9 @@ float FusedValueAt(const FusedGroup& g, const std::vector<const void*>& inputs,
 // The buffers group g writes: its root's, then its stores'.
 std::vector<int32_t> FusedGroupWrites(const FusedGroup& g);
 
+// The index of buffer b among g's inputs, appended (kept in `storage`) where it is not one yet.
+int32_t FusedInputIndex(FusedGroup& g, int32_t b, DType storage);
+
 // The source index of element i of a kBroadcastLoad node.
 int64_t BroadcastSourceIndex(const FusedNode& node, int64_t i);
 

@@ -137,31 +137,18 @@ int32_t SoleReader(const DeviceProgram& program, const std::vector<DType>& stora
   return groups[static_cast<size_t>(reader)].root > g.root ? reader : -1;
 }
 
-int32_t InputIndex(FusedGroup& g, int32_t b, DType storage) {
-  for (size_t k = 0; k < g.inputs.size(); ++k) {
-    if (g.inputs[k] == b) return static_cast<int32_t>(k);
-  }
-  g.inputs.push_back(b);
-  g.input_storage.push_back(storage);
-  return static_cast<int32_t>(g.inputs.size()) - 1;
-}
-
 // The values of group a by the buffer they are in when its reader runs (a's results, and where
-// `copies` move them), and the results the copies move.
-struct Made {
-  std::map<int32_t, int32_t> node_in;  // buffer -> a's node
-  std::set<int32_t> moved;
-};
+// `copies` move them): buffer -> a's node.
+using Made = std::map<int32_t, int32_t>;
 
 Made ValuesMade(const DeviceProgram& program, const FusedGroup& a,
                 const std::vector<int32_t>& copies) {
   Made made;
-  made.node_in[a.out] = static_cast<int32_t>(a.nodes.size()) - 1;
-  for (const FusedStore& s : a.stores) made.node_in[s.buffer] = s.node;
+  made[a.out] = static_cast<int32_t>(a.nodes.size()) - 1;
+  for (const FusedStore& s : a.stores) made[s.buffer] = s.node;
   for (int32_t c : copies) {
     const Instruction& in = program.code[static_cast<size_t>(c)];
-    made.node_in[in.out] = made.node_in.at(in.in[0]);
-    made.moved.insert(in.in[0]);
+    made[in.out] = made.at(in.in[0]);
   }
   return made;
 }
@@ -190,13 +177,13 @@ bool AppendNodes(const FusedGroup& b, const Made& made, FusedGroup& m,
     FusedNode n = b.nodes[k];
     if (n.kind == FusedNodeKind::kLoad || n.kind == FusedNodeKind::kBroadcastLoad) {
       const int32_t buffer = b.inputs[static_cast<size_t>(n.input)];
-      const auto found = made.node_in.find(buffer);
-      if (found != made.node_in.end()) {
+      const auto found = made.find(buffer);
+      if (found != made.end()) {
         if (n.kind == FusedNodeKind::kBroadcastLoad) return false;
         node_of[k] = found->second;
         continue;
       }
-      n.input = InputIndex(m, buffer, b.input_storage[static_cast<size_t>(n.input)]);
+      n.input = FusedInputIndex(m, buffer, b.input_storage[static_cast<size_t>(n.input)]);
     } else if (n.kind == FusedNodeKind::kOp || n.kind == FusedNodeKind::kScale) {
       for (int32_t j = 0; j < n.operand_count; ++j) n.operands[j] = node_of[n.operands[j]];
     } else if (n.kind == FusedNodeKind::kReduce) {
@@ -257,7 +244,7 @@ std::optional<FusedGroup> TryMerge(const DeviceProgram& program, const MergeFact
   // copies move, are never allocated.
   std::set<int32_t> internal;
   int64_t saved = 0;
-  for (const auto& [buffer, node] : made.node_in) {
+  for (const auto& [buffer, node] : made) {
     if (program.buffers[static_cast<size_t>(buffer)].persistent) {
       m.stores.push_back({node, buffer});
     } else {

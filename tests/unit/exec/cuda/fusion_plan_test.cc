@@ -27,6 +27,7 @@
 #include "exec/runtime/tensor_boxes.h"
 #include "fused_group_check.h"
 #include "lifetime_replay.h"
+#include "solvers/auto_sharding/op_strategies.h"
 #include "support/small_plans.h"
 
 namespace alpa::cuda {
@@ -120,20 +121,13 @@ int64_t BytesOf(const DeviceProgram& p, int32_t b) {
   return ElementCountOf(buffer.shape) * DTypeBytes(buffer.dtype);
 }
 
-// What a calibration's fusion keys price on a piece's graph: the results written, and per op
-// and operand whether the read is paid.
-struct Pricing {
-  std::vector<bool> written;
-  std::vector<std::vector<bool>> charged;
-};
-
-Pricing PricingOf(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention) {
-  Pricing p;
-  std::vector<int32_t> kernel_of;
-  p.written = PricedResults(graph, fusion, fuse_attention, &kernel_of);
-  p.charged = kernel_of.empty() ? ChargedReads(graph, p.written)
-                                : ChargedReads(graph, p.written, kernel_of);
-  return p;
+// What a calibration's fusion keys price on a piece's graph (the planner's own pricing).
+PricedTraffic PricingOf(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention) {
+  Calibration calibration;
+  calibration.fuse_elementwise = fusion != ElementwiseFusion::kNone;
+  calibration.single_reader_fusion = fusion == ElementwiseFusion::kSingleReader;
+  calibration.fuse_attention = fuse_attention;
+  return TrafficPricedBy(graph, calibration);
 }
 
 // `attention`: the runner with its attention regions on the fused kernels (each kernel reads
@@ -172,9 +166,9 @@ Traffic RunnerAndModelTraffic(const std::string& model, int64_t tensor_parallel,
     std::vector<std::vector<bool>> written;
     std::vector<std::vector<std::vector<bool>>> charged;
     for (const StagePiece& piece : stage.pieces) {
-      Pricing pricing = PricingOf(piece.subgraph->graph, priced, attention);
-      written.push_back(std::move(pricing.written));
-      charged.push_back(std::move(pricing.charged));
+      PricedTraffic pricing = PricingOf(piece.subgraph->graph, priced, attention);
+      written.push_back(std::move(pricing.materialized));
+      charged.push_back(std::move(pricing.charged_reads));
     }
     for (size_t i = 0; i < p.code.size(); ++i) {
       const Instruction& in = p.code[i];
