@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, in one command, on a machine with one (issue 16), most needed
 # first: the fused attention kernels against their host run, a GPT layer's step with and without
-# them (losses within 2 %) and without merged kernels (losses equal), the GPT-layer benchmark (bench/gpu/run.sh: calibration, MFU,
-# predicted / measured step), the part-1 equality cases on the CUDA backend, the CUDA kernels
-# against the interpreter, profiled steps, a WResNet step with its convolutions on cuDNN and on
+# them (losses within 2 %), without merged kernels and with feeds from pinned memory (losses
+# equal), the GPT-layer benchmark (bench/gpu/run.sh: calibration, MFU, predicted / measured
+# step), the part-1 equality cases on the CUDA backend, the CUDA kernels against the
+# interpreter, profiled steps, a WResNet step with its convolutions on cuDNN and on
 # the direct kernel, the one-GPU NCCL tests and the calibration's test. Each part has its own
 # time limit, cut to what is left of the budget; a part that would start with under 20 s left
 # is skipped and named. Logs go to OUT; the last lines list every part's outcome.
@@ -54,6 +55,19 @@ part() {  # part NAME SECONDS COMMAND...: runs COMMAND under a limit, logs it, p
   outcomes+=("$name: rc $rc, $((SECONDS - start)) s")
   [[ $rc -eq 0 ]] || status=1
 }
+equal_losses() {  # equal_losses NAME A.log B.log: the runs' losses are equal, their times shown
+  part "$1" 10 python3 - "$2" "$3" <<'PY'
+import json, sys
+def steps(path):
+    return [json.loads(l) for l in open(path) if l.startswith("{")]
+a, b = steps(sys.argv[1]), steps(sys.argv[2])
+for name, run in ((sys.argv[1], a), (sys.argv[2], b)):
+    print(name, "losses", [s["loss"] for s in run], "step seconds", [s.get("seconds") for s in run])
+assert a and len(a) == len(b), "missing steps"
+assert [s["loss"] for s in a] == [s["loss"] for s in b], "losses differ"
+print("losses equal")
+PY
+}
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
 bench_args=("$@")
@@ -85,19 +99,13 @@ PY
 # are equal; the step times show what merging saves.
 part gpt_layer_single_output 120 env ALPA_CUDA_MULTI_OUTPUT=0 "$build/bin/alpa" run \
   "$out/gpt_layer_b2.json" --backend cuda --steps 4 --json
-part multi_output_losses 10 python3 - "$out/gpt_layer_no_flash.log" \
-  "$out/gpt_layer_single_output.log" <<'PY'
-import json, sys
-def steps(path):
-    return [json.loads(l) for l in open(path) if l.startswith("{")]
-merged, single = steps(sys.argv[1]), steps(sys.argv[2])
-print("merged", [s["loss"] for s in merged], "\nsingle", [s["loss"] for s in single])
-print("step seconds merged", [s.get("seconds") for s in merged],
-      "\nstep seconds single", [s.get("seconds") for s in single])
-assert merged and len(merged) == len(single), "missing steps"
-assert [s["loss"] for s in merged] == [s["loss"] for s in single], "losses differ"
-print("losses equal")
-PY
+equal_losses multi_output_losses "$out/gpt_layer_no_flash.log" "$out/gpt_layer_single_output.log"
+# The same step with the next step's feeds copied from pinned memory when they run
+# (ALPA_CUDA_DEVICE_FEEDS=0) instead of uploaded ahead on the copy stream: the same bytes, so the
+# losses are equal; the step times show what the upload ahead saves.
+part gpt_layer_pinned_feeds 120 env ALPA_CUDA_DEVICE_FEEDS=0 "$build/bin/alpa" run \
+  "$out/gpt_layer_b2.json" --backend cuda --steps 4 --json
+equal_losses device_feeds_losses "$out/gpt_layer_no_flash.log" "$out/gpt_layer_pinned_feeds.log"
 part bench 300 bash bench/gpu/run.sh "$build/bin/alpa" "$out" "${bench_args[@]}"
 part cuda_plan_equivalence_test 240 "$build/bin/cuda_plan_equivalence_test" --gtest_brief=1
 part kernels_gpu_test 120 "$build/bin/kernels_gpu_test" --gtest_brief=1

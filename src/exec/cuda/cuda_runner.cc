@@ -743,12 +743,10 @@ Status CudaRunner::RunFeed(const Instruction& in, const MicrobatchInput& input,
   if (!out.ok()) return out.status();
   cuda::DeviceTensor& t = *out.value();
   const size_t bytes = static_cast<size_t>(t.elements() * DTypeBytes(t.storage));
-  if (const void* ready = prepared_.Find(static_cast<size_t>(instruction_), full, bytes)) {
-    ALPA_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(t.data, ready, bytes, cudaMemcpyHostToDevice, stream_),
-        "copying a prepared feed to the GPU");
-    return prepared_.RecordCopies(stream_);
-  }
+  bool prepared = false;
+  ALPA_RETURN_IF_ERROR(prepared_.CopyInto(static_cast<size_t>(instruction_), full, t.data, bytes,
+                                          stream_, &prepared));
+  if (prepared) return Status::Ok();
   const double* values = BoxValues(full->data.data(), full->shape, in.offsets, in.sizes, feed_box_);
   return UploadFeed(values, program_.buffers[static_cast<size_t>(in.out)].dtype, t);
 }
