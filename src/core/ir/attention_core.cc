@@ -155,6 +155,37 @@ void MarkOutputViews(const Graph& graph, const std::vector<std::vector<int32_t>>
   for (int32_t v : chain) views[static_cast<size_t>(v)] = true;
 }
 
+// Marks the forward's output O (the product P V) and its transpose when the transpose is O's
+// one user and a reshape the transpose's (the kernel writes O in the reshape's layout); without
+// the reshape, O alone (the kernel writes it transposed).
+void MarkForwardOutputViews(const Graph& graph, const std::vector<std::vector<int32_t>>& users,
+                            int32_t product, std::vector<bool>& views) {
+  const int32_t transpose = OnlyUser(users, product);
+  if (transpose < 0 || graph.op(transpose).kind != OpKind::kTranspose) return;
+  views[static_cast<size_t>(product)] = true;
+  const int32_t reshape = OnlyUser(users, transpose);
+  if (reshape >= 0 && graph.op(reshape).kind == OpKind::kReshape)
+    views[static_cast<size_t>(transpose)] = true;
+}
+
+// Marks an operand of the cores' products that is a transpose only they read (dO, which the
+// kernel reads in the transpose's operand), and the reshape before it that only it reads.
+void MarkTransposedInputViews(const Graph& graph, const std::vector<std::vector<int32_t>>& users,
+                              const std::vector<bool>& core, int32_t transpose,
+                              std::vector<bool>& views) {
+  const Op& t = graph.op(transpose);
+  if (t.kind != OpKind::kTranspose || t.operands.size() != 1) return;
+  for (int32_t u : users[static_cast<size_t>(transpose)]) {
+    if (!CoreProduct(graph, core, u)) return;
+  }
+  views[static_cast<size_t>(transpose)] = true;
+  const int32_t reshape = t.operands[0];
+  if (reshape >= 0 && reshape < graph.size() && graph.op(reshape).kind == OpKind::kReshape &&
+      OnlyUser(users, reshape) == transpose) {
+    views[static_cast<size_t>(reshape)] = true;
+  }
+}
+
 }  // namespace
 
 std::vector<bool> AttentionKernelViews(const Graph& graph, const std::vector<bool>& core) {
@@ -164,11 +195,17 @@ std::vector<bool> AttentionKernelViews(const Graph& graph, const std::vector<boo
     if (!CoreProduct(graph, core, id)) continue;
     const Op& op = graph.op(id);
     for (int32_t x : op.operands) {
-      if (x >= 0 && x < graph.size()) MarkInputViews(graph, users, core, x, views);
+      if (x < 0 || x >= graph.size()) continue;
+      MarkInputViews(graph, users, core, x, views);
+      if (op.phase == Phase::kBackward) MarkTransposedInputViews(graph, users, core, x, views);
     }
-    // dQ, dK, dV: a backward product out of a core.
-    if (!core[static_cast<size_t>(id)] && op.phase == Phase::kBackward)
+    if (core[static_cast<size_t>(id)]) continue;
+    // dQ, dK, dV: a backward product out of a core; O: the forward's.
+    if (op.phase == Phase::kBackward) {
       MarkOutputViews(graph, users, id, views);
+    } else {
+      MarkForwardOutputViews(graph, users, id, views);
+    }
   }
   return views;
 }

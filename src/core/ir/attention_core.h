@@ -22,9 +22,12 @@ std::vector<bool> AttentionCoreValues(const Graph& graph);
 
 // Per op: true when the CUDA runner's fused attention kernels (exec/cuda/attention_plan.h)
 // replace it beside the cores `core` (AttentionCoreValues): a reshape of a slice that only a
-// core's product reads (Q, K, V read in the fused QKV product), and, from a backward product of
+// core's product reads (Q, K, V read in the fused QKV product); from a backward product of
 // a core (dQ, dK, dV), its chain of one-reader transposes, reshapes and a pad into adds that sum
-// such chains (written into the QKV product's gradient: every add but the last).
+// such chains (written into the QKV product's gradient: every add but the last); the forward's
+// product (O) and its one-reader transpose where a reshape reads that alone (O written in the
+// reshape's layout); and a transpose that only backward products of a core read (dO), with the
+// reshape before it that it alone reads (dO read in the reshape's operand).
 std::vector<bool> AttentionKernelViews(const Graph& graph, const std::vector<bool>& core);
 
 }  // namespace alpa

@@ -622,6 +622,7 @@ std::vector<AttentionRegion> PlanAttention(const DeviceProgram& program,
     AttentionRegion r;
     if (!AssembleRegion(m, f, backward ? &b : nullptr, &r)) continue;
     LookThroughQkv(m, backward, r);
+    LookThroughOutput(m, backward, r);
     if (!SelfContained(m, r)) continue;
     if (fit == AttentionKernelFit::kRequired &&
         (!SameStorage(m, r) || !AttentionUnsupportedReason(r.shape).empty())) {

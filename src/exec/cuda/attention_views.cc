@@ -1,6 +1,6 @@
-// LookThroughQkv (attention_views.h): each input's reshape and slice, each output's transpose,
-// reshape and pad, and the sum of the pads, followed dim by dim to the buffer the kernels then
-// read or write.
+// LookThroughQkv and LookThroughOutput (attention_views.h): each input's reshape and slice, each
+// output's transpose, reshape and pad, and the sum of the pads, O's transpose and reshape, dO's
+// transpose and reshape, followed dim by dim to the buffer the kernels then read or write.
 #include "exec/cuda/attention_views.h"
 
 #include <algorithm>
@@ -104,24 +104,32 @@ bool InputThroughSlice(const Matcher& m, const std::vector<int32_t>& members, At
   return true;
 }
 
+// Where v's dims (of buffer *b) sit in the result of a transpose that is *b's one reader:
+// moves *b and v there and adds the transpose; false (nothing moved) without such a reader.
+bool ThroughTransposeReader(const Matcher& m, int32_t* b, DimView& v, std::vector<int32_t>* added) {
+  const int32_t transpose_at = m.OnlyReader(*b, OpKind::kTranspose);
+  if (transpose_at < 0) return false;
+  const Op* t = m.RunOf(transpose_at, OpKind::kTranspose);
+  DimView moved = v;
+  for (int64_t& d : moved.dim) {  // result dim j is operand dim perm[j]
+    if (d < 0) continue;
+    const auto at = std::find(t->attrs.dims.begin(), t->attrs.dims.end(), d);
+    if (at == t->attrs.dims.end()) return false;
+    d = at - t->attrs.dims.begin();
+  }
+  v = moved;
+  added->push_back(transpose_at);
+  *b = m.at(transpose_at).out;
+  return true;
+}
+
 // The zero pad of an output (through a transpose and a unit reshape, each its one reader): the
 // view of the pad's result, and the instructions on the way.
 bool OutputThroughPad(const Matcher& m, AttentionOperand* x, int32_t* pad_at,
                       std::vector<int32_t>* added) {
   DimView v = DimsOf(*x, m.shape(x->buffer));
   int32_t b = x->buffer;
-  const int32_t transpose_at = m.OnlyReader(b, OpKind::kTranspose);
-  if (transpose_at >= 0) {
-    const Op* t = m.RunOf(transpose_at, OpKind::kTranspose);
-    for (int64_t& d : v.dim) {  // result dim j is operand dim perm[j]
-      if (d < 0) continue;
-      const auto at = std::find(t->attrs.dims.begin(), t->attrs.dims.end(), d);
-      if (at == t->attrs.dims.end()) return false;
-      d = at - t->attrs.dims.begin();
-    }
-    added->push_back(transpose_at);
-    b = m.at(transpose_at).out;
-  }
+  ThroughTransposeReader(m, &b, v, added);
   const int32_t reshape_at = m.OnlyReader(b, OpKind::kReshape);
   if (reshape_at >= 0) {
     if (!ThroughUnitReshape(m.shape(b), m.shape(m.at(reshape_at).out), v)) return false;
@@ -198,7 +206,70 @@ int32_t SumOfPads(const Matcher& m, const int32_t (&pads)[3], std::vector<int32_
   return values[0];
 }
 
+// The forward's output O seen where the program puts it: through the transpose that is its one
+// reader, and on through a reshape that is the transpose's one reader (a reshape keeps every
+// element where it is). `added` gets both. False leaves x as it was.
+bool OutputThroughTranspose(const Matcher& m, AttentionOperand* x, std::vector<int32_t>* added) {
+  if (x->offset != 0) return false;
+  DimView v = DimsOf(*x, m.shape(x->buffer));
+  int32_t b = x->buffer;
+  std::vector<int32_t> on_the_way;
+  if (!ThroughTransposeReader(m, &b, v, &on_the_way)) return false;
+  v.buffer = b;
+  AttentionOperand seen = OperandOfDims(v, m.shape(b));
+  const int32_t reshape_at = m.OnlyReader(b, OpKind::kReshape);
+  if (reshape_at >= 0) {
+    seen.buffer = m.at(reshape_at).out;
+    on_the_way.push_back(reshape_at);
+  }
+  *x = seen;
+  added->insert(added->end(), on_the_way.begin(), on_the_way.end());
+  return true;
+}
+
+// An input of the region made by a transpose read by the region alone, seen in the transpose's
+// operand, and on in the operand of a reshape that makes it and nothing else reads (a reshape
+// keeps every element where it is). `added` gets both. False leaves x as it was.
+bool InputThroughTranspose(const Matcher& m, const std::vector<int32_t>& members,
+                           AttentionOperand* x, std::vector<int32_t>* added) {
+  int32_t transpose_at = -1;
+  const Op* t = m.Producer(x->buffer, OpKind::kTranspose, &transpose_at);
+  if (t == nullptr || x->offset != 0) return false;
+  for (int32_t r : m.readers(x->buffer)) {
+    if (!std::binary_search(members.begin(), members.end(), r)) return false;
+  }
+  DimView v = DimsOf(*x, m.shape(x->buffer));
+  for (int64_t& d : v.dim) {  // result dim j is operand dim perm[j]
+    if (d < 0) continue;
+    if (d >= static_cast<int64_t>(t->attrs.dims.size())) return false;
+    d = t->attrs.dims[static_cast<size_t>(d)];
+  }
+  v.buffer = m.at(transpose_at).in[0];
+  AttentionOperand seen = OperandOfDims(v, m.shape(v.buffer));
+  std::vector<int32_t> on_the_way = {transpose_at};
+  int32_t reshape_at = -1;
+  if (m.Producer(v.buffer, OpKind::kReshape, &reshape_at) != nullptr &&
+      m.readers(v.buffer).size() == 1) {
+    seen.buffer = m.at(reshape_at).in[0];
+    on_the_way.push_back(reshape_at);
+  }
+  *x = seen;
+  added->insert(added->end(), on_the_way.begin(), on_the_way.end());
+  return true;
+}
+
 }  // namespace
+
+void LookThroughOutput(const Matcher& m, bool backward, AttentionRegion& r) {
+  std::vector<int32_t> added;
+  AttentionOperand o = r.o, d_o = r.d_o;
+  const bool moved_o = OutputThroughTranspose(m, &o, &added);
+  const bool moved_d_o = backward && InputThroughTranspose(m, r.members, &d_o, &added);
+  if (moved_o) r.o = o;
+  if (moved_d_o) r.d_o = d_o;
+  r.members.insert(r.members.end(), added.begin(), added.end());
+  std::sort(r.members.begin(), r.members.end());
+}
 
 void LookThroughQkv(const Matcher& m, bool backward, AttentionRegion& r) {
   std::vector<int32_t> added;

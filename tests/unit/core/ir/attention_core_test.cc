@@ -81,10 +81,12 @@ TEST(AttentionCore, GraphsWithoutAttentionHaveNone) {
 }
 
 // Around each GPT core, the fused kernels' views: per layer, Q, K and V's slices of the QKV
-// product and their reshapes (6 ops), and in the backward the dQ, dK, dV products with their
-// transposes, reshapes and pads (12 ops) and the first of the two adds that sum them (the last is
-// the kernels' output). Nothing else, and nothing in a graph without cores.
-TEST(AttentionCore, TheKernelsViewsAreTheQkvSlicesAndTheGradientsPaddedSum) {
+// product and their reshapes (6 ops), O's product and its transpose (the kernel writes O in the
+// layout of the reshape after it: 2 ops), and in the backward dO's transpose and the reshape
+// before it (the kernel reads dO in the reshape's operand: 2 ops), the dQ, dK, dV products with
+// their transposes, reshapes and pads (12 ops) and the first of the two adds that sum them (the
+// last is the kernels' output). Nothing else, and nothing in a graph without cores.
+TEST(AttentionCore, TheKernelsViewsAreTheQkvSlicesTheGradientsPaddedSumAndTheOutputsLayout) {
   Result<Graph> g = BuildModel("gpt:layers=3,hidden=32,heads=4,seq=64,vocab=128,batch=2");
   ASSERT_TRUE(g.ok()) << g.status().message();
   const Graph& graph = g.value();
@@ -96,8 +98,9 @@ TEST(AttentionCore, TheKernelsViewsAreTheQkvSlicesAndTheGradientsPaddedSum) {
     ++kinds[std::string(OpKindName(op.kind)) + (op.phase == Phase::kForward ? " fwd" : " bwd")];
   }
   const std::map<std::string, int> want = {
-      {"slice fwd", 9},   {"reshape fwd", 9}, {"dot_general bwd", 9}, {"transpose bwd", 9},
-      {"reshape bwd", 9}, {"pad bwd", 9},     {"add bwd", 3},
+      {"slice fwd", 9},       {"reshape fwd", 9},     {"dot_general fwd", 3},
+      {"transpose fwd", 3},   {"dot_general bwd", 9}, {"transpose bwd", 9 + 3},
+      {"reshape bwd", 9 + 3}, {"pad bwd", 9},         {"add bwd", 3},
   };
   EXPECT_EQ(kinds, want);
   Result<Graph> mlp = BuildModel("mlp:layers=2,hidden=16,batch=4");

@@ -1,10 +1,12 @@
 // The attention regions the CUDA runner hands to the fused attention kernels
 // (exec/cuda/attention_plan.h), without a GPU: on the device programs of bf16 GPTs (one device
 // and tensor parallel on two, several microbatches) every layer's attention is found with its
-// backward; each region's ops, evaluated one by one by the interpreter on random Q, K, V and
-// dO, compute what its views say the kernels compute (O, dQ, dK, dV from the formulas in f64, and
-// the kernels' own code run on the host); a replay of the program as the runner runs it finds
-// every buffer live where it is read; and graphs that are not attention are left alone.
+// backward (Q, K, V read in the QKV product, O written and dO read in the projections' layout,
+// dQ, dK, dV written into the QKV product's gradient); each region's ops, evaluated one by one by
+// the interpreter on random Q, K, V and dO, compute what its views say the kernels compute (O, dQ,
+// dK, dV from the formulas in f64, and the kernels' own code run on the host); a replay of the
+// program as the runner runs it finds every buffer live where it is read; and graphs that are not
+// attention are left alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -266,6 +268,12 @@ TEST(AttentionPlanTest, EveryLayersAttentionOfABf16GptIsARegionThatComputesAtten
         EXPECT_EQ(r.dq.buffer, r.dk.buffer);
         EXPECT_EQ(r.dq.buffer, r.dv.buffer);
         EXPECT_NE(r.q.offset, r.k.offset);
+        // O written, and dO read, in the projections' [batch, seq, heads * head_dim] layout:
+        // no transpose between the kernels and the output projection, either way.
+        EXPECT_EQ(p.buffers[static_cast<size_t>(r.o.buffer)].shape.size(), 3u);
+        EXPECT_EQ(p.buffers[static_cast<size_t>(r.d_o.buffer)].shape.size(), 3u);
+        EXPECT_EQ(r.o.stride[2], r.shape.heads * 32);
+        EXPECT_EQ(r.d_o.stride[2], r.shape.heads * 32);
         ExpectRegionIsAttention(p, r, rng);
       }
       const FusionPlan plan = PlanFusion(p, storage, regions);

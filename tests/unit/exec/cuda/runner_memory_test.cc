@@ -75,7 +75,7 @@ double GiB(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0
 // On one device and tensor parallel on two: the runner with its attention kernels holds well
 // under half of what it holds without fusing (the [8, 32, 2048, 2048] scores, 2 GiB each in
 // bf16, never exist), and a plan priced for it states that within 10 % (GiB per device, held /
-// planned: 5.63 / 5.88 on one device, 3.00 / 2.94 on two; with the fused chains alone 11.78 / 12.00
+// planned: 5.50 / 5.88 on one device, 2.94 / 2.94 on two; with the fused chains alone 11.78 / 12.00
 // and 5.95 / 6.06). Priced as XLA fuses (the V100 preset), the plan states about what the runner
 // holds without fusing (13.78 / 12.38, 6.95 / 6.25: the unfused program's own copies and transposes
 // are not in the piece's graph), over 2x what it holds with its kernels: what a plan priced for
