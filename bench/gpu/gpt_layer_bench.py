@@ -100,7 +100,10 @@ def calibrate(opts, out: pathlib.Path) -> dict:
     if opts.preset:
         args += ["--preset", opts.preset]
     start = time.monotonic()
-    answer = json.loads(run_alpa(opts.alpa, args, "calibrate"))
+    # With the fused attention kernels on, `alpa calibrate` times them too (efficiency.attention,
+    # and fuse_attention set): the flash prediction prices the attention at their rate.
+    env = None if opts.no_flash else RUN_MODES["flash"]
+    answer = json.loads(run_alpa(opts.alpa, args, "calibrate", env=env))
     (out / "calibrate.json").write_text(json.dumps(answer, indent=2) + "\n")
     return {"path": str(path), "calibration": answer["calibration"], "preset": answer["preset"],
             "device": answer["device"], "measured": True,
@@ -145,13 +148,15 @@ def choose_batch(opts, preset: str, out: pathlib.Path) -> int:
 
 
 # The predictions beside the calibration as measured ("calibrated": with `alpa calibrate`'s
-# calibration, the runner's own fusion): every op its own kernel (what ALPA_CUDA_FUSION=0 runs),
-# and chains fused as XLA would fuse them.
+# calibration, the runner's own fusion, attention op by op): every op its own kernel (what
+# ALPA_CUDA_FUSION=0 runs), and chains fused as XLA would fuse them.
 PREDICTION_VARIANTS = {
-    "calibrated": {},
-    "calibrated_unfused": {"fuse_elementwise": False},
-    "calibrated_xla": {"fuse_elementwise": True, "single_reader_fusion": False},
-    # The runner with ALPA_CUDA_FLASH_ATTENTION=1: the attention cores on the fused kernels.
+    "calibrated": {"fuse_attention": False},
+    "calibrated_unfused": {"fuse_elementwise": False, "fuse_attention": False},
+    "calibrated_xla": {"fuse_elementwise": True, "single_reader_fusion": False,
+                       "fuse_attention": False},
+    # The runner with ALPA_CUDA_FLASH_ATTENTION=1: the attention cores on the fused kernels
+    # (at their measured efficiency where `alpa calibrate` timed them: efficiency.attention).
     "calibrated_flash": {"fuse_attention": True},
 }
 

@@ -14,7 +14,7 @@ fail() { echo "gpu_bench_test: $*"; cat "$tmp/out.txt" "$tmp/err.txt" 2>/dev/nul
 cat > "$tmp/fixture.calibration.json" <<'JSON'
 {"format": "alpa-calibration", "version": 1, "comment": "test fixture",
  "efficiency": {"matmul": 0.7, "convolution": 0.6, "elementwise": 0.06, "other": 0.06,
-                "memory": 0.9},
+                "memory": 0.9, "attention": 0.5},
  "op_overhead_seconds": 3e-6, "fuse_elementwise": true, "single_reader_fusion": true}
 JSON
 tiny=(--hidden 64 --heads 2 --seq 32 --steps 3)
@@ -60,6 +60,10 @@ assert xla["fuse_elementwise"] and not xla["single_reader_fusion"], xla
 # skipped.
 flash = json.loads((out / "cluster_calibrated_flash.json").read_text())["calibration"]
 assert flash["fuse_attention"] and flash["single_reader_fusion"], flash
+# The attention kernels' measured efficiency prices the flash plan's attention products only.
+assert flash["efficiency"]["attention"] == 0.5, flash
+for other in (cluster["calibration"], unfused, xla):
+    assert not other["fuse_attention"], other
 assert r["flash_step_seconds"] == [] and r["flash_mfu"] is None, r
 p = r["predicted_step_seconds"]
 assert p["calibrated_flash"] <= p["calibrated"], p

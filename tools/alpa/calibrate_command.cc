@@ -62,11 +62,17 @@ void PrintTable(const nlohmann::json& answer) {
       FormatNumber(e["other"].get<double>(), kDigits).c_str(),
       FormatNumber(e["convolution"].get<double>(), kDigits).c_str(),
       Seconds(c["op_overhead_seconds"].get<double>(), 3).c_str());
+  if (e.contains("attention")) {
+    std::printf("attention kernels: %s of peak on the products of an attention core\n",
+                FormatNumber(e["attention"].get<double>(), kDigits).c_str());
+  }
   const bool fused = c.value("fuse_elementwise", false);
-  std::printf("fusion: %s\n", !fused ? "none (every op priced as its own kernel)"
-                              : c.value("single_reader_fusion", false)
-                                  ? "chains fused as the CUDA runner fuses them"
-                                  : "chains fused as XLA fuses them");
+  std::printf("fusion: %s%s\n",
+              !fused ? "none (every op priced as its own kernel)"
+              : c.value("single_reader_fusion", false)
+                  ? "chains fused as the CUDA runner fuses them"
+                  : "chains fused as XLA fuses them",
+              c.value("fuse_attention", false) ? "; attention cores fused" : "");
   for (const nlohmann::json& note : answer["notes"]) {
     std::printf("note: %s\n", note.get<std::string>().c_str());
   }

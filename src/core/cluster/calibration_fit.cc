@@ -30,9 +30,9 @@ Status CheckMeasurement(const Measurement& x, const DeviceSpec& device) {
     return InvalidArgument(where + ": seconds must be positive and finite (got " +
                            std::to_string(x.seconds) + ")");
   }
-  const bool against_flops = x.kind == MeasurementKind::kGemm ||
-                             x.kind == MeasurementKind::kConvolution ||
-                             x.kind == MeasurementKind::kElementwiseCompute;
+  const bool against_flops =
+      x.kind == MeasurementKind::kGemm || x.kind == MeasurementKind::kConvolution ||
+      x.kind == MeasurementKind::kElementwiseCompute || x.kind == MeasurementKind::kAttention;
   if (against_flops && x.fit && !PositiveFinite(device.PeakFlops(x.dtype))) {
     return InvalidArgument(where + ": the device \"" + device.name + "\" has no peak for " +
                            DTypeName(x.dtype));
@@ -108,6 +108,8 @@ const char* MeasurementKindName(MeasurementKind kind) {
       return "launch";
     case MeasurementKind::kConvolution:
       return "convolution";
+    case MeasurementKind::kAttention:
+      return "attention";
   }
   return "?";
 }
@@ -117,10 +119,19 @@ Result<CalibrationFit> FitCalibration(const CalibrationMeasurements& m, const De
   for (const Measurement& x : m.measurements) ALPA_RETURN_IF_ERROR(CheckMeasurement(x, device));
   CalibrationFit fit;
   fit.calibration = base;
+  fit.notes = m.notes;
   Calibration& c = fit.calibration;
   FitEfficiency(m, MeasurementKind::kGemm, "matmul", device, &c.matmul_efficiency, &fit.notes);
   FitEfficiency(m, MeasurementKind::kConvolution, "convolution", device, &c.convolution_efficiency,
                 &fit.notes);
+  if (MedianFraction(m, MeasurementKind::kAttention, device).has_value()) {
+    FitEfficiency(m, MeasurementKind::kAttention, "attention", device, &c.attention_efficiency,
+                  &fit.notes);
+    c.fuse_attention = true;
+    fit.notes.push_back(
+        "attention: the runner's fused attention kernels (ALPA_CUDA_FLASH_ATTENTION=1); "
+        "fuse_attention: as the runner fuses");
+  }
   if (MedianFraction(m, MeasurementKind::kFusedMemory, device).has_value()) {
     // The runner's own kernels were measured: the calibration describes how it runs.
     FitEfficiency(m, MeasurementKind::kFusedMemory, "memory", device, &c.memory_efficiency,

@@ -30,6 +30,9 @@ enum class MeasurementKind {
   // work = FLOPs (as the planner counts them) of a convolution run as the CUDA runner runs it
   // (cuDNN; exec/cuda/convolution_calibration.h)
   kConvolution,
+  // work = FLOPs as the planner prices the products of an attention core the CUDA runner's fused
+  // attention kernels run (AttentionProductWork: half of them under a causal mask)
+  kAttention,
 };
 
 // One measured kernel (or batch of kernels): the median over the repeats.
@@ -55,6 +58,8 @@ struct CalibrationMeasurements {
   int32_t gpus = 0;         // GPUs visible to the process
   std::string libraries;  // the versions measured with, e.g. "CUDA runtime 13000, cuBLASLt 130100"
   std::vector<Measurement> measurements;
+  // What was not measured and why (a kernel that failed on this GPU), copied into the fit's notes.
+  std::vector<std::string> notes;
 };
 
 struct CalibrationFit {
@@ -65,7 +70,7 @@ struct CalibrationFit {
 };
 
 // The name of a kind in calibration reports: "gemm", "memory", "fused_memory", "elementwise",
-// "launch", "convolution".
+// "launch", "convolution", "attention".
 const char* MeasurementKindName(MeasurementKind kind);
 
 // The efficiencies of `m` against `device`, on top of `base` for what is not measured (the
@@ -82,6 +87,10 @@ const char* MeasurementKindName(MeasurementKind kind);
 //   elementwise_efficiency  median over the fit elementwise-compute measurements of
 //   other_efficiency        rate / peak_flops[dtype] (both: vector units, not tensor cores)
 //   op_overhead_seconds     median over the launch measurements of seconds / launches
+//   attention_efficiency    median over the fit attention measurements of rate /
+//                           peak_flops[dtype], where there are any: the calibration then
+//                           describes the runner's attention kernels, so fuse_attention is set
+//                           too; else the base value (0: the cores' products priced as matmuls)
 // A kind without fit measurements keeps the base value (and says so in the notes); a
 // measurement with non-positive or non-finite work or seconds, or a dtype whose peak is 0, is an
 // InvalidArgument naming it.

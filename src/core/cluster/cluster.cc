@@ -202,7 +202,8 @@ bool Calibration::operator==(const Calibration& o) const {
          elementwise_efficiency == o.elementwise_efficiency &&
          other_efficiency == o.other_efficiency && memory_efficiency == o.memory_efficiency &&
          op_overhead_seconds == o.op_overhead_seconds && fuse_elementwise == o.fuse_elementwise &&
-         single_reader_fusion == o.single_reader_fusion && fuse_attention == o.fuse_attention;
+         single_reader_fusion == o.single_reader_fusion && fuse_attention == o.fuse_attention &&
+         attention_efficiency == o.attention_efficiency;
 }
 
 bool operator==(const DeviceSpec& a, const DeviceSpec& b) {
@@ -294,6 +295,9 @@ Status ValidateCalibration(const Calibration& c, const std::string& where) {
       CheckEfficiency(c.elementwise_efficiency, where + ".efficiency.elementwise"));
   ALPA_RETURN_IF_ERROR(CheckEfficiency(c.other_efficiency, where + ".efficiency.other"));
   ALPA_RETURN_IF_ERROR(CheckEfficiency(c.memory_efficiency, where + ".efficiency.memory"));
+  if (c.attention_efficiency != 0) {  // 0: not measured
+    ALPA_RETURN_IF_ERROR(CheckEfficiency(c.attention_efficiency, where + ".efficiency.attention"));
+  }
   return CheckNonNegative(c.op_overhead_seconds, where + ".op_overhead_seconds");
 }
 

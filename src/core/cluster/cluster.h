@@ -71,6 +71,12 @@ struct Calibration {
   // single_reader_fusion, where the values the runner's kernels keep on chip (the cores among
   // them) hold no memory (OpSharding::on_chip).
   bool fuse_attention = false;
+  // The fraction of peak flops the CUDA runner's fused attention kernels reach (exec/cuda/
+  // flash_attention.h), as `alpa calibrate` measures them; 0 (the default): not measured. With
+  // fuse_attention and a value above 0, the products of an attention core are priced at it
+  // instead of matmul_efficiency, and those of a masked (causal) core at half their flops: the
+  // kernels skip the masked blocks (core/ir/attention_core.h AttentionProductWork).
+  double attention_efficiency = 0;
 
   bool operator==(const Calibration& o) const;
 };

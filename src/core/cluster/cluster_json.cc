@@ -278,6 +278,7 @@ Status ReadCalibrationFields(ObjectReader& r, Calibration* c) {
     ALPA_RETURN_IF_ERROR(e.Double("elementwise", Presence::kOptional, &c->elementwise_efficiency));
     ALPA_RETURN_IF_ERROR(e.Double("other", Presence::kOptional, &c->other_efficiency));
     ALPA_RETURN_IF_ERROR(e.Double("memory", Presence::kOptional, &c->memory_efficiency));
+    ALPA_RETURN_IF_ERROR(e.Double("attention", Presence::kOptional, &c->attention_efficiency));
     ALPA_RETURN_IF_ERROR(e.CheckNoUnknownKeys());
   }
   ALPA_RETURN_IF_ERROR(
@@ -469,6 +470,8 @@ Json CalibrationFields(const Calibration& c) {
                      {"elementwise", c.elementwise_efficiency},
                      {"other", c.other_efficiency},
                      {"memory", c.memory_efficiency}};
+  // Written only when measured, as single_reader_fusion below.
+  if (c.attention_efficiency > 0) j["efficiency"]["attention"] = c.attention_efficiency;
   j["op_overhead_seconds"] = c.op_overhead_seconds;
   j["fuse_elementwise"] = c.fuse_elementwise;
   j["fuse_attention"] = c.fuse_attention;

@@ -101,6 +101,8 @@ double ComputeEfficiency(ComputeClass cls, const Calibration& c) {
       return c.elementwise_efficiency;
     case ComputeClass::kOther:
       return c.other_efficiency;
+    case ComputeClass::kAttention:
+      return c.attention_efficiency > 0 ? c.attention_efficiency : c.matmul_efficiency;
   }
   return c.other_efficiency;
 }

@@ -89,6 +89,9 @@ enum class ComputeClass : int32_t {
   kConvolution = 1,  // convolutions: tensor cores
   kElementwise = 2,  // elementwise arithmetic, activations: vector units, usually memory-bound
   kOther = 3,        // reductions, data movement, everything else
+  // The products of an attention core run by the CUDA runner's fused attention kernels
+  // (Calibration::attention_efficiency; matmul_efficiency where that is not measured)
+  kAttention = 4,
 };
 
 // The compute efficiency of a class under `calibration`.

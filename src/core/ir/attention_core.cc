@@ -81,19 +81,51 @@ bool ReadLikeAttention(const Graph& graph, const std::vector<std::vector<int32_t
   return softmax && product;
 }
 
-}  // namespace
-
-std::vector<bool> AttentionCoreValues(const Graph& graph) {
-  std::vector<bool> core(static_cast<size_t>(graph.size()), false);
+// Per op: the index of the core holding it, or -1.
+std::vector<int32_t> CoreIndices(const Graph& graph) {
+  std::vector<int32_t> index(static_cast<size_t>(graph.size()), -1);
   const std::vector<std::vector<int32_t>> users = Users(graph);
   std::vector<char> seen(static_cast<size_t>(graph.size()), 0);
+  int32_t cores = 0;
   for (int32_t id = 0; id < graph.size(); ++id) {
     if (seen[static_cast<size_t>(id)] || !ScoreProduct(graph, id)) continue;
     const std::vector<int32_t> region = Region(graph, users, id, seen);
     if (!ReadLikeAttention(graph, users, region, Elements(graph.op(id)))) continue;
-    for (int32_t v : region) core[static_cast<size_t>(v)] = true;
+    for (int32_t v : region) index[static_cast<size_t>(v)] = cores;
+    ++cores;
   }
+  return index;
+}
+
+}  // namespace
+
+std::vector<bool> AttentionCoreValues(const Graph& graph) {
+  std::vector<bool> core(static_cast<size_t>(graph.size()), false);
+  const std::vector<int32_t> index = CoreIndices(graph);
+  for (size_t v = 0; v < index.size(); ++v) core[v] = index[v] >= 0;
   return core;
+}
+
+std::vector<double> AttentionProductWork(const Graph& graph) {
+  const std::vector<int32_t> index = CoreIndices(graph);
+  std::vector<char> masked;
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const int32_t c = index[static_cast<size_t>(id)];
+    if (c < 0) continue;
+    if (masked.size() <= static_cast<size_t>(c)) masked.resize(static_cast<size_t>(c) + 1, 0);
+    if (graph.op(id).kind == OpKind::kSelect) masked[static_cast<size_t>(c)] = 1;
+  }
+  std::vector<double> work(static_cast<size_t>(graph.size()), 0.0);
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    const Op& op = graph.op(id);
+    if (op.kind != OpKind::kDotGeneral) continue;
+    int32_t c = index[static_cast<size_t>(id)];
+    for (int32_t x : op.operands) {
+      if (c < 0 && x >= 0 && x < graph.size()) c = index[static_cast<size_t>(x)];
+    }
+    if (c >= 0) work[static_cast<size_t>(id)] = masked[static_cast<size_t>(c)] ? 0.5 : 1.0;
+  }
+  return work;
 }
 
 namespace {

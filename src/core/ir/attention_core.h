@@ -20,6 +20,13 @@ namespace alpa {
 // a smaller result reads it (the P V product); other graphs have no cores.
 std::vector<bool> AttentionCoreValues(const Graph& graph);
 
+// Per op: 0 unless it is a product of a core (a dot_general in it, or reading it: Q K^T, P V and
+// their backward products); for a product, the share of its flops the CUDA runner's fused
+// attention kernels compute: 1, or 0.5 for a core holding a select (a causal mask: the kernels
+// skip the key blocks above the diagonal: 528 of 1,024 blocks of 64 keys at 2,048 keys; `alpa
+// calibrate` measures the kernels on such a core, so its efficiency holds the diagonal's share).
+std::vector<double> AttentionProductWork(const Graph& graph);
+
 // Per op: true when the CUDA runner's fused attention kernels (exec/cuda/attention_plan.h)
 // replace it beside the cores `core` (AttentionCoreValues): a reshape of a slice that only a
 // core's product reads (Q, K, V read in the fused QKV product); from a backward product of

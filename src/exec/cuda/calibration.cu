@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cuda/attention_calibration.h"
+#include "exec/cuda/attention_plan.h"
 #include "exec/cuda/convolution_calibration.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/dnn_convolution.h"
@@ -617,6 +619,73 @@ Status MeasureConvolutions(cudaStream_t stream, const Repeats& repeats,
   return Status::Ok();
 }
 
+// The runner's fused attention kernels (attention_calibration.h), where the runner uses them
+// (ALPA_CUDA_FLASH_ATTENTION=1): the forward and the backward alone (reported only), and the two
+// together, whose rate over the planner's flops for the core's products is the `attention`
+// efficiency (the backward's share of the flops weighs in as it does in a step).
+Status MeasureAttention(cudaStream_t stream, const Repeats& repeats,
+                        const GpuMeasureOptions& options, std::vector<Measurement>* out) {
+  if (!cuda::AttentionFusionEnabled()) return Status::Ok();
+  Result<cuda::AttentionCalibrationCase> made =
+      cuda::AttentionCalibrationCaseFor(options.quick ? 2 : 4);
+  if (!made.ok()) return made.status();
+  const cuda::AttentionCalibrationCase& c = made.value();
+  const cuda::AttentionShape& s = c.shape;
+  const int64_t elements = s.batch * s.heads * s.q_seq * s.head_dim;
+  DeviceMemory q, k, v, o, d_o, dq, dk, dv, lse, scratch;
+  for (DeviceMemory* m : {&q, &k, &v, &o, &d_o, &dq, &dk, &dv})
+    ALPA_RETURN_IF_ERROR(m->Allocate(elements * 2, c.name));
+  ALPA_RETURN_IF_ERROR(lse.Allocate(cuda::AttentionLseBytes(s), c.name));
+  ALPA_RETURN_IF_ERROR(scratch.Allocate(cuda::AttentionBackwardScratchBytes(s), c.name));
+  uint32_t seed = 21;
+  for (DeviceMemory* m : {&q, &k, &v, &d_o})
+    ALPA_RETURN_IF_ERROR(Fill(m->As<__nv_bfloat16>(), elements, seed++, stream));
+  auto view = [&](const DeviceMemory& m) {  // dense [batch, heads, seq, head_dim]
+    cuda::AttentionView x;
+    x.data = m.ptr;
+    x.stride[0] = s.heads * s.q_seq * s.head_dim;
+    x.stride[1] = s.q_seq * s.head_dim;
+    x.stride[2] = s.head_dim;
+    x.stride[3] = 1;
+    return x;
+  };
+  cuda::AttentionForwardArgs f;
+  f.shape = s;
+  f.q = view(q);
+  f.k = view(k);
+  f.v = view(v);
+  f.o = view(o);
+  f.lse = lse.As<float>();
+  const std::string forward_name = c.name + " forward";
+  Result<double> forward = MedianSeconds(stream, repeats, forward_name,
+                                         [&]() { return cuda::LaunchAttentionForward(f, stream); });
+  if (!forward.ok()) return forward.status();
+  cuda::AttentionBackwardArgs b;
+  b.shape = s;
+  b.q = f.q;
+  b.k = f.k;
+  b.v = f.v;
+  b.o = f.o;
+  b.d_o = view(d_o);
+  b.lse = lse.As<float>();
+  b.dq = view(dq);
+  b.dk = view(dk);
+  b.dv = view(dv);
+  b.scratch = scratch.ptr;
+  const std::string backward_name = c.name + " backward";
+  Result<double> backward = MedianSeconds(
+      stream, repeats, backward_name, [&]() { return cuda::LaunchAttentionBackward(b, stream); });
+  if (!backward.ok()) return backward.status();
+  out->push_back(Make(MeasurementKind::kAttention, forward_name, DType::kBF16, false,
+                      c.forward_flops, forward.value()));
+  out->push_back(Make(MeasurementKind::kAttention, backward_name, DType::kBF16, false,
+                      c.backward_flops, backward.value()));
+  out->push_back(Make(MeasurementKind::kAttention, c.name + " forward + backward", DType::kBF16,
+                      true, c.forward_flops + c.backward_flops,
+                      forward.value() + backward.value()));
+  return Status::Ok();
+}
+
 Status MeasureElementwiseCompute(cudaStream_t stream, const Repeats& repeats,
                                  const GpuMeasureOptions& options, std::vector<Measurement>* out) {
   const int64_t n = int64_t{1} << 24;
@@ -709,6 +778,13 @@ Result<CalibrationMeasurements> MeasureGpu(const GpuMeasureOptions& options) {
   const GemmContext ctx{lt.handle, stream.stream, workspace.ptr, repeats};
   ALPA_RETURN_IF_ERROR(MeasureGemms(ctx, options, &result.measurements));
   ALPA_RETURN_IF_ERROR(MeasureConvolutions(stream.stream, repeats, options, &result.measurements));
+  // Last, and not fatal: the attention kernels are the newest code measured here; without them
+  // the attention products keep the matmuls' efficiency (a note says why).
+  const Status attention = MeasureAttention(stream.stream, repeats, options, &result.measurements);
+  if (!attention.ok()) {
+    result.notes.push_back("attention: not measured (" + attention.message() +
+                           "); the attention products are priced as matmuls");
+  }
   return result;
 }
 

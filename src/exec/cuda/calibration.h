@@ -1,5 +1,6 @@
-// `alpa calibrate`: times GEMMs (cuBLASLt), HBM streaming, the runner's fused elementwise kernels
-// and its convolutions (cuDNN), elementwise arithmetic and kernel launches on the first GPU with
+// `alpa calibrate`: times GEMMs (cuBLASLt), HBM streaming, the runner's fused elementwise kernels,
+// its convolutions (cuDNN) and its fused attention kernels (where ALPA_CUDA_FLASH_ATTENTION=1
+// has the runner use them), elementwise arithmetic and kernel launches on the first GPU with
 // CUDA events, for core/cluster/calibration_fit.h to turn into the cost model's efficiency
 // factors.
 //

@@ -58,6 +58,7 @@ Result<ProgramPricer> ProgramPricer::Create(const PipelinePlan& plan, const Clus
       PricedTraffic traffic = TrafficPricedBy(sub->graph, st.cluster.calibration);
       st.materialized.push_back(std::move(traffic.materialized));
       st.charged.push_back(std::move(traffic.charged_reads));
+      st.attention_work.push_back(std::move(traffic.attention_work));
     }
     pricer.stages_.push_back(std::move(st));
   }
@@ -97,9 +98,9 @@ Result<InstructionPrice> ProgramPricer::PriceRun(const StagePricing& st,
     if (!in_memory(piece_op.operands[k]) || (charged != nullptr && !(*charged)[k])) continue;
     bytes += static_cast<double>(TensorBytes(local.op(op.operands[k])));
   }
-  const double flops = static_cast<double>(OpFlops(local, id));
+  const PricedFlops priced = FlopsPricedFor(local, id, AttentionWorkOf(st.attention_work[p], l));
   InstructionPrice price;
-  price.seconds = OpComputeSeconds(flops, bytes, op.dtype, ComputeClassOf(op.kind), st.cluster);
+  price.seconds = OpComputeSeconds(priced.flops, bytes, op.dtype, priced.cls, st.cluster);
   price.part = PricedPart::kCompute;
   return price;
 }

@@ -116,13 +116,15 @@ class ProgramPricer {
   Result<PricedSeconds> PriceTask(const DeviceProgram& program, const ProgramTask& task) const;
 
  private:
-  // Per stage: its mesh and, per piece, the fusion model's charged results and reads.
+  // Per stage: its mesh and, per piece, the fusion model's charged results and reads and the
+  // attention kernels' share of their products (PricedTraffic).
   struct StagePricing {
     Cluster cluster;  // of its devices' type: its pool's in a mixed cluster
     LogicalMesh mesh;
     std::vector<int64_t> logical_of_device;  // physical id -> logical index, -1 outside
     std::vector<std::vector<bool>> materialized;
     std::vector<std::vector<std::vector<bool>>> charged;
+    std::vector<std::vector<double>> attention_work;
   };
 
   ProgramPricer() = default;

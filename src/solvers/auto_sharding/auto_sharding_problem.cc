@@ -253,6 +253,7 @@ void InitModel(AutoShardModel& model, const Graph& graph, const LogicalMesh& mes
     PricedTraffic traffic = TrafficPricedBy(graph, cluster->calibration);
     model.context.materialized = std::move(traffic.materialized);
     model.context.charged_reads = std::move(traffic.charged_reads);
+    model.context.attention_work = std::move(traffic.attention_work);
   }
   ReshardPolicy policy;
   policy.options.cost_mode = options.cost_mode;

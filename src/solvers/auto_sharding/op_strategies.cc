@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/ir/attention_core.h"
 #include "core/ir/fusion.h"
 #include "core/ir/graph_stats.h"
 
@@ -130,10 +131,11 @@ Result<OpStrategy> MakeOpStrategy(const StrategyContext& ctx, int32_t id,
       bytes += static_cast<double>(
           ShardBytes(graph.op(op.operands[k]), strategy.operands[k], mesh.shape));
     }
-    const double flops = static_cast<double>(OpFlops(graph, id)) /
-                         static_cast<double>(std::max<int64_t>(1, strategy.work_split));
-    strategy.compute_cost =
-        OpComputeSeconds(flops, bytes, op.dtype, ComputeClassOf(op.kind), *ctx.cluster);
+    const PricedFlops priced =
+        FlopsPricedFor(graph, id, AttentionWorkOf(ctx.attention_work, static_cast<size_t>(id)));
+    const double flops =
+        priced.flops / static_cast<double>(std::max<int64_t>(1, strategy.work_split));
+    strategy.compute_cost = OpComputeSeconds(flops, bytes, op.dtype, priced.cls, *ctx.cluster);
   }
   return strategy;
 }
@@ -152,6 +154,8 @@ PricedTraffic TrafficPricedBy(const Graph& graph, const Calibration& calibration
   } else if (!traffic.materialized.empty()) {
     traffic.charged_reads = ChargedReads(graph, traffic.materialized);
   }
+  if (calibration.fuse_attention && calibration.attention_efficiency > 0)
+    traffic.attention_work = AttentionProductWork(graph);
   return traffic;
 }
 
@@ -160,6 +164,21 @@ ComputeClass ComputeClassOf(OpKind kind) {
   if (kind == OpKind::kConvolution) return ComputeClass::kConvolution;
   if (IsElementwise(kind)) return ComputeClass::kElementwise;
   return ComputeClass::kOther;
+}
+
+PricedFlops FlopsPricedFor(const Graph& graph, int32_t id, double attention_work) {
+  PricedFlops p;
+  p.flops = static_cast<double>(OpFlops(graph, id));
+  p.cls = ComputeClassOf(graph.op(id).kind);
+  if (attention_work > 0) {
+    p.flops *= attention_work;
+    p.cls = ComputeClass::kAttention;
+  }
+  return p;
+}
+
+double AttentionWorkOf(const std::vector<double>& attention_work, size_t id) {
+  return id < attention_work.size() ? attention_work[id] : 0.0;
 }
 
 Result<std::vector<OpStrategy>> EnumerateOpStrategies(const StrategyContext& ctx, int32_t id,

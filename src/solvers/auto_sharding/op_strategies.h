@@ -83,20 +83,37 @@ struct StrategyContext {
   // Per op and operand slot, with `materialized`: whether the op's fusion pays for that read
   // (core/ir/fusion.h ChargedReads); empty: every materialised operand is paid for.
   std::vector<std::vector<bool>> charged_reads;
+  // Per op: above 0 for a product the runner's attention kernels compute, the share of its flops
+  // they do (core/ir/attention_core.h AttentionProductWork), priced in ComputeClass::kAttention;
+  // empty: every dot_general is a matmul.
+  std::vector<double> attention_work;
 };
 
-// What `calibration`'s fusion keys price as memory traffic for `graph`: StrategyContext's
-// `materialized` (core/ir/fusion.h PricedResults) and `charged_reads` (ChargedReads), both
-// empty when nothing is fused.
+// What `calibration`'s fusion keys price for `graph`: StrategyContext's `materialized`
+// (core/ir/fusion.h PricedResults) and `charged_reads` (ChargedReads), both empty when nothing is
+// fused; and `attention_work` (AttentionProductWork) with fuse_attention where the calibration
+// measured the runner's attention kernels (attention_efficiency above 0), else empty.
 struct PricedTraffic {
   std::vector<bool> materialized;
   std::vector<std::vector<bool>> charged_reads;
+  std::vector<double> attention_work;
 };
 PricedTraffic TrafficPricedBy(const Graph& graph, const Calibration& calibration);
 
 // The roofline class the cost model prices an op of `kind` in: dot_general matmul, convolution,
 // elementwise ops elementwise, the rest other.
 ComputeClass ComputeClassOf(OpKind kind);
+
+// The flops op `id` of `graph` is priced at and their roofline class: its OpFlops in
+// ComputeClassOf, or, for `attention_work` above 0 (its entry in PricedTraffic), that share of
+// them in ComputeClass::kAttention.
+struct PricedFlops {
+  double flops = 0;
+  ComputeClass cls = ComputeClass::kOther;
+};
+PricedFlops FlopsPricedFor(const Graph& graph, int32_t id, double attention_work);
+// Entry `id` of PricedTraffic::attention_work (0 where it is empty).
+double AttentionWorkOf(const std::vector<double>& attention_work, size_t id);
 
 // The strategy of `assignment` for op `id` with iteration space `space`. Fails (kInvalidArgument)
 // when a split does not divide its loop or a mesh dim is used twice.

@@ -106,6 +106,41 @@ TEST(CalibrationFit, TheRunnersFusedKernelsSetTheMemoryRateAndItsFusion) {
   EXPECT_FALSE(plain.value().calibration.single_reader_fusion);
 }
 
+TEST(CalibrationFit, TheAttentionKernelsSetTheAttentionRateAndTheirFusion) {
+  CalibrationMeasurements m;
+  const DeviceSpec d = H100();
+  const double peak = d.PeakFlops(DType::kBF16);
+  m.measurements.push_back(Make(MeasurementKind::kGemm, "gemm", DType::kBF16, 0.75 * peak, 1.0));
+  // The kernels failed on the GPU (MeasureGpu goes on without them and says why).
+  m.notes.push_back("attention: not measured (a kernel failed)");
+  Result<CalibrationFit> without = FitCalibration(m, d);
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_EQ(without.value().calibration.attention_efficiency, 0.0);  // the products as matmuls
+  EXPECT_FALSE(without.value().calibration.fuse_attention);
+  ASSERT_FALSE(without.value().notes.empty());
+  EXPECT_EQ(without.value().notes[0], "attention: not measured (a kernel failed)");
+  m.notes.clear();
+  // The forward and the backward alone are reported only; the two together fit.
+  Measurement forward = Make(MeasurementKind::kAttention, "fwd", DType::kBF16, 0.30 * peak, 1.0);
+  Measurement backward = Make(MeasurementKind::kAttention, "bwd", DType::kBF16, 0.42 * peak, 1.0);
+  forward.fit = backward.fit = false;
+  m.measurements.push_back(forward);
+  m.measurements.push_back(backward);
+  m.measurements.push_back(
+      Make(MeasurementKind::kAttention, "both", DType::kBF16, 0.38 * peak, 1.0));
+  Result<CalibrationFit> with = FitCalibration(m, d);
+  ASSERT_TRUE(with.ok()) << with.status().message();
+  EXPECT_NEAR(with.value().calibration.attention_efficiency, 0.38, 1e-12);
+  EXPECT_NEAR(with.value().calibration.matmul_efficiency, 0.75, 1e-12);
+  EXPECT_TRUE(with.value().calibration.fuse_attention);
+  EXPECT_STREQ(MeasurementKindName(MeasurementKind::kAttention), "attention");
+  // The file keeps it (written only when measured).
+  const std::string file = WriteCalibrationFile(with.value(), "test");
+  EXPECT_NE(file.find("\"attention\": 0.38"), std::string::npos) << file;
+  EXPECT_EQ(WriteCalibrationFile(without.value(), "test").find("\"attention\":"),
+            std::string::npos);
+}
+
 TEST(CalibrationFit, EveryKindMediansAndReportOnlyEntries) {
   CalibrationMeasurements m;
   const DeviceSpec d = H100();

@@ -161,6 +161,30 @@ TEST(Roofline, CalibrationOverride) {
   EXPECT_EQ(ReadCalibrationFile(path).status().code(), StatusCode::kIo);
 }
 
+// The attention kernels' class: their own efficiency where it was measured, else the matmuls'.
+TEST(Roofline, TheAttentionClassFallsBackToTheMatmulEfficiency) {
+  const Cluster c = ParseClusterSpec("dgx-a100").value();
+  Result<Calibration> plain = ReadCalibrationBuffer(R"({"efficiency": {"matmul": 0.5}})");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain.value().attention_efficiency, 0.0);
+  EXPECT_DOUBLE_EQ(ComputeEfficiency(ComputeClass::kAttention, plain.value()), 0.5);
+  Result<Calibration> measured =
+      ReadCalibrationBuffer(R"({"efficiency": {"matmul": 0.5, "attention": 0.25}})");
+  ASSERT_TRUE(measured.ok()) << measured.status().message();
+  EXPECT_DOUBLE_EQ(measured.value().attention_efficiency, 0.25);
+  EXPECT_DOUBLE_EQ(ComputeEfficiency(ComputeClass::kAttention, measured.value()), 0.25);
+  EXPECT_DOUBLE_EQ(ComputeEfficiency(ComputeClass::kMatmul, measured.value()), 0.5);
+  // 312e12 FLOPs at 0.25 * 312 TFLOP/s.
+  EXPECT_NEAR(OpComputeSeconds(312e12, 0, DType::kBF16, ComputeClass::kAttention, c.device,
+                               measured.value()),
+              4.0, 1e-12);
+  Result<Calibration> back = ReadCalibrationBuffer(WriteCalibration(measured.value()));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back.value() == measured.value());
+  EXPECT_FALSE(back.value() == plain.value());
+  EXPECT_EQ(WriteCalibration(plain.value()).find("\"attention\""), std::string::npos);
+}
+
 TEST(Roofline, CalibrationErrors) {
   struct Case {
     const char* json;
@@ -169,6 +193,10 @@ TEST(Roofline, CalibrationErrors) {
   const Case cases[] = {
       {R"({"efficiency": {"matmul": 0}})", "calibration.efficiency.matmul: must be in (0, 1]"},
       {R"({"efficiency": {"memory": 1.2}})", "calibration.efficiency.memory: must be in (0, 1]"},
+      {R"({"efficiency": {"attention": 1.5}})",
+       "calibration.efficiency.attention: must be in (0, 1]"},
+      {R"({"efficiency": {"attention": -0.5}})",
+       "calibration.efficiency.attention: must be in (0, 1]"},
       {R"({"efficiency": {"matmul": "high"}})", "calibration.efficiency.matmul: expected a number"},
       {R"({"efficiency": {"gemm": 0.5}})", "calibration.efficiency: unknown key \"gemm\""},
       {R"({"op_overhead_seconds": -1})", "calibration.op_overhead_seconds"},

@@ -50,6 +50,34 @@ TEST(AttentionCore, EveryGptLayerHasOneCoreAcrossItsPasses) {
   EXPECT_EQ(counts.parameters, 0);
 }
 
+// The products the attention kernels compute: per GPT layer Q K^T and P V, and in the backward
+// dO V^T, P^T dO, dS K and dS^T Q, each at half its flops (the causal mask's select is in the
+// core); BERT's (no mask) at all of them; nothing else.
+TEST(AttentionCore, TheKernelsComputeHalfOfACausalCoresProducts) {
+  for (const char* spec : {"gpt:layers=3,hidden=32,heads=4,seq=64,vocab=128,batch=2",
+                           "bert:layers=3,hidden=32,heads=4,seq=64,vocab=128,batch=2"}) {
+    SCOPED_TRACE(spec);
+    Result<Graph> g = BuildModel(spec);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    const std::vector<double> work = AttentionProductWork(g.value());
+    const double share = std::string(spec).rfind("gpt", 0) == 0 ? 0.5 : 1.0;
+    int forward = 0, backward = 0;
+    for (int32_t v = 0; v < g.value().size(); ++v) {
+      const double w = work[static_cast<size_t>(v)];
+      if (w == 0) continue;
+      const Op& op = g.value().op(v);
+      EXPECT_EQ(op.kind, OpKind::kDotGeneral) << v;
+      EXPECT_EQ(w, share) << v;
+      ++(op.phase == Phase::kForward ? forward : backward);
+    }
+    EXPECT_EQ(forward, 3 * 2);
+    EXPECT_EQ(backward, 3 * 4);
+  }
+  Result<Graph> mlp = BuildModel("mlp:layers=2,hidden=16,batch=4");
+  ASSERT_TRUE(mlp.ok()) << mlp.status().message();
+  for (double w : AttentionProductWork(mlp.value())) EXPECT_EQ(w, 0.0);
+}
+
 TEST(AttentionCore, BertAndMoeLayersHaveCoresAndTheExpertDispatchIsNone) {
   // BERT: bidirectional attention. MoE: its dispatch and combine einsums are batched products
   // of computed values too (tokens x dispatch mask), but no softmax reads their results.
