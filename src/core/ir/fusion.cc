@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/ir/attention_core.h"
+#include "core/ir/transposed_product.h"
 
 namespace alpa {
 namespace {
@@ -143,6 +144,11 @@ std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bo
     SingleReaderFusion plan = PlanSingleReaderFusion(graph);
     materialized = std::move(plan.materialized);
     if (kernel_of != nullptr) *kernel_of = std::move(plan.kernel_of);
+    // The runner computes a product that one transpose reads as the transposed product.
+    const std::vector<bool> transposed = ProductsReadTransposed(graph);
+    for (size_t v = 0; v < transposed.size(); ++v) {
+      if (transposed[v]) materialized[v] = false;
+    }
   } else if (fuse_attention) {
     materialized.assign(static_cast<size_t>(graph.size()), true);
   }

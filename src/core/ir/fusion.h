@@ -68,8 +68,10 @@ enum class ElementwiseFusion {
 // keys: the materialised results of `fusion`, and with `fuse_attention` never the values of
 // attention cores (AttentionCoreValues: a fused attention kernel keeps them on chip), nor, with
 // kSingleReader (the CUDA runner's model), the views its attention kernels read and write through
-// (AttentionKernelViews). Empty when neither fuses anything: every result does. With
-// kSingleReader, `kernel_of` (where given) receives SingleReaderFusion::kernel_of.
+// (AttentionKernelViews). With kSingleReader also never a product that the runner computes
+// transposed (ProductsReadTransposed, core/ir/transposed_product.h). Empty when neither fuses
+// anything: every result does. With kSingleReader, `kernel_of` (where given) receives
+// SingleReaderFusion::kernel_of.
 std::vector<bool> PricedResults(const Graph& graph, ElementwiseFusion fusion, bool fuse_attention,
                                 std::vector<int32_t>* kernel_of = nullptr);
 

@@ -408,9 +408,11 @@ Result<StepReport> CudaRunner::RunInstructions(Communicator& comm, const Microba
     const Clock::time_point t0 = Clock::now();
     const int32_t group = fusing ? fusion_.group_at[i] : -1;
     const int32_t region = fusing ? fusion_.attention_at[i] : -1;
-    Status s = group >= 0    ? RunFused(static_cast<size_t>(group))
-               : region >= 0 ? RunAttention(static_cast<size_t>(region), static_cast<int32_t>(i))
-                             : Execute(comm, in, input, graph, report);
+    const int32_t product = fusing ? fusion_.product_at[i] : -1;
+    Status s = group >= 0     ? RunFused(static_cast<size_t>(group))
+               : region >= 0  ? RunAttention(static_cast<size_t>(region), static_cast<int32_t>(i))
+               : product >= 0 ? RunTransposedProduct(static_cast<size_t>(product))
+                              : Execute(comm, in, input, graph, report);
     if (s.ok() && fusing) {
       for (int32_t b : fusion_.free_after[i]) Release(b);
     }
@@ -431,6 +433,8 @@ Result<StepReport> CudaRunner::RunInstructions(Communicator& comm, const Microba
         const bool backward =
             fusion_.attention[static_cast<size_t>(region)].backward_at == static_cast<int32_t>(i);
         label = backward ? "run flash attention backward" : "run flash attention forward";
+      } else if (product >= 0) {
+        label += " (written transposed)";
       }
       profile_.Add(label, seconds);
       profile_.AddInstruction(seconds, std::to_string(i) + " " + InstructionText(program_, in));
@@ -538,6 +542,23 @@ Status CudaRunner::RunOp(const Instruction& in) {
   launch.axis_offset = in.axis_offset;
   launch.axis_size = in.axis_size;
   return cuda::LaunchOp(Context(), local, id, operands, *out.value(), launch);
+}
+
+Status CudaRunner::RunTransposedProduct(size_t index) {
+  const cuda::TransposedProduct& p = fusion_.products[index];
+  const Instruction& dot = program_.code[static_cast<size_t>(p.dot_at)];
+  const Instruction& transpose = program_.code[static_cast<size_t>(p.transpose_at)];
+  std::vector<cuda::DeviceTensor> operands;
+  for (int32_t b : {dot.in[1], dot.in[0]}) {  // swapped, as p.swapped's product reads them
+    Result<const cuda::DeviceTensor*> t = Get(b);
+    if (!t.ok()) return t.status();
+    operands.push_back(*t.value());
+  }
+  Result<cuda::DeviceTensor*> out = Allocate(transpose.out);
+  if (!out.ok()) return out.status();
+  cuda::OpLaunch launch;
+  launch.round = dot.round;
+  return cuda::LaunchOp(Context(), p.swapped, p.swapped.size() - 1, operands, *out.value(), launch);
 }
 
 Status CudaRunner::RunFused(size_t index) {

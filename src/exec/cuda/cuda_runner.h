@@ -76,6 +76,9 @@ class CudaRunner : public ProgramRunner {
   Status RunOp(const Instruction& in);
   // Runs fused group `index` (fusion_plan.h) in place of its root instruction.
   Status RunFused(size_t index);
+  // Runs product `index` (transposed_product.h) in place of its dot: the swapped operands'
+  // product into the transpose's buffer.
+  Status RunTransposedProduct(size_t index);
   // Runs the forward or backward kernels of attention region `index` (attention_plan.h) in place
   // of `instruction` (the region's forward_at or backward_at): the forward keeps the rows'
   // log-sum-exp in attention_lse_ until the backward has read it.

@@ -503,6 +503,19 @@ void PlaceAttention(const DeviceProgram& program, const ProgramFacts& facts, Fus
   }
 }
 
+// Marks where each product computed transposed runs, its transpose and the kFree of the result
+// the dot no longer writes.
+void PlaceProducts(const DeviceProgram& program, const ProgramFacts& facts, FusionPlan& plan) {
+  for (size_t pi = 0; pi < plan.products.size(); ++pi) {
+    const TransposedProduct& p = plan.products[pi];
+    plan.product_at[static_cast<size_t>(p.dot_at)] = static_cast<int32_t>(pi);
+    plan.skip[static_cast<size_t>(p.transpose_at)] = 1;
+    const int32_t freed =
+        facts.free_at[static_cast<size_t>(program.code[static_cast<size_t>(p.dot_at)].out)];
+    if (freed >= 0) plan.skip[static_cast<size_t>(freed)] = 1;
+  }
+}
+
 }  // namespace
 
 FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage,
@@ -518,13 +531,17 @@ FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& st
     plan.groups = MergeGroupsIntoTheirReaders(program, storage, std::move(plan.groups), attention);
   }
   plan.attention = std::move(attention);
+  if (TransposedProductsEnabled())
+    plan.products = PlanTransposedProducts(program, storage, replaced);
   plan.group_at.assign(code, -1);
   plan.attention_at.assign(code, -1);
+  plan.product_at.assign(code, -1);
   plan.skip.assign(code, 0);
   plan.free_after.assign(code, {});
   std::vector<int32_t> needed_until(program.buffers.size(), -1);
   PlaceGroups(program, facts, plan, needed_until);
   PlaceAttention(program, facts, plan, needed_until);
+  PlaceProducts(program, facts, plan);
   for (size_t b = 0; b < needed_until.size(); ++b) {
     if (needed_until[b] < 0) continue;
     plan.skip[static_cast<size_t>(facts.free_at[b])] = 1;

@@ -31,6 +31,7 @@
 #include "core/ir/graph.h"
 #include "exec/cuda/attention_plan.h"
 #include "exec/cuda/float_math.h"
+#include "exec/cuda/transposed_product.h"
 #include "exec/program/program.h"
 
 namespace alpa {
@@ -100,12 +101,17 @@ struct FusionPlan {
   // (at its forward_at) or backward (at its backward_at) kernels run in its place, or -1.
   std::vector<AttentionRegion> attention;
   std::vector<int32_t> attention_at;
+  // The products computed transposed (transposed_product.h) and, per instruction, the one that
+  // runs in its place (at its dot_at), or -1.
+  std::vector<TransposedProduct> products;
+  std::vector<int32_t> product_at;
   // Per instruction: a fused producer, an op of an attention region that its kernels replace,
-  // the kFree of a buffer such an op would have written, or a deferred kFree.
+  // the kFree of a buffer such an op would have written, a deferred kFree, or the transpose of a
+  // product computed transposed and the kFree of that product's own result.
   std::vector<char> skip;
   std::vector<std::vector<int32_t>> free_after;  // per instruction: buffers freed after it
 
-  bool empty() const { return groups.empty() && attention.empty(); }
+  bool empty() const { return groups.empty() && attention.empty() && products.empty(); }
 };
 
 // Whether the runner fuses: unless ALPA_CUDA_FUSION=0 is in the environment.
@@ -114,7 +120,8 @@ bool FusionEnabled();
 // The fusion plan of `program` whose buffers are kept in `storage` (storage_policy.h), with the
 // attention regions `attention` (PlanAttention's) run by their kernels: their ops take no part in
 // the elementwise groups, and a buffer their kernels read that the program frees before them is
-// freed after them instead.
+// freed after them instead; and, unless TransposedProductsEnabled() says no, the products
+// computed transposed (PlanTransposedProducts).
 FusionPlan PlanFusion(const DeviceProgram& program, const std::vector<DType>& storage,
                       std::vector<AttentionRegion> attention = {});
 

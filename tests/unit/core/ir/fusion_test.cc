@@ -6,6 +6,8 @@
 
 #include "core/ir/fusion.h"
 #include "core/ir/graph_builder.h"
+#include "core/ir/transposed_product.h"
+#include "models/model_zoo.h"
 
 namespace alpa {
 namespace {
@@ -297,6 +299,49 @@ TEST(FusionTest, SingleReaderFusionMergesAWeightsUpdateIntoOneKernel) {
   EXPECT_EQ(paid, 4);
   // Over the fusions joined by unwritten values alone (no kernels given), m1 is read again.
   EXPECT_TRUE(ChargedReads(graph, fusion.materialized)[static_cast<size_t>(step)][0]);
+}
+
+// The CUDA runner computes transpose(dot(a, b)) swapping the dot's free dims as dot(b, a)
+// (exec/cuda/transposed_product.h): its replay never writes such a dot's own result, and the
+// transpose reads nothing (the product's operands are read by the dot, the result written once).
+TEST(FusionTest, SingleReaderFusionNeverWritesAProductTheRunnerComputesTransposed) {
+  GraphBuilder b;
+  const int32_t x = b.Parameter({4, 6}, DType::kBF16, TensorRole::kInput, "x");
+  const int32_t g = b.Parameter({4, 5}, DType::kBF16, TensorRole::kInput, "g");
+  DotDims dims;  // dW^T = x^T g: [6, 5], contracting the 4 rows
+  dims.lhs_contracting = {0};
+  dims.rhs_contracting = {0};
+  const int32_t dot = b.DotGeneral(x, g, dims);
+  const int32_t dw = b.Transpose(dot, {1, 0});
+  const int32_t kept = b.DotGeneral(x, g, dims);  // also read as it is: written
+  const int32_t twice = b.Add(b.Transpose(kept, {1, 0}), b.Transpose(kept, {1, 0}));
+  b.AddOutput(dw);
+  b.AddOutput(twice);
+  Result<Graph> built = std::move(b).Finish();
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const Graph& graph = built.value();
+  EXPECT_TRUE(TransposeSwapsProduct(graph.op(dot), graph, graph.op(dw)));
+  EXPECT_EQ(SwappedDotDims(dims).lhs_contracting, (Dims{0}));
+  const std::vector<bool> transposed = ProductsReadTransposed(graph);
+  EXPECT_TRUE(transposed[static_cast<size_t>(dot)]);
+  EXPECT_FALSE(transposed[static_cast<size_t>(kept)]);
+  const std::vector<bool> single = PricedResults(graph, ElementwiseFusion::kSingleReader, false);
+  EXPECT_FALSE(single[static_cast<size_t>(dot)]);
+  EXPECT_TRUE(single[static_cast<size_t>(dw)]);
+  EXPECT_TRUE(single[static_cast<size_t>(kept)]);
+  EXPECT_TRUE(PricedResults(graph, ElementwiseFusion::kXla, false)[static_cast<size_t>(dot)]);
+
+  // A GPT's weight matrices: each gradient is such a product (4 a layer); nothing else is.
+  Result<Graph> gpt = BuildModel("gpt:layers=2,hidden=32,heads=4,seq=16,vocab=64,batch=2");
+  ASSERT_TRUE(gpt.ok()) << gpt.status().message();
+  int products = 0;
+  const std::vector<bool> gpt_transposed = ProductsReadTransposed(gpt.value());
+  for (int32_t id = 0; id < gpt.value().size(); ++id) {
+    if (!gpt_transposed[static_cast<size_t>(id)]) continue;
+    ++products;
+    EXPECT_EQ(gpt.value().op(id).phase, Phase::kBackward) << id;
+  }
+  EXPECT_EQ(products, 2 * 4);
 }
 
 }  // namespace

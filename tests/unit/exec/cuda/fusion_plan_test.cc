@@ -246,10 +246,10 @@ TEST(FusionPlanTest, ThePlannersSingleReaderModelPricesTheRunnersTraffic) {
 
 // With the attention regions on the fused kernels (attention_plan.h: reading Q, K and V in the
 // fused QKV product and writing their gradients into its gradient), the runner's kernels move
-// under half the bytes (31.5 GB of 84.9 on one device: the rest is the MLP, the norms and Adam),
+// under half the bytes (29.7 GB of 84.1 on one device: the rest is the MLP, the norms and Adam),
 // and a calibration with `fuse_attention` and `single_reader_fusion` (the cores and the kernels'
-// views priced on chip: core/ir/attention_core.h) prices them within 6 % (1.010x on one device,
-// 0.967x per device on two). The model does not see the row statistics the kernels keep (4 bytes
+// views priced on chip: core/ir/attention_core.h) prices them within 6 % (1.005x on one device,
+// 0.962x per device on two). The model does not see the row statistics the kernels keep (4 bytes
 // per query row), that the backward reads O and the QKV product again, nor what decides 1.2 GB
 // on two devices (1.9 GB without the kernels): [8, 2048, 4096] adds the program reads
 // with a reduce-scatter, which a piece's graph does not hold, and groups the runner drops for

@@ -1,7 +1,7 @@
 // The buffer lifetimes of a device program run as the CUDA runner runs it with a fusion plan
 // (exec/cuda/fusion_plan.h): skipped instructions, fused groups reading their inputs, the
-// attention kernels reading and writing their views' buffers, deferred frees. For the tests of
-// the plans, without a GPU.
+// attention kernels reading and writing their views' buffers, products written transposed in
+// their dots' place, deferred frees. For the tests of the plans, without a GPU.
 #pragma once
 
 #include <algorithm>
@@ -55,6 +55,8 @@ inline LifetimeReplay ReplayBuffers(const DeviceProgram& p, const FusionPlan& pl
   for (const FusedGroup& g : plan.groups) {
     for (int32_t b : FusedGroupWrites(g)) never.erase(b);
   }
+  for (const TransposedProduct& t : plan.products)
+    never.insert(p.code[static_cast<size_t>(t.dot_at)].out);
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     if (p.buffers[b].persistent) set_live(live, static_cast<int32_t>(b), 1);
   }
@@ -66,6 +68,10 @@ inline LifetimeReplay ReplayBuffers(const DeviceProgram& p, const FusionPlan& pl
     if (fusing && plan.group_at[i] >= 0) {
       reads = plan.groups[static_cast<size_t>(plan.group_at[i])].inputs;
       writes = FusedGroupWrites(plan.groups[static_cast<size_t>(plan.group_at[i])]);
+    }
+    if (fusing && plan.product_at[i] >= 0) {
+      const TransposedProduct& t = plan.products[static_cast<size_t>(plan.product_at[i])];
+      writes = {p.code[static_cast<size_t>(t.transpose_at)].out};
     }
     if (fusing && plan.attention_at[i] >= 0) {
       const AttentionRegion& r = plan.attention[static_cast<size_t>(plan.attention_at[i])];
