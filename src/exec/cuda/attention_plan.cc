@@ -5,12 +5,12 @@
 #include "exec/cuda/attention_plan.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "exec/cuda/attention_matcher.h"
 #include "exec/cuda/attention_views.h"
 #include "exec/cuda/contraction_body.h"
+#include "exec/cuda/env_switch.h"
 #include "exec/cuda/strided_index.h"
 #include "exec/runtime/tensor_boxes.h"
 
@@ -588,10 +588,7 @@ bool AssembleRegion(const Matcher& m, const Forward& f, const Backward* b, Atten
 
 }  // namespace
 
-bool AttentionFusionEnabled() {
-  const char* env = std::getenv("ALPA_CUDA_FLASH_ATTENTION");
-  return env != nullptr && std::string(env) == "1";
-}
+bool AttentionFusionEnabled() { return SwitchedOn("ALPA_CUDA_FLASH_ATTENTION"); }
 
 std::vector<int32_t> AttentionForwardReads(const AttentionRegion& r) {
   return Unique({r.q.buffer, r.k.buffer, r.v.buffer});

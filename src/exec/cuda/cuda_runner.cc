@@ -529,36 +529,34 @@ Status CudaRunner::RunOp(const Instruction& in) {
     HandOver(in.in[0], in.out);
     return Status::Ok();
   }
-  std::vector<cuda::DeviceTensor> operands;
-  for (int32_t b : in.in) {
-    Result<const cuda::DeviceTensor*> t = Get(b);
-    if (!t.ok()) return t.status();
-    operands.push_back(*t.value());
-  }
-  Result<cuda::DeviceTensor*> out = Allocate(in.out);
-  if (!out.ok()) return out.status();
   cuda::OpLaunch launch;
   launch.round = in.round;
   launch.axis_offset = in.axis_offset;
   launch.axis_size = in.axis_size;
-  return cuda::LaunchOp(Context(), local, id, operands, *out.value(), launch);
+  return LaunchOn(local, id, in.in, in.out, launch);
+}
+
+Status CudaRunner::LaunchOn(const Graph& local, int32_t id, const std::vector<int32_t>& operands,
+                            int32_t out, const cuda::OpLaunch& launch) {
+  std::vector<cuda::DeviceTensor> tensors;
+  for (int32_t b : operands) {
+    Result<const cuda::DeviceTensor*> t = Get(b);
+    if (!t.ok()) return t.status();
+    tensors.push_back(*t.value());
+  }
+  Result<cuda::DeviceTensor*> written = Allocate(out);
+  if (!written.ok()) return written.status();
+  return cuda::LaunchOp(Context(), local, id, tensors, *written.value(), launch);
 }
 
 Status CudaRunner::RunTransposedProduct(size_t index) {
   const cuda::TransposedProduct& p = fusion_.products[index];
   const Instruction& dot = program_.code[static_cast<size_t>(p.dot_at)];
   const Instruction& transpose = program_.code[static_cast<size_t>(p.transpose_at)];
-  std::vector<cuda::DeviceTensor> operands;
-  for (int32_t b : {dot.in[1], dot.in[0]}) {  // swapped, as p.swapped's product reads them
-    Result<const cuda::DeviceTensor*> t = Get(b);
-    if (!t.ok()) return t.status();
-    operands.push_back(*t.value());
-  }
-  Result<cuda::DeviceTensor*> out = Allocate(transpose.out);
-  if (!out.ok()) return out.status();
   cuda::OpLaunch launch;
   launch.round = dot.round;
-  return cuda::LaunchOp(Context(), p.swapped, p.swapped.size() - 1, operands, *out.value(), launch);
+  // The operands swapped, as p.swapped's product reads them.
+  return LaunchOn(p.swapped, p.swapped.size() - 1, {dot.in[1], dot.in[0]}, transpose.out, launch);
 }
 
 Status CudaRunner::RunFused(size_t index) {

@@ -32,6 +32,7 @@
 #include "exec/cuda/flash_attention.h"
 #include "exec/cuda/fused_kernels.h"
 #include "exec/cuda/fusion_plan.h"
+#include "exec/cuda/kernels.h"
 #include "exec/cuda/prepared_feeds.h"
 #include "exec/cuda/step_profile.h"
 #include "exec/program/program.h"
@@ -74,6 +75,9 @@ class CudaRunner : public ProgramRunner {
   Status Execute(Communicator& comm, const Instruction& in, const MicrobatchInput& input,
                  const Graph& graph, StepReport& report);
   Status RunOp(const Instruction& in);
+  // Launches op `id` of `local` on the buffers `operands` into buffer `out` (allocated here).
+  Status LaunchOn(const Graph& local, int32_t id, const std::vector<int32_t>& operands, int32_t out,
+                  const cuda::OpLaunch& launch);
   // Runs fused group `index` (fusion_plan.h) in place of its root instruction.
   Status RunFused(size_t index);
   // Runs product `index` (transposed_product.h) in place of its dot: the swapped operands'

@@ -1,13 +1,12 @@
 #include "exec/cuda/dnn_convolution.h"
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "exec/cuda/dnn_loader.h"
+#include "exec/cuda/env_switch.h"
 
 namespace alpa {
 namespace cuda {
@@ -180,10 +179,7 @@ struct DnnConvPlan {
   int64_t workspace_bytes = 0;
 };
 
-bool DnnConvolutionsEnabled() {
-  const char* v = std::getenv("ALPA_CUDA_CUDNN");
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
+bool DnnConvolutionsEnabled() { return SwitchedOnByDefault("ALPA_CUDA_CUDNN"); }
 
 Result<std::unique_ptr<DnnConvolutions>> DnnConvolutions::Create() {
   Result<const DnnApi*> api = LoadDnn();

@@ -7,10 +7,10 @@
 #include "exec/cuda/fusion_plan.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <string>
 
+#include "exec/cuda/env_switch.h"
 #include "exec/cuda/group_merge.h"
 #include "exec/cuda/kernel_math.h"
 #include "exec/cuda/op_rounding.h"
@@ -433,10 +433,7 @@ std::vector<FusedGroup> FormGroups(const DeviceProgram& program, const std::vect
 
 }  // namespace
 
-bool FusionEnabled() {
-  const char* env = std::getenv("ALPA_CUDA_FUSION");
-  return env == nullptr || std::string(env) != "0";
-}
+bool FusionEnabled() { return SwitchedOnByDefault("ALPA_CUDA_FUSION"); }
 
 namespace {
 

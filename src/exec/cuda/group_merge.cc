@@ -5,13 +5,13 @@
 #include "exec/cuda/group_merge.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "core/util/sole_reader_merge.h"
+#include "exec/cuda/env_switch.h"
 #include "exec/runtime/tensor_boxes.h"
 
 namespace alpa {
@@ -288,10 +288,7 @@ std::optional<FusedGroup> TryMerge(const DeviceProgram& program, const MergeFact
 
 }  // namespace
 
-bool GroupMergingEnabled() {
-  const char* env = std::getenv("ALPA_CUDA_MULTI_OUTPUT");
-  return env == nullptr || std::string(env) != "0";
-}
+bool GroupMergingEnabled() { return SwitchedOnByDefault("ALPA_CUDA_MULTI_OUTPUT"); }
 
 std::vector<FusedGroup> MergeGroupsIntoTheirReaders(const DeviceProgram& program,
                                                     const std::vector<DType>& storage,

@@ -1,9 +1,9 @@
 #include "exec/cuda/prepared_feeds.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
+#include "exec/cuda/env_switch.h"
 #include "exec/cuda/kernel_launch.h"
 #include "exec/cuda/storage_codec.h"
 #include "exec/runtime/runner_inputs.h"
@@ -31,11 +31,7 @@ size_t FeedBytes(const Instruction& in, const std::vector<DType>& storage,
 
 }  // namespace
 
-PreparedFeeds::PreparedFeeds()
-    : to_device_([] {
-        const char* env = std::getenv("ALPA_CUDA_DEVICE_FEEDS");
-        return env == nullptr || std::string(env) != "0";
-      }()) {}
+PreparedFeeds::PreparedFeeds() : to_device_(SwitchedOnByDefault("ALPA_CUDA_DEVICE_FEEDS")) {}
 
 PreparedFeeds::~PreparedFeeds() {
   // Nothing can be reported here; the copies are waited for before the memory goes.

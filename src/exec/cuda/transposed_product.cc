@@ -1,9 +1,7 @@
 #include "exec/cuda/transposed_product.h"
 
-#include <cstdlib>
-#include <string>
-
 #include "core/ir/transposed_product.h"
+#include "exec/cuda/env_switch.h"
 
 namespace alpa {
 namespace cuda {
@@ -33,10 +31,7 @@ Graph SwappedGraph(const DeviceProgram& program, const Instruction& dot, const O
 
 }  // namespace
 
-bool TransposedProductsEnabled() {
-  const char* env = std::getenv("ALPA_CUDA_TRANSPOSED_PRODUCTS");
-  return env == nullptr || std::string(env) != "0";
-}
+bool TransposedProductsEnabled() { return SwitchedOnByDefault("ALPA_CUDA_TRANSPOSED_PRODUCTS"); }
 
 std::vector<TransposedProduct> PlanTransposedProducts(const DeviceProgram& program,
                                                       const std::vector<DType>& storage,
