@@ -33,16 +33,6 @@ bool ScoreProduct(const Graph& graph, int32_t id) {
   return true;
 }
 
-std::vector<std::vector<int32_t>> Users(const Graph& graph) {
-  std::vector<std::vector<int32_t>> users(static_cast<size_t>(graph.size()));
-  for (int32_t id = 0; id < graph.size(); ++id) {
-    for (int32_t x : graph.op(id).operands) {
-      if (x >= 0 && x < graph.size()) users[static_cast<size_t>(x)].push_back(id);
-    }
-  }
-  return users;
-}
-
 // The ops connected to `start` through values of its element count (CoreKind ops only).
 std::vector<int32_t> Region(const Graph& graph, const std::vector<std::vector<int32_t>>& users,
                             int32_t start, std::vector<char>& seen) {
@@ -84,7 +74,7 @@ bool ReadLikeAttention(const Graph& graph, const std::vector<std::vector<int32_t
 // Per op: the index of the core holding it, or -1.
 std::vector<int32_t> CoreIndices(const Graph& graph) {
   std::vector<int32_t> index(static_cast<size_t>(graph.size()), -1);
-  const std::vector<std::vector<int32_t>> users = Users(graph);
+  const std::vector<std::vector<int32_t>> users = OpUsers(graph);
   std::vector<char> seen(static_cast<size_t>(graph.size()), 0);
   int32_t cores = 0;
   for (int32_t id = 0; id < graph.size(); ++id) {
@@ -108,12 +98,10 @@ std::vector<bool> AttentionCoreValues(const Graph& graph) {
 
 std::vector<double> AttentionProductWork(const Graph& graph) {
   const std::vector<int32_t> index = CoreIndices(graph);
-  std::vector<char> masked;
+  std::vector<char> masked(index.size(), 0);  // per core (fewer cores than ops)
   for (int32_t id = 0; id < graph.size(); ++id) {
     const int32_t c = index[static_cast<size_t>(id)];
-    if (c < 0) continue;
-    if (masked.size() <= static_cast<size_t>(c)) masked.resize(static_cast<size_t>(c) + 1, 0);
-    if (graph.op(id).kind == OpKind::kSelect) masked[static_cast<size_t>(c)] = 1;
+    if (c >= 0 && graph.op(id).kind == OpKind::kSelect) masked[static_cast<size_t>(c)] = 1;
   }
   std::vector<double> work(static_cast<size_t>(graph.size()), 0.0);
   for (int32_t id = 0; id < graph.size(); ++id) {
@@ -222,7 +210,7 @@ void MarkTransposedInputViews(const Graph& graph, const std::vector<std::vector<
 
 std::vector<bool> AttentionKernelViews(const Graph& graph, const std::vector<bool>& core) {
   std::vector<bool> views(static_cast<size_t>(graph.size()), false);
-  const std::vector<std::vector<int32_t>> users = Users(graph);
+  const std::vector<std::vector<int32_t>> users = OpUsers(graph);
   for (int32_t id = 0; id < graph.size(); ++id) {
     if (!CoreProduct(graph, core, id)) continue;
     const Op& op = graph.op(id);

@@ -188,6 +188,16 @@ Status AddOpBytes(const Op& op, int32_t id, int64_t* total) {
   return Status::Ok();
 }
 
+std::vector<std::vector<int32_t>> OpUsers(const Graph& graph) {
+  std::vector<std::vector<int32_t>> users(static_cast<size_t>(graph.size()));
+  for (int32_t id = 0; id < graph.size(); ++id) {
+    for (int32_t x : graph.op(id).operands) {
+      if (x >= 0 && x < graph.size()) users[static_cast<size_t>(x)].push_back(id);
+    }
+  }
+  return users;
+}
+
 std::string DescribeOp(const Graph& graph, int32_t id) {
   std::string s = "op " + std::to_string(id);
   if (id >= 0 && id < graph.size()) {

@@ -161,6 +161,9 @@ int64_t TensorBytes(const Op& op);  // of a validated op: elements * DTypeBytes
 // A graph's results together stay below 2^63 bytes, so that every memory sum over a subset of
 // its tensors (a stage, a device's share) fits int64; past that, an error naming the op.
 Status AddOpBytes(const Op& op, int32_t id, int64_t* total);
+// Per op: the ops reading it, once per operand slot (an op reading it twice is listed twice), in
+// id order.
+std::vector<std::vector<int32_t>> OpUsers(const Graph& graph);
 // "op 12 'attn.qkv' (dot_general)": how messages name an op.
 std::string DescribeOp(const Graph& graph, int32_t id);
 std::string ShapeString(const std::vector<int64_t>& shape);  // "[8, 128]"

@@ -33,22 +33,16 @@ DotDims SwappedDotDims(const DotDims& dims) {
 }
 
 std::vector<bool> ProductsReadTransposed(const Graph& graph) {
-  std::vector<int32_t> users(static_cast<size_t>(graph.size()), 0), user(users.size(), -1);
-  for (int32_t id = 0; id < graph.size(); ++id) {
-    for (int32_t x : graph.op(id).operands) {
-      if (x < 0 || x >= graph.size()) continue;
-      ++users[static_cast<size_t>(x)];
-      user[static_cast<size_t>(x)] = id;
-    }
-  }
+  const std::vector<std::vector<int32_t>> users = OpUsers(graph);
   std::vector<bool> transposed(users.size(), false);
   for (int32_t id = 0; id < graph.size(); ++id) {
-    const size_t i = static_cast<size_t>(id);
-    if (users[i] != 1 ||
+    const std::vector<int32_t>& u = users[static_cast<size_t>(id)];
+    if (u.size() != 1 ||
         std::find(graph.outputs.begin(), graph.outputs.end(), id) != graph.outputs.end()) {
       continue;
     }
-    transposed[i] = TransposeSwapsProduct(graph.op(id), graph, graph.op(user[i]));
+    transposed[static_cast<size_t>(id)] =
+        TransposeSwapsProduct(graph.op(id), graph, graph.op(u[0]));
   }
   return transposed;
 }

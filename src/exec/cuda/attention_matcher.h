@@ -1,7 +1,7 @@
 // The attention matcher's view of a device program (attention_plan.h): each buffer's writer,
 // readers and kFree, and accessors that answer only for rounded kRun instructions of one kind,
 // so that a pattern never mistakes a collective's result or a partial sum for an op's.
-// Internal to exec/cuda's attention planning.
+// Internal to exec/cuda's attention planning (and the transposed products', transposed_product.h).
 #pragma once
 
 #include <cstdint>
